@@ -1,0 +1,102 @@
+# wmrun: `make` builds, `make demo` runs a real job, `make test` runs every test.
+# On a fresh Debian machine (as root) `make demo` and `make test` install what they need.
+
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
+CC        ?= cc
+PKGS       = lua5.4 libuv
+DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wcast-align -Wwrite-strings -Wundef -Wformat=2 -Wvla
+OPT     ?= -O2 -g
+CFLAGS  ?=
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(EXTRA_CFLAGS)
+LDFLAGS += $(EXTRA_LDFLAGS)
+
+CORE_SRC = $(wildcard core/*.c)
+BIND_SRC = bindings/lwm_bridge.c bindings/lwm_ops.c bindings/lwm_core.c
+CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/%.o)
+CTEST_SRC = $(wildcard spec/c/test_*.c)
+
+WMRUN   = $(BUILD)/wmrun
+MODULE  = $(BUILD)/wm/core.so
+CTESTS  = $(BUILD)/test_core
+LUA     = lua5.4
+
+export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/?.lua;;
+export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
+export WMRUN     := $(CURDIR)/$(WMRUN)
+
+.PHONY: all deps build-with-deps demo test test-c test-lua asan valgrind install uninstall clean bench
+
+all: $(WMRUN) $(MODULE) $(CTESTS)
+
+# Installs the Debian packages that are missing (needs root, or sudo).
+deps:
+	@./.ci/deps.sh $(DEBIAN_PKGS)
+
+# demo and test install missing packages first, then build in a fresh make (so that the
+# pkg-config flags are read after the install).
+build-with-deps:
+	@./.ci/deps.sh $(DEBIAN_PKGS)
+	@$(MAKE) --no-print-directory all
+
+$(BUILD)/%.o: %.c $(wildcard core/*.h bindings/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(WMRUN): $(CORE_OBJ) $(BIND_OBJ) $(BUILD)/bindings/wmrun.o
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+
+$(MODULE): $(CORE_OBJ) $(BIND_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+
+$(CTESTS): $(CORE_OBJ) $(CTEST_SRC) spec/c/test.h
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+
+demo: build-with-deps
+	@echo "== examples/a_tumbling_in_order.lua: 5 s tumbling windows, 2 s bounded out-of-orderness"
+	@echo "== input (id,seconds,vc):"; cat examples/data/a_tumbling_in_order.csv
+	@echo "== output:"
+	$(WMRUN) examples/a_tumbling_in_order.lua
+
+# Every suite; the last line is "N passed, M failed".
+test: build-with-deps
+	@./spec/run_all.sh $(BUILD)
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  EXTRA_LDFLAGS="-fsanitize=address,undefined" all
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
+	  LUA_CPATH="$(CURDIR)/build-asan/?.so;;" WMRUN=$(CURDIR)/build-asan/wmrun \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  ./spec/run_all.sh build-asan
+
+valgrind: all
+	WMRUN_VALGRIND=1 ./spec/run_all.sh $(BUILD)
+
+bench: all
+	@./bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm \
+	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
+	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
+	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/
+	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/
+	install -m 755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm/core.so
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/bin/wmrun $(DESTDIR)$(PREFIX)/share/wmrun \
+	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
+
+clean:
+	rm -rf build build-asan

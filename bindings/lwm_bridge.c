@@ -1,0 +1,312 @@
+/* The bridge between core values and Lua values: the slot table, conversions, the
+ * formatter for Lua values, and protected calls of user functions. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwm.h"
+
+/* ---- slots ----------------------------------------------------------------------- */
+
+uint32_t lwm_slot_new(lwm_bridge *B, int idx) {
+  lua_State *L = B->L;
+  idx = lua_absindex(L, idx);
+  uint32_t s;
+  if (B->nfree) {
+    s = B->free_slots[--B->nfree];
+  } else {
+    if (B->nslots + 1 >= B->capslots) {
+      uint32_t cap = B->capslots ? B->capslots * 2 : 1024;
+      uint32_t *r = realloc(B->refs, cap * sizeof *r);
+      if (!r) return 0;
+      B->refs = r;
+      uint32_t *f = realloc(B->free_slots, cap * sizeof *f);
+      if (!f) return 0;
+      B->free_slots = f;
+      B->capslots = cap;
+    }
+    s = ++B->nslots;
+  }
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, B->slots, s);
+  B->refs[s] = 1;
+  return s;
+}
+
+void lwm_slot_retain(void *ud, uint32_t slot) {
+  lwm_bridge *B = ud;
+  B->refs[slot]++;
+}
+
+void lwm_slot_release(void *ud, uint32_t slot) {
+  lwm_bridge *B = ud;
+  if (--B->refs[slot] > 0) return;
+  lua_pushnil(B->L);
+  lua_rawseti(B->L, B->slots, slot);
+  B->free_slots[B->nfree++] = slot;
+}
+
+/* ---- conversions ----------------------------------------------------------------- */
+
+void lwm_push_value(lwm_bridge *B, const wm_value *v) {
+  lua_State *L = B->L;
+  switch (v->type) {
+  case WM_NIL: lua_pushnil(L); break;
+  case WM_BOOL: lua_pushboolean(L, v->u.b); break;
+  case WM_INT: lua_pushinteger(L, (lua_Integer)v->u.i); break;
+  case WM_FLOAT: lua_pushnumber(L, (lua_Number)v->u.f); break;
+  case WM_CSTR:
+  case WM_STR: {
+    size_t n;
+    const char *s = wm_value_str(v, &n);
+    if (v->flags & WM_VF_COMPOSITE) { /* a composite key becomes a list */
+      wm_value part;
+      int count = wm_key_part(v, 0, &part);
+      lua_createtable(L, count, 0);
+      for (int i = 0; i < count; i++) {
+        wm_key_part(v, (size_t)i, &part);
+        lwm_push_value(B, &part);
+        lua_rawseti(L, -2, i + 1);
+      }
+    } else {
+      lua_pushlstring(L, s, n);
+    }
+    break;
+  }
+  case WM_ROW: {
+    const wm_row *r = v->u.row;
+    luaL_checkstack(L, 4, "wmrun: converting a row");
+    lua_createtable(L, 0, (int)r->schema->nfields);
+    for (uint32_t i = 0; i < r->schema->nfields; i++) {
+      if (r->fields[i].type == WM_NIL) continue;
+      lwm_push_value(B, &r->fields[i]);
+      lua_setfield(L, -2, r->schema->names[i]);
+    }
+    break;
+  }
+  case WM_SLOT: lua_rawgeti(L, B->slots, v->u.slot); break;
+  default: lua_pushnil(L); break;
+  }
+}
+
+int lwm_to_value(lwm_bridge *B, int idx, wm_value *out) {
+  lua_State *L = B->L;
+  *out = wm_nil();
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: return 0;
+  case LUA_TBOOLEAN: *out = wm_bool(lua_toboolean(L, idx)); return 0;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) *out = wm_int((int64_t)lua_tointeger(L, idx));
+    else *out = wm_float((double)lua_tonumber(L, idx));
+    return 0;
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    *out = wm_cstr(s, n);
+    return 0;
+  }
+  default: {
+    uint32_t s = lwm_slot_new(B, idx);
+    if (!s) return -1;
+    out->type = WM_SLOT;
+    out->u.slot = s;
+    return 0;
+  }
+  }
+}
+
+/* ---- formatting Lua values as print shows them ---------------------------------- */
+
+typedef struct keyent {
+  const char *s;
+  size_t n;
+  int pos; /* index in the scratch table of the key's value */
+} keyent;
+
+static int cmp_keys(const void *a, const void *b) {
+  const keyent *x = a, *y = b;
+  size_t n = x->n < y->n ? x->n : y->n;
+  int c = memcmp(x->s, y->s, n);
+  if (c) return c;
+  return (x->n > y->n) - (x->n < y->n);
+}
+
+static void format_table(lua_State *L, int idx, wm_buf *b, int depth) {
+  /* a sequence prints as an array */
+  lua_Unsigned n = lua_rawlen(L, idx);
+  size_t count = 0;
+  int only_seq = 1;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    count++;
+    if (only_seq) {
+      if (!lua_isinteger(L, -2)) only_seq = 0;
+      else {
+        lua_Integer k = lua_tointeger(L, -2);
+        if (k < 1 || (lua_Unsigned)k > n) only_seq = 0;
+      }
+    }
+    lua_pop(L, 1);
+  }
+  if (n > 0 && only_seq && count == n) {
+    wm_buf_addc(b, '[');
+    for (lua_Unsigned i = 1; i <= n; i++) {
+      if (i > 1) wm_buf_addc(b, ',');
+      lua_rawgeti(L, idx, (lua_Integer)i);
+      lwm_format_lua(L, lua_gettop(L), b, 1, depth + 1);
+      lua_pop(L, 1);
+    }
+    wm_buf_addc(b, ']');
+    return;
+  }
+  if (count == 0) {
+    wm_buf_adds(b, "{}");
+    return;
+  }
+  /* an object with sorted keys: keys as strings and values go to a scratch table that
+   * keeps them alive while a C array of keys is sorted */
+  keyent *keys = malloc(count * sizeof *keys);
+  if (!keys) {
+    b->oom = 1;
+    return;
+  }
+  lua_createtable(L, (int)(count * 2), 0);
+  int scratch = lua_gettop(L);
+  size_t k = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx) && k < count) {
+    /* key as text: strings as they are, other keys through tostring */
+    if (lua_type(L, -2) == LUA_TSTRING) lua_pushvalue(L, -2);
+    else if (lua_type(L, -2) == LUA_TNUMBER || lua_type(L, -2) == LUA_TBOOLEAN) {
+      lua_pushvalue(L, -2);
+      lua_tolstring(L, -1, NULL); /* converts the copy in place, never the key itself */
+      if (lua_type(L, -1) != LUA_TSTRING) { lua_pop(L, 1); lua_pushstring(L, lua_toboolean(L, -2) ? "true" : "false"); }
+    } else {
+      lua_pushfstring(L, "%s: %p", luaL_typename(L, -2), lua_topointer(L, -2));
+    }
+    lua_rawseti(L, scratch, (lua_Integer)(2 * k + 1));
+    lua_rawseti(L, scratch, (lua_Integer)(2 * k + 2)); /* pops the value */
+    lua_rawgeti(L, scratch, (lua_Integer)(2 * k + 1));
+    keys[k].s = lua_tolstring(L, -1, &keys[k].n);
+    keys[k].pos = (int)(2 * k + 2);
+    lua_pop(L, 1); /* the string stays alive in scratch */
+    k++;
+  }
+  qsort(keys, k, sizeof *keys, cmp_keys);
+  wm_buf_addc(b, '{');
+  for (size_t i = 0; i < k; i++) {
+    if (i) wm_buf_addc(b, ',');
+    wm_buf_add_json_string(b, keys[i].s, keys[i].n);
+    wm_buf_addc(b, ':');
+    lua_rawgeti(L, scratch, keys[i].pos);
+    lwm_format_lua(L, lua_gettop(L), b, 1, depth + 1);
+    lua_pop(L, 1);
+  }
+  wm_buf_addc(b, '}');
+  free(keys);
+  lua_pop(L, 1); /* scratch */
+}
+
+void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth) {
+  idx = lua_absindex(L, idx);
+  if (!lua_checkstack(L, 8)) {
+    wm_buf_adds(b, "...");
+    return;
+  }
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: wm_buf_adds(b, json ? "null" : "nil"); break;
+  case LUA_TBOOLEAN: wm_buf_adds(b, lua_toboolean(L, idx) ? "true" : "false"); break;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) wm_buf_add_int(b, (int64_t)lua_tointeger(L, idx));
+    else {
+      wm_value v = wm_float((double)lua_tonumber(L, idx));
+      wm_format_value(b, &v, json, NULL, NULL);
+    }
+    break;
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    if (json) wm_buf_add_json_string(b, s, n);
+    else wm_buf_add(b, s, n);
+    break;
+  }
+  case LUA_TTABLE:
+    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+      lua_pushvalue(L, idx);
+      if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "not a string";
+        wm_buf_adds(b, "<__tostring failed: ");
+        wm_buf_adds(b, msg);
+        wm_buf_adds(b, ">");
+      } else {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        if (json) wm_buf_add_json_string(b, s, n);
+        else wm_buf_add(b, s, n);
+      }
+      lua_pop(L, 1);
+      break;
+    }
+    if (depth > 32) {
+      wm_buf_adds(b, json ? "\"...\"" : "...");
+      break;
+    }
+    format_table(L, idx, b, depth);
+    break;
+  default: {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s: %p", luaL_typename(L, idx), lua_topointer(L, idx));
+    if (json) wm_buf_add_json_string(b, tmp, strlen(tmp));
+    else wm_buf_adds(b, tmp);
+  }
+  }
+}
+
+/* ---- calls ----------------------------------------------------------------------- */
+
+void lwm_push_fn(lwm_bridge *B, int fn) { lua_rawgeti(B->L, B->fns, fn); }
+
+static void add_record(lwm_bridge *B, const wm_value *rec) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_format_value(&b, rec, 0, B->ctx.host.format, B->ctx.host.ud);
+  if (b.len > 400) {
+    b.len = 400;
+    b.data[b.len] = '\0';
+    wm_ctx_error_append(&B->ctx, "\n  on record %s...", b.data);
+  } else {
+    wm_ctx_error_append(&B->ctx, "\n  on record %s", b.data ? b.data : "");
+  }
+  wm_buf_free(&b);
+}
+
+int lwm_op_error(lwm_opinfo *oi, const wm_value *rec, const char *fmt, ...) {
+  lwm_bridge *B = oi->B;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  wm_ctx_error(&B->ctx, "%s: %s\n  in operator '%s'", oi->where, msg, oi->op ? oi->op->name : "?");
+  if (rec) add_record(B, rec);
+  return WM_ERR;
+}
+
+int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  if (lua_pcall(L, nargs, nres, B->msgh) == LUA_OK) return WM_OK;
+  if (!B->downstream_failed) {
+    size_t n;
+    const char *m = lua_tolstring(L, -1, &n);
+    if (!m) m = "(error object is not a string)";
+    const char *tb = strstr(m, "\nstack traceback:");
+    int head = tb ? (int)(tb - m) : (int)strlen(m);
+    wm_ctx_error(&B->ctx, "%.*s\n  in operator '%s'", head, m, oi->op ? oi->op->name : "?");
+    if (rec) add_record(B, rec);
+    if (tb) wm_ctx_error_append(&B->ctx, "%s", tb);
+  }
+  B->downstream_failed = 1; /* outer Lua frames keep this message */
+  lua_pop(L, 1);
+  return WM_ERR;
+}

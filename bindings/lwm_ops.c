@@ -1,0 +1,739 @@
+/* Operators and operator parts whose logic is a user's Lua function. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwm.h"
+
+lwm_opinfo *lwm_opinfo_new(lwm_bridge *B, const char *where) {
+  lwm_opinfo *oi = calloc(1, sizeof *oi);
+  if (!oi) return NULL;
+  oi->B = B;
+  oi->where = strdup(where ? where : "?");
+  if (!oi->where) {
+    free(oi);
+    return NULL;
+  }
+  return oi;
+}
+
+void lwm_opinfo_free(void *ud) {
+  lwm_opinfo *oi = ud;
+  if (!oi) return;
+  if (oi->keep) lwm_slot_release(oi->B, (uint32_t)oi->keep);
+  free(oi->where);
+  free(oi);
+}
+
+static void op_free(wm_op *op) { lwm_opinfo_free(op->impl); }
+
+/* ---- map, filter, flat_map --------------------------------------------------------- */
+
+typedef struct flat {
+  lwm_opinfo oi; /* first: the op's impl is both */
+  int64_t ts;    /* timestamp of the record being processed */
+} flat;
+
+static int map_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  lwm_opinfo *oi = op->impl;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return lwm_op_error(oi, rec, "map returned nil (use filter or flat_map to drop records)");
+  }
+  wm_value out;
+  if (lwm_to_value(B, -1, &out) != 0) {
+    lua_pop(L, 1);
+    return wm_ctx_error(&B->ctx, "out of memory");
+  }
+  int rc = wm_op_emit(op, 0, &out, ts);
+  wm_value_release(&B->ctx.host, &out);
+  lua_pop(L, 1);
+  return rc;
+}
+
+static int filter_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  lwm_opinfo *oi = op->impl;
+  lwm_bridge *B = oi->B;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
+  int keep = lua_toboolean(B->L, -1);
+  lua_pop(B->L, 1);
+  return keep ? wm_op_emit(op, 0, rec, ts) : WM_OK;
+}
+
+/* out(value) of flat_map and of process functions: emits on the op's main port */
+static int l_out(lua_State *L) {
+  wm_op *op = lua_touserdata(L, lua_upvalueindex(1));
+  flat *f = op->impl;
+  lwm_bridge *B = f->oi.B;
+  wm_value v;
+  if (lwm_to_value(B, 1, &v) != 0) return luaL_error(L, "out of memory");
+  int rc = wm_op_emit(op, 0, &v, f->ts);
+  wm_value_release(&B->ctx.host, &v);
+  if (rc != WM_OK) {
+    B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+static int flat_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  flat *f = op->impl;
+  lwm_bridge *B = f->oi.B;
+  f->ts = ts;
+  lwm_push_fn(B, f->oi.fn);
+  lwm_push_value(B, rec);
+  lwm_push_fn(B, f->oi.fn2);
+  return lwm_call(&f->oi, 2, 0, rec);
+}
+
+static const wm_op_vt map_vt = {.kind = "map", .record = map_record, .free = op_free};
+static const wm_op_vt filter_vt = {.kind = "filter", .record = filter_record, .free = op_free};
+static const wm_op_vt flat_vt = {.kind = "flat_map", .record = flat_record, .free = op_free};
+
+/* Stores the value on top of the stack in the fns table; returns its index. */
+static int store_fn(lwm_bridge *B) {
+  lua_rawseti(B->L, B->fns, ++B->nfns);
+  return B->nfns;
+}
+
+wm_op *lwm_map_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int kind) {
+  const wm_op_vt *vt = kind == LWM_MAP ? &map_vt : kind == LWM_FILTER ? &filter_vt : &flat_vt;
+  if (kind == LWM_FLAT_MAP) {
+    flat *f = realloc(oi, sizeof *f);
+    if (!f) {
+      lwm_opinfo_free(oi);
+      wm_ctx_error(&B->ctx, "out of memory");
+      return NULL;
+    }
+    oi = &f->oi;
+  }
+  wm_op *op = wm_op_new(&B->ctx, vt, oi, name);
+  if (!op) {
+    lwm_opinfo_free(oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  oi->op = op;
+  if (kind == LWM_FLAT_MAP) {
+    lua_pushlightuserdata(B->L, op);
+    lua_pushcclosure(B->L, l_out, 1);
+    oi->fn2 = store_fn(B);
+  }
+  return op;
+}
+
+/* ---- pass-through (union) ----------------------------------------------------------- */
+
+static int pass_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  return wm_op_emit(op, 0, rec, ts);
+}
+static const wm_op_vt pass_vt = {.kind = "union", .record = pass_record};
+
+wm_op *lwm_pass_new(lwm_bridge *B, const char *name) {
+  wm_op *op = wm_op_new(&B->ctx, &pass_vt, NULL, name);
+  if (!op) wm_ctx_error(&B->ctx, "out of memory");
+  return op;
+}
+
+/* ---- sinks: sink(fn) and collect() --------------------------------------------------- */
+
+static int sink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  lwm_opinfo *oi = op->impl;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  lwm_push_fn(B, oi->fn2); /* the ctx table, reused */
+  if (ts == WM_TIME_MIN) lua_pushnil(L);
+  else lua_pushinteger(L, (lua_Integer)ts);
+  lua_setfield(L, -2, "timestamp");
+  lua_pushinteger(L, (lua_Integer)op->wm);
+  lua_setfield(L, -2, "current_watermark");
+  return lwm_call(oi, 2, 0, rec);
+}
+
+static int collect_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)ts;
+  lwm_opinfo *oi = op->impl;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pop(L, 1);
+  return WM_OK;
+}
+
+static const wm_op_vt sink_vt = {.kind = "sink", .record = sink_record, .free = op_free};
+static const wm_op_vt collect_vt = {.kind = "collect", .record = collect_record, .free = op_free};
+
+wm_op *lwm_sink_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int collect) {
+  wm_op *op = wm_op_new(&B->ctx, collect ? &collect_vt : &sink_vt, oi, name);
+  if (!op) {
+    lwm_opinfo_free(oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  oi->op = op;
+  if (!collect) {
+    lua_newtable(B->L);
+    oi->fn2 = store_fn(B);
+  }
+  return op;
+}
+
+/* ---- from_elements: a bounded source pumped in batches from an idle handle ---------- */
+
+typedef struct elements {
+  lwm_opinfo oi;
+  lua_Integer next, count;
+  uv_idle_t idle;
+  int idle_open, stopped;
+  wm_exec *exec;
+} elements;
+
+static int elements_rec(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  return wm_ctx_error(op->ctx, "a source has no inputs");
+}
+
+static void elements_free(wm_op *op) { lwm_opinfo_free(op->impl); }
+
+static const wm_op_vt elements_vt = {.kind = "from_elements", .record = elements_rec, .free = elements_free};
+
+static void elements_close(elements *e) {
+  if (e->idle_open) {
+    uv_idle_stop(&e->idle);
+    uv_close((uv_handle_t *)&e->idle, NULL);
+    e->idle_open = 0;
+  }
+}
+
+static void on_elements_idle(uv_idle_t *h) {
+  elements *e = h->data;
+  lwm_bridge *B = e->oi.B;
+  lua_State *L = B->L;
+  lua_Integer end = e->next + 512;
+  if (end > e->count + 1) end = e->count + 1;
+  lwm_push_fn(B, e->oi.fn);
+  int list = lua_gettop(L);
+  for (; e->next < end && !e->stopped; e->next++) {
+    lua_rawgeti(L, list, e->next);
+    wm_value v;
+    if (lwm_to_value(B, -1, &v) != 0) {
+      lua_settop(L, list - 1);
+      wm_ctx_error(&B->ctx, "out of memory");
+      elements_close(e);
+      wm_exec_fail(e->exec);
+      return;
+    }
+    int rc = wm_op_emit(e->oi.op, 0, &v, WM_TIME_MIN);
+    wm_value_release(&B->ctx.host, &v);
+    lua_pop(L, 1);
+    if (rc != WM_OK) {
+      lua_settop(L, list - 1);
+      wm_ctx_error_append(&B->ctx, "\n  while reading element %lld of from_elements (%s)",
+                          (long long)e->next, e->oi.where);
+      elements_close(e);
+      e->stopped = 1;
+      wm_exec_fail(e->exec);
+      return;
+    }
+  }
+  lua_settop(L, list - 1);
+  wm_exec_batch_done(e->exec);
+  if (e->next > e->count || e->stopped) {
+    elements_close(e);
+    if (!e->stopped || e->next > e->count) wm_exec_source_done(e->exec, e->oi.op);
+  }
+}
+
+static int elements_start(wm_op *op, wm_exec *exec) {
+  elements *e = op->impl;
+  e->exec = exec;
+  int rc = uv_idle_init(wm_exec_loop(exec), &e->idle);
+  if (rc == 0) {
+    e->idle_open = 1;
+    e->idle.data = e;
+    rc = uv_idle_start(&e->idle, on_elements_idle);
+  }
+  if (rc != 0) {
+    elements_close(e);
+    return wm_ctx_error(op->ctx, "cannot start from_elements: %s", uv_strerror(rc));
+  }
+  return WM_OK;
+}
+
+static void elements_stop(wm_op *op, wm_exec *exec, int finish) {
+  elements *e = op->impl;
+  if (e->stopped) return;
+  e->stopped = 1;
+  elements_close(e);
+  if (finish) wm_exec_source_done(exec, op);
+}
+
+static const wm_source_vt elements_src = {.start = elements_start, .stop = elements_stop};
+
+wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Integer count) {
+  elements *e = realloc(oi, sizeof *e);
+  if (!e) {
+    lwm_opinfo_free(oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  memset((char *)e + sizeof e->oi, 0, sizeof *e - sizeof e->oi);
+  e->next = 1;
+  e->count = count;
+  wm_op *op = wm_op_new(&B->ctx, &elements_vt, e, name);
+  if (!op) {
+    lwm_opinfo_free(&e->oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  e->oi.op = op;
+  if (wm_exec_add_source(B->exec, op, &elements_src) != 0) {
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  return op;
+}
+
+/* ---- timestamp assigner and key selector functions ---------------------------------- */
+
+/* An integer number of ms from the value on top of the stack. */
+static int to_millis(lua_State *L, int64_t *out) {
+  if (lua_isinteger(L, -1)) {
+    *out = (int64_t)lua_tointeger(L, -1);
+    return 1;
+  }
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    lua_Number n = lua_tonumber(L, -1);
+    if (floor(n) == n && fabs(n) < 9.2e18) {
+      *out = (int64_t)n;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static const char *describe_top(lua_State *L, char *buf, size_t n) {
+  if (lua_type(L, -1) == LUA_TSTRING) snprintf(buf, n, "the string \"%.40s\"", lua_tostring(L, -1));
+  else if (lua_type(L, -1) == LUA_TNUMBER) snprintf(buf, n, "%.17g", (double)lua_tonumber(L, -1));
+  else snprintf(buf, n, "%s", luaL_typename(L, -1));
+  return buf;
+}
+
+static int tsx_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, int64_t *ts) {
+  lwm_opinfo *oi = ud;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  oi->op = op;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  if (prev == WM_TIME_MIN) lua_pushnil(L);
+  else lua_pushinteger(L, (lua_Integer)prev);
+  if (lwm_call(oi, 2, 1, rec) != WM_OK) return WM_ERR;
+  if (!to_millis(L, ts)) {
+    char d[80];
+    describe_top(L, d, sizeof d);
+    lua_pop(L, 1);
+    return lwm_op_error(oi, rec,
+                        "timestamp assigner returned %s (expected an integer number of ms)", d);
+  }
+  lua_pop(L, 1);
+  return WM_OK;
+}
+
+int lwm_tsx_lua(wm_tsx *x, lwm_opinfo *oi) {
+  x->fn = tsx_fn;
+  x->free = lwm_opinfo_free;
+  x->ud = oi;
+  return 0;
+}
+
+typedef struct keyfn {
+  lwm_opinfo oi;
+  wm_value composite; /* owned: the last composite key */
+} keyfn;
+
+static int keysel_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  keyfn *k = ud;
+  lwm_opinfo *oi = &k->oi;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  oi->op = op;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
+  int t = lua_type(L, -1);
+  if (t == LUA_TTABLE) { /* a list of scalars: a composite key */
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    wm_value parts[16];
+    if (n < 1 || n > 16) {
+      lua_pop(L, 1);
+      return lwm_op_error(oi, rec, "key selector returned a table that is not a list of 1 to 16 values");
+    }
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      lwm_to_value(B, -1, &parts[i - 1]);
+      if (!wm_key_valid(&parts[i - 1])) {
+        if (parts[i - 1].type == WM_SLOT) wm_value_release(&B->ctx.host, &parts[i - 1]);
+        lua_pop(L, (int)i + 1);
+        return lwm_op_error(oi, rec, "key part %lld is not a string, number or boolean", (long long)i);
+      }
+    }
+    wm_value_release(&B->ctx.host, &k->composite);
+    int rc = wm_key_compose(parts, (size_t)n, &k->composite);
+    lua_pop(L, (int)n + 1);
+    if (rc != 0) return wm_ctx_error(&B->ctx, "out of memory");
+    *key = k->composite;
+    return WM_OK;
+  }
+  if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN) {
+    char d[80];
+    describe_top(L, d, sizeof d);
+    lua_pop(L, 1);
+    return lwm_op_error(oi, rec, "key selector returned %s (a key is a string, number or boolean)", d);
+  }
+  if (t == LUA_TNUMBER && !lua_isinteger(L, -1) && isnan(lua_tonumber(L, -1))) {
+    lua_pop(L, 1);
+    return lwm_op_error(oi, rec, "key selector returned NaN");
+  }
+  /* keep the result alive (a string's bytes are borrowed) until the next call */
+  lua_rawseti(L, B->slots, oi->keep);
+  lua_rawgeti(L, B->slots, oi->keep);
+  lwm_to_value(B, -1, key);
+  lua_pop(L, 1);
+  return WM_OK;
+}
+
+static void keyfn_free(void *ud) {
+  keyfn *k = ud;
+  wm_value_release(NULL, &k->composite);
+  lwm_opinfo_free(&k->oi);
+}
+
+int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi) {
+  keyfn *k = realloc(oi, sizeof *k);
+  if (!k) {
+    lwm_opinfo_free(oi);
+    return -1;
+  }
+  k->composite = wm_nil();
+  lua_pushboolean(k->oi.B->L, 0);
+  k->oi.keep = (int)lwm_slot_new(k->oi.B, -1);
+  lua_pop(k->oi.B->L, 1);
+  if (!k->oi.keep) {
+    keyfn_free(k);
+    return -1;
+  }
+  ks->fn = keysel_fn;
+  ks->free = keyfn_free;
+  ks->ud = k;
+  return 0;
+}
+
+/* ---- window functions: reduce, aggregate, process ----------------------------------- */
+
+typedef struct winlua {
+  lwm_opinfo oi; /* fn: reduce fn / process fn; fn2..: aggregate create/add/result/merge */
+  int kind;      /* 1 reduce, 2 aggregate, 3 process */
+  int64_t ts;    /* for out(): the firing window's max timestamp */
+  wm_op *op;
+} winlua;
+
+/* Stores the Lua value on top of the stack (popped) as the owned *acc, reusing acc's slot
+ * when only the window holds it. */
+static int set_acc(lwm_bridge *B, wm_value *acc) {
+  lua_State *L = B->L;
+  if (acc->type == WM_SLOT && B->refs[acc->u.slot] == 1 && lua_type(L, -1) >= LUA_TTABLE) {
+    lua_rawseti(L, B->slots, acc->u.slot);
+    return 0;
+  }
+  wm_value v;
+  if (lwm_to_value(B, -1, &v) != 0 || (v.type != WM_SLOT && wm_value_retain(&B->ctx.host, &v) != 0)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  wm_value_release(&B->ctx.host, acc);
+  *acc = v;
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int win_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  (void)aux;
+  winlua *w = ud;
+  lwm_bridge *B = w->oi.B;
+  w->oi.op = op;
+  if (w->kind == 1) {
+    if (acc->type == WM_NIL) /* the first record is the initial accumulator */
+      return wm_value_copy(&B->ctx.host, acc, rec) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+    lwm_push_fn(B, w->oi.fn);
+    lwm_push_value(B, acc);
+    lwm_push_value(B, rec);
+    if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) return WM_ERR;
+    return set_acc(B, acc) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+  }
+  /* aggregate */
+  if (acc->type == WM_NIL && aux->type == WM_NIL) {
+    lwm_push_fn(B, w->oi.fn2);
+    if (lwm_call(&w->oi, 0, 1, rec) != WM_OK) return WM_ERR;
+    if (set_acc(B, acc) != 0) return wm_ctx_error(&B->ctx, "out of memory");
+    *aux = wm_bool(true); /* created, even if the accumulator is nil */
+  }
+  lwm_push_fn(B, w->oi.fn3);
+  lwm_push_value(B, acc);
+  lwm_push_value(B, rec);
+  if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) return WM_ERR;
+  return set_acc(B, acc) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+}
+
+static int emit_top(wm_op *op, lwm_bridge *B, int64_t ts) {
+  wm_value v;
+  if (lwm_to_value(B, -1, &v) != 0) {
+    lua_pop(B->L, 1);
+    return wm_ctx_error(&B->ctx, "out of memory");
+  }
+  int rc = wm_op_emit(op, 0, &v, ts);
+  wm_value_release(&B->ctx.host, &v);
+  lua_pop(B->L, 1);
+  return rc;
+}
+
+/* out(value) for process functions */
+static int l_win_out(lua_State *L) {
+  winlua *w = lua_touserdata(L, lua_upvalueindex(1));
+  lwm_bridge *B = w->oi.B;
+  lua_settop(L, 1);
+  if (emit_top(w->op, B, w->ts) != WM_OK) {
+    B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+/* ctx:output(tag, value) for process functions */
+static int l_win_output(lua_State *L) {
+  winlua *w = lua_touserdata(L, lua_upvalueindex(1));
+  lwm_bridge *B = w->oi.B;
+  const char *tag = luaL_checkstring(L, 2);
+  int port = wm_op_port(w->op, tag);
+  if (port < 0) return luaL_error(L, "out of memory");
+  wm_value v;
+  lua_settop(L, 3);
+  if (lwm_to_value(B, 3, &v) != 0) return luaL_error(L, "out of memory");
+  int rc = wm_op_emit(w->op, port, &v, w->ts);
+  wm_value_release(&B->ctx.host, &v);
+  if (rc != WM_OK) {
+    B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
+  winlua *w = ud;
+  lwm_bridge *B = w->oi.B;
+  lua_State *L = B->L;
+  w->oi.op = op;
+  w->op = op;
+  w->ts = f->max_ts;
+  if (w->kind == 1) return wm_op_emit(op, 0, f->acc, f->max_ts);
+  if (w->kind == 2) {
+    lwm_push_fn(B, w->oi.fn4);
+    lwm_push_value(B, f->acc);
+    if (lwm_call(&w->oi, 1, 1, NULL) != WM_OK) return WM_ERR;
+    return emit_top(op, B, f->max_ts);
+  }
+  /* process(key, ctx, records, out) */
+  luaL_checkstack(L, 8, "wmrun: process window");
+  lwm_push_fn(B, w->oi.fn);
+  lwm_push_value(B, f->key);
+  lua_createtable(L, 0, 4); /* ctx */
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)f->window.start);
+  lua_setfield(L, -2, "start");
+  lua_pushinteger(L, (lua_Integer)f->window.stop);
+  lua_setfield(L, -2, "stop");
+  lua_pushinteger(L, (lua_Integer)f->max_ts);
+  lua_setfield(L, -2, "max_timestamp");
+  lua_setfield(L, -2, "window");
+  lua_pushinteger(L, (lua_Integer)f->watermark);
+  lua_setfield(L, -2, "current_watermark");
+  lua_pushinteger(L, (lua_Integer)wm_ctx_now(&B->ctx));
+  lua_setfield(L, -2, "current_processing_time");
+  lwm_push_fn(B, w->oi.fn3);
+  lua_setfield(L, -2, "output");
+  lua_createtable(L, (int)f->nitems, 0);
+  for (size_t i = 0; i < f->nitems; i++) {
+    lwm_push_value(B, &f->items[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lwm_push_fn(B, w->oi.fn2);
+  return lwm_call(&w->oi, 4, 0, NULL);
+}
+
+static int win_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
+                     const wm_value *baux) {
+  winlua *w = ud;
+  lwm_bridge *B = w->oi.B;
+  (void)aux;
+  (void)baux;
+  w->oi.op = op;
+  if (acc->type == WM_NIL) return wm_value_copy(&B->ctx.host, acc, bacc) == 0 ? WM_OK : WM_ERR;
+  if (bacc->type == WM_NIL) return WM_OK;
+  lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
+  lwm_push_value(B, acc);
+  lwm_push_value(B, bacc);
+  if (lwm_call(&w->oi, 2, 1, NULL) != WM_OK) return WM_ERR;
+  return set_acc(B, acc) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+}
+
+static void winlua_free(void *ud) { lwm_opinfo_free(ud); }
+
+int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind) {
+  winlua *w = realloc(oi, sizeof *w);
+  if (!w) {
+    lwm_opinfo_free(oi);
+    return -1;
+  }
+  w->kind = strcmp(kind, "reduce") == 0 ? 1 : strcmp(kind, "aggregate") == 0 ? 2 : 3;
+  w->op = NULL;
+  w->ts = 0;
+  memset(fn, 0, sizeof *fn);
+  fn->list = w->kind == 3;
+  fn->add = win_add;
+  fn->fire = win_fire;
+  fn->merge = (w->kind == 1 || (w->kind == 2 && w->oi.fn5)) ? win_merge : NULL;
+  fn->free = winlua_free;
+  fn->ud = w;
+  if (w->kind == 3) {
+    lwm_bridge *B = w->oi.B;
+    lua_pushlightuserdata(B->L, w);
+    lua_pushcclosure(B->L, l_win_out, 1);
+    w->oi.fn2 = store_fn(B);
+    lua_pushlightuserdata(B->L, w);
+    lua_pushcclosure(B->L, l_win_output, 1);
+    w->oi.fn3 = store_fn(B);
+  }
+  return 0;
+}
+
+/* ---- custom watermark generators ---------------------------------------------------- */
+
+typedef struct genlua {
+  lwm_opinfo oi; /* fn: the generator table; fn2: on_event; fn3: on_periodic_emit; fn4: out */
+  wm_op *op;
+} genlua;
+
+static int l_gen_emit(lua_State *L) {
+  genlua *g = lua_touserdata(L, lua_upvalueindex(1));
+  lua_Integer t;
+  if (!lua_isinteger(L, 2)) {
+    lua_Number n = luaL_checknumber(L, 2);
+    if (floor(n) != n || fabs(n) >= 9.2e18)
+      return luaL_error(L, "emit_watermark: the watermark must be an integer number of ms, got %f", n);
+    t = (lua_Integer)n;
+  } else {
+    t = lua_tointeger(L, 2);
+  }
+  if (wm_tsop_emit_watermark(g->op, (int64_t)t) != WM_OK) {
+    g->oi.B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+static int l_gen_idle(lua_State *L) {
+  genlua *g = lua_touserdata(L, lua_upvalueindex(1));
+  int active = lua_toboolean(L, lua_upvalueindex(2));
+  int rc = active ? wm_tsop_mark_active(g->op) : wm_tsop_mark_idle(g->op);
+  if (rc != WM_OK) {
+    g->oi.B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+static int gen_event(void *ud, wm_op *op, const wm_value *rec, int64_t ts) {
+  genlua *g = ud;
+  lwm_bridge *B = g->oi.B;
+  g->op = op;
+  g->oi.op = op;
+  lwm_push_fn(B, g->oi.fn2);
+  lwm_push_fn(B, g->oi.fn);
+  lwm_push_value(B, rec);
+  lua_pushinteger(B->L, (lua_Integer)ts);
+  lwm_push_fn(B, g->oi.fn4);
+  return lwm_call(&g->oi, 4, 0, rec);
+}
+
+static int gen_periodic(void *ud, wm_op *op) {
+  genlua *g = ud;
+  lwm_bridge *B = g->oi.B;
+  g->op = op;
+  g->oi.op = op;
+  lwm_push_fn(B, g->oi.fn3);
+  lwm_push_fn(B, g->oi.fn);
+  lwm_push_fn(B, g->oi.fn4);
+  return lwm_call(&g->oi, 2, 0, NULL);
+}
+
+static int gen_noop(lua_State *L) {
+  (void)L;
+  return 0;
+}
+
+/* Expects the generator table on top of the stack (popped). */
+int lwm_wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi) {
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  genlua *g = realloc(oi, sizeof *g);
+  if (!g) {
+    lwm_opinfo_free(oi);
+    lua_pop(L, 1);
+    return -1;
+  }
+  g->op = NULL;
+  lua_getfield(L, -1, "on_event");
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushcfunction(L, gen_noop); }
+  g->oi.fn2 = store_fn(B);
+  lua_getfield(L, -1, "on_periodic_emit");
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushcfunction(L, gen_noop); }
+  g->oi.fn3 = store_fn(B);
+  g->oi.fn = store_fn(B); /* the generator itself */
+  lua_createtable(L, 0, 3); /* out */
+  lua_pushlightuserdata(L, g);
+  lua_pushcclosure(L, l_gen_emit, 1);
+  lua_setfield(L, -2, "emit_watermark");
+  lua_pushlightuserdata(L, g);
+  lua_pushboolean(L, 0);
+  lua_pushcclosure(L, l_gen_idle, 2);
+  lua_setfield(L, -2, "mark_idle");
+  lua_pushlightuserdata(L, g);
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, l_gen_idle, 2);
+  lua_setfield(L, -2, "mark_active");
+  g->oi.fn4 = store_fn(B);
+  gen->on_event = gen_event;
+  gen->on_periodic = gen_periodic;
+  gen->free = lwm_opinfo_free;
+  gen->ud = g;
+  return 0;
+}

@@ -1,0 +1,241 @@
+/* wmrun: runs a job script. Modelled on lua.c: everything runs inside a protected call,
+ * a message handler turns any error into text with a traceback, and errors print as
+ * "wmrun: job.lua:12: message". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "../core/wm_time.h"
+#include "lwm.h"
+
+#include <lualib.h>
+
+int luaopen_wm_core(lua_State *L);
+
+static const char *progname = "wmrun";
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: %s [options] job.lua [args...]\n"
+          "Runs an event-time stream-processing job written in Lua.\n\n"
+          "options:\n"
+          "  -h, --help                  show this help and exit\n"
+          "  -v, --version               show the versions of wmrun, Lua and libuv and exit\n"
+          "  -p, --parallelism N         run N instances of each operator\n"
+          "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
+          "  --trace-watermarks          print every watermark advance on stderr\n"
+          "  --metrics                   print per-operator counts on stderr at the end\n"
+          "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
+          "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
+          progname);
+}
+
+typedef struct options {
+  const char *script;
+  int script_index;
+  int argc;
+  char **argv;
+  int64_t wm_interval; /* -1 = not given */
+  lua_Integer parallelism;
+  int trace, metrics;
+  char luadir[4096];
+  char cdir[4096];
+} options;
+
+static int file_exists(const char *p) {
+  FILE *f = fopen(p, "r");
+  if (!f) return 0;
+  fclose(f);
+  return 1;
+}
+
+/* Finds lua/wm/init.lua next to the binary: the build tree (build/wmrun -> ../lua) or
+ * an installed prefix (bin/wmrun -> ../share/wmrun/lua). WMRUN_LUA_DIR overrides. */
+static int find_lua_dir(options *o) {
+  const char *env = getenv("WMRUN_LUA_DIR");
+  char probe[4200];
+  if (env && *env) {
+    snprintf(o->luadir, sizeof o->luadir, "%s", env);
+    return 0;
+  }
+  char exe[4096];
+  size_t n = sizeof exe;
+  if (uv_exepath(exe, &n) != 0) return -1;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return -1;
+  *slash = '\0';
+  snprintf(o->cdir, sizeof o->cdir, "%s", exe);
+  const char *cands[] = {"/../lua", "/../share/wmrun/lua", "/lua"};
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+    snprintf(o->luadir, sizeof o->luadir, "%s%s", exe, cands[i]);
+    snprintf(probe, sizeof probe, "%s/wm/init.lua", o->luadir);
+    if (file_exists(probe)) return 0;
+  }
+  return -1;
+}
+
+static int msghandler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  /* errors raised by execute already carry the user function's traceback */
+  if (strstr(msg, "\nstack traceback:")) return 1;
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static const char strict_lua[] =
+    "local mt = getmetatable(_G) or {}\n"
+    "mt.__index = function(_, k)\n"
+    "  error(\"undefined global '\" .. tostring(k) .. \"'\", 2)\n"
+    "end\n"
+    "setmetatable(_G, mt)\n";
+
+static int pmain(lua_State *L) {
+  options *o = lua_touserdata(L, 1);
+  luaL_openlibs(L);
+  /* wm.core is linked in; the Lua part is found on package.path */
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_wm_core);
+  lua_setfield(L, -2, "wm.core");
+  lua_pop(L, 1);
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", o->luadir, o->luadir);
+  lua_getfield(L, -2, "path");
+  lua_concat(L, 2);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+  /* arg, as lua.c makes it */
+  lua_createtable(L, o->argc - o->script_index, o->script_index + 1);
+  for (int i = 0; i < o->argc; i++) {
+    lua_pushstring(L, o->argv[i]);
+    lua_rawseti(L, -2, i - o->script_index);
+  }
+  lua_setglobal(L, "arg");
+  /* the library, with the command line's overrides */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "wm");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "_overrides");
+  if (o->wm_interval >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->wm_interval);
+    lua_setfield(L, -2, "watermark_interval");
+  }
+  if (o->parallelism > 0) {
+    lua_pushinteger(L, o->parallelism);
+    lua_setfield(L, -2, "parallelism");
+  }
+  lua_pushboolean(L, o->trace);
+  lua_setfield(L, -2, "trace_watermarks");
+  lua_pushboolean(L, o->metrics);
+  lua_setfield(L, -2, "metrics");
+  lua_pop(L, 2);
+  /* the job */
+  if (luaL_loadfile(L, o->script) != LUA_OK) return lua_error(L);
+  if (luaL_dostring(L, strict_lua) != LUA_OK) return lua_error(L);
+  int nargs = o->argc - o->script_index - 1;
+  luaL_checkstack(L, nargs + 2, "too many arguments to script");
+  for (int i = o->script_index + 1; i < o->argc; i++) lua_pushstring(L, o->argv[i]);
+  lua_call(L, nargs, 0);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  memset(&o, 0, sizeof o);
+  o.wm_interval = -1;
+  o.argc = argc;
+  o.argv = argv;
+  int print_path = 0;
+  int i;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || strcmp(a, "-") == 0) break;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
+      printf("wmrun %s (%s, libuv %s)\n", LWM_VERSION, LUA_RELEASE, uv_version_string());
+      return 0;
+    } else if (strcmp(a, "--lua-path") == 0) {
+      print_path = 1;
+    } else if (strcmp(a, "--trace-watermarks") == 0) {
+      o.trace = 1;
+    } else if (strcmp(a, "--metrics") == 0) {
+      o.metrics = 1;
+    } else if (strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0 ||
+               strncmp(a, "--parallelism=", 14) == 0) {
+      const char *v = a[1] == 'p' ? argv[++i] : strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
+      char *end;
+      long p = v ? strtol(v, &end, 10) : 0;
+      if (!v || *end || p < 1 || p > 1024) {
+        fprintf(stderr, "%s: bad parallelism '%s' (expected 1 to 1024)\n", progname, v ? v : "");
+        usage(stderr);
+        return 2;
+      }
+      o.parallelism = p;
+    } else if (strcmp(a, "--watermark-interval") == 0 ||
+               strncmp(a, "--watermark-interval=", 21) == 0) {
+      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
+      char err[256];
+      if (!v) {
+        fprintf(stderr, "%s: --watermark-interval needs a duration\n", progname);
+        usage(stderr);
+        return 2;
+      }
+      if (wm_duration_parse(v, &o.wm_interval, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: --watermark-interval: %s\n", progname, err);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (find_lua_dir(&o) != 0) {
+    fprintf(stderr, "%s: cannot find the wm Lua library (set WMRUN_LUA_DIR)\n", progname);
+    return 1;
+  }
+  if (print_path) {
+    printf("export LUA_PATH='%s/?.lua;%s/?/init.lua;;'\n", o.luadir, o.luadir);
+    printf("export LUA_CPATH='%s/?.so;;'\n", o.cdir);
+    return 0;
+  }
+  if (i >= argc) {
+    fprintf(stderr, "%s: no job script given\n", progname);
+    usage(stderr);
+    return 2;
+  }
+  o.script = argv[i];
+  o.script_index = i;
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
+    return 1;
+  }
+  lua_pushcfunction(L, msghandler);
+  lua_pushcfunction(L, pmain);
+  lua_pushlightuserdata(L, &o);
+  int status = lua_pcall(L, 1, 0, 1);
+  int code = 0;
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    if (msg && strcmp(msg, "wmrun: interrupted") == 0) {
+      code = 130;
+    } else {
+      fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
+      code = 1;
+    }
+  }
+  fflush(stdout);
+  lua_close(L);
+  return code;
+}

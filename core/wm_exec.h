@@ -1,0 +1,86 @@
+/* The executor: one libuv loop that drives the sources, the periodic watermark timer,
+ * idleness checks and signals for one wm_ctx.
+ *
+ * A source is an operator with no inputs plus a driver (wm_source_vt). It pushes records
+ * into its chain with wm_op_emit and, when its input ends, calls wm_exec_source_done,
+ * which emits the end-of-input watermark (WM_TIME_MAX) down its chain. The run ends when
+ * every source is done and every handle is closed.
+ */
+#ifndef WM_EXEC_H
+#define WM_EXEC_H
+
+#include <stdio.h>
+#include <uv.h>
+
+#include "wm_graph.h"
+
+typedef struct wm_exec wm_exec;
+
+typedef struct wm_source_vt {
+  /* Starts producing: registers handles on wm_exec_loop(exec). WM_OK or WM_ERR. */
+  int (*start)(wm_op *src, wm_exec *exec);
+  /* Stops producing (a drain or a failure): the source closes its handles and, when
+   * `finish` is set, then calls wm_exec_source_done. May be called more than once. */
+  void (*stop)(wm_op *src, wm_exec *exec, int finish);
+} wm_source_vt;
+
+typedef struct wm_exec_config {
+  int64_t watermark_interval; /* ms; 0 = assigners emit after every record */
+  int handle_signals;         /* SIGINT/SIGTERM: first drains, second aborts (exit 130) */
+  void (*on_batch)(void *ud); /* after each batch of records (the bindings step the GC) */
+  void *on_batch_ud;
+} wm_exec_config;
+
+/* NULL on failure (message in ctx->err). */
+wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg);
+void wm_exec_free(wm_exec *exec);
+uv_loop_t *wm_exec_loop(wm_exec *exec);
+wm_ctx *wm_exec_ctx(wm_exec *exec);
+
+/* Registers a source driver for op (op has no inputs). 0 or -1. */
+int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
+
+/* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->err;
+ * WM_STOP when stopped by a second signal. */
+int wm_exec_run(wm_exec *exec);
+
+/* A source has ended its input: emits WM_TIME_MAX down its chain. */
+void wm_exec_source_done(wm_exec *exec, wm_op *src);
+/* A source or callback failed (message in ctx->err): stops the job. */
+void wm_exec_fail(wm_exec *exec);
+/* Call after a batch of records (GC stepping, signal checks). */
+void wm_exec_batch_done(wm_exec *exec);
+/* Whether the job is stopping (failed or drained). */
+int wm_exec_stopping(const wm_exec *exec);
+/* Requests a drain as the first SIGINT does. */
+void wm_exec_drain(wm_exec *exec);
+
+/* ---- the line source: a file or standard input ------------------------------------- */
+
+typedef struct wm_lines_config {
+  const char *path;      /* "-" = standard input */
+  size_t max_line;       /* bytes; longer lines are an error (default 1 MiB) */
+  size_t chunk;          /* read size (default 256 KiB) */
+} wm_lines_config;
+
+/* A source operator reading lines (without their "\n" or "\r\n") as borrowed strings.
+ * Opening happens here, so a missing file is reported before the job starts:
+ * "cannot open 'x.csv': No such file or directory". NULL on failure. */
+wm_op *wm_lines_new(wm_exec *exec, const char *name, const wm_lines_config *cfg);
+/* The path and current line number of a line source (for error messages). */
+const char *wm_lines_position(const wm_op *op, uint64_t *line);
+
+/* ---- the print sink --------------------------------------------------------------- */
+
+typedef struct wm_print_config {
+  const char *prefix; /* NULL or "" for none */
+  int instance;       /* 1-based instance; 0 when parallelism is 1 */
+  FILE *out;          /* stdout by default */
+} wm_print_config;
+
+/* print(): one line per record in Flink's format (api.md). NULL on failure. */
+wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg);
+/* Flushes every print sink of the context. */
+void wm_print_flush_all(wm_ctx *ctx);
+
+#endif

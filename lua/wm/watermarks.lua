@@ -1,0 +1,87 @@
+--- Watermark strategies (semantics.md §2).
+-- A strategy says how records get their event time and how watermarks are made from it.
+-- @module wm.watermarks
+local duration = require("wm.duration")
+
+local M = {}
+
+local Strategy = {}
+Strategy.__index = Strategy
+
+local function strategy(t) return setmetatable(t, Strategy) end
+
+--- Takes the event time from a Lua function `fn(record, prev_ts) -> ts` (integer ms).
+-- @tparam function fn the timestamp assigner
+-- @return a new strategy
+function Strategy:with_timestamp_assigner(fn)
+  if type(fn) ~= "function" then
+    error("with_timestamp_assigner: expected a function, got " .. type(fn), 2)
+  end
+  local s = strategy({})
+  for k, v in pairs(self) do s[k] = v end
+  s.ts_fn, s.ts_field, s.ts_scale = fn, nil, nil
+  return s
+end
+
+--- Takes the event time from a numeric field, computed in C: ms = record[field] * scale.
+-- @tparam string field the field name
+-- @tparam[opt=1] integer scale multiplier to milliseconds (1000 for seconds)
+-- @return a new strategy
+function Strategy:with_timestamp_field(field, scale)
+  if type(field) ~= "string" then
+    error("with_timestamp_field: expected a field name, got " .. type(field), 2)
+  end
+  scale = scale or 1
+  if math.type(scale) ~= "integer" or scale <= 0 then
+    error("with_timestamp_field: scale must be a positive integer, got " .. tostring(scale), 2)
+  end
+  local s = strategy({})
+  for k, v in pairs(self) do s[k] = v end
+  s.ts_fn, s.ts_field, s.ts_scale = nil, field, scale
+  return s
+end
+
+--- Marks the input idle after `d` of wall-clock time without records (semantics.md §2).
+-- @tparam integer|string d the idle timeout
+-- @return a new strategy
+function Strategy:with_idleness(d)
+  local ms = duration.ms(d, "with_idleness", 2)
+  if ms <= 0 then error("with_idleness: the timeout must be positive, got " .. tostring(d), 2) end
+  local s = strategy({})
+  for k, v in pairs(self) do s[k] = v end
+  s.idleness = ms
+  return s
+end
+
+--- Watermarks that trail the highest timestamp seen by `d`: emits `max_ts - d - 1`.
+-- @tparam integer|string d the bound on out-of-orderness
+-- @usage wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1000)
+function M.bounded_out_of_orderness(d)
+  local ms = duration.ms(d, "bounded_out_of_orderness", 2)
+  if ms < 0 then error("bounded_out_of_orderness: the bound must not be negative, got " .. tostring(d), 2) end
+  return strategy({kind = "bounded", delay = ms})
+end
+
+--- Watermarks for timestamps that never decrease: emits `max_ts - 1`.
+function M.monotonous()
+  return strategy({kind = "bounded", delay = 0})
+end
+M.for_monotonous_timestamps = M.monotonous
+
+--- No watermarks at all (event-time windows fire only at the end of input).
+function M.no_watermarks()
+  return strategy({kind = "none", delay = 0})
+end
+
+--- A custom generator: `factory(ctx)` returns a table with `on_event(self, record, ts, out)`
+-- and `on_periodic_emit(self, out)`; `out:emit_watermark(t)`, `out:mark_idle()`, `out:mark_active()`.
+-- @tparam function factory called once per parallel assigner instance
+function M.for_generator(factory)
+  if type(factory) ~= "function" then
+    error("for_generator: expected a function that returns a generator, got " .. type(factory), 2)
+  end
+  return strategy({kind = "custom", delay = 0, factory = factory})
+end
+
+M.Strategy = Strategy
+return M

@@ -1,0 +1,54 @@
+/* A minimal table-driven test harness for the C core. */
+#ifndef WM_TEST_H
+#define WM_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct test_stats {
+  int passed, failed;
+  const char *current;
+} test_stats;
+
+extern test_stats T;
+
+#define CHECK(cond)                                                                      \
+  do {                                                                                   \
+    if (cond) T.passed++;                                                                \
+    else {                                                                               \
+      T.failed++;                                                                        \
+      fprintf(stderr, "FAIL %s (%s:%d): %s\n", T.current, __FILE__, __LINE__, #cond);    \
+    }                                                                                    \
+  } while (0)
+
+#define CHECK_I64(a, b)                                                                  \
+  do {                                                                                   \
+    int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                        \
+    if (a_ == b_) T.passed++;                                                            \
+    else {                                                                               \
+      T.failed++;                                                                        \
+      fprintf(stderr, "FAIL %s (%s:%d): %s == %" PRId64 ", expected %s == %" PRId64 "\n", \
+              T.current, __FILE__, __LINE__, #a, a_, #b, b_);                            \
+    }                                                                                    \
+  } while (0)
+
+#define CHECK_STR(a, b)                                                                  \
+  do {                                                                                   \
+    const char *a_ = (a), *b_ = (b);                                                     \
+    if (a_ && b_ && strcmp(a_, b_) == 0) T.passed++;                                     \
+    else {                                                                               \
+      T.failed++;                                                                        \
+      fprintf(stderr, "FAIL %s (%s:%d): %s is\n  \"%s\"\nexpected\n  \"%s\"\n", T.current, \
+              __FILE__, __LINE__, #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)");           \
+    }                                                                                    \
+  } while (0)
+
+void test_time(void);
+void test_window(void);
+void test_watermark(void);
+void test_timer(void);
+void test_winop(void);
+void test_value(void);
+
+#endif

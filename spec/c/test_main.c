@@ -1,0 +1,23 @@
+#include <stdio.h>
+
+#include "test.h"
+
+test_stats T;
+
+int main(void) {
+  struct {
+    const char *name;
+    void (*fn)(void);
+  } suites[] = {
+      {"time", test_time},     {"window", test_window}, {"watermark", test_watermark},
+      {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
+  };
+  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+    T.current = suites[i].name;
+    int before = T.failed;
+    suites[i].fn();
+    printf("%-10s %s\n", suites[i].name, T.failed == before ? "ok" : "FAILED");
+  }
+  printf("C core: %d passed, %d failed\n", T.passed, T.failed);
+  return T.failed ? 1 : 0;
+}

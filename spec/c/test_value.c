@@ -1,0 +1,68 @@
+#include <stdlib.h>
+
+#include "../../core/wm_buf.h"
+#include "../../core/wm_value.h"
+#include "test.h"
+
+void test_value(void) {
+  /* keys: integers and integral floats are equal and hash alike; strings by bytes */
+  wm_value a = wm_int(3), b = wm_float(3.0), c = wm_float(3.5), s1 = wm_cstr("ab", 2);
+  wm_value s2 = s1;
+  CHECK(wm_key_equal(&a, &b));
+  CHECK(wm_key_hash(&a) == wm_key_hash(&b));
+  CHECK(!wm_key_equal(&a, &c));
+  CHECK_I64(wm_value_retain(NULL, &s2), 0); /* owned copy */
+  CHECK(s2.type == WM_STR && s2.u.s->refs == 1);
+  CHECK(wm_key_equal(&s1, &s2));
+  CHECK(wm_key_hash(&s1) == wm_key_hash(&s2));
+  CHECK(!wm_key_valid(&(wm_value){0}));
+  wm_value nan = wm_float(0.0 / 0.0);
+  CHECK(!wm_key_valid(&nan));
+  /* composite keys round-trip and differ from their parts */
+  wm_value parts[3] = {wm_cstr("x", 1), wm_int(-7), wm_bool(true)}, k, p;
+  CHECK_I64(wm_key_compose(parts, 3, &k), 0);
+  CHECK_I64(wm_key_part(&k, 1, &p), 3);
+  CHECK(p.type == WM_INT && p.u.i == -7);
+  CHECK(!wm_key_equal(&k, &parts[0]));
+  wm_buf b1;
+  wm_buf_init(&b1);
+  wm_format_value(&b1, &k, 0, NULL, NULL);
+  CHECK_STR(b1.data, "[\"x\",-7,true]");
+  /* floats print as Lua's tostring; strings in JSON are escaped */
+  wm_buf_clear(&b1);
+  wm_value f = wm_float(2.0), g = wm_float(0.1), q = wm_cstr("a\"b\n\x01", 5);
+  wm_format_value(&b1, &f, 0, NULL, NULL);
+  wm_buf_addc(&b1, ' ');
+  wm_format_value(&b1, &g, 0, NULL, NULL);
+  wm_buf_addc(&b1, ' ');
+  wm_format_value(&b1, &q, 1, NULL, NULL);
+  CHECK_STR(b1.data, "2.0 0.1 \"a\\\"b\\n\\u0001\"");
+  /* rows print as JSON with sorted keys, nil fields left out */
+  static const char *const names[] = {"vc", "id", "ts", "none"};
+  wm_schema *sc = wm_schema_new(4, names, NULL);
+  wm_row *r = wm_row_new(sc);
+  r->fields[0] = wm_int(3);
+  r->fields[1] = wm_cstr("ws_001", 6);
+  wm_value_retain(NULL, &r->fields[1]);
+  r->fields[2] = wm_int(1577844001);
+  wm_buf_clear(&b1);
+  wm_value rv = wm_row_value(r);
+  wm_format_value(&b1, &rv, 0, NULL, NULL);
+  CHECK_STR(b1.data, "{\"id\":\"ws_001\",\"ts\":1577844001,\"vc\":3}");
+  /* field access and with_field on rows, in C */
+  wm_field fld = {.name = "vc", .index = -1};
+  wm_value got, out;
+  char err[128];
+  CHECK_I64(wm_field_get(NULL, &fld, &rv, &got, err, sizeof err), 0);
+  CHECK_I64(got.u.i, 3);
+  wm_value nine = wm_int(9);
+  CHECK_I64(wm_field_with(NULL, &fld, &rv, &nine, &out, err, sizeof err), 0);
+  CHECK_I64(out.u.row->fields[0].u.i, 9);
+  CHECK_I64(r->fields[0].u.i, 3); /* the original is unchanged */
+  wm_value_release(NULL, &out);
+  wm_value_release(NULL, &rv);
+  wm_schema_release(sc);
+  wm_value_release(NULL, &k);
+  wm_value_release(NULL, &s2);
+  wm_buf_free(&b1);
+}
