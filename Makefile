@@ -19,7 +19,7 @@ CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(EXTRA_CFLAG
 LDFLAGS += $(EXTRA_LDFLAGS)
 
 CORE_SRC = $(wildcard core/*.c)
-BIND_SRC = bindings/lwm_bridge.c bindings/lwm_ops.c bindings/lwm_core.c
+BIND_SRC = $(filter-out bindings/wmrun.c,$(wildcard bindings/*.c))
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/%.o)
 CTEST_SRC = $(wildcard spec/c/test_*.c)
@@ -49,17 +49,21 @@ build-with-deps:
 
 $(BUILD)/%.o: %.c $(wildcard core/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 $(WMRUN): $(CORE_OBJ) $(BIND_OBJ) $(BUILD)/bindings/wmrun.o
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
 
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
 
 $(CTESTS): $(CORE_OBJ) $(CTEST_SRC) spec/c/test.h
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
 
 demo: build-with-deps
 	@echo "== examples/a_tumbling_in_order.lua: 5 s tumbling windows, 2 s bounded out-of-orderness"

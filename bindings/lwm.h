@@ -83,4 +83,19 @@ void lwm_opinfo_free(void *ud);
 
 enum { LWM_MAP = 1, LWM_FILTER, LWM_FLAT_MAP };
 
+/* Plan reading: field k of the node table at idx. Strings stay valid while the plan lives. */
+const char *lwm_get_str(lua_State *L, int idx, const char *k);
+lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt);
+/* Stores field k of the table at idx in the per-job fns table; its index, or 0 if absent. */
+int lwm_get_fn(lwm_bridge *B, int idx, const char *k);
+
+/* Node builders, one per area: each returns 1 and sets *op (NULL on failure, with the
+ * message in B->ctx.err) when it knows the node kind, and 0 when it does not. */
+int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
+                 wm_op **op);
+int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,
+                      const char *where, wm_op **op);
+int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
+                   const char *where, wm_op **op);
+
 #endif

@@ -88,14 +88,14 @@ static int msghandler(lua_State *L) {
 
 /* Reads field k of the table at idx as a string (NULL when absent); the string stays
  * valid while the node table lives. */
-static const char *get_str(lua_State *L, int idx, const char *k) {
+const char *lwm_get_str(lua_State *L, int idx, const char *k) {
   lua_getfield(L, idx, k);
   const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
   lua_pop(L, 1);
   return s;
 }
 
-static lua_Integer get_int(lua_State *L, int idx, const char *k, lua_Integer dflt) {
+lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt) {
   lua_getfield(L, idx, k);
   lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : dflt;
   lua_pop(L, 1);
@@ -103,7 +103,7 @@ static lua_Integer get_int(lua_State *L, int idx, const char *k, lua_Integer dfl
 }
 
 /* Stores field k of the table at idx in the fns table; 0 when absent. */
-static int get_fn(lwm_bridge *B, int idx, const char *k) {
+int lwm_get_fn(lwm_bridge *B, int idx, const char *k) {
   lua_getfield(B->L, idx, k);
   if (lua_isnil(B->L, -1)) {
     lua_pop(B->L, 1);
@@ -118,106 +118,6 @@ static void on_batch(void *ud) {
   lua_gc(B->L, LUA_GCSTEP, B->gc_step);
 }
 
-static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where) {
-  lua_State *L = B->L;
-  wm_winop_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  /* the assigner */
-  lua_getfield(L, node, "assigner");
-  int a = lua_gettop(L);
-  const char *kind = get_str(L, a, "kind");
-  if (!kind) kind = "?";
-  if (strcmp(kind, "tumbling") == 0) cfg.assigner.kind = WM_WA_TUMBLING;
-  else if (strcmp(kind, "sliding") == 0) cfg.assigner.kind = WM_WA_SLIDING;
-  else {
-    lua_pop(L, 1);
-    wm_ctx_error(&B->ctx, "%s: %s windows are not supported yet", where, kind);
-    return NULL;
-  }
-  cfg.assigner.size = (int64_t)get_int(L, a, "size", 0);
-  cfg.assigner.slide = (int64_t)get_int(L, a, "slide", 0);
-  cfg.assigner.offset = (int64_t)get_int(L, a, "offset", 0);
-  lua_pop(L, 1);
-  char err[512];
-  if (wm_assigner_check(&cfg.assigner, err, sizeof err) != 0) {
-    wm_ctx_error(&B->ctx, "%s: %s", where, err);
-    return NULL;
-  }
-  cfg.lateness = (int64_t)get_int(L, node, "lateness", 0);
-  cfg.late_tag = get_str(L, node, "late_tag");
-  /* the key */
-  lua_getfield(L, node, "key");
-  int k = lua_gettop(L);
-  lua_getfield(L, k, "fields");
-  if (lua_istable(L, -1)) {
-    size_t n = (size_t)lua_rawlen(L, -1);
-    const char *fields[16];
-    if (n < 1 || n > 16) {
-      lua_pop(L, 2);
-      wm_ctx_error(&B->ctx, "%s: key_by takes 1 to 16 fields", where);
-      return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      fields[i] = lua_tostring(L, -1);
-      lua_pop(L, 1); /* the strings live in the plan */
-    }
-    int rc = wm_keysel_fields(&cfg.keysel, fields, n);
-    lua_pop(L, 2);
-    if (rc != 0) {
-      wm_ctx_error(&B->ctx, "out of memory");
-      return NULL;
-    }
-  } else {
-    lua_pop(L, 1);
-    lwm_opinfo *oi = lwm_opinfo_new(B, where);
-    if (!oi) {
-      lua_pop(L, 1);
-      wm_ctx_error(&B->ctx, "out of memory");
-      return NULL;
-    }
-    oi->fn = get_fn(B, k, "fn");
-    lua_pop(L, 1);
-    if (lwm_keysel_lua(&cfg.keysel, oi) != 0) {
-      wm_ctx_error(&B->ctx, "out of memory");
-      return NULL;
-    }
-  }
-  /* the function */
-  const char *fk = get_str(L, node, "fn_kind");
-  int rc = 0;
-  if (fk && strcmp(fk, "builtin") == 0) {
-    const char *agg = get_str(L, node, "agg");
-    static const char *const aggs[] = {"sum", "min", "max", "min_by", "max_by", "count"};
-    int kindi = 0;
-    for (int i = 0; i < 6; i++)
-      if (agg && strcmp(agg, aggs[i]) == 0) kindi = i + 1;
-    rc = wm_winfn_builtin(&cfg.fn, kindi, get_str(L, node, "field"));
-  } else {
-    lwm_opinfo *oi = lwm_opinfo_new(B, where);
-    if (!oi) rc = -1;
-    else {
-      oi->fn = get_fn(B, node, "fn");
-      lua_getfield(L, node, "agg");
-      if (lua_istable(L, -1)) {
-        int ag = lua_gettop(L);
-        oi->fn2 = get_fn(B, ag, "create");
-        oi->fn3 = get_fn(B, ag, "add");
-        oi->fn4 = get_fn(B, ag, "result");
-        oi->fn5 = get_fn(B, ag, "merge");
-      }
-      lua_pop(L, 1);
-      rc = lwm_winfn_lua(&cfg.fn, oi, fk ? fk : "reduce");
-    }
-  }
-  if (rc != 0) {
-    if (cfg.keysel.free) cfg.keysel.free(cfg.keysel.ud);
-    wm_ctx_error(&B->ctx, "out of memory");
-    return NULL;
-  }
-  return wm_winop_new(&B->ctx, name, &cfg);
-}
-
 static wm_op *build_assign(lwm_bridge *B, int node, const char *name, const char *where,
                            int64_t interval) {
   lua_State *L = B->L;
@@ -226,13 +126,13 @@ static wm_op *build_assign(lwm_bridge *B, int node, const char *name, const char
   cfg.interval = interval;
   lua_getfield(L, node, "strategy");
   int s = lua_gettop(L);
-  const char *kind = get_str(L, s, "kind");
-  cfg.delay = (int64_t)get_int(L, s, "delay", 0);
-  cfg.idle_timeout = (int64_t)get_int(L, s, "idleness", 0);
+  const char *kind = lwm_get_str(L, s, "kind");
+  cfg.delay = (int64_t)lwm_get_int(L, s, "delay", 0);
+  cfg.idle_timeout = (int64_t)lwm_get_int(L, s, "idleness", 0);
   cfg.builtin = kind && strcmp(kind, "none") == 0 ? WM_GEN_NONE : WM_GEN_BOUNDED;
-  const char *field = get_str(L, s, "ts_field");
+  const char *field = lwm_get_str(L, s, "ts_field");
   if (field) {
-    if (wm_tsx_field(&cfg.tsx, field, (int64_t)get_int(L, s, "ts_scale", 1)) != 0) goto oom;
+    if (wm_tsx_field(&cfg.tsx, field, (int64_t)lwm_get_int(L, s, "ts_scale", 1)) != 0) goto oom;
   } else {
     lua_getfield(L, s, "ts_fn");
     int has = !lua_isnil(L, -1);
@@ -240,7 +140,7 @@ static wm_op *build_assign(lwm_bridge *B, int node, const char *name, const char
     if (has) {
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (!oi) goto oom;
-      oi->fn = get_fn(B, s, "ts_fn");
+      oi->fn = lwm_get_fn(B, s, "ts_fn");
       lwm_tsx_lua(&cfg.tsx, oi);
     }
   }
@@ -325,7 +225,7 @@ static void trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
 
 static int build_and_run(lwm_bridge *B, int env) {
   lua_State *L = B->L;
-  int64_t interval = (int64_t)get_int(L, env, "watermark_interval", 200);
+  int64_t interval = (int64_t)lwm_get_int(L, env, "watermark_interval", 200);
   lua_getfield(L, env, "metrics");
   int metrics = lua_toboolean(L, -1);
   lua_getfield(L, env, "trace_watermarks");
@@ -350,9 +250,9 @@ static int build_and_run(lwm_bridge *B, int env) {
   for (lua_Integer i = 1; i <= n && rc == WM_OK; i++) {
     lua_rawgeti(L, nodes, i);
     int node = lua_gettop(L);
-    const char *kind = get_str(L, node, "kind");
-    const char *where = get_str(L, node, "where");
-    const char *nm = get_str(L, node, "name");
+    const char *kind = lwm_get_str(L, node, "kind");
+    const char *where = lwm_get_str(L, node, "where");
+    const char *nm = lwm_get_str(L, node, "name");
     char name[512];
     snprintf(name, sizeof name, "%s (%s)", nm ? nm : kind, where ? where : "?");
     wm_op *op = NULL;
@@ -360,33 +260,27 @@ static int build_and_run(lwm_bridge *B, int env) {
     if (strcmp(kind, "from_elements") == 0) {
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (oi) {
-        oi->fn = get_fn(B, node, "list");
-        op = lwm_elements_new(B, oi, name, get_int(L, node, "count", 0));
+        oi->fn = lwm_get_fn(B, node, "list");
+        op = lwm_elements_new(B, oi, name, lwm_get_int(L, node, "count", 0));
       } else wm_ctx_error(&B->ctx, "out of memory");
-    } else if (strcmp(kind, "read_lines") == 0) {
-      wm_lines_config lc = {.path = get_str(L, node, "path"),
-                            .max_line = (size_t)get_int(L, node, "max_line", 0)};
-      op = wm_lines_new(B->exec, name, &lc);
     } else if (strcmp(kind, "map") == 0 || strcmp(kind, "filter") == 0 ||
                strcmp(kind, "flat_map") == 0) {
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (oi) {
-        oi->fn = get_fn(B, node, "fn");
+        oi->fn = lwm_get_fn(B, node, "fn");
         op = lwm_map_new(B, oi, name,
                          kind[0] == 'm' ? LWM_MAP : kind[0] == 'f' && kind[1] == 'i' ? LWM_FILTER
                                                                                     : LWM_FLAT_MAP);
       } else wm_ctx_error(&B->ctx, "out of memory");
     } else if (strcmp(kind, "assign") == 0) {
       op = build_assign(B, node, name, where, interval);
-    } else if (strcmp(kind, "window") == 0) {
-      op = build_window(B, node, name, where);
     } else if (strcmp(kind, "print") == 0) {
-      wm_print_config pc = {.prefix = get_str(L, node, "prefix"), .instance = 0, .out = stdout};
+      wm_print_config pc = {.prefix = lwm_get_str(L, node, "prefix"), .instance = 0, .out = stdout};
       op = wm_print_new(&B->ctx, name, &pc);
     } else if (strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0) {
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (oi) {
-        oi->fn = get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
+        oi->fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
         op = lwm_sink_new(B, oi, name, kind[0] == 'c');
       } else wm_ctx_error(&B->ctx, "out of memory");
     } else if (strcmp(kind, "union") == 0) {
@@ -395,16 +289,18 @@ static int build_and_run(lwm_bridge *B, int env) {
       /* no operator of its own: a port of the input operator */
       lua_getfield(L, node, "inputs");
       lua_rawgeti(L, -1, 1);
-      lua_Integer in = get_int(L, lua_gettop(L), "id", 0);
+      lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
       lua_pop(L, 2);
       op = outop[in];
       port = outport[in];
       if (kind[0] == 's') {
-        port = wm_op_port(op, get_str(L, node, "tag"));
+        port = wm_op_port(op, lwm_get_str(L, node, "tag"));
         if (port < 0) wm_ctx_error(&B->ctx, "out of memory");
       }
       connect = 0;
-    } else {
+    } else if (!lwm_build_io(B, node, kind, name, where, &op) &&
+               !lwm_build_windows(B, node, kind, name, where, &op) &&
+               !lwm_build_time(B, node, kind, name, where, &op)) {
       wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);
     }
     if (!op || port < 0) rc = WM_ERR;
@@ -413,7 +309,7 @@ static int build_and_run(lwm_bridge *B, int env) {
       lua_Integer nin = (lua_Integer)lua_rawlen(L, -1);
       for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
         lua_rawgeti(L, -1, k);
-        lua_Integer in = get_int(L, lua_gettop(L), "id", 0);
+        lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
         lua_pop(L, 1);
         if (wm_op_connect(outop[in], outport[in], op) < 0)
           rc = wm_ctx_error(&B->ctx, "out of memory");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "wm_buf.h"
+#include "wm_timer.h"
 #include "wm_time.h"
 #include "wm_tsop.h"
 
@@ -29,7 +30,14 @@ struct wm_exec {
   wm_op **tsops;
   int ntsops;
   int failed, draining, aborted, finished;
+  /* processing-time timers: payload = index of the operator in ctx->ops */
+  wm_timers *pt;
+  uv_timer_t pt_timer;
+  int pt_open;
+  uint64_t pt_seq;
 };
+
+static int pt_register(void *ud, wm_op *op, int64_t t);
 
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   wm_exec *e = calloc(1, sizeof *e);
@@ -47,6 +55,8 @@ wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   }
   e->loop_ok = 1;
   e->loop.data = e;
+  ctx->pt_register = pt_register;
+  ctx->pt_ud = e;
   return e;
 }
 
@@ -65,6 +75,7 @@ void wm_exec_free(wm_exec *e) {
   }
   free(e->srcs);
   free(e->tsops);
+  wm_timers_free(e->pt);
   free(e);
 }
 
@@ -83,7 +94,60 @@ int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   return 0;
 }
 
+static void on_pt_timer(uv_timer_t *t);
+
+/* Arms the libuv timer for the earliest processing-time timer. */
+static void pt_arm(wm_exec *e) {
+  int64_t t;
+  if (!e->pt_open || !wm_timers_due(e->pt, INT64_MAX, &t)) return;
+  int64_t now = wm_ctx_now(e->ctx), delay = t > now ? t - now : 0;
+  int rc = uv_timer_start(&e->pt_timer, on_pt_timer, (uint64_t)delay, 0);
+  if (rc != 0) {
+    wm_ctx_error(e->ctx, "cannot start a processing-time timer: %s", uv_strerror(rc));
+    wm_exec_fail(e);
+  }
+}
+
+static int pt_register(void *ud, wm_op *op, int64_t t) {
+  wm_exec *e = ud;
+  size_t i;
+  for (i = 0; i < e->ctx->nops && e->ctx->ops[i] != op; i++) {
+  }
+  if (!e->pt) {
+    e->pt = wm_timers_new();
+    if (!e->pt) return wm_ctx_error(e->ctx, "out of memory");
+  }
+  if (!e->pt_open) {
+    int rc = uv_timer_init(&e->loop, &e->pt_timer);
+    if (rc != 0) return wm_ctx_error(e->ctx, "cannot create a timer: %s", uv_strerror(rc));
+    e->pt_timer.data = e;
+    e->pt_open = 1;
+  }
+  if (wm_timers_push(e->pt, t, (uint64_t)i, e->pt_seq++) != 0)
+    return wm_ctx_error(e->ctx, "out of memory");
+  pt_arm(e);
+  return WM_OK;
+}
+
+static void on_pt_timer(uv_timer_t *h) {
+  wm_exec *e = h->data;
+  int64_t t;
+  const wm_timer_entry *ents;
+  size_t n;
+  while (!e->failed && wm_timers_pop(e->pt, wm_ctx_now(e->ctx), &t, &ents, &n)) {
+    for (size_t k = 0; k < n && !e->failed; k++) {
+      wm_op *op = e->ctx->ops[ents[k].payload];
+      if (op->vt->processing_time && op->vt->processing_time(op, t) != WM_OK) wm_exec_fail(e);
+    }
+  }
+  if (!e->failed) pt_arm(e);
+}
+
 static void close_services(wm_exec *e) {
+  if (e->pt_open) {
+    uv_close((uv_handle_t *)&e->pt_timer, NULL);
+    e->pt_open = 0;
+  }
   if (e->periodic_open) {
     uv_close((uv_handle_t *)&e->periodic, NULL);
     e->periodic_open = 0;

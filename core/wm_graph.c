@@ -35,6 +35,13 @@ void wm_ctx_free(wm_ctx *ctx) {
   ctx->nops = ctx->capops = 0;
 }
 
+int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t) {
+  if (!ctx->pt_register)
+    return wm_ctx_error(ctx, "operator '%s': processing-time timers are not available here",
+                        op->name);
+  return ctx->pt_register(ctx->pt_ud, op, t);
+}
+
 int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -36,6 +36,10 @@ struct wm_ctx {
   void *now_ud;
   wm_trace_fn trace;
   void *trace_ud;
+  /* Processing-time timers: the executor (libuv) or the test harness (a virtual clock)
+   * calls op->vt->processing_time(op, t) once ctx->now() >= t. NULL: not available. */
+  int (*pt_register)(void *ud, wm_op *op, int64_t t);
+  void *pt_ud;
   wm_op **ops;               /* every operator, in creation order (owned) */
   size_t nops, capops;
 };
@@ -57,6 +61,9 @@ int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...)
 #endif
     ;
 static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
+/* Asks for op->vt->processing_time(op, t) at wall-clock (ctx->now) time t. Timers are not
+ * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */
+int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t);
 
 typedef struct wm_op_vt {
   const char *kind;
@@ -66,6 +73,8 @@ typedef struct wm_op_vt {
   int (*watermark)(wm_op *op, int64_t wm);
   /* The combined input status changed. NULL = forward. */
   int (*status)(wm_op *op, bool idle);
+  /* A processing-time timer registered with wm_ctx_register_processing_timer fired. */
+  int (*processing_time)(wm_op *op, int64_t t);
   /* Frees the operator's own state (impl). */
   void (*free)(wm_op *op);
 } wm_op_vt;

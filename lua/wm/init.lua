@@ -105,14 +105,6 @@ function Env:from_elements(...)
   return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements"}))
 end
 
---- A bounded source of lines of a file ("-" for standard input).
-function Env:read_lines(path, opts)
-  if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
-  opts = opts or {}
-  return stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow,
-    max_line = opts.max_line, name = "read_lines(" .. path .. ")"}))
-end
-
 --- Runs the job until every source has ended. Raises the error of a failed job.
 function Env:execute(name)
   if self.executed then error("execute: this environment has already run", 2) end
@@ -330,4 +322,23 @@ function WindowedStream:count()
 end
 
 M.Env, M.Stream, M.KeyedStream, M.WindowedStream = Env, Stream, KeyedStream, WindowedStream
+
+-- The rest of the API lives in one module per area; each adds its methods to the classes.
+local classes = {
+  Env = Env, Stream = Stream, KeyedStream = KeyedStream, WindowedStream = WindowedStream,
+  Sink = Sink, stream = stream, one_input = one_input, sink = sink, where = where,
+  check_fn = check_fn,
+}
+require("wm.io").install(M, classes)        -- sources, parsers and sinks
+require("wm.keyed").install(M, classes)     -- keyed process functions, rolling aggregations
+M.triggers = require("wm.triggers")
+M.evictors = require("wm.evictors")
+-- wm.testing needs this module: load it on first use
+setmetatable(M, {__index = function(t, k)
+  if k == "testing" then
+    local testing = require("wm.testing")
+    rawset(t, "testing", testing)
+    return testing
+  end
+end})
 return M

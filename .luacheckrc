@@ -1,0 +1,3 @@
+std = "lua54"
+files["spec/"] = { std = "+busted" }
+max_line_length = 120

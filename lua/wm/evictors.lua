@@ -1,0 +1,5 @@
+--- Window evictors (api.md: Evictors).
+-- @module wm.evictors
+local M = {}
+
+return M

@@ -1,0 +1,5 @@
+--- A deterministic test harness for pipelines (api.md: wm.testing).
+-- @module wm.testing
+local M = {}
+
+return M
