@@ -2,6 +2,10 @@
 local M = {}
 
 M.root = (debug.getinfo(1, "S").source:match("^@(.*)/spec/helper%.lua$")) or "."
+if M.root:sub(1, 1) ~= "/" then
+  local pwd = os.getenv("PWD") or io.popen("pwd"):read("l")
+  M.root = (M.root == "." and pwd) or (pwd .. "/" .. M.root:gsub("^%./", ""))
+end
 M.wmrun_bin = os.getenv("WMRUN") or (M.root .. "/build/wmrun")
 
 local function tmpname()
