@@ -28,6 +28,8 @@ typedef struct lwm_bridge {
   wm_ctx ctx;
   wm_exec *exec;
   int downstream_failed; /* an emit from inside a Lua callback failed (message in ctx.err) */
+  int instance, parallelism; /* the instance being built (1-based) and its operator's count */
+  int64_t watermark_interval;
   int gc_step;
 } lwm_bridge;
 
@@ -103,6 +105,14 @@ const char *lwm_get_str(lua_State *L, int idx, const char *k);
 lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt);
 /* Stores field k of the table at idx in the per-job fns table; its index, or 0 if absent. */
 int lwm_get_fn(lwm_bridge *B, int idx, const char *k);
+
+/* Builds the whole graph of the env table at env_idx: instances, exchanges, edges. */
+int lwm_build_graph(lwm_bridge *B, int env_idx);
+/* The timestamps/watermarks operator of an "assign" node. */
+wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
+                        int64_t interval);
+/* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
+int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 
 /* Node builders, one per area: each returns 1 and sets *op (NULL on failure, with the
  * message in B->ctx.err) when it knows the node kind, and 0 when it does not. */

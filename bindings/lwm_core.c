@@ -118,8 +118,8 @@ static void on_batch(void *ud) {
   if (B->gc_step > 0) lua_gc(B->L, LUA_GCSTEP, B->gc_step);
 }
 
-static wm_op *build_assign(lwm_bridge *B, int node, const char *name, const char *where,
-                           int64_t interval) {
+wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
+                        int64_t interval) {
   lua_State *L = B->L;
   wm_tsop_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -148,9 +148,9 @@ static wm_op *build_assign(lwm_bridge *B, int node, const char *name, const char
     /* one generator per assigner instance: call the factory now */
     lua_getfield(L, s, "factory");
     lua_createtable(L, 0, 2);
-    lua_pushinteger(L, 1);
+    lua_pushinteger(L, B->instance);
     lua_setfield(L, -2, "subtask");
-    lua_pushinteger(L, 1);
+    lua_pushinteger(L, B->parallelism);
     lua_setfield(L, -2, "parallelism");
     if (lua_pcall(L, 1, 1, B->msgh) != LUA_OK) {
       wm_ctx_error(&B->ctx, "%s: the generator factory failed: %s", where, lua_tostring(L, -1));
@@ -226,6 +226,7 @@ static void trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
 static int build_and_run(lwm_bridge *B, int env) {
   lua_State *L = B->L;
   int64_t interval = (int64_t)lwm_get_int(L, env, "watermark_interval", 200);
+  B->watermark_interval = interval;
   lua_getfield(L, env, "metrics");
   int metrics = lua_toboolean(L, -1);
   lua_getfield(L, env, "trace_watermarks");
@@ -236,93 +237,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   if (!B->exec) return WM_ERR;
 
-  lua_getfield(L, env, "nodes");
-  int nodes = lua_gettop(L);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
-  wm_op **outop = calloc((size_t)n + 1, sizeof *outop);
-  int *outport = calloc((size_t)n + 1, sizeof *outport);
-  if (!outop || !outport) {
-    free(outop);
-    free(outport);
-    return wm_ctx_error(&B->ctx, "out of memory");
-  }
-  int rc = WM_OK;
-  for (lua_Integer i = 1; i <= n && rc == WM_OK; i++) {
-    lua_rawgeti(L, nodes, i);
-    int node = lua_gettop(L);
-    const char *kind = lwm_get_str(L, node, "kind");
-    const char *where = lwm_get_str(L, node, "where");
-    const char *nm = lwm_get_str(L, node, "name");
-    char name[512];
-    snprintf(name, sizeof name, "%s (%s)", nm ? nm : kind, where ? where : "?");
-    wm_op *op = NULL;
-    int port = 0, connect = 1;
-    if (strcmp(kind, "from_elements") == 0) {
-      lwm_opinfo *oi = lwm_opinfo_new(B, where);
-      if (oi) {
-        oi->fn = lwm_get_fn(B, node, "list");
-        op = lwm_elements_new(B, oi, name, lwm_get_int(L, node, "count", 0));
-      } else wm_ctx_error(&B->ctx, "out of memory");
-    } else if (strcmp(kind, "map") == 0 || strcmp(kind, "filter") == 0 ||
-               strcmp(kind, "flat_map") == 0) {
-      lwm_opinfo *oi = lwm_opinfo_new(B, where);
-      if (oi) {
-        oi->fn = lwm_get_fn(B, node, "fn");
-        op = lwm_map_new(B, oi, name,
-                         kind[0] == 'm' ? LWM_MAP : kind[0] == 'f' && kind[1] == 'i' ? LWM_FILTER
-                                                                                    : LWM_FLAT_MAP);
-      } else wm_ctx_error(&B->ctx, "out of memory");
-    } else if (strcmp(kind, "assign") == 0) {
-      op = build_assign(B, node, name, where, interval);
-    } else if (strcmp(kind, "print") == 0) {
-      wm_print_config pc = {.prefix = lwm_get_str(L, node, "prefix"), .instance = 0, .out = stdout};
-      op = wm_print_new(&B->ctx, name, &pc);
-    } else if (strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0) {
-      lwm_opinfo *oi = lwm_opinfo_new(B, where);
-      if (oi) {
-        oi->fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
-        op = lwm_sink_new(B, oi, name, kind[0] == 'c');
-      } else wm_ctx_error(&B->ctx, "out of memory");
-    } else if (strcmp(kind, "union") == 0) {
-      op = lwm_pass_new(B, name);
-    } else if (strcmp(kind, "side_output") == 0 || strcmp(kind, "rebalance") == 0) {
-      /* no operator of its own: a port of the input operator */
-      lua_getfield(L, node, "inputs");
-      lua_rawgeti(L, -1, 1);
-      lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
-      lua_pop(L, 2);
-      op = outop[in];
-      port = outport[in];
-      if (kind[0] == 's') {
-        port = wm_op_port(op, lwm_get_str(L, node, "tag"));
-        if (port < 0) wm_ctx_error(&B->ctx, "out of memory");
-      }
-      connect = 0;
-    } else if (!lwm_build_io(B, node, kind, name, where, &op) &&
-               !lwm_build_windows(B, node, kind, name, where, &op) &&
-               !lwm_build_time(B, node, kind, name, where, &op)) {
-      wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);
-    }
-    if (!op || port < 0) rc = WM_ERR;
-    if (rc == WM_OK && connect) {
-      lua_getfield(L, node, "inputs");
-      lua_Integer nin = (lua_Integer)lua_rawlen(L, -1);
-      for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
-        lua_rawgeti(L, -1, k);
-        lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
-        lua_pop(L, 1);
-        if (wm_op_connect(outop[in], outport[in], op) < 0)
-          rc = wm_ctx_error(&B->ctx, "out of memory");
-      }
-      lua_pop(L, 1);
-    }
-    outop[i] = op;
-    outport[i] = port;
-    lua_pop(L, 1); /* node */
-  }
-  free(outop);
-  free(outport);
-  lua_pop(L, 1); /* nodes */
+  int rc = lwm_build_graph(B, env);
   if (rc == WM_OK) rc = wm_ctx_prepare(&B->ctx);
   if (rc == WM_OK) rc = wm_exec_run(B->exec);
   wm_print_flush_all(&B->ctx);

@@ -114,7 +114,8 @@ function Env:from_elements(...)
     list.n = nil
   end
   local n = #list
-  return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements"}))
+  return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements",
+    max_parallelism = 1}))
 end
 
 --- Runs the job until every source has ended. Raises the error of a failed job.

@@ -13,7 +13,7 @@ function M.install(wm, c)
     if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
     opts = opts or {}
     return c.stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow,
-      max_line = opts.max_line, name = "read_lines(" .. path .. ")"}))
+      max_line = opts.max_line, name = "read_lines(" .. path .. ")", max_parallelism = 1}))
   end
   return wm
 end

@@ -1,0 +1,219 @@
+/* Building the operator graph of a plan: one or more instances per node, the exchanges
+ * between them (key_by: hash partitioning; rebalance or a change of parallelism: round
+ * robin; otherwise forward, instance i to instance i), and the edges (semantics.md §9). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/wm_exchange.h"
+#include "lwm.h"
+
+typedef struct built {
+  int n;        /* instances */
+  wm_op **ops;  /* owned array; the operators belong to the context */
+  int *ports;   /* the output port of each instance */
+  int rr;       /* edges out of this node are round robin (rebalance) */
+} built;
+
+int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
+  lua_State *L = B->L;
+  lua_getfield(L, node, "key");
+  int k = lua_gettop(L);
+  lua_getfield(L, k, "fields");
+  int rc = 0;
+  if (lua_istable(L, -1)) {
+    size_t n = (size_t)lua_rawlen(L, -1);
+    const char *fields[16];
+    if (n < 1 || n > 16) {
+      lua_settop(L, k - 1);
+      return wm_ctx_error(&B->ctx, "%s: key_by takes 1 to 16 fields", where);
+    }
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      fields[i] = lua_tostring(L, -1); /* the strings live in the plan */
+      lua_pop(L, 1);
+    }
+    rc = wm_keysel_fields(ks, fields, n);
+  } else {
+    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    if (!oi) rc = -1;
+    else {
+      oi->fn = lwm_get_fn(B, k, "fn");
+      rc = lwm_keysel_lua(ks, oi);
+    }
+  }
+  lua_settop(L, k - 1);
+  return rc == 0 ? 0 : wm_ctx_error(&B->ctx, "out of memory");
+}
+
+/* One operator for one instance of a node (B->instance / B->parallelism are set). */
+static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *name,
+                        const char *where) {
+  lua_State *L = B->L;
+  wm_op *op = NULL;
+  if (strcmp(kind, "from_elements") == 0) {
+    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    if (!oi) {
+      wm_ctx_error(&B->ctx, "out of memory");
+      return NULL;
+    }
+    oi->fn = lwm_get_fn(B, node, "list");
+    return lwm_elements_new(B, oi, name, lwm_get_int(L, node, "count", 0));
+  }
+  if (strcmp(kind, "map") == 0 || strcmp(kind, "filter") == 0 || strcmp(kind, "flat_map") == 0) {
+    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    if (!oi) {
+      wm_ctx_error(&B->ctx, "out of memory");
+      return NULL;
+    }
+    oi->fn = lwm_get_fn(B, node, "fn");
+    int k = kind[0] == 'm' ? LWM_MAP : kind[1] == 'i' ? LWM_FILTER : LWM_FLAT_MAP;
+    return lwm_map_new(B, oi, name, k);
+  }
+  if (strcmp(kind, "assign") == 0)
+    return lwm_build_assign(B, node, name, where, B->watermark_interval);
+  if (strcmp(kind, "print") == 0) {
+    wm_print_config pc = {.prefix = lwm_get_str(L, node, "prefix"),
+                          .instance = B->parallelism > 1 ? B->instance : 0,
+                          .out = stdout};
+    return wm_print_new(&B->ctx, name, &pc);
+  }
+  if (strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0) {
+    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    if (!oi) {
+      wm_ctx_error(&B->ctx, "out of memory");
+      return NULL;
+    }
+    oi->fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
+    return lwm_sink_new(B, oi, name, kind[0] == 'c');
+  }
+  if (strcmp(kind, "union") == 0) return lwm_pass_new(B, name);
+  if (lwm_build_io(B, node, kind, name, where, &op) ||
+      lwm_build_windows(B, node, kind, name, where, &op) ||
+      lwm_build_time(B, node, kind, name, where, &op))
+    return op;
+  wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);
+  return NULL;
+}
+
+/* Connects every instance of `in` to the instances of `to` (n of them). */
+static int connect_node(lwm_bridge *B, const built *in, built *to, int node, int keyed,
+                   const char *name, const char *where) {
+  int mode = keyed ? WM_XCH_HASH : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
+  if (to->n == 1) mode = 0; /* one instance: every upstream instance feeds it directly */
+  for (int j = 0; j < in->n; j++) {
+    if (mode == 0) {
+      wm_op *dst = to->ops[to->n == 1 ? 0 : j];
+      if (wm_op_connect(in->ops[j], in->ports[j], dst) < 0)
+        return wm_ctx_error(&B->ctx, "out of memory");
+      continue;
+    }
+    char xname[600];
+    snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
+    wm_keysel ks = {0};
+    if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) return WM_ERR;
+    wm_op *x = wm_exchange_new(&B->ctx, xname, mode, to->n, mode == WM_XCH_HASH ? &ks : NULL);
+    if (!x) return WM_ERR;
+    if (wm_op_connect(in->ops[j], in->ports[j], x) < 0)
+      return wm_ctx_error(&B->ctx, "out of memory");
+    for (int k = 0; k < to->n; k++)
+      if (wm_op_connect(x, wm_exchange_port(x, k), to->ops[k]) < 0)
+        return wm_ctx_error(&B->ctx, "out of memory");
+  }
+  return WM_OK;
+}
+
+int lwm_build_graph(lwm_bridge *B, int env) {
+  lua_State *L = B->L;
+  int envp = (int)lwm_get_int(L, env, "parallelism", 1);
+  lua_getfield(L, env, "nodes");
+  int nodes = lua_gettop(L);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
+  built *b = calloc((size_t)n + 1, sizeof *b);
+  if (!b) {
+    lua_pop(L, 1);
+    return wm_ctx_error(&B->ctx, "out of memory");
+  }
+  int rc = WM_OK;
+  for (lua_Integer i = 1; i <= n && rc == WM_OK; i++) {
+    lua_rawgeti(L, nodes, i);
+    int node = lua_gettop(L);
+    const char *kind = lwm_get_str(L, node, "kind");
+    const char *where = lwm_get_str(L, node, "where");
+    const char *nm = lwm_get_str(L, node, "name");
+    if (!where) where = "?";
+    char name[512];
+    snprintf(name, sizeof name, "%s (%s)", nm ? nm : kind, where);
+    built *me = &b[i];
+    lua_getfield(L, node, "inputs");
+    int inputs = lua_gettop(L);
+    lua_Integer nin = (lua_Integer)lua_rawlen(L, inputs);
+    lua_Integer first_in = 0;
+    if (nin > 0) {
+      lua_rawgeti(L, inputs, 1);
+      first_in = lwm_get_int(L, lua_gettop(L), "id", 0);
+      lua_pop(L, 1);
+    }
+    if (strcmp(kind, "side_output") == 0 || strcmp(kind, "rebalance") == 0) {
+      /* no operator of its own: the input's instances, through another port */
+      const built *in = &b[first_in];
+      me->n = in->n;
+      me->ops = malloc((size_t)in->n * sizeof *me->ops);
+      me->ports = malloc((size_t)in->n * sizeof *me->ports);
+      if (!me->ops || !me->ports) rc = wm_ctx_error(&B->ctx, "out of memory");
+      for (int j = 0; rc == WM_OK && j < in->n; j++) {
+        me->ops[j] = in->ops[j];
+        me->ports[j] = in->ports[j];
+        if (kind[0] == 's' && (me->ports[j] = wm_op_port(in->ops[j], lwm_get_str(L, node, "tag"))) < 0)
+          rc = wm_ctx_error(&B->ctx, "out of memory");
+      }
+      me->rr = kind[0] == 'r';
+      lua_settop(L, nodes);
+      continue;
+    }
+    int p = (int)lwm_get_int(L, node, "parallelism", 0);
+    int explicit_p = p > 0;
+    if (!explicit_p) p = envp;
+    if (lwm_get_int(L, node, "max_parallelism", 0) == 1) {
+      if (explicit_p && p > 1) {
+        rc = wm_ctx_error(&B->ctx, "%s: %s cannot run in parallel (set_parallelism(%d))", where,
+                          nm ? nm : kind, p);
+        break;
+      }
+      p = 1;
+    }
+    me->n = p;
+    me->ops = calloc((size_t)p, sizeof *me->ops);
+    me->ports = calloc((size_t)p, sizeof *me->ports);
+    if (!me->ops || !me->ports) {
+      rc = wm_ctx_error(&B->ctx, "out of memory");
+      break;
+    }
+    for (int k = 0; k < p && rc == WM_OK; k++) {
+      char iname[600];
+      if (p > 1) snprintf(iname, sizeof iname, "%s %d/%d", name, k + 1, p);
+      else snprintf(iname, sizeof iname, "%s", name);
+      B->instance = k + 1;
+      B->parallelism = p;
+      me->ops[k] = build_one(B, node, kind, iname, where);
+      if (!me->ops[k]) rc = WM_ERR;
+    }
+    lua_getfield(L, node, "key");
+    int keyed = lua_istable(L, -1);
+    lua_pop(L, 1);
+    for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
+      lua_rawgeti(L, inputs, k);
+      lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
+      lua_pop(L, 1);
+      rc = connect_node(B, &b[in], me, node, keyed, name, where);
+    }
+    lua_settop(L, nodes);
+  }
+  for (lua_Integer i = 1; i <= n; i++) {
+    free(b[i].ops);
+    free(b[i].ports);
+  }
+  free(b);
+  lua_pop(L, 1); /* nodes */
+  return rc;
+}
