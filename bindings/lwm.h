@@ -41,6 +41,19 @@ typedef struct lwm_opinfo {
   wm_op *op;
 } lwm_opinfo;
 
+/* Re-entering the bridge from a C function that Lua called (out(), emit_watermark(),
+ * harness methods): stack indexes are per call frame, so B->msgh/slots/fns are pushed
+ * again on the caller's frame and restored by lwm_leave. lwm_register stores them in the
+ * registry (keyed by B) once they are on the stack; lwm_unregister drops them. */
+typedef struct lwm_frame {
+  lua_State *L;
+  int msgh, slots, fns, top;
+} lwm_frame;
+void lwm_register(lwm_bridge *B);
+void lwm_unregister(lwm_bridge *B);
+void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f);
+void lwm_leave(lwm_bridge *B, const lwm_frame *f);
+
 /* Slots: a Lua value held by C (records in windows, accumulators). */
 uint32_t lwm_slot_new(lwm_bridge *B, int idx); /* value at idx; refcount 1; 0 on failure */
 void lwm_slot_retain(void *ud, uint32_t slot);
@@ -77,7 +90,6 @@ wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Int
 int lwm_tsx_lua(wm_tsx *x, lwm_opinfo *oi);
 int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi);
 int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind);
-int lwm_wmgen_lua(wm_wmgen *g, lwm_opinfo *oi);
 lwm_opinfo *lwm_opinfo_new(lwm_bridge *B, const char *where);
 void lwm_opinfo_free(void *ud);
 
@@ -97,5 +109,16 @@ int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *nam
                       const char *where, wm_op **op);
 int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
                    const char *where, wm_op **op);
+/* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
+wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
+                        int64_t interval);
+/* Builds the operators of an env's plan (the table at env). *outop / *outport (caller
+ * frees) give, per node id 1..*n, the operator and port that produce its stream. Sources
+ * need B->exec. WM_OK or WM_ERR (message in B->ctx.err). */
+int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer *n);
+/* Trace and metrics output of wmrun (lwm_core.c). */
+void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
+                  const char *status);
+void lwm_print_metrics(lwm_bridge *B, FILE *f);
 
 #endif

@@ -262,6 +262,51 @@ void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth) {
   }
 }
 
+/* ---- re-entry ------------------------------------------------------------------- */
+
+void lwm_register(lwm_bridge *B) {
+  lua_State *L = B->L;
+  lua_createtable(L, 3, 0);
+  lua_pushvalue(L, B->msgh);
+  lua_rawseti(L, -2, 1);
+  lua_pushvalue(L, B->slots);
+  lua_rawseti(L, -2, 2);
+  lua_pushvalue(L, B->fns);
+  lua_rawseti(L, -2, 3);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, B); /* registry[B] = {msgh, slots, fns} */
+}
+
+void lwm_unregister(lwm_bridge *B) {
+  lua_pushnil(B->L);
+  lua_rawsetp(B->L, LUA_REGISTRYINDEX, B);
+}
+
+void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f) {
+  f->L = B->L;
+  f->msgh = B->msgh;
+  f->slots = B->slots;
+  f->fns = B->fns;
+  f->top = lua_gettop(L);
+  luaL_checkstack(L, 6, "wmrun: re-entering the bridge");
+  lua_rawgetp(L, LUA_REGISTRYINDEX, B);
+  lua_rawgeti(L, -1, 1);
+  lua_rawgeti(L, -2, 2);
+  lua_rawgeti(L, -3, 3);
+  lua_remove(L, -4); /* stack: msgh slots fns */
+  B->L = L;
+  B->msgh = f->top + 1;
+  B->slots = f->top + 2;
+  B->fns = f->top + 3;
+}
+
+void lwm_leave(lwm_bridge *B, const lwm_frame *f) {
+  lua_settop(B->L, f->top);
+  B->L = f->L;
+  B->msgh = f->msgh;
+  B->slots = f->slots;
+  B->fns = f->fns;
+}
+
 /* ---- calls ----------------------------------------------------------------------- */
 
 void lwm_push_fn(lwm_bridge *B, int fn) { lua_rawgeti(B->L, B->fns, fn); }
