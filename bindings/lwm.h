@@ -116,6 +116,12 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
  * frees) give, per node id 1..*n, the operator and port that produce its stream. Sources
  * need B->exec. WM_OK or WM_ERR (message in B->ctx.err). */
 int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer *n);
+/* Sets up a bridge on L: the core context with the host hooks, and the message handler,
+ * slot table and fns table pushed on L's stack (registered with lwm_register). */
+void lwm_bridge_init(lwm_bridge *B, lua_State *L);
+/* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
+int lwm_harness_new(lua_State *L);
+void lwm_harness_open(lua_State *L);
 /* Trace and metrics output of wmrun (lwm_core.c). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);

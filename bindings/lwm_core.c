@@ -431,12 +431,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   return rc;
 }
 
-/* core.execute(env, name) */
-static int l_execute(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 2);
-  lwm_bridge *B = calloc(1, sizeof *B);
-  if (!B) return luaL_error(L, "out of memory");
+void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->L = L;
   B->gc_step = 0;
   wm_ctx_init(&B->ctx);
@@ -453,6 +448,15 @@ static int l_execute(lua_State *L) {
   lua_newtable(L);
   B->fns = lua_gettop(L);
   lwm_register(B);
+}
+
+/* core.execute(env, name) */
+static int l_execute(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  lwm_bridge *B = calloc(1, sizeof *B);
+  if (!B) return luaL_error(L, "out of memory");
+  lwm_bridge_init(B, L);
   int rc = build_and_run(B, 1);
   /* free the graph while the slot table is still on the stack */
   wm_ctx_free(&B->ctx);
@@ -504,11 +508,13 @@ static const luaL_Reg core_funcs[] = {
     {"execute", l_execute},
     {"duration", l_duration},
     {"format", l_format},
+    {"harness", lwm_harness_new},
     {NULL, NULL},
 };
 
 int luaopen_wm_core(lua_State *L);
 int luaopen_wm_core(lua_State *L) {
+  lwm_harness_open(L);
   luaL_newlib(L, core_funcs);
   lua_pushliteral(L, LWM_VERSION);
   lua_setfield(L, -2, "version");
