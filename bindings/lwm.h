@@ -33,21 +33,6 @@ typedef struct lwm_bridge {
   int gc_step;
 } lwm_bridge;
 
-/* C functions that Lua calls back during a job (out(), ctx:output(), a generator's
- * emit_watermark, ...) run in a new stack frame, where the bridge's stack indexes mean
- * nothing: they enter a frame first (pushing the handler, slot and fns tables, and using
- * their own lua_State, which may be a coroutine) and leave it before returning or raising. */
-typedef struct lwm_frame {
-  lua_State *L;
-  int msgh, slots, fns;
-} lwm_frame;
-void lwm_frame_enter(lwm_bridge *B, lua_State *L, lwm_frame *saved);
-void lwm_frame_leave(lwm_bridge *B, const lwm_frame *saved);
-/* Stores the handler, slot and fns tables (at B's stack indexes) in the registry, keyed by
- * B, for lwm_frame_enter; lwm_bridge_unanchor removes them. */
-void lwm_bridge_anchor(lwm_bridge *B);
-void lwm_bridge_unanchor(lwm_bridge *B);
-
 /* Per operator: its user function(s) and where it was defined. */
 typedef struct lwm_opinfo {
   lwm_bridge *B;
@@ -57,6 +42,19 @@ typedef struct lwm_opinfo {
   char *where;   /* "job.lua:12" */
   wm_op *op;
 } lwm_opinfo;
+
+/* Re-entering the bridge from a C function that Lua called (out(), emit_watermark(),
+ * harness methods): stack indexes are per call frame, so B->msgh/slots/fns are pushed
+ * again on the caller's frame and restored by lwm_leave. lwm_register stores them in the
+ * registry (keyed by B) once they are on the stack; lwm_unregister drops them. */
+typedef struct lwm_frame {
+  lua_State *L;
+  int msgh, slots, fns, top;
+} lwm_frame;
+void lwm_register(lwm_bridge *B);
+void lwm_unregister(lwm_bridge *B);
+void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f);
+void lwm_leave(lwm_bridge *B, const lwm_frame *f);
 
 /* Slots: a Lua value held by C (records in windows, accumulators). */
 uint32_t lwm_slot_new(lwm_bridge *B, int idx); /* value at idx; refcount 1; 0 on failure */
@@ -94,7 +92,6 @@ wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Int
 int lwm_tsx_lua(wm_tsx *x, lwm_opinfo *oi);
 int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi);
 int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind);
-int lwm_wmgen_lua(wm_wmgen *g, lwm_opinfo *oi);
 lwm_opinfo *lwm_opinfo_new(lwm_bridge *B, const char *where);
 void lwm_opinfo_free(void *ud);
 
@@ -106,11 +103,9 @@ lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt);
 /* Stores field k of the table at idx in the per-job fns table; its index, or 0 if absent. */
 int lwm_get_fn(lwm_bridge *B, int idx, const char *k);
 
-/* Builds the whole graph of the env table at env_idx: instances, exchanges, edges. */
-int lwm_build_graph(lwm_bridge *B, int env_idx);
-/* The timestamps/watermarks operator of an "assign" node. */
-wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
-                        int64_t interval);
+/* Builds the whole graph of the env table at env_idx: instances, exchanges, edges.
+ * *outop / *outport (caller frees) give, per node id (1..*n), its first instance and port. */
+int lwm_build_graph(lwm_bridge *B, int env_idx, wm_op ***outop, int **outport, lua_Integer *n);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 
@@ -122,5 +117,22 @@ int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *nam
                       const char *where, wm_op **op);
 int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
                    const char *where, wm_op **op);
+/* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
+wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
+                        int64_t interval);
+/* Builds the operators of an env's plan (the table at env). *outop / *outport (caller
+ * frees) give, per node id 1..*n, the operator and port that produce its stream. Sources
+ * need B->exec. WM_OK or WM_ERR (message in B->ctx.err). */
+int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer *n);
+/* Sets up a bridge on L: the core context with the host hooks, and the message handler,
+ * slot table and fns table pushed on L's stack (registered with lwm_register). */
+void lwm_bridge_init(lwm_bridge *B, lua_State *L);
+/* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
+int lwm_harness_new(lua_State *L);
+void lwm_harness_open(lua_State *L);
+/* Trace and metrics output of wmrun (lwm_core.c). */
+void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
+                  const char *status);
+void lwm_print_metrics(lwm_bridge *B, FILE *f);
 
 #endif

@@ -262,49 +262,49 @@ void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth) {
   }
 }
 
-/* ---- frames ---------------------------------------------------------------------- */
+/* ---- re-entry ------------------------------------------------------------------- */
 
-void lwm_bridge_anchor(lwm_bridge *B) {
+void lwm_register(lwm_bridge *B) {
   lua_State *L = B->L;
+  lua_createtable(L, 3, 0);
   lua_pushvalue(L, B->msgh);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->msgh);
+  lua_rawseti(L, -2, 1);
   lua_pushvalue(L, B->slots);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->slots);
+  lua_rawseti(L, -2, 2);
   lua_pushvalue(L, B->fns);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->fns);
+  lua_rawseti(L, -2, 3);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, B); /* registry[B] = {msgh, slots, fns} */
 }
 
-void lwm_bridge_unanchor(lwm_bridge *B) {
-  lua_State *L = B->L;
-  lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->msgh);
-  lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->slots);
-  lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->fns);
+void lwm_unregister(lwm_bridge *B) {
+  lua_pushnil(B->L);
+  lua_rawsetp(B->L, LUA_REGISTRYINDEX, B);
 }
 
-void lwm_frame_enter(lwm_bridge *B, lua_State *L, lwm_frame *saved) {
-  saved->L = B->L;
-  saved->msgh = B->msgh;
-  saved->slots = B->slots;
-  saved->fns = B->fns;
+void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f) {
+  f->L = B->L;
+  f->msgh = B->msgh;
+  f->slots = B->slots;
+  f->fns = B->fns;
+  f->top = lua_gettop(L);
+  luaL_checkstack(L, 6, "wmrun: re-entering the bridge");
+  lua_rawgetp(L, LUA_REGISTRYINDEX, B);
+  lua_rawgeti(L, -1, 1);
+  lua_rawgeti(L, -2, 2);
+  lua_rawgeti(L, -3, 3);
+  lua_remove(L, -4); /* stack: msgh slots fns */
   B->L = L;
-  luaL_checkstack(L, 8, "wmrun: entering a callback");
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->msgh);
-  B->msgh = lua_gettop(L);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->slots);
-  B->slots = lua_gettop(L);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->fns);
-  B->fns = lua_gettop(L);
+  B->msgh = f->top + 1;
+  B->slots = f->top + 2;
+  B->fns = f->top + 3;
 }
 
-void lwm_frame_leave(lwm_bridge *B, const lwm_frame *saved) {
-  lua_settop(B->L, B->msgh - 1);
-  B->L = saved->L;
-  B->msgh = saved->msgh;
-  B->slots = saved->slots;
-  B->fns = saved->fns;
+void lwm_leave(lwm_bridge *B, const lwm_frame *f) {
+  lua_settop(B->L, f->top);
+  B->L = f->L;
+  B->msgh = f->msgh;
+  B->slots = f->slots;
+  B->fns = f->fns;
 }
 
 /* ---- calls ----------------------------------------------------------------------- */

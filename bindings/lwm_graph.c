@@ -123,9 +123,14 @@ static int connect_node(lwm_bridge *B, const built *in, built *to, int node, int
   return WM_OK;
 }
 
-int lwm_build_graph(lwm_bridge *B, int env) {
+int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua_Integer *np) {
   lua_State *L = B->L;
   int envp = (int)lwm_get_int(L, env, "parallelism", 1);
+  const char *time = lwm_get_str(L, env, "time");
+  int ingestion = time && strcmp(time, "ingestion") == 0;
+  *outopp = NULL;
+  *outportp = NULL;
+  *np = 0;
   lua_getfield(L, env, "nodes");
   int nodes = lua_gettop(L);
   lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
@@ -198,6 +203,24 @@ int lwm_build_graph(lwm_bridge *B, int env) {
       me->ops[k] = build_one(B, node, kind, iname, where);
       if (!me->ops[k]) rc = WM_ERR;
     }
+    if (rc == WM_OK && ingestion && nin == 0 && strcmp(kind, "harness_input") != 0) {
+      /* ingestion time: a source's records get their timestamps from the clock, and
+       * watermarks follow the clock */
+      for (int k = 0; k < p && rc == WM_OK; k++) {
+        wm_tsop_config tc;
+        memset(&tc, 0, sizeof tc);
+        tc.ingestion = true;
+        tc.interval = B->watermark_interval;
+        char tname[600];
+        snprintf(tname, sizeof tname, "ingestion time (%s)%s", where, p > 1 ? " *" : "");
+        wm_op *ts = wm_tsop_new(&B->ctx, tname, &tc);
+        if (!ts || wm_op_connect(me->ops[k], me->ports[k], ts) < 0) rc = WM_ERR;
+        else {
+          me->ops[k] = ts;
+          me->ports[k] = 0;
+        }
+      }
+    }
     lua_getfield(L, node, "key");
     int keyed = lua_istable(L, -1);
     lua_pop(L, 1);
@@ -208,6 +231,16 @@ int lwm_build_graph(lwm_bridge *B, int env) {
       rc = connect_node(B, &b[in], me, node, keyed, name, where);
     }
     lua_settop(L, nodes);
+  }
+  if (rc == WM_OK) {
+    *outopp = calloc((size_t)n + 1, sizeof **outopp);
+    *outportp = calloc((size_t)n + 1, sizeof **outportp);
+    if (!*outopp || !*outportp) rc = wm_ctx_error(&B->ctx, "out of memory");
+    for (lua_Integer i = 1; rc == WM_OK && i <= n; i++) {
+      (*outopp)[i] = b[i].n ? b[i].ops[0] : NULL;
+      (*outportp)[i] = b[i].n ? b[i].ports[0] : 0;
+    }
+    *np = n;
   }
   for (lua_Integer i = 1; i <= n; i++) {
     free(b[i].ops);

@@ -74,14 +74,17 @@ static int l_out(lua_State *L) {
   wm_op *op = lua_touserdata(L, lua_upvalueindex(1));
   flat *f = op->impl;
   lwm_bridge *B = f->oi.B;
+  wm_value v;
   lua_settop(L, 1);
   lwm_frame fr;
-  lwm_frame_enter(B, L, &fr);
-  wm_value v;
-  int rc = lwm_to_value(B, 1, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
-                                        : wm_op_emit(op, 0, &v, f->ts);
+  lwm_enter(B, L, &fr);
+  if (lwm_to_value(B, 1, &v) != 0) {
+    lwm_leave(B, &fr);
+    return luaL_error(L, "out of memory");
+  }
+  int rc = wm_op_emit(op, 0, &v, f->ts);
   wm_value_release(&B->ctx.host, &v);
-  lwm_frame_leave(B, &fr);
+  lwm_leave(B, &fr);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -526,10 +529,10 @@ static int l_win_out(lua_State *L) {
   lwm_bridge *B = w->oi.B;
   lua_settop(L, 1);
   lwm_frame fr;
-  lwm_frame_enter(B, L, &fr);
+  lwm_enter(B, L, &fr);
   lua_pushvalue(L, 1);
   int rc = emit_top(w->op, B, w->ts);
-  lwm_frame_leave(B, &fr);
+  lwm_leave(B, &fr);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -542,16 +545,19 @@ static int l_win_output(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
   const char *tag = luaL_checkstring(L, 2);
-  lua_settop(L, 3);
   int port = wm_op_port(w->op, tag);
   if (port < 0) return luaL_error(L, "out of memory");
-  lwm_frame fr;
-  lwm_frame_enter(B, L, &fr);
   wm_value v;
-  int rc = lwm_to_value(B, 3, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
-                                        : wm_op_emit(w->op, port, &v, w->ts);
+  lua_settop(L, 3);
+  lwm_frame fr;
+  lwm_enter(B, L, &fr);
+  if (lwm_to_value(B, 3, &v) != 0) {
+    lwm_leave(B, &fr);
+    return luaL_error(L, "out of memory");
+  }
+  int rc = wm_op_emit(w->op, port, &v, w->ts);
   wm_value_release(&B->ctx.host, &v);
-  lwm_frame_leave(B, &fr);
+  lwm_leave(B, &fr);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -644,115 +650,5 @@ int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind) {
     lua_pushcclosure(B->L, l_win_output, 1);
     w->oi.fn3 = store_fn(B);
   }
-  return 0;
-}
-
-/* ---- custom watermark generators ---------------------------------------------------- */
-
-typedef struct genlua {
-  lwm_opinfo oi; /* fn: the generator table; fn2: on_event; fn3: on_periodic_emit; fn4: out */
-  wm_op *op;
-} genlua;
-
-static int l_gen_emit(lua_State *L) {
-  genlua *g = lua_touserdata(L, lua_upvalueindex(1));
-  lua_Integer t;
-  if (!lua_isinteger(L, 2)) {
-    lua_Number n = luaL_checknumber(L, 2);
-    if (floor(n) != n || fabs(n) >= 9.2e18)
-      return luaL_error(L, "emit_watermark: the watermark must be an integer number of ms, got %f", n);
-    t = (lua_Integer)n;
-  } else {
-    t = lua_tointeger(L, 2);
-  }
-  lwm_frame fr;
-  lwm_frame_enter(g->oi.B, L, &fr);
-  int rc = wm_tsop_emit_watermark(g->op, (int64_t)t);
-  lwm_frame_leave(g->oi.B, &fr);
-  if (rc != WM_OK) {
-    g->oi.B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
-}
-
-static int l_gen_idle(lua_State *L) {
-  genlua *g = lua_touserdata(L, lua_upvalueindex(1));
-  int active = lua_toboolean(L, lua_upvalueindex(2));
-  lwm_frame fr;
-  lwm_frame_enter(g->oi.B, L, &fr);
-  int rc = active ? wm_tsop_mark_active(g->op) : wm_tsop_mark_idle(g->op);
-  lwm_frame_leave(g->oi.B, &fr);
-  if (rc != WM_OK) {
-    g->oi.B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
-}
-
-static int gen_event(void *ud, wm_op *op, const wm_value *rec, int64_t ts) {
-  genlua *g = ud;
-  lwm_bridge *B = g->oi.B;
-  g->op = op;
-  g->oi.op = op;
-  lwm_push_fn(B, g->oi.fn2);
-  lwm_push_fn(B, g->oi.fn);
-  lwm_push_value(B, rec);
-  lua_pushinteger(B->L, (lua_Integer)ts);
-  lwm_push_fn(B, g->oi.fn4);
-  return lwm_call(&g->oi, 4, 0, rec);
-}
-
-static int gen_periodic(void *ud, wm_op *op) {
-  genlua *g = ud;
-  lwm_bridge *B = g->oi.B;
-  g->op = op;
-  g->oi.op = op;
-  lwm_push_fn(B, g->oi.fn3);
-  lwm_push_fn(B, g->oi.fn);
-  lwm_push_fn(B, g->oi.fn4);
-  return lwm_call(&g->oi, 2, 0, NULL);
-}
-
-static int gen_noop(lua_State *L) {
-  (void)L;
-  return 0;
-}
-
-/* Expects the generator table on top of the stack (popped). */
-int lwm_wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi) {
-  lwm_bridge *B = oi->B;
-  lua_State *L = B->L;
-  genlua *g = realloc(oi, sizeof *g);
-  if (!g) {
-    lwm_opinfo_free(oi);
-    lua_pop(L, 1);
-    return -1;
-  }
-  g->op = NULL;
-  lua_getfield(L, -1, "on_event");
-  if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushcfunction(L, gen_noop); }
-  g->oi.fn2 = store_fn(B);
-  lua_getfield(L, -1, "on_periodic_emit");
-  if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushcfunction(L, gen_noop); }
-  g->oi.fn3 = store_fn(B);
-  g->oi.fn = store_fn(B); /* the generator itself */
-  lua_createtable(L, 0, 3); /* out */
-  lua_pushlightuserdata(L, g);
-  lua_pushcclosure(L, l_gen_emit, 1);
-  lua_setfield(L, -2, "emit_watermark");
-  lua_pushlightuserdata(L, g);
-  lua_pushboolean(L, 0);
-  lua_pushcclosure(L, l_gen_idle, 2);
-  lua_setfield(L, -2, "mark_idle");
-  lua_pushlightuserdata(L, g);
-  lua_pushboolean(L, 1);
-  lua_pushcclosure(L, l_gen_idle, 2);
-  lua_setfield(L, -2, "mark_active");
-  g->oi.fn4 = store_fn(B);
-  gen->on_event = gen_event;
-  gen->on_periodic = gen_periodic;
-  gen->free = lwm_opinfo_free;
-  gen->ud = g;
   return 0;
 }

@@ -212,10 +212,7 @@ static void on_periodic(uv_timer_t *t) {
   for (int i = 0; i < e->ntsops; i++) {
     wm_op *op = e->tsops[i];
     if (op->ended) continue;
-    int64_t idle = wm_tsop_idle_timeout(op);
-    int rc = WM_OK;
-    if (idle > 0 && !wm_tsop_is_idle(op) && now - wm_tsop_last_record_time(op) >= idle)
-      rc = wm_tsop_mark_idle(op);
+    int rc = wm_tsop_check_idle(op, now);
     if (rc == WM_OK && !wm_tsop_is_idle(op) && wm_tsop_interval(op) > 0) rc = wm_tsop_periodic(op);
     if (rc != WM_OK) {
       wm_exec_fail(e);

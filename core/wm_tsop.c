@@ -13,6 +13,7 @@ typedef struct tsop {
   int64_t last;      /* last forwarded watermark */
   bool idle;
   int64_t last_seen; /* ctx->now() at the last record (idleness) */
+  int64_t last_ts;   /* ingestion time: the last timestamp given */
 } tsop;
 
 int wm_tsop_emit_watermark(wm_op *op, int64_t t) {
@@ -22,6 +23,7 @@ int wm_tsop_emit_watermark(wm_op *op, int64_t t) {
     int rc = wm_tsop_mark_active(op);
     if (rc != WM_OK) return rc;
   }
+  if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, -1, s->last, t, NULL);
   s->last = t;
   op->wm = t;
   return wm_op_emit_watermark(op, t);
@@ -39,6 +41,7 @@ int wm_tsop_mark_active(wm_op *op) {
   tsop *s = op->impl;
   if (!s->idle) return WM_OK;
   s->idle = false;
+  s->last_seen = wm_ctx_now(op->ctx); /* the idleness timeout starts again */
   if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, -1, s->last, s->last, "active");
   return wm_op_emit_status(op, false);
 }
@@ -49,16 +52,34 @@ int wm_tsop_periodic(wm_op *op) {
     if (!s->cfg.custom.on_periodic) return WM_OK;
     return s->cfg.custom.on_periodic(s->cfg.custom.ud, op);
   }
+  if (s->cfg.ingestion) wm_gen_on_event(&s->gen, wm_ctx_now(op->ctx)); /* follow the clock */
   int64_t w;
   if (wm_gen_on_periodic(&s->gen, &w)) return wm_tsop_emit_watermark(op, w);
   return WM_OK;
+}
+
+int wm_tsop_check_idle(wm_op *op, int64_t now) {
+  if (now >= wm_tsop_idle_deadline(op)) return wm_tsop_mark_idle(op);
+  return WM_OK;
+}
+
+int64_t wm_tsop_idle_deadline(const wm_op *op) {
+  const tsop *s = op->impl;
+  if (s->cfg.idle_timeout <= 0 || s->idle || op->ended) return WM_TIME_MAX;
+  return wm_time_add_sat(s->last_seen, s->cfg.idle_timeout);
 }
 
 static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   tsop *s = op->impl;
   int64_t t = ts;
-  if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) return WM_ERR;
+  if (s->cfg.ingestion) {
+    t = wm_ctx_now(op->ctx);
+    if (t < s->last_ts) t = s->last_ts; /* the clock may step back; timestamps do not */
+    s->last_ts = t;
+  } else if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) {
+    return WM_ERR;
+  }
   if (s->cfg.idle_timeout > 0) s->last_seen = wm_ctx_now(op->ctx);
   if (s->idle) {
     int rc = wm_tsop_mark_active(op);
@@ -78,7 +99,10 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 
 static int tsop_watermark(wm_op *op, int64_t wm) {
   /* the assigner makes its own watermarks; only the end of input passes through */
-  if (wm == WM_TIME_MAX) return wm_tsop_emit_watermark(op, WM_TIME_MAX);
+  if (wm == WM_TIME_MAX) {
+    op->ended = true;
+    return wm_tsop_emit_watermark(op, WM_TIME_MAX);
+  }
   return WM_OK;
 }
 
@@ -113,6 +137,11 @@ int64_t wm_tsop_last_record_time(const wm_op *op) {
   return ((const tsop *)op->impl)->last_seen;
 }
 bool wm_tsop_is_idle(const wm_op *op) { return ((const tsop *)op->impl)->idle; }
+int64_t wm_tsop_last_watermark(const wm_op *op) { return ((const tsop *)op->impl)->last; }
+bool wm_tsop_is_custom(const wm_op *op) {
+  return ((const tsop *)op->impl)->cfg.custom.on_event != NULL;
+}
+int wm_tsop_builtin(const wm_op *op) { return ((const tsop *)op->impl)->cfg.builtin; }
 
 wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg) {
   tsop *s = calloc(1, sizeof *s);
@@ -128,6 +157,8 @@ wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg) {
   wm_gen_init(&s->gen, cfg->builtin, cfg->delay);
   s->last = WM_TIME_MIN;
   s->last_seen = wm_ctx_now(ctx);
+  s->last_ts = WM_TIME_MIN;
+  if (cfg->ingestion) wm_gen_init(&s->gen, WM_GEN_BOUNDED, 0);
   return op;
 }
 

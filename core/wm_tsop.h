@@ -37,6 +37,8 @@ typedef struct wm_tsop_config {
   wm_wmgen custom;     /* owned by the operator from now on; used when on_event is set */
   int64_t interval;    /* watermark interval, ms; 0 = periodic emit after every record */
   int64_t idle_timeout;/* with_idleness, ms; 0 = never idle */
+  bool ingestion;      /* ingestion time: ts = ctx->now() (never decreasing), watermarks
+                        * follow the clock (now - 1 on each periodic emit); tsx unused */
 } wm_tsop_config;
 
 /* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
@@ -52,6 +54,17 @@ int64_t wm_tsop_idle_timeout(const wm_op *op);
 /* Wall-clock (ctx->now) time of the last record, for idleness detection. */
 int64_t wm_tsop_last_record_time(const wm_op *op);
 bool wm_tsop_is_idle(const wm_op *op);
+/* Idleness check at processing time now: marks the assigner idle when it has seen no
+ * record for idle_timeout ms. WM_OK or an error from downstream. */
+int wm_tsop_check_idle(wm_op *op, int64_t now);
+/* The processing time at which the assigner turns idle if no record comes (WM_TIME_MAX
+ * when it has no idleness or is idle already). */
+int64_t wm_tsop_idle_deadline(const wm_op *op);
+/* The last watermark the assigner forwarded (WM_TIME_MIN before the first). */
+int64_t wm_tsop_last_watermark(const wm_op *op);
+/* Whether the generator is custom (on_event set), and whether it ever emitted. */
+bool wm_tsop_is_custom(const wm_op *op);
+int wm_tsop_builtin(const wm_op *op);
 bool wm_op_is_tsop(const wm_op *op);
 
 #endif

@@ -119,6 +119,28 @@ static void out_flush(void)
     out_len = 0;
 }
 
+/* Appends n bytes; data larger than the buffer goes straight to write(2). */
+static void out_write(const char *s, size_t n)
+{
+    if (out_len + n > OUT_CAP)
+        out_flush();
+    if (n > OUT_CAP) {
+        while (n > 0) {
+            ssize_t w = write(STDOUT_FILENO, s, n);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("handwritten: write");
+            }
+            s += w;
+            n -= (size_t)w;
+        }
+        return;
+    }
+    memcpy(out_buf + out_len, s, n);
+    out_len += n;
+}
+
 static inline char *put_i64(char *p, int64_t v)
 {
     char tmp[24];
@@ -400,13 +422,20 @@ static void fire_until(int64_t wm)
         for (uint32_t w = groups[g].head; w != NIL;) {
             Window *win = &wins[w];
             const Key *k = &keys[win->key];
-            if (out_len + k->esc_len + 64 > OUT_CAP)
-                out_flush();
-            char *p = out_buf + out_len;
-            memcpy(p, "{\"id\":\"", 7);
-            p += 7;
-            memcpy(p, key_arena + k->esc_off, k->esc_len);
-            p += k->esc_len;
+            char *p;
+            if (out_len + k->esc_len + 64 <= OUT_CAP) {
+                p = out_buf + out_len;
+                memcpy(p, "{\"id\":\"", 7);
+                p += 7;
+                memcpy(p, key_arena + k->esc_off, k->esc_len);
+                p += k->esc_len;
+            } else { /* rare: flush, and write a huge id past the buffer */
+                out_write("{\"id\":\"", 7);
+                out_write(key_arena + k->esc_off, k->esc_len);
+                if (out_len + 64 > OUT_CAP)
+                    out_flush();
+                p = out_buf + out_len;
+            }
             memcpy(p, "\",\"ts\":", 7);
             p += 7;
             p = put_i64(p, win->first_ts);
@@ -425,8 +454,10 @@ static void fire_until(int64_t wm)
         }
         g++;
     }
-    memmove(groups, groups + g, (ngroups - g) * sizeof *groups);
-    ngroups -= g;
+    if (g > 0) {
+        memmove(groups, groups + g, (ngroups - g) * sizeof *groups);
+        ngroups -= g;
+    }
     next_timer = ngroups ? groups[0].ts : INT64_MAX;
 }
 

@@ -29,7 +29,7 @@ A summary (records, late, windows, CPU time, rate) goes to stderr.
 ]]
 
 local MININT, MAXINT = math.mininteger, math.maxinteger
-local find, sub, match, gsub, format = string.find, string.sub, string.match, string.gsub, string.format
+local find, sub, gsub, format = string.find, string.sub, string.gsub, string.format
 local concat = table.concat
 
 local WINDOW_SIZE = 5000

@@ -1,5 +1,193 @@
 --- A deterministic test harness for pipelines (api.md: wm.testing).
+--
+-- The harness builds the same core operator graph as `wmrun` and drives it directly: the
+-- test pushes records, watermarks and channel statuses, and moves a virtual
+-- processing-time clock that fires processing-time timers, idleness timeouts and
+-- periodic watermarks in time order. Nothing sleeps and nothing depends on the wall clock.
 -- @module wm.testing
+-- @usage
+-- local h = wm.testing.harness(function(input)
+--   return input:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+-- end)
+-- h:push({id = "a", vc = 1}, 1000)
+-- h:watermark(4999)
+-- assert(#h:output() == 1)
+local wm = require("wm")
+local core = require("wm.core")
+
 local M = {}
 
+local Harness = {}
+Harness.__index = Harness
+
+local function check_int(v, what, fn)
+  if math.type(v) ~= "integer" then
+    error(string.format("%s: %s must be an integer number of ms, got %s", fn, what,
+      math.type(v) or type(v)), 3)
+  end
+end
+
+local function check_channel(self, ch, fn)
+  if ch == nil then return 1 end
+  if math.type(ch) ~= "integer" or ch < 1 or ch > self.channels then
+    error(string.format("%s: no input channel %s (the harness has %d)", fn, tostring(ch),
+      self.channels), 3)
+  end
+  return ch
+end
+
+-- Runs a core method; a pipeline error is raised as it is (it names the operator and the
+-- job line already).
+local function run(self, method, ...)
+  local ok, err = pcall(self._h[method], self._h, ...)
+  if not ok then error(err, 0) end
+  return err
+end
+
+--- Creates a harness.
+-- @tparam function build `build(input) -> stream`: builds the pipeline under test from the
+--   input stream and returns the stream whose output the test reads
+-- @tparam[opt] table opts `channels` (input channels, default 1), `processing_time` (the
+--   virtual clock's start, ms, default 0), `watermark_interval` (periodic watermarks, default
+--   200 ms as in env; 0 = after every record), `side_outputs` (tags the result stream may
+--   send to with `ctx:output`; late-data tags are known already), `trace` (print the
+--   watermark trace on stderr)
+-- @return a harness
+function M.harness(build, opts)
+  if type(build) ~= "function" then
+    error("harness: expected a function(input) that returns a stream, got " .. type(build), 2)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("harness: options must be a table, got " .. type(opts), 2) end
+  local known = {channels = true, processing_time = true, watermark_interval = true,
+                 side_outputs = true, trace = true, time = true}
+  for k in pairs(opts) do
+    if not known[k] then error("harness: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  local channels = opts.channels or 1
+  if math.type(channels) ~= "integer" or channels < 1 then
+    error("harness: channels must be a positive integer, got " .. tostring(channels), 2)
+  end
+  local t0 = opts.processing_time or 0
+  if math.type(t0) ~= "integer" then
+    error("harness: processing_time must be an integer number of ms, got " .. tostring(t0), 2)
+  end
+  local wi = opts.watermark_interval
+  wi = wi == nil and 200 or wm.duration.ms(wi, "harness watermark_interval", 2)
+  if wi < 0 then error("harness: watermark_interval must not be negative", 2) end
+  local env = wm.env{ time = opts.time }
+  env.watermark_interval = wi          -- the harness decides, not the command line
+  env.parallelism = 1
+  local input_node = env:_node("harness_input", {}, {channels = channels, name = "harness input"})
+  local input = setmetatable({env = env, node = input_node}, wm.Stream)
+  local result = build(input)
+  if getmetatable(result) ~= wm.Stream then
+    error("harness: the build function must return a stream, got " .. type(result), 2)
+  end
+  for _, node in ipairs(env.nodes) do
+    if #node.inputs == 0 and node ~= input_node then
+      error("harness: the pipeline must read from its input, not from a source ('" ..
+        node.kind .. "' at " .. node.where .. ")", 2)
+    end
+  end
+  local tags = {}
+  for i, t in ipairs(opts.side_outputs or {}) do
+    if type(t) ~= "string" then error("harness: side_outputs[" .. i .. "] is not a string", 2) end
+    tags[#tags + 1] = t
+  end
+  local h = core.harness(env, {input = input_node.id, result = result.node.id,
+    channels = channels, processing_time = t0, side_outputs = tags, trace = opts.trace})
+  return setmetatable({_h = h, channels = channels, _env = env}, Harness)
+end
+
+--- Pushes a record with its event timestamp (nil: no timestamp) into a channel (default 1).
+function Harness:push(record, ts, channel)
+  if ts ~= nil then check_int(ts, "the timestamp", "push") end
+  run(self, "push", record, ts, check_channel(self, channel, "push"))
+  return self
+end
+
+--- Pushes a watermark into a channel (default 1).
+function Harness:watermark(t, channel)
+  check_int(t, "the watermark", "watermark")
+  run(self, "watermark", t, check_channel(self, channel, "watermark"))
+  return self
+end
+
+--- Marks a channel idle (semantics.md §3: it no longer holds the watermark back).
+function Harness:idle(channel)
+  run(self, "status", check_channel(self, channel, "idle"), true)
+  return self
+end
+
+--- Marks a channel active again.
+function Harness:active(channel)
+  run(self, "status", check_channel(self, channel, "active"), false)
+  return self
+end
+
+--- Moves the virtual processing-time clock forward by `ms` (an integer or a duration
+-- string), firing processing-time timers, idleness timeouts and periodic watermarks that
+-- come due, in time order.
+function Harness:advance_processing_time(ms)
+  ms = wm.duration.ms(ms, "advance_processing_time", 2)
+  if ms < 0 then error("advance_processing_time: the clock cannot go back", 2) end
+  run(self, "advance_processing_time", ms)
+  return self
+end
+
+--- The virtual processing time (ms).
+function Harness:processing_time() return self._h:processing_time() end
+
+--- Ends the input: the MAX watermark on every channel (every event-time timer fires).
+function Harness:finish()
+  run(self, "finish")
+  return self
+end
+
+--- The records the result stream emitted since the last call, in order.
+-- @treturn table a list
+function Harness:output()
+  local values = self._h:take("")
+  return values or {}
+end
+
+--- The records emitted since the last call, each as `{value = v, timestamp = t}`
+-- (timestamp nil when the record has none).
+function Harness:output_records()
+  local values, ts = self._h:take("")
+  local out = {}
+  for i, v in ipairs(values or {}) do out[i] = {value = v, timestamp = ts[i] or nil} end
+  return out
+end
+
+--- The records sent to a side output of the result stream since the last call.
+-- @tparam string tag the side-output tag
+function Harness:side_output(tag)
+  if type(tag) ~= "string" then error("side_output: expected a tag string, got " .. type(tag), 2) end
+  local values = self._h:take(tag)
+  return values or {}
+end
+
+--- The operators' counters: a list in creation order of `{name, kind, records_in,
+-- records_out, late_records_dropped, watermark, idle, open_windows, keys, event_timers,
+-- processing_timers}`, also indexed by name with and without the "(job.lua:N)" suffix.
+function Harness:metrics()
+  local list = self._h:metrics()
+  for _, m in ipairs(list) do
+    list[m.name] = list[m.name] or m
+    local short = m.name:match("^(.-) %(")
+    if short and list[short] == nil then list[short] = m end
+  end
+  return list
+end
+
+--- The result stream's current watermark (math.mininteger before the first).
+function Harness:current_watermark() return self._h:current_watermark() end
+
+--- Frees the harness now (otherwise the garbage collector does).
+function Harness:close() self._h:close() end
+Harness.__close = Harness.close
+
+M.Harness = Harness
 return M

@@ -73,14 +73,25 @@ function M.no_watermarks()
   return strategy({kind = "none", delay = 0})
 end
 
---- A custom generator: `factory(ctx)` returns a table with `on_event(self, record, ts, out)`
--- and `on_periodic_emit(self, out)`; `out:emit_watermark(t)`, `out:mark_idle()`, `out:mark_active()`.
+--- A custom generator (Flink's WatermarkGenerator): `factory(ctx)` returns a table with
+-- `on_event(self, record, ts, out)` (called after the record is forwarded) and/or
+-- `on_periodic_emit(self, out)` (every watermark_interval; after every record when it is 0);
+-- `out:emit_watermark(t)` (an integer; forwarded only when greater than the last one),
+-- `out:mark_idle()`, `out:mark_active()`. `ctx.subtask` and `ctx.parallelism` tell the
+-- instance who it is. See docs/watermarks.md.
 -- @tparam function factory called once per parallel assigner instance
+-- @usage wm.watermarks.for_generator(function(ctx)
+--   return {max = math.mininteger,
+--           on_event = function(self, r, ts, out) self.max = math.max(self.max, ts) end,
+--           on_periodic_emit = function(self, out) out:emit_watermark(self.max - 1000) end}
+-- end)
 function M.for_generator(factory)
   if type(factory) ~= "function" then
     error("for_generator: expected a function that returns a generator, got " .. type(factory), 2)
   end
-  return strategy({kind = "custom", delay = 0, factory = factory})
+  local info = debug.getinfo(2, "Sl")
+  local gen_where = info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?"
+  return strategy({kind = "custom", delay = 0, factory = factory, gen_where = gen_where})
 end
 
 M.Strategy = Strategy

@@ -1,0 +1,215 @@
+-- Watermark strategies: custom generators (Flink's contract), bad input, and the
+-- observability of wmrun (--trace-watermarks, --metrics, the no-watermark warning).
+local wm = require("wm")
+local T = wm.testing
+local helper = require("helper")
+
+local function window_sum(s)
+  return s:key_by("id"):window(wm.windows.tumbling(5000)):sum("vc")
+end
+
+local function gen_harness(factory, opts)
+  return T.harness(function(input)
+    return window_sum(input:assign_timestamps_and_watermarks(wm.watermarks.for_generator(factory)))
+  end, opts)
+end
+
+describe("custom watermark generators", function()
+  it("punctuated: on_event runs after the record is forwarded, and its watermark counts at once", function()
+    local seen = {}
+    local h = gen_harness(function()
+      return {
+        on_event = function(self, r, ts, out)
+          seen[#seen + 1] = ts
+          out:emit_watermark(ts - 2000)
+        end,
+      }
+    end, {watermark_interval = 200})
+    h:push({id = "a", vc = 1}, 1000)
+    h:push({id = "a", vc = 1}, 7000)
+    assert.are.same({1000, 7000}, seen)
+    assert.are.same({{id = "a", vc = 1}}, h:output())   -- W = 5000 >= 4999: the first record only
+    assert.are.equal(5000, h:current_watermark())
+  end)
+
+  it("periodic: on_periodic_emit runs every watermark_interval of processing time", function()
+    local calls = 0
+    local h = gen_harness(function()
+      return {
+        max = math.mininteger,
+        on_event = function(self, r, ts) if ts > self.max then self.max = ts end end,
+        on_periodic_emit = function(self, out)
+          calls = calls + 1
+          if self.max > math.mininteger then out:emit_watermark(self.max) end
+        end,
+      }
+    end, {watermark_interval = 100})
+    h:push({id = "a", vc = 1}, 6000)
+    assert.are.equal(0, calls)
+    h:advance_processing_time(250)
+    assert.are.equal(2, calls)                          -- at 100 and 200
+    assert.are.equal(6000, h:current_watermark())
+  end)
+
+  it("with watermark_interval = 0 calls on_periodic_emit after every record", function()
+    local calls = 0
+    local h = gen_harness(function()
+      return {on_event = function() end, on_periodic_emit = function() calls = calls + 1 end}
+    end, {watermark_interval = 0})
+    h:push({id = "a", vc = 1}, 1)
+    h:push({id = "a", vc = 1}, 2)
+    assert.are.equal(2, calls)
+  end)
+
+  it("forwards only watermarks greater than the last one", function()
+    local h = gen_harness(function()
+      return {on_event = function(self, r, ts, out) out:emit_watermark(r.wm) end}
+    end)
+    h:push({id = "a", vc = 1, wm = 100}, 1)
+    h:push({id = "a", vc = 1, wm = 50}, 1)
+    assert.are.equal(100, h:current_watermark())
+    h:push({id = "a", vc = 1, wm = 100}, 1)
+    h:push({id = "a", vc = 1, wm = 101}, 1)
+    assert.are.equal(101, h:current_watermark())
+  end)
+
+  it("makes one generator per assigner, and mark_idle/mark_active change the status", function()
+    local made = 0
+    local h = T.harness(function(input)
+      return input:assign_timestamps_and_watermarks(wm.watermarks.for_generator(function(ctx)
+        made = made + 1
+        assert(ctx.subtask == 1 and ctx.parallelism == 1)
+        return {on_event = function(self, r, ts, out)
+          if r.idle then out:mark_idle() else out:mark_active() end
+        end}
+      end))
+    end)
+    assert.are.equal(1, made)
+    h:push({idle = true}, 1)
+    assert.is_true(h:metrics()["timestamps/watermarks"].idle)
+    h:push({idle = false}, 2)
+    assert.is_false(h:metrics()["timestamps/watermarks"].idle)
+  end)
+
+  it("rejects a factory that returns no generator, naming it and the line", function()
+    local ok, err = pcall(gen_harness, function() return 42 end)
+    assert.is_false(ok)
+    assert.matches("generator factory %(for_generator at .*watermarks_spec.lua:%d+%) must return a table", err)
+    assert.matches("got a number", err)
+    ok, err = pcall(gen_harness, function() return {on_event = 1} end)
+    assert.is_false(ok)
+    assert.matches("on_event is not a function", err)
+    ok, err = pcall(gen_harness, function() return {} end)
+    assert.is_false(ok)
+    assert.matches("neither on_event nor on_periodic_emit", err)
+    ok, err = pcall(gen_harness, function() error("boom") end)
+    assert.is_false(ok)
+    assert.matches("factory .* failed: .*boom", err)
+  end)
+
+  it("rejects a non-integer watermark with the generator's line", function()
+    local h = gen_harness(function()
+      return {on_event = function(self, r, ts, out) out:emit_watermark(ts + 0.5) end}
+    end)
+    local ok, err = pcall(h.push, h, {id = "a", vc = 1}, 1)
+    assert.is_false(ok)
+    assert.matches("watermarks_spec.lua:%d+: emit_watermark: the watermark must be an integer number of ms", err)
+    assert.matches("in operator 'timestamps/watermarks", err)
+  end)
+
+  it("rejects a negative or zero idleness and a bad factory argument", function()
+    assert.has_error(function() wm.watermarks.monotonous():with_idleness(-1) end,
+                     "with_idleness: the timeout must be positive, got -1")
+    assert.has_error(function() wm.watermarks.monotonous():with_idleness("x") end)
+    assert.has_error(function() wm.watermarks.for_generator({}) end)
+  end)
+end)
+
+describe("wmrun observability", function()
+  local a = helper.root .. "/examples/a_tumbling_in_order.lua"
+
+  it("--trace-watermarks prints one line per generated watermark and per input advance", function()
+    local out, err, code = helper.wmrun('--trace-watermarks "' .. a .. '"')
+    assert.are.equal(0, code)
+    assert.are.equal(helper.read(helper.root .. "/examples/expected/a_tumbling_in_order.expected"), out)
+    assert.matches("%[watermark%] timestamps/watermarks %(.-%): generated: MIN %-> 1577843998999\n", err)
+    assert.matches("%[watermark%] tumbling window reduce %(.-%): channel 1: MIN %-> 1577843998999\n", err)
+    assert.matches("generated: %d+ %-> MAX\n", err)
+    for line in err:gmatch("[^\n]+") do
+      assert.matches("^%[watermark%] .-: [a-z0-9 ]+: ", line)
+    end
+  end)
+
+  it("--metrics prints per-operator counters at the end", function()
+    local out, err, code = helper.wmrun('--metrics "' .. a .. '"')
+    assert.are.equal(0, code)
+    assert.matches("operator%s+records in%s+records out%s+watermark%s+late%s+windows", err)
+    assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+MAX%s+0%s+0\n", err)
+  end)
+
+  it("traces idle and active status changes", function()
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = 0}
+      env:from_elements(1, 2)
+        :assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+          return {on_event = function(self, r, ts, out)
+            if r == 1 then out:mark_idle() else out:emit_watermark(5) end
+          end}
+        end):with_timestamp_assigner(function(r) return r end))
+        :print()
+      env:execute()
+    ]]
+    local out, err, code = helper.run_job(job, "--trace-watermarks")
+    assert.are.equal(0, code, err)
+    assert.matches("generated: idle %(watermark MIN%)\n.-channel 1: idle %(watermark MIN%)\n", err)
+    assert.matches("generated: active %(watermark MIN%)\n", err)
+    assert.matches("generated: MIN %-> 5\n", err)
+  end)
+
+  it("warns once when many records came and no watermark at all", function()
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = 0}
+      local list = {}
+      for i = 1, 20000 do list[i] = {id = "a", vc = 1, ts = i} end
+      env:from_elements(list)
+        :assign_timestamps_and_watermarks(wm.watermarks.no_watermarks():with_timestamp_field("ts"))
+        :key_by("id"):window(wm.windows.tumbling(5000)):sum("vc")
+        :filter(function() return false end):print()
+      env:execute()
+    ]]
+    local out, err, code = helper.run_job(job)
+    assert.are.equal(0, code, err)
+    local _, n = err:gsub("warning", "")
+    assert.are.equal(1, n)
+    assert.matches("no watermark at all: event%-time windows and timers cannot fire; '.-' uses no_watermarks%(%)", err)
+  end)
+
+  it("does not warn when watermarks flow", function()
+    local out, err = helper.wmrun('"' .. a .. '"')
+    assert.are.equal("", err)
+  end)
+end)
+
+describe("ingestion time", function()
+  it("stamps records at the source with the clock and makes watermarks follow it", function()
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{time = "ingestion", watermark_interval = 0}
+      local t0 = os.time() * 1000 - 60000
+      env:from_elements("x", "y")
+        :key_by(function() return 1 end)
+        :process(function(r, ctx, out)
+          local w = ctx.timer_service:current_watermark()
+          out(r .. " " .. tostring(ctx.timestamp ~= nil and ctx.timestamp > t0) .. " " ..
+              tostring(r == "x" or (w >= ctx.timestamp - 1000 and w < ctx.timestamp)))
+        end)
+        :print()
+      env:execute()
+    ]]
+    local out, err, code = helper.run_job(job)
+    assert.are.equal(0, code, err)
+    assert.are.equal("x true true\ny true true\n", out)
+  end)
+end)
