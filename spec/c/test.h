@@ -50,5 +50,6 @@ void test_watermark(void);
 void test_timer(void);
 void test_winop(void);
 void test_value(void);
+void test_winmerge(void);
 
 #endif

@@ -10,7 +10,7 @@ int main(void) {
     void (*fn)(void);
   } suites[] = {
       {"time", test_time},     {"window", test_window}, {"watermark", test_watermark},
-      {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
+      {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},   {"winmerge", test_winmerge},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
