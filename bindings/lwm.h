@@ -91,7 +91,10 @@ wm_op *lwm_pass_new(lwm_bridge *B, const char *name);
 wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Integer count);
 int lwm_tsx_lua(wm_tsx *x, lwm_opinfo *oi);
 int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi);
-int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind);
+/* A window function in Lua; pfn: the process function of reduce/aggregate (0: none). */
+int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn);
+/* Pushes a window as a table {start, stop, max_timestamp}. */
+void lwm_push_window(lua_State *L, wm_window win, int64_t max_ts);
 lwm_opinfo *lwm_opinfo_new(lwm_bridge *B, const char *where);
 void lwm_opinfo_free(void *ud);
 

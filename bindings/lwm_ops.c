@@ -458,8 +458,10 @@ int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi) {
 /* ---- window functions: reduce, aggregate, process ----------------------------------- */
 
 typedef struct winlua {
-  lwm_opinfo oi; /* fn: reduce fn / process fn; fn2..: aggregate create/add/result/merge */
+  lwm_opinfo oi; /* fn: reduce fn / process fn; fn2..fn5: aggregate create/add/result/merge */
   int kind;      /* 1 reduce, 2 aggregate, 3 process */
+  int pfn;       /* reduce/aggregate: the process function that receives the result (0: none) */
+  int outfn, outputfn; /* out(value) and ctx:output(tag, value) closures */
   int64_t ts;    /* for out(): the firing window's max timestamp */
   wm_op *op;
 } winlua;
@@ -484,7 +486,6 @@ static int set_acc(lwm_bridge *B, wm_value *acc) {
 }
 
 static int win_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
-  (void)aux;
   winlua *w = ud;
   lwm_bridge *B = w->oi.B;
   w->oi.op = op;
@@ -495,6 +496,10 @@ static int win_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_v
     lwm_push_value(B, acc);
     lwm_push_value(B, rec);
     if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) return WM_ERR;
+    if (lua_isnil(B->L, -1)) {
+      lua_pop(B->L, 1);
+      return lwm_op_error(&w->oi, rec, "the reduce function returned nil");
+    }
     return set_acc(B, acc) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
   }
   /* aggregate */
@@ -523,16 +528,26 @@ static int emit_top(wm_op *op, lwm_bridge *B, int64_t ts) {
   return rc;
 }
 
+/* Pushes a closure of fn with upvalue ud and stores it in fns. Such closures run in their
+ * own stack frame: they re-enter the bridge with lwm_enter/lwm_leave. */
+static int store_closure(lwm_bridge *B, lua_CFunction fn, void *ud) {
+  lua_State *L = B->L;
+  lua_pushlightuserdata(L, ud);
+  lua_pushcclosure(L, fn, 1);
+  return store_fn(B);
+}
+
 /* out(value) for process functions */
 static int l_win_out(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
   lua_settop(L, 1);
-  lwm_frame fr;
-  lwm_enter(B, L, &fr);
+  if (lua_isnil(L, 1)) return luaL_error(L, "out: the value must not be nil");
+  lwm_frame f;
+  lwm_enter(B, L, &f);
   lua_pushvalue(L, 1);
   int rc = emit_top(w->op, B, w->ts);
-  lwm_leave(B, &fr);
+  lwm_leave(B, &f);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -547,22 +562,57 @@ static int l_win_output(lua_State *L) {
   const char *tag = luaL_checkstring(L, 2);
   int port = wm_op_port(w->op, tag);
   if (port < 0) return luaL_error(L, "out of memory");
-  wm_value v;
   lua_settop(L, 3);
-  lwm_frame fr;
-  lwm_enter(B, L, &fr);
-  if (lwm_to_value(B, 3, &v) != 0) {
-    lwm_leave(B, &fr);
-    return luaL_error(L, "out of memory");
+  lwm_frame f;
+  lwm_enter(B, L, &f);
+  wm_value v;
+  int rc = lwm_to_value(B, 3, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory") : WM_OK;
+  if (rc == WM_OK) {
+    rc = wm_op_emit(w->op, port, &v, w->ts);
+    wm_value_release(&B->ctx.host, &v);
   }
-  int rc = wm_op_emit(w->op, port, &v, w->ts);
-  wm_value_release(&B->ctx.host, &v);
-  lwm_leave(B, &fr);
+  lwm_leave(B, &f);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
   }
   return 0;
+}
+
+/* Pushes a window as a table {start, stop, max_timestamp}. */
+void lwm_push_window(lua_State *L, wm_window win, int64_t max_ts) {
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)win.start);
+  lua_setfield(L, -2, "start");
+  lua_pushinteger(L, (lua_Integer)win.stop);
+  lua_setfield(L, -2, "stop");
+  lua_pushinteger(L, (lua_Integer)max_ts);
+  lua_setfield(L, -2, "max_timestamp");
+}
+
+/* Calls fn(key, ctx, records, out) with the records already pushed on top. */
+static int call_process(winlua *w, int fn, const wm_fire *f) {
+  lwm_bridge *B = w->oi.B;
+  lua_State *L = B->L;
+  luaL_checkstack(L, 8, "wmrun: process window");
+  int records = lua_gettop(L);
+  lwm_push_fn(B, fn);
+  lwm_push_value(B, f->key);
+  lua_createtable(L, 0, 5); /* ctx */
+  lwm_push_window(L, f->window, f->max_ts);
+  lua_setfield(L, -2, "window");
+  lua_pushinteger(L, (lua_Integer)f->watermark);
+  lua_setfield(L, -2, "current_watermark");
+  lua_pushinteger(L, (lua_Integer)wm_ctx_now(&B->ctx));
+  lua_setfield(L, -2, "current_processing_time");
+  lwm_push_value(B, f->key);
+  lua_setfield(L, -2, "key");
+  lwm_push_fn(B, w->outputfn);
+  lua_setfield(L, -2, "output");
+  lua_pushvalue(L, records);
+  lwm_push_fn(B, w->outfn);
+  lua_remove(L, records);
+  return lwm_call(&w->oi, 4, 0, NULL);
 }
 
 static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
@@ -572,39 +622,28 @@ static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
   w->oi.op = op;
   w->op = op;
   w->ts = f->max_ts;
-  if (w->kind == 1) return wm_op_emit(op, 0, f->acc, f->max_ts);
+  if (w->kind == 3) {
+    lua_createtable(L, (int)f->nitems, 0);
+    for (size_t i = 0; i < f->nitems; i++) {
+      lwm_push_value(B, &f->items[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return call_process(w, w->oi.fn, f);
+  }
   if (w->kind == 2) {
     lwm_push_fn(B, w->oi.fn4);
     lwm_push_value(B, f->acc);
     if (lwm_call(&w->oi, 1, 1, NULL) != WM_OK) return WM_ERR;
-    return emit_top(op, B, f->max_ts);
+  } else {
+    if (!w->pfn) return wm_op_emit(op, 0, f->acc, f->max_ts);
+    lwm_push_value(B, f->acc);
   }
-  /* process(key, ctx, records, out) */
-  luaL_checkstack(L, 8, "wmrun: process window");
-  lwm_push_fn(B, w->oi.fn);
-  lwm_push_value(B, f->key);
-  lua_createtable(L, 0, 4); /* ctx */
-  lua_createtable(L, 0, 3);
-  lua_pushinteger(L, (lua_Integer)f->window.start);
-  lua_setfield(L, -2, "start");
-  lua_pushinteger(L, (lua_Integer)f->window.stop);
-  lua_setfield(L, -2, "stop");
-  lua_pushinteger(L, (lua_Integer)f->max_ts);
-  lua_setfield(L, -2, "max_timestamp");
-  lua_setfield(L, -2, "window");
-  lua_pushinteger(L, (lua_Integer)f->watermark);
-  lua_setfield(L, -2, "current_watermark");
-  lua_pushinteger(L, (lua_Integer)wm_ctx_now(&B->ctx));
-  lua_setfield(L, -2, "current_processing_time");
-  lwm_push_fn(B, w->oi.fn3);
-  lua_setfield(L, -2, "output");
-  lua_createtable(L, (int)f->nitems, 0);
-  for (size_t i = 0; i < f->nitems; i++) {
-    lwm_push_value(B, &f->items[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  lwm_push_fn(B, w->oi.fn2);
-  return lwm_call(&w->oi, 4, 0, NULL);
+  if (!w->pfn) return emit_top(op, B, f->max_ts);
+  /* the process function receives the single result in a list */
+  lua_createtable(L, 1, 0);
+  lua_insert(L, -2);
+  lua_rawseti(L, -2, 1);
+  return call_process(w, w->pfn, f);
 }
 
 static int win_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
@@ -614,8 +653,6 @@ static int win_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm
   (void)aux;
   (void)baux;
   w->oi.op = op;
-  if (acc->type == WM_NIL) return wm_value_copy(&B->ctx.host, acc, bacc) == 0 ? WM_OK : WM_ERR;
-  if (bacc->type == WM_NIL) return WM_OK;
   lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
   lwm_push_value(B, acc);
   lwm_push_value(B, bacc);
@@ -625,13 +662,14 @@ static int win_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm
 
 static void winlua_free(void *ud) { lwm_opinfo_free(ud); }
 
-int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind) {
+int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn) {
   winlua *w = realloc(oi, sizeof *w);
   if (!w) {
     lwm_opinfo_free(oi);
     return -1;
   }
   w->kind = strcmp(kind, "reduce") == 0 ? 1 : strcmp(kind, "aggregate") == 0 ? 2 : 3;
+  w->pfn = pfn;
   w->op = NULL;
   w->ts = 0;
   memset(fn, 0, sizeof *fn);
@@ -641,14 +679,8 @@ int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind) {
   fn->merge = (w->kind == 1 || (w->kind == 2 && w->oi.fn5)) ? win_merge : NULL;
   fn->free = winlua_free;
   fn->ud = w;
-  if (w->kind == 3) {
-    lwm_bridge *B = w->oi.B;
-    lua_pushlightuserdata(B->L, w);
-    lua_pushcclosure(B->L, l_win_out, 1);
-    w->oi.fn2 = store_fn(B);
-    lua_pushlightuserdata(B->L, w);
-    lua_pushcclosure(B->L, l_win_output, 1);
-    w->oi.fn3 = store_fn(B);
-  }
+  lwm_bridge *B = w->oi.B;
+  w->outfn = store_closure(B, l_win_out, w);
+  w->outputfn = store_closure(B, l_win_output, w);
   return 0;
 }

@@ -475,7 +475,7 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
   } else {
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (oi) oi->fn = lwm_get_fn(B, node, "fn");
-    rc = oi ? lwm_winfn_lua(&cfg.rolling, oi, "reduce") : -1;
+    rc = oi ? lwm_winfn_lua(&cfg.rolling, oi, "reduce", 0) : -1;
   }
   if (rc != 0) {
     wm_ctx_error(&B->ctx, "out of memory");

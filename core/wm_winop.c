@@ -7,7 +7,25 @@
 #include "wm_time.h"
 #include "wm_timer.h"
 
-/* ---- window state: a slab of entries with an open-addressing index ---------------- */
+/* ---- window state ------------------------------------------------------------------
+ *
+ * A slab of entries, one per (key, window), with an open-addressing index. Windows that
+ * do not merge are found by (key, window) directly. Merging (session) windows are indexed
+ * by key alone: the index points at the key's earliest window, and the key's windows form
+ * a chain sorted by start (knext), usually of one or two entries.
+ *
+ * Timers live in two queues grouped by timestamp (event time, processing time), holding
+ * (entry, generation) with the entry's creation sequence as the order among equal times.
+ * Deletion is lazy: on firing, a timer counts only if its entry still wants it:
+ *   - the default event-time trigger (inlined): the entry's fire_t;
+ *   - other triggers: the entry's set of registered (time, domain) pairs (tm);
+ *   - cleanup: the time equals the window's cleanup time.
+ */
+
+typedef struct tmreg {
+  int64_t t;
+  int domain;
+} tmreg;
 
 typedef struct wentry {
   wm_value key; /* owned */
@@ -15,16 +33,22 @@ typedef struct wentry {
   wm_window w;
   wm_value acc, aux; /* incremental state (owned) */
   wm_value *items;   /* list mode: owned records */
+  int64_t *its;      /* with an evictor: their timestamps */
   uint32_t nitems, capitems;
   uint64_t seq;      /* creation order: ties between timers fire in this order */
   uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
   uint32_t next_free;
+  uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
+  int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
+  int64_t tstate[2]; /* trigger state */
+  wm_value hstate;   /* trigger state of host triggers (owned) */
+  tmreg *tm;         /* timers the trigger registered */
+  uint32_t ntm, captm;
   uint8_t live;
 } wentry;
 
 #define TOMB UINT32_MAX
-#define T_FIRE 1u
-#define T_CLEANUP 2u
+#define NONE UINT32_MAX
 
 typedef struct winop {
   wm_winop_config cfg;
@@ -34,8 +58,18 @@ typedef struct winop {
   uint32_t ne, cape, free_head, nlive;
   uint32_t *idx;
   size_t capidx, usedidx;
-  wm_timers *timers;
-  wm_window *wins; /* scratch for the assigner */
+  wm_timers *timers;  /* event time */
+  wm_timers *ptimers; /* processing time */
+  wm_window *wins;    /* scratch for the assigner */
+  uint32_t *run;      /* scratch for merging */
+  uint32_t caprun;
+  wm_trigger *trig;
+  bool fast;          /* the default event-time trigger, inlined */
+  bool merging;       /* session windows */
+  bool event_time;    /* windows end on event time (not processing-time, not global) */
+  bool list;          /* keep every record (process functions, evictors) */
+  bool pt_flushing;   /* end of input: processing-time timers drain, new ones are ignored */
+  int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
 } winop;
 
 static uint64_t mix(uint64_t x) {
@@ -47,7 +81,8 @@ static uint64_t mix(uint64_t x) {
   return x;
 }
 
-static uint64_t entry_hash(uint64_t khash, wm_window w) {
+static uint64_t entry_hash(const winop *s, uint64_t khash, wm_window w) {
+  if (s->merging) return mix(khash);
   return mix(khash ^ mix((uint64_t)w.start) ^ ((uint64_t)w.stop * 0x9e3779b97f4a7c15ULL));
 }
 
@@ -59,7 +94,10 @@ static int64_t cleanup_of(const winop *s, wm_window w) {
   return wm_time_add_sat(max_ts_of(w), s->cfg.lateness);
 }
 
-/* The slot of (key, w) in the index: found (1) or where to insert (0). */
+static bool win_eq(wm_window a, wm_window b) { return a.start == b.start && a.stop == b.stop; }
+
+/* The slot of (key, w) in the index (merging windows: of key): found (1) or where to
+ * insert (0). */
 static size_t idx_find(const winop *s, const wm_value *key, uint64_t h, wm_window w, int *found) {
   size_t mask = s->capidx - 1, i = h & mask, tomb = SIZE_MAX;
   for (;;) {
@@ -72,8 +110,7 @@ static size_t idx_find(const winop *s, const wm_value *key, uint64_t h, wm_windo
       if (tomb == SIZE_MAX) tomb = i;
     } else {
       const wentry *e = &s->e[v - 1];
-      if (e->hash == h && e->w.start == w.start && e->w.stop == w.stop &&
-          wm_key_equal(&e->key, key)) {
+      if (e->hash == h && (s->merging || win_eq(e->w, w)) && wm_key_equal(&e->key, key)) {
         *found = 1;
         return i;
       }
@@ -94,14 +131,34 @@ static int idx_rebuild(winop *s, size_t cap) {
     if (!e->live) continue;
     int found;
     size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
+    if (found) continue; /* merging: only the chain's head is indexed, and it came first */
     n[at] = i + 1;
     s->usedidx++;
+  }
+  /* merging: make sure every key's index entry is its chain head */
+  if (s->merging) {
+    for (uint32_t i = 0; i < s->ne; i++) {
+      wentry *e = &s->e[i];
+      if (!e->live) continue;
+      int found;
+      size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
+      uint32_t h = n[at] - 1;
+      if (s->e[h].w.start > e->w.start) n[at] = i + 1;
+    }
   }
   return 0;
 }
 
+static int idx_reserve(wm_op *op, winop *s) {
+  if ((s->usedidx + 1) * 4 < s->capidx * 3) return WM_OK;
+  size_t cap = s->capidx;
+  if ((size_t)s->nlive * 2 >= cap / 2) cap *= 2;
+  if (idx_rebuild(s, cap) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
+  return WM_OK;
+}
+
 static int entry_alloc(winop *s, uint32_t *out) {
-  if (s->free_head != UINT32_MAX) {
+  if (s->free_head != NONE) {
     *out = s->free_head;
     s->free_head = s->e[*out].next_free;
     return 0;
@@ -118,46 +175,55 @@ static int entry_alloc(winop *s, uint32_t *out) {
   return 0;
 }
 
+/* Releases the window's contents (a purge): the window itself stays. */
+static void entry_purge(wm_op *op, wentry *e) {
+  const wm_host *h = &op->ctx->host;
+  wm_value_release(h, &e->acc);
+  wm_value_release(h, &e->aux);
+  for (uint32_t k = 0; k < e->nitems; k++) wm_value_release(h, &e->items[k]);
+  e->nitems = 0;
+}
+
 static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
   int found;
   size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
-  if (found) s->idx[at] = TOMB;
+  if (s->merging) {
+    if (found) {
+      uint32_t head = s->idx[at] - 1;
+      if (head == i) {
+        s->idx[at] = e->knext != NONE ? e->knext + 1 : TOMB;
+      } else {
+        while (s->e[head].knext != NONE && s->e[head].knext != i) head = s->e[head].knext;
+        if (s->e[head].knext == i) s->e[head].knext = e->knext;
+      }
+    }
+  } else if (found) {
+    s->idx[at] = TOMB;
+  }
+  entry_purge(op, e);
   wm_value_release(h, &e->key);
-  wm_value_release(h, &e->acc);
-  wm_value_release(h, &e->aux);
-  for (uint32_t k = 0; k < e->nitems; k++) wm_value_release(h, &e->items[k]);
+  wm_value_release(h, &e->hstate);
   free(e->items);
+  free(e->its);
+  free(e->tm);
   e->items = NULL;
-  e->nitems = e->capitems = 0;
+  e->its = NULL;
+  e->tm = NULL;
+  e->capitems = e->ntm = e->captm = 0;
   e->live = 0;
-  e->gen = (e->gen + 1) & 0x3fffffffu;
+  e->gen = (e->gen + 1) & 0x7fffffffu;
   e->next_free = s->free_head;
   s->free_head = i;
   s->nlive--;
 }
 
-static uint64_t payload(uint32_t i, uint32_t gen, uint32_t kind) {
-  return (uint64_t)i | ((uint64_t)gen << 32) | ((uint64_t)kind << 62);
-}
+static uint64_t payload(uint32_t i, uint32_t gen) { return (uint64_t)i | ((uint64_t)gen << 32); }
 
-/* Finds or creates the state of (key, w). *created tells which. */
-static int entry_get(wm_op *op, winop *s, const wm_value *key, uint64_t khash, wm_window w,
-                     uint32_t *out, int *created) {
-  uint64_t h = entry_hash(khash, w);
-  if ((s->usedidx + 1) * 4 >= s->capidx * 3) {
-    size_t cap = s->capidx;
-    if ((size_t)s->nlive * 2 >= cap / 2) cap *= 2;
-    if (idx_rebuild(s, cap) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
-  }
-  int found;
-  size_t at = idx_find(s, key, h, w, &found);
-  if (found) {
-    *out = s->idx[at] - 1;
-    *created = 0;
-    return WM_OK;
-  }
+/* A new entry for (key, w), indexed at slot `at` of the index (found by idx_find). */
+static int entry_new(wm_op *op, winop *s, const wm_value *key, uint64_t h, wm_window w, size_t at,
+                     uint32_t *out) {
   uint32_t i;
   if (entry_alloc(s, &i) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
   wentry *e = &s->e[i];
@@ -172,46 +238,226 @@ static int entry_get(wm_op *op, winop *s, const wm_value *key, uint64_t khash, w
   e->hash = h;
   e->w = w;
   e->seq = op->ctx->seq++;
+  e->knext = NONE;
+  e->fire_t = WM_TIME_MIN;
   e->live = 1;
   s->nlive++;
   if (s->idx[at] == 0) s->usedidx++;
   s->idx[at] = i + 1;
   *out = i;
-  *created = 1;
   return WM_OK;
 }
 
-static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec) {
-  if (s->cfg.fn.list) {
+/* Finds or creates the state of (key, w) (windows that do not merge). */
+static int entry_get(wm_op *op, winop *s, const wm_value *key, uint64_t khash, wm_window w,
+                     uint32_t *out, int *created) {
+  uint64_t h = entry_hash(s, khash, w);
+  if (idx_reserve(op, s) != WM_OK) return WM_ERR;
+  int found;
+  size_t at = idx_find(s, key, h, w, &found);
+  if (found) {
+    *out = s->idx[at] - 1;
+    *created = 0;
+    return WM_OK;
+  }
+  *created = 1;
+  return entry_new(op, s, key, h, w, at, out);
+}
+
+/* ---- timers ------------------------------------------------------------------------- */
+
+static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
+  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
+    return wm_ctx_error(op->ctx, "out of memory registering a timer");
+  return WM_OK;
+}
+
+static int push_processing(wm_op *op, winop *s, uint32_t i, int64_t t) {
+  if (s->pt_flushing) return WM_OK;
+  size_t before = wm_timers_groups(s->ptimers);
+  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
+    return wm_ctx_error(op->ctx, "out of memory registering a timer");
+  /* one executor timer per distinct time */
+  if (wm_timers_groups(s->ptimers) != before) return wm_ctx_register_processing_timer(op->ctx, op, t);
+  return WM_OK;
+}
+
+/* The cleanup timer of entry i's window (event time: max_ts + lateness; processing time:
+ * max_ts; global windows: none). With the default trigger and no lateness the firing
+ * timer is the same instant and serves for both. */
+static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
+  wentry *e = &s->e[i];
+  if (s->event_time) {
+    int64_t cl = cleanup_of(s, e->w);
+    if (s->fast && e->fire_t == cl) return WM_OK;
+    return push_event(op, s, i, cl);
+  }
+  if (s->cfg.assigner.processing_time) return push_processing(op, s, i, max_ts_of(e->w));
+  return WM_OK;
+}
+
+static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
+  wentry *e = &s->e[i];
+  c->op = op;
+  c->key = &e->key;
+  c->window = e->w;
+  c->max_ts = max_ts_of(e->w);
+  c->watermark = op->wm;
+  c->state = e->tstate;
+  c->hstate = &e->hstate;
+  c->winop = s;
+  c->entry = i;
+}
+
+int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->winop;
+  wentry *e = &s->e[c->entry];
+  if (domain == WM_DOMAIN_EVENT && c->op->wm == WM_TIME_MAX) {
+    /* end of input: a window that never ends would otherwise re-register forever */
+    if (c->max_ts == WM_TIME_MAX || t <= s->firing_t) return WM_OK;
+  }
+  if (domain == WM_DOMAIN_PROCESSING && s->pt_flushing) return WM_OK;
+  for (uint32_t k = 0; k < e->ntm; k++)
+    if (e->tm[k].t == t && e->tm[k].domain == domain) return WM_OK;
+  if (e->ntm == e->captm) {
+    uint32_t cap = e->captm ? e->captm * 2 : 2;
+    tmreg *n = realloc(e->tm, cap * sizeof *n);
+    if (!n) return wm_ctx_error(c->op->ctx, "out of memory registering a timer");
+    e->tm = n;
+    e->captm = cap;
+  }
+  e->tm[e->ntm].t = t;
+  e->tm[e->ntm].domain = domain;
+  e->ntm++;
+  return domain == WM_DOMAIN_EVENT ? push_event(c->op, s, c->entry, t)
+                                   : push_processing(c->op, s, c->entry, t);
+}
+
+/* Removes (t, domain) from entry e's registered timers; whether it was there. */
+static bool tm_take(wentry *e, int domain, int64_t t) {
+  for (uint32_t k = 0; k < e->ntm; k++) {
+    if (e->tm[k].t == t && e->tm[k].domain == domain) {
+      e->tm[k] = e->tm[--e->ntm];
+      return true;
+    }
+  }
+  return false;
+}
+
+void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->winop;
+  tm_take(&s->e[c->entry], domain, t);
+}
+
+int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
+
+/* ---- contents and firing ------------------------------------------------------------ */
+
+static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
+  if (s->list) {
     if (e->nitems == e->capitems) {
       uint32_t cap = e->capitems ? e->capitems * 2 : 4;
       wm_value *n = realloc(e->items, cap * sizeof *n);
       if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
       e->items = n;
+      if (s->cfg.evictor.kind) {
+        int64_t *t = realloc(e->its, cap * sizeof *t);
+        if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
+        e->its = t;
+      }
       e->capitems = cap;
     }
     if (wm_value_copy(&op->ctx->host, &e->items[e->nitems], rec) != 0)
       return wm_ctx_error(op->ctx, "out of memory in window state");
+    if (e->its) e->its[e->nitems] = ts;
     e->nitems++;
     return WM_OK;
   }
   return s->cfg.fn.add(s->cfg.fn.ud, op, &e->acc, &e->aux, rec);
 }
 
-static int fire(wm_op *op, winop *s, uint32_t i) {
+static bool entry_empty(const winop *s, const wentry *e) {
+  return s->list ? e->nitems == 0 : (e->acc.type == WM_NIL && e->aux.type == WM_NIL);
+}
+
+static void fire_init(wm_op *op, wentry *e, wm_fire *f) {
+  f->key = &e->key;
+  f->window = e->w;
+  f->max_ts = max_ts_of(e->w);
+  f->watermark = op->wm;
+  f->acc = &e->acc;
+  f->aux = &e->aux;
+  f->items = e->items;
+  f->nitems = e->nitems;
+}
+
+static int evict(wm_op *op, winop *s, uint32_t i, int after) {
+  const wm_evictor *ev = &s->cfg.evictor;
+  if (ev->kind != WM_EV_CUSTOM && ev->after != (after != 0)) return WM_OK;
+  wentry *e = &s->e[i];
+  wm_evict_items it = {e->items, e->its, e->nitems};
+  if (ev->kind == WM_EV_CUSTOM) {
+    wm_trigger_ctx c;
+    tctx_init(op, s, i, &c);
+    if (ev->fn(ev->ud, op, after, &c, &it) != WM_OK) return WM_ERR;
+    e = &s->e[i];
+  } else {
+    wm_evict_builtin(&op->ctx->host, ev, &it);
+  }
+  e->nitems = it.n;
+  return WM_OK;
+}
+
+/* Emits the window's result (a FIRE): nothing when the window holds nothing. */
+static int emit_window(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   wm_fire f;
-  f.key = &e->key;
-  f.window = e->w;
-  f.max_ts = max_ts_of(e->w);
-  f.watermark = op->wm;
-  f.acc = &e->acc;
-  f.aux = &e->aux;
-  f.items = e->items;
-  f.nitems = e->nitems;
-  /* the function may emit into operators that re-enter nothing of ours, but it must not
-   * see a moved slab: e stays valid because firing adds no entries */
-  return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  if (entry_empty(s, e)) return WM_OK;
+  if (!s->cfg.evictor.kind) {
+    fire_init(op, e, &f);
+    /* e stays valid: firing adds no entries */
+    return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  }
+  if (evict(op, s, i, 0) != WM_OK) return WM_ERR;
+  e = &s->e[i];
+  fire_init(op, e, &f);
+  int rc = WM_OK;
+  if (s->cfg.fn.list) {
+    rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  } else if (e->nitems > 0) {
+    /* an incremental function over the records the evictor kept */
+    wm_value acc = wm_nil(), aux = wm_nil();
+    for (uint32_t k = 0; k < e->nitems && rc == WM_OK; k++)
+      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &e->items[k]);
+    if (rc == WM_OK) {
+      f.acc = &acc;
+      f.aux = &aux;
+      rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+    }
+    wm_value_release(&op->ctx->host, &acc);
+    wm_value_release(&op->ctx->host, &aux);
+  }
+  if (rc != WM_OK) return rc;
+  return evict(op, s, i, 1);
+}
+
+/* Acts on a trigger's result for entry i. */
+static int act(wm_op *op, winop *s, uint32_t i, int res) {
+  if (res < 0) return WM_ERR;
+  if ((res & WM_TR_FIRE) && emit_window(op, s, i) != WM_OK) return WM_ERR;
+  if (res & WM_TR_PURGE) entry_purge(op, &s->e[i]);
+  return WM_OK;
+}
+
+/* The window is done: tell the trigger, delete its state. */
+static int clear_all(wm_op *op, winop *s, uint32_t i) {
+  if (!s->fast) {
+    wm_trigger_ctx c;
+    tctx_init(op, s, i, &c);
+    if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
+  }
+  entry_delete(op, s, i);
+  return WM_OK;
 }
 
 /* The record as print shows it, for error messages. */
@@ -219,12 +465,154 @@ static void describe(wm_op *op, const wm_value *rec, wm_buf *b) {
   wm_format_value(b, rec, 0, op->ctx->host.format, op->ctx->host.ud);
 }
 
+/* ---- merging (session) windows ------------------------------------------------------ */
+
+static bool intersects(wm_window a, wm_window b) { return a.start <= b.stop && b.start <= a.stop; }
+
+/* Adds window w of key to the key's merging set: creates it, or merges it with the windows
+ * it intersects or touches (Flink's MergingWindowSet.addWindow). *out is the window the
+ * record belongs to; *skip = 1 when w is new, merges nothing and is late. */
+static int merge_add(wm_op *op, winop *s, const wm_value *key, uint64_t khash, wm_window w,
+                     uint32_t *out, int *skip) {
+  *skip = 0;
+  uint64_t h = entry_hash(s, khash, w);
+  if (idx_reserve(op, s) != WM_OK) return WM_ERR;
+  int found;
+  size_t at = idx_find(s, key, h, w, &found);
+  uint32_t head = found ? s->idx[at] - 1 : NONE, prev = NONE, n = 0;
+  /* the run of windows that w touches: contiguous in the sorted chain */
+  for (uint32_t j = head; j != NONE; j = s->e[j].knext) {
+    if (intersects(s->e[j].w, w)) {
+      if (n == s->caprun) {
+        uint32_t cap = s->caprun ? s->caprun * 2 : 8;
+        uint32_t *r = realloc(s->run, cap * sizeof *r);
+        if (!r) return wm_ctx_error(op->ctx, "out of memory merging windows");
+        s->run = r;
+        s->caprun = cap;
+      }
+      s->run[n++] = j;
+    } else if (s->e[j].w.start < w.start) {
+      prev = j;
+    } else {
+      break;
+    }
+  }
+  int64_t W = op->wm;
+  if (n == 0) {
+    if (s->event_time && cleanup_of(s, w) <= W) {
+      *skip = 1;
+      return WM_OK;
+    }
+    uint32_t i;
+    if (head == NONE) {
+      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
+    } else {
+      /* entry_new indexes the new entry: put the head back, then link the chain */
+      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
+      s->idx[at] = head + 1;
+      if (prev == NONE) {
+        s->e[i].knext = head;
+        s->idx[at] = i + 1;
+      } else {
+        s->e[i].knext = s->e[prev].knext;
+        s->e[prev].knext = i;
+      }
+    }
+    *out = i;
+    if (s->fast && max_ts_of(w) > W) {
+      s->e[i].fire_t = max_ts_of(w);
+      if (push_event(op, s, i, s->e[i].fire_t) != WM_OK) return WM_ERR;
+    }
+    return push_cleanup(op, s, i);
+  }
+  uint32_t t = s->run[0];
+  wm_window cover = w;
+  for (uint32_t k = 0; k < n; k++) {
+    wm_window o = s->e[s->run[k]].w;
+    if (o.start < cover.start) cover.start = o.start;
+    if (o.stop > cover.stop) cover.stop = o.stop;
+  }
+  *out = t;
+  if (n == 1 && win_eq(cover, s->e[t].w)) return WM_OK; /* inside an existing window */
+  /* the earliest window's state becomes the merged window's; the others are merged into
+   * it in order of their start, then deleted. The target's timers belonged to its old
+   * window: forget them (the trigger re-registers in on_merge). */
+  s->e[t].ntm = 0;
+  s->e[t].fire_t = WM_TIME_MIN;
+  for (uint32_t k = 1; k < n; k++) {
+    uint32_t j = s->run[k];
+    if (!s->fast) {
+      wm_trigger_ctx c;
+      tctx_init(op, s, j, &c);
+      if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
+    }
+    wentry *te = &s->e[t], *je = &s->e[j];
+    if (s->list) {
+      for (uint32_t q = 0; q < je->nitems; q++) {
+        if (te->nitems == te->capitems) {
+          uint32_t cap = te->capitems ? te->capitems * 2 : 4;
+          wm_value *nv = realloc(te->items, cap * sizeof *nv);
+          if (!nv) return wm_ctx_error(op->ctx, "out of memory merging windows");
+          te->items = nv;
+          if (s->cfg.evictor.kind) {
+            int64_t *nt = realloc(te->its, cap * sizeof *nt);
+            if (!nt) return wm_ctx_error(op->ctx, "out of memory merging windows");
+            te->its = nt;
+          }
+          te->capitems = cap;
+        }
+        te->items[te->nitems] = je->items[q]; /* moved */
+        if (te->its) te->its[te->nitems] = je->its ? je->its[q] : WM_TIME_MIN;
+        te->nitems++;
+      }
+      je->nitems = 0;
+    } else if (!(je->acc.type == WM_NIL && je->aux.type == WM_NIL)) {
+      if (te->acc.type == WM_NIL && te->aux.type == WM_NIL) { /* purged target: take b's */
+        te->acc = je->acc;
+        te->aux = je->aux;
+        je->acc = wm_nil();
+        je->aux = wm_nil();
+      } else if (s->cfg.fn.merge(s->cfg.fn.ud, op, &te->acc, &te->aux, &je->acc, &je->aux) !=
+                 WM_OK) {
+        return WM_ERR;
+      }
+    }
+    if (!s->fast && s->trig->vt->merge_state)
+      s->trig->vt->merge_state(s->trig, s->e[t].tstate, s->e[j].tstate);
+    entry_delete(op, s, j);
+  }
+  s->e[t].w = cover;
+  if (s->fast) {
+    if (max_ts_of(cover) > W) {
+      s->e[t].fire_t = max_ts_of(cover);
+      if (push_event(op, s, t, s->e[t].fire_t) != WM_OK) return WM_ERR;
+    }
+  } else {
+    wm_trigger_ctx c;
+    tctx_init(op, s, t, &c);
+    if (s->trig->vt->on_merge(s->trig, &c) != WM_OK) return WM_ERR;
+  }
+  return push_cleanup(op, s, t);
+}
+
+/* ---- the operator ------------------------------------------------------------------- */
+
+static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+  if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) return WM_ERR;
+  if (s->fast) { /* EventTimeTrigger.onElement: a late firing, or wait for the timer */
+    if (max_ts_of(s->e[i].w) <= op->wm) return emit_window(op, s, i);
+    return WM_OK;
+  }
+  wm_trigger_ctx c;
+  tctx_init(op, s, i, &c);
+  return act(op, s, i, s->trig->vt->on_element(s->trig, &c, rec, ts));
+}
+
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   winop *s = op->impl;
   wm_ctx *ctx = op->ctx;
-  if (ts == WM_TIME_MIN && !s->cfg.assigner.processing_time &&
-      s->cfg.assigner.kind != WM_WA_GLOBAL) {
+  if (ts == WM_TIME_MIN && s->event_time) {
     wm_buf b;
     wm_buf_init(&b);
     describe(op, rec, &b);
@@ -247,54 +635,107 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     return WM_ERR;
   }
   uint64_t khash = wm_key_hash(&key);
-  size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
+  int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
   int64_t W = op->wm;
   int any = 0;
-  for (size_t k = 0; k < n; k++) {
-    wm_window w = s->wins[k];
-    int64_t mts = max_ts_of(w), cl = cleanup_of(s, w);
-    if (cl <= W) continue; /* late window: skip */
-    any = 1;
-    uint32_t i = 0;
-    int created = 0;
-    if (entry_get(op, s, &key, khash, w, &i, &created) != WM_OK) return WM_ERR;
-    if (created) {
-      /* the default event-time trigger's timer, and the cleanup timer; with no lateness
-       * they are the same instant: fire, then delete */
-      uint32_t gen = s->e[i].gen;
-      uint64_t seq = s->e[i].seq;
-      int rc = 0;
-      if (mts > W) rc |= wm_timers_push(s->timers, mts, payload(i, gen, cl == mts ? T_FIRE | T_CLEANUP : T_FIRE), seq);
-      if (cl != mts || mts <= W) rc |= wm_timers_push(s->timers, cl, payload(i, gen, T_CLEANUP), seq);
-      if (rc) return wm_ctx_error(ctx, "out of memory registering a timer");
+  if (s->merging) {
+    wm_assigner a = s->cfg.assigner;
+    if (s->cfg.gapfn.fn) {
+      if (s->cfg.gapfn.fn(s->cfg.gapfn.ud, op, rec, ts, &a.gap) != WM_OK) return WM_ERR;
     }
-    if (add_record(op, s, &s->e[i], rec) != WM_OK) return WM_ERR;
-    if (mts <= W) { /* a late firing: accumulating, over everything the window holds */
-      if (fire(op, s, i) != WM_OK) return WM_ERR;
+    wm_assigner_assign(&a, at_ts, s->wins);
+    uint32_t i = 0;
+    int skip = 0;
+    /* the key may be borrowed from a Lua call: merging calls no Lua before it is copied */
+    if (merge_add(op, s, &key, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
+    if (!skip) {
+      any = 1;
+      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+    }
+  } else {
+    size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
+    for (size_t k = 0; k < n; k++) {
+      wm_window w = s->wins[k];
+      int64_t mts = max_ts_of(w);
+      if (s->event_time && cleanup_of(s, w) <= W) continue; /* late window: skip */
+      any = 1;
+      uint32_t i = 0;
+      int created = 0;
+      if (entry_get(op, s, &key, khash, w, &i, &created) != WM_OK) return WM_ERR;
+      if (created) {
+        if (s->fast && mts > W) {
+          s->e[i].fire_t = mts;
+          if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+        }
+        if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+      }
+      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
     }
   }
-  if (!any && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
+  if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
     op->m.late_dropped++;
   }
   return WM_OK;
 }
 
-static int winop_watermark(wm_op *op, int64_t W) {
-  winop *s = op->impl;
+/* Fires the entries of one popped timer group of a domain. */
+static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer_entry *ents,
+                      size_t n) {
+  s->firing_t = t;
+  for (size_t k = 0; k < n; k++) {
+    uint64_t p = ents[k].payload;
+    uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
+    if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
+    wentry *e = &s->e[i];
+    bool clean = domain == WM_DOMAIN_EVENT ? (s->event_time && t == cleanup_of(s, e->w))
+                                           : (s->cfg.assigner.processing_time && t == max_ts_of(e->w));
+    int res;
+    if (s->fast) {
+      res = WM_TR_CONTINUE;
+      if (domain == WM_DOMAIN_EVENT && e->fire_t == t) {
+        e->fire_t = WM_TIME_MIN;
+        res = t == max_ts_of(e->w) ? WM_TR_FIRE : WM_TR_CONTINUE;
+      }
+    } else {
+      bool reg = tm_take(e, domain, t);
+      if (!reg && !clean) continue;
+      wm_trigger_ctx c;
+      tctx_init(op, s, i, &c);
+      res = domain == WM_DOMAIN_EVENT ? s->trig->vt->on_event_time(s->trig, &c, t)
+                                      : s->trig->vt->on_processing_time(s->trig, &c, t);
+    }
+    if (act(op, s, i, res) != WM_OK) return WM_ERR;
+    if (clean && s->e[i].live && s->e[i].gen == gen && clear_all(op, s, i) != WM_OK) return WM_ERR;
+  }
+  s->firing_t = WM_TIME_MIN;
+  return WM_OK;
+}
+
+static int drain(wm_op *op, winop *s, wm_timers *q, int domain, int64_t upto) {
   int64_t t;
   const wm_timer_entry *ents;
   size_t n;
-  while (wm_timers_pop(s->timers, W, &t, &ents, &n)) {
-    for (size_t k = 0; k < n; k++) {
-      uint64_t p = ents[k].payload;
-      uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32) & 0x3fffffffu, kind = (uint32_t)(p >> 62);
-      if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
-      if ((kind & T_FIRE) && fire(op, s, i) != WM_OK) return WM_ERR;
-      if (kind & T_CLEANUP) entry_delete(op, s, i);
-    }
+  while (wm_timers_pop(q, upto, &t, &ents, &n))
+    if (fire_group(op, s, domain, t, ents, n) != WM_OK) return WM_ERR;
+  return WM_OK;
+}
+
+static int winop_watermark(wm_op *op, int64_t W) {
+  winop *s = op->impl;
+  if (drain(op, s, s->timers, WM_DOMAIN_EVENT, W) != WM_OK) return WM_ERR;
+  if (W == WM_TIME_MAX && !s->pt_flushing) {
+    /* end of input: every window is emitted, also those waiting for the wall clock; the
+     * processing-time timers pending now fire once, in order (new ones are ignored) */
+    s->pt_flushing = true;
+    if (drain(op, s, s->ptimers, WM_DOMAIN_PROCESSING, WM_TIME_MAX) != WM_OK) return WM_ERR;
   }
   return wm_op_emit_watermark(op, W);
+}
+
+static int winop_processing_time(wm_op *op, int64_t t) {
+  winop *s = op->impl;
+  return drain(op, s, s->ptimers, WM_DOMAIN_PROCESSING, t);
 }
 
 static void winop_free(wm_op *op) {
@@ -305,10 +746,15 @@ static void winop_free(wm_op *op) {
   free(s->e);
   free(s->idx);
   wm_timers_free(s->timers);
+  wm_timers_free(s->ptimers);
   free(s->wins);
+  free(s->run);
   free(s->late_tag);
+  wm_trigger_free(s->trig);
   if (s->cfg.keysel.free) s->cfg.keysel.free(s->cfg.keysel.ud);
   if (s->cfg.fn.free) s->cfg.fn.free(s->cfg.fn.ud);
+  if (s->cfg.evictor.free) s->cfg.evictor.free(s->cfg.evictor.ud);
+  if (s->cfg.gapfn.free) s->cfg.gapfn.free(s->cfg.gapfn.ud);
   free(s);
 }
 
@@ -316,6 +762,7 @@ static const wm_op_vt winop_vt = {
     .kind = "window",
     .record = winop_record,
     .watermark = winop_watermark,
+    .processing_time = winop_processing_time,
     .free = winop_free,
 };
 
@@ -324,17 +771,67 @@ size_t wm_winop_open_windows(const wm_op *op) {
   return s->nlive;
 }
 
+static void free_config(wm_winop_config *cfg) {
+  if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
+  if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
+  wm_trigger_free(cfg->trigger);
+  if (cfg->evictor.free) cfg->evictor.free(cfg->evictor.ud);
+  if (cfg->gapfn.free) cfg->gapfn.free(cfg->gapfn.ud);
+  memset(cfg, 0, sizeof *cfg);
+}
+
 wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
+  char err[256];
+  if (wm_assigner_check(&cfg->assigner, err, sizeof err) != 0) {
+    wm_ctx_error(ctx, "window operator '%s': %s", name, err);
+    free_config(cfg);
+    return NULL;
+  }
+  bool merging = cfg->assigner.kind == WM_WA_SESSION;
+  bool list = cfg->fn.list || cfg->evictor.kind != 0;
+  if (merging && !list && !cfg->fn.merge) {
+    wm_ctx_error(ctx, "window operator '%s': session windows merge, and this window function "
+                      "cannot merge (an aggregate needs a 'merge' function)", name);
+    free_config(cfg);
+    return NULL;
+  }
+  if (merging && cfg->trigger && !wm_trigger_can_merge(cfg->trigger)) {
+    wm_ctx_error(ctx, "window operator '%s': session windows merge, and the trigger cannot "
+                      "(a custom trigger needs on_merge)", name);
+    free_config(cfg);
+    return NULL;
+  }
+  if (merging && cfg->assigner.gap == -1 && !cfg->gapfn.fn) {
+    wm_ctx_error(ctx, "window operator '%s': a dynamic session gap needs a gap function", name);
+    free_config(cfg);
+    return NULL;
+  }
   winop *s = calloc(1, sizeof *s);
   if (!s) goto oom;
   s->cfg = *cfg;
-  s->free_head = UINT32_MAX;
+  memset(cfg, 0, sizeof *cfg); /* owned by s from here */
+  s->late_tag = NULL;
+  s->free_head = NONE;
   s->capidx = 64;
+  s->merging = merging;
+  s->list = list;
+  s->event_time = !s->cfg.assigner.processing_time && s->cfg.assigner.kind != WM_WA_GLOBAL;
+  s->firing_t = WM_TIME_MIN;
+  s->trig = s->cfg.trigger;
+  s->cfg.trigger = NULL;
+  if (!s->trig) {
+    int kind = s->cfg.assigner.kind == WM_WA_GLOBAL   ? WM_TRIG_NEVER
+               : s->cfg.assigner.processing_time ? WM_TRIG_PROCESSING_TIME
+                                                  : WM_TRIG_EVENT_TIME;
+    s->trig = wm_trigger_new(kind, 0);
+  }
+  s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
-  s->wins = calloc(wm_assigner_max_windows(&cfg->assigner), sizeof *s->wins);
-  if (!s->idx || !s->timers || !s->wins) goto oom;
-  if (cfg->late_tag && !(s->late_tag = strdup(cfg->late_tag))) goto oom;
+  s->ptimers = wm_timers_new();
+  s->wins = calloc(wm_assigner_max_windows(&s->cfg.assigner), sizeof *s->wins);
+  if (!s->trig || !s->idx || !s->timers || !s->ptimers || !s->wins) goto oom;
+  if (s->cfg.late_tag && !(s->late_tag = strdup(s->cfg.late_tag))) goto oom;
   s->cfg.late_tag = s->late_tag;
   wm_op *op = wm_op_new(ctx, &winop_vt, s, name);
   if (!op) goto oom;
@@ -346,14 +843,10 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
 oom:
   wm_ctx_error(ctx, "out of memory creating window operator '%s'", name);
   if (s) {
-    free(s->idx);
-    wm_timers_free(s->timers);
-    free(s->wins);
-    free(s->late_tag);
-    free(s);
+    wm_op fake = {.ctx = ctx, .impl = s};
+    winop_free(&fake);
   }
-  if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
-  if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
+  free_config(cfg);
   return NULL;
 }
 

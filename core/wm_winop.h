@@ -4,6 +4,7 @@
 #define WM_WINOP_H
 
 #include "wm_graph.h"
+#include "wm_trigger.h"
 #include "wm_window.h"
 
 /* Extracts the key of a record. *key is borrowed: valid until the next call of fn or
@@ -56,16 +57,30 @@ typedef enum {
 /* A built-in aggregation (semantics.md §7) on field (ignored for count); 0 or -1. */
 int wm_winfn_builtin(wm_winfn *fn, int agg, const char *field);
 
+/* A dynamic session gap: the gap (ms) of the session window that record rec (at ts)
+ * opens. Returns WM_OK, or WM_ERR with the message in op->ctx->err. */
+typedef struct wm_gapfn {
+  int (*fn)(void *ud, wm_op *op, const wm_value *rec, int64_t ts, int64_t *gap);
+  void (*free)(void *ud);
+  void *ud;
+} wm_gapfn;
+
 typedef struct wm_winop_config {
   wm_assigner assigner;
   int64_t lateness;     /* allowed lateness, ms (>= 0) */
   const char *late_tag; /* side output for late records; NULL: drop and count */
   wm_keysel keysel;     /* owned by the operator from now on */
   wm_winfn fn;          /* owned by the operator from now on */
+  wm_trigger *trigger;  /* owned; NULL: the assigner's default (event_time, processing_time,
+                           or never for global windows) */
+  wm_evictor evictor;   /* owned; kind 0: none */
+  wm_gapfn gapfn;       /* owned; session windows with a dynamic gap (assigner.gap = -1) */
 } wm_winop_config;
 
-/* A keyed window operator. Takes ownership of cfg->keysel and cfg->fn even on failure.
- * NULL on failure (message in ctx->err). */
+/* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,
+ * cfg->evictor and cfg->gapfn even on failure. NULL on failure (message in ctx->err).
+ * Session windows need a function that merges (fn.merge, or list mode) and a trigger that
+ * can merge. */
 wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg);
 
 /* Number of (key, window) states currently held (the "open windows" metric). */

@@ -51,5 +51,6 @@ void test_timer(void);
 void test_winop(void);
 void test_value(void);
 void test_keyedop(void);
+void test_winmerge(void);
 
 #endif

@@ -10,7 +10,8 @@ int main(void) {
     void (*fn)(void);
   } suites[] = {
       {"time", test_time},     {"window", test_window}, {"watermark", test_watermark},
-      {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},   {"keyedop", test_keyedop},
+      {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
+      {"keyedop", test_keyedop}, {"winmerge", test_winmerge},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
