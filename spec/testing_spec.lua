@@ -151,3 +151,23 @@ describe("wm.testing harness", function()
     assert.has_error(function() h:advance_processing_time(-1) end)
   end)
 end)
+
+describe("wm.testing with processing-time windows", function()
+  local wm = require("wm")
+  it("fires tumbling_processing windows from the virtual clock, not the wall clock", function()
+    local h = wm.testing.harness(function(input)
+      return input:key_by("k"):window(wm.windows.tumbling_processing("1s")):count()
+    end, {processing_time = 0})
+    h:push({k = "a"}, 5)
+    h:push({k = "a"}, 6)
+    h:advance_processing_time(500)
+    assert.are.same({}, h:output())          -- [0, 1000) is still open at t = 500
+    h:push({k = "b"}, 7)
+    h:advance_processing_time(600)            -- t = 1100: the window has closed
+    assert.are.same({{key = "a", count = 2, start = 0, stop = 1000},
+                     {key = "b", count = 1, start = 0, stop = 1000}}, h:output())
+    h:push({k = "a"}, 8)
+    h:advance_processing_time(1000)           -- t = 2100: [1000, 2000) fires
+    assert.are.same({{key = "a", count = 1, start = 1000, stop = 2000}}, h:output())
+  end)
+end)
