@@ -226,40 +226,6 @@ oom:
 
 /* ---- key selectors from the plan ---------------------------------------------------- */
 
-/* The key spec at field "key" of node: fields in C or a Lua function. 0 or -1. */
-static int build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
-  lua_State *L = B->L;
-  lua_getfield(L, node, "key");
-  int k = lua_gettop(L);
-  lua_getfield(L, k, "fields");
-  if (lua_istable(L, -1)) {
-    size_t n = (size_t)lua_rawlen(L, -1);
-    const char *fields[16];
-    if (n < 1 || n > 16) {
-      lua_settop(L, k - 1);
-      wm_ctx_error(&B->ctx, "%s: key_by takes 1 to 16 fields", where);
-      return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      fields[i] = lua_tostring(L, -1);
-      lua_pop(L, 1); /* the strings live in the plan */
-    }
-    int rc = wm_keysel_fields(ks, fields, n);
-    lua_settop(L, k - 1);
-    if (rc != 0) wm_ctx_error(&B->ctx, "out of memory");
-    return rc;
-  }
-  lua_pop(L, 1);
-  lwm_opinfo *oi = lwm_opinfo_new(B, where);
-  if (oi) oi->fn = lwm_get_fn(B, k, "fn");
-  lua_settop(L, k - 1);
-  if (!oi || lwm_keysel_lua(ks, oi) != 0) {
-    wm_ctx_error(&B->ctx, "out of memory");
-    return -1;
-  }
-  return 0;
-}
 
 /* ---- keyed process functions ------------------------------------------------------- */
 
@@ -413,7 +379,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   lua_State *L = B->L;
   wm_keyedop_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  if (build_keysel(B, node, where, &cfg.keysel) != 0) return NULL;
+  if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) return NULL;
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   kproc *k = oi ? realloc(oi, sizeof *k) : NULL;
   if (!k) {
@@ -481,7 +447,7 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
-  if (build_keysel(B, node, where, &cfg.keysel) != 0) {
+  if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) {
     cfg.rolling.free(cfg.rolling.ud);
     return NULL;
   }

@@ -386,38 +386,6 @@ static int gap_fn(void *ud, wm_op *op, const wm_value *rec, int64_t ts, int64_t 
 
 /* ---- the window operator -------------------------------------------------------------- */
 
-static int build_key(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
-  lua_State *L = B->L;
-  lua_getfield(L, node, "key");
-  int k = lua_gettop(L);
-  lua_getfield(L, k, "fields");
-  if (lua_istable(L, -1)) {
-    size_t n = (size_t)lua_rawlen(L, -1);
-    const char *fields[16];
-    if (n < 1 || n > 16) {
-      lua_pop(L, 2);
-      return wm_ctx_error(&B->ctx, "%s: key_by takes 1 to 16 fields", where);
-    }
-    for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      fields[i] = lua_tostring(L, -1);
-      lua_pop(L, 1); /* the strings live in the plan */
-    }
-    int rc = wm_keysel_fields(ks, fields, n);
-    lua_pop(L, 2);
-    return rc != 0 ? wm_ctx_error(&B->ctx, "out of memory") : WM_OK;
-  }
-  lua_pop(L, 1);
-  lwm_opinfo *oi = lwm_opinfo_new(B, where);
-  if (!oi) {
-    lua_pop(L, 1);
-    return wm_ctx_error(&B->ctx, "out of memory");
-  }
-  oi->fn = lwm_get_fn(B, k, "fn");
-  lua_pop(L, 1);
-  if (lwm_keysel_lua(ks, oi) != 0) return wm_ctx_error(&B->ctx, "out of memory");
-  return WM_OK;
-}
 
 static int build_assigner(lwm_bridge *B, int node, const char *where, wm_winop_config *cfg,
                           int *count_n, int *count_slide) {
@@ -515,7 +483,7 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   if (build_assigner(B, node, where, &cfg, &count_n, &count_slide) != WM_OK) goto fail;
   cfg.lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
   cfg.late_tag = lwm_get_str(L, node, "late_tag");
-  if (build_key(B, node, where, &cfg.keysel) != WM_OK) goto fail;
+  if (lwm_build_keysel(B, node, where, &cfg.keysel) != WM_OK) goto fail;
   /* the trigger: the user's, or the assigner's default (count windows: purging count(n),
    * or count(slide) with an evictor keeping the last n) */
   lua_getfield(L, node, "trigger");

@@ -6,6 +6,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../core/wm_buf.h"
+#include "../../core/wm_graph.h"
+
+/* A sink operator that writes "[label ]ts value" lines into a buffer (impl: a capture). */
+typedef struct capture {
+  wm_buf out;
+  const char *label;
+} capture;
+extern const wm_op_vt capture_vt;
+
 typedef struct test_stats {
   int passed, failed;
   const char *current;

@@ -10,25 +10,6 @@
 #include "../../core/wm_winop.h"
 #include "test.h"
 
-typedef struct cap {
-  wm_buf out;
-  const char *label;
-} cap;
-
-static int cap_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  cap *c = op->impl;
-  if (c->label) {
-    wm_buf_adds(&c->out, c->label);
-    wm_buf_addc(&c->out, ' ');
-  }
-  wm_buf_add_int(&c->out, ts);
-  wm_buf_addc(&c->out, ' ');
-  wm_format_value(&c->out, rec, 0, NULL, NULL);
-  wm_buf_addc(&c->out, '\n');
-  return WM_OK;
-}
-static const wm_op_vt cap_vt = {.kind = "capture", .record = cap_record};
 
 /* a virtual wall clock and the processing-time timers registered with it */
 typedef struct vclock {
@@ -236,12 +217,12 @@ static void run_case(const wcase *c) {
     wm_ctx_free(&ctx);
     return;
   }
-  cap main = {.label = NULL}, late = {.label = "late"};
+  capture main = {.label = NULL}, late = {.label = "late"};
   wm_buf_init(&main.out);
   wm_buf_init(&late.out);
-  wm_op_connect(w, 0, wm_op_new(&ctx, &cap_vt, &main, "main"));
-  if (c->late_tag) wm_op_connect(w, wm_op_port(w, c->late_tag), wm_op_new(&ctx, &cap_vt, &late, "late"));
-  wm_op_connect(wm_op_new(&ctx, &cap_vt, NULL, "src"), 0, w);
+  wm_op_connect(w, 0, wm_op_new(&ctx, &capture_vt, &main, "main"));
+  if (c->late_tag) wm_op_connect(w, wm_op_port(w, c->late_tag), wm_op_new(&ctx, &capture_vt, &late, "late"));
+  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
   CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
   wm_schema *s = schema();
   for (size_t i = 0; i < sizeof c->steps / sizeof c->steps[0] && c->steps[i].kind; i++) {

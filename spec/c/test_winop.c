@@ -6,25 +6,6 @@
 #include "test.h"
 
 /* A sink that writes "ts value" lines (and "late value" for the late port) to a buffer. */
-typedef struct capture {
-  wm_buf out;
-  const char *label;
-} capture;
-
-static int cap_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  capture *c = op->impl;
-  if (c->label) {
-    wm_buf_adds(&c->out, c->label);
-    wm_buf_addc(&c->out, ' ');
-  }
-  wm_buf_add_int(&c->out, ts);
-  wm_buf_addc(&c->out, ' ');
-  wm_format_value(&c->out, rec, 0, NULL, NULL);
-  wm_buf_addc(&c->out, '\n');
-  return WM_OK;
-}
-static const wm_op_vt cap_vt = {.kind = "capture", .record = cap_record};
 
 static wm_schema *sensor_schema(void) {
   static const char *const names[] = {"id", "ts", "vc"};
@@ -61,13 +42,13 @@ static void scenario_c(int with_side) {
   capture main = {.label = NULL}, late = {.label = "late"};
   wm_buf_init(&main.out);
   wm_buf_init(&late.out);
-  wm_op *m = wm_op_new(&ctx, &cap_vt, &main, "main");
-  wm_op *l = wm_op_new(&ctx, &cap_vt, &late, "late");
+  wm_op *m = wm_op_new(&ctx, &capture_vt, &main, "main");
+  wm_op *l = wm_op_new(&ctx, &capture_vt, &late, "late");
   wm_op_connect(w, 0, m);
   if (with_side) wm_op_connect(w, wm_op_port(w, "late"), l);
   int64_t dummy_ch = wm_op_connect(m, 0, l); /* unused edge: keeps l's channel count valid */
   (void)dummy_ch;
-  wm_op *src = wm_op_new(&ctx, &cap_vt, NULL, "src");
+  wm_op *src = wm_op_new(&ctx, &capture_vt, NULL, "src");
   wm_op_connect(src, 0, w);
   CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
   wm_schema *s = sensor_schema();
@@ -138,9 +119,9 @@ static void keys_and_builtins(void) {
     wm_op *w = wm_winop_new(&ctx, "window", &cfg);
     capture out = {0};
     wm_buf_init(&out.out);
-    wm_op *m = wm_op_new(&ctx, &cap_vt, &out, "out");
+    wm_op *m = wm_op_new(&ctx, &capture_vt, &out, "out");
     wm_op_connect(w, 0, m);
-    wm_op_connect(wm_op_new(&ctx, &cap_vt, NULL, "src"), 0, w);
+    wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
     wm_ctx_prepare(&ctx);
     wm_schema *s = sensor_schema();
     push(w, s, "b", 0, 3);
@@ -169,9 +150,9 @@ static void lateness_overflow(void) {
   wm_op *w = wm_winop_new(&ctx, "window", &cfg);
   capture out = {0};
   wm_buf_init(&out.out);
-  wm_op *m = wm_op_new(&ctx, &cap_vt, &out, "out");
+  wm_op *m = wm_op_new(&ctx, &capture_vt, &out, "out");
   wm_op_connect(w, 0, m);
-  wm_op_connect(wm_op_new(&ctx, &cap_vt, NULL, "src"), 0, w);
+  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
   wm_ctx_prepare(&ctx);
   wm_schema *s = sensor_schema();
   push(w, s, "a", 1, 1);
