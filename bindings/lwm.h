@@ -31,6 +31,21 @@ typedef struct lwm_bridge {
   int gc_step;
 } lwm_bridge;
 
+/* C functions that Lua calls back during a job (out(), ctx:output(), a generator's
+ * emit_watermark, ...) run in a new stack frame, where the bridge's stack indexes mean
+ * nothing: they enter a frame first (pushing the handler, slot and fns tables, and using
+ * their own lua_State, which may be a coroutine) and leave it before returning or raising. */
+typedef struct lwm_frame {
+  lua_State *L;
+  int msgh, slots, fns;
+} lwm_frame;
+void lwm_frame_enter(lwm_bridge *B, lua_State *L, lwm_frame *saved);
+void lwm_frame_leave(lwm_bridge *B, const lwm_frame *saved);
+/* Stores the handler, slot and fns tables (at B's stack indexes) in the registry, keyed by
+ * B, for lwm_frame_enter; lwm_bridge_unanchor removes them. */
+void lwm_bridge_anchor(lwm_bridge *B);
+void lwm_bridge_unanchor(lwm_bridge *B);
+
 /* Per operator: its user function(s) and where it was defined. */
 typedef struct lwm_opinfo {
   lwm_bridge *B;

@@ -262,6 +262,51 @@ void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth) {
   }
 }
 
+/* ---- frames ---------------------------------------------------------------------- */
+
+void lwm_bridge_anchor(lwm_bridge *B) {
+  lua_State *L = B->L;
+  lua_pushvalue(L, B->msgh);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->msgh);
+  lua_pushvalue(L, B->slots);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->slots);
+  lua_pushvalue(L, B->fns);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->fns);
+}
+
+void lwm_bridge_unanchor(lwm_bridge *B) {
+  lua_State *L = B->L;
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->msgh);
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->slots);
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &B->fns);
+}
+
+void lwm_frame_enter(lwm_bridge *B, lua_State *L, lwm_frame *saved) {
+  saved->L = B->L;
+  saved->msgh = B->msgh;
+  saved->slots = B->slots;
+  saved->fns = B->fns;
+  B->L = L;
+  luaL_checkstack(L, 8, "wmrun: entering a callback");
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->msgh);
+  B->msgh = lua_gettop(L);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->slots);
+  B->slots = lua_gettop(L);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &B->fns);
+  B->fns = lua_gettop(L);
+}
+
+void lwm_frame_leave(lwm_bridge *B, const lwm_frame *saved) {
+  lua_settop(B->L, B->msgh - 1);
+  B->L = saved->L;
+  B->msgh = saved->msgh;
+  B->slots = saved->slots;
+  B->fns = saved->fns;
+}
+
 /* ---- calls ----------------------------------------------------------------------- */
 
 void lwm_push_fn(lwm_bridge *B, int fn) { lua_rawgeti(B->L, B->fns, fn); }

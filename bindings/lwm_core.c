@@ -351,10 +351,12 @@ static int l_execute(lua_State *L) {
   B->slots = lua_gettop(L);
   lua_newtable(L);
   B->fns = lua_gettop(L);
+  lwm_bridge_anchor(B);
   int rc = build_and_run(B, 1);
   /* free the graph while the slot table is still on the stack */
   wm_ctx_free(&B->ctx);
   wm_exec_free(B->exec);
+  lwm_bridge_unanchor(B);
   if (rc == WM_STOP) {
     lua_pushliteral(L, "wmrun: interrupted");
   } else if (rc != WM_OK) {

@@ -74,10 +74,14 @@ static int l_out(lua_State *L) {
   wm_op *op = lua_touserdata(L, lua_upvalueindex(1));
   flat *f = op->impl;
   lwm_bridge *B = f->oi.B;
+  lua_settop(L, 1);
+  lwm_frame fr;
+  lwm_frame_enter(B, L, &fr);
   wm_value v;
-  if (lwm_to_value(B, 1, &v) != 0) return luaL_error(L, "out of memory");
-  int rc = wm_op_emit(op, 0, &v, f->ts);
+  int rc = lwm_to_value(B, 1, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
+                                        : wm_op_emit(op, 0, &v, f->ts);
   wm_value_release(&B->ctx.host, &v);
+  lwm_frame_leave(B, &fr);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -247,7 +251,7 @@ static void on_elements_idle(uv_idle_t *h) {
     lua_pop(L, 1);
     if (rc != WM_OK) {
       lua_settop(L, list - 1);
-      wm_ctx_error_append(&B->ctx, "\n  while reading element %lld of from_elements (%s)",
+      wm_ctx_error_context(&B->ctx, "\n  while reading element %lld of from_elements (%s)",
                           (long long)e->next, e->oi.where);
       elements_close(e);
       e->stopped = 1;
@@ -521,7 +525,12 @@ static int l_win_out(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
   lua_settop(L, 1);
-  if (emit_top(w->op, B, w->ts) != WM_OK) {
+  lwm_frame fr;
+  lwm_frame_enter(B, L, &fr);
+  lua_pushvalue(L, 1);
+  int rc = emit_top(w->op, B, w->ts);
+  lwm_frame_leave(B, &fr);
+  if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
   }
@@ -533,13 +542,16 @@ static int l_win_output(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
   const char *tag = luaL_checkstring(L, 2);
+  lua_settop(L, 3);
   int port = wm_op_port(w->op, tag);
   if (port < 0) return luaL_error(L, "out of memory");
+  lwm_frame fr;
+  lwm_frame_enter(B, L, &fr);
   wm_value v;
-  lua_settop(L, 3);
-  if (lwm_to_value(B, 3, &v) != 0) return luaL_error(L, "out of memory");
-  int rc = wm_op_emit(w->op, port, &v, w->ts);
+  int rc = lwm_to_value(B, 3, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
+                                        : wm_op_emit(w->op, port, &v, w->ts);
   wm_value_release(&B->ctx.host, &v);
+  lwm_frame_leave(B, &fr);
   if (rc != WM_OK) {
     B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
@@ -653,7 +665,11 @@ static int l_gen_emit(lua_State *L) {
   } else {
     t = lua_tointeger(L, 2);
   }
-  if (wm_tsop_emit_watermark(g->op, (int64_t)t) != WM_OK) {
+  lwm_frame fr;
+  lwm_frame_enter(g->oi.B, L, &fr);
+  int rc = wm_tsop_emit_watermark(g->op, (int64_t)t);
+  lwm_frame_leave(g->oi.B, &fr);
+  if (rc != WM_OK) {
     g->oi.B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");
   }
@@ -663,7 +679,10 @@ static int l_gen_emit(lua_State *L) {
 static int l_gen_idle(lua_State *L) {
   genlua *g = lua_touserdata(L, lua_upvalueindex(1));
   int active = lua_toboolean(L, lua_upvalueindex(2));
+  lwm_frame fr;
+  lwm_frame_enter(g->oi.B, L, &fr);
   int rc = active ? wm_tsop_mark_active(g->op) : wm_tsop_mark_idle(g->op);
+  lwm_frame_leave(g->oi.B, &fr);
   if (rc != WM_OK) {
     g->oi.B->downstream_failed = 1;
     return luaL_error(L, "downstream operator failed");

@@ -1,6 +1,8 @@
+#define _XOPEN_SOURCE 700
 /* wmrun: runs a job script. Modelled on lua.c: everything runs inside a protected call,
  * a message handler turns any error into text with a traceback, and errors print as
  * "wmrun: job.lua:12: message". */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ typedef struct options {
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
   int trace, metrics;
+  int load_error;
   char luadir[4096];
   char cdir[4096];
 } options;
@@ -70,7 +73,11 @@ static int find_lua_dir(options *o) {
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
     snprintf(o->luadir, sizeof o->luadir, "%s%s", exe, cands[i]);
     snprintf(probe, sizeof probe, "%s/wm/init.lua", o->luadir);
-    if (file_exists(probe)) return 0;
+    if (file_exists(probe)) {
+      char real[PATH_MAX];
+      if (realpath(o->luadir, real)) snprintf(o->luadir, sizeof o->luadir, "%s", real);
+      return 0;
+    }
   }
   return -1;
 }
@@ -83,6 +90,10 @@ static int msghandler(lua_State *L) {
   }
   /* errors raised by execute already carry the user function's traceback */
   if (strstr(msg, "\nstack traceback:")) return 1;
+  lua_getfield(L, LUA_REGISTRYINDEX, "wmrun.options");
+  const options *o = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (o && o->load_error) return 1;
   luaL_traceback(L, L, msg, 1);
   return 1;
 }
@@ -96,6 +107,8 @@ static const char strict_lua[] =
 
 static int pmain(lua_State *L) {
   options *o = lua_touserdata(L, 1);
+  lua_pushlightuserdata(L, o);
+  lua_setfield(L, LUA_REGISTRYINDEX, "wmrun.options");
   luaL_openlibs(L);
   /* wm.core is linked in; the Lua part is found on package.path */
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
@@ -134,7 +147,10 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "metrics");
   lua_pop(L, 2);
   /* the job */
-  if (luaL_loadfile(L, o->script) != LUA_OK) return lua_error(L);
+  if (luaL_loadfile(L, o->script) != LUA_OK) { /* a syntax error: no traceback, as lua.c */
+    o->load_error = 1;
+    return lua_error(L);
+  }
   if (luaL_dostring(L, strict_lua) != LUA_OK) return lua_error(L);
   int nargs = o->argc - o->script_index - 1;
   luaL_checkstack(L, nargs + 2, "too many arguments to script");

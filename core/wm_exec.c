@@ -369,7 +369,7 @@ static int emit_line(lines *l, const char *s, size_t n) {
   wm_value v = wm_cstr(s, n);
   int rc = wm_op_emit(l->op, 0, &v, WM_TIME_MIN);
   if (rc == WM_ERR)
-    wm_ctx_error_append(l->op->ctx, "\n  while reading %s:%llu",
+    wm_ctx_error_context(l->op->ctx, "\n  while reading %s:%llu",
                         strcmp(l->path, "-") == 0 ? "<stdin>" : l->path,
                         (unsigned long long)l->lineno);
   return rc;

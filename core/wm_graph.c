@@ -59,6 +59,24 @@ int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...) {
   return WM_ERR;
 }
 
+int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  char *tb = strstr(ctx->err, "\nstack traceback:");
+  size_t len = strlen(ctx->err), add = strlen(line);
+  if (len + add + 1 > sizeof ctx->err) return WM_ERR;
+  if (!tb) {
+    memcpy(ctx->err + len, line, add + 1);
+  } else {
+    memmove(tb + add, tb, (size_t)(ctx->err + len - tb) + 1);
+    memcpy(tb, line, add);
+  }
+  return WM_ERR;
+}
+
 wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name) {
   if (ctx->nops == ctx->capops) {
     size_t cap = ctx->capops ? ctx->capops * 2 : 16;

@@ -60,6 +60,13 @@ int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Adds a line of context (e.g. "\n  while reading data.csv:17") to ctx->err, before a
+ * traceback if the message has one; returns WM_ERR. */
+int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
 /* Asks for op->vt->processing_time(op, t) at wall-clock (ctx->now) time t. Timers are not
  * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */

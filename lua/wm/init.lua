@@ -81,9 +81,21 @@ function M.env(opts)
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks}, Env)
 end
 
+-- Where a user function was defined ("job.lua:12"): more precise than the call's line,
+-- since Lua gives every call of a method chain the line where the chain starts.
+local function fn_where(fn)
+  if type(fn) ~= "function" then return nil end
+  local info = debug.getinfo(fn, "S")
+  if info.what ~= "Lua" or info.linedefined <= 0 then return nil end
+  return info.short_src .. ":" .. info.linedefined
+end
+
 function Env:_node(kind, inputs, t)
   t = t or {}
-  t.kind, t.inputs, t.where = kind, inputs, where()
+  local st = t.strategy
+  t.kind, t.inputs = kind, inputs
+  t.where = fn_where(t.fn) or fn_where(t.agg and t.agg.add) or fn_where(st and (st.ts_fn or st.factory))
+    or where()
   t.id = #self.nodes + 1
   self.nodes[t.id] = t
   return t
@@ -327,7 +339,7 @@ M.Env, M.Stream, M.KeyedStream, M.WindowedStream = Env, Stream, KeyedStream, Win
 local classes = {
   Env = Env, Stream = Stream, KeyedStream = KeyedStream, WindowedStream = WindowedStream,
   Sink = Sink, stream = stream, one_input = one_input, sink = sink, where = where,
-  check_fn = check_fn,
+  fn_where = fn_where, check_fn = check_fn,
 }
 require("wm.io").install(M, classes)        -- sources, parsers and sinks
 require("wm.keyed").install(M, classes)     -- keyed process functions, rolling aggregations

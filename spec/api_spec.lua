@@ -1,0 +1,212 @@
+-- The Lua API of the walking skeleton, run in plain lua5.4 with require("wm").
+local wm = require("wm")
+
+local function sensors(env, list)
+  return env:from_elements(list)
+    :assign_timestamps_and_watermarks(
+      wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1000))
+end
+
+local function r(id, ts, vc) return {id = id, ts = ts, vc = vc} end
+
+describe("wm.env", function()
+  it("takes parallelism, watermark_interval and time", function()
+    local env = wm.env{parallelism = 1, watermark_interval = "50ms", time = "event"}
+    assert.are.equal(50, env.watermark_interval)
+    assert.are.equal(200, wm.env().watermark_interval) -- Flink's default
+  end)
+  it("rejects unknown options and bad values with clear messages", function()
+    assert.has_error(function() wm.env{paralelism = 2} end,
+      "env: unknown option 'paralelism' (parallelism, watermark_interval, time)")
+    assert.has_error(function() wm.env{parallelism = 0} end, "env: parallelism must be a positive integer, got 0")
+    assert.error_matches(function() wm.env{watermark_interval = "2 parsecs"} end, "bad duration '2 parsecs'")
+    assert.error_matches(function() wm.env{time = "wall"} end, "time must be 'event', 'ingestion' or 'processing'")
+  end)
+end)
+
+describe("durations", function()
+  it("accepts integers and unit strings", function()
+    assert.are.equal(2000, wm.duration.ms("2s"))
+    assert.are.equal(250, wm.duration.ms("250ms"))
+    assert.are.equal(300000, wm.duration.ms("5 min"))
+    assert.are.equal(7, wm.duration.ms(7))
+  end)
+  it("names the bad text", function()
+    assert.error_matches(function() wm.duration.ms("1 fortnight") end, "bad duration '1 fortnight'")
+    assert.error_matches(function() wm.duration.ms(1.5) end, "1.5 is not a whole number")
+  end)
+end)
+
+describe("map, filter, flat_map and collect", function()
+  it("transform records in order", function()
+    local env = wm.env()
+    local out = env:from_elements(1, 2, 3, 4)
+      :map(function(x) return x * 10 end)
+      :filter(function(x) return x ~= 20 end)
+      :flat_map(function(x, emit) emit(x) emit(x + 1) end)
+      :collect()
+    env:execute()
+    assert.are.same({10, 11, 30, 31, 40, 41}, out)
+  end)
+  it("keeps tables as they are", function()
+    local env = wm.env()
+    local out = env:from_elements({a = 1}, {a = 2}):map(function(t) return {a = t.a, b = t.a * 2} end):collect()
+    env:execute()
+    assert.are.same({{a = 1, b = 2}, {a = 2, b = 4}}, out)
+  end)
+  it("reject a non-function with the call's name", function()
+    local env = wm.env()
+    assert.has_error(function() env:from_elements(1):map(42) end, "map: expected a function, got number")
+  end)
+end)
+
+describe("tumbling event-time windows", function()
+  local data = {r("a", 1, 1), r("b", 2, 5), r("a", 3, 2), r("a", 6, 4), r("b", 12, 1)}
+
+  it("reduce with a Lua function, firing on the watermark and at the end of input", function()
+    local env = wm.env{watermark_interval = 0}
+    local out = sensors(env, data):key_by("id"):window(wm.windows.tumbling("5s"))
+      :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc} end):collect()
+    env:execute()
+    -- b at 12 s moves the watermark to 9.999 s: [0, 5) fires for a then b (creation order);
+    -- [5, 10) for a fires too; [10, 15) for b at the end
+    assert.are.same({r("a", 1, 3), r("b", 2, 5), r("a", 6, 4), r("b", 12, 1)}, out)
+  end)
+
+  it("sum, min, max keep the first record with the field replaced", function()
+    for agg, want in pairs({sum = 7, min = 1, max = 4}) do
+      local env = wm.env{watermark_interval = 0}
+      local ws = sensors(env, {r("a", 1, 2), r("a", 2, 1), r("a", 3, 4)})
+        :key_by("id"):window(wm.windows.tumbling("5s"))
+      local out = ws[agg](ws, "vc"):collect()
+      env:execute()
+      assert.are.same({r("a", 1, want)}, out)
+    end
+  end)
+
+  it("min_by / max_by give the whole record, first on ties", function()
+    local env = wm.env{watermark_interval = 0}
+    local s = sensors(env, {r("a", 1, 2), r("a", 2, 1), r("a", 3, 1), r("a", 4, 2)})
+    local mn = s:key_by("id"):window(wm.windows.tumbling("5s")):min_by("vc"):collect()
+    local mx = s:key_by("id"):window(wm.windows.tumbling("5s")):max_by("vc"):collect()
+    env:execute()
+    assert.are.same({r("a", 2, 1)}, mn)
+    assert.are.same({r("a", 1, 2)}, mx)
+  end)
+
+  it("count() gives {key, count, start, stop}", function()
+    local env = wm.env{watermark_interval = 0}
+    local out = sensors(env, data):key_by("id"):window(wm.windows.tumbling("5s")):count():collect()
+    env:execute()
+    assert.are.same({
+      {key = "a", count = 2, start = 0, stop = 5000},
+      {key = "b", count = 1, start = 0, stop = 5000},
+      {key = "a", count = 1, start = 5000, stop = 10000},
+      {key = "b", count = 1, start = 10000, stop = 15000},
+    }, out)
+  end)
+
+  it("keys by a function and by a list of fields", function()
+    local env = wm.env{watermark_interval = 0}
+    local s = sensors(env, {{id = "a", k = 1, ts = 1, vc = 1}, {id = "a", k = 2, ts = 2, vc = 1},
+                            {id = "a", k = 1, ts = 3, vc = 1}})
+    local byfn = s:key_by(function(e) return e.id .. e.k end):window(wm.windows.tumbling("5s")):count():collect()
+    local bylist = s:key_by({"id", "k"}):window(wm.windows.tumbling("5s")):count():collect()
+    env:execute()
+    assert.are.same({{key = "a1", count = 2, start = 0, stop = 5000},
+                     {key = "a2", count = 1, start = 0, stop = 5000}}, byfn)
+    assert.are.same({{key = {"a", 1}, count = 2, start = 0, stop = 5000},
+                     {key = {"a", 2}, count = 1, start = 0, stop = 5000}}, bylist)
+  end)
+
+  it("offsets and negative timestamps", function()
+    local env = wm.env{watermark_interval = 0}
+    local out = env:from_elements({id = "a", t = -1}, {id = "a", t = 1999}, {id = "a", t = 2000})
+      :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("t"))
+      :key_by("id"):window(wm.windows.tumbling("5s", "2s")):count():collect()
+    env:execute()
+    assert.are.same({{key = "a", count = 2, start = -3000, stop = 2000},
+                     {key = "a", count = 1, start = 2000, stop = 7000}}, out)
+  end)
+
+  it("no_watermarks fires only at the end of input", function()
+    local env = wm.env{watermark_interval = 0}
+    local seen = {}
+    env:from_elements(r("a", 1, 1), r("a", 100, 1))
+      :assign_timestamps_and_watermarks(wm.watermarks.no_watermarks():with_timestamp_field("ts", 1000))
+      :key_by("id"):window(wm.windows.tumbling("5s")):count()
+      :sink(function(v, ctx) seen[#seen + 1] = {v.start, ctx.timestamp, ctx.current_watermark} end)
+    env:execute()
+    -- results carry the window's max timestamp; they reach the sink before the watermark
+    -- that fired them (as in Flink), so the sink still sees no watermark
+    assert.are.same({{0, 4999, math.mininteger}, {100000, 104999, math.mininteger}}, seen)
+  end)
+end)
+
+describe("bad input", function()
+  it("a timestamp assigner returning a non-integer stops the job naming operator, record and line", function()
+    local env = wm.env{watermark_interval = 0}
+    env:from_elements({id = "a", ts = 1.5})
+      :assign_timestamps_and_watermarks(wm.watermarks.monotonous()
+        :with_timestamp_assigner(function(e) return e.ts end))
+      :key_by("id"):window(wm.windows.tumbling("5s")):count():collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("timestamp assigner returned 1.5 %(expected an integer number of ms%)", err)
+    assert.matches("in operator 'timestamps/watermarks %(.-api_spec.lua:%d+%)'", err)
+    assert.matches('on record {"id":"a","ts":1.5}', err, 1, true)
+  end)
+  it("a missing timestamp field is named", function()
+    local env = wm.env{watermark_interval = 0}
+    env:from_elements({id = "a"}):assign_timestamps_and_watermarks(
+      wm.watermarks.monotonous():with_timestamp_field("ts")):collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("timestamp field 'ts' is missing in record {\"id\":\"a\"}", err, 1, true)
+  end)
+  it("a window without timestamps says what to add", function()
+    local env = wm.env()
+    env:from_elements({id = "a"}):key_by("id"):window(wm.windows.tumbling("1s")):count():collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("record has no event timestamp", err)
+  end)
+  it("a sum over a non-number field names the field and record", function()
+    local env = wm.env{watermark_interval = 0}
+    sensors(env, {{id = "a", ts = 1, vc = "x"}}):key_by("id"):window(wm.windows.tumbling("5s")):sum("vc"):collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("sum('vc'): field 'vc' is not a number in record {\"id\":\"a\",\"ts\":1,\"vc\":\"x\"}", err, 1, true)
+  end)
+  it("a user error keeps its message and traceback, and the job can be inspected after", function()
+    local env = wm.env()
+    local out = env:from_elements(1, 2, 3):map(function(x)
+      if x == 3 then error("three!") end
+      return x
+    end):collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("api_spec.lua:%d+: three!", err)
+    assert.matches("stack traceback:", err)
+    assert.are.same({1, 2}, out)
+  end)
+  it("an environment runs once", function()
+    local env = wm.env()
+    env:from_elements(1):collect()
+    env:execute()
+    assert.has_error(function() env:execute() end)
+  end)
+end)
+
+describe("wm.format", function()
+  it("prints like Flink's print(): JSON with sorted keys, sequences as arrays", function()
+    assert.are.equal('{"id":"ws_001","ts":1577844001,"vc":3}', wm.format.tostring({vc = 3, id = "ws_001", ts = 1577844001}))
+    assert.are.equal("[1,2,\"x\"]", wm.format.tostring({1, 2, "x"}))
+    assert.are.equal("hello", wm.format.tostring("hello"))
+    assert.are.equal("2.0", wm.format.tostring(2.0))
+    assert.are.equal("{}", wm.format.tostring({}))
+    assert.are.equal('{"a":{"b":[true,false]}}', wm.format.tostring({a = {b = {true, false}}}))
+    assert.are.equal("P(1)", wm.format.tostring(setmetatable({}, {__tostring = function() return "P(1)" end})))
+    assert.are.equal('"q\\"x"', wm.format.json('q"x'))
+  end)
+end)
