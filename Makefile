@@ -96,6 +96,9 @@ install: all
 	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
 	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/
 	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/
+	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql
+	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql/
+	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql/
 	install -m 755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm/core.so
 
 uninstall:

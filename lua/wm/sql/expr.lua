@@ -339,9 +339,11 @@ compile = function(e, scope)
     if AGGS[e.name] then
       errors.raise(src, e.pos, "aggregate function %s is not allowed %s", e.name, scope.agg_where or "here")
     end
-    if WINDOW_FNS[e.name] or WINDOW_PROPS[e.name] then
-      errors.raise(src, e.pos, "%s can only be used %s", e.name, WINDOW_FNS[e.name]
-        and "in GROUP BY (a group window)" or "in the SELECT list of a query grouped by the same window")
+    if WINDOW_FNS[e.name] then
+      errors.raise(src, e.pos, "%s can only be used in GROUP BY (a group window)", e.name)
+    end
+    if WINDOW_PROPS[e.name] then
+      errors.raise(src, e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_"))
     end
     if e.name == "CURRENT_WATERMARK" and scope.current_watermark then
       return scope.current_watermark(e)

@@ -275,7 +275,18 @@ local function near(text, pos)
   return "'" .. (tok or text:sub(pos, pos)) .. "'"
 end
 
+-- Tokens that could always continue an expression: left out of the message when something
+-- else was expected too, so that it names what is missing ("expected ')'").
+local continuation = {["operator"] = true, ["'.'"] = true, ["'('"] = true, ["'IS'"] = true, ["'NOT'"] = true,
+  ["'LIKE'"] = true, ["'BETWEEN'"] = true, ["'IN'"] = true, ["'AND'"] = true, ["'OR'"] = true}
+
 local function expected_text(list)
+  local kept, closing = {}, false
+  for _, e in ipairs(list) do if e == "')'" then closing = true end end
+  for _, e in ipairs(list) do
+    if not continuation[e] and not (closing and e == "','") then kept[#kept + 1] = e end
+  end
+  if #kept > 0 then list = kept end
   if #list == 1 then return list[1] end
   local t = {table.unpack(list, 1, #list - 1)}
   return table.concat(t, ", ") .. " or " .. list[#list]
