@@ -150,7 +150,7 @@ describe("SQL parser", function()
     assert.matches("^job.sql:1:15: expected .* near end of input", err_of("SELECT a FROM "))
     assert.matches("^job.sql:2:1: expected .*';' near 'SELECT'", err_of("SELECT a FROM t\nSELECT b FROM t"))
     assert.matches("^job.sql:1:26: expected string near ';'", err_of("SET 'a' = 'b'; SET 'c' = ;"))
-    assert.matches("^job.sql:1:38: expected time unit", err_of("SELECT a FROM t WHERE a > INTERVAL '1' WEEK"))
+    assert.matches("^job.sql:1:40: expected time unit near 'WEEK'", err_of("SELECT a FROM t WHERE a > INTERVAL '1' WEEK"))
   end)
 
   it("does not take reserved words as identifiers", function()
