@@ -175,6 +175,20 @@ describe("SQL statements", function()
     assert.are.equal("+I[a, 1]\n+I[b, 2]\n", out)
   end)
 
+  it("reads standard input with the stdin connector; EXPLAIN prints the plan without running it", function()
+    local dir = os.tmpname()
+    local f = assert(io.open(dir, "w"))
+    f:write("CREATE TABLE i (w STRING, n INT) WITH ('connector' = 'stdin', 'format' = 'csv');\n"
+      .. "EXPLAIN SELECT w FROM i WHERE n > 1;\nSELECT w, n * 10 FROM i WHERE n > 1;\n")
+    f:close()
+    local out, err, code = h.wmrun('--sql "' .. dir .. '"', "a,1\nb,2\nc,3\n")
+    os.remove(dir)
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("read_lines read_lines(-)\nflat_map parse csv (i)\nfilter filter\nmap map\n"
+      .. "+I[b, 20]\n+I[c, 30]\n", out)
+  end)
+
   it("a line that does not fit the schema fails naming the file and line", function()
     local _, err, code = run([[
       CREATE TABLE c (id STRING, n INT) WITH ('connector' = 'filesystem', 'path' = 'c.csv', 'format' = 'csv');
