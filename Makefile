@@ -6,7 +6,7 @@ DESTDIR   ?=
 BUILD     ?= build
 CC        ?= cc
 PKGS       = lua5.4 libuv
-DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make
+DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -96,6 +96,9 @@ install: all
 	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
 	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/
 	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/
+	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql
+	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql/
+	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql/
 	install -m 755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm/core.so
 
 uninstall:

@@ -20,6 +20,7 @@ static const char *progname = "wmrun";
 static void usage(FILE *f) {
   fprintf(f,
           "usage: %s [options] job.lua [args...]\n"
+          "       %s [options] --sql job.sql\n"
           "Runs an event-time stream-processing job written in Lua.\n\n"
           "options:\n"
           "  -h, --help                  show this help and exit\n"
@@ -28,9 +29,10 @@ static void usage(FILE *f) {
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
+          "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
-          progname);
+          progname, progname);
 }
 
 typedef struct options {
@@ -41,6 +43,7 @@ typedef struct options {
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
   int trace, metrics;
+  int sql; /* --sql: the script is SQL, run by wm.sql */
   int load_error;
   char luadir[4096];
   char cdir[4096];
@@ -147,6 +150,15 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "metrics");
   lua_pop(L, 2);
   /* the job */
+  if (o->sql) { /* a SQL script: wm.sql parses, plans and runs it */
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "wm.sql");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "run_file");
+    lua_pushstring(L, o->script);
+    lua_call(L, 1, 0);
+    return 0;
+  }
   if (luaL_loadfile(L, o->script) != LUA_OK) { /* a syntax error: no traceback, as lua.c */
     o->load_error = 1;
     return lua_error(L);
@@ -186,6 +198,8 @@ int main(int argc, char **argv) {
       o.trace = 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
+    } else if (strcmp(a, "--sql") == 0) {
+      o.sql = 1;
     } else if (strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0 ||
                strncmp(a, "--parallelism=", 14) == 0) {
       const char *v = a[1] == 'p' ? argv[++i] : strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];

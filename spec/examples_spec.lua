@@ -38,3 +38,21 @@ describe("examples with an expected output", function()
     end
   end
 end)
+
+-- SQL examples: every examples/sql/NAME.sql with examples/sql/NAME.expected, run with --sql.
+describe("SQL examples with an expected output", function()
+  local dir = h.root .. "/examples/sql"
+  local p = io.popen('ls "' .. dir .. '"')
+  local names = {}
+  for f in p:lines() do names[#names + 1] = f:match("^(.*)%.expected$") end
+  p:close()
+  assert.is_true(#names >= 3)
+  for _, name in ipairs(names) do
+    it(name .. ".sql matches its expected file", function()
+      local out, err, code = h.wmrun('--sql "' .. dir .. "/" .. name .. '.sql"')
+      assert.are.equal("", err)
+      assert.are.equal(0, code)
+      assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
+    end)
+  end
+end)

@@ -1,0 +1,334 @@
+--- Table connectors and formats: where a table's rows come from and go to.
+-- Sources: 'filesystem' (a file; 'path' relative to the script's folder), 'stdin', 'socket'
+-- ('hostname', 'port'). Sinks: 'print' ('print-identifier'), 'filesystem', 'blackhole'.
+-- Formats: 'csv' ('csv.field-delimiter', 'csv.ignore-parse-errors', 'csv.null-literal',
+-- 'csv.allow-comments') and 'json' ('json.ignore-parse-errors').
+--
+-- A source is read_lines + a flat_map that parses each line into a row (and computes the
+-- computed columns), then assign_timestamps_and_watermarks when the table has a WATERMARK.
+-- @module wm.sql.connectors
+local wm = require("wm")
+local expr = require("wm.sql.expr")
+local values = require("wm.sql.values")
+local errors = require("wm.sql.errors")
+
+local M = {}
+
+local KNOWN = {
+  connector = true, path = true, format = true, hostname = true, port = true,
+  ["csv.field-delimiter"] = true, ["csv.ignore-parse-errors"] = true, ["csv.null-literal"] = true,
+  ["csv.allow-comments"] = true, ["json.ignore-parse-errors"] = true, ["print-identifier"] = true,
+  ["source.monitor-interval"] = true,
+}
+local SOURCES = {filesystem = true, stdin = true, socket = true}
+local SINKS = {filesystem = true, print = true, blackhole = true, stdout = true}
+
+local function bool_opt(p, t, key)
+  local v = t.props[key]
+  if v == nil then return false end
+  if v:lower() == "true" then return true end
+  if v:lower() == "false" then return false end
+  p:err(t.props_pos[key], "option '%s' must be 'true' or 'false', got '%s'", key, v)
+end
+
+--- Checks a table's WITH options at CREATE TABLE.
+function M.check(p, t)
+  local props, pos = t.props, t.props_pos
+  for k in pairs(props) do
+    if not KNOWN[k] then p:err(pos[k], "unknown option '%s' for a table", k) end
+  end
+  local c = props.connector
+  if not c then p:err(t.pos, "table '%s' needs 'connector' in its WITH options", t.name) end
+  if not SOURCES[c] and not SINKS[c] then
+    p:err(pos.connector, "unknown connector '%s' (filesystem, stdin, socket, print, blackhole)", c)
+  end
+  t.sink_only = not SOURCES[c]
+  if c == "filesystem" and not props.path then p:err(pos.connector, "the filesystem connector needs 'path'") end
+  if c == "socket" and (not props.hostname or not props.port) then
+    p:err(pos.connector, "the socket connector needs 'hostname' and 'port'")
+  end
+  local needs_format = c == "filesystem" or c == "stdin" or c == "socket"
+  if needs_format then
+    local f = props.format
+    if not f then p:err(pos.connector, "connector '%s' needs 'format' ('csv' or 'json')", c) end
+    if f ~= "csv" and f ~= "json" then p:err(pos.format, "unknown format '%s' ('csv' or 'json')", f) end
+  end
+  local d = props["csv.field-delimiter"]
+  if d then
+    if d == "\\t" then d = "\t" end
+    if #d ~= 1 then p:err(pos["csv.field-delimiter"], "'csv.field-delimiter' must be one character, got '%s'", d) end
+    t.delimiter = d
+  end
+  t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
+  t.allow_comments = bool_opt(p, t, "csv.allow-comments")
+end
+
+local function resolve_path(p, path)
+  if path == "-" or path:sub(1, 1) == "/" then return path end
+  local dir = p.src.dir
+  if not dir or dir == "" or dir == "." then return path end
+  return dir .. "/" .. path
+end
+
+-- Splits a CSV line (RFC 4180 quoting with '"').
+local function split_csv(line, delim)
+  if not line:find('"', 1, true) then
+    local out, start = {}, 1
+    while true do
+      local i = line:find(delim, start, true)
+      if not i then out[#out + 1] = line:sub(start) break end
+      out[#out + 1] = line:sub(start, i - 1)
+      start = i + 1
+    end
+    return out
+  end
+  local out, i, n = {}, 1, #line
+  while true do
+    if line:sub(i, i) == '"' then
+      local buf, j = {}, i + 1
+      while true do
+        local q = line:find('"', j, true)
+        if not q then return nil, "unterminated quote" end
+        buf[#buf + 1] = line:sub(j, q - 1)
+        if line:sub(q + 1, q + 1) == '"' then
+          buf[#buf + 1] = '"'
+          j = q + 2
+        else
+          j = q + 1
+          break
+        end
+      end
+      out[#out + 1] = table.concat(buf)
+      if j > n then return out end
+      if line:sub(j, j) ~= delim then return nil, "text after a closing quote" end
+      i = j + 1
+    else
+      local k = line:find(delim, i, true)
+      if not k then out[#out + 1] = line:sub(i) return out end
+      out[#out + 1] = line:sub(i, k - 1)
+      i = k + 1
+    end
+    if i > n then out[#out + 1] = "" return out end
+  end
+end
+M.split_csv = split_csv
+
+-- The function that parses one line into a row: returns the row, or nil and a message.
+local function line_parser(p, t)
+  local phys = t.physical
+  local n = #phys
+  local null_literal = t.props["csv.null-literal"]
+  if t.props.format == "json" then
+    local cjson = require("cjson")
+    local jnull = cjson.null
+    return function(line)
+      local ok, obj = pcall(cjson.decode, line)
+      if not ok or type(obj) ~= "table" then return nil, "not a JSON object" end
+      local r = {}
+      for i = 1, n do
+        local c = phys[i]
+        local v = obj[c.name]
+        if v ~= nil and v ~= jnull then
+          local ty = c.type
+          if ty == "STRING" then
+            if type(v) == "table" then v = cjson.encode(v) else v = tostring(v) end
+          elseif type(v) == "string" then
+            local x, why = values.parse(v, ty)
+            if x == nil then return nil, string.format("field '%s' (%s): '%s' is %s", c.name, expr.show(ty), v, why) end
+            v = x
+          elseif ty == "INT" or ty == "BIGINT" then
+            if math.type(v) ~= "integer" then
+              v = math.tointeger(v)
+              if not v then return nil, string.format("field '%s' (%s) is not an integer", c.name, ty) end
+            end
+          elseif ty == "DOUBLE" then
+            if type(v) ~= "number" then return nil, string.format("field '%s' (DOUBLE) is not a number", c.name) end
+            v = v + 0.0
+          elseif ty == "BOOLEAN" then
+            if type(v) ~= "boolean" then return nil, string.format("field '%s' (BOOLEAN) is not a boolean", c.name) end
+          elseif type(v) ~= "number" then
+            return nil, string.format("field '%s' (%s) has the wrong type", c.name, expr.show(ty))
+          end
+          r[c.name] = v
+        elseif c.not_null then
+          return nil, string.format("field '%s' is NOT NULL but missing", c.name)
+        end
+      end
+      return r
+    end
+  end
+  local delim = t.delimiter or ","
+  local parse = values.parse
+  return function(line)
+    local f, why = split_csv(line, delim)
+    if not f then return nil, why end
+    if #f ~= n then return nil, string.format("%d fields, the table has %d columns", #f, n) end
+    local r = {}
+    for i = 1, n do
+      local c, text = phys[i], f[i]
+      if text == null_literal or (text == "" and c.type ~= "STRING") then
+        if c.not_null then return nil, string.format("column '%s' is NOT NULL but empty", c.name) end
+      else
+        local v, err = parse(text, c.type)
+        if v == nil then
+          return nil, string.format("column '%s' (%s): '%s' is %s", c.name, expr.show(c.type), text, err)
+        end
+        r[c.name] = v
+      end
+    end
+    return r
+  end
+end
+
+-- Computed columns: one compiled function that adds them to a row.
+local function computed_fn(p, t)
+  if #t.computed == 0 then return nil end
+  local scope = p:row_scope(t.cols)
+  local lines = {}
+  for _, c in ipairs(t.computed) do
+    local s = expr.compile(c.expr, scope)
+    lines[#lines + 1] = string.format("r[%q] = %s", c.name, s)
+  end
+  local l = errors.line_col(p.src.text, t.pos)
+  return expr.load("function(r) " .. table.concat(lines, "; ") .. " return r end", p.src.name .. ":" .. l)
+end
+
+-- The watermark strategy for `WATERMARK FOR rt AS <expr>`. Flink SQL emits the expression's
+-- value itself (no "- 1"): for `rt - INTERVAL 'd'` that is the built-in bounded generator in
+-- C with a bound of d - 1 ms (it emits max - bound - 1 = max - d); any other expression runs
+-- as a Lua generator that emits the largest value of the expression seen so far.
+local function watermark_strategy(p, t)
+  local w = t.watermark
+  local e = w.expr
+  local rt = w.column
+  if e.tag == "bin" and e.op == "-" and e[1].tag == "col" and e[1].name == rt and e[2].tag == "interval"
+      and e[2].ms and e[2].ms >= 1 then
+    return wm.watermarks.bounded_out_of_orderness(e[2].ms - 1):with_timestamp_field(rt)
+  end
+  local scope = p:row_scope(t.cols)
+  local s = expr.compile(e, scope)
+  local l = errors.line_col(p.src.text, w.pos)
+  local f = expr.load("function(r) return " .. s .. " end", p.src.name .. ":" .. l)
+  return wm.watermarks.for_generator(function()
+    local cur, last = math.mininteger, math.mininteger
+    return {
+      on_event = function(_, r)
+        local v = f(r)
+        if v ~= nil and v > cur then cur = v end
+      end,
+      on_periodic_emit = function(_, out)
+        if cur > last then
+          last = cur
+          out:emit_watermark(cur)
+        end
+      end,
+    }
+  end):with_timestamp_field(rt)
+end
+
+--- The stream of rows of a source table.
+function M.source(p, t, env)
+  local props = t.props
+  local c = props.connector
+  local lines
+  local label
+  if c == "filesystem" then
+    local path = resolve_path(p, props.path)
+    local f = io.open(path, "r")
+    if not f then p:err(t.props_pos.path, "cannot open '%s' (table '%s')", path, t.name) end
+    f:close()
+    lines, label = env:read_lines(path), props.path
+  elseif c == "stdin" then
+    lines, label = env:read_lines("-"), "<stdin>"
+  elseif c == "socket" then
+    if not env.socket_lines then
+      p:err(t.props_pos.connector, "the socket connector needs env:socket_lines, which this build does not have yet")
+    end
+    lines, label = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port))), props.hostname .. ":" .. props.port
+  end
+  local parse = line_parser(p, t)
+  local computed = computed_fn(p, t)
+  local ignore, comments = t.ignore_errors, t.allow_comments
+  local lineno = 0
+  local tname = t.name
+  local rows = lines:flat_map(function(line, emit)
+    lineno = lineno + 1
+    if line == "" or (comments and line:sub(1, 1) == "#") then return end
+    local r, why = parse(line)
+    if r == nil then
+      if ignore then return end
+      error(string.format("%s:%d: cannot parse the line for table '%s': %s (set 'csv.ignore-parse-errors' = 'true' "
+        .. "to skip such lines)", label, lineno, tname, why), 0)
+    end
+    if computed then r = computed(r) end
+    emit(r)
+  end):name("parse " .. props.format .. " (" .. t.name .. ")")
+  if t.watermark then
+    rows = rows:assign_timestamps_and_watermarks(watermark_strategy(p, t)):name("watermarks (" .. t.name .. ")")
+  end
+  return rows
+end
+
+local function json_value(v, ty)
+  if v == nil then return "null" end
+  if ty == "STRING" or ty == "TIMESTAMP" or ty == "TIMESTAMP_LTZ" then
+    local s = values.to_string(v, ty)
+    return '"' .. s:gsub('[%c"\\]', function(ch)
+      local m = {['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
+      return m[ch] or string.format("\\u%04x", ch:byte())
+    end) .. '"'
+  end
+  if ty == "BOOLEAN" then return v and "true" or "false" end
+  return values.to_string(v, ty)
+end
+
+--- Writes a relation into a sink table.
+function M.sink(p, t, rel, st)
+  local c = t.props.connector
+  if c == "print" or c == "stdout" then
+    require("wm.sql.planner").lower.print_changelog(rel, t.props["print-identifier"])
+    return
+  end
+  if c == "blackhole" then
+    rel.stream:sink(function() end)
+    return
+  end
+  if rel.updating then
+    p:err(st.query.pos, "table '%s' (connector '%s') only takes appended rows, but the query produces updates "
+      .. "(a GROUP BY without a window): write it to a 'print' table", t.name, c)
+  end
+  if c == "stdin" or c == "socket" then p:err(st.name_pos, "connector '%s' cannot be written to", c) end
+  local path = resolve_path(p, t.props.path)
+  local cols = rel.cols
+  local fmt
+  if t.props.format == "json" then
+    fmt = function(r)
+      local parts = {}
+      for i, col in ipairs(cols) do parts[i] = string.format("%q:", col.name) .. json_value(r[col.name], col.type) end
+      return "{" .. table.concat(parts, ",") .. "}"
+    end
+  else
+    local d = t.delimiter or ","
+    local null = t.props["csv.null-literal"] or ""
+    fmt = function(r)
+      local parts = {}
+      for i, col in ipairs(cols) do
+        local v = r[col.name]
+        local s = v == nil and null or values.to_string(v, col.type)
+        if s:find('[\n\r"' .. (d == "%" and "%%" or d) .. ']') then s = '"' .. s:gsub('"', '""') .. '"' end
+        parts[i] = s
+      end
+      return table.concat(parts, d)
+    end
+  end
+  local f
+  rel.stream:sink(function(r)
+    if not f then
+      f = assert(io.open(path, "w"))
+      f:setvbuf("line")
+    end
+    f:write(fmt(r), "\n")
+  end)
+end
+
+return M

@@ -1,0 +1,54 @@
+--- Streaming SQL over wmrun's engine, following Flink SQL (see docs/sql.md).
+-- A script is a list of `;`-separated statements: CREATE TABLE, CREATE VIEW, SET, INSERT INTO
+-- and SELECT. The statements compile into one plan of the Lua DSL (the same C operators) that
+-- runs when the script has been read: `wmrun --sql job.sql` calls `run_file`.
+-- @module wm.sql
+local parser = require("wm.sql.parser")
+local planner = require("wm.sql.planner")
+local errors = require("wm.sql.errors")
+
+local M = {}
+
+local function dirname(path)
+  return path:match("^(.*)/[^/]*$") or "."
+end
+
+--- Plans a script without running it.
+-- @tparam string text the script
+-- @tparam[opt] table opts `name` (shown in errors, default "sql"), `dir` (for relative paths),
+--   `env` (an existing wm env to add to)
+-- @treturn table the planner (`.env` holds the plan: `env.nodes`)
+function M.plan(text, opts)
+  opts = opts or {}
+  local src = {name = opts.name or "sql", text = text, dir = opts.dir or "."}
+  local stmts = parser.parse(text, src)
+  local p = planner.new(src, {env = opts.env})
+  for _, st in ipairs(stmts) do p:statement(st) end
+  return p
+end
+
+--- Plans and runs a script; returns when every query has ended.
+-- @tparam string text the script
+-- @tparam[opt] table opts as for `plan`
+-- @usage require("wm.sql").run("SELECT ...", {name = "job.sql"})
+function M.run(text, opts)
+  local p = M.plan(text, opts)
+  if p.queries > 0 then p.env:execute((opts and opts.name) or "sql job") end
+  return p
+end
+
+--- Reads a script file and runs it; relative paths in it resolve against its folder.
+-- @tparam string path the .sql file
+function M.run_file(path)
+  local f, err = io.open(path, "r")
+  if not f then
+    error(setmetatable({message = "cannot open " .. tostring(err)}, errors.Error), 0)
+  end
+  local text = f:read("a")
+  f:close()
+  return M.run(text, {name = path, dir = dirname(path)})
+end
+
+M.parse = parser.parse
+M.parse_expr = parser.parse_expr
+return M

@@ -1,0 +1,333 @@
+--- The SQL parser: an LPeg grammar that turns a script into a list of statement trees.
+-- Every node carries `pos` (a byte offset into the script); `wm.sql.errors` turns it into
+-- `file:line:column`. Keywords are case-insensitive; identifiers keep their case
+-- (backquotes allow any text, as in Flink SQL).
+-- @module wm.sql.parser
+local lpeg = require("lpeg")
+local errors = require("wm.sql.errors")
+
+local P, S, R, V, C, Ct, Cp, Cc, Cmt, Cs = lpeg.P, lpeg.S, lpeg.R, lpeg.V, lpeg.C, lpeg.Ct, lpeg.Cp,
+  lpeg.Cc, lpeg.Cmt, lpeg.Cs
+
+local M = {}
+
+-- The farthest position at which a token was tried, and what was expected there: a syntax
+-- error says "expected X near 'Y'" from these.
+local far, expected = 0, {}
+local function expect(what)
+  return Cmt(P(true), function(_, i)
+    if i > far then
+      far, expected = i, {what}
+    elseif i == far then
+      for _, e in ipairs(expected) do if e == what then return true end end
+      expected[#expected + 1] = what
+    end
+    return true
+  end)
+end
+
+local ws = (S(" \t\r\n\f") + P("--") * (1 - P("\n")) ^ 0 + P("/*") * (1 - P("*/")) ^ 0 * P("*/")) ^ 0
+local idstart = R("az", "AZ") + P("_")
+local idchar = idstart + R("09") + P("$")
+
+local function ci(word)
+  local p = P(true)
+  for ch in word:gmatch(".") do p = p * S(ch:lower() .. ch:upper()) end
+  return p
+end
+
+-- Words that cannot be unquoted identifiers: the ones this grammar gives a meaning to
+-- where an identifier could also stand (a subset of Flink's reserved words).
+local reserved = {}
+for w in ([[SELECT FROM WHERE GROUP BY HAVING AS AND OR NOT NULL TRUE FALSE CASE WHEN THEN ELSE END
+  CAST IS IN LIKE BETWEEN DISTINCT ALL INTERVAL CREATE TABLE VIEW WITH INSERT INTO SET WATERMARK FOR
+  ON UNION ORDER LIMIT JOIN TEMPORARY]]):gmatch("%a+") do reserved[w] = true end
+M.reserved = reserved
+
+--- A keyword (case-insensitive), then white space.
+local function K(word)
+  return expect("'" .. word .. "'") * ci(word) * -idchar * ws
+end
+--- A punctuation symbol, then white space.
+local function T(sym)
+  return expect("'" .. sym .. "'") * P(sym) * ws
+end
+
+local plain_ident = Cmt(C(idstart * idchar ^ 0), function(_, i, w)
+  if reserved[w:upper()] then return false end
+  return i, w
+end)
+local quoted_ident = P("`") * Cs(((P("``") / "`") + (1 - P("`"))) ^ 0) * P("`")
+local ident = expect("identifier") * (plain_ident + quoted_ident) * ws
+local string_lit = expect("string") * P("'") * Cs(((P("''") / "'") + (1 - P("'"))) ^ 0) * P("'") * ws
+
+local digits = R("09") ^ 1
+local number = expect("number") * C((digits * (P(".") * R("09") ^ 0) ^ -1 + P(".") * digits)
+  * (S("eE") * S("+-") ^ -1 * digits) ^ -1) * -idchar * ws
+
+local function node(tag)
+  return function(pos, ...) return {tag = tag, pos = pos, ...} end
+end
+
+local function num_node(pos, text)
+  if text:find("[.eE]") then return {tag = "lit", type = "DOUBLE", value = tonumber(text) + 0.0, pos = pos} end
+  local v = math.tointeger(tonumber(text))
+  if not v then return {tag = "lit", type = "DOUBLE", value = tonumber(text) + 0.0, pos = pos} end
+  local t = (v >= -2147483648 and v <= 2147483647) and "INT" or "BIGINT"
+  return {tag = "lit", type = t, value = v, pos = pos}
+end
+
+local units = {MILLISECOND = 1, SECOND = 1000, MINUTE = 60000, HOUR = 3600000, DAY = 86400000}
+local unit = C(ci("MILLISECOND") + ci("SECOND") + ci("MINUTE") + ci("HOUR") + ci("DAY")) * (ci("S"))^-1
+  * -idchar * ws
+local function interval_node(pos, text, u)
+  local n = tonumber(text)
+  return {tag = "interval", pos = pos, text = text, unit = u:upper(), n = n,
+          ms = n and math.tointeger(n * units[u:upper()]) or nil}
+end
+
+-- Folds `a op b op c` left to right.
+local function fold(t)
+  local e = t[1]
+  for i = 2, #t, 3 do
+    e = {tag = "bin", pos = t[i], op = t[i + 1]:upper(), e, t[i + 2]}
+  end
+  return e
+end
+
+local function typ(pos, name, p1, p2)
+  return {pos = pos, name = name:upper():gsub("%s+", " "), p1 = tonumber(p1), p2 = tonumber(p2)}
+end
+
+local function cmp_tail(pos, kind, ...)
+  return {pos = pos, kind = kind, ...}
+end
+local function apply_tail(e, tail)
+  if not tail then return e end
+  local k = tail.kind
+  if k == "cmp" then return {tag = "bin", pos = tail.pos, op = tail[1], e, tail[2]} end
+  if k == "isnull" then return {tag = "isnull", pos = tail.pos, neg = tail[1], e} end
+  if k == "isbool" then return {tag = "isbool", pos = tail.pos, neg = tail[1], value = tail[2], e} end
+  if k == "like" then return {tag = "like", pos = tail.pos, neg = tail[1], e, tail[2]} end
+  if k == "between" then return {tag = "between", pos = tail.pos, neg = tail[1], e, tail[2], tail[3]} end
+  if k == "in" then return {tag = "in", pos = tail.pos, neg = tail[1], e, list = tail[2]} end
+  return e
+end
+
+local neg = (K("NOT") * Cc(true)) + Cc(false)
+
+local function Cg_pos(tag)
+  return lpeg.Cg(Cc(tag), "tag") * lpeg.Cg(Cp(), "pos")
+end
+
+local G = {
+  "stmt",
+  stmt = V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
+    + V("query_stmt"),
+
+  -- CREATE TABLE
+  create_table = Ct(Cg_pos("create_table") * K("CREATE") * (K("TEMPORARY") ^ -1) * K("TABLE")
+    * (K("IF") * K("NOT") * K("EXISTS") * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
+    * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * T("(") * lpeg.Cg(Ct(V("table_elem") * (T(",") * V("table_elem")) ^ 0), "elems") * T(")")
+    * (K("COMMENT") * string_lit) ^ -1
+    * (K("WITH") * lpeg.Cg(V("props"), "with")) ^ -1),
+  qname = (ident * (T(".") * ident) ^ 0) / function(...) local t = {...}; return t[#t] end,
+  table_elem = V("watermark") + V("pkey") + V("computed") + V("physical"),
+  watermark = Ct(Cg_pos("watermark") * K("WATERMARK") * K("FOR") * lpeg.Cg(ident, "column")
+    * K("AS") * lpeg.Cg(V("expr"), "expr")),
+  pkey = Ct(Cg_pos("pkey") * ci("PRIMARY") * ws * ci("KEY") * ws * T("(") * ident * (T(",") * ident) ^ 0 * T(")")
+    * ci("NOT") * ws * ci("ENFORCED") * ws),
+  computed = Ct(Cg_pos("computed") * lpeg.Cg(ident, "name") * K("AS") * lpeg.Cg(V("expr"), "expr")),
+  physical = Ct(Cg_pos("column") * lpeg.Cg(ident, "name") * lpeg.Cg(V("type"), "type")
+    * (K("NOT") * K("NULL") * lpeg.Cg(Cc(true), "not_null") + K("NULL")) ^ -1),
+  type = ((Cp() * expect("type") * C(ci("TIMESTAMP_LTZ") + ci("TIMESTAMP") + ci("STRING") + ci("VARCHAR")
+      + ci("CHAR") + ci("BIGINT") + ci("INTEGER") + ci("INT") + ci("SMALLINT") + ci("TINYINT") + ci("DOUBLE")
+      + ci("FLOAT") + ci("BOOLEAN") + ci("DECIMAL")) * -idchar * ws
+    * (T("(") * C(digits) * ws * (T(",") * C(digits) * ws) ^ -1 * T(")")) ^ -1) / typ)
+    * (ci("PRECISION") * ws) ^ -1
+    * (ci("WITH") * ws * ci("LOCAL") * ws * ci("TIME") * ws * ci("ZONE") * ws * Cc(true)
+      + ci("WITHOUT") * ws * ci("TIME") * ws * ci("ZONE") * ws * Cc(false) + Cc(false))
+    / function(t, ltz)
+      if ltz then t.name = "TIMESTAMP_LTZ" end
+      return t
+    end,
+  props = T("(") * Ct(V("prop") * (T(",") * V("prop")) ^ 0) * T(")"),
+  prop = Ct(Cp() * string_lit * T("=") * string_lit) / function(t)
+    return {pos = t[1], key = t[2], value = t[3]}
+  end,
+
+  -- CREATE VIEW
+  create_view = Ct(Cg_pos("create_view") * K("CREATE") * (K("TEMPORARY") ^ -1) * K("VIEW")
+    * (K("IF") * K("NOT") * K("EXISTS") * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
+    * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * (T("(") * lpeg.Cg(Ct(ident * (T(",") * ident) ^ 0), "columns") * T(")")) ^ -1
+    * K("AS") * lpeg.Cg(V("query"), "query")),
+
+  -- INSERT INTO
+  insert = Ct(Cg_pos("insert") * K("INSERT") * K("INTO") * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * (T("(") * lpeg.Cg(Ct(ident * (T(",") * ident) ^ 0), "columns") * T(")")) ^ -1
+    * lpeg.Cg(V("query"), "query")),
+
+  -- SET 'key' = 'value' / RESET 'key'
+  set = Ct(Cg_pos("set") * K("SET") * (lpeg.Cg(Cp(), "key_pos") * lpeg.Cg(string_lit + V("dotted"), "key")
+    * T("=") * lpeg.Cg(string_lit + C((1 - S("; \t\r\n")) ^ 1) * ws, "value")) ^ -1),
+  reset = Ct(Cg_pos("reset") * ci("RESET") * -idchar * ws * lpeg.Cg(string_lit + V("dotted"), "key") ^ -1),
+  dotted = C(idstart * (idchar + P(".") + P("-")) ^ 0) * ws,
+
+  explain = Ct(Cg_pos("explain") * ci("EXPLAIN") * -idchar * ws * lpeg.Cg(V("query"), "query")),
+
+  query_stmt = V("query") / function(q) return {tag = "select_stmt", pos = q.pos, query = q} end,
+  query = Ct(Cp() * V("select") * (K("UNION") * K("ALL") * V("select")) ^ 0) / function(t)
+    if #t == 2 then return t[2] end
+    return {tag = "union", pos = t[1], table.unpack(t, 2)}
+  end,
+
+  select = Ct(Cg_pos("select") * K("SELECT") * (K("DISTINCT") * lpeg.Cg(Cc(true), "distinct") + K("ALL")) ^ -1
+    * lpeg.Cg(Ct(V("item") * (T(",") * V("item")) ^ 0), "items")
+    * K("FROM") * lpeg.Cg(V("from_item"), "from")
+    * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
+    * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "group_by")) ^ -1
+    * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
+  item = Ct(Cg_pos("star") * T("*"))
+    + Ct(Cg_pos("star") * lpeg.Cg(ident, "qual") * T(".") * T("*"))
+    + Ct(Cg_pos("item") * lpeg.Cg(V("expr"), "expr") * ((K("AS") ^ -1) * lpeg.Cg(ident, "alias")) ^ -1),
+  from_item = (V("tvf") + V("subquery") + V("table_ref")) * ((K("AS") ^ -1) * ident) ^ -1
+    / function(f, alias) f.alias = alias; return f end,
+  table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
+  subquery = Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")")),
+  tvf = Ct(Cg_pos("tvf") * K("TABLE") * T("(") * lpeg.Cg(Cp(), "fn_pos") * lpeg.Cg(ident / string.upper, "fn")
+    * T("(") * K("TABLE") * lpeg.Cg(Cp(), "table_pos") * lpeg.Cg(V("qname"), "table") * T(",")
+    * ci("DESCRIPTOR") * ws * T("(") * lpeg.Cg(Cp(), "column_pos") * lpeg.Cg(ident, "column") * T(")")
+    * lpeg.Cg(Ct((T(",") * V("expr")) ^ 1), "args") * T(")") * T(")")),
+
+  -- expressions, loosest first
+  expr = V("or_"),
+  or_ = Ct(V("and_") * (Cp() * C(ci("OR")) * -idchar * ws * V("and_")) ^ 0) / fold,
+  and_ = Ct(V("not_") * (Cp() * C(ci("AND")) * -idchar * ws * V("not_")) ^ 0) / fold,
+  not_ = (Cp() * K("NOT") * V("not_")) / function(pos, e) return {tag = "un", op = "NOT", pos = pos, e} end
+    + V("cmp"),
+  cmp = V("concat") * V("cmp_tail") ^ -1 / apply_tail,
+  cmp_tail = (Cp() * Cc("cmp") * expect("operator") * C(P("<>") + P("<=") + P(">=") + P("!=") + S("=<>")) * ws
+      * V("concat")) / function(pos, k, op, e) return cmp_tail(pos, k, op == "!=" and "<>" or op, e) end
+    + (Cp() * K("IS") * Cc("isnull") * neg * K("NULL")) / cmp_tail
+    + (Cp() * K("IS") * Cc("isbool") * neg * (K("TRUE") * Cc(true) + K("FALSE") * Cc(false))) / cmp_tail
+    + (Cp() * Cc("like") * neg * K("LIKE") * V("concat")) / cmp_tail
+    + (Cp() * Cc("between") * neg * K("BETWEEN") * V("concat") * K("AND") * V("concat")) / cmp_tail
+    + (Cp() * Cc("in") * neg * K("IN") * T("(") * Ct(V("expr") * (T(",") * V("expr")) ^ 0) * T(")")) / cmp_tail,
+  concat = Ct(V("add") * (Cp() * C(P("||")) * ws * V("add")) ^ 0) / fold,
+  add = Ct(V("mul") * (Cp() * C(S("+-")) * ws * V("mul")) ^ 0) / fold,
+  mul = Ct(V("unary") * (Cp() * C(S("*/%")) * ws * V("unary")) ^ 0) / fold,
+  unary = (Cp() * C(S("-+")) * ws * V("unary")) / function(pos, op, e)
+      if op == "+" then return e end
+      if e.tag == "lit" and (e.type == "INT" or e.type == "BIGINT" or e.type == "DOUBLE") then
+        e.value = -e.value
+        e.pos = pos
+        if e.type == "BIGINT" and e.value >= -2147483648 then e.type = "INT" end
+        return e
+      end
+      return {tag = "un", op = "-", pos = pos, e}
+    end
+    + V("primary"),
+  primary = V("literal") + V("case") + V("cast") + V("call") + V("column") + (T("(") * V("expr") * T(")")),
+  literal = (Cp() * number) / num_node
+    + (Cp() * string_lit) / function(pos, s) return {tag = "lit", type = "STRING", value = s, pos = pos} end
+    + (Cp() * K("TRUE")) / function(pos) return {tag = "lit", type = "BOOLEAN", value = true, pos = pos} end
+    + (Cp() * K("FALSE")) / function(pos) return {tag = "lit", type = "BOOLEAN", value = false, pos = pos} end
+    + (Cp() * K("NULL")) / function(pos) return {tag = "lit", type = "NULL", pos = pos} end
+    + (Cp() * K("INTERVAL") * string_lit * expect("time unit") * unit) / interval_node
+    + (Cp() * ci("TIMESTAMP") * ws * string_lit) / function(pos, s)
+      return {tag = "tslit", text = s, pos = pos}
+    end,
+  case = (Cp() * K("CASE") * (-K("WHEN") * V("expr") + Cc(false))
+      * Ct(Ct(K("WHEN") * V("expr") * K("THEN") * V("expr")) ^ 1)
+      * (K("ELSE") * V("expr") + Cc(false)) * K("END"))
+    / function(pos, operand, whens, els)
+      return {tag = "case", pos = pos, operand = operand or nil, whens = whens, else_ = els or nil}
+    end,
+  cast = (Cp() * C(ci("TRY_CAST") + ci("CAST")) * ws * T("(") * V("expr") * K("AS") * V("type") * T(")"))
+    / function(pos, which, e, t) return {tag = "cast", pos = pos, try = which:upper() == "TRY_CAST", e, type = t} end,
+  call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
+      * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
+      * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")"))
+    / function(pos, name, mode, args)
+      return {tag = "call", pos = pos, name = name:upper(), args = args,
+              star = mode == "star" or nil, distinct = mode == "distinct" or nil}
+    end,
+  column = (Cp() * ident * (T(".") * ident) ^ -1) / function(pos, a, b)
+    if b then return {tag = "col", pos = pos, qual = a, name = b} end
+    return {tag = "col", pos = pos, name = a}
+  end,
+}
+local grammar = P(G)
+local G_expr = {}
+for k, v in pairs(G) do G_expr[k] = v end
+G_expr[1] = "expr"
+local expr_grammar = P(G_expr)
+
+local statement = ws * grammar * (T(";") + expect("';'") * -P(1)) * Cp()
+
+-- The text near position `pos`, for a syntax error.
+local function near(text, pos)
+  if pos > #text then return "end of input" end
+  local tok = text:match("^[%w_$]+", pos) or text:match("^'[^']*'?", pos) or text:match("^%S%S?", pos)
+  if tok and #tok > 30 then tok = tok:sub(1, 30) .. "..." end
+  return "'" .. (tok or text:sub(pos, pos)) .. "'"
+end
+
+-- Tokens that could always continue an expression: left out of the message when something
+-- else was expected too, so that it names what is missing ("expected ')'").
+local continuation = {["operator"] = true, ["'.'"] = true, ["'('"] = true, ["'IS'"] = true, ["'NOT'"] = true,
+  ["'LIKE'"] = true, ["'BETWEEN'"] = true, ["'IN'"] = true, ["'AND'"] = true, ["'OR'"] = true}
+
+local function expected_text(list)
+  local kept, closing = {}, false
+  for _, e in ipairs(list) do if e == "')'" then closing = true end end
+  for _, e in ipairs(list) do
+    if not continuation[e] and not (closing and e == "','") then kept[#kept + 1] = e end
+  end
+  if #kept > 0 then list = kept end
+  if #list == 1 then return list[1] end
+  local t = {table.unpack(list, 1, #list - 1)}
+  return table.concat(t, ", ") .. " or " .. list[#list]
+end
+
+--- Parses a script of `;`-separated statements.
+-- @tparam string text the script
+-- @tparam[opt] table src {name = "job.sql"} for error messages
+-- @treturn table a list of statements; each has `tag`, `pos` and `end_pos`
+function M.parse(text, src)
+  src = src or {name = "sql"}
+  src.text = text
+  local out, pos = {}, 1
+  while true do
+    local rest = ws:match(text, pos)
+    if rest > #text then break end
+    far, expected = 0, {}
+    local stmt, next_pos = statement:match(text, pos)
+    if not stmt then
+      errors.raise(src, far, "expected %s near %s", expected_text(expected), near(text, far))
+    end
+    stmt.end_pos = next_pos
+    out[#out + 1] = stmt
+    pos = next_pos
+  end
+  return out
+end
+
+--- Parses one expression (for the Table API and tests).
+-- @tparam string text the expression
+-- @treturn table the expression tree
+function M.parse_expr(text, src)
+  src = src or {name = "expr"}
+  src.text = text
+  far, expected = 0, {}
+  local e, p = (ws * expr_grammar * Cp()):match(text)
+  local ok = e and p > #text
+  if not ok then
+    errors.raise(src, far, "expected %s near %s", expected_text(expected), near(text, far))
+  end
+  return e
+end
+
+return M

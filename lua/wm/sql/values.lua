@@ -1,0 +1,330 @@
+--- SQL values at run time: formatting as Flink prints them, casts, timestamps, and the
+-- NULL-aware helpers that compiled expressions call.
+--
+-- Representation: STRING is a Lua string; INT and BIGINT Lua integers; DOUBLE a Lua float;
+-- BOOLEAN a Lua boolean; TIMESTAMP(3) and TIMESTAMP_LTZ(3) integer milliseconds since the
+-- epoch (UTC); NULL is nil.
+-- @module wm.sql.values
+local M = {}
+
+M.NULL_TEXT = "<NULL>"   -- how Flink's print sink shows a NULL field
+
+---------------------------------------------------------------------------------------------
+-- Timestamps (UTC, proleptic Gregorian calendar)
+
+local function days_from_civil(y, m, d)
+  y = m <= 2 and y - 1 or y
+  local era = (y >= 0 and y or y - 399) // 400
+  local yoe = y - era * 400
+  local doy = (153 * (m + (m > 2 and -3 or 9)) + 2) // 5 + d - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  return era * 146097 + doe - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = (z >= 0 and z or z - 146096) // 146097
+  local doe = z - era * 146097
+  local yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+  local mp = (5 * doy + 2) // 153
+  local d = doy - (153 * mp + 2) // 5 + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  return m <= 2 and y + 1 or y, m, d
+end
+
+--- Formats ms since the epoch as `yyyy-MM-dd HH:mm:ss.SSS` (UTC).
+-- @tparam integer ms
+-- @treturn string
+function M.format_timestamp(ms)
+  local days, rem = ms // 86400000, ms % 86400000
+  local y, mo, d = civil_from_days(days)
+  local s = rem // 1000
+  return string.format("%04d-%02d-%02d %02d:%02d:%02d.%03d", y, mo, d, s // 3600, s // 60 % 60, s % 60, rem % 1000)
+end
+
+--- Parses `yyyy-MM-dd[ HH:mm[:ss[.fff]]]` (or with a `T`) as UTC ms; nil when it does not fit.
+-- @tparam string s
+-- @treturn integer|nil
+function M.parse_timestamp(s)
+  local y, mo, d, rest = s:match("^%s*(%d%d%d%d)%-(%d%d?)%-(%d%d?)(.-)%s*$")
+  if not y then return nil end
+  local h, mi, sec, frac = 0, 0, 0, ""
+  if rest ~= "" then
+    local hh, mm, tail = rest:match("^[ T](%d%d?):(%d%d)(.*)$")
+    if not hh then return nil end
+    h, mi = tonumber(hh), tonumber(mm)
+    if tail ~= "" then
+      local ss, f = tail:match("^:(%d%d)(.*)$")
+      if not ss then return nil end
+      sec = tonumber(ss)
+      if f ~= "" then
+        frac = f:match("^%.(%d+)$")
+        if not frac then return nil end
+      end
+    end
+  end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or sec > 59 then return nil end
+  local ms = tonumber((frac .. "000"):sub(1, 3))
+  return ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms
+end
+
+---------------------------------------------------------------------------------------------
+-- Formatting (CAST(x AS STRING), and what print shows)
+
+--- A double as Java's Double.toString writes it (`1.5`, `2.0`, `1.0E10`, `1.0E-5`).
+-- @tparam number x
+-- @treturn string
+function M.format_double(x)
+  if x ~= x then return "NaN" end
+  if x == math.huge then return "Infinity" end
+  if x == -math.huge then return "-Infinity" end
+  if x == 0 then return (1 / x < 0) and "-0.0" or "0.0" end
+  local p, s = 1, nil
+  repeat
+    s = string.format("%." .. (p - 1) .. "e", x)
+    p = p + 1
+  until tonumber(s) == x or p > 17
+  local sign, int, frac, exp = s:match("^(%-?)(%d)%.?(%d*)e([-+]%d+)$")
+  exp = tonumber(exp)
+  local digits = (int .. frac):gsub("0+$", "")
+  if digits == "" then digits = "0" end
+  local ax = math.abs(x)
+  if ax >= 1e-3 and ax < 1e7 then
+    local point = exp + 1 -- digits before the decimal point
+    local ip, fp
+    if point <= 0 then
+      ip, fp = "0", string.rep("0", -point) .. digits
+    elseif point >= #digits then
+      ip, fp = digits .. string.rep("0", point - #digits), "0"
+    else
+      ip, fp = digits:sub(1, point), digits:sub(point + 1)
+    end
+    return sign .. ip .. "." .. fp
+  end
+  local fp = digits:sub(2)
+  if fp == "" then fp = "0" end
+  return sign .. digits:sub(1, 1) .. "." .. fp .. "E" .. exp
+end
+
+--- Formats a value of SQL type `t` as CAST(v AS STRING) does (nil stays nil).
+-- @tparam any v the value
+-- @tparam string t the type name
+function M.to_string(v, t)
+  if v == nil then return nil end
+  if t == "STRING" then return v end
+  if t == "TIMESTAMP" or t == "TIMESTAMP_LTZ" then return M.format_timestamp(v) end
+  if t == "BOOLEAN" then return v and "TRUE" or "FALSE" end
+  if math.type(v) == "float" then return M.format_double(v) end
+  return tostring(v)
+end
+
+--- A function that formats a row's fields (`{name = v}`, in `cols` order) as Flink's
+-- print sink does: `+I[a, 1, 2016-04-27 11:34:20.000]` (`kind` is `+I`, `-U`, `+U`, `-D`).
+-- @tparam table cols a list of {name =, type =}
+-- @treturn function fn(kind, row) -> string
+function M.row_formatter(cols)
+  local n = #cols
+  local names, types = {}, {}
+  for i, c in ipairs(cols) do names[i], types[i] = c.name, c.type end
+  local parts = {}
+  local to_string, null = M.to_string, M.NULL_TEXT
+  return function(kind, row)
+    for i = 1, n do
+      local v = row[names[i]]
+      parts[i] = v == nil and null or to_string(v, types[i])
+    end
+    return kind .. "[" .. table.concat(parts, ", ", 1, n) .. "]"
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- Parsing text into a typed value (CSV fields, CAST from STRING)
+
+local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+--- Parses text as a value of type `t`. Returns the value, or nil and a reason.
+function M.parse(text, t)
+  if t == "STRING" then return text end
+  local s = trim(text)
+  if t == "INT" or t == "BIGINT" then
+    local v = s:match("^[-+]?%d+$") and math.tointeger(tonumber(s))
+    if not v then return nil, "not an integer" end
+    if t == "INT" and (v < -2147483648 or v > 2147483647) then return nil, "out of range for INT" end
+    return v
+  elseif t == "DOUBLE" then
+    local v = tonumber(s)
+    if not v then
+      local l = s:lower()
+      if l == "nan" then return 0 / 0 end
+      if l == "infinity" or l == "+infinity" then return math.huge end
+      if l == "-infinity" then return -math.huge end
+      return nil, "not a number"
+    end
+    return v + 0.0
+  elseif t == "BOOLEAN" then
+    local l = s:lower()
+    if l == "true" then return true end
+    if l == "false" then return false end
+    return nil, "not a boolean"
+  elseif t == "TIMESTAMP" or t == "TIMESTAMP_LTZ" then
+    local v = M.parse_timestamp(s)
+    if not v then return nil, "not a timestamp (yyyy-MM-dd HH:mm:ss.SSS)" end
+    return v
+  end
+  return nil, "cannot parse a " .. tostring(t)
+end
+
+---------------------------------------------------------------------------------------------
+-- Run-time helpers for compiled expressions: every one propagates NULL (nil)
+
+local R = {}
+M.runtime = R
+
+function R.add(a, b) if a == nil or b == nil then return nil end return a + b end
+function R.sub(a, b) if a == nil or b == nil then return nil end return a - b end
+function R.mul(a, b) if a == nil or b == nil then return nil end return a * b end
+function R.fdiv(a, b) if a == nil or b == nil then return nil end return a / b end
+function R.idiv(a, b)
+  if a == nil or b == nil then return nil end
+  if b == 0 then error("division by zero", 0) end
+  local q = a // b
+  if q < 0 and q * b ~= a then q = q + 1 end -- truncate toward zero, as Java does
+  return q
+end
+function R.mod(a, b)
+  if a == nil or b == nil then return nil end
+  if math.type(a) == "integer" and math.type(b) == "integer" then
+    if b == 0 then error("division by zero", 0) end
+    return math.fmod(a, b)
+  end
+  return math.fmod(a, b)
+end
+function R.neg(a) if a == nil then return nil end return -a end
+function R.eq(a, b) if a == nil or b == nil then return nil end return a == b end
+function R.ne(a, b) if a == nil or b == nil then return nil end return a ~= b end
+function R.lt(a, b) if a == nil or b == nil then return nil end return a < b end
+function R.le(a, b) if a == nil or b == nil then return nil end return a <= b end
+function R.gt(a, b) if a == nil or b == nil then return nil end return a > b end
+function R.ge(a, b) if a == nil or b == nil then return nil end return a >= b end
+-- three-valued logic
+function R.and_(a, b)
+  if a == false or b == false then return false end
+  if a == nil or b == nil then return nil end
+  return true
+end
+function R.or_(a, b)
+  if a == true or b == true then return true end
+  if a == nil or b == nil then return nil end
+  return false
+end
+function R.not_(a) if a == nil then return nil end return not a end
+function R.concat(...)
+  local n = select("#", ...)
+  for i = 1, n do if select(i, ...) == nil then return nil end end
+  return table.concat({...}, "", 1, n)
+end
+
+local like_cache = {}
+function R.like(s, pat)
+  if s == nil or pat == nil then return nil end
+  local lp = like_cache[pat]
+  if not lp then
+    lp = "^" .. pat:gsub("[%^%$%(%)%.%[%]%*%+%-%?%%_]", function(ch)
+      if ch == "%" then return ".*" end
+      if ch == "_" then return "." end
+      return "%" .. ch
+    end) .. "$"
+    like_cache[pat] = lp
+  end
+  return s:find(lp) ~= nil
+end
+function R.upper(s) if s == nil then return nil end return s:upper() end
+function R.lower(s) if s == nil then return nil end return s:lower() end
+function R.char_length(s)
+  if s == nil then return nil end
+  return utf8.len(s) or #s
+end
+function R.substring(s, start, len)
+  if s == nil or start == nil then return nil end
+  local n = utf8.len(s)
+  local function sub(i, j)
+    if not n then return s:sub(i, j) end
+    if i > n then return "" end
+    local bi = utf8.offset(s, i)
+    local bj = (j >= n) and #s or (utf8.offset(s, j + 1) - 1)
+    return s:sub(bi, bj)
+  end
+  if start < 1 then start = 1 end
+  if len == nil then return sub(start, math.maxinteger) end
+  if len < 0 then error("SUBSTRING: negative length " .. len, 0) end
+  if len == 0 then return "" end
+  return sub(start, start + len - 1)
+end
+function R.trim(s) if s == nil then return nil end return trim(s) end
+function R.abs(a) if a == nil then return nil end return math.abs(a) end
+function R.coalesce(...)
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if v ~= nil then return v end
+  end
+  return nil
+end
+function R.if_(c, a, b) if c == true then return a end return b end
+function R.between(v, lo, hi) return R.and_(R.ge(v, lo), R.le(v, hi)) end
+function R.in_(v, ...)
+  if v == nil then return nil end
+  local saw_null = false
+  for i = 1, select("#", ...) do
+    local x = select(i, ...)
+    if x == nil then saw_null = true elseif x == v then return true end
+  end
+  if saw_null then return nil end
+  return false
+end
+function R.to_ts_ltz(v, precision)
+  if v == nil then return nil end
+  if precision == 0 then return math.tointeger(v * 1000) or math.floor(v * 1000) end
+  return math.tointeger(v) or math.floor(v)
+end
+-- casts: `from` and `to` are type names; `try` gives NULL instead of an error
+function R.cast(v, from, to, try)
+  if v == nil then return nil end
+  if from == to then return v end
+  if to == "STRING" then return M.to_string(v, from) end
+  if from == "STRING" then
+    local r, why = M.parse(v, to)
+    if r == nil then
+      if try then return nil end
+      error(string.format("CAST('%s' AS %s) failed: %s", v, to, why), 0)
+    end
+    return r
+  end
+  if to == "DOUBLE" then
+    if from == "BOOLEAN" then return v and 1.0 or 0.0 end
+    return v + 0.0
+  end
+  if to == "INT" or to == "BIGINT" then
+    if from == "BOOLEAN" then return v and 1 or 0 end
+    if math.type(v) == "float" then
+      if v ~= v or v == math.huge or v == -math.huge then
+        if try then return nil end
+        error("CAST(" .. M.format_double(v) .. " AS " .. to .. ") failed", 0)
+      end
+      local t = v >= 0 and math.floor(v) or math.ceil(v)
+      return math.tointeger(t)
+    end
+    return v
+  end
+  if to == "BOOLEAN" then return v ~= 0 end
+  if (to == "TIMESTAMP" or to == "TIMESTAMP_LTZ") and (from == "TIMESTAMP" or from == "TIMESTAMP_LTZ") then
+    return v
+  end
+  if try then return nil end
+  error("cannot CAST " .. from .. " AS " .. to, 0)
+end
+function R.truth(v) return v == true end
+
+return M
