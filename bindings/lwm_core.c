@@ -203,6 +203,10 @@ static void print_metrics(lwm_bridge *B) {
             (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
             (unsigned long long)op->m.late_dropped);
   }
+  for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
+    if (B->ctx.ops[i]->m.parse_errors)
+      fprintf(stderr, "parse errors: %llu in '%s'\n",
+              (unsigned long long)B->ctx.ops[i]->m.parse_errors, B->ctx.ops[i]->name);
 }
 
 static void trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
