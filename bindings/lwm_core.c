@@ -234,9 +234,11 @@ static int build_and_run(lwm_bridge *B, int env) {
   int metrics = lua_toboolean(L, -1);
   lua_getfield(L, env, "trace_watermarks");
   if (lua_toboolean(L, -1)) B->ctx.trace = trace_fn;
-  lua_pop(L, 2);
+  lua_getfield(L, env, "no_drain");
+  int no_drain = lua_toboolean(L, -1);
+  lua_pop(L, 3);
   wm_exec_config ecfg = {.watermark_interval = interval, .handle_signals = 1,
-                         .on_batch = on_batch, .on_batch_ud = B};
+                         .on_batch = on_batch, .on_batch_ud = B, .no_drain = no_drain};
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   if (!B->exec) return WM_ERR;
 

@@ -8,6 +8,50 @@
 #include "../core/wm_csv.h"
 #include "lwm.h"
 
+/* ---- re-entering the core from a C function that Lua called ----------------------------
+ *
+ * The bridge keeps its message handler, slot table and fns table at fixed stack indexes of
+ * execute's frame. A C function that Lua calls (ctx:emit) has a frame of its own, where
+ * those indexes mean something else; before it lets records flow into the core it pushes
+ * the three tables onto its own frame (from registry anchors set while building) and
+ * points the bridge at them, then restores the bridge before returning or raising. */
+
+static const char anchor_msgh = 'm', anchor_slots = 's', anchor_fns = 'f';
+
+static void anchor_tables(lwm_bridge *B) {
+  lua_State *L = B->L;
+  lua_pushvalue(L, B->msgh);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &anchor_msgh);
+  lua_pushvalue(L, B->slots);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &anchor_slots);
+  lua_pushvalue(L, B->fns);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &anchor_fns);
+}
+
+typedef struct frame {
+  int msgh, slots, fns;
+} frame;
+
+static void frame_enter(lwm_bridge *B, frame *f) {
+  lua_State *L = B->L;
+  f->msgh = B->msgh;
+  f->slots = B->slots;
+  f->fns = B->fns;
+  luaL_checkstack(L, 8, "wmrun: re-entering the core");
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &anchor_msgh);
+  B->msgh = lua_gettop(L);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &anchor_slots);
+  B->slots = lua_gettop(L);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &anchor_fns);
+  B->fns = lua_gettop(L);
+}
+
+static void frame_leave(lwm_bridge *B, const frame *f) {
+  B->msgh = f->msgh;
+  B->slots = f->slots;
+  B->fns = f->fns;
+}
+
 /* ---- parse_json: lua-cjson's decode, called per line ---------------------------------- */
 
 typedef struct jsondec {
@@ -180,9 +224,13 @@ static wm_op *build_parse_json(lwm_bridge *B, int node, const char *name, const 
   return wm_parse_new(&B->ctx, name, &pc);
 }
 
+static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *name,
+                         const char *where, wm_op **op);
+
 int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                  wm_op **op) {
   lua_State *L = B->L;
+  anchor_tables(B); /* cheap; valid here, in execute's frame */
   if (strcmp(kind, "read_lines") == 0) {
     lua_getfield(L, node, "follow");
     int follow = lua_toboolean(L, -1);
@@ -201,6 +249,463 @@ int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, co
   }
   if (strcmp(kind, "parse_json") == 0) {
     *op = build_parse_json(B, node, name, where);
+    return 1;
+  }
+  return build_io_more(B, node, kind, name, where, op);
+}
+
+/* ---- write_lines with a Lua formatter ------------------------------------------------- */
+
+static int lua_format_fn(void *ud, wm_op *op, const wm_value *rec, wm_buf *out) {
+  lwm_opinfo *oi = ud;
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  oi->op = op;
+  lwm_push_fn(B, oi->fn);
+  lwm_push_value(B, rec);
+  if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
+  if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER) {
+    const char *tn = luaL_typename(L, -1);
+    lua_pop(L, 1);
+    return lwm_op_error(oi, rec, "the format function returned a %s (expected a string)", tn);
+  }
+  size_t n;
+  const char *s = lua_tolstring(L, -1, &n);
+  wm_buf_add(out, s, n);
+  lua_pop(L, 1);
+  return WM_OK;
+}
+
+static int sink_format(lwm_bridge *B, int node, const char *where, wm_write_config *wc) {
+  lua_State *L = B->L;
+  lua_getfield(L, node, "format");
+  int t = lua_type(L, -1);
+  const char *s = t == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 1);
+  if (t == LUA_TFUNCTION) {
+    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    if (!oi) return wm_ctx_error(&B->ctx, "out of memory");
+    oi->fn = lwm_get_fn(B, node, "format");
+    wc->format = WM_FMT_CUSTOM;
+    wc->custom.fn = lua_format_fn;
+    wc->custom.free = lwm_opinfo_free;
+    wc->custom.ud = oi;
+  } else {
+    wc->format = s && strcmp(s, "text") == 0 ? WM_FMT_TEXT : WM_FMT_JSON;
+  }
+  return WM_OK;
+}
+
+/* ---- sources driven from Lua: env:generate and env:source ------------------------------ */
+
+typedef struct luasrc {
+  lwm_opinfo oi;   /* generate: fn = fn(i); source: fn = open, fn2 = poll, fn3 = close,
+                      fn4 = the ctx table */
+  int custom;      /* env:source */
+  wm_exec *exec;
+  lua_Integer next, count; /* generate: the next index; count 0 = until fn returns nil */
+  double rate;     /* generate: records per second; 0 = as fast as possible */
+  uint64_t t0;     /* generate: loop time of the first record (ms) */
+  uv_idle_t idle;
+  uv_timer_t timer;
+  int idle_open, timer_open, idle_on, timer_on;
+  int stopped, finished, paused, waiting, opened;
+  int64_t last_wm; /* source: the last watermark it emitted */
+  int idle_status; /* source: marked idle */
+} luasrc;
+
+static int luasrc_rec(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  return wm_ctx_error(op->ctx, "a source has no inputs");
+}
+
+static void luasrc_free(wm_op *op) { lwm_opinfo_free(op->impl); }
+
+static const wm_op_vt generate_vt = {.kind = "generate", .record = luasrc_rec, .free = luasrc_free};
+static const wm_op_vt source_vt = {.kind = "source", .record = luasrc_rec, .free = luasrc_free};
+
+static void luasrc_handles_off(luasrc *s) {
+  if (s->idle_on) uv_idle_stop(&s->idle);
+  if (s->timer_on) uv_timer_stop(&s->timer);
+  s->idle_on = s->timer_on = 0;
+}
+
+static void luasrc_close(luasrc *s) {
+  luasrc_handles_off(s);
+  if (s->idle_open) uv_close((uv_handle_t *)&s->idle, NULL);
+  if (s->timer_open) uv_close((uv_handle_t *)&s->timer, NULL);
+  s->idle_open = s->timer_open = 0;
+}
+
+/* Calls close(ctx) of a custom source once. */
+static int luasrc_call_close(luasrc *s) {
+  if (!s->custom || !s->opened || !s->oi.fn3) return WM_OK;
+  s->opened = 0;
+  lwm_push_fn(s->oi.B, s->oi.fn3);
+  lwm_push_fn(s->oi.B, s->oi.fn4);
+  return lwm_call(&s->oi, 1, 0, NULL);
+}
+
+static void luasrc_fail(luasrc *s) {
+  s->stopped = s->finished = 1;
+  luasrc_close(s);
+  wm_exec_fail(s->exec);
+}
+
+static void luasrc_end(luasrc *s) {
+  if (s->finished) return;
+  s->stopped = s->finished = 1;
+  luasrc_close(s);
+  if (luasrc_call_close(s) != WM_OK) {
+    wm_exec_fail(s->exec);
+    return;
+  }
+  wm_exec_source_done(s->exec, s->oi.op);
+}
+
+static void on_luasrc_idle(uv_idle_t *h);
+static void on_luasrc_timer(uv_timer_t *h);
+
+/* Runs the source again: at once (idle) or after ms (timer). */
+static void luasrc_schedule(luasrc *s, int64_t ms) {
+  luasrc_handles_off(s);
+  if (s->stopped) return;
+  if (s->paused) {
+    s->waiting = 1;
+    return;
+  }
+  int rc = ms <= 0 ? uv_idle_start(&s->idle, on_luasrc_idle)
+                   : uv_timer_start(&s->timer, on_luasrc_timer, (uint64_t)ms, 0);
+  if (rc != 0) {
+    wm_ctx_error(&s->oi.B->ctx, "%s: cannot schedule the source: %s", s->oi.where, uv_strerror(rc));
+    luasrc_fail(s);
+    return;
+  }
+  if (ms <= 0) s->idle_on = 1;
+  else s->timer_on = 1;
+}
+
+/* generate: emits the records that are due; returns the ms until the next is due (0 = at
+ * once), or -1 at the end. */
+static int64_t generate_step(luasrc *s) {
+  lwm_bridge *B = s->oi.B;
+  lua_State *L = B->L;
+  lua_Integer n = 512;
+  if (s->rate > 0) {
+    uint64_t now = uv_now(wm_exec_loop(s->exec));
+    if (s->next == 1) s->t0 = now;
+    /* record i is due at t0 + (i - 1) / rate: a steady rate, whatever the timer's jitter */
+    lua_Integer due = (lua_Integer)((double)(now - s->t0) * s->rate / 1000.0) + 1;
+    n = due - s->next + 1;
+    if (n > 4096) n = 4096;
+    if (n <= 0) {
+      double at = (double)(s->next - 1) * 1000.0 / s->rate;
+      int64_t wait = (int64_t)at - (int64_t)(now - s->t0);
+      return wait > 0 ? wait : 1;
+    }
+  }
+  for (lua_Integer k = 0; k < n && !s->stopped; k++) {
+    if (s->count > 0 && s->next > s->count) return -1;
+    lwm_push_fn(B, s->oi.fn);
+    lua_pushinteger(L, s->next);
+    if (lwm_call(&s->oi, 1, 1, NULL) != WM_OK) return -2;
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      return -1;
+    }
+    wm_value v;
+    if (lwm_to_value(B, -1, &v) != 0) {
+      lua_pop(L, 1);
+      wm_ctx_error(&B->ctx, "out of memory");
+      return -2;
+    }
+    s->next++;
+    int rc = wm_op_emit(s->oi.op, 0, &v, WM_TIME_MIN);
+    wm_value_release(&B->ctx.host, &v);
+    lua_pop(L, 1);
+    if (rc != WM_OK) {
+      wm_ctx_error_append(&B->ctx, "\n  while generating record %lld (%s)", (long long)s->next - 1,
+                          s->oi.where);
+      return -2;
+    }
+  }
+  if (s->count > 0 && s->next > s->count) return -1;
+  if (s->rate > 0) {
+    double at = (double)(s->next - 1) * 1000.0 / s->rate;
+    int64_t wait = (int64_t)at - (int64_t)(uv_now(wm_exec_loop(s->exec)) - s->t0);
+    return wait > 0 ? wait : 0;
+  }
+  return 0;
+}
+
+/* source: one poll(ctx); its result decides: true = again, false/nil = end, n = wait n ms. */
+static int64_t source_step(luasrc *s) {
+  lwm_bridge *B = s->oi.B;
+  lua_State *L = B->L;
+  lwm_push_fn(B, s->oi.fn2);
+  lwm_push_fn(B, s->oi.fn4);
+  if (lwm_call(&s->oi, 1, 1, NULL) != WM_OK) return -2;
+  int64_t r;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    lua_Number x = lua_tonumber(L, -1);
+    r = x > 0 ? (int64_t)ceil(x) : 0;
+  } else {
+    r = lua_toboolean(L, -1) ? 0 : -1;
+  }
+  lua_pop(L, 1);
+  return r;
+}
+
+static void luasrc_run(luasrc *s) {
+  if (s->stopped) return;
+  int64_t r = s->custom ? source_step(s) : generate_step(s);
+  wm_exec_batch_done(s->exec);
+  if (r == -2) luasrc_fail(s);
+  else if (s->finished) return;
+  else if (r == -1 || s->stopped) luasrc_end(s);
+  else luasrc_schedule(s, r);
+}
+
+static void on_luasrc_idle(uv_idle_t *h) { luasrc_run(h->data); }
+static void on_luasrc_timer(uv_timer_t *h) {
+  luasrc *s = h->data;
+  s->timer_on = 0;
+  luasrc_run(s);
+}
+
+static int luasrc_start(wm_op *op, wm_exec *exec) {
+  luasrc *s = op->impl;
+  s->exec = exec;
+  uv_loop_t *loop = wm_exec_loop(exec);
+  int rc = uv_idle_init(loop, &s->idle);
+  if (rc == 0) {
+    s->idle_open = 1;
+    s->idle.data = s;
+    rc = uv_timer_init(loop, &s->timer);
+  }
+  if (rc == 0) {
+    s->timer_open = 1;
+    s->timer.data = s;
+  }
+  if (rc != 0) {
+    luasrc_close(s);
+    return wm_ctx_error(op->ctx, "%s: cannot start the source: %s", s->oi.where, uv_strerror(rc));
+  }
+  if (s->custom && s->oi.fn) {
+    lwm_push_fn(s->oi.B, s->oi.fn);
+    lwm_push_fn(s->oi.B, s->oi.fn4);
+    if (lwm_call(&s->oi, 1, 0, NULL) != WM_OK) {
+      s->stopped = s->finished = 1;
+      luasrc_close(s);
+      return WM_ERR;
+    }
+  }
+  s->opened = 1;
+  luasrc_schedule(s, 0);
+  return s->finished ? WM_ERR : WM_OK;
+}
+
+static void luasrc_stop(wm_op *op, wm_exec *exec, int finish) {
+  luasrc *s = op->impl;
+  (void)exec;
+  if (s->stopped) return;
+  if (!finish) {
+    s->stopped = s->finished = 1;
+    luasrc_close(s);
+    return;
+  }
+  luasrc_end(s);
+}
+
+static void luasrc_pause(wm_op *op, wm_exec *exec, int paused) {
+  luasrc *s = op->impl;
+  (void)exec;
+  s->paused = paused;
+  if (paused) {
+    if (s->idle_on || s->timer_on) s->waiting = 1;
+    luasrc_handles_off(s);
+  } else if (s->waiting) {
+    s->waiting = 0;
+    luasrc_schedule(s, 0);
+  }
+}
+
+static const wm_source_vt luasrc_svt = {.start = luasrc_start, .stop = luasrc_stop, .pause = luasrc_pause};
+
+/* ctx:emit(record[, ts]) */
+static int l_ctx_emit(lua_State *L) {
+  luasrc *s = lua_touserdata(L, lua_upvalueindex(1));
+  lwm_bridge *B = s->oi.B;
+  lua_settop(L, 3);
+  int64_t ts = WM_TIME_MIN;
+  if (!lua_isnil(L, 3)) {
+    if (!lua_isinteger(L, 3)) {
+      lua_Number x = luaL_checknumber(L, 3);
+      if (floor(x) != x || fabs(x) >= 9.2e18)
+        return luaL_argerror(L, 3, "the timestamp must be an integer number of ms");
+      ts = (int64_t)x;
+    } else {
+      ts = (int64_t)lua_tointeger(L, 3);
+    }
+  }
+  if (lua_isnil(L, 2)) return luaL_argerror(L, 2, "cannot emit nil");
+  if (s->stopped) return 0;
+  frame fr;
+  frame_enter(B, &fr);
+  int rc = WM_OK;
+  if (s->idle_status) {
+    s->idle_status = 0;
+    rc = wm_op_emit_status(s->oi.op, false);
+  }
+  wm_value v;
+  if (rc == WM_OK && lwm_to_value(B, 2, &v) != 0) {
+    frame_leave(B, &fr);
+    return luaL_error(L, "out of memory");
+  }
+  if (rc == WM_OK) {
+    rc = wm_op_emit(s->oi.op, 0, &v, ts);
+    wm_value_release(&B->ctx.host, &v);
+  }
+  frame_leave(B, &fr);
+  if (rc == WM_OK) return 0;
+  B->downstream_failed = 1;
+  return luaL_error(L, "downstream operator failed");
+}
+
+/* ctx:emit_watermark(t): forwarded when greater than the last one */
+static int l_ctx_emit_watermark(lua_State *L) {
+  luasrc *s = lua_touserdata(L, lua_upvalueindex(1));
+  lua_Integer t;
+  if (lua_isinteger(L, 2)) t = lua_tointeger(L, 2);
+  else {
+    lua_Number x = luaL_checknumber(L, 2);
+    if (floor(x) != x || fabs(x) >= 9.2e18)
+      return luaL_argerror(L, 2, "the watermark must be an integer number of ms");
+    t = (lua_Integer)x;
+  }
+  if (s->stopped || (int64_t)t <= s->last_wm) return 0;
+  s->last_wm = (int64_t)t;
+  s->oi.op->wm = (int64_t)t;
+  frame fr;
+  frame_enter(s->oi.B, &fr);
+  int rc = wm_op_emit_watermark(s->oi.op, (int64_t)t);
+  frame_leave(s->oi.B, &fr);
+  if (rc != WM_OK) {
+    s->oi.B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+/* ctx:mark_idle(): downstream stops waiting for this source's watermarks until it emits */
+static int l_ctx_mark_idle(lua_State *L) {
+  luasrc *s = lua_touserdata(L, lua_upvalueindex(1));
+  if (s->stopped || s->idle_status) return 0;
+  s->idle_status = 1;
+  frame fr;
+  frame_enter(s->oi.B, &fr);
+  int rc = wm_op_emit_status(s->oi.op, true);
+  frame_leave(s->oi.B, &fr);
+  if (rc != WM_OK) {
+    s->oi.B->downstream_failed = 1;
+    return luaL_error(L, "downstream operator failed");
+  }
+  return 0;
+}
+
+static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char *where, int custom) {
+  lua_State *L = B->L;
+  lwm_opinfo *oi = lwm_opinfo_new(B, where);
+  luasrc *s = oi ? realloc(oi, sizeof *s) : NULL;
+  if (!s) {
+    lwm_opinfo_free(oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  memset((char *)s + sizeof s->oi, 0, sizeof *s - sizeof s->oi);
+  s->custom = custom;
+  s->next = 1;
+  s->last_wm = WM_TIME_MIN;
+  s->exec = B->exec;
+  if (custom) {
+    s->oi.fn = lwm_get_fn(B, node, "open");
+    s->oi.fn2 = lwm_get_fn(B, node, "poll");
+    s->oi.fn3 = lwm_get_fn(B, node, "close");
+    lua_getfield(L, node, "ctx"); /* the user's ctx table, made by the DSL */
+    lua_pushlightuserdata(L, s);
+    lua_pushcclosure(L, l_ctx_emit, 1);
+    lua_setfield(L, -2, "emit");
+    lua_pushlightuserdata(L, s);
+    lua_pushcclosure(L, l_ctx_emit_watermark, 1);
+    lua_setfield(L, -2, "emit_watermark");
+    lua_pushlightuserdata(L, s);
+    lua_pushcclosure(L, l_ctx_mark_idle, 1);
+    lua_setfield(L, -2, "mark_idle");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, -2, "subtask");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, -2, "parallelism");
+    lua_rawseti(L, B->fns, ++B->nfns);
+    s->oi.fn4 = B->nfns;
+  } else {
+    s->oi.fn = lwm_get_fn(B, node, "fn");
+    s->count = lwm_get_int(L, node, "count", 0);
+    lua_getfield(L, node, "rate");
+    s->rate = lua_isnumber(L, -1) ? (double)lua_tonumber(L, -1) : 0;
+    lua_pop(L, 1);
+  }
+  wm_op *op = wm_op_new(&B->ctx, custom ? &source_vt : &generate_vt, s, name);
+  if (!op) {
+    lwm_opinfo_free(&s->oi);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  s->oi.op = op;
+  if (wm_exec_add_source(B->exec, op, &luasrc_svt) != 0) {
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
+  }
+  return op;
+}
+
+/* ---- the builder ----------------------------------------------------------------------- */
+
+static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
+                  wm_op **op) {
+  lua_State *L = B->L;
+  if (strcmp(kind, "socket_lines") == 0 || strcmp(kind, "listen_lines") == 0) {
+    lua_getfield(L, node, "quiet");
+    int quiet = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    wm_tcp_config tc = {.host = lwm_get_str(L, node, "host"),
+                        .port = (int)lwm_get_int(L, node, "port", 0),
+                        .max_line = (size_t)lwm_get_int(L, node, "max_line", 0),
+                        .chunk = (size_t)lwm_get_int(L, node, "chunk", 0),
+                        .max_clients = (int)lwm_get_int(L, node, "max_clients", 0),
+                        .quiet = quiet};
+    *op = kind[0] == 's' ? wm_socket_lines_new(B->exec, name, &tc)
+                         : wm_listen_lines_new(B->exec, name, &tc);
+    return 1;
+  }
+  if (strcmp(kind, "generate") == 0 || strcmp(kind, "source") == 0) {
+    *op = build_luasrc(B, node, name, where, kind[0] == 's');
+    return 1;
+  }
+  if (strcmp(kind, "write_lines") == 0 || strcmp(kind, "write_socket") == 0) {
+    wm_write_config wc;
+    memset(&wc, 0, sizeof wc);
+    wc.path = lwm_get_str(L, node, "path");
+    wc.host = lwm_get_str(L, node, "host");
+    wc.port = (int)lwm_get_int(L, node, "port", 0);
+    wc.buffer = (size_t)lwm_get_int(L, node, "buffer", 0);
+    if (sink_format(B, node, where, &wc) != WM_OK) {
+      *op = NULL;
+      return 1;
+    }
+    *op = kind[6] == 'l' ? wm_write_lines_new(B->exec, name, &wc)
+                         : wm_write_socket_new(B->exec, name, &wc);
     return 1;
   }
   return 0;

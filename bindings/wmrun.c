@@ -26,6 +26,8 @@ static void usage(FILE *f) {
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
+          "  --no-drain                  on SIGINT/SIGTERM stop at once (exit 130) instead of\n"
+          "                              draining (ending the input, firing windows, flushing)\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
           progname);
@@ -38,7 +40,7 @@ typedef struct options {
   char **argv;
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
-  int trace, metrics;
+  int trace, metrics, no_drain;
   char luadir[4096];
   char cdir[4096];
 } options;
@@ -132,6 +134,8 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
   lua_setfield(L, -2, "metrics");
+  lua_pushboolean(L, o->no_drain);
+  lua_setfield(L, -2, "no_drain");
   lua_pop(L, 2);
   /* the job */
   if (luaL_loadfile(L, o->script) != LUA_OK) return lua_error(L);
@@ -170,6 +174,8 @@ int main(int argc, char **argv) {
       o.trace = 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
+    } else if (strcmp(a, "--no-drain") == 0) {
+      o.no_drain = 1;
     } else if (strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0 ||
                strncmp(a, "--parallelism=", 14) == 0) {
       const char *v = a[1] == 'p' ? argv[++i] : strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
@@ -228,7 +234,8 @@ int main(int argc, char **argv) {
   int code = 0;
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    if (msg && strcmp(msg, "wmrun: interrupted") == 0) {
+    /* the message handler adds a traceback: compare the first line only */
+    if (msg && strncmp(msg, "wmrun: interrupted", 18) == 0 && (msg[18] == '\0' || msg[18] == '\n')) {
       code = 130;
     } else {
       fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");

@@ -714,9 +714,16 @@ static void on_client_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   if (rc != WM_OK) src_fail(&ls->h);
 }
 
+static void on_client_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b) {
+  (void)suggested;
+  /* one read buffer for every client: each read is framed before the next one starts */
+  srchead *h = &((client *)hd->data)->ls->h;
+  *b = uv_buf_init(h->buf, (unsigned)h->chunk);
+}
+
 static int client_read_start(client *c) {
   if (c->reading || !c->open || c->ls->h.paused) return 0;
-  int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_client_read);
+  int rc = uv_read_start((uv_stream_t *)&c->tcp, on_client_alloc, on_client_read);
   if (rc == 0) c->reading = 1;
   return rc;
 }

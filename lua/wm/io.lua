@@ -122,6 +122,106 @@ function M.install(wm, c)
       "parse_json")
   end
 
+
+  --- A TCP client source: the lines a server sends until it closes the connection
+  -- (like Flink's socketTextStream). A refused connection fails the job naming host:port.
+  -- @tparam string host a name or an address
+  -- @tparam integer port
+  -- @tparam[opt] table opts `max_line` (bytes, default 1 MiB)
+  -- @usage env:socket_lines("127.0.0.1", 9999)   -- with `nc -lk 9999` on the other side
+  function Env:socket_lines(host, port, opts)
+    check_host_port(host, port, "socket_lines", 2)
+    opts = opt_table(opts, "socket_lines", {max_line = true, chunk = true}, 2)
+    return c.stream(self, self:_node("socket_lines", {}, {host = host, port = port,
+      max_line = positive_int(opts.max_line, "socket_lines", "max_line", 2),
+      chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2),
+      name = "socket_lines(" .. host .. ":" .. port .. ")"}))
+  end
+
+  --- A TCP server source: lines from every client that connects (`nc host port < file`).
+  -- Port 0 picks a free port; the server announces "wmrun: listening on host:port" on stderr.
+  -- @tparam string host the address to listen on ("127.0.0.1", "0.0.0.0", "::")
+  -- @tparam integer port
+  -- @tparam[opt] table opts `max_clients` (end once that many clients have come and gone;
+  --   default: accept forever), `max_line`, `quiet` (no announcement)
+  function Env:listen_lines(host, port, opts)
+    check_host_port(host, port, "listen_lines", 2)
+    opts = opt_table(opts, "listen_lines", {max_line = true, chunk = true, max_clients = true, quiet = true}, 2)
+    return c.stream(self, self:_node("listen_lines", {}, {host = host, port = port,
+      max_line = positive_int(opts.max_line, "listen_lines", "max_line", 2),
+      chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2),
+      max_clients = positive_int(opts.max_clients, "listen_lines", "max_clients", 2),
+      quiet = opts.quiet and true or nil,
+      name = "listen_lines(" .. host .. ":" .. port .. ")"}))
+  end
+
+  --- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
+  -- @tparam function fn
+  -- @tparam[opt] table opts `count` (stop after that many), `rate` (records per second,
+  --   paced by a libuv timer; default: as fast as the pipeline takes them)
+  -- @usage env:generate(function(i) return {id = "k" .. i % 10, ts = i} end, {count = 1000, rate = 100})
+  function Env:generate(fn, opts)
+    c.check_fn(fn, "generate")
+    opts = opt_table(opts, "generate", {count = true, rate = true}, 2)
+    local count = opts.count
+    if count ~= nil and (math.type(count) ~= "integer" or count < 0) then
+      error("generate: count must be a non-negative integer, got " .. tostring(count), 2)
+    end
+    local rate = opts.rate
+    if rate ~= nil and (type(rate) ~= "number" or rate <= 0) then
+      error("generate: rate must be a positive number of records per second, got " .. tostring(rate), 2)
+    end
+    if count == 0 then fn = function() return nil end end
+    return c.stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
+  end
+
+  --- A custom source written in Lua.
+  -- `open(ctx)` once, then `poll(ctx)` repeatedly: it emits with `ctx:emit(record[, ts])`,
+  -- may `ctx:emit_watermark(t)` and `ctx:mark_idle()`, and returns true (poll again),
+  -- false or nil (the end), or a number of ms to wait before the next poll. `close(ctx)`
+  -- runs at the end (and when the job is stopped). `ctx.subtask`, `ctx.parallelism`.
+  -- @tparam table spec `{open = fn, poll = fn, close = fn}` (only poll is required)
+  function Env:source(spec)
+    if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
+    for k, v in pairs(spec) do
+      if k ~= "open" and k ~= "poll" and k ~= "close" and k ~= "name" then
+        error("source: unknown field '" .. tostring(k) .. "' (open, poll, close)", 2)
+      end
+      if k ~= "name" and type(v) ~= "function" then error("source: '" .. k .. "' must be a function", 2) end
+    end
+    if not spec.poll then error("source: 'poll' is required", 2) end
+    return c.stream(self, self:_node("source", {}, {open = spec.open, poll = spec.poll, close = spec.close,
+      ctx = {}, name = spec.name or "source"}))
+  end
+
+  local function check_format(format, call)
+    if format == nil then return "json" end
+    if format == "json" or format == "text" or type(format) == "function" then return format end
+    error(call .. ": format must be 'json', 'text' or a function returning a line, got " .. tostring(format), 3)
+  end
+
+  --- Writes one line per record to a file (created or truncated), buffered and flushed at
+  -- the end of input (also after SIGINT). Default format: compact JSON with sorted keys
+  -- (JSON lines); "text" writes records as print shows them; a function returns the line.
+  -- @tparam string path
+  -- @tparam[opt] string|function format
+  function Stream:write_lines(path, format)
+    if type(path) ~= "string" then error("write_lines: expected a path, got " .. type(path), 2) end
+    return c.sink(self, "write_lines", {path = path, format = check_format(format, "write_lines"),
+      name = "write_lines(" .. path .. ")"})
+  end
+
+  --- Writes one line per record to a TCP server (format as write_lines). Lines wait in a
+  -- buffer until the connection is up; a slow server slows the sources down (backpressure).
+  -- @tparam string host
+  -- @tparam integer port
+  -- @tparam[opt] string|function format
+  function Stream:write_socket(host, port, format)
+    check_host_port(host, port, "write_socket", 2)
+    return c.sink(self, "write_socket", {host = host, port = port, format = check_format(format, "write_socket"),
+      name = "write_socket(" .. host .. ":" .. port .. ")"})
+  end
+
   M._helpers = {opt_table = opt_table, positive_int = positive_int, check_host_port = check_host_port}
   return wm
 end
