@@ -148,6 +148,10 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
             (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
             (unsigned long long)op->m.late_dropped, st);
   }
+  for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
+    if (B->ctx.ops[i]->m.parse_errors)
+      fprintf(f, "parse errors: %llu in '%s'\n",
+              (unsigned long long)B->ctx.ops[i]->m.parse_errors, B->ctx.ops[i]->name);
   fflush(f);
 }
 
@@ -245,8 +249,12 @@ static void on_usr1(uv_signal_t *s, int signum) {
 }
 
 static void watch_close(watch *w) {
-  if (w->timer_open) uv_close((uv_handle_t *)&w->timer, NULL);
-  if (w->usr1_open) uv_close((uv_handle_t *)&w->usr1, NULL);
+  /* the executor closes every handle of its loop at the end of a run: close only what is
+   * still open */
+  if (w->timer_open && !uv_is_closing((uv_handle_t *)&w->timer))
+    uv_close((uv_handle_t *)&w->timer, NULL);
+  if (w->usr1_open && !uv_is_closing((uv_handle_t *)&w->usr1))
+    uv_close((uv_handle_t *)&w->usr1, NULL);
   w->timer_open = w->usr1_open = 0;
 }
 
@@ -300,9 +308,11 @@ static int build_and_run(lwm_bridge *B, int env) {
   w.metrics = lua_toboolean(L, -1);
   lua_getfield(L, env, "trace_watermarks");
   if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
-  lua_pop(L, 2);
+  lua_getfield(L, env, "no_drain");
+  int no_drain = lua_toboolean(L, -1);
+  lua_pop(L, 3);
   wm_exec_config ecfg = {.watermark_interval = w.interval, .handle_signals = 1,
-                         .on_batch = on_batch, .on_batch_ud = &w};
+                         .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain};
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   if (!B->exec) return WM_ERR;
   wm_op **outop = NULL;

@@ -30,6 +30,8 @@ static void usage(FILE *f) {
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
           "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
+          "  --no-drain                  on SIGINT/SIGTERM stop at once (exit 130) instead of\n"
+          "                              draining (ending the input, firing windows, flushing)\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
           progname, progname);
@@ -42,7 +44,7 @@ typedef struct options {
   char **argv;
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
-  int trace, metrics;
+  int trace, metrics, no_drain;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int load_error;
   char luadir[4096];
@@ -148,6 +150,8 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
   lua_setfield(L, -2, "metrics");
+  lua_pushboolean(L, o->no_drain);
+  lua_setfield(L, -2, "no_drain");
   lua_pop(L, 2);
   /* the job */
   if (o->sql) { /* a SQL script: wm.sql parses, plans and runs it */
@@ -200,6 +204,8 @@ int main(int argc, char **argv) {
       o.metrics = 1;
     } else if (strcmp(a, "--sql") == 0) {
       o.sql = 1;
+    } else if (strcmp(a, "--no-drain") == 0) {
+      o.no_drain = 1;
     } else if (strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0 ||
                strncmp(a, "--parallelism=", 14) == 0) {
       const char *v = a[1] == 'p' ? argv[++i] : strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
@@ -258,7 +264,8 @@ int main(int argc, char **argv) {
   int code = 0;
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    if (msg && strcmp(msg, "wmrun: interrupted") == 0) {
+    /* the message handler adds a traceback: compare the first line only */
+    if (msg && strncmp(msg, "wmrun: interrupted", 18) == 0 && (msg[18] == '\0' || msg[18] == '\n')) {
       code = 130;
     } else {
       fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");

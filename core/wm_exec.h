@@ -22,6 +22,8 @@ typedef struct wm_source_vt {
   /* Stops producing (a drain or a failure): the source closes its handles and, when
    * `finish` is set, then calls wm_exec_source_done. May be called more than once. */
   void (*stop)(wm_op *src, wm_exec *exec, int finish);
+  /* Backpressure: stop reading (paused = 1) or read again (0). NULL = cannot pause. */
+  void (*pause)(wm_op *src, wm_exec *exec, int paused);
 } wm_source_vt;
 
 typedef struct wm_exec_config {
@@ -29,6 +31,9 @@ typedef struct wm_exec_config {
   int handle_signals;         /* SIGINT/SIGTERM: first drains, second aborts (exit 130) */
   void (*on_batch)(void *ud); /* after each batch of records (the bindings step the GC) */
   void *on_batch_ud;
+  int no_drain;               /* the first signal stops at once, without flushing */
+  size_t pressure_high;       /* backpressure marks in bytes (0 = 1 MiB and a quarter) */
+  size_t pressure_low;
 } wm_exec_config;
 
 /* NULL on failure (message in ctx->err). */
@@ -55,32 +60,14 @@ int wm_exec_stopping(const wm_exec *exec);
 /* Requests a drain as the first SIGINT does. */
 void wm_exec_drain(wm_exec *exec);
 
-/* ---- the line source: a file or standard input ------------------------------------- */
+/* ---- backpressure ------------------------------------------------------------------ */
 
-typedef struct wm_lines_config {
-  const char *path;      /* "-" = standard input */
-  size_t max_line;       /* bytes; longer lines are an error (default 1 MiB) */
-  size_t chunk;          /* read size (default 256 KiB) */
-} wm_lines_config;
-
-/* A source operator reading lines (without their "\n" or "\r\n") as borrowed strings.
- * Opening happens here, so a missing file is reported before the job starts:
- * "cannot open 'x.csv': No such file or directory". NULL on failure. */
-wm_op *wm_lines_new(wm_exec *exec, const char *name, const wm_lines_config *cfg);
-/* The path and current line number of a line source (for error messages). */
-const char *wm_lines_position(const wm_op *op, uint64_t *line);
-
-/* ---- the print sink --------------------------------------------------------------- */
-
-typedef struct wm_print_config {
-  const char *prefix; /* NULL or "" for none */
-  int instance;       /* 1-based instance; 0 when parallelism is 1 */
-  FILE *out;          /* stdout by default */
-} wm_print_config;
-
-/* print(): one line per record in Flink's format (api.md). NULL on failure. */
-wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg);
-/* Flushes every print sink of the context. */
-void wm_print_flush_all(wm_ctx *ctx);
+/* Sinks that write asynchronously report the bytes they have queued (delta may be
+ * negative). When the total passes the high mark (1 MiB by default) every source is paused
+ * (its vt->pause(src, exec, 1)); once it falls under the low mark they resume. */
+void wm_exec_pressure(wm_exec *exec, int64_t delta);
+/* Whether the sources are paused by backpressure. */
+int wm_exec_paused(const wm_exec *exec);
+#include "wm_io.h"
 
 #endif

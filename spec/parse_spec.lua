@@ -1,0 +1,152 @@
+-- parse_csv and parse_json end to end: typed rows built in C, each on_error mode, quoting,
+-- CRLF, headers, and the error messages naming file, line and field.
+local h = require("helper")
+
+local function job(body)
+  return 'local wm = require("wm")\nlocal env = wm.env{ watermark_interval = 0 }\n' .. body ..
+    '\nenv:execute()\n'
+end
+
+describe("parse_csv", function()
+  it("turns lines into typed records (RFC 4180 quoting, CRLF, no final newline)", function()
+    local data = h.write_tmp('a,1,2.5,true\r\n"b,c",-3,4,false\n"q""x",5,1e2,0\n" sp ",+7, 8 ,1', ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q)
+  :parse_csv{"id", "n:integer", "x:number", "ok:boolean"}
+  :map(function(r) return string.format("%%s|%%s|%%s|%%s|%%s", r.id, math.type(r.n), r.n, r.x, r.ok) end)
+  :print()]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(table.concat({
+      "a|integer|1|2.5|true",
+      "b,c|integer|-3|4|false",
+      'q"x|integer|5|100.0|false',
+      " sp |integer|7|8|true", ""}, "\n"), out)
+    os.remove(data)
+  end)
+
+  it("prints rows in C as sorted compact JSON and feeds key_by/sum in C", function()
+    local data = h.write_tmp("s1,1,3\ns2,2,4\ns1,3,5\ns1,7,1\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts", 1000))
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :print()]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    -- [0,5): s1 3+5 = 8 (first record's ts 1), s2 4; [5,10): s1 1
+    assert.are.equal('{"id":"s1","ts":1,"vc":8}\n{"id":"s2","ts":2,"vc":4}\n{"id":"s1","ts":7,"vc":1}\n', out)
+    os.remove(data)
+  end)
+
+  it("fails naming the file, the line and the field", function()
+    local data = h.write_tmp("a,1\nb,2\nc,abc\nd,4\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q):parse_csv{"id", "ts:integer"}:print()]]):format(data)))
+    assert.are.equal(1, code)
+    assert.truthy(err:find("wmrun: " .. data .. ":3: field 'ts': 'abc' is not an integer", 1, true), err)
+    assert.are.equal('{"id":"a","ts":1}\n{"id":"b","ts":2}\n', out)
+    os.remove(data)
+  end)
+
+  it("names the problem of a malformed line", function()
+    local cases = {
+      {"a", "expected 2 fields, got 1"},
+      {"a,1,2", "expected 2 fields, got 3"},
+      {'"a,1', "field 'id': unterminated quoted field"},
+      {'"a"x,1', "field 'id': unexpected text after the closing quote"},
+      {"a,", "field 'ts' is empty"},
+      {"a,99999999999999999999", "is not an integer"},
+    }
+    for _, c in ipairs(cases) do
+      local data = h.write_tmp(c[1] .. "\n", ".csv")
+      local _, err, code = h.run_job(job(([[
+env:read_lines(%q):parse_csv{"id", "ts:integer"}:print()]]):format(data)))
+      assert.are.equal(1, code)
+      assert.truthy(err:find(data .. ":1: " , 1, true), err)
+      assert.truthy(err:find(c[2], 1, true), c[1] .. " -> " .. err)
+      os.remove(data)
+    end
+  end)
+
+  it("skips malformed lines and counts them in the metrics", function()
+    local data = h.write_tmp("a,1\nb,x\nc,3\n,\nd,5\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q):parse_csv{"id", "ts:integer", on_error = "skip"}:print()]]):format(data)),
+      "--metrics")
+    assert.are.equal(0, code)
+    assert.are.equal('{"id":"a","ts":1}\n{"id":"c","ts":3}\n{"id":"d","ts":5}\n', out)
+    assert.truthy(err:find("parse errors: 2 in 'parse_csv", 1, true), err)
+    os.remove(data)
+  end)
+
+  it("sends malformed lines to the parse_errors side output", function()
+    local data = h.write_tmp("a,1\nb,x\nc,3\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+local parsed = env:read_lines(%q):parse_csv{"id", "ts:integer", on_error = "side_output"}
+parsed:print()
+parsed:get_side_output("parse_errors")
+  :map(function(e) return e.line .. "|" .. e.text .. "|" .. e.error end)
+  :print("bad")]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal('{"id":"a","ts":1}\nbad> 2|b,x|field \'ts\': \'x\' is not an integer\n{"id":"c","ts":3}\n', out)
+    os.remove(data)
+  end)
+
+  it("skips a header line, uses another separator, and makes optional fields nil", function()
+    local data = h.write_tmp("id;vc\nx;1\ny;\n", ".csv")
+    local out, _, code = h.run_job(job(([[
+env:read_lines(%q):parse_csv{"id", "vc:integer?", sep = ";", header = true}:print()]]):format(data)))
+    assert.are.equal(0, code)
+    assert.are.equal('{"id":"x","vc":1}\n{"id":"y"}\n', out)
+    os.remove(data)
+  end)
+
+  it("rejects bad specifications where the job calls it", function()
+    local _, err, code = h.run_job(job('env:from_elements("a"):parse_csv{"id", "ts:int"}:print()'))
+    assert.are.equal(1, code)
+    assert.truthy(err:find(":3: parse_csv: column 'ts' has unknown type 'int'", 1, true), err)
+    _, err = h.run_job(job('env:from_elements("a"):parse_csv{"id", sep = ",,"}:print()'))
+    assert.truthy(err:find("sep must be one character", 1, true), err)
+    _, err = h.run_job(job('env:from_elements("a"):parse_csv{"id", on_error = "ignore"}:print()'))
+    assert.truthy(err:find("on_error must be", 1, true), err)
+  end)
+
+  it("keeps rows intact when a later stage holds them (rows are reused only when free)", function()
+    local data = h.write_tmp("a,1\nb,2\nc,3\n", ".csv")
+    local out, _, code = h.run_job(job(([[
+local rows = env:read_lines(%q):parse_csv{"id", "n:integer"}:collect()
+env:execute()
+for _, r in ipairs(rows) do print(r.id, r.n) end
+do return end]]):format(data)))
+    assert.are.equal(0, code)
+    assert.are.equal("a\t1\nb\t2\nc\t3\n", out)
+    os.remove(data)
+  end)
+end)
+
+describe("parse_json", function()
+  it("decodes JSON lines with lua-cjson and handles errors by mode", function()
+    local data = h.write_tmp('{"id":"a","n":1}\nnot json\n{"id":"b","n":2}\nnull\n', ".jsonl")
+    local out, err, code = h.run_job(job(([[
+local s = env:read_lines(%q):parse_json{on_error = "side_output"}
+s:map(function(r) return r.id .. "=" .. r.n end):print()
+s:get_side_output("parse_errors"):map(function(e) return e.line .. ":" .. e.error end):print("bad")]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal("a=1", lines[1])
+    assert.truthy(lines[2]:find("^bad> 2:invalid JSON: "), lines[2])
+    assert.are.equal("b=2", lines[3])
+    assert.are.equal("bad> 4:the line is JSON null, not a record", lines[4])
+    _, err, code = h.run_job(job(([[env:read_lines(%q):parse_json():print()]]):format(data)))
+    assert.are.equal(1, code)
+    assert.truthy(err:find(data .. ":2: invalid JSON", 1, true), err)
+    os.remove(data)
+  end)
+end)
