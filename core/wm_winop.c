@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "wm_buf.h"
+#include "wm_observe.h"
 #include "wm_time.h"
 #include "wm_timer.h"
 
@@ -258,6 +259,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     uint32_t i = 0;
     int created = 0;
     if (entry_get(op, s, &key, khash, w, &i, &created) != WM_OK) return WM_ERR;
+    wm_observe_window(op, &key, ts, w, created);
     if (created) {
       /* the default event-time trigger's timer, and the cleanup timer; with no lateness
        * they are the same instant: fire, then delete */
@@ -270,10 +272,12 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     }
     if (add_record(op, s, &s->e[i], rec) != WM_OK) return WM_ERR;
     if (mts <= W) { /* a late firing: accumulating, over everything the window holds */
+      wm_observe_fire(op, &key, w, 1);
       if (fire(op, s, i) != WM_OK) return WM_ERR;
     }
   }
   if (!any && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
+    wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
     if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
     op->m.late_dropped++;
   }
@@ -290,7 +294,9 @@ static int winop_watermark(wm_op *op, int64_t W) {
       uint64_t p = ents[k].payload;
       uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32) & 0x3fffffffu, kind = (uint32_t)(p >> 62);
       if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
+      if (kind & T_FIRE) wm_observe_fire(op, &s->e[i].key, s->e[i].w, 0);
       if ((kind & T_FIRE) && fire(op, s, i) != WM_OK) return WM_ERR;
+      if (kind & T_CLEANUP) wm_observe_cleanup(op, &s->e[i].key, s->e[i].w);
       if (kind & T_CLEANUP) entry_delete(op, s, i);
     }
   }

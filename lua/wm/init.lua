@@ -78,7 +78,8 @@ function M.env(opts)
   if o.watermark_interval then wi = o.watermark_interval end
   if o.parallelism then p = o.parallelism end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time,
-                       metrics = o.metrics, trace_watermarks = o.trace_watermarks}, Env)
+                       metrics = o.metrics, trace_watermarks = o.trace_watermarks,
+                       timeline = o.timeline}, Env)
 end
 
 -- Where a user function was defined ("job.lua:12"): more precise than the call's line,
