@@ -196,10 +196,9 @@ static void add_step(wm_timeline *tl, int si, uint64_t x, int64_t t, int64_t v) 
   if (s->n > 0 && s->p[s->n - 1].x / s->bucket == x / s->bucket) {
     s->p[s->n - 1].v = v;
     s->p[s->n - 1].t = t;
-    if (s->n > 1) s->p[s->n - 1].x = x;
     return;
   }
-  if (s->n == tl->lim.steps) {
+  while (s->n >= tl->lim.steps) { /* until merging buckets made room */
     s->bucket *= 2;
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -211,10 +210,11 @@ static void add_step(wm_timeline *tl, int si, uint64_t x, int64_t t, int64_t v) 
       }
     }
     s->n = k;
-    if (s->n > 0 && s->p[s->n - 1].x / s->bucket == x / s->bucket) {
-      s->p[s->n - 1].v = v;
-      return;
-    }
+  }
+  if (s->n > 0 && s->p[s->n - 1].x / s->bucket == x / s->bucket) {
+    s->p[s->n - 1].v = v;
+    s->p[s->n - 1].t = t;
+    return;
   }
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 32;
@@ -281,11 +281,15 @@ static tl_win *win_get(wm_timeline *tl, int si, wm_window w, int create) {
           if (tl->wins[k].used && (win_hash(tl->wins[k].series, tl->wins[k].w) >> 8) %
                                           tl->win_stride != 0)
             tl->wins[k].used = 2; /* dropped: removed by the rehash */
+        size_t before = tl->nwins;
         wins_rehash(tl, tl->capwins);
+        if (tl->st.oom && tl->nwins == before) return NULL;
         return win_get(tl, si, w, create);
       }
       if ((tl->nwins + 1) * 2 > tl->capwins) {
-        wins_rehash(tl, tl->capwins * 2);
+        size_t cap = tl->capwins;
+        wins_rehash(tl, cap * 2);
+        if (tl->capwins == cap) return NULL; /* out of memory */
         return win_get(tl, si, w, create);
       }
       memset(e, 0, sizeof *e);
@@ -627,6 +631,7 @@ static double nice_step(double range, int ticks) {
 }
 
 static void tick_label(char *b, size_t n, double v, double step, int epoch) {
+  if (fabs(v) < 0.5) v = 0; /* no "-0" */
   int64_t i = (int64_t)llround(v);
   if (epoch) {
     time_t s = (time_t)(i >= 0 ? i / 1000 : (i - 999) / 1000);
@@ -797,8 +802,9 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
   fprintf(f, "<g class=\"records\">\n");
   for (size_t i = 0; i < tl->recs.n; i++) {
     if (r[i].late) continue; /* drawn with the late records */
-    fprintf(f, "<circle class=\"rec %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\"",
-            key_class(r[i].key, kb, sizeof kb), px(p, r[i].x, r[i].t), py(p, r[i].ts));
+    fprintf(f, "<circle class=\"rec %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"",
+            key_class(r[i].key, kb, sizeof kb), px(p, r[i].x, r[i].t), py(p, r[i].ts),
+            tl->recs.n <= 300 ? "3.4" : "2");
     if (titles) {
       fmt_ts(b, sizeof b, r[i].ts, p->epoch);
       fprintf(f, "><title>record #%" PRIu64 ": ts %s", r[i].x, b);
@@ -930,9 +936,13 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
                "y=\"%.1f\">%s ", se->window ? "window" : "assigner",
             line_colours[se->window ? 4 + s % 2 : s % 4], lx, ly - 4, lx + 19, ly,
             se->window ? "window input:" : "assigner:");
-    char name[40];
+    char name[32];
     snprintf(name, sizeof name, "%s", se->name);
+    if (strlen(se->name) >= sizeof name) memcpy(name + sizeof name - 4, "...", 4);
     esc(f, name);
+    fprintf(f, "<title>");
+    esc(f, se->name);
+    fprintf(f, "</title>");
     fprintf(f, "</text>\n");
   }
   fprintf(f, "</g>\n</g>\n");
