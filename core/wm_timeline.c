@@ -483,9 +483,9 @@ wm_timeline *wm_timeline_new(const char *title) {
 
 void wm_timeline_set_limits(wm_timeline *tl, const wm_timeline_limits *lim) {
   tl->lim.records = lim->records ? lim->records : 15000;
-  tl->lim.late = lim->late ? lim->late : 6000;
-  tl->lim.marks = lim->marks ? lim->marks : 8000;
-  tl->lim.windows = lim->windows ? lim->windows : 3000;
+  tl->lim.late = lim->late ? lim->late : 5000;
+  tl->lim.marks = lim->marks ? lim->marks : 6000;
+  tl->lim.windows = lim->windows ? lim->windows : 2500;
   tl->lim.steps = lim->steps ? lim->steps : 3000;
   list_init(&tl->recs, sizeof(tl_rec), tl->lim.records);
   list_init(&tl->lates, sizeof(tl_late), tl->lim.late);
@@ -786,7 +786,7 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
     double x0 = px(p, w->x0, w->t0), x1 = w->cleaned ? px(p, w->x1, w->t1) : right;
     double y0 = py(p, w->w.stop), y1 = py(p, w->w.start);
     if (x1 - x0 < 2) x1 = x0 + 2;
-    fmt_win(b, sizeof b, w->w, p->epoch);
+    fmt_win(b, sizeof b, w->w, p->epoch && tl->nwins <= 300);
     fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
                "<title>%s of ", x0, y0, x1 - x0, y1 - y0, b);
     esc(f, tl->series[w->series].name);
@@ -842,18 +842,19 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
   /* firings and cleanups */
   fprintf(f, "<g class=\"marks\">\n");
   const tl_mark *m = tl->marks.a;
+  int terse = tl->marks.n > 500; /* big runs: shorter titles keep the page small */
   for (size_t i = 0; i < tl->marks.n; i++) {
     double x = px(p, m[i].x, m[i].t);
     double y = m[i].w.start == WM_TIME_MIN ? p->T : py(p, wm_window_max_ts(m[i].w));
-    fmt_win(b, sizeof b, m[i].w, p->epoch);
-    fmt_ts(c, sizeof c, m[i].wm, p->epoch);
+    fmt_win(b, sizeof b, m[i].w, p->epoch && !terse);
+    fmt_ts(c, sizeof c, m[i].wm, p->epoch && !terse);
     if (m[i].kind == MK_FIRE)
       fprintf(f, "<path class=\"fire ontime\" data-n=\"%u\" d=\"M%.1f %.1fl-5.5 -9h11z\">"
                  "<title>%s fired on time: the watermark reached %s", m[i].count, x, y, b, c);
     else if (m[i].kind == MK_LATE_FIRE)
       fprintf(f, "<path class=\"fire late\" data-n=\"%u\" d=\"M%.1f %.1fl6 6l-6 6l-6 -6z\">"
-                 "<title>late firing of %s: a late record arrived within the allowed lateness "
-                 "(watermark %s)", m[i].count, x, y - 6, b, c);
+                 "<title>late firing of %s%s(watermark %s)", m[i].count, x, y - 6, b,
+              terse ? " " : ": a late record arrived within the allowed lateness ", c);
     else
       fprintf(f, "<path class=\"cleanup\" data-n=\"%u\" d=\"M%.1f %.1fl8 8m0 -8l-8 8\">"
                  "<title>%s cleaned up (state deleted) at watermark %s", m[i].count, x - 4,
@@ -869,9 +870,10 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
   /* late records */
   fprintf(f, "<g class=\"lates\">\n");
   const tl_late *l = tl->lates.a;
+  terse = tl->lates.n > 300;
   for (size_t i = 0; i < tl->lates.n; i++) {
-    fmt_ts(b, sizeof b, l[i].ts, p->epoch);
-    fmt_ts(c, sizeof c, l[i].wm, p->epoch);
+    fmt_ts(b, sizeof b, l[i].ts, p->epoch && !terse);
+    fmt_ts(c, sizeof c, l[i].wm, p->epoch && !terse);
     fprintf(f, "<circle class=\"late %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\"><title>late record "
                "#%" PRIu64 ": ts %s", l[i].side ? "side" : "dropped", px(p, l[i].x, l[i].t),
             py(p, l[i].ts), l[i].x, b);
@@ -879,16 +881,20 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
       fprintf(f, ", key ");
       esc(f, tl->keys[l[i].key]);
     }
-    fprintf(f, ". Reason: ts + allowed lateness (%" PRId64 " ms) &lt;= watermark %s of ",
-            l[i].lateness, c);
-    if (l[i].series >= 0) esc(f, tl->series[l[i].series].name);
-    fprintf(f, ": every window it belongs to is already cleaned up. ");
+    if (terse) {
+      fprintf(f, ": ts + %" PRId64 " &lt;= watermark %s. ", l[i].lateness, c);
+    } else {
+      fprintf(f, ". Reason: ts + allowed lateness (%" PRId64 " ms) &lt;= watermark %s of ",
+              l[i].lateness, c);
+      if (l[i].series >= 0) esc(f, tl->series[l[i].series].name);
+      fprintf(f, ": every window it belongs to is already cleaned up. ");
+    }
     if (l[i].side) {
       fprintf(f, "Sent to side output '");
       esc(f, l[i].tag ? l[i].tag : "");
       fprintf(f, "'.</title></circle>\n");
     } else {
-      fprintf(f, "Dropped (counted in late_records_dropped).</title></circle>\n");
+      fprintf(f, "Dropped%s.</title></circle>\n", terse ? "" : " (counted in late_records_dropped)");
     }
   }
   fprintf(f, "</g>\n");
