@@ -33,7 +33,7 @@ export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 export WMRUN     := $(CURDIR)/$(WMRUN)
 
-.PHONY: all deps build-with-deps demo test test-c test-lua asan valgrind install uninstall clean bench
+.PHONY: all deps build-with-deps demo test test-c test-lua asan valgrind install uninstall clean bench docs
 
 all: $(WMRUN) $(MODULE) $(CTESTS)
 
@@ -86,6 +86,13 @@ asan:
 
 valgrind: all
 	WMRUN_VALGRIND=1 ./spec/run_all.sh $(BUILD)
+
+# The timeline pictures embedded in the docs (docs/img/*.svg), drawn by wmrun --timeline.
+docs: $(WMRUN)
+	@mkdir -p docs/img
+	$(WMRUN) --timeline docs/img/timeline_scenario_c.svg examples/c_lateness_side_output.lua >/dev/null
+	$(WMRUN) --timeline docs/img/timeline_percentile_vs_bounded.svg \
+	  --compare examples/timeline_bounded.lua examples/timeline_percentile.lua >/dev/null
 
 bench: all
 	@./bench/run.sh

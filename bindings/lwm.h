@@ -9,6 +9,7 @@
 #include "../core/wm_time.h"
 #include "../core/wm_exec.h"
 #include "../core/wm_graph.h"
+#include "../core/wm_timeline.h"
 #include "../core/wm_tsop.h"
 #include "../core/wm_winop.h"
 

@@ -310,11 +310,14 @@ static int build_and_run(lwm_bridge *B, int env) {
   if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
   lua_getfield(L, env, "no_drain");
   int no_drain = lua_toboolean(L, -1);
-  lua_pop(L, 3);
+  lua_getfield(L, env, "timeline"); /* wmrun --timeline: a recorder (light userdata) */
+  wm_timeline *tl = lua_islightuserdata(L, -1) ? lua_touserdata(L, -1) : NULL;
+  lua_pop(L, 4);
   wm_exec_config ecfg = {.watermark_interval = w.interval, .handle_signals = 1,
                          .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain};
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   if (!B->exec) return WM_ERR;
+  if (tl) wm_timeline_attach(tl, &B->ctx);
   wm_op **outop = NULL;
   int *outport = NULL;
   lua_Integer n = 0;
@@ -329,6 +332,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   }
   wm_print_flush_all(&B->ctx);
   if (w.metrics) lwm_print_metrics(B, stderr);
+  if (tl) wm_timeline_detach(tl, &B->ctx);
   return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../core/wm_keyedop.h"
+#include "../core/wm_observe.h"
 #include "../core/wm_timer.h"
 #include "lwm.h"
 
@@ -29,6 +30,7 @@ typedef struct harness {
   wm_op **tsops;
   int64_t *next_periodic;
   int ntsops;
+  wm_timeline *tl; /* records the run for h:timeline(path) */
 } harness;
 
 typedef struct capture {
@@ -160,6 +162,8 @@ static int l_push(lua_State *L) {
   int rc;
   if (lwm_to_value(&H->B, 2, &v) != 0) rc = wm_ctx_error(&H->B.ctx, "out of memory");
   else {
+    /* with no assigner in the pipeline, the pushed timestamps are the records' times */
+    if (H->ntsops == 0 && ts != WM_TIME_MIN) wm_observe_record(H->input, ts);
     rc = wm_op_input_record(H->input, ch, &v, ts);
     wm_value_release(&H->B.ctx.host, &v);
   }
@@ -340,12 +344,15 @@ static void h_free(lua_State *L, harness *H) {
   H->closed = 1;
   lwm_frame fr;
   lwm_enter(&H->B, L, &fr);
+  if (H->tl) wm_timeline_detach(H->tl, &H->B.ctx);
   wm_ctx_free(&H->B.ctx); /* releases slots while the slot table is on the stack */
   lwm_leave(&H->B, &fr);
   H->B.L = L;
   lwm_unregister(&H->B);
   wm_timers_free(H->pt);
   H->pt = NULL;
+  wm_timeline_free(H->tl);
+  H->tl = NULL;
   free(H->tsops);
   free(H->next_periodic);
   free(H->B.refs);
@@ -354,6 +361,19 @@ static void h_free(lua_State *L, harness *H) {
   H->next_periodic = NULL;
   H->B.refs = NULL;
   H->B.free_slots = NULL;
+}
+
+/* h:timeline(path, xmode): writes the picture of the run so far ("order" or "time") */
+static int l_timeline(lua_State *L) {
+  harness *H = luaL_checkudata(L, 1, HARNESS_MT);
+  const char *path = luaL_checkstring(L, 2);
+  static const char *const modes[] = {"order", "time", NULL};
+  int xmode = luaL_checkoption(L, 3, "order", modes) == 1 ? WM_TL_X_TIME : WM_TL_X_ORDER;
+  if (H->closed || !H->tl) return luaL_error(L, "the harness is closed");
+  char err[600];
+  if (wm_timeline_save(path, &H->tl, 1, xmode, err, sizeof err) != 0)
+    return luaL_error(L, "%s", err);
+  return 0;
 }
 
 static int l_close(lua_State *L) {
@@ -389,6 +409,15 @@ int lwm_harness_new(lua_State *L) {
   lua_getfield(L, 2, "trace");
   if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
   lua_pop(L, 1);
+  /* the run is always recorded (bounded memory) so that h:timeline can draw it */
+  lua_getfield(L, 2, "title");
+  H->tl = wm_timeline_new(lua_isstring(L, -1) ? lua_tostring(L, -1) : "wm.testing harness");
+  lua_pop(L, 1);
+  if (!H->tl) {
+    h_free(L, H);
+    return luaL_error(L, "out of memory");
+  }
+  wm_timeline_attach(H->tl, &B->ctx);
   lua_newtable(L);
   H->outputs = ++B->nfns;
   lua_rawseti(L, B->fns, H->outputs);
@@ -452,6 +481,7 @@ static const luaL_Reg harness_methods[] = {
     {"metrics", l_metrics},
     {"current_watermark", l_current_watermark},
     {"processing_time", l_processing_time},
+    {"timeline", l_timeline},
     {"close", l_close},
     {NULL, NULL},
 };

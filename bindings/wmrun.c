@@ -32,6 +32,12 @@ static void usage(FILE *f) {
           "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
           "  --no-drain                  on SIGINT/SIGTERM stop at once (exit 130) instead of\n"
           "                              draining (ending the input, firing windows, flushing)\n"
+          "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
+          "                              into FILE: .html (a page) or .svg\n"
+          "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
+          "                              processing time\n"
+          "  --compare OTHER.lua         with --timeline: also run OTHER.lua (same arguments)\n"
+          "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
           progname, progname);
@@ -46,10 +52,15 @@ typedef struct options {
   lua_Integer parallelism;
   int trace, metrics, no_drain;
   int sql; /* --sql: the script is SQL, run by wm.sql */
+  const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
+  int timeline_x;                 /* WM_TL_X_ORDER or WM_TL_X_TIME */
+  wm_timeline *tl;                /* the recorder of the run in progress */
   int load_error;
   char luadir[4096];
   char cdir[4096];
 } options;
+
+static int run_job(options *po, const char *script);
 
 static int file_exists(const char *p) {
   FILE *f = fopen(p, "r");
@@ -132,6 +143,8 @@ static int pmain(lua_State *L) {
     lua_pushstring(L, o->argv[i]);
     lua_rawseti(L, -2, i - o->script_index);
   }
+  lua_pushstring(L, o->script); /* --compare runs another script with the same arguments */
+  lua_rawseti(L, -2, 0);
   lua_setglobal(L, "arg");
   /* the library, with the command line's overrides */
   lua_getglobal(L, "require");
@@ -152,6 +165,10 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "metrics");
   lua_pushboolean(L, o->no_drain);
   lua_setfield(L, -2, "no_drain");
+  if (o->tl) {
+    lua_pushlightuserdata(L, o->tl);
+    lua_setfield(L, -2, "timeline");
+  }
   lua_pop(L, 2);
   /* the job */
   if (o->sql) { /* a SQL script: wm.sql parses, plans and runs it */
@@ -206,6 +223,22 @@ int main(int argc, char **argv) {
       o.sql = 1;
     } else if (strcmp(a, "--no-drain") == 0) {
       o.no_drain = 1;
+    } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
+               strcmp(a, "--timeline-x") == 0) {
+      const char *v = argv[++i];
+      if (!v) {
+        fprintf(stderr, "%s: %s needs an argument\n", progname, a);
+        usage(stderr);
+        return 2;
+      }
+      if (a[2] == 'c') o.compare = v;
+      else if (a[10] == '\0') o.timeline = v;
+      else if (strcmp(v, "order") == 0 || strcmp(v, "time") == 0)
+        o.timeline_x = v[0] == 't' ? WM_TL_X_TIME : WM_TL_X_ORDER;
+      else {
+        fprintf(stderr, "%s: --timeline-x: expected 'order' or 'time', got '%s'\n", progname, v);
+        return 2;
+      }
     } else if (strcmp(a, "-p") == 0 || strcmp(a, "--parallelism") == 0 ||
                strncmp(a, "--parallelism=", 14) == 0) {
       const char *v = a[1] == 'p' ? argv[++i] : strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
@@ -250,8 +283,53 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  o.script = argv[i];
+  if (o.compare && !o.timeline) {
+    fprintf(stderr, "%s: --compare needs --timeline FILE\n", progname);
+    usage(stderr);
+    return 2;
+  }
   o.script_index = i;
+  if (!o.timeline) return run_job(&o, argv[i]);
+  /* the run(s) with a recorder each, then one picture */
+  wm_timeline *tls[2] = {NULL, NULL};
+  const char *scripts[2] = {argv[i], o.compare};
+  int n = o.compare ? 2 : 1, code = 0;
+  for (int k = 0; k < n && code == 0; k++) {
+    if (!(tls[k] = wm_timeline_new(scripts[k]))) {
+      fprintf(stderr, "%s: out of memory\n", progname);
+      code = 1;
+      break;
+    }
+    if (n == 2) /* two panels share the page's size budget */
+      wm_timeline_set_limits(tls[k], &(wm_timeline_limits){7500, 3000, 4000, 1500, 1500});
+    o.tl = tls[k];
+    code = run_job(&o, scripts[k]);
+  }
+  if (code == 0) {
+    char err[600];
+    if (wm_timeline_save(o.timeline, tls, n, o.timeline_x, err, sizeof err) != 0) {
+      fprintf(stderr, "%s: %s\n", progname, err);
+      code = 1;
+    } else if (n == 2) {
+      for (int k = 0; k < n; k++) {
+        wm_timeline_stats st;
+        wm_timeline_stats_get(tls[k], &st);
+        fprintf(stderr, "%s: %s: %llu late records, %llu late firings, mean firing delay %.0f ms\n",
+                progname, scripts[k], (unsigned long long)(st.late_dropped + st.late_side),
+                (unsigned long long)st.late_firings, st.mean_firing_delay);
+      }
+    }
+  }
+  wm_timeline_free(tls[0]);
+  wm_timeline_free(tls[1]);
+  return code;
+}
+
+/* Runs one job script in a fresh Lua state; the exit status. */
+static int run_job(options *po, const char *script) {
+  options o0 = *po;
+  options *o = &o0;
+  o->script = script;
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
@@ -259,7 +337,7 @@ int main(int argc, char **argv) {
   }
   lua_pushcfunction(L, msghandler);
   lua_pushcfunction(L, pmain);
-  lua_pushlightuserdata(L, &o);
+  lua_pushlightuserdata(L, o);
   int status = lua_pcall(L, 1, 0, 1);
   int code = 0;
   if (status != LUA_OK) {

@@ -26,6 +26,9 @@ typedef struct wm_ctx wm_ctx;
  * when set (wmrun --trace-watermarks). */
 typedef void (*wm_trace_fn)(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                             const char *status);
+/* Observing a run (core/wm_observe.h): NULL unless a recorder (wm_timeline) is attached. */
+typedef struct wm_obs wm_obs;
+typedef void (*wm_observe_fn)(void *ud, const wm_op *op, const wm_obs *ev);
 
 /* Everything a job's core state hangs off; one per executor thread. */
 struct wm_ctx {
@@ -36,6 +39,8 @@ struct wm_ctx {
   void *now_ud;
   wm_trace_fn trace;
   void *trace_ud;
+  wm_observe_fn observe;
+  void *observe_ud;
   /* Processing-time timers: the executor (libuv) or the test harness (a virtual clock)
    * calls op->vt->processing_time(op, t) once ctx->now() >= t. NULL: not available. */
   int (*pt_register)(void *ud, wm_op *op, int64_t t);

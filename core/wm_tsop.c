@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "wm_buf.h"
+#include "wm_observe.h"
 #include "wm_time.h"
 
 typedef struct tsop {
@@ -85,6 +86,7 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     int rc = wm_tsop_mark_active(op);
     if (rc != WM_OK) return rc;
   }
+  wm_observe_record(op, t);
   int rc = wm_op_emit(op, 0, rec, t);
   if (rc != WM_OK) return rc;
   if (s->cfg.custom.on_event) {

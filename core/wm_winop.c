@@ -5,6 +5,7 @@
 
 #include "wm_buf.h"
 #include "wm_time.h"
+#include "wm_observe.h"
 #include "wm_timer.h"
 
 /* ---- window state ------------------------------------------------------------------
@@ -413,6 +414,8 @@ static int emit_window(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   wm_fire f;
   if (entry_empty(s, e)) return WM_OK;
+  /* a firing outside a timer, with the watermark past the window's end, is a late firing */
+  wm_observe_fire(op, &e->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
   if (!s->cfg.evictor.kind) {
     fire_init(op, e, &f);
     /* e stays valid: firing adds no entries */
@@ -456,6 +459,7 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
     tctx_init(op, s, i, &c);
     if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
   }
+  wm_observe_cleanup(op, &s->e[i].key, s->e[i].w);
   entry_delete(op, s, i);
   return WM_OK;
 }
@@ -650,6 +654,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     if (merge_add(op, s, &key, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
     if (!skip) {
       any = 1;
+      wm_observe_window(op, &key, ts, s->e[i].w, 0);
       if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
     }
   } else {
@@ -662,6 +667,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       uint32_t i = 0;
       int created = 0;
       if (entry_get(op, s, &key, khash, w, &i, &created) != WM_OK) return WM_ERR;
+      wm_observe_window(op, &key, ts, w, created);
       if (created) {
         if (s->fast && mts > W) {
           s->e[i].fire_t = mts;
@@ -673,6 +679,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     }
   }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
+    wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
     if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
     op->m.late_dropped++;
   }

@@ -79,7 +79,7 @@ function M.env(opts)
   if o.parallelism then p = o.parallelism end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
-                       no_drain = o.no_drain}, Env)
+                       no_drain = o.no_drain, timeline = o.timeline}, Env)
 end
 
 -- Where a user function was defined ("job.lua:12"): more precise than the call's line,

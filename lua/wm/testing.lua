@@ -51,7 +51,7 @@ end
 --   virtual clock's start, ms, default 0), `watermark_interval` (periodic watermarks, default
 --   200 ms as in env; 0 = after every record), `side_outputs` (tags the result stream may
 --   send to with `ctx:output`; late-data tags are known already), `trace` (print the
---   watermark trace on stderr)
+--   watermark trace on stderr), `title` (the title of `h:timeline`'s picture)
 -- @return a harness
 function M.harness(build, opts)
   if type(build) ~= "function" then
@@ -60,7 +60,7 @@ function M.harness(build, opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("harness: options must be a table, got " .. type(opts), 2) end
   local known = {channels = true, processing_time = true, watermark_interval = true,
-                 side_outputs = true, trace = true, time = true}
+                 side_outputs = true, trace = true, time = true, title = true}
   for k in pairs(opts) do
     if not known[k] then error("harness: unknown option '" .. tostring(k) .. "'", 2) end
   end
@@ -96,7 +96,8 @@ function M.harness(build, opts)
     tags[#tags + 1] = t
   end
   local h = core.harness(env, {input = input_node.id, result = result.node.id,
-    channels = channels, processing_time = t0, side_outputs = tags, trace = opts.trace})
+    channels = channels, processing_time = t0, side_outputs = tags, trace = opts.trace,
+    title = opts.title})
   return setmetatable({_h = h, channels = channels, _env = env}, Harness)
 end
 
@@ -184,6 +185,26 @@ end
 
 --- The result stream's current watermark (math.mininteger before the first).
 function Harness:current_watermark() return self._h:current_watermark() end
+
+--- Draws the run so far (records, watermarks, windows, firings, late records) as
+-- `wmrun --timeline` does: an SVG file, or an HTML page when `path` ends in `.html`.
+-- @tparam string path the file to write
+-- @tparam[opt] table opts `x = "order"` (default: records in arrival order) or
+--   `x = "time"` (the virtual processing time)
+-- @usage h:finish(); h:timeline("late.svg")
+function Harness:timeline(path, opts)
+  if type(path) ~= "string" then
+    error("timeline: expected a file name, got " .. type(path), 2)
+  end
+  opts = opts or {}
+  local x = opts.x or "order"
+  if x ~= "order" and x ~= "time" then
+    error("timeline: x must be 'order' or 'time', got " .. tostring(x), 2)
+  end
+  local ok, err = pcall(self._h.timeline, self._h, path, x)
+  if not ok then error(err, 2) end
+  return self
+end
 
 --- Frees the harness now (otherwise the garbage collector does).
 function Harness:close() self._h:close() end
