@@ -6,7 +6,7 @@ DESTDIR   ?=
 BUILD     ?= build
 CC        ?= cc
 PKGS       = lua5.4 libuv
-DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson netcat-openbsd
+DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson netcat-openbsd lua-expat
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
