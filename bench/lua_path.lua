@@ -4,8 +4,9 @@
 -- usage: wmrun bench/lua_path.lua data.csv
 local wm = require("wm")
 
+local path = assert(arg[1], "usage: wmrun bench/lua_path.lua data.csv")
 local env = wm.env()
-env:read_lines(assert(arg[1], "usage: wmrun bench/lua_path.lua data.csv"))
+env:read_lines(path)
   :map(function(line)
     local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
     return { id = id, ts = tonumber(ts), vc = tonumber(vc) }
