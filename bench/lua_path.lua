@@ -5,7 +5,7 @@
 local wm = require("wm")
 
 local env = wm.env()
-env:read_lines(assert(arg[1], "usage: wmrun bench/lua_path.lua data.csv"))
+env:read_lines((assert(arg[1], "usage: wmrun bench/lua_path.lua data.csv")))
   :map(function(line)
     local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
     return { id = id, ts = tonumber(ts), vc = tonumber(vc) }
