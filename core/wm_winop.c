@@ -29,24 +29,60 @@ typedef struct tmreg {
 } tmreg;
 
 typedef struct wentry {
-  wm_value key; /* owned */
+  /* hot: what a record's lookup and a built-in aggregation touch, in the first cache line */
   uint64_t hash;
+  uint64_t kpre;     /* string keys: the first 8 bytes (zero padded), compared before the bytes */
   wm_window w;
-  wm_value acc, aux; /* incremental state (owned) */
-  wm_value *items;   /* list mode: owned records */
-  int64_t *its;      /* with an evictor: their timestamps */
-  uint32_t nitems, capitems;
+  wm_value aux;      /* incremental state (owned) */
+  uint32_t klen;     /* string keys: the length */
+  uint8_t kcls;      /* KEY_OTHER, KEY_STR or KEY_COMPOSITE */
+  uint8_t live;
+  wm_value key; /* owned */
+  wm_value acc; /* incremental state (owned) */
+  int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
   uint64_t seq;      /* creation order: ties between timers fire in this order */
   uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
   uint32_t next_free;
   uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
-  int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
+  uint32_t nitems, capitems;
+  wm_value *items;   /* list mode: owned records */
+  int64_t *its;      /* with an evictor: their timestamps */
   int64_t tstate[2]; /* trigger state */
   wm_value hstate;   /* trigger state of host triggers (owned) */
   tmreg *tm;         /* timers the trigger registered */
   uint32_t ntm, captm;
-  uint8_t live;
 } wentry;
+
+enum { KEY_OTHER, KEY_STR, KEY_COMPOSITE };
+_Static_assert(sizeof(wentry) % 64 == 0, "window entries fill whole cache lines");
+
+/* A key as the index compares it: for strings, class, length and first 8 bytes first, so
+ * that a lookup reads the key's bytes (another cache miss) only for keys longer than 8. */
+typedef struct kprobe {
+  const wm_value *key;
+  uint64_t pre;
+  uint32_t len;
+  uint8_t cls;
+} kprobe;
+
+static kprobe kprobe_of(const wm_value *key) {
+  kprobe k = {key, 0, 0, KEY_OTHER};
+  if (wm_value_is_string(key)) {
+    size_t n;
+    const char *b = wm_value_str(key, &n);
+    memcpy(&k.pre, b, n < 8 ? n : 8);
+    k.len = (uint32_t)n;
+    k.cls = (key->flags & WM_VF_COMPOSITE) ? KEY_COMPOSITE : KEY_STR;
+  }
+  return k;
+}
+
+static bool key_matches(const wentry *e, const kprobe *k) {
+  if (e->kcls != k->cls) return false;
+  if (k->cls == KEY_OTHER) return wm_key_equal(&e->key, k->key);
+  if (e->klen != k->len || e->kpre != k->pre) return false;
+  return k->len <= 8 || wm_key_equal(&e->key, k->key);
+}
 
 #define TOMB UINT32_MAX
 #define NONE UINT32_MAX
@@ -57,7 +93,7 @@ typedef struct winop {
   int late_port;
   wentry *e;
   uint32_t ne, cape, free_head, nlive;
-  uint32_t *idx;
+  uint64_t *idx;      /* slots: entry + 1 (0 empty, TOMB) in the low half, hash >> 32 above */
   size_t capidx, usedidx;
   wm_timers *timers;  /* event time */
   wm_timers *ptimers; /* processing time */
@@ -97,21 +133,27 @@ static int64_t cleanup_of(const winop *s, wm_window w) {
 
 static bool win_eq(wm_window a, wm_window b) { return a.start == b.start && a.stop == b.stop; }
 
+/* Index slots carry the upper half of the entry's hash, so that probing past other
+ * entries never reads them: a lookup costs one index line and the found entry's line. */
+static uint32_t slot_ent(uint64_t v) { return (uint32_t)v; }
+static uint64_t slot_make(uint32_t ent, uint64_t h) { return (uint64_t)ent | (h >> 32 << 32); }
+
 /* The slot of (key, w) in the index (merging windows: of key): found (1) or where to
  * insert (0). */
-static size_t idx_find(const winop *s, const wm_value *key, uint64_t h, wm_window w, int *found) {
+static size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window w, int *found) {
   size_t mask = s->capidx - 1, i = h & mask, tomb = SIZE_MAX;
   for (;;) {
-    uint32_t v = s->idx[i];
-    if (v == 0) {
+    uint64_t v = s->idx[i];
+    uint32_t ent = slot_ent(v);
+    if (ent == 0) {
       *found = 0;
       return tomb != SIZE_MAX ? tomb : i;
     }
-    if (v == TOMB) {
+    if (ent == TOMB) {
       if (tomb == SIZE_MAX) tomb = i;
-    } else {
-      const wentry *e = &s->e[v - 1];
-      if (e->hash == h && (s->merging || win_eq(e->w, w)) && wm_key_equal(&e->key, key)) {
+    } else if ((v >> 32) == (h >> 32)) {
+      const wentry *e = &s->e[ent - 1];
+      if (e->hash == h && (s->merging || win_eq(e->w, w)) && key_matches(e, key)) {
         *found = 1;
         return i;
       }
@@ -121,7 +163,7 @@ static size_t idx_find(const winop *s, const wm_value *key, uint64_t h, wm_windo
 }
 
 static int idx_rebuild(winop *s, size_t cap) {
-  uint32_t *n = calloc(cap, sizeof *n);
+  uint64_t *n = calloc(cap, sizeof *n);
   if (!n) return -1;
   free(s->idx);
   s->idx = n;
@@ -131,9 +173,10 @@ static int idx_rebuild(winop *s, size_t cap) {
     wentry *e = &s->e[i];
     if (!e->live) continue;
     int found;
-    size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
+    kprobe k = kprobe_of(&e->key);
+    size_t at = idx_find(s, &k, e->hash, e->w, &found);
     if (found) continue; /* merging: only the chain's head is indexed, and it came first */
-    n[at] = i + 1;
+    n[at] = slot_make(i + 1, e->hash);
     s->usedidx++;
   }
   /* merging: make sure every key's index entry is its chain head */
@@ -142,12 +185,34 @@ static int idx_rebuild(winop *s, size_t cap) {
       wentry *e = &s->e[i];
       if (!e->live) continue;
       int found;
-      size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
-      uint32_t h = n[at] - 1;
-      if (s->e[h].w.start > e->w.start) n[at] = i + 1;
+      kprobe k = kprobe_of(&e->key);
+      size_t at = idx_find(s, &k, e->hash, e->w, &found);
+      uint32_t h = slot_ent(n[at]) - 1;
+      if (s->e[h].w.start > e->w.start) n[at] = slot_make(i + 1, e->hash);
     }
   }
   return 0;
+}
+
+/* Empties slot `at` of a non-merging index by shifting the rest of its probe run back
+ * (linear probing without tombstones). Windows are deleted all the time (every firing
+ * deletes one per key): tombstones would fill the index and lengthen every probe.
+ * Merging windows keep tombstones: merge_add deletes entries while it holds a slot. */
+static void idx_remove(winop *s, size_t at) {
+  size_t mask = s->capidx - 1, i = at, j = at;
+  for (;;) {
+    j = (j + 1) & mask;
+    uint32_t ent = slot_ent(s->idx[j]);
+    if (ent == 0) break;
+    size_t home = (size_t)s->e[ent - 1].hash & mask;
+    /* the entry at j may move to i if its home is not in (i, j] (cyclically) */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      s->idx[i] = s->idx[j];
+      i = j;
+    }
+  }
+  s->idx[i] = 0;
+  s->usedidx--;
 }
 
 static int idx_reserve(wm_op *op, winop *s) {
@@ -165,9 +230,13 @@ static int entry_alloc(winop *s, uint32_t *out) {
     return 0;
   }
   if (s->ne == s->cape) {
+    /* cache-line aligned (sizeof(wentry) is a multiple of 64): a lookup's fields then
+     * sit in one line of the entry, not across two */
     uint32_t cap = s->cape ? s->cape * 2 : 64;
-    wentry *n = realloc(s->e, cap * sizeof *n);
+    wentry *n = aligned_alloc(64, cap * sizeof *n);
     if (!n) return -1;
+    if (s->ne) memcpy(n, s->e, s->ne * sizeof *n);
+    free(s->e);
     s->e = n;
     s->cape = cap;
   }
@@ -189,19 +258,20 @@ static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
   int found;
-  size_t at = idx_find(s, &e->key, e->hash, e->w, &found);
+  kprobe k = kprobe_of(&e->key);
+  size_t at = idx_find(s, &k, e->hash, e->w, &found);
   if (s->merging) {
     if (found) {
-      uint32_t head = s->idx[at] - 1;
+      uint32_t head = slot_ent(s->idx[at]) - 1;
       if (head == i) {
-        s->idx[at] = e->knext != NONE ? e->knext + 1 : TOMB;
+        s->idx[at] = e->knext != NONE ? slot_make(e->knext + 1, e->hash) : TOMB;
       } else {
         while (s->e[head].knext != NONE && s->e[head].knext != i) head = s->e[head].knext;
         if (s->e[head].knext == i) s->e[head].knext = e->knext;
       }
     }
   } else if (found) {
-    s->idx[at] = TOMB;
+    idx_remove(s, at);
   }
   entry_purge(op, e);
   wm_value_release(h, &e->key);
@@ -223,8 +293,9 @@ static void entry_delete(wm_op *op, winop *s, uint32_t i) {
 static uint64_t payload(uint32_t i, uint32_t gen) { return (uint64_t)i | ((uint64_t)gen << 32); }
 
 /* A new entry for (key, w), indexed at slot `at` of the index (found by idx_find). */
-static int entry_new(wm_op *op, winop *s, const wm_value *key, uint64_t h, wm_window w, size_t at,
+static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window w, size_t at,
                      uint32_t *out) {
+  const wm_value *key = k->key;
   uint32_t i;
   if (entry_alloc(s, &i) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
   wentry *e = &s->e[i];
@@ -237,27 +308,30 @@ static int entry_new(wm_op *op, winop *s, const wm_value *key, uint64_t h, wm_wi
     return wm_ctx_error(op->ctx, "out of memory in window state");
   }
   e->hash = h;
+  e->kpre = k->pre;
+  e->klen = k->len;
+  e->kcls = k->cls;
   e->w = w;
   e->seq = op->ctx->seq++;
   e->knext = NONE;
   e->fire_t = WM_TIME_MIN;
   e->live = 1;
   s->nlive++;
-  if (s->idx[at] == 0) s->usedidx++;
-  s->idx[at] = i + 1;
+  if (slot_ent(s->idx[at]) == 0) s->usedidx++;
+  s->idx[at] = slot_make(i + 1, h);
   *out = i;
   return WM_OK;
 }
 
 /* Finds or creates the state of (key, w) (windows that do not merge). */
-static int entry_get(wm_op *op, winop *s, const wm_value *key, uint64_t khash, wm_window w,
+static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_window w,
                      uint32_t *out, int *created) {
   uint64_t h = entry_hash(s, khash, w);
   if (idx_reserve(op, s) != WM_OK) return WM_ERR;
   int found;
   size_t at = idx_find(s, key, h, w, &found);
   if (found) {
-    *out = s->idx[at] - 1;
+    *out = slot_ent(s->idx[at]) - 1;
     *created = 0;
     return WM_OK;
   }
@@ -476,14 +550,14 @@ static bool intersects(wm_window a, wm_window b) { return a.start <= b.stop && b
 /* Adds window w of key to the key's merging set: creates it, or merges it with the windows
  * it intersects or touches (Flink's MergingWindowSet.addWindow). *out is the window the
  * record belongs to; *skip = 1 when w is new, merges nothing and is late. */
-static int merge_add(wm_op *op, winop *s, const wm_value *key, uint64_t khash, wm_window w,
+static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_window w,
                      uint32_t *out, int *skip) {
   *skip = 0;
   uint64_t h = entry_hash(s, khash, w);
   if (idx_reserve(op, s) != WM_OK) return WM_ERR;
   int found;
   size_t at = idx_find(s, key, h, w, &found);
-  uint32_t head = found ? s->idx[at] - 1 : NONE, prev = NONE, n = 0;
+  uint32_t head = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, n = 0;
   /* the run of windows that w touches: contiguous in the sorted chain */
   for (uint32_t j = head; j != NONE; j = s->e[j].knext) {
     if (intersects(s->e[j].w, w)) {
@@ -513,10 +587,10 @@ static int merge_add(wm_op *op, winop *s, const wm_value *key, uint64_t khash, w
     } else {
       /* entry_new indexes the new entry: put the head back, then link the chain */
       if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
-      s->idx[at] = head + 1;
+      s->idx[at] = slot_make(head + 1, h);
       if (prev == NONE) {
         s->e[i].knext = head;
-        s->idx[at] = i + 1;
+        s->idx[at] = slot_make(i + 1, h);
       } else {
         s->e[i].knext = s->e[prev].knext;
         s->e[prev].knext = i;
@@ -639,6 +713,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     return WM_ERR;
   }
   uint64_t khash = wm_key_hash(&key);
+  kprobe kp = kprobe_of(&key);
   int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
   int64_t W = op->wm;
   int any = 0;
@@ -651,7 +726,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     uint32_t i = 0;
     int skip = 0;
     /* the key may be borrowed from a Lua call: merging calls no Lua before it is copied */
-    if (merge_add(op, s, &key, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
+    if (merge_add(op, s, &kp, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
     if (!skip) {
       any = 1;
       wm_observe_window(op, &key, ts, s->e[i].w, 0);
@@ -666,7 +741,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       any = 1;
       uint32_t i = 0;
       int created = 0;
-      if (entry_get(op, s, &key, khash, w, &i, &created) != WM_OK) return WM_ERR;
+      if (entry_get(op, s, &kp, khash, w, &i, &created) != WM_OK) return WM_ERR;
       wm_observe_window(op, &key, ts, w, created);
       if (created) {
         if (s->fast && mts > W) {

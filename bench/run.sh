@@ -1,0 +1,152 @@
+#!/bin/bash
+# run.sh - the wmrun benchmark (`make bench`): builds everything, generates the input,
+# runs every job and baseline BENCH_RUNS times, checks that they agree, and prints one
+# table: events/s (median of the runs), peak RSS, and the target ratios (taken from the
+# medians of this one run: never compare absolute figures across runs or machines).
+#
+#   bench/run.sh [--perf] [job ...]
+#
+#   BENCH_N      records in the input (default 10000000)
+#   BENCH_KEYS   distinct keys (default 10000)
+#   BENCH_RUNS   runs of each job and baseline (default 3; the median counts)
+#   BENCH_DIR    build products, input and outputs (default /tmp/wmrun-bench)
+#   BENCH_MEM_N  records of the memory row's input, one key each almost always: about
+#                that many open (key, window) pairs at the end (default 1000000; 0 skips)
+#   --perf       also `perf record` fast_path once and print its top functions
+#   job          a subset of: handwritten fused framework fast_path lua_path sliding
+#                session fast_path_p2 lua_path_p2 sliding_p2 session_p2 (default: all)
+#
+# Checks (sorted compare, bench/compare.sh; the "i> " prefix of -p 2 output stripped):
+# fast_path, lua_path, both plain.lua styles and the -p 2 variants against handwritten;
+# sliding_p2 and session_p2 against their -p 1 output. Needs gcc, lua5.4, GNU time.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+dir=${BENCH_DIR:-/tmp/wmrun-bench}
+n=${BENCH_N:-10000000}
+keys=${BENCH_KEYS:-10000}
+runs=${BENCH_RUNS:-3}
+mem_n=${BENCH_MEM_N:-1000000}
+perf_opt=0
+jobs=()
+for a in "$@"; do
+    case $a in
+    --perf) perf_opt=1 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) jobs+=("$a") ;;
+    esac
+done
+[ ${#jobs[@]} -gt 0 ] || jobs=(handwritten fused framework fast_path lua_path sliding session
+    fast_path_p2 lua_path_p2 sliding_p2 session_p2)
+
+export LC_ALL=C
+export LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;"
+mkdir -p "$dir"
+make -C "$root" --no-print-directory all > /dev/null
+wmrun=$root/build/wmrun
+CC=${CC:-gcc}
+$CC -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/gen" "$here/gen.c"
+$CC -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/handwritten" "$here/baseline/handwritten.c"
+
+# gen's output is a pure function of its options: generate once per option set
+input_for() { # N KEYS -> path
+    local f="$dir/input_n$1_k$2.csv"
+    if [ ! -s "$f" ]; then
+        "$dir/gen" -n "$1" -k "$2" > "$f.tmp" 2> /dev/null
+        mv "$f.tmp" "$f"
+    fi
+    echo "$f"
+}
+input=$(input_for "$n" "$keys")
+
+command_for() { # JOB INPUT -> command line
+    case $1 in
+    handwritten) echo "$dir/handwritten $2" ;;
+    fused | framework) echo "lua5.4 $here/baseline/plain.lua $1 $2" ;;
+    *_mem) command_for "${1%_mem}" "$2" ;;
+    *_p2) echo "$wmrun -p 2 $here/${1%_p2}.lua $2" ;;
+    *) echo "$wmrun $here/$1.lua $2" ;;
+    esac
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A rate rss
+run_job() { # JOB INPUT RUNS -> sets rate[JOB] (M events/s, median) and rss[JOB] (MB, max)
+    local j=$1 in=$2 r=$3 cmd walls="" maxkb=0 wall kb
+    cmd=$(command_for "$j" "$in")
+    for _ in $(seq "$r"); do
+        # shellcheck disable=SC2086  # cmd is a list of words
+        /usr/bin/time -f '%e %M' -o "$dir/$j.time" $cmd > "$dir/$j.out" 2> "$dir/$j.err" || {
+            echo "$j failed:" >&2; cat "$dir/$j.err" >&2; exit 1; }
+        read -r wall kb < <(tail -n 1 "$dir/$j.time")
+        walls+="$wall"$'\n'
+        [ "$kb" -gt "$maxkb" ] && maxkb=$kb
+    done
+    local med
+    med=$(printf '%s' "$walls" | median)
+    rate[$j]=$(awk -v n="$(wc -l < "$in")" -v t="$med" 'BEGIN { printf "%.2f", (t > 0 ? n / t / 1e6 : 0) }')
+    rss[$j]=$(awk -v k="$maxkb" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+
+status=0
+check() { # JOB REFERENCE: same lines after sort, prefix "i> " of parallel print removed
+    sed -E 's/^[0-9]+> //' "$dir/$1.out" > "$dir/$1.cmp"
+    sed -E 's/^[0-9]+> //' "$dir/$2.out" > "$dir/$2.ref"
+    if ! "$here/compare.sh" "$dir/$2.ref" "$dir/$1.cmp" > "$dir/$1.check"; then
+        echo "MISMATCH: $1 vs $2" >&2; cat "$dir/$1.check" >&2; status=1
+    fi
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "input: $input ($n records, $keys keys), $runs runs each, median wall time (start-up and output included)"
+has() { local x; for x in "${jobs[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+for j in "${jobs[@]}"; do
+    run_job "$j" "$input" "$runs"
+done
+for j in fast_path lua_path fused framework fast_path_p2 lua_path_p2; do
+    has "$j" && has handwritten && check "$j" handwritten
+done
+for j in sliding session; do
+    has "$j" && has "${j}_p2" && check "${j}_p2" "$j"
+done
+
+printf '\n%-14s %14s %14s\n' job "M events/s" "peak RSS MB"
+for j in "${jobs[@]}"; do
+    printf '%-14s %14s %14s\n' "$j" "${rate[$j]}" "${rss[$j]}"
+done
+ratio() { # NAME A B [TARGET]: rate[A] / rate[B]
+    if [ -n "${rate[$2]:-}" ] && [ -n "${rate[$3]:-}" ]; then
+        awk -v a="${rate[$2]}" -v b="${rate[$3]}" -v name="$1" -v t="${4:-}" 'BEGIN {
+            r = (b > 0 ? a / b : 0)
+            verdict = (t == "" ? "" : sprintf("   (target >= %s: %s)", t, (r >= t + 0 ? "met" : "NOT met")))
+            printf "%-34s %6.2f%s\n", name, r, verdict }'
+    fi
+}
+echo
+ratio "fast_path / handwritten" fast_path handwritten 0.5
+ratio "lua_path / plain framework" lua_path framework 1.2
+ratio "lua_path / plain fused" lua_path fused 0.7
+ratio "sliding / fast_path" sliding fast_path 0.25
+ratio "fast_path -p 2 / fast_path" fast_path_p2 fast_path
+
+if [ "$mem_n" -gt 0 ] && has fast_path && has handwritten; then
+    # ids drawn from 10^8 keys: almost every record opens its own (key, window) pair,
+    # and all of them stay open until the end of input
+    big=$(input_for "$mem_n" 100000000)
+    run_job handwritten_mem "$big" 1
+    run_job fast_path_mem "$big" 1
+    check fast_path_mem handwritten_mem
+    pairs=$(wc -l < "$dir/fast_path_mem.out")
+    awk -v a="${rss[fast_path_mem]}" -v b="${rss[handwritten_mem]}" -v p="$pairs" \
+        'BEGIN { r = a / b; printf "peak RSS, %d open (key, window) pairs: fast_path %.1f MB, handwritten %.1f MB: %.2f x (target <= 2: %s)\n", p, a, b, r, (r <= 2 ? "met" : "NOT met") }'
+fi
+[ $status = 0 ] && echo "outputs: all checked equal (sorted)"
+
+if [ "$perf_opt" = 1 ] && command -v perf > /dev/null; then
+    echo; echo "perf: fast_path, top functions (self time)"
+    perf record -q -o "$dir/perf.data" -g "$wmrun" "$here/fast_path.lua" "$input" > /dev/null 2>&1
+    perf report -i "$dir/perf.data" --no-children --stdio -g none 2> /dev/null | grep -E '^ +[0-9]' | head -15
+fi
+exit $status
