@@ -35,7 +35,7 @@ describe("SQL planner", function()
 
   it("GROUP BY TUMBLE, k with COUNT(*) is key_by(field) and the C count() of a tumbling window", function()
     local k, p = kinds("SELECT id, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
-    assert.are.same({"read_lines", "parse_csv", "assign", "window", "map", "map", "print"}, k)
+    assert.are.same({"read_lines", "parse_csv", "assign", "window", "map", "print"}, k)
     local w = p.env.nodes[4]
     assert.are.equal("tumbling", w.assigner.kind)
     assert.are.equal(5000, w.assigner.size)

@@ -143,13 +143,18 @@ local function builtin_window_aggregate(stream, spec)
     end
     stream = res
   end
+  local shaped
   if spec.having then
-    return stream:flat_map(function(r, emit)
+    shaped = stream:flat_map(function(r, emit)
       local row = shape(r)
       if row then emit(row) end
     end):name("shape rows, HAVING")
+  else
+    shaped = stream:map(shape):name("shape rows")
   end
-  return stream:map(shape):name("shape rows")
+  -- print_changelog may fuse the shaping and the formatting into one Lua step
+  shaped.sql_shape = {input = stream, fn = shape, having = spec.having}
+  return shaped
 end
 
 function lower.window_aggregate(stream, spec)
@@ -953,6 +958,23 @@ end
 function lower.print_changelog(rel, prefix)
   local fmt = values.row_formatter(rel.cols)
   local s
+  local fuse = rel.stream.sql_shape
+  local nodes = rel.stream.env.nodes
+  if fuse and not rel.updating and nodes[#nodes] == rel.stream.node then
+    -- the shaping step was just planned and nothing reads it yet: one Lua step per result
+    -- (shape the row, format it) instead of two
+    nodes[#nodes] = nil
+    local shape = fuse.fn
+    if fuse.having then
+      s = fuse.input:flat_map(function(r, emit)
+        local row = shape(r)
+        if row then emit(fmt("+I", row)) end
+      end)
+    else
+      s = fuse.input:map(function(r) return fmt("+I", shape(r)) end)
+    end
+    return s:name("shape and format rows"):print(prefix)
+  end
   if rel.updating then
     s = rel.stream:map(function(e) return fmt(e.k, e.r) end)
   else
