@@ -205,6 +205,28 @@ function lower.window_aggregate(stream, spec)
   return result
 end
 
+--- Evaluates `fn(row)` where it can see the watermark (for CURRENT_WATERMARK): a keyed
+-- process function (one key: the watermark is the operator's, semantics.md §3) sets
+-- `R.wm.now` before each call. As a filter (`is_filter`) it keeps the rows for which fn
+-- gives true, else it emits fn's result. Rows keep their timestamps.
+function lower.with_watermark(stream, fn, is_filter)
+  local box = values.runtime.wm
+  local MIN = math.mininteger
+  return stream:key_by(function() return 0 end):process(function(r, ctx, out)
+    local w = ctx.timer_service:current_watermark()
+    if w == MIN then w = nil end
+    box.now = w
+    local ok, v = pcall(fn, r)
+    box.now = nil
+    if not ok then error(v, 0) end
+    if is_filter then
+      if v then out(r) end
+    else
+      out(v)
+    end
+  end):name(is_filter and "filter (CURRENT_WATERMARK)" or "map (CURRENT_WATERMARK)")
+end
+
 --- Non-windowed aggregation: a keyed rolling operator that emits a changelog. Written as a
 -- flat_map holding a Lua table of state per key (one instance: the whole stream is keyed
 -- inside it). Rules as Flink's GroupAggFunction: +I for a new key, -U/+U when the result
@@ -289,7 +311,7 @@ Planner.__index = Planner
 function M.new(src, opts)
   opts = opts or {}
   return setmetatable({src = src, tables = {}, views = {}, settings = {}, env = opts.env,
-                       queries = 0}, Planner)
+                       queries = 0, functions = opts.functions or {}}, Planner)
 end
 
 function Planner:err(pos, fmt, ...) raise(self.src, pos, fmt, ...) end
@@ -433,8 +455,26 @@ function Planner:row_scope(cols, _, alias_names)
   local by = {}
   for _, c in ipairs(cols) do by[c.name] = c end
   local src = self.src
-  return {
+  local scope
+  scope = {
     src = src,
+    functions = self.functions,
+    -- CURRENT_WATERMARK(rt): the watermark of the operator evaluating it (nil before the
+    -- first one); the planner then evaluates the expression in an operator that knows it
+    current_watermark = function(e)
+      local a = e.args[1]
+      if #e.args ~= 1 or a.tag ~= "col" then
+        raise(src, e.pos, "CURRENT_WATERMARK takes one argument, a time attribute column")
+      end
+      local c = by[a.name]
+      if not c then raise(src, a.pos, "unknown column '%s'", a.name) end
+      if not c.rowtime then
+        raise(src, a.pos, "CURRENT_WATERMARK needs a time attribute (a rowtime column declared with WATERMARK "
+          .. "FOR ...), '%s' is not one", a.name)
+      end
+      scope.uses_watermark = true
+      return "R_cur_wm()", c.type
+    end,
     column = function(n)
       if n.qual and alias_names and not alias_names[n.qual] then
         raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
@@ -451,6 +491,7 @@ function Planner:row_scope(cols, _, alias_names)
       return string.format("r[%q]", c.field or c.name), c.type
     end,
   }
+  return scope
 end
 
 local function compile_fn(self, e, scope, pos)
@@ -467,6 +508,15 @@ end
 
 function Planner:scan(name, pos)
   local t = self.tables[name]
+  if t and t.from_stream then
+    -- a stream registered from Lua (env:from_data_stream); while a view is checked in a
+    -- scratch environment, an empty stream of that environment stands in for it
+    local env = self:get_env(pos)
+    local stream = env == t.env and t.from_stream() or env:from_elements()
+    local cols = {}
+    for i, c in ipairs(t.cols) do cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime} end
+    return rel_of(stream, cols, false)
+  end
   if t then
     if t.sink_only then self:err(pos, "table '%s' (connector '%s') can only be written to", name, t.props.connector) end
     local stream = connectors.source(self, t, self:get_env(pos))
@@ -685,7 +735,10 @@ function Planner:plan_select(q)
     local s, t = expr.compile(q.where, scope)
     if t ~= "BOOLEAN" and t ~= "NULL" then self:err(q.where.pos, "WHERE needs a BOOLEAN condition, got %s", expr.show(t)) end
     local f = expr.load("function(r) return " .. s .. " == true end", lineof(self, q.where.pos))
-    if rel.updating then
+    if scope.uses_watermark then
+      if rel.updating then self:err(q.where.pos, "CURRENT_WATERMARK over an updating input is not supported") end
+      rel.stream = lower.with_watermark(rel.stream, f, true)
+    elseif rel.updating then
       rel.stream = rel.stream:filter(function(e) return f(e.r) end)
     else
       rel.stream = rel.stream:filter(f)
@@ -709,7 +762,10 @@ function Planner:plan_select(q)
   end
   local f = expr.load("function(r) return " .. body .. " end", lineof(self, q.pos))
   local stream
-  if rel.updating then
+  if scope.uses_watermark then
+    if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
+    stream = lower.with_watermark(rel.stream, f, false)
+  elseif rel.updating then
     stream = rel.stream:map(function(e) return {k = e.k, r = f(e.r)} end)
   else
     stream = rel.stream:map(f)

@@ -336,4 +336,14 @@ function R.cast(v, from, to, try)
 end
 function R.truth(v) return v == true end
 
+-- CURRENT_WATERMARK(rt): the operator that evaluates the expression sets `R.wm.now` (nil
+-- before the first watermark) right before it calls the compiled function.
+R.wm = {now = nil}
+function R.cur_wm() return R.wm.now end
+
+-- Scalar functions written in Lua (env:create_function): registered under a name unique to
+-- the planner that declared them.
+R.udfs = {}
+function R.udf(id, ...) return R.udfs[id](...) end
+
 return M
