@@ -135,3 +135,12 @@ CREATE TABLE words (word STRING, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
     assert.matches("job%.sql:4:26: CURRENT_WATERMARK needs a time attribute", err)
   end)
 end)
+
+describe("examples/sql/table_api.lua", function()
+  it("prints scenario k's windows through the Table API and a Lua function", function()
+    local out, err, code = h.wmrun('"' .. h.root .. '/examples/sql/table_api.lua"')
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(h.read(h.root .. "/examples/sql/table_api.out"), out)
+  end)
+end)

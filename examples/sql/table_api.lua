@@ -7,7 +7,7 @@
 -- `WATERMARK FOR rt AS rt - INTERVAL '5' SECOND`, so the output is scenario k's
 -- (k_sql_tumble_count.expected) with the columns in this select's order.
 -- A Lua scalar function (create_function) upper-cases the word.
--- Run: build/wmrun examples/sql/table_api.lua
+-- Run: build/wmrun examples/sql/table_api.lua (expected output: table_api.out, checked by spec/sql_lua_spec.lua)
 local wm = require("wm")
 
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."

@@ -891,7 +891,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   for _, it in ipairs(items) do collect(it.expr) end
   if q.having then collect(q.having) end
   -- the scope after aggregation: keys, aggregates, window properties
-  local scope = {src = src}
+  local scope = {src = src, functions = self.functions}
   scope.match = function(e)
     local ks = key_sigs[expr.sig(e)]
     if ks then return "k[" .. ks .. "]", key_types[ks] end
