@@ -15,40 +15,83 @@ local function kinds(text)
 end
 
 describe("SQL planner", function()
-  it("a filter query: read_lines, parse, watermarks, filter, map, print", function()
+  it("a filter query: read_lines, parse_csv, watermarks, filter, map, print", function()
     local k, p = kinds("SELECT id FROM s WHERE vc > 1;")
-    assert.are.same({"read_lines", "flat_map", "assign", "filter", "map", "map", "print"}, k)
-    -- the watermark runs in C: bounded out-of-orderness of 5 s - 1 ms on the rowtime field
+    assert.are.same({"read_lines", "parse_csv", "assign", "filter", "map", "map", "print"}, k)
+    -- the CSV is parsed in C with the schema's types; NULL-able columns are optional
+    local parse = p.env.nodes[2]
+    assert.are.same({{name = "id", type = "string", optional = false}, {name = "ms", type = "integer", optional = true},
+      {name = "vc", type = "integer", optional = true}}, parse.fields)
+    assert.are.equal("fail", parse.on_error)
+    -- the watermark runs in C: bounded out-of-orderness of 5 s - 1 ms on the field that
+    -- holds rt (rt AS TO_TIMESTAMP_LTZ(ms, 3) is the value of ms)
     local assign = p.env.nodes[3]
     assert.are.equal("bounded", assign.strategy.kind)
     assert.are.equal(4999, assign.strategy.delay)
-    assert.are.equal("rt", assign.strategy.ts_field)
+    assert.are.equal("ms", assign.strategy.ts_field)
     -- run-time errors name the SQL line
     assert.are.equal("job.sql:4", p.env.nodes[4].where)
   end)
 
-  it("GROUP BY TUMBLE becomes a keyed tumbling window with an aggregate", function()
+  it("GROUP BY TUMBLE, k with COUNT(*) is key_by(field) and the C count() of a tumbling window", function()
     local k, p = kinds("SELECT id, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
-    assert.are.same({"read_lines", "flat_map", "assign", "window", "map", "print"}, k)
+    assert.are.same({"read_lines", "parse_csv", "assign", "window", "map", "print"}, k)
     local w = p.env.nodes[4]
     assert.are.equal("tumbling", w.assigner.kind)
     assert.are.equal(5000, w.assigner.size)
-    assert.are.equal("aggregate", w.fn_kind)
+    assert.are.same({"builtin", "count"}, {w.fn_kind, w.agg})
+    assert.are.same({fields = {"id"}}, w.key)
+  end)
+
+  it("a single SUM of a NOT NULL column on a TUMBLE window is the C sum", function()
+    local p = sql.plan([[CREATE TABLE n (id STRING, ms BIGINT NOT NULL, vc INT NOT NULL,
+        rt AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR rt AS rt - INTERVAL '1' SECOND)
+      WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
+      SELECT id, SUM(vc) FROM n GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id HAVING SUM(vc) > 2;]])
+    local w = p.env.nodes[4]
+    assert.are.same({"builtin", "sum", "vc"}, {w.fn_kind, w.agg, w.field})
+    assert.are.equal("flat_map", p.env.nodes[5].kind)   -- shapes the row and applies HAVING
+  end)
+
+  it("aggregates the C built-ins cannot compute run as a Lua aggregate; NULL-able keys as a Lua key", function()
+    local _, p = kinds("SELECT id, COUNT(*), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
+    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)
+    assert.are.same({fields = {"id"}}, p.env.nodes[4].key)
+    _, p = kinds("SELECT vc, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
+    assert.are.same({"builtin", "count"}, {p.env.nodes[4].fn_kind, p.env.nodes[4].agg})
+    assert.is_function(p.env.nodes[4].key.fn)
+    _, p = kinds("SELECT id, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
+    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- vc may be NULL
+  end)
+
+  it("a CSV table with a computed column that is not an alias adds a Lua map after parse_csv", function()
+    local p = sql.plan([[CREATE TABLE c (a INT, d DOUBLE, b AS a * 2)
+      WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
+      SELECT b FROM c;]])
+    assert.are.same({"parse_csv", "map"}, {p.env.nodes[2].kind, p.env.nodes[3].kind})
+    p = sql.plan([[CREATE TABLE c (a INT, t TIMESTAMP(3))
+      WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
+      SELECT a FROM c;]])
+    assert.are.equal("flat_map", p.env.nodes[2].kind)   -- TIMESTAMP text is parsed in Lua
   end)
 
   it("GROUP BY HOP becomes a sliding window; SESSION a session window with merge", function()
     local _, p = kinds("SELECT id, COUNT(*) FROM s GROUP BY HOP(rt, INTERVAL '1' SECOND, INTERVAL '3' SECOND), id;")
     local w = p.env.nodes[4]
     assert.are.same({"sliding", 3000, 1000}, {w.assigner.kind, w.assigner.size, w.assigner.slide})
+    assert.are.equal("count", w.agg)
     _, p = kinds("SELECT id, COUNT(*) FROM s GROUP BY SESSION(rt, INTERVAL '2' SECOND), id;")
     w = p.env.nodes[4]
     assert.are.same({"session", 2000}, {w.assigner.kind, w.assigner.gap})
+    assert.are.equal("count", w.agg)
+    _, p = kinds("SELECT id, MAX(vc) FROM s GROUP BY SESSION(rt, INTERVAL '2' SECOND), id;")
+    w = p.env.nodes[4]
     assert.is_function(w.agg.merge)
   end)
 
   it("a non-windowed GROUP BY becomes one rolling flat_map that emits a changelog", function()
     local k = kinds("SELECT id, COUNT(*) FROM s GROUP BY id;")
-    assert.are.same({"read_lines", "flat_map", "assign", "flat_map", "map", "print"}, k)
+    assert.are.same({"read_lines", "parse_csv", "assign", "flat_map", "map", "print"}, k)
   end)
 
   it("a WATERMARK that is not `rt - INTERVAL` runs as a Lua generator", function()

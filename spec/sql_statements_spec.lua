@@ -190,7 +190,7 @@ describe("SQL statements", function()
     os.remove(dir)
     assert.are.equal("", err)
     assert.are.equal(0, code)
-    assert.are.equal("read_lines read_lines(-)\nflat_map parse csv (i)\nfilter filter\nmap map\n"
+    assert.are.equal("read_lines read_lines(-)\nparse_csv parse csv (i)\nfilter filter\nmap map\n"
       .. "+I[b, 20]\n+I[c, 30]\n", out)
   end)
 
@@ -199,7 +199,8 @@ describe("SQL statements", function()
       CREATE TABLE c (id STRING, n INT) WITH ('connector' = 'filesystem', 'path' = 'c.csv', 'format' = 'csv');
       SELECT * FROM c;]], {["c.csv"] = "a,1\nb,x\n"})
     assert.are.equal(1, code)
-    assert.matches("c%.csv:2: cannot parse the line for table 'c': column 'n' %(INT%): 'x' is not an integer", err)
+    assert.matches("c%.csv:2: field 'n': 'x' is not an integer", err)
+    assert.matches("in parse_csv 'parse csv %(c%)", err)
   end)
 end)
 

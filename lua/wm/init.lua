@@ -395,6 +395,7 @@ local classes = {
 }
 require("wm.io").install(M, classes)        -- sources, parsers and sinks
 require("wm.keyed").install(M, classes)     -- keyed process functions, rolling aggregations
+require("wm.sql.tableapi").install(M, classes) -- SQL and the Table API from Lua (loads wm.sql on use)
 M.triggers = require("wm.triggers")
 M.evictors = require("wm.evictors")
 -- wm.testing needs this module: load it on first use

@@ -61,6 +61,58 @@ function M.check(p, t)
   end
   t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
   t.allow_comments = bool_opt(p, t, "csv.allow-comments")
+  if SOURCES[c] then M.fast_path(t) end
+end
+
+-- parse_csv's type for each SQL column type it can parse in C.
+local CSV_TYPES = {STRING = "string", INT = "integer", BIGINT = "integer", DOUBLE = "number", BOOLEAN = "boolean"}
+
+-- A computed column that is only another name for a physical column: `c AS col` or
+-- `c AS TO_TIMESTAMP_LTZ(col, 3)` over an INT/BIGINT column (epoch ms are the timestamp's value).
+local function alias_of(t, e)
+  local target
+  if e.tag == "col" and not e.qual then
+    target = e.name
+  elseif e.tag == "call" and e.name == "TO_TIMESTAMP_LTZ" and #e.args == 2 and e.args[1].tag == "col"
+      and not e.args[1].qual and e.args[2].tag == "lit" and e.args[2].value == 3 then
+    target = e.args[1].name
+    local c = t.byname[target]
+    if not c or (c.type ~= "INT" and c.type ~= "BIGINT") then return nil end
+  else
+    return nil
+  end
+  local c = t.byname[target]
+  if c and c.expr == nil then return c end
+  return nil
+end
+
+--- Decides whether a CSV table is read by parse_csv in C (typed C rows, no Lua per line):
+-- format csv without 'csv.null-literal' or 'csv.allow-comments', every physical column of a
+-- type parse_csv has. Sets `t.csv_spec` (parse_csv's columns), `t.post` (true when a Lua map
+-- must still compute columns or turn DOUBLE values into floats), and on the columns
+-- `field` (the row field holding a column that is an alias) and `nonnull` (never NULL:
+-- STRING columns, where an empty field is '', and NOT NULL ones).
+function M.fast_path(t)
+  local props = t.props
+  if props.format ~= "csv" or props["csv.null-literal"] or t.allow_comments then return end
+  local spec = {}
+  for i, c in ipairs(t.physical) do
+    local ty = CSV_TYPES[c.type]
+    if not ty then return end
+    local optional = not c.not_null and ty ~= "string"
+    spec[i] = c.name .. ":" .. ty .. (optional and "?" or "")
+    if c.type == "DOUBLE" then t.post = true end
+  end
+  for _, c in ipairs(t.physical) do c.nonnull = c.not_null or c.type == "STRING" end
+  for _, c in ipairs(t.computed) do
+    local a = alias_of(t, c.expr)
+    if a then
+      c.field, c.nonnull = a.name, a.nonnull
+    else
+      t.post = true
+    end
+  end
+  t.csv_spec = spec
 end
 
 local function resolve_path(p, path)
@@ -201,9 +253,10 @@ local function watermark_strategy(p, t)
   local w = t.watermark
   local e = w.expr
   local rt = w.column
+  local field = t.byname[rt].field or rt   -- the row field that holds the rowtime
   if e.tag == "bin" and e.op == "-" and e[1].tag == "col" and e[1].name == rt and e[2].tag == "interval"
       and e[2].ms and e[2].ms >= 1 then
-    return wm.watermarks.bounded_out_of_orderness(e[2].ms - 1):with_timestamp_field(rt)
+    return wm.watermarks.bounded_out_of_orderness(e[2].ms - 1):with_timestamp_field(field)
   end
   local scope = p:row_scope(t.cols)
   local s = expr.compile(e, scope)
@@ -223,7 +276,26 @@ local function watermark_strategy(p, t)
         end
       end,
     }
-  end):with_timestamp_field(rt)
+  end):with_timestamp_field(field)
+end
+
+-- The Lua step after parse_csv, when one is needed: DOUBLE values as floats, and the
+-- computed columns that are not aliases.
+local function post_fn(p, t)
+  local doubles = {}
+  for _, c in ipairs(t.physical) do
+    if c.type == "DOUBLE" then doubles[#doubles + 1] = string.format("local v = r[%q] if v then r[%q] = v + 0.0 end", c.name, c.name) end
+  end
+  local lines = {}
+  local scope = p:row_scope(t.cols)
+  for _, c in ipairs(t.computed) do
+    if not c.field then
+      lines[#lines + 1] = string.format("r[%q] = %s", c.name, (expr.compile(c.expr, scope)))
+    end
+  end
+  local l = errors.line_col(p.src.text, t.pos)
+  return expr.load("function(r) " .. table.concat(doubles, " ") .. " " .. table.concat(lines, "; ")
+    .. " return r end", p.src.name .. ":" .. l)
 end
 
 --- The stream of rows of a source table.
@@ -246,12 +318,24 @@ function M.source(p, t, env)
     end
     lines, label = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port))), props.hostname .. ":" .. props.port
   end
+  local rows
+  if t.csv_spec then
+    local spec = {table.unpack(t.csv_spec)}
+    spec.sep = t.delimiter or ","
+    spec.on_error = t.ignore_errors and "skip" or "fail"
+    rows = lines:parse_csv(spec):name("parse csv (" .. t.name .. ")")
+    if t.post then rows = rows:map(post_fn(p, t)):name("computed columns (" .. t.name .. ")") end
+    if t.watermark then
+      rows = rows:assign_timestamps_and_watermarks(watermark_strategy(p, t)):name("watermarks (" .. t.name .. ")")
+    end
+    return rows
+  end
   local parse = line_parser(p, t)
   local computed = computed_fn(p, t)
   local ignore, comments = t.ignore_errors, t.allow_comments
   local lineno = 0
   local tname = t.name
-  local rows = lines:flat_map(function(line, emit)
+  rows = lines:flat_map(function(line, emit)
     lineno = lineno + 1
     if line == "" or (comments and line:sub(1, 1) == "#") then return end
     local r, why = parse(line)

@@ -349,6 +349,7 @@ compile = function(e, scope)
       return scope.current_watermark(e)
     end
     local f = FUNCS[e.name]
+    if not f and scope.functions and scope.functions[e.name] then f = scope.functions[e.name] end
     if not f then errors.raise(src, e.pos, "unknown function '%s'", e.name) end
     if e.star or e.distinct then errors.raise(src, e.pos, "%s takes no %s", e.name, e.star and "*" or "DISTINCT") end
     if #e.args < f[1] or #e.args > f[2] then

@@ -93,8 +93,73 @@ end
 -- spec: kind ("tumble", "hop", "session", "cumulate"), size, slide, gap, rowtime (column),
 -- keyfns, aggs, argfns, out(keys, aggs, start, stop) -> row or false (HAVING)
 -- @return the stream of result rows
+-- The window assigner of a spec (hop and cumulate both on sliding windows).
+local function assigner_of(spec)
+  if spec.kind == "tumble" then return wm.windows.tumbling(spec.size) end
+  if spec.kind == "session" then return wm.windows.session(spec.gap) end
+  return wm.windows.sliding(spec.size, spec.slide)
+end
+
+-- The keyed stream of a windowed aggregation: key_by("field") / key_by({fields}) in C when
+-- the keys allow it, else a Lua key function.
+local function keyed_of(stream, spec)
+  local kf = spec.key_fields
+  if kf then return stream:key_by(#kf == 1 and kf[1] or kf) end
+  return stream:key_by(lower.key_fn(spec.keyfns))
+end
+
+-- A windowed aggregation computed by a C built-in (`count()`, `sum/min/max(field)`), with a
+-- Lua step per result to shape the row (and apply HAVING).
+local function builtin_window_aggregate(stream, spec)
+  local ws = keyed_of(stream, spec):window(assigner_of(spec))
+  local b, out, nk = spec.builtin, spec.out, #spec.keyfns
+  local shape
+  if b.agg == "count" then
+    local res = ws:count()
+    -- the count record's key: the key_by key (a scalar for one key, a list for several)
+    local keys_of
+    if nk == 0 then
+      keys_of = function() return {} end
+    elseif nk == 1 then
+      keys_of = function(k) if k == NULL_KEY then k = nil end return {k} end
+    else
+      keys_of = function(k)
+        local t = {}
+        for i = 1, nk do local v = k[i] if v == NULL_KEY then v = nil end t[i] = v end
+        return t
+      end
+    end
+    shape = function(r) return out(keys_of(r.key), {r.count}, r.start, r.stop) end
+    stream = res
+  else
+    local res = ws[b.agg](ws, b.field)
+    local kf, field, rt, size = spec.key_fields, b.field, spec.rowtime, spec.size
+    shape = function(r)
+      local keys = {}
+      for i = 1, nk do keys[i] = r[kf[i]] end
+      local ts = r[rt]
+      local start = ts - ts % size
+      return out(keys, {r[field]}, start, start + size)
+    end
+    stream = res
+  end
+  local shaped
+  if spec.having then
+    shaped = stream:flat_map(function(r, emit)
+      local row = shape(r)
+      if row then emit(row) end
+    end):name("shape rows, HAVING")
+  else
+    shaped = stream:map(shape):name("shape rows")
+  end
+  -- print_changelog may fuse the shaping and the formatting into one Lua step
+  shaped.sql_shape = {input = stream, fn = shape, having = spec.having}
+  return shaped
+end
+
 function lower.window_aggregate(stream, spec)
-  local keyed = stream:key_by(lower.key_fn(spec.keyfns))
+  if spec.builtin then return builtin_window_aggregate(stream, spec) end
+  local keyed = keyed_of(stream, spec)
   local create, add, merge, results = window_acc(spec)
   local out = spec.out
   local result
@@ -138,6 +203,28 @@ function lower.window_aggregate(stream, spec)
   end
   if spec.having then result = result:filter(function(r) return r ~= false end) end
   return result
+end
+
+--- Evaluates `fn(row)` where it can see the watermark (for CURRENT_WATERMARK): a keyed
+-- process function (one key: the watermark is the operator's, semantics.md §3) sets
+-- `R.wm.now` before each call. As a filter (`is_filter`) it keeps the rows for which fn
+-- gives true, else it emits fn's result. Rows keep their timestamps.
+function lower.with_watermark(stream, fn, is_filter)
+  local box = values.runtime.wm
+  local MIN = math.mininteger
+  return stream:key_by(function() return 0 end):process(function(r, ctx, out)
+    local w = ctx.timer_service:current_watermark()
+    if w == MIN then w = nil end
+    box.now = w
+    local ok, v = pcall(fn, r)
+    box.now = nil
+    if not ok then error(v, 0) end
+    if is_filter then
+      if v then out(r) end
+    else
+      out(v)
+    end
+  end):name(is_filter and "filter (CURRENT_WATERMARK)" or "map (CURRENT_WATERMARK)")
 end
 
 --- Non-windowed aggregation: a keyed rolling operator that emits a changelog. Written as a
@@ -224,7 +311,7 @@ Planner.__index = Planner
 function M.new(src, opts)
   opts = opts or {}
   return setmetatable({src = src, tables = {}, views = {}, settings = {}, env = opts.env,
-                       queries = 0}, Planner)
+                       queries = 0, functions = opts.functions or {}}, Planner)
 end
 
 function Planner:err(pos, fmt, ...) raise(self.src, pos, fmt, ...) end
@@ -368,8 +455,26 @@ function Planner:row_scope(cols, _, alias_names)
   local by = {}
   for _, c in ipairs(cols) do by[c.name] = c end
   local src = self.src
-  return {
+  local scope
+  scope = {
     src = src,
+    functions = self.functions,
+    -- CURRENT_WATERMARK(rt): the watermark of the operator evaluating it (nil before the
+    -- first one); the planner then evaluates the expression in an operator that knows it
+    current_watermark = function(e)
+      local a = e.args[1]
+      if #e.args ~= 1 or a.tag ~= "col" then
+        raise(src, e.pos, "CURRENT_WATERMARK takes one argument, a time attribute column")
+      end
+      local c = by[a.name]
+      if not c then raise(src, a.pos, "unknown column '%s'", a.name) end
+      if not c.rowtime then
+        raise(src, a.pos, "CURRENT_WATERMARK needs a time attribute (a rowtime column declared with WATERMARK "
+          .. "FOR ...), '%s' is not one", a.name)
+      end
+      scope.uses_watermark = true
+      return "R_cur_wm()", c.type
+    end,
     column = function(n)
       if n.qual and alias_names and not alias_names[n.qual] then
         raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
@@ -383,9 +488,10 @@ function Planner:row_scope(cols, _, alias_names)
         raise(src, n.pos, "unknown column '%s'%s", n.name, hint)
       end
       if c.type == nil then raise(src, n.pos, "column '%s' is used before it is defined", n.name) end
-      return string.format("r[%q]", c.name), c.type
+      return string.format("r[%q]", c.field or c.name), c.type
     end,
   }
+  return scope
 end
 
 local function compile_fn(self, e, scope, pos)
@@ -402,11 +508,22 @@ end
 
 function Planner:scan(name, pos)
   local t = self.tables[name]
+  if t and t.from_stream then
+    -- a stream registered from Lua (env:from_data_stream); while a view is checked in a
+    -- scratch environment, an empty stream of that environment stands in for it
+    local env = self:get_env(pos)
+    local stream = env == t.env and t.from_stream() or env:from_elements()
+    local cols = {}
+    for i, c in ipairs(t.cols) do cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime} end
+    return rel_of(stream, cols, false)
+  end
   if t then
     if t.sink_only then self:err(pos, "table '%s' (connector '%s') can only be written to", name, t.props.connector) end
     local stream = connectors.source(self, t, self:get_env(pos))
     local cols = {}
-    for i, c in ipairs(t.cols) do cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime} end
+    for i, c in ipairs(t.cols) do
+      cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull}
+    end
     return rel_of(stream, cols, false)
   end
   local v = self.views[name]
@@ -488,7 +605,9 @@ end
 -- aggregation): a map for tumbling windows, a flat_map for hopping and cumulating ones.
 local function materialize_tvf(rel)
   local tv = rel.tvf
-  local w, rt = tv.window, tv.column
+  local w, rt = tv.window, tv.field
+  local aliases = {}
+  for _, c in ipairs(rel.base_cols) do if c.field then aliases[#aliases + 1] = c end end
   local size, slide = w.size, w.slide
   local cols = {}
   for i, c in ipairs(rel.base_cols) do cols[i] = {name = c.name, type = c.type} end
@@ -498,6 +617,7 @@ local function materialize_tvf(rel)
   local function with(r, s, e)
     local o = {}
     for k, v in pairs(r) do o[k] = v end
+    for _, c in ipairs(aliases) do o[c.name] = r[c.field] end
     o.window_start, o.window_end, o.window_time = s, e, e - 1
     return o
   end
@@ -539,7 +659,7 @@ function Planner:plan_from(f)
     rel = self:plan_query(f.query)
   elseif f.tag == "tvf" then
     local base = self:scan(f.table, f.table_pos)
-    check_rowtime(self, base, f.column, f.column_pos)
+    local rc = check_rowtime(self, base, f.column, f.column_pos)
     if f.fn == "SESSION" then self:err(f.fn_pos, "the SESSION window table function is not supported: use GROUP BY SESSION(...)") end
     local w = self:window_spec(f.fn, f.args, f.fn_pos)
     rel = rel_of(base.stream, {}, false)
@@ -548,7 +668,7 @@ function Planner:plan_from(f)
     rel.cols[#rel.cols + 1] = {name = "window_start", type = "TIMESTAMP", window = "start"}
     rel.cols[#rel.cols + 1] = {name = "window_end", type = "TIMESTAMP", window = "end"}
     rel.cols[#rel.cols + 1] = {name = "window_time", type = "TIMESTAMP", window = "time", rowtime = true}
-    rel.tvf = {window = w, column = f.column, pos = f.pos}
+    rel.tvf = {window = w, column = f.column, field = rc.field or f.column, pos = f.pos}
   end
   rel.alias = f.alias or f.name or f.table
   return rel
@@ -615,7 +735,10 @@ function Planner:plan_select(q)
     local s, t = expr.compile(q.where, scope)
     if t ~= "BOOLEAN" and t ~= "NULL" then self:err(q.where.pos, "WHERE needs a BOOLEAN condition, got %s", expr.show(t)) end
     local f = expr.load("function(r) return " .. s .. " == true end", lineof(self, q.where.pos))
-    if rel.updating then
+    if scope.uses_watermark then
+      if rel.updating then self:err(q.where.pos, "CURRENT_WATERMARK over an updating input is not supported") end
+      rel.stream = lower.with_watermark(rel.stream, f, true)
+    elseif rel.updating then
       rel.stream = rel.stream:filter(function(e) return f(e.r) end)
     else
       rel.stream = rel.stream:filter(f)
@@ -639,12 +762,58 @@ function Planner:plan_select(q)
   end
   local f = expr.load("function(r) return " .. body .. " end", lineof(self, q.pos))
   local stream
-  if rel.updating then
+  if scope.uses_watermark then
+    if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
+    stream = lower.with_watermark(rel.stream, f, false)
+  elseif rel.updating then
     stream = rel.stream:map(function(e) return {k = e.k, r = f(e.r)} end)
   else
     stream = rel.stream:map(f)
   end
   return rel_of(stream, cols, rel.updating)
+end
+
+-- The row column a plain column reference reads, when it is never NULL: {field, type}.
+local function nonnull_column(cols, e)
+  if e.tag ~= "col" then return nil end
+  for _, c in ipairs(cols) do
+    if c.name == e.name then
+      if c.nonnull then return c.field or c.name, c.type end
+      return nil
+    end
+  end
+  return nil
+end
+
+-- What of a windowed aggregation can run in C (architecture.md, hot path):
+-- * key_fields: the GROUP BY keys as row fields for a field-based key_by, when every key is
+--   a plain column that is never NULL (else a Lua key function, which maps NULL to a key);
+-- * builtin: the window's C aggregation when the aggregate list allows: `count()` for a
+--   single COUNT(*) (or COUNT(col) of a never-NULL column), on any window but CUMULATE;
+--   `sum/min/max(field)` for a single SUM/MIN/MAX of a never-NULL numeric column on a
+--   TUMBLE window (the result row is the window's first row: its rowtime gives the window).
+-- A light Lua map then shapes the final row from the C result, once per window and key.
+local function fast_window_agg(cols, keys, agg_list, q, window)
+  local key_fields = {}
+  for i, k in ipairs(keys) do
+    local f = nonnull_column(cols, k)
+    if not f then key_fields = nil break end
+    key_fields[i] = f
+  end
+  if key_fields and #key_fields == 0 then key_fields = nil end
+  if #agg_list ~= 1 or window.kind == "cumulate" then return key_fields, nil end
+  local a = agg_list[1]
+  if a.distinct then return key_fields, nil end
+  local arg = not a.star and a.arg or nil
+  local field, ftype
+  if arg then field, ftype = nonnull_column(cols, arg) end
+  if a.name == "COUNT" and (a.star or field) then return key_fields, {agg = "count"} end
+  if (a.name == "SUM" or a.name == "MIN" or a.name == "MAX") and field and expr.NUMERIC[ftype]
+      and window.kind == "tumble" and key_fields then
+    for _, kf in ipairs(key_fields) do if kf == field then return key_fields, nil end end
+    return key_fields, {agg = a.name:lower(), field = field}
+  end
+  return key_fields, nil
 end
 
 -- GROUP BY (with or without a window), HAVING, DISTINCT.
@@ -666,10 +835,10 @@ function Planner:plan_aggregate(q, rel, items, aliases)
       local a1 = g.args[1]
       if not a1 or a1.tag ~= "col" then self:err(g.pos, "%s needs a time column as its first argument", g.name) end
       if rel.tvf then self:err(g.pos, "a group window over a window table function") end
-      check_rowtime(self, rel, a1.name, a1.pos)
+      local rc = check_rowtime(self, rel, a1.name, a1.pos)
       local rest = {table.unpack(g.args, 2)}
       window = self:window_spec(g.name, rest, g.pos)
-      window.rowtime = a1.name
+      window.rowtime, window.rowtime_field = a1.name, rc.field or a1.name
       window_call = g
     elseif rel.tvf and g.tag == "col" and (g.name == "window_start" or g.name == "window_end") then
       tvf_props[g.name] = true
@@ -682,7 +851,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   if rel.tvf then
     if tvf_props.window_start and tvf_props.window_end then
       window = rel.tvf.window
-      window.rowtime = rel.tvf.column
+      window.rowtime, window.rowtime_field = rel.tvf.column, rel.tvf.field
     else
       rel = materialize_tvf(rel)
     end
@@ -713,7 +882,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
         end
       end
       local i = #agg_list + 1
-      agg_list[i] = {name = a.name, distinct = a.distinct, star = a.star, type = at,
+      agg_list[i] = {name = a.name, distinct = a.distinct, star = a.star, type = at, arg = a.args and a.args[1],
                      result_type = aggs.result_type(a.name, at or "BIGINT")}
       argfns[i] = argfn
       agg_sigs[sg] = i
@@ -722,7 +891,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   for _, it in ipairs(items) do collect(it.expr) end
   if q.having then collect(q.having) end
   -- the scope after aggregation: keys, aggregates, window properties
-  local scope = {src = src}
+  local scope = {src = src, functions = self.functions}
   scope.match = function(e)
     local ks = key_sigs[expr.sig(e)]
     if ks then return "k[" .. ks .. "]", key_types[ks] end
@@ -783,8 +952,9 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   if window then
     if rel.updating then self:err(q.pos, "a windowed GROUP BY cannot consume an updating input") end
     local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
-                  rowtime = window.rowtime, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
+                  rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil}
+    spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, q, window)
     return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
@@ -844,6 +1014,23 @@ end
 function lower.print_changelog(rel, prefix)
   local fmt = values.row_formatter(rel.cols)
   local s
+  local fuse = rel.stream.sql_shape
+  local nodes = rel.stream.env.nodes
+  if fuse and not rel.updating and nodes[#nodes] == rel.stream.node then
+    -- the shaping step was just planned and nothing reads it yet: one Lua step per result
+    -- (shape the row, format it) instead of two
+    nodes[#nodes] = nil
+    local shape = fuse.fn
+    if fuse.having then
+      s = fuse.input:flat_map(function(r, emit)
+        local row = shape(r)
+        if row then emit(fmt("+I", row)) end
+      end)
+    else
+      s = fuse.input:map(function(r) return fmt("+I", shape(r)) end)
+    end
+    return s:name("shape and format rows"):print(prefix)
+  end
   if rel.updating then
     s = rel.stream:map(function(e) return fmt(e.k, e.r) end)
   else

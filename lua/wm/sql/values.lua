@@ -37,11 +37,20 @@ end
 --- Formats ms since the epoch as `yyyy-MM-dd HH:mm:ss.SSS` (UTC).
 -- @tparam integer ms
 -- @treturn string
+-- Window results of many keys share their start and end: a small cache of the last
+-- formatted values saves a string.format per field (emptied when it grows past 256).
+local ts_cache, ts_cached = {}, 0
 function M.format_timestamp(ms)
+  local hit = ts_cache[ms]
+  if hit then return hit end
   local days, rem = ms // 86400000, ms % 86400000
   local y, mo, d = civil_from_days(days)
   local s = rem // 1000
-  return string.format("%04d-%02d-%02d %02d:%02d:%02d.%03d", y, mo, d, s // 3600, s // 60 % 60, s % 60, rem % 1000)
+  local text = string.format("%04d-%02d-%02d %02d:%02d:%02d.%03d", y, mo, d, s // 3600, s // 60 % 60, s % 60,
+    rem % 1000)
+  if ts_cached >= 256 then ts_cache, ts_cached = {}, 0 end
+  ts_cache[ms], ts_cached = text, ts_cached + 1
+  return text
 end
 
 --- Parses `yyyy-MM-dd[ HH:mm[:ss[.fff]]]` (or with a `T`) as UTC ms; nil when it does not fit.
@@ -326,5 +335,15 @@ function R.cast(v, from, to, try)
   error("cannot CAST " .. from .. " AS " .. to, 0)
 end
 function R.truth(v) return v == true end
+
+-- CURRENT_WATERMARK(rt): the operator that evaluates the expression sets `R.wm.now` (nil
+-- before the first watermark) right before it calls the compiled function.
+R.wm = {now = nil}
+function R.cur_wm() return R.wm.now end
+
+-- Scalar functions written in Lua (env:create_function): registered under a name unique to
+-- the planner that declared them.
+R.udfs = {}
+function R.udf(id, ...) return R.udfs[id](...) end
 
 return M
