@@ -33,7 +33,7 @@ export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 export WMRUN     := $(CURDIR)/$(WMRUN)
 
-.PHONY: all deps build-with-deps demo test test-c test-lua asan valgrind install uninstall clean bench docs
+.PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs
 
 all: $(WMRUN) $(MODULE) $(CTESTS)
 
@@ -84,6 +84,16 @@ asan:
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  ./spec/run_all.sh build-asan
 
+# ThreadSanitizer over the C tests (the SPSC queue between two threads) and the specs that
+# run jobs on several threads (docs/parallelism.md).
+# (wm/core.so loaded by lua5.4 stays the normal build: only wmrun starts threads)
+tsan: all
+	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=thread" EXTRA_LDFLAGS="-fsanitize=thread" all
+	./build-tsan/test_core
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" WMRUN=$(CURDIR)/build-tsan/wmrun \
+	  lua5.4 /usr/bin/busted -o TAP spec/threads_spec.lua spec/parallel_spec.lua
+
 valgrind: all
 	WMRUN_VALGRIND=1 ./spec/run_all.sh $(BUILD)
 
@@ -113,4 +123,4 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

@@ -316,22 +316,33 @@ static int build_and_run(lwm_bridge *B, int env) {
   wm_exec_config ecfg = {.watermark_interval = w.interval, .handle_signals = 1,
                          .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain};
   B->exec = wm_exec_new(&B->ctx, &ecfg);
-  if (!B->exec) return WM_ERR;
-  if (tl) wm_timeline_attach(tl, &B->ctx);
+  int rc = B->exec ? WM_OK : WM_ERR;
+  if (rc == WM_OK && B->mtjob) rc = lwm_mt_attach(B); /* several threads (lwm_mt.c) */
+  /* the recorder is not shared between threads: with --threads it sees thread 1's operators */
+  if (tl && B->thread != 0) tl = NULL;
+  if (rc == WM_OK && tl) wm_timeline_attach(tl, &B->ctx);
   wm_op **outop = NULL;
   int *outport = NULL;
   lua_Integer n = 0;
-  int rc = lwm_build(B, env, &outop, &outport, &n);
+  if (rc == WM_OK) rc = lwm_build(B, env, &outop, &outport, &n);
   free(outop);
   free(outport);
-  if (rc == WM_OK) rc = watch_start(&w, wm_exec_loop(B->exec));
+  if (B->mtjob) rc = lwm_mt_barrier(B, rc);
+  if (rc == WM_OK && B->thread == 0) rc = watch_start(&w, wm_exec_loop(B->exec));
   if (rc == WM_OK) {
     rc = wm_exec_run(B->exec);
     watch_close(&w);
     uv_run(wm_exec_loop(B->exec), UV_RUN_DEFAULT); /* the watch's close callbacks */
   }
+  if (B->mt) lwm_mt_detach(B);
   wm_print_flush_all(&B->ctx);
-  if (w.metrics) lwm_print_metrics(B, stderr);
+  if (w.metrics) {
+    if (B->mtjob) {
+      lwm_mt_metrics(B, stderr);
+    } else {
+      lwm_print_metrics(B, stderr);
+    }
+  }
   if (tl) wm_timeline_detach(tl, &B->ctx);
   return rc;
 }
@@ -359,9 +370,30 @@ void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
 static int l_execute(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);
+  lwm_mt_run *run;
+  struct wm_mt_job *job;
+  int thread, nthreads;
+  if (lwm_mt_prepare(L, 1, &run, &job, &thread, &nthreads)) return 0;
   lwm_bridge *B = calloc(1, sizeof *B);
-  if (!B) return luaL_error(L, "out of memory");
+  if (!B) {
+    if (job) { /* let the other threads stop */
+      static const lwm_bridge zero;
+      lwm_bridge *tmp = malloc(sizeof *tmp);
+      if (tmp) {
+        *tmp = zero;
+        tmp->mtjob = job;
+        tmp->thread = thread;
+        lwm_mt_barrier(tmp, WM_ERR);
+        lwm_mt_finish(tmp, run, WM_ERR);
+        free(tmp);
+      }
+    }
+    return luaL_error(L, "out of memory");
+  }
   lwm_bridge_init(B, L);
+  B->mtjob = job;
+  B->thread = thread;
+  B->nthreads = nthreads;
   /* records are short-lived tables: the generational collector suits them far better
    * (measured: about 1.3x on the Lua-path benchmark); the previous mode is restored after */
   int oldgc = lua_gc(L, LUA_GCGEN, 0, 0);
@@ -371,6 +403,15 @@ static int l_execute(lua_State *L) {
   wm_ctx_free(&B->ctx);
   wm_exec_free(B->exec);
   lwm_unregister(B);
+  if (job) {
+    rc = lwm_mt_finish(B, run, rc);
+    if (!run) { /* a worker: thread 1 reports the result; the rest of the script must not run */
+      free(B->refs);
+      free(B->free_slots);
+      free(B);
+      return lwm_mt_stop_script(L);
+    }
+  }
   if (rc == WM_STOP) {
     lua_pushliteral(L, "wmrun: interrupted");
   } else if (rc != WM_OK) {
@@ -413,11 +454,19 @@ static int l_format(lua_State *L) {
   return 1;
 }
 
+/* core.thread() -> the thread (1-based) this Lua state runs on */
+static int l_thread(lua_State *L) {
+  lua_pushinteger(L, lwm_mt_thread(L));
+  return 1;
+}
+
 static const luaL_Reg core_funcs[] = {
     {"execute", l_execute},
     {"duration", l_duration},
     {"format", l_format},
     {"harness", lwm_harness_new},
+    {"thread", l_thread},
+    {"_codec_roundtrip", lwm_mt_roundtrip},
     {NULL, NULL},
 };
 

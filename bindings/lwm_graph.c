@@ -6,14 +6,66 @@
 #include <string.h>
 
 #include "../core/wm_exchange.h"
+#include "../core/wm_mt.h"
 #include "lwm.h"
 
 typedef struct built {
   int n;        /* instances */
-  wm_op **ops;  /* owned array; the operators belong to the context */
+  wm_op **ops;  /* owned array; the operators belong to the context; NULL: on another thread */
   int *ports;   /* the output port of each instance */
   int rr;       /* edges out of this node are round robin (rebalance) */
+  uint32_t gid0; /* global id of instance 0 (instance k: gid0 + k), the same on every thread */
+  int pin0;     /* every instance runs on the first thread (Lua sinks: their effects stay
+                 * in the state that called execute) */
+  const char *name;
 } built;
+
+/* Input channels allocated so far per global instance id, counted for every edge on every
+ * thread, so that all threads agree on the channel numbers of remote edges. */
+typedef struct chans {
+  int *nin;
+  uint32_t n, cap;
+} chans;
+
+/* The thread that runs instance k of a node (multi-core executor, docs/parallelism.md):
+ * instance k on thread k mod threads, so forward edges between equal parallelism stay
+ * on one thread and only exchanges cross threads. */
+static int thread_of(const lwm_bridge *B, const built *b, int k) {
+  if (!B->mt || b->pin0) return 0;
+  return k % B->nthreads;
+}
+
+static int is_local(const lwm_bridge *B, const built *b, int k) {
+  return thread_of(B, b, k) == B->thread;
+}
+
+/* One edge from `from` (port) to instance k of `to`: a direct connection on one thread,
+ * a sender when the instance is on another thread, a remote input channel when `from` is. */
+static int edge_to(lwm_bridge *B, chans *cs, wm_op *from, int port, int from_local,
+                   const built *to, int k, const wm_op *producer) {
+  uint32_t gid = to->gid0 + (uint32_t)k;
+  int chan = cs->nin[gid]++;
+  int to_local = is_local(B, to, k);
+  if (from_local && to_local) {
+    int c = wm_op_connect(from, port, to->ops[k]);
+    if (c < 0) return wm_ctx_error(&B->ctx, "out of memory");
+    if (c != chan) return wm_ctx_error(&B->ctx, "internal error: channel numbering of '%s'", from->name);
+  } else if (from_local) {
+    char sname[700];
+    int t = thread_of(B, to, k);
+    if (to->n > 1) snprintf(sname, sizeof sname, "to thread %d: %s %d/%d", t + 1, to->name, k + 1, to->n);
+    else snprintf(sname, sizeof sname, "to thread %d: %s", t + 1, to->name);
+    wm_op *s = wm_mt_sender_new(B->mt, sname, producer->name, t, gid, chan);
+    if (!s) return WM_ERR;
+    if (wm_op_connect(from, port, s) < 0) return wm_ctx_error(&B->ctx, "out of memory");
+  } else if (to_local) {
+    if (to->ops[k]->nin != chan)
+      return wm_ctx_error(&B->ctx, "internal error: channel numbering of '%s'", to->ops[k]->name);
+    to->ops[k]->nin++;
+    wm_mt_add_remote_input(B->mt);
+  }
+  return WM_OK;
+}
 
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
   lua_State *L = B->L;
@@ -97,28 +149,31 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
 }
 
 /* Connects every instance of `in` to the instances of `to` (n of them). */
-static int connect_node(lwm_bridge *B, const built *in, built *to, int node, int keyed,
+static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, int node, int keyed,
                    const char *name, const char *where) {
   int mode = keyed ? WM_XCH_HASH : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
   if (to->n == 1) mode = 0; /* one instance: every upstream instance feeds it directly */
   for (int j = 0; j < in->n; j++) {
+    wm_op *src = in->ops[j]; /* NULL: on another thread */
     if (mode == 0) {
-      wm_op *dst = to->ops[to->n == 1 ? 0 : j];
-      if (wm_op_connect(in->ops[j], in->ports[j], dst) < 0)
-        return wm_ctx_error(&B->ctx, "out of memory");
+      if (edge_to(B, cs, src, in->ports[j], src != NULL, to, to->n == 1 ? 0 : j, src) != WM_OK)
+        return WM_ERR;
       continue;
     }
-    char xname[600];
-    snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
-    wm_keysel ks = {0};
-    if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) return WM_ERR;
-    wm_op *x = wm_exchange_new(&B->ctx, xname, mode, to->n, mode == WM_XCH_HASH ? &ks : NULL);
-    if (!x) return WM_ERR;
-    if (wm_op_connect(in->ops[j], in->ports[j], x) < 0)
-      return wm_ctx_error(&B->ctx, "out of memory");
-    for (int k = 0; k < to->n; k++)
-      if (wm_op_connect(x, wm_exchange_port(x, k), to->ops[k]) < 0)
+    wm_op *x = NULL;
+    if (src) {
+      char xname[600];
+      snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
+      wm_keysel ks = {0};
+      if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) return WM_ERR;
+      x = wm_exchange_new(&B->ctx, xname, mode, to->n, mode == WM_XCH_HASH ? &ks : NULL);
+      if (!x) return WM_ERR;
+      if (wm_op_connect(src, in->ports[j], x) < 0)
         return wm_ctx_error(&B->ctx, "out of memory");
+    }
+    for (int k = 0; k < to->n; k++)
+      if (edge_to(B, cs, x, x ? wm_exchange_port(x, k) : 0, x != NULL, to, k, src) != WM_OK)
+        return WM_ERR;
   }
   return WM_OK;
 }
@@ -140,6 +195,9 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     return wm_ctx_error(&B->ctx, "out of memory");
   }
   int rc = WM_OK;
+  chans cs = {0};
+  uint32_t ngid = 0;
+  uint64_t fp = 0;
   for (lua_Integer i = 1; i <= n && rc == WM_OK; i++) {
     lua_rawgeti(L, nodes, i);
     int node = lua_gettop(L);
@@ -150,6 +208,7 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     char name[512];
     snprintf(name, sizeof name, "%s (%s)", nm ? nm : kind, where);
     built *me = &b[i];
+    me->name = nm ? nm : kind;
     lua_getfield(L, node, "inputs");
     int inputs = lua_gettop(L);
     lua_Integer nin = (lua_Integer)lua_rawlen(L, inputs);
@@ -169,10 +228,13 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
       for (int j = 0; rc == WM_OK && j < in->n; j++) {
         me->ops[j] = in->ops[j];
         me->ports[j] = in->ports[j];
-        if (kind[0] == 's' && (me->ports[j] = wm_op_port(in->ops[j], lwm_get_str(L, node, "tag"))) < 0)
+        if (kind[0] == 's' && in->ops[j] &&
+            (me->ports[j] = wm_op_port(in->ops[j], lwm_get_str(L, node, "tag"))) < 0)
           rc = wm_ctx_error(&B->ctx, "out of memory");
       }
       me->rr = kind[0] == 'r';
+      me->gid0 = in->gid0;
+      me->pin0 = in->pin0;
       lua_settop(L, nodes);
       continue;
     }
@@ -194,7 +256,24 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
       rc = wm_ctx_error(&B->ctx, "out of memory");
       break;
     }
+    me->gid0 = ngid;
+    ngid += (uint32_t)p;
+    me->pin0 = strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0;
+    fp = wm_hash_bytes(kind, strlen(kind), fp);
+    fp = wm_hash_bytes(where, strlen(where), fp ^ (uint64_t)p);
+    if (ngid > cs.cap) {
+      uint32_t cap = ngid * 2;
+      int *nn = realloc(cs.nin, cap * sizeof *nn);
+      if (!nn) {
+        rc = wm_ctx_error(&B->ctx, "out of memory");
+        break;
+      }
+      memset(nn + cs.cap, 0, (cap - cs.cap) * sizeof *nn);
+      cs.nin = nn;
+      cs.cap = cap;
+    }
     for (int k = 0; k < p && rc == WM_OK; k++) {
+      if (!is_local(B, me, k)) continue;
       char iname[600];
       if (p > 1) snprintf(iname, sizeof iname, "%s %d/%d", name, k + 1, p);
       else snprintf(iname, sizeof iname, "%s", name);
@@ -202,11 +281,14 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
       B->parallelism = p;
       me->ops[k] = build_one(B, node, kind, iname, where);
       if (!me->ops[k]) rc = WM_ERR;
+      else if (B->mt && wm_mt_set_target(B->mt, me->gid0 + (uint32_t)k, me->ops[k]) != 0)
+        rc = wm_ctx_error(&B->ctx, "out of memory");
     }
     if (rc == WM_OK && ingestion && nin == 0 && strcmp(kind, "harness_input") != 0) {
       /* ingestion time: a source's records get their timestamps from the clock, and
        * watermarks follow the clock */
       for (int k = 0; k < p && rc == WM_OK; k++) {
+        if (!me->ops[k]) continue;
         wm_tsop_config tc;
         memset(&tc, 0, sizeof tc);
         tc.ingestion = true;
@@ -228,7 +310,7 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
       lua_rawgeti(L, inputs, k);
       lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
       lua_pop(L, 1);
-      rc = connect_node(B, &b[in], me, node, keyed, name, where);
+      rc = connect_node(B, &cs, &b[in], me, node, keyed, name, where);
     }
     lua_settop(L, nodes);
   }
@@ -247,6 +329,8 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     free(b[i].ports);
   }
   free(b);
+  free(cs.nin);
+  B->fingerprint = fp;
   lua_pop(L, 1); /* nodes */
   return rc;
 }

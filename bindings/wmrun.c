@@ -26,6 +26,8 @@ static void usage(FILE *f) {
           "  -h, --help                  show this help and exit\n"
           "  -v, --version               show the versions of wmrun, Lua and libuv and exit\n"
           "  -p, --parallelism N         run N instances of each operator\n"
+          "  -t, --threads N             run the instances on N threads (0 = one per core;\n"
+          "                              default 1: one thread, a deterministic schedule)\n"
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
@@ -50,6 +52,7 @@ typedef struct options {
   char **argv;
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
+  lua_Integer threads; /* -1 = not given */
   int trace, metrics, no_drain;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -159,6 +162,10 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, o->parallelism);
     lua_setfield(L, -2, "parallelism");
   }
+  if (o->threads >= 0) {
+    lua_pushinteger(L, o->threads);
+    lua_setfield(L, -2, "threads");
+  }
   lua_pushboolean(L, o->trace);
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
@@ -192,10 +199,32 @@ static int pmain(lua_State *L) {
   return 0;
 }
 
+/* The multi-core executor's spawn hook: runs the job script in a worker thread's fresh
+ * Lua state exactly as pmain ran it in the first one. */
+static int run_worker(lua_State *L, void *ud) {
+  options *o = malloc(sizeof *o);
+  if (!o) {
+    lua_pushliteral(L, "not enough memory");
+    return LUA_ERRMEM;
+  }
+  *o = *(const options *)ud; /* a copy: pmain writes load_error */
+  lua_pushcfunction(L, msghandler);
+  lua_pushcfunction(L, pmain);
+  lua_pushlightuserdata(L, o);
+  int st = lua_pcall(L, 1, 0, -3);
+  if (st != LUA_OK && !lua_isstring(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "(error object is not a string)");
+  }
+  free(o); /* the registry's "wmrun.options" is no longer read: the script has ended */
+  return st;
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
+  o.threads = -1;
   o.argc = argc;
   o.argv = argv;
   int print_path = 0;
@@ -250,6 +279,18 @@ int main(int argc, char **argv) {
         return 2;
       }
       o.parallelism = p;
+    } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threads") == 0 ||
+               strncmp(a, "--threads=", 10) == 0) {
+      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
+      char *end;
+      long t = v ? strtol(v, &end, 10) : -1;
+      if (!v || *end || t < 0 || t > 256) {
+        fprintf(stderr, "%s: bad thread count '%s' (expected 0 to 256; 0 = one per core)\n",
+                progname, v ? v : "");
+        usage(stderr);
+        return 2;
+      }
+      o.threads = t;
     } else if (strcmp(a, "--watermark-interval") == 0 ||
                strncmp(a, "--watermark-interval=", 21) == 0) {
       const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
@@ -335,6 +376,8 @@ static int run_job(options *po, const char *script) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
     return 1;
   }
+  lwm_spawn spawn = {.run = run_worker, .ud = o};
+  lwm_set_spawn(L, &spawn);
   lua_pushcfunction(L, msghandler);
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, o);

@@ -87,6 +87,7 @@ void wm_exec_free(wm_exec *e) {
 uv_loop_t *wm_exec_loop(wm_exec *e) { return &e->loop; }
 wm_ctx *wm_exec_ctx(wm_exec *e) { return e->ctx; }
 int wm_exec_stopping(const wm_exec *e) { return e->failed || e->draining || e->aborted; }
+int wm_exec_pending_sources(const wm_exec *e) { return e->nsrc - e->ndone; }
 
 int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   srcent *n = realloc(e->srcs, (size_t)(e->nsrc + 1) * sizeof *n);

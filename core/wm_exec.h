@@ -59,6 +59,9 @@ void wm_exec_batch_done(wm_exec *exec);
 int wm_exec_stopping(const wm_exec *exec);
 /* Requests a drain as the first SIGINT does. */
 void wm_exec_drain(wm_exec *exec);
+/* How many registered sources have not ended yet (the multi-core executor's receiver,
+ * itself a source, ends last). */
+int wm_exec_pending_sources(const wm_exec *exec);
 
 /* ---- backpressure ------------------------------------------------------------------ */
 

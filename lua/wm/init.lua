@@ -53,15 +53,22 @@ Stream.__index, KeyedStream.__index, WindowedStream.__index, Sink.__index = Stre
 
 --- Creates an execution environment.
 -- @tparam[opt] table opts `parallelism` (default 1), `watermark_interval` (default "200ms";
---   0 = a periodic watermark after every record), `time` ("event", "ingestion", "processing")
+--   0 = a periodic watermark after every record), `time` ("event", "ingestion", "processing"),
+--   `threads` (default 1: every instance on one thread, a deterministic schedule; n: the
+--   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md)
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
   for k in pairs(opts) do
-    if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name" then
-      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time)", 2)
+    if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
+      and k ~= "threads" then
+      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads)", 2)
     end
+  end
+  local threads = opts.threads or 1
+  if math.type(threads) ~= "integer" or threads < 0 then
+    error("env: threads must be a non-negative integer (0 = one per core), got " .. tostring(threads), 2)
   end
   local p = opts.parallelism or 1
   if math.type(p) ~= "integer" or p < 1 then
@@ -77,7 +84,8 @@ function M.env(opts)
   local o = M._overrides
   if o.watermark_interval then wi = o.watermark_interval end
   if o.parallelism then p = o.parallelism end
-  return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time,
+  if o.threads then threads = o.threads end
+  return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline}, Env)
 end
@@ -118,6 +126,13 @@ function Env:from_elements(...)
   return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements",
     max_parallelism = 1}))
 end
+
+--- The thread (1-based) whose Lua state runs this code. With `threads = n` every thread
+-- runs the job script (docs/parallelism.md); thread 1 is the one whose `execute()` returns
+-- and whose `collect()` tables fill, so guard top-level side effects with
+-- `if wm.thread() == 1 then ... end`.
+-- @treturn integer
+function M.thread() return core.thread() end
 
 --- Runs the job until every source has ended. Raises the error of a failed job.
 function Env:execute(name)

@@ -62,5 +62,6 @@ void test_winop(void);
 void test_value(void);
 void test_keyedop(void);
 void test_winmerge(void);
+void test_mt(void);
 
 #endif
