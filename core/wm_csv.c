@@ -185,6 +185,15 @@ static int parse_int(const char *s, size_t n, int64_t *out) {
   if (n && (s[0] == '-' || s[0] == '+')) neg = s[0] == '-', i = 1;
   if (i == n) return -1;
   uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  if (n - i <= 18) { /* below 10^18: cannot overflow, no division per digit */
+    for (; i < n; i++) {
+      unsigned c = (unsigned char)s[i] - '0';
+      if (c > 9) return -1;
+      v = v * 10 + c;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+  }
   for (; i < n; i++) {
     unsigned c = (unsigned char)s[i] - '0';
     if (c > 9) return -1;
@@ -325,10 +334,12 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
         return 1;
       }
     } else {
-      const char *c = memchr(p, d->sep, (size_t)(end - p));
+      /* fields are short: a plain loop beats a call to memchr */
+      const char *c = p, sep = d->sep; /* a local: *c may alias d, sep is reloaded otherwise */
+      while (c < end && *c != sep) c++;
       fs = p;
-      fl = (size_t)((c ? c : end) - p);
-      p += fl;
+      fl = (size_t)(c - p);
+      p = c;
     }
     wm_value *f = &d->row->fields[i];
     uint8_t t = sc->types[i];

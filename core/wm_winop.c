@@ -29,19 +29,24 @@ typedef struct tmreg {
 } tmreg;
 
 typedef struct wentry {
-  /* hot: what a record's lookup and a built-in aggregation touch, in the first cache line */
+  /* hot: what a record's lookup and a built-in aggregation touch: one cache line */
   uint64_t hash;
   uint64_t kpre;     /* string keys: the first 8 bytes (zero padded), compared before the bytes */
   wm_window w;
-  wm_value aux;      /* incremental state (owned) */
+  wm_value aux;      /* incremental state (owned); built-ins keep their number here */
   uint32_t klen;     /* string keys: the length */
+  uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
   uint8_t kcls;      /* KEY_OTHER, KEY_STR or KEY_COMPOSITE */
   uint8_t live;
+} wentry;
+
+/* cold: the rest of an entry, in a parallel array (same index): read when a window is
+ * created, fires or is deleted, and per record only by list mode and custom triggers */
+typedef struct wcold {
   wm_value key; /* owned */
   wm_value acc; /* incremental state (owned) */
   int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
   uint64_t seq;      /* creation order: ties between timers fire in this order */
-  uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
   uint32_t next_free;
   uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
   uint32_t nitems, capitems;
@@ -51,10 +56,13 @@ typedef struct wentry {
   wm_value hstate;   /* trigger state of host triggers (owned) */
   tmreg *tm;         /* timers the trigger registered */
   uint32_t ntm, captm;
-} wentry;
+} wcold;
 
 enum { KEY_OTHER, KEY_STR, KEY_COMPOSITE };
-_Static_assert(sizeof(wentry) % 64 == 0, "window entries fill whole cache lines");
+
+/* the cold part of hot entry p_ (with the operator state s in scope) */
+#define CO(p_) (&s->c[(p_) - s->e])
+_Static_assert(sizeof(wentry) == 64, "the hot part of an entry is one cache line");
 
 /* A key as the index compares it: for strings, class, length and first 8 bytes first, so
  * that a lookup reads the key's bytes (another cache miss) only for keys longer than 8. */
@@ -77,11 +85,12 @@ static kprobe kprobe_of(const wm_value *key) {
   return k;
 }
 
-static bool key_matches(const wentry *e, const kprobe *k) {
+/* c: e's cold part, read only for keys that are not strings or longer than 8 bytes */
+static bool key_matches(const wentry *e, const wcold *c, const kprobe *k) {
   if (e->kcls != k->cls) return false;
-  if (k->cls == KEY_OTHER) return wm_key_equal(&e->key, k->key);
+  if (k->cls == KEY_OTHER) return wm_key_equal(&c->key, k->key);
   if (e->klen != k->len || e->kpre != k->pre) return false;
-  return k->len <= 8 || wm_key_equal(&e->key, k->key);
+  return k->len <= 8 || wm_key_equal(&c->key, k->key);
 }
 
 #define TOMB UINT32_MAX
@@ -91,13 +100,15 @@ typedef struct winop {
   wm_winop_config cfg;
   char *late_tag;
   int late_port;
-  wentry *e;
+  wentry *e;         /* hot parts, 64-byte aligned */
+  wcold *c;          /* cold parts */
   uint32_t ne, cape, free_head, nlive;
   uint64_t *idx;      /* slots: entry + 1 (0 empty, TOMB) in the low half, hash >> 32 above */
   size_t capidx, usedidx;
   wm_timers *timers;  /* event time */
   wm_timers *ptimers; /* processing time */
   wm_window *wins;    /* scratch for the assigner */
+  uint64_t *whash;    /* scratch: entry_hash of each of wins */
   uint32_t *run;      /* scratch for merging */
   uint32_t caprun;
   wm_trigger *trig;
@@ -118,9 +129,19 @@ static uint64_t mix(uint64_t x) {
   return x;
 }
 
+/* The hash of a key inside this operator's state (never seen outside it: exchanges
+ * partition with wm_key_hash). Strings of up to 8 bytes hash from the probe's inline
+ * prefix with one mix instead of a byte loop. */
+static uint64_t key_hash_of(const kprobe *k) {
+  if (k->cls != KEY_OTHER && k->len <= 8)
+    return mix(k->pre ^ ((uint64_t)k->len << 56) ^ ((uint64_t)k->cls << 60) ^ 0x5bd1e9955bd1e995ULL);
+  return wm_key_hash(k->key);
+}
+
 static uint64_t entry_hash(const winop *s, uint64_t khash, wm_window w) {
-  if (s->merging) return mix(khash);
-  return mix(khash ^ mix((uint64_t)w.start) ^ ((uint64_t)w.stop * 0x9e3779b97f4a7c15ULL));
+  if (s->merging) return khash;
+  return mix(khash ^ ((uint64_t)w.start * 0x9e3779b97f4a7c15ULL) ^
+             ((uint64_t)w.stop * 0xc2b2ae3d27d4eb4fULL));
 }
 
 static int64_t max_ts_of(wm_window w) {
@@ -153,7 +174,7 @@ static size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window 
       if (tomb == SIZE_MAX) tomb = i;
     } else if ((v >> 32) == (h >> 32)) {
       const wentry *e = &s->e[ent - 1];
-      if (e->hash == h && (s->merging || win_eq(e->w, w)) && key_matches(e, key)) {
+      if (e->hash == h && (s->merging || win_eq(e->w, w)) && key_matches(e, &s->c[ent - 1], key)) {
         *found = 1;
         return i;
       }
@@ -173,7 +194,7 @@ static int idx_rebuild(winop *s, size_t cap) {
     wentry *e = &s->e[i];
     if (!e->live) continue;
     int found;
-    kprobe k = kprobe_of(&e->key);
+    kprobe k = kprobe_of(&CO(e)->key);
     size_t at = idx_find(s, &k, e->hash, e->w, &found);
     if (found) continue; /* merging: only the chain's head is indexed, and it came first */
     n[at] = slot_make(i + 1, e->hash);
@@ -185,7 +206,7 @@ static int idx_rebuild(winop *s, size_t cap) {
       wentry *e = &s->e[i];
       if (!e->live) continue;
       int found;
-      kprobe k = kprobe_of(&e->key);
+      kprobe k = kprobe_of(&CO(e)->key);
       size_t at = idx_find(s, &k, e->hash, e->w, &found);
       uint32_t h = slot_ent(n[at]) - 1;
       if (s->e[h].w.start > e->w.start) n[at] = slot_make(i + 1, e->hash);
@@ -226,7 +247,7 @@ static int idx_reserve(wm_op *op, winop *s) {
 static int entry_alloc(winop *s, uint32_t *out) {
   if (s->free_head != NONE) {
     *out = s->free_head;
-    s->free_head = s->e[*out].next_free;
+    s->free_head = s->c[*out].next_free;
     return 0;
   }
   if (s->ne == s->cape) {
@@ -235,57 +256,64 @@ static int entry_alloc(winop *s, uint32_t *out) {
     uint32_t cap = s->cape ? s->cape * 2 : 64;
     wentry *n = aligned_alloc(64, cap * sizeof *n);
     if (!n) return -1;
+    wcold *c = realloc(s->c, cap * sizeof *c);
+    if (!c) {
+      free(n);
+      return -1;
+    }
+    s->c = c;
     if (s->ne) memcpy(n, s->e, s->ne * sizeof *n);
     free(s->e);
     s->e = n;
     s->cape = cap;
   }
   memset(&s->e[s->ne], 0, sizeof s->e[s->ne]);
+  memset(&s->c[s->ne], 0, sizeof s->c[s->ne]);
   *out = s->ne++;
   return 0;
 }
 
 /* Releases the window's contents (a purge): the window itself stays. */
-static void entry_purge(wm_op *op, wentry *e) {
+static void entry_purge(wm_op *op, winop *s, wentry *e) {
   const wm_host *h = &op->ctx->host;
-  wm_value_release(h, &e->acc);
+  wm_value_release(h, &CO(e)->acc);
   wm_value_release(h, &e->aux);
-  for (uint32_t k = 0; k < e->nitems; k++) wm_value_release(h, &e->items[k]);
-  e->nitems = 0;
+  for (uint32_t k = 0; k < CO(e)->nitems; k++) wm_value_release(h, &CO(e)->items[k]);
+  CO(e)->nitems = 0;
 }
 
 static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
   int found;
-  kprobe k = kprobe_of(&e->key);
+  kprobe k = kprobe_of(&CO(e)->key);
   size_t at = idx_find(s, &k, e->hash, e->w, &found);
   if (s->merging) {
     if (found) {
       uint32_t head = slot_ent(s->idx[at]) - 1;
       if (head == i) {
-        s->idx[at] = e->knext != NONE ? slot_make(e->knext + 1, e->hash) : TOMB;
+        s->idx[at] = CO(e)->knext != NONE ? slot_make(CO(e)->knext + 1, e->hash) : TOMB;
       } else {
-        while (s->e[head].knext != NONE && s->e[head].knext != i) head = s->e[head].knext;
-        if (s->e[head].knext == i) s->e[head].knext = e->knext;
+        while (s->c[head].knext != NONE && s->c[head].knext != i) head = s->c[head].knext;
+        if (s->c[head].knext == i) s->c[head].knext = CO(e)->knext;
       }
     }
   } else if (found) {
     idx_remove(s, at);
   }
-  entry_purge(op, e);
-  wm_value_release(h, &e->key);
-  wm_value_release(h, &e->hstate);
-  free(e->items);
-  free(e->its);
-  free(e->tm);
-  e->items = NULL;
-  e->its = NULL;
-  e->tm = NULL;
-  e->capitems = e->ntm = e->captm = 0;
+  entry_purge(op, s, e);
+  wm_value_release(h, &CO(e)->key);
+  wm_value_release(h, &CO(e)->hstate);
+  free(CO(e)->items);
+  free(CO(e)->its);
+  free(CO(e)->tm);
+  CO(e)->items = NULL;
+  CO(e)->its = NULL;
+  CO(e)->tm = NULL;
+  CO(e)->capitems = CO(e)->ntm = CO(e)->captm = 0;
   e->live = 0;
   e->gen = (e->gen + 1) & 0x7fffffffu;
-  e->next_free = s->free_head;
+  CO(e)->next_free = s->free_head;
   s->free_head = i;
   s->nlive--;
 }
@@ -301,9 +329,10 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   wentry *e = &s->e[i];
   uint32_t gen = e->gen;
   memset(e, 0, sizeof *e);
+  memset(CO(e), 0, sizeof *CO(e));
   e->gen = gen;
-  if (wm_value_copy(&op->ctx->host, &e->key, key) != 0) {
-    e->next_free = s->free_head;
+  if (wm_value_copy(&op->ctx->host, &CO(e)->key, key) != 0) {
+    CO(e)->next_free = s->free_head;
     s->free_head = i;
     return wm_ctx_error(op->ctx, "out of memory in window state");
   }
@@ -312,9 +341,9 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   e->klen = k->len;
   e->kcls = k->cls;
   e->w = w;
-  e->seq = op->ctx->seq++;
-  e->knext = NONE;
-  e->fire_t = WM_TIME_MIN;
+  CO(e)->seq = op->ctx->seq++;
+  CO(e)->knext = NONE;
+  CO(e)->fire_t = WM_TIME_MIN;
   e->live = 1;
   s->nlive++;
   if (slot_ent(s->idx[at]) == 0) s->usedidx++;
@@ -323,10 +352,10 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   return WM_OK;
 }
 
-/* Finds or creates the state of (key, w) (windows that do not merge). */
-static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_window w,
+/* Finds or creates the state of (key, w) (windows that do not merge); h is
+ * entry_hash(key, w). */
+static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_window w,
                      uint32_t *out, int *created) {
-  uint64_t h = entry_hash(s, khash, w);
   if (idx_reserve(op, s) != WM_OK) return WM_ERR;
   int found;
   size_t at = idx_find(s, key, h, w, &found);
@@ -342,7 +371,7 @@ static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
 /* ---- timers ------------------------------------------------------------------------- */
 
 static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
-  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
+  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   return WM_OK;
 }
@@ -350,7 +379,7 @@ static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
 static int push_processing(wm_op *op, winop *s, uint32_t i, int64_t t) {
   if (s->pt_flushing) return WM_OK;
   size_t before = wm_timers_groups(s->ptimers);
-  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
+  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   /* one executor timer per distinct time */
   if (wm_timers_groups(s->ptimers) != before) return wm_ctx_register_processing_timer(op->ctx, op, t);
@@ -364,7 +393,7 @@ static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   if (s->event_time) {
     int64_t cl = cleanup_of(s, e->w);
-    if (s->fast && e->fire_t == cl) return WM_OK;
+    if (s->fast && CO(e)->fire_t == cl) return WM_OK;
     return push_event(op, s, i, cl);
   }
   if (s->cfg.assigner.processing_time) return push_processing(op, s, i, max_ts_of(e->w));
@@ -374,12 +403,12 @@ static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
 static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
   wentry *e = &s->e[i];
   c->op = op;
-  c->key = &e->key;
+  c->key = &CO(e)->key;
   c->window = e->w;
   c->max_ts = max_ts_of(e->w);
   c->watermark = op->wm;
-  c->state = e->tstate;
-  c->hstate = &e->hstate;
+  c->state = CO(e)->tstate;
+  c->hstate = &CO(e)->hstate;
   c->winop = s;
   c->entry = i;
 }
@@ -392,27 +421,27 @@ int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
     if (c->max_ts == WM_TIME_MAX || t <= s->firing_t) return WM_OK;
   }
   if (domain == WM_DOMAIN_PROCESSING && s->pt_flushing) return WM_OK;
-  for (uint32_t k = 0; k < e->ntm; k++)
-    if (e->tm[k].t == t && e->tm[k].domain == domain) return WM_OK;
-  if (e->ntm == e->captm) {
-    uint32_t cap = e->captm ? e->captm * 2 : 2;
-    tmreg *n = realloc(e->tm, cap * sizeof *n);
+  for (uint32_t k = 0; k < CO(e)->ntm; k++)
+    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) return WM_OK;
+  if (CO(e)->ntm == CO(e)->captm) {
+    uint32_t cap = CO(e)->captm ? CO(e)->captm * 2 : 2;
+    tmreg *n = realloc(CO(e)->tm, cap * sizeof *n);
     if (!n) return wm_ctx_error(c->op->ctx, "out of memory registering a timer");
-    e->tm = n;
-    e->captm = cap;
+    CO(e)->tm = n;
+    CO(e)->captm = cap;
   }
-  e->tm[e->ntm].t = t;
-  e->tm[e->ntm].domain = domain;
-  e->ntm++;
+  CO(e)->tm[CO(e)->ntm].t = t;
+  CO(e)->tm[CO(e)->ntm].domain = domain;
+  CO(e)->ntm++;
   return domain == WM_DOMAIN_EVENT ? push_event(c->op, s, c->entry, t)
                                    : push_processing(c->op, s, c->entry, t);
 }
 
 /* Removes (t, domain) from entry e's registered timers; whether it was there. */
-static bool tm_take(wentry *e, int domain, int64_t t) {
-  for (uint32_t k = 0; k < e->ntm; k++) {
-    if (e->tm[k].t == t && e->tm[k].domain == domain) {
-      e->tm[k] = e->tm[--e->ntm];
+static bool tm_take(winop *s, wentry *e, int domain, int64_t t) {
+  for (uint32_t k = 0; k < CO(e)->ntm; k++) {
+    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) {
+      CO(e)->tm[k] = CO(e)->tm[--CO(e)->ntm];
       return true;
     }
   }
@@ -421,7 +450,7 @@ static bool tm_take(wentry *e, int domain, int64_t t) {
 
 void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
   winop *s = c->winop;
-  tm_take(&s->e[c->entry], domain, t);
+  tm_take(s, &s->e[c->entry], domain, t);
 }
 
 int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
@@ -430,47 +459,47 @@ int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
 
 static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
   if (s->list) {
-    if (e->nitems == e->capitems) {
-      uint32_t cap = e->capitems ? e->capitems * 2 : 4;
-      wm_value *n = realloc(e->items, cap * sizeof *n);
+    if (CO(e)->nitems == CO(e)->capitems) {
+      uint32_t cap = CO(e)->capitems ? CO(e)->capitems * 2 : 4;
+      wm_value *n = realloc(CO(e)->items, cap * sizeof *n);
       if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
-      e->items = n;
+      CO(e)->items = n;
       if (s->cfg.evictor.kind) {
-        int64_t *t = realloc(e->its, cap * sizeof *t);
+        int64_t *t = realloc(CO(e)->its, cap * sizeof *t);
         if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
-        e->its = t;
+        CO(e)->its = t;
       }
-      e->capitems = cap;
+      CO(e)->capitems = cap;
     }
-    if (wm_value_copy(&op->ctx->host, &e->items[e->nitems], rec) != 0)
+    if (wm_value_copy(&op->ctx->host, &CO(e)->items[CO(e)->nitems], rec) != 0)
       return wm_ctx_error(op->ctx, "out of memory in window state");
-    if (e->its) e->its[e->nitems] = ts;
-    e->nitems++;
+    if (CO(e)->its) CO(e)->its[CO(e)->nitems] = ts;
+    CO(e)->nitems++;
     return WM_OK;
   }
-  return s->cfg.fn.add(s->cfg.fn.ud, op, &e->acc, &e->aux, rec);
+  return s->cfg.fn.add(s->cfg.fn.ud, op, &CO(e)->acc, &e->aux, rec);
 }
 
 static bool entry_empty(const winop *s, const wentry *e) {
-  return s->list ? e->nitems == 0 : (e->acc.type == WM_NIL && e->aux.type == WM_NIL);
+  return s->list ? CO(e)->nitems == 0 : (CO(e)->acc.type == WM_NIL && e->aux.type == WM_NIL);
 }
 
-static void fire_init(wm_op *op, wentry *e, wm_fire *f) {
-  f->key = &e->key;
+static void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f) {
+  f->key = &CO(e)->key;
   f->window = e->w;
   f->max_ts = max_ts_of(e->w);
   f->watermark = op->wm;
-  f->acc = &e->acc;
+  f->acc = &CO(e)->acc;
   f->aux = &e->aux;
-  f->items = e->items;
-  f->nitems = e->nitems;
+  f->items = CO(e)->items;
+  f->nitems = CO(e)->nitems;
 }
 
 static int evict(wm_op *op, winop *s, uint32_t i, int after) {
   const wm_evictor *ev = &s->cfg.evictor;
   if (ev->kind != WM_EV_CUSTOM && ev->after != (after != 0)) return WM_OK;
   wentry *e = &s->e[i];
-  wm_evict_items it = {e->items, e->its, e->nitems};
+  wm_evict_items it = {CO(e)->items, CO(e)->its, CO(e)->nitems};
   if (ev->kind == WM_EV_CUSTOM) {
     wm_trigger_ctx c;
     tctx_init(op, s, i, &c);
@@ -479,7 +508,7 @@ static int evict(wm_op *op, winop *s, uint32_t i, int after) {
   } else {
     wm_evict_builtin(&op->ctx->host, ev, &it);
   }
-  e->nitems = it.n;
+  CO(e)->nitems = it.n;
   return WM_OK;
 }
 
@@ -489,23 +518,23 @@ static int emit_window(wm_op *op, winop *s, uint32_t i) {
   wm_fire f;
   if (entry_empty(s, e)) return WM_OK;
   /* a firing outside a timer, with the watermark past the window's end, is a late firing */
-  wm_observe_fire(op, &e->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  wm_observe_fire(op, &CO(e)->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
   if (!s->cfg.evictor.kind) {
-    fire_init(op, e, &f);
+    fire_init(op, s, e, &f);
     /* e stays valid: firing adds no entries */
     return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
   }
   if (evict(op, s, i, 0) != WM_OK) return WM_ERR;
   e = &s->e[i];
-  fire_init(op, e, &f);
+  fire_init(op, s, e, &f);
   int rc = WM_OK;
   if (s->cfg.fn.list) {
     rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
-  } else if (e->nitems > 0) {
+  } else if (CO(e)->nitems > 0) {
     /* an incremental function over the records the evictor kept */
     wm_value acc = wm_nil(), aux = wm_nil();
-    for (uint32_t k = 0; k < e->nitems && rc == WM_OK; k++)
-      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &e->items[k]);
+    for (uint32_t k = 0; k < CO(e)->nitems && rc == WM_OK; k++)
+      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &CO(e)->items[k]);
     if (rc == WM_OK) {
       f.acc = &acc;
       f.aux = &aux;
@@ -522,7 +551,7 @@ static int emit_window(wm_op *op, winop *s, uint32_t i) {
 static int act(wm_op *op, winop *s, uint32_t i, int res) {
   if (res < 0) return WM_ERR;
   if ((res & WM_TR_FIRE) && emit_window(op, s, i) != WM_OK) return WM_ERR;
-  if (res & WM_TR_PURGE) entry_purge(op, &s->e[i]);
+  if (res & WM_TR_PURGE) entry_purge(op, s, &s->e[i]);
   return WM_OK;
 }
 
@@ -533,7 +562,7 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
     tctx_init(op, s, i, &c);
     if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
   }
-  wm_observe_cleanup(op, &s->e[i].key, s->e[i].w);
+  wm_observe_cleanup(op, &s->c[i].key, s->e[i].w);
   entry_delete(op, s, i);
   return WM_OK;
 }
@@ -559,7 +588,7 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   size_t at = idx_find(s, key, h, w, &found);
   uint32_t head = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, n = 0;
   /* the run of windows that w touches: contiguous in the sorted chain */
-  for (uint32_t j = head; j != NONE; j = s->e[j].knext) {
+  for (uint32_t j = head; j != NONE; j = s->c[j].knext) {
     if (intersects(s->e[j].w, w)) {
       if (n == s->caprun) {
         uint32_t cap = s->caprun ? s->caprun * 2 : 8;
@@ -589,17 +618,17 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
       if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
       s->idx[at] = slot_make(head + 1, h);
       if (prev == NONE) {
-        s->e[i].knext = head;
+        s->c[i].knext = head;
         s->idx[at] = slot_make(i + 1, h);
       } else {
-        s->e[i].knext = s->e[prev].knext;
-        s->e[prev].knext = i;
+        s->c[i].knext = s->c[prev].knext;
+        s->c[prev].knext = i;
       }
     }
     *out = i;
     if (s->fast && max_ts_of(w) > W) {
-      s->e[i].fire_t = max_ts_of(w);
-      if (push_event(op, s, i, s->e[i].fire_t) != WM_OK) return WM_ERR;
+      s->c[i].fire_t = max_ts_of(w);
+      if (push_event(op, s, i, s->c[i].fire_t) != WM_OK) return WM_ERR;
     }
     return push_cleanup(op, s, i);
   }
@@ -615,8 +644,8 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   /* the earliest window's state becomes the merged window's; the others are merged into
    * it in order of their start, then deleted. The target's timers belonged to its old
    * window: forget them (the trigger re-registers in on_merge). */
-  s->e[t].ntm = 0;
-  s->e[t].fire_t = WM_TIME_MIN;
+  s->c[t].ntm = 0;
+  s->c[t].fire_t = WM_TIME_MIN;
   for (uint32_t k = 1; k < n; k++) {
     uint32_t j = s->run[k];
     if (!s->fast) {
@@ -626,44 +655,44 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
     }
     wentry *te = &s->e[t], *je = &s->e[j];
     if (s->list) {
-      for (uint32_t q = 0; q < je->nitems; q++) {
-        if (te->nitems == te->capitems) {
-          uint32_t cap = te->capitems ? te->capitems * 2 : 4;
-          wm_value *nv = realloc(te->items, cap * sizeof *nv);
+      for (uint32_t q = 0; q < CO(je)->nitems; q++) {
+        if (CO(te)->nitems == CO(te)->capitems) {
+          uint32_t cap = CO(te)->capitems ? CO(te)->capitems * 2 : 4;
+          wm_value *nv = realloc(CO(te)->items, cap * sizeof *nv);
           if (!nv) return wm_ctx_error(op->ctx, "out of memory merging windows");
-          te->items = nv;
+          CO(te)->items = nv;
           if (s->cfg.evictor.kind) {
-            int64_t *nt = realloc(te->its, cap * sizeof *nt);
+            int64_t *nt = realloc(CO(te)->its, cap * sizeof *nt);
             if (!nt) return wm_ctx_error(op->ctx, "out of memory merging windows");
-            te->its = nt;
+            CO(te)->its = nt;
           }
-          te->capitems = cap;
+          CO(te)->capitems = cap;
         }
-        te->items[te->nitems] = je->items[q]; /* moved */
-        if (te->its) te->its[te->nitems] = je->its ? je->its[q] : WM_TIME_MIN;
-        te->nitems++;
+        CO(te)->items[CO(te)->nitems] = CO(je)->items[q]; /* moved */
+        if (CO(te)->its) CO(te)->its[CO(te)->nitems] = CO(je)->its ? CO(je)->its[q] : WM_TIME_MIN;
+        CO(te)->nitems++;
       }
-      je->nitems = 0;
-    } else if (!(je->acc.type == WM_NIL && je->aux.type == WM_NIL)) {
-      if (te->acc.type == WM_NIL && te->aux.type == WM_NIL) { /* purged target: take b's */
-        te->acc = je->acc;
+      CO(je)->nitems = 0;
+    } else if (!(CO(je)->acc.type == WM_NIL && je->aux.type == WM_NIL)) {
+      if (CO(te)->acc.type == WM_NIL && te->aux.type == WM_NIL) { /* purged target: take b's */
+        CO(te)->acc = CO(je)->acc;
         te->aux = je->aux;
-        je->acc = wm_nil();
+        CO(je)->acc = wm_nil();
         je->aux = wm_nil();
-      } else if (s->cfg.fn.merge(s->cfg.fn.ud, op, &te->acc, &te->aux, &je->acc, &je->aux) !=
+      } else if (s->cfg.fn.merge(s->cfg.fn.ud, op, &CO(te)->acc, &te->aux, &CO(je)->acc, &je->aux) !=
                  WM_OK) {
         return WM_ERR;
       }
     }
     if (!s->fast && s->trig->vt->merge_state)
-      s->trig->vt->merge_state(s->trig, s->e[t].tstate, s->e[j].tstate);
+      s->trig->vt->merge_state(s->trig, s->c[t].tstate, s->c[j].tstate);
     entry_delete(op, s, j);
   }
   s->e[t].w = cover;
   if (s->fast) {
     if (max_ts_of(cover) > W) {
-      s->e[t].fire_t = max_ts_of(cover);
-      if (push_event(op, s, t, s->e[t].fire_t) != WM_OK) return WM_ERR;
+      s->c[t].fire_t = max_ts_of(cover);
+      if (push_event(op, s, t, s->c[t].fire_t) != WM_OK) return WM_ERR;
     }
   } else {
     wm_trigger_ctx c;
@@ -712,8 +741,8 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_buf_free(&b);
     return WM_ERR;
   }
-  uint64_t khash = wm_key_hash(&key);
   kprobe kp = kprobe_of(&key);
+  uint64_t khash = key_hash_of(&kp);
   int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
   int64_t W = op->wm;
   int any = 0;
@@ -734,6 +763,19 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     }
   } else {
     size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
+    for (size_t k = 0; k < n; k++) s->whash[k] = entry_hash(s, khash, s->wins[k]);
+    if (n > 1) {
+      /* several windows per record (sliding): their lookups are independent cache misses;
+       * start them all (index slots, then the entries they name) before the first one is
+       * needed, so that they overlap instead of queueing. Only hints: a stale address is
+       * never dereferenced. */
+      size_t mask = s->capidx - 1;
+      for (size_t k = 0; k < n; k++) __builtin_prefetch(&s->idx[s->whash[k] & mask]);
+      for (size_t k = 0; k < n; k++) {
+        uint32_t ent = slot_ent(s->idx[s->whash[k] & mask]);
+        if (ent != 0 && ent != TOMB) __builtin_prefetch(&s->e[ent - 1]);
+      }
+    }
     for (size_t k = 0; k < n; k++) {
       wm_window w = s->wins[k];
       int64_t mts = max_ts_of(w);
@@ -741,11 +783,11 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       any = 1;
       uint32_t i = 0;
       int created = 0;
-      if (entry_get(op, s, &kp, khash, w, &i, &created) != WM_OK) return WM_ERR;
+      if (entry_get(op, s, &kp, s->whash[k], w, &i, &created) != WM_OK) return WM_ERR;
       wm_observe_window(op, &key, ts, w, created);
       if (created) {
         if (s->fast && mts > W) {
-          s->e[i].fire_t = mts;
+          s->c[i].fire_t = mts;
           if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
         }
         if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
@@ -775,12 +817,12 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
     int res;
     if (s->fast) {
       res = WM_TR_CONTINUE;
-      if (domain == WM_DOMAIN_EVENT && e->fire_t == t) {
-        e->fire_t = WM_TIME_MIN;
+      if (domain == WM_DOMAIN_EVENT && CO(e)->fire_t == t) {
+        CO(e)->fire_t = WM_TIME_MIN;
         res = t == max_ts_of(e->w) ? WM_TR_FIRE : WM_TR_CONTINUE;
       }
     } else {
-      bool reg = tm_take(e, domain, t);
+      bool reg = tm_take(s, e, domain, t);
       if (!reg && !clean) continue;
       wm_trigger_ctx c;
       tctx_init(op, s, i, &c);
@@ -826,10 +868,12 @@ static void winop_free(wm_op *op) {
   for (uint32_t i = 0; i < s->ne; i++)
     if (s->e[i].live) entry_delete(op, s, i);
   free(s->e);
+  free(s->c);
   free(s->idx);
   wm_timers_free(s->timers);
   wm_timers_free(s->ptimers);
   free(s->wins);
+  free(s->whash);
   free(s->run);
   free(s->late_tag);
   wm_trigger_free(s->trig);
@@ -912,7 +956,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   s->timers = wm_timers_new();
   s->ptimers = wm_timers_new();
   s->wins = calloc(wm_assigner_max_windows(&s->cfg.assigner), sizeof *s->wins);
-  if (!s->trig || !s->idx || !s->timers || !s->ptimers || !s->wins) goto oom;
+  s->whash = calloc(wm_assigner_max_windows(&s->cfg.assigner), sizeof *s->whash);
+  if (!s->trig || !s->idx || !s->timers || !s->ptimers || !s->wins || !s->whash) goto oom;
   if (s->cfg.late_tag && !(s->late_tag = strdup(s->cfg.late_tag))) goto oom;
   s->cfg.late_tag = s->late_tag;
   wm_op *op = wm_op_new(ctx, &winop_vt, s, name);
@@ -1053,7 +1098,8 @@ static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const 
   }
   wm_value v;
   if (num_of(op, b, rec, &v) != WM_OK) return WM_ERR;
-  if (acc->type == WM_NIL) {
+  /* aux (a number) is nil exactly when acc is: test it, acc lives in the entry's cold part */
+  if (aux->type == WM_NIL) {
     if (wm_value_copy(h, acc, rec) != 0) return wm_ctx_error(op->ctx, "out of memory");
     *aux = v;
     return WM_OK;
