@@ -269,17 +269,10 @@ typedef struct luasrc {
   int idle_status; /* source: marked idle */
 } luasrc;
 
-static int luasrc_rec(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  (void)rec;
-  (void)ts;
-  return wm_ctx_error(op->ctx, "a source has no inputs");
-}
-
 static void luasrc_free(wm_op *op) { lwm_opinfo_free(op->impl); }
 
-static const wm_op_vt generate_vt = {.kind = "generate", .record = luasrc_rec, .free = luasrc_free};
-static const wm_op_vt source_vt = {.kind = "source", .record = luasrc_rec, .free = luasrc_free};
+static const wm_op_vt generate_vt = {.kind = "generate", .record = wm_source_record, .free = luasrc_free};
+static const wm_op_vt source_vt = {.kind = "source", .record = wm_source_record, .free = luasrc_free};
 
 static void luasrc_handles_off(luasrc *s) {
   if (s->idle_on) uv_idle_stop(&s->idle);

@@ -212,16 +212,9 @@ typedef struct elements {
   wm_exec *exec;
 } elements;
 
-static int elements_rec(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  (void)rec;
-  (void)ts;
-  return wm_ctx_error(op->ctx, "a source has no inputs");
-}
-
 static void elements_free(wm_op *op) { lwm_opinfo_free(op->impl); }
 
-static const wm_op_vt elements_vt = {.kind = "from_elements", .record = elements_rec, .free = elements_free};
+static const wm_op_vt elements_vt = {.kind = "from_elements", .record = wm_source_record, .free = elements_free};
 
 static void elements_close(elements *e) {
   if (e->idle_open) {

@@ -89,6 +89,13 @@ wm_ctx *wm_exec_ctx(wm_exec *e) { return e->ctx; }
 int wm_exec_stopping(const wm_exec *e) { return e->failed || e->draining || e->aborted; }
 int wm_exec_pending_sources(const wm_exec *e) { return e->nsrc - e->ndone; }
 
+int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  return wm_ctx_error(op->ctx, "operator '%s' is a source: it has no inputs", op->name);
+}
+
 int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   srcent *n = realloc(e->srcs, (size_t)(e->nsrc + 1) * sizeof *n);
   if (!n) return -1;

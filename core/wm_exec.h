@@ -42,6 +42,10 @@ void wm_exec_free(wm_exec *exec);
 uv_loop_t *wm_exec_loop(wm_exec *exec);
 wm_ctx *wm_exec_ctx(wm_exec *exec);
 
+/* The `record` entry of a source operator's vtable: a source has no inputs, so a record
+ * reaching it is a wiring error. */
+int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
+
 /* Registers a source driver for op (op has no inputs). 0 or -1. */
 int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
 

@@ -34,17 +34,10 @@ typedef struct srchead {
   int paused;        /* backpressure */
 } srchead;
 
-static int src_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  (void)rec;
-  (void)ts;
-  return wm_ctx_error(op->ctx, "a source has no inputs");
-}
-
 int wm_io_current_line(wm_ctx *ctx, const char **origin, uint64_t *line) {
   for (size_t i = 0; i < ctx->nops; i++) {
     const wm_op *op = ctx->ops[i];
-    if (op->vt->record != src_record) continue;
+    if (op->vt->record != wm_source_record) continue;
     const srchead *h = op->impl;
     if (h && h->cur) {
       *origin = h->cur->origin;
@@ -356,7 +349,7 @@ static void file_pause(wm_op *op, wm_exec *exec, int paused) {
   if (!paused) file_wake(f);
 }
 
-static const wm_op_vt file_vt = {.kind = "read_lines", .record = src_record, .free = file_free};
+static const wm_op_vt file_vt = {.kind = "read_lines", .record = wm_source_record, .free = file_free};
 static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause};
 
 /* ---- streams: pipes and terminals (standard input) and TCP clients -------------------- */
@@ -513,8 +506,8 @@ static void stream_pause(wm_op *op, wm_exec *exec, int paused) {
   }
 }
 
-static const wm_op_vt stdin_vt = {.kind = "read_lines", .record = src_record, .free = stream_free};
-static const wm_op_vt socket_vt = {.kind = "socket_lines", .record = src_record, .free = stream_free};
+static const wm_op_vt stdin_vt = {.kind = "read_lines", .record = wm_source_record, .free = stream_free};
+static const wm_op_vt socket_vt = {.kind = "socket_lines", .record = wm_source_record, .free = stream_free};
 static const wm_source_vt stream_svt = {.start = stream_start, .stop = stream_stop, .pause = stream_pause};
 
 wm_op *wm_lines_new(wm_exec *exec, const char *name, const wm_lines_config *cfg) {
@@ -804,7 +797,7 @@ static void listen_pause(wm_op *op, wm_exec *exec, int paused) {
   }
 }
 
-static const wm_op_vt listen_vt = {.kind = "listen_lines", .record = src_record, .free = listen_free};
+static const wm_op_vt listen_vt = {.kind = "listen_lines", .record = wm_source_record, .free = listen_free};
 static const wm_source_vt listen_svt = {.start = listen_start, .stop = listen_stop, .pause = listen_pause};
 
 wm_op *wm_listen_lines_new(wm_exec *exec, const char *name, const wm_tcp_config *cfg) {
