@@ -61,6 +61,9 @@ typedef struct lwm_frame {
 void lwm_register(lwm_bridge *B);
 void lwm_unregister(lwm_bridge *B);
 void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f);
+/* The end of a C callback that emitted into the core: 0, or, when rc failed, a Lua error
+ * that unwinds the user's function (the real message stays in B->ctx.err). */
+int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc);
 void lwm_leave(lwm_bridge *B, const lwm_frame *f);
 
 /* Slots: a Lua value held by C (records in windows, accumulators). */

@@ -307,6 +307,12 @@ void lwm_leave(lwm_bridge *B, const lwm_frame *f) {
   B->fns = f->fns;
 }
 
+int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc) {
+  if (rc == WM_OK) return 0;
+  B->downstream_failed = 1; /* outer frames keep the message already in B->ctx.err */
+  return luaL_error(L, "downstream operator failed");
+}
+
 /* ---- calls ----------------------------------------------------------------------- */
 
 void lwm_push_fn(lwm_bridge *B, int fn) { lua_rawgeti(B->L, B->fns, fn); }

@@ -540,11 +540,7 @@ static int l_ctx_emit_watermark(lua_State *L) {
   lwm_enter(s->oi.B, L, &fr);
   int rc = wm_op_emit_watermark(s->oi.op, (int64_t)t);
   lwm_leave(s->oi.B, &fr);
-  if (rc != WM_OK) {
-    s->oi.B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(s->oi.B, L, rc);
 }
 
 /* ctx:mark_idle(): downstream stops waiting for this source's watermarks until it emits */
@@ -556,11 +552,7 @@ static int l_ctx_mark_idle(lua_State *L) {
   lwm_enter(s->oi.B, L, &fr);
   int rc = wm_op_emit_status(s->oi.op, true);
   lwm_leave(s->oi.B, &fr);
-  if (rc != WM_OK) {
-    s->oi.B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(s->oi.B, L, rc);
 }
 
 static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char *where, int custom) {

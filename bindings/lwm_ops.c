@@ -85,11 +85,7 @@ static int l_out(lua_State *L) {
   int rc = wm_op_emit(op, 0, &v, f->ts);
   wm_value_release(&B->ctx.host, &v);
   lwm_leave(B, &fr);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 static int flat_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
@@ -541,11 +537,7 @@ static int l_win_out(lua_State *L) {
   lua_pushvalue(L, 1);
   int rc = emit_top(w->op, B, w->ts);
   lwm_leave(B, &f);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 /* ctx:output(tag, value) for process functions */
@@ -565,11 +557,7 @@ static int l_win_output(lua_State *L) {
     wm_value_release(&B->ctx.host, &v);
   }
   lwm_leave(B, &f);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 /* Pushes a window as a table {start, stop, max_timestamp}. */

@@ -43,11 +43,7 @@ static int l_gen_emit(lua_State *L) {
   lwm_enter(B, L, &fr);
   int rc = wm_tsop_emit_watermark(g->op, t);
   lwm_leave(B, &fr);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 /* out:mark_idle() / out:mark_active() */
@@ -59,11 +55,7 @@ static int l_gen_idle(lua_State *L) {
   lwm_enter(B, L, &fr);
   int rc = active ? wm_tsop_mark_active(g->op) : wm_tsop_mark_idle(g->op);
   lwm_leave(B, &fr);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 static int gen_event(void *ud, wm_op *op, const wm_value *rec, int64_t ts) {
@@ -249,11 +241,7 @@ static int l_kp_out(lua_State *L) {
                                         : wm_op_emit(k->op, 0, &v, k->ts);
   wm_value_release(&B->ctx.host, &v);
   lwm_leave(B, &fr);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 /* ctx:output(tag, value) */
@@ -271,11 +259,7 @@ static int l_kp_output(lua_State *L) {
                                         : wm_op_emit(k->op, port, &v, k->ts);
   wm_value_release(&B->ctx.host, &v);
   lwm_leave(B, &fr);
-  if (rc != WM_OK) {
-    B->downstream_failed = 1;
-    return luaL_error(L, "downstream operator failed");
-  }
-  return 0;
+  return lwm_callback_done(B, L, rc);
 }
 
 static const char *const timer_fn_names[4] = {
