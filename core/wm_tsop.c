@@ -15,7 +15,10 @@ typedef struct tsop {
   bool idle;
   int64_t last_seen; /* ctx->now() at the last record (idleness) */
   int64_t last_ts;   /* ingestion time: the last timestamp given */
+  const wm_field *tsfield; /* the field of with_timestamp_field with scale 1, else NULL */
 } tsop;
+
+static const wm_field *fieldts_field_ms(const wm_tsx *x);
 
 int wm_tsop_emit_watermark(wm_op *op, int64_t t) {
   tsop *s = op->impl;
@@ -78,6 +81,11 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     t = wm_ctx_now(op->ctx);
     if (t < s->last_ts) t = s->last_ts; /* the clock may step back; timestamps do not */
     s->last_ts = t;
+  } else if (s->tsfield) {
+    /* with_timestamp_field in milliseconds on a row already seen: what fieldts_fn gives */
+    const wm_value *v = wm_field_peek(s->tsfield, rec);
+    if (v && v->type == WM_INT) t = v->u.i;
+    else if (s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) return WM_ERR;
   } else if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) {
     return WM_ERR;
   }
@@ -156,6 +164,7 @@ wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg) {
     return NULL;
   }
   s->cfg = *cfg;
+  s->tsfield = cfg->ingestion ? NULL : fieldts_field_ms(&s->cfg.tsx);
   wm_gen_init(&s->gen, cfg->builtin, cfg->delay);
   s->last = WM_TIME_MIN;
   s->last_seen = wm_ctx_now(ctx);
@@ -171,6 +180,15 @@ typedef struct fieldts {
   wm_field f;
   int64_t scale;
 } fieldts;
+
+static int fieldts_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, int64_t *ts);
+
+/* The field of a with_timestamp_field extractor in milliseconds (scale 1), or NULL. */
+static const wm_field *fieldts_field_ms(const wm_tsx *x) {
+  if (x->fn != fieldts_fn) return NULL;
+  const fieldts *f = x->ud;
+  return f->scale == 1 ? &f->f : NULL;
+}
 
 static void fieldts_free(void *ud) {
   fieldts *f = ud;

@@ -164,6 +164,14 @@ typedef struct wm_field {
  * records through the host. Returns 0; -1 with a message in err. A missing field is nil. */
 int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *out, char *err,
                  size_t errlen);
+/* The hot path of wm_field_get: a pointer to field f of rec when rec is a row of the
+ * schema f last resolved and has the field, else NULL (then call wm_field_get). */
+static inline const wm_value *wm_field_peek(const wm_field *f, const wm_value *rec) {
+  if (rec->type == WM_ROW && rec->u.row->schema == f->schema && f->index >= 0)
+    return &rec->u.row->fields[f->index];
+  return NULL;
+}
+
 /* A new owned record equal to rec with field f set to val (val is copied). */
 int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_value *val,
                   wm_value *out, char *err, size_t errlen);

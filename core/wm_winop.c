@@ -78,7 +78,28 @@ static kprobe kprobe_of(const wm_value *key) {
   if (wm_value_is_string(key)) {
     size_t n;
     const char *b = wm_value_str(key, &n);
-    memcpy(&k.pre, b, n < 8 ? n : 8);
+    if (n >= 8) {
+      memcpy(&k.pre, b, 8); /* a fixed size: no call */
+    } else {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      /* the same value as a memcpy of n bytes into zero, from two overlapping loads */
+      if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, b, 4);
+        memcpy(&hi, b + n - 4, 4);
+        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 4)));
+      } else if (n >= 2) {
+        uint16_t lo, hi;
+        memcpy(&lo, b, 2);
+        memcpy(&hi, b + n - 2, 2);
+        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 2)));
+      } else if (n == 1) {
+        k.pre = (unsigned char)b[0];
+      }
+#else
+      memcpy(&k.pre, b, n);
+#endif
+    }
     k.len = (uint32_t)n;
     k.cls = (key->flags & WM_VF_COMPOSITE) ? KEY_COMPOSITE : KEY_STR;
   }
@@ -117,6 +138,11 @@ typedef struct winop {
   bool event_time;    /* windows end on event time (not processing-time, not global) */
   bool list;          /* keep every record (process functions, evictors) */
   bool pt_flushing;   /* end of input: processing-time timers drain, new ones are ignored */
+  bool key1;          /* the key selector is key_by of one field (fieldkeys_fn): read it inline */
+  bool sum_fast;      /* the function is the built-in sum (builtin_add): add integers inline */
+  bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
+  wm_window tw;
+  int64_t tw_clean;   /* cleanup_of(tw) */
   int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
 } winop;
 
@@ -356,7 +382,8 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
  * entry_hash(key, w). */
 static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_window w,
                      uint32_t *out, int *created) {
-  if (idx_reserve(op, s) != WM_OK) return WM_ERR;
+  /* idx_reserve's test first: the call only when the index must grow */
+  if ((s->usedidx + 1) * 4 >= s->capidx * 3 && idx_reserve(op, s) != WM_OK) return WM_ERR;
   int found;
   size_t at = idx_find(s, key, h, w, &found);
   if (found) {
@@ -704,8 +731,21 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
 
 /* ---- the operator ------------------------------------------------------------------- */
 
+/* the per-record shortcuts: key_by of one field, the built-in sum (defined below) */
+static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key);
+static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec);
+static const wm_field *fieldkeys_field1(void *ud);
+static const wm_field *builtin_sum_field(void *ud);
+
 static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
-  if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) return WM_ERR;
+  const wm_value *v;
+  wm_value *aux = &s->e[i].aux;
+  if (s->sum_fast && aux->type == WM_INT &&
+      (v = wm_field_peek(builtin_sum_field(s->cfg.fn.ud), rec)) && v->type == WM_INT) {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+  } else if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) {
+    return WM_ERR;
+  }
   if (s->fast) { /* EventTimeTrigger.onElement: a late firing, or wait for the timer */
     if (max_ts_of(s->e[i].w) <= op->wm) return emit_window(op, s, i);
     return WM_OK;
@@ -731,8 +771,14 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     return WM_ERR;
   }
   wm_value key;
-  if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
-  if (!wm_key_valid(&key)) {
+  const wm_value *kf;
+  if (s->key1 && (kf = wm_field_peek(fieldkeys_field1(s->cfg.keysel.ud), rec)) &&
+      (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR)) {
+    key = *kf; /* what fieldkeys_fn would give, and a valid key */
+  } else {
+    if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
+  }
+  if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
     wm_buf b;
     wm_buf_init(&b);
     describe(op, rec, &b);
@@ -759,6 +805,33 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     if (!skip) {
       any = 1;
       wm_observe_window(op, &key, ts, s->e[i].w, 0);
+      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+    }
+  } else if (s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* one window; consecutive records usually share it: the assigner runs only when the
+     * record leaves the last window (exact: every ts in [start, stop) has this window,
+     * unless it was cut at MIN or MAX, which is never cached) */
+    if (!s->tw_ok || at_ts < s->tw.start || at_ts >= s->tw.stop) {
+      wm_assigner_assign(&s->cfg.assigner, at_ts, &s->tw);
+      s->tw_ok = s->tw.start != WM_TIME_MIN && s->tw.stop != WM_TIME_MAX &&
+                 s->tw.stop - s->tw.start == s->cfg.assigner.size;
+      s->tw_clean = cleanup_of(s, s->tw);
+    }
+    wm_window w = s->tw;
+    if (!(s->event_time && s->tw_clean <= W)) { /* else a late window: skip */
+      any = 1;
+      int64_t mts = max_ts_of(w);
+      uint32_t i = 0;
+      int created = 0;
+      if (entry_get(op, s, &kp, entry_hash(s, khash, w), w, &i, &created) != WM_OK) return WM_ERR;
+      wm_observe_window(op, &key, ts, w, created);
+      if (created) {
+        if (s->fast && mts > W) {
+          s->c[i].fire_t = mts;
+          if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+        }
+        if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+      }
       if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
     }
   } else {
@@ -952,6 +1025,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
     s->trig = wm_trigger_new(kind, 0);
   }
   s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
+  s->key1 = s->cfg.keysel.fn == fieldkeys_fn && fieldkeys_field1(s->cfg.keysel.ud) != NULL;
+  s->sum_fast = !s->list && s->cfg.fn.add == builtin_add && builtin_sum_field(s->cfg.fn.ud) != NULL;
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
   s->ptimers = wm_timers_new();
@@ -1032,6 +1107,12 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
     return wm_ctx_error(ctx, "out of memory composing a key");
   *key = k->composite;
   return WM_OK;
+}
+
+/* The field of a one-field key selector, or NULL. */
+static const wm_field *fieldkeys_field1(void *ud) {
+  fieldkeys *k = ud;
+  return k->n == 1 ? &k->f[0] : NULL;
 }
 
 int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
@@ -1133,6 +1214,12 @@ static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const 
   default: break;
   }
   return WM_OK;
+}
+
+/* The field of the built-in sum, or NULL for the other aggregations. */
+static const wm_field *builtin_sum_field(void *ud) {
+  builtin *b = ud;
+  return b->agg == WM_AGG_SUM ? &b->field : NULL;
 }
 
 static int builtin_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,

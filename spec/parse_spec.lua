@@ -42,6 +42,58 @@ env:read_lines(%q)
     os.remove(data)
   end)
 
+  it("reads integers of every length exactly (8 digits at a time, signs and blanks)", function()
+    local lines = {
+      "12345678", "123456789", "1700000000123", "000000000000000042", "999999999999999999",
+      "9223372036854775807", "-9223372036854775808", "+12345678", " 12345678", "12345678 ",
+      "0", "7", "00000000", "0000000001",
+    }
+    local data = h.write_tmp("a," .. table.concat(lines, ",1\na,") .. ",1\r\nb,5,123456789012\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q)
+  :parse_csv{"id", "n:integer", "m:integer"}
+  :map(function(r) return string.format("%%s %%s %%s", math.type(r.n), r.n, r.m) end)
+  :print()]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(table.concat({
+      "integer 12345678 1", "integer 123456789 1", "integer 1700000000123 1",
+      "integer 42 1", "integer 999999999999999999 1", "integer 9223372036854775807 1",
+      "integer -9223372036854775808 1", "integer 12345678 1", "integer 12345678 1",
+      "integer 12345678 1", "integer 0 1", "integer 7 1", "integer 0 1", "integer 1 1",
+      "integer 5 123456789012", ""}, "\n"), out)
+    os.remove(data)
+    for _, bad in ipairs({"1234567x", "12345678x", "123x5678", "9223372036854775808",
+                          "92233720368547758070", "12345678.5"}) do
+      data = h.write_tmp("a," .. bad .. ",1\n", ".csv")
+      local _, err2, code2 = h.run_job(job(([[
+env:read_lines(%q):parse_csv{"id", "n:integer", "m:integer"}:print()]]):format(data)))
+      assert.are.equal(1, code2)
+      assert.truthy(err2:find("field 'n': '" .. bad .. "' is not an integer", 1, true), bad .. " -> " .. err2)
+      os.remove(data)
+    end
+  end)
+
+  it("sums per key and tumbling window in C with records out of order across windows", function()
+    -- bounded out-of-orderness 3 s, tumbling 5 s: the watermark is max ts - 3 s - 1 ms
+    local data = h.write_tmp("k,1,1\nk,6,10\nk,2,100\nj,7,1000\nk,3,10000\nk,11,5\nk,4,7\nk,12,3\n", ".csv")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("3s"):with_timestamp_field("ts", 1000))
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :print()]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    -- k [0,5): 1+100+10000 (ts 11 s makes the watermark 7.999 s: [0,5) fires; ts 4 is then
+    -- late and dropped); k [5,10): 10; j [5,10): 1000; k [10,15): 5+3
+    assert.are.equal('{"id":"k","ts":1,"vc":10101}\n{"id":"k","ts":6,"vc":10}\n' ..
+      '{"id":"j","ts":7,"vc":1000}\n{"id":"k","ts":11,"vc":8}\n', out)
+    os.remove(data)
+  end)
+
   it("fails naming the file, the line and the field", function()
     local data = h.write_tmp("a,1\nb,2\nc,abc\nd,4\n", ".csv")
     local out, err, code = h.run_job(job(([[
