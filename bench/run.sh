@@ -72,22 +72,27 @@ command_for() { # JOB INPUT -> command line
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A rate rss
-run_job() { # JOB INPUT RUNS -> sets rate[JOB] (M events/s, median) and rss[JOB] (MB, max)
-    local j=$1 in=$2 r=$3 cmd walls="" maxkb=0 wall kb
+declare -A rate rss walls maxkb
+run_once() { # JOB INPUT: one timed run; appends to walls[JOB], keeps maxkb[JOB]
+    local j=$1 in=$2 cmd wall kb
     cmd=$(command_for "$j" "$in")
-    for _ in $(seq "$r"); do
-        # shellcheck disable=SC2086  # cmd is a list of words
-        /usr/bin/time -f '%e %M' -o "$dir/$j.time" $cmd > "$dir/$j.out" 2> "$dir/$j.err" || {
-            echo "$j failed:" >&2; cat "$dir/$j.err" >&2; exit 1; }
-        read -r wall kb < <(tail -n 1 "$dir/$j.time")
-        walls+="$wall"$'\n'
-        [ "$kb" -gt "$maxkb" ] && maxkb=$kb
-    done
-    local med
-    med=$(printf '%s' "$walls" | median)
+    # shellcheck disable=SC2086  # cmd is a list of words
+    /usr/bin/time -f '%e %M' -o "$dir/$j.time" $cmd > "$dir/$j.out" 2> "$dir/$j.err" || {
+        echo "$j failed:" >&2; cat "$dir/$j.err" >&2; exit 1; }
+    read -r wall kb < <(tail -n 1 "$dir/$j.time")
+    walls[$j]+="$wall"$'\n'
+    [ "$kb" -gt "${maxkb[$j]:-0}" ] && maxkb[$j]=$kb
+    return 0
+}
+summarise() { # JOB INPUT -> rate[JOB] (M events/s, median wall) and rss[JOB] (MB, max)
+    local j=$1 in=$2 med
+    med=$(printf '%s' "${walls[$j]}" | median)
     rate[$j]=$(awk -v n="$(wc -l < "$in")" -v t="$med" 'BEGIN { printf "%.2f", (t > 0 ? n / t / 1e6 : 0) }')
-    rss[$j]=$(awk -v k="$maxkb" 'BEGIN { printf "%.1f", k / 1024 }')
+    rss[$j]=$(awk -v k="${maxkb[$j]}" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+run_job() { # JOB INPUT RUNS: all runs of one job in a row (for the memory row)
+    for _ in $(seq "$3"); do run_once "$1" "$2"; done
+    summarise "$1" "$2"
 }
 
 status=0
@@ -100,11 +105,15 @@ check() { # JOB REFERENCE: same lines after sort, prefix "i> " of parallel print
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "input: $input ($n records, $keys keys), $runs runs each, median wall time (start-up and output included)"
+echo "input: $input ($n records, $keys keys), $runs interleaved runs each, median wall time (start-up and output included)"
 has() { local x; for x in "${jobs[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
-for j in "${jobs[@]}"; do
-    run_job "$j" "$input" "$runs"
+# Runs go round the jobs (job 1, job 2, ..., job 1, ...) rather than job by job: the VM's core
+# speed drifts over minutes, and interleaving gives every job the same mix of fast and slow
+# minutes, so the ratios of medians compare like with like.
+for _ in $(seq "$runs"); do
+    for j in "${jobs[@]}"; do run_once "$j" "$input"; done
 done
+for j in "${jobs[@]}"; do summarise "$j" "$input"; done
 for j in fast_path lua_path fused framework fast_path_p2 lua_path_p2; do
     has "$j" && has handwritten && check "$j" handwritten
 done
