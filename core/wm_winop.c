@@ -484,20 +484,25 @@ int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
 
 /* ---- contents and firing ------------------------------------------------------------ */
 
+/* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
+static int items_reserve(wm_op *op, winop *s, wentry *e) {
+  if (CO(e)->nitems < CO(e)->capitems) return WM_OK;
+  uint32_t cap = CO(e)->capitems ? CO(e)->capitems * 2 : 4;
+  wm_value *n = realloc(CO(e)->items, cap * sizeof *n);
+  if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
+  CO(e)->items = n;
+  if (s->cfg.evictor.kind) {
+    int64_t *t = realloc(CO(e)->its, cap * sizeof *t);
+    if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
+    CO(e)->its = t;
+  }
+  CO(e)->capitems = cap;
+  return WM_OK;
+}
+
 static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
   if (s->list) {
-    if (CO(e)->nitems == CO(e)->capitems) {
-      uint32_t cap = CO(e)->capitems ? CO(e)->capitems * 2 : 4;
-      wm_value *n = realloc(CO(e)->items, cap * sizeof *n);
-      if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
-      CO(e)->items = n;
-      if (s->cfg.evictor.kind) {
-        int64_t *t = realloc(CO(e)->its, cap * sizeof *t);
-        if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
-        CO(e)->its = t;
-      }
-      CO(e)->capitems = cap;
-    }
+    if (items_reserve(op, s, e) != WM_OK) return WM_ERR;
     if (wm_value_copy(&op->ctx->host, &CO(e)->items[CO(e)->nitems], rec) != 0)
       return wm_ctx_error(op->ctx, "out of memory in window state");
     if (CO(e)->its) CO(e)->its[CO(e)->nitems] = ts;
@@ -683,18 +688,7 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
     wentry *te = &s->e[t], *je = &s->e[j];
     if (s->list) {
       for (uint32_t q = 0; q < CO(je)->nitems; q++) {
-        if (CO(te)->nitems == CO(te)->capitems) {
-          uint32_t cap = CO(te)->capitems ? CO(te)->capitems * 2 : 4;
-          wm_value *nv = realloc(CO(te)->items, cap * sizeof *nv);
-          if (!nv) return wm_ctx_error(op->ctx, "out of memory merging windows");
-          CO(te)->items = nv;
-          if (s->cfg.evictor.kind) {
-            int64_t *nt = realloc(CO(te)->its, cap * sizeof *nt);
-            if (!nt) return wm_ctx_error(op->ctx, "out of memory merging windows");
-            CO(te)->its = nt;
-          }
-          CO(te)->capitems = cap;
-        }
+        if (items_reserve(op, s, te) != WM_OK) return WM_ERR;
         CO(te)->items[CO(te)->nitems] = CO(je)->items[q]; /* moved */
         if (CO(te)->its) CO(te)->its[CO(te)->nitems] = CO(je)->its ? CO(je)->its[q] : WM_TIME_MIN;
         CO(te)->nitems++;
