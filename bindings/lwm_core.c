@@ -133,7 +133,14 @@ static long long op_state(const wm_op *op) {
 }
 
 void lwm_print_metrics(lwm_bridge *B, FILE *f) {
-  fprintf(f, "%-48s %11s %11s %20s %8s %8s\n", "operator", "records in", "records out",
+  /* the operator column fits the longest name (names carry the script path and line) */
+  int w = 8;
+  for (size_t i = 0; i < B->ctx.nops; i++) {
+    int n = (int)strlen(B->ctx.ops[i]->name);
+    if (n > w) w = n;
+  }
+  if (w > 100) w = 100;
+  fprintf(f, "%-*s %11s %11s %20s %8s %8s\n", w, "operator", "records in", "records out",
           "watermark", "late", "windows");
   for (size_t i = 0; i < B->ctx.nops; i++) {
     wm_op *op = B->ctx.ops[i];
@@ -144,7 +151,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     long long state = op_state(op);
     if (state < 0) snprintf(st, sizeof st, "-");
     else snprintf(st, sizeof st, "%lld", state);
-    fprintf(f, "%-48.48s %11llu %11llu %20s %8llu %8s\n", op->name,
+    fprintf(f, "%-*.*s %11llu %11llu %20s %8llu %8s\n", w, w, op->name,
             (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
             (unsigned long long)op->m.late_dropped, st);
   }
