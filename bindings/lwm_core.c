@@ -423,6 +423,11 @@ static int l_execute(lua_State *L) {
     lua_pushliteral(L, "wmrun: interrupted");
   } else if (rc != WM_OK) {
     lua_pushstring(L, B->ctx.err);
+    /* a data or setup error (no user function failed): its message already names the
+     * file, line, operator and record. Remember it, so that wmrun's message handler does not
+     * add the traceback of the execute call to it, which would say nothing more */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "wm.core.data_error");
   }
   free(B->refs);
   free(B->free_slots);

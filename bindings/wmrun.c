@@ -109,6 +109,12 @@ static int msghandler(lua_State *L) {
   }
   /* errors raised by execute already carry the user function's traceback */
   if (strstr(msg, "\nstack traceback:")) return 1;
+  /* a data error from execute names where it happened; the execute call's traceback would
+   * add nothing (core.execute keeps its last such message in the registry) */
+  lua_getfield(L, LUA_REGISTRYINDEX, "wm.core.data_error");
+  int data_error = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), msg) == 0;
+  lua_pop(L, 1);
+  if (data_error) return 1;
   lua_getfield(L, LUA_REGISTRYINDEX, "wmrun.options");
   const options *o = lua_touserdata(L, -1);
   lua_pop(L, 1);

@@ -137,6 +137,15 @@ int wm_ctx_prepare(wm_ctx *ctx) {
   return WM_OK;
 }
 
+/* Names the operator whose record or watermark failed, once: the innermost failing operator
+ * is the first to return, so it is the one named. Errors from Lua functions name theirs
+ * already. */
+static int name_failure(wm_op *op, int rc) {
+  if (rc == WM_ERR && !strstr(op->ctx->err, "\n  in operator '"))
+    wm_ctx_error_context(op->ctx, "\n  in operator '%s'", op->name);
+  return rc;
+}
+
 int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   const wm_port *p = &op->ports[port];
   op->m.records_out++;
@@ -144,7 +153,7 @@ int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
     wm_op *to = p->edges[i].to;
     to->m.records_in++;
     int rc = to->vt->record(to, p->edges[i].chan, rec, ts);
-    if (rc != WM_OK) return rc;
+    if (rc != WM_OK) return name_failure(to, rc);
   }
   return WM_OK;
 }
@@ -162,8 +171,8 @@ int wm_op_input_watermark(wm_op *op, int chan, int64_t wm) {
   if (ev & WM_COMB_ADVANCED) {
     if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, op->comb.out, NULL);
     op->wm = op->comb.out;
-    return op->vt->watermark ? op->vt->watermark(op, op->comb.out)
-                             : wm_op_emit_watermark(op, op->comb.out);
+    return name_failure(op, op->vt->watermark ? op->vt->watermark(op, op->comb.out)
+                                              : wm_op_emit_watermark(op, op->comb.out));
   }
   return WM_OK;
 }

@@ -78,6 +78,24 @@ env:execute()
 ]])
     assert.are.equal(1, code)
     assert.matches("wmrun: cannot open '/nonexistent/x.csv': No such file or directory", err, 1, true)
+    -- a data error names where it happened: no traceback of the execute call after it
+    assert.is_nil(err:find("stack traceback", 1, true))
+  end)
+
+  it("a bad record stops the job naming the field, the record and the operator, without a traceback", function()
+    local _, err, code = h.run_job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:from_elements({id = "a", ts = 1}, {id = "b"})
+  :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+  :print()
+env:execute()
+]])
+    assert.are.equal(1, code)
+    assert.matches("timestamp field 'ts' is missing in record {\"id\":\"b\"}", err, 1, true)
+    assert.matches("in operator 'timestamps/watermarks (", err, 1, true)
+    assert.matches("while reading element 2 of from_elements", err, 1, true)
+    assert.is_nil(err:find("stack traceback", 1, true))
   end)
 
   it("--watermark-interval overrides the job's setting", function()
