@@ -942,7 +942,7 @@ static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
                "y=\"%.1f\">%s ", se->window ? "window" : "assigner",
             line_colours[se->window ? 4 + s % 2 : s % 4], lx, ly - 4, lx + 19, ly,
             se->window ? "window input:" : "assigner:");
-    char name[32];
+    char name[24]; /* fits the legend's margin; the whole name is in the title (hover) */
     snprintf(name, sizeof name, "%s", se->name);
     if (strlen(se->name) >= sizeof name) memcpy(name + sizeof name - 4, "...", 4);
     esc(f, name);
