@@ -139,7 +139,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     int n = (int)strlen(B->ctx.ops[i]->name);
     if (n > w) w = n;
   }
-  if (w > 100) w = 100;
+  if (w > 160) w = 160; /* alignment only: longer names are printed whole */
   fprintf(f, "%-*s %11s %11s %20s %8s %8s\n", w, "operator", "records in", "records out",
           "watermark", "late", "windows");
   for (size_t i = 0; i < B->ctx.nops; i++) {
@@ -151,7 +151,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     long long state = op_state(op);
     if (state < 0) snprintf(st, sizeof st, "-");
     else snprintf(st, sizeof st, "%lld", state);
-    fprintf(f, "%-*.*s %11llu %11llu %20s %8llu %8s\n", w, w, op->name,
+    fprintf(f, "%-*s %11llu %11llu %20s %8llu %8s\n", w, op->name,
             (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
             (unsigned long long)op->m.late_dropped, st);
   }

@@ -247,6 +247,10 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
                           nm ? nm : kind, p);
         break;
       }
+      /* say so where the user looks (--metrics, --trace-watermarks, errors) */
+      if (p > 1)
+        snprintf(name + strlen(name), sizeof name - strlen(name),
+                 " [one instance: not a parallel source]");
       p = 1;
     }
     me->n = p;
