@@ -98,6 +98,12 @@ int lwm_execute(lua_State *L);
 wm_op *lwm_map_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int kind);
 wm_op *lwm_sink_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int collect);
 wm_op *lwm_pass_new(lwm_bridge *B, const char *name);
+/* vt->free of operators whose impl is (or starts with) an lwm_opinfo. */
+void lwm_op_free_info(wm_op *op);
+/* A source operator whose impl starts with oi (owned from now on, freed on failure): creates
+ * it, points oi->op at it and registers its driver. NULL on failure (message in ctx.err). */
+wm_op *lwm_source_new(lwm_bridge *B, const wm_op_vt *vt, lwm_opinfo *oi, const char *name,
+                      const wm_source_vt *svt);
 wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Integer count);
 int lwm_tsx_lua(wm_tsx *x, lwm_opinfo *oi);
 int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi);

@@ -269,10 +269,8 @@ typedef struct luasrc {
   int idle_status; /* source: marked idle */
 } luasrc;
 
-static void luasrc_free(wm_op *op) { lwm_opinfo_free(op->impl); }
-
-static const wm_op_vt generate_vt = {.kind = "generate", .record = wm_source_record, .free = luasrc_free};
-static const wm_op_vt source_vt = {.kind = "source", .record = wm_source_record, .free = luasrc_free};
+static const wm_op_vt generate_vt = {.kind = "generate", .record = wm_source_record, .free = lwm_op_free_info};
+static const wm_op_vt source_vt = {.kind = "source", .record = wm_source_record, .free = lwm_op_free_info};
 
 static void luasrc_handles_off(luasrc *s) {
   if (s->idle_on) uv_idle_stop(&s->idle);
@@ -596,18 +594,7 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
     s->rate = lua_isnumber(L, -1) ? (double)lua_tonumber(L, -1) : 0;
     lua_pop(L, 1);
   }
-  wm_op *op = wm_op_new(&B->ctx, custom ? &source_vt : &generate_vt, s, name);
-  if (!op) {
-    lwm_opinfo_free(&s->oi);
-    wm_ctx_error(&B->ctx, "out of memory");
-    return NULL;
-  }
-  s->oi.op = op;
-  if (wm_exec_add_source(B->exec, op, &luasrc_svt) != 0) {
-    wm_ctx_error(&B->ctx, "out of memory");
-    return NULL;
-  }
-  return op;
+  return lwm_source_new(B, custom ? &source_vt : &generate_vt, &s->oi, name, &luasrc_svt);
 }
 
 /* ---- the builder ----------------------------------------------------------------------- */

@@ -25,7 +25,7 @@ void lwm_opinfo_free(void *ud) {
   free(oi);
 }
 
-static void op_free(wm_op *op) { lwm_opinfo_free(op->impl); }
+void lwm_op_free_info(wm_op *op) { lwm_opinfo_free(op->impl); }
 
 /* ---- map, filter, flat_map --------------------------------------------------------- */
 
@@ -99,9 +99,9 @@ static int flat_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return lwm_call(&f->oi, 2, 0, rec);
 }
 
-static const wm_op_vt map_vt = {.kind = "map", .record = map_record, .free = op_free};
-static const wm_op_vt filter_vt = {.kind = "filter", .record = filter_record, .free = op_free};
-static const wm_op_vt flat_vt = {.kind = "flat_map", .record = flat_record, .free = op_free};
+static const wm_op_vt map_vt = {.kind = "map", .record = map_record, .free = lwm_op_free_info};
+static const wm_op_vt filter_vt = {.kind = "filter", .record = filter_record, .free = lwm_op_free_info};
+static const wm_op_vt flat_vt = {.kind = "flat_map", .record = flat_record, .free = lwm_op_free_info};
 
 /* Stores the value on top of the stack in the fns table; returns its index. */
 static int store_fn(lwm_bridge *B) {
@@ -180,8 +180,8 @@ static int collect_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) 
   return WM_OK;
 }
 
-static const wm_op_vt sink_vt = {.kind = "sink", .record = sink_record, .free = op_free};
-static const wm_op_vt collect_vt = {.kind = "collect", .record = collect_record, .free = op_free};
+static const wm_op_vt sink_vt = {.kind = "sink", .record = sink_record, .free = lwm_op_free_info};
+static const wm_op_vt collect_vt = {.kind = "collect", .record = collect_record, .free = lwm_op_free_info};
 
 wm_op *lwm_sink_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int collect) {
   wm_op *op = wm_op_new(&B->ctx, collect ? &collect_vt : &sink_vt, oi, name);
@@ -208,9 +208,7 @@ typedef struct elements {
   wm_exec *exec;
 } elements;
 
-static void elements_free(wm_op *op) { lwm_opinfo_free(op->impl); }
-
-static const wm_op_vt elements_vt = {.kind = "from_elements", .record = wm_source_record, .free = elements_free};
+static const wm_op_vt elements_vt = {.kind = "from_elements", .record = wm_source_record, .free = lwm_op_free_info};
 
 static void elements_close(elements *e) {
   if (e->idle_open) {
@@ -295,14 +293,19 @@ wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Int
   memset((char *)e + sizeof e->oi, 0, sizeof *e - sizeof e->oi);
   e->next = 1;
   e->count = count;
-  wm_op *op = wm_op_new(&B->ctx, &elements_vt, e, name);
+  return lwm_source_new(B, &elements_vt, &e->oi, name, &elements_src);
+}
+
+wm_op *lwm_source_new(lwm_bridge *B, const wm_op_vt *vt, lwm_opinfo *oi, const char *name,
+                      const wm_source_vt *svt) {
+  wm_op *op = wm_op_new(&B->ctx, vt, oi, name);
   if (!op) {
-    lwm_opinfo_free(&e->oi);
+    lwm_opinfo_free(oi);
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
-  e->oi.op = op;
-  if (wm_exec_add_source(B->exec, op, &elements_src) != 0) {
+  oi->op = op;
+  if (wm_exec_add_source(B->exec, op, svt) != 0) { /* op is freed with the context */
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }

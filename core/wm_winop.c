@@ -749,6 +749,25 @@ static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int6
   return act(op, s, i, s->trig->vt->on_element(s->trig, &c, rec, ts));
 }
 
+/* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
+ * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
+static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                                uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
+  int64_t mts = max_ts_of(w);
+  uint32_t i = 0;
+  int created = 0;
+  if (entry_get(op, s, kp, h, w, &i, &created) != WM_OK) return WM_ERR;
+  wm_observe_window(op, key, ts, w, created);
+  if (created) {
+    if (s->fast && mts > op->wm) {
+      s->c[i].fire_t = mts;
+      if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+    }
+    if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+  }
+  return on_element(op, s, i, rec, ts);
+}
+
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   winop *s = op->impl;
@@ -814,19 +833,8 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_window w = s->tw;
     if (!(s->event_time && s->tw_clean <= W)) { /* else a late window: skip */
       any = 1;
-      int64_t mts = max_ts_of(w);
-      uint32_t i = 0;
-      int created = 0;
-      if (entry_get(op, s, &kp, entry_hash(s, khash, w), w, &i, &created) != WM_OK) return WM_ERR;
-      wm_observe_window(op, &key, ts, w, created);
-      if (created) {
-        if (s->fast && mts > W) {
-          s->c[i].fire_t = mts;
-          if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
-        }
-        if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
-      }
-      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+      if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, w), w, rec, ts) != WM_OK)
+        return WM_ERR;
     }
   } else {
     size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
@@ -845,21 +853,9 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     }
     for (size_t k = 0; k < n; k++) {
       wm_window w = s->wins[k];
-      int64_t mts = max_ts_of(w);
       if (s->event_time && cleanup_of(s, w) <= W) continue; /* late window: skip */
       any = 1;
-      uint32_t i = 0;
-      int created = 0;
-      if (entry_get(op, s, &kp, s->whash[k], w, &i, &created) != WM_OK) return WM_ERR;
-      wm_observe_window(op, &key, ts, w, created);
-      if (created) {
-        if (s->fast && mts > W) {
-          s->c[i].fire_t = mts;
-          if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
-        }
-        if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
-      }
-      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+      if (add_to_window(op, s, &kp, &key, s->whash[k], w, rec, ts) != WM_OK) return WM_ERR;
     }
   }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
