@@ -15,10 +15,10 @@ WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wpointer-arith -Wcast-align -Wwrite-strings -Wundef -Wformat=2 -Wvla
 OPT     ?= -O2 -g
 CFLAGS  ?=
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(EXTRA_CFLAGS)
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC -Icore $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 
-CORE_SRC = $(wildcard core/*.c)
+CORE_SRC = $(wildcard core/*/*.c)
 BIND_SRC = $(filter-out bindings/wmrun.c,$(wildcard bindings/*.c))
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 BIND_OBJ = $(BIND_SRC:%.c=$(BUILD)/%.o)
@@ -47,7 +47,7 @@ build-with-deps:
 	@./.ci/deps.sh $(DEBIAN_PKGS)
 	@$(MAKE) --no-print-directory all
 
-$(BUILD)/%.o: %.c $(wildcard core/*.h bindings/*.h)
+$(BUILD)/%.o: %.c $(wildcard core/*/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@

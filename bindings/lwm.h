@@ -5,13 +5,13 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "../core/wm_buf.h"
-#include "../core/wm_time.h"
-#include "../core/wm_exec.h"
-#include "../core/wm_graph.h"
-#include "../core/wm_timeline.h"
-#include "../core/wm_tsop.h"
-#include "../core/wm_winop.h"
+#include "base/wm_buf.h"
+#include "time/wm_time.h"
+#include "exec/wm_exec.h"
+#include "graph/wm_graph.h"
+#include "timeline/wm_timeline.h"
+#include "ops/wm_tsop.h"
+#include "ops/wm_winop.h"
 
 #define LWM_VERSION "0.1.0"
 

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_time.h"
-#include "../core/wm_keyedop.h"
+#include "time/wm_time.h"
+#include "ops/wm_keyedop.h"
 #include "lwm.h"
 
 #include <signal.h>

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_exchange.h"
-#include "../core/wm_mt.h"
+#include "exec/wm_exchange.h"
+#include "exec/wm_mt.h"
 #include "lwm.h"
 
 typedef struct built {

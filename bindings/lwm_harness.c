@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_keyedop.h"
-#include "../core/wm_observe.h"
-#include "../core/wm_timer.h"
+#include "ops/wm_keyedop.h"
+#include "graph/wm_observe.h"
+#include "time/wm_timer.h"
 #include "lwm.h"
 
 #define HARNESS_MT "wm.Harness"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_csv.h"
+#include "io/wm_csv.h"
 #include "lwm.h"
 
 /* ---- parse_json: lua-cjson's decode, called per line ---------------------------------- */

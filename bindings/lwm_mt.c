@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_codec.h"
-#include "../core/wm_mt.h"
+#include "base/wm_codec.h"
+#include "exec/wm_mt.h"
 #include "lwm.h"
 
 #define MAX_DEPTH 100 /* nesting of tables in a record that crosses threads */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/wm_keyedop.h"
+#include "ops/wm_keyedop.h"
 #include "lwm.h"
 
 /* Stores the value on top of the stack in the fns table; returns its index. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "../core/wm_time.h"
+#include "time/wm_time.h"
 #include "lwm.h"
 
 #include <lualib.h>

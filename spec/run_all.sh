@@ -6,6 +6,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
 : "${WMRUN:=$PWD/$BUILD/wmrun}"
 export WMRUN
+export WM_BUILD="$BUILD"
 export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/spec/?.lua;;"
 : "${LUA_CPATH:=$PWD/$BUILD/?.so;;}"
 export LUA_CPATH

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/wm_buf.h"
-#include "../../core/wm_graph.h"
+#include "base/wm_buf.h"
+#include "graph/wm_graph.h"
 
 /* A sink operator that writes "[label ]ts value" lines into a buffer (impl: a capture). */
 typedef struct capture {

@@ -3,10 +3,10 @@
  * timers go through the context's timer service. Also the assigner's idleness deadline. */
 #include <stdlib.h>
 
-#include "../../core/wm_buf.h"
-#include "../../core/wm_keyedop.h"
-#include "../../core/wm_time.h"
-#include "../../core/wm_tsop.h"
+#include "base/wm_buf.h"
+#include "ops/wm_keyedop.h"
+#include "time/wm_time.h"
+#include "ops/wm_tsop.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines, and "W t" for each watermark. */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <uv.h>
 
-#include "../../core/wm_codec.h"
-#include "../../core/wm_spsc.h"
+#include "base/wm_codec.h"
+#include "base/wm_spsc.h"
 #include "test.h"
 
 static void test_spsc_basic(void) {

@@ -1,5 +1,5 @@
-#include "../../core/wm_time.h"
-#include "../../core/wm_window.h"
+#include "time/wm_time.h"
+#include "time/wm_window.h"
 #include "test.h"
 
 void test_time(void) {

@@ -1,6 +1,6 @@
 #include <stdlib.h>
 
-#include "../../core/wm_timer.h"
+#include "time/wm_timer.h"
 #include "test.h"
 
 void test_timer(void) {

@@ -1,7 +1,7 @@
 #include <stdlib.h>
 
-#include "../../core/wm_buf.h"
-#include "../../core/wm_value.h"
+#include "base/wm_buf.h"
+#include "base/wm_value.h"
 #include "test.h"
 
 void test_value(void) {

@@ -1,5 +1,5 @@
-#include "../../core/wm_time.h"
-#include "../../core/wm_watermark.h"
+#include "time/wm_time.h"
+#include "time/wm_watermark.h"
 #include "test.h"
 
 void test_watermark(void) {

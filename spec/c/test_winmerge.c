@@ -5,9 +5,9 @@
  * semantics.md §4-§7. */
 #include <stdlib.h>
 
-#include "../../core/wm_buf.h"
-#include "../../core/wm_time.h"
-#include "../../core/wm_winop.h"
+#include "base/wm_buf.h"
+#include "time/wm_time.h"
+#include "ops/wm_winop.h"
 #include "test.h"
 
 

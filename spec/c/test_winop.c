@@ -1,8 +1,8 @@
 #include <stdlib.h>
 
-#include "../../core/wm_buf.h"
-#include "../../core/wm_time.h"
-#include "../../core/wm_winop.h"
+#include "base/wm_buf.h"
+#include "time/wm_time.h"
+#include "ops/wm_winop.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines (and "late value" for the late port) to a buffer. */

@@ -1,0 +1,251 @@
+#include "base/wm_codec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void wm_encoder_init(wm_encoder *e) { memset(e, 0, sizeof *e); }
+
+void wm_encoder_free(wm_encoder *e) {
+  for (int i = 0; i < WM_CODEC_SCHEMAS; i++)
+    if (e->schemas[i]) wm_schema_release(e->schemas[i]);
+  memset(e, 0, sizeof *e);
+}
+
+void wm_decoder_init(wm_decoder *d) { memset(d, 0, sizeof *d); }
+
+void wm_decoder_free(wm_decoder *d) {
+  for (int i = 0; i < WM_CODEC_SCHEMAS; i++)
+    if (d->schemas[i]) wm_schema_release(d->schemas[i]);
+  memset(d, 0, sizeof *d);
+}
+
+void wm_codec_put_uvar(wm_buf *b, uint64_t v) {
+  char tmp[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    tmp[n++] = (char)(v | 0x80);
+    v >>= 7;
+  }
+  tmp[n++] = (char)v;
+  wm_buf_add(b, tmp, n);
+}
+
+int wm_codec_get_uvar(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  uint64_t r = 0;
+  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t c = *(*p)++;
+    r |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      *v = r;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static void put_str(wm_buf *b, int tag, const char *s, size_t n) {
+  wm_buf_addc(b, (char)tag);
+  wm_codec_put_uvar(b, n);
+  wm_buf_add(b, s, n);
+}
+
+/* The id of a schema in the encoder; *fresh when it must be (re)defined. */
+static int schema_id(wm_encoder *e, wm_schema *s, int *fresh) {
+  for (int i = 0; i < WM_CODEC_SCHEMAS; i++)
+    if (e->schemas[i] == s) {
+      *fresh = 0;
+      return i;
+    }
+  int id = e->next;
+  e->next = (e->next + 1) % WM_CODEC_SCHEMAS;
+  if (e->schemas[id]) wm_schema_release(e->schemas[id]);
+  /* keep it referenced: its address can then never name another schema */
+  s->refs++;
+  e->schemas[id] = s;
+  *fresh = 1;
+  return id;
+}
+
+int wm_encode_value(wm_encoder *e, const wm_codec_host *ch, wm_buf *b, const wm_value *v,
+                    char *err, size_t errlen) {
+  switch (v->type) {
+  case WM_NIL: wm_buf_addc(b, WM_C_NIL); break;
+  case WM_BOOL: wm_buf_addc(b, v->u.b ? WM_C_TRUE : WM_C_FALSE); break;
+  case WM_INT:
+    wm_buf_addc(b, WM_C_INT);
+    wm_codec_put_ivar(b, v->u.i);
+    break;
+  case WM_FLOAT: {
+    char raw[8];
+    memcpy(raw, &v->u.f, 8);
+    wm_buf_addc(b, WM_C_FLOAT);
+    wm_buf_add(b, raw, 8);
+    break;
+  }
+  case WM_CSTR:
+  case WM_STR: {
+    size_t n;
+    const char *s = wm_value_str(v, &n);
+    put_str(b, (v->flags & WM_VF_COMPOSITE) ? WM_C_KEY : WM_C_STR, s, n);
+    break;
+  }
+  case WM_ROW: {
+    wm_row *r = v->u.row;
+    wm_schema *s = r->schema;
+    int fresh, id = schema_id(e, s, &fresh);
+    wm_buf_addc(b, fresh ? WM_C_ROWDEF : WM_C_ROW);
+    wm_codec_put_uvar(b, (uint64_t)id);
+    if (fresh) {
+      wm_codec_put_uvar(b, s->nfields);
+      for (uint32_t i = 0; i < s->nfields; i++) {
+        wm_buf_addc(b, (char)s->types[i]);
+        size_t n = strlen(s->names[i]);
+        wm_codec_put_uvar(b, n);
+        wm_buf_add(b, s->names[i], n);
+      }
+    }
+    for (uint32_t i = 0; i < s->nfields; i++)
+      if (wm_encode_value(e, ch, b, &r->fields[i], err, errlen) != 0) return -1;
+    break;
+  }
+  case WM_SLOT:
+    if (!ch || !ch->encode) {
+      snprintf(err, errlen, "a host value cannot be encoded here");
+      return -1;
+    }
+    if (ch->encode(ch->ud, b, v, err, errlen) != 0) return -1;
+    break;
+  default:
+    snprintf(err, errlen, "a value of unknown type %d cannot be encoded", v->type);
+    return -1;
+  }
+  if (b->oom) {
+    snprintf(err, errlen, "out of memory encoding a record");
+    return -1;
+  }
+  return 0;
+}
+
+static int truncated(char *err, size_t errlen) {
+  snprintf(err, errlen, "corrupt record encoding (truncated)");
+  return -1;
+}
+
+static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
+                      const uint8_t *end, wm_value *out, int top, char *err, size_t errlen) {
+  *out = wm_nil();
+  if (*p >= end) return truncated(err, errlen);
+  uint8_t tag = **p;
+  switch (tag) {
+  case WM_C_NIL: (*p)++; return 0;
+  case WM_C_FALSE: (*p)++; *out = wm_bool(false); return 0;
+  case WM_C_TRUE: (*p)++; *out = wm_bool(true); return 0;
+  case WM_C_INT: {
+    int64_t i;
+    (*p)++;
+    if (wm_codec_get_ivar(p, end, &i) != 0) return truncated(err, errlen);
+    *out = wm_int(i);
+    return 0;
+  }
+  case WM_C_FLOAT: {
+    double f;
+    (*p)++;
+    if (end - *p < 8) return truncated(err, errlen);
+    memcpy(&f, *p, 8);
+    *p += 8;
+    *out = wm_float(f);
+    return 0;
+  }
+  case WM_C_STR:
+  case WM_C_KEY: {
+    uint64_t n;
+    (*p)++;
+    if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) return truncated(err, errlen);
+    if (top && tag == WM_C_STR) {
+      *out = wm_cstr((const char *)*p, (size_t)n);
+    } else {
+      wm_str *s = wm_str_new((const char *)*p, (size_t)n);
+      if (!s) {
+        snprintf(err, errlen, "out of memory decoding a record");
+        return -1;
+      }
+      out->type = WM_STR;
+      out->u.s = s;
+      if (tag == WM_C_KEY) out->flags = WM_VF_COMPOSITE;
+    }
+    *p += n;
+    return 0;
+  }
+  case WM_C_TABLE:
+    if (!ch || !ch->decode) {
+      snprintf(err, errlen, "a host value cannot be decoded here");
+      return -1;
+    }
+    return ch->decode(ch->ud, p, end, out, err, errlen);
+  case WM_C_ROWDEF:
+  case WM_C_ROW: {
+    uint64_t id, nf;
+    (*p)++;
+    if (wm_codec_get_uvar(p, end, &id) != 0) return truncated(err, errlen);
+    if (id >= WM_CODEC_SCHEMAS) {
+      snprintf(err, errlen, "corrupt record encoding (schema %llu)", (unsigned long long)id);
+      return -1;
+    }
+    if (tag == WM_C_ROWDEF) {
+      if (wm_codec_get_uvar(p, end, &nf) != 0 || nf > 4096) return truncated(err, errlen);
+      char **names = calloc(nf ? nf : 1, sizeof *names);
+      uint8_t *types = calloc(nf ? nf : 1, 1);
+      int bad = !names || !types;
+      for (uint64_t i = 0; !bad && i < nf; i++) {
+        uint64_t n;
+        if (*p >= end) { bad = 2; break; }
+        types[i] = *(*p)++;
+        if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) { bad = 2; break; }
+        names[i] = malloc(n + 1);
+        if (!names[i]) { bad = 1; break; }
+        memcpy(names[i], *p, n);
+        names[i][n] = '\0';
+        *p += n;
+      }
+      wm_schema *s = bad ? NULL : wm_schema_new((uint32_t)nf, (const char *const *)names, types);
+      for (uint64_t i = 0; names && i < nf; i++) free(names[i]);
+      free(names);
+      free(types);
+      if (bad == 2) return truncated(err, errlen);
+      if (!s) {
+        snprintf(err, errlen, "out of memory decoding a record");
+        return -1;
+      }
+      if (d->schemas[id]) wm_schema_release(d->schemas[id]);
+      d->schemas[id] = s;
+    }
+    wm_schema *s = d->schemas[id];
+    if (!s) {
+      snprintf(err, errlen, "corrupt record encoding (undefined schema %llu)", (unsigned long long)id);
+      return -1;
+    }
+    wm_row *r = wm_row_new(s);
+    if (!r) {
+      snprintf(err, errlen, "out of memory decoding a record");
+      return -1;
+    }
+    for (uint32_t i = 0; i < s->nfields; i++) {
+      if (decode_rec(d, h, ch, p, end, &r->fields[i], 0, err, errlen) != 0) {
+        wm_row_release(h, r);
+        return -1;
+      }
+    }
+    *out = wm_row_value(r);
+    return 0;
+  }
+  default:
+    snprintf(err, errlen, "corrupt record encoding (tag %d)", tag);
+    return -1;
+  }
+}
+
+int wm_decode_value(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
+                    const uint8_t *end, wm_value *out, char *err, size_t errlen) {
+  return decode_rec(d, h, ch, p, end, out, 1, err, errlen);
+}

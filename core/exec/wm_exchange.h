@@ -1,0 +1,21 @@
+/* Exchanges between parallel instances: key_by (hash partitioning) and rebalance
+ * (round robin). An exchange has one output port per downstream instance; records go to
+ * one port, watermarks and status to every port (semantics.md §9). */
+#ifndef WM_EXCHANGE_H
+#define WM_EXCHANGE_H
+
+#include "graph/wm_graph.h"
+#include "ops/wm_winop.h"
+
+typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN } wm_xch_mode;
+
+/* An exchange to n downstream instances. With WM_XCH_HASH, keysel (owned from now on)
+ * picks instance wm_key_hash(key) mod n. Ports 1..n (tags "#1".."#n") lead to the
+ * instances; port 0 is unused. NULL on failure (message in ctx->err). */
+wm_op *wm_exchange_new(wm_ctx *ctx, const char *name, int mode, int n, wm_keysel *keysel);
+/* The port that leads to instance i (0-based). */
+int wm_exchange_port(const wm_op *op, int i);
+/* The instance (0-based) a key goes to among n: stable across runs and machines. */
+int wm_exchange_route(const wm_value *key, int n);
+
+#endif

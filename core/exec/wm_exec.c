@@ -1,0 +1,329 @@
+
+#include "exec/wm_exec.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "time/wm_timer.h"
+#include "time/wm_time.h"
+#include "ops/wm_tsop.h"
+
+typedef struct srcent {
+  wm_op *op;
+  const wm_source_vt *vt;
+  int done;
+} srcent;
+
+struct wm_exec {
+  wm_ctx *ctx;
+  wm_exec_config cfg;
+  uv_loop_t loop;
+  int loop_ok;
+  uv_timer_t periodic;
+  int periodic_open;
+  uv_signal_t sig[2];
+  int sig_open;
+  srcent *srcs;
+  int nsrc, ndone;
+  wm_op **tsops;
+  int ntsops;
+  int failed, draining, aborted, finished;
+  /* processing-time timers: payload = index of the operator in ctx->ops */
+  wm_timers *pt;
+  uv_timer_t pt_timer;
+  int pt_open;
+  uint64_t pt_seq;
+  /* backpressure: bytes queued by asynchronous sinks */
+  int64_t pressure;
+  int paused;
+};
+
+static int pt_register(void *ud, wm_op *op, int64_t t);
+
+wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
+  wm_exec *e = calloc(1, sizeof *e);
+  if (!e) {
+    wm_ctx_error(ctx, "out of memory creating the executor");
+    return NULL;
+  }
+  e->ctx = ctx;
+  e->cfg = *cfg;
+  int rc = uv_loop_init(&e->loop);
+  if (rc != 0) {
+    wm_ctx_error(ctx, "cannot create the event loop: %s", uv_strerror(rc));
+    free(e);
+    return NULL;
+  }
+  e->loop_ok = 1;
+  e->loop.data = e;
+  if (!e->cfg.pressure_high) e->cfg.pressure_high = (size_t)1 << 20;
+  if (!e->cfg.pressure_low) e->cfg.pressure_low = e->cfg.pressure_high / 4;
+  ctx->pt_register = pt_register;
+  ctx->pt_ud = e;
+  return e;
+}
+
+static void walk_close(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+void wm_exec_free(wm_exec *e) {
+  if (!e) return;
+  if (e->loop_ok) {
+    /* everything should be closed by now; close stragglers so the loop can end */
+    uv_walk(&e->loop, walk_close, NULL);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&e->loop);
+  }
+  free(e->srcs);
+  free(e->tsops);
+  wm_timers_free(e->pt);
+  free(e);
+}
+
+uv_loop_t *wm_exec_loop(wm_exec *e) { return &e->loop; }
+wm_ctx *wm_exec_ctx(wm_exec *e) { return e->ctx; }
+int wm_exec_stopping(const wm_exec *e) { return e->failed || e->draining || e->aborted; }
+int wm_exec_pending_sources(const wm_exec *e) { return e->nsrc - e->ndone; }
+
+int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  return wm_ctx_error(op->ctx, "operator '%s' is a source: it has no inputs", op->name);
+}
+
+int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
+  srcent *n = realloc(e->srcs, (size_t)(e->nsrc + 1) * sizeof *n);
+  if (!n) return -1;
+  e->srcs = n;
+  n[e->nsrc].op = op;
+  n[e->nsrc].vt = vt;
+  n[e->nsrc].done = 0;
+  e->nsrc++;
+  return 0;
+}
+
+static void on_pt_timer(uv_timer_t *t);
+
+/* Arms the libuv timer for the earliest processing-time timer. */
+static void pt_arm(wm_exec *e) {
+  int64_t t;
+  if (!e->pt_open || !wm_timers_due(e->pt, INT64_MAX, &t)) return;
+  int64_t now = wm_ctx_now(e->ctx), delay = t > now ? t - now : 0;
+  int rc = uv_timer_start(&e->pt_timer, on_pt_timer, (uint64_t)delay, 0);
+  if (rc != 0) {
+    wm_ctx_error(e->ctx, "cannot start a processing-time timer: %s", uv_strerror(rc));
+    wm_exec_fail(e);
+  }
+}
+
+static int pt_register(void *ud, wm_op *op, int64_t t) {
+  wm_exec *e = ud;
+  size_t i;
+  for (i = 0; i < e->ctx->nops && e->ctx->ops[i] != op; i++) {
+  }
+  if (!e->pt) {
+    e->pt = wm_timers_new();
+    if (!e->pt) return wm_ctx_error(e->ctx, "out of memory");
+  }
+  if (!e->pt_open) {
+    int rc = uv_timer_init(&e->loop, &e->pt_timer);
+    if (rc != 0) return wm_ctx_error(e->ctx, "cannot create a timer: %s", uv_strerror(rc));
+    e->pt_timer.data = e;
+    e->pt_open = 1;
+  }
+  if (wm_timers_push(e->pt, t, (uint64_t)i, e->pt_seq++) != 0)
+    return wm_ctx_error(e->ctx, "out of memory");
+  pt_arm(e);
+  return WM_OK;
+}
+
+static void on_pt_timer(uv_timer_t *h) {
+  wm_exec *e = h->data;
+  int64_t t;
+  const wm_timer_entry *ents;
+  size_t n;
+  while (!e->failed && wm_timers_pop(e->pt, wm_ctx_now(e->ctx), &t, &ents, &n)) {
+    for (size_t k = 0; k < n && !e->failed; k++) {
+      wm_op *op = e->ctx->ops[ents[k].payload];
+      if (op->vt->processing_time && op->vt->processing_time(op, t) != WM_OK) wm_exec_fail(e);
+    }
+  }
+  if (!e->failed) pt_arm(e);
+}
+
+static void close_services(wm_exec *e) {
+  if (e->pt_open) {
+    uv_close((uv_handle_t *)&e->pt_timer, NULL);
+    e->pt_open = 0;
+  }
+  if (e->periodic_open) {
+    uv_close((uv_handle_t *)&e->periodic, NULL);
+    e->periodic_open = 0;
+  }
+  if (e->sig_open) {
+    uv_close((uv_handle_t *)&e->sig[0], NULL);
+    uv_close((uv_handle_t *)&e->sig[1], NULL);
+    e->sig_open = 0;
+  }
+}
+
+void wm_exec_fail(wm_exec *e) {
+  if (e->failed) return;
+  e->failed = 1;
+  for (int i = 0; i < e->nsrc; i++)
+    if (!e->srcs[i].done) {
+      e->srcs[i].done = 1;
+      e->ndone++;
+      e->srcs[i].vt->stop(e->srcs[i].op, e, 0);
+    }
+  close_services(e);
+  uv_stop(&e->loop);
+}
+
+void wm_exec_source_done(wm_exec *e, wm_op *src) {
+  for (int i = 0; i < e->nsrc; i++) {
+    if (e->srcs[i].op != src) continue;
+    if (e->srcs[i].done && !e->draining) return;
+    if (!e->srcs[i].done) {
+      e->srcs[i].done = 1;
+      e->ndone++;
+    }
+    break;
+  }
+  if (e->failed) return;
+  src->ended = true;
+  src->wm = WM_TIME_MAX;
+  if (wm_op_emit_watermark(src, WM_TIME_MAX) != WM_OK) {
+    wm_exec_fail(e);
+    return;
+  }
+  if (e->ndone == e->nsrc) {
+    e->finished = 1;
+    close_services(e);
+  }
+}
+
+void wm_exec_drain(wm_exec *e) {
+  if (e->draining || e->failed) return;
+  e->draining = 1;
+  for (int i = 0; i < e->nsrc; i++)
+    if (!e->srcs[i].done) e->srcs[i].vt->stop(e->srcs[i].op, e, 1);
+}
+
+void wm_exec_batch_done(wm_exec *e) {
+  if (e->cfg.on_batch) e->cfg.on_batch(e->cfg.on_batch_ud);
+}
+
+static void on_periodic(uv_timer_t *t) {
+  wm_exec *e = t->data;
+  if (e->failed) return;
+  int64_t now = wm_ctx_now(e->ctx);
+  for (int i = 0; i < e->ntsops; i++) {
+    wm_op *op = e->tsops[i];
+    if (op->ended) continue;
+    int rc = wm_tsop_check_idle(op, now);
+    if (rc == WM_OK && !wm_tsop_is_idle(op) && wm_tsop_interval(op) > 0) rc = wm_tsop_periodic(op);
+    if (rc != WM_OK) {
+      wm_exec_fail(e);
+      return;
+    }
+  }
+}
+
+void wm_exec_pressure(wm_exec *e, int64_t delta) {
+  e->pressure += delta;
+  int want = e->paused ? e->pressure > (int64_t)e->cfg.pressure_low
+                       : e->pressure > (int64_t)e->cfg.pressure_high;
+  if (want == e->paused) return;
+  e->paused = want;
+  for (int i = 0; i < e->nsrc; i++)
+    if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, e, want);
+}
+
+int wm_exec_paused(const wm_exec *e) { return e->paused; }
+
+static void on_signal(uv_signal_t *s, int signum) {
+  wm_exec *e = s->data;
+  (void)signum;
+  if (!e->draining && !e->cfg.no_drain) {
+    wm_exec_drain(e);
+    return;
+  }
+  /* a second signal (or --no-drain): stop at once */
+  e->aborted = 1;
+  for (int i = 0; i < e->nsrc; i++)
+    if (!e->srcs[i].done) {
+      e->srcs[i].done = 1;
+      e->srcs[i].vt->stop(e->srcs[i].op, e, 0);
+    }
+  close_services(e);
+  uv_stop(&e->loop);
+}
+
+int wm_exec_run(wm_exec *e) {
+  wm_ctx *ctx = e->ctx;
+  int rc;
+  for (size_t i = 0; i < ctx->nops; i++) {
+    if (!wm_op_is_tsop(ctx->ops[i])) continue;
+    wm_op **n = realloc(e->tsops, (size_t)(e->ntsops + 1) * sizeof *n);
+    if (!n) return wm_ctx_error(ctx, "out of memory");
+    e->tsops = n;
+    n[e->ntsops++] = ctx->ops[i];
+  }
+  /* the periodic timer drives periodic watermarks and idleness checks */
+  int64_t period = 0;
+  for (int i = 0; i < e->ntsops; i++) {
+    int64_t iv = wm_tsop_interval(e->tsops[i]), idle = wm_tsop_idle_timeout(e->tsops[i]);
+    if (iv > 0 && (period == 0 || iv < period)) period = iv;
+    if (idle > 0) {
+      int64_t p = idle / 4 > 0 ? idle / 4 : 1;
+      if (period == 0 || p < period) period = p;
+    }
+  }
+  if (period > 0) {
+    if ((rc = uv_timer_init(&e->loop, &e->periodic)) != 0)
+      return wm_ctx_error(ctx, "cannot create the watermark timer: %s", uv_strerror(rc));
+    e->periodic.data = e;
+    e->periodic_open = 1;
+    if ((rc = uv_timer_start(&e->periodic, on_periodic, (uint64_t)period, (uint64_t)period)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot start the watermark timer: %s", uv_strerror(rc));
+    }
+    uv_unref((uv_handle_t *)&e->periodic); /* the sources keep the loop alive, not the timer */
+  }
+  if (e->cfg.handle_signals) {
+    /* a peer that closes a socket (or a pipe) must give EPIPE, not kill the process */
+    signal(SIGPIPE, SIG_IGN);
+    int signums[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+      if ((rc = uv_signal_init(&e->loop, &e->sig[i])) != 0 ||
+          (e->sig[i].data = e, rc = uv_signal_start(&e->sig[i], on_signal, signums[i])) != 0) {
+        e->sig_open = i > 0;
+        if (i == 1) uv_close((uv_handle_t *)&e->sig[1], NULL);
+        close_services(e);
+        return wm_ctx_error(ctx, "cannot watch signals: %s", uv_strerror(rc));
+      }
+      uv_unref((uv_handle_t *)&e->sig[i]);
+    }
+    e->sig_open = 1;
+  }
+  for (int i = 0; i < e->nsrc && !e->failed; i++) {
+    if (e->srcs[i].vt->start(e->srcs[i].op, e) != WM_OK) wm_exec_fail(e);
+  }
+  if (e->nsrc == 0) close_services(e);
+  uv_run(&e->loop, UV_RUN_DEFAULT);
+  close_services(e);
+  /* a failure or an abort (or a paused reader) leaves sinks' sockets and files open: close every handle now,
+   * while the operators that own them are still alive, and let the callbacks run */
+  uv_walk(&e->loop, walk_close, NULL);
+  uv_run(&e->loop, UV_RUN_DEFAULT);
+  if (e->failed) return WM_ERR;
+  if (e->aborted) return WM_STOP;
+  return WM_OK;
+}
+

@@ -1,0 +1,80 @@
+/* The executor: one libuv loop that drives the sources, the periodic watermark timer,
+ * idleness checks and signals for one wm_ctx.
+ *
+ * A source is an operator with no inputs plus a driver (wm_source_vt). It pushes records
+ * into its chain with wm_op_emit and, when its input ends, calls wm_exec_source_done,
+ * which emits the end-of-input watermark (WM_TIME_MAX) down its chain. The run ends when
+ * every source is done and every handle is closed.
+ */
+#ifndef WM_EXEC_H
+#define WM_EXEC_H
+
+#include <stdio.h>
+#include <uv.h>
+
+#include "graph/wm_graph.h"
+
+typedef struct wm_exec wm_exec;
+
+typedef struct wm_source_vt {
+  /* Starts producing: registers handles on wm_exec_loop(exec). WM_OK or WM_ERR. */
+  int (*start)(wm_op *src, wm_exec *exec);
+  /* Stops producing (a drain or a failure): the source closes its handles and, when
+   * `finish` is set, then calls wm_exec_source_done. May be called more than once. */
+  void (*stop)(wm_op *src, wm_exec *exec, int finish);
+  /* Backpressure: stop reading (paused = 1) or read again (0). NULL = cannot pause. */
+  void (*pause)(wm_op *src, wm_exec *exec, int paused);
+} wm_source_vt;
+
+typedef struct wm_exec_config {
+  int64_t watermark_interval; /* ms; 0 = assigners emit after every record */
+  int handle_signals;         /* SIGINT/SIGTERM: first drains, second aborts (exit 130) */
+  void (*on_batch)(void *ud); /* after each batch of records (the bindings step the GC) */
+  void *on_batch_ud;
+  int no_drain;               /* the first signal stops at once, without flushing */
+  size_t pressure_high;       /* backpressure marks in bytes (0 = 1 MiB and a quarter) */
+  size_t pressure_low;
+} wm_exec_config;
+
+/* NULL on failure (message in ctx->err). */
+wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg);
+void wm_exec_free(wm_exec *exec);
+uv_loop_t *wm_exec_loop(wm_exec *exec);
+wm_ctx *wm_exec_ctx(wm_exec *exec);
+
+/* The `record` entry of a source operator's vtable: a source has no inputs, so a record
+ * reaching it is a wiring error. */
+int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
+
+/* Registers a source driver for op (op has no inputs). 0 or -1. */
+int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
+
+/* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->err;
+ * WM_STOP when stopped by a second signal. */
+int wm_exec_run(wm_exec *exec);
+
+/* A source has ended its input: emits WM_TIME_MAX down its chain. */
+void wm_exec_source_done(wm_exec *exec, wm_op *src);
+/* A source or callback failed (message in ctx->err): stops the job. */
+void wm_exec_fail(wm_exec *exec);
+/* Call after a batch of records (GC stepping, signal checks). */
+void wm_exec_batch_done(wm_exec *exec);
+/* Whether the job is stopping (failed or drained). */
+int wm_exec_stopping(const wm_exec *exec);
+/* Requests a drain as the first SIGINT does. */
+void wm_exec_drain(wm_exec *exec);
+/* How many registered sources have not ended yet (the multi-core executor's receiver,
+ * itself a source, ends last). */
+int wm_exec_pending_sources(const wm_exec *exec);
+
+/* ---- backpressure ------------------------------------------------------------------ */
+
+/* Sinks that write asynchronously report the bytes they have queued (delta may be
+ * negative). When the total passes the high mark (1 MiB by default) every source is paused
+ * (its vt->pause(src, exec, 1)); once it falls under the low mark they resume. */
+void wm_exec_pressure(wm_exec *exec, int64_t delta);
+/* Whether the sources are paused by backpressure. */
+int wm_exec_paused(const wm_exec *exec);
+#include "io/wm_io.h"
+
+#endif

@@ -1,0 +1,601 @@
+#include "exec/wm_mt.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_spsc.h"
+#include "time/wm_time.h"
+
+#define BATCH_BYTES (32 * 1024) /* hand a batch over once it holds this much */
+#define WAKE_BATCHES 64          /* batches drained per queue per wake-up (fairness) */
+
+enum { MSG_RECORD = 1, MSG_WATERMARK, MSG_IDLE, MSG_ACTIVE };
+
+/* What other threads may touch of a thread: its wake-up handle, guarded by mu so that
+ * nobody sends to it once it is closed. The handles live here, in the job, so that they
+ * outlive the thread's own state. */
+typedef struct mt_worker {
+  uv_mutex_t mu;
+  int open;
+  uv_async_t wake;
+  uv_prepare_t prep;
+  int prep_open;
+} mt_worker;
+
+struct wm_mt_job {
+  int n;
+  wm_spsc **q; /* q[from * n + to]; NULL on the diagonal */
+  wm_spsc **ret; /* the same pairs backwards: consumed batches go back to their producer
+                  * for reuse (allocating 40 KiB per batch made malloc consolidate) */
+  mt_worker *w;
+  uv_mutex_t mu;
+  uv_cond_t cond;
+  int arrived, bad;
+  uint64_t *fp;
+  _Atomic int state; /* 0 running, 1 failed, 2 aborted */
+  char err[4096];
+  uv_mutex_t out_mu;
+};
+
+typedef struct batch {
+  struct batch *next;
+  size_t len, cap;
+  char *data;
+} batch;
+
+typedef struct outq {
+  wm_buf cur;          /* messages not handed over yet */
+  batch *head, *tail;  /* batches that did not fit in the full queue */
+  uint64_t pend_bytes; /* bytes in head..tail */
+  uint64_t pushed;     /* bytes handed over (compare with the queue's popped_bytes) */
+  wm_encoder enc;
+  batch *spare;        /* a returned batch whose buffer cur now uses */
+} outq;
+
+struct wm_mt_local {
+  wm_mt_job *job;
+  int self;
+  wm_exec *exec;
+  wm_ctx *ctx;
+  wm_codec_host ch;
+  outq *out;          /* per destination thread */
+  wm_decoder *dec;    /* per source thread */
+  wm_op **targets;    /* by gid; NULL when not on this thread */
+  uint32_t ntargets;
+  int nremote, ended; /* remote input channels, and how many have ended */
+  int64_t reported;   /* bytes in flight reported to wm_exec_pressure */
+  wm_op *recv;        /* the receiver pseudo-source */
+  int stopping, done, started;
+};
+
+typedef struct sender {
+  wm_mt_local *l;
+  int to;
+  uint32_t gid;
+  int chan;
+  char *from;
+} sender;
+
+/* ---- the job ---------------------------------------------------------------------- */
+
+wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) {
+  wm_mt_job *j = calloc(1, sizeof *j);
+  if (!j || !(j->q = calloc((size_t)(n * n), sizeof *j->q)) ||
+      !(j->ret = calloc((size_t)(n * n), sizeof *j->ret)) ||
+      !(j->w = calloc((size_t)n, sizeof *j->w)) || !(j->fp = calloc((size_t)n, sizeof *j->fp))) {
+    if (j) {
+      free(j->q);
+      free(j->ret);
+      free(j->w);
+    }
+    free(j);
+    snprintf(err, errlen, "out of memory creating the threads' queues");
+    return NULL;
+  }
+  j->n = n;
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++)
+      if (a != b && (!(j->q[a * n + b] = wm_spsc_new(queue_batches)) ||
+                     !(j->ret[a * n + b] = wm_spsc_new(queue_batches)))) {
+        snprintf(err, errlen, "out of memory creating the threads' queues");
+        j->n = n;
+        wm_mt_job_free(j);
+        return NULL;
+      }
+  if (uv_mutex_init(&j->mu) != 0 || uv_mutex_init(&j->out_mu) != 0 || uv_cond_init(&j->cond) != 0) {
+    snprintf(err, errlen, "cannot create the job's locks");
+    abort(); /* not expected on Linux; nothing sensible to unwind */
+  }
+  for (int i = 0; i < n; i++)
+    if (uv_mutex_init(&j->w[i].mu) != 0) abort();
+  atomic_init(&j->state, 0);
+  return j;
+}
+
+void wm_mt_job_free(wm_mt_job *j) {
+  if (!j) return;
+  for (int i = 0; i < 2 * j->n * j->n; i++) {
+    wm_spsc *q = i < j->n * j->n ? j->q[i] : j->ret[i - j->n * j->n];
+    if (!q) continue;
+    batch *b;
+    while ((b = wm_spsc_pop(q))) { /* batches never consumed, or returned and not reused */
+      free(b->data);
+      free(b);
+    }
+    wm_spsc_free(q);
+  }
+  free(j->q);
+  free(j->ret);
+  free(j->w);
+  free(j->fp);
+  free(j);
+}
+
+int wm_mt_job_threads(const wm_mt_job *j) { return j->n; }
+
+static void wake(wm_mt_job *j, int t) {
+  mt_worker *w = &j->w[t];
+  uv_mutex_lock(&w->mu);
+  if (w->open) uv_async_send(&w->wake);
+  uv_mutex_unlock(&w->mu);
+}
+
+static void set_state(wm_mt_job *j, int state, const char *msg) {
+  uv_mutex_lock(&j->mu);
+  int first = atomic_load(&j->state) == 0;
+  if (first) {
+    if (msg) snprintf(j->err, sizeof j->err, "%s", msg);
+    atomic_store(&j->state, state);
+  }
+  uv_mutex_unlock(&j->mu);
+  if (first)
+    for (int t = 0; t < j->n; t++) wake(j, t);
+}
+
+void wm_mt_job_fail(wm_mt_job *j, const char *msg) { set_state(j, 1, msg); }
+void wm_mt_job_abort(wm_mt_job *j) { set_state(j, 2, NULL); }
+int wm_mt_job_state(wm_mt_job *j) { return atomic_load(&j->state); }
+const char *wm_mt_job_error(wm_mt_job *j) { return j->err; }
+void wm_mt_job_lock(wm_mt_job *j) { uv_mutex_lock(&j->out_mu); }
+void wm_mt_job_unlock(wm_mt_job *j) { uv_mutex_unlock(&j->out_mu); }
+
+int wm_mt_job_barrier(wm_mt_job *j, int thread, int ok, uint64_t fp) {
+  uv_mutex_lock(&j->mu);
+  j->fp[thread] = fp;
+  if (!ok) j->bad = 1;
+  if (++j->arrived == j->n) uv_cond_broadcast(&j->cond);
+  while (j->arrived < j->n) uv_cond_wait(&j->cond, &j->mu);
+  int rc = j->bad ? -1 : 0;
+  int diff = -1;
+  for (int t = 1; rc == 0 && t < j->n; t++)
+    if (j->fp[t] != j->fp[0]) {
+      diff = t;
+      rc = -1;
+    }
+  uv_mutex_unlock(&j->mu);
+  if (diff > 0) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "thread %d built a different job than thread 1: every thread runs the job script, "
+             "and its top-level code must build the same job each time (see docs/parallelism.md)",
+             diff + 1);
+    wm_mt_job_fail(j, msg);
+  }
+  return rc;
+}
+
+void wm_mt_job_absent(wm_mt_job *j, int thread) {
+  uv_mutex_lock(&j->mu);
+  j->fp[thread] = 0;
+  j->bad = 1;
+  if (++j->arrived == j->n) uv_cond_broadcast(&j->cond);
+  uv_mutex_unlock(&j->mu);
+}
+
+/* ---- sending ---------------------------------------------------------------------- */
+
+static void update_pressure(wm_mt_local *l);
+
+static int64_t in_flight(wm_mt_local *l) {
+  int64_t total = 0;
+  for (int t = 0; t < l->job->n; t++) {
+    if (t == l->self) continue;
+    outq *o = &l->out[t];
+    uint64_t popped = atomic_load(&l->job->q[l->self * l->job->n + t]->popped_bytes);
+    total += (int64_t)(o->pend_bytes + (o->pushed - popped));
+  }
+  return total;
+}
+
+/* Hands the pending batches for thread t to its queue while there is room. */
+static void push_pending(wm_mt_local *l, int t) {
+  outq *o = &l->out[t];
+  wm_spsc *q = l->job->q[l->self * l->job->n + t];
+  int pushed = 0;
+  while (o->head) {
+    batch *b = o->head;
+    batch *next = b->next;
+    size_t len = b->len;
+    if (!wm_spsc_push(q, b)) break; /* b belongs to the consumer from here on */
+    o->head = next;
+    if (!next) o->tail = NULL;
+    o->pend_bytes -= len;
+    o->pushed += len;
+    pushed = 1;
+  }
+  if (pushed) wake(l->job, t);
+}
+
+static int flush(wm_mt_local *l, int t) {
+  outq *o = &l->out[t];
+  if (o->cur.len == 0) return WM_OK;
+  if (o->cur.oom) return wm_ctx_error(l->ctx, "out of memory sending records to thread %d", t + 1);
+  batch *b = o->spare ? o->spare : malloc(sizeof *b);
+  o->spare = NULL;
+  if (!b) return wm_ctx_error(l->ctx, "out of memory sending records to thread %d", t + 1);
+  b->next = NULL;
+  b->len = o->cur.len;
+  b->cap = o->cur.cap;
+  b->data = o->cur.data;
+  wm_buf_init(&o->cur);
+  if (o->tail) o->tail->next = b;
+  else o->head = b;
+  o->tail = b;
+  o->pend_bytes += b->len;
+  push_pending(l, t);
+  update_pressure(l);
+  return WM_OK;
+}
+
+/* Reports the bytes in flight as backpressure; asks the consumers for a wake-up while
+ * they matter (the flag is set before the count is read, so a pop in between still wakes). */
+static void update_pressure(wm_mt_local *l) {
+  int64_t total = in_flight(l);
+  int pending = 0;
+  for (int t = 0; t < l->job->n; t++)
+    if (t != l->self && l->out[t].head) pending = 1;
+  if (total > 0 && (pending || wm_exec_paused(l->exec))) {
+    for (int t = 0; t < l->job->n; t++)
+      if (t != l->self) atomic_store(&l->job->q[l->self * l->job->n + t]->want_wake, 1);
+    total = in_flight(l);
+  }
+  int64_t delta = total - l->reported;
+  l->reported = total;
+  if (delta) wm_exec_pressure(l->exec, delta);
+}
+
+static void put_header(wm_buf *b, int kind, const sender *s) {
+  wm_buf_addc(b, (char)kind);
+  wm_codec_put_uvar(b, s->gid);
+  wm_codec_put_uvar(b, (uint64_t)s->chan);
+}
+
+static int send_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  sender *s = op->impl;
+  outq *o = &s->l->out[s->to];
+  if (!o->cur.data) { /* a new batch: reuse one the consumer gave back */
+    wm_mt_job *j = s->l->job;
+    batch *b = wm_spsc_pop(j->ret[s->l->self * j->n + s->to]);
+    if (b) {
+      o->cur.data = b->data;
+      o->cur.cap = b->cap;
+      o->cur.len = 0;
+      o->spare = b;
+    }
+  }
+  if (!o->cur.data && wm_buf_reserve(&o->cur, BATCH_BYTES + BATCH_BYTES / 4) != 0)
+    return wm_ctx_error(op->ctx, "out of memory sending records to thread %d", s->to + 1);
+  size_t mark = o->cur.len;
+  put_header(&o->cur, MSG_RECORD, s);
+  wm_codec_put_ivar(&o->cur, ts);
+  char err[512];
+  if (wm_encode_value(&o->enc, &s->l->ch, &o->cur, rec, err, sizeof err) != 0) {
+    o->cur.len = mark;
+    wm_buf text;
+    wm_buf_init(&text);
+    wm_format_value(&text, rec, 0, op->ctx->host.format, op->ctx->host.ud);
+    int rc = wm_ctx_error(op->ctx,
+                          "%s: cannot send a record to another thread (%s): %s; a record that "
+                          "crosses threads may hold only nil, booleans, numbers, strings and "
+                          "tables\n  record: %.600s",
+                          s->from, op->name, err, text.data ? text.data : "");
+    wm_buf_free(&text);
+    return rc;
+  }
+  op->m.records_out++;
+  return o->cur.len >= BATCH_BYTES ? flush(s->l, s->to) : WM_OK;
+}
+
+static int send_watermark(wm_op *op, int64_t wm) {
+  sender *s = op->impl;
+  outq *o = &s->l->out[s->to];
+  put_header(&o->cur, MSG_WATERMARK, s);
+  wm_codec_put_ivar(&o->cur, wm);
+  return o->cur.oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
+}
+
+static int send_status(wm_op *op, bool idle) {
+  sender *s = op->impl;
+  put_header(&s->l->out[s->to].cur, idle ? MSG_IDLE : MSG_ACTIVE, s);
+  return s->l->out[s->to].cur.oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
+}
+
+static void sender_free(wm_op *op) {
+  sender *s = op->impl;
+  if (!s) return;
+  free(s->from);
+  free(s);
+}
+
+static const wm_op_vt sender_vt = {.kind = "send", .record = send_record,
+                                   .watermark = send_watermark, .status = send_status,
+                                   .free = sender_free};
+
+wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int thread,
+                        uint32_t gid, int chan) {
+  sender *s = calloc(1, sizeof *s);
+  if (s) s->from = strdup(from ? from : "?");
+  wm_op *op = s && s->from ? wm_op_new(l->ctx, &sender_vt, s, name) : NULL;
+  if (!op) {
+    if (s) free(s->from);
+    free(s);
+    wm_ctx_error(l->ctx, "out of memory");
+    return NULL;
+  }
+  s->l = l;
+  s->to = thread;
+  s->gid = gid;
+  s->chan = chan;
+  return op;
+}
+
+/* ---- receiving -------------------------------------------------------------------- */
+
+static int corrupt(wm_mt_local *l, int from) {
+  return wm_ctx_error(l->ctx, "corrupt message from thread %d to thread %d", from + 1, l->self + 1);
+}
+
+static int dispatch(wm_mt_local *l, int from, const batch *b) {
+  const uint8_t *p = (const uint8_t *)b->data, *end = p + b->len;
+  char err[512];
+  while (p < end) {
+    int kind = *p++;
+    uint64_t gid, chan;
+    if (wm_codec_get_uvar(&p, end, &gid) != 0 || wm_codec_get_uvar(&p, end, &chan) != 0 ||
+        gid >= l->ntargets || !l->targets[gid])
+      return corrupt(l, from);
+    wm_op *op = l->targets[gid];
+    int rc;
+    int64_t t;
+    switch (kind) {
+    case MSG_RECORD: {
+      wm_value v;
+      if (wm_codec_get_ivar(&p, end, &t) != 0) return corrupt(l, from);
+      if (wm_decode_value(&l->dec[from], &l->ctx->host, &l->ch, &p, end, &v, err, sizeof err) != 0)
+        return wm_ctx_error(l->ctx, "thread %d: a record from thread %d: %s", l->self + 1, from + 1,
+                            err);
+      l->recv->m.records_out++;
+      rc = wm_op_input_record(op, (int)chan, &v, t);
+      wm_value_release(&l->ctx->host, &v);
+      break;
+    }
+    case MSG_WATERMARK:
+      if (wm_codec_get_ivar(&p, end, &t) != 0) return corrupt(l, from);
+      if (t == WM_TIME_MAX) l->ended++;
+      rc = wm_op_input_watermark(op, (int)chan, t);
+      break;
+    case MSG_IDLE:
+    case MSG_ACTIVE: rc = wm_op_input_status(op, (int)chan, kind == MSG_IDLE); break;
+    default: return corrupt(l, from);
+    }
+    if (rc != WM_OK) return rc;
+  }
+  return WM_OK;
+}
+
+static void close_handles(wm_mt_local *l) {
+  mt_worker *w = &l->job->w[l->self];
+  uv_mutex_lock(&w->mu);
+  int was_open = w->open;
+  w->open = 0;
+  uv_mutex_unlock(&w->mu);
+  if (was_open && !uv_is_closing((uv_handle_t *)&w->wake)) uv_close((uv_handle_t *)&w->wake, NULL);
+  if (w->prep_open && !uv_is_closing((uv_handle_t *)&w->prep)) uv_close((uv_handle_t *)&w->prep, NULL);
+  w->prep_open = 0;
+}
+
+static void check_done(wm_mt_local *l) {
+  if (l->done || l->stopping || !l->started || l->ended < l->nremote) return;
+  for (int t = 0; t < l->job->n; t++)
+    if (t != l->self && (l->out[t].cur.len || l->out[t].head)) return;
+  if (wm_exec_pending_sources(l->exec) > 1) return; /* a local source still runs */
+  l->done = 1;
+  close_handles(l);
+  wm_exec_source_done(l->exec, l->recv);
+}
+
+/* Stops this thread because another one failed or aborted. */
+static int follow_job(wm_mt_local *l) {
+  if (l->stopping || wm_mt_job_state(l->job) == 0) return 0;
+  l->stopping = 1;
+  if (!l->done) wm_exec_fail(l->exec); /* stops the sources, our stop() closes the handles */
+  else close_handles(l);
+  return 1;
+}
+
+static void fail_here(wm_mt_local *l) {
+  wm_exec_fail(l->exec); /* our stop() reports ctx->err to the job */
+}
+
+static void on_wake(uv_async_t *h) {
+  wm_mt_local *l = h->data;
+  if (follow_job(l) || l->done) return;
+  int n = l->job->n, more = 0, any = 0;
+  for (int t = 0; t < n; t++) {
+    if (t == l->self) continue;
+    wm_spsc *q = l->job->q[t * n + l->self];
+    int k = 0;
+    batch *b;
+    while (k < WAKE_BATCHES && (b = wm_spsc_pop(q))) {
+      int rc = dispatch(l, t, b);
+      wm_spsc_consumed(q, b->len);
+      if (!wm_spsc_push(l->job->ret[t * n + l->self], b)) { /* give it back for reuse */
+        free(b->data);
+        free(b);
+      }
+      k++;
+      if (rc != WM_OK) {
+        fail_here(l);
+        return;
+      }
+    }
+    if (k && atomic_exchange(&q->want_wake, 0)) wake(l->job, t);
+    if (k == WAKE_BATCHES) more = 1;
+    any |= k;
+  }
+  if (any) wm_exec_batch_done(l->exec);
+  for (int t = 0; t < n; t++)
+    if (t != l->self) push_pending(l, t);
+  update_pressure(l);
+  if (more && !l->stopping && !l->done) uv_async_send(h); /* our own handle: still open */
+  check_done(l);
+}
+
+/* Before the loop waits: hand over what the sources and timers produced. */
+static void on_prepare(uv_prepare_t *h) {
+  wm_mt_local *l = h->data;
+  if (follow_job(l) || l->done) return;
+  for (int t = 0; t < l->job->n; t++) {
+    if (t == l->self) continue;
+    if (flush(l, t) != WM_OK) {
+      fail_here(l);
+      return;
+    }
+    push_pending(l, t);
+  }
+  update_pressure(l);
+  check_done(l);
+}
+
+static int recv_start(wm_op *src, wm_exec *exec) {
+  (void)exec;
+  wm_mt_local *l = src->impl;
+  mt_worker *w = &l->job->w[l->self];
+  l->started = 1;
+  int rc = uv_prepare_start(&w->prep, on_prepare);
+  if (rc != 0) return wm_ctx_error(l->ctx, "cannot start the thread's hand-over: %s", uv_strerror(rc));
+  uv_async_send(&w->wake); /* drain what arrived before the loop ran */
+  return WM_OK;
+}
+
+static void recv_stop(wm_op *src, wm_exec *exec, int finish) {
+  (void)exec;
+  wm_mt_local *l = src->impl;
+  if (finish) return; /* a drain: the remote inputs end when their sources do */
+  if (!l->stopping) {
+    l->stopping = 1;
+    if (l->ctx->err[0]) {
+      char msg[4200];
+      snprintf(msg, sizeof msg, "%s", l->ctx->err);
+      wm_mt_job_fail(l->job, msg);
+    } else {
+      wm_mt_job_abort(l->job);
+    }
+  }
+  close_handles(l);
+}
+
+static const wm_source_vt recv_src_vt = {.start = recv_start, .stop = recv_stop, .pause = NULL};
+static const wm_op_vt recv_vt = {.kind = "receive"};
+
+wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_codec_host *ch) {
+  wm_ctx *ctx = wm_exec_ctx(exec);
+  wm_mt_local *l = calloc(1, sizeof *l);
+  if (l) {
+    l->out = calloc((size_t)j->n, sizeof *l->out);
+    l->dec = calloc((size_t)j->n, sizeof *l->dec);
+  }
+  if (!l || !l->out || !l->dec) {
+    if (l) {
+      free(l->out);
+      free(l->dec);
+    }
+    free(l);
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  l->job = j;
+  l->self = thread;
+  l->exec = exec;
+  l->ctx = ctx;
+  l->ch = *ch;
+  for (int t = 0; t < j->n; t++) {
+    wm_buf_init(&l->out[t].cur);
+    wm_encoder_init(&l->out[t].enc);
+    wm_decoder_init(&l->dec[t]);
+  }
+  char name[64];
+  snprintf(name, sizeof name, "from other threads (thread %d)", thread + 1);
+  l->recv = wm_op_new(ctx, &recv_vt, l, name);
+  mt_worker *w = &j->w[thread];
+  int rc = l->recv && wm_exec_add_source(exec, l->recv, &recv_src_vt) == 0 ? 0 : UV_ENOMEM;
+  if (rc == 0) rc = uv_prepare_init(wm_exec_loop(exec), &w->prep);
+  if (rc == 0) {
+    w->prep_open = 1;
+    w->prep.data = l;
+    uv_unref((uv_handle_t *)&w->prep);
+    rc = uv_async_init(wm_exec_loop(exec), &w->wake, on_wake);
+  }
+  if (rc != 0) {
+    wm_ctx_error(ctx, "cannot set up thread %d: %s", thread + 1, uv_strerror(rc));
+    if (w->prep_open) uv_close((uv_handle_t *)&w->prep, NULL);
+    w->prep_open = 0;
+    wm_mt_local_free(l);
+    return NULL;
+  }
+  w->wake.data = l;
+  uv_mutex_lock(&w->mu);
+  w->open = 1;
+  uv_mutex_unlock(&w->mu);
+  return l;
+}
+
+void wm_mt_local_free(wm_mt_local *l) {
+  if (!l) return;
+  close_handles(l); /* after a failed build the loop never ran */
+  for (int t = 0; t < l->job->n; t++) {
+    outq *o = &l->out[t];
+    wm_buf_free(&o->cur);
+    free(o->spare);
+    while (o->head) {
+      batch *b = o->head;
+      o->head = b->next;
+      free(b->data);
+      free(b);
+    }
+    wm_encoder_free(&o->enc);
+    wm_decoder_free(&l->dec[t]);
+  }
+  free(l->out);
+  free(l->dec);
+  free(l->targets);
+  free(l);
+}
+
+int wm_mt_set_target(wm_mt_local *l, uint32_t gid, wm_op *op) {
+  if (gid >= l->ntargets) {
+    uint32_t n = gid + 16;
+    wm_op **t = realloc(l->targets, n * sizeof *t);
+    if (!t) return -1;
+    memset(t + l->ntargets, 0, (n - l->ntargets) * sizeof *t);
+    l->targets = t;
+    l->ntargets = n;
+  }
+  l->targets[gid] = op;
+  return 0;
+}
+
+void wm_mt_add_remote_input(wm_mt_local *l) { l->nremote++; }

@@ -1,0 +1,87 @@
+/* The multi-core executor: operator instances spread over worker threads.
+ *
+ * Each thread has its own wm_ctx, wm_exec (libuv loop) and operators; a job (wm_mt_job)
+ * links them. Between every ordered pair of threads there is a bounded single-producer/
+ * single-consumer queue (wm_spsc) of batches. A batch is a run of messages, each
+ * addressed to one input channel of one operator instance (its global id, "gid"):
+ *   RECORD  ts and the record in the compact encoding of wm_codec.h
+ *   WATERMARK, IDLE, ACTIVE
+ * so watermarks and idle status travel in-band, in order with the records.
+ *
+ * On the sending side an edge to an instance on another thread ends in a *sender*
+ * operator that appends messages to the batch for that thread. Batches are handed over
+ * when they are full and before the loop waits (a uv_prepare_t); the receiving thread is
+ * woken with uv_async_send. Nothing ever blocks inside an operator: a batch that does not
+ * fit in a full queue stays with the sender, and the bytes in flight count as backpressure
+ * (wm_exec_pressure), which pauses the thread's sources while it keeps draining its
+ * incoming queues; the consumer wakes the producer once it has made room. Two threads
+ * sending to each other therefore cannot deadlock.
+ *
+ * On the receiving side a *receiver* pseudo-source (registered with the executor) drains
+ * the incoming queues and feeds each message into its channel. It ends (and so lets the
+ * loop end) once every remote channel has delivered the end-of-input watermark, every
+ * outgoing batch has been handed over, and every local source has ended.
+ *
+ * A failure on any thread is recorded in the job and wakes every thread, which stops. */
+#ifndef WM_MT_H
+#define WM_MT_H
+
+#include <stdint.h>
+
+#include "base/wm_codec.h"
+#include "exec/wm_exec.h"
+#include "graph/wm_graph.h"
+
+typedef struct wm_mt_job wm_mt_job;
+typedef struct wm_mt_local wm_mt_local;
+
+/* ---- the job (shared by the threads) ---------------------------------------------- */
+
+/* A job of n threads with queues of queue_batches batches. NULL on failure (message in
+ * err). Free it with wm_mt_job_free once every thread has finished. */
+wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen);
+void wm_mt_job_free(wm_mt_job *j);
+int wm_mt_job_threads(const wm_mt_job *j);
+/* Records a failure (the first message wins) and wakes every thread, which stops. */
+void wm_mt_job_fail(wm_mt_job *j, const char *msg);
+/* An abort (a second signal): every thread stops, the job is interrupted, not failed. */
+void wm_mt_job_abort(wm_mt_job *j);
+/* 0 running, 1 failed, 2 aborted. */
+int wm_mt_job_state(wm_mt_job *j);
+/* The failure message; read it once every thread has finished. */
+const char *wm_mt_job_error(wm_mt_job *j);
+/* Every thread calls this once, after building its part of the graph: ok = 0 when the
+ * build failed; fp = a fingerprint of the graph it built (it must be the same on every
+ * thread). Waits for all threads. 0 when every thread built the same graph; -1 otherwise
+ * (the job has failed; a mismatch is reported in the job's message). */
+int wm_mt_job_barrier(wm_mt_job *j, int thread, int ok, uint64_t fp);
+/* For a thread that will never call wm_mt_job_barrier (it could not be started):
+ * counts it as arrived with a failed build, without waiting. */
+void wm_mt_job_absent(wm_mt_job *j, int thread);
+/* Serialises output that threads share (per-thread metrics). */
+void wm_mt_job_lock(wm_mt_job *j);
+void wm_mt_job_unlock(wm_mt_job *j);
+
+/* ---- one thread's part ------------------------------------------------------------ */
+
+/* The part of thread `thread` (0-based) on its executor: opens the wake-up handle on the
+ * executor's loop and registers the receiver as a source. Call it before building, from
+ * the thread that runs exec. ch: the host's codec hooks (copied). NULL on failure
+ * (message in the executor's ctx->err). */
+wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_codec_host *ch);
+/* After wm_exec_run has returned (or instead of it, after a failed build). */
+void wm_mt_local_free(wm_mt_local *l);
+
+/* Building: op is the local instance with global id gid (a possible target of remote
+ * channels). 0 or -1 (out of memory). */
+int wm_mt_set_target(wm_mt_local *l, uint32_t gid, wm_op *op);
+/* One more input channel of a local operator is fed from another thread. */
+void wm_mt_add_remote_input(wm_mt_local *l);
+/* An operator that sends what it receives to channel chan of instance gid on thread
+ * `thread`; connect the upstream to it. name: the operator's name (e.g. "to thread 2:
+ * window (job.lua:9) 2/2"); from: the upstream operator's name, for errors. NULL on
+ * failure (message in ctx->err). */
+wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int thread,
+                        uint32_t gid, int chan);
+
+#endif

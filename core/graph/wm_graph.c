@@ -1,0 +1,222 @@
+#include "graph/wm_graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "time/wm_time.h"
+
+static int64_t wall_now(void *ud) {
+  (void)ud;
+  return wm_time_wall_ms();
+}
+
+void wm_ctx_init(wm_ctx *ctx) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->now = wall_now;
+}
+
+void wm_ctx_free(wm_ctx *ctx) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    wm_op *op = ctx->ops[i];
+    if (op->vt->free) op->vt->free(op);
+    for (int p = 0; p < op->nports; p++) {
+      free(op->ports[p].tag);
+      free(op->ports[p].edges);
+    }
+    free(op->ports);
+    wm_combiner_free(&op->comb);
+    free(op->name);
+    free(op);
+  }
+  free(ctx->ops);
+  ctx->ops = NULL;
+  ctx->nops = ctx->capops = 0;
+}
+
+int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t) {
+  if (!ctx->pt_register)
+    return wm_ctx_error(ctx, "operator '%s': processing-time timers are not available here",
+                        op->name);
+  return ctx->pt_register(ctx->pt_ud, op, t);
+}
+
+int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+  va_end(ap);
+  return WM_ERR;
+}
+
+int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...) {
+  size_t len = strlen(ctx->err);
+  va_list ap;
+  va_start(ap, fmt);
+  if (len < sizeof ctx->err - 1) vsnprintf(ctx->err + len, sizeof ctx->err - len, fmt, ap);
+  va_end(ap);
+  return WM_ERR;
+}
+
+int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  char *tb = strstr(ctx->err, "\nstack traceback:");
+  size_t len = strlen(ctx->err), add = strlen(line);
+  if (len + add + 1 > sizeof ctx->err) return WM_ERR;
+  if (!tb) {
+    memcpy(ctx->err + len, line, add + 1);
+  } else {
+    memmove(tb + add, tb, (size_t)(ctx->err + len - tb) + 1);
+    memcpy(tb, line, add);
+  }
+  return WM_ERR;
+}
+
+wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name) {
+  if (ctx->nops == ctx->capops) {
+    size_t cap = ctx->capops ? ctx->capops * 2 : 16;
+    wm_op **n = realloc(ctx->ops, cap * sizeof *n);
+    if (!n) return NULL;
+    ctx->ops = n;
+    ctx->capops = cap;
+  }
+  wm_op *op = calloc(1, sizeof *op);
+  if (!op) return NULL;
+  op->ports = calloc(1, sizeof *op->ports);
+  op->name = strdup(name ? name : vt->kind);
+  if (!op->ports || !op->name) {
+    free(op->ports);
+    free(op->name);
+    free(op);
+    return NULL;
+  }
+  op->nports = 1;
+  op->vt = vt;
+  op->ctx = ctx;
+  op->impl = impl;
+  op->wm = WM_TIME_MIN;
+  ctx->ops[ctx->nops++] = op;
+  return op;
+}
+
+int wm_op_port(wm_op *op, const char *tag) {
+  if (!tag) return 0;
+  for (int i = 1; i < op->nports; i++)
+    if (strcmp(op->ports[i].tag, tag) == 0) return i;
+  wm_port *np = realloc(op->ports, (size_t)(op->nports + 1) * sizeof *np);
+  if (!np) return -1;
+  op->ports = np;
+  memset(&np[op->nports], 0, sizeof *np);
+  np[op->nports].tag = strdup(tag);
+  if (!np[op->nports].tag) return -1;
+  return op->nports++;
+}
+
+int wm_op_connect(wm_op *from, int port, wm_op *to) {
+  wm_port *p = &from->ports[port];
+  wm_edge *ne = realloc(p->edges, (size_t)(p->n + 1) * sizeof *ne);
+  if (!ne) return -1;
+  p->edges = ne;
+  ne[p->n].to = to;
+  ne[p->n].chan = to->nin++;
+  return ne[p->n++].chan;
+}
+
+int wm_ctx_prepare(wm_ctx *ctx) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    wm_op *op = ctx->ops[i];
+    wm_combiner_free(&op->comb);
+    if (wm_combiner_init(&op->comb, op->nin) != 0)
+      return wm_ctx_error(ctx, "out of memory preparing operator '%s'", op->name);
+  }
+  return WM_OK;
+}
+
+/* Names the operator whose record or watermark failed, once: the innermost failing operator
+ * is the first to return, so it is the one named. Errors from Lua functions name theirs
+ * already. */
+static int name_failure(wm_op *op, int rc) {
+  if (rc == WM_ERR && !strstr(op->ctx->err, "\n  in operator '"))
+    wm_ctx_error_context(op->ctx, "\n  in operator '%s'", op->name);
+  return rc;
+}
+
+int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
+  const wm_port *p = &op->ports[port];
+  op->m.records_out++;
+  for (int i = 0; i < p->n; i++) {
+    wm_op *to = p->edges[i].to;
+    to->m.records_in++;
+    int rc = to->vt->record(to, p->edges[i].chan, rec, ts);
+    if (rc != WM_OK) return name_failure(to, rc);
+  }
+  return WM_OK;
+}
+
+int wm_op_input_watermark(wm_op *op, int chan, int64_t wm) {
+  if (chan < 0 || chan >= op->comb.n)
+    return wm_ctx_error(op->ctx, "operator '%s' has no input channel %d", op->name, chan + 1);
+  int64_t old = op->comb.out;
+  int ev = wm_combiner_watermark(&op->comb, chan, wm);
+  if (ev & WM_COMB_ACTIVE) {
+    if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, old, "active");
+    int rc = op->vt->status ? op->vt->status(op, false) : wm_op_emit_status(op, false);
+    if (rc != WM_OK) return rc;
+  }
+  if (ev & WM_COMB_ADVANCED) {
+    if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, op->comb.out, NULL);
+    op->wm = op->comb.out;
+    return name_failure(op, op->vt->watermark ? op->vt->watermark(op, op->comb.out)
+                                              : wm_op_emit_watermark(op, op->comb.out));
+  }
+  return WM_OK;
+}
+
+int wm_op_input_status(wm_op *op, int chan, bool idle) {
+  if (chan < 0 || chan >= op->comb.n)
+    return wm_ctx_error(op->ctx, "operator '%s' has no input channel %d", op->name, chan + 1);
+  int64_t old = op->comb.out;
+  int ev = wm_combiner_status(&op->comb, chan, idle);
+  int rc = WM_OK;
+  if (ev & (WM_COMB_IDLE | WM_COMB_ACTIVE)) {
+    bool now_idle = (ev & WM_COMB_IDLE) != 0;
+    if (op->ctx->trace)
+      op->ctx->trace(op->ctx->trace_ud, op, chan, old, old, now_idle ? "idle" : "active");
+    rc = op->vt->status ? op->vt->status(op, now_idle) : wm_op_emit_status(op, now_idle);
+    if (rc != WM_OK) return rc;
+  }
+  if (ev & WM_COMB_ADVANCED) {
+    if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, op->comb.out, NULL);
+    op->wm = op->comb.out;
+    rc = op->vt->watermark ? op->vt->watermark(op, op->comb.out)
+                           : wm_op_emit_watermark(op, op->comb.out);
+  }
+  return rc;
+}
+
+int wm_op_emit_watermark(wm_op *op, int64_t wm) {
+  for (int p = 0; p < op->nports; p++) {
+    const wm_port *port = &op->ports[p];
+    for (int i = 0; i < port->n; i++) {
+      int rc = wm_op_input_watermark(port->edges[i].to, port->edges[i].chan, wm);
+      if (rc != WM_OK) return rc;
+    }
+  }
+  return WM_OK;
+}
+
+int wm_op_emit_status(wm_op *op, bool idle) {
+  for (int p = 0; p < op->nports; p++) {
+    const wm_port *port = &op->ports[p];
+    for (int i = 0; i < port->n; i++) {
+      int rc = wm_op_input_status(port->edges[i].to, port->edges[i].chan, idle);
+      if (rc != WM_OK) return rc;
+    }
+  }
+  return WM_OK;
+}

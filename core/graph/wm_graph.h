@@ -1,0 +1,148 @@
+/* The operator graph: a context, operators with a vtable, ports and channels.
+ *
+ * Operators that need no exchange are chained: emitting a record is a direct call of the
+ * downstream operator's `record` function, with no queue between them. Every operator
+ * has one input channel per upstream edge and combines their watermarks (semantics.md
+ * §3) before its own `watermark` function sees a strictly increasing watermark.
+ */
+#ifndef WM_GRAPH_H
+#define WM_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wm_value.h"
+#include "time/wm_watermark.h"
+
+typedef struct wm_op wm_op;
+typedef struct wm_ctx wm_ctx;
+
+#define WM_OK 0
+#define WM_ERR (-1)   /* failure; the message is in ctx->err */
+#define WM_STOP (-2)  /* a clean stop was requested (not an error) */
+
+/* Watermark tracing: called for every watermark advance and status change of an operator
+ * when set (wmrun --trace-watermarks). */
+typedef void (*wm_trace_fn)(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
+                            const char *status);
+/* Observing a run (core/wm_observe.h): NULL unless a recorder (wm_timeline) is attached. */
+typedef struct wm_obs wm_obs;
+typedef void (*wm_observe_fn)(void *ud, const wm_op *op, const wm_obs *ev);
+
+/* Everything a job's core state hangs off; one per executor thread. */
+struct wm_ctx {
+  wm_host host;
+  char err[4096];
+  uint64_t seq;              /* creation sequence for (key, window) pairs */
+  int64_t (*now)(void *ud);  /* processing-time clock (ms); the harness makes it virtual */
+  void *now_ud;
+  wm_trace_fn trace;
+  void *trace_ud;
+  wm_observe_fn observe;
+  void *observe_ud;
+  /* Processing-time timers: the executor (libuv) or the test harness (a virtual clock)
+   * calls op->vt->processing_time(op, t) once ctx->now() >= t. NULL: not available. */
+  int (*pt_register)(void *ud, wm_op *op, int64_t t);
+  void *pt_ud;
+  wm_op **ops;               /* every operator, in creation order (owned) */
+  size_t nops, capops;
+};
+
+/* Initialises a context with the wall clock; 0. */
+void wm_ctx_init(wm_ctx *ctx);
+/* Frees every operator of the context. */
+void wm_ctx_free(wm_ctx *ctx);
+/* Formats a message into ctx->err and returns WM_ERR. */
+int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends text to ctx->err (e.g. "\n  in operator ..."); returns WM_ERR. */
+int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Adds a line of context (e.g. "\n  while reading data.csv:17") to ctx->err, before a
+ * traceback if the message has one; returns WM_ERR. */
+int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
+/* Asks for op->vt->processing_time(op, t) at wall-clock (ctx->now) time t. Timers are not
+ * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */
+int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t);
+
+typedef struct wm_op_vt {
+  const char *kind;
+  /* A record on input channel chan; rec is borrowed for the call. */
+  int (*record)(wm_op *op, int chan, const wm_value *rec, int64_t ts);
+  /* The combined input watermark advanced to wm (strictly increasing). NULL = forward. */
+  int (*watermark)(wm_op *op, int64_t wm);
+  /* The combined input status changed. NULL = forward. */
+  int (*status)(wm_op *op, bool idle);
+  /* A processing-time timer registered with wm_ctx_register_processing_timer fired. */
+  int (*processing_time)(wm_op *op, int64_t t);
+  /* Frees the operator's own state (impl). */
+  void (*free)(wm_op *op);
+} wm_op_vt;
+
+typedef struct wm_edge {
+  wm_op *to;
+  int chan;
+} wm_edge;
+
+typedef struct wm_port {
+  char *tag;      /* NULL for the main output; a side-output tag otherwise (owned) */
+  wm_edge *edges; /* owned */
+  int n;
+} wm_port;
+
+typedef struct wm_op_metrics {
+  uint64_t records_in, records_out, late_dropped, parse_errors;
+} wm_op_metrics;
+
+struct wm_op {
+  const wm_op_vt *vt;
+  wm_ctx *ctx;
+  char *name;        /* e.g. "map (job.lua:12)", owned */
+  void *impl;        /* the operator's own state */
+  int nin;           /* input channels */
+  wm_combiner comb;  /* initialised by wm_op_prepare */
+  wm_port *ports;    /* ports[0] main output */
+  int nports;
+  wm_op_metrics m;
+  int64_t wm;        /* current input watermark (comb.out) */
+  bool ended;
+};
+
+/* Creates an operator owned by ctx; name is copied. NULL on allocation failure. */
+wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);
+/* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
+int wm_op_port(wm_op *op, const char *tag);
+/* Connects port `port` of from to a new input channel of to. Returns the channel or -1. */
+int wm_op_connect(wm_op *from, int port, wm_op *to);
+/* Call once every edge is made: sets up the watermark combiners. 0 or WM_ERR. */
+int wm_ctx_prepare(wm_ctx *ctx);
+
+/* Emits a record on a port: calls every downstream operator of that port. rec is
+ * borrowed for the call. */
+int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts);
+/* Emits a watermark on every port of op. */
+int wm_op_emit_watermark(wm_op *op, int64_t wm);
+/* Emits an idle/active status on every port of op. */
+int wm_op_emit_status(wm_op *op, bool idle);
+
+/* Input side, for drivers and tests: feed a watermark or status into a channel of op. */
+int wm_op_input_watermark(wm_op *op, int chan, int64_t wm);
+int wm_op_input_status(wm_op *op, int chan, bool idle);
+static inline int wm_op_input_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  op->m.records_in++;
+  return op->vt->record(op, chan, rec, ts);
+}
+
+#endif

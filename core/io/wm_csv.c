@@ -1,0 +1,497 @@
+/* The parse operator and the CSV decoder (see wm_csv.h). */
+#include "io/wm_csv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "io/wm_io.h"
+#include "time/wm_time.h"
+
+/* ---- the parse operator -------------------------------------------------------------- */
+
+typedef struct parser {
+  wm_parse_config cfg;
+  char *what;
+  int port;               /* the "parse_errors" port (WM_PARSE_SIDE) */
+  wm_schema *err_schema;  /* {error, line, text} */
+  uint64_t seen;          /* lines seen: the line number when no line source is known */
+  int header_done;        /* without a line source: the first line was skipped */
+} parser;
+
+static void parser_free(wm_op *op) {
+  parser *p = op->impl;
+  if (!p) return;
+  if (p->cfg.dec.free) p->cfg.dec.free(p->cfg.dec.ud);
+  wm_schema_release(p->err_schema);
+  free(p->what);
+  free(p);
+}
+
+/* Appends at most 60 bytes of s, with "..." when cut. */
+static void add_excerpt(wm_buf *b, const char *s, size_t n) {
+  if (n > 60) {
+    wm_buf_add(b, s, 60);
+    wm_buf_adds(b, "...");
+  } else {
+    wm_buf_add(b, s, n);
+  }
+}
+
+static int parse_error(wm_op *op, parser *p, const char *line, size_t n, const char *msg) {
+  wm_ctx *ctx = op->ctx;
+  const char *origin = NULL;
+  uint64_t lineno = p->seen;
+  wm_io_current_line(ctx, &origin, &lineno);
+  op->m.parse_errors++;
+  if (p->cfg.on_error == WM_PARSE_SKIP) return WM_OK;
+  if (p->cfg.on_error == WM_PARSE_FAIL) {
+    if (origin)
+      wm_ctx_error(ctx, "%s:%llu: %s", origin, (unsigned long long)lineno, msg);
+    else
+      wm_ctx_error(ctx, "line %llu: %s", (unsigned long long)lineno, msg);
+    wm_buf b;
+    wm_buf_init(&b);
+    add_excerpt(&b, line, n);
+    wm_ctx_error_append(ctx, "\n  in %s '%s' on line \"%s\"", p->what, op->name,
+                        b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  /* side output: {error = msg, line = n, text = line} */
+  wm_row *r = wm_row_new(p->err_schema);
+  if (!r) return wm_ctx_error(ctx, "out of memory");
+  wm_str *e = wm_str_new(msg, strlen(msg)), *t = wm_str_new(line, n);
+  if (!e || !t) {
+    free(e);
+    free(t);
+    wm_row_release(&ctx->host, r);
+    return wm_ctx_error(ctx, "out of memory");
+  }
+  r->fields[0].type = WM_STR;
+  r->fields[0].u.s = e;
+  r->fields[1] = wm_int((int64_t)lineno);
+  r->fields[2].type = WM_STR;
+  r->fields[2].u.s = t;
+  wm_value v = wm_row_value(r);
+  int rc = wm_op_emit(op, p->port, &v, WM_TIME_MIN);
+  wm_value_release(&ctx->host, &v);
+  return rc;
+}
+
+static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  parser *p = op->impl;
+  wm_ctx *ctx = op->ctx;
+  p->seen++;
+  if (!wm_value_is_string(rec)) {
+    wm_buf b;
+    wm_buf_init(&b);
+    wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
+    wm_ctx_error(ctx, "%s expects lines (strings), got the record %s\n  in operator '%s'",
+                 p->what, b.data ? b.data : "", op->name);
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  size_t n;
+  const char *s = wm_value_str(rec, &n);
+  if (p->cfg.header) {
+    const char *origin = NULL;
+    uint64_t lineno = 0;
+    if (wm_io_current_line(ctx, &origin, &lineno)) {
+      if (lineno == 1) return WM_OK;
+    } else if (!p->header_done) {
+      p->header_done = 1;
+      return WM_OK;
+    }
+  }
+  wm_value out = wm_nil();
+  char err[256];
+  err[0] = '\0';
+  int rc = p->cfg.dec.decode(p->cfg.dec.ud, op, s, n, &out, err, sizeof err);
+  if (rc == 1) return parse_error(op, p, s, n, err);
+  if (rc != 0) return WM_ERR;
+  rc = wm_op_emit(op, 0, &out, ts);
+  if (out.type == WM_ROW && out.u.row->refs > 1)
+    out.u.row->refs--; /* the usual case: the decoder still holds the row */
+  else
+    wm_value_release(&ctx->host, &out);
+  return rc;
+}
+
+static const wm_op_vt parser_vt = {
+    .kind = "parse",
+    .record = parser_record,
+    .free = parser_free,
+};
+
+wm_op *wm_parse_new(wm_ctx *ctx, const char *name, wm_parse_config *cfg) {
+  parser *p = calloc(1, sizeof *p);
+  static const char *const names[] = {"error", "line", "text"};
+  static const uint8_t types[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_STRING};
+  if (!p) goto oom;
+  p->cfg = *cfg;
+  p->what = strdup(cfg->what ? cfg->what : "parse");
+  p->err_schema = wm_schema_new(3, names, types);
+  if (!p->what || !p->err_schema) goto oom;
+  wm_op *op = wm_op_new(ctx, &parser_vt, p, name);
+  if (!op) goto oom;
+  if (cfg->on_error == WM_PARSE_SIDE && (p->port = wm_op_port(op, WM_PARSE_ERRORS_TAG)) < 0) {
+    wm_ctx_error(ctx, "out of memory");
+    return NULL; /* the op (and p) are freed with the context */
+  }
+  return op;
+oom:
+  if (p) {
+    wm_schema_release(p->err_schema);
+    free(p->what);
+    free(p);
+  }
+  if (cfg->dec.free) cfg->dec.free(cfg->dec.ud);
+  wm_ctx_error(ctx, "out of memory");
+  return NULL;
+}
+
+/* ---- the CSV decoder ----------------------------------------------------------------- */
+
+typedef struct csvdec {
+  wm_schema *schema;
+  uint8_t *optional;
+  uint32_t *cap;   /* bytes each string field of `row` can hold without reallocating */
+  char sep;
+  wm_row *row;     /* the last row; reused when only the decoder holds it */
+  wm_buf unq;      /* a quoted field with "" escapes, unquoted */
+  char num[80];    /* a number as a C string for strtod */
+} csvdec;
+
+static void csvdec_free(void *ud) {
+  csvdec *d = ud;
+  if (!d) return;
+  if (d->row) wm_row_release(NULL, d->row); /* only immediates and WM_STR: no host needed */
+  wm_schema_release(d->schema);
+  free(d->optional);
+  free(d->cap);
+  wm_buf_free(&d->unq);
+  free(d);
+}
+
+static void trim(const char **s, size_t *n) {
+  while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+  while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+/* Decimal integer with an optional sign; 0 on success. */
+static int parse_int(const char *s, size_t n, int64_t *out) {
+  size_t i = 0;
+  int neg = 0;
+  if (n && (s[0] == '-' || s[0] == '+')) neg = s[0] == '-', i = 1;
+  if (i == n) return -1;
+  uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  if (n - i <= 18) { /* below 10^18: cannot overflow, no division per digit */
+    for (; i < n; i++) {
+      unsigned c = (unsigned char)s[i] - '0';
+      if (c > 9) return -1;
+      v = v * 10 + c;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+  }
+  for (; i < n; i++) {
+    unsigned c = (unsigned char)s[i] - '0';
+    if (c > 9) return -1;
+    if (v > (lim - c) / 10) return -1;
+    v = v * 10 + c;
+  }
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return 0;
+}
+
+/* The value of 8 ASCII digits at s (s[0] the most significant), or UINT64_MAX when one
+ * of the 8 bytes is not a digit (SWAR: 8 digits in a few multiplications). */
+static uint64_t load_digits8(const char *s) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t x;
+  memcpy(&x, s, 8);
+  /* every byte in '0'..'9': its high nibble is 3, and still 3 after adding 6 (a byte
+   * whose high nibble is 3 never carries into the next one) */
+  if (((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
+      0x3333333333333333ULL)
+    return UINT64_MAX;
+  x = ((x & 0x0F0F0F0F0F0F0F0FULL) * 2561) >> 8;          /* pairs: 10 * a + b */
+  x = ((x & 0x00FF00FF00FF00FFULL) * 6553601) >> 16;     /* quads */
+  x = ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32;
+  return x;
+#else
+  uint64_t v = 0;
+  for (int k = 0; k < 8; k++) {
+    unsigned c = (unsigned char)s[k] - '0';
+    if (c > 9) return UINT64_MAX;
+    v = v * 10 + c;
+  }
+  return v;
+#endif
+}
+
+/* A decimal number (no hex, inf or nan): an integer when written as one, as Lua's
+ * tonumber does; 0 on success. */
+static int parse_num(csvdec *d, const char *s, size_t n, wm_value *out) {
+  int64_t i;
+  if (parse_int(s, n, &i) == 0) {
+    *out = wm_int(i);
+    return 0;
+  }
+  if (n == 0 || n >= sizeof d->num) return -1;
+  int digits = 0;
+  for (size_t k = 0; k < n; k++) {
+    char c = s[k];
+    if (c >= '0' && c <= '9') digits = 1;
+    else if (!(c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return -1;
+  }
+  if (!digits) return -1;
+  memcpy(d->num, s, n);
+  d->num[n] = '\0';
+  char *end;
+  double f = strtod(d->num, &end);
+  if (end != d->num + n) return -1;
+  *out = wm_float(f);
+  return 0;
+}
+
+static int ieq(const char *s, size_t n, const char *lit) {
+  size_t l = strlen(lit);
+  if (n != l) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+    if (c != lit[i]) return 0;
+  }
+  return 1;
+}
+
+/* Stores a string field, reusing its buffer when only this row holds it; avail: bytes
+ * readable from s (at least n). */
+static int set_str(csvdec *d, uint32_t i, const char *s, size_t n, size_t avail) {
+  wm_value *f = &d->row->fields[i];
+  if (f->type == WM_STR && f->u.s->refs == 1 && d->cap[i] >= n) {
+    if (n <= 16 && avail >= 16 && d->cap[i] >= 16)
+      memcpy(f->u.s->data, s, 16); /* a fixed size, no call: the bytes past n are unused */
+    else
+      memcpy(f->u.s->data, s, n);
+    f->u.s->data[n] = '\0';
+    f->u.s->len = (uint32_t)n;
+    return 0;
+  }
+  wm_value_release(NULL, f);
+  if (n > UINT32_MAX - 64) return -1;
+  uint32_t cap = n < 24 ? 24 : (uint32_t)n;
+  wm_str *str = malloc(sizeof *str + cap + 1);
+  if (!str) return -1;
+  str->refs = 1;
+  str->len = (uint32_t)n;
+  memcpy(str->data, s, n);
+  str->data[n] = '\0';
+  f->type = WM_STR;
+  f->u.s = str;
+  d->cap[i] = cap;
+  return 0;
+}
+
+/* Formats "field 'name': 'text' is not an integer" into err. */
+static int bad_field(char *err, size_t errlen, const char *name, const char *s, size_t n,
+                     const char *what) {
+  int cut = n > 40;
+  snprintf(err, errlen, "field '%s': '%.*s%s' is not %s", name, cut ? 40 : (int)n, s,
+           cut ? "..." : "", what);
+  return 1;
+}
+
+static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
+                      size_t errlen) {
+  csvdec *d = ud;
+  const wm_schema *sc = d->schema;
+  const char *p = s, *end = s + n;
+  (void)op;
+  if (!d->row || d->row->refs != 1) {
+    if (d->row) wm_row_release(NULL, d->row);
+    d->row = wm_row_new(d->schema);
+    if (!d->row) return wm_ctx_error(op->ctx, "out of memory");
+  }
+  for (uint32_t i = 0; i < sc->nfields; i++) {
+    const char *name = sc->names[i];
+    const char *fs;
+    size_t fl;
+    int quoted = 0;
+    if (i > 0) {
+      if (p >= end) {
+        snprintf(err, errlen, "expected %u fields, got %u", sc->nfields, i);
+        return 1;
+      }
+      p++; /* the separator */
+    }
+    if (sc->types[i] == WM_FT_INTEGER && p < end) {
+      /* the common case of an integer field: plain digits up to the separator, parsed
+       * while scanning (one pass instead of a scan, a trim and a parse). Anything else
+       * (a sign, blanks, quotes, 19 digits or more, bad text) takes the general path
+       * below from the same place. */
+      const char *c = p;
+      uint64_t v = 0;
+      char sep = d->sep;
+      if (end - c >= 8) {
+        uint64_t x = load_digits8(c);
+        if (x != UINT64_MAX) {
+          v = x;
+          c += 8;
+        }
+      }
+      while (c < end) {
+        unsigned dg = (unsigned char)*c - '0';
+        if (dg > 9) break;
+        v = v * 10 + dg;
+        c++;
+      }
+      if (c > p && c - p <= 18 && (c == end || *c == sep)) {
+        wm_value *f = &d->row->fields[i];
+        if (f->type == WM_STR) wm_value_release(NULL, f);
+        *f = wm_int((int64_t)v);
+        p = c;
+        continue;
+      }
+    }
+    if (p < end && *p == '"') {
+      /* a quoted field: "" stands for one quote; the field ends at a lone quote */
+      quoted = 1;
+      const char *q = ++p;
+      int escaped = 0;
+      for (;;) {
+        const char *c = memchr(q, '"', (size_t)(end - q));
+        if (!c) {
+          snprintf(err, errlen, "field '%s': unterminated quoted field", name);
+          return 1;
+        }
+        if (c + 1 < end && c[1] == '"') {
+          escaped = 1;
+          q = c + 2;
+          continue;
+        }
+        q = c;
+        break;
+      }
+      if (escaped) {
+        wm_buf_clear(&d->unq);
+        for (const char *c = p; c < q; c++) {
+          wm_buf_addc(&d->unq, *c);
+          if (*c == '"') c++;
+        }
+        if (d->unq.oom) return wm_ctx_error(op->ctx, "out of memory");
+        fs = d->unq.data ? d->unq.data : "";
+        fl = d->unq.len;
+      } else {
+        fs = p;
+        fl = (size_t)(q - p);
+      }
+      p = q + 1;
+      if (p < end && *p != d->sep) {
+        snprintf(err, errlen, "field '%s': unexpected text after the closing quote", name);
+        return 1;
+      }
+    } else {
+      /* fields are short: a plain loop beats a call to memchr */
+      const char *c = p, sep = d->sep; /* a local: *c may alias d, sep is reloaded otherwise */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      /* 8 bytes at a time: the first byte equal to sep is the lowest zero byte of x ^ seps */
+      const uint64_t ones = 0x0101010101010101ULL, seps = ones * (unsigned char)sep;
+      while (end - c >= 8) {
+        uint64_t x;
+        memcpy(&x, c, 8);
+        x ^= seps;
+        uint64_t z = (x - ones) & ~x & (ones << 7);
+        if (z) {
+          c += __builtin_ctzll(z) / 8;
+          goto found;
+        }
+        c += 8;
+      }
+#endif
+      while (c < end && *c != sep) c++;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    found:
+#endif
+      fs = p;
+      fl = (size_t)(c - p);
+      p = c;
+    }
+    wm_value *f = &d->row->fields[i];
+    uint8_t t = sc->types[i];
+    if (t == WM_FT_STRING) {
+      if (fl == 0 && !quoted && d->optional[i]) {
+        wm_value_release(NULL, f);
+        continue;
+      }
+      if (set_str(d, i, fs, fl, quoted ? fl : (size_t)(end - fs)) != 0) return wm_ctx_error(op->ctx, "out of memory");
+      continue;
+    }
+    trim(&fs, &fl);
+    if (fl == 0) {
+      if (d->optional[i]) {
+        wm_value_release(NULL, f);
+        continue;
+      }
+      snprintf(err, errlen, "field '%s' is empty", name);
+      return 1;
+    }
+    wm_value v;
+    if (t == WM_FT_INTEGER) {
+      int64_t iv;
+      if (parse_int(fs, fl, &iv) != 0) return bad_field(err, errlen, name, fs, fl, "an integer");
+      v = wm_int(iv);
+    } else if (t == WM_FT_NUMBER) {
+      if (parse_num(d, fs, fl, &v) != 0) return bad_field(err, errlen, name, fs, fl, "a number");
+    } else {
+      if (ieq(fs, fl, "true") || (fl == 1 && fs[0] == '1')) v = wm_bool(true);
+      else if (ieq(fs, fl, "false") || (fl == 1 && fs[0] == '0')) v = wm_bool(false);
+      else return bad_field(err, errlen, name, fs, fl, "a boolean (true or false)");
+    }
+    if (f->type == WM_STR) wm_value_release(NULL, f);
+    *f = v;
+  }
+  if (p < end) {
+    uint32_t more = 0;
+    for (const char *c = p; c < end; c++) more += *c == d->sep;
+    snprintf(err, errlen, "expected %u fields, got %u", sc->nfields, sc->nfields + more);
+    return 1;
+  }
+  d->row->refs++; /* the caller's reference; the decoder keeps its own for reuse */
+  *out = wm_row_value(d->row);
+  return 0;
+}
+
+int wm_decoder_csv(wm_decoder *dec, const wm_csv_field *fields, uint32_t n, char sep) {
+  csvdec *d = calloc(1, sizeof *d);
+  const char **names = calloc(n ? n : 1, sizeof *names);
+  uint8_t *types = calloc(n ? n : 1, 1);
+  if (!d || !names || !types) goto fail;
+  wm_buf_init(&d->unq);
+  d->sep = sep;
+  d->optional = calloc(n ? n : 1, 1);
+  d->cap = calloc(n ? n : 1, sizeof *d->cap);
+  if (!d->optional || !d->cap) goto fail;
+  for (uint32_t i = 0; i < n; i++) {
+    names[i] = fields[i].name;
+    types[i] = fields[i].type;
+    d->optional[i] = fields[i].optional;
+  }
+  d->schema = wm_schema_new(n, names, types);
+  if (!d->schema) goto fail;
+  free(names);
+  free(types);
+  dec->decode = csv_decode;
+  dec->free = csvdec_free;
+  dec->ud = d;
+  return 0;
+fail:
+  free(names);
+  free(types);
+  csvdec_free(d);
+  return -1;
+}

@@ -1,0 +1,82 @@
+/* The print sink: Flink's print() format (api.md, Sinks). */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/wm_buf.h"
+#include "exec/wm_exec.h"
+
+typedef struct printer {
+  char *prefix; /* "prefix> ", "prefix:2> ", "2> " or "" */
+  FILE *out;
+  wm_buf line;
+  int tty;
+} printer;
+
+static int print_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)ts;
+  printer *p = op->impl;
+  wm_buf_clear(&p->line);
+  wm_buf_adds(&p->line, p->prefix);
+  wm_format_value(&p->line, rec, 0, op->ctx->host.format, op->ctx->host.ud);
+  wm_buf_addc(&p->line, '\n');
+  if (p->line.oom) return wm_ctx_error(op->ctx, "out of memory formatting a record");
+  if (fwrite(p->line.data, 1, p->line.len, p->out) != p->line.len)
+    return wm_ctx_error(op->ctx, "cannot write to standard output");
+  if (p->tty) fflush(p->out);
+  return WM_OK;
+}
+
+static int print_watermark(wm_op *op, int64_t wm) {
+  (void)wm;
+  printer *p = op->impl;
+  if (wm == INT64_MAX) fflush(p->out);
+  return WM_OK;
+}
+
+static void print_free(wm_op *op) {
+  printer *p = op->impl;
+  if (!p) return;
+  fflush(p->out);
+  wm_buf_free(&p->line);
+  free(p->prefix);
+  free(p);
+}
+
+static const wm_op_vt print_vt = {
+    .kind = "print",
+    .record = print_record,
+    .watermark = print_watermark,
+    .free = print_free,
+};
+
+wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg) {
+  printer *p = calloc(1, sizeof *p);
+  if (!p) goto oom;
+  p->out = cfg->out ? cfg->out : stdout;
+  p->tty = isatty(fileno(p->out));
+  wm_buf_init(&p->line);
+  const char *pre = cfg->prefix && *cfg->prefix ? cfg->prefix : NULL;
+  size_t len = (pre ? strlen(pre) : 0) + 32;
+  p->prefix = malloc(len);
+  if (!p->prefix) goto oom;
+  if (pre && cfg->instance > 0) snprintf(p->prefix, len, "%s:%d> ", pre, cfg->instance);
+  else if (pre) snprintf(p->prefix, len, "%s> ", pre);
+  else if (cfg->instance > 0) snprintf(p->prefix, len, "%d> ", cfg->instance);
+  else p->prefix[0] = '\0';
+  wm_op *op = wm_op_new(ctx, &print_vt, p, name);
+  if (!op) goto oom;
+  return op;
+oom:
+  if (p) free(p->prefix);
+  free(p);
+  wm_ctx_error(ctx, "out of memory creating a print sink");
+  return NULL;
+}
+
+void wm_print_flush_all(wm_ctx *ctx) {
+  for (size_t i = 0; i < ctx->nops; i++)
+    if (ctx->ops[i]->vt == &print_vt) fflush(((printer *)ctx->ops[i]->impl)->out);
+}

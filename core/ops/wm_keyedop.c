@@ -1,0 +1,276 @@
+#include "ops/wm_keyedop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "time/wm_time.h"
+#include "time/wm_timer.h"
+
+typedef struct tset { /* a key's timers of one domain: a small unsorted set */
+  int64_t *t;
+  uint32_t n, cap;
+} tset;
+
+typedef struct kentry {
+  wm_value key; /* owned */
+  uint64_t hash;
+  wm_value state, acc, aux; /* owned */
+  tset timers[2];
+} kentry;
+
+typedef struct keyedop {
+  wm_keyedop_config cfg;
+  kentry *e;
+  uint32_t ne, cape;
+  uint32_t *idx; /* open addressing: entry index + 1; 0 = empty (entries are never deleted) */
+  size_t capidx;
+  wm_timers *q[2];
+  uint64_t seq;
+  int64_t cur;  /* the entry being processed, -1 outside callbacks */
+} keyedop;
+
+static int tset_find(const tset *s, int64_t t) {
+  for (uint32_t i = 0; i < s->n; i++)
+    if (s->t[i] == t) return (int)i;
+  return -1;
+}
+
+static size_t idx_find(const keyedop *s, const wm_value *key, uint64_t h, int *found) {
+  size_t mask = s->capidx - 1, i = h & mask;
+  for (;;) {
+    uint32_t v = s->idx[i];
+    if (v == 0) {
+      *found = 0;
+      return i;
+    }
+    const kentry *e = &s->e[v - 1];
+    if (e->hash == h && wm_key_equal(&e->key, key)) {
+      *found = 1;
+      return i;
+    }
+    i = (i + 1) & mask;
+  }
+}
+
+static int idx_grow(keyedop *s) {
+  size_t cap = s->capidx * 2;
+  uint32_t *n = calloc(cap, sizeof *n);
+  if (!n) return -1;
+  free(s->idx);
+  s->idx = n;
+  s->capidx = cap;
+  for (uint32_t i = 0; i < s->ne; i++) {
+    int found;
+    n[idx_find(s, &s->e[i].key, s->e[i].hash, &found)] = i + 1;
+  }
+  return 0;
+}
+
+/* The entry of key, created when missing. */
+static int entry_get(wm_op *op, keyedop *s, const wm_value *key, uint32_t *out) {
+  uint64_t h = wm_key_hash(key);
+  int found;
+  size_t at = idx_find(s, key, h, &found);
+  if (found) {
+    *out = s->idx[at] - 1;
+    return WM_OK;
+  }
+  if ((size_t)(s->ne + 1) * 4 >= s->capidx * 3) {
+    if (idx_grow(s) != 0) return wm_ctx_error(op->ctx, "out of memory in keyed state");
+    at = idx_find(s, key, h, &found);
+  }
+  if (s->ne == s->cape) {
+    uint32_t cap = s->cape ? s->cape * 2 : 16;
+    kentry *n = realloc(s->e, cap * sizeof *n);
+    if (!n) return wm_ctx_error(op->ctx, "out of memory in keyed state");
+    s->e = n;
+    s->cape = cap;
+  }
+  kentry *e = &s->e[s->ne];
+  memset(e, 0, sizeof *e);
+  if (wm_value_copy(&op->ctx->host, &e->key, key) != 0)
+    return wm_ctx_error(op->ctx, "out of memory in keyed state");
+  e->hash = h;
+  s->idx[at] = s->ne + 1;
+  *out = s->ne++;
+  return WM_OK;
+}
+
+int wm_keyedop_register(wm_op *op, int domain, int64_t t) {
+  keyedop *s = op->impl;
+  if (s->cur < 0)
+    return wm_ctx_error(op->ctx, "operator '%s': timers can only be set while a record or a "
+                                 "timer is processed", op->name);
+  tset *ts = &s->e[s->cur].timers[domain];
+  if (tset_find(ts, t) >= 0) return WM_OK; /* same key and time: one timer */
+  if (ts->n == ts->cap) {
+    uint32_t cap = ts->cap ? ts->cap * 2 : 2;
+    int64_t *n = realloc(ts->t, cap * sizeof *n);
+    if (!n) return wm_ctx_error(op->ctx, "out of memory registering a timer");
+    ts->t = n;
+    ts->cap = cap;
+  }
+  if (wm_timers_push(s->q[domain], t, (uint64_t)s->cur, s->seq++) != 0)
+    return wm_ctx_error(op->ctx, "out of memory registering a timer");
+  ts->t[ts->n++] = t;
+  if (domain == WM_TIME_PROCESSING) return wm_ctx_register_processing_timer(op->ctx, op, t);
+  return WM_OK;
+}
+
+int wm_keyedop_delete(wm_op *op, int domain, int64_t t) {
+  keyedop *s = op->impl;
+  if (s->cur < 0)
+    return wm_ctx_error(op->ctx, "operator '%s': timers can only be deleted while a record "
+                                 "or a timer is processed", op->name);
+  tset *ts = &s->e[s->cur].timers[domain];
+  int i = tset_find(ts, t);
+  if (i >= 0) ts->t[i] = ts->t[--ts->n]; /* the queue entry is skipped when it comes due */
+  return WM_OK;
+}
+
+size_t wm_keyedop_keys(const wm_op *op) { return ((const keyedop *)op->impl)->ne; }
+
+size_t wm_keyedop_timers(const wm_op *op, int domain) {
+  const keyedop *s = op->impl;
+  size_t n = 0;
+  for (uint32_t i = 0; i < s->ne; i++) n += s->e[i].timers[domain].n;
+  return n;
+}
+
+static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  keyedop *s = op->impl;
+  wm_ctx *ctx = op->ctx;
+  wm_value key;
+  if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
+  if (!wm_key_valid(&key)) {
+    wm_buf b;
+    wm_buf_init(&b);
+    wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
+    wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
+                 key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  uint32_t i = 0;
+  if (entry_get(op, s, &key, &i) != WM_OK) return WM_ERR;
+  int64_t saved = s->cur;
+  s->cur = i;
+  int rc;
+  if (s->cfg.rolling.add) {
+    /* the entry may not move while the functions run: they add no keys */
+    kentry *e = &s->e[i];
+    rc = s->cfg.rolling.add(s->cfg.rolling.ud, op, &e->acc, &e->aux, rec);
+    if (rc == WM_OK) {
+      wm_fire f;
+      memset(&f, 0, sizeof f);
+      f.key = &e->key;
+      f.window.start = WM_TIME_MIN;
+      f.window.stop = WM_TIME_MAX;
+      f.max_ts = ts;
+      f.watermark = op->wm;
+      f.acc = &e->acc;
+      f.aux = &e->aux;
+      rc = s->cfg.rolling.fire(s->cfg.rolling.ud, op, &f);
+    }
+  } else {
+    rc = s->cfg.fn.element(s->cfg.fn.ud, op, &s->e[i].key, &s->e[i].state, rec, ts);
+  }
+  s->cur = saved;
+  return rc;
+}
+
+/* Fires the timers of one domain that are due at `upto`. */
+static int fire_due(wm_op *op, keyedop *s, int domain, int64_t upto) {
+  int64_t t;
+  const wm_timer_entry *ents;
+  size_t n;
+  while (wm_timers_pop(s->q[domain], upto, &t, &ents, &n)) {
+    for (size_t k = 0; k < n; k++) {
+      uint32_t i = (uint32_t)ents[k].payload;
+      tset *ts = &s->e[i].timers[domain];
+      int at = tset_find(ts, t);
+      if (at < 0) continue; /* deleted, or a duplicate of a timer re-registered */
+      ts->t[at] = ts->t[--ts->n];
+      int64_t saved = s->cur;
+      s->cur = i;
+      int rc = s->cfg.fn.timer(s->cfg.fn.ud, op, &s->e[i].key, &s->e[i].state, t, domain);
+      s->cur = saved;
+      if (rc != WM_OK) return rc;
+    }
+  }
+  return WM_OK;
+}
+
+static int keyed_watermark(wm_op *op, int64_t W) {
+  keyedop *s = op->impl;
+  if (s->cfg.fn.timer && fire_due(op, s, WM_TIME_EVENT, W) != WM_OK) return WM_ERR;
+  return wm_op_emit_watermark(op, W);
+}
+
+static int keyed_processing_time(wm_op *op, int64_t t) {
+  keyedop *s = op->impl;
+  if (!s->cfg.fn.timer) return WM_OK;
+  return fire_due(op, s, WM_TIME_PROCESSING, t);
+}
+
+static void keyed_free(wm_op *op) {
+  keyedop *s = op->impl;
+  if (!s) return;
+  const wm_host *h = &op->ctx->host;
+  for (uint32_t i = 0; i < s->ne; i++) {
+    wm_value_release(h, &s->e[i].key);
+    wm_value_release(h, &s->e[i].state);
+    wm_value_release(h, &s->e[i].acc);
+    wm_value_release(h, &s->e[i].aux);
+    free(s->e[i].timers[0].t);
+    free(s->e[i].timers[1].t);
+  }
+  free(s->e);
+  free(s->idx);
+  wm_timers_free(s->q[0]);
+  wm_timers_free(s->q[1]);
+  if (s->cfg.keysel.free) s->cfg.keysel.free(s->cfg.keysel.ud);
+  if (s->cfg.fn.free) s->cfg.fn.free(s->cfg.fn.ud);
+  if (s->cfg.rolling.free) s->cfg.rolling.free(s->cfg.rolling.ud);
+  free(s);
+}
+
+static const wm_op_vt keyed_vt = {
+    .kind = "keyed process",
+    .record = keyed_record,
+    .watermark = keyed_watermark,
+    .processing_time = keyed_processing_time,
+    .free = keyed_free,
+};
+
+bool wm_op_is_keyedop(const wm_op *op) { return op->vt == &keyed_vt; }
+
+wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg) {
+  keyedop *s = calloc(1, sizeof *s);
+  wm_op *op = NULL;
+  if (s) {
+    s->cfg = *cfg;
+    s->cur = -1;
+    s->capidx = 16;
+    s->idx = calloc(s->capidx, sizeof *s->idx);
+    s->q[0] = wm_timers_new();
+    s->q[1] = wm_timers_new();
+    if (s->idx && s->q[0] && s->q[1]) op = wm_op_new(ctx, &keyed_vt, s, name);
+  }
+  if (!op) {
+    if (s) {
+      free(s->idx);
+      wm_timers_free(s->q[0]);
+      wm_timers_free(s->q[1]);
+      free(s);
+    }
+    if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
+    if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
+    if (cfg->rolling.free) cfg->rolling.free(cfg->rolling.ud);
+    wm_ctx_error(ctx, "out of memory creating '%s'", name);
+    return NULL;
+  }
+  return op;
+}

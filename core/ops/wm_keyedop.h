@@ -1,0 +1,50 @@
+/* The keyed process operator (semantics.md §8) and rolling keyed aggregations.
+ *
+ * State is kept per key: an opaque value the function owns (e.g. a Lua table of the
+ * bindings), and the key's timers. Timers are grouped by timestamp in two wm_timers
+ * queues (event time, processing time); a timer is (key, time, domain): registering it
+ * twice coalesces, deleting it removes it. Event-time timers fire when the operator's
+ * watermark W reaches them (t <= W), in ascending time and, for equal times, in the order
+ * they were registered; then W is forwarded. Processing-time timers fire from the
+ * context's processing-time timer service (the executor's libuv timer, or the harness's
+ * virtual clock).
+ */
+#ifndef WM_KEYEDOP_H
+#define WM_KEYEDOP_H
+
+#include "graph/wm_graph.h"
+#include "ops/wm_winop.h"
+
+typedef enum { WM_TIME_EVENT = 0, WM_TIME_PROCESSING = 1 } wm_time_domain;
+
+/* A keyed process function. key is borrowed for the call; *state belongs to the key
+ * (nil before the first call) and the function may replace it with an owned value. */
+typedef struct wm_keyed_fn {
+  int (*element)(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                 const wm_value *rec, int64_t ts);
+  int (*timer)(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
+               int domain);
+  void (*free)(void *ud);
+  void *ud;
+} wm_keyed_fn;
+
+typedef struct wm_keyedop_config {
+  wm_keysel keysel;  /* owned by the operator from now on */
+  wm_keyed_fn fn;    /* process mode (fn.element set); owned */
+  wm_winfn rolling;  /* rolling mode (rolling.add set): add, then fire with the key's
+                      * accumulator and the record's timestamp after every record; owned */
+} wm_keyedop_config;
+
+/* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
+wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg);
+bool wm_op_is_keyedop(const wm_op *op);
+
+/* The timer service of the key being processed (only during element/timer callbacks).
+ * WM_OK, or WM_ERR when called outside a callback. */
+int wm_keyedop_register(wm_op *op, int domain, int64_t t);
+int wm_keyedop_delete(wm_op *op, int domain, int64_t t);
+/* Number of keys with state, and of pending timers (for metrics and tests). */
+size_t wm_keyedop_keys(const wm_op *op);
+size_t wm_keyedop_timers(const wm_op *op, int domain);
+
+#endif

@@ -1,0 +1,242 @@
+#include "ops/wm_tsop.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_observe.h"
+#include "time/wm_time.h"
+
+typedef struct tsop {
+  wm_tsop_config cfg;
+  wm_gen gen;
+  int64_t last;      /* last forwarded watermark */
+  bool idle;
+  int64_t last_seen; /* ctx->now() at the last record (idleness) */
+  int64_t last_ts;   /* ingestion time: the last timestamp given */
+  const wm_field *tsfield; /* the field of with_timestamp_field with scale 1, else NULL */
+} tsop;
+
+static const wm_field *fieldts_field_ms(const wm_tsx *x);
+
+int wm_tsop_emit_watermark(wm_op *op, int64_t t) {
+  tsop *s = op->impl;
+  if (t <= s->last) return WM_OK;
+  if (s->idle) {
+    int rc = wm_tsop_mark_active(op);
+    if (rc != WM_OK) return rc;
+  }
+  if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, -1, s->last, t, NULL);
+  s->last = t;
+  op->wm = t;
+  return wm_op_emit_watermark(op, t);
+}
+
+int wm_tsop_mark_idle(wm_op *op) {
+  tsop *s = op->impl;
+  if (s->idle) return WM_OK;
+  s->idle = true;
+  if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, -1, s->last, s->last, "idle");
+  return wm_op_emit_status(op, true);
+}
+
+int wm_tsop_mark_active(wm_op *op) {
+  tsop *s = op->impl;
+  if (!s->idle) return WM_OK;
+  s->idle = false;
+  s->last_seen = wm_ctx_now(op->ctx); /* the idleness timeout starts again */
+  if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, -1, s->last, s->last, "active");
+  return wm_op_emit_status(op, false);
+}
+
+int wm_tsop_periodic(wm_op *op) {
+  tsop *s = op->impl;
+  if (s->cfg.custom.on_event) {
+    if (!s->cfg.custom.on_periodic) return WM_OK;
+    return s->cfg.custom.on_periodic(s->cfg.custom.ud, op);
+  }
+  if (s->cfg.ingestion) wm_gen_on_event(&s->gen, wm_ctx_now(op->ctx)); /* follow the clock */
+  int64_t w;
+  if (wm_gen_on_periodic(&s->gen, &w)) return wm_tsop_emit_watermark(op, w);
+  return WM_OK;
+}
+
+int wm_tsop_check_idle(wm_op *op, int64_t now) {
+  if (now >= wm_tsop_idle_deadline(op)) return wm_tsop_mark_idle(op);
+  return WM_OK;
+}
+
+int64_t wm_tsop_idle_deadline(const wm_op *op) {
+  const tsop *s = op->impl;
+  if (s->cfg.idle_timeout <= 0 || s->idle || op->ended) return WM_TIME_MAX;
+  return wm_time_add_sat(s->last_seen, s->cfg.idle_timeout);
+}
+
+static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  tsop *s = op->impl;
+  int64_t t = ts;
+  if (s->cfg.ingestion) {
+    t = wm_ctx_now(op->ctx);
+    if (t < s->last_ts) t = s->last_ts; /* the clock may step back; timestamps do not */
+    s->last_ts = t;
+  } else if (s->tsfield) {
+    /* with_timestamp_field in milliseconds on a row already seen: what fieldts_fn gives */
+    const wm_value *v = wm_field_peek(s->tsfield, rec);
+    if (v && v->type == WM_INT) t = v->u.i;
+    else if (s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) return WM_ERR;
+  } else if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) {
+    return WM_ERR;
+  }
+  if (s->cfg.idle_timeout > 0) s->last_seen = wm_ctx_now(op->ctx);
+  if (s->idle) {
+    int rc = wm_tsop_mark_active(op);
+    if (rc != WM_OK) return rc;
+  }
+  wm_observe_record(op, t);
+  int rc = wm_op_emit(op, 0, rec, t);
+  if (rc != WM_OK) return rc;
+  if (s->cfg.custom.on_event) {
+    rc = s->cfg.custom.on_event(s->cfg.custom.ud, op, rec, t);
+    if (rc != WM_OK) return rc;
+  } else {
+    wm_gen_on_event(&s->gen, t);
+  }
+  if (s->cfg.interval == 0) return wm_tsop_periodic(op);
+  return WM_OK;
+}
+
+static int tsop_watermark(wm_op *op, int64_t wm) {
+  /* the assigner makes its own watermarks; only the end of input passes through */
+  if (wm == WM_TIME_MAX) {
+    op->ended = true;
+    return wm_tsop_emit_watermark(op, WM_TIME_MAX);
+  }
+  return WM_OK;
+}
+
+static int tsop_status(wm_op *op, bool idle) {
+  (void)op;
+  (void)idle;
+  return WM_OK; /* the assigner decides its own status */
+}
+
+static void tsop_free(wm_op *op) {
+  tsop *s = op->impl;
+  if (!s) return;
+  if (s->cfg.tsx.free) s->cfg.tsx.free(s->cfg.tsx.ud);
+  if (s->cfg.custom.free) s->cfg.custom.free(s->cfg.custom.ud);
+  free(s);
+}
+
+static const wm_op_vt tsop_vt = {
+    .kind = "timestamps/watermarks",
+    .record = tsop_record,
+    .watermark = tsop_watermark,
+    .status = tsop_status,
+    .free = tsop_free,
+};
+
+bool wm_op_is_tsop(const wm_op *op) { return op->vt == &tsop_vt; }
+int64_t wm_tsop_interval(const wm_op *op) { return ((const tsop *)op->impl)->cfg.interval; }
+int64_t wm_tsop_idle_timeout(const wm_op *op) {
+  return ((const tsop *)op->impl)->cfg.idle_timeout;
+}
+int64_t wm_tsop_last_record_time(const wm_op *op) {
+  return ((const tsop *)op->impl)->last_seen;
+}
+bool wm_tsop_is_idle(const wm_op *op) { return ((const tsop *)op->impl)->idle; }
+int64_t wm_tsop_last_watermark(const wm_op *op) { return ((const tsop *)op->impl)->last; }
+bool wm_tsop_is_custom(const wm_op *op) {
+  return ((const tsop *)op->impl)->cfg.custom.on_event != NULL;
+}
+int wm_tsop_builtin(const wm_op *op) { return ((const tsop *)op->impl)->cfg.builtin; }
+
+wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg) {
+  tsop *s = calloc(1, sizeof *s);
+  wm_op *op = s ? wm_op_new(ctx, &tsop_vt, s, name) : NULL;
+  if (!op) {
+    free(s);
+    if (cfg->tsx.free) cfg->tsx.free(cfg->tsx.ud);
+    if (cfg->custom.free) cfg->custom.free(cfg->custom.ud);
+    wm_ctx_error(ctx, "out of memory creating '%s'", name);
+    return NULL;
+  }
+  s->cfg = *cfg;
+  s->tsfield = cfg->ingestion ? NULL : fieldts_field_ms(&s->cfg.tsx);
+  wm_gen_init(&s->gen, cfg->builtin, cfg->delay);
+  s->last = WM_TIME_MIN;
+  s->last_seen = wm_ctx_now(ctx);
+  s->last_ts = WM_TIME_MIN;
+  if (cfg->ingestion) wm_gen_init(&s->gen, WM_GEN_BOUNDED, 0);
+  return op;
+}
+
+/* ---- timestamp from a field ------------------------------------------------------- */
+
+typedef struct fieldts {
+  char *name;
+  wm_field f;
+  int64_t scale;
+} fieldts;
+
+static int fieldts_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, int64_t *ts);
+
+/* The field of a with_timestamp_field extractor in milliseconds (scale 1), or NULL. */
+static const wm_field *fieldts_field_ms(const wm_tsx *x) {
+  if (x->fn != fieldts_fn) return NULL;
+  const fieldts *f = x->ud;
+  return f->scale == 1 ? &f->f : NULL;
+}
+
+static void fieldts_free(void *ud) {
+  fieldts *f = ud;
+  free(f->name);
+  free(f);
+}
+
+static int fieldts_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, int64_t *ts) {
+  (void)prev;
+  fieldts *f = ud;
+  wm_ctx *ctx = op->ctx;
+  wm_value v;
+  if (wm_field_get(&ctx->host, &f->f, rec, &v, ctx->err, sizeof ctx->err) != 0) return WM_ERR;
+  int64_t i;
+  const char *why = NULL;
+  if (v.type == WM_INT) i = v.u.i;
+  else if (v.type == WM_FLOAT && floor(v.u.f) == v.u.f && fabs(v.u.f) < 9.2e18) i = (int64_t)v.u.f;
+  else {
+    why = v.type == WM_NIL ? "missing" : v.type == WM_FLOAT ? "not an integral number"
+                                                            : "not an integer";
+    i = 0;
+  }
+  if (!why && f->scale != 1 && (i > INT64_MAX / f->scale || i < INT64_MIN / f->scale))
+    why = "out of range once scaled to milliseconds";
+  if (why) {
+    wm_buf b;
+    wm_buf_init(&b);
+    wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
+    wm_ctx_error(ctx, "timestamp field '%s' is %s in record %s", f->name, why,
+                 b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  *ts = i * f->scale;
+  return WM_OK;
+}
+
+int wm_tsx_field(wm_tsx *x, const char *field, int64_t scale) {
+  fieldts *f = calloc(1, sizeof *f);
+  if (!f || !(f->name = strdup(field))) {
+    free(f);
+    return -1;
+  }
+  f->f.name = f->name;
+  f->f.index = -1;
+  f->scale = scale;
+  x->fn = fieldts_fn;
+  x->free = fieldts_free;
+  x->ud = f;
+  return 0;
+}

@@ -1,0 +1,1311 @@
+#include "ops/wm_winop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "time/wm_time.h"
+#include "graph/wm_observe.h"
+#include "time/wm_timer.h"
+
+/* ---- window state ------------------------------------------------------------------
+ *
+ * A slab of entries, one per (key, window), with an open-addressing index. Windows that
+ * do not merge are found by (key, window) directly. Merging (session) windows are indexed
+ * by key alone: the index points at the key's earliest window, and the key's windows form
+ * a chain sorted by start (knext), usually of one or two entries.
+ *
+ * Timers live in two queues grouped by timestamp (event time, processing time), holding
+ * (entry, generation) with the entry's creation sequence as the order among equal times.
+ * Deletion is lazy: on firing, a timer counts only if its entry still wants it:
+ *   - the default event-time trigger (inlined): the entry's fire_t;
+ *   - other triggers: the entry's set of registered (time, domain) pairs (tm);
+ *   - cleanup: the time equals the window's cleanup time.
+ */
+
+typedef struct tmreg {
+  int64_t t;
+  int domain;
+} tmreg;
+
+typedef struct wentry {
+  /* hot: what a record's lookup and a built-in aggregation touch: one cache line */
+  uint64_t hash;
+  uint64_t kpre;     /* string keys: the first 8 bytes (zero padded), compared before the bytes */
+  wm_window w;
+  wm_value aux;      /* incremental state (owned); built-ins keep their number here */
+  uint32_t klen;     /* string keys: the length */
+  uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
+  uint8_t kcls;      /* KEY_OTHER, KEY_STR or KEY_COMPOSITE */
+  uint8_t live;
+} wentry;
+
+/* cold: the rest of an entry, in a parallel array (same index): read when a window is
+ * created, fires or is deleted, and per record only by list mode and custom triggers */
+typedef struct wcold {
+  wm_value key; /* owned */
+  wm_value acc; /* incremental state (owned) */
+  int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
+  uint64_t seq;      /* creation order: ties between timers fire in this order */
+  uint32_t next_free;
+  uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
+  uint32_t nitems, capitems;
+  wm_value *items;   /* list mode: owned records */
+  int64_t *its;      /* with an evictor: their timestamps */
+  int64_t tstate[2]; /* trigger state */
+  wm_value hstate;   /* trigger state of host triggers (owned) */
+  tmreg *tm;         /* timers the trigger registered */
+  uint32_t ntm, captm;
+} wcold;
+
+enum { KEY_OTHER, KEY_STR, KEY_COMPOSITE };
+
+/* the cold part of hot entry p_ (with the operator state s in scope) */
+#define CO(p_) (&s->c[(p_) - s->e])
+_Static_assert(sizeof(wentry) == 64, "the hot part of an entry is one cache line");
+
+/* A key as the index compares it: for strings, class, length and first 8 bytes first, so
+ * that a lookup reads the key's bytes (another cache miss) only for keys longer than 8. */
+typedef struct kprobe {
+  const wm_value *key;
+  uint64_t pre;
+  uint32_t len;
+  uint8_t cls;
+} kprobe;
+
+static kprobe kprobe_of(const wm_value *key) {
+  kprobe k = {key, 0, 0, KEY_OTHER};
+  if (wm_value_is_string(key)) {
+    size_t n;
+    const char *b = wm_value_str(key, &n);
+    if (n >= 8) {
+      memcpy(&k.pre, b, 8); /* a fixed size: no call */
+    } else {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      /* the same value as a memcpy of n bytes into zero, from two overlapping loads */
+      if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, b, 4);
+        memcpy(&hi, b + n - 4, 4);
+        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 4)));
+      } else if (n >= 2) {
+        uint16_t lo, hi;
+        memcpy(&lo, b, 2);
+        memcpy(&hi, b + n - 2, 2);
+        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 2)));
+      } else if (n == 1) {
+        k.pre = (unsigned char)b[0];
+      }
+#else
+      memcpy(&k.pre, b, n);
+#endif
+    }
+    k.len = (uint32_t)n;
+    k.cls = (key->flags & WM_VF_COMPOSITE) ? KEY_COMPOSITE : KEY_STR;
+  }
+  return k;
+}
+
+/* c: e's cold part, read only for keys that are not strings or longer than 8 bytes */
+static bool key_matches(const wentry *e, const wcold *c, const kprobe *k) {
+  if (e->kcls != k->cls) return false;
+  if (k->cls == KEY_OTHER) return wm_key_equal(&c->key, k->key);
+  if (e->klen != k->len || e->kpre != k->pre) return false;
+  return k->len <= 8 || wm_key_equal(&c->key, k->key);
+}
+
+#define TOMB UINT32_MAX
+#define NONE UINT32_MAX
+
+typedef struct winop {
+  wm_winop_config cfg;
+  char *late_tag;
+  int late_port;
+  wentry *e;         /* hot parts, 64-byte aligned */
+  wcold *c;          /* cold parts */
+  uint32_t ne, cape, free_head, nlive;
+  uint64_t *idx;      /* slots: entry + 1 (0 empty, TOMB) in the low half, hash >> 32 above */
+  size_t capidx, usedidx;
+  wm_timers *timers;  /* event time */
+  wm_timers *ptimers; /* processing time */
+  wm_window *wins;    /* scratch for the assigner */
+  uint64_t *whash;    /* scratch: entry_hash of each of wins */
+  uint32_t *run;      /* scratch for merging */
+  uint32_t caprun;
+  wm_trigger *trig;
+  bool fast;          /* the default event-time trigger, inlined */
+  bool merging;       /* session windows */
+  bool event_time;    /* windows end on event time (not processing-time, not global) */
+  bool list;          /* keep every record (process functions, evictors) */
+  bool pt_flushing;   /* end of input: processing-time timers drain, new ones are ignored */
+  bool key1;          /* the key selector is key_by of one field (fieldkeys_fn): read it inline */
+  bool sum_fast;      /* the function is the built-in sum (builtin_add): add integers inline */
+  bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
+  wm_window tw;
+  int64_t tw_clean;   /* cleanup_of(tw) */
+  int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
+} winop;
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* The hash of a key inside this operator's state (never seen outside it: exchanges
+ * partition with wm_key_hash). Strings of up to 8 bytes hash from the probe's inline
+ * prefix with one mix instead of a byte loop. */
+static uint64_t key_hash_of(const kprobe *k) {
+  if (k->cls != KEY_OTHER && k->len <= 8)
+    return mix(k->pre ^ ((uint64_t)k->len << 56) ^ ((uint64_t)k->cls << 60) ^ 0x5bd1e9955bd1e995ULL);
+  return wm_key_hash(k->key);
+}
+
+static uint64_t entry_hash(const winop *s, uint64_t khash, wm_window w) {
+  if (s->merging) return khash;
+  return mix(khash ^ ((uint64_t)w.start * 0x9e3779b97f4a7c15ULL) ^
+             ((uint64_t)w.stop * 0xc2b2ae3d27d4eb4fULL));
+}
+
+static int64_t max_ts_of(wm_window w) {
+  return (w.start == WM_TIME_MIN && w.stop == WM_TIME_MAX) ? WM_TIME_MAX : w.stop - 1;
+}
+
+static int64_t cleanup_of(const winop *s, wm_window w) {
+  return wm_time_add_sat(max_ts_of(w), s->cfg.lateness);
+}
+
+static bool win_eq(wm_window a, wm_window b) { return a.start == b.start && a.stop == b.stop; }
+
+/* Index slots carry the upper half of the entry's hash, so that probing past other
+ * entries never reads them: a lookup costs one index line and the found entry's line. */
+static uint32_t slot_ent(uint64_t v) { return (uint32_t)v; }
+static uint64_t slot_make(uint32_t ent, uint64_t h) { return (uint64_t)ent | (h >> 32 << 32); }
+
+/* The slot of (key, w) in the index (merging windows: of key): found (1) or where to
+ * insert (0). */
+static size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window w, int *found) {
+  size_t mask = s->capidx - 1, i = h & mask, tomb = SIZE_MAX;
+  for (;;) {
+    uint64_t v = s->idx[i];
+    uint32_t ent = slot_ent(v);
+    if (ent == 0) {
+      *found = 0;
+      return tomb != SIZE_MAX ? tomb : i;
+    }
+    if (ent == TOMB) {
+      if (tomb == SIZE_MAX) tomb = i;
+    } else if ((v >> 32) == (h >> 32)) {
+      const wentry *e = &s->e[ent - 1];
+      if (e->hash == h && (s->merging || win_eq(e->w, w)) && key_matches(e, &s->c[ent - 1], key)) {
+        *found = 1;
+        return i;
+      }
+    }
+    i = (i + 1) & mask;
+  }
+}
+
+static int idx_rebuild(winop *s, size_t cap) {
+  uint64_t *n = calloc(cap, sizeof *n);
+  if (!n) return -1;
+  free(s->idx);
+  s->idx = n;
+  s->capidx = cap;
+  s->usedidx = 0;
+  for (uint32_t i = 0; i < s->ne; i++) {
+    wentry *e = &s->e[i];
+    if (!e->live) continue;
+    int found;
+    kprobe k = kprobe_of(&CO(e)->key);
+    size_t at = idx_find(s, &k, e->hash, e->w, &found);
+    if (found) continue; /* merging: only the chain's head is indexed, and it came first */
+    n[at] = slot_make(i + 1, e->hash);
+    s->usedidx++;
+  }
+  /* merging: make sure every key's index entry is its chain head */
+  if (s->merging) {
+    for (uint32_t i = 0; i < s->ne; i++) {
+      wentry *e = &s->e[i];
+      if (!e->live) continue;
+      int found;
+      kprobe k = kprobe_of(&CO(e)->key);
+      size_t at = idx_find(s, &k, e->hash, e->w, &found);
+      uint32_t h = slot_ent(n[at]) - 1;
+      if (s->e[h].w.start > e->w.start) n[at] = slot_make(i + 1, e->hash);
+    }
+  }
+  return 0;
+}
+
+/* Empties slot `at` of a non-merging index by shifting the rest of its probe run back
+ * (linear probing without tombstones). Windows are deleted all the time (every firing
+ * deletes one per key): tombstones would fill the index and lengthen every probe.
+ * Merging windows keep tombstones: merge_add deletes entries while it holds a slot. */
+static void idx_remove(winop *s, size_t at) {
+  size_t mask = s->capidx - 1, i = at, j = at;
+  for (;;) {
+    j = (j + 1) & mask;
+    uint32_t ent = slot_ent(s->idx[j]);
+    if (ent == 0) break;
+    size_t home = (size_t)s->e[ent - 1].hash & mask;
+    /* the entry at j may move to i if its home is not in (i, j] (cyclically) */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      s->idx[i] = s->idx[j];
+      i = j;
+    }
+  }
+  s->idx[i] = 0;
+  s->usedidx--;
+}
+
+static int idx_reserve(wm_op *op, winop *s) {
+  if ((s->usedidx + 1) * 4 < s->capidx * 3) return WM_OK;
+  size_t cap = s->capidx;
+  if ((size_t)s->nlive * 2 >= cap / 2) cap *= 2;
+  if (idx_rebuild(s, cap) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
+  return WM_OK;
+}
+
+static int entry_alloc(winop *s, uint32_t *out) {
+  if (s->free_head != NONE) {
+    *out = s->free_head;
+    s->free_head = s->c[*out].next_free;
+    return 0;
+  }
+  if (s->ne == s->cape) {
+    /* cache-line aligned (sizeof(wentry) is a multiple of 64): a lookup's fields then
+     * sit in one line of the entry, not across two */
+    uint32_t cap = s->cape ? s->cape * 2 : 64;
+    wentry *n = aligned_alloc(64, cap * sizeof *n);
+    if (!n) return -1;
+    wcold *c = realloc(s->c, cap * sizeof *c);
+    if (!c) {
+      free(n);
+      return -1;
+    }
+    s->c = c;
+    if (s->ne) memcpy(n, s->e, s->ne * sizeof *n);
+    free(s->e);
+    s->e = n;
+    s->cape = cap;
+  }
+  memset(&s->e[s->ne], 0, sizeof s->e[s->ne]);
+  memset(&s->c[s->ne], 0, sizeof s->c[s->ne]);
+  *out = s->ne++;
+  return 0;
+}
+
+/* Releases the window's contents (a purge): the window itself stays. */
+static void entry_purge(wm_op *op, winop *s, wentry *e) {
+  const wm_host *h = &op->ctx->host;
+  wm_value_release(h, &CO(e)->acc);
+  wm_value_release(h, &e->aux);
+  for (uint32_t k = 0; k < CO(e)->nitems; k++) wm_value_release(h, &CO(e)->items[k]);
+  CO(e)->nitems = 0;
+}
+
+static void entry_delete(wm_op *op, winop *s, uint32_t i) {
+  wentry *e = &s->e[i];
+  const wm_host *h = &op->ctx->host;
+  int found;
+  kprobe k = kprobe_of(&CO(e)->key);
+  size_t at = idx_find(s, &k, e->hash, e->w, &found);
+  if (s->merging) {
+    if (found) {
+      uint32_t head = slot_ent(s->idx[at]) - 1;
+      if (head == i) {
+        s->idx[at] = CO(e)->knext != NONE ? slot_make(CO(e)->knext + 1, e->hash) : TOMB;
+      } else {
+        while (s->c[head].knext != NONE && s->c[head].knext != i) head = s->c[head].knext;
+        if (s->c[head].knext == i) s->c[head].knext = CO(e)->knext;
+      }
+    }
+  } else if (found) {
+    idx_remove(s, at);
+  }
+  entry_purge(op, s, e);
+  wm_value_release(h, &CO(e)->key);
+  wm_value_release(h, &CO(e)->hstate);
+  free(CO(e)->items);
+  free(CO(e)->its);
+  free(CO(e)->tm);
+  CO(e)->items = NULL;
+  CO(e)->its = NULL;
+  CO(e)->tm = NULL;
+  CO(e)->capitems = CO(e)->ntm = CO(e)->captm = 0;
+  e->live = 0;
+  e->gen = (e->gen + 1) & 0x7fffffffu;
+  CO(e)->next_free = s->free_head;
+  s->free_head = i;
+  s->nlive--;
+}
+
+static uint64_t payload(uint32_t i, uint32_t gen) { return (uint64_t)i | ((uint64_t)gen << 32); }
+
+/* A new entry for (key, w), indexed at slot `at` of the index (found by idx_find). */
+static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window w, size_t at,
+                     uint32_t *out) {
+  const wm_value *key = k->key;
+  uint32_t i;
+  if (entry_alloc(s, &i) != 0) return wm_ctx_error(op->ctx, "out of memory in window state");
+  wentry *e = &s->e[i];
+  uint32_t gen = e->gen;
+  memset(e, 0, sizeof *e);
+  memset(CO(e), 0, sizeof *CO(e));
+  e->gen = gen;
+  if (wm_value_copy(&op->ctx->host, &CO(e)->key, key) != 0) {
+    CO(e)->next_free = s->free_head;
+    s->free_head = i;
+    return wm_ctx_error(op->ctx, "out of memory in window state");
+  }
+  e->hash = h;
+  e->kpre = k->pre;
+  e->klen = k->len;
+  e->kcls = k->cls;
+  e->w = w;
+  CO(e)->seq = op->ctx->seq++;
+  CO(e)->knext = NONE;
+  CO(e)->fire_t = WM_TIME_MIN;
+  e->live = 1;
+  s->nlive++;
+  if (slot_ent(s->idx[at]) == 0) s->usedidx++;
+  s->idx[at] = slot_make(i + 1, h);
+  *out = i;
+  return WM_OK;
+}
+
+/* Finds or creates the state of (key, w) (windows that do not merge); h is
+ * entry_hash(key, w). */
+static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_window w,
+                     uint32_t *out, int *created) {
+  /* idx_reserve's test first: the call only when the index must grow */
+  if ((s->usedidx + 1) * 4 >= s->capidx * 3 && idx_reserve(op, s) != WM_OK) return WM_ERR;
+  int found;
+  size_t at = idx_find(s, key, h, w, &found);
+  if (found) {
+    *out = slot_ent(s->idx[at]) - 1;
+    *created = 0;
+    return WM_OK;
+  }
+  *created = 1;
+  return entry_new(op, s, key, h, w, at, out);
+}
+
+/* ---- timers ------------------------------------------------------------------------- */
+
+static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
+  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
+    return wm_ctx_error(op->ctx, "out of memory registering a timer");
+  return WM_OK;
+}
+
+static int push_processing(wm_op *op, winop *s, uint32_t i, int64_t t) {
+  if (s->pt_flushing) return WM_OK;
+  size_t before = wm_timers_groups(s->ptimers);
+  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
+    return wm_ctx_error(op->ctx, "out of memory registering a timer");
+  /* one executor timer per distinct time */
+  if (wm_timers_groups(s->ptimers) != before) return wm_ctx_register_processing_timer(op->ctx, op, t);
+  return WM_OK;
+}
+
+/* The cleanup timer of entry i's window (event time: max_ts + lateness; processing time:
+ * max_ts; global windows: none). With the default trigger and no lateness the firing
+ * timer is the same instant and serves for both. */
+static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
+  wentry *e = &s->e[i];
+  if (s->event_time) {
+    int64_t cl = cleanup_of(s, e->w);
+    if (s->fast && CO(e)->fire_t == cl) return WM_OK;
+    return push_event(op, s, i, cl);
+  }
+  if (s->cfg.assigner.processing_time) return push_processing(op, s, i, max_ts_of(e->w));
+  return WM_OK;
+}
+
+static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
+  wentry *e = &s->e[i];
+  c->op = op;
+  c->key = &CO(e)->key;
+  c->window = e->w;
+  c->max_ts = max_ts_of(e->w);
+  c->watermark = op->wm;
+  c->state = CO(e)->tstate;
+  c->hstate = &CO(e)->hstate;
+  c->winop = s;
+  c->entry = i;
+}
+
+int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->winop;
+  wentry *e = &s->e[c->entry];
+  if (domain == WM_DOMAIN_EVENT && c->op->wm == WM_TIME_MAX) {
+    /* end of input: a window that never ends would otherwise re-register forever */
+    if (c->max_ts == WM_TIME_MAX || t <= s->firing_t) return WM_OK;
+  }
+  if (domain == WM_DOMAIN_PROCESSING && s->pt_flushing) return WM_OK;
+  for (uint32_t k = 0; k < CO(e)->ntm; k++)
+    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) return WM_OK;
+  if (CO(e)->ntm == CO(e)->captm) {
+    uint32_t cap = CO(e)->captm ? CO(e)->captm * 2 : 2;
+    tmreg *n = realloc(CO(e)->tm, cap * sizeof *n);
+    if (!n) return wm_ctx_error(c->op->ctx, "out of memory registering a timer");
+    CO(e)->tm = n;
+    CO(e)->captm = cap;
+  }
+  CO(e)->tm[CO(e)->ntm].t = t;
+  CO(e)->tm[CO(e)->ntm].domain = domain;
+  CO(e)->ntm++;
+  return domain == WM_DOMAIN_EVENT ? push_event(c->op, s, c->entry, t)
+                                   : push_processing(c->op, s, c->entry, t);
+}
+
+/* Removes (t, domain) from entry e's registered timers; whether it was there. */
+static bool tm_take(winop *s, wentry *e, int domain, int64_t t) {
+  for (uint32_t k = 0; k < CO(e)->ntm; k++) {
+    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) {
+      CO(e)->tm[k] = CO(e)->tm[--CO(e)->ntm];
+      return true;
+    }
+  }
+  return false;
+}
+
+void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->winop;
+  tm_take(s, &s->e[c->entry], domain, t);
+}
+
+int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
+
+/* ---- contents and firing ------------------------------------------------------------ */
+
+/* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
+static int items_reserve(wm_op *op, winop *s, wentry *e) {
+  if (CO(e)->nitems < CO(e)->capitems) return WM_OK;
+  uint32_t cap = CO(e)->capitems ? CO(e)->capitems * 2 : 4;
+  wm_value *n = realloc(CO(e)->items, cap * sizeof *n);
+  if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
+  CO(e)->items = n;
+  if (s->cfg.evictor.kind) {
+    int64_t *t = realloc(CO(e)->its, cap * sizeof *t);
+    if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
+    CO(e)->its = t;
+  }
+  CO(e)->capitems = cap;
+  return WM_OK;
+}
+
+static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
+  if (s->list) {
+    if (items_reserve(op, s, e) != WM_OK) return WM_ERR;
+    if (wm_value_copy(&op->ctx->host, &CO(e)->items[CO(e)->nitems], rec) != 0)
+      return wm_ctx_error(op->ctx, "out of memory in window state");
+    if (CO(e)->its) CO(e)->its[CO(e)->nitems] = ts;
+    CO(e)->nitems++;
+    return WM_OK;
+  }
+  return s->cfg.fn.add(s->cfg.fn.ud, op, &CO(e)->acc, &e->aux, rec);
+}
+
+static bool entry_empty(const winop *s, const wentry *e) {
+  return s->list ? CO(e)->nitems == 0 : (CO(e)->acc.type == WM_NIL && e->aux.type == WM_NIL);
+}
+
+static void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f) {
+  f->key = &CO(e)->key;
+  f->window = e->w;
+  f->max_ts = max_ts_of(e->w);
+  f->watermark = op->wm;
+  f->acc = &CO(e)->acc;
+  f->aux = &e->aux;
+  f->items = CO(e)->items;
+  f->nitems = CO(e)->nitems;
+}
+
+static int evict(wm_op *op, winop *s, uint32_t i, int after) {
+  const wm_evictor *ev = &s->cfg.evictor;
+  if (ev->kind != WM_EV_CUSTOM && ev->after != (after != 0)) return WM_OK;
+  wentry *e = &s->e[i];
+  wm_evict_items it = {CO(e)->items, CO(e)->its, CO(e)->nitems};
+  if (ev->kind == WM_EV_CUSTOM) {
+    wm_trigger_ctx c;
+    tctx_init(op, s, i, &c);
+    if (ev->fn(ev->ud, op, after, &c, &it) != WM_OK) return WM_ERR;
+    e = &s->e[i];
+  } else {
+    wm_evict_builtin(&op->ctx->host, ev, &it);
+  }
+  CO(e)->nitems = it.n;
+  return WM_OK;
+}
+
+/* Emits the window's result (a FIRE): nothing when the window holds nothing. */
+static int emit_window(wm_op *op, winop *s, uint32_t i) {
+  wentry *e = &s->e[i];
+  wm_fire f;
+  if (entry_empty(s, e)) return WM_OK;
+  /* a firing outside a timer, with the watermark past the window's end, is a late firing */
+  wm_observe_fire(op, &CO(e)->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  if (!s->cfg.evictor.kind) {
+    fire_init(op, s, e, &f);
+    /* e stays valid: firing adds no entries */
+    return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  }
+  if (evict(op, s, i, 0) != WM_OK) return WM_ERR;
+  e = &s->e[i];
+  fire_init(op, s, e, &f);
+  int rc = WM_OK;
+  if (s->cfg.fn.list) {
+    rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  } else if (CO(e)->nitems > 0) {
+    /* an incremental function over the records the evictor kept */
+    wm_value acc = wm_nil(), aux = wm_nil();
+    for (uint32_t k = 0; k < CO(e)->nitems && rc == WM_OK; k++)
+      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &CO(e)->items[k]);
+    if (rc == WM_OK) {
+      f.acc = &acc;
+      f.aux = &aux;
+      rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+    }
+    wm_value_release(&op->ctx->host, &acc);
+    wm_value_release(&op->ctx->host, &aux);
+  }
+  if (rc != WM_OK) return rc;
+  return evict(op, s, i, 1);
+}
+
+/* Acts on a trigger's result for entry i. */
+static int act(wm_op *op, winop *s, uint32_t i, int res) {
+  if (res < 0) return WM_ERR;
+  if ((res & WM_TR_FIRE) && emit_window(op, s, i) != WM_OK) return WM_ERR;
+  if (res & WM_TR_PURGE) entry_purge(op, s, &s->e[i]);
+  return WM_OK;
+}
+
+/* The window is done: tell the trigger, delete its state. */
+static int clear_all(wm_op *op, winop *s, uint32_t i) {
+  if (!s->fast) {
+    wm_trigger_ctx c;
+    tctx_init(op, s, i, &c);
+    if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
+  }
+  wm_observe_cleanup(op, &s->c[i].key, s->e[i].w);
+  entry_delete(op, s, i);
+  return WM_OK;
+}
+
+/* The record as print shows it, for error messages. */
+static void describe(wm_op *op, const wm_value *rec, wm_buf *b) {
+  wm_format_value(b, rec, 0, op->ctx->host.format, op->ctx->host.ud);
+}
+
+/* ---- merging (session) windows ------------------------------------------------------ */
+
+static bool intersects(wm_window a, wm_window b) { return a.start <= b.stop && b.start <= a.stop; }
+
+/* Adds window w of key to the key's merging set: creates it, or merges it with the windows
+ * it intersects or touches (Flink's MergingWindowSet.addWindow). *out is the window the
+ * record belongs to; *skip = 1 when w is new, merges nothing and is late. */
+static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_window w,
+                     uint32_t *out, int *skip) {
+  *skip = 0;
+  uint64_t h = entry_hash(s, khash, w);
+  if (idx_reserve(op, s) != WM_OK) return WM_ERR;
+  int found;
+  size_t at = idx_find(s, key, h, w, &found);
+  uint32_t head = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, n = 0;
+  /* the run of windows that w touches: contiguous in the sorted chain */
+  for (uint32_t j = head; j != NONE; j = s->c[j].knext) {
+    if (intersects(s->e[j].w, w)) {
+      if (n == s->caprun) {
+        uint32_t cap = s->caprun ? s->caprun * 2 : 8;
+        uint32_t *r = realloc(s->run, cap * sizeof *r);
+        if (!r) return wm_ctx_error(op->ctx, "out of memory merging windows");
+        s->run = r;
+        s->caprun = cap;
+      }
+      s->run[n++] = j;
+    } else if (s->e[j].w.start < w.start) {
+      prev = j;
+    } else {
+      break;
+    }
+  }
+  int64_t W = op->wm;
+  if (n == 0) {
+    if (s->event_time && cleanup_of(s, w) <= W) {
+      *skip = 1;
+      return WM_OK;
+    }
+    uint32_t i;
+    if (head == NONE) {
+      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
+    } else {
+      /* entry_new indexes the new entry: put the head back, then link the chain */
+      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
+      s->idx[at] = slot_make(head + 1, h);
+      if (prev == NONE) {
+        s->c[i].knext = head;
+        s->idx[at] = slot_make(i + 1, h);
+      } else {
+        s->c[i].knext = s->c[prev].knext;
+        s->c[prev].knext = i;
+      }
+    }
+    *out = i;
+    if (s->fast && max_ts_of(w) > W) {
+      s->c[i].fire_t = max_ts_of(w);
+      if (push_event(op, s, i, s->c[i].fire_t) != WM_OK) return WM_ERR;
+    }
+    return push_cleanup(op, s, i);
+  }
+  uint32_t t = s->run[0];
+  wm_window cover = w;
+  for (uint32_t k = 0; k < n; k++) {
+    wm_window o = s->e[s->run[k]].w;
+    if (o.start < cover.start) cover.start = o.start;
+    if (o.stop > cover.stop) cover.stop = o.stop;
+  }
+  *out = t;
+  if (n == 1 && win_eq(cover, s->e[t].w)) return WM_OK; /* inside an existing window */
+  /* the earliest window's state becomes the merged window's; the others are merged into
+   * it in order of their start, then deleted. The target's timers belonged to its old
+   * window: forget them (the trigger re-registers in on_merge). */
+  s->c[t].ntm = 0;
+  s->c[t].fire_t = WM_TIME_MIN;
+  for (uint32_t k = 1; k < n; k++) {
+    uint32_t j = s->run[k];
+    if (!s->fast) {
+      wm_trigger_ctx c;
+      tctx_init(op, s, j, &c);
+      if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
+    }
+    wentry *te = &s->e[t], *je = &s->e[j];
+    if (s->list) {
+      for (uint32_t q = 0; q < CO(je)->nitems; q++) {
+        if (items_reserve(op, s, te) != WM_OK) return WM_ERR;
+        CO(te)->items[CO(te)->nitems] = CO(je)->items[q]; /* moved */
+        if (CO(te)->its) CO(te)->its[CO(te)->nitems] = CO(je)->its ? CO(je)->its[q] : WM_TIME_MIN;
+        CO(te)->nitems++;
+      }
+      CO(je)->nitems = 0;
+    } else if (!(CO(je)->acc.type == WM_NIL && je->aux.type == WM_NIL)) {
+      if (CO(te)->acc.type == WM_NIL && te->aux.type == WM_NIL) { /* purged target: take b's */
+        CO(te)->acc = CO(je)->acc;
+        te->aux = je->aux;
+        CO(je)->acc = wm_nil();
+        je->aux = wm_nil();
+      } else if (s->cfg.fn.merge(s->cfg.fn.ud, op, &CO(te)->acc, &te->aux, &CO(je)->acc, &je->aux) !=
+                 WM_OK) {
+        return WM_ERR;
+      }
+    }
+    if (!s->fast && s->trig->vt->merge_state)
+      s->trig->vt->merge_state(s->trig, s->c[t].tstate, s->c[j].tstate);
+    entry_delete(op, s, j);
+  }
+  s->e[t].w = cover;
+  if (s->fast) {
+    if (max_ts_of(cover) > W) {
+      s->c[t].fire_t = max_ts_of(cover);
+      if (push_event(op, s, t, s->c[t].fire_t) != WM_OK) return WM_ERR;
+    }
+  } else {
+    wm_trigger_ctx c;
+    tctx_init(op, s, t, &c);
+    if (s->trig->vt->on_merge(s->trig, &c) != WM_OK) return WM_ERR;
+  }
+  return push_cleanup(op, s, t);
+}
+
+/* ---- the operator ------------------------------------------------------------------- */
+
+/* the per-record shortcuts: key_by of one field, the built-in sum (defined below) */
+static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key);
+static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec);
+static const wm_field *fieldkeys_field1(void *ud);
+static const wm_field *builtin_sum_field(void *ud);
+
+static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+  const wm_value *v;
+  wm_value *aux = &s->e[i].aux;
+  if (s->sum_fast && aux->type == WM_INT &&
+      (v = wm_field_peek(builtin_sum_field(s->cfg.fn.ud), rec)) && v->type == WM_INT) {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+  } else if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) {
+    return WM_ERR;
+  }
+  if (s->fast) { /* EventTimeTrigger.onElement: a late firing, or wait for the timer */
+    if (max_ts_of(s->e[i].w) <= op->wm) return emit_window(op, s, i);
+    return WM_OK;
+  }
+  wm_trigger_ctx c;
+  tctx_init(op, s, i, &c);
+  return act(op, s, i, s->trig->vt->on_element(s->trig, &c, rec, ts));
+}
+
+/* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
+ * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
+static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                                uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
+  int64_t mts = max_ts_of(w);
+  uint32_t i = 0;
+  int created = 0;
+  if (entry_get(op, s, kp, h, w, &i, &created) != WM_OK) return WM_ERR;
+  wm_observe_window(op, key, ts, w, created);
+  if (created) {
+    if (s->fast && mts > op->wm) {
+      s->c[i].fire_t = mts;
+      if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+    }
+    if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+  }
+  return on_element(op, s, i, rec, ts);
+}
+
+static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  winop *s = op->impl;
+  wm_ctx *ctx = op->ctx;
+  if (ts == WM_TIME_MIN && s->event_time) {
+    wm_buf b;
+    wm_buf_init(&b);
+    describe(op, rec, &b);
+    wm_ctx_error(ctx,
+                 "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
+                 "before this event-time window)",
+                 b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  wm_value key;
+  const wm_value *kf;
+  if (s->key1 && (kf = wm_field_peek(fieldkeys_field1(s->cfg.keysel.ud), rec)) &&
+      (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR)) {
+    key = *kf; /* what fieldkeys_fn would give, and a valid key */
+  } else {
+    if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
+  }
+  if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
+    wm_buf b;
+    wm_buf_init(&b);
+    describe(op, rec, &b);
+    wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
+                 key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  kprobe kp = kprobe_of(&key);
+  uint64_t khash = key_hash_of(&kp);
+  int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
+  int64_t W = op->wm;
+  int any = 0;
+  if (s->merging) {
+    wm_assigner a = s->cfg.assigner;
+    if (s->cfg.gapfn.fn) {
+      if (s->cfg.gapfn.fn(s->cfg.gapfn.ud, op, rec, ts, &a.gap) != WM_OK) return WM_ERR;
+    }
+    wm_assigner_assign(&a, at_ts, s->wins);
+    uint32_t i = 0;
+    int skip = 0;
+    /* the key may be borrowed from a Lua call: merging calls no Lua before it is copied */
+    if (merge_add(op, s, &kp, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
+    if (!skip) {
+      any = 1;
+      wm_observe_window(op, &key, ts, s->e[i].w, 0);
+      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+    }
+  } else if (s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* one window; consecutive records usually share it: the assigner runs only when the
+     * record leaves the last window (exact: every ts in [start, stop) has this window,
+     * unless it was cut at MIN or MAX, which is never cached) */
+    if (!s->tw_ok || at_ts < s->tw.start || at_ts >= s->tw.stop) {
+      wm_assigner_assign(&s->cfg.assigner, at_ts, &s->tw);
+      s->tw_ok = s->tw.start != WM_TIME_MIN && s->tw.stop != WM_TIME_MAX &&
+                 s->tw.stop - s->tw.start == s->cfg.assigner.size;
+      s->tw_clean = cleanup_of(s, s->tw);
+    }
+    wm_window w = s->tw;
+    if (!(s->event_time && s->tw_clean <= W)) { /* else a late window: skip */
+      any = 1;
+      if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, w), w, rec, ts) != WM_OK)
+        return WM_ERR;
+    }
+  } else {
+    size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
+    for (size_t k = 0; k < n; k++) s->whash[k] = entry_hash(s, khash, s->wins[k]);
+    if (n > 1) {
+      /* several windows per record (sliding): their lookups are independent cache misses;
+       * start them all (index slots, then the entries they name) before the first one is
+       * needed, so that they overlap instead of queueing. Only hints: a stale address is
+       * never dereferenced. */
+      size_t mask = s->capidx - 1;
+      for (size_t k = 0; k < n; k++) __builtin_prefetch(&s->idx[s->whash[k] & mask]);
+      for (size_t k = 0; k < n; k++) {
+        uint32_t ent = slot_ent(s->idx[s->whash[k] & mask]);
+        if (ent != 0 && ent != TOMB) __builtin_prefetch(&s->e[ent - 1]);
+      }
+    }
+    for (size_t k = 0; k < n; k++) {
+      wm_window w = s->wins[k];
+      if (s->event_time && cleanup_of(s, w) <= W) continue; /* late window: skip */
+      any = 1;
+      if (add_to_window(op, s, &kp, &key, s->whash[k], w, rec, ts) != WM_OK) return WM_ERR;
+    }
+  }
+  if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
+    wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
+    if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
+    op->m.late_dropped++;
+  }
+  return WM_OK;
+}
+
+/* Fires the entries of one popped timer group of a domain. */
+static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer_entry *ents,
+                      size_t n) {
+  s->firing_t = t;
+  for (size_t k = 0; k < n; k++) {
+    uint64_t p = ents[k].payload;
+    uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
+    if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
+    wentry *e = &s->e[i];
+    bool clean = domain == WM_DOMAIN_EVENT ? (s->event_time && t == cleanup_of(s, e->w))
+                                           : (s->cfg.assigner.processing_time && t == max_ts_of(e->w));
+    int res;
+    if (s->fast) {
+      res = WM_TR_CONTINUE;
+      if (domain == WM_DOMAIN_EVENT && CO(e)->fire_t == t) {
+        CO(e)->fire_t = WM_TIME_MIN;
+        res = t == max_ts_of(e->w) ? WM_TR_FIRE : WM_TR_CONTINUE;
+      }
+    } else {
+      bool reg = tm_take(s, e, domain, t);
+      if (!reg && !clean) continue;
+      wm_trigger_ctx c;
+      tctx_init(op, s, i, &c);
+      res = domain == WM_DOMAIN_EVENT ? s->trig->vt->on_event_time(s->trig, &c, t)
+                                      : s->trig->vt->on_processing_time(s->trig, &c, t);
+    }
+    if (act(op, s, i, res) != WM_OK) return WM_ERR;
+    if (clean && s->e[i].live && s->e[i].gen == gen && clear_all(op, s, i) != WM_OK) return WM_ERR;
+  }
+  s->firing_t = WM_TIME_MIN;
+  return WM_OK;
+}
+
+static int drain(wm_op *op, winop *s, wm_timers *q, int domain, int64_t upto) {
+  int64_t t;
+  const wm_timer_entry *ents;
+  size_t n;
+  while (wm_timers_pop(q, upto, &t, &ents, &n))
+    if (fire_group(op, s, domain, t, ents, n) != WM_OK) return WM_ERR;
+  return WM_OK;
+}
+
+static int winop_watermark(wm_op *op, int64_t W) {
+  winop *s = op->impl;
+  if (drain(op, s, s->timers, WM_DOMAIN_EVENT, W) != WM_OK) return WM_ERR;
+  if (W == WM_TIME_MAX && !s->pt_flushing) {
+    /* end of input: every window is emitted, also those waiting for the wall clock; the
+     * processing-time timers pending now fire once, in order (new ones are ignored) */
+    s->pt_flushing = true;
+    if (drain(op, s, s->ptimers, WM_DOMAIN_PROCESSING, WM_TIME_MAX) != WM_OK) return WM_ERR;
+  }
+  return wm_op_emit_watermark(op, W);
+}
+
+static int winop_processing_time(wm_op *op, int64_t t) {
+  winop *s = op->impl;
+  return drain(op, s, s->ptimers, WM_DOMAIN_PROCESSING, t);
+}
+
+static void winop_free(wm_op *op) {
+  winop *s = op->impl;
+  if (!s) return;
+  for (uint32_t i = 0; i < s->ne; i++)
+    if (s->e[i].live) entry_delete(op, s, i);
+  free(s->e);
+  free(s->c);
+  free(s->idx);
+  wm_timers_free(s->timers);
+  wm_timers_free(s->ptimers);
+  free(s->wins);
+  free(s->whash);
+  free(s->run);
+  free(s->late_tag);
+  wm_trigger_free(s->trig);
+  if (s->cfg.keysel.free) s->cfg.keysel.free(s->cfg.keysel.ud);
+  if (s->cfg.fn.free) s->cfg.fn.free(s->cfg.fn.ud);
+  if (s->cfg.evictor.free) s->cfg.evictor.free(s->cfg.evictor.ud);
+  if (s->cfg.gapfn.free) s->cfg.gapfn.free(s->cfg.gapfn.ud);
+  free(s);
+}
+
+static const wm_op_vt winop_vt = {
+    .kind = "window",
+    .record = winop_record,
+    .watermark = winop_watermark,
+    .processing_time = winop_processing_time,
+    .free = winop_free,
+};
+
+size_t wm_winop_open_windows(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->nlive;
+}
+
+static void free_config(wm_winop_config *cfg) {
+  if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
+  if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
+  wm_trigger_free(cfg->trigger);
+  if (cfg->evictor.free) cfg->evictor.free(cfg->evictor.ud);
+  if (cfg->gapfn.free) cfg->gapfn.free(cfg->gapfn.ud);
+  memset(cfg, 0, sizeof *cfg);
+}
+
+wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
+  char err[256];
+  if (wm_assigner_check(&cfg->assigner, err, sizeof err) != 0) {
+    wm_ctx_error(ctx, "window operator '%s': %s", name, err);
+    free_config(cfg);
+    return NULL;
+  }
+  bool merging = cfg->assigner.kind == WM_WA_SESSION;
+  bool list = cfg->fn.list || cfg->evictor.kind != 0;
+  if (merging && !list && !cfg->fn.merge) {
+    wm_ctx_error(ctx, "window operator '%s': session windows merge, and this window function "
+                      "cannot merge (an aggregate needs a 'merge' function)", name);
+    free_config(cfg);
+    return NULL;
+  }
+  if (merging && cfg->trigger && !wm_trigger_can_merge(cfg->trigger)) {
+    wm_ctx_error(ctx, "window operator '%s': session windows merge, and the trigger cannot "
+                      "(a custom trigger needs on_merge)", name);
+    free_config(cfg);
+    return NULL;
+  }
+  if (merging && cfg->assigner.gap == -1 && !cfg->gapfn.fn) {
+    wm_ctx_error(ctx, "window operator '%s': a dynamic session gap needs a gap function", name);
+    free_config(cfg);
+    return NULL;
+  }
+  winop *s = calloc(1, sizeof *s);
+  if (!s) goto oom;
+  s->cfg = *cfg;
+  memset(cfg, 0, sizeof *cfg); /* owned by s from here */
+  s->late_tag = NULL;
+  s->free_head = NONE;
+  s->capidx = 64;
+  s->merging = merging;
+  s->list = list;
+  s->event_time = !s->cfg.assigner.processing_time && s->cfg.assigner.kind != WM_WA_GLOBAL;
+  s->firing_t = WM_TIME_MIN;
+  s->trig = s->cfg.trigger;
+  s->cfg.trigger = NULL;
+  if (!s->trig) {
+    int kind = s->cfg.assigner.kind == WM_WA_GLOBAL   ? WM_TRIG_NEVER
+               : s->cfg.assigner.processing_time ? WM_TRIG_PROCESSING_TIME
+                                                  : WM_TRIG_EVENT_TIME;
+    s->trig = wm_trigger_new(kind, 0);
+  }
+  s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
+  s->key1 = s->cfg.keysel.fn == fieldkeys_fn && fieldkeys_field1(s->cfg.keysel.ud) != NULL;
+  s->sum_fast = !s->list && s->cfg.fn.add == builtin_add && builtin_sum_field(s->cfg.fn.ud) != NULL;
+  s->idx = calloc(s->capidx, sizeof *s->idx);
+  s->timers = wm_timers_new();
+  s->ptimers = wm_timers_new();
+  s->wins = calloc(wm_assigner_max_windows(&s->cfg.assigner), sizeof *s->wins);
+  s->whash = calloc(wm_assigner_max_windows(&s->cfg.assigner), sizeof *s->whash);
+  if (!s->trig || !s->idx || !s->timers || !s->ptimers || !s->wins || !s->whash) goto oom;
+  if (s->cfg.late_tag && !(s->late_tag = strdup(s->cfg.late_tag))) goto oom;
+  s->cfg.late_tag = s->late_tag;
+  wm_op *op = wm_op_new(ctx, &winop_vt, s, name);
+  if (!op) goto oom;
+  if (s->late_tag && (s->late_port = wm_op_port(op, s->late_tag)) < 0) {
+    wm_ctx_error(ctx, "out of memory");
+    return NULL; /* op (and s) are freed with the context */
+  }
+  return op;
+oom:
+  wm_ctx_error(ctx, "out of memory creating window operator '%s'", name);
+  if (s) {
+    wm_op fake = {.ctx = ctx, .impl = s};
+    winop_free(&fake);
+  }
+  free_config(cfg);
+  return NULL;
+}
+
+/* ---- field key selectors --------------------------------------------------------- */
+
+typedef struct fieldkeys {
+  size_t n;
+  wm_field *f;
+  char **names;
+  wm_value *parts;
+  wm_value composite; /* owned; the last composite key */
+  wm_host host;
+} fieldkeys;
+
+static void fieldkeys_free(void *ud) {
+  fieldkeys *k = ud;
+  for (size_t i = 0; i < k->n; i++) free(k->names[i]);
+  free(k->names);
+  free(k->f);
+  free(k->parts);
+  wm_value_release(NULL, &k->composite); /* a WM_STR: needs no host */
+  free(k);
+}
+
+static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  fieldkeys *k = ud;
+  wm_ctx *ctx = op->ctx;
+  for (size_t i = 0; i < k->n; i++) {
+    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i], ctx->err, sizeof ctx->err) != 0) {
+      wm_buf b;
+      wm_buf_init(&b);
+      describe(op, rec, &b);
+      wm_ctx_error_append(ctx, " (key_by on record %s)", b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+    if (!wm_key_valid(&k->parts[i])) {
+      wm_buf b;
+      wm_buf_init(&b);
+      describe(op, rec, &b);
+      wm_ctx_error(ctx, "key field '%s' is %s in record %s", k->names[i],
+                   k->parts[i].type == WM_NIL ? "missing" : "not a string, number or boolean",
+                   b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+  }
+  if (k->n == 1) {
+    *key = k->parts[0];
+    return WM_OK;
+  }
+  /* the composite key is borrowed by the caller until the next call: the window state
+   * copies it (a new reference), so it is freed here only when no one else holds it */
+  if (k->composite.type == WM_STR) wm_value_release(&ctx->host, &k->composite);
+  if (wm_key_compose(k->parts, k->n, &k->composite) != 0)
+    return wm_ctx_error(ctx, "out of memory composing a key");
+  *key = k->composite;
+  return WM_OK;
+}
+
+/* The field of a one-field key selector, or NULL. */
+static const wm_field *fieldkeys_field1(void *ud) {
+  fieldkeys *k = ud;
+  return k->n == 1 ? &k->f[0] : NULL;
+}
+
+int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
+  fieldkeys *k = calloc(1, sizeof *k);
+  if (!k) return -1;
+  k->n = n;
+  k->f = calloc(n, sizeof *k->f);
+  k->names = calloc(n, sizeof *k->names);
+  k->parts = calloc(n, sizeof *k->parts);
+  if (!k->f || !k->names || !k->parts) goto fail;
+  for (size_t i = 0; i < n; i++) {
+    if (!(k->names[i] = strdup(fields[i]))) goto fail;
+    k->f[i].name = k->names[i];
+    k->f[i].index = -1;
+  }
+  ks->fn = fieldkeys_fn;
+  ks->free = fieldkeys_free;
+  ks->ud = k;
+  return 0;
+fail:
+  fieldkeys_free(k);
+  return -1;
+}
+
+/* ---- built-in aggregations ------------------------------------------------------- */
+
+typedef struct builtin {
+  int agg;
+  char *field_name;
+  wm_field field;
+  wm_schema *count_schema; /* count(): {count, key, start, stop} */
+} builtin;
+
+static int num_of(wm_op *op, builtin *b, const wm_value *rec, wm_value *out) {
+  wm_ctx *ctx = op->ctx;
+  if (wm_field_get(&ctx->host, &b->field, rec, out, ctx->err, sizeof ctx->err) != 0)
+    return WM_ERR;
+  if (out->type == WM_INT || out->type == WM_FLOAT) return WM_OK;
+  wm_buf buf;
+  wm_buf_init(&buf);
+  describe(op, rec, &buf);
+  static const char *names[] = {"", "sum", "min", "max", "min_by", "max_by", "count"};
+  wm_ctx_error(ctx, "%s('%s'): field '%s' is %s in record %s", names[b->agg], b->field_name,
+               b->field_name, out->type == WM_NIL ? "missing" : "not a number",
+               buf.data ? buf.data : "");
+  wm_buf_free(&buf);
+  return WM_ERR;
+}
+
+static int num_cmp(const wm_value *a, const wm_value *b) {
+  if (a->type == WM_INT && b->type == WM_INT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
+  double x = a->type == WM_INT ? (double)a->u.i : a->u.f;
+  double y = b->type == WM_INT ? (double)b->u.i : b->u.f;
+  return (x > y) - (x < y);
+}
+
+static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  builtin *b = ud;
+  const wm_host *h = &op->ctx->host;
+  if (b->agg == WM_AGG_COUNT) {
+    if (aux->type == WM_NIL) *aux = wm_int(0);
+    aux->u.i++;
+    return WM_OK;
+  }
+  wm_value v;
+  if (num_of(op, b, rec, &v) != WM_OK) return WM_ERR;
+  /* aux (a number) is nil exactly when acc is: test it, acc lives in the entry's cold part */
+  if (aux->type == WM_NIL) {
+    if (wm_value_copy(h, acc, rec) != 0) return wm_ctx_error(op->ctx, "out of memory");
+    *aux = v;
+    return WM_OK;
+  }
+  switch (b->agg) {
+  case WM_AGG_SUM:
+    if (aux->type == WM_INT && v.type == WM_INT)
+      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v.u.i); /* wraps like Lua */
+    else
+      *aux = wm_float((aux->type == WM_INT ? (double)aux->u.i : aux->u.f) +
+                      (v.type == WM_INT ? (double)v.u.i : v.u.f));
+    break;
+  case WM_AGG_MIN:
+    if (num_cmp(&v, aux) < 0) *aux = v;
+    break;
+  case WM_AGG_MAX:
+    if (num_cmp(&v, aux) > 0) *aux = v;
+    break;
+  case WM_AGG_MIN_BY:
+  case WM_AGG_MAX_BY: {
+    int c = num_cmp(&v, aux);
+    if ((b->agg == WM_AGG_MIN_BY && c < 0) || (b->agg == WM_AGG_MAX_BY && c > 0)) {
+      wm_value n;
+      if (wm_value_copy(h, &n, rec) != 0) return wm_ctx_error(op->ctx, "out of memory");
+      wm_value_release(h, acc);
+      *acc = n;
+      *aux = v;
+    }
+    break;
+  }
+  default: break;
+  }
+  return WM_OK;
+}
+
+/* The field of the built-in sum, or NULL for the other aggregations. */
+static const wm_field *builtin_sum_field(void *ud) {
+  builtin *b = ud;
+  return b->agg == WM_AGG_SUM ? &b->field : NULL;
+}
+
+static int builtin_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
+                         const wm_value *baux) {
+  builtin *b = ud;
+  const wm_host *h = &op->ctx->host;
+  if (b->agg == WM_AGG_COUNT) {
+    aux->u.i += baux->u.i;
+    return WM_OK;
+  }
+  if (acc->type == WM_NIL) {
+    if (wm_value_copy(h, acc, bacc) != 0) return wm_ctx_error(op->ctx, "out of memory");
+    *aux = *baux;
+    return WM_OK;
+  }
+  if (b->agg == WM_AGG_SUM) {
+    if (aux->type == WM_INT && baux->type == WM_INT)
+      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)baux->u.i);
+    else
+      *aux = wm_float((aux->type == WM_INT ? (double)aux->u.i : aux->u.f) +
+                      (baux->type == WM_INT ? (double)baux->u.i : baux->u.f));
+    return WM_OK;
+  }
+  int c = num_cmp(baux, aux);
+  int better = (b->agg == WM_AGG_MIN || b->agg == WM_AGG_MIN_BY) ? c < 0 : c > 0;
+  if (!better) return WM_OK;
+  if (b->agg == WM_AGG_MIN_BY || b->agg == WM_AGG_MAX_BY) {
+    wm_value n;
+    if (wm_value_copy(h, &n, bacc) != 0) return wm_ctx_error(op->ctx, "out of memory");
+    wm_value_release(h, acc);
+    *acc = n;
+  }
+  *aux = *baux;
+  return WM_OK;
+}
+
+static int builtin_fire(void *ud, wm_op *op, const wm_fire *f) {
+  builtin *b = ud;
+  wm_ctx *ctx = op->ctx;
+  const wm_host *h = &ctx->host;
+  wm_value out;
+  int rc;
+  switch (b->agg) {
+  case WM_AGG_COUNT: {
+    wm_row *r = wm_row_new(b->count_schema);
+    if (!r) return wm_ctx_error(ctx, "out of memory");
+    /* fields in schema order: count, key, start, stop */
+    r->fields[0] = *f->aux;
+    if (wm_value_copy(h, &r->fields[1], f->key) != 0) {
+      wm_row_release(h, r);
+      return wm_ctx_error(ctx, "out of memory");
+    }
+    r->fields[2] = wm_int(f->window.start);
+    r->fields[3] = wm_int(f->window.stop);
+    out = wm_row_value(r);
+    break;
+  }
+  case WM_AGG_MIN_BY:
+  case WM_AGG_MAX_BY: return wm_op_emit(op, 0, f->acc, f->max_ts);
+  default:
+    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, ctx->err, sizeof ctx->err) != 0)
+      return WM_ERR;
+  }
+  rc = wm_op_emit(op, 0, &out, f->max_ts);
+  wm_value_release(h, &out);
+  return rc;
+}
+
+static void builtin_free(void *ud) {
+  builtin *b = ud;
+  free(b->field_name);
+  wm_schema_release(b->count_schema);
+  free(b);
+}
+
+int wm_winfn_builtin(wm_winfn *fn, int agg, const char *field) {
+  builtin *b = calloc(1, sizeof *b);
+  if (!b) return -1;
+  b->agg = agg;
+  b->field_name = strdup(field ? field : "");
+  if (!b->field_name) goto fail;
+  b->field.name = b->field_name;
+  b->field.index = -1;
+  if (agg == WM_AGG_COUNT) {
+    static const char *const names[] = {"count", "key", "start", "stop"};
+    static const uint8_t types[] = {WM_FT_INTEGER, WM_FT_ANY, WM_FT_INTEGER, WM_FT_INTEGER};
+    if (!(b->count_schema = wm_schema_new(4, names, types))) goto fail;
+  }
+  memset(fn, 0, sizeof *fn);
+  fn->add = builtin_add;
+  fn->fire = builtin_fire;
+  fn->merge = builtin_merge;
+  fn->free = builtin_free;
+  fn->ud = b;
+  return 0;
+fail:
+  builtin_free(b);
+  return -1;
+}

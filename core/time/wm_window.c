@@ -1,0 +1,91 @@
+#include "time/wm_window.h"
+
+#include <stdio.h>
+
+#include "time/wm_time.h"
+
+int64_t wm_window_start(int64_t ts, int64_t offset, int64_t size) {
+  /* (ts - offset) mod size with a mathematical modulo; computed so that it cannot
+   * overflow for any ts: reduce offset first */
+  int64_t off = wm_time_floor_mod(offset, size);
+  int64_t r = wm_time_floor_mod(wm_time_floor_mod(ts, size) - off, size);
+  return ts < WM_TIME_MIN + r ? WM_TIME_MIN : ts - r; /* the first window is cut at MIN */
+}
+
+size_t wm_assigner_max_windows(const wm_assigner *a) {
+  if (a->kind == WM_WA_SLIDING) return (size_t)((a->size + a->slide - 1) / a->slide);
+  return 1;
+}
+
+int wm_assigner_check(const wm_assigner *a, char *err, size_t errlen) {
+  switch (a->kind) {
+  case WM_WA_TUMBLING:
+    if (a->size <= 0) {
+      snprintf(err, errlen, "window size must be positive (got %lld ms)", (long long)a->size);
+      return -1;
+    }
+    return 0;
+  case WM_WA_SLIDING:
+    if (a->size <= 0) {
+      snprintf(err, errlen, "window size must be positive (got %lld ms)", (long long)a->size);
+      return -1;
+    }
+    if (a->slide <= 0) {
+      snprintf(err, errlen, "window slide must be positive (got %lld ms)", (long long)a->slide);
+      return -1;
+    }
+    if (a->slide > a->size) {
+      snprintf(err, errlen,
+               "window slide (%lld ms) is larger than the size (%lld ms): records between "
+               "windows would belong to none",
+               (long long)a->slide, (long long)a->size);
+      return -1;
+    }
+    if (a->size / a->slide > 100000) {
+      snprintf(err, errlen, "window size / slide is %lld: too many windows per record",
+               (long long)(a->size / a->slide));
+      return -1;
+    }
+    return 0;
+  case WM_WA_SESSION:
+    if (a->gap <= 0 && a->gap != -1) {
+      snprintf(err, errlen, "session gap must be positive (got %lld ms)", (long long)a->gap);
+      return -1;
+    }
+    return 0;
+  case WM_WA_GLOBAL: return 0;
+  default: snprintf(err, errlen, "unknown window assigner"); return -1;
+  }
+}
+
+size_t wm_assigner_assign(const wm_assigner *a, int64_t ts, wm_window *out) {
+  switch (a->kind) {
+  case WM_WA_TUMBLING: {
+    int64_t s = wm_window_start(ts, a->offset, a->size);
+    out[0].start = s;
+    out[0].stop = wm_time_add_sat(s, a->size);
+    return 1;
+  }
+  case WM_WA_SLIDING: {
+    size_t n = 0;
+    int64_t last = wm_window_start(ts, a->offset, a->slide);
+    int64_t lower = wm_time_sub_sat(ts, a->size); /* start > ts - size */
+    for (int64_t s = last; s > lower; s -= a->slide) {
+      out[n].start = s;
+      out[n].stop = wm_time_add_sat(s, a->size);
+      n++;
+      if (s < WM_TIME_MIN + a->slide) break;
+    }
+    return n;
+  }
+  case WM_WA_SESSION:
+    out[0].start = ts;
+    out[0].stop = wm_time_add_sat(ts, a->gap);
+    return 1;
+  case WM_WA_GLOBAL:
+    out[0].start = WM_TIME_MIN;
+    out[0].stop = WM_TIME_MAX;
+    return 1;
+  default: return 0;
+  }
+}
