@@ -12,7 +12,7 @@
 --      (LAYERS lists them bottom first), and never a bindings/ file or a Lua header.
 local M = {}
 
-M.LAYERS = { "base", "time", "graph", "ops", "io", "exec", "state", "timeline" }
+M.LAYERS = { "base", "time", "graph", "ops", "io", "state", "exec", "timeline" }
 
 local function read(path)
   local f = io.open(path, "rb")

@@ -63,5 +63,6 @@ void test_value(void);
 void test_keyedop(void);
 void test_winmerge(void);
 void test_mt(void);
+void test_ckpt(void);
 
 #endif

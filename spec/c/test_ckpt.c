@@ -1,0 +1,207 @@
+/* Checkpoint storage (core/state/wm_ckpt.c): round trip, retention, and every way a
+ * checkpoint on disk can be unfinished or damaged. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "state/wm_ckpt.h"
+#include "test.h"
+
+typedef struct warnings {
+  int n;
+  char first[1024], last[1024];
+} warnings;
+
+static void on_warn(void *ud, const char *msg) {
+  warnings *w = ud;
+  if (w->n++ == 0) snprintf(w->first, sizeof w->first, "%s", msg);
+  snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
+static char *tmpdir(void) {
+  const char *base = getenv("TMPDIR");
+  char tmpl[512];
+  snprintf(tmpl, sizeof tmpl, "%s/wm-ckpt-XXXXXX", base && *base ? base : "/tmp");
+  char *d = mkdtemp(tmpl);
+  return d ? strdup(d) : NULL;
+}
+
+static void rm_rf(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static int count_checkpoints(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) n += strncmp(e->d_name, "chk-", 4) == 0;
+  if (d) closedir(d);
+  return n;
+}
+
+/* Commits checkpoint id with parts "a" = text, "b" = "B", meta = "meta<id>". */
+static int commit_one(wm_ckpt_store *s, uint64_t id, const char *text) {
+  char err[256], meta[32];
+  wm_ckpt_writer *w = wm_ckpt_begin(s, id, err, sizeof err);
+  if (!w) return -1;
+  if (wm_ckpt_put(w, "a", text, strlen(text), err, sizeof err) != 0 ||
+      wm_ckpt_put(w, "b", "B", 1, err, sizeof err) != 0) {
+    wm_ckpt_abort(w);
+    return -1;
+  }
+  snprintf(meta, sizeof meta, "meta%llu", (unsigned long long)id);
+  return wm_ckpt_commit(w, meta, strlen(meta), 1000 + id, err, sizeof err);
+}
+
+static char *part_path(const char *dir, uint64_t id, const char *name) {
+  static char buf[1024]; /* test-only scratch */
+  snprintf(buf, sizeof buf, "%s/chk-%020llu/%s", dir, (unsigned long long)id, name);
+  return buf;
+}
+
+static void flip_byte(const char *path, long off) {
+  FILE *f = fopen(path, "r+b");
+  if (!f) return;
+  fseek(f, off, off < 0 ? SEEK_END : SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, -1, SEEK_CUR);
+  fputc(c ^ 0x40, f);
+  fclose(f);
+}
+
+/* Opens the latest and returns its id (0 when none), with the warnings in *w. */
+static uint64_t latest_id(wm_ckpt_store *s, warnings *w) {
+  wm_ckpt_reader *r;
+  char err[256];
+  memset(w, 0, sizeof *w);
+  int rc = wm_ckpt_open_latest(s, on_warn, w, &r, err, sizeof err);
+  if (rc != 1) return 0;
+  uint64_t id = wm_ckpt_reader_id(r);
+  wm_ckpt_reader_free(r);
+  return id;
+}
+
+void test_ckpt(void) {
+  /* the standard CRC-32 check value */
+  CHECK(wm_crc32(0, "123456789", 9) == 0xCBF43926u);
+  CHECK(wm_crc32(wm_crc32(0, "1234", 4), "56789", 5) == 0xCBF43926u);
+
+  char *dir = tmpdir();
+  CHECK(dir != NULL);
+  if (!dir) return;
+  char err[512], sub[600];
+  snprintf(sub, sizeof sub, "%s/nested/store", dir);
+  wm_ckpt_store *s = wm_ckpt_store_open(sub, 3, err, sizeof err);
+  CHECK(s != NULL);
+  if (!s) return;
+  CHECK(wm_ckpt_next_id(s) == 1);
+
+  /* round trip: parts, metadata, id, creation time */
+  CHECK_I64(commit_one(s, 1, "hello"), 0);
+  CHECK(wm_ckpt_next_id(s) == 2);
+  wm_ckpt_reader *r = NULL;
+  warnings w;
+  CHECK_I64(wm_ckpt_open_latest(s, on_warn, &w, &r, err, sizeof err), 1);
+  if (r) {
+    CHECK(wm_ckpt_reader_id(r) == 1);
+    CHECK(wm_ckpt_reader_created_ms(r) == 1001);
+    size_t ml;
+    const char *meta = wm_ckpt_reader_meta(r, &ml);
+    CHECK(ml == 5 && memcmp(meta, "meta1", 5) == 0);
+    CHECK(wm_ckpt_reader_nparts(r) == 2);
+    CHECK_STR(wm_ckpt_reader_part_name(r, 0), "a");
+    uint8_t *d;
+    size_t n;
+    CHECK_I64(wm_ckpt_get(r, "a", &d, &n, err, sizeof err), 1);
+    CHECK(n == 5 && memcmp(d, "hello", 5) == 0);
+    free(d);
+    CHECK_I64(wm_ckpt_get(r, "nope", &d, &n, err, sizeof err), 0);
+    wm_ckpt_reader_free(r);
+  }
+
+  /* part names: checked, unique */
+  wm_ckpt_writer *wr = wm_ckpt_begin(s, 2, err, sizeof err);
+  CHECK(wr != NULL);
+  if (wr) {
+    CHECK_I64(wm_ckpt_put(wr, "../x", "", 0, err, sizeof err), -1);
+    CHECK(strstr(err, "bad checkpoint part name") != NULL);
+    CHECK_I64(wm_ckpt_put(wr, "MANIFEST", "", 0, err, sizeof err), -1);
+    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, err, sizeof err), 0);
+    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, err, sizeof err), -1);
+    CHECK(strstr(err, "written twice") != NULL);
+    wm_ckpt_abort(wr);
+  }
+  CHECK_I64(count_checkpoints(sub), 1);
+
+  /* retention: the newest three complete ones stay */
+  for (uint64_t id = 2; id <= 5; id++) CHECK_I64(commit_one(s, id, "x"), 0);
+  CHECK_I64(count_checkpoints(sub), 3);
+  CHECK(latest_id(s, &w) == 5 && w.n == 0);
+
+  /* an unfinished newest one (a crash before the MANIFEST rename) is skipped with a warning */
+  wr = wm_ckpt_begin(s, 6, err, sizeof err);
+  CHECK(wr != NULL);
+  if (wr) CHECK_I64(wm_ckpt_put(wr, "a", "new", 3, err, sizeof err), 0);
+  CHECK(latest_id(s, &w) == 5);
+  CHECK(w.n == 1 && strstr(w.last, "checkpoint 6") && strstr(w.last, "not finished"));
+  if (wr) wm_ckpt_abort(wr);
+  CHECK(wm_ckpt_next_id(s) == 6);
+
+  /* a damaged part in the newest: the previous one, with the reason */
+  flip_byte(part_path(sub, 5, "a"), -1);
+  CHECK(latest_id(s, &w) == 4);
+  CHECK(w.n == 1 && strstr(w.last, "part a") && strstr(w.last, "CRC"));
+  /* a truncated part */
+  CHECK_I64(truncate(part_path(sub, 4, "b"), 10), 0);
+  CHECK(latest_id(s, &w) == 3);
+  CHECK(w.n == 2 && strstr(w.last, "part b"));
+  /* a damaged MANIFEST */
+  flip_byte(part_path(sub, 3, "MANIFEST"), 10);
+  CHECK(latest_id(s, &w) == 0);
+  CHECK(w.n == 3 && strstr(w.last, "MANIFEST fails its CRC"));
+
+  /* a MANIFEST cut at every length is refused, never read past its end */
+  CHECK_I64(commit_one(s, 7, "seven"), 0);
+  char *mp = strdup(part_path(sub, 7, "MANIFEST"));
+  struct stat st;
+  CHECK(mp && stat(mp, &st) == 0);
+  FILE *f = fopen(mp, "rb");
+  char whole[4096];
+  size_t len = f ? fread(whole, 1, sizeof whole, f) : 0;
+  if (f) fclose(f);
+  int refused = 0;
+  for (size_t cut = 0; cut < len; cut++) {
+    f = fopen(mp, "wb");
+    if (!f) break;
+    fwrite(whole, 1, cut, f);
+    fclose(f);
+    refused += latest_id(s, &w) != 7;
+  }
+  CHECK_I64(refused, (int64_t)len);
+  /* a foreign file in its place */
+  f = fopen(mp, "wb");
+  if (f) {
+    fputs("this is not a manifest at all, just text", f);
+    fclose(f);
+  }
+  CHECK(latest_id(s, &w) != 7 && strstr(w.first, "checkpoint 7") &&
+        strstr(w.first, "not a wmrun checkpoint manifest"));
+  free(mp);
+
+  /* store errors */
+  wm_ckpt_store_free(s);
+  CHECK(wm_ckpt_store_open(sub, 0, err, sizeof err) == NULL);
+  CHECK(strstr(err, "at least 1") != NULL);
+  snprintf(sub, sizeof sub, "%s/file", dir);
+  f = fopen(sub, "w");
+  if (f) fclose(f);
+  CHECK(wm_ckpt_store_open(sub, 3, err, sizeof err) == NULL);
+  CHECK(strstr(err, sub) != NULL);
+  rm_rf(dir);
+  free(dir);
+}
