@@ -12,7 +12,6 @@ local KNOWN = {
   ["C call loop: core/ops/wm_trigger <-> core/ops/wm_winop"] = true,
   ["C call loop: bindings/lwm_core <-> bindings/lwm_graph <-> bindings/lwm_harness <-> bindings/lwm_io <-> bindings/lwm_mt <-> bindings/lwm_time <-> bindings/lwm_window"] = true,
   ["core/io/wm_io.c uses wm_exec_add_source (layer io), defined in core/exec/wm_exec (layer exec, above it)"] = true,
-  ["Lua require loop: wm <-> wm.sql.connectors <-> wm.sql.planner <-> wm.sql.tableapi <-> wm.testing"] = true,
 }
 
 describe("layers", function()

@@ -1,229 +1,221 @@
---- Sources, parsers and sinks (api.md: Environment, Streams, Sinks).
--- Installed into the classes of wm by wm/init.lua. See docs/io.md.
+--- Sources, parsers and sinks (api.md: Environment, Streams, Sinks). Methods of the
+-- classes of wm.base. See docs/io.md.
 -- @module wm.io
-local M = {}
-
+local base = require("wm.base")
 local duration = require("wm.duration")
 
-local function opt_table(opts, call, known, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    error(string.format("%s: expected a table of options, got %s", call, type(opts)), level + 1)
-  end
-  for k in pairs(opts) do
-    if not known[k] then
-      local names = {}
-      for n in pairs(known) do names[#names + 1] = n end
-      table.sort(names)
-      error(string.format("%s: unknown option '%s' (%s)", call, tostring(k), table.concat(names, ", ")),
-        level + 1)
-    end
-  end
-  return opts
-end
+local Env, Stream = base.Env, base.Stream
+local stream, one_input, sink, check_fn = base.stream, base.one_input, base.sink, base.check_fn
+local opt_table, positive_int = base.opt_table, base.positive_int
+local check_on_error, check_host_port = base.check_on_error, base.check_host_port
 
-local function positive_int(v, call, what, level)
-  if v == nil then return nil end
-  if math.type(v) ~= "integer" or v < 1 then
-    error(string.format("%s: %s must be a positive integer, got %s", call, what, tostring(v)), level + 1)
-  end
-  return v
-end
-
-local function check_on_error(v, call, level)
-  if v == nil then return "fail" end
-  if v ~= "fail" and v ~= "skip" and v ~= "side_output" then
-    error(string.format("%s: on_error must be 'fail', 'skip' or 'side_output', got %s", call, tostring(v)),
-      level + 1)
-  end
-  return v
-end
-
-local function check_host_port(host, port, call, level)
-  if type(host) ~= "string" or host == "" then
-    error(string.format("%s: expected a host name or address, got %s", call, type(host)), level + 1)
-  end
-  if math.type(port) ~= "integer" or port < 0 or port > 65535 then
-    error(string.format("%s: expected a port number (0 to 65535), got %s", call, tostring(port)), level + 1)
-  end
-end
+local M = {}
 
 local csv_types = {string = true, integer = true, number = true, boolean = true}
 
-function M.install(wm, c)
-  local Env, Stream = c.Env, c.Stream
-
-  --- A source of the lines of a file ("-" for standard input), bounded unless followed.
-  -- Lines come without their "\n" or "\r\n"; a last line without "\n" counts.
-  -- @tparam string path the file, or "-" for standard input
-  -- @tparam[opt] table opts `follow` (boolean: keep reading as the file grows, like
-  --   `tail -f`; the job then runs until it is stopped), `max_line` (bytes, default 1 MiB:
-  --   a longer line is an error naming its number), `poll` (follow: how often to look for
-  --   growth besides inotify, a duration, default "1s")
-  -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
-  function Env:read_lines(path, opts)
-    if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
-    opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true}, 2)
-    return c.stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow and true or nil,
-      max_line = positive_int(opts.max_line, "read_lines", "max_line", 2),
-      chunk = positive_int(opts.chunk, "read_lines", "chunk", 2),
-      poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
-      name = "read_lines(" .. path .. ")", max_parallelism = 1}))
+--- A bounded source of the given values, in order.
+-- @usage env:from_elements({1, 2, 3}) or env:from_elements(1, 2, 3)
+function Env:from_elements(...)
+  local list
+  if select("#", ...) == 1 and type((...)) == "table" and getmetatable((...)) == nil and #(...) > 0 then
+    list = ...
+  else
+    list = table.pack(...)
+    list.n = nil
   end
+  local n = #list
+  return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements",
+    max_parallelism = 1}))
+end
 
-  --- Lines to records in C: a typed row per line, with no Lua call per line.
-  -- Columns are named in order as "name" or "name:type" with type `string` (default),
-  -- `integer`, `number` or `boolean`; a trailing "?" ("vc:integer?") makes an empty field
-  -- nil instead of an error. Fields may be quoted as in RFC 4180 (`"a,b"`, `""` for a quote).
-  -- @tparam table spec the columns, and `sep` (one character, default ","), `header`
-  --   (true: skip the first line of each source), `on_error` ("fail" (default) stops the
-  --   job naming the source, line and field; "skip" counts the line in the parse_errors
-  --   metric; "side_output" sends `{line = n, text = "...", error = "..."}` to the
-  --   "parse_errors" side output)
-  -- @usage env:read_lines("s.csv"):parse_csv{"id", "ts:integer", "vc:integer", on_error = "skip"}
-  function Stream:parse_csv(spec)
-    if type(spec) ~= "table" then error("parse_csv: expected a table of columns, got " .. type(spec), 2) end
-    local fields, seen = {}, {}
-    for k in pairs(spec) do
-      if math.type(k) ~= "integer" and k ~= "sep" and k ~= "header" and k ~= "on_error" then
-        error("parse_csv: unknown option '" .. tostring(k) .. "' (sep, header, on_error)", 2)
-      end
+--- A source of the lines of a file ("-" for standard input), bounded unless followed.
+-- Lines come without their "\n" or "\r\n"; a last line without "\n" counts.
+-- @tparam string path the file, or "-" for standard input
+-- @tparam[opt] table opts `follow` (boolean: keep reading as the file grows, like
+--   `tail -f`; the job then runs until it is stopped), `max_line` (bytes, default 1 MiB:
+--   a longer line is an error naming its number), `poll` (follow: how often to look for
+--   growth besides inotify, a duration, default "1s")
+-- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
+function Env:read_lines(path, opts)
+  if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
+  opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true}, 2)
+  return stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow and true or nil,
+    max_line = positive_int(opts.max_line, "read_lines", "max_line", 2),
+    chunk = positive_int(opts.chunk, "read_lines", "chunk", 2),
+    poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
+    name = "read_lines(" .. path .. ")", max_parallelism = 1}))
+end
+
+--- Lines to records in C: a typed row per line, with no Lua call per line.
+-- Columns are named in order as "name" or "name:type" with type `string` (default),
+-- `integer`, `number` or `boolean`; a trailing "?" ("vc:integer?") makes an empty field
+-- nil instead of an error. Fields may be quoted as in RFC 4180 (`"a,b"`, `""` for a quote).
+-- @tparam table spec the columns, and `sep` (one character, default ","), `header`
+--   (true: skip the first line of each source), `on_error` ("fail" (default) stops the
+--   job naming the source, line and field; "skip" counts the line in the parse_errors
+--   metric; "side_output" sends `{line = n, text = "...", error = "..."}` to the
+--   "parse_errors" side output)
+-- @usage env:read_lines("s.csv"):parse_csv{"id", "ts:integer", "vc:integer", on_error = "skip"}
+function Stream:parse_csv(spec)
+  if type(spec) ~= "table" then error("parse_csv: expected a table of columns, got " .. type(spec), 2) end
+  local fields, seen = {}, {}
+  for k in pairs(spec) do
+    if math.type(k) ~= "integer" and k ~= "sep" and k ~= "header" and k ~= "on_error" then
+      error("parse_csv: unknown option '" .. tostring(k) .. "' (sep, header, on_error)", 2)
     end
-    for i, f in ipairs(spec) do
-      if type(f) ~= "string" then error("parse_csv: column " .. i .. " is not a string", 2) end
-      local name, ty = f:match("^([^:]+):(.+)$")
-      name = name or f
-      ty = ty or "string"
-      local optional = false
-      if ty:sub(-1) == "?" then optional, ty = true, ty:sub(1, -2) end
-      if name == "" then error("parse_csv: column " .. i .. " has no name", 2) end
-      if not csv_types[ty] then
-        error(string.format("parse_csv: column '%s' has unknown type '%s' (string, integer, number, boolean)",
-          name, ty), 2)
-      end
-      if seen[name] then error("parse_csv: column '" .. name .. "' is named twice", 2) end
-      seen[name] = true
-      fields[i] = {name = name, type = ty, optional = optional}
+  end
+  for i, f in ipairs(spec) do
+    if type(f) ~= "string" then error("parse_csv: column " .. i .. " is not a string", 2) end
+    local name, ty = f:match("^([^:]+):(.+)$")
+    name = name or f
+    ty = ty or "string"
+    local optional = false
+    if ty:sub(-1) == "?" then optional, ty = true, ty:sub(1, -2) end
+    if name == "" then error("parse_csv: column " .. i .. " has no name", 2) end
+    if not csv_types[ty] then
+      error(string.format("parse_csv: column '%s' has unknown type '%s' (string, integer, number, boolean)",
+        name, ty), 2)
     end
-    if #fields == 0 then error("parse_csv: name at least one column", 2) end
-    local sep = spec.sep or ","
-    if type(sep) ~= "string" or #sep ~= 1 or sep == '"' or sep == "\n" or sep == "\r" then
-      error("parse_csv: sep must be one character (not a quote or a line break), got " .. tostring(sep), 2)
+    if seen[name] then error("parse_csv: column '" .. name .. "' is named twice", 2) end
+    seen[name] = true
+    fields[i] = {name = name, type = ty, optional = optional}
+  end
+  if #fields == 0 then error("parse_csv: name at least one column", 2) end
+  local sep = spec.sep or ","
+  if type(sep) ~= "string" or #sep ~= 1 or sep == '"' or sep == "\n" or sep == "\r" then
+    error("parse_csv: sep must be one character (not a quote or a line break), got " .. tostring(sep), 2)
+  end
+  return one_input(self, "parse_csv", {fields = fields, sep = sep, header = spec.header and true or false,
+    on_error = check_on_error(spec.on_error, "parse_csv", 2)}, "parse_csv")
+end
+
+--- JSON lines to records, with lua-cjson (one table per line).
+-- @tparam[opt] table opts `on_error` as for parse_csv
+function Stream:parse_json(opts)
+  opts = opt_table(opts, "parse_json", {on_error = true}, 2)
+  return one_input(self, "parse_json", {on_error = check_on_error(opts.on_error, "parse_json", 2)},
+    "parse_json")
+end
+
+
+--- A TCP client source: the lines a server sends until it closes the connection
+-- (like Flink's socketTextStream). A refused connection fails the job naming host:port.
+-- @tparam string host a name or an address
+-- @tparam integer port
+-- @tparam[opt] table opts `max_line` (bytes, default 1 MiB)
+-- @usage env:socket_lines("127.0.0.1", 9999)   -- with `nc -lk 9999` on the other side
+function Env:socket_lines(host, port, opts)
+  check_host_port(host, port, "socket_lines", 2)
+  opts = opt_table(opts, "socket_lines", {max_line = true, chunk = true}, 2)
+  return stream(self, self:_node("socket_lines", {}, {host = host, port = port,
+    max_line = positive_int(opts.max_line, "socket_lines", "max_line", 2),
+    chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2),
+    name = "socket_lines(" .. host .. ":" .. port .. ")"}))
+end
+
+--- A TCP server source: lines from every client that connects (`nc host port < file`).
+-- Port 0 picks a free port; the server announces "wmrun: listening on host:port" on stderr.
+-- @tparam string host the address to listen on ("127.0.0.1", "0.0.0.0", "::")
+-- @tparam integer port
+-- @tparam[opt] table opts `max_clients` (end once that many clients have come and gone;
+--   default: accept forever), `max_line`, `quiet` (no announcement)
+function Env:listen_lines(host, port, opts)
+  check_host_port(host, port, "listen_lines", 2)
+  opts = opt_table(opts, "listen_lines", {max_line = true, chunk = true, max_clients = true, quiet = true}, 2)
+  return stream(self, self:_node("listen_lines", {}, {host = host, port = port,
+    max_line = positive_int(opts.max_line, "listen_lines", "max_line", 2),
+    chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2),
+    max_clients = positive_int(opts.max_clients, "listen_lines", "max_clients", 2),
+    quiet = opts.quiet and true or nil,
+    name = "listen_lines(" .. host .. ":" .. port .. ")"}))
+end
+
+--- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
+-- @tparam function fn
+-- @tparam[opt] table opts `count` (stop after that many), `rate` (records per second,
+--   paced by a libuv timer; default: as fast as the pipeline takes them)
+-- @usage env:generate(function(i) return {id = "k" .. i % 10, ts = i} end, {count = 1000, rate = 100})
+function Env:generate(fn, opts)
+  check_fn(fn, "generate")
+  opts = opt_table(opts, "generate", {count = true, rate = true}, 2)
+  local count = opts.count
+  if count ~= nil and (math.type(count) ~= "integer" or count < 0) then
+    error("generate: count must be a non-negative integer, got " .. tostring(count), 2)
+  end
+  local rate = opts.rate
+  if rate ~= nil and (type(rate) ~= "number" or rate <= 0) then
+    error("generate: rate must be a positive number of records per second, got " .. tostring(rate), 2)
+  end
+  if count == 0 then fn = function() return nil end end
+  return stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
+end
+
+--- A custom source written in Lua.
+-- `open(ctx)` once, then `poll(ctx)` repeatedly: it emits with `ctx:emit(record[, ts])`,
+-- may `ctx:emit_watermark(t)` and `ctx:mark_idle()`, and returns true (poll again),
+-- false or nil (the end), or a number of ms to wait before the next poll. `close(ctx)`
+-- runs at the end (and when the job is stopped). `ctx.subtask`, `ctx.parallelism`.
+-- @tparam table spec `{open = fn, poll = fn, close = fn}` (only poll is required)
+function Env:source(spec)
+  if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
+  for k, v in pairs(spec) do
+    if k ~= "open" and k ~= "poll" and k ~= "close" and k ~= "name" then
+      error("source: unknown field '" .. tostring(k) .. "' (open, poll, close)", 2)
     end
-    return c.one_input(self, "parse_csv", {fields = fields, sep = sep, header = spec.header and true or false,
-      on_error = check_on_error(spec.on_error, "parse_csv", 2)}, "parse_csv")
+    if k ~= "name" and type(v) ~= "function" then error("source: '" .. k .. "' must be a function", 2) end
   end
+  if not spec.poll then error("source: 'poll' is required", 2) end
+  return stream(self, self:_node("source", {}, {open = spec.open, poll = spec.poll, close = spec.close,
+    ctx = {}, name = spec.name or "source"}))
+end
 
-  --- JSON lines to records, with lua-cjson (one table per line).
-  -- @tparam[opt] table opts `on_error` as for parse_csv
-  function Stream:parse_json(opts)
-    opts = opt_table(opts, "parse_json", {on_error = true}, 2)
-    return c.one_input(self, "parse_json", {on_error = check_on_error(opts.on_error, "parse_json", 2)},
-      "parse_json")
+local function check_format(format, call)
+  if format == nil then return "json" end
+  if format == "json" or format == "text" or type(format) == "function" then return format end
+  error(call .. ": format must be 'json', 'text' or a function returning a line, got " .. tostring(format), 3)
+end
+
+--- Writes one line per record to a file (created or truncated), buffered and flushed at
+-- the end of input (also after SIGINT). Default format: compact JSON with sorted keys
+-- (JSON lines); "text" writes records as print shows them; a function returns the line.
+-- @tparam string path
+-- @tparam[opt] string|function format
+function Stream:write_lines(path, format)
+  if type(path) ~= "string" then error("write_lines: expected a path, got " .. type(path), 2) end
+  return sink(self, "write_lines", {path = path, format = check_format(format, "write_lines"),
+    name = "write_lines(" .. path .. ")"})
+end
+
+--- Writes one line per record to a TCP server (format as write_lines). Lines wait in a
+-- buffer until the connection is up; a slow server slows the sources down (backpressure).
+-- @tparam string host
+-- @tparam integer port
+-- @tparam[opt] string|function format
+function Stream:write_socket(host, port, format)
+  check_host_port(host, port, "write_socket", 2)
+  return sink(self, "write_socket", {host = host, port = port, format = check_format(format, "write_socket"),
+    name = "write_socket(" .. host .. ":" .. port .. ")"})
+end
+
+--- Prints every record on standard output in Flink's format (`prefix> value`).
+function Stream:print(prefix)
+  if prefix ~= nil and type(prefix) ~= "string" then
+    error("print: the prefix must be a string, got " .. type(prefix), 2)
   end
+  return sink(self, "print", {prefix = prefix, name = prefix and ("print(" .. prefix .. ")") or "print"})
+end
 
+--- Collects the records into a table that fills as the job runs (for tests).
+-- @treturn table
+function Stream:collect()
+  local t = {}
+  sink(self, "collect", {target = t, name = "collect"})
+  return t
+end
 
-  --- A TCP client source: the lines a server sends until it closes the connection
-  -- (like Flink's socketTextStream). A refused connection fails the job naming host:port.
-  -- @tparam string host a name or an address
-  -- @tparam integer port
-  -- @tparam[opt] table opts `max_line` (bytes, default 1 MiB)
-  -- @usage env:socket_lines("127.0.0.1", 9999)   -- with `nc -lk 9999` on the other side
-  function Env:socket_lines(host, port, opts)
-    check_host_port(host, port, "socket_lines", 2)
-    opts = opt_table(opts, "socket_lines", {max_line = true, chunk = true}, 2)
-    return c.stream(self, self:_node("socket_lines", {}, {host = host, port = port,
-      max_line = positive_int(opts.max_line, "socket_lines", "max_line", 2),
-      chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2),
-      name = "socket_lines(" .. host .. ":" .. port .. ")"}))
-  end
-
-  --- A TCP server source: lines from every client that connects (`nc host port < file`).
-  -- Port 0 picks a free port; the server announces "wmrun: listening on host:port" on stderr.
-  -- @tparam string host the address to listen on ("127.0.0.1", "0.0.0.0", "::")
-  -- @tparam integer port
-  -- @tparam[opt] table opts `max_clients` (end once that many clients have come and gone;
-  --   default: accept forever), `max_line`, `quiet` (no announcement)
-  function Env:listen_lines(host, port, opts)
-    check_host_port(host, port, "listen_lines", 2)
-    opts = opt_table(opts, "listen_lines", {max_line = true, chunk = true, max_clients = true, quiet = true}, 2)
-    return c.stream(self, self:_node("listen_lines", {}, {host = host, port = port,
-      max_line = positive_int(opts.max_line, "listen_lines", "max_line", 2),
-      chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2),
-      max_clients = positive_int(opts.max_clients, "listen_lines", "max_clients", 2),
-      quiet = opts.quiet and true or nil,
-      name = "listen_lines(" .. host .. ":" .. port .. ")"}))
-  end
-
-  --- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
-  -- @tparam function fn
-  -- @tparam[opt] table opts `count` (stop after that many), `rate` (records per second,
-  --   paced by a libuv timer; default: as fast as the pipeline takes them)
-  -- @usage env:generate(function(i) return {id = "k" .. i % 10, ts = i} end, {count = 1000, rate = 100})
-  function Env:generate(fn, opts)
-    c.check_fn(fn, "generate")
-    opts = opt_table(opts, "generate", {count = true, rate = true}, 2)
-    local count = opts.count
-    if count ~= nil and (math.type(count) ~= "integer" or count < 0) then
-      error("generate: count must be a non-negative integer, got " .. tostring(count), 2)
-    end
-    local rate = opts.rate
-    if rate ~= nil and (type(rate) ~= "number" or rate <= 0) then
-      error("generate: rate must be a positive number of records per second, got " .. tostring(rate), 2)
-    end
-    if count == 0 then fn = function() return nil end end
-    return c.stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
-  end
-
-  --- A custom source written in Lua.
-  -- `open(ctx)` once, then `poll(ctx)` repeatedly: it emits with `ctx:emit(record[, ts])`,
-  -- may `ctx:emit_watermark(t)` and `ctx:mark_idle()`, and returns true (poll again),
-  -- false or nil (the end), or a number of ms to wait before the next poll. `close(ctx)`
-  -- runs at the end (and when the job is stopped). `ctx.subtask`, `ctx.parallelism`.
-  -- @tparam table spec `{open = fn, poll = fn, close = fn}` (only poll is required)
-  function Env:source(spec)
-    if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
-    for k, v in pairs(spec) do
-      if k ~= "open" and k ~= "poll" and k ~= "close" and k ~= "name" then
-        error("source: unknown field '" .. tostring(k) .. "' (open, poll, close)", 2)
-      end
-      if k ~= "name" and type(v) ~= "function" then error("source: '" .. k .. "' must be a function", 2) end
-    end
-    if not spec.poll then error("source: 'poll' is required", 2) end
-    return c.stream(self, self:_node("source", {}, {open = spec.open, poll = spec.poll, close = spec.close,
-      ctx = {}, name = spec.name or "source"}))
-  end
-
-  local function check_format(format, call)
-    if format == nil then return "json" end
-    if format == "json" or format == "text" or type(format) == "function" then return format end
-    error(call .. ": format must be 'json', 'text' or a function returning a line, got " .. tostring(format), 3)
-  end
-
-  --- Writes one line per record to a file (created or truncated), buffered and flushed at
-  -- the end of input (also after SIGINT). Default format: compact JSON with sorted keys
-  -- (JSON lines); "text" writes records as print shows them; a function returns the line.
-  -- @tparam string path
-  -- @tparam[opt] string|function format
-  function Stream:write_lines(path, format)
-    if type(path) ~= "string" then error("write_lines: expected a path, got " .. type(path), 2) end
-    return c.sink(self, "write_lines", {path = path, format = check_format(format, "write_lines"),
-      name = "write_lines(" .. path .. ")"})
-  end
-
-  --- Writes one line per record to a TCP server (format as write_lines). Lines wait in a
-  -- buffer until the connection is up; a slow server slows the sources down (backpressure).
-  -- @tparam string host
-  -- @tparam integer port
-  -- @tparam[opt] string|function format
-  function Stream:write_socket(host, port, format)
-    check_host_port(host, port, "write_socket", 2)
-    return c.sink(self, "write_socket", {host = host, port = port, format = check_format(format, "write_socket"),
-      name = "write_socket(" .. host .. ":" .. port .. ")"})
-  end
-
-  M._helpers = {opt_table = opt_table, positive_int = positive_int, check_host_port = check_host_port}
-  return wm
+--- Calls fn(record, ctx) for every record.
+function Stream:sink(fn)
+  return sink(self, "sink", {fn = check_fn(fn, "sink"), name = "sink"})
 end
 
 return M

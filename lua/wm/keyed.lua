@@ -1,73 +1,72 @@
 --- Keyed streams beyond windows: keyed process functions with timers (semantics.md §8)
--- and rolling aggregations. Installed into the classes of wm by wm/init.lua.
+-- and rolling aggregations. Methods of the classes of wm.base.
 -- @module wm.keyed
+local base = require("wm.base")
+
+local KeyedStream = base.KeyedStream
+
 local M = {}
 
-function M.install(wm, c)
-  local KeyedStream = c.KeyedStream
+local function keyed_node(ks, kind, t, name)
+  t.key = ks.key
+  return base.one_input(ks.stream, kind, t, name)
+end
 
-  local function keyed_node(ks, kind, t, name)
-    t.key = ks.key
-    return c.one_input(ks.stream, kind, t, name)
-  end
-
-  --- A keyed process function, called for every record with the key's context.
-  --
-  -- Either `keyed:process(fn[, on_timer])` or
-  -- `keyed:process{process_element = fn, on_timer = fn}` (Flink's KeyedProcessFunction).
-  -- `fn(record, ctx, out)`: `ctx.key`, `ctx.timestamp` (nil if the record has none),
-  -- `ctx.state` (a table per key that persists between calls), `ctx:output(tag, value)`,
-  -- `ctx.timer_service` with `:register_event_time_timer(t)`,
-  -- `:register_processing_time_timer(t)`, `:delete_event_time_timer(t)`,
-  -- `:delete_processing_time_timer(t)`, `:current_watermark()`, `:current_processing_time()`.
-  -- `on_timer(t, ctx, out)` runs when a timer fires (`ctx.time_domain` is "event_time" or
-  -- "processing_time"); event-time timers fire when the watermark reaches `t`, and timers of
-  -- the same key and time coalesce into one. `out(value)` emits a record (with the input
-  -- record's timestamp, or the event-time timer's time).
-  -- @tparam function|table fn the function, or a table {process_element, on_timer}
-  -- @tparam[opt] function on_timer the timer callback (with the function form)
-  -- @usage keyed:process{process_element = function(r, ctx, out) ... end,
-  --                      on_timer = function(t, ctx, out) ... end}
-  function KeyedStream:process(fn, on_timer)
-    if type(fn) == "table" then
-      if on_timer ~= nil then error("process: give on_timer inside the table", 2) end
-      for k in pairs(fn) do
-        if k ~= "process_element" and k ~= "on_timer" and k ~= "name" then
-          error("process: unknown field '" .. tostring(k) .. "' (process_element, on_timer)", 2)
-        end
+--- A keyed process function, called for every record with the key's context.
+--
+-- Either `keyed:process(fn[, on_timer])` or
+-- `keyed:process{process_element = fn, on_timer = fn}` (Flink's KeyedProcessFunction).
+-- `fn(record, ctx, out)`: `ctx.key`, `ctx.timestamp` (nil if the record has none),
+-- `ctx.state` (a table per key that persists between calls), `ctx:output(tag, value)`,
+-- `ctx.timer_service` with `:register_event_time_timer(t)`,
+-- `:register_processing_time_timer(t)`, `:delete_event_time_timer(t)`,
+-- `:delete_processing_time_timer(t)`, `:current_watermark()`, `:current_processing_time()`.
+-- `on_timer(t, ctx, out)` runs when a timer fires (`ctx.time_domain` is "event_time" or
+-- "processing_time"); event-time timers fire when the watermark reaches `t`, and timers of
+-- the same key and time coalesce into one. `out(value)` emits a record (with the input
+-- record's timestamp, or the event-time timer's time).
+-- @tparam function|table fn the function, or a table {process_element, on_timer}
+-- @tparam[opt] function on_timer the timer callback (with the function form)
+-- @usage keyed:process{process_element = function(r, ctx, out) ... end,
+--                      on_timer = function(t, ctx, out) ... end}
+function KeyedStream:process(fn, on_timer)
+  if type(fn) == "table" then
+    if on_timer ~= nil then error("process: give on_timer inside the table", 2) end
+    for k in pairs(fn) do
+      if k ~= "process_element" and k ~= "on_timer" and k ~= "name" then
+        error("process: unknown field '" .. tostring(k) .. "' (process_element, on_timer)", 2)
       end
-      on_timer = fn.on_timer
-      fn = fn.process_element
-      if type(fn) ~= "function" then
-        error("process: process_element must be a function, got " .. type(fn), 2)
-      end
-    elseif type(fn) ~= "function" then
-      error("process: expected a function or a table {process_element, on_timer}, got " .. type(fn), 2)
     end
-    if on_timer ~= nil and type(on_timer) ~= "function" then
-      error("process: on_timer must be a function, got " .. type(on_timer), 2)
+    on_timer = fn.on_timer
+    fn = fn.process_element
+    if type(fn) ~= "function" then
+      error("process: process_element must be a function, got " .. type(fn), 2)
     end
-    return keyed_node(self, "keyed_process", {fn = fn, on_timer = on_timer}, "keyed process")
+  elseif type(fn) ~= "function" then
+    error("process: expected a function or a table {process_element, on_timer}, got " .. type(fn), 2)
   end
+  if on_timer ~= nil and type(on_timer) ~= "function" then
+    error("process: on_timer must be a function, got " .. type(on_timer), 2)
+  end
+  return keyed_node(self, "keyed_process", {fn = fn, on_timer = on_timer}, "keyed process")
+end
 
-  --- Rolling reduce: for every record, `fn(acc, record) -> acc` over all of the key's records
-  -- so far (the first record starts), and the new accumulator is emitted.
-  -- @tparam function fn the reduce function
-  function KeyedStream:reduce(fn)
-    c.check_fn(fn, "reduce")
-    return keyed_node(self, "keyed_rolling", {agg = "reduce", fn = fn}, "rolling reduce")
-  end
+--- Rolling reduce: for every record, `fn(acc, record) -> acc` over all of the key's records
+-- so far (the first record starts), and the new accumulator is emitted.
+-- @tparam function fn the reduce function
+function KeyedStream:reduce(fn)
+  base.check_fn(fn, "reduce")
+  return keyed_node(self, "keyed_rolling", {agg = "reduce", fn = fn}, "rolling reduce")
+end
 
-  -- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
-  -- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.
-  for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do
-    KeyedStream[agg] = function(self, field)
-      if type(field) ~= "string" then error(agg .. ": expected a field name, got " .. type(field), 2) end
-      return keyed_node(self, "keyed_rolling", {agg = agg, field = field},
-                        "rolling " .. agg .. "(" .. field .. ")")
-    end
+-- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
+-- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.
+for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do
+  KeyedStream[agg] = function(self, field)
+    if type(field) ~= "string" then error(agg .. ": expected a field name, got " .. type(field), 2) end
+    return keyed_node(self, "keyed_rolling", {agg = agg, field = field},
+                      "rolling " .. agg .. "(" .. field .. ")")
   end
-  return wm
 end
 
 return M

@@ -12,7 +12,7 @@
 -- h:push({id = "a", vc = 1}, 1000)
 -- h:watermark(4999)
 -- assert(#h:output() == 1)
-local wm = require("wm")
+local wm = require("wm.datastream") -- not the facade `wm`, which loads this module
 local core = require("wm.core")
 
 local M = {}

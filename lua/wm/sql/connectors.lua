@@ -7,7 +7,7 @@
 -- A source is read_lines + a flat_map that parses each line into a row (and computes the
 -- computed columns), then assign_timestamps_and_watermarks when the table has a WATERMARK.
 -- @module wm.sql.connectors
-local wm = require("wm")
+local wm = require("wm.datastream") -- not the facade `wm`, which loads the Table API
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
@@ -366,11 +366,12 @@ local function json_value(v, ty)
   return values.to_string(v, ty)
 end
 
---- Writes a relation into a sink table.
-function M.sink(p, t, rel, st)
+--- Writes a relation into a sink table. `print_changelog(rel, prefix)` is the planner's
+-- (passed in: this module does not require the planner, which requires it).
+function M.sink(p, t, rel, st, print_changelog)
   local c = t.props.connector
   if c == "print" or c == "stdout" then
-    require("wm.sql.planner").lower.print_changelog(rel, t.props["print-identifier"])
+    print_changelog(rel, t.props["print-identifier"])
     return
   end
   if c == "blackhole" then

@@ -11,7 +11,7 @@
 -- faster or newer operator (parse_csv, session windows, aggregate with a window-aware
 -- process function) is a change in one place.
 -- @module wm.sql.planner
-local wm = require("wm")
+local wm = require("wm.datastream") -- not the facade `wm`, which loads the Table API
 local errors = require("wm.sql.errors")
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
@@ -1073,7 +1073,7 @@ function Planner:insert(st)
   local out = self:rename(rel, ren)
   out.cols = {}
   for i, c in ipairs(targets) do out.cols[i] = {name = c.name, type = c.type} end
-  connectors.sink(self, t, out, st)
+  connectors.sink(self, t, out, st, lower.print_changelog)
   self:tag_nodes(mark, st.pos)
   self.queries = self.queries + 1
 end

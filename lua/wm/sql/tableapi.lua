@@ -4,7 +4,7 @@
 -- `:to_retract_stream()`, `:execute_insert(name)`, `:filter`, `:select`, `:window`,
 -- `:group_by`. Table API expressions are SQL strings.
 --
--- Installed into wm's classes by wm/init.lua. The SQL modules (LPeg grammar, planner) load
+-- Methods of the classes of wm.base, and `M.table` (wm.table). The SQL modules (LPeg grammar, planner) load
 -- on the first call, so a job that uses no SQL does not pay for them.
 --
 -- Each env has one planner; every Table is a view in it (a generated name such as `_t3`,
@@ -12,6 +12,11 @@
 -- until `env:execute()`: `:print()`, `:execute_insert()` and `execute_sql("INSERT ...")`
 -- add sinks to the job, like the statements of a Flink StatementSet.
 -- @module wm.sql.tableapi
+local base = require("wm.base")
+local duration = require("wm.duration")
+
+local Env, Stream = base.Env, base.Stream
+
 local M = {}
 
 local Table, GroupedTable, WindowedTable, Window = {}, {}, {}, {}
@@ -31,13 +36,13 @@ local function guarded(fn, ...)
 end
 
 -- The planner of an env, made on first use.
-local function planner_of(env, c)
+local function planner_of(env)
   local p = rawget(env, "_sql")
   if p then return p end
   local _, planner = sqlmods()
   p = planner.new({name = "sql", text = "", dir = "."}, {env = env})
   p.counter = 0
-  p.where = c.where
+  p.where = base.where
   rawset(env, "_sql", p)
   return p
 end
@@ -79,337 +84,331 @@ end
 
 local SQL_TYPES = {integer = "BIGINT", number = "DOUBLE", string = "STRING", boolean = "BOOLEAN"}
 
-function M.install(wm, c)
-  local Env, Stream = c.Env, c.Stream
-
-  --- Runs SQL statements (`;`-separated): CREATE TABLE / VIEW, SET, INSERT INTO (adds a
-  -- sink to the job), SELECT (prints its changelog, as `wmrun --sql` does). Relative paths
-  -- resolve against the current folder. The job runs at `env:execute()`.
-  -- @tparam string text the statements
-  -- @usage env:execute_sql("CREATE TABLE t (...) WITH (...)")
-  function Env:execute_sql(text)
-    local p = planner_of(self, c)
-    guarded(function()
-      for _, st in ipairs(parse(p, text, "execute_sql")) do
-        local mark = #self.nodes
-        p:statement(st)
-        local w = p.where()
-        for i = mark + 1, #self.nodes do self.nodes[i].where = w end
-      end
-    end)
-  end
-
-  --- A Table over a SELECT query (nothing runs until a sink is added and `env:execute()`).
-  -- @tparam string query
-  -- @treturn Table
-  function Env:sql_query(query)
-    local p = planner_of(self, c)
-    return guarded(table_of_query, p, query, "sql_query")
-  end
-
-  --- A Table over a stream. `fields` names the columns, as "name" (STRING), "name:TYPE"
-  -- (a SQL type: INT, BIGINT, DOUBLE, BOOLEAN, STRING, TIMESTAMP(3); or integer, number,
-  -- string, boolean) or "name:rowtime": that column is the record's event timestamp and the
-  -- table's time attribute, and the stream's watermarks are the table's. Records are tables
-  -- with those fields (a record that is not a table fills the first column).
-  -- @tparam Stream stream
-  -- @tparam table fields the column list
-  -- @treturn Table
-  -- @usage env:from_data_stream(words, {"word", "rt:rowtime"})
-  function Env:from_data_stream(stream, fields)
-    if getmetatable(stream) ~= Stream then error("from_data_stream: expected a stream, got " .. type(stream), 2) end
-    if type(fields) ~= "table" or #fields == 0 then
-      error("from_data_stream: expected a list of columns such as {\"word\", \"rt:rowtime\"}", 2)
-    end
-    local p = planner_of(self, c)
-    local expr = require("wm.sql.expr")
-    local cols, names, rowtime = {}, {}, nil
-    for i, f in ipairs(fields) do
-      if type(f) ~= "string" then error("from_data_stream: column " .. i .. " is not a string", 2) end
-      local name, ty = f:match("^%s*([%a_][%w_]*)%s*:%s*(.-)%s*$")
-      name = name or f:match("^%s*([%a_][%w_]*)%s*$")
-      if not name then error("from_data_stream: bad column '" .. f .. "' (name or name:type)", 2) end
-      if names[name] then error("from_data_stream: column '" .. name .. "' is named twice", 2) end
-      names[name] = true
-      local col = {name = name}
-      if ty and ty:lower() == "rowtime" then
-        if rowtime then error("from_data_stream: only one rowtime column", 2) end
-        rowtime, col.type, col.rowtime = name, "TIMESTAMP_LTZ", true
-      elseif ty then
-        local ok, t = pcall(expr.type_name, {name = SQL_TYPES[ty] or ty:upper():gsub("%(.*%)", "")}, p.src)
-        if not ok then error("from_data_stream: column '" .. name .. "' has unknown type '" .. ty .. "'", 2) end
-        col.type = t
-      else
-        col.type = "STRING"
-      end
-      cols[i] = col
-    end
-    local name = new_name(p)
-    local first = cols[1].name
-    local n = #cols
-    local converted
-    local function from_stream()
-      if converted then return converted end
-      local function row_of(r)
-        local o = {}
-        if type(r) ~= "table" then
-          o[first] = r
-        else
-          for i = 1, n do local k = cols[i].name if k ~= rowtime then o[k] = r[k] end end
-        end
-        return o
-      end
-      if rowtime then
-        converted = stream:key_by(function() return 0 end):process(function(r, ctx, out)
-          local ts = ctx.timestamp
-          if ts == nil then
-            error("from_data_stream: the record has no event timestamp, but column '" .. rowtime
-              .. "' is a rowtime: assign_timestamps_and_watermarks on the stream first", 0)
-          end
-          local o = row_of(r)
-          o[rowtime] = ts
-          out(o)
-        end):name("from_data_stream (" .. rowtime .. " = event time)")
-      else
-        converted = stream:map(row_of):name("from_data_stream")
-      end
-      return converted
-    end
-    p.tables[name] = {name = name, cols = cols, byname = names, env = self, from_stream = from_stream,
-                      rowtime = rowtime}
-    return setmetatable({planner = p, name = name}, Table)
-  end
-
-  --- Registers a stream (with its `fields`, as for from_data_stream) or a Table under a
-  -- name that SQL can use.
-  -- @tparam string name
-  -- @tparam Stream|Table what
-  -- @tparam[opt] table fields for a stream
-  function Env:create_temporary_view(name, what, fields)
-    if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-      error("create_temporary_view: expected a name (letters, digits, _), got " .. tostring(name), 2)
-    end
-    local p = planner_of(self, c)
-    if p.tables[name] or p.views[name] then error("create_temporary_view: '" .. name .. "' already exists", 2) end
-    local t
-    if getmetatable(what) == Stream then
-      if not fields then error("create_temporary_view: a stream needs its columns: {\"word\", \"rt:rowtime\"}", 2) end
-      t = Env.from_data_stream(self, what, fields)
-    elseif getmetatable(what) == Table then
-      t = what
-    else
-      error("create_temporary_view: expected a stream or a Table, got " .. type(what), 2)
-    end
-    guarded(function()
-      p.views[name] = {query = parse(p, "SELECT * FROM " .. t.name, "create_temporary_view")[1].query}
-    end)
-  end
-
-  --- A scalar function written in Lua, usable in SQL as NAME(args): `fn` receives the
-  -- arguments (nil for NULL) and returns the value (nil for NULL).
-  -- @tparam string name
-  -- @tparam function fn
-  -- @tparam[opt] table opts `returns` (the SQL type of the result, default "STRING")
-  -- @usage env:create_function("score", function(s) return #s * 2 end, {returns = "INT"})
-  function Env:create_function(name, fn, opts)
-    if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-      error("create_function: expected a name, got " .. tostring(name), 2)
-    end
-    c.check_fn(fn, "create_function")
-    opts = opts or {}
-    local p = planner_of(self, c)
-    local expr, values = require("wm.sql.expr"), require("wm.sql.values")
-    local ret = opts.returns or "STRING"
-    local ok, rt = pcall(expr.type_name, {name = SQL_TYPES[ret] or ret:upper():gsub("%(.*%)", "")}, p.src)
-    if not ok then error("create_function: unknown result type '" .. tostring(ret) .. "'", 2) end
-    local upper = name:upper()
-    if expr.FUNCS[upper] then error("create_function: '" .. name .. "' is a built-in function", 2) end
-    values.runtime.udf_count = (values.runtime.udf_count or 0) + 1
-    local id = upper .. "#" .. values.runtime.udf_count
-    values.runtime.udfs[id] = fn
-    p.functions[upper] = {0, 254, function(_, _, a)
-      local args = #a > 0 and (", " .. table.concat(a, ", ")) or ""
-      return string.format("R_udf(%q%s)", id, args), rt
-    end}
-  end
-
-  -- Table API ---------------------------------------------------------------------------
-
-  Table.__tostring = function(t) return t.name end
-
-  local function derived(t, qtext, what)
-    return guarded(table_of_query, t.planner, qtext, what)
-  end
-
-  --- Rows for which the SQL condition is TRUE: `t:filter("age > 20")`.
-  function Table:filter(cond)
-    if type(cond) ~= "string" then error("filter: expected a SQL condition string", 2) end
-    return derived(self, "SELECT * FROM " .. self.name .. " WHERE " .. cond, "filter")
-  end
-  Table.where = Table.filter
-
-  --- A projection: `t:select("id, name, age * 2 AS a2")`.
-  function Table:select(list)
-    if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
-    return derived(self, "SELECT " .. list .. " FROM " .. self.name, "select")
-  end
-
-  --- A non-windowed grouping: `t:group_by("word"):select("word, COUNT(*) AS cnt")`
-  -- (an updating result).
-  function Table:group_by(keys)
-    if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
-    return setmetatable({table = self, keys = keys}, GroupedTable)
-  end
-
-  --- A group window: `t:window(wm.table.tumble("5s"):on("rt"):as("w"))`, then
-  -- `:group_by("w, word"):select("word, w.start, w.end, COUNT(*)")`.
-  function Table:window(w)
-    if getmetatable(w) ~= Window or not w.time or not w.alias then
-      error("window: expected wm.table.tumble/slide/session(...):on(\"rt\"):as(\"w\")", 2)
-    end
-    return setmetatable({table = self, window = w}, WindowedTable)
-  end
-
-  function WindowedTable:group_by(keys)
-    if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
-    return setmetatable({table = self.table, keys = keys, window = self.window}, GroupedTable)
-  end
-
-  -- Rewrites `w.start`, `w.end`, `w.rowtime` and the key `w` into the group window's SQL.
-  local function window_sql(w, text, is_keys)
-    local a = w.alias:gsub("%p", "%%%0")
-    local props = {start = "_START", ["end"] = "_END", rowtime = "_ROWTIME"}
-    text = text:gsub("%f[%w_]" .. a .. "%.(%a+)%f[^%w_]", function(prop)
-      local suffix = props[prop:lower()]
-      if not suffix then return nil end
-      return w.fn .. suffix .. "(" .. w.args .. ")"
-    end)
-    if is_keys then
-      local found = false
-      text = text:gsub("%f[%w_]" .. a .. "%f[^%w_%.]", function() found = true return w.fn .. "(" .. w.args .. ")" end)
-      if not found then return nil end
-    end
-    return text
-  end
-
-  --- The aggregation of a grouped table: `:select("word, COUNT(*) AS cnt")`.
-  function GroupedTable:select(list)
-    if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
-    local keys = self.keys
-    if self.window then
-      local k = window_sql(self.window, keys, true)
-      if not k then
-        error("group_by: a windowed table must be grouped by its window alias '" .. self.window.alias .. "'", 2)
-      end
-      keys, list = k, window_sql(self.window, list, false)
-    end
-    return derived(self.table, "SELECT " .. list .. " FROM " .. self.table.name .. " GROUP BY " .. keys, "select")
-  end
-
-  --- Prints the Table's changelog (`+I[...]`, `-U[...]`, ...) when the job runs.
-  -- @tparam[opt] string prefix as for Stream:print
-  function Table:print(prefix)
-    local planner = require("wm.sql.planner")
-    local rel = plan_rel(self)
-    self.planner.queries = self.planner.queries + 1
-    return planner.lower.print_changelog(rel, prefix)
-  end
-
-  --- The rows as a stream of Lua tables (column name = value, NULL absent), with their
-  -- timestamps. Only for append-only queries: an updating one (a GROUP BY without a
-  -- window) is an error that says to use to_retract_stream.
-  -- @treturn Stream
-  function Table:to_append_stream()
-    local rel = plan_rel(self)
-    if rel.updating then
-      error("to_append_stream: the query of Table " .. self.name .. " produces updates (a GROUP BY without a "
-        .. "window retracts its earlier results): use to_retract_stream()", 2)
-    end
-    return rel.stream
-  end
-
-  --- The changelog as a stream of `{true, row}` (insert, update after) and `{false, row}`
-  -- (retraction: update before, delete).
-  -- @treturn Stream
-  function Table:to_retract_stream()
-    local rel = plan_rel(self)
-    if rel.updating then
-      return rel.stream:map(function(e) return {e.k == "+I" or e.k == "+U", e.r} end):name("to_retract_stream")
-    end
-    return rel.stream:map(function(r) return {true, r} end):name("to_retract_stream")
-  end
-
-  --- Writes the rows into a table declared with CREATE TABLE (a sink, when the job runs).
-  -- @tparam string name the sink table
-  function Table:execute_insert(name)
-    if type(name) ~= "string" then error("execute_insert: expected a table name", 2) end
-    local p = self.planner
-    guarded(function()
-      local stmts = parse(p, "INSERT INTO " .. name .. " SELECT * FROM " .. self.name, "execute_insert")
-      local mark = #p.env.nodes
-      p:statement(stmts[1])
+--- Runs SQL statements (`;`-separated): CREATE TABLE / VIEW, SET, INSERT INTO (adds a
+-- sink to the job), SELECT (prints its changelog, as `wmrun --sql` does). Relative paths
+-- resolve against the current folder. The job runs at `env:execute()`.
+-- @tparam string text the statements
+-- @usage env:execute_sql("CREATE TABLE t (...) WITH (...)")
+function Env:execute_sql(text)
+  local p = planner_of(self)
+  guarded(function()
+    for _, st in ipairs(parse(p, text, "execute_sql")) do
+      local mark = #self.nodes
+      p:statement(st)
       local w = p.where()
-      for i = mark + 1, #p.env.nodes do p.env.nodes[i].where = w end
-    end)
-  end
-
-  --- The column names and types: `{{name = "word", type = "STRING"}, ...}`.
-  function Table:columns()
-    local rel = guarded(function()
-      local p = self.planner
-      local saved, env = p.env, nil
-      env = wm.env{}
-      p.env = env
-      local ok, r = pcall(p.scan, p, self.name, 1)
-      p.env = saved
-      if not ok then error(r, 0) end
-      return r
-    end)
-    local out = {}
-    for i, col in ipairs(rel.cols) do out[i] = {name = col.name, type = col.type, rowtime = col.rowtime} end
-    return out
-  end
-
-  -- wm.table: group windows for the Table API ---------------------------------------------
-  local duration = require("wm.duration")
-  local function interval(ms) return "INTERVAL '" .. ms .. "' MILLISECOND" end
-  local function window(fn, sizes, level)
-    return setmetatable({fn = fn, sizes = sizes}, Window)
-  end
-  --- The time column of the window: `:on("rt")`.
-  function Window:on(col)
-    if type(col) ~= "string" then error("on: expected a column name", 2) end
-    self.time = col
-    local parts = {col}
-    for _, ms in ipairs(self.sizes) do parts[#parts + 1] = interval(ms) end
-    self.args = table.concat(parts, ", ")
-    return self
-  end
-  --- The window's alias in group_by and select: `:as("w")`.
-  function Window:as(alias)
-    if type(alias) ~= "string" or not alias:match("^[%a_][%w_]*$") then error("as: expected an alias", 2) end
-    self.alias = alias
-    return self
-  end
-  --- The slide of a sliding window: `wm.table.slide("10s"):every("5s")`.
-  function Window:every(d)
-    if self.fn ~= "HOP" then error("every: only for wm.table.slide", 2) end
-    self.sizes = {duration.ms(d, "every", 2), self.sizes[1]}
-    return self
-  end
-  wm.table = {
-    --- A tumbling group window of the given size.
-    tumble = function(size) return window("TUMBLE", {duration.ms(size, "tumble", 2)}) end,
-    --- A sliding group window of the given size; `:every(slide)` sets the slide.
-    slide = function(size)
-      local ms = duration.ms(size, "slide", 2)
-      return window("HOP", {ms, ms})
-    end,
-    --- A session group window with the given gap.
-    session = function(gap) return window("SESSION", {duration.ms(gap, "session", 2)}) end,
-    Table = Table,
-  }
-  return wm
+      for i = mark + 1, #self.nodes do self.nodes[i].where = w end
+    end
+  end)
 end
+
+--- A Table over a SELECT query (nothing runs until a sink is added and `env:execute()`).
+-- @tparam string query
+-- @treturn Table
+function Env:sql_query(query)
+  local p = planner_of(self)
+  return guarded(table_of_query, p, query, "sql_query")
+end
+
+--- A Table over a stream. `fields` names the columns, as "name" (STRING), "name:TYPE"
+-- (a SQL type: INT, BIGINT, DOUBLE, BOOLEAN, STRING, TIMESTAMP(3); or integer, number,
+-- string, boolean) or "name:rowtime": that column is the record's event timestamp and the
+-- table's time attribute, and the stream's watermarks are the table's. Records are tables
+-- with those fields (a record that is not a table fills the first column).
+-- @tparam Stream stream
+-- @tparam table fields the column list
+-- @treturn Table
+-- @usage env:from_data_stream(words, {"word", "rt:rowtime"})
+function Env:from_data_stream(stream, fields)
+  if getmetatable(stream) ~= Stream then error("from_data_stream: expected a stream, got " .. type(stream), 2) end
+  if type(fields) ~= "table" or #fields == 0 then
+    error("from_data_stream: expected a list of columns such as {\"word\", \"rt:rowtime\"}", 2)
+  end
+  local p = planner_of(self)
+  local expr = require("wm.sql.expr")
+  local cols, names, rowtime = {}, {}, nil
+  for i, f in ipairs(fields) do
+    if type(f) ~= "string" then error("from_data_stream: column " .. i .. " is not a string", 2) end
+    local name, ty = f:match("^%s*([%a_][%w_]*)%s*:%s*(.-)%s*$")
+    name = name or f:match("^%s*([%a_][%w_]*)%s*$")
+    if not name then error("from_data_stream: bad column '" .. f .. "' (name or name:type)", 2) end
+    if names[name] then error("from_data_stream: column '" .. name .. "' is named twice", 2) end
+    names[name] = true
+    local col = {name = name}
+    if ty and ty:lower() == "rowtime" then
+      if rowtime then error("from_data_stream: only one rowtime column", 2) end
+      rowtime, col.type, col.rowtime = name, "TIMESTAMP_LTZ", true
+    elseif ty then
+      local ok, t = pcall(expr.type_name, {name = SQL_TYPES[ty] or ty:upper():gsub("%(.*%)", "")}, p.src)
+      if not ok then error("from_data_stream: column '" .. name .. "' has unknown type '" .. ty .. "'", 2) end
+      col.type = t
+    else
+      col.type = "STRING"
+    end
+    cols[i] = col
+  end
+  local name = new_name(p)
+  local first = cols[1].name
+  local n = #cols
+  local converted
+  local function from_stream()
+    if converted then return converted end
+    local function row_of(r)
+      local o = {}
+      if type(r) ~= "table" then
+        o[first] = r
+      else
+        for i = 1, n do local k = cols[i].name if k ~= rowtime then o[k] = r[k] end end
+      end
+      return o
+    end
+    if rowtime then
+      converted = stream:key_by(function() return 0 end):process(function(r, ctx, out)
+        local ts = ctx.timestamp
+        if ts == nil then
+          error("from_data_stream: the record has no event timestamp, but column '" .. rowtime
+            .. "' is a rowtime: assign_timestamps_and_watermarks on the stream first", 0)
+        end
+        local o = row_of(r)
+        o[rowtime] = ts
+        out(o)
+      end):name("from_data_stream (" .. rowtime .. " = event time)")
+    else
+      converted = stream:map(row_of):name("from_data_stream")
+    end
+    return converted
+  end
+  p.tables[name] = {name = name, cols = cols, byname = names, env = self, from_stream = from_stream,
+                    rowtime = rowtime}
+  return setmetatable({planner = p, name = name}, Table)
+end
+
+--- Registers a stream (with its `fields`, as for from_data_stream) or a Table under a
+-- name that SQL can use.
+-- @tparam string name
+-- @tparam Stream|Table what
+-- @tparam[opt] table fields for a stream
+function Env:create_temporary_view(name, what, fields)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error("create_temporary_view: expected a name (letters, digits, _), got " .. tostring(name), 2)
+  end
+  local p = planner_of(self)
+  if p.tables[name] or p.views[name] then error("create_temporary_view: '" .. name .. "' already exists", 2) end
+  local t
+  if getmetatable(what) == Stream then
+    if not fields then error("create_temporary_view: a stream needs its columns: {\"word\", \"rt:rowtime\"}", 2) end
+    t = Env.from_data_stream(self, what, fields)
+  elseif getmetatable(what) == Table then
+    t = what
+  else
+    error("create_temporary_view: expected a stream or a Table, got " .. type(what), 2)
+  end
+  guarded(function()
+    p.views[name] = {query = parse(p, "SELECT * FROM " .. t.name, "create_temporary_view")[1].query}
+  end)
+end
+
+--- A scalar function written in Lua, usable in SQL as NAME(args): `fn` receives the
+-- arguments (nil for NULL) and returns the value (nil for NULL).
+-- @tparam string name
+-- @tparam function fn
+-- @tparam[opt] table opts `returns` (the SQL type of the result, default "STRING")
+-- @usage env:create_function("score", function(s) return #s * 2 end, {returns = "INT"})
+function Env:create_function(name, fn, opts)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error("create_function: expected a name, got " .. tostring(name), 2)
+  end
+  base.check_fn(fn, "create_function")
+  opts = opts or {}
+  local p = planner_of(self)
+  local expr, values = require("wm.sql.expr"), require("wm.sql.values")
+  local ret = opts.returns or "STRING"
+  local ok, rt = pcall(expr.type_name, {name = SQL_TYPES[ret] or ret:upper():gsub("%(.*%)", "")}, p.src)
+  if not ok then error("create_function: unknown result type '" .. tostring(ret) .. "'", 2) end
+  local upper = name:upper()
+  if expr.FUNCS[upper] then error("create_function: '" .. name .. "' is a built-in function", 2) end
+  values.runtime.udf_count = (values.runtime.udf_count or 0) + 1
+  local id = upper .. "#" .. values.runtime.udf_count
+  values.runtime.udfs[id] = fn
+  p.functions[upper] = {0, 254, function(_, _, a)
+    local args = #a > 0 and (", " .. table.concat(a, ", ")) or ""
+    return string.format("R_udf(%q%s)", id, args), rt
+  end}
+end
+
+-- Table API ---------------------------------------------------------------------------
+
+Table.__tostring = function(t) return t.name end
+
+local function derived(t, qtext, what)
+  return guarded(table_of_query, t.planner, qtext, what)
+end
+
+--- Rows for which the SQL condition is TRUE: `t:filter("age > 20")`.
+function Table:filter(cond)
+  if type(cond) ~= "string" then error("filter: expected a SQL condition string", 2) end
+  return derived(self, "SELECT * FROM " .. self.name .. " WHERE " .. cond, "filter")
+end
+Table.where = Table.filter
+
+--- A projection: `t:select("id, name, age * 2 AS a2")`.
+function Table:select(list)
+  if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
+  return derived(self, "SELECT " .. list .. " FROM " .. self.name, "select")
+end
+
+--- A non-windowed grouping: `t:group_by("word"):select("word, COUNT(*) AS cnt")`
+-- (an updating result).
+function Table:group_by(keys)
+  if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
+  return setmetatable({table = self, keys = keys}, GroupedTable)
+end
+
+--- A group window: `t:window(wm.table.tumble("5s"):on("rt"):as("w"))`, then
+-- `:group_by("w, word"):select("word, w.start, w.end, COUNT(*)")`.
+function Table:window(w)
+  if getmetatable(w) ~= Window or not w.time or not w.alias then
+    error("window: expected wm.table.tumble/slide/session(...):on(\"rt\"):as(\"w\")", 2)
+  end
+  return setmetatable({table = self, window = w}, WindowedTable)
+end
+
+function WindowedTable:group_by(keys)
+  if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
+  return setmetatable({table = self.table, keys = keys, window = self.window}, GroupedTable)
+end
+
+-- Rewrites `w.start`, `w.end`, `w.rowtime` and the key `w` into the group window's SQL.
+local function window_sql(w, text, is_keys)
+  local a = w.alias:gsub("%p", "%%%0")
+  local props = {start = "_START", ["end"] = "_END", rowtime = "_ROWTIME"}
+  text = text:gsub("%f[%w_]" .. a .. "%.(%a+)%f[^%w_]", function(prop)
+    local suffix = props[prop:lower()]
+    if not suffix then return nil end
+    return w.fn .. suffix .. "(" .. w.args .. ")"
+  end)
+  if is_keys then
+    local found = false
+    text = text:gsub("%f[%w_]" .. a .. "%f[^%w_%.]", function() found = true return w.fn .. "(" .. w.args .. ")" end)
+    if not found then return nil end
+  end
+  return text
+end
+
+--- The aggregation of a grouped table: `:select("word, COUNT(*) AS cnt")`.
+function GroupedTable:select(list)
+  if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
+  local keys = self.keys
+  if self.window then
+    local k = window_sql(self.window, keys, true)
+    if not k then
+      error("group_by: a windowed table must be grouped by its window alias '" .. self.window.alias .. "'", 2)
+    end
+    keys, list = k, window_sql(self.window, list, false)
+  end
+  return derived(self.table, "SELECT " .. list .. " FROM " .. self.table.name .. " GROUP BY " .. keys, "select")
+end
+
+--- Prints the Table's changelog (`+I[...]`, `-U[...]`, ...) when the job runs.
+-- @tparam[opt] string prefix as for Stream:print
+function Table:print(prefix)
+  local planner = require("wm.sql.planner")
+  local rel = plan_rel(self)
+  self.planner.queries = self.planner.queries + 1
+  return planner.lower.print_changelog(rel, prefix)
+end
+
+--- The rows as a stream of Lua tables (column name = value, NULL absent), with their
+-- timestamps. Only for append-only queries: an updating one (a GROUP BY without a
+-- window) is an error that says to use to_retract_stream.
+-- @treturn Stream
+function Table:to_append_stream()
+  local rel = plan_rel(self)
+  if rel.updating then
+    error("to_append_stream: the query of Table " .. self.name .. " produces updates (a GROUP BY without a "
+      .. "window retracts its earlier results): use to_retract_stream()", 2)
+  end
+  return rel.stream
+end
+
+--- The changelog as a stream of `{true, row}` (insert, update after) and `{false, row}`
+-- (retraction: update before, delete).
+-- @treturn Stream
+function Table:to_retract_stream()
+  local rel = plan_rel(self)
+  if rel.updating then
+    return rel.stream:map(function(e) return {e.k == "+I" or e.k == "+U", e.r} end):name("to_retract_stream")
+  end
+  return rel.stream:map(function(r) return {true, r} end):name("to_retract_stream")
+end
+
+--- Writes the rows into a table declared with CREATE TABLE (a sink, when the job runs).
+-- @tparam string name the sink table
+function Table:execute_insert(name)
+  if type(name) ~= "string" then error("execute_insert: expected a table name", 2) end
+  local p = self.planner
+  guarded(function()
+    local stmts = parse(p, "INSERT INTO " .. name .. " SELECT * FROM " .. self.name, "execute_insert")
+    local mark = #p.env.nodes
+    p:statement(stmts[1])
+    local w = p.where()
+    for i = mark + 1, #p.env.nodes do p.env.nodes[i].where = w end
+  end)
+end
+
+--- The column names and types: `{{name = "word", type = "STRING"}, ...}`.
+function Table:columns()
+  local rel = guarded(function()
+    local p = self.planner
+    local saved, env = p.env, nil
+    env = base.env{}
+    p.env = env
+    local ok, r = pcall(p.scan, p, self.name, 1)
+    p.env = saved
+    if not ok then error(r, 0) end
+    return r
+  end)
+  local out = {}
+  for i, col in ipairs(rel.cols) do out[i] = {name = col.name, type = col.type, rowtime = col.rowtime} end
+  return out
+end
+
+-- wm.table: group windows for the Table API ---------------------------------------------
+local function interval(ms) return "INTERVAL '" .. ms .. "' MILLISECOND" end
+local function window(fn, sizes, level)
+  return setmetatable({fn = fn, sizes = sizes}, Window)
+end
+--- The time column of the window: `:on("rt")`.
+function Window:on(col)
+  if type(col) ~= "string" then error("on: expected a column name", 2) end
+  self.time = col
+  local parts = {col}
+  for _, ms in ipairs(self.sizes) do parts[#parts + 1] = interval(ms) end
+  self.args = table.concat(parts, ", ")
+  return self
+end
+--- The window's alias in group_by and select: `:as("w")`.
+function Window:as(alias)
+  if type(alias) ~= "string" or not alias:match("^[%a_][%w_]*$") then error("as: expected an alias", 2) end
+  self.alias = alias
+  return self
+end
+--- The slide of a sliding window: `wm.table.slide("10s"):every("5s")`.
+function Window:every(d)
+  if self.fn ~= "HOP" then error("every: only for wm.table.slide", 2) end
+  self.sizes = {duration.ms(d, "every", 2), self.sizes[1]}
+  return self
+end
+M.table = {
+  --- A tumbling group window of the given size.
+  tumble = function(size) return window("TUMBLE", {duration.ms(size, "tumble", 2)}) end,
+  --- A sliding group window of the given size; `:every(slide)` sets the slide.
+  slide = function(size)
+    local ms = duration.ms(size, "slide", 2)
+    return window("HOP", {ms, ms})
+  end,
+  --- A session group window with the given gap.
+  session = function(gap) return window("SESSION", {duration.ms(gap, "session", 2)}) end,
+  Table = Table,
+}
 
 return M

@@ -1,0 +1,185 @@
+--- The job API's internal base: its classes, the environment constructor, plan nodes and
+-- the argument checkers every area shares. Not public: jobs use `wm` (wm/init.lua), which
+-- assembles the API from this module and the area modules that define the classes' methods
+-- (wm.stream, wm.io, wm.keyed, wm.windowed, wm.sql.tableapi).
+--
+-- This module requires no other module of the API's classes, so every area module (and the
+-- SQL planner, through wm.datastream) can require it without a loop.
+-- @module wm.base
+local core = require("wm.core")
+local duration = require("wm.duration")
+
+local M = {
+  --- Settings forced by the command line (wmrun fills it; plain Lua leaves it empty).
+  _overrides = {},
+}
+
+--- The classes of the DSL. Each area module defines its methods on these tables.
+local Env, Stream, KeyedStream, WindowedStream, Sink = {}, {}, {}, {}, {}
+Env.__index, Stream.__index, KeyedStream.__index, WindowedStream.__index, Sink.__index =
+  Env, Stream, KeyedStream, WindowedStream, Sink
+M.Env, M.Stream, M.KeyedStream, M.WindowedStream, M.Sink = Env, Stream, KeyedStream, WindowedStream, Sink
+
+---------------------------------------------------------------------------------------------
+-- Positions in the job script
+
+-- The job script's position that called into the library: the first stack frame whose
+-- source is not a file of this library (lua/wm/ and below).
+local lib_dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
+function M.where()
+  for level = 3, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    local src = info.source
+    if info.currentline > 0 and not (src:sub(1, 1) == "@" and src:sub(2, #lib_dir + 1) == lib_dir) then
+      return info.short_src .. ":" .. info.currentline
+    end
+  end
+  return "?"
+end
+
+-- Where a user function was defined ("job.lua:12"): more precise than the call's line,
+-- since Lua gives every call of a method chain the line where the chain starts.
+function M.fn_where(fn)
+  if type(fn) ~= "function" then return nil end
+  local info = debug.getinfo(fn, "S")
+  if info.what ~= "Lua" or info.linedefined <= 0 then return nil end
+  return info.short_src .. ":" .. info.linedefined
+end
+
+---------------------------------------------------------------------------------------------
+-- Argument checkers. `level` is as for `error`, counted from the checker's caller.
+
+function M.check_fn(fn, call, level)
+  if type(fn) ~= "function" then
+    error(string.format("%s: expected a function, got %s", call, type(fn)), (level or 2) + 1)
+  end
+  return fn
+end
+
+--- A table of options whose keys are all in `known` (nil gives an empty table).
+function M.opt_table(opts, call, known, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    error(string.format("%s: expected a table of options, got %s", call, type(opts)), level + 1)
+  end
+  for k in pairs(opts) do
+    if not known[k] then
+      local names = {}
+      for n in pairs(known) do names[#names + 1] = n end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (%s)", call, tostring(k), table.concat(names, ", ")),
+        level + 1)
+    end
+  end
+  return opts
+end
+
+--- nil, or an integer from 1 to `max` (default: any positive integer).
+function M.positive_int(v, call, what, level, max)
+  if v == nil then return nil end
+  if math.type(v) ~= "integer" or v < 1 then
+    error(string.format("%s: %s must be a positive integer, got %s", call, what, tostring(v)), level + 1)
+  end
+  if max and v > max then
+    error(string.format("%s: %s must be at most %d, got %s", call, what, max, tostring(v)), level + 1)
+  end
+  return v
+end
+
+function M.check_on_error(v, call, level)
+  if v == nil then return "fail" end
+  if v ~= "fail" and v ~= "skip" and v ~= "side_output" then
+    error(string.format("%s: on_error must be 'fail', 'skip' or 'side_output', got %s", call, tostring(v)),
+      level + 1)
+  end
+  return v
+end
+
+function M.check_host_port(host, port, call, level)
+  if type(host) ~= "string" or host == "" then
+    error(string.format("%s: expected a host name or address, got %s", call, type(host)), level + 1)
+  end
+  if math.type(port) ~= "integer" or port < 0 or port > 65535 then
+    error(string.format("%s: expected a port number (0 to 65535), got %s", call, tostring(port)), level + 1)
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- The environment and the plan
+
+--- Creates an execution environment (`wm.env`).
+-- @tparam[opt] table opts `parallelism` (default 1), `watermark_interval` (default "200ms";
+--   0 = a periodic watermark after every record), `time` ("event", "ingestion", "processing"),
+--   `threads` (default 1: every instance on one thread, a deterministic schedule; n: the
+--   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md)
+-- @usage local env = wm.env{ watermark_interval = 0 }
+function M.env(opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
+  for k in pairs(opts) do
+    if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
+      and k ~= "threads" then
+      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads)", 2)
+    end
+  end
+  local threads = opts.threads or 1
+  if math.type(threads) ~= "integer" or threads < 0 then
+    error("env: threads must be a non-negative integer (0 = one per core), got " .. tostring(threads), 2)
+  end
+  local p = opts.parallelism or 1
+  if math.type(p) ~= "integer" or p < 1 then
+    error("env: parallelism must be a positive integer, got " .. tostring(p), 2)
+  end
+  local wi = opts.watermark_interval
+  wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
+  if wi < 0 then error("env: watermark_interval must not be negative", 2) end
+  local time = opts.time or "event"
+  if time ~= "event" and time ~= "ingestion" and time ~= "processing" then
+    error("env: time must be 'event', 'ingestion' or 'processing', got " .. tostring(time), 2)
+  end
+  local o = M._overrides
+  if o.watermark_interval then wi = o.watermark_interval end
+  if o.parallelism then p = o.parallelism end
+  if o.threads then threads = o.threads end
+  return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
+                       metrics = o.metrics, trace_watermarks = o.trace_watermarks,
+                       no_drain = o.no_drain, timeline = o.timeline}, Env)
+end
+
+--- Adds a node to the env's plan; `t.where` is the job line it came from.
+function Env:_node(kind, inputs, t)
+  t = t or {}
+  local st = t.strategy
+  t.kind, t.inputs = kind, inputs
+  t.where = M.fn_where(t.fn) or M.fn_where(t.agg and t.agg.add) or M.fn_where(st and (st.ts_fn or st.factory))
+    or M.where()
+  t.id = #self.nodes + 1
+  self.nodes[t.id] = t
+  return t
+end
+
+--- Runs the job until every source has ended. Raises the error of a failed job.
+function Env:execute(name)
+  if self.executed then error("execute: this environment has already run", 2) end
+  self.executed = true
+  return core.execute(self, name or "wmrun job")
+end
+
+--- A stream over a node of `env`.
+function M.stream(env, node) return setmetatable({env = env, node = node}, Stream) end
+
+--- A stream over a new node of kind `kind` that reads the stream `s`.
+function M.one_input(s, kind, t, name)
+  t = t or {}
+  t.name = t.name or name or kind
+  return M.stream(s.env, s.env:_node(kind, {s.node}, t))
+end
+
+--- A sink node of kind `kind` that reads the stream `s`.
+function M.sink(s, kind, t)
+  local n = s.env:_node(kind, {s.node}, t)
+  return setmetatable({env = s.env, node = n}, Sink)
+end
+
+return M

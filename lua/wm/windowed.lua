@@ -1,0 +1,161 @@
+--- Windows on keyed streams (api.md: Windows): `keyed:window(assigner)` and the methods of
+-- the windowed stream (lateness, late side output, trigger, evictor, and the window
+-- functions). Methods of the classes of wm.base.
+-- @module wm.windowed
+local base = require("wm.base")
+local duration = require("wm.duration")
+local windows = require("wm.windows")
+local triggers = require("wm.triggers")
+local evictors = require("wm.evictors")
+
+local KeyedStream, WindowedStream = base.KeyedStream, base.WindowedStream
+local check_fn = base.check_fn
+
+local M = {}
+
+--- Windows the keyed stream with an assigner from wm.windows.
+-- @tparam table assigner e.g. `wm.windows.tumbling("5s")`
+-- @treturn WindowedStream
+function KeyedStream:window(assigner)
+  if type(assigner) ~= "table" or not assigner.kind then
+    error("window: expected a window assigner from wm.windows, got " .. type(assigner), 2)
+  end
+  return setmetatable({keyed = self, assigner = assigner, lateness = 0, where = base.where()}, WindowedStream)
+end
+
+--- Count windows: shorthand for `:window(wm.windows.count(n, slide))`.
+-- @tparam integer n records per window
+-- @tparam[opt] integer slide records between firings
+-- @treturn WindowedStream
+function KeyedStream:count_window(n, slide)
+  local ok, a = pcall(windows.count, n, slide)
+  if not ok then error((a:gsub("^[^:]*:%d+: ", "")), 2) end
+  return self:window(a)
+end
+
+--- Allowed lateness: windows are kept (and fire again for late records) until
+-- the watermark passes their end plus this duration.
+-- @tparam integer|string d a duration (>= 0)
+-- @treturn WindowedStream
+function WindowedStream:allowed_lateness(d)
+  local ms = duration.ms(d, "allowed_lateness", 2)
+  if ms < 0 then error("allowed_lateness: must not be negative, got " .. tostring(d), 2) end
+  if self.assigner.processing_time then
+    error("allowed_lateness: has no meaning on a processing-time window (records are never late there)", 2)
+  end
+  self.lateness = ms
+  return self
+end
+
+--- Sends records too late for any window to the side output `tag` (read it with
+-- `:get_side_output(tag)` on the result); without it they are dropped and counted in the
+-- `late_records_dropped` metric (`wmrun --metrics`, column "late").
+-- @tparam string tag
+-- @treturn WindowedStream
+function WindowedStream:side_output_late_data(tag)
+  if type(tag) ~= "string" then error("side_output_late_data: expected a tag string, got " .. type(tag), 2) end
+  self.late_tag = tag
+  return self
+end
+
+--- Replaces the window's default trigger with one from wm.triggers.
+-- @tparam table t a trigger
+-- @treturn WindowedStream
+function WindowedStream:trigger(t)
+  if getmetatable(t) ~= triggers.Trigger then
+    error("trigger: expected a trigger from wm.triggers, got " .. type(t), 2)
+  end
+  if self.assigner.kind == "session" and t.mergeable == false then
+    error("trigger: session windows merge, so a custom trigger needs an 'on_merge' callback", 2)
+  end
+  self.trigger_spec = t
+  return self
+end
+
+--- Adds an evictor from wm.evictors.
+-- @tparam table e an evictor
+-- @treturn WindowedStream
+function WindowedStream:evictor(e)
+  if getmetatable(e) ~= evictors.Evictor then
+    error("evictor: expected an evictor from wm.evictors, got " .. type(e), 2)
+  end
+  self.evictor_spec = e
+  return self
+end
+
+local function window_node(ws, t, name)
+  local s = ws.keyed.stream
+  t.key = ws.keyed.key
+  t.assigner = ws.assigner
+  t.lateness = ws.lateness
+  t.late_tag = ws.late_tag
+  t.trigger = ws.trigger_spec
+  t.evictor = ws.evictor_spec
+  t.name = name
+  return base.stream(s.env, s.env:_node("window", {s.node}, t))
+end
+
+local function wname(ws, fn)
+  return ws.assigner.kind .. (ws.assigner.processing_time and "_processing" or "") .. " window " .. fn
+end
+
+--- Reduces each window's records with `fn(acc, record) -> acc` (the first record starts);
+-- with `process_fn`, that function receives the reduced value:
+-- `process_fn(key, ctx, {reduced}, out)` (ctx as for `process`).
+-- @tparam function fn
+-- @tparam[opt] function process_fn
+-- @treturn Stream
+function WindowedStream:reduce(fn, process_fn)
+  check_fn(fn, "reduce")
+  if process_fn ~= nil then check_fn(process_fn, "reduce (process function)") end
+  return window_node(self, {fn_kind = "reduce", fn = fn, process_fn = process_fn}, wname(self, "reduce"))
+end
+
+--- Aggregates with `{create = fn() -> acc, add = fn(acc, record) -> acc, result = fn(acc) -> out,
+-- merge = fn(a, b) -> acc}` (`merge` is required for session windows); with `process_fn`,
+-- that function receives the result: `process_fn(key, ctx, {result}, out)`.
+-- @tparam table agg
+-- @tparam[opt] function process_fn
+-- @treturn Stream
+function WindowedStream:aggregate(agg, process_fn)
+  if type(agg) ~= "table" then error("aggregate: expected a table {create, add, result, merge}", 2) end
+  for _, f in ipairs({"create", "add", "result"}) do
+    if type(agg[f]) ~= "function" then error("aggregate: '" .. f .. "' must be a function", 2) end
+  end
+  if agg.merge ~= nil and type(agg.merge) ~= "function" then error("aggregate: 'merge' must be a function", 2) end
+  if self.assigner.kind == "session" and agg.merge == nil then
+    error("aggregate: session windows merge, so the aggregate needs a 'merge' function", 2)
+  end
+  if process_fn ~= nil then check_fn(process_fn, "aggregate (process function)") end
+  local a = {create = agg.create, add = agg.add, result = agg.result, merge = agg.merge}
+  return window_node(self, {fn_kind = "aggregate", agg = a, process_fn = process_fn}, wname(self, "aggregate"))
+end
+
+--- Calls `fn(key, ctx, records, out)` with all of a window's records when it fires.
+-- `ctx.window` has `start`, `stop`, `max_timestamp`; `ctx.current_watermark` (the watermark
+-- that fired the window), `ctx.current_processing_time`, `ctx.key`, and
+-- `ctx:output(tag, value)` for side outputs; `out(value)` emits a result (timestamp: the
+-- window's `max_timestamp`).
+-- @tparam function fn
+-- @treturn Stream
+function WindowedStream:process(fn)
+  check_fn(fn, "process")
+  return window_node(self, {fn_kind = "process", fn = fn}, wname(self, "process"))
+end
+
+--- Built-in aggregations, computed in C: `sum(field)`, `min`, `max`, `min_by`, `max_by`.
+-- @function sum
+for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do
+  WindowedStream[agg] = function(self, field)
+    if type(field) ~= "string" then error(agg .. ": expected a field name, got " .. type(field), 2) end
+    return window_node(self, {fn_kind = "builtin", agg = agg, field = field}, wname(self, agg .. "(" .. field .. ")"))
+  end
+end
+
+--- Counts the records of each window: `{key = k, count = n, start = s, stop = e}`.
+-- @treturn Stream
+function WindowedStream:count()
+  return window_node(self, {fn_kind = "builtin", agg = "count"}, wname(self, "count"))
+end
+
+return M
