@@ -37,6 +37,58 @@ describe("durations", function()
   end)
 end)
 
+describe("durations out of range (issue 13.15)", function()
+  -- Each call as a job line: the error must be raised there ("job.lua:1: ..."), name the
+  -- call and the value, and not be an internal error of the library.
+  local function job_error(code, value)
+    local chunk = assert(load("local wm, v = ... local r = " .. code .. " return r", "=job.lua", "t"))
+    local ok, e = pcall(chunk, wm, value)
+    assert.is_false(ok, code)
+    return tostring(e)
+  end
+  local calls = {
+    {"wm.windows.tumbling(v)", "tumbling size"},
+    {"wm.windows.tumbling('1s', v)", "tumbling offset"},
+    {"wm.windows.sliding(v, '1s')", "sliding size"},
+    {"wm.windows.sliding('10s', v)", "sliding slide"},
+    {"wm.windows.sliding('10s', '1s', v)", "sliding offset"},
+    {"wm.windows.session(v)", "session gap"},
+    {"wm.windows.tumbling_processing(v)", "tumbling_processing size"},
+    {"wm.windows.sliding_processing(v, '1s')", "sliding_processing size"},
+    {"wm.windows.session_processing(v)", "session_processing gap"},
+    {"wm.watermarks.bounded_out_of_orderness(v)", "bounded_out_of_orderness"},
+    {"wm.watermarks.monotonous():with_idleness(v)", "with_idleness"},
+    {"wm.env{watermark_interval = v}", "env watermark_interval"},
+    {"wm.testing.harness(function(i) return i end, {watermark_interval = v})", "harness watermark_interval"},
+    {"wm.testing.harness(function(i) return i end):advance_processing_time(v)", "advance_processing_time"},
+    {"wm.env{}:from_elements(1):key_by(function() return 1 end)"
+      .. ":window(wm.windows.tumbling('1s')):allowed_lateness(v)", "allowed_lateness"},
+    {"wm.evictors.time(v)", "time keep"},
+    {"wm.triggers.continuous_event_time(v)", "continuous_event_time interval"},
+    {"wm.triggers.continuous_processing_time(v)", "continuous_processing_time interval"},
+    {"wm.env{}:read_lines('x', {follow = true, poll = v})", "read_lines poll"},
+    {"wm.table.tumble(v)", "tumble"},
+    {"wm.table.slide(v)", "slide"},
+    {"wm.table.session(v)", "session"},
+    {"wm.table.slide('10s'):every(v)", "every"},
+  }
+  for _, value in ipairs({math.huge, -math.huge, 2^63, -2^64, 1e300}) do
+    it("rejects " .. tostring(value) .. " at the job line, naming the call", function()
+      for _, c in ipairs(calls) do
+        local e = job_error(c[1], value)
+        local want = "job.lua:1: bad duration for " .. c[2] .. ": " .. tostring(value) .. " is out of range"
+        assert.are.equal(want, e:sub(1, #want), c[1] .. " -> " .. e)
+      end
+    end)
+  end
+  it("rejects NaN as not a whole number", function()
+    for _, c in ipairs(calls) do
+      local e = job_error(c[1], 0/0)
+      assert.matches("^job%.lua:1: bad duration for " .. c[2]:gsub("%p", "%%%0") .. ": %-?nan is not a whole number", e)
+    end
+  end)
+end)
+
 describe("map, filter, flat_map and collect", function()
   it("transform records in order", function()
     local env = wm.env()

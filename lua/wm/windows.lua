@@ -94,7 +94,11 @@ for _, name in ipairs({"tumbling", "sliding", "session"}) do
   local f = M[name]
   M[name .. "_processing"] = function(...)
     local ok, w = pcall(f, ...)
-    if not ok then error((w:gsub("^[^:]*:%d+: ", ""):gsub("^" .. name .. ":", name .. "_processing:")), 2) end
+    if not ok then
+      w = w:gsub("^[^:]*:%d+: ", ""):gsub("^" .. name .. ":", name .. "_processing:")
+        :gsub("^(bad duration for )" .. name .. " ", "%1" .. name .. "_processing ")
+      error(w, 2)
+    end
     w.processing_time = true
     return w
   end
