@@ -24,6 +24,37 @@ describe("wm.env", function()
   end)
 end)
 
+describe("sizes out of range (issue 13.16)", function()
+  -- Each would allocate for every instance or the whole read buffer up front: clear errors
+  -- naming the option at the job line, not "out of memory".
+  local function job_error(code)
+    local chunk = assert(load("local wm = ... local r = " .. code .. " return r", "=job.lua", "t"))
+    local ok, e = pcall(chunk, wm)
+    assert.is_false(ok, code)
+    return tostring(e)
+  end
+  it("caps parallelism and threads as the command line does", function()
+    assert.are.equal("job.lua:1: env: parallelism must be at most 1024, got " .. math.maxinteger,
+      job_error("wm.env{parallelism = math.maxinteger}"))
+    assert.are.equal("job.lua:1: env: parallelism must be at most 1024, got 1025",
+      job_error("wm.env{parallelism = 1025}"))
+    assert.are.equal(1024, wm.env{parallelism = 1024}.parallelism)
+    assert.are.equal("job.lua:1: set_parallelism: the parallelism must be at most 1024, got " .. math.maxinteger,
+      job_error("wm.env{}:from_elements(1):map(tostring):set_parallelism(math.maxinteger)"))
+    assert.are.equal("job.lua:1: env: threads must be an integer from 0 (one per core) to 256, got 257",
+      job_error("wm.env{threads = 257}"))
+  end)
+  it("caps the read size of line sources at 64 MiB", function()
+    for _, call in ipairs({"read_lines('x', {chunk = %s})", "socket_lines('127.0.0.1', 1, {chunk = %s})",
+                           "listen_lines('127.0.0.1', 0, {chunk = %s})"}) do
+      local name = call:match("^[%w_]+")
+      assert.are.equal("job.lua:1: " .. name .. ": chunk must be at most 67108864, got " .. math.maxinteger,
+        job_error("wm.env{}:" .. call:format("math.maxinteger")))
+      assert.are.equal(64 << 20, wm.env{}:read_lines("x", {chunk = 64 << 20}).node.chunk)
+    end
+  end)
+end)
+
 describe("durations", function()
   it("accepts integers and unit strings", function()
     assert.are.equal(2000, wm.duration.ms("2s"))

@@ -12,6 +12,13 @@ local duration = require("wm.duration")
 local M = {
   --- Settings forced by the command line (wmrun fills it; plain Lua leaves it empty).
   _overrides = {},
+  --- The largest parallelism of an env or an operator (as `wmrun -p`): every instance is
+  -- built up front, so an absurd number would only end in "out of memory".
+  MAX_PARALLELISM = 1024,
+  --- The largest `threads` of an env (as `wmrun --threads`).
+  MAX_THREADS = 256,
+  --- The largest read size of a line source (`chunk`): the buffer is allocated at the start.
+  MAX_CHUNK = 64 << 20,
 }
 
 --- The classes of the DSL. Each area module defines its methods on these tables.
@@ -87,6 +94,18 @@ function M.positive_int(v, call, what, level, max)
   return v
 end
 
+--- A parallelism: an integer from 1 to MAX_PARALLELISM.
+function M.parallelism(v, call, what, level)
+  if math.type(v) ~= "integer" or v < 1 then
+    error(string.format("%s: %s must be a positive integer, got %s", call, what, tostring(v)), level + 1)
+  end
+  if v > M.MAX_PARALLELISM then
+    error(string.format("%s: %s must be at most %d, got %s", call, what, M.MAX_PARALLELISM, tostring(v)),
+      level + 1)
+  end
+  return v
+end
+
 function M.check_on_error(v, call, level)
   if v == nil then return "fail" end
   if v ~= "fail" and v ~= "skip" and v ~= "side_output" then
@@ -124,13 +143,11 @@ function M.env(opts)
     end
   end
   local threads = opts.threads or 1
-  if math.type(threads) ~= "integer" or threads < 0 then
-    error("env: threads must be a non-negative integer (0 = one per core), got " .. tostring(threads), 2)
+  if math.type(threads) ~= "integer" or threads < 0 or threads > M.MAX_THREADS then
+    error(string.format("env: threads must be an integer from 0 (one per core) to %d, got %s",
+      M.MAX_THREADS, tostring(threads)), 2)
   end
-  local p = opts.parallelism or 1
-  if math.type(p) ~= "integer" or p < 1 then
-    error("env: parallelism must be a positive integer, got " .. tostring(p), 2)
-  end
+  local p = M.parallelism(opts.parallelism or 1, "env", "parallelism", 2)
   local wi = opts.watermark_interval
   wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end

@@ -34,14 +34,15 @@ end
 -- @tparam[opt] table opts `follow` (boolean: keep reading as the file grows, like
 --   `tail -f`; the job then runs until it is stopped), `max_line` (bytes, default 1 MiB:
 --   a longer line is an error naming its number), `poll` (follow: how often to look for
---   growth besides inotify, a duration, default "1s")
+--   growth besides inotify, a duration, default "1s"), `chunk` (read size in bytes, default
+--   256 KiB, at most 64 MiB)
 -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
 function Env:read_lines(path, opts)
   if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
   opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true}, 2)
   return stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow and true or nil,
     max_line = positive_int(opts.max_line, "read_lines", "max_line", 2),
-    chunk = positive_int(opts.chunk, "read_lines", "chunk", 2),
+    chunk = positive_int(opts.chunk, "read_lines", "chunk", 2, base.MAX_CHUNK),
     poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
     name = "read_lines(" .. path .. ")", max_parallelism = 1}))
 end
@@ -102,14 +103,14 @@ end
 -- (like Flink's socketTextStream). A refused connection fails the job naming host:port.
 -- @tparam string host a name or an address
 -- @tparam integer port
--- @tparam[opt] table opts `max_line` (bytes, default 1 MiB)
+-- @tparam[opt] table opts `max_line` (bytes, default 1 MiB), `chunk` (read size, default 64 KiB, at most 64 MiB)
 -- @usage env:socket_lines("127.0.0.1", 9999)   -- with `nc -lk 9999` on the other side
 function Env:socket_lines(host, port, opts)
   check_host_port(host, port, "socket_lines", 2)
   opts = opt_table(opts, "socket_lines", {max_line = true, chunk = true}, 2)
   return stream(self, self:_node("socket_lines", {}, {host = host, port = port,
     max_line = positive_int(opts.max_line, "socket_lines", "max_line", 2),
-    chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2),
+    chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2, base.MAX_CHUNK),
     name = "socket_lines(" .. host .. ":" .. port .. ")"}))
 end
 
@@ -124,7 +125,7 @@ function Env:listen_lines(host, port, opts)
   opts = opt_table(opts, "listen_lines", {max_line = true, chunk = true, max_clients = true, quiet = true}, 2)
   return stream(self, self:_node("listen_lines", {}, {host = host, port = port,
     max_line = positive_int(opts.max_line, "listen_lines", "max_line", 2),
-    chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2),
+    chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2, base.MAX_CHUNK),
     max_clients = positive_int(opts.max_clients, "listen_lines", "max_clients", 2),
     quiet = opts.quiet and true or nil,
     name = "listen_lines(" .. host .. ":" .. port .. ")"}))

@@ -29,7 +29,7 @@ function Stream:set_parallelism(n)
   if math.type(n) ~= "integer" or n < 1 then
     error("set_parallelism: expected a positive integer, got " .. tostring(n), 2)
   end
-  self.node.parallelism = n
+  self.node.parallelism = base.parallelism(n, "set_parallelism", "the parallelism", 2)
   return self
 end
 
