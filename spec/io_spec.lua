@@ -270,6 +270,26 @@ env:generate(function(i) return i * 10 end, {count = 11, rate = 100}):print()]])
     assert.truthy(os.time() - t0 >= 0)
   end)
 
+  it("takes rate = math.huge as 'as fast as possible' and rejects rates out of range (issue 13.11)", function()
+    local wm = require("wm")
+    local env = wm.env{}
+    local s = env:generate(function(i) return i end, {count = 3, rate = math.huge})
+    assert.is_nil(s.node.rate) -- not handed to the C pacing (inf there is undefined behaviour)
+    local got = s:collect()
+    env:execute()
+    assert.are.same({1, 2, 3}, got)
+    for _, rate in ipairs({0/0, 0, -1, -math.huge, 1e-300, 1e-7, 1e300, 2e9, "fast"}) do
+      local chunk = assert(load("local wm, rate = ... local s = wm.env{}:generate(function(i) return i end, "
+        .. "{rate = rate}) return s", "=job.lua", "t"))
+      local ok, e = pcall(chunk, wm, rate)
+      assert.is_false(ok, tostring(rate))
+      assert.matches("^job%.lua:1: generate: rate must be a number of records per second from 1e%-06 to 1e%+09 "
+        .. "%(or math.huge: as fast as possible%), got " .. tostring(rate):gsub("%p", "%%%0") .. "$", e)
+    end
+    assert.are.equal(1e-6, wm.env{}:generate(function() end, {rate = 1e-6}).node.rate)
+    assert.are.equal(1e9, wm.env{}:generate(function() end, {rate = 1e9}).node.rate)
+  end)
+
   it("polls a custom source that waits, with timestamps and watermarks", function()
     local out, err, code = h.run_job(job([[
 local polls = 0

@@ -11,6 +11,10 @@ local check_on_error, check_host_port = base.check_on_error, base.check_host_por
 
 local M = {}
 
+--- The range of `generate`'s rate (records per second): below, the due time of a record
+-- leaves the 64-bit range of ms; above, a rate means nothing more than "as fast as possible".
+M.MIN_RATE, M.MAX_RATE = 1e-6, 1e9
+
 local csv_types = {string = true, integer = true, number = true, boolean = true}
 
 --- A bounded source of the given values, in order.
@@ -134,7 +138,8 @@ end
 --- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
 -- @tparam function fn
 -- @tparam[opt] table opts `count` (stop after that many), `rate` (records per second,
---   paced by a libuv timer; default: as fast as the pipeline takes them)
+--   from 1e-6 to 1e9, paced by a libuv timer; default, and with `math.huge`: as fast as the
+--   pipeline takes them)
 -- @usage env:generate(function(i) return {id = "k" .. i % 10, ts = i} end, {count = 1000, rate = 100})
 function Env:generate(fn, opts)
   check_fn(fn, "generate")
@@ -144,8 +149,11 @@ function Env:generate(fn, opts)
     error("generate: count must be a non-negative integer, got " .. tostring(count), 2)
   end
   local rate = opts.rate
-  if rate ~= nil and (type(rate) ~= "number" or rate <= 0) then
-    error("generate: rate must be a positive number of records per second, got " .. tostring(rate), 2)
+  if rate == math.huge then
+    rate = nil -- as fast as the pipeline takes them, as without a rate
+  elseif rate ~= nil and (type(rate) ~= "number" or not (rate >= M.MIN_RATE and rate <= M.MAX_RATE)) then
+    error(string.format("generate: rate must be a number of records per second from %g to %g "
+      .. "(or math.huge: as fast as possible), got %s", M.MIN_RATE, M.MAX_RATE, tostring(rate)), 2)
   end
   if count == 0 then fn = function() return nil end end
   return stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
