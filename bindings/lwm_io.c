@@ -11,8 +11,23 @@
 /* ---- parse_json: lua-cjson's decode, called per line ---------------------------------- */
 
 typedef struct jsondec {
-  lwm_opinfo oi; /* fn: cjson.decode; keep: a slot that holds the last decoded value */
+  lwm_opinfo oi; /* fn: cjson.decode; fn2: wm.json's exact decoder over it; keep: a slot that
+                    holds the last decoded value */
 } jsondec;
+
+/* An integer beyond 2^53, where cjson's doubles are no longer exact, takes 16 digits or more:
+ * only a line with such a run of digits goes through wm.json's exact decoder. */
+static int json_long_digits(const char *s, size_t n) {
+  size_t run = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      if (++run >= 16) return 1;
+    } else {
+      run = 0;
+    }
+  }
+  return 0;
+}
 
 /* lua-cjson decodes every number as a float; JSON has one number type, and a Lua 5.4 user
  * expects 1 and not 1.0: integral numbers within 2^53 become integers. */
@@ -42,7 +57,7 @@ static int json_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *o
   lwm_bridge *B = j->oi.B;
   lua_State *L = B->L;
   j->oi.op = op;
-  lwm_push_fn(B, j->oi.fn);
+  lwm_push_fn(B, json_long_digits(s, n) ? j->oi.fn2 : j->oi.fn);
   lua_pushlstring(L, s, n);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) { /* a decoding error: no traceback wanted */
     const char *m = lua_tostring(L, -1);
@@ -105,6 +120,21 @@ static int json_decoder(lwm_bridge *B, const char *where, wm_decoder *d) {
   j->oi.B = B;
   j->oi.where = w;
   lua_getfield(L, -1, "decode");
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "wm.json");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    wm_ctx_error(&B->ctx, "%s: parse_json: %s", w, lua_tostring(L, -1));
+    lua_pop(L, 3);
+    free(j);
+    free(w);
+    return -1;
+  }
+  lua_getfield(L, -1, "exact_decoder"); /* cjson decode wm.json exact_decoder */
+  lua_pushvalue(L, -3);
+  lua_call(L, 1, 1);                     /* cjson decode wm.json exact */
+  lua_rawseti(L, B->fns, ++B->nfns);
+  j->oi.fn2 = B->nfns;
+  lua_pop(L, 1);
   lua_rawseti(L, B->fns, ++B->nfns);
   j->oi.fn = B->nfns;
   lua_pop(L, 1);

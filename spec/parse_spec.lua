@@ -201,4 +201,34 @@ s:get_side_output("parse_errors"):map(function(e) return e.line .. ":" .. e.erro
     assert.truthy(err:find(data .. ":2: invalid JSON", 1, true), err)
     os.remove(data)
   end)
+
+  it("keeps integers beyond 2^53 exact, and rejects integers beyond 64 bits naming the field (issue 13.7)", function()
+    -- cjson decodes numbers to doubles: 1700000000000000001 would become ...000. The line
+    -- also holds -1.25 (the first stand-in value) and a 19-digit string that stays a string.
+    local data = h.write_tmp('{"ts":1700000000000000001,"n":-9007199254740993,"f":-1.25,'
+      .. '"s":"1234567890123456789","a":[9223372036854775807,{"m":-9223372036854775808}]}\n'
+      .. '{"ts":1700000000000000002,"n":12,"f":1.5}\n', ".jsonl")
+    local out, err, code = h.run_job(job(([[
+env:read_lines(%q):parse_json()
+  :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+  :key_by(function() return 1 end)
+  :process(function(r, ctx, out)
+    out(string.format("%%d %%s %%s %%s %%s", ctx.timestamp, math.type(r.n), r.n, r.f, r.s))
+    if r.a then out(string.format("%%d %%d", r.a[1], r.a[2].m)) end
+  end)
+  :print()]]):format(data)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("1700000000000000001 integer -9007199254740993 -1.25 1234567890123456789\n"
+      .. "9223372036854775807 -9223372036854775808\n"
+      .. "1700000000000000002 integer 12 1.5 nil\n", out)
+    local f = assert(io.open(data, "wb"))
+    f:write('{"id":"a"}\n{"id":"b","v":{"big":99999999999999999999}}\n')
+    f:close()
+    _, err, code = h.run_job(job(([[env:read_lines(%q):parse_json():print()]]):format(data)))
+    assert.are.equal(1, code)
+    assert.truthy(err:find(data .. ":2: invalid JSON: field 'big': the integer 99999999999999999999 is beyond "
+      .. "the 64-bit range", 1, true), err)
+    os.remove(data)
+  end)
 end)
