@@ -241,6 +241,37 @@ s:write_lines(%q, function(r) return type(r) == "table" and r.id or tostring(r) 
     os.remove(a); os.remove(b); os.remove(c)
   end)
 
+  it("writes invalid UTF-8 as U+FFFD so that every JSON line parses (issue 13.9)", function()
+    local a = h.tmpname()
+    -- values and keys with a stray byte, a surrogate, an overlong form and a cut sequence,
+    -- next to valid two-, three- and four-byte characters that must stay as they are
+    local out, err, code = h.run_job(job(([[
+local bad = {"a\xffb", "\xed\xa0\x80", "\xc0\xaf", "x\xe2\x82", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"}
+local s = env:from_elements({v = bad[1], ["k\xfe"] = 1}, {v = bad[2]}, {v = bad[3]}, {v = bad[4]}, {v = bad[5]},
+  bad[1], {bad[4]})
+s:write_lines(%q)
+s:filter(function(r) return type(r) == "table" end):print()]]):format(a)))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local cjson = require("cjson")
+    local R = "\xef\xbf\xbd"
+    local want = {{v = "a" .. R .. "b", ["k" .. R] = 1}, {v = R .. R .. R}, {v = R .. R}, {v = "x" .. R .. R},
+                  {v = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"}, "a" .. R .. "b", {"x" .. R .. R}}
+    local got = {}
+    for line in read_or_empty(a):gmatch("[^\n]+") do
+      assert.truthy(utf8.len(line), line) -- JSON text is UTF-8 (cjson itself does not check)
+      got[#got + 1] = cjson.decode(line)
+    end
+    assert.are.same(want, got)
+    got = {}
+    for line in out:gmatch("[^\n]+") do -- print: tables as JSON
+      assert.truthy(utf8.len(line), line)
+      got[#got + 1] = cjson.decode(line)
+    end
+    assert.are.same({want[1], want[2], want[3], want[4], want[5], want[7]}, got)
+    os.remove(a)
+  end)
+
   it("writes many lines through its buffer", function()
     local a = h.tmpname()
     local _, _, code = h.run_job(job(([[

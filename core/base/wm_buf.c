@@ -64,15 +64,52 @@ void wm_buf_add_float(wm_buf *b, double f) {
   wm_buf_add(b, tmp, (size_t)n);
 }
 
+/* The length of the valid UTF-8 sequence at s (n > 0 bytes, s[0] >= 0x80), or 0: no overlong
+ * forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (n < len || s[1] < lo || s[1] > hi) return 0;
+  for (size_t k = 2; k < len; k++)
+    if (s[k] < 0x80 || s[k] > 0xBF) return 0;
+  return len;
+}
+
+/* JSON text must be UTF-8 (RFC 8259): a byte that is not part of a valid UTF-8 sequence is
+ * written as U+FFFD, one per byte, so that every line parses. */
 void wm_buf_add_json_string(wm_buf *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   wm_buf_addc(b, '"');
   size_t run = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+    if (c >= 0x80) {
+      size_t len = utf8_len((const unsigned char *)s + i, n - i);
+      if (len) {
+        i += len - 1;
+        continue;
+      }
+    }
     wm_buf_add(b, s + run, i - run);
     run = i + 1;
+    if (c >= 0x80) {
+      wm_buf_add(b, "\xEF\xBF\xBD", 3);
+      continue;
+    }
     switch (c) {
     case '"': wm_buf_add(b, "\\\"", 2); break;
     case '\\': wm_buf_add(b, "\\\\", 2); break;
