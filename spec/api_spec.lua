@@ -55,6 +55,41 @@ describe("sizes out of range (issue 13.16)", function()
   end)
 end)
 
+describe("streams of two environments (issue 13.1)", function()
+  -- Mixing them used to crash (endless recursion in the core) or print e1's records twice.
+  local function job_error(code)
+    local chunk = assert(load("local wm = ... local e1, e2 = wm.env{}, wm.env{}\n" .. code, "=job.lua", "t"))
+    local ok, e = pcall(chunk, wm)
+    assert.is_false(ok, code)
+    return tostring(e)
+  end
+  it("is an error at the job line that builds the union", function()
+    assert.are.equal("job.lua:4: union: argument 1 is a stream of another environment (made by another wm.env); "
+      .. "streams of one job come from one env",
+      job_error("e2:from_elements('x')\nlocal c = e2:from_elements('y')\ne1:from_elements('a'):union(c):print()"))
+    assert.matches("^job%.lua:3: union: argument 2 is a stream of another environment",
+      job_error("local a = e1:from_elements(1)\na:union(e1:from_elements(2), e2:from_elements(3))"))
+  end)
+  it("is an error for the Table API too", function()
+    assert.are.equal("job.lua:3: from_data_stream: the stream belongs to another environment (made by another wm.env)",
+      job_error("local s = e2:from_elements('x')\ne1:from_data_stream(s, {'w'})"))
+    assert.are.equal("job.lua:3: create_temporary_view: the stream belongs to another environment (made by another "
+      .. "wm.env)", job_error("local s = e2:from_elements('x')\ne1:create_temporary_view('v', s, {'w'})"))
+    assert.are.equal("job.lua:3: create_temporary_view: the Table belongs to another environment (made by another "
+      .. "wm.env)", job_error("local t = e2:from_data_stream(e2:from_elements('x'), {'w'})\n"
+      .. "e1:create_temporary_view('v', t)"))
+    assert.are.equal("job.lua:3: create_temporary_view: column 1 is not a string",
+      job_error("local s = e1:from_elements('x')\ne1:create_temporary_view('v', s, {1})"))
+  end)
+  it("still unions streams of one environment", function()
+    local env = wm.env{}
+    local got = env:from_elements(1):union(env:from_elements(2)):collect()
+    env:execute()
+    table.sort(got)
+    assert.are.same({1, 2}, got)
+  end)
+end)
+
 describe("durations", function()
   it("accepts integers and unit strings", function()
     assert.are.equal(2000, wm.duration.ms("2s"))

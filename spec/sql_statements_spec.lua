@@ -226,6 +226,7 @@ describe("SQL errors name the statement's line and column", function()
       "job.sql:2:24: the rowtime column 'a' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), got INT"},
     {"CREATE TABLE t (a INT) WITH ('connector' = 'print');", "job.sql:2:14: table 't' already exists"},
     {"INSERT INTO t SELECT word FROM t;", "job.sql:2:15: INSERT INTO t: the query gives 1 columns, the table takes 2"},
+    {"SET 'parallelism.default' = '5000';\nSELECT word FROM t;", "job.sql:2:5: bad parallelism '5000' (expected 1 to 1024)"},
   }
   for _, c in ipairs(cases) do
     it(c[2], function()

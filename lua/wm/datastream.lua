@@ -24,6 +24,9 @@ local M = {
   MAX = math.maxinteger,
   version = core.version,
   _overrides = base._overrides,
+  MAX_PARALLELISM = base.MAX_PARALLELISM, -- limits of env and source options (docs/api.md)
+  MAX_THREADS = base.MAX_THREADS,
+  MAX_CHUNK = base.MAX_CHUNK,
 }
 
 --- The thread (1-based) whose Lua state runs this code. With `threads = n` every thread

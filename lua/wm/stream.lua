@@ -45,6 +45,10 @@ function Stream:union(...)
   for i = 1, select("#", ...) do
     local o = select(i, ...)
     if getmetatable(o) ~= Stream then error("union: argument " .. i .. " is not a stream", 2) end
+    if o.env ~= self.env then
+      error("union: argument " .. i .. " is a stream of another environment (made by another wm.env); "
+        .. "streams of one job come from one env", 2)
+    end
     inputs[#inputs + 1] = o.node
   end
   return base.stream(self.env, self.env:_node("union", inputs, {name = "union"}))

@@ -335,7 +335,9 @@ function Planner:get_env(pos)
   local p = st["parallelism.default"]
   if p then
     local n = math.tointeger(tonumber(p))
-    if not n or n < 1 then self:err(st._pos["parallelism.default"], "bad parallelism '%s'", p) end
+    if not n or n < 1 or n > wm.MAX_PARALLELISM then
+      self:err(st._pos["parallelism.default"], "bad parallelism '%s' (expected 1 to %d)", p, wm.MAX_PARALLELISM)
+    end
     opts.parallelism = n
   end
   self.env = wm.env(opts)

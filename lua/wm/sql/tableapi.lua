@@ -120,6 +120,9 @@ end
 -- @usage env:from_data_stream(words, {"word", "rt:rowtime"})
 function Env:from_data_stream(stream, fields)
   if getmetatable(stream) ~= Stream then error("from_data_stream: expected a stream, got " .. type(stream), 2) end
+  if stream.env ~= self then
+    error("from_data_stream: the stream belongs to another environment (made by another wm.env)", 2)
+  end
   if type(fields) ~= "table" or #fields == 0 then
     error("from_data_stream: expected a list of columns such as {\"word\", \"rt:rowtime\"}", 2)
   end
@@ -196,8 +199,18 @@ function Env:create_temporary_view(name, what, fields)
   local t
   if getmetatable(what) == Stream then
     if not fields then error("create_temporary_view: a stream needs its columns: {\"word\", \"rt:rowtime\"}", 2) end
-    t = Env.from_data_stream(self, what, fields)
+    if what.env ~= self then
+      error("create_temporary_view: the stream belongs to another environment (made by another wm.env)", 2)
+    end
+    local ok, r = pcall(Env.from_data_stream, self, what, fields)
+    if not ok then -- raised at the job line, not here
+      error((tostring(r):gsub("^[^:]*:%d+: ", ""):gsub("^from_data_stream:", "create_temporary_view:")), 2)
+    end
+    t = r
   elseif getmetatable(what) == Table then
+    if what.planner ~= p then
+      error("create_temporary_view: the Table belongs to another environment (made by another wm.env)", 2)
+    end
     t = what
   else
     error("create_temporary_view: expected a stream or a Table, got " .. type(what), 2)
