@@ -9,6 +9,18 @@ end
 
 local function r(id, ts, vc) return {id = id, ts = ts, vc = vc} end
 
+-- Runs `body` as the job script "job.lua" (its first line is line 1), with `wm` and `v` in
+-- scope, and returns the error it raises.
+local function job_error(body, v)
+  local chunk = assert(load("local wm, v = ... " .. body, "=job.lua", "t"))
+  local ok, e = pcall(chunk, wm, v)
+  assert.is_false(ok, body)
+  return tostring(e)
+end
+-- The error of the expression `expr` on a job line (not a tail call, which has no line).
+local function call_error(expr, v) return job_error("local r = " .. expr .. " return r", v) end
+local function two_envs_error(code) return job_error("local e1, e2 = wm.env{}, wm.env{}\n" .. code) end
+
 describe("wm.env", function()
   it("takes parallelism, watermark_interval and time", function()
     local env = wm.env{parallelism = 1, watermark_interval = "50ms", time = "event"}
@@ -27,29 +39,23 @@ end)
 describe("sizes out of range (issue 13.16)", function()
   -- Each would allocate for every instance or the whole read buffer up front: clear errors
   -- naming the option at the job line, not "out of memory".
-  local function job_error(code)
-    local chunk = assert(load("local wm = ... local r = " .. code .. " return r", "=job.lua", "t"))
-    local ok, e = pcall(chunk, wm)
-    assert.is_false(ok, code)
-    return tostring(e)
-  end
   it("caps parallelism and threads as the command line does", function()
     assert.are.equal("job.lua:1: env: parallelism must be at most 1024, got " .. math.maxinteger,
-      job_error("wm.env{parallelism = math.maxinteger}"))
+      call_error("wm.env{parallelism = math.maxinteger}"))
     assert.are.equal("job.lua:1: env: parallelism must be at most 1024, got 1025",
-      job_error("wm.env{parallelism = 1025}"))
+      call_error("wm.env{parallelism = 1025}"))
     assert.are.equal(1024, wm.env{parallelism = 1024}.parallelism)
     assert.are.equal("job.lua:1: set_parallelism: the parallelism must be at most 1024, got " .. math.maxinteger,
-      job_error("wm.env{}:from_elements(1):map(tostring):set_parallelism(math.maxinteger)"))
+      call_error("wm.env{}:from_elements(1):map(tostring):set_parallelism(math.maxinteger)"))
     assert.are.equal("job.lua:1: env: threads must be an integer from 0 (one per core) to 256, got 257",
-      job_error("wm.env{threads = 257}"))
+      call_error("wm.env{threads = 257}"))
   end)
   it("caps the read size of line sources at 64 MiB", function()
     for _, call in ipairs({"read_lines('x', {chunk = %s})", "socket_lines('127.0.0.1', 1, {chunk = %s})",
                            "listen_lines('127.0.0.1', 0, {chunk = %s})"}) do
       local name = call:match("^[%w_]+")
       assert.are.equal("job.lua:1: " .. name .. ": chunk must be at most 67108864, got " .. math.maxinteger,
-        job_error("wm.env{}:" .. call:format("math.maxinteger")))
+        call_error("wm.env{}:" .. call:format("math.maxinteger")))
       assert.are.equal(64 << 20, wm.env{}:read_lines("x", {chunk = 64 << 20}).node.chunk)
     end
   end)
@@ -57,29 +63,23 @@ end)
 
 describe("streams of two environments (issue 13.1)", function()
   -- Mixing them used to crash (endless recursion in the core) or print e1's records twice.
-  local function job_error(code)
-    local chunk = assert(load("local wm = ... local e1, e2 = wm.env{}, wm.env{}\n" .. code, "=job.lua", "t"))
-    local ok, e = pcall(chunk, wm)
-    assert.is_false(ok, code)
-    return tostring(e)
-  end
   it("is an error at the job line that builds the union", function()
     assert.are.equal("job.lua:4: union: argument 1 is a stream of another environment (made by another wm.env); "
       .. "streams of one job come from one env",
-      job_error("e2:from_elements('x')\nlocal c = e2:from_elements('y')\ne1:from_elements('a'):union(c):print()"))
+      two_envs_error("e2:from_elements('x')\nlocal c = e2:from_elements('y')\ne1:from_elements('a'):union(c):print()"))
     assert.matches("^job%.lua:3: union: argument 2 is a stream of another environment",
-      job_error("local a = e1:from_elements(1)\na:union(e1:from_elements(2), e2:from_elements(3))"))
+      two_envs_error("local a = e1:from_elements(1)\na:union(e1:from_elements(2), e2:from_elements(3))"))
   end)
   it("is an error for the Table API too", function()
     assert.are.equal("job.lua:3: from_data_stream: the stream belongs to another environment (made by another wm.env)",
-      job_error("local s = e2:from_elements('x')\ne1:from_data_stream(s, {'w'})"))
+      two_envs_error("local s = e2:from_elements('x')\ne1:from_data_stream(s, {'w'})"))
     assert.are.equal("job.lua:3: create_temporary_view: the stream belongs to another environment (made by another "
-      .. "wm.env)", job_error("local s = e2:from_elements('x')\ne1:create_temporary_view('v', s, {'w'})"))
+      .. "wm.env)", two_envs_error("local s = e2:from_elements('x')\ne1:create_temporary_view('v', s, {'w'})"))
     assert.are.equal("job.lua:3: create_temporary_view: the Table belongs to another environment (made by another "
-      .. "wm.env)", job_error("local t = e2:from_data_stream(e2:from_elements('x'), {'w'})\n"
+      .. "wm.env)", two_envs_error("local t = e2:from_data_stream(e2:from_elements('x'), {'w'})\n"
       .. "e1:create_temporary_view('v', t)"))
     assert.are.equal("job.lua:3: create_temporary_view: column 1 is not a string",
-      job_error("local s = e1:from_elements('x')\ne1:create_temporary_view('v', s, {1})"))
+      two_envs_error("local s = e1:from_elements('x')\ne1:create_temporary_view('v', s, {1})"))
   end)
   it("still unions streams of one environment", function()
     local env = wm.env{}
@@ -106,12 +106,6 @@ end)
 describe("durations out of range (issue 13.15)", function()
   -- Each call as a job line: the error must be raised there ("job.lua:1: ..."), name the
   -- call and the value, and not be an internal error of the library.
-  local function job_error(code, value)
-    local chunk = assert(load("local wm, v = ... local r = " .. code .. " return r", "=job.lua", "t"))
-    local ok, e = pcall(chunk, wm, value)
-    assert.is_false(ok, code)
-    return tostring(e)
-  end
   local calls = {
     {"wm.windows.tumbling(v)", "tumbling size"},
     {"wm.windows.tumbling('1s', v)", "tumbling offset"},
@@ -141,7 +135,7 @@ describe("durations out of range (issue 13.15)", function()
   for _, value in ipairs({math.huge, -math.huge, 2^63, -2^64, 1e300}) do
     it("rejects " .. tostring(value) .. " at the job line, naming the call", function()
       for _, c in ipairs(calls) do
-        local e = job_error(c[1], value)
+        local e = call_error(c[1], value)
         local want = "job.lua:1: bad duration for " .. c[2] .. ": " .. tostring(value) .. " is out of range"
         assert.are.equal(want, e:sub(1, #want), c[1] .. " -> " .. e)
       end
@@ -149,7 +143,7 @@ describe("durations out of range (issue 13.15)", function()
   end
   it("rejects NaN as not a whole number", function()
     for _, c in ipairs(calls) do
-      local e = job_error(c[1], 0/0)
+      local e = call_error(c[1], 0/0)
       assert.matches("^job%.lua:1: bad duration for " .. c[2]:gsub("%p", "%%%0") .. ": %-?nan is not a whole number", e)
     end
   end)
