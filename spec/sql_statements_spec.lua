@@ -163,6 +163,21 @@ describe("SQL statements", function()
     assert.are.same({"a,7", "b,5", "const,0"}, lines)
   end)
 
+  it("a JSON filesystem sink writes UTF-8 JSON lines: invalid bytes become U+FFFD (issue 13.9)", function()
+    local _, dir = ok_run([[
+      CREATE TABLE c (id STRING, n INT) WITH ('connector' = 'filesystem', 'path' = 'c.csv', 'format' = 'csv');
+      CREATE TABLE o (id STRING, n INT) WITH ('connector' = 'filesystem', 'path' = 'o.json', 'format' = 'json');
+      INSERT INTO o SELECT id, n FROM c;]], {["c.csv"] = 'a\xffb,1\n"q""\\\xc3\xa9",2\n'})
+    local cjson = require("cjson")
+    local got = {}
+    for line in h.read(dir .. "/o.json"):gmatch("[^\n]+") do
+      assert.truthy(utf8.len(line), line)
+      got[#got + 1] = cjson.decode(line)
+    end
+    assert.are.same({{id = "a\xef\xbf\xbdb", n = 1}, {id = 'q"\\\xc3\xa9', n = 2}}, got)
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
   it("reads JSON lines and a custom CSV delimiter, and skips bad lines when asked", function()
     local out = ok_run([[
       CREATE TABLE j (id STRING, n BIGINT, ok BOOLEAN) WITH ('connector' = 'filesystem', 'path' = 'j.json',

@@ -356,11 +356,7 @@ end
 local function json_value(v, ty)
   if v == nil then return "null" end
   if ty == "STRING" or ty == "TIMESTAMP" or ty == "TIMESTAMP_LTZ" then
-    local s = values.to_string(v, ty)
-    return '"' .. s:gsub('[%c"\\]', function(ch)
-      local m = {['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
-      return m[ch] or string.format("\\u%04x", ch:byte())
-    end) .. '"'
+    return wm.format.json(values.to_string(v, ty)) -- escaped, invalid UTF-8 as U+FFFD (docs/io.md)
   end
   if ty == "BOOLEAN" then return v and "true" or "false" end
   return values.to_string(v, ty)
@@ -389,7 +385,7 @@ function M.sink(p, t, rel, st, print_changelog)
   if t.props.format == "json" then
     fmt = function(r)
       local parts = {}
-      for i, col in ipairs(cols) do parts[i] = string.format("%q:", col.name) .. json_value(r[col.name], col.type) end
+      for i, col in ipairs(cols) do parts[i] = wm.format.json(col.name) .. ":" .. json_value(r[col.name], col.type) end
       return "{" .. table.concat(parts, ",") .. "}"
     end
   else
