@@ -13,6 +13,7 @@
 #include "graph/wm_observe.h"
 #include "time/wm_timer.h"
 #include "lwm.h"
+#include "lwm_timeline.h"
 
 #define HARNESS_MT "wm.Harness"
 
@@ -363,17 +364,12 @@ static void h_free(lua_State *L, harness *H) {
   H->B.free_slots = NULL;
 }
 
-/* h:timeline(path, xmode): writes the picture of the run so far ("order" or "time") */
-static int l_timeline(lua_State *L) {
+/* h:recording(): the run so far as lwm_timeline_push's table (lua/wm/timeline.lua) */
+static int l_recording(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
-  const char *path = luaL_checkstring(L, 2);
-  static const char *const modes[] = {"order", "time", NULL};
-  int xmode = luaL_checkoption(L, 3, "order", modes) == 1 ? WM_TL_X_TIME : WM_TL_X_ORDER;
   if (H->closed || !H->tl) return luaL_error(L, "the harness is closed");
-  char err[600];
-  if (wm_timeline_save(path, &H->tl, 1, xmode, err, sizeof err) != 0)
-    return luaL_error(L, "%s", err);
-  return 0;
+  lwm_timeline_push(L, H->tl);
+  return 1;
 }
 
 static int l_close(lua_State *L) {
@@ -481,7 +477,7 @@ static const luaL_Reg harness_methods[] = {
     {"metrics", l_metrics},
     {"current_watermark", l_current_watermark},
     {"processing_time", l_processing_time},
-    {"timeline", l_timeline},
+    {"recording", l_recording},
     {"close", l_close},
     {NULL, NULL},
 };

@@ -10,6 +10,7 @@
 
 #include "time/wm_time.h"
 #include "lwm.h"
+#include "lwm_timeline.h"
 
 #include <lualib.h>
 
@@ -56,7 +57,7 @@ typedef struct options {
   int trace, metrics, no_drain;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
-  int timeline_x;                 /* WM_TL_X_ORDER or WM_TL_X_TIME */
+  int timeline_x;                 /* 1: --timeline-x time */
   wm_timeline *tl;                /* the recorder of the run in progress */
   int load_error;
   char luadir[4096];
@@ -269,7 +270,7 @@ int main(int argc, char **argv) {
       if (a[2] == 'c') o.compare = v;
       else if (a[10] == '\0') o.timeline = v;
       else if (strcmp(v, "order") == 0 || strcmp(v, "time") == 0)
-        o.timeline_x = v[0] == 't' ? WM_TL_X_TIME : WM_TL_X_ORDER;
+        o.timeline_x = v[0] == 't';
       else {
         fprintf(stderr, "%s: --timeline-x: expected 'order' or 'time', got '%s'\n", progname, v);
         return 2;
@@ -354,7 +355,8 @@ int main(int argc, char **argv) {
   }
   if (code == 0) {
     char err[600];
-    if (wm_timeline_save(o.timeline, tls, n, o.timeline_x, err, sizeof err) != 0) {
+    if (lwm_timeline_save(o.luadir, tls, n, o.timeline_x ? "time" : "order", o.timeline, err,
+                          sizeof err) != 0) {
       fprintf(stderr, "%s: %s\n", progname, err);
       code = 1;
     } else if (n == 2) {

@@ -1,28 +1,28 @@
 #include "timeline/wm_timeline.h"
 
 #include <inttypes.h>
-#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "graph/wm_observe.h"
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
 #include "time/wm_window.h"
 
-#define LEGEND_KEYS 10 /* keys with their own colour; the rest are "other keys" */
-#define KEY_OTHER LEGEND_KEYS
-#define KEY_NONE (-1)
+#define KEY_OTHER WM_TL_KEY_OTHER
+#define KEY_NONE WM_TL_KEY_NONE
 #define KEY_TEXT 48
+#define KEY_INDEX 128 /* open-addressing index of the key texts (> 2 * WM_TL_KEYS) */
 #define MAX_SERIES 32
 
-enum { MK_FIRE = 0, MK_LATE_FIRE = 1, MK_CLEANUP = 2 };
+enum { MK_FIRE = WM_TL_FIRE, MK_LATE_FIRE = WM_TL_LATE_FIRE, MK_CLEANUP = WM_TL_CLEANUP };
 
-typedef struct tl_step {
-  uint64_t x;
-  int64_t t, v;
-} tl_step;
+typedef wm_timeline_step tl_step;
+typedef wm_timeline_record tl_rec;
+typedef wm_timeline_late tl_late;
+typedef wm_timeline_mark tl_mark;
+typedef wm_timeline_window tl_win;
 
 typedef struct tl_series {
   char *name;
@@ -33,38 +33,6 @@ typedef struct tl_series {
   uint64_t bucket; /* steps in one x bucket of this width are merged */
   uint64_t steps;  /* every advance, thinned or not */
 } tl_series;
-
-typedef struct tl_rec {
-  uint64_t x;
-  int64_t t, ts;
-  int16_t key;
-  uint8_t late;
-} tl_rec;
-
-typedef struct tl_late {
-  uint64_t x;
-  int64_t t, ts, wm, lateness;
-  int16_t key, series;
-  uint8_t side;
-  const char *tag; /* interned in the recorder */
-} tl_late;
-
-typedef struct tl_mark {
-  uint64_t x;
-  int64_t t, wm;
-  wm_window w;
-  uint32_t count;
-  int16_t series, key;
-  uint8_t kind;
-} tl_mark;
-
-typedef struct tl_win {
-  wm_window w;
-  uint64_t x0, x1;
-  int64_t t0, t1;
-  int16_t series;
-  uint8_t used, cleaned, fired, opened;
-} tl_win;
 
 /* A thinned list: an item with counter value c is kept when c % stride == 0. */
 typedef struct tl_list {
@@ -92,7 +60,8 @@ struct wm_timeline {
   tl_win *wins;
   size_t capwins, nwins;
   uint64_t win_stride; /* a window is drawn when hash % win_stride == 0 */
-  char keys[LEGEND_KEYS][KEY_TEXT];
+  char keys[WM_TL_KEYS][KEY_TEXT];
+  int16_t key_index[KEY_INDEX]; /* key number + 1, 0 = empty */
   int nkeys, other_keys;
   char *tags[8];
   int ntags;
@@ -139,11 +108,17 @@ static int16_t key_id(wm_timeline *tl, const wm_value *k) {
   if (!k) return KEY_NONE;
   char text[KEY_TEXT];
   key_text(k, text, sizeof text);
-  for (int i = 0; i < tl->nkeys; i++)
-    if (strcmp(tl->keys[i], text) == 0) return (int16_t)i;
-  if (tl->nkeys < LEGEND_KEYS) {
-    memcpy(tl->keys[tl->nkeys], text, sizeof text);
-    return (int16_t)tl->nkeys++;
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *c = text; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
+  for (size_t i = h % KEY_INDEX;; i = (i + 1) % KEY_INDEX) {
+    int16_t e = tl->key_index[i];
+    if (e == 0) {
+      if (tl->nkeys == WM_TL_KEYS) break;
+      memcpy(tl->keys[tl->nkeys], text, sizeof text);
+      tl->key_index[i] = (int16_t)(tl->nkeys + 1);
+      return (int16_t)tl->nkeys++;
+    }
+    if (strcmp(tl->keys[e - 1], text) == 0) return (int16_t)(e - 1);
   }
   tl->other_keys = 1;
   return KEY_OTHER;
@@ -426,19 +401,8 @@ static void on_mark(wm_timeline *tl, const wm_op *op, const wm_obs *ev, int kind
       }
     }
   }
-  /* the keys of one window firing at one watermark make one mark */
-  tl_list *l = &tl->marks;
-  if (l->n > 0) {
-    tl_mark *m = &((tl_mark *)l->a)[l->n - 1];
-    if (m->x == x && m->kind == kind && m->series == si && m->w.start == ev->window.start &&
-        m->w.stop == ev->window.stop) {
-      m->count++;
-      if (m->key != key) m->key = KEY_NONE;
-      return;
-    }
-  }
-  tl_mark *m = list_push(tl, l);
-  if (m) *m = (tl_mark){x, t, ev->watermark, ev->window, 1, (int16_t)si, key, (uint8_t)kind};
+  tl_mark *m = list_push(tl, &tl->marks);
+  if (m) *m = (tl_mark){x, t, ev->watermark, ev->window, (int16_t)si, key, (uint8_t)kind};
 }
 
 static void on_late(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
@@ -539,494 +503,45 @@ void wm_timeline_stats_get(const wm_timeline *tl, wm_timeline_stats *st) {
   st->mean_firing_delay = st->delay_samples ? tl->delay_sum / (double)st->delay_samples : 0;
 }
 
-/* ---- the picture ---------------------------------------------------------------------- */
+/* ---- reading -------------------------------------------------------------------------- */
 
-#define PIC_W 1400.0
-#define PAN_L 96.0  /* left margin: the event-time axis */
-#define PAN_R 270.0 /* right margin: the legend */
-#define PAN_T 58.0  /* title and counts */
-#define PAN_B 44.0  /* the x axis */
+const char *wm_timeline_title(const wm_timeline *tl) { return tl->title; }
 
-static const char *const key_colours[LEGEND_KEYS] = {
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
-    "#edc948", "#9c755f", "#17becf", "#bcbd22", "#1f3b73"};
-static const char *const line_colours[] = {"#1f5fbf", "#7b3fa0", "#0b8a7a", "#b8860b",
-                                           "#444444", "#8b4513"};
+uint64_t wm_timeline_arrivals(const wm_timeline *tl) { return tl->nrec; }
 
-typedef struct plot {
-  double L, T, W, H;   /* the plot area */
-  double x0, x1;       /* x range (record index or processing time) */
-  double y0, y1;       /* event-time range */
-  int xmode, epoch;
-} plot;
-
-static double px(const plot *p, uint64_t x, int64_t t) {
-  double v = p->xmode == WM_TL_X_TIME ? (double)t : (double)x;
-  double r = p->L + (v - p->x0) / (p->x1 - p->x0) * p->W;
-  if (r < p->L) r = p->L;
-  if (r > p->L + p->W) r = p->L + p->W;
-  return r;
+const wm_timeline_record *wm_timeline_records(const wm_timeline *tl, size_t *n) {
+  *n = tl->recs.n;
+  return tl->recs.a;
 }
 
-static double py(const plot *p, int64_t v) {
-  if (v == WM_TIME_MAX) return p->T;
-  if (v == WM_TIME_MIN) return p->T + p->H;
-  double r = p->T + p->H - ((double)v - p->y0) / (p->y1 - p->y0) * p->H;
-  if (r < p->T) r = p->T;
-  if (r > p->T + p->H) r = p->T + p->H;
-  return r;
+const wm_timeline_late *wm_timeline_lates(const wm_timeline *tl, size_t *n) {
+  *n = tl->lates.n;
+  return tl->lates.a;
 }
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '&': fputs("&amp;", f); break;
-    case '"': fputs("&quot;", f); break;
-    default:
-      if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') fputc(*s, f);
-    }
-  }
+const wm_timeline_mark *wm_timeline_marks(const wm_timeline *tl, size_t *n) {
+  *n = tl->marks.n;
+  return tl->marks.a;
 }
 
-/* An event time as text: raw ms, with the UTC time of day for epoch-like values. */
-static void fmt_ts(char *b, size_t n, int64_t v, int epoch) {
-  if (v == WM_TIME_MAX) {
-    snprintf(b, n, "MAX (end of input)");
-    return;
+const wm_timeline_window *wm_timeline_window_next(const wm_timeline *tl, size_t *it) {
+  while (*it < tl->capwins) {
+    const tl_win *w = &tl->wins[(*it)++];
+    if (w->used == 1) return w;
   }
-  if (v == WM_TIME_MIN) {
-    snprintf(b, n, "MIN");
-    return;
-  }
-  if (epoch) {
-    time_t s = (time_t)(v >= 0 ? v / 1000 : (v - 999) / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(b, n, "%" PRId64 " (%02d:%02d:%02d.%03d UTC)", v, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (int)(v - (int64_t)s * 1000));
-  } else {
-    snprintf(b, n, "%" PRId64, v);
-  }
+  return NULL;
 }
 
-static void fmt_win(char *b, size_t n, wm_window w, int epoch) {
-  if (w.start == WM_TIME_MIN) {
-    snprintf(b, n, "global window");
-    return;
-  }
-  char s[64], e[64];
-  fmt_ts(s, sizeof s, w.start, epoch);
-  fmt_ts(e, sizeof e, w.stop, epoch);
-  snprintf(b, n, "window [%s, %s)", s, e);
+int wm_timeline_nseries(const wm_timeline *tl) { return tl->nseries; }
+
+void wm_timeline_series_get(const wm_timeline *tl, int i, wm_timeline_series *out) {
+  const tl_series *s = &tl->series[i];
+  *out = (wm_timeline_series){s->name, s->window, s->p, s->n, s->steps};
 }
 
-static double nice_step(double range, int ticks) {
-  double raw = range / ticks;
-  if (raw <= 0) return 1;
-  double mag = pow(10, floor(log10(raw)));
-  double f = raw / mag;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+int wm_timeline_nkeys(const wm_timeline *tl, int *other) {
+  if (other) *other = tl->other_keys;
+  return tl->nkeys;
 }
 
-static void tick_label(char *b, size_t n, double v, double step, int epoch) {
-  if (fabs(v) < 0.5) v = 0; /* no "-0" */
-  int64_t i = (int64_t)llround(v);
-  if (epoch) {
-    time_t s = (time_t)(i >= 0 ? i / 1000 : (i - 999) / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    if (step < 1000)
-      snprintf(b, n, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
-               (int)(i - (int64_t)s * 1000));
-    else
-      snprintf(b, n, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
-  } else if (step >= 1000 && fmod(step, 1000) == 0) {
-    snprintf(b, n, "%g s", v / 1000);
-  } else {
-    snprintf(b, n, "%g ms", v);
-  }
-}
-
-static void range_y(double *lo, double *hi, int64_t v) {
-  if (v == WM_TIME_MIN || v == WM_TIME_MAX) return;
-  if ((double)v < *lo) *lo = (double)v;
-  if ((double)v > *hi) *hi = (double)v;
-}
-
-static void range_x(double *lo, double *hi, int xmode, uint64_t x, int64_t t) {
-  double v = xmode == WM_TL_X_TIME ? (double)t : (double)x;
-  if (v < *lo) *lo = v;
-  if (v > *hi) *hi = v;
-}
-
-/* The scales shared by every panel. */
-static void scales(wm_timeline *const *tls, int n, int xmode, plot *p) {
-  double ylo = HUGE_VAL, yhi = -HUGE_VAL, xlo = HUGE_VAL, xhi = -HUGE_VAL;
-  for (int k = 0; k < n; k++) {
-    const wm_timeline *tl = tls[k];
-    const tl_rec *r = tl->recs.a;
-    for (size_t i = 0; i < tl->recs.n; i++) {
-      range_y(&ylo, &yhi, r[i].ts);
-      range_x(&xlo, &xhi, xmode, r[i].x, r[i].t);
-    }
-    const tl_late *l = tl->lates.a;
-    for (size_t i = 0; i < tl->lates.n; i++) {
-      range_y(&ylo, &yhi, l[i].ts);
-      range_x(&xlo, &xhi, xmode, l[i].x, l[i].t);
-    }
-    const tl_mark *m = tl->marks.a;
-    for (size_t i = 0; i < tl->marks.n; i++) {
-      if (m[i].w.start != WM_TIME_MIN) {
-        range_y(&ylo, &yhi, m[i].w.start);
-        range_y(&ylo, &yhi, m[i].w.stop);
-      }
-      range_x(&xlo, &xhi, xmode, m[i].x, m[i].t);
-    }
-    for (size_t i = 0; i < tl->capwins; i++) {
-      if (tl->wins[i].used != 1) continue;
-      range_y(&ylo, &yhi, tl->wins[i].w.start);
-      range_y(&ylo, &yhi, tl->wins[i].w.stop);
-    }
-    for (int s = 0; s < tl->nseries; s++)
-      for (size_t i = 0; i < tl->series[s].n; i++) {
-        range_y(&ylo, &yhi, tl->series[s].p[i].v);
-        range_x(&xlo, &xhi, xmode, tl->series[s].p[i].x, tl->series[s].p[i].t);
-      }
-    if (xmode == WM_TL_X_ORDER) range_x(&xlo, &xhi, xmode, tl->nrec, 0);
-  }
-  if (ylo > yhi) ylo = 0, yhi = 1000;
-  if (xlo > xhi) xlo = 0, xhi = 1;
-  if (xmode == WM_TL_X_ORDER) xlo = 0;
-  if (yhi - ylo < 1) yhi = ylo + 1;
-  if (xhi - xlo < 1) xhi = xlo + 1;
-  double pad = (yhi - ylo) * 0.04;
-  p->y0 = ylo - pad;
-  p->y1 = yhi + pad;
-  double xpad = (xhi - xlo) * 0.015;
-  p->x0 = xlo - xpad;
-  p->x1 = xhi + xpad;
-  p->xmode = xmode;
-  p->epoch = fabs(ylo) >= 1e11;
-}
-
-static void axes(FILE *f, const plot *p) {
-  fprintf(f, "<g class=\"axes\">\n<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-             "height=\"%.1f\"/>\n", p->L, p->T, p->W, p->H);
-  double step = nice_step(p->y1 - p->y0, 8);
-  for (double v = ceil(p->y0 / step) * step; v <= p->y1; v += step) {
-    double y = py(p, (int64_t)llround(v));
-    char b[64];
-    tick_label(b, sizeof b, v, step, p->epoch);
-    fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-               "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-            p->L, y, p->L + p->W, y, p->L - 6, y + 4, b);
-  }
-  double xs = nice_step(p->x1 - p->x0, 10);
-  if (p->xmode == WM_TL_X_ORDER && xs < 1) xs = 1;
-  for (double v = ceil(p->x0 / xs) * xs; v <= p->x1; v += xs) {
-    double x = p->L + (v - p->x0) / (p->x1 - p->x0) * p->W;
-    char b[64];
-    if (p->xmode == WM_TL_X_ORDER) snprintf(b, sizeof b, "%.0f", fabs(v) < 0.5 ? 0.0 : v);
-    else tick_label(b, sizeof b, v - p->x0, xs, 0);
-    fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-               "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-            x, p->T, x, p->T + p->H, x, p->T + p->H + 16, b);
-  }
-  fprintf(f, "<text class=\"axis\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-          p->L + p->W / 2, p->T + p->H + 34,
-          p->xmode == WM_TL_X_ORDER ? "arrival order of the records at the assigners"
-                                    : "processing time since the first event");
-  fprintf(f, "<text class=\"axis\" transform=\"translate(%.1f %.1f) rotate(-90)\" "
-             "text-anchor=\"middle\">event time%s</text>\n</g>\n",
-          p->L - 80, p->T + p->H / 2, p->epoch ? " (UTC)" : "");
-}
-
-static const char *key_class(int16_t k, char *b, size_t n) {
-  if (k == KEY_NONE) return "kn";
-  if (k == KEY_OTHER) return "ko";
-  snprintf(b, n, "k%d", (int)k);
-  return b;
-}
-
-static void panel(FILE *f, const wm_timeline *tl, const plot *p, double top) {
-  wm_timeline_stats st;
-  wm_timeline_stats_get(tl, &st);
-  fprintf(f, "<g class=\"panel\" data-title=\"");
-  esc(f, tl->title);
-  fprintf(f, "\" data-records=\"%" PRIu64 "\" data-late=\"%" PRIu64 "\" data-firings=\"%" PRIu64
-             "\" data-late-firings=\"%" PRIu64 "\" data-mean-firing-delay=\"%.1f\">\n",
-          st.records, st.late_dropped + st.late_side, st.firings, st.late_firings,
-          st.mean_firing_delay);
-  fprintf(f, "<text class=\"title\" x=\"%.1f\" y=\"%.1f\">", p->L, top + 22);
-  esc(f, tl->title);
-  fprintf(f, "</text>\n<text class=\"stats\" x=\"%.1f\" y=\"%.1f\">%" PRIu64 " records",
-          p->L, top + 42, st.records);
-  if (st.records_shown + tl->lates.n < st.records)
-    fprintf(f, " (%" PRIu64 " drawn)", st.records_shown + (uint64_t)tl->lates.n);
-  fprintf(f, " · <tspan class=\"bad\">%" PRIu64 " late records</tspan> (%" PRIu64 " dropped, %"
-             PRIu64 " to a side output)", st.late_dropped + st.late_side, st.late_dropped,
-          st.late_side);
-  if (tl->lates.n < st.late_dropped + st.late_side) fprintf(f, " (%zu drawn)", tl->lates.n);
-  fprintf(f, " · %" PRIu64 " firings, %" PRIu64 " of them late · mean firing delay ",
-          st.firings, st.late_firings);
-  if (st.delay_samples) fprintf(f, "%.0f ms", st.mean_firing_delay);
-  else fprintf(f, "-");
-  if (st.oom) fprintf(f, " · OUT OF MEMORY: partial picture");
-  fprintf(f, "</text>\n");
-  axes(f, p);
-  char b[160], c[160], kb[8];
-  /* window bands */
-  fprintf(f, "<g class=\"bands\">\n");
-  double right = p->L + p->W;
-  for (size_t i = 0; i < tl->capwins; i++) {
-    const tl_win *w = &tl->wins[i];
-    if (w->used != 1) continue;
-    double x0 = px(p, w->x0, w->t0), x1 = w->cleaned ? px(p, w->x1, w->t1) : right;
-    double y0 = py(p, w->w.stop), y1 = py(p, w->w.start);
-    if (x1 - x0 < 2) x1 = x0 + 2;
-    fmt_win(b, sizeof b, w->w, p->epoch && tl->nwins <= 300);
-    fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-               "<title>%s of ", x0, y0, x1 - x0, y1 - y0, b);
-    esc(f, tl->series[w->series].name);
-    if (w->cleaned)
-      fprintf(f, ": from record #%" PRIu64 " until its cleanup at #%" PRIu64 "</title></rect>\n",
-              w->x0, w->x1);
-    else fprintf(f, ": from record #%" PRIu64 ", never cleaned up</title></rect>\n", w->x0);
-  }
-  fprintf(f, "</g>\n");
-  /* records */
-  const tl_rec *r = tl->recs.a;
-  int titles = tl->recs.n <= 3000;
-  fprintf(f, "<g class=\"records\">\n");
-  for (size_t i = 0; i < tl->recs.n; i++) {
-    if (r[i].late) continue; /* drawn with the late records */
-    fprintf(f, "<circle class=\"rec %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"",
-            key_class(r[i].key, kb, sizeof kb), px(p, r[i].x, r[i].t), py(p, r[i].ts),
-            tl->recs.n <= 300 ? "3.4" : "2");
-    if (titles) {
-      fmt_ts(b, sizeof b, r[i].ts, p->epoch);
-      fprintf(f, "><title>record #%" PRIu64 ": ts %s", r[i].x, b);
-      if (r[i].key >= 0 && r[i].key < LEGEND_KEYS) {
-        fprintf(f, ", key ");
-        esc(f, tl->keys[r[i].key]);
-      }
-      fprintf(f, "</title></circle>\n");
-    } else {
-      fprintf(f, "/>\n");
-    }
-  }
-  fprintf(f, "</g>\n");
-  /* watermark lines */
-  fprintf(f, "<g class=\"watermarks\">\n");
-  for (int s = 0; s < tl->nseries; s++) {
-    const tl_series *se = &tl->series[s];
-    if (se->n == 0) continue;
-    const char *col = line_colours[se->window ? 4 + s % 2 : s % 4];
-    fprintf(f, "<path class=\"wm %s\" stroke=\"%s\" data-op=\"", se->window ? "window" : "assigner",
-            col);
-    esc(f, se->name);
-    fprintf(f, "\" data-steps=\"%zu\" d=\"M%.1f %.1f", se->n, px(p, se->p[0].x, se->p[0].t),
-            py(p, se->p[0].v));
-    for (size_t i = 1; i < se->n; i++)
-      fprintf(f, "H%.1fV%.1f", px(p, se->p[i].x, se->p[i].t), py(p, se->p[i].v));
-    if (se->p[se->n - 1].v != WM_TIME_MAX) fprintf(f, "H%.1f", right);
-    fprintf(f, "\"><title>%s watermark of ", se->window ? "combined input" : "generated");
-    esc(f, se->name);
-    fprintf(f, ": %" PRIu64 " advances", se->steps);
-    fmt_ts(b, sizeof b, se->p[se->n - 1].v, p->epoch);
-    fprintf(f, ", last %s</title></path>\n", b);
-  }
-  fprintf(f, "</g>\n");
-  /* firings and cleanups */
-  fprintf(f, "<g class=\"marks\">\n");
-  const tl_mark *m = tl->marks.a;
-  int terse = tl->marks.n > 500; /* big runs: shorter titles keep the page small */
-  for (size_t i = 0; i < tl->marks.n; i++) {
-    double x = px(p, m[i].x, m[i].t);
-    double y = m[i].w.start == WM_TIME_MIN ? p->T : py(p, wm_window_max_ts(m[i].w));
-    fmt_win(b, sizeof b, m[i].w, p->epoch && !terse);
-    fmt_ts(c, sizeof c, m[i].wm, p->epoch && !terse);
-    if (m[i].kind == MK_FIRE)
-      fprintf(f, "<path class=\"fire ontime\" data-n=\"%u\" d=\"M%.1f %.1fl-5.5 -9h11z\">"
-                 "<title>%s fired on time: the watermark reached %s", m[i].count, x, y, b, c);
-    else if (m[i].kind == MK_LATE_FIRE)
-      fprintf(f, "<path class=\"fire late\" data-n=\"%u\" d=\"M%.1f %.1fl6 6l-6 6l-6 -6z\">"
-                 "<title>late firing of %s%s(watermark %s)", m[i].count, x, y - 6, b,
-              terse ? " " : ": a late record arrived within the allowed lateness ", c);
-    else
-      fprintf(f, "<path class=\"cleanup\" data-n=\"%u\" d=\"M%.1f %.1fl8 8m0 -8l-8 8\">"
-                 "<title>%s cleaned up (state deleted) at watermark %s", m[i].count, x - 4,
-              (m[i].w.start == WM_TIME_MIN ? p->T : py(p, m[i].w.start)) - 4, b, c);
-    if (m[i].count > 1) fprintf(f, ", %u keys", m[i].count);
-    else if (m[i].key >= 0 && m[i].key < LEGEND_KEYS) {
-      fprintf(f, ", key ");
-      esc(f, tl->keys[m[i].key]);
-    }
-    fprintf(f, "</title></path>\n");
-  }
-  fprintf(f, "</g>\n");
-  /* late records */
-  fprintf(f, "<g class=\"lates\">\n");
-  const tl_late *l = tl->lates.a;
-  terse = tl->lates.n > 300;
-  for (size_t i = 0; i < tl->lates.n; i++) {
-    fmt_ts(b, sizeof b, l[i].ts, p->epoch && !terse);
-    fmt_ts(c, sizeof c, l[i].wm, p->epoch && !terse);
-    fprintf(f, "<circle class=\"late %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\"><title>late record "
-               "#%" PRIu64 ": ts %s", l[i].side ? "side" : "dropped", px(p, l[i].x, l[i].t),
-            py(p, l[i].ts), l[i].x, b);
-    if (l[i].key >= 0 && l[i].key < LEGEND_KEYS) {
-      fprintf(f, ", key ");
-      esc(f, tl->keys[l[i].key]);
-    }
-    if (terse) {
-      fprintf(f, ": ts + %" PRId64 " &lt;= watermark %s. ", l[i].lateness, c);
-    } else {
-      fprintf(f, ". Reason: ts + allowed lateness (%" PRId64 " ms) &lt;= watermark %s of ",
-              l[i].lateness, c);
-      if (l[i].series >= 0) esc(f, tl->series[l[i].series].name);
-      fprintf(f, ": every window it belongs to is already cleaned up. ");
-    }
-    if (l[i].side) {
-      fprintf(f, "Sent to side output '");
-      esc(f, l[i].tag ? l[i].tag : "");
-      fprintf(f, "'.</title></circle>\n");
-    } else {
-      fprintf(f, "Dropped%s.</title></circle>\n", terse ? "" : " (counted in late_records_dropped)");
-    }
-  }
-  fprintf(f, "</g>\n");
-  /* legend */
-  double lx = p->L + p->W + 22, ly = p->T + 6;
-  fprintf(f, "<g class=\"legend\">\n");
-  fprintf(f, "<text class=\"lh\" x=\"%.1f\" y=\"%.1f\">keys</text>\n", lx, ly);
-  for (int k = 0; k < tl->nkeys + tl->other_keys; k++) {
-    ly += 16;
-    fprintf(f, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"/><text x=\"%.1f\" "
-               "y=\"%.1f\">", key_class(k < tl->nkeys ? (int16_t)k : KEY_OTHER, kb, sizeof kb),
-            lx + 5, ly - 4, lx + 15, ly);
-    if (k < tl->nkeys) esc(f, tl->keys[k]);
-    else fprintf(f, "other keys");
-    fprintf(f, "</text>\n");
-  }
-  ly += 26;
-  fprintf(f, "<text class=\"lh\" x=\"%.1f\" y=\"%.1f\">marks</text>\n", lx, ly);
-  ly += 18;
-  fprintf(f, "<circle class=\"late side\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">late record, to side output</text>\n", lx + 5, ly - 4, lx + 15, ly);
-  ly += 18;
-  fprintf(f, "<circle class=\"late dropped\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">late record, dropped</text>\n", lx + 5, ly - 4, lx + 15, ly);
-  ly += 18;
-  fprintf(f, "<path class=\"fire ontime\" d=\"M%.1f %.1fl-5.5 -9h11z\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">window fired (watermark)</text>\n", lx + 5, ly, lx + 15, ly);
-  ly += 18;
-  fprintf(f, "<path class=\"fire late\" d=\"M%.1f %.1fl6 6l-6 6l-6 -6z\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">late firing</text>\n", lx + 5, ly - 10, lx + 15, ly);
-  ly += 18;
-  fprintf(f, "<path class=\"cleanup\" d=\"M%.1f %.1fl8 8m0 -8l-8 8\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">window cleaned up</text>\n", lx + 1, ly - 8, lx + 15, ly);
-  ly += 18;
-  fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\"/><text "
-             "x=\"%.1f\" y=\"%.1f\">window [start, end) while open</text>\n", lx, ly - 9,
-          lx + 15, ly);
-  ly += 26;
-  fprintf(f, "<text class=\"lh\" x=\"%.1f\" y=\"%.1f\">watermarks</text>\n", lx, ly);
-  for (int s = 0; s < tl->nseries; s++) {
-    const tl_series *se = &tl->series[s];
-    if (se->n == 0) continue;
-    ly += 16;
-    fprintf(f, "<path class=\"wm %s\" stroke=\"%s\" d=\"M%.1f %.1fh14\"/><text x=\"%.1f\" "
-               "y=\"%.1f\">%s ", se->window ? "window" : "assigner",
-            line_colours[se->window ? 4 + s % 2 : s % 4], lx, ly - 4, lx + 19, ly,
-            se->window ? "window input:" : "assigner:");
-    char name[24]; /* fits the legend's margin; the whole name is in the title (hover) */
-    snprintf(name, sizeof name, "%s", se->name);
-    if (strlen(se->name) >= sizeof name) memcpy(name + sizeof name - 4, "...", 4);
-    esc(f, name);
-    fprintf(f, "<title>");
-    esc(f, se->name);
-    fprintf(f, "</title>");
-    fprintf(f, "</text>\n");
-  }
-  fprintf(f, "</g>\n</g>\n");
-}
-
-static const char css[] =
-    "text{font-family:sans-serif;font-size:12px;fill:#222}"
-    ".title{font-size:15px;font-weight:bold}.stats{font-size:12.5px}.bad{fill:#c81e1e}"
-    ".lh{font-weight:bold}.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
-    ".frame{fill:none;stroke:#999}.grid{stroke:#eee}"
-    ".band{fill:#8a94a6;fill-opacity:.13;stroke:#8a94a6;stroke-opacity:.45}"
-    ".rec{stroke:none}.kn{fill:#777}.ko{fill:#aaa}"
-    ".wm{fill:none;stroke-width:1.6}.wm.assigner{stroke-dasharray:6 3;stroke-width:2}"
-    ".fire.ontime{fill:#2a9d3a;stroke:#145a1e}.fire.late{fill:#f39c12;stroke:#9a5b00}"
-    ".cleanup{fill:none;stroke:#555;stroke-width:1.6}"
-    ".late.side{fill:#fff;stroke:#d62020;stroke-width:2.4}"
-    ".late.dropped{fill:#d62020;stroke:#7a0000}";
-
-int wm_timeline_write(FILE *f, wm_timeline *const *tls, int n, int xmode, int html, char *err,
-                      size_t errlen) {
-  if (n < 1) {
-    snprintf(err, errlen, "nothing to draw");
-    return -1;
-  }
-  plot p;
-  scales(tls, n, xmode, &p);
-  double ph = n == 1 ? 620 : 500, height = ph * n;
-  if (html) {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<title>wmrun timeline: ");
-    esc(f, tls[0]->title);
-    fprintf(f, "</title><style>body{margin:16px;background:#f6f6f6;font-family:sans-serif}"
-               "svg{background:#fff;border:1px solid #ddd;max-width:100%%;height:auto}"
-               "p{color:#444;font-size:13px}</style></head><body>\n");
-  } else {
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  }
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-             "viewBox=\"0 0 %.0f %.0f\">\n<style>%s", PIC_W, height, PIC_W, height, css);
-  for (int k = 0; k < LEGEND_KEYS; k++) fprintf(f, ".k%d{fill:%s}", k, key_colours[k]);
-  fprintf(f, "</style>\n<rect width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n", PIC_W, height);
-  for (int k = 0; k < n; k++) {
-    plot q = p;
-    double top = ph * k;
-    q.L = PAN_L;
-    q.T = top + PAN_T;
-    q.W = PIC_W - PAN_L - PAN_R;
-    q.H = ph - PAN_T - PAN_B - 8;
-    panel(f, tls[k], &q, top);
-  }
-  fprintf(f, "</svg>\n");
-  if (html)
-    fprintf(f, "<p>Hover over a mark for details. x: %s; y: event time. Written by wmrun "
-               "--timeline.</p>\n</body></html>\n",
-            xmode == WM_TL_X_ORDER ? "arrival order" : "processing time");
-  if (ferror(f)) {
-    snprintf(err, errlen, "write error");
-    return -1;
-  }
-  return 0;
-}
-
-int wm_timeline_save(const char *path, wm_timeline *const *tls, int n, int xmode, char *err,
-                     size_t errlen) {
-  size_t len = strlen(path);
-  int html = (len >= 5 && strcmp(path + len - 5, ".html") == 0) ||
-             (len >= 4 && strcmp(path + len - 4, ".htm") == 0);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    snprintf(err, errlen, "cannot write the timeline '%s'", path);
-    return -1;
-  }
-  char e2[200];
-  int rc = wm_timeline_write(f, tls, n, xmode, html, e2, sizeof e2);
-  if (fclose(f) != 0 && rc == 0) {
-    snprintf(e2, sizeof e2, "write error");
-    rc = -1;
-  }
-  if (rc != 0) snprintf(err, errlen, "timeline '%s': %s", path, e2);
-  return rc;
-}
+const char *wm_timeline_key(const wm_timeline *tl, int i) { return tl->keys[i]; }

@@ -201,8 +201,10 @@ function Harness:timeline(path, opts)
   if x ~= "order" and x ~= "time" then
     error("timeline: x must be 'order' or 'time', got " .. tostring(x), 2)
   end
-  local ok, err = pcall(self._h.timeline, self._h, path, x)
-  if not ok then error(err, 2) end
+  local ok, err = pcall(function()
+    require("wm.timeline").save(path, {self._h:recording()}, {x = x})
+  end)
+  if not ok then error("timeline: " .. tostring(err), 2) end
   return self
 end
 
