@@ -336,6 +336,13 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (o.timeline) { /* before the job runs, not after it */
+    char err[600];
+    if (lwm_timeline_check(o.luadir, o.timeline, err, sizeof err) != 0) {
+      fprintf(stderr, "%s: --timeline %s: %s\n", progname, o.timeline, err);
+      return 2;
+    }
+  }
   o.script_index = i;
   if (!o.timeline) return run_job(&o, argv[i]);
   /* the run(s) with a recorder each, then one picture */
@@ -357,7 +364,7 @@ int main(int argc, char **argv) {
     char err[600];
     if (lwm_timeline_save(o.luadir, tls, n, o.timeline_x ? "time" : "order", o.timeline, err,
                           sizeof err) != 0) {
-      fprintf(stderr, "%s: %s\n", progname, err);
+      fprintf(stderr, "%s: --timeline %s: %s\n", progname, o.timeline, err);
       code = 1;
     } else if (n == 2) {
       for (int k = 0; k < n; k++) {

@@ -73,6 +73,23 @@ end
 
 local function panels(svg) return with_class(svg, "panel") end
 
+-- Every file a test makes goes into one directory of this spec's own, removed at the end.
+local tmpdir
+local function tmpfile(name) return tmpdir .. "/" .. name end
+setup(function()
+  local p = io.popen("mktemp -d /tmp/wm_timeline_spec.XXXXXX")
+  tmpdir = p:read("l")
+  p:close()
+  assert(tmpdir and tmpdir ~= "", "mktemp -d failed")
+end)
+teardown(function() os.execute("rm -rf '" .. tmpdir .. "'") end)
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
 local function run_c(outfile, extra)
   local out, err, code = helper.wmrun((extra or "") .. " --timeline " .. outfile .. " " ..
     helper.root .. "/examples/c_lateness_side_output.lua")
@@ -168,6 +185,32 @@ describe("wmrun --timeline", function()
     assert.truthy(err:find("'order' or 'time'", 1, true))
   end)
 
+  it("refuses, before the job runs, a file that is not .html or .svg", function()
+    local path = tmpfile("x.png")
+    local out, err, code = helper.wmrun("--timeline " .. path .. " " .. helper.root ..
+      "/examples/c_lateness_side_output.lua")
+    assert.equal(2, code)
+    assert.equal("", out, "the job did not run")
+    assert.truthy(err:find("--timeline " .. path .. ": expected a file name ending in .html " ..
+      "(a page) or .svg, got '.png'", 1, true), err)
+    assert.is_false(exists(path))
+  end)
+
+  it("fails before the job runs when the timeline cannot be written", function()
+    local path = tmpfile("missing/t.html")
+    local out, err, code = helper.wmrun("--timeline " .. path .. " " .. helper.root ..
+      "/examples/c_lateness_side_output.lua")
+    assert.equal(2, code)
+    assert.equal("", out, "the job did not run")
+    assert.truthy(err:find("--timeline " .. path .. ": cannot write there: No such file or " ..
+      "directory", 1, true), err)
+    -- a file that can be written is not left behind by the check when the job fails
+    local ok_path = tmpfile("ok.svg")
+    local _, err2, code2 = helper.wmrun("--timeline " .. ok_path .. " " .. tmpfile("nojob.lua"))
+    assert.equal(1, code2, err2)
+    assert.is_false(exists(ok_path))
+  end)
+
   it("compares two strategies on the same input, one above the other", function()
     -- the same job with 5 s of out-of-orderness instead of 2 s: nothing is late
     local src = helper.read(helper.root .. "/examples/c_lateness_side_output.lua")
@@ -233,6 +276,19 @@ describe("h:timeline", function()
     local names = {}
     for _, t in ipairs(find(legend, function(x) return x.tag == "text" end)) do names[t.text] = true end
     assert.is_true(names.a and names.b)
+  end)
+
+  it("refuses a file that is not .html or .svg", function()
+    local h = testing.harness(function(input)
+      return input:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+    end)
+    h:push({id = "a", vc = 1}, 1000):finish()
+    local path = tmpfile("h.png")
+    local ok, err = pcall(h.timeline, h, path)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("timeline: '" .. path .. "': expected a file name " ..
+      "ending in .html (a page) or .svg, got '.png'", 1, true), tostring(err))
+    assert.is_false(exists(path))
   end)
 
   it("keeps a one-million-record run under 5 MB, with every late record counted", function()

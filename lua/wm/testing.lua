@@ -204,7 +204,7 @@ function Harness:timeline(path, opts)
   local ok, err = pcall(function()
     require("wm.timeline").save(path, {self._h:recording()}, {x = x})
   end)
-  if not ok then error("timeline: " .. tostring(err), 2) end
+  if not ok then error(string.format("timeline: '%s': %s", path, tostring(err)), 2) end
   return self
 end
 

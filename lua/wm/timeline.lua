@@ -417,26 +417,35 @@ local function kind_of(path)
   if ext == "svg" then return "svg" end
 end
 
+local function cannot(err, path)
+  -- io.open's message starts with the path: the caller names the file already
+  local reason = tostring(err)
+  if reason:sub(1, #path + 2) == path .. ": " then reason = reason:sub(#path + 3) end
+  error("cannot write there: " .. reason, 0)
+end
+
 --- Checks, before a run, that path is an output the timeline can write: a name ending in
--- .html (a page) or .svg, in a place where a file can be created. Raises an error naming
--- the file otherwise. Creates nothing (a file made to try is removed).
+-- .html (a page) or .svg, in a place where a file can be created. Raises an error (without
+-- the file name: the caller names it with its option) otherwise. Creates nothing (a file
+-- made to try is removed again).
 -- @tparam string path
 function M.check_output(path)
+  if type(path) ~= "string" then error("expected a file name, got " .. type(path), 0) end
   if not kind_of(path) then
-    error(fmt("'%s': the timeline is an .html page or an .svg file (got %s)", tostring(path),
-      type(path) == "string" and (path:match("%.[^./]*$") and "'" .. path:match("%.[^./]*$") ..
-      "'" or "no extension") or type(path)), 0)
+    local ext = path:match("%.[^./]*$")
+    error(fmt("expected a file name ending in .html (a page) or .svg, got %s",
+      ext and "'" .. ext .. "'" or "no extension"), 0)
   end
   local existing = io.open(path, "r")
   if existing then
     existing:close()
     local f, err = io.open(path, "r+")
-    if not f then error(fmt("cannot write the timeline: %s", err), 0) end
+    if not f then cannot(err, path) end
     f:close()
     return
   end
   local f, err = io.open(path, "w")
-  if not f then error(fmt("cannot write the timeline: %s", err), 0) end
+  if not f then cannot(err, path) end
   f:close()
   os.remove(path)
 end
@@ -448,15 +457,12 @@ end
 function M.save(path, recs, opts)
   local kind = kind_of(path)
   if not kind then M.check_output(path) end
-  local o = {x = opts and opts.x, html = kind == "html"}
-  local text = M.render(recs, o)
+  local text = M.render(recs, {x = opts and opts.x, html = kind == "html"})
   local f, err = io.open(path, "w")
-  if not f then error(fmt("cannot write the timeline: %s", err), 0) end
+  if not f then cannot(err, path) end
   local ok, werr = f:write(text)
   local cok, cerr = f:close()
-  if not ok or not cok then
-    error(fmt("timeline '%s': write error: %s", path, tostring(werr or cerr)), 0)
-  end
+  if not ok or not cok then error("write error: " .. tostring(werr or cerr), 0) end
 end
 
 return M
