@@ -97,12 +97,23 @@ tsan: all
 valgrind: all
 	WMRUN_VALGRIND=1 ./spec/run_all.sh $(BUILD)
 
-# The timeline pictures embedded in the docs (docs/img/*.svg), drawn by wmrun --timeline.
+# The timeline pictures embedded in the docs (docs/img/*.svg), drawn by wmrun --timeline,
+# and their screenshots (docs/img/*.png) in headless Chromium when it is installed.
+SHOT = chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400
 docs: $(WMRUN)
 	@mkdir -p docs/img
 	$(WMRUN) --timeline docs/img/timeline_scenario_c.svg examples/c_lateness_side_output.lua >/dev/null
 	$(WMRUN) --timeline docs/img/timeline_percentile_vs_bounded.svg \
 	  --compare examples/timeline_bounded.lua examples/timeline_percentile.lua >/dev/null
+	$(WMRUN) --timeline docs/img/timeline_keys.svg examples/timeline_keys.lua >/dev/null
+	@if command -v chromium >/dev/null; then \
+	  d=$$(mktemp -d) && \
+	  $(WMRUN) --timeline $$d/c.html examples/c_lateness_side_output.lua >/dev/null && \
+	  $(WMRUN) --timeline $$d/keys.html examples/timeline_keys.lua >/dev/null && \
+	  $(SHOT),640 --screenshot=$(CURDIR)/docs/img/timeline_scenario_c.png file://$$d/c.html 2>/dev/null && \
+	  $(SHOT),740 --screenshot=$(CURDIR)/docs/img/timeline_keys.png file://$$d/keys.html 2>/dev/null; \
+	  rm -rf $$d; \
+	else echo "docs: no chromium: the screenshots (docs/img/*.png) are not redrawn"; fi
 
 bench: all
 	@./bench/run.sh

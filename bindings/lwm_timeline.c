@@ -98,6 +98,10 @@ static void push_marks(lua_State *L, const wm_timeline *tl) {
     set_window(L, m[i].w);
     set_int(L, "series", m[i].series + 1);
     set_key(L, m[i].key);
+    if (m[i].value[0]) {
+      lua_pushstring(L, m[i].value);
+      lua_setfield(L, -2, "value");
+    }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/wm_obs.h"
 #include "time/wm_time.h"
 
 static int64_t wall_now(void *ud) {
@@ -149,6 +150,10 @@ static int name_failure(wm_op *op, int rc) {
 int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   const wm_port *p = &op->ports[port];
   op->m.records_out++;
+  if (op->ctx->observe) { /* one branch unless a timeline records the run */
+    wm_obs ev = {.kind = WM_OBS_EMIT, .ts = ts, .watermark = op->wm, .flag = port, .value = rec};
+    op->ctx->observe(op->ctx->observe_ud, op, &ev);
+  }
   for (int i = 0; i < p->n; i++) {
     wm_op *to = p->edges[i].to;
     to->m.records_in++;

@@ -10,33 +10,12 @@
 #define WM_OBSERVE_H
 
 #include "graph/wm_graph.h"
-#include "time/wm_window.h"
-
-typedef enum {
-  WM_OBS_RECORD = 1, /* a record at an assigner: ts (key unknown there) */
-  WM_OBS_WINDOW,     /* a window operator added a record to window (created: a new one) */
-  WM_OBS_FIRE,       /* a window fired: late = 1 for a late firing (a record into a window
-                      * the watermark has passed), 0 when the watermark reached its end */
-  WM_OBS_CLEANUP,    /* a window's state was deleted (its cleanup time was reached) */
-  WM_OBS_LATE,       /* a late record: side = 1 sent to the side output `tag`, 0 dropped */
-} wm_obs_kind;
-
-/* One event. Every pointer is borrowed for the duration of the call. */
-struct wm_obs {
-  int kind;
-  int64_t ts;            /* RECORD, WINDOW, LATE: the record's timestamp */
-  int64_t watermark;     /* the operator's current watermark */
-  wm_window window;      /* WINDOW, FIRE, CLEANUP */
-  const wm_value *key;   /* WINDOW, FIRE, CLEANUP, LATE: the key; NULL when unknown */
-  int flag;              /* WINDOW: created; FIRE: late firing; LATE: to a side output */
-  int64_t lateness;      /* LATE: the allowed lateness */
-  const char *tag;       /* LATE: the side-output tag (NULL when dropped) */
-};
+#include "graph/wm_obs.h"
 
 static inline void wm_observe_(wm_op *op, int kind, int64_t ts, int64_t watermark,
                                wm_window w, const wm_value *key, int flag, int64_t lateness,
                                const char *tag) {
-  wm_obs ev = {kind, ts, watermark, w, key, flag, lateness, tag};
+  wm_obs ev = {kind, ts, watermark, w, key, flag, lateness, tag, NULL};
   op->ctx->observe(op->ctx->observe_ud, op, &ev);
 }
 
@@ -77,6 +56,14 @@ static inline void wm_observe_late(wm_op *op, const wm_value *key, int64_t ts,
   if (WM_OBS_UNLIKELY(op->ctx->observe != NULL))
     wm_observe_(op, WM_OBS_LATE, ts, op->wm, (wm_window){0, 0}, key, tag != NULL, lateness,
                 tag);
+}
+
+/* op emits rec (ts) on port (graph/wm_graph.c's wm_op_emit, for every operator). */
+static inline void wm_observe_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {
+    wm_obs ev = {WM_OBS_EMIT, ts, op->wm, (wm_window){0, 0}, NULL, port, 0, NULL, rec};
+    op->ctx->observe(op->ctx->observe_ud, op, &ev);
+  }
 }
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_buf.h"
 #include "graph/wm_observe.h"
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
@@ -67,6 +68,9 @@ struct wm_timeline {
   int ntags;
   wm_timeline_stats st;
   double delay_sum;
+  tl_mark *firing;           /* the firing whose results are being emitted, or NULL */
+  const wm_op *firing_op;
+  wm_buf text;               /* a result as text */
 };
 
 /* ---- recording ------------------------------------------------------------------------ */
@@ -302,7 +306,25 @@ static void wins_rehash(wm_timeline *tl, size_t cap) {
 
 static void *list_push(wm_timeline *tl, tl_list *l);
 
+/* The next slot of a list that has room below its limit (grown as needed); NULL when out
+ * of memory. */
+static void *list_append(wm_timeline *tl, tl_list *l) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    if (cap > l->limit) cap = l->limit;
+    void *a = realloc(l->a, cap * l->size);
+    if (!a) {
+      tl->st.oom = 1;
+      return NULL;
+    }
+    l->a = a;
+    l->cap = cap;
+  }
+  return (char *)l->a + l->n++ * l->size;
+}
+
 static void on_record(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
+  tl->firing = NULL;
   uint64_t x = tl->nrec++;
   tl->cur_x = x;
   tl->cur_t = now_of(op);
@@ -340,18 +362,30 @@ static void *list_push(wm_timeline *tl, tl_list *l) {
     l->n = k;
     if (c % l->stride != 0) return NULL;
   }
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    if (cap > l->limit) cap = l->limit;
-    void *a = realloc(l->a, cap * l->size);
-    if (!a) {
-      tl->st.oom = 1;
-      return NULL;
-    }
-    l->a = a;
-    l->cap = cap;
+  return list_append(tl, l);
+}
+
+/* Marks are thinned by moment and window, not by position: the firings of every key of a
+ * window at one watermark stay together (thinning by position keeps every other one of
+ * them, and then every other key's lane goes empty). */
+static tl_mark *mark_push(wm_timeline *tl, int si, wm_window w, uint64_t x) {
+  tl_list *l = &tl->marks;
+  uint64_t h = mix64(win_hash(si, w) ^ (x * 0x9e3779b97f4a7c15ULL)) >> 8;
+  l->seen++;
+  if (h % l->stride != 0) return NULL;
+  while (l->n == l->limit) { /* keep the marks of about half of the moments */
+    if (l->stride > (UINT64_C(1) << 40)) return NULL;
+    l->stride *= 2;
+    tl_mark *a = l->a;
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++)
+      if ((mix64(win_hash(a[i].series, a[i].w) ^ (a[i].x * 0x9e3779b97f4a7c15ULL)) >> 8) %
+              l->stride == 0)
+        a[k++] = a[i];
+    l->n = k;
+    if (h % l->stride != 0) return NULL;
   }
-  return (char *)l->a + l->n++ * l->size;
+  return list_append(tl, l);
 }
 
 static void on_window(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
@@ -368,6 +402,7 @@ static void on_window(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
 }
 
 static void on_mark(wm_timeline *tl, const wm_op *op, const wm_obs *ev, int kind) {
+  tl->firing = NULL;
   int si = series_of(tl, op, 1);
   if (si < 0) return;
   uint64_t x = ev->watermark == WM_TIME_MAX ? tl->nrec : tl->cur_x;
@@ -401,8 +436,30 @@ static void on_mark(wm_timeline *tl, const wm_op *op, const wm_obs *ev, int kind
       }
     }
   }
-  tl_mark *m = list_push(tl, &tl->marks);
-  if (m) *m = (tl_mark){x, t, ev->watermark, ev->window, (int16_t)si, key, (uint8_t)kind};
+  tl_mark *m = mark_push(tl, si, ev->window, x);
+  if (m) *m = (tl_mark){x, t, ev->watermark, ev->window, (int16_t)si, key, (uint8_t)kind, ""};
+  tl->firing = kind == MK_CLEANUP ? NULL : m;
+  tl->firing_op = op;
+}
+
+/* A result of the firing just observed (the window operator emits it on its main port). */
+static void on_emit(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
+  tl_mark *m = tl->firing;
+  if (!m || op != tl->firing_op || ev->flag != 0) return;
+  size_t at = strlen(m->value);
+  if (at + 4 >= sizeof m->value) return; /* full: already cut */
+  wm_buf_clear(&tl->text);
+  wm_format_value(&tl->text, ev->value, 0, op->ctx->host.format, op->ctx->host.ud);
+  if (tl->text.oom) tl->st.oom = 1;
+  if (at) {
+    memcpy(m->value + at, "; ", 3);
+    at += 2;
+  }
+  size_t room = sizeof m->value - 1 - at, n = tl->text.len;
+  if (n > room) n = room;
+  if (n) memcpy(m->value + at, tl->text.data, n);
+  m->value[at + n] = '\0';
+  if (n < tl->text.len) memcpy(m->value + sizeof m->value - 4, "...", 4); /* cut: say so */
 }
 
 static void on_late(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
@@ -426,6 +483,7 @@ static void tl_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   case WM_OBS_FIRE: on_mark(tl, op, ev, ev->flag ? MK_LATE_FIRE : MK_FIRE); break;
   case WM_OBS_CLEANUP: on_mark(tl, op, ev, MK_CLEANUP); break;
   case WM_OBS_LATE: on_late(tl, op, ev); break;
+  case WM_OBS_EMIT: on_emit(tl, op, ev); break;
   default: break;
   }
 }
@@ -442,6 +500,7 @@ wm_timeline *wm_timeline_new(const char *title) {
   tl->max_seen = WM_TIME_MIN;
   tl->last_at = SIZE_MAX;
   tl->win_stride = 1;
+  wm_buf_init(&tl->text);
   return tl;
 }
 
@@ -467,6 +526,7 @@ void wm_timeline_free(wm_timeline *tl) {
   }
   for (int i = 0; i < tl->ntags; i++) free(tl->tags[i]);
   free(tl->wins);
+  wm_buf_free(&tl->text);
   free(tl->title);
   free(tl);
 }

@@ -79,13 +79,17 @@ typedef struct wm_timeline_late {
   const char *tag; /* interned in the recorder */
 } wm_timeline_late;
 
-/* A firing (kind WM_TL_FIRE or WM_TL_LATE_FIRE) or cleanup of one key's window. */
+#define WM_TL_VALUE 64 /* bytes of a firing's result kept (cut with "...") */
+
+/* A firing (kind WM_TL_FIRE or WM_TL_LATE_FIRE) or cleanup of one key's window. value: what
+ * the firing emitted, as `print` shows it ("; " between several results), "" for none. */
 typedef struct wm_timeline_mark {
   uint64_t x;
   int64_t t, wm;
   wm_window w;
   int16_t series, key;
   uint8_t kind;
+  char value[WM_TL_VALUE];
 } wm_timeline_mark;
 
 /* A window band: from its first record (x0, t0) to its cleanup (x1, t1) when cleaned. */

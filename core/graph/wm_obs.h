@@ -1,0 +1,36 @@
+/* The events a recorder observes (graph/wm_observe.h has the calls that operators make).
+ * Apart from wm_observe.h so that graph/wm_graph.c, which wm_observe.h needs, can send
+ * WM_OBS_EMIT without an include loop. */
+#ifndef WM_OBS_H
+#define WM_OBS_H
+
+#include <stdint.h>
+
+#include "base/wm_value.h"
+#include "time/wm_window.h"
+
+typedef enum {
+  WM_OBS_RECORD = 1, /* a record at an assigner: ts (key unknown there) */
+  WM_OBS_WINDOW,     /* a window operator added a record to window (created: a new one) */
+  WM_OBS_FIRE,       /* a window fired: late = 1 for a late firing (a record into a window
+                      * the watermark has passed), 0 when the watermark reached its end */
+  WM_OBS_CLEANUP,    /* a window's state was deleted (its cleanup time was reached) */
+  WM_OBS_LATE,       /* a late record: side = 1 sent to the side output `tag`, 0 dropped */
+  WM_OBS_EMIT,       /* an operator emitted value (ts) on port flag: a firing's result when
+                      * the operator is a window operator */
+} wm_obs_kind;
+
+/* One event. Every pointer is borrowed for the duration of the call. */
+struct wm_obs {
+  int kind;
+  int64_t ts;            /* RECORD, WINDOW, LATE: the record's timestamp */
+  int64_t watermark;     /* the operator's current watermark */
+  wm_window window;      /* WINDOW, FIRE, CLEANUP */
+  const wm_value *key;   /* WINDOW, FIRE, CLEANUP, LATE: the key; NULL when unknown */
+  int flag;              /* WINDOW: created; FIRE: late firing; LATE: to a side output */
+  int64_t lateness;      /* LATE: the allowed lateness */
+  const char *tag;       /* LATE: the side-output tag (NULL when dropped) */
+  const wm_value *value; /* EMIT: the record emitted */
+};
+
+#endif
