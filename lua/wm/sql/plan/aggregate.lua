@@ -1,0 +1,201 @@
+--- GROUP BY (with or without a window), HAVING, DISTINCT.
+-- @module wm.sql.plan.aggregate
+local errors = require("wm.sql.errors")
+local expr = require("wm.sql.expr")
+local aggs = require("wm.sql.aggs")
+local lower = require("wm.sql.plan.lower")
+local base = require("wm.sql.plan.base")
+local from = require("wm.sql.plan.from")
+
+local raise = errors.raise
+local Planner, rel_of, lineof, has_agg, compile_fn = base.Planner, base.rel_of, base.lineof, base.has_agg,
+  base.compile_fn
+local check_rowtime, materialize_tvf = from.check_rowtime, from.materialize_tvf
+
+-- The row column a plain column reference reads, when it is never NULL: {field, type}.
+local function nonnull_column(cols, e)
+  if e.tag ~= "col" then return nil end
+  for _, c in ipairs(cols) do
+    if c.name == e.name then
+      if c.nonnull then return c.field or c.name, c.type end
+      return nil
+    end
+  end
+  return nil
+end
+
+-- What of a windowed aggregation can run in C (architecture.md, hot path):
+-- * key_fields: the GROUP BY keys as row fields for a field-based key_by, when every key is
+--   a plain column that is never NULL (else a Lua key function, which maps NULL to a key);
+-- * builtin: the window's C aggregation when the aggregate list allows: `count()` for a
+--   single COUNT(*) (or COUNT(col) of a never-NULL column), on any window but CUMULATE;
+--   `sum/min/max(field)` for a single SUM/MIN/MAX of a never-NULL numeric column on a
+--   TUMBLE window (the result row is the window's first row: its rowtime gives the window).
+-- A light Lua map then shapes the final row from the C result, once per window and key.
+local function fast_window_agg(cols, keys, agg_list, q, window)
+  local key_fields = {}
+  for i, k in ipairs(keys) do
+    local f = nonnull_column(cols, k)
+    if not f then key_fields = nil break end
+    key_fields[i] = f
+  end
+  if key_fields and #key_fields == 0 then key_fields = nil end
+  if #agg_list ~= 1 or window.kind == "cumulate" then return key_fields, nil end
+  local a = agg_list[1]
+  if a.distinct then return key_fields, nil end
+  local arg = not a.star and a.arg or nil
+  local field, ftype
+  if arg then field, ftype = nonnull_column(cols, arg) end
+  if a.name == "COUNT" and (a.star or field) then return key_fields, {agg = "count"} end
+  if (a.name == "SUM" or a.name == "MIN" or a.name == "MAX") and field and expr.NUMERIC[ftype]
+      and window.kind == "tumble" and key_fields then
+    for _, kf in ipairs(key_fields) do if kf == field then return key_fields, nil end end
+    return key_fields, {agg = a.name:lower(), field = field}
+  end
+  return key_fields, nil
+end
+
+function Planner:plan_aggregate(q, rel, items, aliases)
+  local src = self.src
+  local group = q.group_by or {}
+  if q.distinct then
+    if q.group_by then self:err(q.pos, "SELECT DISTINCT with GROUP BY is not supported") end
+    group = {}
+    for _, it in ipairs(items) do group[#group + 1] = it.expr end
+  end
+  -- the window: a group-window call in GROUP BY, or window_start/window_end of a TVF
+  local window, window_call, keys = nil, nil, {}
+  local tvf_props = {}
+  for _, g in ipairs(group) do
+    if g.tag == "call" and expr.WINDOW_FNS[g.name] then
+      if window then self:err(g.pos, "GROUP BY has more than one window") end
+      if g.name == "CUMULATE" then self:err(g.pos, "CUMULATE is a window table function: FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(rt), step, size))") end
+      local a1 = g.args[1]
+      if not a1 or a1.tag ~= "col" then self:err(g.pos, "%s needs a time column as its first argument", g.name) end
+      if rel.tvf then self:err(g.pos, "a group window over a window table function") end
+      local rc = check_rowtime(self, rel, a1.name, a1.pos)
+      local rest = {table.unpack(g.args, 2)}
+      window = self:window_spec(g.name, rest, g.pos)
+      window.rowtime, window.rowtime_field = a1.name, rc.field or a1.name
+      window_call = g
+    elseif rel.tvf and g.tag == "col" and (g.name == "window_start" or g.name == "window_end") then
+      tvf_props[g.name] = true
+    else
+      if g.tag == "call" and expr.WINDOW_PROPS[g.name] then self:err(g.pos, "%s belongs in the SELECT list", g.name) end
+      if has_agg(g) then self:err(g.pos, "aggregate functions are not allowed in GROUP BY") end
+      keys[#keys + 1] = g
+    end
+  end
+  if rel.tvf then
+    if tvf_props.window_start and tvf_props.window_end then
+      window = rel.tvf.window
+      window.rowtime, window.rowtime_field = rel.tvf.column, rel.tvf.field
+    else
+      rel = materialize_tvf(rel)
+    end
+  end
+  local base_cols = window and rel.tvf and rel.base_cols or rel.cols
+  local row_scope = self:row_scope(base_cols, nil, aliases)
+  row_scope.agg_where = "inside another aggregate"
+  -- group keys
+  local keyfns, key_sigs, key_types = {}, {}, {}
+  for i, k in ipairs(keys) do
+    local f, t = compile_fn(self, k, row_scope)
+    keyfns[i], key_sigs[expr.sig(k)], key_types[i] = f, i, t
+  end
+  -- aggregate calls in SELECT and HAVING
+  local agg_list, agg_sigs, argfns = {}, {}, {}
+  local function collect(e)
+    expr.each_agg(e, function(a)
+      local sg = expr.sig(a)
+      if agg_sigs[sg] then return end
+      local argfn, at = function() return true end, nil
+      if a.star then
+        if a.name ~= "COUNT" then self:err(a.pos, "%s(*) is not allowed; only COUNT(*)", a.name) end
+      else
+        if #a.args ~= 1 then self:err(a.pos, "%s takes one argument", a.name) end
+        argfn, at = compile_fn(self, a.args[1], row_scope)
+        if (a.name == "SUM" or a.name == "AVG") and not expr.NUMERIC[at] then
+          self:err(a.args[1].pos, "%s needs a numeric argument, got %s", a.name, expr.show(at))
+        end
+      end
+      local i = #agg_list + 1
+      agg_list[i] = {name = a.name, distinct = a.distinct, star = a.star, type = at, arg = a.args and a.args[1],
+                     result_type = aggs.result_type(a.name, at or "BIGINT")}
+      argfns[i] = argfn
+      agg_sigs[sg] = i
+    end)
+  end
+  for _, it in ipairs(items) do collect(it.expr) end
+  if q.having then collect(q.having) end
+  -- the scope after aggregation: keys, aggregates, window properties
+  local scope = {src = src, functions = self.functions}
+  scope.match = function(e)
+    local ks = key_sigs[expr.sig(e)]
+    if ks then return "k[" .. ks .. "]", key_types[ks] end
+    if e.tag == "call" and expr.AGGS[e.name] then
+      local i = agg_sigs[expr.sig(e)]
+      return "a[" .. i .. "]", agg_list[i].result_type
+    end
+    if e.tag == "call" and expr.WINDOW_PROPS[e.name] then
+      if not window_call then self:err(e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_")) end
+      local fn, prop = e.name:match("^(%u+)_(%u+)$")
+      local same = fn == window_call.name and #e.args == #window_call.args
+      if same then
+        for i = 1, #e.args do if expr.sig(e.args[i]) ~= expr.sig(window_call.args[i]) then same = false end end
+      end
+      if not same then self:err(e.pos, "%s does not match the window in GROUP BY", e.name) end
+      local rtt
+      for _, c in ipairs(base_cols) do if c.name == window.rowtime then rtt = c.type end end
+      if prop == "START" then return "ws", rtt end
+      if prop == "END" then return "we", rtt end
+      if prop == "ROWTIME" then return "(we - 1)", rtt end
+      self:err(e.pos, "%s is not supported (processing time)", e.name)
+    end
+    if e.tag == "col" and window and rel.tvf then
+      if e.name == "window_start" then return "ws", "TIMESTAMP" end
+      if e.name == "window_end" then return "we", "TIMESTAMP" end
+      if e.name == "window_time" then return "(we - 1)", "TIMESTAMP" end
+    end
+    return nil
+  end
+  scope.column = function(n)
+    for _, c in ipairs(rel.cols) do
+      if c.name == n.name then
+        raise(src, n.pos, "column '%s' must appear in GROUP BY or be used in an aggregate function", n.name)
+      end
+    end
+    raise(src, n.pos, "unknown column '%s'", n.name)
+  end
+  scope.agg_where = "inside another aggregate"
+  local body, cols = self:projection(items, scope)
+  for i, it in ipairs(items) do
+    local e = it.expr
+    if e.tag == "call" and e.name:match("_ROWTIME$") then cols[i].rowtime = true end
+    if e.tag == "col" and e.name == "window_time" and window then cols[i].rowtime = true end
+  end
+  local having_src = "true"
+  if q.having then
+    local s, t = expr.compile(q.having, scope)
+    if t ~= "BOOLEAN" and t ~= "NULL" then self:err(q.having.pos, "HAVING needs a BOOLEAN condition, got %s", expr.show(t)) end
+    having_src = s .. " == true"
+  end
+  local out = expr.load(string.format(
+    "function(k, a, ws, we) if not (%s) then return false end return %s end", having_src, body),
+    lineof(self, q.pos))
+  local made = {}
+  for i, a in ipairs(agg_list) do
+    made[i] = aggs.make(a.name, {star = a.star, distinct = a.distinct, type = a.type, retract = rel.updating})
+  end
+  if window then
+    if rel.updating then self:err(q.pos, "a windowed GROUP BY cannot consume an updating input") end
+    local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
+                  rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
+                  having = q.having ~= nil}
+    spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, q, window)
+    return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
+  end
+  local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
+                out = function(k, a) return out(k, a, nil, nil) end}
+  return rel_of(lower.group_aggregate(rel.stream, spec), cols, true)
+end

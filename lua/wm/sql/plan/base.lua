@@ -1,0 +1,99 @@
+--- The planner's class and what every part of it shares: positions, script lines, relations,
+-- scopes (what column names mean while compiling an expression). The parts of the planner
+-- (wm.sql.plan.ddl, .from, .select, .aggregate, .statements) add their methods to `Planner`.
+-- @module wm.sql.plan.base
+local errors = require("wm.sql.errors")
+local expr = require("wm.sql.expr")
+
+local M = {}
+local raise = errors.raise
+
+local Planner = {}
+Planner.__index = Planner
+M.Planner = Planner
+
+function Planner:err(pos, fmt, ...) raise(self.src, pos, fmt, ...) end
+
+--- The script position `pos` as `file:line`, for run-time errors.
+function M.lineof(self, pos)
+  local l = errors.line_col(self.src.text, pos)
+  return self.src.name .. ":" .. l
+end
+local lineof = M.lineof
+
+-- Gives the nodes created since `mark` the script position `pos`, so that run-time errors
+-- and metrics name the SQL line.
+function Planner:tag_nodes(mark, pos)
+  local env = self.env
+  if not env then return end
+  local w = lineof(self, pos)
+  for i = mark + 1, #env.nodes do env.nodes[i].where = w end
+end
+
+--- A relation: a stream, its columns, whether it carries a changelog.
+function M.rel_of(stream, cols, updating)
+  return {stream = stream, cols = cols, updating = updating}
+end
+
+--- True when an expression contains an aggregate call.
+function M.has_agg(e)
+  local found = false
+  expr.each_agg(e, function() found = true end)
+  return found
+end
+
+---------------------------------------------------------------------------------------------
+-- Scopes: what column names mean while compiling an expression
+
+-- A scope over rows `r` with the given columns.
+function Planner:row_scope(cols, _, alias_names)
+  local by = {}
+  for _, c in ipairs(cols) do by[c.name] = c end
+  local src = self.src
+  local scope
+  scope = {
+    src = src,
+    functions = self.functions,
+    -- CURRENT_WATERMARK(rt): the watermark of the operator evaluating it (nil before the
+    -- first one); the planner then evaluates the expression in an operator that knows it
+    current_watermark = function(e)
+      local a = e.args[1]
+      if #e.args ~= 1 or a.tag ~= "col" then
+        raise(src, e.pos, "CURRENT_WATERMARK takes one argument, a time attribute column")
+      end
+      local c = by[a.name]
+      if not c then raise(src, a.pos, "unknown column '%s'", a.name) end
+      if not c.rowtime then
+        raise(src, a.pos, "CURRENT_WATERMARK needs a time attribute (a rowtime column declared with WATERMARK "
+          .. "FOR ...), '%s' is not one", a.name)
+      end
+      scope.uses_watermark = true
+      return "R_cur_wm()", c.type
+    end,
+    column = function(n)
+      if n.qual and alias_names and not alias_names[n.qual] then
+        raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
+      end
+      local c = by[n.name]
+      if not c then
+        local hint = ""
+        for name in pairs(by) do
+          if name:lower() == n.name:lower() then hint = " (did you mean '" .. name .. "'?)" end
+        end
+        raise(src, n.pos, "unknown column '%s'%s", n.name, hint)
+      end
+      if c.type == nil then raise(src, n.pos, "column '%s' is used before it is defined", n.name) end
+      return string.format("r[%q]", c.field or c.name), c.type
+    end,
+  }
+  return scope
+end
+
+
+--- Compiles an expression into `function(r) return <e> end`; returns it and its type.
+function M.compile_fn(self, e, scope, pos)
+  local s, t = expr.compile(e, scope)
+  return expr.load("function(r) return " .. s .. " end", lineof(self, pos or e.pos)), t
+end
+
+return M

@@ -1,0 +1,98 @@
+--- DDL: CREATE TABLE, CREATE VIEW, SET.
+-- @module wm.sql.plan.ddl
+local expr = require("wm.sql.expr")
+local connectors = require("wm.sql.connectors")
+local Planner = require("wm.sql.plan.base").Planner
+
+local function props_of(self, list)
+  local p, pos = {}, {}
+  for _, kv in ipairs(list or {}) do
+    if p[kv.key] ~= nil then self:err(kv.pos, "option '%s' is given twice", kv.key) end
+    p[kv.key], pos[kv.key] = kv.value, kv.pos
+  end
+  return p, pos
+end
+
+function Planner:create_table(st)
+  if self.tables[st.name] or self.views[st.name] then
+    if st.if_not_exists then return end
+    self:err(st.name_pos, "table '%s' already exists", st.name)
+  end
+  local t = {name = st.name, pos = st.pos, cols = {}, byname = {}, physical = {}, computed = {}}
+  for _, el in ipairs(st.elems) do
+    if el.tag == "column" or el.tag == "computed" then
+      if t.byname[el.name] then self:err(el.pos, "column '%s' is declared twice", el.name) end
+      local c = {name = el.name, pos = el.pos}
+      if el.tag == "column" then
+        c.type = expr.type_name(el.type, self.src)
+        c.not_null = el.not_null
+        t.physical[#t.physical + 1] = c
+      else
+        c.expr = el.expr
+        t.computed[#t.computed + 1] = c
+      end
+      t.cols[#t.cols + 1] = c
+      t.byname[el.name] = c
+    elseif el.tag == "watermark" then
+      if t.watermark then self:err(el.pos, "a table has at most one WATERMARK") end
+      t.watermark = el
+    end
+  end
+  -- type the computed columns (they see the physical ones and earlier computed ones)
+  for _, c in ipairs(t.computed) do
+    local _, ty = expr.compile(c.expr, self:row_scope(t.cols, c.expr))
+    c.type = ty
+  end
+  if t.watermark then
+    local w = t.watermark
+    local c = t.byname[w.column]
+    if not c then self:err(w.pos, "WATERMARK FOR unknown column '%s'", w.column) end
+    if c.type ~= "TIMESTAMP" and c.type ~= "TIMESTAMP_LTZ" then
+      self:err(w.pos, "the rowtime column '%s' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), got %s (hint: a computed "
+        .. "column %s_ts AS TO_TIMESTAMP_LTZ(%s, 3))", w.column, expr.show(c.type), w.column, w.column)
+    end
+    local _, ty = expr.compile(w.expr, self:row_scope(t.cols, w.expr))
+    if ty ~= "TIMESTAMP" and ty ~= "TIMESTAMP_LTZ" then
+      self:err(w.expr.pos, "the WATERMARK expression must give a timestamp, got %s", expr.show(ty))
+    end
+    c.rowtime = true
+    t.rowtime = w.column
+  end
+  local props, ppos = props_of(self, st.with)
+  if not st.with then self:err(st.pos, "CREATE TABLE needs WITH ('connector' = ...)") end
+  t.props, t.props_pos = props, ppos
+  connectors.check(self, t)
+  self.tables[st.name] = t
+end
+
+function Planner:create_view(st)
+  if self.tables[st.name] or self.views[st.name] then
+    if st.if_not_exists then return end
+    self:err(st.name_pos, "table or view '%s' already exists", st.name)
+  end
+  -- plan it once into a scratch environment: errors show at the CREATE VIEW
+  local saved = self.env
+  self.env = self:scratch_env()
+  local ok, e = pcall(self.plan_query, self, st.query)
+  self.env = saved
+  if not ok then error(e, 0) end
+  if st.columns and #st.columns ~= #e.cols then
+    self:err(st.name_pos, "view '%s' names %d columns but its query gives %d", st.name, #st.columns, #e.cols)
+  end
+  self.views[st.name] = {query = st.query, columns = st.columns}
+end
+
+function Planner:set(st)
+  local s = self.settings
+  s._pos = s._pos or {}
+  if not st.key then return end
+  if self.env and (st.key == "pipeline.auto-watermark-interval" or st.key == "parallelism.default") then
+    self:err(st.key_pos, "SET '%s' must come before the first query", st.key)
+  end
+  if st.key == "table.local-time-zone" and st.value ~= "UTC" then
+    self:err(st.key_pos, "only 'UTC' is supported for table.local-time-zone")
+  end
+  s[st.key] = st.value
+  s._pos[st.key] = st.key_pos
+end
+

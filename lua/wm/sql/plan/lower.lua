@@ -1,0 +1,311 @@
+--- Lowering: every DSL call the SQL planner makes (read_lines aside), in one place, so that
+-- switching a piece to a faster or newer operator (parse_csv, session windows, aggregate
+-- with a window-aware process function) is a change in this file.
+-- @module wm.sql.plan.lower
+local windows = require("wm.windows")
+local values = require("wm.sql.values")
+
+local NULL_KEY = "\0<NULL>"   -- stands for a NULL group key (keys must be scalars)
+
+local lower = {}
+
+--- Group key selector: a scalar for one key, a list for several, a constant for none.
+function lower.key_fn(keyfns)
+  local n = #keyfns
+  if n == 0 then return function() return 0 end end
+  if n == 1 then
+    local f = keyfns[1]
+    return function(r) local v = f(r) if v == nil then return NULL_KEY end return v end
+  end
+  return function(r)
+    local t = {}
+    for i = 1, n do
+      local v = keyfns[i](r)
+      if v == nil then v = NULL_KEY end
+      t[i] = v
+    end
+    return t
+  end
+end
+
+--- A window accumulator over rows: `{n, ts, min_ts, max_ts, keys, st}`.
+local function window_acc(spec)
+  local list, keyfns, argfns, rt = spec.aggs, spec.keyfns, spec.argfns, spec.rowtime
+  local nk, na = #keyfns, #list
+  local function create()
+    local st = {}
+    for i = 1, na do st[i] = list[i].init() end
+    return {n = 0, st = st}
+  end
+  local function add(acc, r)
+    local ts = r[rt]
+    if acc.n == 0 then
+      local keys = {}
+      for i = 1, nk do keys[i] = keyfns[i](r) end
+      acc.keys, acc.ts, acc.min_ts, acc.max_ts = keys, ts, ts, ts
+    else
+      if ts < acc.min_ts then acc.min_ts = ts end
+      if ts > acc.max_ts then acc.max_ts = ts end
+    end
+    acc.n = acc.n + 1
+    local st = acc.st
+    for i = 1, na do st[i] = list[i].add(st[i], argfns[i](r)) end
+    return acc
+  end
+  local function merge(a, b)
+    if a.n == 0 then return b end
+    if b.n == 0 then return a end
+    if b.min_ts < a.min_ts then a.min_ts, a.keys = b.min_ts, b.keys end
+    if b.max_ts > a.max_ts then a.max_ts = b.max_ts end
+    a.n = a.n + b.n
+    for i = 1, na do a.st[i] = list[i].merge(a.st[i], b.st[i]) end
+    return a
+  end
+  local function results(acc)
+    local a = {}
+    for i = 1, na do a[i] = list[i].result(acc.st[i]) end
+    return a
+  end
+  return create, add, merge, results
+end
+
+--- Windowed aggregation (group windows and window TVFs).
+-- spec: kind ("tumble", "hop", "session", "cumulate"), size, slide, gap, rowtime (column),
+-- keyfns, aggs, argfns, out(keys, aggs, start, stop) -> row or false (HAVING)
+-- @return the stream of result rows
+-- The window assigner of a spec (hop and cumulate both on sliding windows).
+local function assigner_of(spec)
+  if spec.kind == "tumble" then return windows.tumbling(spec.size) end
+  if spec.kind == "session" then return windows.session(spec.gap) end
+  return windows.sliding(spec.size, spec.slide)
+end
+
+-- The keyed stream of a windowed aggregation: key_by("field") / key_by({fields}) in C when
+-- the keys allow it, else a Lua key function.
+local function keyed_of(stream, spec)
+  local kf = spec.key_fields
+  if kf then return stream:key_by(#kf == 1 and kf[1] or kf) end
+  return stream:key_by(lower.key_fn(spec.keyfns))
+end
+
+-- A windowed aggregation computed by a C built-in (`count()`, `sum/min/max(field)`), with a
+-- Lua step per result to shape the row (and apply HAVING).
+local function builtin_window_aggregate(stream, spec)
+  local ws = keyed_of(stream, spec):window(assigner_of(spec))
+  local b, out, nk = spec.builtin, spec.out, #spec.keyfns
+  local shape
+  if b.agg == "count" then
+    local res = ws:count()
+    -- the count record's key: the key_by key (a scalar for one key, a list for several)
+    local keys_of
+    if nk == 0 then
+      keys_of = function() return {} end
+    elseif nk == 1 then
+      keys_of = function(k) if k == NULL_KEY then k = nil end return {k} end
+    else
+      keys_of = function(k)
+        local t = {}
+        for i = 1, nk do local v = k[i] if v == NULL_KEY then v = nil end t[i] = v end
+        return t
+      end
+    end
+    shape = function(r) return out(keys_of(r.key), {r.count}, r.start, r.stop) end
+    stream = res
+  else
+    local res = ws[b.agg](ws, b.field)
+    local kf, field, rt, size = spec.key_fields, b.field, spec.rowtime, spec.size
+    shape = function(r)
+      local keys = {}
+      for i = 1, nk do keys[i] = r[kf[i]] end
+      local ts = r[rt]
+      local start = ts - ts % size
+      return out(keys, {r[field]}, start, start + size)
+    end
+    stream = res
+  end
+  local shaped
+  if spec.having then
+    shaped = stream:flat_map(function(r, emit)
+      local row = shape(r)
+      if row then emit(row) end
+    end):name("shape rows, HAVING")
+  else
+    shaped = stream:map(shape):name("shape rows")
+  end
+  -- print_changelog may fuse the shaping and the formatting into one Lua step
+  shaped.sql_shape = {input = stream, fn = shape, having = spec.having}
+  return shaped
+end
+
+function lower.window_aggregate(stream, spec)
+  if spec.builtin then return builtin_window_aggregate(stream, spec) end
+  local keyed = keyed_of(stream, spec)
+  local create, add, merge, results = window_acc(spec)
+  local out = spec.out
+  local result
+  if spec.kind == "tumble" then
+    local size = spec.size
+    local s = keyed:window(windows.tumbling(size)):aggregate({
+      create = create, add = add,
+      result = function(acc)
+        local start = acc.ts - acc.ts % size
+        return out(acc.keys, results(acc), start, start + size)
+      end,
+    })
+    result = s
+  elseif spec.kind == "session" then
+    local gap = spec.gap
+    result = keyed:window(windows.session(gap)):aggregate({
+      create = create, add = add, merge = merge,
+      result = function(acc) return out(acc.keys, results(acc), acc.min_ts, acc.max_ts + gap) end,
+    })
+  else
+    -- hop and cumulate need the window's bounds at firing: a process function over the
+    -- window's rows (aggregate's result has no window). A cumulative window [s, e) is the
+    -- part of the sliding window [e - size, e) from s = the size-aligned start before e.
+    local size, slide = spec.size, spec.slide
+    local cumulate = spec.kind == "cumulate"
+    local rt = spec.rowtime
+    result = keyed:window(windows.sliding(size, slide)):process(function(_, ctx, records, emit)
+      local w = ctx.window
+      local start = w.start
+      if cumulate then start = ((w.stop - 1) // size) * size end
+      local acc = create()
+      for _, r in ipairs(records) do
+        if not cumulate or r[rt] >= start then acc = add(acc, r) end
+      end
+      if acc.n > 0 then
+        local row = out(acc.keys, results(acc), start, w.stop)
+        if row then emit(row) end
+      end
+    end)
+    return result
+  end
+  if spec.having then result = result:filter(function(r) return r ~= false end) end
+  return result
+end
+
+--- Evaluates `fn(row)` where it can see the watermark (for CURRENT_WATERMARK): a keyed
+-- process function (one key: the watermark is the operator's, semantics.md §3) sets
+-- `R.wm.now` before each call. As a filter (`is_filter`) it keeps the rows for which fn
+-- gives true, else it emits fn's result. Rows keep their timestamps.
+function lower.with_watermark(stream, fn, is_filter)
+  local box = values.runtime.wm
+  local MIN = math.mininteger
+  return stream:key_by(function() return 0 end):process(function(r, ctx, out)
+    local w = ctx.timer_service:current_watermark()
+    if w == MIN then w = nil end
+    box.now = w
+    local ok, v = pcall(fn, r)
+    box.now = nil
+    if not ok then error(v, 0) end
+    if is_filter then
+      if v then out(r) end
+    else
+      out(v)
+    end
+  end):name(is_filter and "filter (CURRENT_WATERMARK)" or "map (CURRENT_WATERMARK)")
+end
+
+--- Non-windowed aggregation: a keyed rolling operator that emits a changelog. Written as a
+-- flat_map holding a Lua table of state per key (one instance: the whole stream is keyed
+-- inside it). Rules as Flink's GroupAggFunction: +I for a new key, -U/+U when the result
+-- changes (nothing when it does not), -D when the last row of a key is retracted.
+-- spec: keyfns, aggs, argfns, updating_input, out(keys, aggs) -> row or false
+function lower.group_aggregate(stream, spec)
+  local keyfns, list, argfns, out = spec.keyfns, spec.aggs, spec.argfns, spec.out
+  local nk, na = #keyfns, #list
+  local state = {}
+  local updating = spec.updating_input
+  local function keystr(keys)
+    if nk == 1 then
+      local v = keys[1]
+      return v == nil and NULL_KEY or (type(v) .. ":" .. tostring(v))
+    end
+    local t = {}
+    for i = 1, nk do
+      local v = keys[i]
+      t[i] = v == nil and NULL_KEY or (type(v) .. ":" .. tostring(v))
+    end
+    return table.concat(t, "\1")
+  end
+  local function emit_row(emit, kind, keys, a)
+    local row = out(keys, a)
+    if row then emit({k = kind, r = row}) end
+  end
+  local s = stream:flat_map(function(e, emit)
+    local r, sign = e, 1
+    if updating then
+      r = e.r
+      if e.k == "-U" or e.k == "-D" then sign = -1 end
+    end
+    local keys = {}
+    for i = 1, nk do keys[i] = keyfns[i](r) end
+    local ks = keystr(keys)
+    local g = state[ks]
+    if not g then
+      if sign < 0 then return end -- retraction of a row never seen: nothing to undo
+      local st = {}
+      for i = 1, na do st[i] = list[i].init() end
+      g = {keys = keys, st = st, rows = 0}
+      state[ks] = g
+    end
+    g.rows = g.rows + sign
+    local st = g.st
+    for i = 1, na do
+      if sign > 0 then st[i] = list[i].add(st[i], argfns[i](r))
+      else st[i] = list[i].retract(st[i], argfns[i](r)) end
+    end
+    if g.rows <= 0 then
+      if g.prev then emit_row(emit, "-D", g.keys, g.prev) end
+      state[ks] = nil
+      return
+    end
+    local a = {}
+    for i = 1, na do a[i] = list[i].result(st[i]) end
+    local prev = g.prev
+    if prev == nil then
+      emit_row(emit, "+I", g.keys, a)
+    else
+      local same = true
+      for i = 1, na do if prev[i] ~= a[i] then same = false break end end
+      if same then return end
+      emit_row(emit, "-U", g.keys, prev)
+      emit_row(emit, "+U", g.keys, a)
+    end
+    g.prev = a
+  end)
+  s:set_parallelism(1)
+  return s
+end
+
+--- Prints a relation as Flink's print sink does: `+I[...]`, `-U[...]`, `+U[...]`, `-D[...]`.
+function lower.print_changelog(rel, prefix)
+  local fmt = values.row_formatter(rel.cols)
+  local s
+  local fuse = rel.stream.sql_shape
+  local nodes = rel.stream.env.nodes
+  if fuse and not rel.updating and nodes[#nodes] == rel.stream.node then
+    -- the shaping step was just planned and nothing reads it yet: one Lua step per result
+    -- (shape the row, format it) instead of two
+    nodes[#nodes] = nil
+    local shape = fuse.fn
+    if fuse.having then
+      s = fuse.input:flat_map(function(r, emit)
+        local row = shape(r)
+        if row then emit(fmt("+I", row)) end
+      end)
+    else
+      s = fuse.input:map(function(r) return fmt("+I", shape(r)) end)
+    end
+    return s:name("shape and format rows"):print(prefix)
+  end
+  if rel.updating then
+    s = rel.stream:map(function(e) return fmt(e.k, e.r) end)
+  else
+    s = rel.stream:map(function(r) return fmt("+I", r) end)
+  end
+  return s:print(prefix)
+end
+
+return lower
