@@ -100,4 +100,37 @@ describe("SQL planner", function()
       SELECT ms FROM s;]])
     assert.are.equal("custom", p.env.nodes[3].strategy.kind)
   end)
+
+  -- issue 13.12: each CREATE VIEW planned every view below it again (quadratic)
+  local function chain(n)
+    local t = {DDL, "CREATE VIEW v0 AS SELECT id, vc, rt FROM s;\n"}
+    for i = 1, n do t[#t + 1] = string.format("CREATE VIEW v%d AS SELECT * FROM v%d;\n", i, i - 1) end
+    return table.concat(t)
+  end
+
+  it("a chain of views plans each view's query once at its CREATE VIEW and once per use", function()
+    local n = 200
+    local p = sql.plan(chain(n) .. "SELECT id FROM v" .. n .. " WHERE vc > 1;", {name = "job.sql"})
+    -- n + 1 CREATE VIEWs, then the query reads v_n, which reads v_(n-1), ... v0: once each
+    assert.are.equal(2 * (n + 1), p.view_plans)
+    -- the query is the whole chain: one map per view (SELECT *), a filter, its map, print
+    local maps = 0
+    for _, node in ipairs(p.env.nodes) do if node.kind == "map" then maps = maps + 1 end end
+    assert.are.equal(n + 1 + 2, maps)
+    -- the rowtime stays a time attribute through the chain
+    p = sql.plan(chain(3) .. "SELECT COUNT(*) FROM v3 GROUP BY TUMBLE(rt, INTERVAL '1' SECOND);", {name = "job.sql"})
+    assert.are.equal(2 * 4, p.view_plans)
+  end)
+
+  it("a view checked against a view keeps its errors at its own CREATE VIEW", function()
+    local ok, e = pcall(sql.plan, DDL .. "CREATE VIEW a AS SELECT id FROM s;\nCREATE VIEW b AS SELECT vc FROM a;",
+      {name = "job.sql"})
+    assert.is_false(ok)
+    assert.are.equal("job.sql:5:25: unknown column 'vc'", tostring(e))
+  end)
+
+  it("2000 chained views plan", function()
+    local p = sql.plan(chain(2000) .. "SELECT id FROM v2000;", {name = "job.sql"})
+    assert.are.equal(2 * 2001, p.view_plans)
+  end)
 end)

@@ -14,12 +14,21 @@ M.Error = Error
 -- @tparam integer pos a byte offset
 -- @treturn integer line
 -- @treturn integer column
+-- The start offsets of the lines of the last script asked about (planning asks about the
+-- same script once per statement and query: one pass over it, then a binary search each).
+local starts_text, starts = nil, nil
+
 function M.line_col(text, pos)
-  local line, start = 1, 1
-  for nl in text:sub(1, pos - 1):gmatch("()\n") do
-    line, start = line + 1, nl + 1
+  if text ~= starts_text then
+    starts_text, starts = text, {1}
+    for nl in text:gmatch("()\n") do starts[#starts + 1] = nl + 1 end
   end
-  return line, pos - start + 1
+  local lo, hi = 1, #starts
+  while lo < hi do
+    local mid = (lo + hi + 1) // 2
+    if starts[mid] <= pos then lo = mid else hi = mid - 1 end
+  end
+  return lo, pos - starts[lo] + 1
 end
 
 --- Raises `chunk:line:col: message` for a position in a script.

@@ -30,10 +30,12 @@ M.lower = require("wm.sql.plan.lower")
 --- A planner over a script.
 -- @tparam table src {name = "job.sql", text = script, dir = folder for relative paths}
 -- @tparam[opt] table opts {env = an existing wm env}
+-- `view_plans` counts how often a view's query was planned (at its CREATE VIEW, and once per
+-- use in a query): linear in the script, never once per view per view that reads it.
 function M.new(src, opts)
   opts = opts or {}
   return setmetatable({src = src, tables = {}, views = {}, settings = {}, env = opts.env,
-                       queries = 0, functions = opts.functions or {}}, Planner)
+                       queries = 0, view_plans = 0, functions = opts.functions or {}}, Planner)
 end
 
 -- The env, created at the first query from the SET options seen so far.

@@ -70,16 +70,22 @@ function Planner:create_view(st)
     if st.if_not_exists then return end
     self:err(st.name_pos, "table or view '%s' already exists", st.name)
   end
-  -- plan it once into a scratch environment: errors show at the CREATE VIEW
-  local saved = self.env
-  self.env = self:scratch_env()
+  -- plan it once into a scratch environment: errors show at the CREATE VIEW. The views it
+  -- reads stand in by their schema (`checking`), so a chain of views plans in linear time.
+  local saved, saved_checking = self.env, self.checking
+  self.env, self.checking = self:scratch_env(), true
+  self.view_plans = self.view_plans + 1
   local ok, e = pcall(self.plan_query, self, st.query)
-  self.env = saved
+  self.env, self.checking = saved, saved_checking
   if not ok then error(e, 0) end
   if st.columns and #st.columns ~= #e.cols then
     self:err(st.name_pos, "view '%s' names %d columns but its query gives %d", st.name, #st.columns, #e.cols)
   end
-  self.views[st.name] = {query = st.query, columns = st.columns}
+  local schema = {}
+  for i, c in ipairs(e.cols) do
+    schema[i] = {name = st.columns and st.columns[i] or c.name, type = c.type, rowtime = c.rowtime}
+  end
+  self.views[st.name] = {query = st.query, columns = st.columns, schema = schema, updating = e.updating}
 end
 
 function Planner:set(st)
