@@ -51,9 +51,19 @@ function M.show(t)
   return t
 end
 
---- A string that is equal for structurally equal expressions (positions ignored).
+--- A string that is equal for structurally equal expressions (positions ignored). Kept in
+-- the node (`_sig`): a scope after GROUP BY asks it of every node it compiles.
 function M.sig(e)
   if type(e) ~= "table" then return tostring(e) end
+  local s = e._sig
+  if not s then
+    s = M.sig_of(e)
+    e._sig = s
+  end
+  return s
+end
+
+function M.sig_of(e)
   local t = e.tag
   if t == "col" then return "c:" .. e.name end
   if t == "lit" then return "l:" .. tostring(e.type) .. ":" .. tostring(e.value) end
@@ -114,6 +124,13 @@ end
 -- Functions: name -> {min, max args, fn(src, node, args, types) -> lua source, type}
 local FUNCS = {}
 
+-- The arguments of a call: a list, or past 100 of them (registers) one table unpacked.
+local function arglist(a)
+  if #a <= 100 then return table.concat(a, ", ") end
+  return "table.unpack({" .. table.concat(a, ", ") .. "}, 1, " .. #a .. ")"
+end
+M.arglist = arglist
+
 local function want(src, node, i, t, okset, what)
   if t ~= "NULL" and not okset[t] then
     errors.raise(src, node.args[i].pos, "%s: argument %d must be %s, got %s", node.name, i, what, M.show(t))
@@ -131,7 +148,7 @@ end}
 FUNCS.CHARACTER_LENGTH = FUNCS.CHAR_LENGTH
 FUNCS.CONCAT = {1, 254, function(src, n, a, t)
   for i = 1, #a do want(src, n, i, t[i], STR, "a STRING") end
-  return "R_concat(" .. table.concat(a, ", ") .. ")", "STRING"
+  return "R_concat(" .. arglist(a) .. ")", "STRING"
 end}
 FUNCS.SUBSTRING = {2, 3, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
@@ -149,7 +166,7 @@ FUNCS.MOD = {2, 2, function(src, n, a, t)
   return "R_mod(" .. a[1] .. ", " .. a[2] .. ")", numeric_result(t[1], t[2])
 end}
 FUNCS.COALESCE = {1, 254, function(src, n, a, t)
-  return "R_coalesce(" .. table.concat(a, ", ") .. ")", common_type(src, n.pos, t, "COALESCE")
+  return "R_coalesce(" .. arglist(a) .. ")", common_type(src, n.pos, t, "COALESCE")
 end}
 FUNCS.IF = {3, 3, function(src, n, a, t)
   want(src, n, 1, t[1], {BOOLEAN = true}, "a BOOLEAN")
@@ -173,12 +190,11 @@ local BINOPS = {["="] = "R_eq", ["<>"] = "R_ne", ["<"] = "R_lt", ["<="] = "R_le"
 
 local compile
 
-local function compile_bin(e, scope)
+-- The code and type of `a op b`, both compiled; `e` is the node (for its positions).
+local function bin_code(e, scope, a, ta, b, tb)
   local src = scope.src
   local op = e.op
   if op == "AND" or op == "OR" then
-    local a, ta = compile(e[1], scope)
-    local b, tb = compile(e[2], scope)
     for i, t in ipairs({ta, tb}) do
       if t ~= "BOOLEAN" and t ~= "NULL" then
         errors.raise(src, e[i].pos, "%s needs BOOLEAN operands, got %s", op, M.show(t))
@@ -186,8 +202,6 @@ local function compile_bin(e, scope)
     end
     return (op == "AND" and "R_and_(" or "R_or_(") .. a .. ", " .. b .. ")", "BOOLEAN"
   end
-  local a, ta = compile(e[1], scope)
-  local b, tb = compile(e[2], scope)
   if BINOPS[op] then
     if not comparable(ta, tb) then
       errors.raise(src, e.pos, "cannot compare %s with %s", M.show(ta), M.show(tb))
@@ -222,14 +236,105 @@ local function compile_bin(e, scope)
   return fn .. "(" .. a .. ", " .. b .. ")", rt
 end
 
+-- Limits of generated code. Lua's parser nests about 200 levels (C stack) and a function
+-- has 255 registers; a compiled expression nests about one level per node. So the compiler
+-- counts the nesting (`depth`) and, past HOIST_DEPTH, loads the sub-expression as a
+-- function of its own (`hoist`), called with every name compiled code can use. A long chain
+-- of one operator (`a + b + ... `, `x AND y AND ...`, the parser makes it left-deep) is
+-- compiled along its spine in a loop, hoisted every HOIST_DEPTH operators.
+local HOIST_DEPTH = 16
+local IN_GROUP = 50 -- non-literal IN lists: R_in_ over groups this large, OR-ed in a balanced tree
+local depth = 0
+local HOIST_ARGS = "(r, k, a, ws, we)"
+
+local load_chunk
+
+-- `src` (an expression) as a call of a function of its own.
+local function hoist_expr(src)
+  return load_chunk("return function" .. HOIST_ARGS .. " return " .. src .. " end", "=sql")
+end
+-- A value (a function, an IN set) made reachable from generated code: its source text.
+local function registered(v)
+  local h = values.runtime.hoisted
+  h[#h + 1] = v
+  return "R_hoisted[" .. #h .. "]"
+end
+local function hoisted(fn) return registered(fn) .. HOIST_ARGS end
+
+-- True when e has more than `n` levels of nodes below it (bounded recursion).
+local function taller(e, n)
+  if type(e) ~= "table" then return false end
+  if n <= 0 then return true end
+  for i = 1, #e do if taller(e[i], n - 1) then return true end end
+  for _, f in ipairs({"args", "list"}) do
+    if e[f] then for _, x in ipairs(e[f]) do if taller(x, n - 1) then return true end end end
+  end
+  if e.whens then
+    for _, w in ipairs(e.whens) do if taller(w[1], n - 1) or taller(w[2], n - 1) then return true end end
+  end
+  return taller(e.operand, n - 1) or taller(e.else_, n - 1)
+end
+
+-- Operators whose chains are compiled along the spine (same precedence level in the parser).
+local CHAIN = {AND = "AND", OR = "OR", ["+"] = "add", ["-"] = "add", ["*"] = "mul", ["/"] = "mul",
+  ["%"] = "mul", ["||"] = "||"}
+
+-- A binary node: its left spine of the same precedence level walked in a loop.
+local function compile_bin(e, scope)
+  local level = CHAIN[e.op]
+  local spine = {e}
+  local x = e[1]
+  while level and type(x) == "table" and x.tag == "bin" and CHAIN[x.op] == level
+      and not (scope.match and scope.match(x)) do
+    spine[#spine + 1] = x
+    x = x[1]
+  end
+  if #spine <= HOIST_DEPTH then
+    local a, ta = compile(e[1], scope)
+    local b, tb = compile(e[2], scope)
+    return bin_code(e, scope, a, ta, b, tb)
+  end
+  local saved = depth
+  local acc, t = compile(x, scope)
+  local steps = 0
+  for i = #spine, 1, -1 do
+    local node = spine[i]
+    depth = HOIST_DEPTH -- the right operand sits under up to HOIST_DEPTH calls of the chain
+    local b, tb = compile(node[2], scope)
+    acc, t = bin_code(node, scope, acc, t, b, tb)
+    steps = steps + 1
+    if steps == HOIST_DEPTH and i > 1 then
+      acc, steps = hoisted(hoist_expr(acc)), 0
+    end
+  end
+  depth = saved
+  return acc, t
+end
+
 local function lua_string(s) return string.format("%q", s) end
 
+local compile_node
+
 compile = function(e, scope)
-  local src = scope.src
   if scope.match then
     local s, t = scope.match(e)
     if s then return s, t end
   end
+  if depth >= HOIST_DEPTH and taller(e, 4) then
+    local saved = depth
+    depth = 0
+    local s, t = compile_node(e, scope)
+    depth = saved
+    return hoisted(hoist_expr(s)), t
+  end
+  depth = depth + 1
+  local s, t = compile_node(e, scope)
+  depth = depth - 1
+  return s, t
+end
+
+compile_node = function(e, scope)
+  local src = scope.src
   local tag = e.tag
   if tag == "lit" then
     if e.type == "NULL" then return "nil", "NULL" end
@@ -284,19 +389,40 @@ compile = function(e, scope)
     return s, "BOOLEAN"
   elseif tag == "in" then
     local a, ta = compile(e[1], scope)
-    local parts = {a}
-    for _, x in ipairs(e.list) do
+    local parts, literal = {}, true
+    for i, x in ipairs(e.list) do
       local s, t = compile(x, scope)
       if not comparable(ta, t) then errors.raise(src, x.pos, "IN cannot compare %s with %s", M.show(ta), M.show(t)) end
-      parts[#parts + 1] = s
+      parts[i] = s
+      if x.tag ~= "lit" then literal = false end
     end
-    local s = "R_in_(" .. table.concat(parts, ", ") .. ")"
+    local s
+    if literal then
+      -- a list of literals: one table lookup
+      local set, has_null = {}, false
+      for _, x in ipairs(e.list) do
+        if x.type == "NULL" then has_null = true else set[x.value] = true end
+      end
+      s = "R_in_set(" .. a .. ", " .. registered(set) .. ", " .. tostring(has_null) .. ")"
+    else
+      -- groups of IN_GROUP values (registers), OR-ed in a balanced tree (nesting)
+      local groups = {}
+      for i = 1, #parts, IN_GROUP do
+        groups[#groups + 1] = "R_in_(" .. a .. ", " .. table.concat(parts, ", ", i, math.min(#parts, i + IN_GROUP - 1)) .. ")"
+      end
+      while #groups > 1 do
+        local up = {}
+        for i = 1, #groups, 2 do up[#up + 1] = groups[i + 1] and ("R_or_(" .. groups[i] .. ", " .. groups[i + 1] .. ")") or groups[i] end
+        groups = up
+      end
+      s = groups[1]
+    end
     if e.neg then s = "R_not_(" .. s .. ")" end
     return s, "BOOLEAN"
   elseif tag == "case" then
-    -- a nested chain of immediately-called functions would be slow: use R_if_ only for
-    -- values without side effects, which all compiled expressions are
     local results, types = {}, {}
+    local saved = depth
+    depth = 0 -- the CASE is a function of its own
     local op_src, op_t
     if e.operand then op_src, op_t = compile(e.operand, scope) end
     local conds = {}
@@ -317,14 +443,15 @@ compile = function(e, scope)
       else_src, t = compile(e.else_, scope)
       types[#types + 1] = t
     end
+    depth = saved
     local rt = common_type(src, e.pos, types, "CASE")
-    -- (function() if c1 == true then return r1 elseif ... end)() evaluates lazily
-    local parts = {"(function() "}
+    -- a function of its own: if c1 == true then return r1 elseif ... end, evaluated lazily
+    local parts = {"return function" .. HOIST_ARGS .. " "}
     for i = 1, #conds do
       parts[#parts + 1] = (i == 1 and "if " or "elseif ") .. conds[i] .. " == true then return " .. results[i] .. " "
     end
-    parts[#parts + 1] = "else return " .. else_src .. " end end)()"
-    return table.concat(parts), rt
+    parts[#parts + 1] = "else return " .. else_src .. " end end"
+    return hoisted(load_chunk(table.concat(parts), "=sql")), rt
   elseif tag == "cast" then
     local a, t = compile(e[1], scope)
     local to = M.type_name(e.type, src)
@@ -362,7 +489,10 @@ compile = function(e, scope)
   end
   errors.raise(src, e.pos, "unsupported expression (%s)", tostring(tag))
 end
-M.compile = compile
+function M.compile(e, scope)
+  depth = 0
+  return compile(e, scope)
+end
 
 -- The chunk header: every run-time helper as a local (R_add = R.add, ...).
 local header
@@ -381,10 +511,14 @@ end
 -- @tparam[opt] table upvalues extra values, available as `U` in the body
 -- @treturn function
 function M.load(body, chunkname, upvalues)
-  local text = header .. "local U = select(2, ...)\nreturn " .. body
-  local chunk, err = load(text, "=" .. chunkname, "t", {select = select, error = error, math = math,
+  return load_chunk("local U = select(2, ...)\nreturn " .. body, "=" .. chunkname, upvalues)
+end
+
+load_chunk = function(text, chunkname, upvalues)
+  text = header .. text
+  local chunk, err = load(text, chunkname, "t", {select = select, error = error, math = math,
     string = string, table = table, tostring = tostring, type = type, pairs = pairs, ipairs = ipairs})
-  if not chunk then error("internal error compiling SQL: " .. err .. "\n" .. text, 0) end
+  if not chunk then error("internal error compiling SQL: " .. err, 0) end
   return chunk(values.runtime, upvalues or {})
 end
 

@@ -23,7 +23,14 @@ function M.plan(text, opts)
   local src = {name = opts.name or "sql", text = text, dir = opts.dir or "."}
   local stmts = parser.parse(text, src)
   local p = planner.new(src, {env = opts.env})
-  for _, st in ipairs(stmts) do p:statement(st) end
+  for _, st in ipairs(stmts) do
+    local ok, e = pcall(p.statement, p, st)
+    if not ok then
+      if errors.is(e) then error(e, 0) end
+      -- not a planning error with a position of its own: name the statement, not the library
+      errors.raise(src, st.pos, "cannot plan this statement: %s", (tostring(e):gsub("^[^:\n]*%.lua:%d+: ", "")))
+    end
+  end
   return p
 end
 

@@ -53,10 +53,11 @@ local function T(sym)
   return expect("'" .. sym .. "'") * P(sym) * ws
 end
 
-local plain_ident = Cmt(C(idstart * idchar ^ 0), function(_, i, w)
-  if reserved[w:upper()] then return false end
-  return i, w
-end)
+-- (the reserved-word check produces no match-time value: LPeg keeps at most about 32,000
+-- such values alive in one match)
+local plain_ident = #Cmt(Cp() * idstart * idchar ^ 0, function(s, i, start)
+  return not reserved[s:sub(start, i - 1):upper()] and i
+end) * C(idstart * idchar ^ 0)
 local quoted_ident = P("`") * Cs(((P("``") / "`") + (1 - P("`"))) ^ 0) * P("`")
 local ident = expect("identifier") * (plain_ident + quoted_ident) * ws
 local string_lit = expect("string") * P("'") * Cs(((P("''") / "'") + (1 - P("'"))) ^ 0) * P("'") * ws
@@ -115,6 +116,43 @@ local function apply_tail(e, tail)
 end
 
 local neg = (K("NOT") * Cc(true)) + Cc(false)
+
+-- Nesting. LPeg evaluates nested captures recursively (at most 200 levels: about 17
+-- parentheses of this grammar), so every construct that nests expressions (parentheses,
+-- CASE, CAST, calls, subqueries) is collapsed into one value when it has matched: the
+-- captures inside it are evaluated then, and only its tree goes on. Prefix NOT and unary
+-- signs are folded from flat lists. The depth left is that of the grammar's own calls, the
+-- backtrack stack, which MAX_NESTING bounds with a clear error.
+local function collapse(patt)
+  return Cmt(patt, function(_, i, v) return i, v end)
+end
+M.MAX_NESTING = 1000
+-- backtrack entries per nesting level: measured for the deepest case (parentheses inside a
+-- chain of every precedence level), with room
+local STACK_PER_LEVEL = 24
+lpeg.setmaxstack(M.MAX_NESTING * STACK_PER_LEVEL)
+
+local function fold_not(nots, e)
+  for i = #nots, 1, -1 do e = {tag = "un", op = "NOT", pos = nots[i], e} end
+  return e
+end
+
+local function fold_unary(signs, e)
+  for i = #signs - 1, 1, -2 do
+    local pos, op = signs[i], signs[i + 1]
+    if op == "-" then
+      if e.tag == "lit" and (e.type == "INT" or e.type == "BIGINT" or e.type == "DOUBLE") and not e.negated then
+        e.value = -e.value
+        e.pos = pos
+        e.negated = true -- one sign folds into the literal: - -1 is the negation of -1
+        if e.type == "BIGINT" and e.value >= -2147483648 then e.type = "INT" end
+      else
+        e = {tag = "un", op = "-", pos = pos, e}
+      end
+    end
+  end
+  return e
+end
 
 local function Cg_pos(tag)
   return lpeg.Cg(Cc(tag), "tag") * lpeg.Cg(Cp(), "pos")
@@ -195,7 +233,7 @@ local G = {
   from_item = (V("tvf") + V("subquery") + V("table_ref")) * ((K("AS") ^ -1) * ident) ^ -1
     / function(f, alias) f.alias = alias; return f end,
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
-  subquery = Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")")),
+  subquery = collapse(Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")"))),
   tvf = Ct(Cg_pos("tvf") * K("TABLE") * T("(") * lpeg.Cg(Cp(), "fn_pos") * lpeg.Cg(ident / string.upper, "fn")
     * T("(") * K("TABLE") * lpeg.Cg(Cp(), "table_pos") * lpeg.Cg(V("qname"), "table") * T(",")
     * ci("DESCRIPTOR") * ws * T("(") * lpeg.Cg(Cp(), "column_pos") * lpeg.Cg(ident, "column") * T(")")
@@ -205,8 +243,7 @@ local G = {
   expr = V("or_"),
   or_ = Ct(V("and_") * (Cp() * C(ci("OR")) * -idchar * ws * V("and_")) ^ 0) / fold,
   and_ = Ct(V("not_") * (Cp() * C(ci("AND")) * -idchar * ws * V("not_")) ^ 0) / fold,
-  not_ = (Cp() * K("NOT") * V("not_")) / function(pos, e) return {tag = "un", op = "NOT", pos = pos, e} end
-    + V("cmp"),
+  not_ = (Ct((Cp() * K("NOT")) ^ 0) * V("cmp")) / fold_not,
   cmp = V("concat") * V("cmp_tail") ^ -1 / apply_tail,
   cmp_tail = (Cp() * Cc("cmp") * expect("operator") * C(P("<>") + P("<=") + P(">=") + P("!=") + S("=<>")) * ws
       * V("concat")) / function(pos, k, op, e) return cmp_tail(pos, k, op == "!=" and "<>" or op, e) end
@@ -214,22 +251,14 @@ local G = {
     + (Cp() * K("IS") * Cc("isbool") * neg * (K("TRUE") * Cc(true) + K("FALSE") * Cc(false))) / cmp_tail
     + (Cp() * Cc("like") * neg * K("LIKE") * V("concat")) / cmp_tail
     + (Cp() * Cc("between") * neg * K("BETWEEN") * V("concat") * K("AND") * V("concat")) / cmp_tail
-    + (Cp() * Cc("in") * neg * K("IN") * T("(") * Ct(V("expr") * (T(",") * V("expr")) ^ 0) * T(")")) / cmp_tail,
+    + (Cp() * Cc("in") * neg * K("IN") * T("(") * collapse(Ct(V("expr") * (T(",") * V("expr")) ^ 0)) * T(")"))
+      / cmp_tail,
   concat = Ct(V("add") * (Cp() * C(P("||")) * ws * V("add")) ^ 0) / fold,
   add = Ct(V("mul") * (Cp() * C(S("+-")) * ws * V("mul")) ^ 0) / fold,
   mul = Ct(V("unary") * (Cp() * C(S("*/%")) * ws * V("unary")) ^ 0) / fold,
-  unary = (Cp() * C(S("-+")) * ws * V("unary")) / function(pos, op, e)
-      if op == "+" then return e end
-      if e.tag == "lit" and (e.type == "INT" or e.type == "BIGINT" or e.type == "DOUBLE") then
-        e.value = -e.value
-        e.pos = pos
-        if e.type == "BIGINT" and e.value >= -2147483648 then e.type = "INT" end
-        return e
-      end
-      return {tag = "un", op = "-", pos = pos, e}
-    end
-    + V("primary"),
-  primary = V("literal") + V("case") + V("cast") + V("call") + V("column") + (T("(") * V("expr") * T(")")),
+  unary = (Ct((Cp() * C(S("-+")) * ws) ^ 0) * V("primary")) / fold_unary,
+  primary = V("literal") + collapse(V("case")) + collapse(V("cast")) + collapse(V("call")) + V("column")
+    + collapse(T("(") * V("expr") * T(")")),
   literal = (Cp() * number) / num_node
     + (Cp() * string_lit) / function(pos, s) return {tag = "lit", type = "STRING", value = s, pos = pos} end
     + (Cp() * K("TRUE")) / function(pos) return {tag = "lit", type = "BOOLEAN", value = true, pos = pos} end
@@ -266,6 +295,7 @@ G_expr[1] = "expr"
 local expr_grammar = P(G_expr)
 
 local statement = ws * grammar * (T(";") + expect("';'") * -P(1)) * Cp()
+local expression = ws * expr_grammar * Cp()
 
 -- The text near position `pos`, for a syntax error.
 local function near(text, pos)
@@ -292,6 +322,22 @@ local function expected_text(list)
   return table.concat(t, ", ") .. " or " .. list[#list]
 end
 
+-- Matches `patt` at `pos`; LPeg's limits become errors at `pos` (the statement's start).
+local function match(patt, text, pos, src)
+  local ok, a, b = pcall(patt.match, patt, text, pos)
+  if ok then return a, b end
+  local msg = tostring(a)
+  if msg:find("backtrack stack overflow", 1, true) or msg:find("subcapture nesting too deep", 1, true) then
+    errors.raise(src, pos, "this statement nests too deeply for the parser (it takes at least %d levels of "
+      .. "parentheses, CASE, CAST, function calls, IN lists and subqueries)", M.MAX_NESTING)
+  end
+  if msg:find("too many results in match-time capture", 1, true) then
+    errors.raise(src, pos, "this statement is too long: at most about 30000 parenthesized expressions, CASE, "
+      .. "CAST and function calls side by side (in one list of operands or arguments)")
+  end
+  error(a, 0)
+end
+
 --- Parses a script of `;`-separated statements.
 -- @tparam string text the script
 -- @tparam[opt] table src {name = "job.sql"} for error messages
@@ -304,7 +350,7 @@ function M.parse(text, src)
     local rest = ws:match(text, pos)
     if rest > #text then break end
     far, expected = 0, {}
-    local stmt, next_pos = statement:match(text, pos)
+    local stmt, next_pos = match(statement, text, rest, src)
     if not stmt then
       errors.raise(src, far, "expected %s near %s", expected_text(expected), near(text, far))
     end
@@ -322,7 +368,7 @@ function M.parse_expr(text, src)
   src = src or {name = "expr"}
   src.text = text
   far, expected = 0, {}
-  local e, p = (ws * expr_grammar * Cp()):match(text)
+  local e, p = match(expression, text, 1, src)
   local ok = e and p > #text
   if not ok then
     errors.raise(src, far, "expected %s near %s", expected_text(expected), near(text, far))

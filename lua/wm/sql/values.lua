@@ -293,6 +293,19 @@ function R.in_(v, ...)
   if saw_null then return nil end
   return false
 end
+-- `v IN (literals)`: `set` holds the literals as keys (Lua keys make 1 and 1.0 one key, as
+-- `=` does); `has_null` when one of them is NULL.
+function R.in_set(v, set, has_null)
+  if v == nil then return nil end
+  if set[v] then return true end
+  if has_null then return nil end
+  return false
+end
+
+-- Parts of compiled expressions loaded as functions of their own (expr.lua, `hoist`), so that
+-- no generated chunk nests deeper than Lua's parser allows: R.hoisted[i](r, k, a, ws, we).
+R.hoisted = {}
+
 function R.to_ts_ltz(v, precision)
   if v == nil then return nil end
   if precision == 0 then return math.tointeger(v * 1000) or math.floor(v * 1000) end
