@@ -335,14 +335,16 @@ function M.source(p, t, env)
   local ignore, comments = t.ignore_errors, t.allow_comments
   local lineno = 0
   local tname = t.name
+  local ddl = p.src.name .. ":" .. errors.line_col(p.src.text, t.pos)
+  local fail = values.fail
   rows = lines:flat_map(function(line, emit)
     lineno = lineno + 1
     if line == "" or (comments and line:sub(1, 1) == "#") then return end
     local r, why = parse(line)
     if r == nil then
       if ignore then return end
-      error(string.format("%s:%d: cannot parse the line for table '%s': %s (set 'csv.ignore-parse-errors' = 'true' "
-        .. "to skip such lines)", label, lineno, tname, why), 0)
+      fail(label .. ":" .. lineno, string.format("cannot parse the line for table '%s' (%s): %s (set "
+        .. "'%s.ignore-parse-errors' = 'true' to skip such lines)", tname, ddl, why, props.format))
     end
     if computed then r = computed(r) end
     emit(r)

@@ -138,6 +138,14 @@ local function want(src, node, i, t, okset, what)
 end
 local STR = {STRING = true}
 
+-- The script position of node `n` as a Lua string literal, for run-time errors.
+local function where(src, n)
+  local name = src and src.name or "sql"
+  if not (n and n.pos and src and src.text) then return string.format("%q", name) end
+  local l, c = errors.line_col(src.text, n.pos)
+  return string.format("%q", name .. ":" .. l .. ":" .. c)
+end
+
 FUNCS.UPPER = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_upper(" .. a[1] .. ")", "STRING" end}
 FUNCS.LOWER = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_lower(" .. a[1] .. ")", "STRING" end}
 FUNCS.TRIM = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_trim(" .. a[1] .. ")", "STRING" end}
@@ -153,7 +161,7 @@ end}
 FUNCS.SUBSTRING = {2, 3, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
   for i = 2, #a do want(src, n, i, t[i], {INT = true, BIGINT = true}, "an integer") end
-  return "R_substring(" .. table.concat(a, ", ") .. ")", "STRING"
+  return "R_substring(" .. a[1] .. ", " .. a[2] .. ", " .. (a[3] or "nil") .. ", " .. where(src, n) .. ")", "STRING"
 end}
 FUNCS.SUBSTR = FUNCS.SUBSTRING
 FUNCS.ABS = {1, 1, function(src, n, a, t)
@@ -163,7 +171,7 @@ end}
 FUNCS.MOD = {2, 2, function(src, n, a, t)
   want(src, n, 1, t[1], NUMERIC, "numeric")
   want(src, n, 2, t[2], NUMERIC, "numeric")
-  return "R_mod(" .. a[1] .. ", " .. a[2] .. ")", numeric_result(t[1], t[2])
+  return "R_mod(" .. a[1] .. ", " .. a[2] .. ", " .. where(src, n) .. ")", numeric_result(t[1], t[2])
 end}
 FUNCS.COALESCE = {1, 254, function(src, n, a, t)
   return "R_coalesce(" .. arglist(a) .. ")", common_type(src, n.pos, t, "COALESCE")
@@ -182,7 +190,7 @@ FUNCS.TO_TIMESTAMP_LTZ = {1, 2, function(src, n, a, t)
 end}
 FUNCS.TO_TIMESTAMP = {1, 1, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
-  return "R_cast(" .. a[1] .. ", 'STRING', 'TIMESTAMP', false)", "TIMESTAMP"
+  return "R_cast(" .. a[1] .. ", 'STRING', 'TIMESTAMP', false, " .. where(src, n) .. ")", "TIMESTAMP"
 end}
 M.FUNCS = FUNCS
 
@@ -233,6 +241,7 @@ local function bin_code(e, scope, a, ta, b, tb)
   if rt == "NULL" then rt = "INT" end
   local fn = ({["+"] = "R_add", ["-"] = "R_sub", ["*"] = "R_mul", ["%"] = "R_mod"})[op]
   if op == "/" then fn = rt == "DOUBLE" and "R_fdiv" or "R_idiv" end
+  if fn == "R_idiv" or fn == "R_mod" then return fn .. "(" .. a .. ", " .. b .. ", " .. where(src, e) .. ")", rt end
   return fn .. "(" .. a .. ", " .. b .. ")", rt
 end
 
@@ -461,7 +470,7 @@ compile_node = function(e, scope)
       or (TEMPORAL[to] and TEMPORAL[t])
     if not ok then errors.raise(src, e.pos, "cannot CAST %s AS %s", M.show(t), M.show(to)) end
     if t == "NULL" then return "nil", to end
-    return string.format("R_cast(%s, %q, %q, %s)", a, t, to, tostring(e.try)), to
+    return string.format("R_cast(%s, %q, %q, %s, %s)", a, t, to, tostring(e.try), where(src, e)), to
   elseif tag == "call" then
     if AGGS[e.name] then
       errors.raise(src, e.pos, "aggregate function %s is not allowed %s", e.name, scope.agg_where or "here")

@@ -5,6 +5,8 @@
 -- BOOLEAN a Lua boolean; TIMESTAMP(3) and TIMESTAMP_LTZ(3) integer milliseconds since the
 -- epoch (UTC); NULL is nil.
 -- @module wm.sql.values
+local errors = require("wm.sql.errors")
+
 local M = {}
 
 M.NULL_TEXT = "<NULL>"   -- how Flink's print sink shows a NULL field
@@ -192,21 +194,29 @@ end
 local R = {}
 M.runtime = R
 
+-- A run-time error of a compiled expression: `where` is its place in the script
+-- (`job.sql:3:10`). An error object with __tostring: wmrun prints the message, the operator
+-- and the record, and no Lua traceback (the library's lines say nothing to the user).
+local function fail(where, msg)
+  error(setmetatable({message = where and (where .. ": " .. msg) or msg, text = msg}, errors.Error), 0)
+end
+M.fail = fail
+
 function R.add(a, b) if a == nil or b == nil then return nil end return a + b end
 function R.sub(a, b) if a == nil or b == nil then return nil end return a - b end
 function R.mul(a, b) if a == nil or b == nil then return nil end return a * b end
 function R.fdiv(a, b) if a == nil or b == nil then return nil end return a / b end
-function R.idiv(a, b)
+function R.idiv(a, b, where)
   if a == nil or b == nil then return nil end
-  if b == 0 then error("division by zero", 0) end
+  if b == 0 then fail(where, "division by zero") end
   local q = a // b
   if q < 0 and q * b ~= a then q = q + 1 end -- truncate toward zero, as Java does
   return q
 end
-function R.mod(a, b)
+function R.mod(a, b, where)
   if a == nil or b == nil then return nil end
   if math.type(a) == "integer" and math.type(b) == "integer" then
-    if b == 0 then error("division by zero", 0) end
+    if b == 0 then fail(where, "division by zero") end
     return math.fmod(a, b)
   end
   return math.fmod(a, b)
@@ -256,7 +266,7 @@ function R.char_length(s)
   if s == nil then return nil end
   return utf8.len(s) or #s
 end
-function R.substring(s, start, len)
+function R.substring(s, start, len, where)
   if s == nil or start == nil then return nil end
   local n = utf8.len(s)
   local function sub(i, j)
@@ -268,7 +278,7 @@ function R.substring(s, start, len)
   end
   if start < 1 then start = 1 end
   if len == nil then return sub(start, math.maxinteger) end
-  if len < 0 then error("SUBSTRING: negative length " .. len, 0) end
+  if len < 0 then fail(where, "SUBSTRING: negative length " .. len) end
   if len == 0 then return "" end
   return sub(start, start + len - 1)
 end
@@ -311,8 +321,8 @@ function R.to_ts_ltz(v, precision)
   if precision == 0 then return math.tointeger(v * 1000) or math.floor(v * 1000) end
   return math.tointeger(v) or math.floor(v)
 end
--- casts: `from` and `to` are type names; `try` gives NULL instead of an error
-function R.cast(v, from, to, try)
+-- casts: `from` and `to` are type names; `try` gives NULL instead of an error; `where` as for fail
+function R.cast(v, from, to, try, where)
   if v == nil then return nil end
   if from == to then return v end
   if to == "STRING" then return M.to_string(v, from) end
@@ -320,7 +330,7 @@ function R.cast(v, from, to, try)
     local r, why = M.parse(v, to)
     if r == nil then
       if try then return nil end
-      error(string.format("CAST('%s' AS %s) failed: %s", v, to, why), 0)
+      fail(where, string.format("CAST('%s' AS %s) failed: %s", v, to, why))
     end
     return r
   end
@@ -333,7 +343,7 @@ function R.cast(v, from, to, try)
     if math.type(v) == "float" then
       if v ~= v or v == math.huge or v == -math.huge then
         if try then return nil end
-        error("CAST(" .. M.format_double(v) .. " AS " .. to .. ") failed", 0)
+        fail(where, "CAST(" .. M.format_double(v) .. " AS " .. to .. ") failed")
       end
       local t = v >= 0 and math.floor(v) or math.ceil(v)
       return math.tointeger(t)
@@ -345,7 +355,7 @@ function R.cast(v, from, to, try)
     return v
   end
   if try then return nil end
-  error("cannot CAST " .. from .. " AS " .. to, 0)
+  fail(where, "cannot CAST " .. from .. " AS " .. to)
 end
 function R.truth(v) return v == true end
 

@@ -1,0 +1,74 @@
+-- SQL errors at run time (issue 13.14) and outputs checked before the job starts (defect
+-- 12.7): the message names the script position, the table, the file and line, the record;
+-- no Lua traceback and no path inside the library.
+local sql_run = require("sql_run")
+
+local function no_internals(err)
+  assert.is_nil(err:find("traceback", 1, true))
+  assert.is_nil(err:find("%.lua:%d"))
+end
+
+describe("SQL run-time errors", function()
+  it("a failing CAST names its position in the query, the operator, the record and the input line", function()
+    local out, err, code = sql_run.run([[
+CREATE TABLE t (id STRING, v STRING)
+  WITH ('connector' = 'filesystem', 'path' = 's.csv', 'format' = 'csv');
+SELECT id,
+  CAST(v AS INT) AS n FROM t;
+]], {["s.csv"] = "a,1\nb,zz\n"})
+    assert.are.equal(1, code)
+    assert.are.equal("+I[a, 1]\n", out)
+    assert.are.equal("job.sql:4:3: CAST('zz' AS INT) failed: not an integer\n"
+      .. "  in operator 'map (job.sql:3)'\n"
+      .. "  on record {\"id\":\"b\",\"v\":\"zz\"}\n"
+      .. "  while reading s.csv:2\n", err)
+  end)
+
+  it("division by zero and a negative SUBSTRING length name their position", function()
+    local ddl = "CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'd.csv', 'format' = 'csv');\n"
+    local _, err, code = sql_run.run(ddl .. "SELECT 10 / v FROM t;\n", {["d.csv"] = "a,0\n"})
+    assert.are.equal(1, code)
+    assert.matches("^job%.sql:2:11: division by zero\n", err)
+    no_internals(err)
+    _, err = sql_run.run(ddl .. "SELECT MOD(10, v) FROM t;\n", {["d.csv"] = "a,0\n"})
+    assert.matches("^job%.sql:2:8: division by zero\n", err)
+    _, err = sql_run.run(ddl .. "SELECT SUBSTRING(id, 1, v - 1) FROM t;\n", {["d.csv"] = "a,0\n"})
+    assert.matches("^job%.sql:2:8: SUBSTRING: negative length %-1\n", err)
+    no_internals(err)
+  end)
+
+  it("a CAST in a CASE deep enough to be compiled apart still names its position", function()
+    local e = "CAST(id AS INT)"
+    for _ = 1, 30 do e = "CASE WHEN v > 0 THEN " .. e .. " ELSE 0 END" end
+    local _, err, code = sql_run.run("CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', "
+      .. "'path' = 'd.csv', 'format' = 'csv');\nSELECT " .. e .. " FROM t;\n", {["d.csv"] = "x,1\n"})
+    assert.are.equal(1, code)
+    assert.matches("^job%.sql:2:" .. (8 + 30 * #"CASE WHEN v > 0 THEN ") .. ": CAST%('x' AS INT%) failed", err)
+    no_internals(err)
+  end)
+
+  it("a bad line of a table parsed in Lua names the file and line, the table and its DDL", function()
+    local out, err, code = sql_run.run([[
+SET 'parallelism.default' = '1';
+CREATE TABLE t (id STRING, v INT)
+  WITH ('connector' = 'filesystem', 'path' = 'bad.csv', 'format' = 'csv', 'csv.null-literal' = 'N');
+SELECT id, v FROM t;
+]], {["bad.csv"] = "a,1\nb,x\n"})
+    assert.are.equal(1, code)
+    assert.are.equal("+I[a, 1]\n", out)
+    assert.are.equal("bad.csv:2: cannot parse the line for table 't' (job.sql:2): column 'v' (INT): 'x' is not "
+      .. "an integer (set 'csv.ignore-parse-errors' = 'true' to skip such lines)\n"
+      .. "  in operator 'parse csv (t) (job.sql:4)'\n"
+      .. "  on record b,x\n"
+      .. "  while reading bad.csv:2\n", err)
+    -- JSON likewise, with the JSON option
+    _, err, code = sql_run.run([[
+CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'b.json', 'format' = 'json');
+SELECT id FROM t;
+]], {["b.json"] = '{"id":"a","v":1}\n{"id":"b","v":"q"}\n'})
+    assert.are.equal(1, code)
+    assert.matches("^b%.json:2: cannot parse the line for table 't' %(job%.sql:1%): field 'v' %(INT%): 'q' is not an "
+      .. "integer %(set 'json%.ignore%-parse%-errors' = 'true' to skip such lines%)\n", err)
+    no_internals(err)
+  end)
+end)

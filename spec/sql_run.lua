@@ -1,0 +1,27 @@
+-- Runs `wmrun --sql job.sql` in a folder of its own, removed afterwards (for the SQL specs).
+local h = require("helper")
+
+local M = {}
+
+--- Writes `files` ({name = text}) and job.sql into a new folder, runs wmrun there.
+-- `prepare(dir)` (optional) runs before wmrun. Returns stdout, stderr with the folder's path
+-- taken out of it, and the exit code.
+function M.run(sql, files, prepare)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  files = files or {}
+  files["job.sql"] = sql
+  for name, text in pairs(files) do
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+  end
+  if prepare then prepare(dir) end
+  local out, err, code = h.wmrun("--sql '" .. dir .. "/job.sql'")
+  os.execute("rm -rf '" .. dir .. "'")
+  local d = dir:gsub("%p", "%%%0")
+  return (out:gsub(d .. "/", "")), (err:gsub("^wmrun: ", ""):gsub(d .. "/", "")), code
+end
+
+return M
