@@ -72,3 +72,45 @@ SELECT id FROM t;
     no_internals(err)
   end)
 end)
+
+describe("SQL filesystem sink (defect 12.7)", function()
+  local DDL = [[
+CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'd.csv', 'format' = 'csv');
+CREATE TABLE o (id STRING, v INT) WITH ('connector' = 'filesystem',
+  'path' = '%s', 'format' = 'csv');
+]]
+
+  it("a missing folder fails before the job starts, naming the table, the path and the DDL's line", function()
+    local out, err, code = sql_run.run(DDL:format("missing/out.csv") .. "INSERT INTO o SELECT * FROM t;\n",
+      {["d.csv"] = "a,1\n"})
+    assert.are.equal(1, code)
+    assert.are.equal("", out)
+    assert.are.equal("job.sql:3:3: table 'o' cannot be written to 'missing/out.csv': No such file or directory "
+      .. "(the folder 'missing' does not exist) (INSERT INTO at job.sql:4)\n", err)
+  end)
+
+  it("a path that is a folder fails before the job starts", function()
+    local _, err, code = sql_run.run(DDL:format("sub") .. "INSERT INTO o SELECT * FROM t;\n", {["d.csv"] = "a,1\n"},
+      {prepare = function(dir) assert(os.execute("mkdir '" .. dir .. "/sub'")) end})
+    assert.are.equal(1, code)
+    assert.are.equal("job.sql:3:3: table 'o' cannot be written to 'sub': Is a directory (INSERT INTO at job.sql:4)\n", err)
+  end)
+
+  it("the check changes nothing: an existing file keeps its text and a missing one is not left behind", function()
+    local old_text, new_file
+    local _, err, code = sql_run.run(DDL:format("old.csv") .. "INSERT INTO o SELECT * FROM t;\n"
+      .. "CREATE TABLE o2 (id STRING) WITH ('connector' = 'filesystem', 'path' = 'new.csv', 'format' = 'csv');\n"
+      .. "INSERT INTO o2 SELECT id FROM t;\n"
+      .. "SELECT nope FROM t;\n", {["d.csv"] = "a,1\n", ["old.csv"] = "kept\n"}, {after = function(dir)
+        local f = assert(io.open(dir .. "/old.csv"))
+        old_text = f:read("a")
+        f:close()
+        new_file = io.open(dir .. "/new.csv")
+        if new_file then new_file:close() end
+      end})
+    assert.are.equal(1, code)
+    assert.matches("^job%.sql:7:8: unknown column 'nope'", err)
+    assert.are.equal("kept\n", old_text)
+    assert.is_nil(new_file)
+  end)
+end)

@@ -4,9 +4,10 @@ local h = require("helper")
 local M = {}
 
 --- Writes `files` ({name = text}) and job.sql into a new folder, runs wmrun there.
--- `prepare(dir)` (optional) runs before wmrun. Returns stdout, stderr with the folder's path
--- taken out of it, and the exit code.
-function M.run(sql, files, prepare)
+-- `opts.prepare(dir)` runs before wmrun, `opts.after(dir)` after it. Returns stdout, stderr
+-- with the folder's path taken out of it, and the exit code.
+function M.run(sql, files, opts)
+  opts = opts or {}
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p '" .. dir .. "'"))
@@ -17,8 +18,9 @@ function M.run(sql, files, prepare)
     f:write(text)
     f:close()
   end
-  if prepare then prepare(dir) end
+  if opts.prepare then opts.prepare(dir) end
   local out, err, code = h.wmrun("--sql '" .. dir .. "/job.sql'")
+  if opts.after then opts.after(dir) end
   os.execute("rm -rf '" .. dir .. "'")
   local d = dir:gsub("%p", "%%%0")
   return (out:gsub(d .. "/", "")), (err:gsub("^wmrun: ", ""):gsub(d .. "/", "")), code

@@ -13,6 +13,7 @@ local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
 
 local M = {}
+local check_writable
 
 local KNOWN = {
   connector = true, path = true, format = true, hostname = true, port = true,
@@ -364,6 +365,25 @@ local function json_value(v, ty)
   return values.to_string(v, ty)
 end
 
+-- Checks before the job starts that the file of a filesystem sink can be written (its folder
+-- exists, it is not a folder, it is writable), without changing it: an existing file is
+-- opened for appending, a missing one created and removed again.
+function check_writable(p, t, path, st)
+  local existed = io.open(path, "r")
+  if existed then existed:close() end
+  local f, err = io.open(path, "a")
+  if f then
+    f:close()
+    if not existed then os.remove(path) end
+    return
+  end
+  err = tostring(err):gsub("^.-: ([^:]*)$", "%1")
+  local folder = t.props.path:match("^(.*)/[^/]*$")
+  if err == "No such file or directory" and folder then err = err .. " (the folder '" .. folder .. "' does not exist)" end
+  p:err(t.props_pos.path, "table '%s' cannot be written to '%s': %s (INSERT INTO at %s)", t.name, t.props.path, err,
+    p.src.name .. ":" .. errors.line_col(p.src.text, st.pos))
+end
+
 --- Writes a relation into a sink table. `print_changelog(rel, prefix)` is the planner's
 -- (passed in: this module does not require the planner, which requires it).
 function M.sink(p, t, rel, st, print_changelog)
@@ -382,6 +402,7 @@ function M.sink(p, t, rel, st, print_changelog)
   end
   if c == "stdin" or c == "socket" then p:err(st.name_pos, "connector '%s' cannot be written to", c) end
   local path = resolve_path(p, t.props.path)
+  check_writable(p, t, path, st)
   local cols = rel.cols
   local fmt
   if t.props.format == "json" then
@@ -407,7 +428,9 @@ function M.sink(p, t, rel, st, print_changelog)
   local f
   rel.stream:sink(function(r)
     if not f then
-      f = assert(io.open(path, "w"))
+      local err
+      f, err = io.open(path, "w")
+      if not f then values.fail(nil, string.format("cannot write table '%s' to '%s': %s", t.name, t.props.path, err)) end
       f:setvbuf("line")
     end
     f:write(fmt(r), "\n")
