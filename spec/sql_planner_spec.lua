@@ -133,4 +133,13 @@ describe("SQL planner", function()
     local p = sql.plan(chain(2000) .. "SELECT id FROM v2000;", {name = "job.sql"})
     assert.are.equal(2 * 2001, p.view_plans)
   end)
+
+  it("a failure below the planner is an error at the statement, without the library's position", function()
+    local env = setmetatable({nodes = {}}, {__index = function()
+      return function() error("/somewhere/lua/wm/io.lua:12: boom", 0) end
+    end})
+    local ok, e = pcall(sql.plan, DDL .. "SELECT id FROM s;", {name = "job.sql", env = env})
+    assert.is_false(ok)
+    assert.are.equal("job.sql:4:1: cannot plan this statement: boom", tostring(e))
+  end)
 end)
