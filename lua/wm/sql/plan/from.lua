@@ -1,6 +1,7 @@
 --- FROM: table scans, views, window table functions.
 -- @module wm.sql.plan.from
 local connectors = require("wm.sql.connectors")
+local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 
 local M = {}
@@ -56,13 +57,7 @@ function Planner:rename(rel, ren)
     for _, x in ipairs(ren) do o[x.to] = r[x.from] end
     return o
   end
-  local stream
-  if rel.updating then
-    stream = rel.stream:map(function(e) return {k = e.k, r = f(e.r)} end)
-  else
-    stream = rel.stream:map(f)
-  end
-  return rel_of(stream, cols, rel.updating)
+  return rel_of(lower.map_rows(rel.stream, rel.updating, f), cols, rel.updating)
 end
 
 local function interval_arg(self, e, what)

@@ -185,6 +185,13 @@ function lower.window_aggregate(stream, spec)
   return result
 end
 
+--- Maps the rows of a stream with `f`: the rows themselves, or inside the changelog entries
+-- of an updating relation.
+function lower.map_rows(stream, updating, f)
+  if updating then return stream:map(function(e) return {k = e.k, r = f(e.r)} end) end
+  return stream:map(f)
+end
+
 --- Evaluates `fn(row)` where it can see the watermark (for CURRENT_WATERMARK): a keyed
 -- process function (one key: the watermark is the operator's, semantics.md §3) sets
 -- `R.wm.now` before each call. As a filter (`is_filter`) it keeps the rows for which fn

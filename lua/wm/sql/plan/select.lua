@@ -90,10 +90,8 @@ function Planner:plan_select(q)
   if scope.uses_watermark then
     if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
     stream = lower.with_watermark(rel.stream, f, false)
-  elseif rel.updating then
-    stream = rel.stream:map(function(e) return {k = e.k, r = f(e.r)} end)
   else
-    stream = rel.stream:map(f)
+    stream = lower.map_rows(rel.stream, rel.updating, f)
   end
   return rel_of(stream, cols, rel.updating)
 end
