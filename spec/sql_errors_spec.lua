@@ -25,7 +25,8 @@ SELECT id,
   end)
 
   it("division by zero and a negative SUBSTRING length name their position", function()
-    local ddl = "CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'd.csv', 'format' = 'csv');\n"
+    local ddl = "CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'd.csv', "
+      .. "'format' = 'csv');\n"
     local _, err, code = sql_run.run(ddl .. "SELECT 10 / v FROM t;\n", {["d.csv"] = "a,0\n"})
     assert.are.equal(1, code)
     assert.matches("^job%.sql:2:11: division by zero\n", err)
@@ -93,7 +94,8 @@ CREATE TABLE o (id STRING, v INT) WITH ('connector' = 'filesystem',
     local _, err, code = sql_run.run(DDL:format("sub") .. "INSERT INTO o SELECT * FROM t;\n", {["d.csv"] = "a,1\n"},
       {prepare = function(dir) assert(os.execute("mkdir '" .. dir .. "/sub'")) end})
     assert.are.equal(1, code)
-    assert.are.equal("job.sql:3:3: table 'o' cannot be written to 'sub': Is a directory (INSERT INTO at job.sql:4)\n", err)
+    assert.are.equal("job.sql:3:3: table 'o' cannot be written to 'sub': Is a directory (INSERT INTO at job.sql:4)\n",
+      err)
   end)
 
   it("the check changes nothing: an existing file keeps its text and a missing one is not left behind", function()

@@ -379,7 +379,9 @@ function check_writable(p, t, path, st)
   end
   err = tostring(err):gsub("^.-: ([^:]*)$", "%1")
   local folder = t.props.path:match("^(.*)/[^/]*$")
-  if err == "No such file or directory" and folder then err = err .. " (the folder '" .. folder .. "' does not exist)" end
+  if err == "No such file or directory" and folder then
+    err = err .. " (the folder '" .. folder .. "' does not exist)"
+  end
   p:err(t.props_pos.path, "table '%s' cannot be written to '%s': %s (INSERT INTO at %s)", t.name, t.props.path, err,
     p.src.name .. ":" .. errors.line_col(p.src.text, st.pos))
 end
@@ -430,7 +432,9 @@ function M.sink(p, t, rel, st, print_changelog)
     if not f then
       local err
       f, err = io.open(path, "w")
-      if not f then values.fail(nil, string.format("cannot write table '%s' to '%s': %s", t.name, t.props.path, err)) end
+      if not f then
+        values.fail(nil, string.format("cannot write table '%s' to '%s': %s", t.name, t.props.path, err))
+      end
       f:setvbuf("line")
     end
     f:write(fmt(r), "\n")

@@ -417,11 +417,14 @@ compile_node = function(e, scope)
       -- groups of IN_GROUP values (registers), OR-ed in a balanced tree (nesting)
       local groups = {}
       for i = 1, #parts, IN_GROUP do
-        groups[#groups + 1] = "R_in_(" .. a .. ", " .. table.concat(parts, ", ", i, math.min(#parts, i + IN_GROUP - 1)) .. ")"
+        local last = math.min(#parts, i + IN_GROUP - 1)
+        groups[#groups + 1] = "R_in_(" .. a .. ", " .. table.concat(parts, ", ", i, last) .. ")"
       end
       while #groups > 1 do
         local up = {}
-        for i = 1, #groups, 2 do up[#up + 1] = groups[i + 1] and ("R_or_(" .. groups[i] .. ", " .. groups[i + 1] .. ")") or groups[i] end
+        for i = 1, #groups, 2 do
+          up[#up + 1] = groups[i + 1] and ("R_or_(" .. groups[i] .. ", " .. groups[i + 1] .. ")") or groups[i]
+        end
         groups = up
       end
       s = groups[1]
