@@ -105,6 +105,29 @@ describe("wm.testing harness", function()
     assert.are.equal(2, idle)
   end)
 
+  it("runs the idleness recipe of docs/testing.md: both inputs idle at once, the window fires", function()
+    -- both assigners saw their last record at processing time 0, so both turn idle at
+    -- 1000; the last one to turn idle makes the union flush the maximum (Flink's
+    -- StatusWatermarkValve), whichever order they go in
+    local h = T.harness(function(input)
+      local s = wm.watermarks.bounded_out_of_orderness(0):with_idleness("1s")
+      local a = input:filter(function(r) return r.src == "a" end):assign_timestamps_and_watermarks(s)
+      local b = input:filter(function(r) return r.src == "b" end):assign_timestamps_and_watermarks(s)
+      return a:union(b):key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+    end, {watermark_interval = 0})
+    h:push({src = "a", id = "x", vc = 1}, 1000)
+    h:push({src = "b", id = "x", vc = 1}, 2000)
+    h:push({src = "a", id = "x", vc = 1}, 8000)  -- b holds the watermark at 1999
+    assert.are.same({}, h:output())
+    assert.are.equal(1999, h:current_watermark())
+    h:advance_processing_time("1s")              -- b idle: the window fires
+    assert.are.same({{src = "a", id = "x", vc = 2}}, h:output())
+    assert.are.equal(7999, h:current_watermark())
+    local m = h:metrics()
+    assert.are.equal("window", m[#m].kind)
+    assert.is_true(m[#m].idle)                   -- and the idle status follows
+  end)
+
   it("reads side outputs: late data and declared tags", function()
     local h = T.harness(function(input)
       return input:key_by("id"):window(wm.windows.tumbling(5000))

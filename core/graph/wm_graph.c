@@ -188,11 +188,12 @@ int wm_op_input_status(wm_op *op, int chan, bool idle) {
   int64_t old = op->comb.out;
   int ev = wm_combiner_status(&op->comb, chan, idle);
   int rc = WM_OK;
-  if (ev & (WM_COMB_IDLE | WM_COMB_ACTIVE)) {
-    bool now_idle = (ev & WM_COMB_IDLE) != 0;
-    if (op->ctx->trace)
-      op->ctx->trace(op->ctx->trace_ud, op, chan, old, old, now_idle ? "idle" : "active");
-    rc = op->vt->status ? op->vt->status(op, now_idle) : wm_op_emit_status(op, now_idle);
+  /* turning active: the status goes first, so that downstream counts this input again;
+   * turning idle (the flush of the last active channel): the watermark goes first, since
+   * downstream would take a watermark after the idle status as the input turning active */
+  if (ev & WM_COMB_ACTIVE) {
+    if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, old, "active");
+    rc = op->vt->status ? op->vt->status(op, false) : wm_op_emit_status(op, false);
     if (rc != WM_OK) return rc;
   }
   if (ev & WM_COMB_ADVANCED) {
@@ -200,6 +201,12 @@ int wm_op_input_status(wm_op *op, int chan, bool idle) {
     op->wm = op->comb.out;
     rc = op->vt->watermark ? op->vt->watermark(op, op->comb.out)
                            : wm_op_emit_watermark(op, op->comb.out);
+    if (rc != WM_OK) return name_failure(op, rc);
+  }
+  if (ev & WM_COMB_IDLE) {
+    int64_t w = op->comb.out;
+    if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, w, w, "idle");
+    rc = op->vt->status ? op->vt->status(op, true) : wm_op_emit_status(op, true);
   }
   return rc;
 }

@@ -74,6 +74,19 @@ int wm_combiner_status(wm_combiner *c, int ch, bool idle) {
     bool all = true;
     for (int i = 0; i < c->n; i++) all = all && c->ch[i].idle;
     if (all) {
+      /* Flink's StatusWatermarkValve flushes before going idle: no channel will advance
+       * any more, so the output may move to the maximum over every channel. Only when the
+       * channel that just turned idle was the one holding the output (its watermark is the
+       * output); otherwise the minimum has moved past it already. */
+      if (x->wm == c->out) {
+        int64_t max = WM_TIME_MIN;
+        for (int i = 0; i < c->n; i++)
+          if (c->ch[i].wm > max) max = c->ch[i].wm;
+        if (max > c->out) {
+          c->out = max;
+          ev |= WM_COMB_ADVANCED;
+        }
+      }
       if (!c->out_idle) { c->out_idle = true; ev |= WM_COMB_IDLE; }
     } else {
       ev |= recompute(c);

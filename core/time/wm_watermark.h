@@ -53,7 +53,10 @@ void wm_combiner_free(wm_combiner *c);
 
 /* A watermark on channel ch. Returns a set of WM_COMB_* bits. */
 int wm_combiner_watermark(wm_combiner *c, int ch, int64_t wm);
-/* A status change on channel ch. Returns a set of WM_COMB_* bits. */
+/* A status change on channel ch. Returns a set of WM_COMB_* bits. When the last active
+ * channel turns idle and its watermark is the output, the output first moves to the
+ * maximum over every channel (WM_COMB_ADVANCED with WM_COMB_IDLE: forward the watermark,
+ * then the idle status), as Flink's StatusWatermarkValve does. */
 int wm_combiner_status(wm_combiner *c, int ch, bool idle);
 
 #endif
