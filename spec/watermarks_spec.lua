@@ -61,6 +61,48 @@ describe("custom watermark generators", function()
     assert.are.equal(2, calls)
   end)
 
+  it("gets one last on_periodic_emit once the end of input has gone through (Flink's finish)", function()
+    local log = {}
+    local h = T.harness(function(input)
+      local s = input:assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+        return {
+          on_event = function() end,
+          on_periodic_emit = function(self, out)
+            log[#log + 1] = "periodic"
+            out:emit_watermark(1)                       -- after MAX: changes nothing
+          end,
+        }
+      end))
+      return window_sum(s):map(function(r) log[#log + 1] = "window " .. r.vc; return r end)
+    end, {watermark_interval = "1h"})
+    h:push({id = "a", vc = 1}, 1000)
+    h:push({id = "a", vc = 2}, 2000)
+    assert.are.same({}, log)
+    h:finish()
+    assert.are.same({"window 3", "periodic"}, log)     -- after the windows fired, once
+    assert.are.equal(math.maxinteger, h:current_watermark())
+  end)
+
+  it("wmrun: a generator that prints in on_periodic_emit prints once at the end of a file", function()
+    -- an interval of an hour: no periodic emission happens while the job runs
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = "1h"}
+      env:from_elements({id = "a", vc = 1, ts = 1000}, {id = "a", vc = 2, ts = 2000})
+        :assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+          return {
+            on_event = function() end,
+            on_periodic_emit = function(self, out) print("periodic emit") end,
+          }
+        end):with_timestamp_field("ts"))
+        :key_by("id"):window(wm.windows.tumbling(5000)):sum("vc"):print()
+      env:execute()
+    ]]
+    local out, err, code = helper.run_job(job)
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"id":"a","ts":1000,"vc":3}\nperiodic emit\n', out)
+  end)
+
   it("forwards only watermarks greater than the last one", function()
     local h = gen_harness(function()
       return {on_event = function(self, r, ts, out) out:emit_watermark(r.wm) end}

@@ -111,7 +111,12 @@ static int tsop_watermark(wm_op *op, int64_t wm) {
   /* the assigner makes its own watermarks; only the end of input passes through */
   if (wm == WM_TIME_MAX) {
     op->ended = true;
-    return wm_tsop_emit_watermark(op, WM_TIME_MAX);
+    int rc = wm_tsop_emit_watermark(op, WM_TIME_MAX);
+    /* once the end of input has gone through, a generator gets one last periodic emit, as
+     * in Flink's TimestampsAndWatermarksOperator.finish: what it emits changes nothing (MAX
+     * has passed), its side effects happen */
+    if (rc == WM_OK) rc = wm_tsop_periodic(op);
+    return rc;
   }
   return WM_OK;
 }

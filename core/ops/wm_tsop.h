@@ -3,7 +3,8 @@
  * Per record: extract the timestamp, forward the record with it, then let the generator
  * see it (on_event), and with watermark_interval = 0 call the periodic emit right away.
  * A watermark is forwarded only when strictly greater than the last one forwarded.
- * Upstream watermarks are ignored, except the end of input (WM_TIME_MAX).
+ * Upstream watermarks are ignored, except the end of input (WM_TIME_MAX), which goes
+ * through and is followed by one last periodic emit (Flink's finish()).
  */
 #ifndef WM_TSOP_H
 #define WM_TSOP_H
