@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/wm_obs.h"
+#include "graph/wm_state.h"
 #include "time/wm_time.h"
 
 static int64_t wall_now(void *ud) {
@@ -231,4 +232,20 @@ int wm_op_emit_status(wm_op *op, bool idle) {
     }
   }
   return WM_OK;
+}
+
+int wm_op_snapshot(wm_op *op, wm_state_io *io) {
+  if (!op->vt->snapshot) return WM_OK;
+  return name_failure(op, op->vt->snapshot(op, io));
+}
+
+int wm_op_restore(wm_op *op, wm_state_io *io) {
+  if (!op->vt->restore) {
+    if (io->len == 0) return WM_OK;
+    return wm_ctx_error(op->ctx,
+                        "operator '%s' keeps no state, but the checkpoint holds %zu bytes "
+                        "for it (a checkpoint of another job?)",
+                        op->name, io->len);
+  }
+  return name_failure(op, op->vt->restore(op, io));
 }

@@ -17,6 +17,7 @@
 
 typedef struct wm_op wm_op;
 typedef struct wm_ctx wm_ctx;
+typedef struct wm_state_io wm_state_io; /* graph/wm_state.h */
 
 #define WM_OK 0
 #define WM_ERR (-1)   /* failure; the message is in ctx->err */
@@ -89,6 +90,12 @@ typedef struct wm_op_vt {
   int (*processing_time)(wm_op *op, int64_t t);
   /* Frees the operator's own state (impl). */
   void (*free)(wm_op *op);
+  /* Checkpoint hooks (architecture.md: every operator exposes them; the contract is in
+   * graph/wm_state.h). NULL: the operator keeps no state across records (map, filter,
+   * print, ...); the checkpoint work fills them operator by operator. Called through
+   * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->err. */
+  int (*snapshot)(wm_op *op, wm_state_io *io);
+  int (*restore)(wm_op *op, wm_state_io *io);
 } wm_op_vt;
 
 typedef struct wm_edge {
@@ -136,6 +143,12 @@ int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts);
 int wm_op_emit_watermark(wm_op *op, int64_t wm);
 /* Emits an idle/active status on every port of op. */
 int wm_op_emit_status(wm_op *op, bool idle);
+
+/* The checkpoint hooks of op (graph/wm_state.h): an operator without a snapshot hook
+ * writes nothing and returns WM_OK; one without a restore hook accepts only an empty state
+ * (io->len 0), and any bytes for it are an error naming it. */
+int wm_op_snapshot(wm_op *op, wm_state_io *io);
+int wm_op_restore(wm_op *op, wm_state_io *io);
 
 /* Input side, for drivers and tests: feed a watermark or status into a channel of op. */
 int wm_op_input_watermark(wm_op *op, int chan, int64_t wm);

@@ -64,5 +64,6 @@ void test_keyedop(void);
 void test_winmerge(void);
 void test_mt(void);
 void test_ckpt(void);
+void test_graph(void);
 
 #endif

@@ -1,0 +1,42 @@
+/* The state of an operator for checkpoints: what the snapshot/restore hooks of its vtable
+ * (graph/wm_graph.h) receive, and what they promise.
+ *
+ * snapshot(op, io): appends the operator's own state to io->out. The graph keeps the
+ * input watermarks and channel statuses itself; the operator writes what it alone holds
+ * (windows, accumulators, timers, the generator's state, a source's position). Called
+ * between two calls of the operator's other entries, never from inside one; it does not
+ * change the state. The bytes are the operator's own format and start with a version
+ * byte. User values (records, accumulators, keys) go through
+ * wm_encode_value(io->enc, io->codec, io->out, v, ...), whose host hooks write Lua
+ * tables; times and counts as varints (wm_codec_put_ivar / wm_codec_put_uvar).
+ *
+ * restore(op, io): called at most once, after wm_ctx_prepare and before the first record,
+ * with exactly the bytes io->data[0 .. io->len) (borrowed for the call) that a snapshot of
+ * the same operator of the same plan wrote; it replaces the state the operator was built
+ * with. Values decoded with wm_decode_value(io->dec, &op->ctx->host, io->codec, ...) are
+ * then owned by the operator. Truncated, corrupt or other-version bytes are WM_ERR with
+ * the reason in op->ctx->err (wm_op_restore adds the operator's name).
+ *
+ * Both return WM_OK or WM_ERR. */
+#ifndef WM_STATE_H
+#define WM_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wm_buf.h"
+#include "base/wm_codec.h"
+
+/* the typedef is in graph/wm_graph.h, for the vtable */
+
+/* (the typedef wm_state_io is in graph/wm_graph.h, which names it in the vtable) */
+struct wm_state_io {
+  wm_buf *out;                /* snapshot: the state is appended here */
+  const uint8_t *data;        /* restore: the bytes to read (borrowed) */
+  size_t len;
+  wm_encoder *enc;            /* snapshot: schemas of rows written so far */
+  wm_decoder *dec;            /* restore */
+  const wm_codec_host *codec; /* how host (Lua) values are written and read; NULL: none */
+};
+
+#endif
