@@ -5,7 +5,7 @@
 #define WM_EXCHANGE_H
 
 #include "graph/wm_graph.h"
-#include "ops/wm_winop.h"
+#include "ops/wm_keys.h"
 
 typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN } wm_xch_mode;
 

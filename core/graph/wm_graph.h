@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_buf.h"
 #include "base/wm_value.h"
 #include "time/wm_watermark.h"
 
@@ -149,6 +150,11 @@ int wm_op_emit_status(wm_op *op, bool idle);
  * (io->len 0), and any bytes for it are an error naming it. */
 int wm_op_snapshot(wm_op *op, wm_state_io *io);
 int wm_op_restore(wm_op *op, wm_state_io *io);
+
+/* Appends rec as print shows it to b, for error messages that name the record. */
+static inline void wm_op_format_record(const wm_op *op, const wm_value *rec, wm_buf *b) {
+  wm_format_value(b, rec, 0, op->ctx->host.format, op->ctx->host.ud);
+}
 
 /* Input side, for drivers and tests: feed a watermark or status into a channel of op. */
 int wm_op_input_watermark(wm_op *op, int chan, int64_t wm);

@@ -13,7 +13,8 @@
 #define WM_KEYEDOP_H
 
 #include "graph/wm_graph.h"
-#include "ops/wm_winop.h"
+#include "ops/wm_agg.h"
+#include "ops/wm_keys.h"
 
 typedef enum { WM_TIME_EVENT = 0, WM_TIME_PROCESSING = 1 } wm_time_domain;
 

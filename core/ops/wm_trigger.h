@@ -30,9 +30,20 @@ enum {
 
 enum { WM_DOMAIN_EVENT = 0, WM_DOMAIN_PROCESSING = 1 };
 
-/* What a trigger callback sees: the window, its key, clocks, its state, and (through the
- * functions below) the timer service. Owned by the window operator; valid for the call. */
-typedef struct wm_trigger_ctx {
+typedef struct wm_trigger_ctx wm_trigger_ctx;
+
+/* The timer service a trigger sees, provided by the operator that runs the trigger (the
+ * window operator): the trigger context carries it, so that triggers depend on no
+ * operator. Registering the same (time, domain) twice for a window gives one timer. */
+typedef struct wm_trigger_timers {
+  int (*register_timer)(wm_trigger_ctx *c, int domain, int64_t t); /* WM_OK or WM_ERR */
+  void (*delete_timer)(wm_trigger_ctx *c, int domain, int64_t t);
+  int64_t (*now)(wm_trigger_ctx *c);                               /* processing time, ms */
+} wm_trigger_timers;
+
+/* What a trigger callback sees: the window, its key, clocks, its state, and the timer
+ * service. Owned by the window operator; valid for the call. */
+struct wm_trigger_ctx {
   wm_op *op;
   const wm_value *key;
   wm_window window;
@@ -40,15 +51,19 @@ typedef struct wm_trigger_ctx {
   int64_t watermark;
   int64_t *state;        /* two integers of per-window trigger state (0 initially) */
   wm_value *hstate;      /* per-window host state (nil initially; owned by the window) */
-  void *winop;           /* the operator's internals (for the timer functions) */
-  uint32_t entry;
-} wm_trigger_ctx;
+  const wm_trigger_timers *timers;
+  void *owner;           /* the operator's internals, for the timer service */
+  uint32_t entry;        /* the window, for the timer service */
+};
 
-/* Timer service for triggers (implemented by the window operator). Registering the same
- * (time, domain) twice for a window gives one timer. WM_OK or WM_ERR. */
-int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t);
-void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t);
-int64_t wm_trigger_now(wm_trigger_ctx *c);
+/* The timer service, for triggers (built-in or written in Lua). */
+static inline int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
+  return c->timers->register_timer(c, domain, t);
+}
+static inline void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
+  c->timers->delete_timer(c, domain, t);
+}
+static inline int64_t wm_trigger_now(wm_trigger_ctx *c) { return c->timers->now(c); }
 
 typedef struct wm_trigger wm_trigger;
 

@@ -138,8 +138,8 @@ typedef struct winop {
   bool event_time;    /* windows end on event time (not processing-time, not global) */
   bool list;          /* keep every record (process functions, evictors) */
   bool pt_flushing;   /* end of input: processing-time timers drain, new ones are ignored */
-  bool key1;          /* the key selector is key_by of one field (fieldkeys_fn): read it inline */
-  bool sum_fast;      /* the function is the built-in sum (builtin_add): add integers inline */
+  const wm_field *key1;      /* key_by of one field: read it inline (wm_keysel_field1) */
+  const wm_field *sum_field; /* the built-in sum: add integers inline (wm_winfn_sum_field) */
   bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
   wm_window tw;
   int64_t tw_clean;   /* cleanup_of(tw) */
@@ -427,6 +427,8 @@ static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
   return WM_OK;
 }
 
+static const wm_trigger_timers trigger_timers;
+
 static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
   wentry *e = &s->e[i];
   c->op = op;
@@ -436,12 +438,14 @@ static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
   c->watermark = op->wm;
   c->state = CO(e)->tstate;
   c->hstate = &CO(e)->hstate;
-  c->winop = s;
+  c->timers = &trigger_timers;
+  c->owner = s;
   c->entry = i;
 }
 
-int wm_trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
-  winop *s = c->winop;
+/* The timer service of triggers (wm_trigger_timers): a window's registered timers. */
+static int trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->owner;
   wentry *e = &s->e[c->entry];
   if (domain == WM_DOMAIN_EVENT && c->op->wm == WM_TIME_MAX) {
     /* end of input: a window that never ends would otherwise re-register forever */
@@ -475,12 +479,14 @@ static bool tm_take(winop *s, wentry *e, int domain, int64_t t) {
   return false;
 }
 
-void wm_trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
-  winop *s = c->winop;
+static void trigger_delete(wm_trigger_ctx *c, int domain, int64_t t) {
+  winop *s = c->owner;
   tm_take(s, &s->e[c->entry], domain, t);
 }
 
-int64_t wm_trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
+static int64_t trigger_now(wm_trigger_ctx *c) { return wm_ctx_now(c->op->ctx); }
+
+static const wm_trigger_timers trigger_timers = {trigger_register, trigger_delete, trigger_now};
 
 /* ---- contents and firing ------------------------------------------------------------ */
 
@@ -597,11 +603,6 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
   wm_observe_cleanup(op, &s->c[i].key, s->e[i].w);
   entry_delete(op, s, i);
   return WM_OK;
-}
-
-/* The record as print shows it, for error messages. */
-static void describe(wm_op *op, const wm_value *rec, wm_buf *b) {
-  wm_format_value(b, rec, 0, op->ctx->host.format, op->ctx->host.ud);
 }
 
 /* ---- merging (session) windows ------------------------------------------------------ */
@@ -725,17 +726,11 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
 
 /* ---- the operator ------------------------------------------------------------------- */
 
-/* the per-record shortcuts: key_by of one field, the built-in sum (defined below) */
-static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key);
-static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec);
-static const wm_field *fieldkeys_field1(void *ud);
-static const wm_field *builtin_sum_field(void *ud);
-
 static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
   const wm_value *v;
   wm_value *aux = &s->e[i].aux;
-  if (s->sum_fast && aux->type == WM_INT &&
-      (v = wm_field_peek(builtin_sum_field(s->cfg.fn.ud), rec)) && v->type == WM_INT) {
+  if (s->sum_field && aux->type == WM_INT && (v = wm_field_peek(s->sum_field, rec)) &&
+      v->type == WM_INT) {
     aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
   } else if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) {
     return WM_ERR;
@@ -775,7 +770,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (ts == WM_TIME_MIN && s->event_time) {
     wm_buf b;
     wm_buf_init(&b);
-    describe(op, rec, &b);
+    wm_op_format_record(op, rec, &b);
     wm_ctx_error(ctx,
                  "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
                  "before this event-time window)",
@@ -785,7 +780,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   wm_value key;
   const wm_value *kf;
-  if (s->key1 && (kf = wm_field_peek(fieldkeys_field1(s->cfg.keysel.ud), rec)) &&
+  if (s->key1 && (kf = wm_field_peek(s->key1, rec)) &&
       (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR)) {
     key = *kf; /* what fieldkeys_fn would give, and a valid key */
   } else {
@@ -794,7 +789,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
     wm_buf b;
     wm_buf_init(&b);
-    describe(op, rec, &b);
+    wm_op_format_record(op, rec, &b);
     wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
                  key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
     wm_buf_free(&b);
@@ -1015,8 +1010,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
     s->trig = wm_trigger_new(kind, 0);
   }
   s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
-  s->key1 = s->cfg.keysel.fn == fieldkeys_fn && fieldkeys_field1(s->cfg.keysel.ud) != NULL;
-  s->sum_fast = !s->list && s->cfg.fn.add == builtin_add && builtin_sum_field(s->cfg.fn.ud) != NULL;
+  s->key1 = wm_keysel_field1(&s->cfg.keysel);
+  s->sum_field = s->list ? NULL : wm_winfn_sum_field(&s->cfg.fn);
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
   s->ptimers = wm_timers_new();
@@ -1040,272 +1035,4 @@ oom:
   }
   free_config(cfg);
   return NULL;
-}
-
-/* ---- field key selectors --------------------------------------------------------- */
-
-typedef struct fieldkeys {
-  size_t n;
-  wm_field *f;
-  char **names;
-  wm_value *parts;
-  wm_value composite; /* owned; the last composite key */
-  wm_host host;
-} fieldkeys;
-
-static void fieldkeys_free(void *ud) {
-  fieldkeys *k = ud;
-  for (size_t i = 0; i < k->n; i++) free(k->names[i]);
-  free(k->names);
-  free(k->f);
-  free(k->parts);
-  wm_value_release(NULL, &k->composite); /* a WM_STR: needs no host */
-  free(k);
-}
-
-static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
-  fieldkeys *k = ud;
-  wm_ctx *ctx = op->ctx;
-  for (size_t i = 0; i < k->n; i++) {
-    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i], ctx->err, sizeof ctx->err) != 0) {
-      wm_buf b;
-      wm_buf_init(&b);
-      describe(op, rec, &b);
-      wm_ctx_error_append(ctx, " (key_by on record %s)", b.data ? b.data : "");
-      wm_buf_free(&b);
-      return WM_ERR;
-    }
-    if (!wm_key_valid(&k->parts[i])) {
-      wm_buf b;
-      wm_buf_init(&b);
-      describe(op, rec, &b);
-      wm_ctx_error(ctx, "key field '%s' is %s in record %s", k->names[i],
-                   k->parts[i].type == WM_NIL ? "missing" : "not a string, number or boolean",
-                   b.data ? b.data : "");
-      wm_buf_free(&b);
-      return WM_ERR;
-    }
-  }
-  if (k->n == 1) {
-    *key = k->parts[0];
-    return WM_OK;
-  }
-  /* the composite key is borrowed by the caller until the next call: the window state
-   * copies it (a new reference), so it is freed here only when no one else holds it */
-  if (k->composite.type == WM_STR) wm_value_release(&ctx->host, &k->composite);
-  if (wm_key_compose(k->parts, k->n, &k->composite) != 0)
-    return wm_ctx_error(ctx, "out of memory composing a key");
-  *key = k->composite;
-  return WM_OK;
-}
-
-/* The field of a one-field key selector, or NULL. */
-static const wm_field *fieldkeys_field1(void *ud) {
-  fieldkeys *k = ud;
-  return k->n == 1 ? &k->f[0] : NULL;
-}
-
-int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
-  fieldkeys *k = calloc(1, sizeof *k);
-  if (!k) return -1;
-  k->n = n;
-  k->f = calloc(n, sizeof *k->f);
-  k->names = calloc(n, sizeof *k->names);
-  k->parts = calloc(n, sizeof *k->parts);
-  if (!k->f || !k->names || !k->parts) goto fail;
-  for (size_t i = 0; i < n; i++) {
-    if (!(k->names[i] = strdup(fields[i]))) goto fail;
-    k->f[i].name = k->names[i];
-    k->f[i].index = -1;
-  }
-  ks->fn = fieldkeys_fn;
-  ks->free = fieldkeys_free;
-  ks->ud = k;
-  return 0;
-fail:
-  fieldkeys_free(k);
-  return -1;
-}
-
-/* ---- built-in aggregations ------------------------------------------------------- */
-
-typedef struct builtin {
-  int agg;
-  char *field_name;
-  wm_field field;
-  wm_schema *count_schema; /* count(): {count, key, start, stop} */
-} builtin;
-
-static int num_of(wm_op *op, builtin *b, const wm_value *rec, wm_value *out) {
-  wm_ctx *ctx = op->ctx;
-  if (wm_field_get(&ctx->host, &b->field, rec, out, ctx->err, sizeof ctx->err) != 0)
-    return WM_ERR;
-  if (out->type == WM_INT || out->type == WM_FLOAT) return WM_OK;
-  wm_buf buf;
-  wm_buf_init(&buf);
-  describe(op, rec, &buf);
-  static const char *names[] = {"", "sum", "min", "max", "min_by", "max_by", "count"};
-  wm_ctx_error(ctx, "%s('%s'): field '%s' is %s in record %s", names[b->agg], b->field_name,
-               b->field_name, out->type == WM_NIL ? "missing" : "not a number",
-               buf.data ? buf.data : "");
-  wm_buf_free(&buf);
-  return WM_ERR;
-}
-
-static int num_cmp(const wm_value *a, const wm_value *b) {
-  if (a->type == WM_INT && b->type == WM_INT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
-  double x = a->type == WM_INT ? (double)a->u.i : a->u.f;
-  double y = b->type == WM_INT ? (double)b->u.i : b->u.f;
-  return (x > y) - (x < y);
-}
-
-static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
-  builtin *b = ud;
-  const wm_host *h = &op->ctx->host;
-  if (b->agg == WM_AGG_COUNT) {
-    if (aux->type == WM_NIL) *aux = wm_int(0);
-    aux->u.i++;
-    return WM_OK;
-  }
-  wm_value v;
-  if (num_of(op, b, rec, &v) != WM_OK) return WM_ERR;
-  /* aux (a number) is nil exactly when acc is: test it, acc lives in the entry's cold part */
-  if (aux->type == WM_NIL) {
-    if (wm_value_copy(h, acc, rec) != 0) return wm_ctx_error(op->ctx, "out of memory");
-    *aux = v;
-    return WM_OK;
-  }
-  switch (b->agg) {
-  case WM_AGG_SUM:
-    if (aux->type == WM_INT && v.type == WM_INT)
-      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v.u.i); /* wraps like Lua */
-    else
-      *aux = wm_float((aux->type == WM_INT ? (double)aux->u.i : aux->u.f) +
-                      (v.type == WM_INT ? (double)v.u.i : v.u.f));
-    break;
-  case WM_AGG_MIN:
-    if (num_cmp(&v, aux) < 0) *aux = v;
-    break;
-  case WM_AGG_MAX:
-    if (num_cmp(&v, aux) > 0) *aux = v;
-    break;
-  case WM_AGG_MIN_BY:
-  case WM_AGG_MAX_BY: {
-    int c = num_cmp(&v, aux);
-    if ((b->agg == WM_AGG_MIN_BY && c < 0) || (b->agg == WM_AGG_MAX_BY && c > 0)) {
-      wm_value n;
-      if (wm_value_copy(h, &n, rec) != 0) return wm_ctx_error(op->ctx, "out of memory");
-      wm_value_release(h, acc);
-      *acc = n;
-      *aux = v;
-    }
-    break;
-  }
-  default: break;
-  }
-  return WM_OK;
-}
-
-/* The field of the built-in sum, or NULL for the other aggregations. */
-static const wm_field *builtin_sum_field(void *ud) {
-  builtin *b = ud;
-  return b->agg == WM_AGG_SUM ? &b->field : NULL;
-}
-
-static int builtin_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
-                         const wm_value *baux) {
-  builtin *b = ud;
-  const wm_host *h = &op->ctx->host;
-  if (b->agg == WM_AGG_COUNT) {
-    aux->u.i += baux->u.i;
-    return WM_OK;
-  }
-  if (acc->type == WM_NIL) {
-    if (wm_value_copy(h, acc, bacc) != 0) return wm_ctx_error(op->ctx, "out of memory");
-    *aux = *baux;
-    return WM_OK;
-  }
-  if (b->agg == WM_AGG_SUM) {
-    if (aux->type == WM_INT && baux->type == WM_INT)
-      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)baux->u.i);
-    else
-      *aux = wm_float((aux->type == WM_INT ? (double)aux->u.i : aux->u.f) +
-                      (baux->type == WM_INT ? (double)baux->u.i : baux->u.f));
-    return WM_OK;
-  }
-  int c = num_cmp(baux, aux);
-  int better = (b->agg == WM_AGG_MIN || b->agg == WM_AGG_MIN_BY) ? c < 0 : c > 0;
-  if (!better) return WM_OK;
-  if (b->agg == WM_AGG_MIN_BY || b->agg == WM_AGG_MAX_BY) {
-    wm_value n;
-    if (wm_value_copy(h, &n, bacc) != 0) return wm_ctx_error(op->ctx, "out of memory");
-    wm_value_release(h, acc);
-    *acc = n;
-  }
-  *aux = *baux;
-  return WM_OK;
-}
-
-static int builtin_fire(void *ud, wm_op *op, const wm_fire *f) {
-  builtin *b = ud;
-  wm_ctx *ctx = op->ctx;
-  const wm_host *h = &ctx->host;
-  wm_value out;
-  int rc;
-  switch (b->agg) {
-  case WM_AGG_COUNT: {
-    wm_row *r = wm_row_new(b->count_schema);
-    if (!r) return wm_ctx_error(ctx, "out of memory");
-    /* fields in schema order: count, key, start, stop */
-    r->fields[0] = *f->aux;
-    if (wm_value_copy(h, &r->fields[1], f->key) != 0) {
-      wm_row_release(h, r);
-      return wm_ctx_error(ctx, "out of memory");
-    }
-    r->fields[2] = wm_int(f->window.start);
-    r->fields[3] = wm_int(f->window.stop);
-    out = wm_row_value(r);
-    break;
-  }
-  case WM_AGG_MIN_BY:
-  case WM_AGG_MAX_BY: return wm_op_emit(op, 0, f->acc, f->max_ts);
-  default:
-    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, ctx->err, sizeof ctx->err) != 0)
-      return WM_ERR;
-  }
-  rc = wm_op_emit(op, 0, &out, f->max_ts);
-  wm_value_release(h, &out);
-  return rc;
-}
-
-static void builtin_free(void *ud) {
-  builtin *b = ud;
-  free(b->field_name);
-  wm_schema_release(b->count_schema);
-  free(b);
-}
-
-int wm_winfn_builtin(wm_winfn *fn, int agg, const char *field) {
-  builtin *b = calloc(1, sizeof *b);
-  if (!b) return -1;
-  b->agg = agg;
-  b->field_name = strdup(field ? field : "");
-  if (!b->field_name) goto fail;
-  b->field.name = b->field_name;
-  b->field.index = -1;
-  if (agg == WM_AGG_COUNT) {
-    static const char *const names[] = {"count", "key", "start", "stop"};
-    static const uint8_t types[] = {WM_FT_INTEGER, WM_FT_ANY, WM_FT_INTEGER, WM_FT_INTEGER};
-    if (!(b->count_schema = wm_schema_new(4, names, types))) goto fail;
-  }
-  memset(fn, 0, sizeof *fn);
-  fn->add = builtin_add;
-  fn->fire = builtin_fire;
-  fn->merge = builtin_merge;
-  fn->free = builtin_free;
-  fn->ud = b;
-  return 0;
-fail:
-  builtin_free(b);
-  return -1;
 }

@@ -1,0 +1,90 @@
+/* Key selectors computed in C: key_by("field") and key_by{"f1", "f2"} (composite keys). */
+#include "ops/wm_keys.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+
+typedef struct fieldkeys {
+  size_t n;
+  wm_field *f;
+  char **names;
+  wm_value *parts;
+  wm_value composite; /* owned; the last composite key */
+  wm_host host;
+} fieldkeys;
+
+static void fieldkeys_free(void *ud) {
+  fieldkeys *k = ud;
+  for (size_t i = 0; i < k->n; i++) free(k->names[i]);
+  free(k->names);
+  free(k->f);
+  free(k->parts);
+  wm_value_release(NULL, &k->composite); /* a WM_STR: needs no host */
+  free(k);
+}
+
+static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  fieldkeys *k = ud;
+  wm_ctx *ctx = op->ctx;
+  for (size_t i = 0; i < k->n; i++) {
+    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i], ctx->err, sizeof ctx->err) != 0) {
+      wm_buf b;
+      wm_buf_init(&b);
+      wm_op_format_record(op, rec, &b);
+      wm_ctx_error_append(ctx, " (key_by on record %s)", b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+    if (!wm_key_valid(&k->parts[i])) {
+      wm_buf b;
+      wm_buf_init(&b);
+      wm_op_format_record(op, rec, &b);
+      wm_ctx_error(ctx, "key field '%s' is %s in record %s", k->names[i],
+                   k->parts[i].type == WM_NIL ? "missing" : "not a string, number or boolean",
+                   b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+  }
+  if (k->n == 1) {
+    *key = k->parts[0];
+    return WM_OK;
+  }
+  /* the composite key is borrowed by the caller until the next call: the window state
+   * copies it (a new reference), so it is freed here only when no one else holds it */
+  if (k->composite.type == WM_STR) wm_value_release(&ctx->host, &k->composite);
+  if (wm_key_compose(k->parts, k->n, &k->composite) != 0)
+    return wm_ctx_error(ctx, "out of memory composing a key");
+  *key = k->composite;
+  return WM_OK;
+}
+
+const wm_field *wm_keysel_field1(const wm_keysel *ks) {
+  if (ks->fn != fieldkeys_fn) return NULL;
+  const fieldkeys *k = ks->ud;
+  return k->n == 1 ? &k->f[0] : NULL;
+}
+
+int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
+  fieldkeys *k = calloc(1, sizeof *k);
+  if (!k) return -1;
+  k->n = n;
+  k->f = calloc(n, sizeof *k->f);
+  k->names = calloc(n, sizeof *k->names);
+  k->parts = calloc(n, sizeof *k->parts);
+  if (!k->f || !k->names || !k->parts) goto fail;
+  for (size_t i = 0; i < n; i++) {
+    if (!(k->names[i] = strdup(fields[i]))) goto fail;
+    k->f[i].name = k->names[i];
+    k->f[i].index = -1;
+  }
+  ks->fn = fieldkeys_fn;
+  ks->free = fieldkeys_free;
+  ks->ud = k;
+  return 0;
+fail:
+  fieldkeys_free(k);
+  return -1;
+}

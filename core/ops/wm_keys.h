@@ -1,0 +1,29 @@
+/* Key selectors (semantics.md §8): what key_by gives the keyed operators (window operator,
+ * keyed process functions) and the exchanges that partition by key. */
+#ifndef WM_KEYS_H
+#define WM_KEYS_H
+
+#include <stddef.h>
+
+#include "base/wm_value.h"
+#include "graph/wm_graph.h"
+
+/* Extracts the key of a record. *key is borrowed: valid until the next call of fn or
+ * until rec dies. Returns WM_OK or WM_ERR (message in op->ctx->err). */
+typedef struct wm_keysel {
+  int (*fn)(void *ud, wm_op *op, const wm_value *rec, wm_value *key);
+  void (*free)(void *ud);
+  void *ud;
+} wm_keysel;
+
+/* A key selector over one or more fields of the record, run in C (key_by("id"),
+ * key_by{"a", "b"}). Field names are copied. 0 or -1. */
+int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n);
+
+/* The field of a key selector made by wm_keysel_fields with one field, else NULL: a
+ * keyed operator may read it inline (wm_field_peek) and take a string or integer value
+ * found there as the key, which is what the selector would return; it must call the
+ * selector for anything else (a missing field, another type: the selector's error). */
+const wm_field *wm_keysel_field1(const wm_keysel *ks);
+
+#endif
