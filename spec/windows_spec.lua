@@ -160,11 +160,74 @@ describe("lateness", function()
   end)
 
   it("max_ts + lateness saturates instead of overflowing", function()
+    -- 9223372036854773990 is in the last complete window, [...774000, ...775000)
     local out = run(function(k)
       return k:window(wm.windows.tumbling(1000)):allowed_lateness(math.maxinteger):count()
-    end, recs(500, math.maxinteger - 10, 600))
+    end, recs(500, 9223372036854773990, 600))
     assert.are.same(3, #out)
     assert.are.equal('{"count":2,"key":"a","start":0,"stop":1000}', out[2])
+  end)
+
+  describe("valid timestamps (docs/windows.md)", function()
+    -- worked out by hand: math.mininteger is -9223372036854775808, so the first window of
+    -- 1000 ms that starts at or after it starts at -9223372036854775000; sliding 10 s / 5 s
+    -- needs a record's earliest window (10 s back) to start there or later
+    local function err_of(build, list)
+      local ok, e = pcall(run, build, list)
+      assert.is_false(ok, "no error")
+      return tostring(e)
+    end
+
+    it("sliding 10 s / 5 s: math.mininteger + 1 is an error naming the record, not a silent drop", function()
+      local e = err_of(function(k) return k:window(wm.windows.sliding(10000, 5000)):count() end,
+                       recs(math.mininteger + 1))
+      assert.matches("record timestamp -9223372036854775807 is outside the range of these windows, "
+                     .. "-9223372036854770000 to 9223372036854769999", e, 1, true)
+      assert.matches('{"k":"a","t":-9223372036854775807,"v":1}', e, 1, true)
+      assert.matches("in operator 'sliding window", e, 1, true)
+    end)
+
+    it("tumbling: the first complete window holds its start; one ms earlier is an error, not a clamped window", function()
+      local out = run(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
+                      recs(-9223372036854775000))
+      assert.are.same({'{"count":1,"key":"a","start":-9223372036854775000,"stop":-9223372036854774000}'}, out)
+      local e = err_of(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
+                       recs(-9223372036854775001))
+      assert.matches("outside the range of these windows, -9223372036854775000 to 9223372036854774999", e, 1, true)
+      -- and at the top: the last complete window, then one past it
+      out = run(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
+                recs(9223372036854774999))
+      assert.are.same({'{"count":1,"key":"a","start":9223372036854774000,"stop":9223372036854775000}'}, out)
+      e = err_of(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
+                 recs(9223372036854775000))
+      assert.matches("record timestamp 9223372036854775000 is outside", e, 1, true)
+    end)
+
+    it("sessions: a window that would stop past math.maxinteger is an error", function()
+      local e = err_of(function(k) return k:window(wm.windows.session(1000)):count() end,
+                       recs(math.maxinteger - 999))
+      assert.matches("outside the range of these windows, -9223372036854775807 to 9223372036854774807", e, 1, true)
+      e = err_of(function(k)
+        return k:window(wm.windows.session(function() return 2000 end)):count()
+      end, recs(math.maxinteger - 1999))
+      assert.matches("to 9223372036854773807", e, 1, true)
+    end)
+
+    it("an assigner that gives math.mininteger or math.maxinteger says so, not 'no event timestamp'", function()
+      local e = err_of(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
+                       recs(math.mininteger))
+      assert.matches("timestamp field 't' is math.mininteger in record {\"k\":\"a\",\"t\":" .. math.mininteger,
+                     e, 1, true)
+      assert.matches('that value means "no timestamp"', e, 1, true)
+      assert.is_nil(e:find("no event timestamp", 1, true))
+      local env = wm.env{watermark_interval = 0}
+      env:from_elements({t = 1}):assign_timestamps_and_watermarks(
+        wm.watermarks.monotonous():with_timestamp_assigner(function() return math.maxinteger end)):collect()
+      local ok, e2 = pcall(env.execute, env)
+      assert.is_false(ok)
+      assert.matches("the timestamp assigner returned math.maxinteger in record {\"t\":1}: that value is the end of input",
+                     tostring(e2), 1, true)
+    end)
   end)
 
   it("merging windows with lateness: a late record revives a fired session", function()

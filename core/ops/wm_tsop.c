@@ -1,6 +1,7 @@
 #include "ops/wm_tsop.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ typedef struct tsop {
 } tsop;
 
 static const wm_field *fieldts_field_ms(const wm_tsx *x);
+static const char *fieldts_name(const wm_tsx *x);
 
 int wm_tsop_emit_watermark(wm_op *op, int64_t t) {
   tsop *s = op->impl;
@@ -73,6 +75,26 @@ int64_t wm_tsop_idle_deadline(const wm_op *op) {
   return wm_time_add_sat(s->last_seen, s->cfg.idle_timeout);
 }
 
+/* The extractor gave MIN or MAX: not an event time (docs/watermarks.md, "Valid
+ * timestamps"). */
+static int bad_timestamp(wm_op *op, const tsop *s, const wm_value *rec, int64_t t) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  const char *field = fieldts_name(&s->cfg.tsx);
+  char what[300];
+  if (field) snprintf(what, sizeof what, "timestamp field '%s' is", field);
+  else snprintf(what, sizeof what, "the timestamp assigner returned");
+  wm_ctx_error(op->ctx,
+               "%s %s in record %s: %s; an event timestamp lies strictly between "
+               "math.mininteger and math.maxinteger (docs/watermarks.md, \"Valid timestamps\")",
+               what, t == WM_TIME_MIN ? "math.mininteger" : "math.maxinteger", b.data ? b.data : "",
+               t == WM_TIME_MIN ? "that value means \"no timestamp\""
+                                : "that value is the end of input");
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
 static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   tsop *s = op->impl;
@@ -89,6 +111,8 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   } else if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) {
     return WM_ERR;
   }
+  if ((t == WM_TIME_MIN || t == WM_TIME_MAX) && s->cfg.tsx.fn && !s->cfg.ingestion)
+    return bad_timestamp(op, s, rec, t);
   if (s->cfg.idle_timeout > 0) s->last_seen = wm_ctx_now(op->ctx);
   if (s->idle) {
     int rc = wm_tsop_mark_active(op);
@@ -193,6 +217,11 @@ static const wm_field *fieldts_field_ms(const wm_tsx *x) {
   if (x->fn != fieldts_fn) return NULL;
   const fieldts *f = x->ud;
   return f->scale == 1 ? &f->f : NULL;
+}
+
+/* The field of a with_timestamp_field extractor, or NULL. */
+static const char *fieldts_name(const wm_tsx *x) {
+  return x->fn == fieldts_fn ? ((const fieldts *)x->ud)->name : NULL;
 }
 
 static void fieldts_free(void *ud) {

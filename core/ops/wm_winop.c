@@ -144,6 +144,7 @@ typedef struct winop {
   wm_window tw;
   int64_t tw_clean;   /* cleanup_of(tw) */
   int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
+  int64_t ts_lo, ts_hi; /* event time: the valid timestamps (wm_assigner_ts_range) */
 } winop;
 
 static uint64_t mix(uint64_t x) {
@@ -763,21 +764,35 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
   return on_element(op, s, i, rec, ts);
 }
 
+/* A record whose timestamp is none (MIN) or outside the range the assigner's windows can
+ * hold (wm_assigner_ts_range; gap: a dynamic session gap, else 0). */
+static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t ts, int64_t gap) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  const char *r = b.data ? b.data : "";
+  if (ts == WM_TIME_MIN) {
+    wm_ctx_error(op->ctx,
+                 "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
+                 "before this event-time window)",
+                 r);
+  } else {
+    int64_t hi = gap > 0 ? WM_TIME_MAX - gap : s->ts_hi;
+    wm_ctx_error(op->ctx,
+                 "record timestamp %lld is outside the range of these windows, %lld to %lld "
+                 "(beyond it a window's bounds overflow; docs/windows.md, \"Valid "
+                 "timestamps\"): %s",
+                 (long long)ts, (long long)s->ts_lo, (long long)hi, r);
+  }
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   winop *s = op->impl;
   wm_ctx *ctx = op->ctx;
-  if (ts == WM_TIME_MIN && s->event_time) {
-    wm_buf b;
-    wm_buf_init(&b);
-    wm_op_format_record(op, rec, &b);
-    wm_ctx_error(ctx,
-                 "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
-                 "before this event-time window)",
-                 b.data ? b.data : "");
-    wm_buf_free(&b);
-    return WM_ERR;
-  }
+  if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
   wm_value key;
   const wm_value *kf;
   if (s->key1 && (kf = wm_field_peek(s->key1, rec)) &&
@@ -804,6 +819,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_assigner a = s->cfg.assigner;
     if (s->cfg.gapfn.fn) {
       if (s->cfg.gapfn.fn(s->cfg.gapfn.ud, op, rec, ts, &a.gap) != WM_OK) return WM_ERR;
+      if (s->event_time && ts > WM_TIME_MAX - a.gap) return bad_timestamp(op, s, rec, ts, a.gap);
     }
     wm_assigner_assign(&a, at_ts, s->wins);
     uint32_t i = 0;
@@ -1001,6 +1017,7 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   s->list = list;
   s->event_time = !s->cfg.assigner.processing_time && s->cfg.assigner.kind != WM_WA_GLOBAL;
   s->firing_t = WM_TIME_MIN;
+  wm_assigner_ts_range(&s->cfg.assigner, &s->ts_lo, &s->ts_hi);
   s->trig = s->cfg.trigger;
   s->cfg.trigger = NULL;
   if (!s->trig) {

@@ -89,3 +89,26 @@ size_t wm_assigner_assign(const wm_assigner *a, int64_t ts, wm_window *out) {
   default: return 0;
   }
 }
+
+void wm_assigner_ts_range(const wm_assigner *a, int64_t *lo, int64_t *hi) {
+  *lo = WM_TIME_MIN + 1;
+  *hi = WM_TIME_MAX - 1;
+  if (a->kind == WM_WA_SESSION) {
+    if (a->gap > 0) *hi = WM_TIME_MAX - a->gap;
+    return;
+  }
+  if (a->kind != WM_WA_TUMBLING && a->kind != WM_WA_SLIDING) return;
+  int64_t size = a->size, slide = a->kind == WM_WA_SLIDING ? a->slide : a->size;
+  /* windows start at s = offset (mod slide); a record at ts is in those with
+   * ts - size < s <= ts. s0: the first start at or after MIN; the record's earliest window
+   * is s0 or later exactly when ts >= s0 + size - slide (slide <= size: no overflow) */
+  int64_t off = wm_time_floor_mod(a->offset, slide);
+  int64_t s0 = WM_TIME_MIN + wm_time_floor_mod(off - wm_time_floor_mod(WM_TIME_MIN, slide), slide);
+  int64_t first = s0 + (size - slide);
+  if (first > *lo) *lo = first;
+  /* sl: the last start whose window stops at or before MAX; its records run to sl + slide
+   * - 1, where the next window (not computable) begins */
+  int64_t sl = wm_window_start(WM_TIME_MAX - size, a->offset, slide);
+  int64_t last = sl + (slide - 1);
+  if (last < *hi) *hi = last;
+}

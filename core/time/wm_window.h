@@ -37,6 +37,15 @@ int wm_assigner_check(const wm_assigner *a, char *err, size_t errlen);
  * Session windows get [ts, ts + gap); merging is the window operator's job. */
 size_t wm_assigner_assign(const wm_assigner *a, int64_t ts, wm_window *out);
 
+/* The event timestamps whose windows this assigner computes exactly, [*lo, *hi]
+ * (docs/windows.md, "Valid timestamps"): every window of a record in that range has its
+ * start and stop within [MIN, MAX], with nothing cut off, and MIN (no timestamp) is never
+ * in it. Tumbling and sliding: from the first window that starts at or after MIN being
+ * complete to the last window that stops at or before MAX; sessions: (MIN, MAX - gap] for
+ * the static gap (a dynamic gap: check ts <= MAX - gap per record); global windows hold
+ * any timestamp, (MIN, MAX). An empty range (*lo > *hi) is possible for huge sizes. */
+void wm_assigner_ts_range(const wm_assigner *a, int64_t *lo, int64_t *hi);
+
 /* The start of the tumbling window of size `size` and offset `offset` holding ts. */
 int64_t wm_window_start(int64_t ts, int64_t offset, int64_t size);
 

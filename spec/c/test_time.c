@@ -62,6 +62,32 @@ void test_window(void) {
     wm_assigner_assign(&a, WM_TIME_MIN + 5, w);
     CHECK(w[0].start <= WM_TIME_MIN + 5 && w[0].stop > WM_TIME_MIN + 5);
   }
+  /* the valid timestamps of each assigner (docs/windows.md), worked out by hand: MIN is
+   * -9223372036854775808, so the first window of size 1000 that starts at or after MIN
+   * starts at -9223372036854775000; sliding 10 s / 5 s needs its earliest window (10 s
+   * back) to start there too; the last windows must stop at or before MAX */
+  {
+    static const struct {
+      wm_assigner a;
+      int64_t lo, hi;
+    } rng[] = {
+        {{.kind = WM_WA_TUMBLING, .size = 1000}, -9223372036854775000, 9223372036854774999},
+        {{.kind = WM_WA_SLIDING, .size = 10000, .slide = 5000}, -9223372036854770000,
+         9223372036854769999},
+        /* a slide that does not divide the size: starts are multiples of 3000 */
+        {{.kind = WM_WA_SLIDING, .size = 10000, .slide = 3000}, -9223372036854767000,
+         9223372036854767999},
+        {{.kind = WM_WA_TUMBLING, .size = 5, .offset = 2}, WM_TIME_MIN + 1, WM_TIME_MAX - 1},
+        {{.kind = WM_WA_SESSION, .gap = 3600000}, WM_TIME_MIN + 1, WM_TIME_MAX - 3600000},
+        {{.kind = WM_WA_GLOBAL}, WM_TIME_MIN + 1, WM_TIME_MAX - 1},
+    };
+    for (size_t i = 0; i < sizeof rng / sizeof rng[0]; i++) {
+      int64_t lo, hi;
+      wm_assigner_ts_range(&rng[i].a, &lo, &hi);
+      CHECK_I64(lo, rng[i].lo);
+      CHECK_I64(hi, rng[i].hi);
+    }
+  }
   /* sliding: latest start first, every start > ts - size */
   {
     wm_assigner a = {.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000};
