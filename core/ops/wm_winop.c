@@ -21,6 +21,11 @@
  *   - the default event-time trigger (inlined): the entry's fire_t;
  *   - other triggers: the entry's set of registered (time, domain) pairs (tm);
  *   - cleanup: the time equals the window's cleanup time.
+ * Merging event-time windows move (a session grows with every record), so a timer per
+ * move would stay queued until its time: one per record. Instead such a window keeps one
+ * wake-up timer for its firing (default trigger) and its cleanup, at wake_t, the earlier of
+ * the two; a move that needs nothing earlier pushes nothing, and when the wake-up pops,
+ * fire_group pushes the next one (wake_at). Timers of other triggers go through tm.
  */
 
 typedef struct tmreg {
@@ -46,6 +51,7 @@ typedef struct wcold {
   wm_value key; /* owned */
   wm_value acc; /* incremental state (owned) */
   int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
+  int64_t wake_t;    /* merging event-time windows: the queued wake-up, or WM_TIME_MIN */
   uint64_t seq;      /* creation order: ties between timers fire in this order */
   uint32_t next_free;
   uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
@@ -371,6 +377,7 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   CO(e)->seq = op->ctx->seq++;
   CO(e)->knext = NONE;
   CO(e)->fire_t = WM_TIME_MIN;
+  CO(e)->wake_t = WM_TIME_MIN;
   e->live = 1;
   s->nlive++;
   if (slot_ent(s->idx[at]) == 0) s->usedidx++;
@@ -429,6 +436,22 @@ static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
 }
 
 static const wm_trigger_timers trigger_timers;
+
+/* Merging event-time windows: makes sure entry i has a wake-up queued at or before the
+ * earlier of its firing (fire_t, default trigger) and its cleanup. */
+static int wake_at(wm_op *op, winop *s, uint32_t i) {
+  wcold *c = &s->c[i];
+  int64_t need = cleanup_of(s, s->e[i].w);
+  if (c->fire_t != WM_TIME_MIN && c->fire_t < need) need = c->fire_t;
+  if (c->wake_t != WM_TIME_MIN && c->wake_t <= need) return WM_OK;
+  c->wake_t = need;
+  return push_event(op, s, i, need);
+}
+
+/* The timers of entry i once its window moved or was created (merging windows). */
+static int merged_timers(wm_op *op, winop *s, uint32_t i) {
+  return s->event_time ? wake_at(op, s, i) : push_cleanup(op, s, i);
+}
 
 static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
   wentry *e = &s->e[i];
@@ -660,11 +683,8 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
       }
     }
     *out = i;
-    if (s->fast && max_ts_of(w) > W) {
-      s->c[i].fire_t = max_ts_of(w);
-      if (push_event(op, s, i, s->c[i].fire_t) != WM_OK) return WM_ERR;
-    }
-    return push_cleanup(op, s, i);
+    if (s->fast && max_ts_of(w) > W) s->c[i].fire_t = max_ts_of(w);
+    return merged_timers(op, s, i);
   }
   uint32_t t = s->run[0];
   wm_window cover = w;
@@ -713,16 +733,13 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   }
   s->e[t].w = cover;
   if (s->fast) {
-    if (max_ts_of(cover) > W) {
-      s->c[t].fire_t = max_ts_of(cover);
-      if (push_event(op, s, t, s->c[t].fire_t) != WM_OK) return WM_ERR;
-    }
+    if (max_ts_of(cover) > W) s->c[t].fire_t = max_ts_of(cover);
   } else {
     wm_trigger_ctx c;
     tctx_init(op, s, t, &c);
     if (s->trig->vt->on_merge(s->trig, &c) != WM_OK) return WM_ERR;
   }
-  return push_cleanup(op, s, t);
+  return merged_timers(op, s, t);
 }
 
 /* ---- the operator ------------------------------------------------------------------- */
@@ -886,8 +903,17 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
     uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
     if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
     wentry *e = &s->e[i];
-    bool clean = domain == WM_DOMAIN_EVENT ? (s->event_time && t == cleanup_of(s, e->w))
-                                           : (s->cfg.assigner.processing_time && t == max_ts_of(e->w));
+    /* merging event-time windows: the firing and the cleanup come from the wake-up alone
+     * (any timer of the entry at that time stands for it); the rest are superseded */
+    bool wake = false;
+    if (s->merging && s->event_time && domain == WM_DOMAIN_EVENT) {
+      wake = t == CO(e)->wake_t;
+      if (wake) CO(e)->wake_t = WM_TIME_MIN;
+      else if (s->fast) continue;
+    }
+    bool clean = domain == WM_DOMAIN_EVENT
+                     ? (s->event_time && t == cleanup_of(s, e->w) && (wake || !s->merging))
+                     : (s->cfg.assigner.processing_time && t == max_ts_of(e->w));
     int res;
     if (s->fast) {
       res = WM_TR_CONTINUE;
@@ -897,7 +923,10 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
       }
     } else {
       bool reg = tm_take(s, e, domain, t);
-      if (!reg && !clean) continue;
+      if (!reg && !clean) {
+        if (wake && wake_at(op, s, i) != WM_OK) return WM_ERR; /* the window moved on */
+        continue;
+      }
       wm_trigger_ctx c;
       tctx_init(op, s, i, &c);
       res = domain == WM_DOMAIN_EVENT ? s->trig->vt->on_event_time(s->trig, &c, t)
@@ -905,6 +934,7 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
     }
     if (act(op, s, i, res) != WM_OK) return WM_ERR;
     if (clean && s->e[i].live && s->e[i].gen == gen && clear_all(op, s, i) != WM_OK) return WM_ERR;
+    if (wake && s->e[i].live && s->e[i].gen == gen && wake_at(op, s, i) != WM_OK) return WM_ERR;
   }
   s->firing_t = WM_TIME_MIN;
   return WM_OK;
@@ -969,6 +999,11 @@ static const wm_op_vt winop_vt = {
 size_t wm_winop_open_windows(const wm_op *op) {
   const winop *s = op->impl;
   return s->nlive;
+}
+
+size_t wm_winop_queued_timers(const wm_op *op) {
+  const winop *s = op->impl;
+  return wm_timers_size(s->timers) + wm_timers_size(s->ptimers);
 }
 
 static void free_config(wm_winop_config *cfg) {

@@ -254,6 +254,78 @@ static void run_case(const wcase *c) {
   wm_buf_free(&late.out);
 }
 
+/* A session that grows with every record holds its timers per window, not per record:
+ * before, every move queued a timer at the new end that stayed until its time (issue 13.8:
+ * 135 bytes a record). One key, a 1 h gap, a record per ms, the watermark 1 ms behind. */
+static void session_timers(void) {
+  static const struct {
+    int agg;
+    int64_t lateness;
+    int trig;
+    int64_t gap;
+    size_t max_timers; /* queued timers after the records, counted by hand */
+    const char *want;
+  } st[] = {
+      /* one wake-up: firing and cleanup coincide */
+      {WM_AGG_COUNT, 0, 0, 3600000, 1, "3604999 " CNT(1, 3605000, 5000)},
+      {WM_AGG_SUM, 0, 0, 3600000, 1, "3604999 {\"id\":\"a\",\"ts\":1,\"vc\":5000}\n"},
+      /* lateness: the wake-up is the firing */
+      {WM_AGG_COUNT, 60000, 0, 3600000, 1, "3604999 " CNT(1, 3605000, 5000)},
+      /* another trigger: the cleanup's wake-up (count(5000) fires at the last record) */
+      {WM_AGG_COUNT, 0, WM_TRIG_COUNT, 3600000, 1, "3604999 " CNT(1, 3605000, 5000)},
+      /* a 10 ms gap: the watermark passes every wake-up before the session ends, each
+       * pushes the next; still one */
+      {WM_AGG_COUNT, 0, 0, 10, 1, "5009 " CNT(1, 5010, 5000)},
+      {WM_AGG_COUNT, 0, WM_TRIG_COUNT, 10, 1, "5009 " CNT(1, 5010, 5000)},
+  };
+  enum { N = 5000 };
+  for (size_t k = 0; k < sizeof st / sizeof st[0]; k++) {
+    T.current = "session: timers per window, not per record";
+    wm_ctx ctx;
+    wm_ctx_init(&ctx);
+    wm_winop_config cfg = {0};
+    cfg.assigner = (wm_assigner){.kind = WM_WA_SESSION, .gap = st[k].gap};
+    cfg.lateness = st[k].lateness;
+    const char *key = "id";
+    CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
+    CHECK_I64(wm_winfn_builtin(&cfg.fn, st[k].agg, "vc"), 0);
+    if (st[k].trig) cfg.trigger = wm_trigger_new(st[k].trig, N);
+    wm_op *w = wm_winop_new(&ctx, "window", &cfg);
+    CHECK(w != NULL);
+    if (!w) {
+      wm_ctx_free(&ctx);
+      continue;
+    }
+    capture main = {.label = NULL};
+    wm_buf_init(&main.out);
+    wm_op_connect(w, 0, wm_op_new(&ctx, &capture_vt, &main, "main"));
+    wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
+    CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+    wm_schema *sc = schema();
+    int rc = WM_OK;
+    for (int64_t t = 1; t <= N && rc == WM_OK; t++) {
+      wm_row *r = wm_row_new(sc);
+      r->fields[0] = wm_cstr("a", 1);
+      r->fields[1] = wm_int(t);
+      r->fields[2] = wm_int(1);
+      wm_value v = wm_row_value(r);
+      rc = wm_op_input_record(w, 0, &v, t);
+      wm_value_release(NULL, &v);
+      if (rc == WM_OK) rc = wm_op_input_watermark(w, 0, t - 1);
+    }
+    CHECK_I64(rc, WM_OK);
+    CHECK_I64(wm_winop_open_windows(w), 1);
+    CHECK_I64(wm_winop_queued_timers(w), st[k].max_timers);
+    /* and the session still fires once, whole (the count trigger: at its 5000th record) */
+    CHECK_I64(wm_op_input_watermark(w, 0, WM_TIME_MAX), WM_OK);
+    CHECK_STR(main.out.data ? main.out.data : "", st[k].want);
+    CHECK_I64(wm_winop_open_windows(w), 0);
+    wm_schema_release(sc);
+    wm_ctx_free(&ctx);
+    wm_buf_free(&main.out);
+  }
+}
+
 static int nm_element(const wm_trigger *t, wm_trigger_ctx *c, const wm_value *rec, int64_t ts) {
   (void)t, (void)c, (void)rec, (void)ts;
   return WM_TR_CONTINUE;
@@ -323,5 +395,6 @@ static void evictors(void) {
 void test_winmerge(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
   bad_configs();
+  session_timers();
   evictors();
 }
