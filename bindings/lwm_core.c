@@ -241,6 +241,27 @@ static void check_watermarks(watch *w) {
           (unsigned long long)records, (long long)elapsed, why);
 }
 
+/* A bounded input read faster than the watermark interval: a periodic strategy was asked
+ * for fewer than two watermarks, so the windows fired only at the end of input. Said once,
+ * at the end, when there are windows or timers to fire (issue 17). */
+static void warn_few_periodic(lwm_bridge *B) {
+  const wm_op *few = NULL;
+  int consumers = 0;
+  for (size_t i = 0; i < B->ctx.nops; i++) {
+    const wm_op *op = B->ctx.ops[i];
+    if (op_state(op) >= 0) consumers++;
+    if (!few && wm_op_is_tsop(op) && wm_tsop_few_periodic(op)) few = op;
+  }
+  if (!few || !consumers) return;
+  unsigned long long n = (unsigned long long)wm_tsop_periodic_count(few);
+  fprintf(stderr, "wmrun: warning: the input of '%s' ended after %llu periodic watermark "
+                  "emission%s (watermark_interval %lld ms), so event-time windows fired only "
+                  "at the end of input; set watermark_interval = 0 (--watermark-interval 0) "
+                  "for a watermark after every record, or replay the input at its recorded "
+                  "arrival times\n",
+          few->name, n, n == 1 ? "" : "s", (long long)wm_tsop_interval(few));
+}
+
 static void on_batch(void *ud) {
   watch *w = ud;
   if (w->B->gc_step > 0) lua_gc(w->B->L, LUA_GCSTEP, w->B->gc_step);
@@ -338,6 +359,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   if (rc == WM_OK && B->thread == 0) rc = watch_start(&w, wm_exec_loop(B->exec));
   if (rc == WM_OK) {
     rc = wm_exec_run(B->exec);
+    if (rc == WM_OK && B->thread == 0) warn_few_periodic(B);
     watch_close(&w);
     uv_run(wm_exec_loop(B->exec), UV_RUN_DEFAULT); /* the watch's close callbacks */
   }

@@ -228,6 +228,45 @@ describe("wmrun observability", function()
     assert.matches("no watermark at all: event%-time windows and timers cannot fire; '.-' uses no_watermarks%(%)", err)
   end)
 
+  describe("a bounded input read faster than the watermark interval", function()
+    -- an interval of an hour: the clock asks for no periodic emission during the run, so the
+    -- outcome does not depend on the machine's speed
+    local function job(interval, windows)
+      return ([[
+        local wm = require("wm")
+        local env = wm.env{watermark_interval = %s}
+        local s = env:from_elements({id = "a", vc = 1, ts = 1000}, {id = "a", vc = 2, ts = 7000})
+          :assign_timestamps_and_watermarks(
+            wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
+        %s
+        env:execute()
+      ]]):format(interval, windows and 's:key_by("id"):window(wm.windows.tumbling(5000)):sum("vc"):print()'
+                                   or "s:print()")
+    end
+
+    it("warns once, naming the assigner, and suggests watermark_interval = 0 or arrival replay", function()
+      local out, err, code = helper.run_job(job('"1h"', true))
+      assert.are.equal(0, code, err)
+      assert.are.equal('{"id":"a","ts":1000,"vc":1}\n{"id":"a","ts":7000,"vc":2}\n', out)
+      local _, n = err:gsub("wmrun: warning:", "")
+      assert.are.equal(1, n, err)
+      assert.matches("wmrun: warning: the input of 'timestamps/watermarks (", err, 1, true)
+      assert.matches("ended after 0 periodic watermark emissions (watermark_interval 3600000 ms), "
+                     .. "so event-time windows fired only at the end of input; set watermark_interval = 0",
+                     err, 1, true)
+      assert.matches("arrival times", err, 1, true)
+    end)
+
+    it("does not warn with watermark_interval = 0, nor without windows or timers to fire", function()
+      local _, err, code = helper.run_job(job(0, true))
+      assert.are.equal(0, code, err)
+      assert.are.equal("", err)
+      _, err, code = helper.run_job(job('"1h"', false))
+      assert.are.equal(0, code, err)
+      assert.are.equal("", err)
+    end)
+  end)
+
   it("does not warn when watermarks flow", function()
     local out, err = helper.wmrun('"' .. a .. '"')
     assert.are.equal("", err)

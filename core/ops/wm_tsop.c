@@ -17,6 +17,7 @@ typedef struct tsop {
   int64_t last_seen; /* ctx->now() at the last record (idleness) */
   int64_t last_ts;   /* ingestion time: the last timestamp given */
   const wm_field *tsfield; /* the field of with_timestamp_field with scale 1, else NULL */
+  uint64_t periodics; /* periodic emits asked for by the clock (wm_tsop_periodic) */
 } tsop;
 
 static const wm_field *fieldts_field_ms(const wm_tsx *x);
@@ -52,7 +53,8 @@ int wm_tsop_mark_active(wm_op *op) {
   return wm_op_emit_status(op, false);
 }
 
-int wm_tsop_periodic(wm_op *op) {
+/* The generator's periodic emit. */
+static int periodic_emit(wm_op *op) {
   tsop *s = op->impl;
   if (s->cfg.custom.on_event) {
     if (!s->cfg.custom.on_periodic) return WM_OK;
@@ -63,6 +65,20 @@ int wm_tsop_periodic(wm_op *op) {
   if (wm_gen_on_periodic(&s->gen, &w)) return wm_tsop_emit_watermark(op, w);
   return WM_OK;
 }
+
+int wm_tsop_periodic(wm_op *op) {
+  ((tsop *)op->impl)->periodics++;
+  return periodic_emit(op);
+}
+
+bool wm_tsop_few_periodic(const wm_op *op) {
+  const tsop *s = op->impl;
+  bool periodic = s->cfg.custom.on_event ? s->cfg.custom.on_periodic != NULL
+                                         : (s->cfg.ingestion || s->cfg.builtin != WM_GEN_NONE);
+  return op->ended && periodic && s->cfg.interval > 0 && s->periodics < 2;
+}
+
+uint64_t wm_tsop_periodic_count(const wm_op *op) { return ((const tsop *)op->impl)->periodics; }
 
 int wm_tsop_check_idle(wm_op *op, int64_t now) {
   if (now >= wm_tsop_idle_deadline(op)) return wm_tsop_mark_idle(op);
@@ -139,7 +155,7 @@ static int tsop_watermark(wm_op *op, int64_t wm) {
     /* once the end of input has gone through, a generator gets one last periodic emit, as
      * in Flink's TimestampsAndWatermarksOperator.finish: what it emits changes nothing (MAX
      * has passed), its side effects happen */
-    if (rc == WM_OK) rc = wm_tsop_periodic(op);
+    if (rc == WM_OK) rc = periodic_emit(op);
     return rc;
   }
   return WM_OK;

@@ -46,6 +46,13 @@ typedef struct wm_tsop_config {
 wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg);
 /* The periodic emit (called by the executor every interval, or by the harness). */
 int wm_tsop_periodic(wm_op *op);
+/* Whether the input ended before the clock asked a periodic strategy (watermark_interval >
+ * 0, a generator with a periodic emit) for two periodic emits: the windows then fired only
+ * at the end of input, which a user of a file read in milliseconds should be told. The
+ * last emit after the end of input does not count. */
+bool wm_tsop_few_periodic(const wm_op *op);
+/* The periodic emits the clock asked for so far (wm_tsop_periodic calls). */
+uint64_t wm_tsop_periodic_count(const wm_op *op);
 /* For generators: forward t if it is greater than the last forwarded watermark. */
 int wm_tsop_emit_watermark(wm_op *op, int64_t t);
 int wm_tsop_mark_idle(wm_op *op);
