@@ -17,7 +17,8 @@
  * then owned by the operator. Truncated, corrupt or other-version bytes are WM_ERR with
  * the reason in op->ctx->err (wm_op_restore adds the operator's name).
  *
- * Both return WM_OK or WM_ERR. */
+ * Both return WM_OK or WM_ERR. The checkpoint code stores each operator instance's bytes as
+ * one part of a checkpoint (state/wm_ckpt.h). */
 #ifndef WM_STATE_H
 #define WM_STATE_H
 
