@@ -31,6 +31,7 @@
 typedef struct tmreg {
   int64_t t;
   int domain;
+  uint32_t epoch; /* compact(): the pass that kept a queued timer for it */
 } tmreg;
 
 typedef struct wentry {
@@ -151,6 +152,8 @@ typedef struct winop {
   int64_t tw_clean;   /* cleanup_of(tw) */
   int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
   int64_t ts_lo, ts_hi; /* event time: the valid timestamps (wm_assigner_ts_range) */
+  size_t compact_at[2]; /* merging: queue sizes (event, processing) that trigger compact() */
+  uint32_t epoch;       /* compact()'s pass */
 } winop;
 
 static uint64_t mix(uint64_t x) {
@@ -405,7 +408,45 @@ static int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_wind
 
 /* ---- timers ------------------------------------------------------------------------- */
 
+static tmreg *tm_find(const winop *s, const wentry *e, int domain, int64_t t);
+
+/* Whether a queued timer of a merging operator still counts (what fire_group tests), and is
+ * the first one queued for it that this compaction pass sees: a trigger's registrations
+ * are forgotten when its window merges, so on_merge may queue the same time again. */
+static bool timer_wanted(winop *s, int domain, int64_t t, uint64_t p) {
+  uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
+  if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) return false;
+  const wentry *e = &s->e[i];
+  if (domain == WM_DOMAIN_EVENT && s->event_time && t == CO(e)->wake_t) return true;
+  if (domain == WM_DOMAIN_PROCESSING && s->cfg.assigner.processing_time && t == max_ts_of(e->w))
+    return true;
+  tmreg *r = s->fast ? NULL : tm_find(s, e, domain, t);
+  if (!r || r->epoch == s->epoch) return false;
+  r->epoch = s->epoch;
+  return true;
+}
+static int keep_event(void *ud, int64_t t, uint64_t p) {
+  return timer_wanted(ud, WM_DOMAIN_EVENT, t, p);
+}
+static int keep_processing(void *ud, int64_t t, uint64_t p) {
+  return timer_wanted(ud, WM_DOMAIN_PROCESSING, t, p);
+}
+
+/* Merging windows supersede timers all the time (a trigger registers at the session's new
+ * end with every record, and forgets the old one): once a queue has doubled since it was
+ * last compacted, drop what no window wants any more, so that the queue stays in
+ * proportion to the open windows. Amortised O(1) per push. */
+static void compact(winop *s, int domain) {
+  wm_timers *q = domain == WM_DOMAIN_EVENT ? s->timers : s->ptimers;
+  size_t *at = &s->compact_at[domain];
+  if (wm_timers_size(q) < *at) return;
+  s->epoch++;
+  wm_timers_retain(q, domain == WM_DOMAIN_EVENT ? keep_event : keep_processing, s);
+  *at = 2 * wm_timers_size(q) + 64;
+}
+
 static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
+  if (s->merging) compact(s, WM_DOMAIN_EVENT);
   if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   return WM_OK;
@@ -413,6 +454,7 @@ static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
 
 static int push_processing(wm_op *op, winop *s, uint32_t i, int64_t t) {
   if (s->pt_flushing) return WM_OK;
+  if (s->merging) compact(s, WM_DOMAIN_PROCESSING);
   size_t before = wm_timers_groups(s->ptimers);
   if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
@@ -476,8 +518,7 @@ static int trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
     if (c->max_ts == WM_TIME_MAX || t <= s->firing_t) return WM_OK;
   }
   if (domain == WM_DOMAIN_PROCESSING && s->pt_flushing) return WM_OK;
-  for (uint32_t k = 0; k < CO(e)->ntm; k++)
-    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) return WM_OK;
+  if (tm_find(s, e, domain, t)) return WM_OK;
   if (CO(e)->ntm == CO(e)->captm) {
     uint32_t cap = CO(e)->captm ? CO(e)->captm * 2 : 2;
     tmreg *n = realloc(CO(e)->tm, cap * sizeof *n);
@@ -485,11 +526,17 @@ static int trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
     CO(e)->tm = n;
     CO(e)->captm = cap;
   }
-  CO(e)->tm[CO(e)->ntm].t = t;
-  CO(e)->tm[CO(e)->ntm].domain = domain;
+  CO(e)->tm[CO(e)->ntm] = (tmreg){.t = t, .domain = domain, .epoch = s->epoch - 1};
   CO(e)->ntm++;
   return domain == WM_DOMAIN_EVENT ? push_event(c->op, s, c->entry, t)
                                    : push_processing(c->op, s, c->entry, t);
+}
+
+/* The registration (t, domain) of entry e's trigger, or NULL. */
+static tmreg *tm_find(const winop *s, const wentry *e, int domain, int64_t t) {
+  for (uint32_t k = 0; k < CO(e)->ntm; k++)
+    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) return &CO(e)->tm[k];
+  return NULL;
 }
 
 /* Removes (t, domain) from entry e's registered timers; whether it was there. */

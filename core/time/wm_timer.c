@@ -225,3 +225,36 @@ int wm_timers_pop(wm_timers *q, int64_t upto, int64_t *t, const wm_timer_entry *
   *n = cnt;
   return 1;
 }
+
+size_t wm_timers_retain(wm_timers *q, int (*keep)(void *ud, int64_t t, uint64_t payload),
+                        void *ud) {
+  size_t removed = 0, nh = 0;
+  for (size_t h = 0; h < q->nheap; h++) {
+    uint32_t g = q->heap[h];
+    group *gr = &q->groups[g];
+    size_t k = 0;
+    for (size_t i = 0; i < gr->n; i++)
+      if (keep(ud, gr->t, gr->items[i].payload)) gr->items[k++] = gr->items[i];
+    removed += gr->n - k;
+    gr->n = k; /* filtering keeps the order, so `sorted` still holds */
+    if (k) q->heap[nh++] = g;
+    else q->free_list[q->nfree++] = g; /* room for it: the free list holds every group */
+  }
+  if (nh == q->nheap) {
+    q->nentries -= removed;
+    return removed;
+  }
+  q->nheap = nh;
+  q->nentries -= removed;
+  /* the heap lost members at random places: heapify; the index loses their times */
+  for (size_t i = nh / 2; i-- > 0;) heap_down(q, i);
+  memset(q->index, 0, q->capindex * sizeof *q->index);
+  q->usedindex = 0;
+  for (size_t h = 0; h < nh; h++) {
+    int found;
+    size_t at = index_find(q, q->groups[q->heap[h]].t, &found);
+    q->index[at] = q->heap[h] + 1;
+    q->usedindex++;
+  }
+  return removed;
+}

@@ -28,6 +28,13 @@ void wm_timers_free(wm_timers *q);
 /* Adds an entry at time t. 0, or -1 on allocation failure. */
 int wm_timers_push(wm_timers *q, int64_t t, uint64_t payload, uint64_t order);
 
+/* Keeps only the entries for which keep(ud, t, payload) is true (the owner's lazy
+ * deletion, done at once: for owners whose timers are superseded faster than they come
+ * due). Groups left empty are dropped. O(entries). The array of the last wm_timers_pop
+ * is not touched: it may be called while firing. Returns the number of entries removed. */
+size_t wm_timers_retain(wm_timers *q, int (*keep)(void *ud, int64_t t, uint64_t payload),
+                        void *ud);
+
 /* Number of distinct timestamps pending, and of entries. */
 size_t wm_timers_groups(const wm_timers *q);
 size_t wm_timers_size(const wm_timers *q);

@@ -3,6 +3,11 @@
 #include "time/wm_timer.h"
 #include "test.h"
 
+static int keep_odd_times_big_payloads(void *ud, int64_t t, uint64_t payload) {
+  (void)ud;
+  return t % 2 == 1 && payload >= 100;
+}
+
 void test_timer(void) {
   wm_timers *q = wm_timers_new();
   CHECK(q != NULL);
@@ -59,5 +64,32 @@ void test_timer(void) {
   CHECK(sorted);
   CHECK_I64(total, 5002);
   CHECK_I64(last, INT64_MAX);
+
+  /* retain: drops the entries the owner no longer wants, and the groups left empty; what
+   * stays pops in time order, and a time whose group went away can be pushed again */
+  for (int i = 0; i < 300; i++) wm_timers_push(q, 1000 + i % 100, (uint64_t)i, (uint64_t)i);
+  CHECK_I64(wm_timers_size(q), 300);
+  CHECK_I64(wm_timers_groups(q), 100);
+  CHECK_I64(wm_timers_retain(q, keep_odd_times_big_payloads, NULL), 300 - 50 - 50);
+  CHECK_I64(wm_timers_size(q), 100);   /* payloads 100..299 at the 50 odd times */
+  CHECK_I64(wm_timers_groups(q), 50);
+  CHECK_I64(wm_timers_push(q, 1000, 7, 7), 0);
+  CHECK_I64(wm_timers_groups(q), 51);
+  last = INT64_MIN;
+  sorted = 1;
+  total = 0;
+  int kept = 1;
+  while (wm_timers_pop(q, INT64_MAX, &t, &e, &n)) {
+    sorted &= t > last;
+    last = t;
+    for (size_t k = 0; k < n; k++) {
+      kept &= t == 1000 ? e[k].payload == 7 : (t % 2 == 1 && e[k].payload >= 100);
+      if (k) sorted &= e[k].order >= e[k - 1].order;
+    }
+    total += n;
+  }
+  CHECK(sorted);
+  CHECK(kept);
+  CHECK_I64(total, 101);
   wm_timers_free(q);
 }

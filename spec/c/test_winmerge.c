@@ -263,7 +263,7 @@ static void session_timers(void) {
     int64_t lateness;
     int trig;
     int64_t gap;
-    size_t max_timers; /* queued timers after the records, counted by hand */
+    size_t max_timers; /* at most this many queued timers after the records */
     const char *want;
   } st[] = {
       /* one wake-up: firing and cleanup coincide */
@@ -277,6 +277,13 @@ static void session_timers(void) {
        * pushes the next; still one */
       {WM_AGG_COUNT, 0, 0, 10, 1, "5009 " CNT(1, 5010, 5000)},
       {WM_AGG_COUNT, 0, WM_TRIG_COUNT, 10, 1, "5009 " CNT(1, 5010, 5000)},
+      /* a trigger that registers at the session's new end with every record (and every
+       * 1000 s): superseded timers are dropped once the queue has doubled, so it holds at
+       * most 2 x 3 wanted (the end, the next 1000 s, the cleanup's wake-up) + 64. At the end
+       * it fires at 1000, 2000 and 3000 s and at the session's end. */
+      {WM_AGG_COUNT, 0, WM_TRIG_CONTINUOUS_EVENT_TIME, 3600000, 2 * 3 + 64,
+       "3604999 " CNT(1, 3605000, 5000) "3604999 " CNT(1, 3605000, 5000)
+       "3604999 " CNT(1, 3605000, 5000) "3604999 " CNT(1, 3605000, 5000)},
   };
   enum { N = 5000 };
   for (size_t k = 0; k < sizeof st / sizeof st[0]; k++) {
@@ -289,7 +296,8 @@ static void session_timers(void) {
     const char *key = "id";
     CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
     CHECK_I64(wm_winfn_builtin(&cfg.fn, st[k].agg, "vc"), 0);
-    if (st[k].trig) cfg.trigger = wm_trigger_new(st[k].trig, N);
+    if (st[k].trig)
+      cfg.trigger = wm_trigger_new(st[k].trig, st[k].trig == WM_TRIG_COUNT ? N : 1000000);
     wm_op *w = wm_winop_new(&ctx, "window", &cfg);
     CHECK(w != NULL);
     if (!w) {
@@ -315,7 +323,9 @@ static void session_timers(void) {
     }
     CHECK_I64(rc, WM_OK);
     CHECK_I64(wm_winop_open_windows(w), 1);
-    CHECK_I64(wm_winop_queued_timers(w), st[k].max_timers);
+    CHECK(wm_winop_queued_timers(w) <= st[k].max_timers);
+    if (wm_winop_queued_timers(w) > st[k].max_timers)
+      fprintf(stderr, "  case %zu: %zu timers queued\n", k, wm_winop_queued_timers(w));
     /* and the session still fires once, whole (the count trigger: at its 5000th record) */
     CHECK_I64(wm_op_input_watermark(w, 0, WM_TIME_MAX), WM_OK);
     CHECK_STR(main.out.data ? main.out.data : "", st[k].want);
