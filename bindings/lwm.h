@@ -149,6 +149,9 @@ void lwm_bridge_init(lwm_bridge *B, lua_State *L);
 /* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
 int lwm_harness_new(lua_State *L);
 void lwm_harness_open(lua_State *L);
+/* wm.core.replay_data(path, parse_node, ts_field, arrival_field): a recorded file for
+ * h:replay (wm.lab; lwm_harness.c). */
+int lwm_replay_data_new(lua_State *L);
 /* Trace and metrics output of wmrun (lwm_core.c). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);

@@ -499,6 +499,7 @@ static const luaL_Reg core_funcs[] = {
     {"duration", l_duration},
     {"format", l_format},
     {"harness", lwm_harness_new},
+    {"replay_data", lwm_replay_data_new},
     {"thread", l_thread},
     {"_codec_roundtrip", lwm_mt_roundtrip},
     {NULL, NULL},

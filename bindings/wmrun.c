@@ -22,6 +22,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: %s [options] job.lua [args...]\n"
           "       %s [options] --sql job.sql\n"
+          "       %s lab LAB.lua [--json] [--plot out.html]   (docs/lab.md)\n"
           "Runs an event-time stream-processing job written in Lua.\n\n"
           "options:\n"
           "  -h, --help                  show this help and exit\n"
@@ -43,7 +44,7 @@ static void usage(FILE *f) {
           "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
-          progname, progname);
+          progname, progname, progname);
 }
 
 typedef struct options {
@@ -56,6 +57,7 @@ typedef struct options {
   lua_Integer threads; /* -1 = not given */
   int trace, metrics, no_drain;
   int sql; /* --sql: the script is SQL, run by wm.sql */
+  int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
   int timeline_x;                 /* 1: --timeline-x time */
   wm_timeline *tl;                /* the recorder of the run in progress */
@@ -200,7 +202,20 @@ static int pmain(lua_State *L) {
   }
   if (luaL_dostring(L, strict_lua) != LUA_OK) return lua_error(L);
   int nargs = o->argc - o->script_index - 1;
-  luaL_checkstack(L, nargs + 2, "too many arguments to script");
+  luaL_checkstack(L, nargs + 4, "too many arguments to script");
+  if (o->lab) { /* the lab file returns the lab; wm.lab.main(lab, script, options...) runs it */
+    lua_call(L, 0, 1);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "wm.lab");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "main"); /* lab, module, main */
+    lua_remove(L, -2);
+    lua_insert(L, -2); /* main, lab */
+    lua_pushstring(L, o->script);
+    for (int i = o->script_index + 1; i < o->argc; i++) lua_pushstring(L, o->argv[i]);
+    lua_call(L, nargs + 2, 0);
+    return 0;
+  }
   for (int i = o->script_index + 1; i < o->argc; i++) lua_pushstring(L, o->argv[i]);
   lua_call(L, nargs, 0);
   return 0;
@@ -325,6 +340,14 @@ int main(int argc, char **argv) {
     printf("export LUA_PATH='%s/?.lua;%s/?/init.lua;;'\n", o.luadir, o.luadir);
     printf("export LUA_CPATH='%s/?.so;;'\n", o.cdir);
     return 0;
+  }
+  if (i < argc && strcmp(argv[i], "lab") == 0) { /* wmrun lab LAB.lua [lab options] */
+    o.lab = 1;
+    if (++i >= argc) {
+      fprintf(stderr, "%s: lab: no lab file given\n", progname);
+      usage(stderr);
+      return 2;
+    }
   }
   if (i >= argc) {
     fprintf(stderr, "%s: no job script given\n", progname);

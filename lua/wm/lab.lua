@@ -1,0 +1,350 @@
+--- The watermark strategy lab (docs/lab.md): replays a recorded file with its arrival times
+-- and scores candidate strategies against the perfect watermark.
+--
+-- Every candidate runs over the same replay: a `wm.testing` harness (the same core graph as
+-- `wmrun`) whose virtual processing-time clock jumps to each record's arrival time, so that
+-- periodic watermarks, idleness and processing-time timers happen when they would have
+-- live. The figures are measured at the window operator (see docs/lab.md for their exact
+-- definitions).
+-- @module wm.lab
+-- @usage
+-- -- a lab file (wm is the library, loaded as usual)
+-- return wm.lab{
+--   input = {path = "events.csv", fields = {"k", "ts:integer", "v:integer", "arrival:integer"},
+--            timestamp = "ts", arrival = "arrival"},
+--   key = "k", window = wm.windows.tumbling("1s"), watermark_interval = "200ms",
+--   strategies = {["bounded 1s"] = wm.watermarks.bounded_out_of_orderness("1s")},
+-- }
+local core = require("wm.core")
+local duration = require("wm.duration")
+
+local M = {}
+
+-- The wm module: wm gives it when `wm.lab` is first used (wm.lab does not require wm, so
+-- that the two do not require each other).
+local wm
+
+--- Called by wm on first use of `wm.lab`: the module to build pipelines with.
+function M.install(w)
+  wm = w
+  return M
+end
+
+local function need_wm(level)
+  wm = wm or package.loaded.wm
+  if not wm then error("wm.lab: load the wm library first and use wm.lab", level + 1) end
+end
+
+local Lab = {}
+Lab.__index = Lab
+
+--- The columns of a result row, in the order of the table and of `--json`.
+M.COLUMNS = {"name", "records", "late", "dropped", "late_firings", "lag_p50", "lag_p99",
+             "lag_max", "latency_p50", "latency_p99", "latency_max"}
+
+--- A duration as a short label: "0ms", "250ms", "2s", "1min".
+-- @tparam integer ms
+-- @treturn string
+function M.label(ms)
+  if ms ~= 0 and ms % 60000 == 0 then return (ms // 60000) .. "min" end
+  if ms ~= 0 and ms % 1000 == 0 then return (ms // 1000) .. "s" end
+  return ms .. "ms"
+end
+
+local function fail(msg, level) error("wm.lab: " .. msg, level + 1) end
+
+--- A sweep: one strategy per value, `make(value)`, each labelled with its value (durations
+-- as M.label writes them), for a list entry of `strategies`.
+-- @tparam function make e.g. `wm.watermarks.bounded_out_of_orderness`
+-- @tparam table values e.g. `{0, "100ms", "1s"}`
+-- @treturn table a list of strategies
+-- @usage strategies = {bounded = wm.lab.sweep(wm.watermarks.bounded_out_of_orderness, {0, "1s"})}
+function M.sweep(make, values)
+  need_wm(2)
+  if type(make) ~= "function" then error("sweep: expected a function that makes a strategy", 2) end
+  if type(values) ~= "table" or #values == 0 then error("sweep: expected a list of values", 2) end
+  local list = {}
+  for i, v in ipairs(values) do
+    local s = make(v)
+    if getmetatable(s) ~= wm.watermarks.Strategy then
+      error("sweep: make(" .. tostring(v) .. ") did not return a strategy", 2)
+    end
+    local copy = setmetatable({}, wm.watermarks.Strategy)
+    for k, x in pairs(s) do copy[k] = x end
+    copy.lab_label = (math.type(v) == "integer" or type(v) == "string")
+      and M.label(duration.ms(v, "sweep", 2)) or tostring(v)
+    list[i] = copy
+  end
+  return list
+end
+
+local function is_strategy(s) return getmetatable(s) == wm.watermarks.Strategy end
+
+-- The candidates, sorted by name; the entries of a list keep their order.
+local function candidates(strategies, level)
+  if type(strategies) ~= "table" then fail("strategies must be a table of name = strategy", level + 1) end
+  local names = {}
+  for name in pairs(strategies) do
+    if type(name) ~= "string" then
+      fail("strategies: every key must be a name (a string), got " .. tostring(name), level + 1)
+    end
+    names[#names + 1] = name
+  end
+  if #names == 0 then fail("strategies: name at least one candidate", level + 1) end
+  table.sort(names)
+  local list, seen = {}, {perfect = true}
+  local function add(name, s)
+    if seen[name] then fail("strategies: two candidates are named '" .. name .. "'", level + 2) end
+    seen[name] = true
+    list[#list + 1] = {name = name, strategy = s}
+  end
+  for _, name in ipairs(names) do
+    local s = strategies[name]
+    if is_strategy(s) then
+      add(name, s)
+    elseif type(s) == "table" and #s > 0 then
+      for i, x in ipairs(s) do
+        if not is_strategy(x) then
+          fail(string.format("strategies['%s'][%d] is not a strategy from wm.watermarks", name, i), level + 1)
+        end
+        local label = x.lab_label or (x.kind == "bounded" and M.label(x.delay)) or ("#" .. i)
+        add(name .. " " .. label, x)
+      end
+    else
+      fail(string.format("strategies['%s'] is not a strategy from wm.watermarks (or a list of them)",
+        name), level + 1)
+    end
+  end
+  return list
+end
+
+--- Creates a lab (also `wm.lab{...}`). Nothing runs until `lab:run()`.
+-- @tparam table spec `input = {path, fields, timestamp, arrival[, sep][, header]}` (fields as
+--   `parse_csv`'s columns; timestamp and arrival name integer columns in ms; a relative path
+--   is relative to the lab file under `wmrun lab`, to the current directory otherwise), `key` (as `key_by`), `window` (a tumbling or
+--   sliding event-time assigner), `allowed_lateness` (default 0), `watermark_interval`
+--   (default 200 ms; 0 = after every record), `drain` (how long the clock runs on after the
+--   last arrival before the input ends; default the watermark interval), `strategies`
+--   (name -> strategy, or a list of strategies: a sweep)
+-- @return a lab
+function M.new(spec, level)
+  level = level or 2
+  need_wm(level)
+  if type(spec) ~= "table" then fail("expected a table, got " .. type(spec), level) end
+  local known = {input = true, key = true, window = true, allowed_lateness = true,
+                 watermark_interval = true, strategies = true, drain = true, title = true}
+  for k in pairs(spec) do
+    if not known[k] then fail("unknown field '" .. tostring(k) .. "'", level) end
+  end
+  local input = spec.input
+  if type(input) ~= "table" then fail("input must be a table {path = ..., fields = ...}", level) end
+  for k in pairs(input) do
+    if not ({path = true, fields = true, timestamp = true, arrival = true, sep = true, header = true})[k] then
+      fail("input: unknown field '" .. tostring(k) .. "'", level)
+    end
+  end
+  if type(input.path) ~= "string" then fail("input.path must be a file name", level) end
+  if type(input.fields) ~= "table" then fail("input.fields must be a list of columns, as parse_csv's", level) end
+  for _, f in ipairs({"timestamp", "arrival"}) do
+    if type(input[f]) ~= "string" then fail("input." .. f .. " must name a column", level) end
+  end
+  -- the columns, checked by parse_csv itself
+  local csv = {sep = input.sep}
+  for i, f in ipairs(input.fields) do csv[i] = f end
+  local ok, probe = pcall(function() return wm.env{}:from_elements(""):parse_csv(csv) end)
+  if not ok then fail("input.fields: " .. tostring(probe):gsub("^[^:]*:%d+: ", ""), level) end
+  local node = probe.node
+  node.header = input.header and true or false
+  for _, f in ipairs({"timestamp", "arrival"}) do
+    local col
+    for _, c in ipairs(node.fields) do if c.name == input[f] then col = c end end
+    if not col then fail(string.format("input.%s: no column '%s' in input.fields", f, input[f]), level) end
+    if col.type ~= "integer" then
+      fail(string.format("input.%s: column '%s' must be declared '%s:integer' (ms)", f, input[f], input[f]), level)
+    end
+  end
+  if spec.key == nil then fail("key is missing (a field name, a list of them, or a function)", level) end
+  local w = spec.window
+  if type(w) ~= "table" or (w.kind ~= "tumbling" and w.kind ~= "sliding") then
+    fail("window must be wm.windows.tumbling(...) or wm.windows.sliding(...)", level)
+  end
+  local L = duration.ms(spec.allowed_lateness or 0, "wm.lab allowed_lateness", level)
+  if L < 0 then fail("allowed_lateness must not be negative", level) end
+  local wi = duration.ms(spec.watermark_interval == nil and 200 or spec.watermark_interval,
+    "wm.lab watermark_interval", level)
+  if wi < 0 then fail("watermark_interval must not be negative", level) end
+  local drain = duration.ms(spec.drain == nil and wi or spec.drain, "wm.lab drain", level)
+  if drain < 0 then fail("drain must not be negative", level) end
+  return setmetatable({
+    path = input.path, csv = csv, parse_node = node,
+    timestamp = input.timestamp, arrival = input.arrival,
+    key = spec.key, window = w, allowed_lateness = L, watermark_interval = wi, drain = drain,
+    title = spec.title,
+    candidates = candidates(spec.strategies, level),
+  }, Lab)
+end
+
+setmetatable(M, {__call = function(_, spec) return M.new(spec, 3) end})
+
+--- The recorded data (loaded once, then shared by every run).
+function Lab:data()
+  if not self._data then
+    local path = self.path
+    if self.base_dir and path:sub(1, 1) ~= "/" then path = self.base_dir .. "/" .. path end
+    local ok, d = pcall(core.replay_data, path, self.parse_node, self.timestamp, self.arrival)
+    if not ok then error("wm.lab: " .. tostring(d), 0) end
+    if d:count() == 0 then error("wm.lab: " .. path .. " holds no records", 0) end
+    self._data = d
+  end
+  return self._data
+end
+
+-- The pipeline of one candidate (strategy nil: the perfect watermark, pushed by the replay).
+function Lab:_harness(cand)
+  local lab = self
+  return wm.testing.harness(function(input)
+    local s = input:parse_csv(lab.csv)
+    if cand.strategy then
+      s = s:assign_timestamps_and_watermarks(cand.strategy:with_timestamp_field(lab.timestamp))
+    end
+    return s:key_by(lab.key):window(lab.window):allowed_lateness(lab.allowed_lateness):count()
+  end, {watermark_interval = self.watermark_interval, processing_time = select(3, self:data():get(1)),
+        title = cand.name})
+end
+
+--- Runs the perfect watermark and every candidate over the replay.
+-- @tparam[opt] table opts `keep_output` (each result gets `output`, the window counts in
+--   firing order), `curve` (points of each watermark curve to keep), `marks` (late records
+--   to keep at most, for the picture)
+-- @treturn table one result per row, `perfect` first: the fields of M.COLUMNS, and
+--   `latency_windows`, `end_firings` (windows first fired by the end of the input),
+--   `curve`, `marks`, `output` when asked for
+function Lab:run(opts)
+  opts = opts or {}
+  local data = self:data()
+  local w = self.window
+  local rows = {{name = "perfect"}}
+  for _, c in ipairs(self.candidates) do rows[#rows + 1] = c end
+  local results = {}
+  for i, cand in ipairs(rows) do
+    local h = self:_harness(cand)
+    local ok, r = pcall(h._h.replay, h._h, data, {
+      perfect = cand.strategy == nil, keep_output = opts.keep_output,
+      size = w.size, slide = w.slide or w.size, offset = w.offset or 0,
+      drain = self.drain, curve = opts.curve, marks = opts.marks})
+    if not ok then
+      h:close()
+      error(string.format("wm.lab: candidate '%s': %s", cand.name, tostring(r)), 0)
+    end
+    r.name = cand.name
+    if opts.keep_output then r.output = h:output() end
+    h:close()
+    results[i] = r
+  end
+  return results
+end
+
+-- The table's text: a header line, then one row per result.
+local HEAD = {"candidate", "records", "late", "dropped", "late firings", "lag p50", "lag p99",
+              "lag max", "latency p50", "latency p99", "latency max"}
+
+--- The results as the table `wmrun lab` prints (times in ms; "-" when there is no sample).
+-- @tparam table results from `lab:run()`
+-- @treturn string
+function Lab:table(results)
+  local cells = {HEAD}
+  for _, r in ipairs(results) do
+    local row = {}
+    for k, col in ipairs(M.COLUMNS) do row[k] = r[col] == nil and "-" or tostring(r[col]) end
+    cells[#cells + 1] = row
+  end
+  local width = {}
+  for _, row in ipairs(cells) do
+    for k, c in ipairs(row) do width[k] = math.max(width[k] or 0, #c) end
+  end
+  local out = {}
+  local w = self.window
+  out[1] = string.format("%d records, %s %s windows, allowed lateness %s, watermark interval %s (times in ms)",
+    self:data():count(), w.kind, w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide)) or M.label(w.size),
+    M.label(self.allowed_lateness), M.label(self.watermark_interval))
+  for _, row in ipairs(cells) do
+    local parts = {}
+    for k, c in ipairs(row) do
+      parts[k] = k == 1 and (c .. string.rep(" ", width[k] - #c)) or (string.rep(" ", width[k] - #c) .. c)
+    end
+    out[#out + 1] = table.concat(parts, "  ")
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function json_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    local named = {['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r"}
+    return named[c] or string.format("\\u%04x", c:byte())
+  end) .. '"'
+end
+
+--- The results as JSON lines: one object per row with the fields of M.COLUMNS (null when
+-- there is no sample) and `latency_windows`.
+-- @treturn string
+function Lab:json(results)
+  local out = {}
+  for _, r in ipairs(results) do
+    local parts = {}
+    local cols = {table.unpack(M.COLUMNS)}
+    cols[#cols + 1] = "latency_windows"
+    for _, col in ipairs(cols) do
+      local v = r[col]
+      parts[#parts + 1] = json_string(col) .. ":" ..
+        (v == nil and "null" or type(v) == "string" and json_string(v) or tostring(v))
+    end
+    out[#out + 1] = "{" .. table.concat(parts, ",") .. "}"
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local USAGE = "usage: wmrun lab LAB.lua [--json] [--plot out.html]"
+
+--- `wmrun lab LAB.lua [--json] [--plot out.html]`: `lab` is what LAB.lua returned.
+-- Exits with status 2 on bad usage.
+function M.main(lab, script, ...)
+  local args = {...}
+  local json, plot = false, nil
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--json" then
+      json = true
+    elseif a == "--plot" then
+      plot = args[i + 1]
+      if not plot then
+        io.stderr:write("wmrun: lab: --plot needs a file name\n", USAGE, "\n")
+        os.exit(2)
+      end
+      i = i + 1
+    elseif a == "-h" or a == "--help" then
+      print(USAGE)
+      return
+    else
+      io.stderr:write("wmrun: lab: unknown option '", a, "'\n", USAGE, "\n")
+      os.exit(2)
+    end
+    i = i + 1
+  end
+  if plot and not plot:match("%.html?$") then
+    io.stderr:write("wmrun: lab: --plot writes an HTML page: name it .html (got '", plot, "')\n")
+    os.exit(2)
+  end
+  if getmetatable(lab) ~= Lab then
+    error(script .. ": a lab file must return wm.lab{...}, got " .. type(lab), 0)
+  end
+  lab.base_dir = lab.base_dir or script:match("^(.*)/[^/]*$") -- paths are relative to the lab file
+  local results = lab:run(plot and {curve = 1200, marks = 1500} or nil)
+  io.stdout:write(json and lab:json(results) or lab:table(results))
+  if plot then
+    require("wm.lab.plot").write(plot, lab, results, script)
+  end
+end
+
+M.Lab = Lab
+return M

@@ -1,0 +1,326 @@
+-- wm.lab and `wmrun lab` (docs/lab.md): figures checked against values worked out by hand.
+local h = require("helper")
+local wm = require("wm")
+
+-- A temporary directory of the spec's own; removed by `rmdir(dir)`.
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir '" .. d .. "'"))
+  return d
+end
+local function rmdir(d) os.execute("rm -rf '" .. d .. "'") end
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- key, ts, value, arrival; in arrival order. The record at 1700 (ts 700) is the one that
+-- comes too late for window a [0, 1000).
+local EVENTS = table.concat({
+  "a,100,1,100",
+  "a,900,1,950",
+  "a,300,1,1000",
+  "b,1200,1,1250",
+  "a,1500,1,1600",
+  "a,700,1,1700",
+  "b,2100,1,2200",
+  "a,2500,1,2600",
+}, "\n") .. "\n"
+
+local FIELDS = {"k", "ts:integer", "v:integer", "arrival:integer"}
+
+local function lab_on(path, extra)
+  local spec = {
+    input = {path = path, fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+    key = "k", window = wm.windows.tumbling("1s"), watermark_interval = "200ms",
+    strategies = {
+      bounded = {wm.watermarks.bounded_out_of_orderness(0), wm.watermarks.bounded_out_of_orderness("500ms")},
+    },
+  }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return wm.lab(spec)
+end
+
+local function by_name(results)
+  local t = {}
+  for _, r in ipairs(results) do t[r.name] = r end
+  return t
+end
+
+local function figures(r)
+  return {r.records, r.late, r.dropped, r.late_firings, r.lag_p50, r.lag_p99, r.lag_max,
+          r.latency_p50, r.latency_p99, r.latency_max}
+end
+
+describe("wm.lab figures", function()
+  local dir, path
+  before_each(function()
+    dir = tmpdir()
+    path = dir .. "/events.csv"
+    write(path, EVENTS)
+  end)
+  after_each(function() rmdir(dir) end)
+
+  -- Worked out by hand (docs/lab.md has the definitions). The clock starts at the first
+  -- arrival (100); periodic emissions at 300, 500, 700, ...
+  --
+  -- The perfect watermark before each arrival is min(ts still to come) - 1:
+  --   99, 299, 299, 699, 699, 699, 2099, 2499.
+  -- perfect: it emits 2099 after the record at 1700, which fires a [0,1000) (last on-time
+  -- record at 1700: latency 0), a [1000,2000) (last at 1600: 100) and b [1000,2000) (last
+  -- at 1250: 450); the windows of [2000,3000) fire at the end of the input (not sampled).
+  -- latency {0, 100, 450}: p50 = 2nd = 100, p99 = 3rd = 450.
+  --
+  -- bounded 0 (emits max_ts - 1): watermark before each arrival (MIN counts as 99):
+  --   99, 99, 99, 899 (at 1100), 1199 (at 1300), 1499 (at 1700), 1499, 2099 (at 2300);
+  -- lag = perfect - watermark: 0, 200, 200, -200, -500, -800, 600, 400
+  --   sorted -800 -500 -200 0 200 200 400 600: p50 = 4th = 0, p99 = 8th = 600, max 600.
+  -- The record at 1700 (ts 700) finds W = 1499 >= 999: late, and dropped (lateness 0).
+  -- a [0,1000) fires at 1300 (last on-time at 1000: 300); a and b [1000,2000) at 2300
+  -- (last at 1600: 700; at 1250: 1050): latency {300, 700, 1050}.
+  --
+  -- bounded 500ms (emits max_ts - 501): watermark before each arrival:
+  --   99, 99 (-401 counts as 99), 99, 399, 699, 999 (emitted at 1700, just before the
+  --   record that arrives at 1700), 999, 1599;
+  -- lag: 0, 200, 200, 300, 0, -300, 1100, 900: sorted -300 0 0 200 200 300 900 1100:
+  --   p50 = 200, p99 = max = 1100. The record at 1700 is late and dropped.
+  -- a [0,1000) fires at 1700 (last on-time at 1000: 700); after the last arrival the clock
+  -- runs one interval more: at 2700 the watermark 1999 fires a and b [1000,2000) (last at
+  -- 1600: 1100; at 1250: 1450): latency {700, 1100, 1450}.
+  it("late, dropped, lag and latency of two strategies and the perfect watermark", function()
+    local r = by_name(lab_on(path):run())
+    assert.are.same({8, 0, 0, 0, 0, 0, 0, 100, 450, 450}, figures(r.perfect))
+    assert.are.same({8, 1, 1, 0, 0, 600, 600, 700, 1050, 1050}, figures(r["bounded 0ms"]))
+    assert.are.same({8, 1, 1, 0, 200, 1100, 1100, 1100, 1450, 1450}, figures(r["bounded 500ms"]))
+    assert.are.equal(3, r.perfect.latency_windows)
+  end)
+
+  -- With 1 s of allowed lateness the record at 1700 (ts 700) still finds W = 1499 (bounded
+  -- 0) or 999 (bounded 500ms) at or past 999, so it is late; but a [0,1000) is kept until
+  -- 1999, so the record is not dropped: it fires the window again (a late firing). Lag and
+  -- the latency of the first firings do not change.
+  it("allowed lateness turns a dropped record into a late firing", function()
+    local r = by_name(lab_on(path, {allowed_lateness = "1s"}):run())
+    assert.are.same({8, 0, 0, 0, 0, 0, 0, 100, 450, 450}, figures(r.perfect))
+    assert.are.same({8, 1, 0, 1, 0, 600, 600, 700, 1050, 1050}, figures(r["bounded 0ms"]))
+    assert.are.same({8, 1, 0, 1, 200, 1100, 1100, 1100, 1450, 1450}, figures(r["bounded 500ms"]))
+  end)
+
+  -- The perfect watermark is ahead of every strategy: no strategy's lag can be negative
+  -- while nothing is late; with no watermarks at all, the lag is the whole distance.
+  -- no_watermarks: watermark 99 (MIN counts as 99) throughout: lag = perfect - 99:
+  --   0, 200, 200, 600, 600, 600, 2000, 2400: p50 = 4th = 600, p99 = max = 2400;
+  -- every window fires at the end of the input: no latency sample.
+  it("no watermarks: nothing late, lag grows, no latency sample", function()
+    local r = by_name(wm.lab{
+      input = {path = path, fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.tumbling("1s"),
+      strategies = {none = wm.watermarks.no_watermarks()},
+    }:run())
+    local n = r.none
+    assert.are.same({8, 0, 0, 0, 600, 2400, 2400}, {n.records, n.late, n.dropped, n.late_firings,
+      n.lag_p50, n.lag_p99, n.lag_max})
+    assert.is_nil(n.latency_p50)
+    assert.are.equal(0, n.latency_windows)
+    assert.are.equal(5, n.end_firings)
+  end)
+
+  -- Sliding windows of 2 s every 1 s: a record is late when the watermark has passed the
+  -- end of the first of its windows to end. ts 700 belongs to [-1000,1000) and [0,2000):
+  -- bounded 0 has W = 1499 when it arrives: past 999, so late, but [0,2000) takes it (not
+  -- dropped).
+  it("sliding windows: late when the first of the record's windows has fired", function()
+    local r = by_name(lab_on(path, {window = wm.windows.sliding("2s", "1s")}):run())
+    assert.are.equal(1, r["bounded 0ms"].late)
+    assert.are.equal(0, r["bounded 0ms"].dropped)
+    assert.are.equal(0, r.perfect.late)
+  end)
+
+  it("a file out of arrival order is replayed in arrival order", function()
+    local lines = {}
+    for l in EVENTS:gmatch("[^\n]+") do table.insert(lines, 1, l) end
+    local rev = dir .. "/reversed.csv"
+    write(rev, table.concat(lines, "\n") .. "\n")
+    local a, b = lab_on(path):run(), lab_on(rev):run()
+    for i = 1, #a do assert.are.same(figures(a[i]), figures(b[i])) end
+  end)
+end)
+
+describe("arrival replay", function()
+  local dir, path
+  before_each(function()
+    dir = tmpdir()
+    path = dir .. "/events.csv"
+    write(path, EVENTS)
+  end)
+  after_each(function() rmdir(dir) end)
+
+  -- The same pipeline in a wm.testing harness, driven by hand: the clock moved to each
+  -- arrival, then the line pushed; after the last one the clock runs one interval more.
+  local function by_hand(strategy)
+    local th = wm.testing.harness(function(input)
+      return input:parse_csv(FIELDS)
+        :assign_timestamps_and_watermarks(strategy:with_timestamp_field("ts"))
+        :key_by("k"):window(wm.windows.tumbling("1s")):count()
+    end, {watermark_interval = 200, processing_time = 100})
+    local fired = {}
+    for line in EVENTS:gmatch("[^\n]+") do
+      local ts, arrival = line:match("^[^,]*,(%d+),%d+,(%d+)$")
+      th:advance_processing_time(tonumber(arrival) - th:processing_time())
+      th:push(line, tonumber(ts))
+      for _, o in ipairs(th:output()) do fired[#fired + 1] = o end
+    end
+    th:advance_processing_time(200)
+    th:finish()
+    for _, o in ipairs(th:output()) do fired[#fired + 1] = o end
+    return fired
+  end
+
+  it("gives the same firings as a wm.testing harness driven by the same clock", function()
+    -- a periodic custom generator too: its emissions depend on the clock alone
+    local function trailing()
+      return wm.watermarks.for_generator(function()
+        return {max = math.mininteger,
+                on_event = function(self, _, ts) if ts > self.max then self.max = ts end end,
+                on_periodic_emit = function(self, out)
+                  if self.max > math.mininteger then out:emit_watermark(self.max - 300) end
+                end}
+      end)
+    end
+    local lab = wm.lab{
+      input = {path = path, fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.tumbling("1s"), watermark_interval = 200,
+      strategies = {b = wm.watermarks.bounded_out_of_orderness("500ms"), custom = trailing()},
+    }
+    local r = by_name(lab:run{keep_output = true})
+    local want_b = by_hand(wm.watermarks.bounded_out_of_orderness("500ms"))
+    assert.are.same(want_b, r.b.output)
+    assert.are.same(by_hand(trailing()), r.custom.output)
+    -- and by hand: bounded 500ms fires a [0,1000) at 1700 with 3 records (the 4th, ts 700,
+    -- is dropped), then b and a [1000,2000) at 2700, then [2000,3000) at the end (windows
+    -- that fire together fire in the order they were created: b's first, at 1250 and 2200)
+    local counts = {}
+    for _, o in ipairs(want_b) do counts[#counts + 1] = o.key .. "@" .. o.start .. "=" .. o.count end
+    assert.are.same({"a@0=3", "b@1000=1", "a@1000=1", "b@2000=1", "a@2000=1"}, counts)
+  end)
+end)
+
+describe("wm.lab errors", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmdir(dir) end)
+
+  local function spec(path, over)
+    local s = {
+      input = {path = path, fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.tumbling("1s"),
+      strategies = {b = wm.watermarks.bounded_out_of_orderness(0)},
+    }
+    for k, v in pairs(over or {}) do s[k] = v end
+    return s
+  end
+
+  it("names the file and line of a bad record", function()
+    local p = dir .. "/bad.csv"
+    write(p, "a,1,1,1\na,x,1,2\n")
+    local ok, err = pcall(function() wm.lab(spec(p)):run() end)
+    assert.is_false(ok)
+    assert.matches("bad.csv:2: field 'ts': 'x' is not an integer", err, 1, true)
+  end)
+
+  it("needs integer timestamp and arrival columns", function()
+    local s = spec(dir .. "/x.csv")
+    s.input.fields = {"k", "ts", "v:integer", "arrival:integer"}
+    local ok, err = pcall(wm.lab, s)
+    assert.is_false(ok)
+    assert.matches("input.timestamp: column 'ts' must be declared 'ts:integer'", err, 1, true)
+    s.input.arrival = "when"
+    s.input.fields[2] = "ts:integer"
+    ok, err = pcall(wm.lab, s)
+    assert.matches("input.arrival: no column 'when' in input.fields", err, 1, true)
+  end)
+
+  it("rejects other windows, a candidate named perfect and non-strategies", function()
+    local ok, err = pcall(wm.lab, spec("x.csv", {window = wm.windows.session("1s")}))
+    assert.is_false(ok)
+    assert.matches("window must be wm.windows.tumbling", err, 1, true)
+    ok, err = pcall(wm.lab, spec("x.csv", {strategies = {perfect = wm.watermarks.monotonous()}}))
+    assert.matches("two candidates are named 'perfect'", err, 1, true)
+    ok, err = pcall(wm.lab, spec("x.csv", {strategies = {x = 5}}))
+    assert.matches("strategies['x'] is not a strategy", err, 1, true)
+  end)
+
+  it("says when the file cannot be read", function()
+    local ok, err = pcall(function() wm.lab(spec(dir .. "/missing.csv")):run() end)
+    assert.is_false(ok)
+    assert.matches("cannot read .*missing.csv", err)
+  end)
+end)
+
+describe("wmrun lab", function()
+  local dir
+  before_each(function()
+    dir = tmpdir()
+    write(dir .. "/events.csv", EVENTS)
+    write(dir .. "/lab.lua", [[
+local wm = require("wm")
+return wm.lab{
+  input = {path = "events.csv", fields = {"k", "ts:integer", "v:integer", "arrival:integer"},
+           timestamp = "ts", arrival = "arrival"},
+  key = "k", window = wm.windows.tumbling("1s"), allowed_lateness = 0,
+  watermark_interval = "200ms",
+  strategies = {
+    ["bounded 0"] = wm.watermarks.bounded_out_of_orderness(0),
+    sweep = wm.lab.sweep(wm.watermarks.bounded_out_of_orderness, {"500ms"}),
+  },
+}
+]])
+  end)
+  after_each(function() rmdir(dir) end)
+
+  it("prints one row per candidate, perfect first (the data file next to the lab file)", function()
+    local out, err, code = h.wmrun("lab '" .. dir .. "/lab.lua'")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local rows = {}
+    for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l end
+    assert.are.equal(5, #rows)
+    assert.matches("^8 records, tumbling 1s windows", rows[1])
+    assert.matches("^candidate +records +late +dropped +late firings +lag p50", rows[2])
+    assert.are.same({"perfect", "8", "0", "0", "0", "0", "0", "0", "100", "450", "450"},
+      {rows[3]:match("^(%S+)" .. string.rep("%s+(%S+)", 10) .. "$")})
+    assert.matches("^bounded 0 +8 +1 +1 +0 +0 +600 +600 +700 +1050 +1050$", rows[4])
+    assert.matches("^sweep 500ms +8 +1 +1 +0 +200 +1100 +1100 +1100 +1450 +1450$", rows[5])
+  end)
+
+  it("--json prints one object per line with the documented fields", function()
+    local out, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --json")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local cjson = require("cjson")
+    local rows = {}
+    for l in out:gmatch("[^\n]+") do rows[#rows + 1] = cjson.decode(l) end
+    assert.are.equal(3, #rows)
+    assert.are.same({name = "bounded 0", records = 8, late = 1, dropped = 1, late_firings = 0,
+      lag_p50 = 0, lag_p99 = 600, lag_max = 600, latency_p50 = 700, latency_p99 = 1050,
+      latency_max = 1050, latency_windows = 3}, rows[2])
+    assert.are.equal("perfect", rows[1].name)
+  end)
+
+  it("bad usage exits 2; a lab file that returns no lab fails naming it", function()
+    local _, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --bogus")
+    assert.are.equal(2, code)
+    assert.matches("unknown option '--bogus'", err, 1, true)
+    _, err, code = h.wmrun("lab")
+    assert.are.equal(2, code)
+    assert.matches("no lab file given", err, 1, true)
+    _, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --plot x.png")
+    assert.are.equal(2, code)
+    write(dir .. "/nolab.lua", "return 42\n")
+    _, err, code = h.wmrun("lab '" .. dir .. "/nolab.lua'")
+    assert.are.equal(1, code)
+    assert.matches("nolab.lua: a lab file must return wm.lab{...}, got number", err, 1, true)
+  end)
+end)
