@@ -127,6 +127,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql
 	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql/
 	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql/
+	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/lab $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/lab
+	install -m 644 lua/wm/lab/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/lab/
+	install -m 644 lua/wm/lab/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/lab/
 	install -m 755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm/core.so
 
 uninstall:

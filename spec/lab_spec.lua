@@ -324,3 +324,51 @@ return wm.lab{
     assert.matches("nolab.lua: a lab file must return wm.lab{...}, got number", err, 1, true)
   end)
 end)
+
+describe("wmrun lab --plot", function()
+  local dir
+  before_each(function()
+    dir = tmpdir()
+    write(dir .. "/events.csv", EVENTS)
+  end)
+  after_each(function() rmdir(dir) end)
+
+  it("writes one self-contained page: both charts, the table, the Pareto front marked", function()
+    local lab = lab_on(dir .. "/events.csv")
+    local page = require("wm.lab.plot").html(lab, lab:run{curve = 100, marks = 100}, "t")
+    assert.matches('<svg[^>]*id="pareto"', page)
+    assert.matches('<svg[^>]*id="curves"', page)
+    -- nothing loaded from elsewhere
+    assert.is_nil(page:find("<script src", 1, true))
+    assert.is_nil(page:find("<link", 1, true))
+    for url in page:gmatch("https?://[^\"' ]*") do assert.are.equal("http://www.w3.org/2000/svg", url) end
+    -- perfect (latency p50 100, all on time) beats both bounded rows (700 and 1100 ms, 7 of 8
+    -- on time): it alone is on the front
+    assert.matches("perfect &#9675;", page, 1, true)
+    assert.is_nil(page:find("bounded 0ms &#9675;", 1, true))
+    assert.is_nil(page:find("bounded 500ms &#9675;", 1, true))
+    -- one late record per bounded candidate, marked on its curve
+    local _, crosses = page:gsub('class="late"', "")
+    assert.are.equal(2, crosses)
+  end)
+
+  it("refuses a file name that is not .html", function()
+    write(dir .. "/lab.lua", "return 1\n")
+    local _, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --plot out.png")
+    assert.are.equal(2, code)
+    assert.matches("--plot writes an HTML page", err, 1, true)
+  end)
+
+  it("writes the page given with --plot", function()
+    write(dir .. "/lab.lua", [[
+local wm = require("wm")
+return wm.lab{input = {path = "events.csv", fields = {"k", "ts:integer", "v:integer", "arrival:integer"},
+  timestamp = "ts", arrival = "arrival"}, key = "k", window = wm.windows.tumbling("1s"),
+  strategies = {b = wm.watermarks.bounded_out_of_orderness(0)}}
+]])
+    local _, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --plot '" .. dir .. "/out.html'")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.matches("^<!DOCTYPE html>", h.read(dir .. "/out.html"))
+  end)
+end)
