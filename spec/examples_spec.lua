@@ -56,3 +56,21 @@ describe("SQL examples with an expected output", function()
     end)
   end
 end)
+
+-- Lab examples: every examples/lab/NAME.lua with examples/lab/NAME.expected, run with `wmrun lab`.
+describe("lab examples with an expected output", function()
+  local dir = h.root .. "/examples/lab"
+  local p = io.popen('ls "' .. dir .. '"')
+  local names = {}
+  for f in p:lines() do names[#names + 1] = f:match("^(.*)%.expected$") end
+  p:close()
+  assert.is_true(#names >= 1)
+  for _, name in ipairs(names) do
+    it(name .. ".lua matches its expected file", function()
+      local out, err, code = h.wmrun('lab "' .. dir .. "/" .. name .. '.lua"')
+      assert.are.equal("", err)
+      assert.are.equal(0, code)
+      assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
+    end)
+  end
+end)
