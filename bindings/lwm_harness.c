@@ -372,7 +372,8 @@ static void h_free(lua_State *L, harness *H) {
 /* h:recording(): the run so far as lwm_timeline_push's table (lua/wm/timeline.lua) */
 static int l_recording(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
-  if (H->closed || !H->tl) return luaL_error(L, "the harness is closed");
+  if (H->closed) return luaL_error(L, "the harness is closed");
+  if (!H->tl) return luaL_error(L, "timeline: the harness ran a replay (h:replay records no timeline)");
   lwm_timeline_push(L, H->tl);
   return 1;
 }
@@ -553,11 +554,14 @@ static int read_file(const char *path, char **text, size_t *len) {
   return -1;
 }
 
-/* Loads the lines of path into D: decodes each with the parse_csv node's columns and reads
- * the integer fields tsf and arrf. 0, or -1 with a message (path:line: ...) in err. */
+/* Loads the lines of path into D. With fields (a parse_csv node's columns), decodes each
+ * line and reads the integer fields tsf (NULL: no event times) and arrf; without arrf the
+ * arrivals are given[0..ngiven-1], one per line in file order. 0, or -1 with a message
+ * (path:line: ...) in err. */
 static int replay_data_load(replay_data *D, const char *path, const wm_csv_field *fields,
                             uint32_t nf, char sep, int header, const char *tsf,
-                            const char *arrf, char *err, size_t errlen) {
+                            const char *arrf, const int64_t *given, size_t ngiven, char *err,
+                            size_t errlen) {
   size_t flen = 0;
   if (read_file(path, &D->text, &flen) != 0) {
     snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
@@ -572,7 +576,7 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
   wm_decoder dec = {0};
   int rc = -1;
   if (!D->off || !D->len || !D->lineno || !D->ts || !D->arrival ||
-      wm_decoder_csv(&dec, fields, nf, sep) != 0) {
+      (fields && wm_decoder_csv(&dec, fields, nf, sep) != 0)) {
     snprintf(err, errlen, "out of memory");
     goto done;
   }
@@ -582,12 +586,12 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
   memset(&dummy, 0, sizeof dummy);
   dummy.ctx = &ctx;
   int its = -1, iar = -1;
-  for (uint32_t k = 0; k < nf; k++) {
-    if (strcmp(fields[k].name, tsf) == 0) its = (int)k;
-    if (strcmp(fields[k].name, arrf) == 0) iar = (int)k;
+  for (uint32_t k = 0; fields && k < nf; k++) {
+    if (tsf && strcmp(fields[k].name, tsf) == 0) its = (int)k;
+    if (arrf && strcmp(fields[k].name, arrf) == 0) iar = (int)k;
   }
-  if (its < 0 || iar < 0) {
-    snprintf(err, errlen, "no column '%s' among the fields", its < 0 ? tsf : arrf);
+  if ((tsf && its < 0) || (arrf && iar < 0)) {
+    snprintf(err, errlen, "no column '%s' among the fields", tsf && its < 0 ? tsf : arrf);
     goto done_ctx;
   }
   char *p = D->text, *end = D->text + flen;
@@ -606,25 +610,43 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
       snprintf(err, errlen, "%s:%u: line too long", path, lineno);
       goto done_ctx;
     }
-    wm_value row;
-    char derr[512];
-    int d = dec.decode(dec.ud, &dummy, line, ll, &row, derr, sizeof derr);
-    if (d == 1) {
-      snprintf(err, errlen, "%s:%u: %s", path, lineno, derr);
-      goto done_ctx;
+    int64_t t = WM_TIME_MIN, a = 0;
+    if (fields) {
+      wm_value row;
+      char derr[512];
+      int d = dec.decode(dec.ud, &dummy, line, ll, &row, derr, sizeof derr);
+      if (d == 1) {
+        snprintf(err, errlen, "%s:%u: %s", path, lineno, derr);
+        goto done_ctx;
+      }
+      if (d != 0) {
+        snprintf(err, errlen, "%.900s", ctx.err);
+        goto done_ctx;
+      }
+      int bad = -1;
+      if (its >= 0) {
+        const wm_value *tv = &row.u.row->fields[its];
+        if (tv->type == WM_INT) t = tv->u.i;
+        else bad = its;
+      }
+      if (iar >= 0) {
+        const wm_value *av = &row.u.row->fields[iar];
+        if (av->type == WM_INT) a = av->u.i;
+        else bad = iar;
+      }
+      wm_value_release(NULL, &row);
+      if (bad >= 0) {
+        snprintf(err, errlen, "%s:%u: field '%s' is empty (it must be an integer number of ms)",
+                 path, lineno, fields[bad].name);
+        goto done_ctx;
+      }
     }
-    if (d != 0) {
-      snprintf(err, errlen, "%.900s", ctx.err);
-      goto done_ctx;
-    }
-    const wm_value *tv = &row.u.row->fields[its], *av = &row.u.row->fields[iar];
-    int bad = tv->type != WM_INT ? its : av->type != WM_INT ? iar : -1;
-    int64_t t = tv->u.i, a = av->u.i;
-    wm_value_release(NULL, &row);
-    if (bad >= 0) {
-      snprintf(err, errlen, "%s:%u: field '%s' is empty (it must be an integer number of ms)",
-               path, lineno, fields[bad].name);
-      goto done_ctx;
+    if (iar < 0) {
+      if (D->n >= ngiven) {
+        snprintf(err, errlen, "%s:%u: no arrival time for this line (the file grew?)", path, lineno);
+        goto done_ctx;
+      }
+      a = given[D->n];
     }
     if (D->n == cap) {
       cap *= 2;
@@ -710,48 +732,82 @@ done:
   return rc;
 }
 
-/* core.replay_data(path, parse_node, timestamp_field, arrival_field) -> data
- * parse_node: a parse_csv plan node ({fields = {{name, type, optional}...}, sep, header}). */
+/* core.replay_data(path, parse_node, timestamp_field, arrival) -> data
+ * parse_node: a parse_csv plan node ({fields = {{name, type, optional}...}, sep, header}), or
+ * nil (the lines are not decoded); timestamp_field: an integer column, or nil (no event
+ * times); arrival: an integer column, or a list of arrival times, one per line in file order. */
 int lwm_replay_data_new(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  const char *tsf = luaL_checkstring(L, 3), *arrf = luaL_checkstring(L, 4);
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  const char *tsf = luaL_optstring(L, 3, NULL);
+  const char *arrf = lua_type(L, 4) == LUA_TSTRING ? lua_tostring(L, 4) : NULL;
+  if (!arrf) luaL_checktype(L, 4, LUA_TTABLE);
+  luaL_argcheck(L, !lua_isnoneornil(L, 2) || (!tsf && !arrf), 2,
+                "columns need the parse_csv node");
   lua_settop(L, 4);
   replay_data *D = lua_newuserdatauv(L, sizeof *D, 0); /* 5 */
   memset(D, 0, sizeof *D);
   luaL_setmetatable(L, REPLAY_MT);
-  lua_getfield(L, 2, "fields"); /* 6 */
-  luaL_argcheck(L, lua_istable(L, 6), 2, "no fields");
-  uint32_t nf = (uint32_t)lua_rawlen(L, 6);
-  wm_csv_field *fields = calloc(nf ? nf : 1, sizeof *fields);
-  if (!fields) return luaL_error(L, "out of memory");
-  static const char *const types[] = {"string", "integer", "number", "boolean", NULL};
-  static const uint8_t codes[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_NUMBER, WM_FT_BOOLEAN};
-  for (uint32_t k = 0; k < nf; k++) {
-    lua_rawgeti(L, 6, (lua_Integer)k + 1);
-    lua_getfield(L, -1, "name");
-    fields[k].name = lua_tostring(L, -1); /* the plan keeps it alive */
-    lua_getfield(L, -2, "type");
-    const char *ty = lua_tostring(L, -1);
-    fields[k].type = WM_FT_STRING;
-    for (int t = 0; ty && types[t]; t++)
-      if (strcmp(ty, types[t]) == 0) fields[k].type = codes[t];
-    lua_getfield(L, -3, "optional");
-    fields[k].optional = (uint8_t)lua_toboolean(L, -1);
-    lua_pop(L, 4);
-    if (!fields[k].name) {
+  uint32_t nf = 0;
+  wm_csv_field *fields = NULL;
+  const char *sep = NULL;
+  int header = 0;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "fields"); /* 6 */
+    luaL_argcheck(L, lua_istable(L, 6), 2, "no fields");
+    nf = (uint32_t)lua_rawlen(L, 6);
+    fields = calloc(nf ? nf : 1, sizeof *fields);
+    if (!fields) return luaL_error(L, "out of memory");
+    static const char *const types[] = {"string", "integer", "number", "boolean", NULL};
+    static const uint8_t codes[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_NUMBER, WM_FT_BOOLEAN};
+    for (uint32_t k = 0; k < nf; k++) {
+      lua_rawgeti(L, 6, (lua_Integer)k + 1);
+      lua_getfield(L, -1, "name");
+      fields[k].name = lua_tostring(L, -1); /* the plan keeps it alive */
+      lua_getfield(L, -2, "type");
+      const char *ty = lua_tostring(L, -1);
+      fields[k].type = WM_FT_STRING;
+      for (int t = 0; ty && types[t]; t++)
+        if (strcmp(ty, types[t]) == 0) fields[k].type = codes[t];
+      lua_getfield(L, -3, "optional");
+      fields[k].optional = (uint8_t)lua_toboolean(L, -1);
+      lua_pop(L, 4);
+      if (!fields[k].name) {
+        free(fields);
+        return luaL_argerror(L, 2, "a field has no name");
+      }
+    }
+    sep = lwm_get_str(L, 2, "sep");
+    lua_getfield(L, 2, "header");
+    header = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  int64_t *given = NULL;
+  size_t ngiven = 0;
+  if (!arrf) { /* the arrival times, computed by the caller */
+    ngiven = (size_t)lua_rawlen(L, 4);
+    given = malloc((ngiven ? ngiven : 1) * sizeof *given);
+    if (!given) {
       free(fields);
-      return luaL_argerror(L, 2, "a field has no name");
+      return luaL_error(L, "out of memory");
+    }
+    for (size_t i = 0; i < ngiven; i++) {
+      int isnum = 0;
+      lua_rawgeti(L, 4, (lua_Integer)i + 1);
+      given[i] = (int64_t)lua_tointegerx(L, -1, &isnum);
+      lua_pop(L, 1);
+      if (!isnum) {
+        free(fields);
+        free(given);
+        return luaL_error(L, "arrival time %d is not an integer number of ms", (int)i + 1);
+      }
     }
   }
-  const char *sep = lwm_get_str(L, 2, "sep");
-  lua_getfield(L, 2, "header");
-  int header = lua_toboolean(L, -1);
-  lua_pop(L, 1);
   char err[1024];
   int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, tsf, arrf,
-                            err, sizeof err);
+                            given, ngiven, err, sizeof err);
   free(fields);
+  free(given);
   if (rc != 0) {
     replay_data_clear(D);
     return luaL_error(L, "%s", err);
@@ -1036,7 +1092,7 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
   size_t next_curve = 0, curve_k = 0;
   for (size_t i = 0; i < D->n && rc == WM_OK; i++) {
     if ((rc = advance_to(H, D->arrival[i])) != WM_OK) break;
-    int64_t W = win->wm, ts = D->ts[i];
+    int64_t W = win ? win->wm : WM_TIME_MIN, ts = D->ts[i];
     int64_t weff = W > floor_wm ? W : floor_wm;
     out->lag[i] = sub_sat(D->perfect[i], weff);
     if (out->ct && i == next_curve) {
@@ -1048,7 +1104,7 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
       if (next_curve <= i) next_curve = i + 1;
     }
     int late = 0;
-    if (o->size > 0) { /* the end of the record's earliest-ending window */
+    if (win && o->size > 0) { /* the end of the record's earliest-ending window */
       int64_t last = ts - (ts - o->offset - floor_div(ts - o->offset, o->slide) * o->slide);
       int64_t j = floor_div(last - ts + o->size - 1, o->slide);
       int64_t stop = last - j * o->slide + o->size;
@@ -1136,7 +1192,7 @@ static int l_replay(lua_State *L) {
   memset(&out, 0, sizeof out);
   out.mark_stride = 1;
   int rc = WM_OK;
-  if (!R.winop) rc = wm_ctx_error(&H->B.ctx, "replay: the pipeline has no window operator");
+  /* without a window operator (a job replayed by read_lines{arrival}) nothing is measured */
   size_t n = D->n ? D->n : 1;
   if (rc == WM_OK) {
     out.lag = malloc(n * sizeof *out.lag);

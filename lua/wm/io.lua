@@ -39,12 +39,22 @@ end
 --   `tail -f`; the job then runs until it is stopped), `max_line` (bytes, default 1 MiB:
 --   a longer line is an error naming its number), `poll` (follow: how often to look for
 --   growth besides inotify, a duration, default "1s"), `chunk` (read size in bytes, default
---   256 KiB, at most 64 MiB)
+--   256 KiB, at most 64 MiB), `arrival` (a recorded file: the parse_csv column, or a
+--   function(line, n), giving each line's arrival time in ms; the job then runs on a clock
+--   that jumps to each arrival, docs/lab.md), `speed` ("max")
 -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
 function Env:read_lines(path, opts)
   if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
-  opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true}, 2)
+  opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true,
+    arrival = true, speed = true}, 2)
+  if opts.arrival ~= nil and type(opts.arrival) ~= "string" and type(opts.arrival) ~= "function" then
+    error("read_lines: arrival must be a column name or a function(line, n) -> ms, got " .. type(opts.arrival), 2)
+  end
+  if opts.speed ~= nil and opts.speed ~= "max" and not (type(opts.speed) == "number" and opts.speed > 0) then
+    error("read_lines: speed must be 'max' or a positive number, got " .. tostring(opts.speed), 2)
+  end
   return stream(self, self:_node("read_lines", {}, {path = path, follow = opts.follow and true or nil,
+    arrival = opts.arrival, speed = opts.speed, -- arrival replay (docs/lab.md, wm.lab.replay)
     max_line = positive_int(opts.max_line, "read_lines", "max_line", 2),
     chunk = positive_int(opts.chunk, "read_lines", "chunk", 2, base.MAX_CHUNK),
     poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
