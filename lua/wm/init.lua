@@ -14,5 +14,5 @@ local M = {}
 for k, v in pairs(datastream) do M[k] = v end
 M.table = tableapi.table
 M.testing = testing
-M.lab = require("wm.lab").install(M) -- the watermark strategy lab (docs/lab.md)
+M.lab = require("wm.lab") -- the watermark strategy lab (docs/lab.md)
 return M

@@ -17,23 +17,10 @@
 -- }
 local core = require("wm.core")
 local duration = require("wm.duration")
+local wm = require("wm.datastream") -- not the facade `wm`, which loads this module
+local testing = require("wm.testing")
 
 local M = {}
-
--- The wm module: wm gives it when `wm.lab` is first used (wm.lab does not require wm, so
--- that the two do not require each other).
-local wm
-
---- Called by wm on first use of `wm.lab`: the module to build pipelines with.
-function M.install(w)
-  wm = w
-  return M
-end
-
-local function need_wm(level)
-  wm = wm or package.loaded.wm
-  if not wm then error("wm.lab: load the wm library first and use wm.lab", level + 1) end
-end
 
 local Lab = {}
 Lab.__index = Lab
@@ -60,7 +47,6 @@ local function fail(msg, level) error("wm.lab: " .. msg, level + 1) end
 -- @treturn table a list of strategies
 -- @usage strategies = {bounded = wm.lab.sweep(wm.watermarks.bounded_out_of_orderness, {0, "1s"})}
 function M.sweep(make, values)
-  need_wm(2)
   if type(make) ~= "function" then error("sweep: expected a function that makes a strategy", 2) end
   if type(values) ~= "table" or #values == 0 then error("sweep: expected a list of values", 2) end
   local list = {}
@@ -129,7 +115,6 @@ end
 -- @return a lab
 function M.new(spec, level)
   level = level or 2
-  need_wm(level)
   if type(spec) ~= "table" then fail("expected a table, got " .. type(spec), level) end
   local known = {input = true, key = true, window = true, allowed_lateness = true,
                  watermark_interval = true, strategies = true, drain = true, title = true}
@@ -202,7 +187,7 @@ end
 -- The pipeline of one candidate (strategy nil: the perfect watermark, pushed by the replay).
 function Lab:_harness(cand)
   local lab = self
-  return wm.testing.harness(function(input)
+  return testing.harness(function(input)
     local s = input:parse_csv(lab.csv)
     if cand.strategy then
       s = s:assign_timestamps_and_watermarks(cand.strategy:with_timestamp_field(lab.timestamp))
