@@ -39,38 +39,28 @@ describe("examples with an expected output", function()
   end
 end)
 
--- SQL examples: every examples/sql/NAME.sql with examples/sql/NAME.expected, run with --sql.
-describe("SQL examples with an expected output", function()
-  local dir = h.root .. "/examples/sql"
-  local p = io.popen('ls "' .. dir .. '"')
-  local names = {}
-  for f in p:lines() do names[#names + 1] = f:match("^(.*)%.expected$") end
-  p:close()
-  assert.is_true(#names >= 3)
-  for _, name in ipairs(names) do
-    it(name .. ".sql matches its expected file", function()
-      local out, err, code = h.wmrun('--sql "' .. dir .. "/" .. name .. '.sql"')
-      assert.are.equal("", err)
-      assert.are.equal(0, code)
-      assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
-    end)
-  end
-end)
+-- Every DIR/NAME.EXT with a DIR/NAME.expected prints exactly that file when run as
+-- `wmrun ARGS "DIR/NAME.EXT"`.
+local function expected_outputs(title, sub, ext, args, at_least)
+  describe(title, function()
+    local dir = h.root .. "/examples/" .. sub
+    local p = io.popen('ls "' .. dir .. '"')
+    local names = {}
+    for f in p:lines() do names[#names + 1] = f:match("^(.*)%.expected$") end
+    p:close()
+    assert.is_true(#names >= at_least)
+    for _, name in ipairs(names) do
+      it(name .. ext .. " matches its expected file", function()
+        local out, err, code = h.wmrun(args .. ' "' .. dir .. "/" .. name .. ext .. '"')
+        assert.are.equal("", err)
+        assert.are.equal(0, code)
+        assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
+      end)
+    end
+  end)
+end
 
+-- SQL examples: every examples/sql/NAME.sql with examples/sql/NAME.expected, run with --sql.
+expected_outputs("SQL examples with an expected output", "sql", ".sql", "--sql", 3)
 -- Lab examples: every examples/lab/NAME.lua with examples/lab/NAME.expected, run with `wmrun lab`.
-describe("lab examples with an expected output", function()
-  local dir = h.root .. "/examples/lab"
-  local p = io.popen('ls "' .. dir .. '"')
-  local names = {}
-  for f in p:lines() do names[#names + 1] = f:match("^(.*)%.expected$") end
-  p:close()
-  assert.is_true(#names >= 1)
-  for _, name in ipairs(names) do
-    it(name .. ".lua matches its expected file", function()
-      local out, err, code = h.wmrun('lab "' .. dir .. "/" .. name .. '.lua"')
-      assert.are.equal("", err)
-      assert.are.equal(0, code)
-      assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
-    end)
-  end
-end)
+expected_outputs("lab examples with an expected output", "lab", ".lua", "lab", 1)

@@ -16,6 +16,10 @@ local function write(path, text)
   f:close()
 end
 
+-- In a describe block: every test gets a temporary directory of its own holding
+-- events.csv (EVENTS, below), removed after the test; set(dir, path) receives them.
+local with_events
+
 -- key, ts, value, arrival; in arrival order. The record at 1700 (ts 700) is the one that
 -- comes too late for window a [0, 1000).
 local EVENTS = table.concat({
@@ -30,6 +34,16 @@ local EVENTS = table.concat({
 }, "\n") .. "\n"
 
 local FIELDS = {"k", "ts:integer", "v:integer", "arrival:integer"}
+
+function with_events(set)
+  local dir
+  before_each(function()
+    dir = tmpdir()
+    write(dir .. "/events.csv", EVENTS)
+    set(dir, dir .. "/events.csv")
+  end)
+  after_each(function() rmdir(dir) end)
+end
 
 local function lab_on(path, extra)
   local spec = {
@@ -56,12 +70,7 @@ end
 
 describe("wm.lab figures", function()
   local dir, path
-  before_each(function()
-    dir = tmpdir()
-    path = dir .. "/events.csv"
-    write(path, EVENTS)
-  end)
-  after_each(function() rmdir(dir) end)
+  with_events(function(d, p) dir, path = d, p end)
 
   -- Worked out by hand (docs/lab.md has the definitions). The clock starts at the first
   -- arrival (100); periodic emissions at 300, 500, 700, ...
@@ -150,12 +159,7 @@ end)
 
 describe("arrival replay", function()
   local dir, path
-  before_each(function()
-    dir = tmpdir()
-    path = dir .. "/events.csv"
-    write(path, EVENTS)
-  end)
-  after_each(function() rmdir(dir) end)
+  with_events(function(d, p) dir, path = d, p end)
 
   -- The same pipeline in a wm.testing harness, driven by hand: the clock moved to each
   -- arrival, then the line pushed; after the last one the clock runs one interval more.
@@ -261,9 +265,8 @@ end)
 
 describe("wmrun lab", function()
   local dir
+  with_events(function(d) dir = d end)
   before_each(function()
-    dir = tmpdir()
-    write(dir .. "/events.csv", EVENTS)
     write(dir .. "/lab.lua", [[
 local wm = require("wm")
 return wm.lab{
@@ -278,7 +281,6 @@ return wm.lab{
 }
 ]])
   end)
-  after_each(function() rmdir(dir) end)
 
   it("prints one row per candidate, perfect first (the data file next to the lab file)", function()
     local out, err, code = h.wmrun("lab '" .. dir .. "/lab.lua'")
@@ -327,11 +329,7 @@ end)
 
 describe("wmrun lab --plot", function()
   local dir
-  before_each(function()
-    dir = tmpdir()
-    write(dir .. "/events.csv", EVENTS)
-  end)
-  after_each(function() rmdir(dir) end)
+  with_events(function(d) dir = d end)
 
   it("writes one self-contained page: both charts, the table, the Pareto front marked", function()
     local lab = lab_on(dir .. "/events.csv")
@@ -375,11 +373,7 @@ end)
 
 describe("read_lines with arrival times (a job on the recorded clock)", function()
   local dir
-  before_each(function()
-    dir = tmpdir()
-    write(dir .. "/events.csv", EVENTS)
-  end)
-  after_each(function() rmdir(dir) end)
+  with_events(function(d) dir = d end)
 
   local function job(source_opts, body)
     write(dir .. "/job.lua", string.format([[
