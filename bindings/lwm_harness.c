@@ -490,10 +490,12 @@ typedef struct replay_data {
   size_t *off;      /* line i starts at text + off[i] (arrival order) */
   uint32_t *len;
   uint32_t *lineno; /* line number in the file (for messages) */
+  char *path;       /* the file's name (for messages) */
   int64_t *ts, *arrival, *perfect;
 } replay_data;
 
 static void replay_data_clear(replay_data *D) {
+  free(D->path);
   free(D->text);
   free(D->off);
   free(D->len);
@@ -563,6 +565,7 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
                             const char *arrf, const int64_t *given, size_t ngiven, char *err,
                             size_t errlen) {
   size_t flen = 0;
+  D->path = strdup(path); /* NULL: messages say "?" */
   if (read_file(path, &D->text, &flen) != 0) {
     snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
     return -1;
@@ -1114,7 +1117,7 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
     wm_value v = wm_cstr(D->text + D->off[i], D->len[i]);
     rc = wm_op_input_record(H->input, 0, &v, ts);
     if (rc != WM_OK) {
-      wm_ctx_error_context(ctx, "\n  while replaying line %u", D->lineno[i]);
+      wm_ctx_error_context(ctx, "\n  while replaying %s:%u", D->path ? D->path : "?", D->lineno[i]);
       break;
     }
     if (late || R->cur_dropped) {

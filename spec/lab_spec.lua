@@ -256,6 +256,18 @@ describe("wm.lab errors", function()
     assert.matches("strategies['x'] is not a strategy", err, 1, true)
   end)
 
+  it("a failing generator stops the lab naming the candidate and the line being replayed", function()
+    local p = dir .. "/ev.csv"
+    write(p, EVENTS)
+    local s = spec(p, {strategies = {broken = wm.watermarks.for_generator(function()
+      return {on_event = function(_, _, ts) if ts > 1000 then error("boom at " .. ts) end end}
+    end)}})
+    local ok, err = pcall(function() wm.lab(s):run() end)
+    assert.is_false(ok)
+    assert.matches("wm.lab: candidate 'broken': .*boom at 1200", err)
+    assert.matches("while replaying " .. p .. ":4", err, 1, true)
+  end)
+
   it("says when the file cannot be read", function()
     local ok, err = pcall(function() wm.lab(spec(dir .. "/missing.csv")):run() end)
     assert.is_false(ok)
