@@ -181,7 +181,7 @@ function Env:execute(name)
   if self.executed then error("execute: this environment has already run", 2) end
   self.executed = true
   for _, n in ipairs(self.nodes) do -- read_lines{arrival = ...}: the recorded arrival times' clock
-    if n.arrival ~= nil then return require("wm.lab.replay").execute(self) end
+    if n.arrival ~= nil then return require("wm.lab.replay").execute(self, name) end
   end
   return core.execute(self, name or "wmrun job")
 end

@@ -41,7 +41,8 @@ end
 --   growth besides inotify, a duration, default "1s"), `chunk` (read size in bytes, default
 --   256 KiB, at most 64 MiB), `arrival` (a recorded file: the parse_csv column, or a
 --   function(line, n), giving each line's arrival time in ms; the job then runs on a clock
---   that jumps to each arrival, docs/lab.md), `speed` ("max")
+--   that jumps to each arrival, docs/lab.md), `speed` ("max", the default: that virtual
+--   clock; a number x: the real clock, x times the recorded pace)
 -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
 function Env:read_lines(path, opts)
   if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end

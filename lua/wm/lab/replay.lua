@@ -1,7 +1,8 @@
 --- Arrival replay for ordinary jobs: `env:read_lines(path, {arrival = field_or_fn})`
 -- (docs/lab.md, "Arrival replay in a job").
 --
--- With `speed = "max"` (the default) the job runs on a virtual processing-time clock that
+-- With `speed = x` the lines are paced on the real clock (libuv's), x times faster than
+-- recorded. With `speed = "max"` (the default) the job runs on a virtual processing-time clock that
 -- jumps to each line's arrival time: periodic watermarks, idleness and processing-time
 -- timers and windows happen when they would have live, a periodic emission due at or before
 -- a line's arrival comes before it, and the run is deterministic. The job is built into the
@@ -43,9 +44,70 @@ local function arrivals_of(src, fn)
   return list
 end
 
---- Runs env (whose read_lines source has an `arrival`) on the virtual clock.
+-- The source at `speed` times the recorded pace on the real clock: a Lua source (env:source)
+-- that emits the lines of each arrival time together, then waits for the next one.
+local function realtime(src, data, speed)
+  local i, n = 1, data:count()
+  src.kind, src.ctx, src.open, src.close = "source", {}, nil, nil
+  src.poll = function(ctx)
+    if i > n then return false end
+    local line, _, a = data:get(i)
+    while true do
+      ctx:emit(line)
+      i = i + 1
+      if i > n then return false end
+      local next_line, _, b = data:get(i)
+      if b ~= a then
+        local wait = math.floor((b - a) / speed + 0.5)
+        return wait > 0 and wait or true
+      end
+      line = next_line
+    end
+  end
+end
+
+-- The recorded lines of src, in arrival order (the parse_csv reading them, when arrival names
+-- one of its columns, no longer skips a header: the loader has).
+local function load(env, src)
+  local parse
+  for _, n in ipairs(env.nodes) do
+    if n.kind == "parse_csv" and n.inputs[1] == src then parse = parse or n end
+  end
+  if type(src.arrival) == "string" then
+    if not parse then fail(src, "arrival = '" .. src.arrival .. "' names a column: parse the lines with parse_csv") end
+    local col
+    for _, c in ipairs(parse.fields) do if c.name == src.arrival then col = c end end
+    if not col or col.type ~= "integer" then
+      fail(src, string.format("arrival = '%s' must be a column of the parse_csv declared '%s:integer' (ms)",
+        src.arrival, src.arrival))
+    end
+    local ok, d = pcall(core.replay_data, src.path, parse, nil, src.arrival)
+    if not ok then fail(src, tostring(d)) end
+    parse.header = false
+    return d
+  end
+  local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, src.arrival))
+  if not ok then fail(src, tostring(d)) end
+  return d
+end
+
+--- Runs env, whose read_lines source has an `arrival`: on the virtual clock (speed "max"),
+-- or paced on the real clock (speed = x: x times the recorded pace).
 -- @param env the environment
-function M.execute(env)
+-- @tparam[opt] string name the job's name (the real clock's run)
+function M.execute(env, name)
+  local paced, virtual = {}, nil
+  for _, n in ipairs(env.nodes) do
+    if n.kind == "read_lines" and n.arrival ~= nil then
+      if n.follow then fail(n, "follow = true reads forever: a replay needs a recorded file") end
+      if type(n.speed) == "number" then paced[#paced + 1] = n else virtual = n end
+    end
+  end
+  if #paced > 0 then
+    if virtual then fail(virtual, "speed = 'max' (the virtual clock) and a paced replay cannot share a job") end
+    for _, n in ipairs(paced) do realtime(n, load(env, n), n.speed) end
+    return core.execute(env, name or "wmrun job")
+  end
   local src
   for _, n in ipairs(env.nodes) do
     if #n.inputs == 0 then
@@ -66,31 +128,7 @@ function M.execute(env)
     fail(src, "a replay runs one instance of each operator on one thread (parallelism 1)")
   end
   if src.follow then fail(src, "follow = true reads forever: a replay needs a recorded file") end
-  if src.speed ~= nil and src.speed ~= "max" then
-    fail(src, "speed = " .. tostring(src.speed) .. ": only speed = 'max' (the virtual clock) is available")
-  end
-  local parse
-  for _, n in ipairs(env.nodes) do
-    if n.kind == "parse_csv" and n.inputs[1] == src then parse = parse or n end
-  end
-  local data
-  if type(src.arrival) == "string" then
-    if not parse then fail(src, "arrival = '" .. src.arrival .. "' names a column: parse the lines with parse_csv") end
-    local col
-    for _, c in ipairs(parse.fields) do if c.name == src.arrival then col = c end end
-    if not col or col.type ~= "integer" then
-      fail(src, string.format("arrival = '%s' must be a column of the parse_csv declared '%s:integer' (ms)",
-        src.arrival, src.arrival))
-    end
-    local ok, d = pcall(core.replay_data, src.path, parse, nil, src.arrival)
-    if not ok then fail(src, tostring(d)) end
-    data = d
-    parse.header = false -- the loader has skipped it
-  else
-    local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, src.arrival))
-    if not ok then fail(src, tostring(d)) end
-    data = d
-  end
+  local data = load(env, src)
   -- the source becomes the harness's input: the lines are pushed into it
   src.kind, src.channels = "harness_input", 1
   local overrides = package.loaded.wm and package.loaded.wm._overrides or {}
