@@ -442,17 +442,18 @@ lines:parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
       '{"count":2,"key":"all","start":2000,"stop":3000}\n', out)
   end)
 
-  -- speed = x paces the lines on the real clock: what comes out depends on when the periodic
-  -- emissions happen, so this one has none (an interval of an hour): every window fires at
-  -- the end, with every record (ts 700 too), in the order of creation; the lines come in
-  -- arrival order (the file here is reversed)
+  -- speed = x paces the lines on the real clock: what comes out depends on when periodic
+  -- emissions happen, so this job has a watermark after every record (interval 0), which
+  -- does not depend on the clock. In arrival order (the file here is reversed): ts 1200
+  -- brings W = 1199, which fires a [0,1000) with 3 records; ts 700 then comes too late
+  -- (dropped); ts 2100 fires b and a [1000,2000); the end fires [2000,3000).
   it("speed = x replays in arrival order on the real clock", function()
     local lines = {}
     for l in EVENTS:gmatch("[^\n]+") do table.insert(lines, 1, l) end
     write(dir .. "/events.csv", table.concat(lines, "\n") .. "\n")
     write(dir .. "/job.lua", string.format([[
 local wm = require("wm")
-local env = wm.env{watermark_interval = "1h"}
+local env = wm.env{watermark_interval = 0}
 local seen = {}
 env:read_lines(%q, {arrival = "arrival", speed = 1000})
   :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
@@ -466,7 +467,7 @@ print(table.concat(seen, " "))
     local out, err, code = h.wmrun("'" .. dir .. "/job.lua'")
     assert.are.equal("", err)
     assert.are.equal(0, code)
-    assert.are.equal('{"count":4,"key":"a","start":0,"stop":1000}\n' ..
+    assert.are.equal('{"count":3,"key":"a","start":0,"stop":1000}\n' ..
       '{"count":1,"key":"b","start":1000,"stop":2000}\n{"count":1,"key":"a","start":1000,"stop":2000}\n' ..
       '{"count":1,"key":"b","start":2000,"stop":3000}\n{"count":1,"key":"a","start":2000,"stop":3000}\n' ..
       "100 950 1000 1250 1600 1700 2200 2600\n", out)
