@@ -2,6 +2,7 @@
  * and the parts of them that call Lua: the JSON decoder (lua-cjson), Lua formatters for
  * write_lines, env:generate and custom Lua sources (env:source). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,7 +226,7 @@ int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, co
                           .chunk = (size_t)lwm_get_int(L, node, "chunk", 0),
                           .follow = follow,
                           .poll_ms = (int64_t)lwm_get_int(L, node, "poll", 0)};
-    *op = wm_lines_new(B->exec, name, &lc);
+    *op = wm_lines_new(wm_exec_host(B->exec), name, &lc);
     return 1;
   }
   if (strcmp(kind, "parse_csv") == 0) {
@@ -287,7 +288,9 @@ typedef struct luasrc {
   lwm_opinfo oi;   /* generate: fn = fn(i); source: fn = open, fn2 = poll, fn3 = close,
                       fn4 = the ctx table */
   int custom;      /* env:source */
-  wm_exec *exec;
+  wm_io_host *host;
+  wm_pos pos;      /* the record being emitted: "record n of generate (job.lua:5)" */
+  char origin[200];
   lua_Integer next, count; /* generate: the next index; count 0 = until fn returns nil */
   double rate;     /* generate: records per second; 0 = as fast as possible */
   uint64_t t0;     /* generate: loop time of the first record (ms) */
@@ -327,7 +330,7 @@ static int luasrc_call_close(luasrc *s) {
 static void luasrc_fail(luasrc *s) {
   s->stopped = s->finished = 1;
   luasrc_close(s);
-  wm_exec_fail(s->exec);
+  wm_io_fail(s->host);
 }
 
 static void luasrc_end(luasrc *s) {
@@ -335,10 +338,10 @@ static void luasrc_end(luasrc *s) {
   s->stopped = s->finished = 1;
   luasrc_close(s);
   if (luasrc_call_close(s) != WM_OK) {
-    wm_exec_fail(s->exec);
+    wm_io_fail(s->host);
     return;
   }
-  wm_exec_source_done(s->exec, s->oi.op);
+  wm_io_source_done(s->host, s->oi.op);
 }
 
 static void on_luasrc_idle(uv_idle_t *h);
@@ -370,7 +373,7 @@ static int64_t generate_step(luasrc *s) {
   lua_State *L = B->L;
   lua_Integer n = 512;
   if (s->rate > 0) {
-    uint64_t now = uv_now(wm_exec_loop(s->exec));
+    uint64_t now = uv_now(s->host->loop);
     if (s->next == 1) s->t0 = now;
     /* record i is due at t0 + (i - 1) / rate: a steady rate, whatever the timer's jitter */
     lua_Integer due = (lua_Integer)((double)(now - s->t0) * s->rate / 1000.0) + 1;
@@ -397,20 +400,16 @@ static int64_t generate_step(luasrc *s) {
       wm_ctx_error(&B->ctx, "out of memory");
       return -2;
     }
-    s->next++;
-    int rc = wm_op_emit(s->oi.op, 0, &v, WM_TIME_MIN);
+    s->pos.line = (uint64_t)s->next++;
+    int rc = wm_source_emit(s->oi.op, &s->pos, &v, WM_TIME_MIN);
     wm_value_release(&B->ctx.host, &v);
     lua_pop(L, 1);
-    if (rc != WM_OK) {
-      wm_ctx_error_append(&B->ctx, "\n  while generating record %lld (%s)", (long long)s->next - 1,
-                          s->oi.where);
-      return -2;
-    }
+    if (rc != WM_OK) return -2;
   }
   if (s->count > 0 && s->next > s->count) return -1;
   if (s->rate > 0) {
     double at = (double)(s->next - 1) * 1000.0 / s->rate;
-    int64_t wait = (int64_t)at - (int64_t)(uv_now(wm_exec_loop(s->exec)) - s->t0);
+    int64_t wait = (int64_t)at - (int64_t)(uv_now(s->host->loop) - s->t0);
     return wait > 0 ? wait : 0;
   }
   return 0;
@@ -437,7 +436,7 @@ static int64_t source_step(luasrc *s) {
 static void luasrc_run(luasrc *s) {
   if (s->stopped) return;
   int64_t r = s->custom ? source_step(s) : generate_step(s);
-  wm_exec_batch_done(s->exec);
+  wm_io_batch_done(s->host);
   if (r == -2) luasrc_fail(s);
   else if (s->finished) return;
   else if (r == -1 || s->stopped) luasrc_end(s);
@@ -451,10 +450,10 @@ static void on_luasrc_timer(uv_timer_t *h) {
   luasrc_run(s);
 }
 
-static int luasrc_start(wm_op *op, wm_exec *exec) {
+static int luasrc_start(wm_op *op, wm_io_host *host) {
   luasrc *s = op->impl;
-  s->exec = exec;
-  uv_loop_t *loop = wm_exec_loop(exec);
+  s->host = host;
+  uv_loop_t *loop = host->loop;
   int rc = uv_idle_init(loop, &s->idle);
   if (rc == 0) {
     s->idle_open = 1;
@@ -483,9 +482,9 @@ static int luasrc_start(wm_op *op, wm_exec *exec) {
   return s->finished ? WM_ERR : WM_OK;
 }
 
-static void luasrc_stop(wm_op *op, wm_exec *exec, int finish) {
+static void luasrc_stop(wm_op *op, wm_io_host *host, int finish) {
   luasrc *s = op->impl;
-  (void)exec;
+  (void)host;
   if (s->stopped) return;
   if (!finish) {
     s->stopped = s->finished = 1;
@@ -495,9 +494,9 @@ static void luasrc_stop(wm_op *op, wm_exec *exec, int finish) {
   luasrc_end(s);
 }
 
-static void luasrc_pause(wm_op *op, wm_exec *exec, int paused) {
+static void luasrc_pause(wm_op *op, wm_io_host *host, int paused) {
   luasrc *s = op->impl;
-  (void)exec;
+  (void)host;
   s->paused = paused;
   if (paused) {
     if (s->idle_on || s->timer_on) s->waiting = 1;
@@ -541,7 +540,8 @@ static int l_ctx_emit(lua_State *L) {
     return luaL_error(L, "out of memory");
   }
   if (rc == WM_OK) {
-    rc = wm_op_emit(s->oi.op, 0, &v, ts);
+    s->pos.line++;
+    rc = wm_source_emit(s->oi.op, &s->pos, &v, ts);
     wm_value_release(&B->ctx.host, &v);
   }
   lwm_leave(B, &fr);
@@ -596,7 +596,10 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
   s->custom = custom;
   s->next = 1;
   s->last_wm = WM_TIME_MIN;
-  s->exec = B->exec;
+  s->host = wm_exec_host(B->exec);
+  snprintf(s->origin, sizeof s->origin, "%s (%s)", custom ? "source" : "generate", where);
+  s->pos.origin = s->origin;
+  s->pos.unit = "record";
   if (custom) {
     s->oi.fn = lwm_get_fn(B, node, "open");
     s->oi.fn2 = lwm_get_fn(B, node, "poll");
@@ -642,8 +645,8 @@ static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *
                         .chunk = (size_t)lwm_get_int(L, node, "chunk", 0),
                         .max_clients = (int)lwm_get_int(L, node, "max_clients", 0),
                         .quiet = quiet};
-    *op = kind[0] == 's' ? wm_socket_lines_new(B->exec, name, &tc)
-                         : wm_listen_lines_new(B->exec, name, &tc);
+    *op = kind[0] == 's' ? wm_socket_lines_new(wm_exec_host(B->exec), name, &tc)
+                         : wm_listen_lines_new(wm_exec_host(B->exec), name, &tc);
     return 1;
   }
   if (strcmp(kind, "generate") == 0 || strcmp(kind, "source") == 0) {
@@ -661,8 +664,8 @@ static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *
       *op = NULL;
       return 1;
     }
-    *op = kind[6] == 'l' ? wm_write_lines_new(B->exec, name, &wc)
-                         : wm_write_socket_new(B->exec, name, &wc);
+    *op = kind[6] == 'l' ? wm_write_lines_new(wm_exec_host(B->exec), name, &wc)
+                         : wm_write_socket_new(wm_exec_host(B->exec), name, &wc);
     return 1;
   }
   return 0;

@@ -205,7 +205,9 @@ typedef struct elements {
   lua_Integer next, count;
   uv_idle_t idle;
   int idle_open, stopped;
-  wm_exec *exec;
+  wm_io_host *host;
+  wm_pos pos;       /* "element n of from_elements (job.lua:3)" */
+  char origin[200];
 } elements;
 
 static const wm_op_vt elements_vt = {.kind = "from_elements", .record = wm_source_record, .free = lwm_op_free_info};
@@ -233,34 +235,33 @@ static void on_elements_idle(uv_idle_t *h) {
       lua_settop(L, list - 1);
       wm_ctx_error(&B->ctx, "out of memory");
       elements_close(e);
-      wm_exec_fail(e->exec);
+      wm_io_fail(e->host);
       return;
     }
-    int rc = wm_op_emit(e->oi.op, 0, &v, WM_TIME_MIN);
+    e->pos.line = (uint64_t)e->next;
+    int rc = wm_source_emit(e->oi.op, &e->pos, &v, WM_TIME_MIN);
     wm_value_release(&B->ctx.host, &v);
     lua_pop(L, 1);
     if (rc != WM_OK) {
       lua_settop(L, list - 1);
-      wm_ctx_error_context(&B->ctx, "\n  while reading element %lld of from_elements (%s)",
-                          (long long)e->next, e->oi.where);
       elements_close(e);
       e->stopped = 1;
-      wm_exec_fail(e->exec);
+      wm_io_fail(e->host);
       return;
     }
   }
   lua_settop(L, list - 1);
-  wm_exec_batch_done(e->exec);
+  wm_io_batch_done(e->host);
   if (e->next > e->count || e->stopped) {
     elements_close(e);
-    if (!e->stopped || e->next > e->count) wm_exec_source_done(e->exec, e->oi.op);
+    if (!e->stopped || e->next > e->count) wm_io_source_done(e->host, e->oi.op);
   }
 }
 
-static int elements_start(wm_op *op, wm_exec *exec) {
+static int elements_start(wm_op *op, wm_io_host *host) {
   elements *e = op->impl;
-  e->exec = exec;
-  int rc = uv_idle_init(wm_exec_loop(exec), &e->idle);
+  e->host = host;
+  int rc = uv_idle_init(host->loop, &e->idle);
   if (rc == 0) {
     e->idle_open = 1;
     e->idle.data = e;
@@ -273,12 +274,12 @@ static int elements_start(wm_op *op, wm_exec *exec) {
   return WM_OK;
 }
 
-static void elements_stop(wm_op *op, wm_exec *exec, int finish) {
+static void elements_stop(wm_op *op, wm_io_host *host, int finish) {
   elements *e = op->impl;
   if (e->stopped) return;
   e->stopped = 1;
   elements_close(e);
-  if (finish) wm_exec_source_done(exec, op);
+  if (finish) wm_io_source_done(host, op);
 }
 
 static const wm_source_vt elements_src = {.start = elements_start, .stop = elements_stop};
@@ -293,6 +294,9 @@ wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Int
   memset((char *)e + sizeof e->oi, 0, sizeof *e - sizeof e->oi);
   e->next = 1;
   e->count = count;
+  snprintf(e->origin, sizeof e->origin, "from_elements (%s)", e->oi.where);
+  e->pos.origin = e->origin;
+  e->pos.unit = "element";
   return lwm_source_new(B, &elements_vt, &e->oi, name, &elements_src);
 }
 

@@ -17,6 +17,7 @@ typedef struct srcent {
 } srcent;
 
 struct wm_exec {
+  wm_io_host host; /* what sources and sinks see of the executor */
   wm_ctx *ctx;
   wm_exec_config cfg;
   uv_loop_t loop;
@@ -42,6 +43,15 @@ struct wm_exec {
 
 static int pt_register(void *ud, wm_op *op, int64_t t);
 
+/* The host entries are the executor's own functions (e->host is the first member). */
+static int host_add_source(wm_io_host *h, wm_op *op, const wm_source_vt *vt) {
+  return wm_exec_add_source((wm_exec *)h, op, vt);
+}
+static void host_source_done(wm_io_host *h, wm_op *src) { wm_exec_source_done((wm_exec *)h, src); }
+static void host_fail(wm_io_host *h) { wm_exec_fail((wm_exec *)h); }
+static void host_batch_done(wm_io_host *h) { wm_exec_batch_done((wm_exec *)h); }
+static void host_pressure(wm_io_host *h, int64_t delta) { wm_exec_pressure((wm_exec *)h, delta); }
+
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   wm_exec *e = calloc(1, sizeof *e);
   if (!e) {
@@ -58,6 +68,9 @@ wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   }
   e->loop_ok = 1;
   e->loop.data = e;
+  e->host = (wm_io_host){.loop = &e->loop, .ctx = ctx, .add_source = host_add_source,
+                         .source_done = host_source_done, .fail = host_fail,
+                         .batch_done = host_batch_done, .pressure = host_pressure};
   if (!e->cfg.pressure_high) e->cfg.pressure_high = (size_t)1 << 20;
   if (!e->cfg.pressure_low) e->cfg.pressure_low = e->cfg.pressure_high / 4;
   ctx->pt_register = pt_register;
@@ -89,12 +102,7 @@ wm_ctx *wm_exec_ctx(wm_exec *e) { return e->ctx; }
 int wm_exec_stopping(const wm_exec *e) { return e->failed || e->draining || e->aborted; }
 int wm_exec_pending_sources(const wm_exec *e) { return e->nsrc - e->ndone; }
 
-int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
-  (void)rec;
-  (void)ts;
-  return wm_ctx_error(op->ctx, "operator '%s' is a source: it has no inputs", op->name);
-}
+wm_io_host *wm_exec_host(wm_exec *e) { return &e->host; }
 
 int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   srcent *n = realloc(e->srcs, (size_t)(e->nsrc + 1) * sizeof *n);
@@ -179,7 +187,7 @@ void wm_exec_fail(wm_exec *e) {
     if (!e->srcs[i].done) {
       e->srcs[i].done = 1;
       e->ndone++;
-      e->srcs[i].vt->stop(e->srcs[i].op, e, 0);
+      e->srcs[i].vt->stop(e->srcs[i].op, &e->host, 0);
     }
   close_services(e);
   uv_stop(&e->loop);
@@ -212,7 +220,7 @@ void wm_exec_drain(wm_exec *e) {
   if (e->draining || e->failed) return;
   e->draining = 1;
   for (int i = 0; i < e->nsrc; i++)
-    if (!e->srcs[i].done) e->srcs[i].vt->stop(e->srcs[i].op, e, 1);
+    if (!e->srcs[i].done) e->srcs[i].vt->stop(e->srcs[i].op, &e->host, 1);
 }
 
 void wm_exec_batch_done(wm_exec *e) {
@@ -242,7 +250,7 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
   if (want == e->paused) return;
   e->paused = want;
   for (int i = 0; i < e->nsrc; i++)
-    if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, e, want);
+    if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
 }
 
 int wm_exec_paused(const wm_exec *e) { return e->paused; }
@@ -259,7 +267,7 @@ static void on_signal(uv_signal_t *s, int signum) {
   for (int i = 0; i < e->nsrc; i++)
     if (!e->srcs[i].done) {
       e->srcs[i].done = 1;
-      e->srcs[i].vt->stop(e->srcs[i].op, e, 0);
+      e->srcs[i].vt->stop(e->srcs[i].op, &e->host, 0);
     }
   close_services(e);
   uv_stop(&e->loop);
@@ -313,7 +321,7 @@ int wm_exec_run(wm_exec *e) {
     e->sig_open = 1;
   }
   for (int i = 0; i < e->nsrc && !e->failed; i++) {
-    if (e->srcs[i].vt->start(e->srcs[i].op, e) != WM_OK) wm_exec_fail(e);
+    if (e->srcs[i].vt->start(e->srcs[i].op, &e->host) != WM_OK) wm_exec_fail(e);
   }
   if (e->nsrc == 0) close_services(e);
   uv_run(&e->loop, UV_RUN_DEFAULT);

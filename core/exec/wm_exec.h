@@ -1,10 +1,11 @@
 /* The executor: one libuv loop that drives the sources, the periodic watermark timer,
  * idleness checks and signals for one wm_ctx.
  *
- * A source is an operator with no inputs plus a driver (wm_source_vt). It pushes records
- * into its chain with wm_op_emit and, when its input ends, calls wm_exec_source_done,
- * which emits the end-of-input watermark (WM_TIME_MAX) down its chain. The run ends when
- * every source is done and every handle is closed.
+ * A source is an operator with no inputs plus a driver (io/wm_source.h). The executor
+ * implements the sources' host (wm_io_host): it starts them, pushes their end-of-input
+ * watermark (WM_TIME_MAX) down their chain when they are done, stops them on a drain or a
+ * failure and pauses them under backpressure. The run ends when every source is done and
+ * every handle is closed.
  */
 #ifndef WM_EXEC_H
 #define WM_EXEC_H
@@ -13,18 +14,10 @@
 #include <uv.h>
 
 #include "graph/wm_graph.h"
+#include "io/wm_io.h" /* the sources and sinks it drives (wm_source.h among them) */
 
 typedef struct wm_exec wm_exec;
 
-typedef struct wm_source_vt {
-  /* Starts producing: registers handles on wm_exec_loop(exec). WM_OK or WM_ERR. */
-  int (*start)(wm_op *src, wm_exec *exec);
-  /* Stops producing (a drain or a failure): the source closes its handles and, when
-   * `finish` is set, then calls wm_exec_source_done. May be called more than once. */
-  void (*stop)(wm_op *src, wm_exec *exec, int finish);
-  /* Backpressure: stop reading (paused = 1) or read again (0). NULL = cannot pause. */
-  void (*pause)(wm_op *src, wm_exec *exec, int paused);
-} wm_source_vt;
 
 typedef struct wm_exec_config {
   int64_t watermark_interval; /* ms; 0 = assigners emit after every record */
@@ -42,9 +35,9 @@ void wm_exec_free(wm_exec *exec);
 uv_loop_t *wm_exec_loop(wm_exec *exec);
 wm_ctx *wm_exec_ctx(wm_exec *exec);
 
-/* The `record` entry of a source operator's vtable: a source has no inputs, so a record
- * reaching it is a wiring error. */
-int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
+/* The host that sources and asynchronous sinks of this executor run on (borrowed, valid
+ * until wm_exec_free). */
+wm_io_host *wm_exec_host(wm_exec *exec);
 
 /* Registers a source driver for op (op has no inputs). 0 or -1. */
 int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
@@ -75,6 +68,4 @@ int wm_exec_pending_sources(const wm_exec *exec);
 void wm_exec_pressure(wm_exec *exec, int64_t delta);
 /* Whether the sources are paused by backpressure. */
 int wm_exec_paused(const wm_exec *exec);
-#include "io/wm_io.h"
-
 #endif

@@ -11,7 +11,9 @@
 #define BATCH_BYTES (32 * 1024) /* hand a batch over once it holds this much */
 #define WAKE_BATCHES 64          /* batches drained per queue per wake-up (fairness) */
 
-enum { MSG_RECORD = 1, MSG_WATERMARK, MSG_IDLE, MSG_ACTIVE };
+/* MSG_ORIGIN: the origin and unit of the positions that follow (sent when they change);
+ * MSG_RECORD_POS: a record with its position (line, offset) in that origin. */
+enum { MSG_RECORD = 1, MSG_WATERMARK, MSG_IDLE, MSG_ACTIVE, MSG_ORIGIN, MSG_RECORD_POS };
 
 /* What other threads may touch of a thread: its wake-up handle, guarded by mu so that
  * nobody sends to it once it is closed. The handles live here, in the job, so that they
@@ -52,7 +54,17 @@ typedef struct outq {
   uint64_t pushed;     /* bytes handed over (compare with the queue's popped_bytes) */
   wm_encoder enc;
   batch *spare;        /* a returned batch whose buffer cur now uses */
+  const char *origin;  /* the origin and unit last sent (MSG_ORIGIN) */
+  const char *unit;
+  int origin_sent;
 } outq;
+
+/* Positions received from one thread: the records' positions are published in ctx->pos
+ * while they run here, as on the thread that read them. */
+typedef struct inpos {
+  wm_buf origin, unit;
+  wm_pos pos;
+} inpos;
 
 struct wm_mt_local {
   wm_mt_job *job;
@@ -62,6 +74,7 @@ struct wm_mt_local {
   wm_codec_host ch;
   outq *out;          /* per destination thread */
   wm_decoder *dec;    /* per source thread */
+  inpos *inp;         /* per source thread */
   wm_op **targets;    /* by gid; NULL when not on this thread */
   uint32_t ntargets;
   int nremote, ended; /* remote input channels, and how many have ended */
@@ -289,8 +302,27 @@ static int send_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (!o->cur.data && wm_buf_reserve(&o->cur, BATCH_BYTES + BATCH_BYTES / 4) != 0)
     return wm_ctx_error(op->ctx, "out of memory sending records to thread %d", s->to + 1);
   size_t mark = o->cur.len;
-  put_header(&o->cur, MSG_RECORD, s);
+  const wm_pos *pos = op->ctx->pos;
+  if (pos && (!o->origin_sent || pos->origin != o->origin || pos->unit != o->unit)) {
+    /* the receiver keeps it for the records that follow (in this and later batches) */
+    wm_buf_addc(&o->cur, (char)MSG_ORIGIN);
+    const char *u = pos->unit ? pos->unit : "";
+    size_t on = pos->origin ? strlen(pos->origin) : 0, un = strlen(u);
+    wm_codec_put_uvar(&o->cur, on);
+    wm_buf_add(&o->cur, pos->origin ? pos->origin : "", on);
+    wm_codec_put_uvar(&o->cur, un);
+    wm_buf_add(&o->cur, u, un);
+    o->origin = pos->origin;
+    o->unit = pos->unit;
+    o->origin_sent = 1;
+    mark = o->cur.len;
+  }
+  put_header(&o->cur, pos ? MSG_RECORD_POS : MSG_RECORD, s);
   wm_codec_put_ivar(&o->cur, ts);
+  if (pos) {
+    wm_codec_put_uvar(&o->cur, pos->line);
+    wm_codec_put_uvar(&o->cur, pos->offset);
+  }
   char err[512];
   if (wm_encode_value(&o->enc, &s->l->ch, &o->cur, rec, err, sizeof err) != 0) {
     o->cur.len = mark;
@@ -361,9 +393,27 @@ static int corrupt(wm_mt_local *l, int from) {
 static int dispatch(wm_mt_local *l, int from, const batch *b) {
   const uint8_t *p = (const uint8_t *)b->data, *end = p + b->len;
   char err[512];
+  inpos *ip = &l->inp[from];
   while (p < end) {
     int kind = *p++;
     uint64_t gid, chan;
+    if (kind == MSG_ORIGIN) {
+      uint64_t on, un;
+      if (wm_codec_get_uvar(&p, end, &on) != 0 || on > (uint64_t)(end - p)) return corrupt(l, from);
+      wm_buf_clear(&ip->origin);
+      wm_buf_add(&ip->origin, (const char *)p, (size_t)on);
+      p += on;
+      if (wm_codec_get_uvar(&p, end, &un) != 0 || un > (uint64_t)(end - p)) return corrupt(l, from);
+      wm_buf_clear(&ip->unit);
+      wm_buf_add(&ip->unit, (const char *)p, (size_t)un);
+      p += un;
+      if (ip->origin.oom || ip->unit.oom || wm_buf_reserve(&ip->origin, 1) != 0 ||
+          wm_buf_reserve(&ip->unit, 1) != 0)
+        return wm_ctx_error(l->ctx, "out of memory");
+      ip->pos.origin = ip->origin.data ? ip->origin.data : "";
+      ip->pos.unit = un ? ip->unit.data : NULL;
+      continue;
+    }
     if (wm_codec_get_uvar(&p, end, &gid) != 0 || wm_codec_get_uvar(&p, end, &chan) != 0 ||
         gid >= l->ntargets || !l->targets[gid])
       return corrupt(l, from);
@@ -371,14 +421,22 @@ static int dispatch(wm_mt_local *l, int from, const batch *b) {
     int rc;
     int64_t t;
     switch (kind) {
-    case MSG_RECORD: {
+    case MSG_RECORD:
+    case MSG_RECORD_POS: {
       wm_value v;
       if (wm_codec_get_ivar(&p, end, &t) != 0) return corrupt(l, from);
+      if (kind == MSG_RECORD_POS && (wm_codec_get_uvar(&p, end, &ip->pos.line) != 0 ||
+                                     wm_codec_get_uvar(&p, end, &ip->pos.offset) != 0))
+        return corrupt(l, from);
       if (wm_decode_value(&l->dec[from], &l->ctx->host, &l->ch, &p, end, &v, err, sizeof err) != 0)
         return wm_ctx_error(l->ctx, "thread %d: a record from thread %d: %s", l->self + 1, from + 1,
                             err);
       l->recv->m.records_out++;
+      const wm_pos *outer = l->ctx->pos;
+      l->ctx->pos = kind == MSG_RECORD_POS ? &ip->pos : NULL;
       rc = wm_op_input_record(op, (int)chan, &v, t);
+      l->ctx->pos = outer;
+      if (rc == WM_ERR && kind == MSG_RECORD_POS) wm_pos_add_context(l->ctx, &ip->pos);
       wm_value_release(&l->ctx->host, &v);
       break;
     }
@@ -480,8 +538,8 @@ static void on_prepare(uv_prepare_t *h) {
   check_done(l);
 }
 
-static int recv_start(wm_op *src, wm_exec *exec) {
-  (void)exec;
+static int recv_start(wm_op *src, wm_io_host *host) {
+  (void)host;
   wm_mt_local *l = src->impl;
   mt_worker *w = &l->job->w[l->self];
   l->started = 1;
@@ -491,8 +549,8 @@ static int recv_start(wm_op *src, wm_exec *exec) {
   return WM_OK;
 }
 
-static void recv_stop(wm_op *src, wm_exec *exec, int finish) {
-  (void)exec;
+static void recv_stop(wm_op *src, wm_io_host *host, int finish) {
+  (void)host;
   wm_mt_local *l = src->impl;
   if (finish) return; /* a drain: the remote inputs end when their sources do */
   if (!l->stopping) {
@@ -517,11 +575,13 @@ wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_c
   if (l) {
     l->out = calloc((size_t)j->n, sizeof *l->out);
     l->dec = calloc((size_t)j->n, sizeof *l->dec);
+    l->inp = calloc((size_t)j->n, sizeof *l->inp);
   }
-  if (!l || !l->out || !l->dec) {
+  if (!l || !l->out || !l->dec || !l->inp) {
     if (l) {
       free(l->out);
       free(l->dec);
+      free(l->inp);
     }
     free(l);
     wm_ctx_error(ctx, "out of memory");
@@ -536,6 +596,8 @@ wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_c
     wm_buf_init(&l->out[t].cur);
     wm_encoder_init(&l->out[t].enc);
     wm_decoder_init(&l->dec[t]);
+    wm_buf_init(&l->inp[t].origin);
+    wm_buf_init(&l->inp[t].unit);
   }
   char name[64];
   snprintf(name, sizeof name, "from other threads (thread %d)", thread + 1);
@@ -578,9 +640,12 @@ void wm_mt_local_free(wm_mt_local *l) {
     }
     wm_encoder_free(&o->enc);
     wm_decoder_free(&l->dec[t]);
+    wm_buf_free(&l->inp[t].origin);
+    wm_buf_free(&l->inp[t].unit);
   }
   free(l->out);
   free(l->dec);
+  free(l->inp);
   free(l->targets);
   free(l);
 }

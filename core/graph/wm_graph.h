@@ -32,6 +32,16 @@ typedef void (*wm_trace_fn)(void *ud, const wm_op *op, int chan, int64_t old_wm,
 typedef struct wm_obs wm_obs;
 typedef void (*wm_observe_fn)(void *ud, const wm_op *op, const wm_obs *ev);
 
+/* Where a record comes from: the position a source publishes in ctx->pos while it emits
+ * the record (io/wm_source.h). Parsers, side outputs and error messages read it. */
+typedef struct wm_pos {
+  const char *origin; /* "data.csv", "<stdin>", "127.0.0.1:9999 (client 2)", "from_elements (job.lua:3)" */
+  const char *unit;   /* NULL: a line of text ("data.csv:17"); else what is counted
+                         ("element" gives "element 3 of from_elements (job.lua:3)") */
+  uint64_t line;      /* 1-based number of the line (element, record) being emitted */
+  uint64_t offset;    /* byte offset of the line's start in its origin (0 when not bytes) */
+} wm_pos;
+
 /* Everything a job's core state hangs off; one per executor thread. */
 struct wm_ctx {
   wm_host host;
@@ -47,6 +57,8 @@ struct wm_ctx {
    * calls op->vt->processing_time(op, t) once ctx->now() >= t. NULL: not available. */
   int (*pt_register)(void *ud, wm_op *op, int64_t t);
   void *pt_ud;
+  const wm_pos *pos;         /* the position of the record a source is emitting; NULL when
+                                no source is emitting (timers, watermarks, tests) */
   wm_op **ops;               /* every operator, in creation order (owned) */
   size_t nops, capops;
 };

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
-#include "io/wm_io.h"
+#include "io/wm_source.h"
 #include "time/wm_time.h"
 
 /* ---- the parse operator -------------------------------------------------------------- */
@@ -16,8 +16,8 @@ typedef struct parser {
   char *what;
   int port;               /* the "parse_errors" port (WM_PARSE_SIDE) */
   wm_schema *err_schema;  /* {error, line, text} */
-  uint64_t seen;          /* lines seen: the line number when no line source is known */
-  int header_done;        /* without a line source: the first line was skipped */
+  uint64_t seen;          /* lines seen: the line number when no source publishes one */
+  int header_done;        /* without a source position: the first line was skipped */
 } parser;
 
 static void parser_free(wm_op *op) {
@@ -41,18 +41,19 @@ static void add_excerpt(wm_buf *b, const char *s, size_t n) {
 
 static int parse_error(wm_op *op, parser *p, const char *line, size_t n, const char *msg) {
   wm_ctx *ctx = op->ctx;
-  const char *origin = NULL;
-  uint64_t lineno = p->seen;
-  wm_io_current_line(ctx, &origin, &lineno);
+  const wm_pos *pos = ctx->pos;
+  uint64_t lineno = pos ? pos->line : p->seen;
   op->m.parse_errors++;
   if (p->cfg.on_error == WM_PARSE_SKIP) return WM_OK;
   if (p->cfg.on_error == WM_PARSE_FAIL) {
-    if (origin)
-      wm_ctx_error(ctx, "%s:%llu: %s", origin, (unsigned long long)lineno, msg);
-    else
-      wm_ctx_error(ctx, "line %llu: %s", (unsigned long long)lineno, msg);
     wm_buf b;
     wm_buf_init(&b);
+    if (pos) wm_pos_format(&b, pos);
+    if (pos)
+      wm_ctx_error(ctx, "%s: %s", b.data ? b.data : "", msg);
+    else
+      wm_ctx_error(ctx, "line %llu: %s", (unsigned long long)lineno, msg);
+    wm_buf_clear(&b);
     add_excerpt(&b, line, n);
     wm_ctx_error_append(ctx, "\n  in %s '%s' on line \"%s\"", p->what, op->name,
                         b.data ? b.data : "");
@@ -97,10 +98,9 @@ static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   size_t n;
   const char *s = wm_value_str(rec, &n);
   if (p->cfg.header) {
-    const char *origin = NULL;
-    uint64_t lineno = 0;
-    if (wm_io_current_line(ctx, &origin, &lineno)) {
-      if (lineno == 1) return WM_OK;
+    /* the first record of each source (of each file a followed path rotates to) */
+    if (ctx->pos) {
+      if (ctx->pos->line == 1) return WM_OK;
     } else if (!p->header_done) {
       p->header_done = 1;
       return WM_OK;

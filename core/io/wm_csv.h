@@ -34,7 +34,9 @@ typedef struct wm_decoder {
 typedef struct wm_parse_config {
   wm_decoder dec;     /* owned by the operator from now on (even when creation fails) */
   int on_error;       /* WM_PARSE_* */
-  int header;         /* skip the first line of each line source */
+  int header;         /* skip the first record of each source (the one at line 1 of
+                         its position, wm_source.h; the first record at all when no
+                         source publishes a position) */
   const char *what;   /* "parse_csv" or "parse_json", for messages */
 } wm_parse_config;
 

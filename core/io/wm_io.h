@@ -1,15 +1,20 @@
 /* Real inputs and outputs on libuv: line sources (files, standard input, followed files,
  * TCP clients and servers) with line framing in C and reusable read buffers, and sinks
- * that write asynchronously (write_lines, write_socket) under backpressure.
+ * that write asynchronously (write_lines, write_socket) under backpressure. Every source
+ * implements the source interface (wm_source.h) and runs on a wm_io_host; one file per
+ * kind: wm_src_file.c, wm_src_stream.c (standard input, FIFOs, socket_lines),
+ * wm_src_listen.c, wm_sink_write.c, wm_print.c (wm_print.h). Each line is emitted with
+ * its position (origin, line number, byte offset of its start).
  *
  * Line sources emit each line as a borrowed string (WM_CSTR, without "\n" or "\r\n"),
  * valid only during the emit: complete lines are passed straight from the read buffer,
  * only a line split across two reads is copied (into a carry buffer). A line longer than
  * max_line is an error naming the line number. Bytes pass through as they are (invalid
- * UTF-8 included). A last line without "\n" still counts.
+ * UTF-8 included). A last line without "\n" still counts at the real end of the input;
+ * a drain (SIGINT) never emits a partial line.
  *
  * Asynchronous sinks report the bytes they have queued to the executor
- * (wm_exec_pressure); above the high mark every source stops reading until the queue
+ * (wm_io_pressure); above the high mark every source stops reading until the queue
  * drains, so memory stays bounded however fast the input is.
  */
 #ifndef WM_IO_H
@@ -20,26 +25,22 @@
 #include "base/wm_buf.h"
 #include "graph/wm_graph.h"
 
-typedef struct wm_exec wm_exec;
-
-/* The origin ("data.csv", "<stdin>", "127.0.0.1:9999") and the number of the line a line
- * source is emitting right now (parse errors name it). 1 when a line is being emitted,
- * else 0 (outputs untouched). */
-int wm_io_current_line(wm_ctx *ctx, const char **origin, uint64_t *line);
+#include "io/wm_source.h"
 
 /* ---- files and standard input ------------------------------------------------------ */
 
 typedef struct wm_lines_config {
   const char *path;      /* "-" = standard input */
   size_t max_line;       /* bytes; longer lines are an error (default 1 MiB) */
-  size_t chunk;          /* read size (default 256 KiB) */
-  int follow;            /* at the end of the file, wait for more (tail -f); never ends */
+  size_t chunk;          /* read size (default 256 KiB; at most WM_IO_MAX_CHUNK, 1 GiB) */
+  int follow;            /* at the end of the file, wait for more (tail -F: truncation,
+                            rewriting and rotation are followed, see wm_src_file.c); never ends */
   int64_t poll_ms;       /* follow: how often to look for growth besides inotify (1000) */
 } wm_lines_config;
 
 /* A source operator reading lines. Opening happens here, so a missing file is reported
  * before the job starts: "cannot open 'x.csv': No such file or directory". NULL on failure. */
-wm_op *wm_lines_new(wm_exec *exec, const char *name, const wm_lines_config *cfg);
+wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *cfg);
 
 /* ---- TCP ------------------------------------------------------------------------- */
 
@@ -55,11 +56,12 @@ typedef struct wm_tcp_config {
 
 /* A TCP client reading lines until the peer closes (Flink's socketTextStream). A name that
  * does not resolve fails here; a refused connection fails the job: "cannot connect to
- * 127.0.0.1:9999: connection refused". */
-wm_op *wm_socket_lines_new(wm_exec *exec, const char *name, const wm_tcp_config *cfg);
+ * 127.0.0.1:9999: connection refused"; so does a connection reset by the peer ("cannot
+ * read 127.0.0.1:9999: connection reset by peer"). */
+wm_op *wm_socket_lines_new(wm_io_host *host, const char *name, const wm_tcp_config *cfg);
 /* A TCP server: lines from every client that connects (each framed on its own). Binds and
  * listens here. */
-wm_op *wm_listen_lines_new(wm_exec *exec, const char *name, const wm_tcp_config *cfg);
+wm_op *wm_listen_lines_new(wm_io_host *host, const char *name, const wm_tcp_config *cfg);
 /* The port a listen_lines source is bound to. */
 int wm_listen_lines_port(const wm_op *op);
 
@@ -86,23 +88,11 @@ typedef struct wm_write_config {
 
 /* write_lines(path): one line per record, buffered, flushed at the end of input. The file
  * is opened here. NULL on failure. */
-wm_op *wm_write_lines_new(wm_exec *exec, const char *name, wm_write_config *cfg);
+wm_op *wm_write_lines_new(wm_io_host *host, const char *name, wm_write_config *cfg);
 /* write_socket(host, port): a TCP client sink; connects here (asynchronously); lines wait
  * in the buffer until the connection is up. */
-wm_op *wm_write_socket_new(wm_exec *exec, const char *name, wm_write_config *cfg);
+wm_op *wm_write_socket_new(wm_io_host *host, const char *name, wm_write_config *cfg);
 
-/* ---- the print sink (wm_print.c) ------------------------------------------------------ */
-
-typedef struct wm_print_config {
-  const char *prefix; /* NULL or "" for none */
-  int instance;       /* 1-based instance; 0 when parallelism is 1 */
-  FILE *out;          /* stdout by default */
-} wm_print_config;
-
-/* print(): one line per record in Flink's format (api.md). Flushes after every line only
- * when the output is a terminal. NULL on failure. */
-wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg);
-/* Flushes every print sink of the context. */
-void wm_print_flush_all(wm_ctx *ctx);
+#include "io/wm_print.h"
 
 #endif

@@ -1,18 +1,41 @@
-/* The print sink: Flink's print() format (api.md, Sinks). */
+/* The print sink: Flink's print() format (see wm_print.h). */
+#include "io/wm_print.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/wm_buf.h"
-#include "exec/wm_exec.h"
 
 typedef struct printer {
   char *prefix; /* "prefix> ", "prefix:2> ", "2> " or "" */
   FILE *out;
   wm_buf line;
   int tty;
+  int failed; /* a write failed: reported once */
 } printer;
+
+static const char *out_name(const printer *p) {
+  return p->out == stdout ? "standard output" : "the print output";
+}
+
+/* Reports a failed write or flush once (errno says why). */
+static int print_failed(wm_op *op, printer *p) {
+  int e = errno;
+  if (p->failed) return WM_ERR;
+  p->failed = 1;
+  return wm_ctx_error(op->ctx, "cannot write to %s: %s\n  in sink '%s'", out_name(p),
+                      e ? strerror(e) : "write error", op->name);
+}
+
+/* Flushes; WM_OK or WM_ERR. */
+static int print_flush(wm_op *op, printer *p) {
+  if (p->failed) return WM_ERR;
+  errno = 0;
+  if (fflush(p->out) != 0 || ferror(p->out)) return print_failed(op, p);
+  return WM_OK;
+}
 
 static int print_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
@@ -23,17 +46,16 @@ static int print_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_format_value(&p->line, rec, 0, op->ctx->host.format, op->ctx->host.ud);
   wm_buf_addc(&p->line, '\n');
   if (p->line.oom) return wm_ctx_error(op->ctx, "out of memory formatting a record");
-  if (fwrite(p->line.data, 1, p->line.len, p->out) != p->line.len)
-    return wm_ctx_error(op->ctx, "cannot write to standard output");
-  if (p->tty) fflush(p->out);
-  return WM_OK;
+  if (p->failed) return WM_ERR;
+  errno = 0;
+  if (fwrite(p->line.data, 1, p->line.len, p->out) != p->line.len) return print_failed(op, p);
+  return p->tty ? print_flush(op, p) : WM_OK;
 }
 
 static int print_watermark(wm_op *op, int64_t wm) {
   (void)wm;
   printer *p = op->impl;
-  if (wm == INT64_MAX) fflush(p->out);
-  return WM_OK;
+  return wm == INT64_MAX ? print_flush(op, p) : WM_OK;
 }
 
 static void print_free(wm_op *op) {
@@ -76,7 +98,12 @@ oom:
   return NULL;
 }
 
-void wm_print_flush_all(wm_ctx *ctx) {
-  for (size_t i = 0; i < ctx->nops; i++)
-    if (ctx->ops[i]->vt == &print_vt) fflush(((printer *)ctx->ops[i]->impl)->out);
+int wm_print_flush_all(wm_ctx *ctx) {
+  int rc = WM_OK;
+  for (size_t i = 0; i < ctx->nops; i++) {
+    wm_op *op = ctx->ops[i];
+    if (op->vt == &print_vt && !((printer *)op->impl)->failed && print_flush(op, op->impl) != WM_OK)
+      rc = WM_ERR;
+  }
+  return rc;
 }

@@ -1,0 +1,268 @@
+/* The asynchronous sinks write_lines(path) and write_socket(host, port) (see wm_io.h).
+ *
+ * Lines gather in a buffer (`pend`) and are written while the next ones gather (`fly`):
+ * bytes being written stay in their buffer until the write callback. The bytes queued are
+ * reported to the host (backpressure). The socket's memory is released only in its close
+ * callback (wm_io_owner).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/wm_lines.h"
+#include "time/wm_time.h"
+
+typedef struct writer {
+  wm_io_owner own;     /* first: the socket's data points at the writer */
+  wm_io_host *host;
+  wm_op *op;
+  char *origin;        /* the path, or host:port */
+  int tcp;
+  wm_write_config cfg; /* path/host not kept */
+  /* file */
+  uv_file fd;
+  int64_t offset;
+  uv_fs_t req;
+  /* tcp */
+  uv_tcp_t sock;
+  int sock_open, connected;
+  uv_connect_t conn;
+  uv_write_t wreq;
+  /* buffers: `pend` gathers lines, `fly` is being written */
+  wm_buf pend, fly;
+  size_t fly_off;
+  int busy, ending, closed, failed;
+  int64_t reported;    /* bytes reported to the host (wm_io_pressure) */
+  wm_buf line;
+} writer;
+
+static void writer_report(writer *w) {
+  int64_t q = (int64_t)(w->pend.len + w->fly.len - w->fly_off);
+  if (q != w->reported) {
+    wm_io_pressure(w->host, q - w->reported);
+    w->reported = q;
+  }
+}
+
+static void writer_fail(writer *w, const char *what, int rc) {
+  if (w->failed) return;
+  w->failed = 1;
+  wm_ctx_error(w->op->ctx, "%s %s: %s\n  in sink '%s'", what, w->origin, uv_strerror(rc),
+               w->op->name);
+  wm_io_fail(w->host);
+}
+
+static void writer_close(writer *w) {
+  if (w->closed) return;
+  w->closed = 1;
+  if (w->tcp) {
+    wm_io_close(&w->own, (uv_handle_t *)&w->sock, &w->sock_open);
+  } else if (w->fd >= 0) {
+    uv_fs_t req;
+    uv_fs_close(NULL, &req, w->fd, NULL);
+    uv_fs_req_cleanup(&req);
+    w->fd = -1;
+  }
+}
+
+static void writer_kick(writer *w);
+
+static void writer_written(writer *w, ssize_t n) {
+  w->busy = 0;
+  if (w->failed) return;
+  w->fly_off += (size_t)n;
+  if (w->fly_off >= w->fly.len) {
+    wm_buf_clear(&w->fly);
+    w->fly_off = 0;
+  }
+  writer_report(w);
+  writer_kick(w);
+}
+
+static void on_fs_written(uv_fs_t *req) {
+  writer *w = req->data;
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  if (n < 0) {
+    w->busy = 0;
+    writer_fail(w, "cannot write to", (int)n);
+    return;
+  }
+  w->offset += n;
+  writer_written(w, n);
+}
+
+static void on_tcp_written(uv_write_t *req, int status) {
+  writer *w = req->data;
+  if (status < 0) {
+    w->busy = 0;
+    if (status != UV_ECANCELED) writer_fail(w, "cannot write to", status);
+    return;
+  }
+  writer_written(w, (ssize_t)(w->fly.len - w->fly_off));
+}
+
+/* Starts the next write when there is something to write and nothing in flight; closes
+ * the output once everything is written after the end of input. */
+static void writer_kick(writer *w) {
+  if (w->busy || w->failed || w->closed) return;
+  if (w->tcp && !w->connected) return;
+  if (w->fly.len == 0) {
+    if (w->pend.len == 0 || (w->pend.len < w->cfg.buffer && !w->ending)) {
+      if (w->ending && w->pend.len == 0) writer_close(w);
+      return;
+    }
+    wm_buf t = w->fly;
+    w->fly = w->pend;
+    w->pend = t;
+    w->fly_off = 0;
+  }
+  uv_buf_t b = uv_buf_init(w->fly.data + w->fly_off, (unsigned)(w->fly.len - w->fly_off));
+  int rc;
+  if (w->tcp) {
+    w->wreq.data = w;
+    rc = uv_write(&w->wreq, (uv_stream_t *)&w->sock, &b, 1, on_tcp_written);
+  } else {
+    w->req.data = w;
+    rc = uv_fs_write(w->host->loop, &w->req, w->fd, &b, 1, w->offset, on_fs_written);
+  }
+  if (rc != 0) {
+    writer_fail(w, "cannot write to", rc);
+    return;
+  }
+  w->busy = 1;
+}
+
+static int writer_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)ts;
+  writer *w = op->impl;
+  if (w->failed) return WM_ERR;
+  size_t before = w->pend.len;
+  if (w->cfg.format == WM_FMT_CUSTOM) {
+    if (w->cfg.custom.fn(w->cfg.custom.ud, op, rec, &w->pend) != WM_OK) {
+      w->pend.len = before;
+      return WM_ERR;
+    }
+  } else {
+    wm_format_value(&w->pend, rec, w->cfg.format == WM_FMT_JSON, op->ctx->host.format,
+                    op->ctx->host.ud);
+  }
+  wm_buf_addc(&w->pend, '\n');
+  if (w->pend.oom) return wm_ctx_error(op->ctx, "out of memory in sink '%s'", op->name);
+  writer_report(w);
+  if (w->pend.len >= w->cfg.buffer) writer_kick(w);
+  return WM_OK;
+}
+
+static int writer_watermark(wm_op *op, int64_t wm) {
+  writer *w = op->impl;
+  if (wm == WM_TIME_MAX && !w->ending) {
+    w->ending = 1; /* flush everything, then close */
+    writer_kick(w);
+  }
+  return WM_OK;
+}
+
+static void writer_destroy(wm_io_owner *own) {
+  writer *w = (writer *)own;
+  if (!w->tcp && w->fd >= 0) {
+    uv_fs_t req;
+    uv_fs_close(NULL, &req, w->fd, NULL);
+    uv_fs_req_cleanup(&req);
+  }
+  if (w->cfg.custom.free) w->cfg.custom.free(w->cfg.custom.ud);
+  wm_buf_free(&w->pend);
+  wm_buf_free(&w->fly);
+  wm_buf_free(&w->line);
+  free(w->origin);
+  free(w);
+}
+
+static void writer_free(wm_op *op) {
+  writer *w = op->impl;
+  if (!w) return;
+  w->closed = 1; /* a connect callback still to come (cancelled) finds nothing to do */
+  if (w->tcp) wm_io_close(&w->own, (uv_handle_t *)&w->sock, &w->sock_open);
+  wm_io_release(&w->own);
+}
+
+static const wm_op_vt write_lines_vt = {.kind = "write_lines", .record = writer_record,
+                                        .watermark = writer_watermark, .free = writer_free};
+static const wm_op_vt write_socket_vt = {.kind = "write_socket", .record = writer_record,
+                                         .watermark = writer_watermark, .free = writer_free};
+
+static writer *writer_new(wm_io_host *host, const char *name, wm_write_config *cfg,
+                          const wm_op_vt *vt, char *origin) {
+  wm_ctx *ctx = host->ctx;
+  writer *w = calloc(1, sizeof *w);
+  if (!w || !origin) {
+    free(w);
+    free(origin);
+    if (cfg->custom.free) cfg->custom.free(cfg->custom.ud);
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  w->host = host;
+  w->own.destroy = writer_destroy;
+  w->cfg = *cfg;
+  w->cfg.path = w->cfg.host = NULL;
+  if (!w->cfg.buffer) w->cfg.buffer = (size_t)64 << 10;
+  w->origin = origin;
+  w->fd = -1;
+  wm_buf_init(&w->pend);
+  wm_buf_init(&w->fly);
+  wm_buf_init(&w->line);
+  w->op = wm_op_new(ctx, vt, w, name);
+  if (!w->op) {
+    writer_destroy(&w->own);
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  return w;
+}
+
+wm_op *wm_write_lines_new(wm_io_host *host, const char *name, wm_write_config *cfg) {
+  writer *w = writer_new(host, name, cfg, &write_lines_vt, strdup(cfg->path));
+  if (!w) return NULL;
+  uv_fs_t req;
+  int fd = uv_fs_open(NULL, &req, cfg->path, UV_FS_O_WRONLY | UV_FS_O_CREAT | UV_FS_O_TRUNC,
+                      0666, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0) {
+    wm_ctx_error(w->op->ctx, "cannot open '%s' for writing: %s", cfg->path, uv_strerror(fd));
+    return NULL;
+  }
+  w->fd = fd;
+  return w->op;
+}
+
+static void on_sink_connect(uv_connect_t *req, int status) {
+  writer *w = req->data;
+  if (w->failed || w->closed) return;
+  if (status < 0) {
+    writer_fail(w, "cannot connect to", status);
+    return;
+  }
+  w->connected = 1;
+  writer_kick(w);
+}
+
+wm_op *wm_write_socket_new(wm_io_host *host, const char *name, wm_write_config *cfg) {
+  writer *w = writer_new(host, name, cfg, &write_socket_vt, wm_io_host_port(cfg->host, cfg->port));
+  if (!w) return NULL;
+  w->tcp = 1;
+  struct sockaddr_storage addr;
+  if (wm_io_resolve(host, cfg->host, cfg->port, &addr) != WM_OK) return NULL;
+  int rc = uv_tcp_init(host->loop, &w->sock);
+  if (rc == 0) {
+    w->sock_open = 1;
+    w->sock.data = w;
+    w->conn.data = w;
+    rc = uv_tcp_connect(&w->conn, &w->sock, (const struct sockaddr *)&addr, on_sink_connect);
+  }
+  if (rc != 0) {
+    wm_ctx_error(w->op->ctx, "cannot connect to %s: %s", w->origin, uv_strerror(rc));
+    return NULL;
+  }
+  return w->op;
+}

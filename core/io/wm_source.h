@@ -1,0 +1,87 @@
+/* The source interface: what every source (file, standard input, socket client, listener,
+ * generator, Lua-backed source, the multi-core receiver) implements, and the host it runs on.
+ *
+ * A source is an operator with no inputs (its vtable's `record` is wm_source_record) plus
+ * a driver (wm_source_vt) registered with its host. The host (the executor implements it,
+ * exec/wm_exec.h) owns the libuv loop: it starts every source, stops them on a drain or a
+ * failure, pauses them under backpressure, and emits the end-of-input watermark when a
+ * source says it is done. Sources never call the executor directly, only their host.
+ *
+ * Positions: a source emits each record with wm_source_emit, which publishes the record's
+ * position (origin, line, byte offset) in ctx->pos for the duration of the emit. Parsers
+ * (header skipping, "data.csv:17: ..." errors, the side output's `line`), error context
+ * ("while reading data.csv:17") and the multi-core exchange (which carries the position to
+ * the other thread) read it there, and nothing else guesses.
+ *
+ * Handles follow luv's rule: the memory of a uv_*_t is released only in its close callback
+ * (or once the host has closed it and run the loop), so no correctness depends on whether
+ * the context or the executor is freed first.
+ */
+#ifndef WM_SOURCE_H
+#define WM_SOURCE_H
+
+#include <uv.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_graph.h"
+
+typedef struct wm_io_host wm_io_host;
+
+typedef struct wm_source_vt {
+  /* Starts producing: registers handles on host->loop. WM_OK or WM_ERR. */
+  int (*start)(wm_op *src, wm_io_host *host);
+  /* Stops producing (a drain or a failure): the source closes its handles and, when
+   * `finish` is set, then calls wm_io_source_done. May be called more than once. */
+  void (*stop)(wm_op *src, wm_io_host *host, int finish);
+  /* Backpressure: stop reading (paused = 1) or read again (0). NULL = cannot pause. */
+  void (*pause)(wm_op *src, wm_io_host *host, int paused);
+  /* Checkpoints (filled in by the checkpoint work; NULL = not supported yet). snapshot
+   * appends the source's position to out (a file: the byte offset of the first line not
+   * yet emitted, its line number, device and inode; generate: its counter); restore reads
+   * it back before start. WM_OK or WM_ERR. */
+  int (*snapshot)(wm_op *src, wm_buf *out);
+  int (*restore)(wm_op *src, const char *data, size_t n);
+} wm_source_vt;
+
+/* The loop sources and asynchronous sinks run on; the executor fills it in. */
+struct wm_io_host {
+  uv_loop_t *loop;
+  wm_ctx *ctx;
+  /* registers a source driver for op (an operator with no inputs); 0 or -1 */
+  int (*add_source)(wm_io_host *h, wm_op *op, const wm_source_vt *vt);
+  /* the source's input has ended: the end-of-input watermark goes down its chain */
+  void (*source_done)(wm_io_host *h, wm_op *src);
+  /* a source or sink failed (message in ctx->err): stops the job */
+  void (*fail)(wm_io_host *h);
+  /* after each batch of records (GC stepping, signal checks) */
+  void (*batch_done)(wm_io_host *h);
+  /* bytes queued by an asynchronous sink (delta may be negative): backpressure */
+  void (*pressure)(wm_io_host *h, int64_t delta);
+};
+
+static inline int wm_io_add_source(wm_io_host *h, wm_op *op, const wm_source_vt *vt) {
+  return h->add_source(h, op, vt);
+}
+static inline void wm_io_source_done(wm_io_host *h, wm_op *src) { h->source_done(h, src); }
+static inline void wm_io_fail(wm_io_host *h) { h->fail(h); }
+static inline void wm_io_batch_done(wm_io_host *h) { h->batch_done(h); }
+static inline void wm_io_pressure(wm_io_host *h, int64_t delta) { h->pressure(h, delta); }
+
+/* The `record` entry of a source operator's vtable: a source has no inputs, so a record
+ * reaching it is a wiring error. */
+int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
+
+/* Emits rec (borrowed) from source op with its position pos (borrowed; published in
+ * ctx->pos during the call). On failure adds "\n  while reading <position>" to ctx->err,
+ * unless the message already starts with the position. Returns wm_op_emit's result. */
+int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec, int64_t ts);
+
+/* Adds "\n  while reading <position>" to ctx->err, unless the message already starts with
+ * the position (parse errors do: "data.csv:17: field ..."). */
+void wm_pos_add_context(wm_ctx *ctx, const wm_pos *pos);
+
+/* Appends a position as messages show it: "data.csv:17", or "element 3 of from_elements
+ * (job.lua:3)" for a position with a unit. */
+void wm_pos_format(wm_buf *b, const wm_pos *pos);
+
+#endif

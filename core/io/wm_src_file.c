@@ -1,0 +1,356 @@
+/* The file source: read_lines(path) on a regular file (or standard input redirected from
+ * one), read with uv_fs_read at increasing offsets; `follow` waits for growth like tail -F.
+ * Pipes, FIFOs and terminals are streams (wm_src_stream.c).
+ *
+ * follow: at the end of the file the source waits (inotify, and a poll timer as a fallback).
+ * Each read after the first starts a few bytes early, at bytes already read, and compares
+ * them: a file rewritten in place (`printf ... > f`) no longer has them and is read again
+ * from its start, as is a file that became shorter than what was read (truncation). At the
+ * end of the file, a path that now names another file (rotation: `mv f f.old` and a new f;
+ * or delete and re-create) ends the old file, whose last line counts even without "\n",
+ * and the new one is read from its start. Otherwise a partial last line waits for its
+ * newline. A drain never emits a partial line: only the real end of a file does.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/wm_lines.h"
+
+#define TAIL 64 /* bytes of what was read kept to recognise a rewritten file */
+
+typedef struct filesrc {
+  wm_srchead h; /* first */
+  wm_framer fr;
+  char *path;   /* as given; "<stdin>" for "-" */
+  uv_file fd;
+  int own_fd;
+  int64_t offset;   /* where the next new byte is read */
+  uv_fs_t req;
+  int req_busy;
+  size_t verify;    /* the read in flight starts this many bytes before offset */
+  int follow, waiting; /* follow: at the end, waiting for the file to grow */
+  int64_t poll_ms;
+  uv_fs_event_t ev;
+  int ev_open;
+  uv_timer_t tm;
+  int tm_open;
+  uint64_t dev, ino;  /* follow: which file fd is */
+  char tail[TAIL];    /* follow: the last bytes before offset */
+  size_t tail_len;
+} filesrc;
+
+static void file_read(filesrc *f);
+
+static void file_close_fd(filesrc *f) {
+  if (f->own_fd && f->fd >= 0) {
+    uv_fs_t req;
+    uv_fs_close(NULL, &req, f->fd, NULL);
+    uv_fs_req_cleanup(&req);
+  }
+  f->fd = -1;
+}
+
+static void file_close_watch(filesrc *f) {
+  wm_io_close(&f->h.own, (uv_handle_t *)&f->ev, &f->ev_open);
+  wm_io_close(&f->h.own, (uv_handle_t *)&f->tm, &f->tm_open);
+}
+
+static void file_destroy(wm_io_owner *own) {
+  filesrc *f = (filesrc *)own;
+  file_close_fd(f);
+  free(f->h.buf);
+  wm_buf_free(&f->fr.carry);
+  free(f->path);
+  free(f);
+}
+
+static void file_free(wm_op *op) {
+  filesrc *f = op->impl;
+  if (!f) return;
+  file_close_watch(f);
+  wm_io_release(&f->h.own);
+}
+
+/* The end: at the real end of the file (flush = 1) the last line counts; after a drain a
+ * partial line was never read to its end and is dropped. Then the end-of-input watermark. */
+static void file_end(filesrc *f, int flush) {
+  if (f->h.finished) return;
+  file_close_watch(f);
+  if (!flush) wm_framer_drop(&f->fr);
+  else if (wm_framer_flush(&f->h, &f->fr) != WM_OK) {
+    wm_src_fail(&f->h);
+    return;
+  }
+  file_close_fd(f);
+  wm_src_done(&f->h);
+}
+
+static void file_wake(filesrc *f) {
+  if (!f->waiting || f->req_busy || f->h.paused || f->h.stopped) return;
+  f->waiting = 0;
+  file_read(f);
+}
+
+static void on_file_event(uv_fs_event_t *ev, const char *fn, int events, int status) {
+  (void)fn;
+  (void)events;
+  (void)status;
+  file_wake(ev->data);
+}
+
+static void on_file_timer(uv_timer_t *t) { file_wake(t->data); }
+
+/* follow: watch the path with inotify (again after a rotation), and poll as a fallback
+ * (network filesystems, a path deleted and created again). */
+static int file_watch(filesrc *f, int rewatch) {
+  uv_loop_t *loop = f->h.host->loop;
+  int rc;
+  if (rewatch && f->ev_open) uv_fs_event_stop(&f->ev);
+  if (!f->ev_open && uv_fs_event_init(loop, &f->ev) == 0) {
+    f->ev_open = 1;
+    f->ev.data = f;
+    rewatch = 1;
+  }
+  if (f->ev_open && rewatch && uv_fs_event_start(&f->ev, on_file_event, f->path, 0) != 0)
+    wm_io_close(&f->h.own, (uv_handle_t *)&f->ev, &f->ev_open);
+  if (!f->tm_open) {
+    if ((rc = uv_timer_init(loop, &f->tm)) != 0) return rc;
+    f->tm_open = 1;
+    f->tm.data = f;
+    uint64_t ms = f->poll_ms > 0 ? (uint64_t)f->poll_ms : 1000;
+    if ((rc = uv_timer_start(&f->tm, on_file_timer, ms, ms)) != 0) return rc;
+  }
+  return 0;
+}
+
+static int file_identity(filesrc *f) {
+  uv_fs_t st;
+  int rc = uv_fs_fstat(NULL, &st, f->fd, NULL);
+  if (rc == 0) {
+    f->dev = st.statbuf.st_dev;
+    f->ino = st.statbuf.st_ino;
+  }
+  uv_fs_req_cleanup(&st);
+  return rc;
+}
+
+/* follow: the file is read again from its start (truncated or rewritten). What was read
+ * of its old content is finished: a partial last line counts as a line. */
+static int file_restart(filesrc *f) {
+  int rc = wm_framer_flush(&f->h, &f->fr);
+  f->offset = 0;
+  f->tail_len = 0;
+  f->fr.next_at = 0;
+  return rc;
+}
+
+/* follow, at the end of the file: truncated, rotated or just not grown yet? 1 = read on
+ * (from the new start), 0 = wait, WM_ERR. */
+static int file_at_end(filesrc *f) {
+  uv_fs_t st;
+  int64_t size = -1;
+  if (uv_fs_fstat(NULL, &st, f->fd, NULL) == 0) size = (int64_t)st.statbuf.st_size;
+  uv_fs_req_cleanup(&st);
+  if (size >= 0 && size < f->offset) return file_restart(f) == WM_OK ? 1 : WM_ERR;
+  int rc = uv_fs_stat(NULL, &st, f->path, NULL);
+  int other = rc == 0 && (st.statbuf.st_dev != f->dev || st.statbuf.st_ino != f->ino);
+  uv_fs_req_cleanup(&st);
+  if (!other) return 0; /* not grown yet, or deleted and not created again yet */
+  /* rotated: the old file is finished, the new one is read from its start */
+  uv_fs_t req;
+  uv_file fd = uv_fs_open(NULL, &req, f->path, UV_FS_O_RDONLY | UV_FS_O_NONBLOCK, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0) return 0; /* gone again: try at the next wake-up */
+  if (wm_framer_flush(&f->h, &f->fr) != WM_OK) {
+    uv_fs_close(NULL, &req, fd, NULL);
+    uv_fs_req_cleanup(&req);
+    return WM_ERR;
+  }
+  file_close_fd(f);
+  f->fd = fd;
+  f->offset = 0;
+  f->tail_len = 0;
+  f->fr.next_at = 0;
+  f->fr.pos.line = 0; /* a new file: its lines count from 1 (a header is skipped again) */
+  if (file_identity(f) != 0 || file_watch(f, 1) != 0) return 0;
+  return 1;
+}
+
+/* Keeps the last TAIL bytes before offset (follow). */
+static void file_keep_tail(filesrc *f, const char *data, size_t n) {
+  if (n >= TAIL) {
+    memcpy(f->tail, data + n - TAIL, TAIL);
+    f->tail_len = TAIL;
+    return;
+  }
+  size_t keep = f->tail_len + n > TAIL ? TAIL - n : f->tail_len;
+  memmove(f->tail, f->tail + f->tail_len - keep, keep);
+  memcpy(f->tail + keep, data, n);
+  f->tail_len = keep + n;
+}
+
+static void on_file_read(uv_fs_t *req) {
+  filesrc *f = req->data;
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  f->req_busy = 0;
+  if (f->h.finished) return;
+  if (f->h.stopped) { /* a drain: complete lines read before count, nothing else */
+    file_end(f, 0);
+    return;
+  }
+  if (n < 0) {
+    wm_ctx_error(f->h.op->ctx, "cannot read '%s': %s", f->path, uv_strerror((int)n));
+    wm_src_fail(&f->h);
+    return;
+  }
+  const char *data = f->h.buf;
+  if (f->verify) {
+    if ((size_t)n < f->verify || memcmp(data, f->tail + f->tail_len - f->verify, f->verify) != 0) {
+      /* rewritten in place: read it again from its start */
+      if (file_restart(f) != WM_OK) wm_src_fail(&f->h);
+      else file_read(f);
+      return;
+    }
+    data += f->verify;
+    n -= (ssize_t)f->verify;
+  }
+  if (n == 0) {
+    if (!f->follow) {
+      file_end(f, 1);
+      return;
+    }
+    int rc = file_at_end(f);
+    if (rc == WM_ERR) {
+      wm_src_fail(&f->h);
+      return;
+    }
+    if (rc == 1) {
+      file_read(f);
+      return;
+    }
+    f->waiting = 1;
+    if ((rc = file_watch(f, 0)) != 0) {
+      wm_ctx_error(f->h.op->ctx, "cannot follow '%s': %s", f->path, uv_strerror(rc));
+      wm_src_fail(&f->h);
+    }
+    return;
+  }
+  f->offset += n;
+  if (f->follow) file_keep_tail(f, data, (size_t)n);
+  int rc = wm_framer_feed(&f->h, &f->fr, data, (size_t)n);
+  wm_io_batch_done(f->h.host);
+  if (rc != WM_OK) {
+    wm_src_fail(&f->h);
+    return;
+  }
+  if (f->h.stopped) {
+    file_end(f, 0);
+    return;
+  }
+  if (f->h.paused) {
+    f->waiting = 1; /* resumed by file_pause(0) */
+    return;
+  }
+  file_read(f);
+}
+
+static void file_read(filesrc *f) {
+  /* follow: start at bytes already read, to see whether they are still there */
+  f->verify = f->follow ? (f->tail_len < f->h.chunk / 2 ? f->tail_len : f->h.chunk / 2) : 0;
+  uv_buf_t b = uv_buf_init(f->h.buf, (unsigned)f->h.chunk);
+  f->req.data = f;
+  int rc = uv_fs_read(f->h.host->loop, &f->req, f->fd, &b, 1, f->offset - (int64_t)f->verify,
+                      on_file_read);
+  if (rc != 0) {
+    wm_ctx_error(f->h.op->ctx, "cannot read '%s': %s", f->path, uv_strerror(rc));
+    wm_src_fail(&f->h);
+    return;
+  }
+  f->req_busy = 1;
+}
+
+static int file_start(wm_op *op, wm_io_host *host) {
+  filesrc *f = op->impl;
+  (void)host;
+  if (f->follow && file_identity(f) != 0) f->dev = f->ino = 0;
+  file_read(f);
+  return f->h.finished ? WM_ERR : WM_OK;
+}
+
+static void file_stop(wm_op *op, wm_io_host *host, int finish) {
+  filesrc *f = op->impl;
+  (void)host;
+  if (f->h.stopped) return;
+  f->h.stopped = 1;
+  file_close_watch(f);
+  if (!finish) {
+    f->h.finished = 1;
+    return;
+  }
+  if (!f->req_busy) file_end(f, 0); /* else the read callback ends it */
+}
+
+static void file_pause(wm_op *op, wm_io_host *host, int paused) {
+  filesrc *f = op->impl;
+  (void)host;
+  f->h.paused = paused;
+  if (!paused) file_wake(f);
+}
+
+static const wm_op_vt file_vt = {.kind = "read_lines", .record = wm_source_record, .free = file_free};
+static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause};
+
+wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *cfg) {
+  wm_ctx *ctx = host->ctx;
+  int is_stdin = strcmp(cfg->path, "-") == 0;
+  uv_file fd = 0;
+  if (!is_stdin) {
+    /* stat first: opening a FIFO blocks until a writer comes, so a FIFO is opened
+     * non-blocking and read as a stream (the loop, and signals, go on meanwhile) */
+    uv_fs_t req;
+    int rc = uv_fs_stat(NULL, &req, cfg->path, NULL);
+    int mode = rc == 0 ? (int)(req.statbuf.st_mode & S_IFMT) : 0;
+    uv_fs_req_cleanup(&req);
+    if (rc == 0 && mode == S_IFDIR) {
+      wm_ctx_error(ctx, "cannot open '%s': Is a directory", cfg->path);
+      return NULL;
+    }
+    fd = rc < 0 ? rc
+                : uv_fs_open(NULL, &req, cfg->path,
+                             UV_FS_O_RDONLY | (mode == S_IFIFO ? UV_FS_O_NONBLOCK : 0), 0, NULL);
+    if (rc == 0) uv_fs_req_cleanup(&req);
+    if (fd < 0) {
+      wm_ctx_error(ctx, "cannot open '%s': %s", cfg->path,
+                   fd == UV_ENOENT ? "No such file or directory" : uv_strerror(fd));
+      return NULL;
+    }
+    if (mode == S_IFIFO) return wm_src_stream_new(host, name, fd, 1, cfg->path, cfg);
+  } else {
+    uv_handle_type ht = uv_guess_handle(fd);
+    if (ht == UV_NAMED_PIPE || ht == UV_TTY)
+      return wm_src_stream_new(host, name, fd, 0, "<stdin>", cfg);
+  }
+  filesrc *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = strdup(is_stdin ? "<stdin>" : cfg->path))) {
+    free(f);
+    if (!is_stdin) {
+      uv_fs_t req;
+      uv_fs_close(NULL, &req, fd, NULL);
+      uv_fs_req_cleanup(&req);
+    }
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  f->fd = fd;
+  f->own_fd = !is_stdin;
+  f->follow = cfg->follow && !is_stdin;
+  f->poll_ms = cfg->poll_ms;
+  wm_framer_init(&f->fr, f->path, cfg->max_line);
+  if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, "read_lines", file_destroy) != 0) {
+    file_destroy(&f->h.own);
+    return NULL;
+  }
+  return wm_src_op(host, &file_vt, &file_svt, &f->h, name);
+}
