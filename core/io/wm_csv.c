@@ -1,6 +1,7 @@
 /* The parse operator and the CSV decoder (see wm_csv.h). */
 #include "io/wm_csv.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,7 +235,8 @@ static uint64_t load_digits8(const char *s) {
 }
 
 /* A decimal number (no hex, inf or nan): an integer when written as one, as Lua's
- * tonumber does; 0 on success. */
+ * tonumber does; 0 on success, -1 when not a number, -2 when out of a double's range
+ * ("1e400" is rejected as "inf" is: a number column holds finite numbers only). */
 static int parse_num(csvdec *d, const char *s, size_t n, wm_value *out) {
   int64_t i;
   if (parse_int(s, n, &i) == 0) {
@@ -254,6 +256,7 @@ static int parse_num(csvdec *d, const char *s, size_t n, wm_value *out) {
   char *end;
   double f = strtod(d->num, &end);
   if (end != d->num + n) return -1;
+  if (isinf(f)) return -2;
   *out = wm_float(f);
   return 0;
 }
@@ -446,7 +449,10 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
       if (parse_int(fs, fl, &iv) != 0) return bad_field(err, errlen, name, fs, fl, "an integer");
       v = wm_int(iv);
     } else if (t == WM_FT_NUMBER) {
-      if (parse_num(d, fs, fl, &v) != 0) return bad_field(err, errlen, name, fs, fl, "a number");
+      int nrc = parse_num(d, fs, fl, &v);
+      if (nrc != 0)
+        return bad_field(err, errlen, name, fs, fl,
+                         nrc == -2 ? "a finite number (out of range)" : "a number");
     } else {
       if (ieq(fs, fl, "true") || (fl == 1 && fs[0] == '1')) v = wm_bool(true);
       else if (ieq(fs, fl, "false") || (fl == 1 && fs[0] == '0')) v = wm_bool(false);
