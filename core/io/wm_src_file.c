@@ -348,7 +348,7 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
   f->follow = cfg->follow && !is_stdin;
   f->poll_ms = cfg->poll_ms;
   wm_framer_init(&f->fr, f->path, cfg->max_line);
-  if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, "read_lines", file_destroy) != 0) {
+  if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, name ? name : "read_lines", file_destroy) != 0) {
     file_destroy(&f->h.own);
     return NULL;
   }

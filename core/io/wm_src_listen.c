@@ -213,7 +213,7 @@ wm_op *wm_listen_lines_new(wm_io_host *host, const char *name, const wm_tcp_conf
     wm_ctx_error(ctx, "out of memory");
     return NULL;
   }
-  if (wm_src_head_init(&ls->h, host, cfg->chunk, (size_t)64 << 10, "listen_lines", listen_destroy) != 0) {
+  if (wm_src_head_init(&ls->h, host, cfg->chunk, (size_t)64 << 10, name ? name : "listen_lines", listen_destroy) != 0) {
     listen_destroy(&ls->h.own);
     return NULL;
   }

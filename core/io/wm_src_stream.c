@@ -200,7 +200,7 @@ static streamsrc *stream_alloc(wm_io_host *host, const char *origin, size_t chun
 
 wm_op *wm_src_stream_new(wm_io_host *host, const char *name, uv_file fd, int own_fd,
                          const char *origin, const wm_lines_config *cfg) {
-  streamsrc *s = stream_alloc(host, origin, cfg->chunk, cfg->max_line, "read_lines");
+  streamsrc *s = stream_alloc(host, origin, cfg->chunk, cfg->max_line, name ? name : "read_lines");
   if (!s) {
     if (own_fd) {
       uv_fs_t req;
@@ -221,7 +221,7 @@ wm_op *wm_socket_lines_new(wm_io_host *host, const char *name, const wm_tcp_conf
     wm_ctx_error(host->ctx, "out of memory");
     return NULL;
   }
-  streamsrc *s = stream_alloc(host, origin, cfg->chunk, cfg->max_line, "socket_lines");
+  streamsrc *s = stream_alloc(host, origin, cfg->chunk, cfg->max_line, name ? name : "socket_lines");
   free(origin);
   if (!s) return NULL;
   s->kind = 2;

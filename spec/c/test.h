@@ -55,6 +55,7 @@ extern test_stats T;
   } while (0)
 
 void test_time(void);
+void test_io(void);
 void test_window(void);
 void test_watermark(void);
 void test_timer(void);
