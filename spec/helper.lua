@@ -69,4 +69,24 @@ function M.run_job(text, args, stdin)
   return out, err, code, p
 end
 
+--- The contents of a file, or "" when it does not exist (yet).
+function M.read_or_empty(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- Waits until fn() returns a true value and returns it: up to 10 s, checking every 50 ms
+--- (the deadline only matters when something is broken); then fails naming what.
+function M.wait_for(fn, what)
+  for _ = 1, 200 do
+    local v = fn()
+    if v then return v end
+    os.execute("sleep 0.05")
+  end
+  error("timed out waiting for " .. what)
+end
+
 return M

@@ -29,23 +29,7 @@ local function put(p, text, mode)
   f:close()
 end
 
-local function read_or_empty(p)
-  local f = io.open(p, "rb")
-  if not f then return "" end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
---- Waits until fn() is true: up to 10 s, checking every 50 ms.
-local function wait_for(fn, what)
-  for _ = 1, 200 do
-    local v = fn()
-    if v then return v end
-    os.execute("sleep 0.05")
-  end
-  error("timed out waiting for " .. what)
-end
+local read_or_empty, wait_for = h.read_or_empty, h.wait_for
 
 --- Runs a job in the background; p.pid() is wmrun's pid, p.wait() its exit code.
 local function bg_job(text, args)

@@ -16,13 +16,7 @@ local function wait_for(fn, what)
   error("timed out waiting for " .. what)
 end
 
-local function read_or_empty(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_or_empty = h.read_or_empty
 
 --- Whether something listens on 127.0.0.1:port (from /proc/net/tcp, no tools needed).
 local function listening(port)
