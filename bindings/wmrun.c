@@ -2,6 +2,7 @@
 /* wmrun: runs a job script. Modelled on lua.c: everything runs inside a protected call,
  * a message handler turns any error into text with a traceback, and errors print as
  * "wmrun: job.lua:12: message". */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,7 +432,14 @@ static int run_job(options *po, const char *script) {
       code = 1;
     }
   }
-  fflush(stdout);
+  /* output that could not be written (a full disk, /dev/full; Lua's print too) is an error */
+  errno = 0;
+  if ((fflush(stdout) != 0 || ferror(stdout)) && code == 0) {
+    int e = errno;
+    fprintf(stderr, "%s: cannot write to standard output: %s\n", progname,
+            e ? strerror(e) : "write error");
+    code = 1;
+  }
   lua_close(L);
   return code;
 }
