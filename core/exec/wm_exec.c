@@ -115,6 +115,28 @@ int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   return 0;
 }
 
+static const srcent *find_source(const wm_exec *e, const wm_op *op) {
+  for (int i = 0; i < e->nsrc; i++)
+    if (e->srcs[i].op == op) return &e->srcs[i];
+  return NULL;
+}
+
+int wm_exec_snapshot_source(wm_exec *e, wm_op *op, wm_buf *out) {
+  const srcent *s = find_source(e, op);
+  if (!s) return wm_ctx_error(e->ctx, "operator '%s' is not a source", op->name);
+  if (!s->vt->snapshot)
+    return wm_ctx_error(e->ctx, "source '%s' cannot be checkpointed yet", op->name);
+  return s->vt->snapshot(op, out);
+}
+
+int wm_exec_restore_source(wm_exec *e, wm_op *op, const char *data, size_t n) {
+  const srcent *s = find_source(e, op);
+  if (!s) return wm_ctx_error(e->ctx, "operator '%s' is not a source", op->name);
+  if (!s->vt->restore)
+    return wm_ctx_error(e->ctx, "source '%s' cannot be restored from a checkpoint yet", op->name);
+  return s->vt->restore(op, data, n);
+}
+
 static void on_pt_timer(uv_timer_t *t);
 
 /* Arms the libuv timer for the earliest processing-time timer. */

@@ -42,6 +42,12 @@ wm_io_host *wm_exec_host(wm_exec *exec);
 /* Registers a source driver for op (op has no inputs). 0 or -1. */
 int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
 
+/* A source's position for a checkpoint (its vt->snapshot), appended to out; restore reads
+ * it back before the run. WM_OK, or WM_ERR (ctx->err) when op is not a registered source,
+ * cannot be checkpointed yet, or the data does not fit it. */
+int wm_exec_snapshot_source(wm_exec *exec, wm_op *op, wm_buf *out);
+int wm_exec_restore_source(wm_exec *exec, wm_op *op, const char *data, size_t n);
+
 /* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->err;
  * WM_STOP when stopped by a second signal. */
 int wm_exec_run(wm_exec *exec);

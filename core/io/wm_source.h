@@ -35,10 +35,11 @@ typedef struct wm_source_vt {
   void (*stop)(wm_op *src, wm_io_host *host, int finish);
   /* Backpressure: stop reading (paused = 1) or read again (0). NULL = cannot pause. */
   void (*pause)(wm_op *src, wm_io_host *host, int paused);
-  /* Checkpoints (filled in by the checkpoint work; NULL = not supported yet). snapshot
-   * appends the source's position to out (a file: the byte offset of the first line not
-   * yet emitted, its line number, device and inode; generate: its counter); restore reads
-   * it back before start. WM_OK or WM_ERR. */
+  /* Checkpoints (NULL = not supported yet; the checkpoint work fills in the others).
+   * snapshot appends the source's position to out (a file, wm_src_file.c: the byte offset
+   * of the first line not yet emitted, the number of lines emitted, device and inode;
+   * generate, to come: its counter); restore reads it back before start, checking it
+   * (untrusted bytes). WM_OK or WM_ERR. Reached through wm_exec_snapshot_source. */
   int (*snapshot)(wm_op *src, wm_buf *out);
   int (*restore)(wm_op *src, const char *data, size_t n);
 } wm_source_vt;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/wm_codec.h"
 #include "io/wm_lines.h"
 
 #define TAIL 64 /* bytes of what was read kept to recognise a rewritten file */
@@ -274,7 +275,7 @@ static void file_read(filesrc *f) {
 static int file_start(wm_op *op, wm_io_host *host) {
   filesrc *f = op->impl;
   (void)host;
-  if (f->follow && file_identity(f) != 0) f->dev = f->ino = 0;
+  if (f->own_fd && file_identity(f) != 0) f->dev = f->ino = 0;
   file_read(f);
   return f->h.finished ? WM_ERR : WM_OK;
 }
@@ -299,8 +300,58 @@ static void file_pause(wm_op *op, wm_io_host *host, int paused) {
   if (!paused) file_wake(f);
 }
 
+/* The position of a checkpoint: version 1, the byte offset of the first line not emitted
+ * yet, the number of lines emitted, the file's device and inode (varints). */
+static int file_snapshot(wm_op *op, wm_buf *out) {
+  filesrc *f = op->impl;
+  if (f->fd >= 0 && !f->dev && !f->ino) file_identity(f);
+  wm_buf_addc(out, 1);
+  wm_codec_put_uvar(out, f->fr.next_at);
+  wm_codec_put_uvar(out, f->fr.pos.line);
+  wm_codec_put_uvar(out, f->dev);
+  wm_codec_put_uvar(out, f->ino);
+  return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
+}
+
+/* Before start: reading goes on at the first line not emitted. The file must be the one of
+ * the checkpoint (device and inode) and at least as long as that position. */
+static int file_restore(wm_op *op, const char *data, size_t n) {
+  filesrc *f = op->impl;
+  const uint8_t *p = (const uint8_t *)data, *end = p + n;
+  uint64_t at, line, dev, ino;
+  if (n < 1 || *p++ != 1 || wm_codec_get_uvar(&p, end, &at) != 0 ||
+      wm_codec_get_uvar(&p, end, &line) != 0 || wm_codec_get_uvar(&p, end, &dev) != 0 ||
+      wm_codec_get_uvar(&p, end, &ino) != 0 || p != end || at > INT64_MAX)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': the checkpoint's position is damaged",
+                        f->path);
+  if (!f->own_fd)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': standard input cannot be read again",
+                        f->path);
+  uv_fs_t st;
+  int rc = uv_fs_fstat(NULL, &st, f->fd, NULL);
+  uint64_t cdev = rc == 0 ? st.statbuf.st_dev : 0, cino = rc == 0 ? st.statbuf.st_ino : 0;
+  int64_t size = rc == 0 ? (int64_t)st.statbuf.st_size : -1;
+  uv_fs_req_cleanup(&st);
+  if (rc != 0 || cdev != dev || cino != ino)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': it is not the file of the checkpoint "
+                        "(another device or inode)", f->path);
+  if (size < (int64_t)at)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': it is shorter (%lld bytes) than the "
+                        "checkpoint's position (%llu)", f->path, (long long)size,
+                        (unsigned long long)at);
+  f->offset = (int64_t)at;
+  f->fr.next_at = at;
+  f->fr.pos.line = line;
+  f->tail_len = 0;
+  f->dev = dev;
+  f->ino = ino;
+  wm_framer_drop(&f->fr);
+  return WM_OK;
+}
+
 static const wm_op_vt file_vt = {.kind = "read_lines", .record = wm_source_record, .free = file_free};
-static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause};
+static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause,
+                                      .snapshot = file_snapshot, .restore = file_restore};
 
 wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *cfg) {
   wm_ctx *ctx = host->ctx;
