@@ -436,6 +436,8 @@ static int dispatch(wm_mt_local *l, int from, const batch *b) {
       l->ctx->pos = kind == MSG_RECORD_POS ? &ip->pos : NULL;
       rc = wm_op_input_record(op, (int)chan, &v, t);
       l->ctx->pos = outer;
+      if (rc == WM_ERR && !strstr(l->ctx->err, "\n  in operator '")) /* as wm_op_emit does */
+        wm_ctx_error_context(l->ctx, "\n  in operator '%s'", op->name);
       if (rc == WM_ERR && kind == MSG_RECORD_POS) wm_pos_add_context(l->ctx, &ip->pos);
       wm_value_release(&l->ctx->host, &v);
       break;
