@@ -407,10 +407,12 @@ static int dispatch(wm_mt_local *l, int from, const batch *b) {
       wm_buf_clear(&ip->unit);
       wm_buf_add(&ip->unit, (const char *)p, (size_t)un);
       p += un;
-      if (ip->origin.oom || ip->unit.oom || wm_buf_reserve(&ip->origin, 1) != 0 ||
-          wm_buf_reserve(&ip->unit, 1) != 0)
+      if (ip->origin.oom || ip->unit.oom || wm_buf_reserve(&ip->origin, 0) != 0 ||
+          wm_buf_reserve(&ip->unit, 0) != 0)
         return wm_ctx_error(l->ctx, "out of memory");
-      ip->pos.origin = ip->origin.data ? ip->origin.data : "";
+      ip->origin.data[ip->origin.len] = '\0'; /* also when empty (reserve does not) */
+      ip->unit.data[ip->unit.len] = '\0';
+      ip->pos.origin = ip->origin.data;
       ip->pos.unit = un ? ip->unit.data : NULL;
       continue;
     }

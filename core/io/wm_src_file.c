@@ -155,7 +155,7 @@ static int file_at_end(filesrc *f) {
   uv_fs_req_cleanup(&st);
   if (size >= 0 && size < f->offset) return file_restart(f) == WM_OK ? 1 : WM_ERR;
   int rc = uv_fs_stat(NULL, &st, f->path, NULL);
-  int other = rc == 0 && (st.statbuf.st_dev != f->dev || st.statbuf.st_ino != f->ino);
+  int other = rc == 0 && f->ino && (st.statbuf.st_dev != f->dev || st.statbuf.st_ino != f->ino);
   uv_fs_req_cleanup(&st);
   if (!other) return 0; /* not grown yet, or deleted and not created again yet */
   /* rotated: the old file is finished, the new one is read from its start */
@@ -377,7 +377,11 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
                    fd == UV_ENOENT ? "No such file or directory" : uv_strerror(fd));
       return NULL;
     }
-    if (mode == S_IFIFO) return wm_src_stream_new(host, name, fd, 1, cfg->path, cfg);
+    /* FIFOs and terminals (a path such as /dev/tty) are read as streams: a blocking read
+     * in the thread pool would keep a drain waiting for input */
+    uv_handle_type ht = uv_guess_handle(fd);
+    if (mode == S_IFIFO || ht == UV_TTY || ht == UV_NAMED_PIPE)
+      return wm_src_stream_new(host, name, fd, 1, cfg->path, cfg);
   } else {
     uv_handle_type ht = uv_guess_handle(fd);
     if (ht == UV_NAMED_PIPE || ht == UV_TTY)
