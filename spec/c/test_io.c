@@ -20,6 +20,7 @@ typedef struct possink {
   wm_exec *e;    /* with a source: the record "b" takes a snapshot of it into snap */
   wm_op *src;
   wm_buf snap;
+  uv_tcp_t *reset_tcp; /* a client to reset at the record "x" */
 } possink;
 
 static int pos_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
@@ -41,6 +42,10 @@ static int pos_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_add(b, s, n);
   wm_buf_addc(b, ';');
   if (ps->r && n == 1 && s[0] == 'b') reset_now(ps->r);
+  if (ps->reset_tcp && n == 1 && s[0] == 'x') {
+    CHECK(uv_tcp_close_reset(ps->reset_tcp, NULL) == 0);
+    ps->reset_tcp = NULL;
+  }
   if (ps->e && n == 1 && s[0] == 'b') CHECK(wm_exec_snapshot_source(ps->e, ps->src, &ps->snap) == WM_OK);
   return WM_OK;
 }
@@ -216,6 +221,58 @@ static void test_socket_reset(void) {
   wm_buf_free(&ps.seen);
 }
 
+/* A listen_lines client whose connection is reset: that client's cut line is no record, and
+ * the source goes on (here it ends: it was the only client it waited for). */
+typedef struct rclient {
+  uv_tcp_t tcp;
+  uv_connect_t conn;
+  uv_write_t w;
+} rclient;
+
+static void on_rclient_written(uv_write_t *req, int status) {
+  (void)req;
+  CHECK(status == 0);
+}
+
+static void on_rclient_connected(uv_connect_t *req, int status) {
+  rclient *c = req->data;
+  CHECK(status == 0);
+  if (status != 0) return;
+  static char text[] = "x\npart";
+  uv_buf_t b = uv_buf_init(text, sizeof text - 1);
+  uv_write(&c->w, (uv_stream_t *)&c->tcp, &b, 1, on_rclient_written);
+}
+
+static void test_listen_reset(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {0};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  wm_tcp_config tc = {.host = "127.0.0.1", .port = 0, .max_clients = 1, .quiet = 1};
+  wm_op *src = wm_listen_lines_new(wm_exec_host(e), "listen", &tc);
+  possink ps = {.r = NULL};
+  wm_buf_init(&ps.seen);
+  wm_op *sink = wm_op_new(&ctx, &pos_vt, &ps, "sink");
+  rclient c;
+  memset(&c, 0, sizeof c);
+  CHECK(src && sink);
+  if (src && sink) {
+    wm_op_connect(src, 0, sink);
+    CHECK(wm_ctx_prepare(&ctx) == WM_OK);
+    struct sockaddr_in a;
+    uv_ip4_addr("127.0.0.1", wm_listen_lines_port(src), &a);
+    CHECK(uv_tcp_init(wm_exec_loop(e), &c.tcp) == 0);
+    c.conn.data = &c;
+    CHECK(uv_tcp_connect(&c.conn, &c.tcp, (const struct sockaddr *)&a, on_rclient_connected) == 0);
+    ps.reset_tcp = &c.tcp; /* reset once "x" was framed (and "part" is held) */
+    CHECK(wm_exec_run(e) == WM_OK);
+    CHECK_STR(ps.seen.data, "1@0:x;");
+  }
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+  wm_buf_free(&ps.seen);
+}
+
 void test_io(void) {
   char dir[] = "/tmp/wm_test_io.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -226,4 +283,5 @@ void test_io(void) {
   test_file_checkpoint(dir);
   rmdir(dir);
   test_socket_reset();
+  test_listen_reset();
 }
