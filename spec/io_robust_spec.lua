@@ -257,16 +257,6 @@ describe("input out of range", function()
     assert.are.equal(1, code)
     assert.truthy(err:find(data .. ":1: field 'x': 'inf' is not a number", 1, true), err)
   end)
-
-  it("read_lines with an enormous chunk is refused naming the option", function()
-    local data = path("d.txt")
-    put(data, "a\n")
-    local _, err, code, p = run(([[env:read_lines(%q, {chunk = math.maxinteger}):print()]]):format(data))
-    assert.are.equal(1, code)
-    assert.truthy(err:find("(" .. p .. ":3): chunk must be at most 1073741824 bytes (1 GiB), got " .. math.maxinteger,
-      1, true), err)
-    assert.falsy(err:find("out of memory", 1, true), err)
-  end)
 end)
 
 describe("positions with several threads", function()

@@ -32,7 +32,7 @@
 typedef struct wm_lines_config {
   const char *path;      /* "-" = standard input */
   size_t max_line;       /* bytes; longer lines are an error (default 1 MiB) */
-  size_t chunk;          /* read size (default 256 KiB; at most WM_IO_MAX_CHUNK, 1 GiB) */
+  size_t chunk;          /* read size (default 256 KiB; at most 64 MiB) */
   int follow;            /* at the end of the file, wait for more (tail -F: truncation,
                             rewriting and rotation are followed, see wm_src_file.c); never ends */
   int64_t poll_ms;       /* follow: how often to look for growth besides inotify (1000) */

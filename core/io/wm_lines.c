@@ -100,7 +100,7 @@ int wm_src_head_init(wm_srchead *h, wm_io_host *host, size_t chunk, size_t dflt,
   h->host = host;
   h->own.destroy = destroy;
   if (chunk > WM_IO_MAX_CHUNK) {
-    wm_ctx_error(host->ctx, "%s: chunk must be at most %zu bytes (1 GiB), got %zu", what, WM_IO_MAX_CHUNK,
+    wm_ctx_error(host->ctx, "%s: chunk must be at most %zu bytes (64 MiB), got %zu", what, WM_IO_MAX_CHUNK,
                  chunk);
     return -1;
   }

@@ -47,8 +47,8 @@ typedef struct wm_srchead {
   int paused;        /* backpressure */
 } wm_srchead;
 
-/* The largest read size (chunk) accepted: reads are unsigned int sized. */
-#define WM_IO_MAX_CHUNK ((size_t)1 << 30)
+/* The largest read size (chunk) accepted, as lua/wm checks it (wm.MAX_CHUNK). */
+#define WM_IO_MAX_CHUNK ((size_t)64 << 20)
 
 void wm_framer_init(wm_framer *f, const char *origin, size_t max_line);
 /* Frames the lines in data; complete lines are passed straight from the read buffer. */

@@ -273,6 +273,23 @@ static void test_listen_reset(void) {
   wm_buf_free(&ps.seen);
 }
 
+/* The C side checks chunk too (a caller that is not lua/wm): an error naming it, not an
+ * attempt to allocate it. */
+static void test_chunk_range(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {0};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  wm_lines_config lc = {.path = "-", .chunk = (size_t)-1};
+  CHECK(wm_lines_new(wm_exec_host(e), "read_lines (job.lua:3)", &lc) == NULL);
+  CHECK(strstr(ctx.err, "read_lines (job.lua:3): chunk must be at most 67108864 bytes (64 MiB)") != NULL);
+  wm_tcp_config tc = {.host = "127.0.0.1", .port = 1, .chunk = ((size_t)64 << 20) + 1};
+  CHECK(wm_socket_lines_new(wm_exec_host(e), "socket_lines", &tc) == NULL);
+  CHECK(strstr(ctx.err, "socket_lines: chunk must be at most") != NULL);
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
 void test_io(void) {
   char dir[] = "/tmp/wm_test_io.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -284,4 +301,5 @@ void test_io(void) {
   rmdir(dir);
   test_socket_reset();
   test_listen_reset();
+  test_chunk_range();
 }
