@@ -52,42 +52,11 @@ static int pos_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 
 static const wm_op_vt pos_vt = {.kind = "positions", .record = pos_record};
 
-static void test_file_positions(const char *dir) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/lines.txt", dir);
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  fputs("ab\r\ncd\n\nlast", f);
-  fclose(f);
-  wm_ctx ctx;
-  wm_ctx_init(&ctx);
-  wm_exec_config cfg = {0};
-  wm_exec *e = wm_exec_new(&ctx, &cfg);
-  possink ps = {.r = NULL};
-  wm_buf_init(&ps.seen);
-  wm_lines_config lc = {.path = path, .chunk = 3}; /* lines split across reads */
-  wm_op *src = wm_lines_new(wm_exec_host(e), "read", &lc);
-  wm_op *sink = wm_op_new(&ctx, &pos_vt, &ps, "sink");
-  CHECK(src && sink);
-  if (src && sink) {
-    wm_op_connect(src, 0, sink);
-    CHECK(wm_ctx_prepare(&ctx) == WM_OK);
-    CHECK(wm_exec_run(e) == WM_OK);
-    CHECK_STR(ps.seen.data, "1@0:ab;2@4:cd;3@7:;4@8:last;");
-    CHECK(ctx.pos == NULL); /* published only while a record is emitted */
-  }
-  /* the context first, the executor second (bindings do it in this order) */
-  wm_ctx_free(&ctx);
-  wm_exec_free(e);
-  wm_buf_free(&ps.seen);
-  remove(path);
-}
-
-/* Runs a file source over path; restores it from snap first when given; notes positions
+/* Runs a file source over path (read chunk bytes at a time; 0: the default); restores it from
+ * restore first when given; notes positions
  * (and snapshots at "b" when take is set). The run's result; ctx.err copied to err. */
-static int run_file(const char *path, const wm_buf *restore, wm_buf *seen, wm_buf *take, char *err,
-                    size_t errlen) {
+static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_buf *seen,
+                    wm_buf *take, char *err, size_t errlen) {
   wm_ctx ctx;
   wm_ctx_init(&ctx);
   wm_exec_config cfg = {0};
@@ -95,7 +64,7 @@ static int run_file(const char *path, const wm_buf *restore, wm_buf *seen, wm_bu
   possink ps = {.r = NULL};
   wm_buf_init(&ps.seen);
   wm_buf_init(&ps.snap);
-  wm_lines_config lc = {.path = path};
+  wm_lines_config lc = {.path = path, .chunk = chunk};
   wm_op *src = wm_lines_new(wm_exec_host(e), "read", &lc);
   wm_op *sink = wm_op_new(&ctx, &pos_vt, &ps, "sink");
   int rc = WM_ERR;
@@ -106,7 +75,9 @@ static int run_file(const char *path, const wm_buf *restore, wm_buf *seen, wm_bu
   if (src && sink && wm_op_connect(src, 0, sink) >= 0 && wm_ctx_prepare(&ctx) == WM_OK &&
       (!restore || wm_exec_restore_source(e, src, restore->data, restore->len) == WM_OK))
     rc = wm_exec_run(e);
+  CHECK(ctx.pos == NULL); /* published only while a record is emitted */
   snprintf(err, errlen, "%s", ctx.err);
+  /* the context first, the executor second (bindings do it in this order) */
   wm_ctx_free(&ctx);
   wm_exec_free(e);
   wm_buf_add(seen, ps.seen.data ? ps.seen.data : "", ps.seen.len);
@@ -114,6 +85,22 @@ static int run_file(const char *path, const wm_buf *restore, wm_buf *seen, wm_bu
   wm_buf_free(&ps.seen);
   wm_buf_free(&ps.snap);
   return rc;
+}
+
+static void test_file_positions(const char *dir) {
+  char path[512], err[4096];
+  snprintf(path, sizeof path, "%s/lines.txt", dir);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("ab\r\ncd\n\nlast", f);
+  fclose(f);
+  wm_buf seen;
+  wm_buf_init(&seen);
+  CHECK(run_file(path, 3, NULL, &seen, NULL, err, sizeof err) == WM_OK); /* lines split across reads */
+  CHECK_STR(seen.data, "1@0:ab;2@4:cd;3@7:;4@8:last;");
+  wm_buf_free(&seen);
+  remove(path);
 }
 
 static void test_file_checkpoint(const char *dir) {
@@ -130,19 +117,19 @@ static void test_file_checkpoint(const char *dir) {
   wm_buf seen, snap;
   wm_buf_init(&seen);
   wm_buf_init(&snap);
-  CHECK(run_file(path, NULL, &seen, &snap, err, sizeof err) == WM_OK);
+  CHECK(run_file(path, 0, NULL, &seen, &snap, err, sizeof err) == WM_OK);
   CHECK_STR(seen.data, "1@0:a;2@2:b;3@4:c;");
   CHECK(snap.len > 0);
   /* restored: on at the first line not emitted when "b" was, numbered as before */
   wm_buf_clear(&seen);
-  CHECK(run_file(path, &snap, &seen, NULL, err, sizeof err) == WM_OK);
+  CHECK(run_file(path, 0, &snap, &seen, NULL, err, sizeof err) == WM_OK);
   CHECK_STR(seen.data, "3@4:c;");
   /* the same bytes in another file (another inode) are not the checkpoint's file */
-  CHECK(run_file(other, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
+  CHECK(run_file(other, 0, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
   CHECK(strstr(err, "it is not the file of the checkpoint") != NULL);
   /* a damaged position */
   snap.len--;
-  CHECK(run_file(path, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
+  CHECK(run_file(path, 0, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
   CHECK(strstr(err, "the checkpoint's position is damaged") != NULL);
   wm_buf_free(&seen);
   wm_buf_free(&snap);
