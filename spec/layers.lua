@@ -75,6 +75,7 @@ local function link_graph(root, build)
   local defs, uses = {}, {}
   for _, o in ipairs(list(root, build .. "/core " .. build .. "/bindings -name '*.o'")) do
     local node = o:gsub("^" .. build:gsub("%p", "%%%0") .. "/", ""):gsub("%.o$", "")
+    if not read(root .. "/" .. node .. ".c") then goto continue end -- stale: its source is gone
     uses[node] = {}
     local p = io.popen("nm '" .. root .. "/" .. o .. "' 2>/dev/null")
     for line in p:lines() do
@@ -83,6 +84,7 @@ local function link_graph(root, build)
       elseif kind and kind:match("[TDBR]") then defs[sym] = node end
     end
     p:close()
+    ::continue::
   end
   local edges = {}
   for node, syms in pairs(uses) do
