@@ -30,6 +30,7 @@ void wm_ctx_free(wm_ctx *ctx) {
     free(op->ports);
     wm_combiner_free(&op->comb);
     free(op->name);
+    free(op->uid);
     free(op);
   }
   free(ctx->ops);
@@ -104,6 +105,27 @@ wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name) 
   op->wm = WM_TIME_MIN;
   ctx->ops[ctx->nops++] = op;
   return op;
+}
+
+int wm_op_set_uid(wm_op *op, const char *uid) {
+  size_t n = strlen(uid);
+  if (n == 0 || n > 120 || strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789._-") != n)
+    return wm_ctx_error(op->ctx,
+                        "bad uid '%s' for operator '%s' (a uid is 1 to 120 letters, digits, "
+                        "'.', '_' or '-')",
+                        uid, op->name);
+  for (size_t i = 0; i < op->ctx->nops; i++) {
+    const wm_op *o = op->ctx->ops[i];
+    if (o != op && o->uid && strcmp(o->uid, uid) == 0)
+      return wm_ctx_error(op->ctx, "uid '%s' of operator '%s' is already the uid of '%s'", uid,
+                          op->name, o->name);
+  }
+  char *d = strdup(uid);
+  if (!d) return wm_ctx_error(op->ctx, "out of memory");
+  free(op->uid);
+  op->uid = d;
+  return WM_OK;
 }
 
 int wm_op_port(wm_op *op, const char *tag) {

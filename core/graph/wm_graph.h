@@ -138,10 +138,15 @@ struct wm_op {
   wm_op_metrics m;
   int64_t wm;        /* current input watermark (comb.out) */
   bool ended;
+  char *uid;         /* a stable id for checkpoints (:uid("name")), owned; NULL: none */
 };
 
 /* Creates an operator owned by ctx; name is copied. NULL on allocation failure. */
 wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);
+/* Gives op a stable id: its checkpoint part is then named after it, not after its place in
+ * the plan (graph/wm_snapshot.h). Letters, digits, '.', '_' and '-', at most 120 bytes,
+ * unique in the context. WM_OK, or WM_ERR with the reason in ctx->err. */
+int wm_op_set_uid(wm_op *op, const char *uid);
 /* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
 int wm_op_port(wm_op *op, const char *tag);
 /* Connects port `port` of from to a new input channel of to. Returns the channel or -1. */

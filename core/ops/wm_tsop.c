@@ -7,6 +7,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_observe.h"
+#include "graph/wm_state.h"
 #include "time/wm_time.h"
 
 typedef struct tsop {
@@ -175,12 +176,99 @@ static void tsop_free(wm_op *op) {
   free(s);
 }
 
+/* ---- checkpoints ------------------------------------------------------------------
+ * version, 'T', the generator (0 none, 1 bounded, 2 custom; +4 ingestion time), the
+ * built-in's max timestamp, the last watermark forwarded, idle, the clock time of the last
+ * record (idleness), the last ingestion timestamp, the periodic emits asked for, then for
+ * a custom generator the value its snapshot hook gave. */
+
+static uint64_t gen_code(const tsop *s) {
+  uint64_t g = s->cfg.custom.on_event ? 2 : (uint64_t)(s->cfg.builtin == WM_GEN_BOUNDED);
+  return g | (s->cfg.ingestion ? 4 : 0);
+}
+
+static int tsop_snapshot(wm_op *op, wm_state_io *io) {
+  tsop *s = op->impl;
+  if (s->cfg.custom.on_event && !s->cfg.custom.snapshot)
+    return wm_ctx_error(op->ctx,
+                        "the custom watermark generator has no snapshot method, so its state "
+                        "cannot be checkpointed (give it snapshot(self) and restore(self, t), "
+                        "docs/checkpoints.md)");
+  wm_state_put_header(io, 'T');
+  wm_state_put_u(io, gen_code(s));
+  wm_state_put_i(io, s->gen.max_ts);
+  wm_state_put_i(io, s->last);
+  wm_state_put_u(io, s->idle);
+  wm_state_put_i(io, s->last_seen);
+  wm_state_put_i(io, s->last_ts);
+  wm_state_put_u(io, s->periodics);
+  if (s->cfg.custom.on_event) {
+    wm_value v = wm_nil();
+    if (s->cfg.custom.snapshot(s->cfg.custom.ud, op, &v) != WM_OK) return WM_ERR;
+    int rc = wm_state_put_value(op, io, &v, "the custom watermark generator's state");
+    wm_value_release(&op->ctx->host, &v);
+    if (rc != WM_OK) return rc;
+  }
+  return wm_state_put_done(op, io);
+}
+
+static int tsop_restore(wm_op *op, wm_state_io *io) {
+  tsop *s = op->impl;
+  wm_state_rd r;
+  wm_state_rd_init(&r, op, io);
+  uint64_t g, idle, periodics;
+  int64_t max_ts, last, last_seen, last_ts;
+  if (wm_state_get_header(&r, 'T', "a timestamps/watermarks operator") != WM_OK ||
+      wm_state_get_u(&r, &g, "the generator") != WM_OK)
+    return WM_ERR;
+  if (g != gen_code(s)) {
+    static const char *const names[] = {"no_watermarks", "bounded out-of-orderness",
+                                        "a custom generator", "?"};
+    return wm_ctx_error(op->ctx,
+                        "the checkpoint's watermark strategy is %s%s, this job's is %s%s (the "
+                        "job changed since the checkpoint?)",
+                        names[g & 3], (g & 4) ? " (ingestion time)" : "", names[gen_code(s) & 3],
+                        s->cfg.ingestion ? " (ingestion time)" : "");
+  }
+  if (wm_state_get_i(&r, &max_ts, "the generator's max timestamp") != WM_OK ||
+      wm_state_get_i(&r, &last, "the last watermark") != WM_OK ||
+      wm_state_get_u(&r, &idle, "the idle flag") != WM_OK ||
+      wm_state_get_i(&r, &last_seen, "the time of the last record") != WM_OK ||
+      wm_state_get_i(&r, &last_ts, "the last ingestion timestamp") != WM_OK ||
+      wm_state_get_u(&r, &periodics, "the periodic emit count") != WM_OK)
+    return WM_ERR;
+  if (idle > 1) return wm_state_bad(&r, "the idle flag is %llu", (unsigned long long)idle);
+  if (s->cfg.custom.on_event) {
+    if (!s->cfg.custom.restore)
+      return wm_ctx_error(op->ctx, "the custom watermark generator has no restore method, so "
+                                   "its checkpointed state cannot be put back");
+    wm_value v;
+    if (wm_state_get_value(&r, &v, "the custom watermark generator's state") != WM_OK)
+      return WM_ERR;
+    int rc = wm_state_get_end(&r);
+    if (rc == WM_OK) rc = s->cfg.custom.restore(s->cfg.custom.ud, op, &v);
+    wm_value_release(&op->ctx->host, &v);
+    if (rc != WM_OK) return rc;
+  } else if (wm_state_get_end(&r) != WM_OK) {
+    return WM_ERR;
+  }
+  s->gen.max_ts = max_ts;
+  s->last = last;
+  s->idle = idle;
+  s->last_seen = last_seen;
+  s->last_ts = last_ts;
+  s->periodics = periodics;
+  return WM_OK;
+}
+
 static const wm_op_vt tsop_vt = {
     .kind = "timestamps/watermarks",
     .record = tsop_record,
     .watermark = tsop_watermark,
     .status = tsop_status,
     .free = tsop_free,
+    .snapshot = tsop_snapshot,
+    .restore = tsop_restore,
 };
 
 bool wm_op_is_tsop(const wm_op *op) { return op->vt == &tsop_vt; }

@@ -27,6 +27,12 @@ int wm_tsx_field(wm_tsx *x, const char *field, int64_t scale);
 typedef struct wm_wmgen {
   int (*on_event)(void *ud, wm_op *op, const wm_value *rec, int64_t ts);
   int (*on_periodic)(void *ud, wm_op *op);
+  /* Checkpoints (optional; a Lua generator's snapshot(self) / restore(self, t) methods):
+   * snapshot gives the generator's state as one owned value *out (a plain table, written
+   * with the codec host), restore puts such a value (borrowed) back. Without them the
+   * generator's state cannot be checkpointed and a snapshot of its operator is refused. */
+  int (*snapshot)(void *ud, wm_op *op, wm_value *out);
+  int (*restore)(void *ud, wm_op *op, const wm_value *state);
   void (*free)(void *ud);
   void *ud;
 } wm_wmgen;

@@ -258,3 +258,13 @@ size_t wm_timers_retain(wm_timers *q, int (*keep)(void *ud, int64_t t, uint64_t 
   }
   return removed;
 }
+
+int wm_timers_each(const wm_timers *q,
+                   int (*fn)(void *ud, int64_t t, const wm_timer_entry *e, size_t n), void *ud) {
+  for (size_t h = 0; h < q->nheap; h++) {
+    const group *gr = &q->groups[q->heap[h]];
+    int rc = fn(ud, gr->t, gr->items, gr->n);
+    if (rc) return rc;
+  }
+  return 0;
+}

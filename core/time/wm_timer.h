@@ -35,6 +35,13 @@ int wm_timers_push(wm_timers *q, int64_t t, uint64_t payload, uint64_t order);
 size_t wm_timers_retain(wm_timers *q, int (*keep)(void *ud, int64_t t, uint64_t payload),
                         void *ud);
 
+/* Calls fn once per pending group (in no particular order) with its time and its entries
+ * in push order (checkpoints: pushing them back in that order, group by group, into an
+ * empty queue gives a queue that pops exactly the same). Stops at the first non-zero
+ * return of fn and returns it; 0. */
+int wm_timers_each(const wm_timers *q,
+                   int (*fn)(void *ud, int64_t t, const wm_timer_entry *e, size_t n), void *ud);
+
 /* Number of distinct timestamps pending, and of entries. */
 size_t wm_timers_groups(const wm_timers *q);
 size_t wm_timers_size(const wm_timers *q);

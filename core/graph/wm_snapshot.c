@@ -1,0 +1,194 @@
+#include "graph/wm_snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/wm_state.h"
+
+int wm_op_part_name(const wm_op *op, size_t pos, int instance, char *out, size_t n) {
+  int k = op->uid ? snprintf(out, n, "uid-%s.%d", op->uid, instance)
+                  : snprintf(out, n, "op-%zu.%d", pos, instance);
+  return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
+int wm_op_snapshot_graph(wm_op *op, wm_buf *b) {
+  wm_state_io io = {.out = b};
+  wm_state_put_header(&io, 'G');
+  size_t kl = strlen(op->vt->kind);
+  wm_state_put_u(&io, kl);
+  wm_buf_add(b, op->vt->kind, kl);
+  wm_state_put_u(&io, (uint64_t)op->comb.n);
+  for (int i = 0; i < op->comb.n; i++) {
+    const wm_channel *c = &op->comb.ch[i];
+    wm_state_put_i(&io, c->wm);
+    wm_state_put_u(&io, (uint64_t)c->idle | ((uint64_t)c->aligned << 1));
+  }
+  wm_state_put_i(&io, op->comb.out);
+  wm_state_put_u(&io, (uint64_t)op->comb.out_idle | ((uint64_t)op->ended << 1));
+  wm_state_put_i(&io, op->wm);
+  wm_state_put_u(&io, op->m.records_in);
+  wm_state_put_u(&io, op->m.records_out);
+  wm_state_put_u(&io, op->m.late_dropped);
+  wm_state_put_u(&io, op->m.parse_errors);
+  return wm_state_put_done(op, &io);
+}
+
+int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
+  wm_state_io io = {.data = data, .len = len};
+  wm_state_rd r;
+  wm_state_rd_init(&r, op, &io);
+  uint64_t kl, n, f;
+  if (wm_state_get_header(&r, 'G', "the graph's part of an operator") != WM_OK ||
+      wm_state_get_count(&r, &kl, 1, "the operator kind") != WM_OK)
+    return WM_ERR;
+  size_t own = strlen(op->vt->kind);
+  if (kl != own || memcmp(r.p, op->vt->kind, own) != 0)
+    return wm_ctx_error(op->ctx,
+                        "the checkpoint holds a '%.*s' operator where this job has '%s', a "
+                        "'%s' (the job changed since the checkpoint?)",
+                        (int)kl, (const char *)r.p, op->name, op->vt->kind);
+  r.p += kl;
+  if (wm_state_get_u(&r, &n, "the number of input channels") != WM_OK) return WM_ERR;
+  if (n != (uint64_t)op->comb.n)
+    return wm_ctx_error(op->ctx,
+                        "the checkpoint's operator had %llu input(s), this job's '%s' has %d "
+                        "(the job changed since the checkpoint?)",
+                        (unsigned long long)n, op->name, op->comb.n);
+  wm_combiner c = op->comb; /* written only once every byte checked out */
+  wm_channel *ch = calloc((size_t)(n ? n : 1), sizeof *ch);
+  if (!ch) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+  int64_t wm = 0;
+  wm_op_metrics m;
+  int rc = WM_OK;
+  for (uint64_t i = 0; i < n && rc == WM_OK; i++) {
+    rc = wm_state_get_i(&r, &ch[i].wm, "a channel's watermark");
+    if (rc == WM_OK) rc = wm_state_get_u(&r, &f, "a channel's status");
+    if (rc == WM_OK && f > 3) rc = wm_state_bad(&r, "a channel's status is %llu", (unsigned long long)f);
+    ch[i].idle = f & 1;
+    ch[i].aligned = (f >> 1) & 1;
+  }
+  if (rc == WM_OK) rc = wm_state_get_i(&r, &c.out, "the combined watermark");
+  if (rc == WM_OK) rc = wm_state_get_u(&r, &f, "the combined status");
+  if (rc == WM_OK && f > 3) rc = wm_state_bad(&r, "the combined status is %llu", (unsigned long long)f);
+  c.out_idle = f & 1;
+  bool ended = (f >> 1) & 1;
+  if (rc == WM_OK) rc = wm_state_get_i(&r, &wm, "the operator's watermark");
+  uint64_t *mv[] = {&m.records_in, &m.records_out, &m.late_dropped, &m.parse_errors};
+  for (size_t i = 0; i < 4 && rc == WM_OK; i++) rc = wm_state_get_u(&r, mv[i], "the metrics");
+  if (rc == WM_OK) rc = wm_state_get_end(&r);
+  if (rc != WM_OK) {
+    free(ch);
+    return WM_ERR;
+  }
+  memcpy(op->comb.ch, ch, (size_t)n * sizeof *ch);
+  free(ch);
+  op->comb.out = c.out;
+  op->comb.out_idle = c.out_idle;
+  op->wm = wm;
+  op->ended = ended;
+  op->m = m;
+  return WM_OK;
+}
+
+static int name_error(wm_ctx *ctx, const wm_op *op) {
+  return wm_ctx_error(ctx, "operator '%s': its checkpoint part name is too long", op->name);
+}
+
+int wm_ctx_snapshot(wm_ctx *ctx, int instance, const wm_codec_host *codec, wm_part_put_fn put,
+                    void *ud) {
+  wm_buf g, b;
+  wm_buf_init(&g);
+  wm_buf_init(&b);
+  int rc = WM_OK;
+  for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) {
+    wm_op *op = ctx->ops[i];
+    char name[256];
+    if (wm_op_part_name(op, i, instance, name, sizeof name) != 0) {
+      rc = name_error(ctx, op);
+      break;
+    }
+    wm_buf_clear(&g);
+    wm_buf_clear(&b);
+    if (wm_op_snapshot_graph(op, &g) != WM_OK) {
+      rc = WM_ERR;
+      break;
+    }
+    wm_codec_put_uvar(&b, g.len);
+    wm_buf_add(&b, g.data, g.len);
+    /* a part is a stream of its own: rows' schemas are defined again in every part */
+    wm_encoder enc;
+    wm_encoder_init(&enc);
+    wm_state_io io = {.out = &b, .enc = &enc, .codec = codec};
+    rc = wm_op_snapshot(op, &io);
+    wm_encoder_free(&enc);
+    if (rc == WM_OK && b.oom) rc = wm_ctx_error(ctx, "out of memory writing a checkpoint");
+    if (rc == WM_OK && put(ud, name, b.data, b.len, ctx->err, sizeof ctx->err) != 0) rc = WM_ERR;
+  }
+  wm_buf_free(&g);
+  wm_buf_free(&b);
+  return rc;
+}
+
+/* Whether name is an operator part of this instance ("op-*.<instance>", "uid-*.<instance>"). */
+static bool own_part(const char *name, const char *suffix) {
+  size_t n = strlen(name), k = strlen(suffix);
+  if (strncmp(name, "op-", 3) != 0 && strncmp(name, "uid-", 4) != 0) return false;
+  return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
+static int restore_part(wm_op *op, const wm_codec_host *codec, const wm_part *pt) {
+  const uint8_t *p = pt->data, *end = pt->data + pt->len;
+  uint64_t glen;
+  if (wm_codec_get_uvar(&p, end, &glen) != 0 || glen > (uint64_t)(end - p))
+    return wm_ctx_error(op->ctx, "damaged checkpoint state: part '%s' is truncated (%zu bytes)",
+                        pt->name, pt->len);
+  if (wm_op_restore_graph(op, p, (size_t)glen) != WM_OK) return WM_ERR;
+  p += glen;
+  wm_decoder dec;
+  wm_decoder_init(&dec);
+  wm_state_io io = {.data = p, .len = (size_t)(end - p), .dec = &dec, .codec = codec};
+  int rc = wm_op_restore(op, &io);
+  wm_decoder_free(&dec);
+  return rc;
+}
+
+int wm_ctx_restore(wm_ctx *ctx, int instance, const wm_codec_host *codec, const wm_part *parts,
+                   size_t nparts) {
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, ".%d", instance);
+  bool *used = calloc(nparts ? nparts : 1, sizeof *used);
+  if (!used) return wm_ctx_error(ctx, "out of memory restoring a checkpoint");
+  int rc = WM_OK;
+  for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) {
+    wm_op *op = ctx->ops[i];
+    char name[256];
+    if (wm_op_part_name(op, i, instance, name, sizeof name) != 0) {
+      rc = name_error(ctx, op);
+      break;
+    }
+    size_t k = 0;
+    while (k < nparts && strcmp(parts[k].name, name) != 0) k++;
+    if (k == nparts) {
+      rc = wm_ctx_error(ctx,
+                        "the checkpoint holds no state for operator '%s' (part %s): the job "
+                        "changed since the checkpoint (give operators a stable id with uid, "
+                        "docs/checkpoints.md)",
+                        op->name, name);
+      break;
+    }
+    used[k] = true;
+    if (restore_part(op, codec, &parts[k]) != WM_OK) {
+      wm_ctx_error_context(ctx, "\n  restoring part %s of the checkpoint", name);
+      rc = WM_ERR;
+    }
+  }
+  for (size_t k = 0; k < nparts && rc == WM_OK; k++)
+    if (!used[k] && own_part(parts[k].name, suffix))
+      rc = wm_ctx_error(ctx,
+                        "the checkpoint holds the state of an operator this job does not have "
+                        "(part %s): the job changed since the checkpoint (docs/checkpoints.md)",
+                        parts[k].name);
+  free(used);
+  return rc;
+}
