@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "graph/wm_state.h"
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
@@ -237,12 +238,164 @@ static void keyed_free(wm_op *op) {
   free(s);
 }
 
+/* ---- checkpoints ------------------------------------------------------------------
+ * version, 'K', the mode (0 process, 1 rolling), the registration sequence, the keys in
+ * creation order (each: key, state, accumulator, aux, then per domain its timers), whether
+ * the function's own state follows (and the value), then the event-time and the
+ * processing-time queues (time/wm_timer.h order, payload = the key's place). */
+
+static int keyed_snapshot(wm_op *op, wm_state_io *io) {
+  keyedop *s = op->impl;
+  wm_state_put_header(io, 'K');
+  wm_state_put_u(io, s->cfg.rolling.add != NULL);
+  wm_state_put_u(io, s->seq);
+  wm_state_put_u(io, s->ne);
+  for (uint32_t i = 0; i < s->ne; i++) {
+    const kentry *e = &s->e[i];
+    if (wm_state_put_value(op, io, &e->key, "a key") != WM_OK ||
+        wm_state_put_value(op, io, &e->state, "a key's state") != WM_OK ||
+        wm_state_put_value(op, io, &e->acc, "a rolling aggregate") != WM_OK ||
+        wm_state_put_value(op, io, &e->aux, "a rolling aggregate") != WM_OK)
+      return WM_ERR;
+    for (int d = 0; d < 2; d++) {
+      wm_state_put_u(io, e->timers[d].n);
+      for (uint32_t k = 0; k < e->timers[d].n; k++) wm_state_put_i(io, e->timers[d].t[k]);
+    }
+  }
+  wm_state_put_u(io, s->cfg.fn.snapshot != NULL);
+  if (s->cfg.fn.snapshot) {
+    wm_value v = wm_nil();
+    if (s->cfg.fn.snapshot(s->cfg.fn.ud, op, &v) != WM_OK) return WM_ERR;
+    int rc = wm_state_put_value(op, io, &v, "the process function's state");
+    wm_value_release(&op->ctx->host, &v);
+    if (rc != WM_OK) return rc;
+  }
+  wm_state_put_timers(io, s->q[0]);
+  wm_state_put_timers(io, s->q[1]);
+  return wm_state_put_done(op, io);
+}
+
+static int keyed_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t payload) {
+  (void)t;
+  const keyedop *s = ud;
+  if (payload >= s->ne) return wm_state_bad(r, "a timer names key %llu of %u",
+                                            (unsigned long long)payload, s->ne);
+  return WM_OK;
+}
+
+static int pt_rearm(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {
+  (void)e;
+  (void)n;
+  wm_op *op = ud;
+  return wm_ctx_register_processing_timer(op->ctx, op, t) != WM_OK;
+}
+
+static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
+  const wm_host *h = &op->ctx->host;
+  uint64_t mode, seq, ne, n, has;
+  if (wm_state_get_header(r, 'K', "a keyed process operator") != WM_OK ||
+      wm_state_get_u(r, &mode, "the mode") != WM_OK)
+    return WM_ERR;
+  if (mode != (s->cfg.rolling.add != NULL))
+    return wm_ctx_error(op->ctx, "the checkpoint holds a %s where this job has a %s (the job "
+                                 "changed since the checkpoint?)",
+                        mode ? "rolling aggregation" : "process function",
+                        s->cfg.rolling.add ? "rolling aggregation" : "process function");
+  if (wm_state_get_u(r, &seq, "the timer sequence") != WM_OK ||
+      wm_state_get_count(r, &ne, 6, "the number of keys") != WM_OK)
+    return WM_ERR;
+  for (uint64_t i = 0; i < ne; i++) {
+    wm_value key;
+    if (wm_state_get_value(r, &key, "a key") != WM_OK) return WM_ERR;
+    if (!wm_key_valid(&key)) {
+      wm_value_release(h, &key);
+      return wm_state_bad(r, "a key that is not a scalar");
+    }
+    uint32_t at;
+    uint32_t before = s->ne;
+    int rc = entry_get(op, s, &key, &at);
+    wm_value_release(h, &key);
+    if (rc != WM_OK) return WM_ERR;
+    if (s->ne == before) return wm_state_bad(r, "a key appears twice");
+    kentry *e = &s->e[at];
+    if (wm_state_get_value(r, &e->state, "a key's state") != WM_OK ||
+        wm_state_get_value(r, &e->acc, "a rolling aggregate") != WM_OK ||
+        wm_state_get_value(r, &e->aux, "a rolling aggregate") != WM_OK)
+      return WM_ERR;
+    for (int d = 0; d < 2; d++) {
+      tset *ts = &e->timers[d];
+      if (wm_state_get_count(r, &n, 1, "the number of a key's timers") != WM_OK) return WM_ERR;
+      if (n && !(ts->t = malloc(n * sizeof *ts->t)))
+        return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+      ts->cap = (uint32_t)n;
+      for (uint64_t k = 0; k < n; k++) {
+        if (wm_state_get_i(r, &ts->t[k], "a key's timer") != WM_OK) return WM_ERR;
+        ts->n++;
+      }
+    }
+  }
+  if (wm_state_get_u(r, &has, "the function's state flag") != WM_OK) return WM_ERR;
+  if (has > 1 || (has && !s->cfg.fn.restore))
+    return has > 1 ? wm_state_bad(r, "the function's state flag is %llu", (unsigned long long)has)
+                   : wm_ctx_error(op->ctx, "the checkpoint holds state of the process function "
+                                           "itself, and this job's function has no restore "
+                                           "method to take it");
+  if (has) {
+    wm_value v;
+    if (wm_state_get_value(r, &v, "the process function's state") != WM_OK) return WM_ERR;
+    int rc = s->cfg.fn.restore(s->cfg.fn.ud, op, &v);
+    wm_value_release(h, &v);
+    if (rc != WM_OK) return WM_ERR;
+  }
+  if (wm_state_get_timers(r, s->q[0], keyed_timer_valid, s) != WM_OK ||
+      wm_state_get_timers(r, s->q[1], keyed_timer_valid, s) != WM_OK ||
+      wm_state_get_end(r) != WM_OK)
+    return WM_ERR;
+  s->seq = seq;
+  if (wm_timers_each(s->q[1], pt_rearm, op) != 0) return WM_ERR;
+  return WM_OK;
+}
+
+static int keyed_restore(wm_op *op, wm_state_io *io) {
+  keyedop *s = op->impl;
+  if (s->ne || wm_timers_size(s->q[0]) || wm_timers_size(s->q[1]))
+    return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
+  wm_state_rd r;
+  wm_state_rd_init(&r, op, io);
+  if (keyed_restore_body(op, s, &r) == WM_OK) return WM_OK;
+  /* back to the empty operator it was built as: no half-restored state stays */
+  const wm_host *h = &op->ctx->host;
+  for (uint32_t i = 0; i < s->ne; i++) {
+    wm_value_release(h, &s->e[i].key);
+    wm_value_release(h, &s->e[i].state);
+    wm_value_release(h, &s->e[i].acc);
+    wm_value_release(h, &s->e[i].aux);
+    free(s->e[i].timers[0].t);
+    free(s->e[i].timers[1].t);
+  }
+  s->ne = 0;
+  memset(s->idx, 0, s->capidx * sizeof *s->idx);
+  wm_timers *q0 = wm_timers_new(), *q1 = wm_timers_new();
+  if (q0 && q1) {
+    wm_timers_free(s->q[0]);
+    wm_timers_free(s->q[1]);
+    s->q[0] = q0;
+    s->q[1] = q1;
+  } else {
+    wm_timers_free(q0);
+    wm_timers_free(q1);
+  }
+  return WM_ERR;
+}
+
 static const wm_op_vt keyed_vt = {
     .kind = "keyed process",
     .record = keyed_record,
     .watermark = keyed_watermark,
     .processing_time = keyed_processing_time,
     .free = keyed_free,
+    .snapshot = keyed_snapshot,
+    .restore = keyed_restore,
 };
 
 bool wm_op_is_keyedop(const wm_op *op) { return op->vt == &keyed_vt; }

@@ -25,6 +25,12 @@ typedef struct wm_keyed_fn {
                  const wm_value *rec, int64_t ts);
   int (*timer)(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
                int domain);
+  /* Checkpoints (optional): state the function keeps outside the per-key state (a Lua
+   * function object's snapshot(self) / restore(self, t)), as one owned value *out, and
+   * its restore from such a value (borrowed). The per-key states are checkpointed by the
+   * operator. NULL: nothing beyond the per-key state. */
+  int (*snapshot)(void *ud, wm_op *op, wm_value *out);
+  int (*restore)(void *ud, wm_op *op, const wm_value *state);
   void (*free)(void *ud);
   void *ud;
 } wm_keyed_fn;

@@ -87,6 +87,12 @@ struct wm_trigger {
   wm_trigger *inner;   /* purging(inner): owned */
   void *ud;            /* custom triggers: the host's data */
   void (*free)(void *ud);
+  /* Checkpoints (optional, set by the host after wm_trigger_custom): state of the trigger
+   * object itself, beyond the per-window state (state, hstate) that the window operator
+   * checkpoints; a Lua trigger's snapshot(self) / restore(self, t). snapshot gives one
+   * owned value *out, restore takes such a value (borrowed). NULL: nothing else. */
+  int (*snapshot)(void *ud, wm_op *op, wm_value *out);
+  int (*restore)(void *ud, wm_op *op, const wm_value *state);
 };
 
 typedef enum {

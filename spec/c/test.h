@@ -66,5 +66,6 @@ void test_winmerge(void);
 void test_mt(void);
 void test_ckpt(void);
 void test_graph(void);
+void test_snapshot(void);
 
 #endif

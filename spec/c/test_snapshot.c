@@ -1,0 +1,746 @@
+/* Checkpoints of operators (graph/wm_snapshot.h, graph/wm_state.h): for every operator
+ * kind, feeding part of an input, snapshotting the whole context, restoring into a freshly
+ * built context of the same plan and feeding the rest gives exactly the output (records,
+ * late records, watermarks and statuses, in order) of an uninterrupted run, at every cut
+ * point; damaged, truncated, foreign and other-version bytes are refused with a clear
+ * error. */
+#include <stdlib.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_snapshot.h"
+#include "graph/wm_state.h"
+#include "ops/wm_keyedop.h"
+#include "ops/wm_tsop.h"
+#include "ops/wm_winop.h"
+#include "time/wm_time.h"
+#include "test.h"
+
+/* ---- a plan, a virtual clock, and a sink that logs everything in order ---------------- */
+
+typedef struct ptreg {
+  wm_op *op;
+  int64_t t;
+} ptreg;
+
+typedef struct plan plan;
+typedef void (*build_fn)(plan *p);
+
+typedef struct sink {
+  plan *p;
+  const char *label;
+} sink;
+
+struct plan {
+  wm_ctx ctx;
+  wm_buf out;
+  int64_t now;
+  ptreg pt[256];
+  int npt;
+  wm_op *in[2];   /* where records go (inputs 0 and 1) */
+  wm_op *gen[2];  /* timestamps operators, for periodic emits and idleness */
+  wm_op *src[2];  /* upstream of in[]: end of input */
+  sink main, late;
+  wm_schema *schema;
+  int quiet; /* run: errors expected (damaged state), not failures */
+};
+
+static int64_t vnow(void *ud) { return ((plan *)ud)->now; }
+
+static int vpt_register(void *ud, wm_op *op, int64_t t) {
+  plan *p = ud;
+  if (p->npt == 256) return wm_ctx_error(&p->ctx, "too many processing-time timers");
+  p->pt[p->npt++] = (ptreg){op, t};
+  return WM_OK;
+}
+
+static void log_line(sink *s, const char *what, int64_t t, const wm_value *rec) {
+  wm_buf *b = &s->p->out;
+  if (s->label) {
+    wm_buf_adds(b, s->label);
+    wm_buf_addc(b, ' ');
+  }
+  wm_buf_adds(b, what);
+  wm_buf_add_int(b, t);
+  if (rec) {
+    wm_buf_addc(b, ' ');
+    wm_format_value(b, rec, 0, NULL, NULL);
+  }
+  wm_buf_addc(b, '\n');
+}
+
+static int sink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  log_line(op->impl, "", ts, rec);
+  return WM_OK;
+}
+static int sink_watermark(wm_op *op, int64_t w) {
+  log_line(op->impl, "W ", w, NULL);
+  return WM_OK;
+}
+static int sink_status(wm_op *op, bool idle) {
+  log_line(op->impl, idle ? "idle " : "active ", 0, NULL);
+  return WM_OK;
+}
+static const wm_op_vt sink_vt = {.kind = "sink", .record = sink_record,
+                                 .watermark = sink_watermark, .status = sink_status};
+static int src_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  return wm_op_emit(op, 0, rec, ts);
+}
+static const wm_op_vt src_vt = {.kind = "source", .record = src_record};
+
+static void plan_init(plan *p, build_fn build) {
+  memset(p, 0, sizeof *p);
+  wm_ctx_init(&p->ctx);
+  wm_buf_init(&p->out);
+  p->ctx.now = vnow;
+  p->ctx.now_ud = p;
+  p->ctx.pt_register = vpt_register;
+  p->ctx.pt_ud = p;
+  p->main.p = p->late.p = p;
+  p->late.label = "late";
+  static const char *const names[] = {"id", "vc"};
+  static const uint8_t types[] = {WM_FT_STRING, WM_FT_INTEGER};
+  p->schema = wm_schema_new(2, names, types);
+  build(p);
+  CHECK_I64(wm_ctx_prepare(&p->ctx), WM_OK);
+}
+
+static void plan_free(plan *p) {
+  wm_ctx_free(&p->ctx);
+  wm_buf_free(&p->out);
+  wm_schema_release(p->schema);
+}
+
+/* The sources (one per input) and the sink, around a middle built by the scenario. */
+static wm_op *add_src(plan *p, int i) {
+  return p->src[i] = wm_op_new(&p->ctx, &src_vt, NULL, i ? "source 2" : "source");
+}
+static wm_op *add_sink(plan *p) { return wm_op_new(&p->ctx, &sink_vt, &p->main, "sink"); }
+static wm_op *add_late_sink(plan *p) { return wm_op_new(&p->ctx, &sink_vt, &p->late, "late sink"); }
+
+static wm_op *add_tsop(plan *p, int i, int64_t delay, int64_t interval, int64_t idle) {
+  wm_tsop_config tc = {0};
+  tc.builtin = WM_GEN_BOUNDED;
+  tc.delay = delay;
+  tc.interval = interval;
+  tc.idle_timeout = idle;
+  wm_op *t = wm_tsop_new(&p->ctx, i ? "timestamps 2" : "timestamps", &tc);
+  wm_op_connect(add_src(p, i), 0, t);
+  p->in[i] = p->src[i];
+  p->gen[i] = t;
+  return t;
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+typedef struct ev {
+  char kind;  /* r record, p periodic emit, c clock to ts (fires processing timers), i idleness
+               * check, e end of input */
+  const char *key;
+  int64_t ts; /* ms */
+  int64_t v;
+  int in;
+} ev;
+
+#define R(k, ts, v) {'r', k, ts, v, 0}
+#define R2(k, ts, v) {'r', k, ts, v, 1}
+#define P {'p', NULL, 0, 0, 0}
+#define C(t) {'c', NULL, t, 0, 0}
+#define I {'i', NULL, 0, 0, 0}
+#define E {'e', NULL, 0, 0, 0}
+
+static int fire_pt(plan *p) {
+  for (;;) {
+    int best = -1;
+    for (int i = 0; i < p->npt; i++)
+      if (p->pt[i].t <= p->now && (best < 0 || p->pt[i].t < p->pt[best].t)) best = i;
+    if (best < 0) return WM_OK;
+    ptreg r = p->pt[best];
+    memmove(&p->pt[best], &p->pt[best + 1], (size_t)(p->npt - best - 1) * sizeof *p->pt);
+    p->npt--;
+    if (r.op->vt->processing_time(r.op, r.t) != WM_OK) return WM_ERR;
+  }
+}
+
+static int run(plan *p, const ev *evs, size_t from, size_t to) {
+  for (size_t k = from; k < to; k++) {
+    const ev *e = &evs[k];
+    int rc = WM_OK;
+    switch (e->kind) {
+    case 'r': {
+      wm_row *r = wm_row_new(p->schema);
+      r->fields[0] = wm_cstr(e->key, strlen(e->key));
+      wm_value_retain(NULL, &r->fields[0]);
+      r->fields[1] = wm_int(e->v);
+      wm_value v = wm_row_value(r);
+      rc = wm_op_input_record(p->in[e->in], 0, &v, e->ts);
+      wm_value_release(NULL, &v);
+      break;
+    }
+    case 'p':
+      for (int i = 0; i < 2 && rc == WM_OK; i++)
+        if (p->gen[i]) rc = wm_tsop_periodic(p->gen[i]);
+      break;
+    case 'c':
+      p->now = e->ts;
+      rc = fire_pt(p);
+      break;
+    case 'i':
+      for (int i = 0; i < 2 && rc == WM_OK; i++)
+        if (p->gen[i]) rc = wm_tsop_check_idle(p->gen[i], p->now);
+      break;
+    case 'e':
+      for (int i = 0; i < 2 && rc == WM_OK; i++)
+        if (p->src[i]) rc = wm_op_emit_watermark(p->src[i], WM_TIME_MAX);
+      if (rc == WM_OK) {
+        p->now = WM_TIME_MAX - 1;
+        rc = fire_pt(p);
+      }
+      break;
+    }
+    if (rc != WM_OK) {
+      if (p->quiet) return rc;
+      fprintf(stderr, "FAIL %s: event %zu: %s\n", T.current, k, p->ctx.err);
+      T.failed++;
+      return rc;
+    }
+  }
+  return WM_OK;
+}
+
+/* ---- parts in memory ---------------------------------------------------------------- */
+
+typedef struct parts {
+  wm_part p[32];
+  size_t n;
+} parts;
+
+static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
+                    size_t errlen) {
+  parts *ps = ud;
+  if (ps->n == 32) {
+    snprintf(err, errlen, "too many parts");
+    return -1;
+  }
+  uint8_t *d = malloc(len ? len : 1);
+  char *nm = strdup(name);
+  if (!d || !nm) {
+    free(d);
+    free(nm);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  memcpy(d, data, len);
+  ps->p[ps->n++] = (wm_part){nm, d, len};
+  return 0;
+}
+
+static void parts_free(parts *ps) {
+  for (size_t i = 0; i < ps->n; i++) {
+    free((char *)ps->p[i].name);
+    free((uint8_t *)ps->p[i].data);
+  }
+  ps->n = 0;
+}
+
+static size_t parts_bytes(const parts *ps) {
+  size_t n = 0;
+  for (size_t i = 0; i < ps->n; i++) n += ps->p[i].len;
+  return n;
+}
+
+/* ---- the round trip ------------------------------------------------------------------ */
+
+/* Every cut point of evs: the uninterrupted output equals the output before the cut plus
+ * the output of a fresh plan restored from the snapshot at the cut; the snapshot changes
+ * nothing in the plan it was taken of. Returns the largest snapshot's size. */
+static size_t roundtrip(build_fn build, const ev *evs, size_t n, const char *expect) {
+  plan full;
+  plan_init(&full, build);
+  run(&full, evs, 0, n);
+  if (expect) CHECK_STR(full.out.data, expect);
+  size_t biggest = 0;
+  int bad = 0;
+  for (size_t cut = 0; cut <= n; cut++) {
+    plan a, b;
+    plan_init(&a, build);
+    parts ps = {0};
+    if (run(&a, evs, 0, cut) != WM_OK) break;
+    if (wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps) != WM_OK) {
+      fprintf(stderr, "FAIL %s: snapshot at %zu: %s\n", T.current, cut, a.ctx.err);
+      T.failed++;
+      plan_free(&a);
+      break;
+    }
+    if (parts_bytes(&ps) > biggest) biggest = parts_bytes(&ps);
+    size_t prefix = a.out.len;
+    int64_t now = a.now;
+    run(&a, evs, cut, n);
+    if (strcmp(a.out.data ? a.out.data : "", full.out.data ? full.out.data : "") != 0) bad++;
+    plan_init(&b, build);
+    b.now = now; /* the clock goes on where it was */
+    wm_buf_add(&b.out, a.out.data ? a.out.data : "", prefix);
+    if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) != WM_OK) {
+      fprintf(stderr, "FAIL %s: restore at %zu: %s\n", T.current, cut, b.ctx.err);
+      T.failed++;
+    } else {
+      run(&b, evs, cut, n);
+      if (strcmp(b.out.data ? b.out.data : "", full.out.data ? full.out.data : "") != 0) {
+        fprintf(stderr, "FAIL %s: cut at event %zu gives\n%s\nexpected\n%s\n", T.current, cut,
+                b.out.data, full.out.data);
+        T.failed++;
+      } else {
+        T.passed++;
+      }
+    }
+    plan_free(&a);
+    plan_free(&b);
+    parts_free(&ps);
+  }
+  CHECK_I64(bad, 0); /* a snapshot leaves the plan as it was */
+  plan_free(&full);
+  return biggest;
+}
+
+/* The snapshot at cut, damaged: every part cut at every length, every byte flipped, the
+ * version changed: refused (never a crash; ASan checks the flips). */
+static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
+  plan a;
+  plan_init(&a, build);
+  run(&a, evs, 0, cut);
+  parts ps = {0};
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  int accepted = 0, unclear = 0;
+  for (size_t k = 0; k < ps.n; k++) {
+    const wm_part orig = ps.p[k];
+    uint8_t *buf = malloc(orig.len + 1);
+    for (size_t len = 0; len < orig.len; len++) {
+      memcpy(buf, orig.data, len);
+      ps.p[k].data = buf;
+      ps.p[k].len = len;
+      plan b;
+      plan_init(&b, build);
+      if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) == WM_OK) {
+        accepted++;
+      } else if (!strstr(b.ctx.err, "damaged checkpoint state") ||
+                 !strstr(b.ctx.err, orig.name)) {
+        if (!unclear) fprintf(stderr, "unclear: %s\n", b.ctx.err);
+        unclear++;
+      }
+      plan_free(&b);
+    }
+    for (size_t at = 0; at < orig.len; at++) {
+      memcpy(buf, orig.data, orig.len);
+      buf[at] ^= 0xff;
+      ps.p[k].data = buf;
+      ps.p[k].len = orig.len;
+      plan b;
+      plan_init(&b, build);
+      b.quiet = 1;
+      if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) == WM_OK) run(&b, evs, cut, nevs);
+      plan_free(&b);
+    }
+    ps.p[k] = orig;
+    free(buf);
+  }
+  CHECK_I64(accepted, 0);
+  CHECK_I64(unclear, 0);
+  /* another version: the operator section's first byte (after the graph section) */
+  for (size_t k = 0; k < ps.n; k++) {
+    const uint8_t *p = ps.p[k].data, *end = p + ps.p[k].len;
+    uint64_t glen;
+    wm_codec_get_uvar(&p, end, &glen);
+    size_t at = (size_t)(p - ps.p[k].data) + (size_t)glen;
+    if (at >= ps.p[k].len) continue;
+    ((uint8_t *)ps.p[k].data)[at] = WM_STATE_VERSION + 1;
+    plan b;
+    plan_init(&b, build);
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+    CHECK(strstr(b.ctx.err, "format version 2") != NULL);
+    plan_free(&b);
+    ((uint8_t *)ps.p[k].data)[at] = WM_STATE_VERSION;
+  }
+  parts_free(&ps);
+  plan_free(&a);
+}
+
+/* ---- window scenarios --------------------------------------------------------------- */
+
+typedef struct wspec {
+  wm_assigner a;
+  int64_t lateness;
+  int trig, trig_n, purging;
+  int ev, ev_n;
+  int agg;
+  int64_t delay;
+} wspec;
+
+static const wspec *cur_w;
+
+static wm_op *add_window(plan *p, const wspec *w) {
+  wm_winop_config cfg = {0};
+  cfg.assigner = w->a;
+  cfg.lateness = w->lateness;
+  cfg.late_tag = "late";
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.fn, w->agg ? w->agg : WM_AGG_SUM, "vc");
+  if (w->trig) {
+    cfg.trigger = wm_trigger_new(w->trig, w->trig_n);
+    if (w->purging) cfg.trigger = wm_trigger_purging(cfg.trigger);
+  }
+  if (w->ev) {
+    cfg.evictor.kind = w->ev;
+    cfg.evictor.n = w->ev_n;
+  }
+  wm_op *op = wm_winop_new(&p->ctx, "window", &cfg);
+  wm_op_connect(op, 0, add_sink(p));
+  wm_op_connect(op, wm_op_port(op, "late"), add_late_sink(p));
+  return op;
+}
+
+static void build_window(plan *p) {
+  wm_op *t = add_tsop(p, 0, cur_w->delay, 0, 0);
+  wm_op_connect(t, 0, add_window(p, cur_w));
+}
+
+/* Two inputs with idleness into one window operator: the combiner's channels. */
+static void build_two_idle(plan *p) {
+  wm_op *w = add_window(p, cur_w);
+  wm_op_connect(add_tsop(p, 0, 0, 100, 1000), 0, w);
+  wm_op_connect(add_tsop(p, 1, 0, 100, 1000), 0, w);
+}
+
+/* Event time: records of two keys, watermarks after every record (interval 0). */
+static const ev tumble_evs[] = {
+    R("a", 1000, 1), R("b", 1500, 2), R("a", 4999, 3), R("b", 6000, 4), /* W 5000: fires [0,5) */
+    R("a", 3000, 5),                                                     /* late, re-fires */
+    R("a", 7500, 6), R("b", 8000, 7), R("a", 2000, 8),                   /* W 7000: cleanup done: late */
+    R("b", 11000, 9), R("a", 9999, 10), R("a", 12500, 11), E};
+
+/* Sessions (gap 3 s) that merge: a bridge record joins two sessions, a late one joins a
+ * fired session within the lateness. */
+static const ev session_evs[] = {
+    R("a", 1000, 1), R("a", 6000, 2), R("b", 2000, 3), R("a", 3500, 4), /* merges a's two */
+    R("b", 9000, 5), R("a", 13000, 6), R("a", 10500, 7), R("b", 5500, 8),
+    R("a", 16500, 9), R("a", 7000, 10), R("b", 30000, 11), R("a", 14000, 12), E};
+
+static const ev pt_evs[] = {
+    C(100), R("a", 1, 1), R("b", 2, 2), C(900), R("a", 3, 3), C(1000), R("a", 4, 4), C(1500),
+    R("b", 5, 5), C(2100), C(2200), R("a", 6, 6), E};
+
+static const ev idle_evs[] = {
+    C(0), R("a", 1000, 1), R2("a", 2000, 2), P, C(500), R("a", 6000, 3), P, C(1400), I, /* 2 idle */
+    P, R("b", 7000, 4), P, C(2000), R2("a", 3000, 5), P, I, C(3100), I, R("a", 12000, 6),
+    P, C(4200), I, P, R2("b", 13000, 7), P, E};
+
+static void windows(void) {
+  static const struct {
+    const char *name;
+    wspec w;
+    const ev *evs;
+    size_t n;
+  } cases[] = {
+      {"tumbling sum, lateness, late output", {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000, .delay = 0},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"tumbling min_by, no lateness", {{.kind = WM_WA_TUMBLING, .size = 5000}, .agg = WM_AGG_MIN_BY, .delay = 1000},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"sliding count", {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .agg = WM_AGG_COUNT, .lateness = 1000},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"sessions, lateness", {{.kind = WM_WA_SESSION, .gap = 3000}, .lateness = 4000, .delay = 500},
+       session_evs, sizeof session_evs / sizeof *session_evs},
+      {"sessions, count trigger", {{.kind = WM_WA_SESSION, .gap = 3000}, .trig = WM_TRIG_COUNT, .trig_n = 2, .lateness = 1000},
+       session_evs, sizeof session_evs / sizeof *session_evs},
+      {"sessions, continuous event time", {{.kind = WM_WA_SESSION, .gap = 3000}, .trig = WM_TRIG_CONTINUOUS_EVENT_TIME, .trig_n = 1500},
+       session_evs, sizeof session_evs / sizeof *session_evs},
+      {"continuous event time", {{.kind = WM_WA_TUMBLING, .size = 10000}, .trig = WM_TRIG_CONTINUOUS_EVENT_TIME, .trig_n = 2000, .lateness = 3000},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"count windows (global, purging count 3)", {{.kind = WM_WA_GLOBAL}, .trig = WM_TRIG_COUNT, .trig_n = 3, .purging = 1},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"count evictor", {{.kind = WM_WA_TUMBLING, .size = 10000}, .trig = WM_TRIG_COUNT, .trig_n = 2, .ev = WM_EV_COUNT, .ev_n = 3},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"time evictor, sessions", {{.kind = WM_WA_SESSION, .gap = 3000}, .ev = WM_EV_TIME, .ev_n = 2000, .lateness = 2000},
+       session_evs, sizeof session_evs / sizeof *session_evs},
+      {"processing-time tumbling", {{.kind = WM_WA_TUMBLING, .size = 1000, .processing_time = true}, .agg = WM_AGG_COUNT},
+       pt_evs, sizeof pt_evs / sizeof *pt_evs},
+      {"processing-time sessions", {{.kind = WM_WA_SESSION, .gap = 500, .processing_time = true}, .lateness = 0},
+       pt_evs, sizeof pt_evs / sizeof *pt_evs},
+      {"continuous processing time", {{.kind = WM_WA_TUMBLING, .size = 10000}, .trig = WM_TRIG_CONTINUOUS_PROCESSING_TIME, .trig_n = 700},
+       pt_evs, sizeof pt_evs / sizeof *pt_evs},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    T.current = cases[c].name;
+    cur_w = &cases[c].w;
+    roundtrip(build_window, cases[c].evs, cases[c].n, NULL);
+  }
+  T.current = "two inputs, idleness";
+  static const wspec two = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 1000};
+  cur_w = &two;
+  roundtrip(build_two_idle, idle_evs, sizeof idle_evs / sizeof *idle_evs, NULL);
+  T.current = "damaged window state";
+  static const wspec ses = {{.kind = WM_WA_SESSION, .gap = 3000}, .trig = WM_TRIG_COUNT, .trig_n = 2, .lateness = 1000};
+  cur_w = &ses;
+  damage(build_window, session_evs, sizeof session_evs / sizeof *session_evs, 7);
+  static const wspec evw = {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .trig = WM_TRIG_COUNT, .trig_n = 2, .ev = WM_EV_COUNT, .ev_n = 3, .lateness = 2000};
+  cur_w = &evw;
+  damage(build_window, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, 6);
+  cur_w = &two;
+  damage(build_two_idle, idle_evs, sizeof idle_evs / sizeof *idle_evs, 12);
+}
+
+/* ---- keyed process functions and rolling aggregations ----------------------------- */
+
+/* Per key: state counts the records; vc < 50 registers an event timer at ts + vc, 50..89
+ * deletes the one at ts + vc - 50, 90..99 a processing-time timer at now + 10 * (vc - 90).
+ * A timer emits "key:count@t". The function's own state (snapshot hooks): how many
+ * timers fired in all, part of what a timer emits. */
+typedef struct kfn {
+  int64_t fired;
+} kfn;
+
+static int k_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                     const wm_value *rec, int64_t ts) {
+  (void)ud;
+  (void)key;
+  int64_t n = rec->u.row->fields[1].u.i;
+  *state = wm_int(state->type == WM_INT ? state->u.i + 1 : 1);
+  if (n < 50) return wm_keyedop_register(op, WM_TIME_EVENT, ts + n);
+  if (n < 90) return wm_keyedop_delete(op, WM_TIME_EVENT, ts + n - 50);
+  return wm_keyedop_register(op, WM_TIME_PROCESSING, wm_ctx_now(op->ctx) + 10 * (n - 90));
+}
+
+static int k_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
+                   int domain) {
+  kfn *f = ud;
+  f->fired++;
+  char b[128];
+  size_t kl;
+  const char *k = wm_value_str(key, &kl);
+  int n = snprintf(b, sizeof b, "%.*s:%lld@%s%lld #%lld", (int)kl, k, (long long)state->u.i,
+                   domain == WM_TIME_EVENT ? "" : "pt ", (long long)t, (long long)f->fired);
+  wm_value v = wm_cstr(b, (size_t)n);
+  return wm_op_emit(op, 0, &v, t);
+}
+
+static int k_snapshot(void *ud, wm_op *op, wm_value *out) {
+  (void)op;
+  *out = wm_int(((kfn *)ud)->fired);
+  return WM_OK;
+}
+
+static int k_restore(void *ud, wm_op *op, const wm_value *v) {
+  if (v->type != WM_INT) return wm_ctx_error(op->ctx, "bad function state");
+  ((kfn *)ud)->fired = v->u.i;
+  return WM_OK;
+}
+
+static void build_keyed(plan *p) {
+  wm_keyedop_config cfg = {0};
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  kfn *f = calloc(1, sizeof *f);
+  cfg.fn = (wm_keyed_fn){.element = k_element, .timer = k_timer, .snapshot = k_snapshot,
+                         .restore = k_restore, .free = free, .ud = f};
+  wm_op *k = wm_keyedop_new(&p->ctx, "process", &cfg);
+  wm_op_connect(add_tsop(p, 0, 0, 0, 0), 0, k);
+  wm_op_connect(k, 0, add_sink(p));
+}
+
+static void build_rolling(plan *p) {
+  wm_keyedop_config cfg = {0};
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.rolling, WM_AGG_SUM, "vc");
+  wm_op *k = wm_keyedop_new(&p->ctx, "rolling sum", &cfg);
+  wm_op_connect(add_tsop(p, 0, 0, 0, 0), 0, k);
+  wm_op_connect(k, 0, add_sink(p));
+}
+
+static const ev keyed_evs[] = {
+    C(0), R("a", 1000, 5), R("b", 1000, 5), R("a", 1002, 30), R("b", 1001, 53), /* b's deleted */
+    R("a", 1004, 95), R("b", 1003, 92), C(20), R("c", 1010, 1), R("a", 1011, 2), C(40),
+    R("b", 1050, 40), C(60), R("a", 1200, 0), R("c", 1300, 99), E};
+
+static void keyed(void) {
+  T.current = "keyed process function, timers";
+  roundtrip(build_keyed, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, NULL);
+  T.current = "rolling sum";
+  roundtrip(build_rolling, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, NULL);
+  T.current = "damaged keyed state";
+  damage(build_keyed, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, 7);
+  damage(build_rolling, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, 7);
+}
+
+/* ---- a custom watermark generator -------------------------------------------------- */
+
+/* Watermark: the highest timestamp - 1000, emitted every other record (on_event) and on
+ * periodic emits. */
+typedef struct cgen {
+  int64_t max, n;
+  int hooks;
+} cgen;
+
+static int cg_event(void *ud, wm_op *op, const wm_value *rec, int64_t ts) {
+  (void)rec;
+  cgen *g = ud;
+  if (ts > g->max) g->max = ts;
+  if (++g->n % 2 == 0) return wm_tsop_emit_watermark(op, g->max - 1000);
+  return WM_OK;
+}
+static int cg_periodic(void *ud, wm_op *op) {
+  cgen *g = ud;
+  return g->n ? wm_tsop_emit_watermark(op, g->max - 1000) : WM_OK;
+}
+static int cg_snapshot(void *ud, wm_op *op, wm_value *out) {
+  (void)op;
+  cgen *g = ud;
+  /* a composite key stands for a Lua table here: two integers in one value */
+  wm_value kp[2] = {wm_int(g->max), wm_int(g->n)};
+  return wm_key_compose(kp, 2, out) == 0 ? WM_OK : WM_ERR;
+}
+static int cg_restore(void *ud, wm_op *op, const wm_value *v) {
+  cgen *g = ud;
+  wm_value a, b;
+  if (wm_key_part(v, 0, &a) != 2 || wm_key_part(v, 1, &b) != 2)
+    return wm_ctx_error(op->ctx, "bad generator state");
+  g->max = a.u.i;
+  g->n = b.u.i;
+  return WM_OK;
+}
+
+static int cgen_hooks;
+
+static void build_custom(plan *p) {
+  cgen *g = calloc(1, sizeof *g);
+  g->max = WM_TIME_MIN + 1000;
+  wm_tsop_config tc = {0};
+  tc.custom = (wm_wmgen){.on_event = cg_event, .on_periodic = cg_periodic, .free = free, .ud = g};
+  if (cgen_hooks) {
+    tc.custom.snapshot = cg_snapshot;
+    tc.custom.restore = cg_restore;
+  }
+  tc.interval = 100;
+  wm_op *t = wm_tsop_new(&p->ctx, "custom timestamps", &tc);
+  wm_op_connect(add_src(p, 0), 0, t);
+  p->in[0] = p->src[0];
+  p->gen[0] = t;
+  static const wspec w = {{.kind = WM_WA_TUMBLING, .size = 2000}, .lateness = 0};
+  wm_op_connect(t, 0, add_window(p, &w));
+}
+
+static const ev custom_evs[] = {R("a", 1000, 1), R("a", 2500, 2), P, R("b", 1200, 3),
+                                R("a", 4100, 4), R("b", 3900, 5), P, R("a", 6000, 6), E};
+
+static void custom_generator(void) {
+  T.current = "custom watermark generator with snapshot hooks";
+  cgen_hooks = 1;
+  roundtrip(build_custom, custom_evs, sizeof custom_evs / sizeof *custom_evs, NULL);
+  T.current = "custom watermark generator without snapshot hooks";
+  cgen_hooks = 0;
+  plan a;
+  plan_init(&a, build_custom);
+  parts ps = {0};
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_ERR);
+  CHECK(strstr(a.ctx.err, "custom watermark generator has no snapshot method") != NULL);
+  CHECK(strstr(a.ctx.err, "in operator 'custom timestamps'") != NULL);
+  parts_free(&ps);
+  plan_free(&a);
+}
+
+/* ---- the plan's shape -------------------------------------------------------------- */
+
+static const wspec shape_w = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000};
+static const wspec shape_w2 = {{.kind = WM_WA_TUMBLING, .size = 10000}, .lateness = 2000};
+
+static void build_uid(plan *p) {
+  wm_op *t = add_tsop(p, 0, 0, 0, 0);
+  wm_op *w = add_window(p, cur_w);
+  CHECK_I64(wm_op_set_uid(w, "sums"), WM_OK);
+  wm_op_connect(t, 0, w);
+}
+
+static void shape(void) {
+  T.current = "plan shape";
+  cur_w = &shape_w;
+  plan a;
+  plan_init(&a, build_window);
+  run(&a, tumble_evs, 0, 4);
+  parts ps = {0};
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  CHECK_I64(ps.n, 5);
+  CHECK_STR(ps.p[0].name, "op-0.0");
+  CHECK_STR(ps.p[2].name, "op-2.0");
+  /* a part missing */
+  plan b;
+  plan_init(&b, build_window);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n - 1), WM_ERR);
+  CHECK_STR(b.ctx.err, "the checkpoint holds no state for operator 'late sink' (part op-4.0): the "
+                       "job changed since the checkpoint (give operators a stable id with uid, "
+                       "docs/checkpoints.md)");
+  plan_free(&b);
+  /* a part left over; parts of another instance and other names are ignored */
+  wm_part more[8];
+  memcpy(more, ps.p, ps.n * sizeof *more);
+  more[5] = (wm_part){"op-1.1", ps.p[1].data, 3};
+  more[6] = (wm_part){"source-0", ps.p[1].data, 1};
+  plan_init(&b, build_window);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, more, 7), WM_OK);
+  plan_free(&b);
+  more[7] = (wm_part){"op-5.0", ps.p[1].data, 3};
+  plan_init(&b, build_window);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, more, 8), WM_ERR);
+  CHECK_STR(b.ctx.err, "the checkpoint holds the state of an operator this job does not have "
+                       "(part op-5.0): the job changed since the checkpoint (docs/checkpoints.md)");
+  plan_free(&b);
+  /* another operator at that place */
+  wm_part swapped[5];
+  memcpy(swapped, ps.p, sizeof swapped);
+  swapped[1].data = ps.p[2].data;
+  swapped[1].len = ps.p[2].len;
+  plan_init(&b, build_window);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, swapped, 5), WM_ERR);
+  CHECK(strstr(b.ctx.err, "the checkpoint holds a 'window' operator where this job has "
+                          "'source', a 'source'") != NULL);
+  CHECK(strstr(b.ctx.err, "restoring part op-1.0") != NULL);
+  plan_free(&b);
+  /* the window operator changed */
+  cur_w = &shape_w2;
+  plan_init(&b, build_window);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+  CHECK(strstr(b.ctx.err, "the checkpoint's window operator differs from this job's: it was\n"
+                          "    tumbling size 5000 slide 0 offset 0 gap 0, lateness 2000, "
+                          "incremental, no evictor, trigger event_time 0\n  and is now\n"
+                          "    tumbling size 10000 ") != NULL);
+  CHECK(strstr(b.ctx.err, "in operator 'window'") != NULL);
+  plan_free(&b);
+  /* into an operator that already holds state */
+  cur_w = &shape_w;
+  plan_init(&b, build_window);
+  run(&b, tumble_evs, 0, 1);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+  CHECK(strstr(b.ctx.err, "a checkpoint is restored only into a new operator") != NULL);
+  plan_free(&b);
+  parts_free(&ps);
+  plan_free(&a);
+  /* uids name parts; a bad or repeated uid is refused */
+  plan_init(&a, build_uid);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  CHECK_STR(ps.p[2].name, "uid-sums.0");
+  CHECK_I64(wm_op_set_uid(a.ctx.ops[3], "sums"), WM_ERR);
+  CHECK_STR(a.ctx.err, "uid 'sums' of operator 'sink' is already the uid of 'window'");
+  CHECK_I64(wm_op_set_uid(a.ctx.ops[3], "a b"), WM_ERR);
+  CHECK_STR(a.ctx.err, "bad uid 'a b' for operator 'sink' (a uid is 1 to 120 letters, digits, "
+                       "'.', '_' or '-')");
+  parts_free(&ps);
+  plan_free(&a);
+  T.current = "uid";
+  roundtrip(build_uid, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, NULL);
+}
+
+void test_snapshot(void) {
+  windows();
+  keyed();
+  custom_generator();
+  shape();
+}
