@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/wm_state.h"
+#include "graph/wm_statefmt.h"
 
 int wm_op_part_name(const wm_op *op, size_t pos, int instance, char *out, size_t n) {
   int k = op->uid ? snprintf(out, n, "uid-%s.%d", op->uid, instance)

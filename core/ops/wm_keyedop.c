@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
-#include "graph/wm_state.h"
+#include "graph/wm_statefmt.h"
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 

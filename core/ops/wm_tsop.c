@@ -7,7 +7,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_observe.h"
-#include "graph/wm_state.h"
+#include "graph/wm_statefmt.h"
 #include "time/wm_time.h"
 
 typedef struct tsop {

@@ -8,7 +8,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_snapshot.h"
-#include "graph/wm_state.h"
+#include "graph/wm_statefmt.h"
 #include "ops/wm_keyedop.h"
 #include "ops/wm_tsop.h"
 #include "ops/wm_winop.h"

@@ -1,4 +1,4 @@
-#include "graph/wm_state.h"
+#include "graph/wm_statefmt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
