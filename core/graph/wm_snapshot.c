@@ -91,10 +91,6 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
   return WM_OK;
 }
 
-static int name_error(wm_ctx *ctx, const wm_op *op) {
-  return wm_ctx_error(ctx, "operator '%s': its checkpoint part name is too long", op->name);
-}
-
 int wm_ctx_snapshot(wm_ctx *ctx, int instance, const wm_codec_host *codec, wm_part_put_fn put,
                     void *ud) {
   wm_buf g, b;
@@ -103,11 +99,8 @@ int wm_ctx_snapshot(wm_ctx *ctx, int instance, const wm_codec_host *codec, wm_pa
   int rc = WM_OK;
   for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) {
     wm_op *op = ctx->ops[i];
-    char name[256];
-    if (wm_op_part_name(op, i, instance, name, sizeof name) != 0) {
-      rc = name_error(ctx, op);
-      break;
-    }
+    char name[256]; /* always room: a uid has at most 120 bytes */
+    wm_op_part_name(op, i, instance, name, sizeof name);
     wm_buf_clear(&g);
     wm_buf_clear(&b);
     if (wm_op_snapshot_graph(op, &g) != WM_OK) {
@@ -162,11 +155,8 @@ int wm_ctx_restore(wm_ctx *ctx, int instance, const wm_codec_host *codec, const 
   int rc = WM_OK;
   for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) {
     wm_op *op = ctx->ops[i];
-    char name[256];
-    if (wm_op_part_name(op, i, instance, name, sizeof name) != 0) {
-      rc = name_error(ctx, op);
-      break;
-    }
+    char name[256]; /* always room: a uid has at most 120 bytes */
+    wm_op_part_name(op, i, instance, name, sizeof name);
     size_t k = 0;
     while (k < nparts && strcmp(parts[k].name, name) != 0) k++;
     if (k == nparts) {

@@ -147,3 +147,14 @@ int wm_state_get_timers(wm_state_rd *r, wm_timers *q,
   }
   return WM_OK;
 }
+
+static int rearm_group(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {
+  (void)e;
+  (void)n;
+  wm_op *op = ud;
+  return wm_ctx_register_processing_timer(op->ctx, op, t) != WM_OK;
+}
+
+int wm_state_rearm(wm_op *op, const wm_timers *q) {
+  return wm_timers_each(q, rearm_group, op) != 0 ? WM_ERR : WM_OK;
+}

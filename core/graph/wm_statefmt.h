@@ -30,6 +30,10 @@ int wm_state_put_done(wm_op *op, wm_state_io *io);
 struct wm_timers;
 void wm_state_put_timers(wm_state_io *io, const struct wm_timers *q);
 
+/* Asks the context's processing-time timer service (wm_ctx_register_processing_timer) for
+ * every time pending in q again: what a restored operator's queue expects. */
+int wm_state_rearm(wm_op *op, const struct wm_timers *q);
+
 /* A cursor over a restore's bytes. */
 typedef struct wm_state_rd {
   const uint8_t *p, *begin, *end;

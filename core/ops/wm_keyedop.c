@@ -216,9 +216,8 @@ static int keyed_processing_time(wm_op *op, int64_t t) {
   return fire_due(op, s, WM_TIME_PROCESSING, t);
 }
 
-static void keyed_free(wm_op *op) {
-  keyedop *s = op->impl;
-  if (!s) return;
+/* Releases every key's state and timers (s->ne stays). */
+static void release_entries(wm_op *op, keyedop *s) {
   const wm_host *h = &op->ctx->host;
   for (uint32_t i = 0; i < s->ne; i++) {
     wm_value_release(h, &s->e[i].key);
@@ -228,6 +227,12 @@ static void keyed_free(wm_op *op) {
     free(s->e[i].timers[0].t);
     free(s->e[i].timers[1].t);
   }
+}
+
+static void keyed_free(wm_op *op) {
+  keyedop *s = op->impl;
+  if (!s) return;
+  release_entries(op, s);
   free(s->e);
   free(s->idx);
   wm_timers_free(s->q[0]);
@@ -281,13 +286,6 @@ static int keyed_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t paylo
   if (payload >= s->ne) return wm_state_bad(r, "a timer names key %llu of %u",
                                             (unsigned long long)payload, s->ne);
   return WM_OK;
-}
-
-static int pt_rearm(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {
-  (void)e;
-  (void)n;
-  wm_op *op = ud;
-  return wm_ctx_register_processing_timer(op->ctx, op, t) != WM_OK;
 }
 
 static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
@@ -352,7 +350,7 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
       wm_state_get_end(r) != WM_OK)
     return WM_ERR;
   s->seq = seq;
-  if (wm_timers_each(s->q[1], pt_rearm, op) != 0) return WM_ERR;
+  if (wm_state_rearm(op, s->q[1]) != WM_OK) return WM_ERR;
   return WM_OK;
 }
 
@@ -364,15 +362,7 @@ static int keyed_restore(wm_op *op, wm_state_io *io) {
   wm_state_rd_init(&r, op, io);
   if (keyed_restore_body(op, s, &r) == WM_OK) return WM_OK;
   /* back to the empty operator it was built as: no half-restored state stays */
-  const wm_host *h = &op->ctx->host;
-  for (uint32_t i = 0; i < s->ne; i++) {
-    wm_value_release(h, &s->e[i].key);
-    wm_value_release(h, &s->e[i].state);
-    wm_value_release(h, &s->e[i].acc);
-    wm_value_release(h, &s->e[i].aux);
-    free(s->e[i].timers[0].t);
-    free(s->e[i].timers[1].t);
-  }
+  release_entries(op, s);
   s->ne = 0;
   memset(s->idx, 0, s->capidx * sizeof *s->idx);
   wm_timers *q0 = wm_timers_new(), *q1 = wm_timers_new();

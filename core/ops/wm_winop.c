@@ -1289,13 +1289,6 @@ static int winop_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t paylo
   return WM_OK;
 }
 
-static int winop_pt_rearm(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {
-  (void)e;
-  (void)n;
-  wm_op *op = ud;
-  return wm_ctx_register_processing_timer(op->ctx, op, t) != WM_OK;
-}
-
 static int restore_body(wm_state_rd *r, winop *s) {
   wm_op *op = r->op;
   char cfg[512];
@@ -1370,7 +1363,7 @@ static int restore_body(wm_state_rd *r, winop *s) {
   s->compact_at[1] = (size_t)u[3];
   /* windows made from now on order after the restored ones, as they would have */
   if (op->ctx->seq < max_seq) op->ctx->seq = max_seq;
-  if (wm_timers_each(s->ptimers, winop_pt_rearm, op) != 0) return WM_ERR;
+  if (wm_state_rearm(op, s->ptimers) != WM_OK) return WM_ERR;
   return WM_OK;
 }
 

@@ -252,6 +252,8 @@ static size_t parts_bytes(const parts *ps) {
 
 /* ---- the round trip ------------------------------------------------------------------ */
 
+static const wm_codec_host *cur_codec; /* host values: the codec host given to snapshots */
+
 /* Every cut point of evs: the uninterrupted output equals the output before the cut plus
  * the output of a fresh plan restored from the snapshot at the cut; the snapshot changes
  * nothing in the plan it was taken of. Returns the largest snapshot's size. */
@@ -267,7 +269,7 @@ static size_t roundtrip(build_fn build, const ev *evs, size_t n, const char *exp
     plan_init(&a, build);
     parts ps = {0};
     if (run(&a, evs, 0, cut) != WM_OK) break;
-    if (wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps) != WM_OK) {
+    if (wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps) != WM_OK) {
       fprintf(stderr, "FAIL %s: snapshot at %zu: %s\n", T.current, cut, a.ctx.err);
       T.failed++;
       plan_free(&a);
@@ -281,7 +283,7 @@ static size_t roundtrip(build_fn build, const ev *evs, size_t n, const char *exp
     plan_init(&b, build);
     b.now = now; /* the clock goes on where it was */
     wm_buf_add(&b.out, a.out.data ? a.out.data : "", prefix);
-    if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) != WM_OK) {
+    if (wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n) != WM_OK) {
       fprintf(stderr, "FAIL %s: restore at %zu: %s\n", T.current, cut, b.ctx.err);
       T.failed++;
     } else {
@@ -310,7 +312,7 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
   plan_init(&a, build);
   run(&a, evs, 0, cut);
   parts ps = {0};
-  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
   int accepted = 0, unclear = 0;
   for (size_t k = 0; k < ps.n; k++) {
     const wm_part orig = ps.p[k];
@@ -321,7 +323,7 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
       ps.p[k].len = len;
       plan b;
       plan_init(&b, build);
-      if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) == WM_OK) {
+      if (wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n) == WM_OK) {
         accepted++;
       } else if (!strstr(b.ctx.err, "damaged checkpoint state") ||
                  !strstr(b.ctx.err, orig.name)) {
@@ -338,7 +340,7 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
       plan b;
       plan_init(&b, build);
       b.quiet = 1;
-      if (wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n) == WM_OK) run(&b, evs, cut, nevs);
+      if (wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n) == WM_OK) run(&b, evs, cut, nevs);
       plan_free(&b);
     }
     ps.p[k] = orig;
@@ -356,7 +358,7 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
     ((uint8_t *)ps.p[k].data)[at] = WM_STATE_VERSION + 1;
     plan b;
     plan_init(&b, build);
-    CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
     CHECK(strstr(b.ctx.err, "format version 2") != NULL);
     plan_free(&b);
     ((uint8_t *)ps.p[k].data)[at] = WM_STATE_VERSION;
@@ -641,7 +643,7 @@ static void custom_generator(void) {
   plan a;
   plan_init(&a, build_custom);
   parts ps = {0};
-  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_ERR);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_ERR);
   CHECK(strstr(a.ctx.err, "custom watermark generator has no snapshot method") != NULL);
   CHECK(strstr(a.ctx.err, "in operator 'custom timestamps'") != NULL);
   parts_free(&ps);
@@ -667,7 +669,7 @@ static void shape(void) {
   plan_init(&a, build_window);
   run(&a, tumble_evs, 0, 4);
   parts ps = {0};
-  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
   CHECK_I64(ps.n, 5);
   CHECK_STR(ps.p[0].name, "op-0.0");
   CHECK_STR(ps.p[2].name, "op-2.0");
@@ -707,7 +709,7 @@ static void shape(void) {
   /* the window operator changed */
   cur_w = &shape_w2;
   plan_init(&b, build_window);
-  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
   CHECK(strstr(b.ctx.err, "the checkpoint's window operator differs from this job's: it was\n"
                           "    tumbling size 5000 slide 0 offset 0 gap 0, lateness 2000, "
                           "incremental, no evictor, trigger event_time 0\n  and is now\n"
@@ -718,14 +720,14 @@ static void shape(void) {
   cur_w = &shape_w;
   plan_init(&b, build_window);
   run(&b, tumble_evs, 0, 1);
-  CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_ERR);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
   CHECK(strstr(b.ctx.err, "a checkpoint is restored only into a new operator") != NULL);
   plan_free(&b);
   parts_free(&ps);
   plan_free(&a);
   /* uids name parts; a bad or repeated uid is refused */
   plan_init(&a, build_uid);
-  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
   CHECK_STR(ps.p[2].name, "uid-sums.0");
   CHECK_I64(wm_op_set_uid(a.ctx.ops[3], "sums"), WM_ERR);
   CHECK_STR(a.ctx.err, "uid 'sums' of operator 'sink' is already the uid of 'window'");
@@ -738,8 +740,126 @@ static void shape(void) {
   roundtrip(build_uid, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, NULL);
 }
 
+/* ---- host values (Lua tables) through the codec host -------------------------------- */
+
+/* A host whose values are integers in slots, reference counted; the codec host writes
+ * them as WM_C_TABLE and an integer, and refuses 666 as the bindings refuse a function. */
+static struct {
+  int64_t v[512];
+  uint32_t refs[512];
+} FH;
+
+static void fh_retain(void *ud, uint32_t slot) {
+  (void)ud;
+  FH.refs[slot]++;
+}
+static void fh_release(void *ud, uint32_t slot) {
+  (void)ud;
+  FH.refs[slot]--;
+}
+static int fh_new(int64_t x, wm_value *out) {
+  for (uint32_t i = 1; i < 512; i++) {
+    if (FH.refs[i]) continue;
+    FH.refs[i] = 1;
+    FH.v[i] = x;
+    *out = wm_nil();
+    out->type = WM_SLOT;
+    out->u.slot = i;
+    return 0;
+  }
+  return -1;
+}
+static int fh_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
+  (void)ud;
+  if (FH.v[v->u.slot] == 666) {
+    snprintf(err, errlen, "a function cannot be checkpointed");
+    return -1;
+  }
+  wm_buf_addc(b, WM_C_TABLE);
+  wm_codec_put_ivar(b, FH.v[v->u.slot]);
+  return 0;
+}
+static int fh_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
+                     size_t errlen) {
+  (void)ud;
+  int64_t x;
+  (*p)++;
+  if (wm_codec_get_ivar(p, end, &x) != 0 || fh_new(x, out) != 0) {
+    snprintf(err, errlen, "truncated host value");
+    return -1;
+  }
+  return 0;
+}
+static const wm_codec_host fh_codec = {.encode = fh_encode, .decode = fh_decode};
+
+static int fh_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  (void)ud;
+  (void)aux;
+  wm_value n;
+  if (fh_new((acc->type == WM_SLOT ? FH.v[acc->u.slot] : 0) + rec->u.row->fields[1].u.i, &n))
+    return wm_ctx_error(op->ctx, "out of slots");
+  wm_value_release(&op->ctx->host, acc);
+  *acc = n;
+  return WM_OK;
+}
+static int fh_fire(void *ud, wm_op *op, const wm_fire *f) {
+  (void)ud;
+  wm_value v = wm_int(FH.v[f->acc->u.slot]);
+  return wm_op_emit(op, 0, &v, f->max_ts);
+}
+
+static void build_host(plan *p) {
+  p->ctx.host.retain = fh_retain;
+  p->ctx.host.release = fh_release;
+  wm_op *t = add_tsop(p, 0, 0, 0, 0);
+  wm_winop_config cfg = {0};
+  cfg.assigner.kind = WM_WA_TUMBLING;
+  cfg.assigner.size = 5000;
+  cfg.lateness = 2000;
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  cfg.fn = (wm_winfn){.add = fh_add, .fire = fh_fire};
+  wm_op *w = wm_winop_new(&p->ctx, "window", &cfg);
+  wm_op_connect(t, 0, w);
+  wm_op_connect(w, 0, add_sink(p));
+}
+
+static int fh_live(void) {
+  int n = 0;
+  for (int i = 0; i < 512; i++) n += FH.refs[i] != 0;
+  return n;
+}
+
+static void host_values(void) {
+  T.current = "host values through the codec host";
+  cur_codec = &fh_codec;
+  roundtrip(build_host, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, NULL);
+  damage(build_host, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, 4);
+  CHECK_I64(fh_live(), 0); /* restored values are owned, and released with their windows */
+  static const ev bad[] = {R("a", 1000, 600), R("a", 1001, 66)};
+  plan a;
+  plan_init(&a, build_host);
+  run(&a, bad, 0, 2);
+  parts ps = {0};
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_ERR);
+  CHECK_STR(a.ctx.err, "cannot checkpoint a window's accumulator: a function cannot be "
+                       "checkpointed\n  in operator 'window'");
+  parts_free(&ps);
+  plan_free(&a);
+  /* without a codec host, a host value is an error too */
+  plan_init(&a, build_host);
+  run(&a, bad, 0, 1);
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_ERR);
+  CHECK(strstr(a.ctx.err, "cannot checkpoint a window's accumulator") != NULL);
+  parts_free(&ps);
+  plan_free(&a);
+  CHECK_I64(fh_live(), 0);
+  cur_codec = NULL;
+}
+
 void test_snapshot(void) {
   windows();
+  host_values();
   keyed();
   custom_generator();
   shape();
