@@ -18,7 +18,10 @@
  * the reason in op->ctx->err (wm_op_restore adds the operator's name).
  *
  * Both return WM_OK or WM_ERR. The checkpoint code stores each operator instance's bytes as
- * one part of a checkpoint (state/wm_ckpt.h). */
+ * one part of a checkpoint (state/wm_ckpt.h), after the graph's own state of the operator
+ * (its input channels, graph/wm_snapshot.h, which snapshots and restores a whole context).
+ * An operator with processing-time timers asks ctx->pt_register for them again in restore:
+ * set it before restoring. Helpers for the formats: graph/wm_statefmt.h. */
 #ifndef WM_STATE_H
 #define WM_STATE_H
 

@@ -830,7 +830,78 @@ static int fh_live(void) {
   return n;
 }
 
+/* A custom trigger with state of its own (records seen by the trigger, through its
+ * snapshot hooks) and per-window host state (records in the window, a host value): fires
+ * every third record it sees, on a window's second record, and at the window's end. */
+typedef struct ctrig {
+  int64_t seen;
+} ctrig;
+
+static int ct_element(const wm_trigger *t, wm_trigger_ctx *c, const wm_value *rec, int64_t ts) {
+  (void)rec;
+  (void)ts;
+  ctrig *g = t->ud;
+  g->seen++;
+  int64_t n = c->hstate->type == WM_SLOT ? FH.v[c->hstate->u.slot] + 1 : 1;
+  wm_value v;
+  if (fh_new(n, &v) != 0) return wm_ctx_error(c->op->ctx, "out of slots");
+  wm_value_release(&c->op->ctx->host, c->hstate);
+  *c->hstate = v;
+  if (g->seen % 3 == 0 || n == 2) return WM_TR_FIRE;
+  return wm_trigger_register(c, WM_DOMAIN_EVENT, c->max_ts);
+}
+static int ct_event(const wm_trigger *t, wm_trigger_ctx *c, int64_t time) {
+  (void)t;
+  return time == c->max_ts ? WM_TR_FIRE : WM_TR_CONTINUE;
+}
+static int ct_proc(const wm_trigger *t, wm_trigger_ctx *c, int64_t time) {
+  (void)t;
+  (void)c;
+  (void)time;
+  return WM_TR_CONTINUE;
+}
+static int ct_clear(const wm_trigger *t, wm_trigger_ctx *c) {
+  (void)t;
+  wm_trigger_delete(c, WM_DOMAIN_EVENT, c->max_ts);
+  return WM_OK;
+}
+static const wm_trigger_vt ct_vt = {"counting", ct_element, ct_event, ct_proc, NULL, NULL, ct_clear};
+static int ct_snapshot(void *ud, wm_op *op, wm_value *out) {
+  (void)op;
+  *out = wm_int(((ctrig *)ud)->seen);
+  return WM_OK;
+}
+static int ct_restore(void *ud, wm_op *op, const wm_value *v) {
+  (void)op;
+  ((ctrig *)ud)->seen = v->u.i;
+  return WM_OK;
+}
+
+static void build_trigger(plan *p) {
+  p->ctx.host.retain = fh_retain;
+  p->ctx.host.release = fh_release;
+  static const wspec w = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000};
+  wm_op *t = add_tsop(p, 0, 0, 0, 0);
+  wm_winop_config cfg = {0};
+  cfg.assigner = w.a;
+  cfg.lateness = w.lateness;
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc");
+  cfg.trigger = wm_trigger_custom(&ct_vt, calloc(1, sizeof(ctrig)), free);
+  cfg.trigger->snapshot = ct_snapshot;
+  cfg.trigger->restore = ct_restore;
+  wm_op *op = wm_winop_new(&p->ctx, "window", &cfg);
+  wm_op_connect(t, 0, op);
+  wm_op_connect(op, 0, add_sink(p));
+}
+
 static void host_values(void) {
+  T.current = "custom trigger with its own state and host window state";
+  cur_codec = &fh_codec;
+  roundtrip(build_trigger, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, NULL);
+  damage(build_trigger, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, 5);
+  CHECK_I64(fh_live(), 0);
   T.current = "host values through the codec host";
   cur_codec = &fh_codec;
   roundtrip(build_host, tumble_evs, sizeof tumble_evs / sizeof *tumble_evs, NULL);
