@@ -86,6 +86,11 @@ void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth);
  * B->ctx.err naming the operator and (when rec is given) the record, and returns WM_ERR.
  * Leaves nres results on success. */
 void lwm_push_fn(lwm_bridge *B, int fn);
+/* Stores the value on top of the stack in the fns table (popped); its index. */
+int lwm_store_fn(lwm_bridge *B);
+/* Argument arg of the running C function (out(record), ctx:output(tag, record)) must be a
+ * record: a lauxlib argument error for nil or none. */
+void lwm_check_record(lua_State *L, int arg);
 int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec);
 
 /* Error with the operator's name and definition line, and the record. */
@@ -116,17 +121,24 @@ void lwm_opinfo_free(void *ud);
 
 enum { LWM_MAP = 1, LWM_FILTER, LWM_FLAT_MAP };
 
+/* ---- the builders' toolbox (lwm_plan.c), below every builder ---------------------------- */
+
 /* Plan reading: field k of the node table at idx. Strings stay valid while the plan lives. */
 const char *lwm_get_str(lua_State *L, int idx, const char *k);
 lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt);
 /* Stores field k of the table at idx in the per-job fns table; its index, or 0 if absent. */
 int lwm_get_fn(lwm_bridge *B, int idx, const char *k);
+/* Argument arg of the running C function as an integer number of ms, or a lauxlib
+ * argument error (bad argument #1 to 'emit_watermark' (...)). */
+int64_t lwm_check_millis(lua_State *L, int arg);
+/* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
+int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
+
+/* ---- the graph (lwm_graph.c), above the node builders --------------------------------- */
 
 /* Builds the whole graph of the env table at env_idx: instances, exchanges, edges.
  * *outop / *outport (caller frees) give, per node id (1..*n), its first instance and port. */
 int lwm_build_graph(lwm_bridge *B, int env_idx, wm_op ***outop, int **outport, lua_Integer *n);
-/* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
-int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 
 /* Node builders, one per area: each returns 1 and sets *op (NULL on failure, with the
  * message in B->ctx.err) when it knows the node kind, and 0 when it does not. */
@@ -136,6 +148,9 @@ int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *nam
                       const char *where, wm_op **op);
 int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
                    const char *where, wm_op **op);
+/* keyed:process{...} and rolling aggregations (lwm_keyed.c). */
+int lwm_build_keyed(lwm_bridge *B, int node, const char *kind, const char *name,
+                    const char *where, wm_op **op);
 /* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
 wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
                         int64_t interval);
@@ -143,8 +158,9 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
  * frees) give, per node id 1..*n, the operator and port that produce its stream. Sources
  * need B->exec. WM_OK or WM_ERR (message in B->ctx.err). */
 int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer *n);
-/* Sets up a bridge on L: the core context with the host hooks, and the message handler,
- * slot table and fns table pushed on L's stack (registered with lwm_register). */
+/* Sets up a bridge on L (lwm_bridge.c): the core context with the host hooks, and the
+ * message handler, slot table and fns table pushed on L's stack (registered with
+ * lwm_register). */
 void lwm_bridge_init(lwm_bridge *B, lua_State *L);
 /* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
 int lwm_harness_new(lua_State *L);
@@ -152,10 +168,13 @@ void lwm_harness_open(lua_State *L);
 /* wm.core.replay_data(path, parse_node, ts_field, arrival_field): a recorded file for
  * h:replay (wm.lab; lwm_harness.c). */
 int lwm_replay_data_new(lua_State *L);
-/* Trace and metrics output of wmrun (lwm_core.c). */
+/* Trace and metrics output of wmrun (lwm_report.c, reads only the core). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);
 void lwm_print_metrics(lwm_bridge *B, FILE *f);
+/* What an operator holds: open windows of a window operator, keys of a keyed one; -1 for
+ * an operator that holds neither. */
+long long lwm_op_state(const wm_op *op);
 
 /* ---- the multi-core executor (lwm_mt.c) ---------------------------------------------- */
 

@@ -317,6 +317,17 @@ int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc) {
 
 void lwm_push_fn(lwm_bridge *B, int fn) { lua_rawgeti(B->L, B->fns, fn); }
 
+int lwm_store_fn(lwm_bridge *B) {
+  lua_rawseti(B->L, B->fns, ++B->nfns);
+  return B->nfns;
+}
+
+/* Records are never nil (Flink has no null records): out(nil) is the caller's mistake, as
+ * a map that returns nil is. */
+void lwm_check_record(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) luaL_typeerror(L, arg, "record");
+}
+
 static void add_record(lwm_bridge *B, const wm_value *rec) {
   wm_buf b;
   wm_buf_init(&b);
@@ -361,3 +372,104 @@ int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
   lua_pop(L, 1);
   return WM_ERR;
 }
+
+/* ---- host hooks for slot values ------------------------------------------------- */
+
+static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_value *out,
+                          char *err, size_t errlen) {
+  lwm_bridge *B = ud;
+  lua_State *L = B->L;
+  lua_rawgeti(L, B->slots, rec->u.slot);
+  if (lua_type(L, -1) != LUA_TTABLE) {
+    snprintf(err, errlen, "cannot read field '%s' of a %s (expected a table record)", name,
+             luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  lua_getfield(L, -1, name);
+  int t = lua_type(L, -1);
+  if (t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD) {
+    snprintf(err, errlen, "field '%s' is a %s, not a string, number or boolean", name,
+             luaL_typename(L, -1));
+    lua_pop(L, 2);
+    return -1;
+  }
+  /* the field's value stays referenced by the record, so a string's bytes stay valid */
+  lwm_to_value(B, -1, out);
+  lua_pop(L, 2);
+  return 0;
+}
+
+static int host_with_field(void *ud, const wm_value *rec, const char *name, const wm_value *val,
+                           wm_value *out, char *err, size_t errlen) {
+  lwm_bridge *B = ud;
+  lua_State *L = B->L;
+  lua_rawgeti(L, B->slots, rec->u.slot);
+  if (lua_type(L, -1) != LUA_TTABLE) {
+    snprintf(err, errlen, "cannot set field '%s' of a %s", name, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  int src = lua_gettop(L);
+  lua_createtable(L, 0, 4);
+  lua_pushnil(L);
+  while (lua_next(L, src)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -4);
+  }
+  if (lua_getmetatable(L, src)) lua_setmetatable(L, -2);
+  lwm_push_value(B, val);
+  lua_setfield(L, -2, name);
+  uint32_t s = lwm_slot_new(B, -1);
+  lua_pop(L, 2);
+  if (!s) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  *out = wm_nil();
+  out->type = WM_SLOT;
+  out->u.slot = s;
+  return 0;
+}
+
+static void host_format(void *ud, wm_buf *b, const wm_value *v, int json) {
+  lwm_bridge *B = ud;
+  lua_rawgeti(B->L, B->slots, v->u.slot);
+  lwm_format_lua(B->L, -1, b, json, 0);
+  lua_pop(B->L, 1);
+}
+
+/* ---- the message handler (as lua.c's) ------------------------------------------------ */
+
+static int msghandler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* ---- the bridge of a job run -------------------------------------------------------- */
+
+void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
+  B->L = L;
+  B->gc_step = 0;
+  wm_ctx_init(&B->ctx);
+  B->ctx.host.ud = B;
+  B->ctx.host.retain = lwm_slot_retain;
+  B->ctx.host.release = lwm_slot_release;
+  B->ctx.host.get_field = host_get_field;
+  B->ctx.host.with_field = host_with_field;
+  B->ctx.host.format = host_format;
+  lua_pushcfunction(L, msghandler);
+  B->msgh = lua_gettop(L);
+  lua_newtable(L);
+  B->slots = lua_gettop(L);
+  lua_newtable(L);
+  B->fns = lua_gettop(L);
+  lwm_register(B);
+}
+

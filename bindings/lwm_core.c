@@ -8,178 +8,7 @@
 
 #include <signal.h>
 
-/* ---- host hooks for slot values ------------------------------------------------------ */
-
-static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_value *out,
-                          char *err, size_t errlen) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  lua_rawgeti(L, B->slots, rec->u.slot);
-  if (lua_type(L, -1) != LUA_TTABLE) {
-    snprintf(err, errlen, "cannot read field '%s' of a %s (expected a table record)", name,
-             luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return -1;
-  }
-  lua_getfield(L, -1, name);
-  int t = lua_type(L, -1);
-  if (t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD) {
-    snprintf(err, errlen, "field '%s' is a %s, not a string, number or boolean", name,
-             luaL_typename(L, -1));
-    lua_pop(L, 2);
-    return -1;
-  }
-  /* the field's value stays referenced by the record, so a string's bytes stay valid */
-  lwm_to_value(B, -1, out);
-  lua_pop(L, 2);
-  return 0;
-}
-
-static int host_with_field(void *ud, const wm_value *rec, const char *name, const wm_value *val,
-                           wm_value *out, char *err, size_t errlen) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  lua_rawgeti(L, B->slots, rec->u.slot);
-  if (lua_type(L, -1) != LUA_TTABLE) {
-    snprintf(err, errlen, "cannot set field '%s' of a %s", name, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return -1;
-  }
-  int src = lua_gettop(L);
-  lua_createtable(L, 0, 4);
-  lua_pushnil(L);
-  while (lua_next(L, src)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    lua_rawset(L, -4);
-  }
-  if (lua_getmetatable(L, src)) lua_setmetatable(L, -2);
-  lwm_push_value(B, val);
-  lua_setfield(L, -2, name);
-  uint32_t s = lwm_slot_new(B, -1);
-  lua_pop(L, 2);
-  if (!s) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  *out = wm_nil();
-  out->type = WM_SLOT;
-  out->u.slot = s;
-  return 0;
-}
-
-static void host_format(void *ud, wm_buf *b, const wm_value *v, int json) {
-  lwm_bridge *B = ud;
-  lua_rawgeti(B->L, B->slots, v->u.slot);
-  lwm_format_lua(B->L, -1, b, json, 0);
-  lua_pop(B->L, 1);
-}
-
-/* ---- the message handler (as lua.c's) ------------------------------------------------ */
-
-static int msghandler(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-/* ---- plan reading helpers ------------------------------------------------------------ */
-
-/* Reads field k of the table at idx as a string (NULL when absent); the string stays
- * valid while the node table lives. */
-const char *lwm_get_str(lua_State *L, int idx, const char *k) {
-  lua_getfield(L, idx, k);
-  const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-  lua_pop(L, 1);
-  return s;
-}
-
-lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt) {
-  lua_getfield(L, idx, k);
-  lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : dflt;
-  lua_pop(L, 1);
-  return v;
-}
-
-/* Stores field k of the table at idx in the fns table; 0 when absent. */
-int lwm_get_fn(lwm_bridge *B, int idx, const char *k) {
-  lua_getfield(B->L, idx, k);
-  if (lua_isnil(B->L, -1)) {
-    lua_pop(B->L, 1);
-    return 0;
-  }
-  lua_rawseti(B->L, B->fns, ++B->nfns);
-  return B->nfns;
-}
-
-
 /* ---- execute ------------------------------------------------------------------------- */
-
-static void fmt_time(char *buf, size_t n, int64_t t) {
-  if (t == WM_TIME_MIN) snprintf(buf, n, "MIN");
-  else if (t == WM_TIME_MAX) snprintf(buf, n, "MAX");
-  else snprintf(buf, n, "%lld", (long long)t);
-}
-
-/* What an operator holds: open windows of a window operator, keys of a keyed one. */
-static long long op_state(const wm_op *op) {
-  if (strcmp(op->vt->kind, "window") == 0) return (long long)wm_winop_open_windows(op);
-  if (wm_op_is_keyedop(op)) return (long long)wm_keyedop_keys(op);
-  return -1;
-}
-
-void lwm_print_metrics(lwm_bridge *B, FILE *f) {
-  /* the operator column fits the longest name (names carry the script path and line) */
-  int w = 8;
-  for (size_t i = 0; i < B->ctx.nops; i++) {
-    int n = (int)strlen(B->ctx.ops[i]->name);
-    if (n > w) w = n;
-  }
-  if (w > 160) w = 160; /* alignment only: longer names are printed whole */
-  fprintf(f, "%-*s %11s %11s %20s %8s %8s\n", w, "operator", "records in", "records out",
-          "watermark", "late", "windows");
-  for (size_t i = 0; i < B->ctx.nops; i++) {
-    wm_op *op = B->ctx.ops[i];
-    char wm[32], st[32];
-    fmt_time(wm, sizeof wm, op->wm);
-    if (op->wm == WM_TIME_MIN) snprintf(wm, sizeof wm, "-");
-    if (wm_op_is_tsop(op) && wm_tsop_is_idle(op)) snprintf(wm + strlen(wm), sizeof wm - strlen(wm), " idle");
-    long long state = op_state(op);
-    if (state < 0) snprintf(st, sizeof st, "-");
-    else snprintf(st, sizeof st, "%lld", state);
-    fprintf(f, "%-*s %11llu %11llu %20s %8llu %8s\n", w, op->name,
-            (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
-            (unsigned long long)op->m.late_dropped, st);
-  }
-  for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
-    if (B->ctx.ops[i]->m.parse_errors)
-      fprintf(f, "parse errors: %llu in '%s'\n",
-              (unsigned long long)B->ctx.ops[i]->m.parse_errors, B->ctx.ops[i]->name);
-  fflush(f);
-}
-
-/* One line per watermark advance or status change:
- *   [watermark] OP: channel N: OLD -> NEW        the combined input of OP advanced
- *   [watermark] OP: channel N: idle | active     the channel's status changed the input's
- *   [watermark] OP: generated: OLD -> NEW        an assigner's generator emitted
- *   [watermark] OP: generated: idle | active */
-void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
-                  const char *status) {
-  (void)ud;
-  char a[24], b[24], where[32];
-  fmt_time(a, sizeof a, old_wm);
-  fmt_time(b, sizeof b, new_wm);
-  if (chan < 0) snprintf(where, sizeof where, "generated");
-  else snprintf(where, sizeof where, "channel %d", chan + 1);
-  if (status)
-    fprintf(stderr, "[watermark] %s: %s: %s (watermark %s)\n", op->name, where, status, a);
-  else
-    fprintf(stderr, "[watermark] %s: %s: %s -> %s\n", op->name, where, a, b);
-}
 
 /* ---- the "no watermark" warning and SIGUSR1 metrics ----------------------------------- */
 
@@ -209,7 +38,7 @@ static void check_watermarks(watch *w) {
       return;
     }
     if (op->nin == 0) records += op->m.records_out;
-    if (op_state(op) >= 0) consumers++;
+    if (lwm_op_state(op) >= 0) consumers++;
     if (wm_op_is_tsop(op)) {
       tsops++;
       if (wm_tsop_is_idle(op)) idle++;
@@ -249,7 +78,7 @@ static void warn_few_periodic(lwm_bridge *B) {
   int consumers = 0;
   for (size_t i = 0; i < B->ctx.nops; i++) {
     const wm_op *op = B->ctx.ops[i];
-    if (op_state(op) >= 0) consumers++;
+    if (lwm_op_state(op) >= 0) consumers++;
     if (!few && wm_op_is_tsop(op) && wm_tsop_few_periodic(op)) few = op;
   }
   if (!few || !consumers) return;
@@ -310,21 +139,6 @@ static int watch_start(watch *w, uv_loop_t *loop) {
   return WM_OK;
 }
 
-/* ---- build ----------------------------------------------------------------------------- */
-
-int lwm_build(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua_Integer *np) {
-  B->watermark_interval = (int64_t)lwm_get_int(B->L, env, "watermark_interval", 200);
-  int rc = lwm_build_graph(B, env, outopp, outportp, np);
-  if (rc == WM_OK) rc = wm_ctx_prepare(&B->ctx);
-  if (rc != WM_OK) {
-    free(*outopp);
-    free(*outportp);
-    *outopp = NULL;
-    *outportp = NULL;
-  }
-  return rc;
-}
-
 static int build_and_run(lwm_bridge *B, int env) {
   lua_State *L = B->L;
   watch w;
@@ -374,25 +188,6 @@ static int build_and_run(lwm_bridge *B, int env) {
   }
   if (tl) wm_timeline_detach(tl, &B->ctx);
   return rc;
-}
-
-void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
-  B->L = L;
-  B->gc_step = 0;
-  wm_ctx_init(&B->ctx);
-  B->ctx.host.ud = B;
-  B->ctx.host.retain = lwm_slot_retain;
-  B->ctx.host.release = lwm_slot_release;
-  B->ctx.host.get_field = host_get_field;
-  B->ctx.host.with_field = host_with_field;
-  B->ctx.host.format = host_format;
-  lua_pushcfunction(L, msghandler);
-  B->msgh = lua_gettop(L);
-  lua_newtable(L);
-  B->slots = lua_gettop(L);
-  lua_newtable(L);
-  B->fns = lua_gettop(L);
-  lwm_register(B);
 }
 
 /* core.execute(env, name) */

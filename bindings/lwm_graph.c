@@ -67,37 +67,6 @@ static int edge_to(lwm_bridge *B, chans *cs, wm_op *from, int port, int from_loc
   return WM_OK;
 }
 
-int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
-  lua_State *L = B->L;
-  lua_getfield(L, node, "key");
-  int k = lua_gettop(L);
-  lua_getfield(L, k, "fields");
-  int rc = 0;
-  if (lua_istable(L, -1)) {
-    size_t n = (size_t)lua_rawlen(L, -1);
-    const char *fields[16];
-    if (n < 1 || n > 16) {
-      lua_settop(L, k - 1);
-      return wm_ctx_error(&B->ctx, "%s: key_by takes 1 to 16 fields", where);
-    }
-    for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      fields[i] = lua_tostring(L, -1); /* the strings live in the plan */
-      lua_pop(L, 1);
-    }
-    rc = wm_keysel_fields(ks, fields, n);
-  } else {
-    lwm_opinfo *oi = lwm_opinfo_new(B, where);
-    if (!oi) rc = -1;
-    else {
-      oi->fn = lwm_get_fn(B, k, "fn");
-      rc = lwm_keysel_lua(ks, oi);
-    }
-  }
-  lua_settop(L, k - 1);
-  return rc == 0 ? 0 : wm_ctx_error(&B->ctx, "out of memory");
-}
-
 /* One operator for one instance of a node (B->instance / B->parallelism are set). */
 static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *name,
                         const char *where) {
@@ -142,7 +111,8 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
   if (strcmp(kind, "union") == 0) return lwm_pass_new(B, name);
   if (lwm_build_io(B, node, kind, name, where, &op) ||
       lwm_build_windows(B, node, kind, name, where, &op) ||
-      lwm_build_time(B, node, kind, name, where, &op))
+      lwm_build_time(B, node, kind, name, where, &op) ||
+      lwm_build_keyed(B, node, kind, name, where, &op))
     return op;
   wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);
   return NULL;
@@ -338,3 +308,19 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
   lua_pop(L, 1); /* nodes */
   return rc;
 }
+
+/* ---- build ----------------------------------------------------------------------------- */
+
+int lwm_build(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua_Integer *np) {
+  B->watermark_interval = (int64_t)lwm_get_int(B->L, env, "watermark_interval", 200);
+  int rc = lwm_build_graph(B, env, outopp, outportp, np);
+  if (rc == WM_OK) rc = wm_ctx_prepare(&B->ctx);
+  if (rc != WM_OK) {
+    free(*outopp);
+    free(*outportp);
+    *outopp = NULL;
+    *outportp = NULL;
+  }
+  return rc;
+}
+

@@ -75,6 +75,7 @@ static int l_out(lua_State *L) {
   flat *f = op->impl;
   lwm_bridge *B = f->oi.B;
   wm_value v;
+  lwm_check_record(L, 1);
   lua_settop(L, 1);
   lwm_frame fr;
   lwm_enter(B, L, &fr);
@@ -104,11 +105,6 @@ static const wm_op_vt filter_vt = {.kind = "filter", .record = filter_record, .f
 static const wm_op_vt flat_vt = {.kind = "flat_map", .record = flat_record, .free = lwm_op_free_info};
 
 /* Stores the value on top of the stack in the fns table; returns its index. */
-static int store_fn(lwm_bridge *B) {
-  lua_rawseti(B->L, B->fns, ++B->nfns);
-  return B->nfns;
-}
-
 wm_op *lwm_map_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int kind) {
   const wm_op_vt *vt = kind == LWM_MAP ? &map_vt : kind == LWM_FILTER ? &filter_vt : &flat_vt;
   if (kind == LWM_FLAT_MAP) {
@@ -130,7 +126,7 @@ wm_op *lwm_map_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int kind) {
   if (kind == LWM_FLAT_MAP) {
     lua_pushlightuserdata(B->L, op);
     lua_pushcclosure(B->L, l_out, 1);
-    oi->fn2 = store_fn(B);
+    oi->fn2 = lwm_store_fn(B);
   }
   return op;
 }
@@ -193,7 +189,7 @@ wm_op *lwm_sink_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int collect
   oi->op = op;
   if (!collect) {
     lua_newtable(B->L);
-    oi->fn2 = store_fn(B);
+    oi->fn2 = lwm_store_fn(B);
   }
   return op;
 }
@@ -530,15 +526,15 @@ static int store_closure(lwm_bridge *B, lua_CFunction fn, void *ud) {
   lua_State *L = B->L;
   lua_pushlightuserdata(L, ud);
   lua_pushcclosure(L, fn, 1);
-  return store_fn(B);
+  return lwm_store_fn(B);
 }
 
 /* out(value) for process functions */
 static int l_win_out(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
+  lwm_check_record(L, 1);
   lua_settop(L, 1);
-  if (lua_isnil(L, 1)) return luaL_error(L, "out: the value must not be nil");
   lwm_frame f;
   lwm_enter(B, L, &f);
   lua_pushvalue(L, 1);
@@ -552,9 +548,10 @@ static int l_win_output(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
   lwm_bridge *B = w->oi.B;
   const char *tag = luaL_checkstring(L, 2);
+  lwm_check_record(L, 3);
+  lua_settop(L, 3);
   int port = wm_op_port(w->op, tag);
   if (port < 0) return luaL_error(L, "out of memory");
-  lua_settop(L, 3);
   lwm_frame f;
   lwm_enter(B, L, &f);
   wm_value v;

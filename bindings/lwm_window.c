@@ -22,20 +22,12 @@ static trlua *trigger_of(lua_State *L) {
   return t;
 }
 
-static int64_t check_time(lua_State *L, int i) {
-  if (lua_isinteger(L, i)) return (int64_t)lua_tointeger(L, i);
-  lua_Number n = luaL_checknumber(L, i);
-  if (floor(n) != n || fabs(n) >= 9.2e18)
-    luaL_argerror(L, i, "a timer time must be an integer number of ms");
-  return (int64_t)n;
-}
-
 /* ctx:register_event_time_timer(t) and friends; upvalue 2: the domain, 3: delete */
 static int l_tr_timer(lua_State *L) {
   trlua *t = trigger_of(L);
   int domain = (int)lua_tointeger(L, lua_upvalueindex(2));
   int del = lua_toboolean(L, lua_upvalueindex(3));
-  int64_t time = check_time(L, 2);
+  int64_t time = lwm_check_millis(L, 2);
   if (del) {
     wm_trigger_delete(t->cur, domain, time);
     return 0;

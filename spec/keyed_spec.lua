@@ -126,7 +126,36 @@ describe("keyed process functions", function()
     end)
     local ok, err = pcall(h.push, h, {k = 1}, 1)
     assert.is_false(ok)
-    assert.matches("keyed_spec.lua:%d+: register_event_time_timer: the time must be an integer", err)
+    assert.matches("keyed_spec.lua:%d+: bad argument #1 to 'register_event_time_timer' "
+      .. "%(an integer number of ms expected, got 1.5%)", err, 1, false)
+  end)
+
+  it("rejects a timer time that is not a number (no string coercion), lauxlib style", function()
+    local h = T.harness(function(input)
+      return input:key_by("k"):process{
+        process_element = function(r, ctx) ctx.timer_service:register_processing_time_timer("10") end,
+        on_timer = function() end,
+      }
+    end)
+    local ok, err = pcall(h.push, h, {k = 1}, 1)
+    assert.is_false(ok)
+    assert.matches("bad argument #1 to 'register_processing_time_timer' "
+      .. "(integer number of ms expected, got string)", err, 1, true)
+  end)
+
+  it("rejects out() and ctx:output(tag) without a record instead of emitting nil", function()
+    local h = T.harness(function(input)
+      return input:key_by("k"):process(function(r, ctx, out) out() end)
+    end)
+    local ok, err = pcall(h.push, h, {k = 1}, 1)
+    assert.is_false(ok)
+    assert.matches("keyed_spec.lua:%d+: bad argument #1 to 'out' %(record expected, got no value%)", err)
+    h = T.harness(function(input)
+      return input:key_by("k"):process(function(r, ctx, out) ctx:output("late", nil) end)
+    end, {side_outputs = {"late"}})
+    ok, err = pcall(h.push, h, {k = 1}, 1)
+    assert.is_false(ok)
+    assert.matches("bad argument #2 to 'output' (record expected, got nil)", err, 1, true)
   end)
 
   it("rejects timers without on_timer", function()
