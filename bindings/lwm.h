@@ -38,6 +38,10 @@ typedef struct lwm_bridge {
   uint64_t fingerprint;
   int64_t watermark_interval;
   int gc_step;
+  /* the job has parts that wait for watermarks: set by the builders for event-time windows
+   * and event-time triggers, and when a process function or a custom trigger registers an
+   * event-time timer (the "no watermark" warning is only about those) */
+  int event_time;
 } lwm_bridge;
 
 /* Per operator: its user function(s) and where it was defined. */

@@ -46,7 +46,8 @@ static void check_watermarks(watch *w) {
       else if (wm_tsop_builtin(op) == WM_GEN_NONE) none = op;
     }
   }
-  if (!consumers || records == 0) return;
+  /* processing-time windows, counts and rolling aggregations need no watermark */
+  if (!B->event_time || !consumers || records == 0) return;
   int64_t elapsed = wm_ctx_now(&B->ctx) - w->start;
   if (!((records >= NOWM_RECORDS && elapsed >= 2 * w->interval) || elapsed >= NOWM_MS)) return;
   w->done = 1;
@@ -81,7 +82,7 @@ static void warn_few_periodic(lwm_bridge *B) {
     if (lwm_op_state(op) >= 0) consumers++;
     if (!few && wm_op_is_tsop(op) && wm_tsop_few_periodic(op)) few = op;
   }
-  if (!few || !consumers) return;
+  if (!few || !consumers || !B->event_time) return; /* only event-time parts wait */
   unsigned long long n = (unsigned long long)wm_tsop_periodic_count(few);
   fprintf(stderr, "wmrun: warning: the input of '%s' ended after %llu periodic watermark "
                   "emission%s (watermark_interval %lld ms), so event-time windows fired only "

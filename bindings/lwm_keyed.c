@@ -65,6 +65,7 @@ static int l_kp_timer(lua_State *L) {
     return luaL_error(L, "%s: this process function has no on_timer to call (use "
                          "keyed:process{process_element = fn, on_timer = fn})", fname);
   int domain = which % 2 == 0 ? WM_TIME_EVENT : WM_TIME_PROCESSING;
+  if (which == 0) k->oi.B->event_time = 1;
   int rc = which < 2 ? wm_keyedop_register(k->op, domain, t)
                      : wm_keyedop_delete(k->op, domain, t);
   if (rc != WM_OK) return luaL_error(L, "%s: %s", fname, k->oi.B->ctx.err);

@@ -32,6 +32,7 @@ static int l_tr_timer(lua_State *L) {
     wm_trigger_delete(t->cur, domain, time);
     return 0;
   }
+  if (domain == WM_DOMAIN_EVENT) t->oi.B->event_time = 1;
   if (wm_trigger_register(t->cur, domain, time) != WM_OK) {
     t->oi.B->downstream_failed = 1;
     return luaL_error(L, "%s", t->oi.B->ctx.err);
@@ -212,6 +213,8 @@ static wm_trigger *build_trigger(lwm_bridge *B, int idx, const char *where) {
   } else {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
       if (strcmp(kind, kinds[i].name) == 0) {
+        if (kinds[i].kind == WM_TRIG_EVENT_TIME || kinds[i].kind == WM_TRIG_CONTINUOUS_EVENT_TIME)
+          B->event_time = 1;
         t = wm_trigger_new(kinds[i].kind, n);
         if (!t) {
           wm_ctx_error(&B->ctx, "%s: bad %s trigger (%lld)", where, kind, (long long)n);
@@ -485,6 +488,8 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
     if (!cfg.trigger) goto fail;
   } else {
     lua_pop(L, 1);
+    /* the assigner's default trigger: event time unless processing time or global */
+    if (cfg.assigner.kind != WM_WA_GLOBAL && !cfg.assigner.processing_time) B->event_time = 1;
     if (count_n > 0) {
       cfg.trigger = count_slide > 0 ? wm_trigger_new(WM_TRIG_COUNT, count_slide)
                                     : wm_trigger_purging(wm_trigger_new(WM_TRIG_COUNT, count_n));

@@ -268,6 +268,50 @@ describe("wmrun observability", function()
     end)
   end)
 
+  -- defect 12.5: the warning is about event-time parts only; 20000 records are past the
+  -- warning's threshold of 10000, so no clock is involved
+  local function many(body)
+    return [[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = 0}
+      local list = {}
+      for i = 1, 20000 do list[i] = {id = "a", vc = 1, ts = i} end
+      local s = env:from_elements(list)
+      ]] .. body .. [[:filter(function() return false end):print()
+      env:execute()
+    ]]
+  end
+
+  it("does not warn for a job without event-time parts (processing time, counts, rolling)", function()
+    for _, body in ipairs({
+      's:key_by("id"):window(wm.windows.tumbling_processing("1h")):sum("vc")',
+      's:key_by("id"):window(wm.windows.sliding_processing("1h", "30m")):count()',
+      's:key_by("id"):window(wm.windows.count(10)):sum("vc")',
+      's:key_by("id"):sum("vc")',
+      [[s:key_by("id"):process{process_element = function(r, ctx)
+          ctx.timer_service:register_processing_time_timer(ctx.timer_service:current_processing_time() + 3600000)
+        end, on_timer = function() end}]],
+    }) do
+      local _, err, code = helper.run_job(many(body))
+      assert.are.equal(0, code, err)
+      assert.are.equal("", err, body)
+    end
+  end)
+
+  it("warns for event-time parts: an event-time timer, an event-time trigger", function()
+    for _, body in ipairs({
+      [[s:key_by("id"):process{process_element = function(r, ctx)
+          ctx.timer_service:register_event_time_timer(r.ts + 10)
+        end, on_timer = function() end}]],
+      's:key_by("id"):window(wm.windows.global()):trigger(wm.triggers.continuous_event_time(1000)):sum("vc")',
+    }) do
+      local _, err, code = helper.run_job(many(body))
+      assert.are.equal(0, code, err)
+      assert.matches("no watermark at all: event%-time windows and timers cannot fire; the job has no "
+        .. "watermark strategy", err)
+    end
+  end)
+
   it("does not warn when watermarks flow", function()
     local out, err = helper.wmrun('"' .. a .. '"')
     assert.are.equal("", err)
