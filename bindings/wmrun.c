@@ -76,33 +76,48 @@ static int file_exists(const char *p) {
   return 1;
 }
 
-/* Finds lua/wm/init.lua next to the binary: the build tree (build/wmrun -> ../lua) or
- * an installed prefix (bin/wmrun -> ../share/wmrun/lua). WMRUN_LUA_DIR overrides. */
-static int find_lua_dir(options *o) {
-  const char *env = getenv("WMRUN_LUA_DIR");
-  char probe[4200];
-  if (env && *env) {
-    snprintf(o->luadir, sizeof o->luadir, "%s", env);
-    return 0;
-  }
-  char exe[4096];
-  size_t n = sizeof exe;
-  if (uv_exepath(exe, &n) != 0) return -1;
-  char *slash = strrchr(exe, '/');
-  if (!slash) return -1;
-  *slash = '\0';
-  snprintf(o->cdir, sizeof o->cdir, "%s", exe);
-  const char *cands[] = {"/../lua", "/../share/wmrun/lua", "/lua"};
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-    snprintf(o->luadir, sizeof o->luadir, "%s%s", exe, cands[i]);
-    snprintf(probe, sizeof probe, "%s/wm/init.lua", o->luadir);
+/* The first of dir + cands[i] + file that exists, made absolute into out; -1 if none. */
+static int find_near(const char *dir, const char *const *cands, size_t n, const char *file,
+                     char *out, size_t outlen) {
+  char probe[8400];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(out, outlen, "%s%s", dir, cands[i]);
+    snprintf(probe, sizeof probe, "%s/%s", out, file);
     if (file_exists(probe)) {
       char real[PATH_MAX];
-      if (realpath(o->luadir, real)) snprintf(o->luadir, sizeof o->luadir, "%s", real);
+      if (realpath(out, real)) snprintf(out, outlen, "%s", real);
       return 0;
     }
   }
   return -1;
+}
+
+/* Finds lua/wm/init.lua and wm/core.so next to the binary: the build tree (build/wmrun ->
+ * ../lua and build/wm/core.so) or an installed prefix (bin/wmrun -> ../share/lua/5.4 and
+ * ../lib/lua/5.4/wm/core.so, where lua5.4 looks too). WMRUN_LUA_DIR overrides the Lua
+ * folder. The C module is only needed for --lua-path (wmrun links wm.core in): cdir stays
+ * empty when there is none. */
+static int find_lua_dir(options *o) {
+  static const char *const lua_cands[] = {"/../lua", "/../share/lua/5.4", "/../share/wmrun/lua",
+                                          "/lua"};
+  static const char *const c_cands[] = {"", "/../lib/lua/5.4"};
+  char exe[4096];
+  size_t n = sizeof exe;
+  o->cdir[0] = '\0';
+  if (uv_exepath(exe, &n) != 0) return -1;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return -1;
+  *slash = '\0';
+  if (find_near(exe, c_cands, sizeof c_cands / sizeof c_cands[0], "wm/core.so", o->cdir,
+                sizeof o->cdir) != 0)
+    o->cdir[0] = '\0';
+  const char *env = getenv("WMRUN_LUA_DIR");
+  if (env && *env) {
+    snprintf(o->luadir, sizeof o->luadir, "%s", env);
+    return 0;
+  }
+  return find_near(exe, lua_cands, sizeof lua_cands / sizeof lua_cands[0], "wm/init.lua",
+                   o->luadir, sizeof o->luadir);
 }
 
 static int msghandler(lua_State *L) {
@@ -339,6 +354,11 @@ int main(int argc, char **argv) {
   }
   if (print_path) {
     printf("export LUA_PATH='%s/?.lua;%s/?/init.lua;;'\n", o.luadir, o.luadir);
+    if (!o.cdir[0]) {
+      fprintf(stderr, "%s: cannot find wm/core.so (the Lua module) next to %s\n", progname,
+              argv[0]);
+      return 1;
+    }
     printf("export LUA_CPATH='%s/?.so;;'\n", o.cdir);
     return 0;
   }

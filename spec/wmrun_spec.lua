@@ -119,6 +119,31 @@ env:execute()
     assert.matches("^%d+%.%d+%.%d+\n$", out)
   end)
 
+  -- defect 12.6: the installed binary printed LUA_CPATH='PREFIX/bin/?.so'. The paths are
+  -- taken from what the installed wmrun prints, not from where make install puts things.
+  it("after make install PREFIX=..., the installed wmrun runs jobs and its --lua-path works", function()
+    local tmp = h.sh("mktemp -d"):gsub("%s+$", "")
+    local build = os.getenv("WM_BUILD") or "build"
+    local _, err, code = h.sh("make -s -C '" .. h.root .. "' install PREFIX='" .. tmp .. "' BUILD=" .. build)
+    assert.are.equal(0, code, err)
+    local wmrun = tmp .. "/bin/wmrun"
+    local exports, perr, pcode = h.sh("cd / && '" .. wmrun .. "' --lua-path")
+    local out, jerr, jcode = h.sh("cd / && '" .. wmrun .. "' '" .. h.root .. "/examples/a_tumbling_in_order.lua'")
+    local lout, lerr, lcode = h.sh("unset LUA_PATH LUA_CPATH; " .. exports:gsub("\n", "; ")
+      .. " cd / && lua5.4 -e 'local wm = require(\"wm\"); print(wm.version); "
+      .. "print(package.searchpath(\"wm.core\", package.cpath)); print(package.searchpath(\"wm\", package.path))'")
+    h.sh("rm -rf '" .. tmp .. "'")
+    assert.are.equal(0, pcode, perr)
+    assert.are.equal(0, jcode, jerr)
+    assert.are.equal(h.read(h.root .. "/examples/expected/a_tumbling_in_order.expected"), out)
+    assert.are.equal(0, lcode, lerr)
+    local version, core, lua = lout:match("^(%S+)\n(%S+)\n(%S+)\n$")
+    assert.matches("^%d+%.%d+%.%d+$", version, 1, false, lout)
+    -- both halves of the library come from the installed prefix, not from this tree
+    assert.are.equal(tmp, core:sub(1, #tmp))
+    assert.are.equal(tmp, lua:sub(1, #tmp))
+  end)
+
   it("reads standard input with read_lines('-')", function()
     local out, err, code = h.run_job([[
 local wm = require("wm")
