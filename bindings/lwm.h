@@ -42,6 +42,9 @@ typedef struct lwm_bridge {
    * and event-time triggers, and when a process function or a custom trigger registers an
    * event-time timer (the "no watermark" warning is only about those) */
   int event_time;
+  /* interrupting a runaway function (lwm_core.c): nesting of lwm_call, and the hook's
+   * instruction-count ticks since the outermost call began */
+  int depth, hook_ticks;
 } lwm_bridge;
 
 /* Per operator: its user function(s) and where it was defined. */

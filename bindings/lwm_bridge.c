@@ -357,7 +357,10 @@ int lwm_op_error(lwm_opinfo *oi, const wm_value *rec, const char *fmt, ...) {
 int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
-  if (lua_pcall(L, nargs, nres, B->msgh) == LUA_OK) return WM_OK;
+  B->depth++;
+  int st = lua_pcall(L, nargs, nres, B->msgh);
+  if (--B->depth == 0) B->hook_ticks = 0; /* it returned: whatever runs next starts afresh */
+  if (st == LUA_OK) return WM_OK;
   if (!B->downstream_failed) {
     size_t n;
     const char *m = lua_tolstring(L, -1, &n);

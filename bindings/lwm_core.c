@@ -140,6 +140,45 @@ static int watch_start(watch *w, uv_loop_t *loop) {
   return WM_OK;
 }
 
+/* ---- interrupting a runaway function (as lua.c's SIGINT) ----------------------------------
+ * The executor's signal handler calls lwm_interrupt, which sets a hook on the job's Lua
+ * state; lua_sethook is safe in a signal handler (lua.c does the same). The hook removes
+ * itself as soon as the loop has seen the signal (the job then drains as usual). A user
+ * function that keeps the loop from it, running LWM_HOOK_TICKS x LWM_HOOK_COUNT VM
+ * instructions (5 x 10^7) in one call, is stopped with an error that names it. Counting
+ * instructions, not time, leaves a function blocked in a system call alone: the second
+ * signal ends that one (status 130). */
+
+#define LWM_HOOK_COUNT 1000000
+#define LWM_HOOK_TICKS 50
+static const char hook_key = 'h'; /* registry: the running bridge (light userdata) */
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_key);
+  lwm_bridge *B = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!B || !B->exec || !wm_exec_signal_pending(B->exec)) {
+    lua_sethook(L, NULL, 0, 0);
+    return;
+  }
+  if (ar->event != LUA_HOOKCOUNT || ++B->hook_ticks < LWM_HOOK_TICKS) return;
+  lua_sethook(L, NULL, 0, 0);
+  int sig = wm_exec_signal(B->exec);
+  const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT";
+  lua_getinfo(L, "Sl", ar);
+  if (ar->currentline > 0) lua_pushfstring(L, "%s:%d: ", ar->short_src, ar->currentline);
+  else lua_pushliteral(L, "");
+  lua_pushfstring(L, "interrupted by %s: the function defined at %s:%d did not return (a loop "
+                     "that never ends?)", name, ar->short_src, ar->linedefined);
+  lua_concat(L, 2);
+  lua_error(L);
+}
+
+static void lwm_interrupt(void *ud) {
+  lwm_bridge *B = ud;
+  lua_sethook(B->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, LWM_HOOK_COUNT);
+}
+
 static int build_and_run(lwm_bridge *B, int env) {
   lua_State *L = B->L;
   watch w;
@@ -157,7 +196,10 @@ static int build_and_run(lwm_bridge *B, int env) {
   wm_timeline *tl = lua_islightuserdata(L, -1) ? lua_touserdata(L, -1) : NULL;
   lua_pop(L, 4);
   wm_exec_config ecfg = {.watermark_interval = w.interval, .handle_signals = 1,
-                         .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain};
+                         .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain,
+                         .interrupt = lwm_interrupt, .interrupt_ud = B};
+  lua_pushlightuserdata(L, B);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   int rc = B->exec ? WM_OK : WM_ERR;
   if (rc == WM_OK && B->mtjob) rc = lwm_mt_attach(B); /* several threads (lwm_mt.c) */
@@ -188,6 +230,9 @@ static int build_and_run(lwm_bridge *B, int env) {
     }
   }
   if (tl) wm_timeline_detach(tl, &B->ctx);
+  lua_sethook(L, NULL, 0, 0); /* a signal's hook that did not fire */
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   return rc;
 }
 

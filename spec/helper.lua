@@ -78,15 +78,70 @@ function M.read_or_empty(path)
   return s
 end
 
---- Waits until fn() returns a true value and returns it: up to 10 s, checking every 50 ms
---- (the deadline only matters when something is broken); then fails naming what.
-function M.wait_for(fn, what)
-  for _ = 1, 200 do
+--- Waits until fn() returns a true value and returns it: up to `seconds` (default 10),
+--- checking every 50 ms (the deadline only matters when something is broken); then fails
+--- naming what.
+function M.wait_for(fn, what, seconds)
+  for _ = 1, (seconds or 10) * 20 do
     local v = fn()
     if v then return v end
     os.execute("sleep 0.05")
   end
   error("timed out waiting for " .. what)
+end
+
+--- A new temporary directory of the caller's own (remove it with M.rmdir).
+function M.tmpdir()
+  local p = io.popen("mktemp -d")
+  local dir = p:read("l")
+  p:close()
+  assert(dir and dir ~= "", "mktemp -d failed")
+  return dir
+end
+
+function M.rmdir(dir)
+  assert(dir:match("^/tmp/"), dir)
+  os.execute("rm -rf '" .. dir .. "'")
+end
+
+--- Starts wmrun on a job (text) in the background, its files in dir: returns a handle with
+-- pid() (wmrun's), signal(name), done() (the exit status, or nil while it runs), wait(),
+-- kill(), and the paths out and err of its standard output and error. Its waits allow 60 s
+-- (valgrind runs are slow).
+function M.bg_job(dir, text, args)
+  local read_or_empty = M.read_or_empty
+  local job, out, err = dir .. "/job.lua", dir .. "/out", dir .. "/err"
+  local pidf, rcf = dir .. "/pid", dir .. "/rc"
+  local f = assert(io.open(job, "w"))
+  f:write(text)
+  f:close()
+  os.execute(string.format("sh -c '%s %s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' "
+    .. ">/dev/null 2>&1 </dev/null &", M.wmrun_path(), args or "", job, out, err, pidf, rcf))
+  local p = {out = out, err = err, job = job}
+  function p.pid()
+    return M.wait_for(function() return tonumber(read_or_empty(pidf):match("%d+")) end, "wmrun to start", 60)
+  end
+  -- sends the signal and waits until the process has taken it (two signals sent back to
+  -- back would otherwise merge into one: signals are not queued)
+  function p.signal(name)
+    local pid = p.pid()
+    os.execute("kill -" .. name .. " " .. pid)
+    M.wait_for(function()
+      local st = read_or_empty("/proc/" .. pid .. "/status")
+      local pending = st:match("ShdPnd:%s*(%x+)")
+      return not pending or tonumber(pending, 16) == 0
+    end, "wmrun to take the signal", 60)
+  end
+  -- ends wmrun if it still runs (a failed test must not leave it spinning)
+  function p.kill()
+    if not p.done() then os.execute("kill -KILL " .. p.pid() .. " 2>/dev/null") end
+  end
+  function p.done()
+    local s = read_or_empty(rcf)
+    if s ~= "" then return tonumber(s:match("%d+")) end
+  end
+  function p.wait() return M.wait_for(p.done, "wmrun to end", 60) end
+  return p
 end
 
 return M

@@ -1,9 +1,12 @@
 
 #include "exec/wm_exec.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/wm_buf.h"
 #include "time/wm_timer.h"
@@ -24,8 +27,13 @@ struct wm_exec {
   int loop_ok;
   uv_timer_t periodic;
   int periodic_open;
-  uv_signal_t sig[2];
+  /* SIGINT/SIGTERM/SIGHUP: the process's handler (below) counts the signal here and wakes
+   * the loop through sig_async; sig_seen is what the loop has acted on */
+  uv_async_t sig_async;
   int sig_open;
+  _Atomic int sig_recv;
+  _Atomic int sig_last;
+  int sig_seen;
   srcent *srcs;
   int nsrc, ndone;
   wm_op **tsops;
@@ -186,6 +194,93 @@ static void on_pt_timer(uv_timer_t *h) {
   if (!e->failed) pt_arm(e);
 }
 
+/* ---- signals ---------------------------------------------------------------------------
+ * A signal handler has no context argument, so the executors that watch signals are listed
+ * in the one process-wide table of the core (as lua.c keeps globalL). The handler only does
+ * what is async-signal-safe: it counts the signal on every executor, wakes each loop with
+ * uv_async_send, and asks each host to interrupt user code that may never return to the
+ * loop (the bindings set a Lua hook, as lua.c does). The loop then drains (or aborts with
+ * no_drain). A second signal exits with status 130 at once, from the handler: whatever the
+ * job is doing, even blocked in a system call. */
+
+#define SIG_MAX_EXECS 256
+static const int sig_nums[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static struct {
+  _Atomic(wm_exec *) execs[SIG_MAX_EXECS];
+  _Atomic int nwatch;   /* executors listed */
+  _Atomic int count;    /* signals since the first executor was listed */
+  _Atomic int busy;     /* handlers running (an executor leaving waits for them) */
+  uv_mutex_t mu;        /* listing and unlisting, installing and restoring the handlers */
+  struct sigaction old[3];
+} sig_table;
+static uv_once_t sig_once = UV_ONCE_INIT;
+static void sig_init(void) {
+  if (uv_mutex_init(&sig_table.mu) != 0) abort(); /* not expected on Linux */
+}
+
+static void sig_handler(int signum) {
+  int saved = errno;
+  atomic_fetch_add(&sig_table.busy, 1);
+  if (atomic_fetch_add(&sig_table.count, 1) >= 1) _exit(130);
+  for (int i = 0; i < SIG_MAX_EXECS; i++) {
+    wm_exec *e = atomic_load(&sig_table.execs[i]);
+    if (!e) continue;
+    atomic_store(&e->sig_last, signum);
+    atomic_fetch_add(&e->sig_recv, 1);
+    uv_async_send(&e->sig_async);
+    if (e->cfg.interrupt) e->cfg.interrupt(e->cfg.interrupt_ud);
+  }
+  atomic_fetch_sub(&sig_table.busy, 1);
+  errno = saved;
+}
+
+static int sig_watch(wm_exec *e) {
+  uv_once(&sig_once, sig_init);
+  uv_mutex_lock(&sig_table.mu);
+  int slot = -1;
+  for (int i = 0; i < SIG_MAX_EXECS && slot < 0; i++)
+    if (!atomic_load(&sig_table.execs[i])) slot = i;
+  int rc = 0;
+  if (slot >= 0 && atomic_load(&sig_table.nwatch) == 0) { /* the first executor of a job */
+    atomic_store(&sig_table.count, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sig_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaddset(&sa.sa_mask, sig_nums[i]);
+    for (int i = 0; i < 3 && rc == 0; i++) rc = sigaction(sig_nums[i], &sa, &sig_table.old[i]);
+  }
+  if (slot >= 0 && rc == 0) {
+    atomic_store(&sig_table.execs[slot], e);
+    atomic_fetch_add(&sig_table.nwatch, 1);
+  }
+  uv_mutex_unlock(&sig_table.mu);
+  return slot < 0 ? -1 : rc;
+}
+
+static void sig_unwatch(wm_exec *e) {
+  uv_once(&sig_once, sig_init);
+  uv_mutex_lock(&sig_table.mu);
+  for (int i = 0; i < SIG_MAX_EXECS; i++) {
+    wm_exec *x = e;
+    if (atomic_compare_exchange_strong(&sig_table.execs[i], &x, NULL) &&
+        atomic_fetch_sub(&sig_table.nwatch, 1) == 1)
+      for (int k = 0; k < 3; k++) sigaction(sig_nums[k], &sig_table.old[k], NULL);
+  }
+  uv_mutex_unlock(&sig_table.mu);
+  /* a handler running on another thread may still hold e: wait until it is out */
+  while (atomic_load(&sig_table.busy) > 0) {
+  }
+}
+
+static void on_signal(uv_async_t *h);
+
+int wm_exec_signal_pending(const wm_exec *e) { return e->sig_seen != atomic_load(&e->sig_recv); }
+
+int wm_exec_signal(const wm_exec *e) { return atomic_load(&e->sig_last); }
+
 static void close_services(wm_exec *e) {
   if (e->pt_open) {
     uv_close((uv_handle_t *)&e->pt_timer, NULL);
@@ -196,8 +291,8 @@ static void close_services(wm_exec *e) {
     e->periodic_open = 0;
   }
   if (e->sig_open) {
-    uv_close((uv_handle_t *)&e->sig[0], NULL);
-    uv_close((uv_handle_t *)&e->sig[1], NULL);
+    sig_unwatch(e);
+    uv_close((uv_handle_t *)&e->sig_async, NULL);
     e->sig_open = 0;
   }
 }
@@ -277,9 +372,12 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
 
 int wm_exec_paused(const wm_exec *e) { return e->paused; }
 
-static void on_signal(uv_signal_t *s, int signum) {
-  wm_exec *e = s->data;
-  (void)signum;
+static void on_signal(uv_async_t *h) {
+  wm_exec *e = h->data;
+  int recv = atomic_load(&e->sig_recv);
+  if (e->sig_seen == recv) return;
+  e->sig_seen = recv; /* the loop has it: the host's interrupt hook stands down */
+  if (e->failed || e->aborted) return;
   if (!e->draining && !e->cfg.no_drain) {
     wm_exec_drain(e);
     return;
@@ -329,18 +427,17 @@ int wm_exec_run(wm_exec *e) {
   if (e->cfg.handle_signals) {
     /* a peer that closes a socket (or a pipe) must give EPIPE, not kill the process */
     signal(SIGPIPE, SIG_IGN);
-    int signums[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-      if ((rc = uv_signal_init(&e->loop, &e->sig[i])) != 0 ||
-          (e->sig[i].data = e, rc = uv_signal_start(&e->sig[i], on_signal, signums[i])) != 0) {
-        e->sig_open = i > 0;
-        if (i == 1) uv_close((uv_handle_t *)&e->sig[1], NULL);
-        close_services(e);
-        return wm_ctx_error(ctx, "cannot watch signals: %s", uv_strerror(rc));
-      }
-      uv_unref((uv_handle_t *)&e->sig[i]);
+    if ((rc = uv_async_init(&e->loop, &e->sig_async, on_signal)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot watch signals: %s", uv_strerror(rc));
     }
+    e->sig_async.data = e;
     e->sig_open = 1;
+    uv_unref((uv_handle_t *)&e->sig_async);
+    if (sig_watch(e) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot watch signals: %s", strerror(errno));
+    }
   }
   for (int i = 0; i < e->nsrc && !e->failed; i++) {
     if (e->srcs[i].vt->start(e->srcs[i].op, &e->host) != WM_OK) wm_exec_fail(e);

@@ -21,7 +21,11 @@ typedef struct wm_exec wm_exec;
 
 typedef struct wm_exec_config {
   int64_t watermark_interval; /* ms; 0 = assigners emit after every record */
-  int handle_signals;         /* SIGINT/SIGTERM: first drains, second aborts (exit 130) */
+  int handle_signals;         /* SIGINT/SIGTERM/SIGHUP: the first drains, a second exits 130 */
+  /* Called from the signal handler (so async-signal-safe, as lua_sethook is) to make user
+   * code that never returns to the loop check wm_exec_interrupt_check. NULL: none. */
+  void (*interrupt)(void *ud);
+  void *interrupt_ud;
   void (*on_batch)(void *ud); /* after each batch of records (the bindings step the GC) */
   void *on_batch_ud;
   int no_drain;               /* the first signal stops at once, without flushing */
@@ -60,6 +64,11 @@ void wm_exec_fail(wm_exec *exec);
 void wm_exec_batch_done(wm_exec *exec);
 /* Whether the job is stopping (failed or drained). */
 int wm_exec_stopping(const wm_exec *exec);
+/* Whether a signal has arrived that the loop has not acted on yet: user code that runs on
+ * and on while this stays true keeps the loop from it (the host's interrupt hook asks). */
+int wm_exec_signal_pending(const wm_exec *exec);
+/* The last signal received (SIGINT, SIGTERM or SIGHUP; 0 none). */
+int wm_exec_signal(const wm_exec *exec);
 /* Requests a drain as the first SIGINT does. */
 void wm_exec_drain(wm_exec *exec);
 /* How many registered sources have not ended yet (the multi-core executor's receiver,
