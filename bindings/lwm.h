@@ -138,6 +138,9 @@ int lwm_get_fn(lwm_bridge *B, int idx, const char *k);
 /* Argument arg of the running C function as an integer number of ms, or a lauxlib
  * argument error (bad argument #1 to 'emit_watermark' (...)). */
 int64_t lwm_check_millis(lua_State *L, int arg);
+/* Pushes fields keys[0..n-1] of the user's object at idx, read with its metamethods under a
+ * protected call: 0, or -1 with the error message pushed instead (one value). */
+int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 

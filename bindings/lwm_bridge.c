@@ -1,5 +1,6 @@
 /* The bridge between core values and Lua values: the slot table, conversions, the
  * formatter for Lua values, and protected calls of user functions. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,13 +446,37 @@ static void host_format(void *ud, wm_buf *b, const wm_value *v, int json) {
 
 /* ---- the message handler (as lua.c's) ------------------------------------------------ */
 
+/* Whether msg starts with a position ("job.lua:12: "). */
+static int has_position(const char *msg) {
+  const char *c = strchr(msg, ':');
+  if (!c || c == msg || !isdigit((unsigned char)c[1])) return 0;
+  for (c++; isdigit((unsigned char)*c); c++) {
+  }
+  return *c == ':';
+}
+
+/* Errors raised by C functions (coroutine.yield, an error object's __tostring) carry no
+ * position: give them the line of the user's code that called them. */
+static const char *add_position(lua_State *L, const char *msg) {
+  if (has_position(msg)) return msg;
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    return lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
+  }
+  return msg;
+}
+
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+      add_position(L, lua_tostring(L, -1));
+      return 1;
+    }
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
-  luaL_traceback(L, L, msg, 1);
+  luaL_traceback(L, L, add_position(L, msg), 1);
   return 1;
 }
 

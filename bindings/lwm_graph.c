@@ -148,24 +148,60 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
   return WM_OK;
 }
 
-int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua_Integer *np) {
+/* The id of input k of node i (its inputs table at `inputs`): a node of this env's plan
+ * built before it. A stream of another env has an id that means another node here (even
+ * node i itself: an endless loop of emits), so anything else is an error (issue 13.1). */
+static lua_Integer input_id(lwm_bridge *B, int nodes, int inputs, lua_Integer k, lua_Integer i,
+                            const char *where, const char *what) {
   lua_State *L = B->L;
+  lua_rawgeti(L, inputs, k);
+  int in = lua_gettop(L);
+  lua_Integer id = lwm_get_int(L, in, "id", 0);
+  int ok = id >= 1 && id < i;
+  if (ok) {
+    lua_rawgeti(L, nodes, id);
+    ok = lua_rawequal(L, -1, in);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (ok) return id;
+  wm_ctx_error(&B->ctx, "%s: %s: input %lld is a stream of another environment (wm.env): the "
+                        "streams of a job must all come from the env that executes it",
+               where, what, (long long)k);
+  return 0;
+}
+
+/* The state of a graph build that outlives a Lua error raised in the middle of it (the
+ * caller frees it): a user's object can raise from a metamethod, and memory can run out. */
+typedef struct graph_build {
+  lwm_bridge *B;
+  built *b;
+  lua_Integer n;
+  chans cs;
+  wm_op ***outopp;
+  int **outportp;
+  lua_Integer *np;
+} graph_build;
+
+static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
+  lua_State *L = B->L;
+  wm_op ***outopp = gb->outopp;
+  int **outportp = gb->outportp;
+  lua_Integer *np = gb->np;
   int envp = (int)lwm_get_int(L, env, "parallelism", 1);
   const char *time = lwm_get_str(L, env, "time");
   int ingestion = time && strcmp(time, "ingestion") == 0;
-  *outopp = NULL;
-  *outportp = NULL;
-  *np = 0;
   lua_getfield(L, env, "nodes");
   int nodes = lua_gettop(L);
   lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
-  built *b = calloc((size_t)n + 1, sizeof *b);
+  built *b = gb->b = calloc((size_t)n + 1, sizeof *b);
   if (!b) {
     lua_pop(L, 1);
     return wm_ctx_error(&B->ctx, "out of memory");
   }
+  gb->n = n;
   int rc = WM_OK;
-  chans cs = {0};
+  chans *cs = &gb->cs;
   uint32_t ngid = 0;
   uint64_t fp = 0;
   for (lua_Integer i = 1; i <= n && rc == WM_OK; i++) {
@@ -183,11 +219,12 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     int inputs = lua_gettop(L);
     lua_Integer nin = (lua_Integer)lua_rawlen(L, inputs);
     lua_Integer first_in = 0;
-    if (nin > 0) {
-      lua_rawgeti(L, inputs, 1);
-      first_in = lwm_get_int(L, lua_gettop(L), "id", 0);
-      lua_pop(L, 1);
+    for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
+      lua_Integer id = input_id(B, nodes, inputs, k, i, where, nm ? nm : kind);
+      if (id == 0) rc = WM_ERR;
+      else if (k == 1) first_in = id;
     }
+    if (rc != WM_OK) break;
     if (strcmp(kind, "side_output") == 0 || strcmp(kind, "rebalance") == 0) {
       /* no operator of its own: the input's instances, through another port */
       const built *in = &b[first_in];
@@ -235,16 +272,16 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     me->pin0 = strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0;
     fp = wm_hash_bytes(kind, strlen(kind), fp);
     fp = wm_hash_bytes(where, strlen(where), fp ^ (uint64_t)p);
-    if (ngid > cs.cap) {
+    if (ngid > cs->cap) {
       uint32_t cap = ngid * 2;
-      int *nn = realloc(cs.nin, cap * sizeof *nn);
+      int *nn = realloc(cs->nin, cap * sizeof *nn);
       if (!nn) {
         rc = wm_ctx_error(&B->ctx, "out of memory");
         break;
       }
-      memset(nn + cs.cap, 0, (cap - cs.cap) * sizeof *nn);
-      cs.nin = nn;
-      cs.cap = cap;
+      memset(nn + cs->cap, 0, (cap - cs->cap) * sizeof *nn);
+      cs->nin = nn;
+      cs->cap = cap;
     }
     for (int k = 0; k < p && rc == WM_OK; k++) {
       if (!is_local(B, me, k)) continue;
@@ -282,9 +319,9 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     lua_pop(L, 1);
     for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
       lua_rawgeti(L, inputs, k);
-      lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0);
+      lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0); /* checked by input_id */
       lua_pop(L, 1);
-      rc = connect_node(B, &cs, &b[in], me, node, keyed, name, where);
+      rc = connect_node(B, cs, &b[in], me, node, keyed, name, where);
     }
     lua_settop(L, nodes);
   }
@@ -298,14 +335,57 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     }
     *np = n;
   }
-  for (lua_Integer i = 1; i <= n; i++) {
-    free(b[i].ops);
-    free(b[i].ports);
-  }
-  free(b);
-  free(cs.nin);
   B->fingerprint = fp;
   lua_pop(L, 1); /* nodes */
+  return rc;
+}
+
+/* build_graph under a protected call: graph_build (light userdata), env -> rc */
+static int build_graph_protected(lua_State *L) {
+  graph_build *gb = lua_touserdata(L, 1);
+  lwm_frame fr;
+  lwm_enter(gb->B, L, &fr); /* the bridge's stack slots, on this call's frame */
+  lua_pushinteger(L, build_graph(gb->B, 2, gb));
+  return 1;
+}
+
+int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua_Integer *np) {
+  lua_State *L = B->L;
+  graph_build gb = {.B = B, .outopp = outopp, .outportp = outportp, .np = np};
+  *outopp = NULL;
+  *outportp = NULL;
+  *np = 0;
+  lwm_frame saved = {.L = B->L, .msgh = B->msgh, .slots = B->slots, .fns = B->fns};
+  lua_pushcfunction(L, build_graph_protected);
+  lua_pushlightuserdata(L, &gb);
+  lua_pushvalue(L, env);
+  int st = lua_pcall(L, 2, 1, B->msgh);
+  /* back to this frame's slots (lwm_leave would reset the top of a frame that is gone) */
+  B->L = saved.L;
+  B->msgh = saved.msgh;
+  B->slots = saved.slots;
+  B->fns = saved.fns;
+  int rc;
+  if (st == LUA_OK) {
+    rc = (int)lua_tointeger(L, -1);
+  } else {
+    const char *m = lua_tostring(L, -1);
+    rc = wm_ctx_error(&B->ctx, "%s", m ? m : "(error object is not a string)");
+  }
+  lua_pop(L, 1);
+  for (lua_Integer i = 1; gb.b && i <= gb.n; i++) {
+    free(gb.b[i].ops);
+    free(gb.b[i].ports);
+  }
+  free(gb.b);
+  free(gb.cs.nin);
+  if (rc != WM_OK) {
+    free(*outopp);
+    free(*outportp);
+    *outopp = NULL;
+    *outportp = NULL;
+    *np = 0;
+  }
   return rc;
 }
 

@@ -47,6 +47,25 @@ int64_t lwm_check_millis(lua_State *L, int arg) {
   return 0;
 }
 
+/* t, k1, ..., kn -> t[k1], ..., t[kn] (with metamethods) */
+static int pget(lua_State *L) {
+  int n = lua_gettop(L) - 1;
+  for (int i = 1; i <= n; i++) lua_getfield(L, 1, lua_tostring(L, i + 1));
+  return n;
+}
+
+/* Fields of a user's object read with its metamethods (__index may be a class, or may
+ * raise): a protected call, so that an error unwinds nothing of the build. */
+int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n) {
+  lua_State *L = B->L;
+  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, n + 2, "wmrun: reading an object");
+  lua_pushcfunction(L, pget);
+  lua_pushvalue(L, idx);
+  for (int i = 0; i < n; i++) lua_pushstring(L, keys[i]);
+  return lua_pcall(L, n + 1, n, B->msgh) == LUA_OK ? 0 : -1;
+}
+
 /* ---- key selectors from the plan ------------------------------------------------------ */
 
 /* node.key: {fields = {...}} (1 to 16 field names) or {fn = f}. */

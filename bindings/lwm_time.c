@@ -65,30 +65,29 @@ static int gen_noop(lua_State *L) {
   return 0;
 }
 
-/* Expects the generator table on top of the stack (popped). 0 or -1. */
+/* Expects the generator, its on_event and its on_periodic_emit (each may be nil) on top
+ * of the stack (popped). 0 or -1. */
 static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, wm_op **opp) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   genlua *g = realloc(oi, sizeof *g);
   if (!g) {
     lwm_opinfo_free(oi);
-    lua_pop(L, 1);
+    lua_pop(L, 3);
     return -1;
   }
   g->op = NULL;
   (void)opp;
-  lua_getfield(L, -1, "on_event");
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushcfunction(L, gen_noop);
   }
-  g->oi.fn2 = lwm_store_fn(B);
-  lua_getfield(L, -1, "on_periodic_emit");
+  g->oi.fn3 = lwm_store_fn(B); /* on_periodic_emit */
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushcfunction(L, gen_noop);
   }
-  g->oi.fn3 = lwm_store_fn(B);
+  g->oi.fn2 = lwm_store_fn(B); /* on_event */
   g->oi.fn = lwm_store_fn(B); /* the generator itself */
   lua_createtable(L, 0, 3); /* out */
   lua_pushlightuserdata(L, g);
@@ -160,14 +159,24 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
     int ok = lua_istable(L, -1);
     const char *bad = NULL;
     if (ok) {
-      lua_getfield(L, -1, "on_event");
-      lua_getfield(L, -2, "on_periodic_emit");
+      static const char *const keys[2] = {"on_event", "on_periodic_emit"};
+      if (lwm_pget_fields(B, -1, keys, 2) != 0) { /* its __index raised an error */
+        const char *m = lua_tostring(L, -1);
+        const char *tb = m ? strstr(m, "\nstack traceback:") : NULL;
+        wm_ctx_error(&B->ctx, "%s: the watermark generator of for_generator at %s: reading its "
+                              "on_event and on_periodic_emit failed: %.*s",
+                     where, gname ? gname : "?", m ? (tb ? (int)(tb - m) : (int)strlen(m)) : 0,
+                     m ? m : "");
+        lua_pop(L, 3);
+        if (cfg.tsx.free) cfg.tsx.free(cfg.tsx.ud);
+        return NULL;
+      }
       int e = lua_type(L, -2), p = lua_type(L, -1);
       if (e != LUA_TFUNCTION && e != LUA_TNIL) bad = "on_event is not a function";
       else if (p != LUA_TFUNCTION && p != LUA_TNIL) bad = "on_periodic_emit is not a function";
       else if (e == LUA_TNIL && p == LUA_TNIL) bad = "it has neither on_event nor on_periodic_emit";
       ok = bad == NULL;
-      lua_pop(L, 2);
+      if (!ok) lua_pop(L, 2);
     }
     if (!ok) {
       wm_ctx_error(&B->ctx,
@@ -183,6 +192,7 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
     char gwhere[600];
     snprintf(gwhere, sizeof gwhere, "%s", gname ? gname : where);
     lwm_opinfo *oi = lwm_opinfo_new(B, gwhere);
+    if (!oi) lua_pop(L, 3);
     if (!oi || wmgen_lua(&cfg.custom, oi, NULL) != 0) goto oom;
   }
   lua_pop(L, 1);

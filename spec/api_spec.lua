@@ -170,6 +170,33 @@ describe("map, filter, flat_map and collect", function()
     local env = wm.env()
     assert.has_error(function() env:from_elements(1):map(42) end, "map: expected a function, got number")
   end)
+  it("a job that reaches a stream of another env fails at build time (issue 13.1), even "
+    .. "past the Lua-side check", function()
+    -- the plan as the C graph builder sees it: union's second input is e2's node 2, whose id
+    -- means the union itself in e1 (it recursed between emit and pass_record until it crashed)
+    local e1, e2 = wm.env(), wm.env()
+    e2:from_elements("x")
+    local c = e2:from_elements("y")
+    local s = e1:from_elements("a")
+    local u = s:union(s)
+    u.node.inputs[2] = c.node
+    u:collect()
+    local ok, err = pcall(e1.execute, e1)
+    assert.is_false(ok)
+    assert.matches("api_spec.lua:%d+: union: input 2 is a stream of another environment %(wm.env%)", err)
+  end)
+
+  it("a coroutine.yield inside map names the job's line (issue 13.17)", function()
+    local env = wm.env()
+    env:from_elements(1):map(function(r)
+      coroutine.yield(r)
+      return r
+    end):collect()
+    local ok, err = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("^[^\n]*api_spec.lua:%d+: attempt to yield from outside a coroutine\n  in operator 'map", err)
+  end)
+
   it("flat_map's emit(nil) is an argument error, not a nil record", function()
     local env = wm.env()
     env:from_elements(1):flat_map(function(x, emit) emit(nil) end):collect()

@@ -149,6 +149,23 @@ describe("custom watermark generators", function()
     assert.matches("factory .* failed: .*boom", err)
   end)
 
+  it("reads a generator's methods through its metatable, and reports an __index that raises "
+    .. "(it leaked the graph being built, issue 13.17)", function()
+    local Gen = {}
+    Gen.__index = Gen
+    function Gen:on_event(r, ts, out) out:emit_watermark(ts) end
+    local h = gen_harness(function() return setmetatable({}, Gen) end)
+    h:push({id = "a", vc = 1}, 1000)
+    assert.are.equal(1000, h:current_watermark())
+    local boom = setmetatable({}, {__tostring = function() return "the generator's own error" end})
+    local ok, err = pcall(gen_harness, function()
+      return setmetatable({}, {__index = function() error(boom) end})
+    end)
+    assert.is_false(ok)
+    assert.matches("the watermark generator of for_generator at [^\n]*watermarks_spec.lua:%d+: reading its "
+      .. "on_event and on_periodic_emit failed: [^\n]*watermarks_spec.lua:%d+: the generator's own error", err)
+  end)
+
   it("rejects a non-integer watermark with the generator's line", function()
     local h = gen_harness(function()
       return {on_event = function(self, r, ts, out) out:emit_watermark(ts + 0.5) end}
