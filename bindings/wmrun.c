@@ -19,12 +19,19 @@ int luaopen_wm_core(lua_State *L);
 
 static const char *progname = "wmrun";
 
+/* The whole usage on stdout (--help); on stderr, after the one line that says what was
+ * wrong, only a hint to --help, as GNU tools do. */
 static void usage(FILE *f) {
+  if (f == stderr) {
+    fprintf(f, "Try '%s --help' for more information.\n", progname);
+    return;
+  }
   fprintf(f,
           "usage: %s [options] job.lua [args...]\n"
           "       %s [options] --sql job.sql\n"
           "       %s lab LAB.lua [--json] [--plot out.html]   (docs/lab.md)\n"
-          "Runs an event-time stream-processing job written in Lua.\n\n"
+          "Runs an event-time stream-processing job written in Lua (job.lua '-': read the\n"
+          "job from standard input).\n\n"
           "options:\n"
           "  -h, --help                  show this help and exit\n"
           "  -v, --version               show the versions of wmrun, Lua and libuv and exit\n"
@@ -63,6 +70,8 @@ typedef struct options {
   int timeline_x;                 /* 1: --timeline-x time */
   wm_timeline *tl;                /* the recorder of the run in progress */
   int load_error;
+  char *stdin_src; /* wmrun -: the job read from standard input (each thread loads it) */
+  size_t stdin_len;
   char luadir[4096];
   char cdir[4096];
 } options;
@@ -149,6 +158,46 @@ static const char strict_lua[] =
     "end\n"
     "setmetatable(_G, mt)\n";
 
+/* wmrun -: the job read once from standard input, loaded as lua - does ("stdin:3:
+ * message"), a first line starting with # skipped as luaL_loadfile skips it. */
+static int load_stdin_script(lua_State *L, const options *o) {
+  const char *s = o->stdin_src;
+  size_t n = o->stdin_len;
+  if (n > 0 && s[0] == '#') {
+    while (n > 0 && *s != '\n') {
+      s++;
+      n--;
+    }
+  }
+  return luaL_loadbuffer(L, s, n, "=stdin");
+}
+
+static int read_stdin_script(options *o) {
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) {
+      fprintf(stderr, "%s: out of memory reading the job from standard input\n", progname);
+      return -1;
+    }
+    len += fread(buf + len, 1, cap - len, stdin);
+    if (len < cap) break;
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) free(buf);
+    buf = nb;
+    cap *= 2;
+  }
+  if (ferror(stdin)) {
+    fprintf(stderr, "%s: cannot read the job from standard input: %s\n", progname,
+            strerror(errno));
+    free(buf);
+    return -1;
+  }
+  o->stdin_src = buf;
+  o->stdin_len = len;
+  return 0;
+}
+
 static int pmain(lua_State *L) {
   options *o = lua_touserdata(L, 1);
   lua_pushlightuserdata(L, o);
@@ -207,12 +256,25 @@ static int pmain(lua_State *L) {
     lua_getglobal(L, "require");
     lua_pushliteral(L, "wm.sql");
     lua_call(L, 1, 1);
+    if (o->stdin_src && strcmp(o->script, "-") == 0) { /* wmrun --sql -: standard input */
+      lua_getfield(L, -1, "run");
+      lua_pushlstring(L, o->stdin_src, o->stdin_len);
+      lua_createtable(L, 0, 2);
+      lua_pushliteral(L, "stdin");
+      lua_setfield(L, -2, "name");
+      lua_pushliteral(L, ".");
+      lua_setfield(L, -2, "dir");
+      lua_call(L, 2, 0);
+      return 0;
+    }
     lua_getfield(L, -1, "run_file");
     lua_pushstring(L, o->script);
     lua_call(L, 1, 0);
     return 0;
   }
-  if (luaL_loadfile(L, o->script) != LUA_OK) { /* a syntax error: no traceback, as lua.c */
+  int st = o->stdin_src && strcmp(o->script, "-") == 0 ? load_stdin_script(L, o)
+                                                       : luaL_loadfile(L, o->script);
+  if (st != LUA_OK) { /* a syntax error: no traceback, as lua.c */
     o->load_error = 1;
     return lua_error(L);
   }
@@ -388,7 +450,12 @@ int main(int argc, char **argv) {
     }
   }
   o.script_index = i;
-  if (!o.timeline) return run_job(&o, argv[i]);
+  if (strcmp(argv[i], "-") == 0 && read_stdin_script(&o) != 0) return 1;
+  if (!o.timeline) {
+    int code = run_job(&o, argv[i]);
+    free(o.stdin_src);
+    return code;
+  }
   /* the run(s) with a recorder each, then one picture */
   wm_timeline *tls[2] = {NULL, NULL};
   const char *scripts[2] = {argv[i], o.compare};
@@ -422,6 +489,7 @@ int main(int argc, char **argv) {
   }
   wm_timeline_free(tls[0]);
   wm_timeline_free(tls[1]);
+  free(o.stdin_src);
   return code;
 }
 
