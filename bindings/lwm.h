@@ -98,6 +98,10 @@ int lwm_store_fn(lwm_bridge *B);
 /* Argument arg of the running C function (out(record), ctx:output(tag, record)) must be a
  * record: a lauxlib argument error for nil or none. */
 void lwm_check_record(lua_State *L, int arg);
+/* out(record) and ctx:output(tag, record) of user code: emits argument arg of the running
+ * C function (checked with lwm_check_record) on op's port with timestamp ts; returns what
+ * the lua_CFunction returns (a Lua error when the emit failed downstream). */
+int lwm_emit_arg(lwm_bridge *B, lua_State *L, wm_op *op, int port, int arg, int64_t ts);
 int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec);
 
 /* Error with the operator's name and definition line, and the record. */

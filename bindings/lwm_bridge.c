@@ -329,6 +329,21 @@ void lwm_check_record(lua_State *L, int arg) {
   if (lua_isnoneornil(L, arg)) luaL_typeerror(L, arg, "record");
 }
 
+int lwm_emit_arg(lwm_bridge *B, lua_State *L, wm_op *op, int port, int arg, int64_t ts) {
+  lwm_check_record(L, arg);
+  lua_settop(L, arg);
+  lwm_frame fr;
+  lwm_enter(B, L, &fr);
+  wm_value v;
+  int rc = lwm_to_value(B, arg, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory") : WM_OK;
+  if (rc == WM_OK) {
+    rc = wm_op_emit(op, port, &v, ts);
+    wm_value_release(&B->ctx.host, &v);
+  }
+  lwm_leave(B, &fr);
+  return lwm_callback_done(B, L, rc);
+}
+
 static void add_record(lwm_bridge *B, const wm_value *rec) {
   wm_buf b;
   wm_buf_init(&b);

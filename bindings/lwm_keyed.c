@@ -19,36 +19,15 @@ static kproc *kproc_of(lua_State *L) { return lua_touserdata(L, lua_upvalueindex
 /* out(value) */
 static int l_kp_out(lua_State *L) {
   kproc *k = kproc_of(L);
-  lwm_bridge *B = k->oi.B;
-  lwm_check_record(L, 1);
-  lua_settop(L, 1);
-  lwm_frame fr;
-  lwm_enter(B, L, &fr);
-  wm_value v;
-  int rc = lwm_to_value(B, 1, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
-                                        : wm_op_emit(k->op, 0, &v, k->ts);
-  wm_value_release(&B->ctx.host, &v);
-  lwm_leave(B, &fr);
-  return lwm_callback_done(B, L, rc);
+  return lwm_emit_arg(k->oi.B, L, k->op, 0, 1, k->ts);
 }
 
 /* ctx:output(tag, value) */
 static int l_kp_output(lua_State *L) {
   kproc *k = kproc_of(L);
-  lwm_bridge *B = k->oi.B;
-  const char *tag = luaL_checkstring(L, 2);
-  lwm_check_record(L, 3);
-  lua_settop(L, 3);
-  int port = wm_op_port(k->op, tag);
+  int port = wm_op_port(k->op, luaL_checkstring(L, 2));
   if (port < 0) return luaL_error(L, "out of memory");
-  lwm_frame fr;
-  lwm_enter(B, L, &fr);
-  wm_value v;
-  int rc = lwm_to_value(B, 3, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory")
-                                        : wm_op_emit(k->op, port, &v, k->ts);
-  wm_value_release(&B->ctx.host, &v);
-  lwm_leave(B, &fr);
-  return lwm_callback_done(B, L, rc);
+  return lwm_emit_arg(k->oi.B, L, k->op, port, 3, k->ts);
 }
 
 static const char *const timer_fn_names[4] = {

@@ -73,20 +73,7 @@ static int filter_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 static int l_out(lua_State *L) {
   wm_op *op = lua_touserdata(L, lua_upvalueindex(1));
   flat *f = op->impl;
-  lwm_bridge *B = f->oi.B;
-  wm_value v;
-  lwm_check_record(L, 1);
-  lua_settop(L, 1);
-  lwm_frame fr;
-  lwm_enter(B, L, &fr);
-  if (lwm_to_value(B, 1, &v) != 0) {
-    lwm_leave(B, &fr);
-    return luaL_error(L, "out of memory");
-  }
-  int rc = wm_op_emit(op, 0, &v, f->ts);
-  wm_value_release(&B->ctx.host, &v);
-  lwm_leave(B, &fr);
-  return lwm_callback_done(B, L, rc);
+  return lwm_emit_arg(f->oi.B, L, op, 0, 1, f->ts);
 }
 
 static int flat_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
@@ -546,22 +533,9 @@ static int l_win_out(lua_State *L) {
 /* ctx:output(tag, value) for process functions */
 static int l_win_output(lua_State *L) {
   winlua *w = lua_touserdata(L, lua_upvalueindex(1));
-  lwm_bridge *B = w->oi.B;
-  const char *tag = luaL_checkstring(L, 2);
-  lwm_check_record(L, 3);
-  lua_settop(L, 3);
-  int port = wm_op_port(w->op, tag);
+  int port = wm_op_port(w->op, luaL_checkstring(L, 2));
   if (port < 0) return luaL_error(L, "out of memory");
-  lwm_frame f;
-  lwm_enter(B, L, &f);
-  wm_value v;
-  int rc = lwm_to_value(B, 3, &v) != 0 ? wm_ctx_error(&B->ctx, "out of memory") : WM_OK;
-  if (rc == WM_OK) {
-    rc = wm_op_emit(w->op, port, &v, w->ts);
-    wm_value_release(&B->ctx.host, &v);
-  }
-  lwm_leave(B, &f);
-  return lwm_callback_done(B, L, rc);
+  return lwm_emit_arg(w->oi.B, L, w->op, port, 3, w->ts);
 }
 
 /* Pushes a window as a table {start, stop, max_timestamp}. */
