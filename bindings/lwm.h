@@ -148,6 +148,37 @@ int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 
+/* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object
+ * that is `self` and its snapshot(self) / restore(self, t) methods, as fns indexes (all 0:
+ * the part has none). */
+typedef struct lwm_hooks {
+  int self, snapshot, restore;
+} lwm_hooks;
+/* Reads the methods snapshot and restore of the object at idx (with its metamethods); both
+ * or neither must be functions. 0, or -1 with "<where>: <what>: ..." in B->ctx.err. */
+int lwm_hooks_read(lwm_bridge *B, int idx, lwm_hooks *h, const char *what, const char *where);
+/* self:snapshot() as an owned value *out (it must return a table), and self:restore(t)
+ * with t pushed from state; called for operator op, errors name it (oi->op). WM_OK/WM_ERR. */
+int lwm_hook_snapshot(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, wm_value *out);
+int lwm_hook_restore(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, const wm_value *state);
+/* Notes a part of the job (e.g. "the custom watermark generator of for_generator at
+ * job.lua:4") built at `where` (the job line of its operator) whose state a checkpoint
+ * cannot hold, and how to fix it; noted once per part and line (parallel instances). */
+void lwm_note_uncheckpointable(lwm_bridge *B, const char *part, const char *where,
+                               const char *fix);
+/* Called by the checkpoint coordinator before the first record when checkpointing is on,
+ * after the build: WM_OK when every Lua part of the job built in B can be checkpointed,
+ * else WM_ERR with the message in B->ctx.err naming each part, its job line and the fix
+ * ("give it snapshot(self) and restore(self, t) methods"). */
+int lwm_check_checkpointable(lwm_bridge *B);
+
+/* Checkpoints of B's prepared context with the bindings' codec (lwm_ckpt.c): pushes the
+ * parts of a snapshot as a table {[part name] = bytes}; restores from such a table at idx
+ * (before the first record). WM_OK, or WM_ERR with the message in B->ctx.err (nothing
+ * pushed). instance: as for wm_ctx_snapshot (the executor thread's index, 0 on one). */
+int lwm_snapshot_parts(lwm_bridge *B, int instance);
+int lwm_restore_parts(lwm_bridge *B, int instance, int idx);
+
 /* ---- the graph (lwm_graph.c), above the node builders --------------------------------- */
 
 /* Builds the whole graph of the env table at env_idx: instances, exchanges, edges.
@@ -202,6 +233,25 @@ void lwm_set_spawn(lua_State *L, const lwm_spawn *s);
 /* The thread (1-based) whose Lua state L is: 1 for the state that called execute(). */
 int lwm_mt_thread(lua_State *L);
 /* wm.core._codec_roundtrip(v) -> copy, bytes | fail, message */
+
+/* ---- Lua values as bytes (lwm_mt.c): the record codec's host for Lua tables ----------- */
+
+/* The codec host of B's Lua values (tables held in slots), for wm_ctx_snapshot /
+ * wm_ctx_restore (graph/wm_snapshot.h): nil, booleans, integers, floats (bit for bit,
+ * -0.0 and nan too), strings (any bytes) and tables of those, nested up to 100 levels.
+ * A function, userdata, coroutine, a table used as a key or a cycle is an error that says
+ * where in the value it is ("it holds a function (at value.acc.f)"). Fills *ch
+ * (base/wm_codec.h; not included here: its wm_decoder is not the parsers'). */
+struct wm_codec_host;
+void lwm_codec_host(lwm_bridge *B, struct wm_codec_host *ch);
+/* Appends the Lua value at idx (any type) to b; root names it in errors ("state"). 0, or
+ * -1 with the message in err. */
+int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, char *err,
+                   size_t errlen);
+/* Pushes the value encoded at *p (advanced past it). 0, or -1 (nothing pushed) with the
+ * message in err (truncated or corrupt bytes). */
+int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, char *err,
+                   size_t errlen);
 int lwm_mt_roundtrip(lua_State *L);
 
 typedef struct lwm_mt_run lwm_mt_run;

@@ -295,6 +295,13 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       else if (B->mt && wm_mt_set_target(B->mt, me->gid0 + (uint32_t)k, me->ops[k]) != 0)
         rc = wm_ctx_error(&B->ctx, "out of memory");
     }
+    const char *uid = lwm_get_str(L, node, "uid"); /* :uid("name"), checked by stream.lua */
+    for (int k = 0; uid && k < p && rc == WM_OK; k++) {
+      char id[160];
+      if (p > 1) snprintf(id, sizeof id, "%s.%d", uid, k + 1);
+      else snprintf(id, sizeof id, "%s", uid);
+      if (me->ops[k]) rc = wm_op_set_uid(me->ops[k], id);
+    }
     if (rc == WM_OK && ingestion && nin == 0 && strcmp(kind, "harness_input") != 0) {
       /* ingestion time: a source's records get their timestamps from the clock, and
        * watermarks follow the clock */
@@ -308,7 +315,13 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         snprintf(tname, sizeof tname, "ingestion time (%s)%s", where, p > 1 ? " *" : "");
         wm_op *ts = wm_tsop_new(&B->ctx, tname, &tc);
         if (!ts || wm_op_connect(me->ops[k], me->ports[k], ts) < 0) rc = WM_ERR;
-        else {
+        else if (uid) { /* the clock's operator of a source with a uid: <uid>.ingestion */
+          char id[180];
+          if (p > 1) snprintf(id, sizeof id, "%s.%d.ingestion", uid, k + 1);
+          else snprintf(id, sizeof id, "%s.ingestion", uid);
+          rc = wm_op_set_uid(ts, id);
+        }
+        if (rc == WM_OK && ts) {
           me->ops[k] = ts;
           me->ports[k] = 0;
         }

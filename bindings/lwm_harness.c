@@ -23,6 +23,7 @@
 typedef struct harness {
   lwm_bridge B;
   int ready, failed, closed, finished;
+  int fed; /* something was pushed, or the clock moved: too late for h:restore */
   wm_op *input;
   int channels;
   wm_op *capture; /* the result's main output */
@@ -164,6 +165,7 @@ static int l_push(lua_State *L) {
   int64_t ts = lua_isnoneornil(L, 3) ? WM_TIME_MIN : (int64_t)luaL_checkinteger(L, 3);
   int ch = check_channel(L, H, 4);
   H = h_begin(L, &fr);
+  H->fed = 1;
   wm_value v;
   int rc;
   if (lwm_to_value(&H->B, 2, &v) != 0) rc = wm_ctx_error(&H->B.ctx, "out of memory");
@@ -183,6 +185,7 @@ static int l_watermark(lua_State *L) {
   int64_t t = (int64_t)luaL_checkinteger(L, 2);
   int ch = check_channel(L, H, 3);
   H = h_begin(L, &fr);
+  H->fed = 1;
   return h_end(L, H, &fr, wm_op_input_watermark(H->input, ch, t), 0);
 }
 
@@ -193,6 +196,7 @@ static int l_status(lua_State *L) {
   int ch = check_channel(L, H, 2);
   int idle = lua_toboolean(L, 3);
   H = h_begin(L, &fr);
+  H->fed = 1;
   return h_end(L, H, &fr, wm_op_input_status(H->input, ch, idle), 0);
 }
 
@@ -244,6 +248,7 @@ static int l_advance(lua_State *L) {
   lua_Integer ms = luaL_checkinteger(L, 2);
   luaL_argcheck(L, ms >= 0, 2, "processing time cannot go back");
   H = h_begin(L, &fr);
+  H->fed = 1;
   return h_end(L, H, &fr, advance_to(H, wm_time_add_sat(H->now, (int64_t)ms)), 0);
 }
 
@@ -252,6 +257,7 @@ static int l_finish(lua_State *L) {
   lwm_frame fr;
   harness *H = h_begin(L, &fr);
   int rc = WM_OK;
+  H->fed = 1;
   if (!H->finished) {
     H->finished = 1;
     for (int ch = 0; ch < H->channels && rc == WM_OK; ch++)
@@ -376,6 +382,52 @@ static int l_recording(lua_State *L) {
   if (!H->tl) return luaL_error(L, "timeline: the harness ran a replay (h:replay records no timeline)");
   lwm_timeline_push(L, H->tl);
   return 1;
+}
+
+/* h:snapshot() -> {[part] = bytes}, the virtual clock, {next periodic emit per assigner}:
+ * every operator's state as a checkpoint holds it (wm.testing packs it into a string).
+ * Refuses, as a checkpointing job does at start, Lua parts whose state it cannot hold. */
+static int l_snapshot(lua_State *L) {
+  lwm_frame fr;
+  harness *H = h_begin(L, &fr);
+  int rc = lwm_check_checkpointable(&H->B);
+  if (rc == WM_OK) rc = lwm_snapshot_parts(&H->B, 0);
+  if (rc != WM_OK) {
+    lwm_leave(&H->B, &fr);
+    lua_pushstring(L, H->B.ctx.err); /* the harness goes on: nothing changed */
+    return lua_error(L);
+  }
+  lua_pushinteger(L, (lua_Integer)H->now);
+  lua_createtable(L, H->ntsops, 0);
+  for (int i = 0; i < H->ntsops; i++) {
+    lua_pushinteger(L, (lua_Integer)H->next_periodic[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return h_end(L, H, &fr, WM_OK, 3);
+}
+
+/* h:restore(parts, now, periodic): what h:snapshot gave, into a harness of the same job
+ * that has not been fed yet. */
+static int l_restore(lua_State *L) {
+  lwm_frame fr;
+  harness *H = luaL_checkudata(L, 1, HARNESS_MT);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer now = luaL_checkinteger(L, 3);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  if (H->fed) return luaL_error(L, "restore: this harness has been fed already (restore into a "
+                                   "new harness of the same job, before anything else)");
+  if ((lua_Integer)lua_rawlen(L, 4) != H->ntsops)
+    return luaL_error(L, "restore: the snapshot has %d timestamp assigner(s), this job %d",
+                      (int)lua_rawlen(L, 4), H->ntsops);
+  H = h_begin(L, &fr);
+  H->fed = 1;
+  H->now = (int64_t)now; /* first: restored operators register their timers at their times */
+  for (int i = 0; i < H->ntsops; i++) {
+    lua_rawgeti(L, 4, i + 1);
+    H->next_periodic[i] = (int64_t)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  return h_end(L, H, &fr, lwm_restore_parts(&H->B, 0, 2), 0);
 }
 
 static int l_close(lua_State *L) {
@@ -1296,6 +1348,8 @@ static const luaL_Reg harness_methods[] = {
     {"processing_time", l_processing_time},
     {"recording", l_recording},
     {"replay", l_replay},
+    {"snapshot", l_snapshot},
+    {"restore", l_restore},
     {"close", l_close},
     {NULL, NULL},
 };

@@ -300,6 +300,8 @@ typedef struct luasrc {
   int stopped, finished, paused, waiting, opened;
   int64_t last_wm; /* source: the last watermark it emitted */
   int idle_status; /* source: marked idle */
+  lwm_hooks hooks; /* source: snapshot(ctx) / restore(ctx, t) (self = the ctx table) */
+  int restored;    /* restored from a checkpoint: generate's rate clock restarts there */
 } luasrc;
 
 static const wm_op_vt generate_vt = {.kind = "generate", .record = wm_source_record, .free = lwm_op_free_info};
@@ -375,6 +377,9 @@ static int64_t generate_step(luasrc *s) {
   if (s->rate > 0) {
     uint64_t now = uv_now(s->host->loop);
     if (s->next == 1) s->t0 = now;
+    else if (s->restored) /* resumed: record next is due now, the rate goes on from there */
+      s->t0 = now - (uint64_t)((double)(s->next - 1) * 1000.0 / s->rate);
+    s->restored = 0;
     /* record i is due at t0 + (i - 1) / rate: a steady rate, whatever the timer's jitter */
     lua_Integer due = (lua_Integer)((double)(now - s->t0) * s->rate / 1000.0) + 1;
     n = due - s->next + 1;
@@ -507,7 +512,124 @@ static void luasrc_pause(wm_op *op, wm_io_host *host, int paused) {
   }
 }
 
-static const wm_source_vt luasrc_svt = {.start = luasrc_start, .stop = luasrc_stop, .pause = luasrc_pause};
+/* ---- checkpoints: the source's position (io/wm_source.h) --------------------------------
+ * version 1, 'L', then one value with the bindings' codec (lwm_encode_lua): a table
+ * {next = generate's next index, or line = a source's records emitted so far, wm = the last
+ * watermark a source emitted, idle = its idle flag, state = what its snapshot(ctx) gave}. */
+
+static int luasrc_snapshot(wm_op *op, wm_buf *out) {
+  luasrc *s = op->impl;
+  lwm_bridge *B = s->oi.B;
+  lua_State *L = B->L;
+  if (s->custom && !s->hooks.snapshot)
+    return wm_ctx_error(op->ctx, "%s: the custom source has no snapshot method, so its position "
+                                 "cannot be checkpointed (give it snapshot(ctx) and "
+                                 "restore(ctx, t), docs/checkpoints.md)", s->oi.where);
+  luaL_checkstack(L, 4, "wmrun: a source's checkpoint");
+  lua_createtable(L, 0, 4);
+  if (s->custom) {
+    wm_value v;
+    if (lwm_hook_snapshot(&s->oi, &s->hooks, op, &v) != WM_OK) {
+      lua_pop(L, 1);
+      return WM_ERR;
+    }
+    lwm_push_value(B, &v);
+    wm_value_release(&B->ctx.host, &v);
+    lua_setfield(L, -2, "state");
+    lua_pushinteger(L, (lua_Integer)s->pos.line);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, (lua_Integer)s->last_wm);
+    lua_setfield(L, -2, "wm");
+    lua_pushboolean(L, s->idle_status);
+    lua_setfield(L, -2, "idle");
+  } else {
+    lua_pushinteger(L, s->next);
+    lua_setfield(L, -2, "next");
+  }
+  wm_buf_addc(out, 1);
+  wm_buf_addc(out, 'L');
+  char err[512] = "";
+  int rc = lwm_encode_lua(L, out, -1, "state", err, sizeof err);
+  lua_pop(L, 1);
+  if (rc != 0)
+    return wm_ctx_error(op->ctx, "%s: cannot checkpoint the custom source's state: %s",
+                        s->oi.where, err);
+  return out->oom ? wm_ctx_error(op->ctx, "out of memory writing a checkpoint") : WM_OK;
+}
+
+/* Field k of the table on top as an integer within [lo, hi]; 0 or -1. */
+static int get_pos_int(lua_State *L, const char *k, lua_Integer lo, lua_Integer hi,
+                       lua_Integer *v) {
+  lua_getfield(L, -1, k);
+  int ok = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= lo && lua_tointeger(L, -1) <= hi;
+  if (ok) *v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return ok ? 0 : -1;
+}
+
+static int luasrc_restore(wm_op *op, const char *data, size_t n) {
+  luasrc *s = op->impl;
+  lwm_bridge *B = s->oi.B;
+  lua_State *L = B->L;
+  const uint8_t *p = (const uint8_t *)data, *end = p + n;
+  char err[512] = "";
+  if (n < 2 || p[0] != 1 || p[1] != 'L')
+    return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' (%zu bytes)",
+                        op->name, n);
+  p += 2;
+  if (lwm_decode_lua(L, &p, end, err, sizeof err) != 0)
+    return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s': %s", op->name,
+                        err);
+  lua_Integer next = 0, line = 0, wm = 0;
+  int bad = p != end || !lua_istable(L, -1);
+  if (!bad && !s->custom) bad = get_pos_int(L, "next", 1, LUA_MAXINTEGER, &next) != 0;
+  if (!bad && s->custom)
+    bad = get_pos_int(L, "line", 0, LUA_MAXINTEGER, &line) != 0 ||
+          get_pos_int(L, "wm", LUA_MININTEGER, LUA_MAXINTEGER, &wm) != 0;
+  if (bad) {
+    lua_pop(L, 1);
+    return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' is not one of "
+                                 "%s", op->name, s->custom ? "a custom source" : "generate");
+  }
+  int rc = WM_OK;
+  if (s->custom) {
+    lua_getfield(L, -1, "idle");
+    s->idle_status = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (!s->hooks.restore) {
+      lua_pop(L, 1);
+      return wm_ctx_error(op->ctx, "%s: the custom source has no restore method, so its "
+                                   "checkpointed position cannot be put back", s->oi.where);
+    }
+    lua_getfield(L, -1, "state");
+    if (!lua_istable(L, -1)) {
+      lua_pop(L, 2);
+      return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' holds no "
+                                   "state table", op->name);
+    }
+    wm_value v;
+    rc = lwm_to_value(B, -1, &v) == 0 ? WM_OK : wm_ctx_error(op->ctx, "out of memory");
+    lua_pop(L, 1);
+    if (rc == WM_OK) {
+      rc = lwm_hook_restore(&s->oi, &s->hooks, op, &v);
+      wm_value_release(&B->ctx.host, &v);
+    }
+    s->pos.line = (uint64_t)line;
+    s->last_wm = (int64_t)wm;
+    if (wm > WM_TIME_MIN) op->wm = (int64_t)wm;
+  } else {
+    s->next = next;
+    s->restored = 1;
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+static const wm_source_vt luasrc_svt = {.start = luasrc_start,
+                                        .stop = luasrc_stop,
+                                        .pause = luasrc_pause,
+                                        .snapshot = luasrc_snapshot,
+                                        .restore = luasrc_restore};
 
 /* ctx:emit(record[, ts]) */
 static int l_ctx_emit(lua_State *L) {
@@ -620,6 +742,13 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
     lua_setfield(L, -2, "parallelism");
     lua_rawseti(L, B->fns, ++B->nfns);
     s->oi.fn4 = B->nfns;
+    s->hooks.snapshot = lwm_get_fn(B, node, "snapshot");
+    s->hooks.restore = lwm_get_fn(B, node, "restore");
+    s->hooks.self = s->oi.fn4; /* the source's callbacks all take its ctx */
+    if (!s->hooks.snapshot)
+      lwm_note_uncheckpointable(B, "the custom source (env:source)", where,
+                                "give it snapshot(ctx), returning a plain table of its "
+                                "position, and restore(ctx, t) methods");
   } else {
     s->oi.fn = lwm_get_fn(B, node, "fn");
     s->count = lwm_get_int(L, node, "count", 0);

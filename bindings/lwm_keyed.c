@@ -12,7 +12,18 @@ typedef struct kproc {
   lwm_opinfo oi; /* fn: process_element; fn2: on_timer (0: none); fn3: ctx; fn4: out */
   wm_op *op;
   int64_t ts;    /* timestamp of what out() emits */
+  lwm_hooks hooks; /* the table form's snapshot / restore methods (checkpoints) */
 } kproc;
+
+static int kp_snapshot(void *ud, wm_op *op, wm_value *out) {
+  kproc *k = ud;
+  return lwm_hook_snapshot(&k->oi, &k->hooks, op, out);
+}
+
+static int kp_restore(void *ud, wm_op *op, const wm_value *state) {
+  kproc *k = ud;
+  return lwm_hook_restore(&k->oi, &k->hooks, op, state);
+}
 
 static kproc *kproc_of(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -145,6 +156,15 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   k->ts = WM_TIME_MIN;
   k->oi.fn = lwm_get_fn(B, node, "fn");
   k->oi.fn2 = lwm_get_fn(B, node, "on_timer");
+  memset(&k->hooks, 0, sizeof k->hooks);
+  if (lua_getfield(L, node, "obj") == LUA_TTABLE &&
+      lwm_hooks_read(B, -1, &k->hooks, "the process function", where) != 0) {
+    lua_pop(L, 1);
+    lwm_opinfo_free(k);
+    cfg.keysel.free(cfg.keysel.ud);
+    return NULL;
+  }
+  lua_pop(L, 1);
   /* ctx, reused for every call */
   lua_createtable(L, 0, 8);
   lua_pushlightuserdata(L, k);
@@ -172,6 +192,10 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   cfg.fn.timer = kp_timer;
   cfg.fn.free = lwm_opinfo_free;
   cfg.fn.ud = k;
+  if (k->hooks.snapshot) {
+    cfg.fn.snapshot = kp_snapshot;
+    cfg.fn.restore = kp_restore;
+  }
   wm_op *op = wm_keyedop_new(&B->ctx, name, &cfg);
   if (op) k->op = k->oi.op = op;
   return op;

@@ -60,8 +60,8 @@ static void path_add(char *path, size_t cap, lua_State *L, int k) {
   else snprintf(path + n, cap - n, "[?]");
 }
 
-static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth, char *path,
-                   size_t pcap, char *err, size_t errlen) {
+static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth, const char *root,
+                   char *path, size_t pcap, char *err, size_t errlen) {
   switch (lua_type(L, idx)) {
   case LUA_TNIL: wm_buf_addc(b, WM_C_NIL); return 0;
   case LUA_TBOOLEAN: wm_buf_addc(b, lua_toboolean(L, idx) ? WM_C_TRUE : WM_C_FALSE); return 0;
@@ -89,12 +89,12 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
     const void *t = lua_topointer(L, idx);
     for (int i = 0; i < depth; i++)
       if (anc[i] == t) {
-        snprintf(err, errlen, "it holds a cycle (%s%s contains itself)", "record", path);
+        snprintf(err, errlen, "it holds a cycle (%s%s contains itself)", root, path);
         return -1;
       }
     if (depth >= MAX_DEPTH) {
-      snprintf(err, errlen, "its tables are nested more than %d levels deep (at record%s)",
-               MAX_DEPTH, path);
+      snprintf(err, errlen, "its tables are nested more than %d levels deep (at %s%s)",
+               MAX_DEPTH, root, path);
       return -1;
     }
     if (!lua_checkstack(L, 4)) {
@@ -110,13 +110,13 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
       int kt = lua_type(L, k);
       path_add(path, pcap, L, k);
       if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
-        snprintf(err, errlen, "it holds a %s used as a key (in record%.*s)", lua_typename(L, kt),
-                 (int)plen, path);
+        snprintf(err, errlen, "it holds a %s used as a key (in %s%.*s)", lua_typename(L, kt),
+                 root, (int)plen, path);
         lua_pop(L, 2);
         return -1;
       }
-      if (enc_lua(L, b, k, anc, depth + 1, path, pcap, err, errlen) != 0 ||
-          enc_lua(L, b, v, anc, depth + 1, path, pcap, err, errlen) != 0) {
+      if (enc_lua(L, b, k, anc, depth + 1, root, path, pcap, err, errlen) != 0 ||
+          enc_lua(L, b, v, anc, depth + 1, root, path, pcap, err, errlen) != 0) {
         lua_pop(L, 2);
         return -1;
       }
@@ -127,20 +127,35 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
     return 0;
   }
   default:
-    snprintf(err, errlen, "it holds a %s (at record%s)", luaL_typename(L, idx), path);
+    if (depth == 0) snprintf(err, errlen, "it is a %s", luaL_typename(L, idx));
+    else snprintf(err, errlen, "it holds a %s (at %s%s)", luaL_typename(L, idx), root, path);
     return -1;
   }
 }
 
-static int codec_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
+int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, char *err,
+                   size_t errlen) {
   const void *anc[MAX_DEPTH];
   char path[256] = "";
+  return enc_lua(L, b, lua_absindex(L, idx), anc, 0, root, path, sizeof path, err, errlen);
+}
+
+static int codec_encode_as(void *ud, wm_buf *b, const wm_value *v, const char *root, char *err,
+                           size_t errlen) {
+  lwm_bridge *B = ud;
+  lua_State *L = B->L;
   lua_rawgeti(L, B->slots, v->u.slot);
-  int rc = enc_lua(L, b, lua_gettop(L), anc, 0, path, sizeof path, err, errlen);
+  int rc = lwm_encode_lua(L, b, -1, root, err, errlen);
   lua_pop(L, 1);
   return rc;
+}
+
+static int codec_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
+  return codec_encode_as(ud, b, v, "record", err, errlen);
+}
+
+static int codec_encode_state(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
+  return codec_encode_as(ud, b, v, "value", err, errlen);
 }
 
 /* Pushes the value encoded at *p. */
@@ -195,19 +210,31 @@ bad:
   return -1;
 }
 
+int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, char *err,
+                   size_t errlen) {
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 8) || dec_lua(L, p, end, 0, err, errlen) != 0) {
+    lua_settop(L, top);
+    if (!err[0]) snprintf(err, errlen, "corrupt record encoding");
+    return -1;
+  }
+  return 0;
+}
+
 static int codec_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
                         size_t errlen) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   int top = lua_gettop(L);
-  if (dec_lua(L, p, end, 0, err, errlen) != 0) {
-    lua_settop(L, top);
-    return -1;
-  }
+  if (lwm_decode_lua(L, p, end, err, errlen) != 0) return -1;
   int rc = lwm_to_value(B, -1, out); /* a table: a new slot */
   lua_settop(L, top);
   if (rc != 0) snprintf(err, errlen, "out of memory");
   return rc;
+}
+
+void lwm_codec_host(lwm_bridge *B, wm_codec_host *ch) {
+  *ch = (wm_codec_host){.ud = B, .encode = codec_encode_state, .decode = codec_decode};
 }
 
 /* For the C tests of the encoding through Lua (wm.core._codec_roundtrip): encodes the
@@ -216,9 +243,8 @@ int lwm_mt_roundtrip(lua_State *L) {
   luaL_checkany(L, 1);
   wm_buf b;
   wm_buf_init(&b);
-  const void *anc[MAX_DEPTH];
-  char path[256] = "", err[512];
-  if (enc_lua(L, &b, 1, anc, 0, path, sizeof path, err, sizeof err) != 0) {
+  char err[512] = "";
+  if (lwm_encode_lua(L, &b, 1, "record", err, sizeof err) != 0) {
     wm_buf_free(&b);
     luaL_pushfail(L);
     lua_pushstring(L, err);
@@ -226,7 +252,7 @@ int lwm_mt_roundtrip(lua_State *L) {
   }
   const uint8_t *p = (const uint8_t *)b.data, *end = p + b.len;
   lua_Integer len = (lua_Integer)b.len;
-  if (dec_lua(L, &p, end, 0, err, sizeof err) != 0 || p != end) {
+  if (lwm_decode_lua(L, &p, end, err, sizeof err) != 0 || p != end) {
     wm_buf_free(&b);
     return luaL_error(L, "decoding failed: %s", err);
   }

@@ -99,3 +99,133 @@ int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) 
   lua_settop(L, k - 1);
   return rc == 0 ? 0 : wm_ctx_error(&B->ctx, "out of memory");
 }
+
+/* ---- checkpoint hooks of Lua parts (docs/checkpoints.md, "User state in Lua") ---------- */
+
+int lwm_hooks_read(lwm_bridge *B, int idx, lwm_hooks *h, const char *what, const char *where) {
+  lua_State *L = B->L;
+  idx = lua_absindex(L, idx);
+  h->self = h->snapshot = h->restore = 0;
+  static const char *const keys[2] = {"snapshot", "restore"};
+  if (lwm_pget_fields(B, idx, keys, 2) != 0) {
+    const char *m = lua_tostring(L, -1);
+    const char *tb = m ? strstr(m, "\nstack traceback:") : NULL;
+    wm_ctx_error(&B->ctx, "%s: %s: reading its snapshot and restore methods failed: %.*s", where,
+                 what, m ? (tb ? (int)(tb - m) : (int)strlen(m)) : 0, m ? m : "");
+    lua_pop(L, 1);
+    return -1;
+  }
+  int s = lua_type(L, -2), r = lua_type(L, -1);
+  const char *bad = (s != LUA_TNIL && s != LUA_TFUNCTION)   ? "snapshot is not a function"
+                    : (r != LUA_TNIL && r != LUA_TFUNCTION) ? "restore is not a function"
+                    : (s == LUA_TNIL) != (r == LUA_TNIL)
+                        ? (s == LUA_TNIL ? "it has restore but no snapshot method (give both)"
+                                         : "it has snapshot but no restore method (give both)")
+                        : NULL;
+  if (bad) {
+    lua_pop(L, 2);
+    wm_ctx_error(&B->ctx, "%s: %s: %s", where, what, bad);
+    return -1;
+  }
+  if (s == LUA_TNIL) {
+    lua_pop(L, 2);
+    return 0;
+  }
+  h->restore = lwm_store_fn(B);
+  h->snapshot = lwm_store_fn(B);
+  lua_pushvalue(L, idx);
+  h->self = lwm_store_fn(B);
+  return 0;
+}
+
+int lwm_hook_snapshot(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, wm_value *out) {
+  lwm_bridge *B = oi->B;
+  lua_State *L = B->L;
+  *out = wm_nil();
+  oi->op = op;
+  luaL_checkstack(L, 4, "wmrun: a snapshot method");
+  lwm_push_fn(B, h->snapshot);
+  lwm_push_fn(B, h->self);
+  if (lwm_call(oi, 1, 1, NULL) != WM_OK) {
+    wm_ctx_error_append(&B->ctx, "\n  in its snapshot method (%s)", oi->where);
+    return WM_ERR;
+  }
+  if (!lua_istable(L, -1)) {
+    const char *tn = luaL_typename(L, -1);
+    lua_pop(L, 1);
+    return wm_ctx_error(&B->ctx, "%s: snapshot(self) returned a %s (expected a plain table)",
+                        oi->where, tn);
+  }
+  int rc = lwm_to_value(B, -1, out);
+  lua_pop(L, 1);
+  return rc == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+}
+
+int lwm_hook_restore(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, const wm_value *state) {
+  lwm_bridge *B = oi->B;
+  oi->op = op;
+  luaL_checkstack(B->L, 4, "wmrun: a restore method");
+  lwm_push_fn(B, h->restore);
+  lwm_push_fn(B, h->self);
+  lwm_push_value(B, state);
+  if (lwm_call(oi, 2, 0, NULL) != WM_OK) {
+    wm_ctx_error_append(&B->ctx, "\n  in its restore method (%s)", oi->where);
+    return WM_ERR;
+  }
+  return WM_OK;
+}
+
+/* The parts noted so far: a list in the fns table under this key. */
+#define UNCKPT_KEY "uncheckpointable"
+
+void lwm_note_uncheckpointable(lwm_bridge *B, const char *part, const char *where,
+                               const char *fix) {
+  lua_State *L = B->L;
+  luaL_checkstack(L, 4, "wmrun: a build note");
+  if (lua_getfield(L, B->fns, UNCKPT_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, B->fns, UNCKPT_KEY);
+  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+  for (lua_Integer i = 1; i <= n; i++) { /* parallel instances: one line per part */
+    lua_rawgeti(L, -1, i);
+    const char *s = lua_tostring(L, -1);
+    size_t pl = strlen(where);
+    int same = s && strncmp(s, where, pl) == 0 && s[pl] == ':' && s[pl + 1] == ' ' &&
+               strncmp(s + pl + 2, part, strlen(part)) == 0;
+    lua_pop(L, 1);
+    if (same) {
+      lua_pop(L, 1);
+      return;
+    }
+  }
+  lua_pushfstring(L, "%s: %s cannot be checkpointed: %s", where, part, fix);
+  lua_rawseti(L, -2, n + 1);
+  lua_pop(L, 1);
+}
+
+int lwm_check_checkpointable(lwm_bridge *B) {
+  lua_State *L = B->L;
+  if (lua_getfield(L, B->fns, UNCKPT_KEY) != LUA_TTABLE || lua_rawlen(L, -1) == 0) {
+    lua_pop(L, 1);
+    return WM_OK;
+  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+  int list = lua_gettop(L);
+  if (n > 50) n = 50;
+  luaL_checkstack(L, (int)n * 2 + 4, "wmrun: a message");
+  lua_pushfstring(L, "checkpointing is on, and %s of this job keep%s state that a checkpoint "
+                     "cannot hold:",
+                  n == 1 ? "one part" : "parts", n == 1 ? "s" : "");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_pushliteral(L, "\n  ");
+    lua_rawgeti(L, list, i);
+  }
+  lua_pushliteral(L, "\n(docs/checkpoints.md, \"User state in Lua\")");
+  lua_concat(L, (int)n * 2 + 2);
+  int rc = wm_ctx_error(&B->ctx, "%s", lua_tostring(L, -1));
+  lua_pop(L, 2);
+  return rc;
+}

@@ -10,6 +10,7 @@
 typedef struct genlua {
   lwm_opinfo oi; /* fn: the generator table; fn2: on_event; fn3: on_periodic_emit; fn4: out */
   wm_op *op;
+  lwm_hooks hooks; /* its snapshot / restore methods (checkpoints) */
 } genlua;
 
 /* out:emit_watermark(t) */
@@ -60,6 +61,16 @@ static int gen_periodic(void *ud, wm_op *op) {
   return lwm_call(&g->oi, 2, 0, NULL);
 }
 
+static int gen_snapshot(void *ud, wm_op *op, wm_value *out) {
+  genlua *g = ud;
+  return lwm_hook_snapshot(&g->oi, &g->hooks, op, out);
+}
+
+static int gen_restore(void *ud, wm_op *op, const wm_value *state) {
+  genlua *g = ud;
+  return lwm_hook_restore(&g->oi, &g->hooks, op, state);
+}
+
 static int gen_noop(lua_State *L) {
   (void)L;
   return 0;
@@ -67,7 +78,7 @@ static int gen_noop(lua_State *L) {
 
 /* Expects the generator, its on_event and its on_periodic_emit (each may be nil) on top
  * of the stack (popped). 0 or -1. */
-static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, wm_op **opp) {
+static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, const lwm_hooks *hooks) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   genlua *g = realloc(oi, sizeof *g);
@@ -77,7 +88,7 @@ static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, wm_op **opp) {
     return -1;
   }
   g->op = NULL;
-  (void)opp;
+  g->hooks = *hooks;
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushcfunction(L, gen_noop);
@@ -106,6 +117,10 @@ static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, wm_op **opp) {
   gen->on_periodic = gen_periodic;
   gen->free = lwm_opinfo_free;
   gen->ud = g;
+  if (hooks->snapshot) {
+    gen->snapshot = gen_snapshot;
+    gen->restore = gen_restore;
+  }
   return 0;
 }
 
@@ -189,11 +204,22 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
       if (cfg.tsx.free) cfg.tsx.free(cfg.tsx.ud);
       return NULL;
     }
-    char gwhere[600];
+    char gwhere[600], what[700];
     snprintf(gwhere, sizeof gwhere, "%s", gname ? gname : where);
+    snprintf(what, sizeof what, "the watermark generator of for_generator at %s", gwhere);
+    lwm_hooks hooks;
+    if (lwm_hooks_read(B, -3, &hooks, what, where) != 0) {
+      lua_pop(L, 4);
+      if (cfg.tsx.free) cfg.tsx.free(cfg.tsx.ud);
+      return NULL;
+    }
+    if (!hooks.snapshot) /* a generator is its state (max timestamp, ...): always stateful */
+      lwm_note_uncheckpointable(B, what, where,
+                                "give the generator snapshot(self) (returning a plain table "
+                                "of its fields) and restore(self, t) methods");
     lwm_opinfo *oi = lwm_opinfo_new(B, gwhere);
     if (!oi) lua_pop(L, 3);
-    if (!oi || wmgen_lua(&cfg.custom, oi, NULL) != 0) goto oom;
+    if (!oi || wmgen_lua(&cfg.custom, oi, &hooks) != 0) goto oom;
   }
   lua_pop(L, 1);
   return wm_tsop_new(&B->ctx, name, &cfg);

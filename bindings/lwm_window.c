@@ -14,7 +14,18 @@ typedef struct trlua {
                       fn4: on_merge, fn5: clear (0 when absent) */
   int ctxtab;      /* the ctx table handed to every callback (reused) */
   wm_trigger_ctx *cur; /* the call in progress */
+  lwm_hooks hooks; /* snapshot / restore methods of the spec (checkpoints) */
 } trlua;
+
+static int trl_snapshot(void *ud, wm_op *op, wm_value *out) {
+  trlua *t = ud;
+  return lwm_hook_snapshot(&t->oi, &t->hooks, op, out);
+}
+
+static int trl_restore(void *ud, wm_op *op, const wm_value *state) {
+  trlua *t = ud;
+  return lwm_hook_restore(&t->oi, &t->hooks, op, state);
+}
 
 static trlua *trigger_of(lua_State *L) {
   trlua *t = lua_touserdata(L, lua_upvalueindex(1));
@@ -149,6 +160,7 @@ static const wm_trigger_vt trlua_nomerge_vt = {"custom", trl_element, trl_event,
 
 static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   lua_State *L = B->L;
+  B->ctx.err[0] = '\0'; /* NULL with no message: out of memory */
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   if (!oi) return NULL;
   trlua *t = realloc(oi, sizeof *t);
@@ -162,6 +174,14 @@ static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   t->oi.fn3 = lwm_get_fn(B, spec, "on_processing_time");
   t->oi.fn4 = lwm_get_fn(B, spec, "on_merge");
   t->oi.fn5 = lwm_get_fn(B, spec, "clear");
+  memset(&t->hooks, 0, sizeof t->hooks);
+  if (lua_getfield(L, spec, "self") == LUA_TTABLE &&
+      lwm_hooks_read(B, -1, &t->hooks, "the custom trigger", where) != 0) {
+    lua_pop(L, 1);
+    lwm_opinfo_free(t);
+    return NULL;
+  }
+  lua_pop(L, 1);
   static const struct {
     const char *name;
     int domain, del;
@@ -179,7 +199,12 @@ static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   }
   lua_rawseti(L, B->fns, ++B->nfns);
   t->ctxtab = B->nfns;
-  return wm_trigger_custom(t->oi.fn4 ? &trlua_vt : &trlua_nomerge_vt, t, lwm_opinfo_free);
+  wm_trigger *tr = wm_trigger_custom(t->oi.fn4 ? &trlua_vt : &trlua_nomerge_vt, t, lwm_opinfo_free);
+  if (tr && t->hooks.snapshot) {
+    tr->snapshot = trl_snapshot;
+    tr->restore = trl_restore;
+  }
+  return tr;
 }
 
 /* A trigger from its spec table at idx (wm.triggers); NULL with a message. */
@@ -210,6 +235,7 @@ static wm_trigger *build_trigger(lwm_bridge *B, int idx, const char *where) {
     t = wm_trigger_purging(inner);
   } else if (strcmp(kind, "custom") == 0) {
     t = custom_trigger(B, idx, where);
+    if (!t && B->ctx.err[0]) return NULL; /* the message is set */
   } else {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
       if (strcmp(kind, kinds[i].name) == 0) {

@@ -64,6 +64,21 @@ function M.check_fn(fn, call, level)
   return fn
 end
 
+--- The optional checkpoint methods of a Lua part's table `t` (docs/checkpoints.md, "User
+-- state in Lua"): `snapshot` and `restore`, both functions or both absent.
+function M.check_hooks(t, call, level)
+  local s, r = t.snapshot, t.restore
+  for k, v in pairs{snapshot = s, restore = r} do
+    if type(v) ~= "function" then
+      error(string.format("%s: '%s' must be a function, got %s", call, k, type(v)), (level or 2) + 1)
+    end
+  end
+  if (s == nil) ~= (r == nil) then
+    error(string.format("%s: snapshot and restore go together (give both methods, or neither)", call),
+      (level or 2) + 1)
+  end
+end
+
 --- A table of options whose keys are all in `known` (nil gives an empty table).
 function M.opt_table(opts, call, known, level)
   if opts == nil then return {} end

@@ -170,23 +170,32 @@ function Env:generate(fn, opts)
   return stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
 end
 
+local source_fields = {open = true, poll = true, close = true, name = true, snapshot = true,
+                       restore = true}
+
 --- A custom source written in Lua.
 -- `open(ctx)` once, then `poll(ctx)` repeatedly: it emits with `ctx:emit(record[, ts])`,
 -- may `ctx:emit_watermark(t)` and `ctx:mark_idle()`, and returns true (poll again),
 -- false or nil (the end), or a number of ms to wait before the next poll. `close(ctx)`
 -- runs at the end (and when the job is stopped). `ctx.subtask`, `ctx.parallelism`.
--- @tparam table spec `{open = fn, poll = fn, close = fn}` (only poll is required)
+--
+-- Checkpoints (docs/checkpoints.md): a source's position is its own, so with checkpointing
+-- on it needs `snapshot(ctx)`, which returns a plain table (e.g. `{offset = ctx.offset}`),
+-- and `restore(ctx, t)`, which runs before `open(ctx)` when the job resumes.
+-- @tparam table spec `{open = fn, poll = fn, close = fn, snapshot = fn, restore = fn}`
+--   (only poll is required)
 function Env:source(spec)
   if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
   for k, v in pairs(spec) do
-    if k ~= "open" and k ~= "poll" and k ~= "close" and k ~= "name" then
-      error("source: unknown field '" .. tostring(k) .. "' (open, poll, close)", 2)
+    if not source_fields[k] then
+      error("source: unknown field '" .. tostring(k) .. "' (open, poll, close, snapshot, restore)", 2)
     end
     if k ~= "name" and type(v) ~= "function" then error("source: '" .. k .. "' must be a function", 2) end
   end
   if not spec.poll then error("source: 'poll' is required", 2) end
+  base.check_hooks(spec, "source")
   return stream(self, self:_node("source", {}, {open = spec.open, poll = spec.poll, close = spec.close,
-    ctx = {}, name = spec.name or "source"}))
+    snapshot = spec.snapshot, restore = spec.restore, ctx = {}, name = spec.name or "source"}))
 end
 
 local function check_format(format, call)

@@ -25,18 +25,32 @@ end
 -- "processing_time"); event-time timers fire when the watermark reaches `t`, and timers of
 -- the same key and time coalesce into one. `out(value)` emits a record (with the input
 -- record's timestamp, or the event-time timer's time).
--- @tparam function|table fn the function, or a table {process_element, on_timer}
+--
+-- Checkpoints (docs/checkpoints.md): `ctx.state` and the timers are the engine's and are
+-- checkpointed with the operator. State the function keeps itself (fields of the table,
+-- upvalues) goes through two optional methods of the table form, `snapshot(self)`, which
+-- returns a plain table, and `restore(self, t)`, which puts it back (give both or neither);
+-- `self` is the table, which may hold fields of its own (any field but a function).
+-- @tparam function|table fn the function, or a table {process_element, on_timer[, snapshot,
+--   restore]}
 -- @tparam[opt] function on_timer the timer callback (with the function form)
 -- @usage keyed:process{process_element = function(r, ctx, out) ... end,
 --                      on_timer = function(t, ctx, out) ... end}
+local process_fields = {process_element = true, on_timer = true, name = true, snapshot = true,
+                        restore = true}
+
 function KeyedStream:process(fn, on_timer)
+  local obj
   if type(fn) == "table" then
     if on_timer ~= nil then error("process: give on_timer inside the table", 2) end
-    for k in pairs(fn) do
-      if k ~= "process_element" and k ~= "on_timer" and k ~= "name" then
-        error("process: unknown field '" .. tostring(k) .. "' (process_element, on_timer)", 2)
+    for k, v in pairs(fn) do -- other fields than functions: the object's own state
+      if not process_fields[k] and type(v) == "function" then
+        error("process: unknown field '" .. tostring(k) ..
+          "' (process_element, on_timer, snapshot, restore)", 2)
       end
     end
+    base.check_hooks(fn, "process")
+    if fn.snapshot ~= nil then obj = fn end
     on_timer = fn.on_timer
     fn = fn.process_element
     if type(fn) ~= "function" then
@@ -48,7 +62,7 @@ function KeyedStream:process(fn, on_timer)
   if on_timer ~= nil and type(on_timer) ~= "function" then
     error("process: on_timer must be a function, got " .. type(on_timer), 2)
   end
-  return keyed_node(self, "keyed_process", {fn = fn, on_timer = on_timer}, "keyed process")
+  return keyed_node(self, "keyed_process", {fn = fn, on_timer = on_timer, obj = obj}, "keyed process")
 end
 
 --- Rolling reduce: for every record, `fn(acc, record) -> acc` over all of the key's records

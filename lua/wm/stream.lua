@@ -24,6 +24,31 @@ function Stream:name(text)
   return self
 end
 
+--- Gives the operator that produced this stream a stable id for checkpoints (Flink's `uid`):
+-- its state is stored under the id rather than under its place in the job, so a checkpoint
+-- still fits after operators are added or removed before it (docs/checkpoints.md). An id is
+-- 1 to 100 letters, digits, `.`, `_` or `-`, unique in the job; with parallelism n > 1 the
+-- instances are `id.1` ... `id.n`.
+-- @tparam string id the stable id
+-- @usage env:read_lines("in.csv"):parse_csv{...}:uid("parse")
+function Stream:uid(id)
+  if type(id) ~= "string" then error("uid: expected a string, got " .. type(id), 2) end
+  if #id < 1 or #id > 100 or id:find("[^%w._-]") then
+    error(string.format("uid: bad id %q (1 to 100 letters, digits, '.', '_' or '-')", id), 2)
+  end
+  local uids = self.env._uids or {}
+  self.env._uids = uids
+  local other = uids[id]
+  if other and other ~= self.node then
+    error(string.format("uid: '%s' is already the uid of %s (%s)", id, other.name or other.kind,
+      other.where), 2)
+  end
+  if self.node.uid and self.node.uid ~= id then uids[self.node.uid] = nil end
+  uids[id] = self.node
+  self.node.uid = id
+  return self
+end
+
 --- Sets the parallelism of the operator that produced this stream.
 function Stream:set_parallelism(n)
   if math.type(n) ~= "integer" or n < 1 then
@@ -35,6 +60,7 @@ end
 
 Sink.name = Stream.name
 Sink.set_parallelism = Stream.set_parallelism
+Sink.uid = Stream.uid
 
 --- Redistributes records round-robin to the next operator's instances.
 function Stream:rebalance() return one_input(self, "rebalance", {}, "rebalance") end

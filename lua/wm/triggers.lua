@@ -73,7 +73,7 @@ function M.purging(t)
 end
 
 local callbacks = {on_element = true, on_event_time = true, on_processing_time = true,
-                   on_merge = true, clear = true}
+                   on_merge = true, clear = true, snapshot = true, restore = true}
 
 --- A trigger written in Lua. Every callback is optional; those that decide return
 -- `"continue"` (also `nil`), `"fire"`, `"purge"` or `"fire_and_purge"`.
@@ -91,6 +91,12 @@ local callbacks = {on_element = true, on_event_time = true, on_processing_time =
 -- window's), and the methods `ctx:register_event_time_timer(t)`,
 -- `ctx:register_processing_time_timer(t)`, `ctx:delete_event_time_timer(t)`,
 -- `ctx:delete_processing_time_timer(t)` (registering the same time twice gives one timer).
+--
+-- Checkpoints (docs/checkpoints.md): `ctx.state` and the timers of every window are the
+-- engine's and are checkpointed with the window operator. State kept elsewhere (fields of
+-- `spec`, upvalues) goes through two optional methods: `snapshot(self)` returns a plain
+-- table, `restore(self, t)` puts it back; `self` is `spec`, which may hold fields of its
+-- own (any field but a function; give both methods or neither).
 -- @tparam table spec the callbacks
 -- @treturn table a trigger
 -- @usage wm.triggers.custom{
@@ -104,14 +110,20 @@ function M.custom(spec)
   if type(spec) ~= "table" then error("custom: expected a table of callbacks, got " .. type(spec), 2) end
   local t = {kind = "custom"}
   for k, v in pairs(spec) do
-    if not callbacks[k] then
+    if not callbacks[k] and type(v) ~= "function" then
+      -- a field that is not a callback: the trigger object's own state (snapshot methods)
+    elseif not callbacks[k] then
       error("custom: unknown callback '" .. tostring(k) ..
-        "' (on_element, on_event_time, on_processing_time, on_merge, clear)", 2)
+        "' (on_element, on_event_time, on_processing_time, on_merge, clear, snapshot, restore)", 2)
+    elseif type(v) ~= "function" then
+      error("custom: '" .. k .. "' must be a function, got " .. type(v), 2)
+    else
+      t[k] = v
     end
-    if type(v) ~= "function" then error("custom: '" .. k .. "' must be a function, got " .. type(v), 2) end
-    t[k] = v
   end
+  require("wm.base").check_hooks(spec, "custom")
   t.mergeable = spec.on_merge ~= nil
+  if spec.snapshot then t.self = spec end
   return trigger(t)
 end
 
