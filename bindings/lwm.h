@@ -178,6 +178,9 @@ int lwm_check_checkpointable(lwm_bridge *B);
  * pushed). instance: as for wm_ctx_snapshot (the executor thread's index, 0 on one). */
 int lwm_snapshot_parts(lwm_bridge *B, int instance);
 int lwm_restore_parts(lwm_bridge *B, int instance, int idx);
+/* wm.core._checkpoint_sources(env[, positions]) -> positions: the specs' way to the sources'
+ * positions before the coordinator runs whole jobs (lwm_ckpt.c). */
+int lwm_checkpoint_sources(lua_State *L);
 
 /* ---- the graph (lwm_graph.c), above the node builders --------------------------------- */
 

@@ -343,6 +343,7 @@ static const luaL_Reg core_funcs[] = {
     {"replay_data", lwm_replay_data_new},
     {"thread", l_thread},
     {"_codec_roundtrip", lwm_mt_roundtrip},
+    {"_checkpoint_sources", lwm_checkpoint_sources},
     {NULL, NULL},
 };
 

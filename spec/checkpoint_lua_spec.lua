@@ -356,3 +356,77 @@ describe("uid", function()
     assert.has_error(function() s:uid(3) end, "uid: expected a string, got number")
   end)
 end)
+
+describe("checkpoints of Lua sources", function()
+  local core = wm.core
+
+  -- a job whose source stops at `limit`: run once to 5, then resume from its position to 10
+  local function twice(make)
+    local env1, got1 = make(5)
+    local positions = core._checkpoint_sources(env1)
+    local env2, got2 = make(10)
+    core._checkpoint_sources(env2, positions)
+    local fresh_env, fresh = make(10)
+    core._checkpoint_sources(fresh_env)
+    return got1, got2, fresh
+  end
+
+  it("generate goes on from its counter", function()
+    local got1, got2, fresh = twice(function(limit)
+      local env = wm.env()
+      local got = env:generate(function(i) if i <= limit then return i end end):collect()
+      return env, got
+    end)
+    assert.are.same({1, 2, 3, 4, 5}, got1)
+    assert.are.same({6, 7, 8, 9, 10}, got2)
+    assert.are.same({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, fresh)
+  end)
+
+  it("a custom source goes on from what its snapshot(ctx) returned, restored before open", function()
+    local got1, got2 = twice(function(limit)
+      local env = wm.env()
+      local got = env:source{
+        open = function(ctx) ctx.i = ctx.i or 0 end,
+        poll = function(ctx)
+          if ctx.i >= limit then return false end
+          ctx.i = ctx.i + 1
+          ctx:emit({i = ctx.i}, ctx.i)
+          return true
+        end,
+        snapshot = function(ctx) return {i = ctx.i} end,
+        restore = function(ctx, t) ctx.i = t.i end,
+      }:collect()
+      return env, got
+    end)
+    assert.are.equal(5, #got1)
+    assert.are.same({{i = 6}, {i = 7}, {i = 8}, {i = 9}, {i = 10}}, got2)
+  end)
+
+  it("a custom source without snapshot methods is refused at start, naming it, its line and the fix", function()
+    local env = wm.env()
+    local line = debug.getinfo(1, "l").currentline + 1
+    env:source{poll = function() return false end}:collect()
+    local ok, err = pcall(core._checkpoint_sources, env)
+    assert.is_false(ok)
+    assert.matches("checkpoint_lua_spec.lua:" .. line .. ": the custom source (env:source) cannot be " ..
+      "checkpointed: give it snapshot(ctx)", err, 1, true)
+  end)
+
+  it("a damaged position is an error naming the source", function()
+    local function make()
+      local env = wm.env()
+      env:generate(function(i) if i < 3 then return i end end):collect()
+      return env
+    end
+    local positions = core._checkpoint_sources(make())
+    local name = next(positions)
+    assert.matches("^generate %(", name)
+    for _, bad in ipairs({"", "\1L", positions[name]:sub(1, -2), "\1L\7\0", "\1L\7\5\4next\3\0\0"}) do
+      local ok, err = pcall(core._checkpoint_sources, make(), {[name] = bad})
+      assert.is_false(ok)
+      assert.matches("damaged checkpoint state: the position of 'generate (", err, 1, true)
+    end
+    assert.has_error(function() core._checkpoint_sources(make(), {nosuch = "x"}) end,
+      "no source named 'nosuch' in this job")
+  end)
+end)
