@@ -47,6 +47,13 @@ typedef struct lwm_bridge {
   int depth, hook_ticks;
 } lwm_bridge;
 
+/* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object
+ * that is `self` and its snapshot(self) / restore(self, t) methods, as fns indexes (all 0:
+ * the part has none). */
+typedef struct lwm_hooks {
+  int self, snapshot, restore;
+} lwm_hooks;
+
 /* Per operator: its user function(s) and where it was defined. */
 typedef struct lwm_opinfo {
   lwm_bridge *B;
@@ -55,6 +62,7 @@ typedef struct lwm_opinfo {
   int keep;      /* a slot that keeps a Lua function's last result alive (keys) */
   char *where;   /* "job.lua:12" */
   wm_op *op;
+  lwm_hooks hooks; /* checkpoint methods of a generator, source, process fn or trigger */
 } lwm_opinfo;
 
 /* Re-entering the bridge from a C function that Lua called (out(), emit_watermark(),
@@ -148,19 +156,15 @@ int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 
-/* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object
- * that is `self` and its snapshot(self) / restore(self, t) methods, as fns indexes (all 0:
- * the part has none). */
-typedef struct lwm_hooks {
-  int self, snapshot, restore;
-} lwm_hooks;
 /* Reads the methods snapshot and restore of the object at idx (with its metamethods); both
  * or neither must be functions. 0, or -1 with "<where>: <what>: ..." in B->ctx.err. */
 int lwm_hooks_read(lwm_bridge *B, int idx, lwm_hooks *h, const char *what, const char *where);
-/* self:snapshot() as an owned value *out (it must return a table), and self:restore(t)
- * with t pushed from state; called for operator op, errors name it (oi->op). WM_OK/WM_ERR. */
-int lwm_hook_snapshot(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, wm_value *out);
-int lwm_hook_restore(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, const wm_value *state);
+/* oi->hooks.self:snapshot() as an owned value *out (it must return a table), and
+ * self:restore(t) with t pushed from state; ud is an lwm_opinfo (or a struct that starts
+ * with one): the core's snapshot / restore entries of generators, process functions and
+ * triggers take these. Called for operator op, errors name it. WM_OK or WM_ERR. */
+int lwm_opinfo_snapshot(void *ud, wm_op *op, wm_value *out);
+int lwm_opinfo_restore(void *ud, wm_op *op, const wm_value *state);
 /* Notes a part of the job (e.g. "the custom watermark generator of for_generator at
  * job.lua:4") built at `where` (the job line of its operator) whose state a checkpoint
  * cannot hold, and how to fix it; noted once per part and line (parallel instances). */

@@ -300,7 +300,6 @@ typedef struct luasrc {
   int stopped, finished, paused, waiting, opened;
   int64_t last_wm; /* source: the last watermark it emitted */
   int idle_status; /* source: marked idle */
-  lwm_hooks hooks; /* source: snapshot(ctx) / restore(ctx, t) (self = the ctx table) */
   int restored;    /* restored from a checkpoint: generate's rate clock restarts there */
 } luasrc;
 
@@ -521,7 +520,7 @@ static int luasrc_snapshot(wm_op *op, wm_buf *out) {
   luasrc *s = op->impl;
   lwm_bridge *B = s->oi.B;
   lua_State *L = B->L;
-  if (s->custom && !s->hooks.snapshot)
+  if (s->custom && !s->oi.hooks.snapshot)
     return wm_ctx_error(op->ctx, "%s: the custom source has no snapshot method, so its position "
                                  "cannot be checkpointed (give it snapshot(ctx) and "
                                  "restore(ctx, t), docs/checkpoints.md)", s->oi.where);
@@ -529,7 +528,7 @@ static int luasrc_snapshot(wm_op *op, wm_buf *out) {
   lua_createtable(L, 0, 4);
   if (s->custom) {
     wm_value v;
-    if (lwm_hook_snapshot(&s->oi, &s->hooks, op, &v) != WM_OK) {
+    if (lwm_opinfo_snapshot(&s->oi, op, &v) != WM_OK) {
       lua_pop(L, 1);
       return WM_ERR;
     }
@@ -596,7 +595,7 @@ static int luasrc_restore(wm_op *op, const char *data, size_t n) {
     lua_getfield(L, -1, "idle");
     s->idle_status = lua_toboolean(L, -1);
     lua_pop(L, 1);
-    if (!s->hooks.restore) {
+    if (!s->oi.hooks.restore) {
       lua_pop(L, 1);
       return wm_ctx_error(op->ctx, "%s: the custom source has no restore method, so its "
                                    "checkpointed position cannot be put back", s->oi.where);
@@ -611,7 +610,7 @@ static int luasrc_restore(wm_op *op, const char *data, size_t n) {
     rc = lwm_to_value(B, -1, &v) == 0 ? WM_OK : wm_ctx_error(op->ctx, "out of memory");
     lua_pop(L, 1);
     if (rc == WM_OK) {
-      rc = lwm_hook_restore(&s->oi, &s->hooks, op, &v);
+      rc = lwm_opinfo_restore(&s->oi, op, &v);
       wm_value_release(&B->ctx.host, &v);
     }
     s->pos.line = (uint64_t)line;
@@ -742,10 +741,10 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
     lua_setfield(L, -2, "parallelism");
     lua_rawseti(L, B->fns, ++B->nfns);
     s->oi.fn4 = B->nfns;
-    s->hooks.snapshot = lwm_get_fn(B, node, "snapshot");
-    s->hooks.restore = lwm_get_fn(B, node, "restore");
-    s->hooks.self = s->oi.fn4; /* the source's callbacks all take its ctx */
-    if (!s->hooks.snapshot)
+    s->oi.hooks.snapshot = lwm_get_fn(B, node, "snapshot");
+    s->oi.hooks.restore = lwm_get_fn(B, node, "restore");
+    s->oi.hooks.self = s->oi.fn4; /* the source's callbacks all take its ctx */
+    if (!s->oi.hooks.snapshot)
       lwm_note_uncheckpointable(B, "the custom source (env:source)", where,
                                 "give it snapshot(ctx), returning a plain table of its "
                                 "position, and restore(ctx, t) methods");

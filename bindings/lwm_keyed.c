@@ -12,18 +12,7 @@ typedef struct kproc {
   lwm_opinfo oi; /* fn: process_element; fn2: on_timer (0: none); fn3: ctx; fn4: out */
   wm_op *op;
   int64_t ts;    /* timestamp of what out() emits */
-  lwm_hooks hooks; /* the table form's snapshot / restore methods (checkpoints) */
 } kproc;
-
-static int kp_snapshot(void *ud, wm_op *op, wm_value *out) {
-  kproc *k = ud;
-  return lwm_hook_snapshot(&k->oi, &k->hooks, op, out);
-}
-
-static int kp_restore(void *ud, wm_op *op, const wm_value *state) {
-  kproc *k = ud;
-  return lwm_hook_restore(&k->oi, &k->hooks, op, state);
-}
 
 static kproc *kproc_of(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
 
@@ -156,9 +145,8 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   k->ts = WM_TIME_MIN;
   k->oi.fn = lwm_get_fn(B, node, "fn");
   k->oi.fn2 = lwm_get_fn(B, node, "on_timer");
-  memset(&k->hooks, 0, sizeof k->hooks);
-  if (lua_getfield(L, node, "obj") == LUA_TTABLE &&
-      lwm_hooks_read(B, -1, &k->hooks, "the process function", where) != 0) {
+  if (lua_getfield(L, node, "obj") == LUA_TTABLE && /* the table form's methods */
+      lwm_hooks_read(B, -1, &k->oi.hooks, "the process function", where) != 0) {
     lua_pop(L, 1);
     lwm_opinfo_free(k);
     cfg.keysel.free(cfg.keysel.ud);
@@ -192,9 +180,9 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   cfg.fn.timer = kp_timer;
   cfg.fn.free = lwm_opinfo_free;
   cfg.fn.ud = k;
-  if (k->hooks.snapshot) {
-    cfg.fn.snapshot = kp_snapshot;
-    cfg.fn.restore = kp_restore;
+  if (k->oi.hooks.snapshot) {
+    cfg.fn.snapshot = lwm_opinfo_snapshot;
+    cfg.fn.restore = lwm_opinfo_restore;
   }
   wm_op *op = wm_keyedop_new(&B->ctx, name, &cfg);
   if (op) k->op = k->oi.op = op;

@@ -138,7 +138,9 @@ int lwm_hooks_read(lwm_bridge *B, int idx, lwm_hooks *h, const char *what, const
   return 0;
 }
 
-int lwm_hook_snapshot(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, wm_value *out) {
+int lwm_opinfo_snapshot(void *ud, wm_op *op, wm_value *out) {
+  lwm_opinfo *oi = ud;
+  const lwm_hooks *h = &oi->hooks;
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   *out = wm_nil();
@@ -161,7 +163,9 @@ int lwm_hook_snapshot(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, wm_value *o
   return rc == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
 }
 
-int lwm_hook_restore(lwm_opinfo *oi, const lwm_hooks *h, wm_op *op, const wm_value *state) {
+int lwm_opinfo_restore(void *ud, wm_op *op, const wm_value *state) {
+  lwm_opinfo *oi = ud;
+  const lwm_hooks *h = &oi->hooks;
   lwm_bridge *B = oi->B;
   oi->op = op;
   luaL_checkstack(B->L, 4, "wmrun: a restore method");

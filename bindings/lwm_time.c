@@ -10,7 +10,6 @@
 typedef struct genlua {
   lwm_opinfo oi; /* fn: the generator table; fn2: on_event; fn3: on_periodic_emit; fn4: out */
   wm_op *op;
-  lwm_hooks hooks; /* its snapshot / restore methods (checkpoints) */
 } genlua;
 
 /* out:emit_watermark(t) */
@@ -61,16 +60,6 @@ static int gen_periodic(void *ud, wm_op *op) {
   return lwm_call(&g->oi, 2, 0, NULL);
 }
 
-static int gen_snapshot(void *ud, wm_op *op, wm_value *out) {
-  genlua *g = ud;
-  return lwm_hook_snapshot(&g->oi, &g->hooks, op, out);
-}
-
-static int gen_restore(void *ud, wm_op *op, const wm_value *state) {
-  genlua *g = ud;
-  return lwm_hook_restore(&g->oi, &g->hooks, op, state);
-}
-
 static int gen_noop(lua_State *L) {
   (void)L;
   return 0;
@@ -88,7 +77,7 @@ static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, const lwm_hooks *hooks) {
     return -1;
   }
   g->op = NULL;
-  g->hooks = *hooks;
+  g->oi.hooks = *hooks;
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushcfunction(L, gen_noop);
@@ -118,8 +107,8 @@ static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, const lwm_hooks *hooks) {
   gen->free = lwm_opinfo_free;
   gen->ud = g;
   if (hooks->snapshot) {
-    gen->snapshot = gen_snapshot;
-    gen->restore = gen_restore;
+    gen->snapshot = lwm_opinfo_snapshot;
+    gen->restore = lwm_opinfo_restore;
   }
   return 0;
 }

@@ -14,18 +14,7 @@ typedef struct trlua {
                       fn4: on_merge, fn5: clear (0 when absent) */
   int ctxtab;      /* the ctx table handed to every callback (reused) */
   wm_trigger_ctx *cur; /* the call in progress */
-  lwm_hooks hooks; /* snapshot / restore methods of the spec (checkpoints) */
 } trlua;
-
-static int trl_snapshot(void *ud, wm_op *op, wm_value *out) {
-  trlua *t = ud;
-  return lwm_hook_snapshot(&t->oi, &t->hooks, op, out);
-}
-
-static int trl_restore(void *ud, wm_op *op, const wm_value *state) {
-  trlua *t = ud;
-  return lwm_hook_restore(&t->oi, &t->hooks, op, state);
-}
 
 static trlua *trigger_of(lua_State *L) {
   trlua *t = lua_touserdata(L, lua_upvalueindex(1));
@@ -174,9 +163,8 @@ static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   t->oi.fn3 = lwm_get_fn(B, spec, "on_processing_time");
   t->oi.fn4 = lwm_get_fn(B, spec, "on_merge");
   t->oi.fn5 = lwm_get_fn(B, spec, "clear");
-  memset(&t->hooks, 0, sizeof t->hooks);
-  if (lua_getfield(L, spec, "self") == LUA_TTABLE &&
-      lwm_hooks_read(B, -1, &t->hooks, "the custom trigger", where) != 0) {
+  if (lua_getfield(L, spec, "self") == LUA_TTABLE && /* the spec, when it has methods */
+      lwm_hooks_read(B, -1, &t->oi.hooks, "the custom trigger", where) != 0) {
     lua_pop(L, 1);
     lwm_opinfo_free(t);
     return NULL;
@@ -200,9 +188,9 @@ static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   lua_rawseti(L, B->fns, ++B->nfns);
   t->ctxtab = B->nfns;
   wm_trigger *tr = wm_trigger_custom(t->oi.fn4 ? &trlua_vt : &trlua_nomerge_vt, t, lwm_opinfo_free);
-  if (tr && t->hooks.snapshot) {
-    tr->snapshot = trl_snapshot;
-    tr->restore = trl_restore;
+  if (tr && t->oi.hooks.snapshot) {
+    tr->snapshot = lwm_opinfo_snapshot;
+    tr->restore = lwm_opinfo_restore;
   }
   return tr;
 }

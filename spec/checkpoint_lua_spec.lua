@@ -354,6 +354,18 @@ describe("uid", function()
     assert.has_error(function() s:uid("has space") end,
       'uid: bad id "has space" (1 to 100 letters, digits, \'.\', \'_\' or \'-\')')
     assert.has_error(function() s:uid(3) end, "uid: expected a string, got number")
+    assert.has_error(function() s:get_side_output("late"):uid("x") end,
+      "uid: get_side_output makes no operator of its own; give the uid to the operator before it")
+  end)
+
+  it("gives the instances of a parallel operator the uids id.1 ... id.n", function()
+    local h = T.harness(function(input)
+      return input:map(function(r) return r end):set_parallelism(2):uid("m")
+    end)
+    local cp = h:snapshot()
+    assert.truthy(cp:find("uid-m.1.0", 1, true))
+    assert.truthy(cp:find("uid-m.2.0", 1, true))
+    assert.falsy(cp:find("uid-m.0", 1, true))
   end)
 end)
 

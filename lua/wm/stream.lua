@@ -36,6 +36,11 @@ function Stream:uid(id)
   if #id < 1 or #id > 100 or id:find("[^%w._-]") then
     error(string.format("uid: bad id %q (1 to 100 letters, digits, '.', '_' or '-')", id), 2)
   end
+  local kind = self.node.kind
+  if kind == "side_output" or kind == "rebalance" or kind == "harness_input" then
+    error(string.format("uid: %s makes no operator of its own; give the uid to the operator "
+      .. "before it", kind == "side_output" and "get_side_output" or kind), 2)
+  end
   local uids = self.env._uids or {}
   self.env._uids = uids
   local other = uids[id]
