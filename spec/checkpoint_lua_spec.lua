@@ -291,6 +291,29 @@ describe("checkpoints of the Lua parts of a job", function()
       "source: snapshot and restore go together (give both methods, or neither)")
   end)
 
+  it("every damaged byte of a checkpoint with Lua tables gives an error or a run, never a crash", function()
+    local h = T.harness(reduce_job, {side_outputs = {"late"}})
+    feed(h, events, 1, 6)
+    local cp = h:snapshot()
+    local errors = 0
+    for i = 24, #cp do -- after the magic line
+      for _, b in ipairs({0, 0xFF, cp:byte(i) ~ 1}) do
+        local bad = cp:sub(1, i - 1) .. string.char(b) .. cp:sub(i + 1)
+        local h2 = T.harness(reduce_job, {side_outputs = {"late"}})
+        local ok, err = pcall(function()
+          h2:restore(bad)
+          feed(h2, events, 7, #events)
+        end)
+        if not ok then
+          errors = errors + 1
+          assert.is_string(err)
+        end
+        h2:close()
+      end
+    end
+    assert.is_true(errors > 0)
+  end)
+
   it("a restore method that fails names the part; a damaged checkpoint is an error, not a crash", function()
     local function job(input)
       local f = {process_element = function() end, snapshot = function() return {} end,
