@@ -233,6 +233,24 @@ describe("checkpoints of the Lua parts of a job", function()
     assert.are.equal(9, #want.main) -- one timer per record (distinct times) and the last one
   end)
 
+  it("processing-time timers and the virtual clock resume exactly", function()
+    local function job(input)
+      return input:key_by("k"):process{
+        process_element = function(r, ctx, out)
+          local now = ctx.timer_service:current_processing_time()
+          ctx.timer_service:register_processing_time_timer(now + r.after)
+        end,
+        on_timer = function(t, ctx, out) out({k = ctx.key, at = t}) end,
+      }
+    end
+    local ev = {{"push", {k = "a", after = 100}}, {"advance", 30}, {"push", {k = "b", after = 50}},
+                {"advance", 60}, {"push", {k = "a", after = 10}}, {"advance", 100},
+                {"push", {k = "c", after = 1}}, {"advance", 5}}
+    local want = check_every_cut(job, ev, {processing_time = 1000})
+    assert.are.same({{k = "b", at = 1080}, {k = "a", at = 1100}, {k = "c", at = 1191}},
+      (function() local v = {} for i, r in ipairs(want.main) do v[i] = r.value end return v end)())
+  end)
+
   it("a keyed process function with only engine state needs no methods", function()
     local function job(input)
       return input:key_by("k"):process(function(r, ctx, out)
