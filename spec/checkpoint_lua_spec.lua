@@ -34,6 +34,7 @@ local function check_every_cut(build, events, opts)
   local whole = T.harness(build, opts)
   feed(whole, events, 1, #events)
   local want = drain(whole, tags)
+  want.watermark = whole:current_watermark()
   assert.is_true(#want.main > 0, "the job under test emits something")
   for cut = 0, #events do
     local h1 = T.harness(build, opts)
@@ -44,6 +45,7 @@ local function check_every_cut(build, events, opts)
     h2:restore(cp)
     feed(h2, events, cut + 1, #events)
     drain(h2, tags, got)
+    got.watermark = h2:current_watermark()
     assert.are.same(want, got, "checkpoint after event " .. cut)
   end
   return want
@@ -198,6 +200,22 @@ describe("checkpoints of the Lua parts of a job", function()
     assert.matches("restore(self, t) methods", err, 1, true)
     h:push({t = 2}) -- the harness goes on
     assert.are.equal(2, #h:output())
+  end)
+
+  it("every part that cannot be checkpointed is named, once per part", function()
+    local function gen()
+      return wm.watermarks.for_generator(function() return {on_event = function() end} end)
+    end
+    local h = T.harness(function(input)
+      local a = input:assign_timestamps_and_watermarks(gen())
+      local b = input:assign_timestamps_and_watermarks(gen()):set_parallelism(2)
+      return a:union(b)
+    end)
+    local ok, err = pcall(h.snapshot, h)
+    assert.is_false(ok)
+    assert.matches("and parts of this job keep state that a checkpoint cannot hold:", err, 1, true)
+    local _, lines = err:gsub("cannot be checkpointed", "")
+    assert.are.equal(2, lines) -- a's and b's generators; b's two instances once
   end)
 
   it("a generator with only one of the two methods is an error when the job is built", function()
