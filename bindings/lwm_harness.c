@@ -24,7 +24,9 @@ typedef struct harness {
   lwm_bridge B;
   int ready, failed, closed, finished;
   int fed; /* something was pushed, or the clock moved: too late for h:restore */
-  wm_op *input;
+  wm_op *input;   /* inputs[0]: the one that h:push, h:watermark and h:status feed */
+  wm_op **inputs; /* the input nodes (opts.inputs; default {opts.input}) */
+  int ninputs;
   int channels;
   wm_op *capture; /* the result's main output */
   int outputs;    /* fns index of the outputs table: tag ("" = main) -> {values, ts} */
@@ -36,6 +38,7 @@ typedef struct harness {
   int64_t *next_periodic;
   int ntsops;
   wm_timeline *tl; /* records the run for h:timeline(path) */
+  int tl_borrowed; /* tl is wmrun's --timeline recorder (opts.timeline), not the harness's */
   int discard;     /* h:replay without keep_output: results are not stored */
 } harness;
 
@@ -121,6 +124,30 @@ static wm_op *capture_new(harness *H, wm_op *from, int port, const char *tag) {
   return op;
 }
 
+/* ---- asynchronous sinks ---------------------------------------------------------------
+ *
+ * write_lines and write_socket write on a libuv loop (core/io): the harness owns an
+ * executor that no source runs on, only for its loop, its backpressure count and its
+ * failure flag. h_pump lets the sinks make progress: at once what is ready, then, while
+ * the sinks hold more than the executor's high mark (backpressure: a live job would stop
+ * reading), until they have written enough; at the end (final), until every sink has
+ * written everything and closed. A sink's failure (message in ctx.err) is WM_ERR. */
+static int h_pump(harness *H, int final) {
+  wm_exec *e = H->B.exec;
+  if (!e) return WM_OK;
+  uv_loop_t *loop = wm_exec_loop(e);
+  if (!wm_exec_stopping(e) && uv_loop_alive(loop)) {
+    if (final) {
+      uv_run(loop, UV_RUN_DEFAULT);
+    } else {
+      uv_run(loop, UV_RUN_NOWAIT);
+      while (wm_exec_paused(e) && !wm_exec_stopping(e) && uv_run(loop, UV_RUN_ONCE) != 0) {
+      }
+    }
+  }
+  return wm_exec_stopping(e) ? WM_ERR : WM_OK;
+}
+
 /* ---- method frame ---------------------------------------------------------------------- */
 
 static harness *h_begin(lua_State *L, lwm_frame *fr) {
@@ -174,6 +201,7 @@ static int l_push(lua_State *L) {
     if (H->ntsops == 0 && ts != WM_TIME_MIN) wm_observe_record(H->input, ts);
     rc = wm_op_input_record(H->input, ch, &v, ts);
     wm_value_release(&H->B.ctx.host, &v);
+    if (rc == WM_OK) rc = h_pump(H, 0);
   }
   return h_end(L, H, &fr, rc, 0);
 }
@@ -262,6 +290,7 @@ static int l_finish(lua_State *L) {
     H->finished = 1;
     for (int ch = 0; ch < H->channels && rc == WM_OK; ch++)
       rc = wm_op_input_watermark(H->input, ch, WM_TIME_MAX);
+    if (rc == WM_OK) rc = h_pump(H, 1); /* the sinks write everything and close */
   }
   return h_end(L, H, &fr, rc, 0);
 }
@@ -340,7 +369,7 @@ static int l_metrics(lua_State *L) {
 static int l_current_watermark(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   if (H->closed || !H->ready) return luaL_error(L, "the harness is closed");
-  lua_pushinteger(L, (lua_Integer)H->capture->wm);
+  lua_pushinteger(L, (lua_Integer)(H->capture ? H->capture->wm : WM_TIME_MIN));
   return 1;
 }
 
@@ -357,14 +386,19 @@ static void h_free(lua_State *L, harness *H) {
   lwm_frame fr;
   lwm_enter(&H->B, L, &fr);
   if (H->tl) wm_timeline_detach(H->tl, &H->B.ctx);
+  /* the sinks' handles are closed (and their callbacks run) while the sinks still exist */
+  wm_exec_free(H->B.exec);
+  H->B.exec = NULL;
   wm_ctx_free(&H->B.ctx); /* releases slots while the slot table is on the stack */
   lwm_leave(&H->B, &fr);
   H->B.L = L;
   lwm_unregister(&H->B);
   wm_timers_free(H->pt);
   H->pt = NULL;
-  wm_timeline_free(H->tl);
+  if (!H->tl_borrowed) wm_timeline_free(H->tl);
   H->tl = NULL;
+  free(H->inputs);
+  H->inputs = NULL;
   free(H->tsops);
   free(H->next_periodic);
   free(H->B.refs);
@@ -456,6 +490,15 @@ int lwm_harness_new(lua_State *L) {
   H->channels = (int)lwm_get_int(L, 2, "channels", 1);
   H->now = (int64_t)lwm_get_int(L, 2, "processing_time", 0);
   H->interval = (int64_t)lwm_get_int(L, 1, "watermark_interval", 200);
+  /* an executor for its loop only (asynchronous sinks, h_pump); its clock and timer service
+   * are replaced by the harness's virtual ones below */
+  wm_exec_config ecfg = {.watermark_interval = H->interval};
+  B->exec = wm_exec_new(&B->ctx, &ecfg);
+  if (!B->exec) {
+    lua_pushstring(L, B->ctx.err);
+    h_free(L, H);
+    return lua_error(L);
+  }
   B->ctx.now = h_now;
   B->ctx.now_ud = H;
   B->ctx.pt_register = h_pt_register;
@@ -463,10 +506,17 @@ int lwm_harness_new(lua_State *L) {
   lua_getfield(L, 2, "trace");
   if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
   lua_pop(L, 1);
-  /* the run is always recorded (bounded memory) so that h:timeline can draw it */
+  /* the run is always recorded (bounded memory) so that h:timeline can draw it; into
+   * wmrun's recorder when it gives one (--timeline of a replayed job) */
+  lua_getfield(L, 2, "timeline");
+  if (lua_islightuserdata(L, -1)) {
+    H->tl = lua_touserdata(L, -1);
+    H->tl_borrowed = 1;
+  }
   lua_getfield(L, 2, "title");
-  H->tl = wm_timeline_new(lua_isstring(L, -1) ? lua_tostring(L, -1) : "wm.testing harness");
-  lua_pop(L, 1);
+  if (!H->tl)
+    H->tl = wm_timeline_new(lua_isstring(L, -1) ? lua_tostring(L, -1) : "wm.testing harness");
+  lua_pop(L, 2);
   if (!H->tl) {
     h_free(L, H);
     return luaL_error(L, "out of memory");
@@ -480,10 +530,33 @@ int lwm_harness_new(lua_State *L) {
   lua_Integer n = 0;
   int rc = lwm_build(B, 1, &outop, &outport, &n);
   lua_Integer in = lwm_get_int(L, 2, "input", 0), res = lwm_get_int(L, 2, "result", 0);
-  if (rc == WM_OK && (in < 1 || in > n || res < 1 || res > n))
+  /* inputs = {id, ...}: several inputs (a replayed job's sources); input: the first */
+  lua_getfield(L, 2, "inputs");
+  int ninputs = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  if (rc == WM_OK && ninputs == 0) {
+    ninputs = 1;
+  } else if (rc == WM_OK) {
+    lua_rawgeti(L, -1, 1);
+    in = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  if (rc == WM_OK && (in < 1 || in > n || res < 0 || res > n))
     rc = wm_ctx_error(&B->ctx, "harness: bad input or result node");
-  if (rc == WM_OK) {
-    H->input = outop[in];
+  if (rc == WM_OK && !(H->inputs = calloc((size_t)ninputs, sizeof *H->inputs)))
+    rc = wm_ctx_error(&B->ctx, "out of memory");
+  for (int k = 0; rc == WM_OK && k < ninputs; k++) {
+    lua_Integer id = in;
+    if (k > 0) {
+      lua_rawgeti(L, -1, k + 1);
+      id = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    if (id < 1 || id > n) rc = wm_ctx_error(&B->ctx, "harness: bad input node");
+    else H->inputs[H->ninputs++] = outop[id];
+  }
+  lua_pop(L, 1);
+  if (rc == WM_OK) H->input = H->inputs[0];
+  if (rc == WM_OK && res > 0) { /* result 0: none (a replayed job's sinks are its own) */
     wm_op *result = outop[res];
     H->capture = capture_new(H, result, outport[res], "");
     if (!H->capture) rc = WM_ERR;
@@ -1264,7 +1337,7 @@ static int l_replay(lua_State *L) {
     /* the lab observes instead of the harness's recorder (h:timeline is not for a replay) */
     if (H->tl) {
       wm_timeline_detach(H->tl, &H->B.ctx);
-      wm_timeline_free(H->tl);
+      if (!H->tl_borrowed) wm_timeline_free(H->tl);
       H->tl = NULL;
     }
     R.prev = H->B.ctx.observe;
@@ -1336,6 +1409,68 @@ static int l_replay(lua_State *L) {
   return h_end(L, H, &fr, rc, rc == WM_OK ? 1 : 0);
 }
 
+/* h:replay_inputs({data, ...}): a job replayed on its sources' arrival times
+ * (read_lines{arrival}, wm.lab.replay): data k feeds input k (channel 1). The lines of all
+ * sources are merged in arrival order on the one virtual clock: before each line the clock
+ * moves to its arrival (running what comes due: timers, idleness, periodic watermarks),
+ * then the line is pushed. Lines that arrive at the same millisecond go in the order of
+ * their sources (k), then in their file's order. A source ends (the MAX watermark) right
+ * after its last line, as a file source ends when it reaches the end of the file (an empty
+ * file at once); the job ends when every source has, once the sinks have written
+ * everything. */
+static int l_replay_inputs(lua_State *L) {
+  lwm_frame fr;
+  harness *H = luaL_checkudata(L, 1, HARNESS_MT);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int k = (int)lua_rawlen(L, 2);
+  luaL_argcheck(L, k == H->ninputs, 2, "one data set per input");
+  replay_data **D = lua_newuserdatauv(L, (size_t)k * (sizeof *D + sizeof(size_t)), 0);
+  size_t *next = (size_t *)(D + k);
+  for (int j = 0; j < k; j++) {
+    lua_rawgeti(L, 2, j + 1);
+    D[j] = luaL_checkudata(L, -1, REPLAY_MT); /* kept alive by the table at 2 */
+    lua_pop(L, 1);
+    next[j] = 0;
+  }
+  if (H->finished) return luaL_error(L, "replay: the harness's input has ended already");
+  H = h_begin(L, &fr);
+  wm_ctx *ctx = &H->B.ctx;
+  int rc = WM_OK;
+  for (int j = 0; j < k && rc == WM_OK; j++) /* an empty file ends at once */
+    if (D[j]->n == 0) rc = wm_op_input_watermark(H->inputs[j], 0, WM_TIME_MAX);
+  for (uint64_t pushed = 0; rc == WM_OK; pushed++) {
+    int j = -1;
+    for (int c = 0; c < k; c++) /* the earliest next arrival; the first source on ties */
+      if (next[c] < D[c]->n && (j < 0 || D[c]->arrival[next[c]] < D[j]->arrival[next[j]])) j = c;
+    if (j < 0) break;
+    replay_data *d = D[j];
+    size_t i = next[j]++;
+    if ((rc = advance_to(H, d->arrival[i])) != WM_OK) break;
+    wm_value v = wm_cstr(d->text + d->off[i], d->len[i]);
+    wm_op *in = H->inputs[j]; /* a source: no records in (as --metrics shows a live one) */
+    rc = in->vt->record(in, 0, &v, d->ts[i]);
+    if (rc == WM_OK && next[j] == d->n) rc = wm_op_input_watermark(H->inputs[j], 0, WM_TIME_MAX);
+    if (rc != WM_OK) {
+      wm_ctx_error_context(ctx, "\n  while replaying %s:%u", d->path ? d->path : "?", d->lineno[i]);
+      break;
+    }
+    /* the sinks write as they go; backpressure holds the replay as it would a live source */
+    if ((pushed & 1023) == 1023 || wm_exec_paused(H->B.exec)) rc = h_pump(H, 0);
+  }
+  H->finished = 1;
+  if (rc == WM_OK) rc = h_pump(H, 1);
+  wm_print_flush_all(ctx);
+  return h_end(L, H, &fr, rc, 0);
+}
+
+/* h:print_metrics(): wmrun --metrics' table on stderr */
+static int l_print_metrics(lua_State *L) {
+  harness *H = luaL_checkudata(L, 1, HARNESS_MT);
+  if (H->closed || !H->ready) return luaL_error(L, "the harness is closed");
+  lwm_print_metrics(&H->B, stderr);
+  return 0;
+}
+
 static const luaL_Reg harness_methods[] = {
     {"push", l_push},
     {"watermark", l_watermark},
@@ -1350,6 +1485,8 @@ static const luaL_Reg harness_methods[] = {
     {"replay", l_replay},
     {"snapshot", l_snapshot},
     {"restore", l_restore},
+    {"replay_inputs", l_replay_inputs},
+    {"print_metrics", l_print_metrics},
     {"close", l_close},
     {NULL, NULL},
 };

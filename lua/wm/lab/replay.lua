@@ -13,35 +13,60 @@ local core = require("wm.core")
 
 local M = {}
 
--- Sinks that need the libuv executor (files, sockets) cannot run on the virtual clock.
-local NEEDS_EXECUTOR = {write_lines = true, write_socket = true}
-
 local function fail(src, msg)
   error(string.format("read_lines(%s) with arrival: %s", src and src.path or "?", msg), 0)
 end
 
--- The arrival times of the lines of path, from fn(line, n): a list, one per line.
-local function arrivals_of(src, fn)
+-- The arrival times of the lines of path: a list, one per line in file order, from
+-- read(line, n), which returns the time, or nil and why not.
+local function arrivals_of(src, read)
   local f, err = io.open(src.path, "rb")
   if not f then fail(src, "cannot read " .. src.path .. ": " .. tostring(err)) end
   local list, n = {}, 0
   for line in f:lines() do
     n = n + 1
     line = line:gsub("\r$", "")
-    local ok, a = pcall(fn, line, n)
-    if not ok then
-      f:close()
-      fail(src, string.format("%s:%d: the arrival function failed: %s", src.path, n, tostring(a)))
-    end
+    local a, why = read(line, n)
     if math.type(a) ~= "integer" then
       f:close()
-      fail(src, string.format("%s:%d: the arrival function returned %s, not an integer number of ms",
-        src.path, n, a == nil and "nil" or tostring(a)))
+      fail(src, string.format("%s:%d: %s", src.path, n, why))
     end
     list[n] = a
   end
   f:close()
   return list
+end
+
+-- arrival = fn(line, n)
+local function by_function(fn)
+  return function(line, n)
+    local ok, a = pcall(fn, line, n)
+    if not ok then return nil, "the arrival function failed: " .. tostring(a) end
+    if math.type(a) ~= "integer" then
+      return nil, string.format("the arrival function returned %s, not an integer number of ms",
+        a == nil and "nil" or tostring(a))
+    end
+    return a
+  end
+end
+
+-- arrival = "field" of the parse_json reading the lines: each line decoded as parse_json
+-- decodes it (lua-cjson, integers beyond 2^53 exact).
+local function by_json_field(src, field)
+  local ok, cjson = pcall(require, "cjson")
+  if not ok then fail(src, "parse_json needs lua-cjson (the Debian package lua-cjson)") end
+  local decode = require("wm.json").exact_decoder((cjson.new and cjson.new() or cjson).decode)
+  return function(line)
+    local okd, v = pcall(decode, line)
+    if not okd then return nil, "not a JSON line: " .. tostring(v) end
+    local a = type(v) == "table" and v[field] or nil
+    if math.type(a) == "float" then a = math.tointeger(a) or a end
+    if math.type(a) ~= "integer" then
+      return nil, string.format("field '%s' is %s, not an integer number of ms (the arrival time)", field,
+        a == nil and "missing" or string.format("%q", tostring(a)))
+    end
+    return a
+  end
 end
 
 -- The source at `speed` times the recorded pace on the real clock: a Lua source (env:source)
@@ -71,10 +96,17 @@ end
 local function load(env, src)
   local parse
   for _, n in ipairs(env.nodes) do
-    if n.kind == "parse_csv" and n.inputs[1] == src then parse = parse or n end
+    if (n.kind == "parse_csv" or n.kind == "parse_json") and n.inputs[1] == src then parse = parse or n end
+  end
+  if type(src.arrival) == "string" and parse and parse.kind == "parse_json" then
+    local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, by_json_field(src, src.arrival)))
+    if not ok then fail(src, tostring(d)) end
+    return d
   end
   if type(src.arrival) == "string" then
-    if not parse then fail(src, "arrival = '" .. src.arrival .. "' names a column: parse the lines with parse_csv") end
+    if not parse then
+      fail(src, "arrival = '" .. src.arrival .. "' names a column: parse the lines with parse_csv or parse_json")
+    end
     local col
     for _, c in ipairs(parse.fields) do if c.name == src.arrival then col = c end end
     if not col or col.type ~= "integer" then
@@ -86,13 +118,20 @@ local function load(env, src)
     parse.header = false
     return d
   end
-  local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, src.arrival))
+  local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, by_function(src.arrival)))
   if not ok then fail(src, tostring(d)) end
   return d
 end
 
---- Runs env, whose read_lines source has an `arrival`: on the virtual clock (speed "max"),
+--- Runs env, whose read_lines sources have an `arrival`: on the virtual clock (speed "max"),
 -- or paced on the real clock (speed = x: x times the recorded pace).
+--
+-- On the virtual clock every source of the job must have arrival times: their lines are
+-- merged in arrival order on the one clock (lines of the same millisecond in the order the
+-- job created the sources, then in file order), each source ends right after its last
+-- line, and the job's operators (any parallelism, on one thread), sinks (print, collect,
+-- sink, write_lines, write_socket), `--metrics`, `--trace-watermarks` and `--timeline` run as
+-- in a live job.
 -- @param env the environment
 -- @tparam[opt] string name the job's name (the real clock's run)
 function M.execute(env, name)
@@ -100,7 +139,7 @@ function M.execute(env, name)
   for _, n in ipairs(env.nodes) do
     if n.kind == "read_lines" and n.arrival ~= nil then
       if n.follow then fail(n, "follow = true reads forever: a replay needs a recorded file") end
-      if type(n.speed) == "number" then paced[#paced + 1] = n else virtual = n end
+      if type(n.speed) == "number" then paced[#paced + 1] = n else virtual = virtual or n end
     end
   end
   if #paced > 0 then
@@ -108,34 +147,33 @@ function M.execute(env, name)
     for _, n in ipairs(paced) do realtime(n, load(env, n), n.speed) end
     return core.execute(env, name or "wmrun job")
   end
-  local src
+  local srcs = {}
   for _, n in ipairs(env.nodes) do
     if #n.inputs == 0 then
       if n.kind ~= "read_lines" or n.arrival == nil then
-        fail(src, string.format("the replayed file must be the job's only source (found %s at %s)",
-          n.name or n.kind, n.where or "?"))
+        fail(virtual, string.format("every source of a replayed job needs arrival times (%s at %s has none): "
+          .. "record its arrival times too, or replay with speed = x on the real clock", n.name or n.kind,
+          n.where or "?"))
       end
-      if src then fail(src, "only one read_lines source may have arrival times") end
-      src = n
+      srcs[#srcs + 1] = n
     end
-    if NEEDS_EXECUTOR[n.kind] then
-      fail(src, string.format("%s (at %s) runs on the real clock; use print, collect or sink in a replay",
-        n.kind, n.where or "?"))
-    end
-    if (n.parallelism or 1) > 1 then fail(src, "a replay runs one instance of each operator (parallelism 1)") end
   end
-  if (env.parallelism or 1) > 1 or (env.threads or 1) > 1 then
-    fail(src, "a replay runs one instance of each operator on one thread (parallelism 1)")
+  if (env.threads or 1) ~= 1 then
+    fail(virtual, "a replay runs every instance on one thread (threads = 1, the deterministic schedule); "
+      .. "got threads = " .. tostring(env.threads))
   end
-  if src.follow then fail(src, "follow = true reads forever: a replay needs a recorded file") end
-  local data = load(env, src)
-  -- the source becomes the harness's input: the lines are pushed into it
-  src.kind, src.channels = "harness_input", 1
-  local overrides = package.loaded.wm and package.loaded.wm._overrides or {}
-  local t0 = data:count() > 0 and select(3, data:get(1)) or 0
-  local h = core.harness(env, {input = src.id, result = src.id, channels = 1, processing_time = t0,
-    side_outputs = {}, trace = overrides.trace_watermarks, title = src.name})
-  local ok, err = pcall(h.replay, h, data, {})
+  local datas, ids, t0 = {}, {}, nil
+  for k, src in ipairs(srcs) do
+    datas[k], ids[k] = load(env, src), src.id
+    local first = datas[k]:count() > 0 and select(3, datas[k]:get(1))
+    if first and (t0 == nil or first < t0) then t0 = first end
+  end
+  -- the sources become the harness's inputs: the lines are pushed into them
+  for _, src in ipairs(srcs) do src.kind, src.channels = "harness_input", 1 end
+  local h = core.harness(env, {inputs = ids, result = 0, processing_time = t0 or 0, side_outputs = {},
+    trace = env.trace_watermarks, timeline = env.timeline, title = name or srcs[1].name})
+  local ok, err = pcall(h.replay_inputs, h, datas)
+  if env.metrics then h:print_metrics() end
   h:close()
   if not ok then error(err, 0) end
 end
