@@ -1,0 +1,349 @@
+-- Arrival replay as a general feature (issue 17; docs/lab.md "Arrival replay in a job"):
+-- jobs whose read_lines sources have arrival times run on the virtual clock with their file
+-- and socket sinks, --metrics, parse_json columns, several sources and parallelism. Every
+-- expected output is worked out by hand in the comment above it.
+local h = require("helper")
+
+-- A temporary directory of the test's own, removed after it.
+local dir
+before_each(function()
+  dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir '" .. dir .. "'"))
+end)
+after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
+
+local function write(name, text)
+  local f = assert(io.open(dir .. "/" .. name, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function read(name)
+  local f = io.open(dir .. "/" .. name, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs a job (its text, with DIR standing for the test's directory) under wmrun.
+local function run(text, args)
+  write("job.lua", 'local wm = require("wm")\nlocal DIR = ' .. string.format("%q", dir) .. "\n" .. text)
+  return h.wmrun((args and (args .. " ") or "") .. "'" .. dir .. "/job.lua'")
+end
+
+-- Sensor readings: key, event time, value, arrival (in arrival order but for the last line).
+local SENSORS = table.concat({
+  "a,100,1,100",
+  "a,900,2,950",
+  "b,1200,3,1250",
+  "a,700,4,1700",
+  "b,2100,5,2200",
+}, "\n") .. "\n"
+
+-- Clicks as JSON lines, with their arrival field.
+local CLICKS = table.concat({
+  '{"k":"a","ts":300,"v":10,"arrival":950}',
+  '{"k":"b","ts":1500,"v":20,"arrival":1600}',
+  '{"k":"a","ts":2500,"v":30,"arrival":2600}',
+}, "\n") .. "\n"
+
+local SENSOR_SOURCE = [[
+local sensors = env:read_lines(DIR .. "/sensors.csv", {arrival = "arrival"})
+  :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
+]]
+
+-- One source, bounded_out_of_orderness(500 ms), 1 s event-time windows, periodic emissions
+-- every 200 ms from the first arrival (100): at 300, 500, ..., 1100 (max ts 900: W = 399),
+-- 1300 (1200: W = 699), 1500, 1700 (W = 699: the emission due at 1700 comes before the
+-- record arriving at 1700), ... The record a@700 arrives at 1700 with W = 699: on time,
+-- a's [0,1000) holds 3 records. The file ends at 2200: MAX fires the rest in timer order
+-- (999, then 1999: a and b in the order their windows were created, then 2999).
+local WINDOWS = SENSOR_SOURCE .. [[
+local counts = sensors
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("500ms"):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+]]
+local WINDOWS_WANT = "a@0 n=3 at 2200\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n"
+
+describe("a replayed job's sinks", function()
+  before_each(function() write("sensors.csv", SENSORS) end)
+
+  it("write_lines writes what print shows, flushed at the end (text and JSON)", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. WINDOWS .. [[
+counts:write_lines(DIR .. "/out.txt", "text")
+counts:map(function(s) return {line = s} end):write_lines(DIR .. "/out.json")
+counts:print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(WINDOWS_WANT, out)
+    assert.are.equal(WINDOWS_WANT, read("out.txt"))
+    assert.are.equal('{"line":"a@0 n=3 at 2200"}\n{"line":"b@1000 n=1 at 2200"}\n{"line":"b@2000 n=1 at 2200"}\n',
+      read("out.json"))
+  end)
+
+  -- bounded_out_of_orderness(0) on the same file: at 1100, W = 900 - 1 = 899; at 1300
+  -- (b1200 arrived at 1250), W = 1199 fires a's [0,1000) with 2 records at 1300; a700
+  -- (1700) is then late and dropped (--metrics: late 1); the file ends right after its last
+  -- line (2200), and MAX fires b's windows then.
+  it("write_socket sends the lines to a server", function()
+    write("server.lua", string.format([[
+local wm = require("wm")
+local env = wm.env{}
+env:listen_lines("127.0.0.1", 0, {max_clients = 1}):write_lines(%q, "text")
+env:execute()
+]], dir .. "/got.txt"))
+    os.execute(string.format("(%s '%s/server.lua' 2>'%s/server.err'; echo $? >'%s/server.rc') </dev/null >/dev/null 2>&1 &",
+      h.wmrun_path(), dir, dir, dir))
+    local port
+    for _ = 1, 1500 do
+      port = (read("server.err") or ""):match("listening on 127%.0%.0%.1:(%d+)")
+      if port then break end
+      os.execute("sleep 0.02")
+    end
+    assert.truthy(port, "the server did not start: " .. tostring(read("server.err")))
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. SENSOR_SOURCE .. [[
+sensors
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+  :write_socket("127.0.0.1", ]] .. port .. [[, "text")
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("", out)
+    for _ = 1, 1500 do
+      if read("server.rc") then break end
+      os.execute("sleep 0.02")
+    end
+    assert.are.equal("0\n", read("server.rc"))
+    assert.are.equal("a@0 n=2 at 1300\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n", read("got.txt"))
+  end)
+
+  -- The same job into print, under --metrics: the counts of a live run (the source reads 5
+  -- lines: none in, 5 out), every watermark MAX at the end, the one late record (a700).
+  it("--metrics prints the replay's counts at the end", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. SENSOR_SOURCE .. [[
+sensors
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+  :print()
+env:execute()
+]], "--metrics")
+    assert.are.equal(0, code)
+    assert.are.equal("a@0 n=2 at 1300\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n", out)
+    -- operator, records in, records out, watermark, late, windows
+    local rows = {}
+    for line in err:gmatch("[^\n]+") do rows[#rows + 1] = line:gsub("%s+", " ") end
+    assert.are.equal(6, #rows, err)
+    assert.matches("^operator records in records out watermark late windows$", rows[1])
+    -- (names: the job lines, counted from `local wm` at 1; a chain's is its first line)
+    assert.matches("^read_lines%(.-sensors%.csv%) %(.-job%.lua:4%) 0 5 MAX 0 %-$", rows[2])
+    assert.matches("^parse_csv %(.-job%.lua:4%) 5 5 MAX 0 %-$", rows[3])
+    assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 MAX 0 %-$", rows[4])
+    assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 MAX 1 0$", rows[5])
+    assert.matches("^print %(.-job%.lua:6%) 3 0 MAX 0 %-$", rows[6])
+  end)
+
+  -- The Table API over the replayed stream: rows of the 1 s windows per key, written by a
+  -- filesystem sink table. Windows fire as in WINDOWS above: a [0,1000) with 3 records at the
+  -- end of input, b's two windows of 1 record each.
+  it("a SQL filesystem sink table writes the windows' rows", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. SENSOR_SOURCE .. [[
+local rows = sensors:assign_timestamps_and_watermarks(
+  wm.watermarks.bounded_out_of_orderness("500ms"):with_timestamp_field("ts"))
+env:execute_sql("CREATE TABLE counts (k STRING, n BIGINT, s BIGINT) WITH ('connector' = 'filesystem', "
+  .. "'path' = '" .. DIR .. "/counts.csv', 'format' = 'csv')")
+env:from_data_stream(rows, {"k", "ts:BIGINT", "v:BIGINT", "rt:rowtime"})
+  :window(wm.table.tumble("1s"):on("rt"):as("w"))
+  :group_by("w, k")
+  :select("k, COUNT(*) AS n, SUM(v) AS s")
+  :execute_insert("counts")
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("", out)
+    assert.are.equal("a,3,7\nb,1,3\nb,1,5\n", read("counts.csv"))
+  end)
+end)
+
+describe("a replayed job's sources", function()
+  before_each(function()
+    write("sensors.csv", SENSORS)
+    write("clicks.json", CLICKS)
+  end)
+
+  -- The lines in arrival order: 100 sensors; 950 sensors then clicks (a tie: the source
+  -- created first goes first); 1250 sensors; 1600 clicks; 1700, 2200 sensors; 2600 clicks.
+  it("parse_json fields are arrival columns; several sources merge on the one clock", function()
+    local out, err, code = run("local env = wm.env{}\n" .. SENSOR_SOURCE .. [[
+local clicks = env:read_lines(DIR .. "/clicks.json", {arrival = "arrival"}):parse_json()
+sensors:map(function(r) return "sensor " .. r.k .. r.ts end)
+  :union(clicks:map(function(r) return "click " .. r.k .. r.ts end))
+  :key_by(function() return 0 end)
+  :process(function(s, ctx, out) out(s .. " at " .. ctx.timer_service:current_processing_time()) end)
+  :print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("sensor a100 at 100\nsensor a900 at 950\nclick a300 at 950\nsensor b1200 at 1250\n" ..
+      "click b1500 at 1600\nsensor a700 at 1700\nsensor b2100 at 2200\nclick a2500 at 2600\n", out)
+  end)
+
+  -- Processing-time windows of 1 s over both sources, by arrival:
+  --   [0,1000): a 1 + 2 (sensors) + 10 (click) = 13, fires at 999 (the clock moving to 1250)
+  --   [1000,2000): b 3 + 20 = 23 (b's window created first, at 1250), a 4; fire at 1999
+  --   [2000,3000): b 5, a 30: the end of input (2600) fires them, in time order
+  -- and a keyed process function's processing-time timer 300 ms after each of a's records:
+  --   100 -> 400, 950 (two records: one timer) -> 1250, 1700 -> 2000; a2500's (2900) is
+  --   still pending when the input ends at 2600: the end fires the pending processing-time
+  --   windows, not a process function's timers (as a live job ends)
+  it("processing-time windows and timers run on the merged arrival clock", function()
+    local out, err, code = run("local env = wm.env{}\n" .. SENSOR_SOURCE .. [[
+local clicks = env:read_lines(DIR .. "/clicks.json", {arrival = "arrival"}):parse_json()
+local all = sensors:map(function(r) return {k = r.k, v = r.v} end)
+  :union(clicks:map(function(r) return {k = r.k, v = r.v} end))
+all:key_by("k"):window(wm.windows.tumbling_processing("1s"))
+  :reduce(function(x, y) return {k = x.k, v = x.v + y.v} end, function(key, ctx, rs, out)
+    out(string.format("window %s [%d,%d) sum %d at %d", key, ctx.window.start, ctx.window.stop, rs[1].v,
+      ctx.current_processing_time))
+  end)
+  :write_lines(DIR .. "/windows.txt", "text")
+all:filter(function(r) return r.k == "a" end):key_by("k")
+  :process(function(r, ctx, out)
+    ctx.timer_service:register_processing_time_timer(ctx.timer_service:current_processing_time() + 300)
+  end, function(t, ctx, out) out("timer " .. t .. " at " .. ctx.timer_service:current_processing_time()) end)
+  :print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("window a [0,1000) sum 13 at 999\nwindow b [1000,2000) sum 23 at 1999\n" ..
+      "window a [1000,2000) sum 4 at 1999\nwindow b [2000,3000) sum 5 at 2600\n" ..
+      "window a [2000,3000) sum 30 at 2600\n", read("windows.txt"))
+    assert.are.equal("timer 400 at 400\ntimer 1250 at 1250\ntimer 2000 at 2000\n", out)
+  end)
+
+  -- Two sources, each with bounded_out_of_orderness(0) and with_idleness(300 ms) (periodic
+  -- emissions every 50 ms), into 1 s windows per key. The window operator's W is the
+  -- minimum over the active sources (semantics.md rule 3):
+  --   1000: sensors 899 (a900), clicks 299 (a300): W = 299
+  --   1250: the clicks are idle (nothing since 950; the timeout, due at 1250, runs before
+  --     the sensors' b1200 that arrives then): W = 899; at 1300 the sensors give 1199, which
+  --     fires a's [0,1000) with a100, a900, a300: "a@0 n=3 at 1300"
+  --   1550: the sensors idle too (nothing since 1250): all idle, W stays 1199
+  --   1600: b1500 (clicks active again), 1650: W = 1499
+  --   1700: a700 (sensors active again at 1199, below W: it does not pull W back) is late
+  --     for [0,1000) (W 1499 >= 999): dropped
+  --   1900, 2000: the clicks, then the sensors idle again
+  --   2200: b2100, the sensors' last line: their MAX, with the clicks idle, is W = MAX:
+  --     b's [1000,2000) (b1200, b1500) and [2000,3000) (b2100) fire at 2200
+  --   2600: a2500 comes after W = MAX: late, dropped (as in Flink: an idle input does not
+  --     hold back the end of the others)
+  it("idleness on the merged clock: a silent source stops holding the watermark back", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '50ms'}\n" .. SENSOR_SOURCE .. [[
+local clicks = env:read_lines(DIR .. "/clicks.json", {arrival = "arrival"}):parse_json()
+local function strategy()
+  return wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"):with_idleness("300ms")
+end
+sensors:assign_timestamps_and_watermarks(strategy())
+  :union(clicks:assign_timestamps_and_watermarks(strategy()))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+  :print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("a@0 n=3 at 1300\nb@1000 n=2 at 2200\nb@2000 n=1 at 2200\n", out)
+  end)
+end)
+
+describe("a replayed job in parallel", function()
+  before_each(function() write("sensors.csv", SENSORS) end)
+
+  -- parallelism 2: read_lines is one instance; its lines go round robin to the two
+  -- parse_csv/assigner instances (1: a100, b1200, b2100; 2: a900, a700), and the one window
+  -- instance (set_parallelism(1)) takes the minimum of their watermarks (bounded 500 ms):
+  --   at 1100 instance 1 has 100 - 501, instance 2 900 - 501 = 399: W = -401
+  --   at 1300 instance 1 has 1200 - 501 = 699, instance 2 399: W = 399
+  --   at 1700 (before a700) W = 399; a700 on time; instance 2 stays at 399 until the end
+  -- so every window fires at the end of input (2200): a [0,1000) with 3 records, b's two.
+  -- The print after it (parallelism 2, round robin) prints them as 1>, 2>, 1>.
+  it("runs every instance on one thread, as wmrun -p 2 does", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms', parallelism = 2}\n" ..
+      WINDOWS:gsub("%)\n$", "):set_parallelism(1)\n") .. [[
+counts:print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("1> a@0 n=3 at 2200\n2> b@1000 n=1 at 2200\n1> b@2000 n=1 at 2200\n", out)
+  end)
+
+  it("refuses threads: the replay's schedule is one thread", function()
+    local _, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. WINDOWS ..
+      "counts:print()\nenv:execute()\n", "--threads 2")
+    assert.are.equal(1, code)
+    assert.matches("a replay runs every instance on one thread (threads = 1, the deterministic schedule); got threads = 2",
+      err, 1, true)
+  end)
+end)
+
+describe("a replayed job's errors", function()
+  before_each(function()
+    write("sensors.csv", SENSORS)
+    write("clicks.json", CLICKS .. '{"k":"b","ts":2700}\n')
+  end)
+
+  it("names a source without arrival times", function()
+    local _, err, code = run("local env = wm.env{}\n" .. SENSOR_SOURCE ..
+      "sensors:union(env:from_elements({k = 'x'})):print()\nenv:execute()\n")
+    assert.are.equal(1, code)
+    assert.matches("every source of a replayed job needs arrival times (from_elements at " .. dir .. "/job.lua:6 has none)",
+      err, 1, true)
+  end)
+
+  it("names the line of a JSON file without its arrival field", function()
+    local _, err, code = run("local env = wm.env{}\n" ..
+      "env:read_lines(DIR .. '/clicks.json', {arrival = 'arrival'}):parse_json():print()\nenv:execute()\n")
+    assert.are.equal(1, code)
+    assert.matches("clicks.json:4: field 'arrival' is missing, not an integer number of ms", err, 1, true)
+  end)
+end)
+
+describe("wm.testing", function()
+  -- the harness had no executor, so a pipeline ending in write_lines crashed the process
+  it("a pipeline may end in write_lines: the file is written at finish", function()
+    write("t.lua", string.format([[
+local wm = require("wm")
+local t = wm.testing.harness(function(input)
+  input:map(function(r) return r.n * 2 end):write_lines(%q)
+  return input
+end)
+t:push({n = 1}, 5):push({n = 21}, 6):finish()
+t:close()
+]], dir .. "/h.txt"))
+    local out, err, code = h.sh("lua5.4 '" .. dir .. "/t.lua'")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("", out)
+    assert.are.equal("2\n42\n", read("h.txt"))
+  end)
+end)
