@@ -13,8 +13,16 @@ local core = require("wm.core")
 
 local M = {}
 
+-- Raises a data error: its message names the file and line, so wmrun prints it without the
+-- traceback of the execute call (as for core.execute's own data errors, which it keeps
+-- under this registry key).
+local function raise(msg)
+  debug.getregistry()["wm.core.data_error"] = msg
+  error(msg, 0)
+end
+
 local function fail(src, msg)
-  error(string.format("read_lines(%s) with arrival: %s", src and src.path or "?", msg), 0)
+  raise(string.format("read_lines(%s) with arrival: %s", src and src.path or "?", msg))
 end
 
 -- The arrival times of the lines of path: a list, one per line in file order, from
@@ -172,10 +180,13 @@ function M.execute(env, name)
   for _, src in ipairs(srcs) do src.kind, src.channels = "harness_input", 1 end
   local h = core.harness(env, {inputs = ids, result = 0, processing_time = t0 or 0, side_outputs = {},
     trace = env.trace_watermarks, timeline = env.timeline, title = name or srcs[1].name})
-  local ok, err = pcall(h.replay_inputs, h, datas)
+  local ok, err = pcall(h.replay_inputs, h, datas, {signals = true, no_drain = env.no_drain})
   if env.metrics then h:print_metrics() end
   h:close()
-  if not ok then error(err, 0) end
+  if not ok then
+    if tostring(err):find("\nstack traceback:", 1, true) then error(err, 0) end -- a user function's
+    raise(err)
+  end
 end
 
 return M
