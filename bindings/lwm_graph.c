@@ -302,9 +302,10 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       else snprintf(id, sizeof id, "%s", uid);
       if (me->ops[k]) rc = wm_op_set_uid(me->ops[k], id);
     }
-    if (rc == WM_OK && ingestion && nin == 0 && strcmp(kind, "harness_input") != 0) {
-      /* ingestion time: a source's records get their timestamps from the clock, and
-       * watermarks follow the clock */
+    if (rc == WM_OK && ingestion && nin == 0 &&
+        (strcmp(kind, "harness_input") != 0 || lwm_get_int(L, node, "replayed", 0))) {
+      /* ingestion time: a source's records (a replayed source's too, on the replay's clock)
+       * get their timestamps from the clock, and watermarks follow the clock */
       for (int k = 0; k < p && rc == WM_OK; k++) {
         if (!me->ops[k]) continue;
         wm_tsop_config tc;

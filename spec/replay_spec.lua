@@ -238,6 +238,26 @@ env:execute()
     assert.are.equal("timer 400 at 400\ntimer 1250 at 1250\ntimer 2000 at 2000\n", out)
   end)
 
+  -- time = "ingestion": each record's timestamp is the clock when its source produced it,
+  -- its arrival: a 100, 950 in [0,1000); b 1250, a 1700 in [1000,2000); b 2200. The
+  -- watermark follows the clock (now - 1 at each emission: 300, 500, ...): 1099 at 1100
+  -- fires a's [0,1000), 2099 at 2100 fires [1000,2000) (b's window created first); the end
+  -- (2200) fires b's [2000,3000).
+  it("ingestion time is the arrival clock", function()
+    local out, err, code = run("local env = wm.env{time = 'ingestion', watermark_interval = '200ms'}\n" ..
+      SENSOR_SOURCE .. [[
+sensors:key_by("k"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+  :print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("a@0 n=2 at 1100\nb@1000 n=1 at 2100\na@1000 n=1 at 2100\nb@2000 n=1 at 2200\n", out)
+  end)
+
   -- Two sources, each with bounded_out_of_orderness(0) and with_idleness(300 ms) (periodic
   -- emissions every 50 ms), into 1 s windows per key. The window operator's W is the
   -- minimum over the active sources (semantics.md rule 3):

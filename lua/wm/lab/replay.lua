@@ -177,7 +177,8 @@ function M.execute(env, name)
     if first and (t0 == nil or first < t0) then t0 = first end
   end
   -- the sources become the harness's inputs: the lines are pushed into them
-  for _, src in ipairs(srcs) do src.kind, src.channels = "harness_input", 1 end
+  -- (replayed: with time = "ingestion" each gets its ingestion-time assigner, as a live source)
+  for _, src in ipairs(srcs) do src.kind, src.channels, src.replayed = "harness_input", 1, 1 end
   local h = core.harness(env, {inputs = ids, result = 0, processing_time = t0 or 0, side_outputs = {},
     trace = env.trace_watermarks, timeline = env.timeline, title = name or srcs[1].name})
   local ok, err = pcall(h.replay_inputs, h, datas, {signals = true, no_drain = env.no_drain})
