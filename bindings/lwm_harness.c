@@ -15,6 +15,7 @@
 #include "ops/wm_keyedop.h"
 #include "graph/wm_observe.h"
 #include "io/wm_csv.h"
+#include "io/wm_source.h"
 #include "time/wm_timer.h"
 #include "lwm.h"
 #include "lwm_timeline.h"
@@ -593,6 +594,19 @@ int lwm_harness_new(lua_State *L) {
     else H->inputs[H->ninputs++] = outop[id];
   }
   lua_pop(L, 1);
+  /* a replayed source with time = "ingestion" is followed by its ingestion-time assigner
+   * (lwm_graph.c), which is the node's output: its lines go into the source's own operator,
+   * the one that feeds it */
+  for (int k = 0; rc == WM_OK && k < H->ninputs; k++)
+    if (wm_op_is_tsop(H->inputs[k])) {
+      for (size_t i = 0; i < B->ctx.nops; i++) {
+        const wm_op *o = B->ctx.ops[i];
+        if (o->nports > 0 && o->ports[0].n == 1 && o->ports[0].edges[0].to == H->inputs[k]) {
+          H->inputs[k] = B->ctx.ops[i];
+          break;
+        }
+      }
+    }
   if (rc == WM_OK) H->input = H->inputs[0];
   if (rc == WM_OK && res > 0) { /* result 0: none (a replayed job's sinks are its own) */
     wm_op *result = outop[res];
@@ -721,10 +735,13 @@ static int read_file(const char *path, char **text, size_t *len) {
 
 /* Loads the lines of path into D. With fields (a parse_csv node's columns), decodes each
  * line and reads the integer fields tsf (NULL: no event times) and arrf; without arrf the
- * arrivals are given[0..ngiven-1], one per line in file order. 0, or -1 with a message
- * (path:line: ...) in err. */
+ * arrivals are given[0..ngiven-1], one per line in file order. lenient (the parser's
+ * on_error is "skip" or "side_output"): a line that does not parse, or has no arrival, is
+ * not an error but arrives with the line before it in the file (the first lines with the
+ * first that has one), and the parser deals with it when it is replayed. 0, or -1 with a
+ * message (path:line: ...) in err. */
 static int replay_data_load(replay_data *D, const char *path, const wm_csv_field *fields,
-                            uint32_t nf, char sep, int header, const char *tsf,
+                            uint32_t nf, char sep, int header, int lenient, const char *tsf,
                             const char *arrf, const int64_t *given, size_t ngiven, char *err,
                             size_t errlen) {
   size_t flen = 0;
@@ -762,6 +779,10 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
   }
   char *p = D->text, *end = D->text + flen;
   uint32_t lineno = 0;
+  /* lenient: the last arrival read, and the first of the lines before it that had none */
+  int64_t prev = 0;
+  int have_prev = 0;
+  size_t unfilled = SIZE_MAX;
   while (p < end) {
     char *nl = memchr(p, '\n', (size_t)(end - p));
     char *le = nl ? nl : end;
@@ -781,30 +802,41 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
       wm_value row;
       char derr[512];
       int d = dec.decode(dec.ud, &dummy, line, ll, &row, derr, sizeof derr);
-      if (d == 1) {
+      if (d == 1 && !lenient) {
         snprintf(err, errlen, "%s:%u: %s", path, lineno, derr);
         goto done_ctx;
       }
-      if (d != 0) {
+      if (d != 0 && d != 1) {
         snprintf(err, errlen, "%.900s", ctx.err);
         goto done_ctx;
       }
       int bad = -1;
-      if (its >= 0) {
+      if (d == 0 && its >= 0) {
         const wm_value *tv = &row.u.row->fields[its];
         if (tv->type == WM_INT) t = tv->u.i;
         else bad = its;
       }
-      if (iar >= 0) {
+      if (d == 0 && iar >= 0) {
         const wm_value *av = &row.u.row->fields[iar];
         if (av->type == WM_INT) a = av->u.i;
         else bad = iar;
       }
-      wm_value_release(NULL, &row);
-      if (bad >= 0) {
+      if (d == 0) wm_value_release(NULL, &row);
+      if (bad >= 0 && !lenient) {
         snprintf(err, errlen, "%s:%u: field '%s' is empty (it must be an integer number of ms)",
                  path, lineno, fields[bad].name);
         goto done_ctx;
+      }
+      if (lenient && iar >= 0) { /* a line the parser will skip: it arrives with its neighbour */
+        if (d == 1 || bad >= 0) {
+          a = have_prev ? prev : 0;
+          if (!have_prev && unfilled == SIZE_MAX) unfilled = D->n;
+        } else {
+          prev = a;
+          have_prev = 1;
+          for (; unfilled < D->n; unfilled++) D->arrival[unfilled] = a;
+          unfilled = SIZE_MAX;
+        }
       }
     }
     if (iar < 0) {
@@ -917,7 +949,7 @@ int lwm_replay_data_new(lua_State *L) {
   uint32_t nf = 0;
   wm_csv_field *fields = NULL;
   const char *sep = NULL;
-  int header = 0;
+  int header = 0, lenient = 0;
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "fields"); /* 6 */
     luaL_argcheck(L, lua_istable(L, 6), 2, "no fields");
@@ -944,6 +976,8 @@ int lwm_replay_data_new(lua_State *L) {
       }
     }
     sep = lwm_get_str(L, 2, "sep");
+    const char *on_error = lwm_get_str(L, 2, "on_error");
+    lenient = on_error && strcmp(on_error, "fail") != 0;
     lua_getfield(L, 2, "header");
     header = lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -970,7 +1004,7 @@ int lwm_replay_data_new(lua_State *L) {
     }
   }
   char err[1024];
-  int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, tsf, arrf,
+  int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, lenient, tsf, arrf,
                             given, ngiven, err, sizeof err);
   free(fields);
   free(given);
@@ -1502,13 +1536,12 @@ static int l_replay_inputs(lua_State *L) {
     size_t i = next[j]++;
     if ((rc = advance_to(H, d->arrival[i])) != WM_OK) break;
     wm_value v = wm_cstr(d->text + d->off[i], d->len[i]);
-    wm_op *in = H->inputs[j]; /* a source: no records in (as --metrics shows a live one) */
-    rc = in->vt->record(in, 0, &v, d->ts[i]);
+    /* emitted as a source emits (no records in, as --metrics shows a live source), at its
+     * position in the file: parsers and errors name the file's line, as for a live source */
+    wm_pos pos = {.origin = d->path ? d->path : "?", .line = d->lineno[i], .offset = d->off[i]};
+    rc = wm_source_emit(H->inputs[j], &pos, &v, d->ts[i]);
     if (rc == WM_OK && next[j] == d->n) rc = wm_op_input_watermark(H->inputs[j], 0, WM_TIME_MAX);
-    if (rc != WM_OK) {
-      wm_ctx_error_context(ctx, "\n  while replaying %s:%u", d->path ? d->path : "?", d->lineno[i]);
-      break;
-    }
+    if (rc != WM_OK) break;
     /* the sinks write as they go; backpressure holds the replay as it would a live source */
     if ((pushed & 1023) == 1023 || wm_exec_paused(H->B.exec)) rc = h_pump(H, 0);
   }

@@ -361,6 +361,50 @@ print("after execute")
   end)
 end)
 
+describe("a replayed job's parsers", function()
+  -- on_error = "side_output": a bad line (no arrival can be read from it) arrives with the
+  -- line before it in its file, the parser sends it to "parse_errors" naming its line in the
+  -- file (the header is line 1), as a live run does. Arrival order: 100 a100, then "oops"
+  -- (line 3, with it); 950 a900; 1000 the JSON b300; 1000 "{" (JSON line 2, with it);
+  -- 1250 b1200 (its line 6 follows the bad line 5, which arrives with a900 at 950).
+  it("bad lines go to the side output with their file line, arriving with the line before", function()
+    write("bad.csv", "k,ts,v,arrival\na,100,1,100\noops\na,900,2,950\nb,x,3,1250\nb,1200,3,1250\n")
+    write("bad.json", '{"k":"b","ts":300,"arrival":1000}\n{\n')
+    local out, err, code = run([[
+local env = wm.env{}
+local csv = env:read_lines(DIR .. "/bad.csv", {arrival = "arrival"})
+  :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer", header = true, on_error = "side_output"}
+local json = env:read_lines(DIR .. "/bad.json", {arrival = "arrival"}):parse_json{on_error = "side_output"}
+csv:map(function(r) return "csv " .. r.k .. r.ts end):union(json:map(function(r) return "json " .. r.k .. r.ts end))
+  :print()
+csv:get_side_output("parse_errors"):map(function(e) return "csv line " .. e.line .. ": " .. e.text end)
+  :union(json:get_side_output("parse_errors"):map(function(e) return "json line " .. e.line .. ": " .. e.text end))
+  :print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("csv a100\ncsv line 3: oops\ncsv a900\ncsv line 5: b,x,3,1250\njson b300\n" ..
+      "json line 2: {\ncsv b1200\n", out)
+  end)
+
+  -- arrival = fn: the header (line 1) gets arrival 5000 from this function, after every
+  -- record; parse_csv still skips it, and only it (it is line 1 of the file)
+  it("the header is the file's first line, whatever its arrival", function()
+    write("h.csv", "k,ts\na,1\nb,2\n")
+    local out, err, code = run([[
+local env = wm.env{}
+env:read_lines(DIR .. "/h.csv", {arrival = function(line, n) return n == 1 and 5000 or n end})
+  :parse_csv{"k", "ts:integer", header = true}
+  :map(function(r) return r.k .. r.ts end):print()
+env:execute()
+]])
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("a1\nb2\n", out)
+  end)
+end)
+
 describe("a replayed job in parallel", function()
   before_each(function() write("sensors.csv", SENSORS) end)
 

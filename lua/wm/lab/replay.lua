@@ -26,18 +26,27 @@ local function fail(src, msg)
 end
 
 -- The arrival times of the lines of path: a list, one per line in file order, from
--- read(line, n), which returns the time, or nil and why not.
-local function arrivals_of(src, read)
+-- read(line, n), which returns the time, or nil and why not. lenient (the parser skips bad
+-- lines): a line without one arrives with the line before it (the first lines with the
+-- first line that has one), and the parser deals with it when it is replayed.
+local function arrivals_of(src, read, lenient)
   local f, err = io.open(src.path, "rb")
   if not f then fail(src, "cannot read " .. src.path .. ": " .. tostring(err)) end
-  local list, n = {}, 0
+  local list, n, unfilled = {}, 0, nil
   for line in f:lines() do
     n = n + 1
     line = line:gsub("\r$", "")
     local a, why = read(line, n)
     if math.type(a) ~= "integer" then
-      f:close()
-      fail(src, string.format("%s:%d: %s", src.path, n, why))
+      if not lenient then
+        f:close()
+        fail(src, string.format("%s:%d: %s", src.path, n, why))
+      end
+      a = list[n - 1]
+      if a == nil then unfilled, a = unfilled or n, 0 end
+    elseif unfilled then
+      for k = unfilled, n - 1 do list[k] = a end
+      unfilled = nil
     end
     list[n] = a
   end
@@ -107,7 +116,8 @@ local function load(env, src)
     if (n.kind == "parse_csv" or n.kind == "parse_json") and n.inputs[1] == src then parse = parse or n end
   end
   if type(src.arrival) == "string" and parse and parse.kind == "parse_json" then
-    local ok, d = pcall(core.replay_data, src.path, nil, nil, arrivals_of(src, by_json_field(src, src.arrival)))
+    local ok, d = pcall(core.replay_data, src.path, nil, nil,
+      arrivals_of(src, by_json_field(src, src.arrival), parse.on_error ~= "fail"))
     if not ok then fail(src, tostring(d)) end
     return d
   end
