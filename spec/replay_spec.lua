@@ -54,6 +54,20 @@ local sensors = env:read_lines(DIR .. "/sensors.csv", {arrival = "arrival"})
   :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
 ]]
 
+-- The window function of the windowed jobs here: "key@start n=records at processing time".
+local LABEL = [[
+  :process(function(key, ctx, records, out)
+    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
+  end)
+]]
+
+-- A job that succeeded, with nothing on stderr and `want` on stdout.
+local function assert_ran(want, out, err, code)
+  assert.are.equal("", err)
+  assert.are.equal(0, code)
+  assert.are.equal(want, out)
+end
+
 -- One source, bounded_out_of_orderness(500 ms), 1 s event-time windows, periodic emissions
 -- every 200 ms from the first arrival (100): at 300, 500, ..., 1100 (max ts 900: W = 399),
 -- 1300 (1200: W = 699), 1500, 1700 (W = 699: the emission due at 1700 comes before the
@@ -64,11 +78,19 @@ local WINDOWS = SENSOR_SOURCE .. [[
 local counts = sensors
   :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("500ms"):with_timestamp_field("ts"))
   :key_by("k"):window(wm.windows.tumbling("1s"))
-  :process(function(key, ctx, records, out)
-    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
-  end)
-]]
+]] .. LABEL
 local WINDOWS_WANT = "a@0 n=3 at 2200\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n"
+
+-- bounded_out_of_orderness(0) on the same file: at 1100, W = 900 - 1 = 899; at 1300
+-- (b1200 arrived at 1250), W = 1199 fires a's [0,1000) with 2 records at 1300; a700
+-- (1700) is then late and dropped (--metrics: late 1); the file ends right after its last
+-- line (2200), and MAX fires b's windows then.
+local BOUNDED0 = SENSOR_SOURCE .. [[
+sensors
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+]] .. LABEL
+local BOUNDED0_WANT = "a@0 n=2 at 1300\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n"
 
 describe("a replayed job's sinks", function()
   before_each(function() write("sensors.csv", SENSORS) end)
@@ -80,18 +102,12 @@ counts:map(function(s) return {line = s} end):write_lines(DIR .. "/out.json")
 counts:print()
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal(WINDOWS_WANT, out)
+    assert_ran(WINDOWS_WANT, out, err, code)
     assert.are.equal(WINDOWS_WANT, read("out.txt"))
     assert.are.equal('{"line":"a@0 n=3 at 2200"}\n{"line":"b@1000 n=1 at 2200"}\n{"line":"b@2000 n=1 at 2200"}\n',
       read("out.json"))
   end)
 
-  -- bounded_out_of_orderness(0) on the same file: at 1100, W = 900 - 1 = 899; at 1300
-  -- (b1200 arrived at 1250), W = 1199 fires a's [0,1000) with 2 records at 1300; a700
-  -- (1700) is then late and dropped (--metrics: late 1); the file ends right after its last
-  -- line (2200), and MAX fires b's windows then.
   it("write_socket sends the lines to a server", function()
     write("server.lua", string.format([[
 local wm = require("wm")
@@ -108,42 +124,28 @@ env:execute()
       os.execute("sleep 0.02")
     end
     assert.truthy(port, "the server did not start: " .. tostring(read("server.err")))
-    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. SENSOR_SOURCE .. [[
-sensors
-  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
-  :key_by("k"):window(wm.windows.tumbling("1s"))
-  :process(function(key, ctx, records, out)
-    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
-  end)
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. BOUNDED0 .. [[
   :write_socket("127.0.0.1", ]] .. port .. [[, "text")
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("", out)
+    assert_ran("", out, err, code)
     for _ = 1, 1500 do
       if read("server.rc") then break end
       os.execute("sleep 0.02")
     end
     assert.are.equal("0\n", read("server.rc"))
-    assert.are.equal("a@0 n=2 at 1300\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n", read("got.txt"))
+    assert.are.equal(BOUNDED0_WANT, read("got.txt"))
   end)
 
   -- The same job into print, under --metrics: the counts of a live run (the source reads 5
   -- lines: none in, 5 out), every watermark MAX at the end, the one late record (a700).
   it("--metrics prints the replay's counts at the end", function()
-    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. SENSOR_SOURCE .. [[
-sensors
-  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("ts"))
-  :key_by("k"):window(wm.windows.tumbling("1s"))
-  :process(function(key, ctx, records, out)
-    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
-  end)
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. BOUNDED0 .. [[
   :print()
 env:execute()
 ]], "--metrics")
     assert.are.equal(0, code)
-    assert.are.equal("a@0 n=2 at 1300\nb@1000 n=1 at 2200\nb@2000 n=1 at 2200\n", out)
+    assert.are.equal(BOUNDED0_WANT, out)
     -- operator, records in, records out, watermark, late, windows
     local rows = {}
     for line in err:gmatch("[^\n]+") do rows[#rows + 1] = line:gsub("%s+", " ") end
@@ -155,6 +157,24 @@ env:execute()
     assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 MAX 0 %-$", rows[4])
     assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 MAX 1 0$", rows[5])
     assert.matches("^print %(.-job%.lua:6%) 3 0 MAX 0 %-$", rows[6])
+  end)
+
+  -- --timeline draws the replayed run: its five records in arrival order (a700 fourth) and
+  -- the firings with their results (WINDOWS_WANT)
+  it("--timeline draws the replayed run", function()
+    local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. WINDOWS ..
+      "counts:print()\nenv:execute()\n", "--timeline '" .. dir .. "/t.svg'")
+    assert_ran(WINDOWS_WANT, out, err, code)
+    local svg = read("t.svg")
+    local records = {}
+    for n, ts, k in svg:gmatch("<title>record #(%d+): ts (%d+), key (%a)</title>") do
+      records[#records + 1] = n .. ":" .. k .. ts
+    end
+    assert.are.same({"0:a100", "1:a900", "2:b1200", "3:a700", "4:b2100"}, records)
+    local results = {}
+    for r in svg:gmatch("Result: ([^<]+)</title>") do results[r] = true end
+    assert.are.same({["a@0 n=3 at 2200"] = true, ["b@1000 n=1 at 2200"] = true, ["b@2000 n=1 at 2200"] = true},
+      results)
   end)
 
   -- The Table API over the replayed stream: rows of the 1 s windows per key, written by a
@@ -173,9 +193,7 @@ env:from_data_stream(rows, {"k", "ts:BIGINT", "v:BIGINT", "rt:rowtime"})
   :execute_insert("counts")
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("", out)
+    assert_ran("", out, err, code)
     assert.are.equal("a,3,7\nb,1,3\nb,1,5\n", read("counts.csv"))
   end)
 end)
@@ -247,15 +265,11 @@ env:execute()
     local out, err, code = run("local env = wm.env{time = 'ingestion', watermark_interval = '200ms'}\n" ..
       SENSOR_SOURCE .. [[
 sensors:key_by("k"):window(wm.windows.tumbling("1s"))
-  :process(function(key, ctx, records, out)
-    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
-  end)
+]] .. LABEL .. [[
   :print()
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("a@0 n=2 at 1100\nb@1000 n=1 at 2100\na@1000 n=1 at 2100\nb@2000 n=1 at 2200\n", out)
+    assert_ran("a@0 n=2 at 1100\nb@1000 n=1 at 2100\na@1000 n=1 at 2100\nb@2000 n=1 at 2200\n", out, err, code)
   end)
 
   -- Two sources, each with bounded_out_of_orderness(0) and with_idleness(300 ms) (periodic
@@ -283,15 +297,11 @@ end
 sensors:assign_timestamps_and_watermarks(strategy())
   :union(clicks:assign_timestamps_and_watermarks(strategy()))
   :key_by("k"):window(wm.windows.tumbling("1s"))
-  :process(function(key, ctx, records, out)
-    out(key .. "@" .. ctx.window.start .. " n=" .. #records .. " at " .. ctx.current_processing_time)
-  end)
+]] .. LABEL .. [[
   :print()
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("a@0 n=3 at 1300\nb@1000 n=2 at 2200\nb@2000 n=1 at 2200\n", out)
+    assert_ran("a@0 n=3 at 1300\nb@1000 n=2 at 2200\nb@2000 n=1 at 2200\n", out, err, code)
   end)
 end)
 
@@ -339,9 +349,7 @@ print("after execute")
 
   it("a signal drains it as a live job: the open windows fire, the sinks flush", function()
     local out, err, code = run(SOURCE .. KILL)
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("after execute\n", out)
+    assert_ran("after execute\n", out, err, code)
     local counts = {}
     for n in read("counts.txt"):gmatch('"count":(%d+)') do counts[#counts + 1] = tonumber(n) end
     assert.are.equal(999, counts[1]) -- [0,1000): ts 1 to 999
@@ -399,9 +407,7 @@ env:read_lines(DIR .. "/h.csv", {arrival = function(line, n) return n == 1 and 5
   :map(function(r) return r.k .. r.ts end):print()
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("a1\nb2\n", out)
+    assert_ran("a1\nb2\n", out, err, code)
   end)
 end)
 
@@ -422,9 +428,7 @@ describe("a replayed job in parallel", function()
 counts:print()
 env:execute()
 ]])
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("1> a@0 n=3 at 2200\n2> b@1000 n=1 at 2200\n1> b@2000 n=1 at 2200\n", out)
+    assert_ran("1> a@0 n=3 at 2200\n2> b@1000 n=1 at 2200\n1> b@2000 n=1 at 2200\n", out, err, code)
   end)
 
   it("refuses threads: the replay's schedule is one thread", function()
@@ -471,9 +475,7 @@ t:push({n = 1}, 5):push({n = 21}, 6):finish()
 t:close()
 ]], dir .. "/h.txt"))
     local out, err, code = h.sh("lua5.4 '" .. dir .. "/t.lua'")
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    assert.are.equal("", out)
+    assert_ran("", out, err, code)
     assert.are.equal("2\n42\n", read("h.txt"))
   end)
 end)
