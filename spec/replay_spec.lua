@@ -6,12 +6,8 @@ local h = require("helper")
 
 -- A temporary directory of the test's own, removed after it.
 local dir
-before_each(function()
-  dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir '" .. dir .. "'"))
-end)
-after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
+before_each(function() dir = h.tmpdir() end)
+after_each(function() h.rmdir(dir) end)
 
 local function write(name, text)
   local f = assert(io.open(dir .. "/" .. name, "wb"))
@@ -19,13 +15,7 @@ local function write(name, text)
   f:close()
 end
 
-local function read(name)
-  local f = io.open(dir .. "/" .. name, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(name) return h.read_or_empty(dir .. "/" .. name) end
 
 -- Runs a job (its text, with DIR standing for the test's directory) under wmrun.
 local function run(text, args)
@@ -109,31 +99,23 @@ env:execute()
   end)
 
   it("write_socket sends the lines to a server", function()
-    write("server.lua", string.format([[
+    os.execute("mkdir '" .. dir .. "/server'")
+    local server = h.bg_job(dir .. "/server", string.format([[
 local wm = require("wm")
 local env = wm.env{}
 env:listen_lines("127.0.0.1", 0, {max_clients = 1}):write_lines(%q, "text")
 env:execute()
 ]], dir .. "/got.txt"))
-    os.execute(string.format("(%s '%s/server.lua' 2>'%s/server.err'; echo $? >'%s/server.rc') </dev/null >/dev/null 2>&1 &",
-      h.wmrun_path(), dir, dir, dir))
-    local port
-    for _ = 1, 1500 do
-      port = (read("server.err") or ""):match("listening on 127%.0%.0%.1:(%d+)")
-      if port then break end
-      os.execute("sleep 0.02")
-    end
-    assert.truthy(port, "the server did not start: " .. tostring(read("server.err")))
+    finally(function() server.kill() end) -- a failed test must not leave it running
+    local port = h.wait_for(function()
+      return h.read_or_empty(server.err):match("listening on 127%.0%.0%.1:(%d+)")
+    end, "the server to listen", 60)
     local out, err, code = run("local env = wm.env{watermark_interval = '200ms'}\n" .. BOUNDED0 .. [[
   :write_socket("127.0.0.1", ]] .. port .. [[, "text")
 env:execute()
 ]])
     assert_ran("", out, err, code)
-    for _ = 1, 1500 do
-      if read("server.rc") then break end
-      os.execute("sleep 0.02")
-    end
-    assert.are.equal("0\n", read("server.rc"))
+    assert.are.equal(0, server.wait()) -- its one client came and went
     assert.are.equal(BOUNDED0_WANT, read("got.txt"))
   end)
 
@@ -452,6 +434,15 @@ describe("a replayed job's errors", function()
     assert.are.equal(1, code)
     assert.matches("every source of a replayed job needs arrival times (from_elements at " .. dir .. "/job.lua:6 has none)",
       err, 1, true)
+  end)
+
+  it("says which sink file cannot be written, before the replay starts", function()
+    local out, err, code = run("local env = wm.env{}\n" .. SENSOR_SOURCE ..
+      "sensors:write_lines(DIR .. '/no/such/dir/out.txt')\nenv:execute()\n")
+    assert.are.equal(1, code)
+    assert.are.equal("", out)
+    assert.are.equal("wmrun: cannot open '" .. dir .. "/no/such/dir/out.txt' for writing: no such file or directory\n",
+      err)
   end)
 
   it("names the line of a JSON file without its arrival field", function()

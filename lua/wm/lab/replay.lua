@@ -7,7 +7,7 @@
 -- timers and windows happen when they would have live, a periodic emission due at or before
 -- a line's arrival comes before it, and the run is deterministic. The job is built into the
 -- same core graph as `wmrun` builds, driven by the `wm.testing` harness's clock (the lab's
--- replay), with the read_lines source replaced by the recorded lines.
+-- replay), with the read_lines sources replaced by their recorded lines.
 -- @module wm.lab.replay
 local core = require("wm.core")
 
@@ -189,8 +189,9 @@ function M.execute(env, name)
   -- the sources become the harness's inputs: the lines are pushed into them
   -- (replayed: with time = "ingestion" each gets its ingestion-time assigner, as a live source)
   for _, src in ipairs(srcs) do src.kind, src.channels, src.replayed = "harness_input", 1, 1 end
-  local h = core.harness(env, {inputs = ids, result = 0, processing_time = t0 or 0, side_outputs = {},
-    trace = env.trace_watermarks, timeline = env.timeline, title = name or srcs[1].name})
+  local built, h = pcall(core.harness, env, {inputs = ids, result = 0, processing_time = t0 or 0,
+    side_outputs = {}, trace = env.trace_watermarks, timeline = env.timeline, title = name or srcs[1].name})
+  if not built then raise(h) end -- a sink that cannot open its file, ...
   local ok, err = pcall(h.replay_inputs, h, datas, {signals = true, no_drain = env.no_drain})
   if env.metrics then h:print_metrics() end
   h:close()
