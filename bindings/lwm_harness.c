@@ -41,8 +41,8 @@ typedef struct harness {
   int ntsops;
   wm_timeline *tl; /* records the run for h:timeline(path) */
   int tl_borrowed; /* tl is wmrun's --timeline recorder (opts.timeline), not the harness's */
-  /* SIGINT/SIGTERM during h:replay_inputs (on_replay_signal) */
-  uv_signal_t sig[2];
+  /* SIGINT/SIGTERM/SIGHUP during h:replay_inputs (on_replay_signal) */
+  uv_signal_t sig[3];
   int nsig, no_drain, draining, aborted;
   int discard;     /* h:replay without keep_output: results are not stored */
 } harness;
@@ -156,10 +156,10 @@ static int h_pump(harness *H, int final) {
   return WM_OK;
 }
 
-/* SIGINT/SIGTERM during a replay, as in a live job (wm_exec): the first drains (every
- * source ends at once: the open windows fire, the sinks flush, the run succeeds), a second
- * one, or the first with no_drain, stops at once ("wmrun: interrupted", exit status 130).
- * libuv hands them over when the loop runs: at the next h_pump, within 1024 lines. */
+/* SIGINT, SIGTERM or SIGHUP during a replay, as in a live job (wm_exec): the first drains
+ * (every source ends at once: the open windows fire, the sinks flush, the run succeeds), a
+ * second one, or the first with no_drain, stops at once ("wmrun: interrupted", exit status
+ * 130). libuv hands them over when the loop runs: at the next h_pump, within 1024 lines. */
 static void on_replay_signal(uv_signal_t *s, int signum) {
   harness *H = s->data;
   (void)signum;
@@ -172,11 +172,11 @@ static void on_replay_signal(uv_signal_t *s, int signum) {
 }
 
 static int watch_signals(harness *H) {
-  static const int signums[2] = {SIGINT, SIGTERM};
+  static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
   uv_loop_t *loop = wm_exec_loop(H->B.exec);
   /* a peer that closes a socket must give EPIPE, not kill the process (as wm_exec_run) */
   signal(SIGPIPE, SIG_IGN);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     int rc = uv_signal_init(loop, &H->sig[i]);
     if (rc != 0) return wm_ctx_error(&H->B.ctx, "cannot watch signals: %s", uv_strerror(rc));
     H->nsig++; /* closed by wm_exec_free (h_free), while H exists */
@@ -1004,8 +1004,8 @@ int lwm_replay_data_new(lua_State *L) {
     }
   }
   char err[1024];
-  int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, lenient, tsf, arrf,
-                            given, ngiven, err, sizeof err);
+  int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, lenient,
+                            tsf, arrf, given, ngiven, err, sizeof err);
   free(fields);
   free(given);
   if (rc != 0) {
