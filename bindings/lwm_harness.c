@@ -7,7 +7,6 @@
  * keeps the plan (operator names and tags point into it) alive.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +40,8 @@ typedef struct harness {
   int ntsops;
   wm_timeline *tl; /* records the run for h:timeline(path) */
   int tl_borrowed; /* tl is wmrun's --timeline recorder (opts.timeline), not the harness's */
-  /* SIGINT/SIGTERM/SIGHUP during h:replay_inputs (on_replay_signal) */
-  uv_signal_t sig[3];
-  int nsig, no_drain, draining, aborted;
+  /* SIGINT/SIGTERM/SIGHUP during h:replay_inputs (replay_signalled) */
+  int signals, no_drain, draining, aborted;
   int discard;     /* h:replay without keep_output: results are not stored */
 } harness;
 
@@ -141,50 +139,31 @@ static int h_pump(harness *H, int final) {
   wm_exec *e = H->B.exec;
   if (!e) return WM_OK;
   uv_loop_t *loop = wm_exec_loop(e);
-  if (!wm_exec_stopping(e) && !H->aborted && uv_loop_alive(loop)) {
+  /* (a drain still flushes: only a failure or an abort leaves the sinks as they are) */
+  if (!wm_exec_failed(e) && !H->aborted && uv_loop_alive(loop)) {
     if (final) {
       uv_run(loop, UV_RUN_DEFAULT);
     } else {
       uv_run(loop, UV_RUN_NOWAIT);
-      while (wm_exec_paused(e) && !wm_exec_stopping(e) && !H->aborted && !H->draining &&
+      while (wm_exec_paused(e) && !wm_exec_stopping(e) && !wm_exec_signal_pending(e) &&
              uv_run(loop, UV_RUN_ONCE) != 0) {
       }
     }
   }
-  if (wm_exec_stopping(e)) return WM_ERR;
-  if (H->aborted) return wm_ctx_error(&H->B.ctx, "wmrun: interrupted");
-  return WM_OK;
+  return wm_exec_failed(e) ? WM_ERR : WM_OK;
 }
 
-/* SIGINT, SIGTERM or SIGHUP during a replay, as in a live job (wm_exec): the first drains
- * (every source ends at once: the open windows fire, the sinks flush, the run succeeds), a
- * second one, or the first with no_drain, stops at once ("wmrun: interrupted", exit status
- * 130). libuv hands them over when the loop runs: at the next h_pump, within 1024 lines. */
-static void on_replay_signal(uv_signal_t *s, int signum) {
-  harness *H = s->data;
-  (void)signum;
-  if (!H->draining && !H->no_drain) {
-    H->draining = 1;
-    return;
-  }
-  H->aborted = 1;
-  uv_stop(s->loop);
-}
-
-static int watch_signals(harness *H) {
-  static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
-  uv_loop_t *loop = wm_exec_loop(H->B.exec);
-  /* a peer that closes a socket must give EPIPE, not kill the process (as wm_exec_run) */
-  signal(SIGPIPE, SIG_IGN);
-  for (int i = 0; i < 3; i++) {
-    int rc = uv_signal_init(loop, &H->sig[i]);
-    if (rc != 0) return wm_ctx_error(&H->B.ctx, "cannot watch signals: %s", uv_strerror(rc));
-    H->nsig++; /* closed by wm_exec_free (h_free), while H exists */
-    H->sig[i].data = H;
-    if ((rc = uv_signal_start(&H->sig[i], on_replay_signal, signums[i])) != 0)
-      return wm_ctx_error(&H->B.ctx, "cannot watch signals: %s", uv_strerror(rc));
-  }
-  return WM_OK;
+/* SIGINT, SIGTERM or SIGHUP during a replay (the executor's handler, wm_exec_watch_signals),
+ * as in a live job: the first drains (every source ends at once: the open windows fire, the
+ * sinks flush, the run succeeds), or with no_drain stops at once ("wmrun: interrupted", exit
+ * status 130); a second one exits 130 at once, whatever the replay is doing. The replay asks
+ * after every line; the executor's loop, when it runs, may have taken the signal first. */
+static void replay_signalled(harness *H) {
+  wm_exec *e = H->B.exec;
+  if (!H->signals || H->draining || H->aborted) return;
+  if (!wm_exec_signal_pending(e) && !(wm_exec_stopping(e) && !wm_exec_failed(e))) return;
+  if (H->no_drain) H->aborted = 1;
+  else H->draining = 1;
 }
 
 /* ---- method frame ---------------------------------------------------------------------- */
@@ -1516,10 +1495,19 @@ static int l_replay_inputs(lua_State *L) {
   if (H->finished) return luaL_error(L, "replay: the harness's input has ended already");
   H = h_begin(L, &fr);
   wm_ctx *ctx = &H->B.ctx;
-  int rc = signals && !H->nsig ? watch_signals(H) : WM_OK;
+  int rc = WM_OK;
+  if (signals) {
+    H->signals = 1;
+    rc = wm_exec_watch_signals(H->B.exec);
+  }
   for (int j = 0; j < k && rc == WM_OK; j++) /* an empty file ends at once */
     if (D[j]->n == 0) rc = wm_op_input_watermark(H->inputs[j], 0, WM_TIME_MAX);
   for (uint64_t pushed = 0; rc == WM_OK; pushed++) {
+    replay_signalled(H);
+    if (H->aborted) {
+      rc = wm_ctx_error(ctx, "wmrun: interrupted");
+      break;
+    }
     if (H->draining) { /* SIGINT: every source that has not ended ends now */
       for (int c = 0; c < k && rc == WM_OK; c++)
         if (next[c] < D[c]->n) {
@@ -1546,12 +1534,7 @@ static int l_replay_inputs(lua_State *L) {
     if ((pushed & 1023) == 1023 || wm_exec_paused(H->B.exec)) rc = h_pump(H, 0);
   }
   H->finished = 1;
-  /* the signals keep the loop alive while lines are replayed (so that h_pump's runs see
-   * them); at the end only the sinks' writes do */
-  for (int c = 0; c < H->nsig; c++) uv_unref((uv_handle_t *)&H->sig[c]);
   if (rc == WM_OK) rc = h_pump(H, 1);
-  for (int c = 0; c < H->nsig; c++) /* from now on a signal does what it did before */
-    uv_signal_stop(&H->sig[c]);
   wm_print_flush_all(ctx);
   return h_end(L, H, &fr, rc, 0);
 }

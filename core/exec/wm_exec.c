@@ -91,9 +91,12 @@ static void walk_close(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+static void close_services(wm_exec *e);
+
 void wm_exec_free(wm_exec *e) {
   if (!e) return;
   if (e->loop_ok) {
+    close_services(e); /* a host that ran the loop itself (wm_exec_watch_signals) */
     /* everything should be closed by now; close stragglers so the loop can end */
     uv_walk(&e->loop, walk_close, NULL);
     uv_run(&e->loop, UV_RUN_DEFAULT);
@@ -108,6 +111,7 @@ void wm_exec_free(wm_exec *e) {
 uv_loop_t *wm_exec_loop(wm_exec *e) { return &e->loop; }
 wm_ctx *wm_exec_ctx(wm_exec *e) { return e->ctx; }
 int wm_exec_stopping(const wm_exec *e) { return e->failed || e->draining || e->aborted; }
+int wm_exec_failed(const wm_exec *e) { return e->failed; }
 int wm_exec_pending_sources(const wm_exec *e) { return e->nsrc - e->ndone; }
 
 wm_io_host *wm_exec_host(wm_exec *e) { return &e->host; }
@@ -393,6 +397,19 @@ static void on_signal(uv_async_t *h) {
   uv_stop(&e->loop);
 }
 
+int wm_exec_watch_signals(wm_exec *e) {
+  if (e->sig_open) return WM_OK;
+  /* a peer that closes a socket (or a pipe) must give EPIPE, not kill the process */
+  signal(SIGPIPE, SIG_IGN);
+  int rc = uv_async_init(&e->loop, &e->sig_async, on_signal);
+  if (rc != 0) return wm_ctx_error(e->ctx, "cannot watch signals: %s", uv_strerror(rc));
+  e->sig_async.data = e;
+  e->sig_open = 1;
+  uv_unref((uv_handle_t *)&e->sig_async);
+  if (sig_watch(e) != 0) return wm_ctx_error(e->ctx, "cannot watch signals: %s", strerror(errno));
+  return WM_OK;
+}
+
 int wm_exec_run(wm_exec *e) {
   wm_ctx *ctx = e->ctx;
   int rc;
@@ -424,20 +441,9 @@ int wm_exec_run(wm_exec *e) {
     }
     uv_unref((uv_handle_t *)&e->periodic); /* the sources keep the loop alive, not the timer */
   }
-  if (e->cfg.handle_signals) {
-    /* a peer that closes a socket (or a pipe) must give EPIPE, not kill the process */
-    signal(SIGPIPE, SIG_IGN);
-    if ((rc = uv_async_init(&e->loop, &e->sig_async, on_signal)) != 0) {
-      close_services(e);
-      return wm_ctx_error(ctx, "cannot watch signals: %s", uv_strerror(rc));
-    }
-    e->sig_async.data = e;
-    e->sig_open = 1;
-    uv_unref((uv_handle_t *)&e->sig_async);
-    if (sig_watch(e) != 0) {
-      close_services(e);
-      return wm_ctx_error(ctx, "cannot watch signals: %s", strerror(errno));
-    }
+  if (e->cfg.handle_signals && (rc = wm_exec_watch_signals(e)) != WM_OK) {
+    close_services(e);
+    return rc;
   }
   for (int i = 0; i < e->nsrc && !e->failed; i++) {
     if (e->srcs[i].vt->start(e->srcs[i].op, &e->host) != WM_OK) wm_exec_fail(e);

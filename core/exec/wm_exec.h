@@ -64,6 +64,14 @@ void wm_exec_fail(wm_exec *exec);
 void wm_exec_batch_done(wm_exec *exec);
 /* Whether the job is stopping (failed or drained). */
 int wm_exec_stopping(const wm_exec *exec);
+/* Whether it failed (message in ctx->err), not drained or stopped by a signal. */
+int wm_exec_failed(const wm_exec *exec);
+/* For a host that drives the loop itself (the test harness replaying a recorded job):
+ * watches SIGINT, SIGTERM and SIGHUP as wm_exec_run does with handle_signals. The host asks
+ * wm_exec_signal_pending (the loop, when it runs, drains, or with no_drain stops: both make
+ * wm_exec_stopping true without wm_exec_failed); a second signal exits 130 at once.
+ * wm_exec_free stops watching. WM_OK or WM_ERR. */
+int wm_exec_watch_signals(wm_exec *exec);
 /* Whether a signal has arrived that the loop has not acted on yet: user code that runs on
  * and on while this stays true keeps the loop from it (the host's interrupt hook asks). */
 int wm_exec_signal_pending(const wm_exec *exec);
