@@ -1494,6 +1494,7 @@ static int l_replay_inputs(lua_State *L) {
   }
   if (H->finished) return luaL_error(L, "replay: the harness's input has ended already");
   H = h_begin(L, &fr);
+  H->fed = 1;
   wm_ctx *ctx = &H->B.ctx;
   int rc = WM_OK;
   if (signals) {
