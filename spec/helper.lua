@@ -8,15 +8,58 @@ if M.root:sub(1, 1) ~= "/" then
 end
 M.wmrun_bin = os.getenv("WMRUN") or (M.root .. "/build/wmrun")
 
+-- Temporary files live in one directory of the suite's own: spec/run_all.sh makes it and
+-- exports it as WM_TEST_TMP (and TMPDIR), and removes it at exit. A busted run without
+-- run_all.sh makes its own (prefix "wmrun-test.") and removes it when Lua closes.
+-- (os.tmpname always uses /tmp/lua_XXXXXX: specs call M.tmpname or M.tmpdir instead.)
+M.TMP_PREFIX = "wmrun-test."
+local tmp_base, tmp_count = nil, 0
+local tmp_token = tostring({}):match("0x(%x+)") or tostring(os.time())
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+M.shell_quote = shell_quote
+
+function M.tmp_base()
+  if tmp_base then return tmp_base end
+  local env = os.getenv("WM_TEST_TMP")
+  if env and env ~= "" then
+    tmp_base = env
+  else
+    local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/' .. M.TMP_PREFIX .. 'XXXXXX"'))
+    tmp_base = assert(p:read("l"), "mktemp -d failed")
+    p:close()
+    local dir = tmp_base
+    -- removed when the Lua state closes (the end of the busted run)
+    M._tmp_cleanup = setmetatable({}, {__gc = function() os.execute("rm -rf " .. shell_quote(dir)) end})
+  end
+  return tmp_base
+end
+
+local function fresh_name()
+  tmp_count = tmp_count + 1
+  return string.format("%s/t%s_%d", M.tmp_base(), tmp_token, tmp_count)
+end
+
+--- Returns the path of a new empty file in the suite's temporary directory (as os.tmpname does).
 local function tmpname()
-  local n = os.tmpname()
+  local n = fresh_name()
+  assert(io.open(n, "wb")):close()
   return n
 end
 M.tmpname = tmpname
 
+--- Makes a new empty directory in the suite's temporary directory and returns its path.
+function M.tmpdir()
+  local d = fresh_name() .. ".d"
+  assert(os.execute("mkdir -p " .. shell_quote(d)))
+  return d
+end
+
 --- Writes text to a new temporary file and returns its path.
 function M.write_tmp(text, suffix)
-  local p = tmpname() .. (suffix or "")
+  local p = fresh_name() .. (suffix or "")
   local f = assert(io.open(p, "wb"))
   f:write(text)
   f:close()
@@ -32,10 +75,10 @@ end
 
 --- Runs a shell command; returns stdout, stderr and the exit code.
 function M.sh(cmd, stdin)
-  local o, e = tmpname(), tmpname()
+  local o, e, i = tmpname(), tmpname(), nil
   local full = cmd .. " >" .. o .. " 2>" .. e
   if stdin then
-    local i = M.write_tmp(stdin)
+    i = M.write_tmp(stdin)
     full = full .. " <" .. i
   else
     full = full .. " </dev/null"
@@ -44,6 +87,7 @@ function M.sh(cmd, stdin)
   local out, err = M.read(o), M.read(e)
   os.remove(o)
   os.remove(e)
+  if i then os.remove(i) end
   if how == "signal" then code = 128 + code end
   return out, err, ok and 0 or code
 end

@@ -12,8 +12,16 @@ export LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$PWD/spec/?.lua;;"
 export LUA_CPATH
 passed=0
 failed=0
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+# Every temporary file of the suite goes into one directory of its own (spec/helper.lua's
+# tmpname/tmpdir/sh use it; so do tools that honour TMPDIR), removed at exit.
+TMP_PREFIX=wmrun-test.
+tmp_root=${TMPDIR:-/tmp}
+before=$(ls -A "$tmp_root" | grep -F "$TMP_PREFIX")
+WM_TEST_TMP=$(mktemp -d "$tmp_root/${TMP_PREFIX}XXXXXX") || exit 2
+export WM_TEST_TMP
+export TMPDIR="$WM_TEST_TMP"
+trap 'rm -rf "$WM_TEST_TMP"' EXIT
+out="$WM_TEST_TMP/run_all.out"
 
 echo "== C core unit tests ($BUILD/test_core)"
 if [ -n "$WMRUN_VALGRIND" ]; then
@@ -43,6 +51,14 @@ if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
 fi
 passed=$((passed + p))
 failed=$((failed + f))
+
+# Nothing of the suite's own may stay in the temporary folder: only this run's directory is new.
+left=$(ls -A "$tmp_root" | grep -F "$TMP_PREFIX" | grep -vxF "$(basename "$WM_TEST_TMP")" |
+  while read -r e; do echo "$before" | grep -qxF "$e" || echo "$tmp_root/$e"; done)
+if [ -n "$left" ]; then
+  echo "not ok: the suite left temporary files outside its own directory:"; echo "$left"
+  failed=$((failed + 1))
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

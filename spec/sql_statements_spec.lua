@@ -5,9 +5,7 @@ local h = require("helper")
 
 -- Writes files into a fresh folder and runs `wmrun --sql job.sql` there.
 local function run(sql, files)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir))
+  local dir = h.tmpdir()
   for name, text in pairs(files or {}) do
     local f = assert(io.open(dir .. "/" .. name, "w"))
     f:write(text)
@@ -196,7 +194,7 @@ describe("SQL statements", function()
   end)
 
   it("reads standard input with the stdin connector; EXPLAIN prints the plan without running it", function()
-    local dir = os.tmpname()
+    local dir = h.tmpname()
     local f = assert(io.open(dir, "w"))
     f:write("CREATE TABLE i (w STRING, n INT) WITH ('connector' = 'stdin', 'format' = 'csv');\n"
       .. "EXPLAIN SELECT w FROM i WHERE n > 1;\nSELECT w, n * 10 FROM i WHERE n > 1;\n")
