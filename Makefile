@@ -6,7 +6,8 @@ DESTDIR   ?=
 BUILD     ?= build
 CC        ?= cc
 PKGS       = lua5.4 libuv
-DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson netcat-openbsd lua-expat
+DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson netcat-openbsd lua-expat \
+              clang libclang-rt-14-dev
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -33,7 +34,8 @@ export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 export WMRUN     := $(CURDIR)/$(WMRUN)
 
-.PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs
+.PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs \
+        fuzz fuzz-build fuzz-bins
 
 all: $(WMRUN) $(MODULE) $(CTESTS)
 
@@ -118,6 +120,36 @@ docs: $(WMRUN)
 bench: all
 	@./bench/run.sh
 
+# libFuzzer targets (docs/fuzzing.md): spec/fuzz/fuzz_*.c in C, and the Lua-state targets
+# (spec/fuzz/fuzz_lua.c running spec/fuzz/<name>.lua). `make fuzz` runs each for
+# FUZZ_SECONDS from its seed corpus (spec/fuzz/corpus/<name>); finds go to build-fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_C        = csv duration codec window
+FUZZ_LUA      = sql json
+FUZZ_TARGETS ?= $(FUZZ_C) $(FUZZ_LUA)
+FUZZ_SAN      = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+                -Wno-format-nonliteral
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do ./spec/fuzz/run.sh $(FUZZ_BUILD) $$t $(FUZZ_SECONDS) || exit 1; done
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="$(FUZZ_SAN)" fuzz-bins
+
+fuzz-bins: $(FUZZ_C:%=$(BUILD)/fuzz_%) $(FUZZ_LUA:%=$(BUILD)/fuzz_%)
+
+$(FUZZ_LUA:%=$(BUILD)/fuzz_%): $(BUILD)/fuzz_%: spec/fuzz/fuzz_lua.c spec/fuzz/%.lua $(CORE_OBJ) $(BIND_OBJ)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -DWM_ROOT='"$(CURDIR)"' \
+	  -DFUZZ_SCRIPT='"$(CURDIR)/spec/fuzz/$*.lua"' -o $@ spec/fuzz/fuzz_lua.c $(CORE_OBJ) $(BIND_OBJ) \
+	  $(LDFLAGS) $(PKG_LIBS) -lm
+
+$(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(CORE_OBJ)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm \
 	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
@@ -137,4 +169,4 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

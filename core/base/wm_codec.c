@@ -132,6 +132,29 @@ static int truncated(char *err, size_t errlen) {
   return -1;
 }
 
+/* A composite key's bytes (wm_key_compose): parts 's' + 4-byte length + bytes, or 'f', 'b',
+ * 'i' + 8 bytes. Decoded keys are read by wm_key_part, which trusts this layout. */
+static int key_well_formed(const uint8_t *p, size_t n) {
+  const uint8_t *end = p + n;
+  while (p < end) {
+    uint8_t tag = *p++;
+    if (tag == 's') {
+      uint32_t l;
+      if (end - p < 4) return 0;
+      memcpy(&l, p, 4);
+      p += 4;
+      if ((size_t)(end - p) < l) return 0;
+      p += l;
+    } else if (tag == 'f' || tag == 'b' || tag == 'i') {
+      if (end - p < 8) return 0;
+      p += 8;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
                       const uint8_t *end, wm_value *out, int top, char *err, size_t errlen) {
   *out = wm_nil();
@@ -162,6 +185,10 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
     uint64_t n;
     (*p)++;
     if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) return truncated(err, errlen);
+    if (tag == WM_C_KEY && !key_well_formed(*p, (size_t)n)) {
+      snprintf(err, errlen, "corrupt record encoding (composite key)");
+      return -1;
+    }
     if (top && tag == WM_C_STR) {
       *out = wm_cstr((const char *)*p, (size_t)n);
     } else {

@@ -185,6 +185,12 @@ static void test_codec(void) {
   p = unknown;
   CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, unknown + 1, &out, err, sizeof err), -1);
   CHECK(strstr(err, "tag 200") != NULL);
+  /* a composite key whose part runs past its bytes (found by fuzz_codec: wm_key_part read
+   * past the end when the key was printed) */
+  const uint8_t badkey[] = {WM_C_KEY, 3, 's', 9, 0};
+  p = badkey;
+  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, badkey + sizeof badkey, &out, err, sizeof err), -1);
+  CHECK(strstr(err, "composite key") != NULL);
   /* a host value without host hooks is an error, not a crash */
   wm_value slot = {.type = WM_SLOT};
   wm_buf_clear(&b);

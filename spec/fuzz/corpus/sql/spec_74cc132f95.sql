@@ -1,0 +1,4 @@
+
+      SELECT id, COUNT(*) AS n, SUM(vc), TUMBLE_START(rt, INTERVAL '5' SECOND),
+             TUMBLE_ROWTIME(rt, INTERVAL '5' SECOND)
+      FROM s GROUP BY id, TUMBLE(rt, INTERVAL '5' SECOND);

@@ -1,0 +1,3 @@
+
+      SELECT id, MIN(vc), MAX(vc), AVG(vc), HOP_END(rt, INTERVAL '2' SECOND, INTERVAL '4' SECOND) AS e
+      FROM s WHERE id = 'a' GROUP BY HOP(rt, INTERVAL '2' SECOND, INTERVAL '4' SECOND), id;

@@ -1,0 +1,37 @@
+/* libFuzzer target: durations ("250ms", "2 s", "1min", ...; core/time/wm_time.c).
+ * Invariants: a parsed duration is >= 0 and the same as its value written back in ms;
+ * a rejected one has a message that quotes the text ("bad duration '...': why"). */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "time/wm_time.h"
+
+#define ASSERT(c)                                                                     \
+  do {                                                                                \
+    if (!(c)) {                                                                       \
+      fprintf(stderr, "fuzz_duration: invariant failed: %s (line %d)\n", #c, __LINE__); \
+      abort();                                                                        \
+    }                                                                                 \
+  } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 256) return 0;
+  char text[257], err[512], back[64];
+  memcpy(text, data, size);
+  text[size] = '\0';
+  int64_t ms = -1;
+  err[0] = '\0';
+  if (wm_duration_parse(text, &ms, err, sizeof err) == 0) {
+    ASSERT(ms >= 0);
+    int64_t again = -1;
+    snprintf(back, sizeof back, "%" PRId64 "ms", ms);
+    ASSERT(wm_duration_parse(back, &again, NULL, 0) == 0 && again == ms);
+  } else {
+    ASSERT(strncmp(err, "bad duration '", 14) == 0 && strstr(err, "': ") != NULL);
+  }
+  return 0;
+}
