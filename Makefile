@@ -7,7 +7,7 @@ BUILD     ?= build
 CC        ?= cc
 PKGS       = lua5.4 libuv
 DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua-lpeg lua-cjson netcat-openbsd lua-expat \
-              clang libclang-rt-14-dev
+              clang libclang-rt-14-dev scdoc man-db groff-base luarocks
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -28,6 +28,7 @@ CTEST_SRC = $(wildcard spec/c/test_*.c)
 WMRUN   = $(BUILD)/wmrun
 MODULE  = $(BUILD)/wm/core.so
 CTESTS  = $(BUILD)/test_core
+MANPAGE = $(BUILD)/wmrun.1
 LUA     = lua5.4
 
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/?.lua;;
@@ -35,9 +36,9 @@ export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 export WMRUN     := $(CURDIR)/$(WMRUN)
 
 .PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs \
-        fuzz fuzz-build fuzz-bins
+        fuzz fuzz-build fuzz-bins man
 
-all: $(WMRUN) $(MODULE) $(CTESTS)
+all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE)
 
 # Installs the Debian packages that are missing (needs root, or sudo).
 deps:
@@ -150,23 +151,40 @@ $(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(CORE_OBJ)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm \
-	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
-	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
-	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/
-	install -m 644 lua/wm/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/
-	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql
-	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/sql/
-	install -m 644 lua/wm/sql/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/sql/
-	install -d $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/lab $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/lab
-	install -m 644 lua/wm/lab/*.lua $(DESTDIR)$(PREFIX)/share/wmrun/lua/wm/lab/
-	install -m 644 lua/wm/lab/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/wm/lab/
-	install -m 755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm/core.so
+# Each thing once (docs/install.md): the binary; the Lua part where both wmrun and lua5.4
+# find it (share/lua/5.4/wm); the C module for lua5.4 (lib/lua/5.4/wm/core.so); the man
+# page; the docs and examples (share/doc/wmrun).
+LUADIR_I = $(DESTDIR)$(PREFIX)/share/lua/5.4
+CMODDIR_I = $(DESTDIR)$(PREFIX)/lib/lua/5.4
+DOCDIR_I = $(DESTDIR)$(PREFIX)/share/doc/wmrun
+MANDIR_I = $(DESTDIR)$(PREFIX)/share/man/man1
 
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I) $(DOCDIR_I)/docs/img
+	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
+	@cd lua && find wm -name '*.lua' | sort | while read -r f; do \
+	  install -D -m 644 "$$f" "$(LUADIR_I)/$$f" || exit 1; done
+	install -m 755 $(MODULE) $(CMODDIR_I)/wm/core.so
+	install -m 644 $(MANPAGE) $(MANDIR_I)/wmrun.1
+	install -m 644 README.md $(DOCDIR_I)/
+	install -m 644 docs/*.md $(DOCDIR_I)/docs/
+	install -m 644 docs/img/* $(DOCDIR_I)/docs/img/
+	@cd examples && find . -type f | sort | while read -r f; do \
+	  install -D -m 644 "$$f" "$(DOCDIR_I)/examples/$$f" || exit 1; done
+
+# (share/wmrun: where earlier versions put a second copy of the Lua files)
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/bin/wmrun $(DESTDIR)$(PREFIX)/share/wmrun \
-	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/wm $(DESTDIR)$(PREFIX)/share/lua/5.4/wm
+	rm -rf $(DESTDIR)$(PREFIX)/bin/wmrun $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I)/wmrun.1 \
+	  $(DOCDIR_I) $(DESTDIR)$(PREFIX)/share/wmrun
+
+# The man page, from docs/wmrun.1.scd (scdoc).
+man: $(MANPAGE)
+
+$(MANPAGE): docs/wmrun.1.scd
+	@mkdir -p $(dir $@)
+	@command -v scdoc >/dev/null || { echo "scdoc is missing (make deps installs it)" >&2; exit 1; }
+	@echo "SCDOC $@"
+	@scdoc < $< > $@
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
