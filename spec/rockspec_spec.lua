@@ -1,0 +1,91 @@
+-- The rockspec (wmrun-<version>-1.rockspec): its version is wmrun's, it lists every C and Lua
+-- file of the library, `luarocks lint` accepts it, and `luarocks make` into a tree of its own
+-- gives a library that plain lua5.4 requires and runs a job with.
+local h = require("helper")
+local q = h.shell_quote
+
+local version = (h.wmrun("--version")):match("^wmrun (%S+)")
+local name = "wmrun-" .. tostring(version) .. "-1.rockspec"
+local path = h.root .. "/" .. name
+
+-- luarocks runs without the sanitizer preload of `make asan` (it is not what is tested) and
+-- with a HOME of its own (its caches stay in the temporary directory)
+local function luarocks(home, args)
+  return h.sh("env -u LD_PRELOAD HOME=" .. q(home) .. " luarocks --lua-version=5.4 " .. args)
+end
+
+local function ls(pattern)
+  local p = assert(io.popen("cd " .. q(h.root) .. " && ls " .. pattern))
+  local t = {}
+  for l in p:lines() do t[#t + 1] = l end
+  p:close()
+  return t
+end
+
+describe("the rockspec", function()
+  it("is named after the version wmrun --version prints", function()
+    assert.is_string(version)
+    local spec = {}
+    assert(loadfile(path, "t", spec))()
+    assert.are.equal("wmrun", spec.package)
+    assert.are.equal(version .. "-1", spec.version)
+  end)
+
+  it("lists every C file of wm.core and every Lua module", function()
+    local spec = {}
+    assert(loadfile(path, "t", spec))()
+    local mods = spec.build.modules
+    local srcs = {}
+    for _, f in ipairs(ls("core/*/*.c bindings/*.c")) do
+      if f ~= "bindings/wmrun.c" then srcs[#srcs + 1] = f end
+    end
+    local listed = {table.unpack(mods["wm.core"].sources)}
+    table.sort(srcs)
+    table.sort(listed)
+    assert.are.same(srcs, listed)
+    local want, got = {}, {}
+    for _, f in ipairs(ls("lua/wm/*.lua lua/wm/sql/*.lua")) do
+      want[f:sub(5, -5):gsub("/init$", ""):gsub("/", ".")] = f
+    end
+    for m, f in pairs(mods) do
+      if m ~= "wm.core" then got[m] = f end
+    end
+    assert.are.same(want, got)
+  end)
+
+  it("passes luarocks lint", function()
+    local out, err, code = luarocks(h.tmpdir(), "lint " .. q(path))
+    assert.are.equal(0, code, out .. err)
+  end)
+
+  it("builds with luarocks make into a tree that lua5.4 requires wm from", function()
+    local dir = h.tmpdir()
+    -- a copy of the sources: luarocks' builtin backend writes objects next to them
+    local _, err, code = h.sh("cd " .. q(h.root) .. " && cp -R core bindings lua " .. q(name)
+      .. " " .. q(dir))
+    assert.are.equal(0, code, err)
+    local tree = dir .. "/tree"
+    local out
+    out, err, code = luarocks(dir, "make --deps-mode=none --tree " .. q(tree) .. " "
+      .. q(dir .. "/" .. name) .. " 2>&1")
+    assert.are.equal(0, code, out .. err)
+    local script = string.format([[
+package.path = %q .. "/share/lua/5.4/?.lua;" .. %q .. "/share/lua/5.4/?/init.lua;" .. package.path
+package.cpath = %q .. "/lib/lua/5.4/?.so;" .. package.cpath
+local wm = require("wm")
+assert(package.searchpath("wm.core", package.cpath):find(%q, 1, true) == 1)
+local env = wm.env{watermark_interval = 0}
+local out = env:from_elements(1, 2, 3):map(function(x) return x * 10 end):collect()
+env:execute()
+print(wm.version, table.concat(out, ","))
+]], tree, tree, tree, tree)
+    local f = assert(io.open(dir .. "/check.lua", "w"))
+    f:write(script)
+    f:close()
+    out, err, code = h.sh("cd " .. q(dir) .. " && env -u LD_PRELOAD -u LUA_PATH -u LUA_CPATH lua5.4 check.lua")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(version .. "\t10,20,30\n", out)
+    os.execute("rm -rf " .. q(dir))
+  end)
+end)
