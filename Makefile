@@ -147,7 +147,7 @@ $(FUZZ_LUA:%=$(BUILD)/fuzz_%): $(BUILD)/fuzz_%: spec/fuzz/fuzz_lua.c spec/fuzz/%
 	  -DFUZZ_SCRIPT='"$(CURDIR)/spec/fuzz/$*.lua"' -o $@ spec/fuzz/fuzz_lua.c $(CORE_OBJ) $(BIND_OBJ) \
 	  $(LDFLAGS) $(PKG_LIBS) -lm
 
-$(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(CORE_OBJ)
+$(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.h $(CORE_OBJ)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
 

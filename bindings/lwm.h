@@ -228,6 +228,16 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f);
  * an operator that holds neither. */
 long long lwm_op_state(const wm_op *op);
 
+/* The Prometheus endpoint (env.metrics_http) and the progress line (env.progress) of a run,
+ * on thread 0's loop (lwm_metrics.c). start: WM_OK or WM_ERR; end (the executor's on_end
+ * hook, and once more after the run: it is idempotent) closes their handles. */
+typedef struct lwm_services {
+  struct wm_metrics_http *http;
+  struct progress *progress;
+} lwm_services;
+int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s);
+void lwm_services_end(void *ud);
+
 /* ---- the multi-core executor (lwm_mt.c) ---------------------------------------------- */
 
 /* How the host runs the job script in a new Lua state (wmrun registers it): runs it as it

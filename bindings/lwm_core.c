@@ -195,9 +195,11 @@ static int build_and_run(lwm_bridge *B, int env) {
   lua_getfield(L, env, "timeline"); /* wmrun --timeline: a recorder (light userdata) */
   wm_timeline *tl = lua_islightuserdata(L, -1) ? lua_touserdata(L, -1) : NULL;
   lua_pop(L, 4);
+  lwm_services svc = {0};
   wm_exec_config ecfg = {.watermark_interval = w.interval, .handle_signals = 1,
                          .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain,
-                         .interrupt = lwm_interrupt, .interrupt_ud = B};
+                         .interrupt = lwm_interrupt, .interrupt_ud = B,
+                         .on_end = lwm_services_end, .on_end_ud = &svc};
   lua_pushlightuserdata(L, B);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);
@@ -213,12 +215,17 @@ static int build_and_run(lwm_bridge *B, int env) {
   free(outop);
   free(outport);
   if (B->mtjob) rc = lwm_mt_barrier(B, rc);
+  if (rc == WM_OK && B->thread == 0) rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc);
   if (rc == WM_OK && B->thread == 0) rc = watch_start(&w, wm_exec_loop(B->exec));
   if (rc == WM_OK) {
     rc = wm_exec_run(B->exec);
     if (rc == WM_OK && B->thread == 0) warn_few_periodic(B);
     watch_close(&w);
     uv_run(wm_exec_loop(B->exec), UV_RUN_DEFAULT); /* the watch's close callbacks */
+  }
+  if (B->exec) { /* the services of a run that failed to start: their close callbacks */
+    lwm_services_end(&svc);
+    uv_run(wm_exec_loop(B->exec), UV_RUN_NOWAIT);
   }
   if (B->mt) lwm_mt_detach(B);
   wm_print_flush_all(&B->ctx);

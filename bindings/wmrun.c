@@ -41,6 +41,10 @@ static void usage(FILE *f) {
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
+          "  --metrics-port PORT         serve Prometheus metrics at http://127.0.0.1:PORT/metrics\n"
+          "                              while the job runs (0 = any free port, printed on stderr)\n"
+          "  --progress, --no-progress   show (or never show) a progress line on stderr (default:\n"
+          "                              when stderr is a terminal and the job runs over 1 s)\n"
           "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
           "  --no-drain                  on SIGINT/SIGTERM/SIGHUP stop at once (exit 130)\n"
           "                              instead of draining (ending the input, firing windows)\n"
@@ -64,6 +68,8 @@ typedef struct options {
   lua_Integer parallelism;
   lua_Integer threads; /* -1 = not given */
   int trace, metrics, no_drain;
+  int metrics_port; /* --metrics-port; -1 = not given */
+  int progress;     /* --progress 1, --no-progress 0, -1 = not given */
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -246,6 +252,14 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "metrics");
   lua_pushboolean(L, o->no_drain);
   lua_setfield(L, -2, "no_drain");
+  if (o->metrics_port >= 0) {
+    lua_pushinteger(L, o->metrics_port);
+    lua_setfield(L, -2, "metrics_port");
+  }
+  if (o->progress >= 0) {
+    lua_pushboolean(L, o->progress);
+    lua_setfield(L, -2, "progress");
+  }
   if (o->tl) {
     lua_pushlightuserdata(L, o->tl);
     lua_setfield(L, -2, "timeline");
@@ -325,6 +339,8 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
   o.threads = -1;
+  o.metrics_port = -1;
+  o.progress = -1;
   o.argc = argc;
   o.argv = argv;
   int print_path = 0;
@@ -348,6 +364,17 @@ int main(int argc, char **argv) {
       o.trace = 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
+    } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
+      o.progress = a[2] == 'p';
+    } else if (strcmp(a, "--metrics-port") == 0) {
+      const char *v = argv[++i];
+      char *end;
+      long p = v ? strtol(v, &end, 10) : -1;
+      if (!v || !*v || *end || p < 0 || p > 65535) {
+        fprintf(stderr, "%s: bad metrics port '%s' (expected 0 to 65535)\n", progname, v ? v : "");
+        return 2;
+      }
+      o.metrics_port = (int)p;
     } else if (strcmp(a, "--sql") == 0) {
       o.sql = 1;
     } else if (strcmp(a, "--no-drain") == 0) {

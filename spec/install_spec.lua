@@ -5,11 +5,12 @@ local q = h.shell_quote
 
 local function make(args)
   local build = os.getenv("WM_BUILD") or "build"
-  return h.sh("make -s --no-print-directory -C " .. q(h.root) .. " BUILD=" .. q(build) .. " " .. args)
+  return h.sh_plain("make -s --no-print-directory -C " .. q(h.root) .. " BUILD=" .. q(build) .. " " .. args)
 end
 
 local function files(dir)
-  local p = assert(io.popen("cd " .. q(dir) .. " && find . -type f | sed 's|^\\./||' | sort"))
+  local p = assert(io.popen("env -u LD_PRELOAD sh -c "
+    .. q("cd " .. q(dir) .. " && find . -type f | sed 's|^\\./||' | sort")))
   local t = {}
   for l in p:lines() do t[#t + 1] = l end
   p:close()

@@ -6,7 +6,7 @@ local q = h.shell_quote
 local page = h.root .. "/" .. (os.getenv("WM_BUILD") or "build") .. "/wmrun.1"
 
 local function render(extra)
-  return h.sh("env LC_ALL=C MANWIDTH=80 man " .. (extra or "") .. " -l " .. q(page))
+  return h.sh_plain("env LC_ALL=C MANWIDTH=80 man " .. (extra or "") .. " -l " .. q(page))
 end
 
 describe("man wmrun", function()

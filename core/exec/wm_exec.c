@@ -450,6 +450,7 @@ int wm_exec_run(wm_exec *e) {
   }
   if (e->nsrc == 0) close_services(e);
   uv_run(&e->loop, UV_RUN_DEFAULT);
+  if (e->cfg.on_end) e->cfg.on_end(e->cfg.on_end_ud);
   close_services(e);
   /* a failure or an abort (or a paused reader) leaves sinks' sockets and files open: close every handle now,
    * while the operators that own them are still alive, and let the callbacks run */

@@ -31,6 +31,11 @@ typedef struct wm_exec_config {
   int no_drain;               /* the first signal stops at once, without flushing */
   size_t pressure_high;       /* backpressure marks in bytes (0 = 1 MiB and a quarter) */
   size_t pressure_low;
+  /* Called once the sources are done, before the executor closes what is left on its loop:
+   * the host closes its own handles there (metrics server, progress line), so that their
+   * close callbacks run (NULL: none). */
+  void (*on_end)(void *ud);
+  void *on_end_ud;
 } wm_exec_config;
 
 /* NULL on failure (message in ctx->err). */

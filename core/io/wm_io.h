@@ -41,6 +41,9 @@ typedef struct wm_lines_config {
 /* A source operator reading lines. Opening happens here, so a missing file is reported
  * before the job starts: "cannot open 'x.csv': No such file or directory". NULL on failure. */
 wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *cfg);
+/* How far a file source has read (the progress line): *done of *total bytes. 1 for a
+ * regular file that is not followed, else 0 (outputs untouched). */
+int wm_lines_progress(const wm_op *op, int64_t *done, int64_t *total);
 
 /* ---- TCP ------------------------------------------------------------------------- */
 

@@ -409,3 +409,21 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
   }
   return wm_src_op(host, &file_vt, &file_svt, &f->h, name);
 }
+
+int wm_lines_progress(const wm_op *op, int64_t *done, int64_t *total) {
+  if (op->vt != &file_vt) return 0;
+  const filesrc *f = op->impl;
+  if (f->follow) return 0;
+  if (f->fd < 0) { /* read to its end and closed */
+    *done = *total = f->offset;
+    return 1;
+  }
+  uv_fs_t req;
+  int rc = uv_fs_fstat(NULL, &req, f->fd, NULL);
+  int regular = rc == 0 && (req.statbuf.st_mode & S_IFMT) == S_IFREG;
+  if (regular) *total = (int64_t)req.statbuf.st_size;
+  uv_fs_req_cleanup(&req);
+  if (!regular) return 0;
+  *done = f->offset < *total ? f->offset : *total;
+  return 1;
+}

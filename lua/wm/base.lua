@@ -146,16 +146,26 @@ end
 -- @tparam[opt] table opts `parallelism` (default 1), `watermark_interval` (default "200ms";
 --   0 = a periodic watermark after every record), `time` ("event", "ingestion", "processing"),
 --   `threads` (default 1: every instance on one thread, a deterministic schedule; n: the
---   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md)
+--   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md),
+--   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
+--   runs, port 0 = any free one; see docs/metrics.md)
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
-      and k ~= "threads" then
-      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads)", 2)
+      and k ~= "threads" and k ~= "metrics" then
+      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads, metrics)", 2)
     end
+  end
+  local mh = opts.metrics
+  if mh ~= nil then
+    if type(mh) ~= "table" or math.type(mh.port) ~= "integer" or mh.port < 0 or mh.port > 65535
+      or (mh.host ~= nil and type(mh.host) ~= "string") then
+      error("env: metrics must be {port = 0 to 65535, host = \"127.0.0.1\"}, got " .. tostring(mh), 2)
+    end
+    mh = {port = mh.port, host = mh.host or "127.0.0.1"}
   end
   local threads = opts.threads or 1
   if math.type(threads) ~= "integer" or threads < 0 or threads > M.MAX_THREADS then
@@ -174,9 +184,11 @@ function M.env(opts)
   if o.watermark_interval then wi = o.watermark_interval end
   if o.parallelism then p = o.parallelism end
   if o.threads then threads = o.threads end
+  if o.metrics_port then mh = {port = o.metrics_port, host = mh and mh.host or "127.0.0.1"} end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
-                       no_drain = o.no_drain, timeline = o.timeline}, Env)
+                       no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
+                       progress = o.progress}, Env)
 end
 
 --- Adds a node to the env's plan; `t.where` is the job line it came from.

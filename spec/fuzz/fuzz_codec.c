@@ -9,16 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "base/wm_buf.h"
 #include "base/wm_codec.h"
-
-#define ASSERT(c)                                                                  \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "fuzz_codec: invariant failed: %s (line %d)\n", #c, __LINE__); \
-      abort();                                                                     \
-    }                                                                              \
-  } while (0)
 
 static void show(wm_buf *b, const wm_value *v) {
   wm_buf_clear(b);
@@ -26,7 +19,6 @@ static void show(wm_buf *b, const wm_value *v) {
   wm_buf_addc(b, '\0');
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* a copy of exactly `size` bytes, so that ASan sees any read past the end */
   uint8_t *copy = malloc(size ? size : 1);

@@ -11,17 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "graph/wm_graph.h"
 #include "io/wm_csv.h"
 #include "time/wm_time.h"
-
-#define ASSERT(c)                                                            \
-  do {                                                                       \
-    if (!(c)) {                                                              \
-      fprintf(stderr, "fuzz_csv: invariant failed: %s (line %d)\n", #c, __LINE__); \
-      abort();                                                               \
-    }                                                                        \
-  } while (0)
 
 typedef struct sink {
   uint32_t n;
@@ -60,7 +53,6 @@ static int sink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 
 static const wm_op_vt sink_vt = {.kind = "sink", .record = sink_record};
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char seps[] = {',', ';', '\t', '|', ' ', '"', 'a', '\0'};
   static const char *const names[] = {"a", "b", "c", "d", "e", "f", "g", "h"};

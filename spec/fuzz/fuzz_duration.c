@@ -7,17 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "time/wm_time.h"
 
-#define ASSERT(c)                                                                     \
-  do {                                                                                \
-    if (!(c)) {                                                                       \
-      fprintf(stderr, "fuzz_duration: invariant failed: %s (line %d)\n", #c, __LINE__); \
-      abort();                                                                        \
-    }                                                                                 \
-  } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 256) return 0;
   char text[257], err[512], back[64];

@@ -16,18 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "graph/wm_graph.h"
 #include "graph/wm_observe.h"
 #include "ops/wm_winop.h"
 #include "time/wm_time.h"
-
-#define ASSERT(c)                                                                   \
-  do {                                                                              \
-    if (!(c)) {                                                                     \
-      fprintf(stderr, "fuzz_window: invariant failed: %s (line %d)\n", #c, __LINE__); \
-      abort();                                                                      \
-    }                                                                               \
-  } while (0)
 
 #define MAXWIN 4096
 
@@ -140,7 +133,6 @@ static void trace(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t n
   if (op == H.win && !status) ASSERT(new_wm > old_wm);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const int64_t lateness[] = {0, 1000, 3000, 10000};
   if (size < 2 || size > 2 + 2 * 2000) return 0;

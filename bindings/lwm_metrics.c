@@ -1,0 +1,150 @@
+/* What a running job shows of itself besides --metrics: the Prometheus endpoint
+ * (--metrics-port, env metrics = {port, host}; core/exec/wm_metrics_http.c) and the progress
+ * line on stderr (--progress; docs/metrics.md). Both run on thread 0's loop, see that
+ * thread's operators, and close their handles in the executor's on_end hook. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/wm_metrics_http.h"
+#include "io/wm_io.h"
+#include "ops/wm_tsop.h"
+#include "time/wm_time.h"
+#include "lwm.h"
+
+#define PROGRESS_FIRST_MS 1000 /* a job shorter than this shows no line (unless forced) */
+#define PROGRESS_EVERY_MS 200
+
+typedef struct progress {
+  uv_timer_t timer; /* first: freed in its close callback */
+  lwm_bridge *B;
+  uint64_t start;   /* uv_now at the start, ms */
+  int shown;        /* a line was drawn */
+  int forced;       /* --progress: a final line even for a short job */
+  size_t last_len;  /* to blank the rest of a longer previous line */
+} progress;
+
+/* "2020-01-01 02:00:05.250" (UTC), "-" before the first watermark, "end" after the last. */
+static void fmt_wall(char *buf, size_t n, int64_t t) {
+  if (t == WM_TIME_MIN) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  if (t == WM_TIME_MAX) {
+    snprintf(buf, n, "end of input");
+    return;
+  }
+  time_t secs = (time_t)(t >= 0 ? t / 1000 : (t - 999) / 1000);
+  int ms = (int)(t - (int64_t)secs * 1000);
+  struct tm tm;
+  if (!gmtime_r(&secs, &tm)) {
+    snprintf(buf, n, "%lld", (long long)t);
+    return;
+  }
+  char day[40];
+  strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+  snprintf(buf, n, "%s.%03d", day, ms);
+}
+
+static void progress_draw(progress *p, int final) {
+  const wm_ctx *ctx = &p->B->ctx;
+  uint64_t records = 0;
+  int64_t done = 0, total = 0, wm = WM_TIME_MAX;
+  int known = 0, tsops = 0;
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (op->nin == 0) records += op->m.records_out;
+    int64_t d, t;
+    if (wm_lines_progress(op, &d, &t)) {
+      done += d;
+      total += t;
+      known = 1;
+    }
+    if (wm_op_is_tsop(op)) { /* the job's watermark: the slowest assigner's */
+      int64_t w = wm_tsop_last_watermark(op);
+      if (w < wm) wm = w;
+      tsops++;
+    }
+  }
+  if (!tsops) wm = WM_TIME_MIN;
+  double secs = (double)(uv_now(wm_exec_loop(p->B->exec)) - p->start) / 1000.0;
+  if (secs < 0.001) secs = 0.001; /* a job shorter than the clock's step */
+  char line[256], pct[32], when[48];
+  pct[0] = '\0';
+  if (known) snprintf(pct, sizeof pct, ", %.0f%% read", total > 0 ? 100.0 * (double)done / (double)total : 100.0);
+  fmt_wall(when, sizeof when, wm);
+  int n = snprintf(line, sizeof line, "wmrun: %llu records, %.0f records/s%s, watermark %s",
+                   (unsigned long long)records, (double)records / secs, pct, when);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  /* the line is redrawn in place: blanks cover what a longer previous line left */
+  fprintf(stderr, "\r%s%*s%s", line, p->last_len > len ? (int)(p->last_len - len) : 0, "",
+          final ? "\n" : "");
+  fflush(stderr);
+  p->last_len = len;
+  p->shown = 1;
+}
+
+static void on_progress(uv_timer_t *t) { progress_draw(t->data, 0); }
+
+static void on_progress_closed(uv_handle_t *h) { free(h); }
+
+int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s) {
+  lua_State *L = B->L;
+  memset(s, 0, sizeof *s);
+  int rc = WM_OK;
+  lua_getfield(L, env, "metrics_http");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "port");
+    lua_getfield(L, -2, "host");
+    int port = (int)lua_tointeger(L, -2);
+    const char *host = lua_isstring(L, -1) ? lua_tostring(L, -1) : "127.0.0.1";
+    int bound = 0;
+    s->http = wm_metrics_http_start(loop, &B->ctx, host, port, &bound);
+    if (!s->http) rc = WM_ERR;
+    else fprintf(stderr, "wmrun: metrics on http://%s%s%s:%d/metrics\n", strchr(host, ':') ? "[" : "",
+                 host, strchr(host, ':') ? "]" : "", bound);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, env, "progress"); /* true: --progress; false: --no-progress; nil: a terminal */
+  int forced = lua_toboolean(L, -1);
+  int on = lua_isnil(L, -1) ? isatty(STDERR_FILENO) : forced;
+  lua_pop(L, 1);
+  if (rc == WM_OK && on) {
+    progress *p = calloc(1, sizeof *p);
+    int urc = p ? uv_timer_init(loop, &p->timer) : UV_ENOMEM;
+    if (urc != 0) {
+      free(p);
+      lwm_services_end(s);
+      return wm_ctx_error(&B->ctx, "cannot start the progress line: %s", uv_strerror(urc));
+    }
+    p->B = B;
+    p->forced = forced;
+    p->start = uv_now(loop);
+    p->timer.data = p;
+    s->progress = p;
+    if ((urc = uv_timer_start(&p->timer, on_progress, PROGRESS_FIRST_MS, PROGRESS_EVERY_MS)) != 0) {
+      lwm_services_end(s);
+      return wm_ctx_error(&B->ctx, "cannot start the progress line: %s", uv_strerror(urc));
+    }
+    uv_unref((uv_handle_t *)&p->timer); /* the sources keep the loop alive, not the line */
+  }
+  return rc;
+}
+
+void lwm_services_end(void *ud) {
+  lwm_services *s = ud;
+  if (s->http) {
+    wm_metrics_http_stop(s->http);
+    s->http = NULL;
+  }
+  if (s->progress) {
+    progress *p = s->progress;
+    if (p->shown || p->forced) progress_draw(p, 1); /* the last numbers stay on screen */
+    uv_close((uv_handle_t *)&p->timer, on_progress_closed);
+    s->progress = NULL;
+  }
+}

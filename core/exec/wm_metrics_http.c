@@ -1,0 +1,299 @@
+/* Prometheus metrics over HTTP (see wm_metrics_http.h). */
+#include "exec/wm_metrics_http.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/wm_winop.h"
+#include "time/wm_time.h"
+
+#define REQ_MAX 8192
+
+typedef struct conn {
+  uv_tcp_t tcp; /* first: the handle's address is the connection's */
+  wm_metrics_http *srv;
+  struct conn *prev, *next;
+  char req[REQ_MAX];
+  size_t len;
+  uv_write_t wr;
+  wm_buf out;
+  int closing;
+} conn;
+
+struct wm_metrics_http {
+  uv_tcp_t listener; /* first */
+  wm_ctx *ctx;
+  conn *conns;
+  int handles;  /* open handles (listener and connections) whose close callback is pending */
+  int stopping;
+  int listener_open;
+};
+
+/* ---- the text format ------------------------------------------------------------------ */
+
+static void add_label(wm_buf *b, const char *name) {
+  wm_buf_adds(b, "{operator=\"");
+  for (const char *c = name; *c; c++) {
+    if (*c == '\\') wm_buf_adds(b, "\\\\");
+    else if (*c == '"') wm_buf_adds(b, "\\\"");
+    else if (*c == '\n') wm_buf_adds(b, "\\n");
+    else wm_buf_addc(b, *c);
+  }
+  wm_buf_adds(b, "\"} ");
+}
+
+static void add_header(wm_buf *b, const char *metric, const char *type, const char *help) {
+  wm_buf_adds(b, "# HELP ");
+  wm_buf_adds(b, metric);
+  wm_buf_addc(b, ' ');
+  wm_buf_adds(b, help);
+  wm_buf_adds(b, "\n# TYPE ");
+  wm_buf_adds(b, metric);
+  wm_buf_addc(b, ' ');
+  wm_buf_adds(b, type);
+  wm_buf_addc(b, '\n');
+}
+
+static void add_sample(wm_buf *b, const char *metric, const wm_op *op) {
+  wm_buf_adds(b, metric);
+  add_label(b, op->name);
+}
+
+/* Every operator's watermark (lag = 0) or processing time minus it (lag = 1). */
+static void add_watermarks(wm_buf *b, const wm_ctx *ctx, const char *metric, int lag, int64_t now) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    add_sample(b, metric, op);
+    if (op->wm == WM_TIME_MIN) wm_buf_adds(b, "NaN");
+    else if (op->wm == WM_TIME_MAX) wm_buf_adds(b, lag ? "0" : "+Inf");
+    else wm_buf_add_int(b, lag ? wm_time_sub_sat(now, op->wm) : op->wm);
+    wm_buf_addc(b, '\n');
+  }
+}
+
+static int is_window(const wm_op *op) { return strcmp(op->vt->kind, "window") == 0; }
+
+void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
+  static const struct {
+    const char *name, *help;
+    size_t off;
+  } counters[] = {
+      {"wmrun_records_in_total", "Records that reached the operator.",
+       offsetof(wm_op_metrics, records_in)},
+      {"wmrun_records_out_total", "Records the operator emitted.",
+       offsetof(wm_op_metrics, records_out)},
+      {"wmrun_late_records_dropped_total",
+       "Records too late for any window, dropped (not sent to a side output).",
+       offsetof(wm_op_metrics, late_dropped)},
+  };
+  for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
+    add_header(b, counters[k].name, "counter", counters[k].help);
+    for (size_t i = 0; i < ctx->nops; i++) {
+      const wm_op *op = ctx->ops[i];
+      uint64_t v;
+      memcpy(&v, (const char *)&op->m + counters[k].off, sizeof v);
+      add_sample(b, counters[k].name, op);
+      wm_buf_add_int(b, (int64_t)v);
+      wm_buf_addc(b, '\n');
+    }
+  }
+  add_header(b, "wmrun_watermark_milliseconds", "gauge",
+             "The operator's current input watermark, ms since the epoch (NaN: none yet; "
+             "+Inf: the input has ended).");
+  add_watermarks(b, ctx, "wmrun_watermark_milliseconds", 0, now);
+  add_header(b, "wmrun_watermark_lag_milliseconds", "gauge",
+             "Processing time minus the operator's watermark, ms (NaN: no watermark yet; 0 once "
+             "the input has ended).");
+  add_watermarks(b, ctx, "wmrun_watermark_lag_milliseconds", 1, now);
+  add_header(b, "wmrun_open_windows", "gauge",
+             "(key, window) states a window operator holds.");
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (!is_window(op)) continue;
+    add_sample(b, "wmrun_open_windows", op);
+    wm_buf_add_int(b, (int64_t)wm_winop_open_windows(op));
+    wm_buf_addc(b, '\n');
+  }
+}
+
+/* ---- the server --------------------------------------------------------------------------- */
+
+static void maybe_free(wm_metrics_http *m) {
+  if (m->stopping && m->handles == 0) free(m);
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+  conn *c = (conn *)h;
+  wm_metrics_http *m = c->srv;
+  if (c->prev) c->prev->next = c->next;
+  else m->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  wm_buf_free(&c->out);
+  free(c);
+  m->handles--;
+  maybe_free(m);
+}
+
+static void conn_close(conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_written(uv_write_t *w, int status) {
+  (void)status;
+  conn_close(w->data);
+}
+
+static void respond(conn *c, const char *status, const char *type, const wm_buf *body) {
+  wm_buf *o = &c->out;
+  size_t n = body ? body->len : 0;
+  wm_buf_adds(o, "HTTP/1.1 ");
+  wm_buf_adds(o, status);
+  wm_buf_adds(o, "\r\nContent-Type: ");
+  wm_buf_adds(o, type);
+  wm_buf_adds(o, "\r\nContent-Length: ");
+  wm_buf_add_int(o, (int64_t)n);
+  wm_buf_adds(o, "\r\nConnection: close\r\n\r\n");
+  if (n) wm_buf_add(o, body->data, n);
+  if (o->oom) {
+    conn_close(c);
+    return;
+  }
+  uv_buf_t buf = uv_buf_init(o->data, (unsigned)o->len);
+  c->wr.data = c;
+  if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) conn_close(c);
+}
+
+static void answer(conn *c) {
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  const char *r = c->req;
+  size_t n = c->len;
+  const char *plain = "text/plain; charset=utf-8";
+  wm_buf body;
+  wm_buf_init(&body);
+  if (n < 4 || (memcmp(r, "GET ", 4) != 0 && memcmp(r, "HEAD", 4) != 0)) {
+    wm_buf_adds(&body, "only GET /metrics is served here\n");
+    respond(c, "405 Method Not Allowed", plain, &body);
+  } else {
+    const char *path = memchr(r, ' ', n);
+    path = path ? path + 1 : r + n;
+    size_t plen = strcspn(path, " ?\r\n");
+    if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
+      wm_metrics_format(&body, c->srv->ctx, wm_ctx_now(c->srv->ctx));
+      respond(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
+              memcmp(r, "HEAD", 4) == 0 ? NULL : &body);
+    } else {
+      wm_buf_adds(&body, "not found: the metrics are at /metrics\n");
+      respond(c, "404 Not Found", plain, &body);
+    }
+  }
+  wm_buf_free(&body);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  conn *c = (conn *)h;
+  *buf = uv_buf_init(c->req + c->len, (unsigned)(sizeof c->req - 1 - c->len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  conn *c = (conn *)s;
+  if (nread < 0) {
+    conn_close(c);
+    return;
+  }
+  c->len += (size_t)nread;
+  c->req[c->len] = '\0';
+  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
+    answer(c);
+  } else if (c->len >= sizeof c->req - 1) {
+    uv_read_stop(s);
+    respond(c, "431 Request Header Fields Too Large", "text/plain; charset=utf-8", NULL);
+  }
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  wm_metrics_http *m = (wm_metrics_http *)server;
+  if (status < 0 || m->stopping) return;
+  conn *c = calloc(1, sizeof *c);
+  if (!c) return; /* the client waits and times out; the job goes on */
+  c->srv = m;
+  wm_buf_init(&c->out);
+  if (uv_tcp_init(server->loop, &c->tcp) != 0) {
+    free(c);
+    return;
+  }
+  m->handles++;
+  c->next = m->conns;
+  if (m->conns) m->conns->prev = c;
+  m->conns = c;
+  uv_unref((uv_handle_t *)&c->tcp); /* a scrape never keeps a finished job alive */
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    conn_close(c);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  wm_metrics_http *m = (wm_metrics_http *)h;
+  m->handles--;
+  maybe_free(m);
+}
+
+wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char *host, int port,
+                                       int *bound) {
+  if (!host || !*host) host = "127.0.0.1";
+  if (port < 0 || port > 65535) {
+    wm_ctx_error(ctx, "metrics port %d is not between 0 and 65535", port);
+    return NULL;
+  }
+  struct sockaddr_storage addr;
+  int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
+                             : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+  if (rc != 0) {
+    wm_ctx_error(ctx, "metrics host '%s' is not an IP address: %s", host, uv_strerror(rc));
+    return NULL;
+  }
+  wm_metrics_http *m = calloc(1, sizeof *m);
+  if (!m) {
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  m->ctx = ctx;
+  if ((rc = uv_tcp_init(loop, &m->listener)) != 0) {
+    free(m);
+    wm_ctx_error(ctx, "cannot serve metrics on %s:%d: %s", host, port, uv_strerror(rc));
+    return NULL;
+  }
+  m->handles = 1;
+  m->listener_open = 1;
+  uv_unref((uv_handle_t *)&m->listener);
+  if ((rc = uv_tcp_bind(&m->listener, (const struct sockaddr *)&addr, 0)) != 0 ||
+      (rc = uv_listen((uv_stream_t *)&m->listener, 16, on_connection)) != 0) {
+    wm_ctx_error(ctx, "cannot serve metrics on %s:%d: %s", host, port, uv_strerror(rc));
+    wm_metrics_http_stop(m);
+    return NULL;
+  }
+  if (bound) {
+    struct sockaddr_storage got;
+    int len = sizeof got;
+    *bound = port;
+    if (uv_tcp_getsockname(&m->listener, (struct sockaddr *)&got, &len) == 0)
+      *bound = got.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)&got)->sin_port);
+  }
+  return m;
+}
+
+void wm_metrics_http_stop(wm_metrics_http *m) {
+  if (!m || m->stopping) return;
+  m->stopping = 1;
+  for (conn *c = m->conns; c; c = c->next) conn_close(c);
+  if (m->listener_open) {
+    m->listener_open = 0;
+    uv_close((uv_handle_t *)&m->listener, on_listener_closed);
+  }
+}
