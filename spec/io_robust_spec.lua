@@ -8,9 +8,7 @@ local h = require("helper")
 local dir -- this spec's own temporary directory, removed at the end
 
 setup(function()
-  local p = io.popen("mktemp -d /tmp/wm_io_robust.XXXXXX")
-  dir = p:read("*l")
-  p:close()
+  dir = h.tmpdir()
 end)
 
 teardown(function()

@@ -4,10 +4,7 @@ local wm = require("wm")
 
 -- A temporary directory of the spec's own; removed by `rmdir(dir)`.
 local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir '" .. d .. "'"))
-  return d
+  return h.tmpdir()
 end
 local function rmdir(d) os.execute("rm -rf '" .. d .. "'") end
 local function write(path, text)

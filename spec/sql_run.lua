@@ -8,9 +8,7 @@ local M = {}
 -- with the folder's path taken out of it, and the exit code.
 function M.run(sql, files, opts)
   opts = opts or {}
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  local dir = h.tmpdir()
   files = files or {}
   files["job.sql"] = sql
   for name, text in pairs(files) do

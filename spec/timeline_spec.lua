@@ -77,10 +77,7 @@ local function panels(svg) return with_class(svg, "panel") end
 local tmpdir
 local function tmpfile(name) return tmpdir .. "/" .. name end
 setup(function()
-  local p = io.popen("mktemp -d /tmp/wm_timeline_spec.XXXXXX")
-  tmpdir = p:read("l")
-  p:close()
-  assert(tmpdir and tmpdir ~= "", "mktemp -d failed")
+  tmpdir = helper.tmpdir()
 end)
 teardown(function() os.execute("rm -rf '" .. tmpdir .. "'") end)
 

@@ -162,7 +162,7 @@ env:execute()
   -- defect 12.6: the installed binary printed LUA_CPATH='PREFIX/bin/?.so'. The paths are
   -- taken from what the installed wmrun prints, not from where make install puts things.
   it("after make install PREFIX=..., the installed wmrun runs jobs and its --lua-path works", function()
-    local tmp = h.sh("mktemp -d"):gsub("%s+$", "")
+    local tmp = h.tmpdir()
     local build = os.getenv("WM_BUILD") or "build"
     -- -o all: install what this test run uses, never rebuild it (with other flags); make and
     -- install run without the sanitizer runtime that `make asan` preloads for lua5.4
