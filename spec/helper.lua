@@ -99,6 +99,15 @@ function M.sh_plain(cmd, stdin)
   return M.sh("env -u LD_PRELOAD sh -c " .. shell_quote(cmd), stdin)
 end
 
+--- The lines a shell command line prints (run as M.sh_plain runs it), as a list.
+function M.lines(cmd)
+  local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. shell_quote(cmd)))
+  local t = {}
+  for l in p:lines() do t[#t + 1] = l end
+  p:close()
+  return t
+end
+
 --- Runs wmrun with arguments (a string, shell-quoted by the caller).
 function M.wmrun(args, stdin)
   return M.sh(M.wmrun_path() .. " " .. args, stdin)

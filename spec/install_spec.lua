@@ -9,12 +9,7 @@ local function make(args)
 end
 
 local function files(dir)
-  local p = assert(io.popen("env -u LD_PRELOAD sh -c "
-    .. q("cd " .. q(dir) .. " && find . -type f | sed 's|^\\./||' | sort")))
-  local t = {}
-  for l in p:lines() do t[#t + 1] = l end
-  p:close()
-  return t
+  return h.lines("cd " .. q(dir) .. " && find . -type f | sed 's|^\\./||' | sort")
 end
 
 describe("make install", function()

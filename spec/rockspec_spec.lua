@@ -15,11 +15,7 @@ local function luarocks(home, args)
 end
 
 local function ls(pattern)
-  local p = assert(io.popen("cd " .. q(h.root) .. " && ls " .. pattern))
-  local t = {}
-  for l in p:lines() do t[#t + 1] = l end
-  p:close()
-  return t
+  return h.lines("cd " .. q(h.root) .. " && ls " .. pattern)
 end
 
 describe("the rockspec", function()
@@ -44,11 +40,7 @@ describe("the rockspec", function()
     table.sort(listed)
     assert.are.same(srcs, listed)
     local want, got = {}, {}
-    local p = assert(io.popen("cd " .. q(h.root) .. " && find lua/wm -name '*.lua' | sort"))
-    local lua_files = {}
-    for l in p:lines() do lua_files[#lua_files + 1] = l end
-    p:close()
-    for _, f in ipairs(lua_files) do
+    for _, f in ipairs(h.lines("cd " .. q(h.root) .. " && find lua/wm -name '*.lua' | sort")) do
       want[f:sub(5, -5):gsub("/init$", ""):gsub("/", ".")] = f
     end
     for m, f in pairs(mods) do

@@ -3,11 +3,7 @@
 local h = require("helper")
 
 local function entries(dir)
-  local p = assert(io.popen("ls -A " .. h.shell_quote(dir)))
-  local t = {}
-  for l in p:lines() do t[#t + 1] = l end
-  p:close()
-  return t
+  return h.lines("ls -A " .. h.shell_quote(dir))
 end
 
 describe("temporary files of the specs", function()
