@@ -56,7 +56,11 @@ failed=$((failed + f))
 
 # Nothing of the suite's own may stay in the temporary folder: only this run's directory is new.
 left=$(ls -A "$tmp_root" | grep -F "$TMP_PREFIX" | grep -vxF "$(basename "$WM_TEST_TMP")" |
-  while read -r e; do echo "$before" | grep -qxF "$e" || echo "$tmp_root/$e"; done)
+  while read -r e; do
+    echo "$before" | grep -qxF "$e" && continue
+    [ -e "$tmp_root/$e/run_all.out" ] && continue # the directory of a suite running beside this one
+    echo "$tmp_root/$e"
+  done)
 if [ -n "$left" ]; then
   echo "not ok: the suite left temporary files outside its own directory:"; echo "$left"
   failed=$((failed + 1))
