@@ -58,6 +58,7 @@ failed=$((failed + f))
 left=$(ls -A "$tmp_root" | grep -F "$TMP_PREFIX" | grep -vxF "$(basename "$WM_TEST_TMP")" |
   while read -r e; do
     echo "$before" | grep -qxF "$e" && continue
+    [ -e "$tmp_root/$e" ] || continue # gone meanwhile: a suite running beside this one
     [ -e "$tmp_root/$e/run_all.out" ] && continue # the directory of a suite running beside this one
     echo "$tmp_root/$e"
   done)
