@@ -68,5 +68,6 @@ void test_ckpt(void);
 void test_graph(void);
 void test_snapshot(void);
 void test_pool(void);
+void test_panes(void);
 
 #endif
