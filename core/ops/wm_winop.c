@@ -154,7 +154,9 @@ typedef struct winop {
   int64_t tw_clean;   /* cleanup_of(tw) */
   int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
   int64_t ts_lo, ts_hi; /* event time: the valid timestamps (wm_assigner_ts_range) */
-  bool panes_ok;      /* sliding windows, default trigger, sum, no lateness: panes allowed */
+  bool panes_ok;      /* sliding, default trigger, sum/min/max/count, no lateness: panes */
+  int pane_agg;       /* the built-in (WM_AGG_SUM, _MIN, _MAX, _COUNT) */
+  wm_field *pane_field; /* the field it reads (NULL for count) */
   bool panes;         /* the state is in panes (see "panes" below) */
   uint32_t npane;     /* live pane entries (not windows: wm_winop_open_windows omits them) */
   bool pc_ok;         /* panes: pc is the pane of the last record, s->wins its pn windows */
@@ -633,15 +635,16 @@ static int evict(wm_op *op, winop *s, uint32_t i, int after) {
 /* ---- panes (sliding windows) ------------------------------------------------------------
  *
  * A sliding window of size n * slide is the union of n panes of slide ms. For the built-in
- * sum of integers with the default event-time trigger and no allowed lateness, a record
- * updates one pane entry (key, [p, p + slide)) instead of n window entries. Each window
- * still has an entry of its own (a marker: no contents), created when its first pane is,
- * in the assigner's order, with the timers it always had: so windows are created, fire
- * and are cleaned up in exactly the order and at the times they were, and the watermark
- * decides lateness per window as before. A window's result is assembled when it fires:
- * the sum of its panes' sums (integers add with wrap-around, so any grouping gives the
- * record-by-record sum) with the first record of the pane created first (panes are created
- * by their first record, so that is the window's first record). A pane is deleted with the
+ * sum, min and max of integers and count(), with the default event-time trigger and no
+ * allowed lateness, a record updates one pane entry (key, [p, p + slide)) instead of n
+ * window entries. Each window still has an entry of its own (a marker: no contents),
+ * created when its first pane is, in the assigner's order, with the timers it always had:
+ * so windows are created, fire and are cleaned up in exactly the order and at the times
+ * they were, and the watermark decides lateness per window as before. A window's result is
+ * assembled when it fires: the sum (count, min, max) of its panes' partials (integers add
+ * with wrap-around, so any grouping gives the record-by-record sum) with the first record
+ * of the pane created first (panes are created by their first record, so that is the
+ * window's first record). A pane is deleted with the
  * window that starts where it starts, the last one holding it. Late records cannot reach a
  * window that has fired: with no lateness a window is deleted when it fires.
  *
@@ -661,21 +664,25 @@ static uint32_t pane_find(const winop *s, const kprobe *k, uint64_t khash, int64
   return found ? slot_ent(s->idx[at]) - 1 : NONE;
 }
 
-/* Window marker i's contents from its panes: the sum of their sums, and *first, the pane
- * created first (NONE when it has none). */
+/* Window marker i's contents from its panes: the sum (count, min, max) of their partials,
+ * and *first, the pane created first (NONE when it has none). */
 static void pane_combine(const winop *s, uint32_t i, uint32_t *first, int64_t *sum) {
   const wentry *e = &s->e[i];
   kprobe k = kprobe_of(&s->c[i].key);
   uint64_t kh = key_hash_of(&k);
-  uint64_t acc = 0;
+  int64_t acc = 0;
   *first = NONE;
   for (int64_t ps = e->w.start; ps < e->w.stop; ps += s->cfg.assigner.slide) {
     uint32_t p = pane_find(s, &k, kh, ps);
     if (p == NONE) continue;
-    acc += (uint64_t)s->e[p].aux.u.i;
+    int64_t v = s->e[p].aux.u.i;
+    if (*first == NONE) acc = v;
+    else if (s->pane_agg == WM_AGG_MIN) acc = v < acc ? v : acc;
+    else if (s->pane_agg == WM_AGG_MAX) acc = v > acc ? v : acc;
+    else acc = (int64_t)((uint64_t)acc + (uint64_t)v);
     if (*first == NONE || s->c[p].seq < s->c[*first].seq) *first = p;
   }
-  *sum = (int64_t)acc;
+  *sum = acc;
 }
 
 /* Fires window marker i: its result assembled from its panes. */
@@ -712,7 +719,8 @@ static int unpane(wm_op *op, winop *s) {
     int64_t sum;
     pane_combine(s, i, &first, &sum);
     if (first == NONE) continue;
-    if (wm_value_copy(&op->ctx->host, &s->c[i].acc, &s->c[first].acc) != 0)
+    if (s->c[first].acc.type != WM_NIL &&
+        wm_value_copy(&op->ctx->host, &s->c[i].acc, &s->c[first].acc) != 0)
       return wm_ctx_error(op->ctx, "out of memory in window state");
     s->e[i].aux = wm_int(sum);
   }
@@ -932,20 +940,24 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
   return on_element(op, s, i, rec, ts);
 }
 
-/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not fit panes and the state went back to one
- * entry per window (the caller then adds it as without panes). *any: some window took it. */
+/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
+ * fit panes and the state went back to one entry per window (the caller then adds it as
+ * without panes). *any: some window took it. */
 static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
                        uint64_t khash, const wm_value *rec, int64_t ts, int *any) {
   int64_t W = op->wm, slide = s->cfg.assigner.slide;
-  const wm_value *v = wm_field_peek(s->sum_field, rec);
-  wm_value got;
-  if (!v) {
+  const wm_value *v = NULL;
+  wm_value got = wm_int(1); /* count() */
+  if (s->pane_field) {
+    v = wm_field_peek(s->pane_field, rec);
     /* not a row of the schema seen last: the general read (resolves the field) */
-    if (wm_field_get(&op->ctx->host, (wm_field *)s->sum_field, rec, &got, op->ctx->err,
-                     sizeof op->ctx->err) == 0)
+    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, &got, op->ctx->err,
+                           sizeof op->ctx->err) == 0)
       v = &got;
+    if (!v || v->type != WM_INT) return unpane(op, s) == WM_OK ? 1 : WM_ERR;
+  } else {
+    v = &got;
   }
-  if (!v || v->type != WM_INT) return unpane(op, s) == WM_OK ? 1 : WM_ERR;
   if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop) {
     /* a record outside the last one's pane: its windows (every ts of a pane has the same) */
     size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
@@ -991,8 +1003,14 @@ static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *ke
     }
   }
   wm_value *aux = &s->e[p].aux;
-  if (aux->type == WM_INT) aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i);
-  else if (add_record(op, s, &s->e[p], rec, ts) != WM_OK) return WM_ERR;
+  if (aux->type != WM_INT) return add_record(op, s, &s->e[p], rec, ts); /* the first */
+  if (s->pane_agg == WM_AGG_MIN) {
+    if (v->u.i < aux->u.i) aux->u.i = v->u.i;
+  } else if (s->pane_agg == WM_AGG_MAX) {
+    if (v->u.i > aux->u.i) aux->u.i = v->u.i;
+  } else {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* sum, count: wraps */
+  }
   return WM_OK;
 }
 
@@ -1673,7 +1691,10 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   s->sum_field = s->list ? NULL : wm_winfn_sum_field(&s->cfg.fn);
   {
     const wm_assigner *a = &s->cfg.assigner;
-    s->panes_ok = a->kind == WM_WA_SLIDING && s->fast && s->sum_field && s->cfg.lateness == 0 &&
+    s->pane_agg = s->list ? 0 : wm_winfn_builtin_agg(&s->cfg.fn, &s->pane_field);
+    bool agg_ok = s->pane_agg == WM_AGG_SUM || s->pane_agg == WM_AGG_MIN ||
+                  s->pane_agg == WM_AGG_MAX || s->pane_agg == WM_AGG_COUNT;
+    s->panes_ok = a->kind == WM_WA_SLIDING && s->fast && agg_ok && s->cfg.lateness == 0 &&
                   a->slide > 0 && a->size > a->slide && a->size % a->slide == 0;
     s->panes = s->panes_ok;
   }

@@ -1,5 +1,6 @@
-/* Sliding windows in panes (core/ops/wm_winop.c, "panes"): the results, their order and the
- * late records are those of Flink's per-window rules, computed here by brute force. */
+/* Sliding windows in panes (core/ops/wm_winop.c, "panes"): the results of sum, min, max and
+ * count, their order and the late records are those of Flink's per-window rules, computed
+ * here by brute force. */
 #include <stdlib.h>
 
 #include "base/wm_buf.h"
@@ -8,6 +9,8 @@
 #include "test.h"
 
 enum { NREC = 3000, NKEY = 7, SIZE = 6000, SLIDE = 2000, BOUND = 300 };
+
+static int agg = WM_AGG_SUM; /* the aggregation under test */
 
 typedef struct rec {
   int key;
@@ -21,7 +24,7 @@ typedef struct mwin {
   int key;
   int64_t start;
   int64_t first_ts; /* the first record's ts */
-  int64_t sum;
+  int64_t sum; /* sum, min, max or count */
   int has_float;
   uint64_t seq; /* creation order */
   int open;
@@ -34,7 +37,11 @@ static int64_t floor_mod(int64_t a, int64_t b) {
 
 static void add_line(wm_buf *out, const mwin *w) {
   char line[160];
-  if (w->has_float)
+  if (agg == WM_AGG_COUNT)
+    snprintf(line, sizeof line, "%lld {\"count\":%lld,\"key\":\"k%d\",\"start\":%lld,\"stop\":%lld}\n",
+             (long long)(w->start + SIZE - 1), (long long)w->sum, w->key, (long long)w->start,
+             (long long)(w->start + SIZE));
+  else if (w->has_float)
     snprintf(line, sizeof line, "%lld {\"id\":\"k%d\",\"ts\":%lld,\"vc\":%lld.0}\n",
              (long long)(w->start + SIZE - 1), w->key, (long long)w->first_ts, (long long)w->sum);
   else
@@ -79,9 +86,15 @@ static int64_t model(const rec *rs, size_t n, wm_buf *out) {
         if (ws[j].open && ws[j].key == r->key && ws[j].start == st) w = &ws[j];
       if (!w) {
         w = &ws[nw++];
-        *w = (mwin){r->key, st, r->ts, 0, 0, seq++, 1};
+        *w = (mwin){r->key, st, r->ts, agg == WM_AGG_COUNT ? 0 : r->v, 0, seq++, 1};
+      } else if (agg == WM_AGG_SUM) {
+        w->sum += r->v;
+      } else if (agg == WM_AGG_MIN) {
+        if (r->v < w->sum) w->sum = r->v;
+      } else if (agg == WM_AGG_MAX) {
+        if (r->v > w->sum) w->sum = r->v;
       }
-      w->sum += r->v;
+      if (agg == WM_AGG_COUNT) w->sum++;
       w->has_float |= r->is_float;
     }
     late += !took;
@@ -107,7 +120,7 @@ static int64_t engine(const rec *rs, size_t n, wm_buf *out, size_t *open_mid, si
   cfg.assigner.slide = SLIDE;
   const char *key = "id";
   CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
-  CHECK_I64(wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc"), 0);
+  CHECK_I64(wm_winfn_builtin(&cfg.fn, agg, agg == WM_AGG_COUNT ? NULL : "vc"), 0);
   wm_op *w = wm_winop_new(&ctx, "window", &cfg);
   capture cap = {.label = NULL};
   wm_buf_init(&cap.out);
@@ -195,8 +208,18 @@ static void check_against_model(int float_at) {
 }
 
 void test_panes(void) {
-  T.current = "panes: sliding sum equals the per-window rules";
-  check_against_model(-1);
+  static const struct {
+    int agg;
+    const char *name;
+  } aggs[] = {{WM_AGG_MIN, "panes: sliding min equals the per-window rules"},
+              {WM_AGG_MAX, "panes: sliding max equals the per-window rules"},
+              {WM_AGG_COUNT, "panes: sliding count equals the per-window rules"},
+              {WM_AGG_SUM, "panes: sliding sum equals the per-window rules"}};
+  for (size_t a = 0; a < sizeof aggs / sizeof *aggs; a++) {
+    agg = aggs[a].agg;
+    T.current = aggs[a].name;
+    check_against_model(-1);
+  }
   T.current = "panes: a float value in the middle goes back to windows, exactly";
   check_against_model(NREC / 2);
   T.current = "panes: a float value first";
