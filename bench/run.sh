@@ -13,12 +13,17 @@
 #   BENCH_MEM_N  records of the memory row's input, one key each almost always: about
 #                that many open (key, window) pairs at the end (default 1000000; 0 skips)
 #   --perf       also `perf record` fast_path once and print its top functions
-#   job          a subset of: handwritten fused framework fast_path lua_path sliding
-#                session fast_path_p2 lua_path_p2 sliding_p2 session_p2 (default: all)
+#   job          a subset of: handwritten fused framework fast_path lua_path csv_lua sliding
+#                sliding60 session fast_path_p2 lua_path_p2 sliding_p2 session_p2
+#                fast_path_t2 lua_path_t2 fast_path_1mk (default: all)
 #
+# Jobs: *_p2 is -p 2 on one thread (the exchange's cost), *_t2 is -p 2 --threads 2 (two
+# cores), sliding60 is sliding.lua with 60 s windows every 5 s, fast_path_1mk is fast_path on
+# an input of BENCH_N records and 10^6 keys (its CPU time per record against fast_path's).
 # Checks (sorted compare, bench/compare.sh; the "i> " prefix of -p 2 output stripped):
-# fast_path, lua_path, both plain.lua styles and the -p 2 variants against handwritten;
-# sliding_p2 and session_p2 against their -p 1 output. Needs gcc, lua5.4, GNU time.
+# fast_path, lua_path, csv_lua, both plain.lua styles and the -p 2 and --threads 2 variants
+# against handwritten, fast_path_1mk against handwritten on its input; sliding_p2 and
+# session_p2 against their -p 1 output. Needs gcc, lua5.4, GNU time.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,12 +38,13 @@ jobs=()
 for a in "$@"; do
     case $a in
     --perf) perf_opt=1 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) jobs+=("$a") ;;
     esac
 done
-[ ${#jobs[@]} -gt 0 ] || jobs=(handwritten fused framework fast_path lua_path sliding session
-    fast_path_p2 lua_path_p2 sliding_p2 session_p2)
+[ ${#jobs[@]} -gt 0 ] || jobs=(handwritten fused framework fast_path lua_path csv_lua sliding
+    sliding60 session fast_path_p2 lua_path_p2 sliding_p2 session_p2 fast_path_t2 lua_path_t2
+    fast_path_1mk)
 
 export LC_ALL=C
 export LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;"
@@ -64,31 +70,41 @@ command_for() { # JOB INPUT -> command line
     case $1 in
     handwritten) echo "$dir/handwritten $2" ;;
     fused | framework) echo "lua5.4 $here/baseline/plain.lua $1 $2" ;;
-    *_mem) command_for "${1%_mem}" "$2" ;;
+    *_mem | *_1mk | *_small) command_for "${1%_*}" "$2" ;;
     *_p2) echo "$wmrun -p 2 $here/${1%_p2}.lua $2" ;;
+    *_t2) echo "$wmrun -p 2 --threads 2 $here/${1%_t2}.lua $2" ;;
+    sliding60) echo "$wmrun $here/sliding.lua $2 60s 5s" ;;
     *) echo "$wmrun $here/$1.lua $2" ;;
     esac
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A rate rss walls maxkb
-run_once() { # JOB INPUT: one timed run; appends to walls[JOB], keeps maxkb[JOB]
-    local j=$1 in=$2 cmd wall kb
+declare -A rate rss walls cpus cpu maxkb
+run_once() { # JOB INPUT: one timed run; appends to walls[JOB] and cpus[JOB], keeps maxkb[JOB]
+    local j=$1 in=$2 cmd wall kb user sys
     cmd=$(command_for "$j" "$in")
     # shellcheck disable=SC2086  # cmd is a list of words
-    /usr/bin/time -f '%e %M' -o "$dir/$j.time" $cmd > "$dir/$j.out" 2> "$dir/$j.err" || {
+    /usr/bin/time -f '%e %M %U %S' -o "$dir/$j.time" $cmd > "$dir/$j.out" 2> "$dir/$j.err" || {
         echo "$j failed:" >&2; cat "$dir/$j.err" >&2; exit 1; }
-    read -r wall kb < <(tail -n 1 "$dir/$j.time")
+    read -r wall kb user sys < <(tail -n 1 "$dir/$j.time")
     walls[$j]+="$wall"$'\n'
+    cpus[$j]+="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"$'\n'
     [ "$kb" -gt "${maxkb[$j]:-0}" ] && maxkb[$j]=$kb
     return 0
 }
-summarise() { # JOB INPUT -> rate[JOB] (M events/s, median wall) and rss[JOB] (MB, max)
+summarise() { # JOB INPUT -> rate[JOB] (M events/s, median wall), cpu[JOB] (s, median), rss[JOB] (MB, max)
     local j=$1 in=$2 med
     med=$(printf '%s' "${walls[$j]}" | median)
+    cpu[$j]=$(printf '%s' "${cpus[$j]}" | median)
     rate[$j]=$(awk -v n="$(wc -l < "$in")" -v t="$med" 'BEGIN { printf "%.2f", (t > 0 ? n / t / 1e6 : 0) }')
     rss[$j]=$(awk -v k="${maxkb[$j]}" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+input_of() { # JOB -> its input
+    case $1 in
+    *_1mk) echo "$input_1mk" ;;
+    *) echo "$input" ;;
+    esac
 }
 run_job() { # JOB INPUT RUNS: all runs of one job in a row (for the memory row)
     for _ in $(seq "$3"); do run_once "$1" "$2"; done
@@ -96,9 +112,20 @@ run_job() { # JOB INPUT RUNS: all runs of one job in a row (for the memory row)
 }
 
 status=0
+# On two threads records of one key reach its window in an order that depends on timing, so
+# sum's "first record" (its ts) may differ: those runs are compared with ts replaced by the
+# start of its 5 s window (id, window and sum must still be equal).
+window_of_ts() {
+    awk '{ if (match($0, /"ts":[0-9]+/)) { t = substr($0, RSTART + 5, RLENGTH - 5) + 0
+        $0 = substr($0, 1, RSTART + 4) sprintf("%.0f", t - t % 5000) substr($0, RSTART + RLENGTH) } print }'
+}
 check() { # JOB REFERENCE: same lines after sort, prefix "i> " of parallel print removed
     sed -E 's/^[0-9]+> //' "$dir/$1.out" > "$dir/$1.cmp"
     sed -E 's/^[0-9]+> //' "$dir/$2.out" > "$dir/$2.ref"
+    case $1 in *_t2)
+        window_of_ts < "$dir/$1.cmp" > "$dir/$1.cmp.w" && mv "$dir/$1.cmp.w" "$dir/$1.cmp"
+        window_of_ts < "$dir/$2.ref" > "$dir/$2.ref.w" && mv "$dir/$2.ref.w" "$dir/$2.ref" ;;
+    esac
     if ! "$here/compare.sh" "$dir/$2.ref" "$dir/$1.cmp" > "$dir/$1.check"; then
         echo "MISMATCH: $1 vs $2" >&2; cat "$dir/$1.check" >&2; status=1
     fi
@@ -110,20 +137,26 @@ has() { local x; for x in "${jobs[@]}"; do [ "$x" = "$1" ] && return 0; done; re
 # Runs go round the jobs (job 1, job 2, ..., job 1, ...) rather than job by job: the VM's core
 # speed drifts over minutes, and interleaving gives every job the same mix of fast and slow
 # minutes, so the ratios of medians compare like with like.
+input_1mk=
+has fast_path_1mk && input_1mk=$(input_for "$n" 1000000)
 for _ in $(seq "$runs"); do
-    for j in "${jobs[@]}"; do run_once "$j" "$input"; done
+    for j in "${jobs[@]}"; do run_once "$j" "$(input_of "$j")"; done
 done
-for j in "${jobs[@]}"; do summarise "$j" "$input"; done
-for j in fast_path lua_path fused framework fast_path_p2 lua_path_p2; do
+for j in "${jobs[@]}"; do summarise "$j" "$(input_of "$j")"; done
+for j in fast_path lua_path csv_lua fused framework fast_path_p2 lua_path_p2 fast_path_t2 lua_path_t2; do
     has "$j" && has handwritten && check "$j" handwritten
 done
+if has fast_path_1mk; then
+    run_job handwritten_1mk "$input_1mk" 1
+    check fast_path_1mk handwritten_1mk
+fi
 for j in sliding session; do
     has "$j" && has "${j}_p2" && check "${j}_p2" "$j"
 done
 
-printf '\n%-14s %14s %14s\n' job "M events/s" "peak RSS MB"
+printf '\n%-14s %14s %14s %14s\n' job "M events/s" "CPU s" "peak RSS MB"
 for j in "${jobs[@]}"; do
-    printf '%-14s %14s %14s\n' "$j" "${rate[$j]}" "${rss[$j]}"
+    printf '%-14s %14s %14s %14s\n' "$j" "${rate[$j]}" "${cpu[$j]}" "${rss[$j]}"
 done
 ratio() { # NAME A B [TARGET]: rate[A] / rate[B]
     if [ -n "${rate[$2]:-}" ] && [ -n "${rate[$3]:-}" ]; then
@@ -136,9 +169,17 @@ ratio() { # NAME A B [TARGET]: rate[A] / rate[B]
 echo
 ratio "fast_path / handwritten" fast_path handwritten 0.5
 ratio "lua_path / plain framework" lua_path framework 1.2
+ratio "csv_lua / plain framework" csv_lua framework 2.5
 ratio "lua_path / plain fused" lua_path fused 0.7
-ratio "sliding / fast_path" sliding fast_path 0.25
+ratio "fast_path --threads 2 / fast_path" fast_path_t2 fast_path 1.6
+ratio "lua_path --threads 2 / lua_path" lua_path_t2 lua_path 1.6
+ratio "sliding60 (60 s / 5 s) / fast_path" sliding60 fast_path 0.5
+ratio "sliding (10 s / 1 s) / fast_path" sliding fast_path 0.25
 ratio "fast_path -p 2 / fast_path" fast_path_p2 fast_path
+if [ -n "${cpu[fast_path_1mk]:-}" ] && [ -n "${cpu[fast_path]:-}" ]; then
+    awk -v a="${cpu[fast_path_1mk]}" -v b="${cpu[fast_path]}" 'BEGIN { r = (b > 0 ? a / b : 0)
+        printf "%-34s %6.2f   (target <= 2: %s)\n", "CPU/record 1M keys / 10k keys", r, (r <= 2 ? "met" : "NOT met") }'
+fi
 
 if [ "$mem_n" -gt 0 ] && has fast_path && has handwritten; then
     # ids drawn from 10^8 keys: almost every record opens its own (key, window) pair,
@@ -146,10 +187,14 @@ if [ "$mem_n" -gt 0 ] && has fast_path && has handwritten; then
     big=$(input_for "$mem_n" 100000000)
     run_job handwritten_mem "$big" 1
     run_job fast_path_mem "$big" 1
+    # the same job on 1000 records: the process's size without window state
+    run_job fast_path_small "$(input_for 1000 1000)" 1
     check fast_path_mem handwritten_mem
     pairs=$(wc -l < "$dir/fast_path_mem.out")
     awk -v a="${rss[fast_path_mem]}" -v b="${rss[handwritten_mem]}" -v p="$pairs" \
         'BEGIN { r = a / b; printf "peak RSS, %d open (key, window) pairs: fast_path %.1f MB, handwritten %.1f MB: %.2f x (target <= 2: %s)\n", p, a, b, r, (r <= 2 ? "met" : "NOT met") }'
+    awk -v a="${maxkb[fast_path_mem]}" -v z="${maxkb[fast_path_small]}" -v p="$pairs" \
+        'BEGIN { r = (a - z) * 1024 / p; printf "bytes per open (key, window) pair (peak RSS over a 1000-record run, / pairs): %.0f   (target <= 150: %s)\n", r, (r <= 150 ? "met" : "NOT met") }'
 fi
 [ $status = 0 ] && echo "outputs: all checked equal (sorted)"
 

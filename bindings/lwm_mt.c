@@ -265,7 +265,7 @@ int lwm_mt_roundtrip(lua_State *L) {
 
 static void worker_main(void *arg) {
   worker *w = arg;
-  lua_State *L = luaL_newstate();
+  lua_State *L = lwm_newstate();
   const char *msg = NULL;
   int st = LUA_OK;
   if (!L) {
@@ -284,7 +284,7 @@ static void worker_main(void *arg) {
     wm_mt_job_fail(w->job, text);
     wm_mt_job_barrier(w->job, w->thread, 0, 0);
   }
-  if (L) lua_close(L);
+  if (L) lwm_closestate(L);
 }
 
 /* How many threads a job uses: threads = 0 means one per core; never more than the

@@ -525,7 +525,7 @@ static int run_job(options *po, const char *script) {
   options o0 = *po;
   options *o = &o0;
   o->script = script;
-  lua_State *L = luaL_newstate();
+  lua_State *L = lwm_newstate();
   if (!L) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
     return 1;
@@ -555,6 +555,6 @@ static int run_job(options *po, const char *script) {
             e ? strerror(e) : "write error");
     code = 1;
   }
-  lua_close(L);
+  lwm_closestate(L);
   return code;
 }

@@ -91,6 +91,14 @@ const wm_field *wm_winfn_sum_field(const wm_winfn *fn) {
   return b->agg == WM_AGG_SUM ? &b->field : NULL;
 }
 
+int wm_winfn_builtin_agg(const wm_winfn *fn, wm_field **field) {
+  *field = NULL;
+  if (fn->add != builtin_add) return 0;
+  builtin *b = fn->ud;
+  if (b->agg != WM_AGG_COUNT) *field = &b->field;
+  return b->agg;
+}
+
 static int builtin_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
                          const wm_value *baux) {
   builtin *b = ud;

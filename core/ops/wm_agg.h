@@ -53,5 +53,9 @@ int wm_winfn_builtin(wm_winfn *fn, int agg, const char *field);
  * an integer field to an integer accumulator (aux) inline, wrapping as the built-in does;
  * it calls fn->add for anything else. */
 const wm_field *wm_winfn_sum_field(const wm_winfn *fn);
+/* The built-in aggregation fn computes (WM_AGG_*), and in *field the field it reads (NULL
+ * for count); 0 when fn is not a built-in. The field is the builtin's own (its resolved
+ * schema cache): a window operator may read it with wm_field_get. */
+int wm_winfn_builtin_agg(const wm_winfn *fn, wm_field **field);
 
 #endif

@@ -154,6 +154,15 @@ typedef struct winop {
   int64_t tw_clean;   /* cleanup_of(tw) */
   int64_t firing_t;   /* time of the timer being fired (WM_TIME_MIN: none) */
   int64_t ts_lo, ts_hi; /* event time: the valid timestamps (wm_assigner_ts_range) */
+  bool panes_ok;      /* sliding, default trigger, sum/min/max/count, no lateness: panes */
+  int pane_agg;       /* the built-in (WM_AGG_SUM, _MIN, _MAX, _COUNT) */
+  wm_field *pane_field; /* the field it reads (NULL for count) */
+  bool panes;         /* the state is in panes (see "panes" below) */
+  uint32_t npane;     /* live pane entries (not windows: wm_winop_open_windows omits them) */
+  bool pc_ok;         /* panes: pc is the pane of the last record, s->wins its pn windows */
+  wm_window pc;
+  size_t pn;
+  int64_t pc_clean;   /* cleanup_of the last window holding pc (the one starting with it) */
   size_t compact_at[2]; /* merging: queue sizes (event, processing) that trigger compact() */
   uint32_t epoch;       /* compact()'s pass */
 } winop;
@@ -623,8 +632,108 @@ static int evict(wm_op *op, winop *s, uint32_t i, int after) {
   return WM_OK;
 }
 
+/* ---- panes (sliding windows) ------------------------------------------------------------
+ *
+ * A sliding window of size n * slide is the union of n panes of slide ms. For the built-in
+ * sum, min and max of integers and count(), with the default event-time trigger and no
+ * allowed lateness, a record updates one pane entry (key, [p, p + slide)) instead of n
+ * window entries. Each window still has an entry of its own (a marker: no contents),
+ * created when its first pane is, in the assigner's order, with the timers it always had:
+ * so windows are created, fire and are cleaned up in exactly the order and at the times
+ * they were, and the watermark decides lateness per window as before. A window's result is
+ * assembled when it fires: the sum (count, min, max) of its panes' partials (integers add
+ * with wrap-around, so any grouping gives the record-by-record sum) with the first record
+ * of the pane created first (panes are created by their first record, so that is the
+ * window's first record). A pane is deleted with the
+ * window that starts where it starts, the last one holding it. Late records cannot reach a
+ * window that has fired: with no lateness a window is deleted when it fires.
+ *
+ * The first record that does not fit (a value that is not an integer, a window cut at the
+ * ends of time) turns the state back into one entry per window (unpane), exactly, and the
+ * operator goes on as without panes. The pane flag is part of a checkpoint. */
+
+static bool is_pane(const winop *s, const wentry *e) {
+  return s->panes && e->w.stop - e->w.start == s->cfg.assigner.slide;
+}
+
+/* The pane of key k (khash: key_hash_of(k)) starting at start: its entry, or NONE. */
+static uint32_t pane_find(const winop *s, const kprobe *k, uint64_t khash, int64_t start) {
+  wm_window pw = {start, start + s->cfg.assigner.slide};
+  int found;
+  size_t at = idx_find(s, k, entry_hash(s, khash, pw), pw, &found);
+  return found ? slot_ent(s->idx[at]) - 1 : NONE;
+}
+
+/* Window marker i's contents from its panes: the sum (count, min, max) of their partials,
+ * and *first, the pane created first (NONE when it has none). */
+static void pane_combine(const winop *s, uint32_t i, uint32_t *first, int64_t *sum) {
+  const wentry *e = &s->e[i];
+  kprobe k = kprobe_of(&s->c[i].key);
+  uint64_t kh = key_hash_of(&k);
+  int64_t acc = 0;
+  *first = NONE;
+  for (int64_t ps = e->w.start; ps < e->w.stop; ps += s->cfg.assigner.slide) {
+    uint32_t p = pane_find(s, &k, kh, ps);
+    if (p == NONE) continue;
+    int64_t v = s->e[p].aux.u.i;
+    if (*first == NONE) acc = v;
+    else if (s->pane_agg == WM_AGG_MIN) acc = v < acc ? v : acc;
+    else if (s->pane_agg == WM_AGG_MAX) acc = v > acc ? v : acc;
+    else acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+    if (*first == NONE || s->c[p].seq < s->c[*first].seq) *first = p;
+  }
+  *sum = acc;
+}
+
+/* Fires window marker i: its result assembled from its panes. */
+static int pane_emit(wm_op *op, winop *s, uint32_t i) {
+  uint32_t first;
+  int64_t sum;
+  pane_combine(s, i, &first, &sum);
+  if (first == NONE) return WM_OK;
+  wentry *e = &s->e[i];
+  wm_observe_fire(op, &CO(e)->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  wm_fire f;
+  fire_init(op, s, e, &f);
+  wm_value aux = wm_int(sum);
+  f.acc = &s->c[first].acc;
+  f.aux = &aux;
+  return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+}
+
+/* Window marker i is cleaned up: the pane at its start is in no later window. */
+static void pane_drop(wm_op *op, winop *s, uint32_t i) {
+  kprobe k = kprobe_of(&s->c[i].key);
+  uint32_t p = pane_find(s, &k, key_hash_of(&k), s->e[i].w.start);
+  if (p == NONE) return;
+  entry_delete(op, s, p);
+  s->npane--;
+}
+
+/* Back to one entry per window: each marker gets the contents its panes hold (what adding
+ * its records one by one would have made), then the panes go. */
+static int unpane(wm_op *op, winop *s) {
+  for (uint32_t i = 0; i < s->ne; i++) {
+    if (!s->e[i].live || is_pane(s, &s->e[i])) continue;
+    uint32_t first;
+    int64_t sum;
+    pane_combine(s, i, &first, &sum);
+    if (first == NONE) continue;
+    if (s->c[first].acc.type != WM_NIL &&
+        wm_value_copy(&op->ctx->host, &s->c[i].acc, &s->c[first].acc) != 0)
+      return wm_ctx_error(op->ctx, "out of memory in window state");
+    s->e[i].aux = wm_int(sum);
+  }
+  for (uint32_t i = 0; i < s->ne; i++)
+    if (s->e[i].live && is_pane(s, &s->e[i])) entry_delete(op, s, i);
+  s->panes = false;
+  s->npane = 0;
+  return WM_OK;
+}
+
 /* Emits the window's result (a FIRE): nothing when the window holds nothing. */
 static int emit_window(wm_op *op, winop *s, uint32_t i) {
+  if (s->panes) return pane_emit(op, s, i);
   wentry *e = &s->e[i];
   wm_fire f;
   if (entry_empty(s, e)) return WM_OK;
@@ -674,6 +783,7 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
     if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
   }
   wm_observe_cleanup(op, &s->c[i].key, s->e[i].w);
+  if (s->panes) pane_drop(op, s, i);
   entry_delete(op, s, i);
   return WM_OK;
 }
@@ -830,6 +940,80 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
   return on_element(op, s, i, rec, ts);
 }
 
+/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
+ * fit panes and the state went back to one entry per window (the caller then adds it as
+ * without panes). *any: some window took it. */
+static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                       uint64_t khash, const wm_value *rec, int64_t ts, int *any) {
+  int64_t W = op->wm, slide = s->cfg.assigner.slide;
+  const wm_value *v = NULL;
+  wm_value got = wm_int(1); /* count() */
+  if (s->pane_field) {
+    v = wm_field_peek(s->pane_field, rec);
+    /* not a row of the schema seen last: the general read (resolves the field) */
+    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, &got, op->ctx->err,
+                           sizeof op->ctx->err) == 0)
+      v = &got;
+    if (!v || v->type != WM_INT) return unpane(op, s) == WM_OK ? 1 : WM_ERR;
+  } else {
+    v = &got;
+  }
+  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop) {
+    /* a record outside the last one's pane: its windows (every ts of a pane has the same) */
+    size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
+    int64_t ps = WM_TIME_MIN;
+    int fits = n > 0;
+    for (size_t k = 0; k < n; k++) {
+      fits = fits && s->wins[k].stop - s->wins[k].start == s->cfg.assigner.size;
+      if (s->wins[k].start > ps) ps = s->wins[k].start;
+    }
+    if (!fits) return unpane(op, s) == WM_OK ? 1 : WM_ERR;
+    s->pc = (wm_window){ps, ps + slide};
+    s->pn = n;
+    s->pc_clean = cleanup_of(s, (wm_window){ps, ps + s->cfg.assigner.size});
+    s->pc_ok = true;
+  }
+  if (s->pc_clean <= W) return WM_OK; /* every window of the record is late */
+  *any = 1;
+  wm_window pw = s->pc;
+  uint32_t p;
+  int created;
+  if (entry_get(op, s, kp, entry_hash(s, khash, pw), pw, &p, &created) != WM_OK) return WM_ERR;
+  if (created) s->npane++;
+  if (created || WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {
+    /* a new pane may start windows of this key: their markers and timers, in order */
+    for (size_t k = 0; k < s->pn; k++) {
+      wm_window w = s->wins[k];
+      if (cleanup_of(s, w) <= W) continue; /* late window: skip */
+      if (!created) {
+        wm_observe_window(op, key, ts, w, 0);
+        continue;
+      }
+      uint32_t i;
+      int wc;
+      if (entry_get(op, s, kp, entry_hash(s, khash, w), w, &i, &wc) != WM_OK) return WM_ERR;
+      wm_observe_window(op, key, ts, w, wc);
+      if (!wc) continue;
+      int64_t mts = max_ts_of(w);
+      if (mts > W) {
+        s->c[i].fire_t = mts;
+        if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+      }
+      if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+    }
+  }
+  wm_value *aux = &s->e[p].aux;
+  if (aux->type != WM_INT) return add_record(op, s, &s->e[p], rec, ts); /* the first */
+  if (s->pane_agg == WM_AGG_MIN) {
+    if (v->u.i < aux->u.i) aux->u.i = v->u.i;
+  } else if (s->pane_agg == WM_AGG_MAX) {
+    if (v->u.i > aux->u.i) aux->u.i = v->u.i;
+  } else {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* sum, count: wraps */
+  }
+  return WM_OK;
+}
+
 /* A record whose timestamp is none (MIN) or outside the range the assigner's windows can
  * hold (wm_assigner_ts_range; gap: a dynamic session gap, else 0). */
 static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t ts, int64_t gap) {
@@ -880,7 +1064,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   uint64_t khash = key_hash_of(&kp);
   int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
   int64_t W = op->wm;
-  int any = 0;
+  int any = 0, rc;
   if (s->merging) {
     wm_assigner a = s->cfg.assigner;
     if (s->cfg.gapfn.fn) {
@@ -913,6 +1097,9 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, w), w, rec, ts) != WM_OK)
         return WM_ERR;
     }
+  } else if (s->panes &&
+             (rc = pane_record(op, s, &kp, &key, khash, rec, ts, &any)) != 1) {
+    if (rc != WM_OK) return WM_ERR;
   } else {
     size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
     for (size_t k = 0; k < n; k++) s->whash[k] = entry_hash(s, khash, s->wins[k]);
@@ -1127,7 +1314,7 @@ static int winop_snapshot(wm_op *op, wm_state_io *io) {
   wm_state_put_header(io, 'W');
   wm_state_put_u(io, strlen(cfg));
   wm_buf_adds(io->out, cfg);
-  wm_state_put_u(io, s->pt_flushing);
+  wm_state_put_u(io, (uint64_t)s->pt_flushing | (s->panes ? 2u : 0u)); /* bit 1: panes */
   wm_state_put_u(io, s->epoch);
   wm_state_put_u(io, s->compact_at[0]);
   wm_state_put_u(io, s->compact_at[1]);
@@ -1308,7 +1495,9 @@ static int restore_body(wm_state_rd *r, winop *s) {
                                      "the compaction threshold", "the compaction threshold"};
   for (int k = 0; k < 4; k++)
     if (wm_state_get_u(r, &u[k], what[k]) != WM_OK) return WM_ERR;
-  if (u[0] > 1 || u[1] > UINT32_MAX) return wm_state_bad(r, "bad end-of-input flag or pass");
+  if (u[0] > 3 || u[1] > UINT32_MAX) return wm_state_bad(r, "bad end-of-input flag or pass");
+  if ((u[0] & 2) && !s->panes_ok) return wm_state_bad(r, "panes for windows that cannot have them");
+  s->panes = (u[0] & 2) != 0; /* a state written as panes reads as panes */
   for (const wm_trigger *t = s->trig; t; t = t->inner) {
     uint64_t has;
     if (wm_state_get_u(r, &has, "the trigger's state flag") != WM_OK) return WM_ERR;
@@ -1357,7 +1546,9 @@ static int restore_body(wm_state_rd *r, winop *s) {
       wm_state_get_timers(r, s->ptimers, winop_timer_valid, s) != WM_OK ||
       wm_state_get_end(r) != WM_OK)
     return WM_ERR;
-  s->pt_flushing = u[0];
+  s->pt_flushing = u[0] & 1;
+  s->npane = 0;
+  for (uint32_t i = 0; i < s->ne; i++) s->npane += s->e[i].live && is_pane(s, &s->e[i]);
   s->epoch = (uint32_t)u[1];
   s->compact_at[0] = (size_t)u[2];
   s->compact_at[1] = (size_t)u[3];
@@ -1379,6 +1570,9 @@ static int reset_state(wm_op *op, winop *s) {
   s->free_head = NONE;
   s->usedidx = 0;
   s->pt_flushing = false;
+  s->panes = s->panes_ok;
+  s->npane = 0;
+  s->pc_ok = false;
   s->epoch = 0;
   s->compact_at[0] = s->compact_at[1] = 0;
   uint64_t *idx = calloc(64, sizeof *idx);
@@ -1424,7 +1618,12 @@ static const wm_op_vt winop_vt = {
 
 size_t wm_winop_open_windows(const wm_op *op) {
   const winop *s = op->impl;
-  return s->nlive;
+  return s->nlive - s->npane;
+}
+
+size_t wm_winop_open_panes(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->npane;
 }
 
 size_t wm_winop_queued_timers(const wm_op *op) {
@@ -1490,6 +1689,15 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
   s->key1 = wm_keysel_field1(&s->cfg.keysel);
   s->sum_field = s->list ? NULL : wm_winfn_sum_field(&s->cfg.fn);
+  {
+    const wm_assigner *a = &s->cfg.assigner;
+    s->pane_agg = s->list ? 0 : wm_winfn_builtin_agg(&s->cfg.fn, &s->pane_field);
+    bool agg_ok = s->pane_agg == WM_AGG_SUM || s->pane_agg == WM_AGG_MIN ||
+                  s->pane_agg == WM_AGG_MAX || s->pane_agg == WM_AGG_COUNT;
+    s->panes_ok = a->kind == WM_WA_SLIDING && s->fast && agg_ok && s->cfg.lateness == 0 &&
+                  a->slide > 0 && a->size > a->slide && a->size % a->slide == 0;
+    s->panes = s->panes_ok;
+  }
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
   s->ptimers = wm_timers_new();

@@ -38,6 +38,9 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg);
 
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
+/* Number of panes held (sliding windows kept in panes, wm_winop.c "panes"; 0 otherwise):
+ * not counted by wm_winop_open_windows. */
+size_t wm_winop_open_panes(const wm_op *op);
 /* Number of timers queued (event and processing time), superseded ones included until
  * they pop: what the operator's timer memory grows with. */
 size_t wm_winop_queued_timers(const wm_op *op);

@@ -67,5 +67,7 @@ void test_mt(void);
 void test_ckpt(void);
 void test_graph(void);
 void test_snapshot(void);
+void test_pool(void);
+void test_panes(void);
 
 #endif

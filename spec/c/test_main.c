@@ -13,7 +13,8 @@ int main(void) {
       {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
       {"keyedop", test_keyedop}, {"winmerge", test_winmerge}, {"mt", test_mt},
       {"ckpt", test_ckpt},       {"graph", test_graph},   {"io", test_io},
-      {"snapshot", test_snapshot},
+      {"snapshot", test_snapshot}, {"pool", test_pool},
+      {"panes", test_panes},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;

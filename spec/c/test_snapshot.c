@@ -450,6 +450,11 @@ static void windows(void) {
        tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
       {"sliding count", {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .agg = WM_AGG_COUNT, .lateness = 1000},
        tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      /* sum, default trigger, no lateness: the state is in panes (wm_winop.c "panes") */
+      {"sliding sum in panes", {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .delay = 1000},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
+      {"sliding count in panes", {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .agg = WM_AGG_COUNT, .delay = 500},
+       tumble_evs, sizeof tumble_evs / sizeof *tumble_evs},
       {"sessions, lateness", {{.kind = WM_WA_SESSION, .gap = 3000}, .lateness = 4000, .delay = 500},
        session_evs, sizeof session_evs / sizeof *session_evs},
       {"sessions, count trigger", {{.kind = WM_WA_SESSION, .gap = 3000}, .trig = WM_TRIG_COUNT, .trig_n = 2, .lateness = 1000},
