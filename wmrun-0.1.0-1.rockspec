@@ -32,6 +32,7 @@ build = {
       sources = {
         "core/base/wm_buf.c",
         "core/base/wm_codec.c",
+        "core/base/wm_pool.c",
         "core/base/wm_spsc.c",
         "core/base/wm_value.c",
         "core/exec/wm_exchange.c",
@@ -73,6 +74,7 @@ build = {
         "bindings/lwm_ops.c",
         "bindings/lwm_plan.c",
         "bindings/lwm_report.c",
+        "bindings/lwm_state.c",
         "bindings/lwm_time.c",
         "bindings/lwm_timeline.c",
         "bindings/lwm_window.c",
