@@ -167,7 +167,7 @@ end
 M.split_csv = split_csv
 
 -- The function that parses one line into a row: returns the row, or nil and a message.
-local function line_parser(p, t)
+local function line_parser(t)
   local phys = t.physical
   local n = #phys
   local null_literal = t.props["csv.null-literal"]
@@ -285,7 +285,9 @@ end
 local function post_fn(p, t)
   local doubles = {}
   for _, c in ipairs(t.physical) do
-    if c.type == "DOUBLE" then doubles[#doubles + 1] = string.format("local v = r[%q] if v then r[%q] = v + 0.0 end", c.name, c.name) end
+    if c.type == "DOUBLE" then
+      doubles[#doubles + 1] = string.format("local v = r[%q] if v then r[%q] = v + 0.0 end", c.name, c.name)
+    end
   end
   local lines = {}
   local scope = p:row_scope(t.cols)
@@ -317,7 +319,8 @@ function M.source(p, t, env)
     if not env.socket_lines then
       p:err(t.props_pos.connector, "the socket connector needs env:socket_lines, which this build does not have yet")
     end
-    lines, label = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port))), props.hostname .. ":" .. props.port
+    lines = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port)))
+    label = props.hostname .. ":" .. props.port
   end
   local rows
   if t.csv_spec then
@@ -331,7 +334,7 @@ function M.source(p, t, env)
     end
     return rows
   end
-  local parse = line_parser(p, t)
+  local parse = line_parser(t)
   local computed = computed_fn(p, t)
   local ignore, comments = t.ignore_errors, t.allow_comments
   local lineno = 0

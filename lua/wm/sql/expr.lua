@@ -146,9 +146,15 @@ local function where(src, n)
   return string.format("%q", name .. ":" .. l .. ":" .. c)
 end
 
-FUNCS.UPPER = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_upper(" .. a[1] .. ")", "STRING" end}
-FUNCS.LOWER = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_lower(" .. a[1] .. ")", "STRING" end}
-FUNCS.TRIM = {1, 1, function(src, n, a, t) want(src, n, 1, t[1], STR, "a STRING"); return "R_trim(" .. a[1] .. ")", "STRING" end}
+FUNCS.UPPER = {1, 1, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING"); return "R_upper(" .. a[1] .. ")", "STRING"
+end}
+FUNCS.LOWER = {1, 1, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING"); return "R_lower(" .. a[1] .. ")", "STRING"
+end}
+FUNCS.TRIM = {1, 1, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING"); return "R_trim(" .. a[1] .. ")", "STRING"
+end}
 FUNCS.CHAR_LENGTH = {1, 1, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
   return "R_char_length(" .. a[1] .. ")", "INT"
@@ -441,7 +447,9 @@ compile_node = function(e, scope)
     for i, w in ipairs(e.whens) do
       local c, ct = compile(w[1], scope)
       if e.operand then
-        if not comparable(op_t, ct) then errors.raise(src, w[1].pos, "CASE compares %s with %s", M.show(op_t), M.show(ct)) end
+        if not comparable(op_t, ct) then
+          errors.raise(src, w[1].pos, "CASE compares %s with %s", M.show(op_t), M.show(ct))
+        end
         c = "R_eq(" .. op_src .. ", " .. c .. ")"
       elseif ct ~= "BOOLEAN" and ct ~= "NULL" then
         errors.raise(src, w[1].pos, "WHEN needs a BOOLEAN condition, got %s", M.show(ct))

@@ -66,10 +66,6 @@ local digits = R("09") ^ 1
 local number = expect("number") * C((digits * (P(".") * R("09") ^ 0) ^ -1 + P(".") * digits)
   * (S("eE") * S("+-") ^ -1 * digits) ^ -1) * -idchar * ws
 
-local function node(tag)
-  return function(pos, ...) return {tag = tag, pos = pos, ...} end
-end
-
 local function num_node(pos, text)
   if text:find("[.eE]") then return {tag = "lit", type = "DOUBLE", value = tonumber(text) + 0.0, pos = pos} end
   local v = math.tointeger(tonumber(text))

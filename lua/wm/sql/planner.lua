@@ -63,7 +63,7 @@ function Planner:get_env(pos)
 end
 
 -- A scratch env: CREATE VIEW plans its query there once, so that errors show at the statement.
-function Planner:scratch_env()
+function Planner.scratch_env(_self)
   return wm.env{}
 end
 

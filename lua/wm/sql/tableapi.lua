@@ -372,9 +372,8 @@ end
 function Table:columns()
   local rel = guarded(function()
     local p = self.planner
-    local saved, env = p.env, nil
-    env = base.env{}
-    p.env = env
+    local saved = p.env
+    p.env = base.env{}
     local ok, r = pcall(p.scan, p, self.name, 1)
     p.env = saved
     if not ok then error(r, 0) end
@@ -387,7 +386,7 @@ end
 
 -- wm.table: group windows for the Table API ---------------------------------------------
 local function interval(ms) return "INTERVAL '" .. ms .. "' MILLISECOND" end
-local function window(fn, sizes, level)
+local function window(fn, sizes)
   return setmetatable({fn = fn, sizes = sizes}, Window)
 end
 --- The time column of the window: `:on("rt")`.

@@ -93,7 +93,7 @@ function M.format_double(x)
   if x == math.huge then return "Infinity" end
   if x == -math.huge then return "-Infinity" end
   if x == 0 then return (1 / x < 0) and "-0.0" or "0.0" end
-  local p, s = 1, nil
+  local p, s = 1
   repeat
     s = string.format("%." .. (p - 1) .. "e", x)
     p = p + 1

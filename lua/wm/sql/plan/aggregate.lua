@@ -32,7 +32,7 @@ end
 --   `sum/min/max(field)` for a single SUM/MIN/MAX of a never-NULL numeric column on a
 --   TUMBLE window (the result row is the window's first row: its rowtime gives the window).
 -- A light Lua map then shapes the final row from the C result, once per window and key.
-local function fast_window_agg(cols, keys, agg_list, q, window)
+local function fast_window_agg(cols, keys, agg_list, window)
   local key_fields = {}
   for i, k in ipairs(keys) do
     local f = nonnull_column(cols, k)
@@ -69,7 +69,10 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   for _, g in ipairs(group) do
     if g.tag == "call" and expr.WINDOW_FNS[g.name] then
       if window then self:err(g.pos, "GROUP BY has more than one window") end
-      if g.name == "CUMULATE" then self:err(g.pos, "CUMULATE is a window table function: FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(rt), step, size))") end
+      if g.name == "CUMULATE" then
+        self:err(g.pos, "CUMULATE is a window table function: "
+          .. "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(rt), step, size))")
+      end
       local a1 = g.args[1]
       if not a1 or a1.tag ~= "col" then self:err(g.pos, "%s needs a time column as its first argument", g.name) end
       if rel.tvf then self:err(g.pos, "a group window over a window table function") end
@@ -177,7 +180,9 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   local having_src = "true"
   if q.having then
     local s, t = expr.compile(q.having, scope)
-    if t ~= "BOOLEAN" and t ~= "NULL" then self:err(q.having.pos, "HAVING needs a BOOLEAN condition, got %s", expr.show(t)) end
+    if t ~= "BOOLEAN" and t ~= "NULL" then
+      self:err(q.having.pos, "HAVING needs a BOOLEAN condition, got %s", expr.show(t))
+    end
     having_src = s .. " == true"
   end
   local out = expr.load(string.format(
@@ -192,7 +197,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil}
-    spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, q, window)
+    spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
     return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,

@@ -49,7 +49,7 @@ function Planner:scan(name, pos)
 end
 
 -- Renames columns (a map over rows).
-function Planner:rename(rel, ren)
+function Planner.rename(_self, rel, ren)
   local cols = {}
   for i, c in ipairs(rel.cols) do cols[i] = {name = ren[i].to, type = c.type, rowtime = c.rowtime} end
   local function f(r)
@@ -77,7 +77,9 @@ function Planner:window_spec(fn, args, pos)
     if #args ~= 2 then self:err(pos, "HOP takes the time column, a slide and a size") end
     local slide = interval_arg(self, args[1], "the HOP slide")
     local size = interval_arg(self, args[2], "the HOP size")
-    if slide > size then self:err(args[1].pos, "the HOP slide is larger than its size: rows between windows would be lost") end
+    if slide > size then
+      self:err(args[1].pos, "the HOP slide is larger than its size: rows between windows would be lost")
+    end
     return {kind = "hop", size = size, slide = slide}
   elseif fn == "SESSION" then
     if #args ~= 1 then self:err(pos, "SESSION takes the time column and a gap") end
@@ -163,13 +165,15 @@ function Planner:plan_from(f)
   elseif f.tag == "subquery" then
     rel = self:plan_query(f.query)
   elseif f.tag == "tvf" then
-    local base = self:scan(f.table, f.table_pos)
-    local rc = check_rowtime(self, base, f.column, f.column_pos)
-    if f.fn == "SESSION" then self:err(f.fn_pos, "the SESSION window table function is not supported: use GROUP BY SESSION(...)") end
+    local scanned = self:scan(f.table, f.table_pos)
+    local rc = check_rowtime(self, scanned, f.column, f.column_pos)
+    if f.fn == "SESSION" then
+      self:err(f.fn_pos, "the SESSION window table function is not supported: use GROUP BY SESSION(...)")
+    end
     local w = self:window_spec(f.fn, f.args, f.fn_pos)
-    rel = rel_of(base.stream, {}, false)
-    rel.base_cols = base.cols
-    for i, c in ipairs(base.cols) do rel.cols[i] = {name = c.name, type = c.type} end
+    rel = rel_of(scanned.stream, {}, false)
+    rel.base_cols = scanned.cols
+    for i, c in ipairs(scanned.cols) do rel.cols[i] = {name = c.name, type = c.type} end
     rel.cols[#rel.cols + 1] = {name = "window_start", type = "TIMESTAMP", window = "start"}
     rel.cols[#rel.cols + 1] = {name = "window_end", type = "TIMESTAMP", window = "end"}
     rel.cols[#rel.cols + 1] = {name = "window_time", type = "TIMESTAMP", window = "time", rowtime = true}

@@ -19,8 +19,8 @@ end
 function Planner:expand_items(q, cols, alias)
   local out, used = {}, {}
   local function add(e, name, pos)
-    local base, n = name, 0
-    while used[name] do name = base .. n; n = n + 1 end
+    local stem, n = name, 0
+    while used[name] do name = stem .. n; n = n + 1 end
     used[name] = true
     out[#out + 1] = {expr = e, name = name, pos = pos}
   end
@@ -36,7 +36,7 @@ function Planner:expand_items(q, cols, alias)
 end
 
 -- Builds `function(r) return {name = ..., ...} end` for a projection.
-function Planner:projection(items, scope, pos)
+function Planner.projection(_self, items, scope, pos)
   local parts, cols = {}, {}
   for i, it in ipairs(items) do
     local s, t = expr.compile(it.expr, scope)
@@ -52,13 +52,17 @@ function Planner:plan_select(q)
   -- WHERE
   if q.where then
     if has_agg(q.where) then
-      expr.each_agg(q.where, function(a) self:err(a.pos, "aggregate function %s is not allowed in WHERE (use HAVING)", a.name) end)
+      expr.each_agg(q.where, function(a)
+        self:err(a.pos, "aggregate function %s is not allowed in WHERE (use HAVING)", a.name)
+      end)
     end
     local cols = rel.tvf and rel.base_cols or rel.cols
     local scope = self:row_scope(cols, nil, aliases)
     scope.agg_where = "in WHERE"
     local s, t = expr.compile(q.where, scope)
-    if t ~= "BOOLEAN" and t ~= "NULL" then self:err(q.where.pos, "WHERE needs a BOOLEAN condition, got %s", expr.show(t)) end
+    if t ~= "BOOLEAN" and t ~= "NULL" then
+      self:err(q.where.pos, "WHERE needs a BOOLEAN condition, got %s", expr.show(t))
+    end
     local f = expr.load("function(r) return " .. s .. " == true end", lineof(self, q.where.pos))
     if scope.uses_watermark then
       if rel.updating then self:err(q.where.pos, "CURRENT_WATERMARK over an updating input is not supported") end

@@ -34,13 +34,15 @@ function Planner:insert(st)
     for _, c in ipairs(t.physical) do targets[#targets + 1] = c end
   end
   if #targets ~= #rel.cols then
-    self:err(st.query.pos, "INSERT INTO %s: the query gives %d columns, the table takes %d", st.name, #rel.cols, #targets)
+    self:err(st.query.pos, "INSERT INTO %s: the query gives %d columns, the table takes %d", st.name, #rel.cols,
+      #targets)
   end
   local ren = {}
   for i, c in ipairs(rel.cols) do
     local want = targets[i].type
-    if c.type ~= want and c.type ~= "NULL" and not (expr.NUMERIC[c.type] and expr.NUMERIC[want] and
-        expr.NUMERIC[c.type] <= expr.NUMERIC[want]) and not (want:match("^TIMESTAMP") and c.type:match("^TIMESTAMP")) then
+    local widens = expr.NUMERIC[c.type] and expr.NUMERIC[want] and expr.NUMERIC[c.type] <= expr.NUMERIC[want]
+    local both_timestamps = want:match("^TIMESTAMP") and c.type:match("^TIMESTAMP")
+    if c.type ~= want and c.type ~= "NULL" and not widens and not both_timestamps then
       self:err(st.query.pos, "INSERT INTO %s: column '%s' is %s but the query gives %s", st.name, targets[i].name,
         expr.show(want), expr.show(c.type))
     end
