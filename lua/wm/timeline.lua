@@ -703,14 +703,19 @@ function apply(){
 els.forEach(function(o){var e=o.e,dx=o.dx;
 if(o.cx!==undefined)e.setAttribute('cx',X(o.cx,dx));
 if(o.x1!==undefined){e.setAttribute('x1',X(o.x1,dx));e.setAttribute('x2',X(o.x2,dx));}
-if(o.x!==undefined){e.setAttribute('x',X(o.x,dx));if(o.width!==undefined&&e.tagName=='rect'&&!e.classList.contains('lane-bg'))e.setAttribute('width',Math.max(2,o.width*k).toFixed(1));}
+if(o.x!==undefined){e.setAttribute('x',X(o.x,dx));
+if(o.width!==undefined&&e.tagName=='rect'&&!e.classList.contains('lane-bg'))
+e.setAttribute('width',Math.max(2,o.width*k).toFixed(1));}
 if(o.d!==undefined)e.setAttribute('d',o.d.replace(/([MH])(-?[\d.]+)/g,function(_,c,v){return c+X(+v,dx);}));});
 p.querySelectorAll('.xt').forEach(function(t){t.style.display=(W/+t.getAttribute('data-n')*k>=60)?'':'none';});
 p.querySelectorAll('.lane').forEach(function(l){var r=-1e9,j=0,v=[].slice.call(l.querySelectorAll('.val')),m=[];
-l.querySelectorAll('.zx path,.zx circle').forEach(function(e){m.push(e.tagName=='circle'?+e.getAttribute('cx'):+e.getAttribute('d').slice(1).split(' ')[0]);});
+l.querySelectorAll('.zx path,.zx circle').forEach(function(e){
+m.push(e.tagName=='circle'?+e.getAttribute('cx'):+e.getAttribute('d').slice(1).split(' ')[0]);});
 m.sort(function(a,b){return a-b;});v.sort(function(a,b){return a.getAttribute('x')-b.getAttribute('x');});
-v.forEach(function(t){var x=+t.getAttribute('x'),w=+t.getAttribute('data-w'),mx=x-(+t.getAttribute('data-dx'));while(j<m.length&&m[j]<=x)j++;
-var ok=x>=r&&x>=L&&x+w<=L+W+2&&mx>=L&&mx<=L+W&&!(j<m.length&&m[j]-8<x+w);t.style.display=ok?'':'none';if(ok)r=x+w+6;});});}
+v.forEach(function(t){var x=+t.getAttribute('x'),w=+t.getAttribute('data-w'),mx=x-(+t.getAttribute('data-dx'));
+while(j<m.length&&m[j]<=x)j++;
+var ok=x>=r&&x>=L&&x+w<=L+W+2&&mx>=L&&mx<=L+W&&!(j<m.length&&m[j]-8<x+w);
+t.style.display=ok?'':'none';if(ok)r=x+w+6;});});}
 function sx(ev){var r=svg.getBoundingClientRect();return (ev.clientX-r.left)*svg.viewBox.baseVal.width/r.width;}
 function clamp(){if(k<1)k=1;if(k>400)k=400;if(tx>0)tx=0;if(tx<W*(1-k))tx=W*(1-k);}
 p.addEventListener('wheel',function(ev){ev.preventDefault();var m=sx(ev),d=L+(m-L-tx)/k;
