@@ -19,14 +19,14 @@ local path = arg[1] or (here .. "/data/f_punctuated_generator.csv")
 local env = wm.env{ watermark_interval = 0 }
 
 -- One generator per parallel assigner instance: the factory returns a fresh table.
-local function punctuated(ctx)
+local function punctuated(_ctx)
   return {
     max_ts = math.mininteger,
-    on_event = function(self, record, ts, out)
+    on_event = function(self, _record, ts, out)
       if ts > self.max_ts then self.max_ts = ts end
       out:emit_watermark(self.max_ts - 2000)
     end,
-    on_periodic_emit = function(self, out) end,   -- punctuated: nothing periodic
+    on_periodic_emit = function(_self, _out) end,   -- punctuated: nothing periodic
   }
 end
 

@@ -11,7 +11,7 @@ local readings = { {"a", 1}, {"b", 2}, {"a", 3}, {"a", 6}, {"b", 7} }
 local i
 
 env:source{
-  open = function(ctx) i = 0 end,
+  open = function(_ctx) i = 0 end,
   poll = function(ctx)
     i = i + 1
     local r = readings[i]
@@ -20,7 +20,7 @@ env:source{
     ctx:emit_watermark(r[2] * 1000 - 1)               -- nothing older will come
     return 100
   end,
-  close = function(ctx) end,
+  close = function(_ctx) end,
 }
   :key_by("id")
   :window(wm.windows.tumbling("5s"))

@@ -17,7 +17,7 @@ env:read_lines(arg[1] or (here .. "/data/a_tumbling_in_order.csv"))
     wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts", 1000))
   :key_by("id")
   :process{
-    process_element = function(r, ctx, out)
+    process_element = function(_r, ctx, _out)
       local ts = ctx.timer_service
       if ctx.state.timer then ts:delete_event_time_timer(ctx.state.timer) end
       ctx.state.timer = ctx.timestamp + 5000

@@ -10,13 +10,13 @@ local wm = require("wm")
 local here = arg[0]:match("^(.*)/") or "."
 local env = wm.env{ watermark_interval = 0 }
 
-local function percentile(ctx)
+local function percentile(_ctx)
   local SAMPLE, PCT = 50, 0.95
   return {
     max_ts = math.mininteger,
     behind = {},   -- a ring of the last SAMPLE values of max_ts - ts
     next = 1,
-    on_event = function(self, record, ts, out)
+    on_event = function(self, _record, ts, _out)
       if self.max_ts == math.mininteger then self.max_ts = ts end
       self.behind[self.next] = math.max(0, self.max_ts - ts)
       self.next = self.next % SAMPLE + 1

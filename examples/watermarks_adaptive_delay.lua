@@ -9,13 +9,13 @@ local wm = require("wm")
 local here = arg[0]:match("^(.*)/") or "."
 local env = wm.env{ watermark_interval = 0 }
 
-local function adaptive(ctx)
+local function adaptive(_ctx)
   local SAMPLE, PCT = 100, 0.99
   return {
     max_ts = math.mininteger,
     lateness = {},   -- a ring of the last SAMPLE lateness values
     next = 1,
-    on_event = function(self, record, ts, out)
+    on_event = function(self, _record, ts, _out)
       if self.max_ts == math.mininteger then self.max_ts = ts end
       local late = self.max_ts - ts
       if late < 0 then late = 0 end

@@ -10,11 +10,11 @@ local wm = require("wm")
 local here = arg[0]:match("^(.*)/") or "."
 local env = wm.env{}
 
-local function bounded(ctx)
+local function bounded(_ctx)
   return {
     max_ts = math.mininteger + 2001,
     quiet = 0,
-    on_event = function(self, record, ts, out)
+    on_event = function(self, _record, ts, _out)
       if ts > self.max_ts then self.max_ts = ts end
       self.quiet = 0
     end,

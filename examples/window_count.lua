@@ -27,7 +27,7 @@ local by_id = sensors:key_by("id")
 
 by_id:window(wm.windows.count(2)):sum("vc"):print("pairs")
 by_id:window(wm.windows.count(3, 1))
-  :process(function(id, ctx, records, out)
+  :process(function(id, _ctx, records, out)
     local vcs = {}
     for i, r in ipairs(records) do vcs[i] = r.vc end
     out({ id = id, last3 = vcs })

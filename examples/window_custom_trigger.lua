@@ -27,12 +27,12 @@ local sensors = env:read_lines(path)
       :with_timestamp_assigner(function(e) return e.ts * 1000 end))
 
 local alarm_or_end = wm.triggers.custom{
-  on_element = function(record, ts, window, ctx)
+  on_element = function(record, _ts, window, ctx)
     ctx:register_event_time_timer(window.max_timestamp)
     if record.vc >= 9 then return "fire" end
     return "continue"
   end,
-  on_event_time = function(t, window, ctx)
+  on_event_time = function(t, window, _ctx)
     if t == window.max_timestamp then return "fire" end
     return "continue"
   end,
