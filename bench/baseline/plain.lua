@@ -383,7 +383,6 @@ local function run_fused(path)
       end
     end
   end
-  wm = MAXINT
   fire(MAXINT)
   if nout > 0 then
     out[nout + 1] = ""
