@@ -346,7 +346,8 @@ end)
 
 describe("wm.format", function()
   it("prints like Flink's print(): JSON with sorted keys, sequences as arrays", function()
-    assert.are.equal('{"id":"ws_001","ts":1577844001,"vc":3}', wm.format.tostring({vc = 3, id = "ws_001", ts = 1577844001}))
+    assert.are.equal('{"id":"ws_001","ts":1577844001,"vc":3}',
+      wm.format.tostring({vc = 3, id = "ws_001", ts = 1577844001}))
     assert.are.equal("[1,2,\"x\"]", wm.format.tostring({1, 2, "x"}))
     assert.are.equal("hello", wm.format.tostring("hello"))
     assert.are.equal("2.0", wm.format.tostring(2.0))

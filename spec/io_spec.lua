@@ -153,7 +153,8 @@ end)
 
 describe("read_lines", function()
   it("reads standard input through a pipe", function()
-    local job_path = h.write_tmp(job([[env:read_lines("-"):map(function(l) return "[" .. l .. "]" end):print()]]), ".lua")
+    local job_path = h.write_tmp(job([[env:read_lines("-"):map(function(l) return "[" .. l .. "]" end):print()]]),
+      ".lua")
     local out, _, code = h.sh("sh -c \"printf 'x\\r\\ny\\nz' | " .. h.wmrun_path() .. " " .. job_path .. "\"")
     assert.are.equal(0, code)
     assert.are.equal("[x]\n[y]\n[z]\n", out)

@@ -7,7 +7,7 @@ describe("keyed process functions", function()
   it("fires event-time timers when the watermark reaches them, coalesced per key and time", function()
     local h = T.harness(function(input)
       return input:key_by("k"):process{
-        process_element = function(r, ctx, out)
+        process_element = function(r, ctx, _out)
           ctx.timer_service:register_event_time_timer(r.at)
           ctx.timer_service:register_event_time_timer(r.at)   -- same key and time: one timer
         end,
@@ -32,11 +32,11 @@ describe("keyed process functions", function()
   it("deletes timers, and out() from on_timer carries the timer's time", function()
     local h = T.harness(function(input)
       return input:key_by("k"):process({
-        process_element = function(r, ctx, out)
+        process_element = function(r, ctx, _out)
           if r.cancel then ctx.timer_service:delete_event_time_timer(r.cancel)
           else ctx.timer_service:register_event_time_timer(r.at) end
         end,
-        on_timer = function(t, ctx, out) out(t) end,
+        on_timer = function(t, _ctx, out) out(t) end,
       })
     end)
     h:push({k = 1, at = 100}, 1)
@@ -50,7 +50,7 @@ describe("keyed process functions", function()
 
   it("fires processing-time timers from the virtual clock, in time order", function()
     local h = T.harness(function(input)
-      return input:key_by("k"):process(function(r, ctx, out)
+      return input:key_by("k"):process(function(r, ctx, _out)
         local now = ctx.timer_service:current_processing_time()
         ctx.timer_service:register_processing_time_timer(now + r.after)
       end, function(t, ctx, out)
@@ -72,11 +72,11 @@ describe("keyed process functions", function()
   it("does not fire processing-time timers on watermarks, nor event-time ones on the clock", function()
     local h = T.harness(function(input)
       return input:key_by("k"):process{
-        process_element = function(r, ctx)
+        process_element = function(_r, ctx)
           ctx.timer_service:register_processing_time_timer(50)
           ctx.timer_service:register_event_time_timer(50)
         end,
-        on_timer = function(t, ctx, out) out(ctx.time_domain) end,
+        on_timer = function(_t, ctx, out) out(ctx.time_domain) end,
       }
     end)
     h:push({k = 1}, 0)
@@ -88,7 +88,7 @@ describe("keyed process functions", function()
 
   it("keeps state per key in ctx.state and emits with the record's timestamp", function()
     local h = T.harness(function(input)
-      return input:key_by(function(r) return r.id end):process(function(r, ctx, out)
+      return input:key_by(function(r) return r.id end):process(function(_r, ctx, out)
         ctx.state.n = (ctx.state.n or 0) + 1
         out({id = ctx.key, n = ctx.state.n, wm = ctx.timer_service:current_watermark()})
       end)
@@ -120,7 +120,7 @@ describe("keyed process functions", function()
   it("rejects a timer at a non-integer time, naming the function and the line", function()
     local h = T.harness(function(input)
       return input:key_by("k"):process{
-        process_element = function(r, ctx) ctx.timer_service:register_event_time_timer(1.5) end,
+        process_element = function(_r, ctx) ctx.timer_service:register_event_time_timer(1.5) end,
         on_timer = function() end,
       }
     end)
@@ -160,7 +160,7 @@ describe("keyed process functions", function()
 
   it("rejects timers without on_timer", function()
     local h = T.harness(function(input)
-      return input:key_by("k"):process(function(r, ctx) ctx.timer_service:register_event_time_timer(1) end)
+      return input:key_by("k"):process(function(_r, ctx) ctx.timer_service:register_event_time_timer(1) end)
     end)
     local ok, err = pcall(h.push, h, {k = 1}, 1)
     assert.is_false(ok)

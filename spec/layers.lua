@@ -197,7 +197,8 @@ function M.check(root, build)
       if layer and not tl then
         problems[#problems + 1] = why .. ", defined outside core/ (" .. t .. ")"
       elseif layer and rank[tl] and rank[layer] and rank[tl] > rank[layer] then
-        problems[#problems + 1] = why .. " (layer " .. layer .. "), defined in " .. t .. " (layer " .. tl .. ", above it)"
+        problems[#problems + 1] = why .. " (layer " .. layer .. "), defined in " .. t
+          .. " (layer " .. tl .. ", above it)"
       end
     end
   end

@@ -94,7 +94,8 @@ end)
 describe("results do not depend on parallelism", function()
   local function multiset(out)
     local t = {}
-    for l in out:gmatch("[^\n]+") do t[#t + 1] = (l:gsub("^(%a*):?%d+> ", function(p) return p ~= "" and p .. "> " or "" end)) end
+    local function unnumbered(p) return p ~= "" and p .. "> " or "" end
+    for l in out:gmatch("[^\n]+") do t[#t + 1] = (l:gsub("^(%a*):?%d+> ", unnumbered)) end
     table.sort(t)
     return t
   end

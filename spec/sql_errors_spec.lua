@@ -63,11 +63,12 @@ SELECT id, v FROM t;
       .. "  on record b,x\n"
       .. "  while reading bad.csv:2\n", err)
     -- JSON likewise, with the JSON option
-    _, err, code = sql_run.run([[
+    out, err, code = sql_run.run([[
 CREATE TABLE t (id STRING, v INT) WITH ('connector' = 'filesystem', 'path' = 'b.json', 'format' = 'json');
 SELECT id FROM t;
 ]], {["b.json"] = '{"id":"a","v":1}\n{"id":"b","v":"q"}\n'})
     assert.are.equal(1, code)
+    assert.are.equal("+I[a]\n", out)
     assert.matches("^b%.json:2: cannot parse the line for table 't' %(job%.sql:1%): field 'v' %(INT%): 'q' is not an "
       .. "integer %(set 'json%.ignore%-parse%-errors' = 'true' to skip such lines%)\n", err)
     no_internals(err)

@@ -53,7 +53,8 @@ describe("SQL parser", function()
   end)
 
   it("parses SELECT with DISTINCT, WHERE, GROUP BY, HAVING, aliases and stars", function()
-    local q = parse("select distinct t.a, b AS bb, c cc, * from t AS x where a > 1 group by a having count(*) > 2")[1].query
+    local q = parse("select distinct t.a, b AS bb, c cc, * from t AS x where a > 1 group by a "
+      .. "having count(*) > 2")[1].query
     assert.is_true(q.distinct)
     assert.are.equal("a", q.items[1].expr.name)
     assert.are.equal("t", q.items[1].expr.qual)
@@ -150,7 +151,8 @@ describe("SQL parser", function()
     assert.matches("^job.sql:1:15: expected .* near end of input", err_of("SELECT a FROM "))
     assert.matches("^job.sql:2:1: expected .*';' near 'SELECT'", err_of("SELECT a FROM t\nSELECT b FROM t"))
     assert.matches("^job.sql:1:26: expected string near ';'", err_of("SET 'a' = 'b'; SET 'c' = ;"))
-    assert.matches("^job.sql:1:40: expected time unit near 'WEEK'", err_of("SELECT a FROM t WHERE a > INTERVAL '1' WEEK"))
+    assert.matches("^job.sql:1:40: expected time unit near 'WEEK'",
+      err_of("SELECT a FROM t WHERE a > INTERVAL '1' WEEK"))
   end)
 
   it("does not take reserved words as identifiers", function()

@@ -232,14 +232,16 @@ describe("SQL errors name the statement's line and column", function()
     {"SELECT COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '5' SECOND);",
       "job.sql:2:40: column 'ts' is not a time attribute: windows need a rowtime column declared with "
       .. "WATERMARK FOR ts AS ..."},
-    {"SELECT word FROM t WHERE COUNT(*) > 1;", "job.sql:2:26: aggregate function COUNT is not allowed in WHERE (use HAVING)"},
+    {"SELECT word FROM t WHERE COUNT(*) > 1;",
+     "job.sql:2:26: aggregate function COUNT is not allowed in WHERE (use HAVING)"},
     {"SELECT TUMBLE_START(ts, INTERVAL '5' SECOND) FROM t;", "job.sql:2:8: TUMBLE_START needs GROUP BY TUMBLE(...)"},
     {"CREATE TABLE u (a INT) WITH ('connector' = 'kafka');", "job.sql:2:30: unknown connector 'kafka'"},
     {"CREATE TABLE u (a INT, WATERMARK FOR a AS a) WITH ('connector' = 'print');",
       "job.sql:2:24: the rowtime column 'a' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), got INT"},
     {"CREATE TABLE t (a INT) WITH ('connector' = 'print');", "job.sql:2:14: table 't' already exists"},
     {"INSERT INTO t SELECT word FROM t;", "job.sql:2:15: INSERT INTO t: the query gives 1 columns, the table takes 2"},
-    {"SET 'parallelism.default' = '5000';\nSELECT word FROM t;", "job.sql:2:5: bad parallelism '5000' (expected 1 to 1024)"},
+    {"SET 'parallelism.default' = '5000';\nSELECT word FROM t;",
+     "job.sql:2:5: bad parallelism '5000' (expected 1 to 1024)"},
   }
   for _, c in ipairs(cases) do
     it(c[2], function()

@@ -176,7 +176,6 @@ describe("wm.testing harness", function()
 end)
 
 describe("wm.testing with processing-time windows", function()
-  local wm = require("wm")
   it("fires tumbling_processing windows from the virtual clock, not the wall clock", function()
     local h = wm.testing.harness(function(input)
       return input:key_by("k"):window(wm.windows.tumbling_processing("1s")):count()

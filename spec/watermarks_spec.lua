@@ -19,7 +19,7 @@ describe("custom watermark generators", function()
     local seen = {}
     local h = gen_harness(function()
       return {
-        on_event = function(self, r, ts, out)
+        on_event = function(_self, _r, ts, out)
           seen[#seen + 1] = ts
           out:emit_watermark(ts - 2000)
         end,
@@ -37,7 +37,7 @@ describe("custom watermark generators", function()
     local h = gen_harness(function()
       return {
         max = math.mininteger,
-        on_event = function(self, r, ts) if ts > self.max then self.max = ts end end,
+        on_event = function(self, _r, ts) if ts > self.max then self.max = ts end end,
         on_periodic_emit = function(self, out)
           calls = calls + 1
           if self.max > math.mininteger then out:emit_watermark(self.max) end
@@ -105,7 +105,7 @@ describe("custom watermark generators", function()
 
   it("forwards only watermarks greater than the last one", function()
     local h = gen_harness(function()
-      return {on_event = function(self, r, ts, out) out:emit_watermark(r.wm) end}
+      return {on_event = function(_self, r, _ts, out) out:emit_watermark(r.wm) end}
     end)
     h:push({id = "a", vc = 1, wm = 100}, 1)
     h:push({id = "a", vc = 1, wm = 50}, 1)
@@ -121,7 +121,7 @@ describe("custom watermark generators", function()
       return input:assign_timestamps_and_watermarks(wm.watermarks.for_generator(function(ctx)
         made = made + 1
         assert(ctx.subtask == 1 and ctx.parallelism == 1)
-        return {on_event = function(self, r, ts, out)
+        return {on_event = function(_self, r, _ts, out)
           if r.idle then out:mark_idle() else out:mark_active() end
         end}
       end))
@@ -168,7 +168,7 @@ describe("custom watermark generators", function()
 
   it("rejects a non-integer watermark with the generator's line", function()
     local h = gen_harness(function()
-      return {on_event = function(self, r, ts, out) out:emit_watermark(ts + 0.5) end}
+      return {on_event = function(_self, _r, ts, out) out:emit_watermark(ts + 0.5) end}
     end)
     local ok, err = pcall(h.push, h, {id = "a", vc = 1}, 1)
     assert.is_false(ok)
@@ -201,7 +201,7 @@ describe("wmrun observability", function()
   end)
 
   it("--metrics prints per-operator counters at the end", function()
-    local out, err, code = helper.wmrun('--metrics "' .. a .. '"')
+    local _, err, code = helper.wmrun('--metrics "' .. a .. '"')
     assert.are.equal(0, code)
     assert.matches("operator%s+records in%s+records out%s+watermark%s+late%s+windows", err)
     assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+MAX%s+0%s+0\n", err)
@@ -220,7 +220,7 @@ describe("wmrun observability", function()
         :print()
       env:execute()
     ]]
-    local out, err, code = helper.run_job(job, "--trace-watermarks")
+    local _, err, code = helper.run_job(job, "--trace-watermarks")
     assert.are.equal(0, code, err)
     assert.matches("generated: idle %(watermark MIN%)\n.-channel 1: idle %(watermark MIN%)\n", err)
     assert.matches("generated: active %(watermark MIN%)\n", err)
@@ -239,7 +239,7 @@ describe("wmrun observability", function()
         :filter(function() return false end):print()
       env:execute()
     ]]
-    local out, err, code = helper.run_job(job)
+    local _, err, code = helper.run_job(job)
     assert.are.equal(0, code, err)
     local _, n = err:gsub("warning", "")
     assert.are.equal(1, n)
@@ -330,7 +330,7 @@ describe("wmrun observability", function()
   end)
 
   it("does not warn when watermarks flow", function()
-    local out, err = helper.wmrun('"' .. a .. '"')
+    local _, err = helper.wmrun('"' .. a .. '"')
     assert.are.equal("", err)
   end)
 end)

@@ -132,7 +132,8 @@ describe("wm.windows", function()
     assert.matches("gap must be positive", errmsg(function() wm.windows.session(0) end))
     assert.matches("count: the window size", errmsg(function() wm.windows.count(0) end))
     assert.matches("count: the slide %(3%) is larger", errmsg(function() wm.windows.count(2, 3) end))
-    assert.matches("tumbling_processing: size must be positive", errmsg(function() wm.windows.tumbling_processing(-5) end))
+    assert.matches("tumbling_processing: size must be positive",
+      errmsg(function() wm.windows.tumbling_processing(-5) end))
     assert.matches("bad duration", errmsg(function() wm.windows.tumbling("5 parsecs") end))
   end)
 end)
@@ -272,7 +273,8 @@ describe("window functions", function()
         o({key = key, n = #rs, v = rs[1].v, stop = ctx.window.stop, wm = ctx.current_watermark})
       end)
     end, recs(1, 2, 12))
-    assert.are.same({'{"key":"a","n":1,"stop":10,"v":3,"wm":11}', '{"key":"a","n":1,"stop":20,"v":3,"wm":' .. math.maxinteger .. '}'}, out)
+    assert.are.same({'{"key":"a","n":1,"stop":10,"v":3,"wm":11}',
+      '{"key":"a","n":1,"stop":20,"v":3,"wm":' .. math.maxinteger .. '}'}, out)
   end)
 
   local avg = {
@@ -283,7 +285,8 @@ describe("window functions", function()
   }
 
   it("aggregate, with merge on sessions and a process function", function()
-    assert.are.same({"1.5", "3.0"}, run(function(k) return k:window(wm.windows.tumbling(10)):aggregate(avg) end, recs(1, 2, 12)))
+    assert.are.same({"1.5", "3.0"},
+      run(function(k) return k:window(wm.windows.tumbling(10)):aggregate(avg) end, recs(1, 2, 12)))
     local out = run(function(k)
       return k:window(wm.windows.session(5)):aggregate(avg, function(key, ctx, rs, o)
         o({key, rs[1], ctx.window.start, ctx.window.stop})
@@ -295,7 +298,9 @@ describe("window functions", function()
 
   it("aggregate without merge on session windows is refused at build time", function()
     local k = wm.env{}:from_elements(1):key_by(function() return 1 end)
-    local e = errmsg(function() k:window(wm.windows.session(5)):aggregate{create = avg.create, add = avg.add, result = avg.result} end)
+    local e = errmsg(function()
+      k:window(wm.windows.session(5)):aggregate{create = avg.create, add = avg.add, result = avg.result}
+    end)
     assert.matches("needs a 'merge' function", e)
     assert.matches("windows_spec.lua:%d+", e)
   end)
@@ -305,7 +310,7 @@ describe("window functions", function()
     local res = env:from_elements(recs(3, 1, 2))
       :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(5):with_timestamp_field("t"))
       :key_by("k"):window(wm.windows.tumbling(10))
-      :process(function(key, ctx, rs, out)
+      :process(function(_key, ctx, rs, out)
         local ts = {}
         for i, r in ipairs(rs) do ts[i] = r.t end
         out(ts)
@@ -353,7 +358,8 @@ describe("wm.triggers", function()
     assert.are.same(run(function(k) return k:window(wm.windows.tumbling(4000)):count() end, r7),
       run(function(k) return k:window(wm.windows.tumbling(4000)):trigger(T.event_time()):count() end, r7))
     -- the wall-clock timers are far away; the end of input flushes them
-    local out = run(function(k) return k:window(wm.windows.tumbling(4000)):trigger(T.processing_time()):count() end, recs(1000, 2000))
+    local out = run(function(k) return k:window(wm.windows.tumbling(4000)):trigger(T.processing_time()):count() end,
+      recs(1000, 2000))
     assert.are.same({}, out) -- the window is cleaned up at its end (event time) before the clock fires
   end)
 
@@ -367,10 +373,14 @@ describe("wm.triggers", function()
   it("continuous_event_time and continuous_processing_time", function()
     assert.are.same({'{"k":"a","t":1000,"v":6}', '{"k":"a","t":1000,"v":15}', '{"k":"a","t":1000,"v":28}',
                      '{"k":"a","t":1000,"v":28}', '{"k":"a","t":1000,"v":28}'},
-      run(function(k) return k:window(wm.windows.tumbling(10000)):trigger(T.continuous_event_time("2s")):sum("v") end, r7))
+      run(function(k)
+        return k:window(wm.windows.tumbling(10000)):trigger(T.continuous_event_time("2s")):sum("v")
+      end, r7))
     -- on a global window the wall-clock timer is pending at the end: it fires once
     assert.are.same({'{"k":"a","t":1000,"v":28}'},
-      run(function(k) return k:window(wm.windows.global()):trigger(T.continuous_processing_time("1h")):sum("v") end, r7))
+      run(function(k)
+        return k:window(wm.windows.global()):trigger(T.continuous_processing_time("1h")):sum("v")
+      end, r7))
   end)
 
   it("end_of_stream", function()
@@ -382,7 +392,7 @@ describe("wm.triggers", function()
     local seen = {}
     local out = run(function(k)
       return k:window(wm.windows.tumbling(10000)):trigger(T.custom{
-        on_element = function(r, ts, w, ctx)
+        on_element = function(r, _ts, w, ctx)
           ctx.state.n = (ctx.state.n or 0) + 1
           ctx:register_event_time_timer(w.max_timestamp)
           ctx:register_event_time_timer(w.max_timestamp) -- one timer
@@ -405,12 +415,15 @@ describe("wm.triggers", function()
         on_merge = function(w, ctx) ctx:register_event_time_timer(w.max_timestamp) end,
       }):count()
     end, recs(0, 1000, 5000))
-    assert.are.same({'{"count":2,"key":"a","start":0,"stop":2000}', '{"count":1,"key":"a","start":5000,"stop":6000}'}, out)
+    assert.are.same({'{"count":2,"key":"a","start":0,"stop":2000}',
+      '{"count":1,"key":"a","start":5000,"stop":6000}'}, out)
   end)
 
   it("a custom trigger returning nonsense stops the job", function()
     local e = errmsg(function()
-      run(function(k) return k:window(wm.windows.tumbling(10)):trigger(T.custom{on_element = function() return "boom" end}):count() end, recs(1))
+      run(function(k)
+        return k:window(wm.windows.tumbling(10)):trigger(T.custom{on_element = function() return "boom" end}):count()
+      end, recs(1))
     end)
     assert.matches('custom trigger returned "boom"', e, 1, true)
   end)
@@ -436,7 +449,8 @@ describe("wm.evictors", function()
       run(function(k) return k:window(wm.windows.tumbling(10000)):evictor(E.count(2)):sum("v") end, r4))
     assert.are.same({'{"count":2,"key":"a","start":0,"stop":10000}', '{"count":3,"key":"a","start":0,"stop":10000}'},
       run(function(k)
-        return k:window(wm.windows.tumbling(10000)):trigger(wm.triggers.count(2)):evictor(E.count(1, {after = true})):count()
+        return k:window(wm.windows.tumbling(10000)):trigger(wm.triggers.count(2))
+          :evictor(E.count(1, {after = true})):count()
       end, r4))
   end)
 
