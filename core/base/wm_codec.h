@@ -73,7 +73,8 @@ int wm_decode_value(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, co
 /* Varints (LEB128), for the message framing of the executor and the host hooks. */
 void wm_codec_put_uvar(wm_buf *b, uint64_t v);
 static inline void wm_codec_put_ivar(wm_buf *b, int64_t v) {
-  wm_codec_put_uvar(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+  /* zigzag; the sign mask is built unsigned (>> of a negative int64_t is implementation-defined) */
+  wm_codec_put_uvar(b, ((uint64_t)v << 1) ^ (0u - ((uint64_t)v >> 63)));
 }
 /* 0, or -1 when the input ends inside the varint. */
 int wm_codec_get_uvar(const uint8_t **p, const uint8_t *end, uint64_t *v);
