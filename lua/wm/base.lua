@@ -10,7 +10,7 @@ local core = require("wm.core")
 local duration = require("wm.duration")
 
 local M = {
-  --- Settings forced by the command line (wmrun fills it; plain Lua leaves it empty).
+  -- Settings forced by the command line (wmrun fills it; plain Lua leaves it empty).
   _overrides = {},
   --- The largest parallelism of an env or an operator (as `wmrun -p`): every instance is
   -- built up front, so an absurd number would only end in "out of memory".
@@ -21,14 +21,13 @@ local M = {
   MAX_CHUNK = 64 << 20,
 }
 
---- The classes of the DSL. Each area module defines its methods on these tables.
+-- The classes of the DSL. Each area module defines its methods on these tables.
 local Env, Stream, KeyedStream, WindowedStream, Sink = {}, {}, {}, {}, {}
 Env.__index, Stream.__index, KeyedStream.__index, WindowedStream.__index, Sink.__index =
   Env, Stream, KeyedStream, WindowedStream, Sink
 M.Env, M.Stream, M.KeyedStream, M.WindowedStream, M.Sink = Env, Stream, KeyedStream, WindowedStream, Sink
 
----------------------------------------------------------------------------------------------
--- Positions in the job script
+-- Positions in the job script -----------------------------------------------------------
 
 -- The job script's position that called into the library: the first stack frame whose
 -- source is not a file of this library (lua/wm/ and below).
@@ -54,8 +53,8 @@ function M.fn_where(fn)
   return info.short_src .. ":" .. info.linedefined
 end
 
----------------------------------------------------------------------------------------------
--- Argument checkers. `level` is as for `error`, counted from the checker's caller.
+-- Argument checkers ----------------------------------------------------------------------
+-- `level` is as for `error`, counted from the checker's caller.
 
 function M.check_fn(fn, call, level)
   if type(fn) ~= "function" then
@@ -80,6 +79,7 @@ function M.check_hooks(t, call, level)
 end
 
 --- A table of options whose keys are all in `known` (nil gives an empty table).
+-- @local
 function M.opt_table(opts, call, known, level)
   if opts == nil then return {} end
   if type(opts) ~= "table" then
@@ -98,6 +98,7 @@ function M.opt_table(opts, call, known, level)
 end
 
 --- nil, or an integer from 1 to `max` (default: any positive integer).
+-- @local
 function M.positive_int(v, call, what, level, max)
   if v == nil then return nil end
   if math.type(v) ~= "integer" or v < 1 then
@@ -110,6 +111,7 @@ function M.positive_int(v, call, what, level, max)
 end
 
 --- A parallelism: an integer from 1 to MAX_PARALLELISM.
+-- @local
 function M.parallelism(v, call, what, level)
   if math.type(v) ~= "integer" or v < 1 then
     error(string.format("%s: %s must be a positive integer, got %s", call, what, tostring(v)), level + 1)
@@ -139,8 +141,7 @@ function M.check_host_port(host, port, call, level)
   end
 end
 
----------------------------------------------------------------------------------------------
--- The environment and the plan
+-- The environment and the plan ---------------------------------------------------------
 
 --- Creates an execution environment (`wm.env`).
 -- @tparam[opt] table opts `parallelism` (default 1), `watermark_interval` (default "200ms";
@@ -149,6 +150,7 @@ end
 --   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md),
 --   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
 --   runs, port 0 = any free one; see docs/metrics.md)
+-- @treturn Env
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
   opts = opts or {}
@@ -192,6 +194,7 @@ function M.env(opts)
 end
 
 --- Adds a node to the env's plan; `t.where` is the job line it came from.
+-- @local
 function Env:_node(kind, inputs, t)
   t = t or {}
   local st = t.strategy
@@ -204,6 +207,10 @@ function Env:_node(kind, inputs, t)
 end
 
 --- Runs the job until every source has ended. Raises the error of a failed job.
+-- An environment runs once.
+-- @tparam[opt="wmrun job"] string name the job's name (in errors and `--metrics`)
+-- @usage env:from_elements(1, 2, 3):map(function(x) return x * 2 end):print()
+-- env:execute("doubling")
 function Env:execute(name)
   if self.executed then error("execute: this environment has already run", 2) end
   self.executed = true
@@ -214,9 +221,11 @@ function Env:execute(name)
 end
 
 --- A stream over a node of `env`.
+-- @local
 function M.stream(env, node) return setmetatable({env = env, node = node}, Stream) end
 
 --- A stream over a new node of kind `kind` that reads the stream `s`.
+-- @local
 function M.one_input(s, kind, t, name)
   t = t or {}
   t.name = t.name or name or kind
@@ -224,6 +233,7 @@ function M.one_input(s, kind, t, name)
 end
 
 --- A sink node of kind `kind` that reads the stream `s`.
+-- @local
 function M.sink(s, kind, t)
   local n = s.env:_node(kind, {s.node}, t)
   return setmetatable({env = s.env, node = n}, Sink)

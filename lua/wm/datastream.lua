@@ -34,6 +34,7 @@ local M = {
 -- and whose `collect()` tables fill, so guard top-level side effects with
 -- `if wm.thread() == 1 then ... end`.
 -- @treturn integer
+-- @usage if wm.thread() == 1 then print("job starts") end
 function M.thread() return core.thread() end
 
 return M

@@ -26,6 +26,7 @@ end
 -- @tparam integer n a positive number of records
 -- @tparam[opt] table opts `{after = true}` to evict after the function
 -- @treturn table an evictor
+-- @usage keyed:count_window(10, 2):evictor(wm.evictors.count(5)):sum("vc")
 function M.count(n, opts)
   if math.type(n) ~= "integer" or n <= 0 then
     error("count: the number of records must be a positive integer, got " .. tostring(n), 2)
@@ -38,6 +39,7 @@ end
 -- @tparam integer|string keep a duration (>= 0)
 -- @tparam[opt] table opts `{after = true}` to evict after the function
 -- @treturn table an evictor
+-- @usage keyed:window(wm.windows.tumbling("1min")):evictor(wm.evictors.time("10s", {after = true})):count()
 function M.time(keep, opts)
   local ms = duration.ms(keep, "time keep", 2)
   if ms < 0 then error("time: the duration to keep must not be negative, got " .. tostring(keep), 2) end
@@ -50,6 +52,11 @@ end
 -- timestamps, in the same order, `false` where a record has none).
 -- @tparam table spec `{before = fn, after = fn}`
 -- @treturn table an evictor
+-- @usage wm.evictors.custom{before = function(records)
+--   local keep = {}
+--   for _, r in ipairs(records) do if r.vc >= 0 then keep[#keep + 1] = r end end
+--   return keep
+-- end}
 function M.custom(spec)
   if type(spec) ~= "table" then error("custom: expected a table {before = fn, after = fn}", 2) end
   for k, v in pairs(spec) do

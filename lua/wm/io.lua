@@ -11,14 +11,16 @@ local check_on_error, check_host_port = base.check_on_error, base.check_host_por
 
 local M = {}
 
---- The range of `generate`'s rate (records per second): below, the due time of a record
+-- The range of `generate`'s rate (records per second): below, the due time of a record
 -- leaves the 64-bit range of ms; above, a rate means nothing more than "as fast as possible".
 M.MIN_RATE, M.MAX_RATE = 1e-6, 1e9
 
 local csv_types = {string = true, integer = true, number = true, boolean = true}
 
---- A bounded source of the given values, in order.
--- @usage env:from_elements({1, 2, 3}) or env:from_elements(1, 2, 3)
+--- A bounded source of the given values, in order (parallelism 1).
+-- @param ... the values, or one list of them
+-- @treturn Stream
+-- @usage env:from_elements({1, 2, 3}) -- or env:from_elements(1, 2, 3)
 function Env:from_elements(...)
   local list
   if select("#", ...) == 1 and type((...)) == "table" and getmetatable((...)) == nil and #(...) > 0 then
@@ -43,6 +45,7 @@ end
 --   function(line, n), giving each line's arrival time in ms; the job then runs on a clock
 --   that jumps to each arrival, docs/lab.md), `speed` ("max", the default: that virtual
 --   clock; a number x: the real clock, x times the recorded pace)
+-- @treturn Stream the lines, as strings
 -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
 function Env:read_lines(path, opts)
   if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
@@ -71,6 +74,7 @@ end
 --   job naming the source, line and field; "skip" counts the line in the parse_errors
 --   metric; "side_output" sends `{line = n, text = "...", error = "..."}` to the
 --   "parse_errors" side output)
+-- @treturn Stream the rows
 -- @usage env:read_lines("s.csv"):parse_csv{"id", "ts:integer", "vc:integer", on_error = "skip"}
 function Stream:parse_csv(spec)
   if type(spec) ~= "table" then error("parse_csv: expected a table of columns, got " .. type(spec), 2) end
@@ -107,6 +111,8 @@ end
 
 --- JSON lines to records, with lua-cjson (one table per line).
 -- @tparam[opt] table opts `on_error` as for parse_csv
+-- @treturn Stream the decoded values
+-- @usage env:read_lines("events.jsonl"):parse_json{on_error = "skip"}
 function Stream:parse_json(opts)
   opts = opt_table(opts, "parse_json", {on_error = true}, 2)
   return one_input(self, "parse_json", {on_error = check_on_error(opts.on_error, "parse_json", 2)},
@@ -117,8 +123,10 @@ end
 --- A TCP client source: the lines a server sends until it closes the connection
 -- (like Flink's socketTextStream). A refused connection fails the job naming host:port.
 -- @tparam string host a name or an address
--- @tparam integer port
--- @tparam[opt] table opts `max_line` (bytes, default 1 MiB), `chunk` (read size, default 64 KiB, at most 64 MiB)
+-- @tparam integer port the server's port
+-- @tparam[opt] table opts `max_line` (bytes, default 1 MiB), `chunk` (read size, default 64 KiB,
+--   at most 64 MiB)
+-- @treturn Stream the lines, as strings
 -- @usage env:socket_lines("127.0.0.1", 9999)   -- with `nc -lk 9999` on the other side
 function Env:socket_lines(host, port, opts)
   check_host_port(host, port, "socket_lines", 2)
@@ -132,9 +140,12 @@ end
 --- A TCP server source: lines from every client that connects (`nc host port < file`).
 -- Port 0 picks a free port; the server announces "wmrun: listening on host:port" on stderr.
 -- @tparam string host the address to listen on ("127.0.0.1", "0.0.0.0", "::")
--- @tparam integer port
+-- @tparam integer port the port (0: any free one)
 -- @tparam[opt] table opts `max_clients` (end once that many clients have come and gone;
---   default: accept forever), `max_line`, `quiet` (no announcement)
+--   default: accept forever), `max_line`, `chunk` (as for socket_lines), `quiet` (no
+--   announcement)
+-- @treturn Stream the lines, as strings
+-- @usage env:listen_lines("127.0.0.1", 9000, {max_clients = 1}):print()
 function Env:listen_lines(host, port, opts)
   check_host_port(host, port, "listen_lines", 2)
   opts = opt_table(opts, "listen_lines", {max_line = true, chunk = true, max_clients = true, quiet = true}, 2)
@@ -147,10 +158,11 @@ function Env:listen_lines(host, port, opts)
 end
 
 --- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
--- @tparam function fn
+-- @tparam function fn `fn(i) -> record`
 -- @tparam[opt] table opts `count` (stop after that many), `rate` (records per second,
 --   from 1e-6 to 1e9, paced by a libuv timer; default, and with `math.huge`: as fast as the
 --   pipeline takes them)
+-- @treturn Stream
 -- @usage env:generate(function(i) return {id = "k" .. i % 10, ts = i} end, {count = 1000, rate = 100})
 function Env:generate(fn, opts)
   check_fn(fn, "generate")
@@ -184,6 +196,13 @@ local source_fields = {open = true, poll = true, close = true, name = true, snap
 -- and `restore(ctx, t)`, which runs before `open(ctx)` when the job resumes.
 -- @tparam table spec `{open = fn, poll = fn, close = fn, snapshot = fn, restore = fn}`
 --   (only poll is required)
+-- @treturn Stream
+-- @usage local i = 0
+-- env:source{poll = function(ctx)
+--   i = i + 1
+--   ctx:emit({n = i}, i * 1000)
+--   return i < 10
+-- end}
 function Env:source(spec)
   if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
   for k, v in pairs(spec) do
@@ -207,8 +226,11 @@ end
 --- Writes one line per record to a file (created or truncated), buffered and flushed at
 -- the end of input (also after SIGINT). Default format: compact JSON with sorted keys
 -- (JSON lines); "text" writes records as print shows them; a function returns the line.
--- @tparam string path
--- @tparam[opt] string|function format
+-- @tparam string path the file
+-- @tparam[opt="json"] string|function format "json", "text" or `fn(record) -> line`
+-- @treturn Sink
+-- @usage sums:write_lines("sums.jsonl")
+-- sums:write_lines("sums.txt", function(r) return r.id .. "\t" .. r.vc end)
 function Stream:write_lines(path, format)
   if type(path) ~= "string" then error("write_lines: expected a path, got " .. type(path), 2) end
   return sink(self, "write_lines", {path = path, format = check_format(format, "write_lines"),
@@ -217,16 +239,22 @@ end
 
 --- Writes one line per record to a TCP server (format as write_lines). Lines wait in a
 -- buffer until the connection is up; a slow server slows the sources down (backpressure).
--- @tparam string host
--- @tparam integer port
--- @tparam[opt] string|function format
+-- @tparam string host the server's name or address
+-- @tparam integer port the server's port
+-- @tparam[opt="json"] string|function format as for write_lines
+-- @treturn Sink
+-- @usage sums:write_socket("127.0.0.1", 9001)
 function Stream:write_socket(host, port, format)
   check_host_port(host, port, "write_socket", 2)
   return sink(self, "write_socket", {host = host, port = port, format = check_format(format, "write_socket"),
     name = "write_socket(" .. host .. ":" .. port .. ")"})
 end
 
---- Prints every record on standard output in Flink's format (`prefix> value`).
+--- Prints every record on standard output in Flink's format: `value` or `prefix> value`
+-- (with parallelism > 1: `i> value`, `prefix:i> value`), as `wm.format.tostring` shows it.
+-- @tparam[opt] string prefix
+-- @treturn Sink
+-- @usage s:print("sums")
 function Stream:print(prefix)
   if prefix ~= nil and type(prefix) ~= "string" then
     error("print: the prefix must be a string, got " .. type(prefix), 2)
@@ -235,14 +263,21 @@ function Stream:print(prefix)
 end
 
 --- Collects the records into a table that fills as the job runs (for tests).
--- @treturn table
+-- @treturn table the list of records (filled by `env:execute()`)
+-- @usage local out = s:collect()
+-- env:execute()
+-- assert(#out == 3)
 function Stream:collect()
   local t = {}
   sink(self, "collect", {target = t, name = "collect"})
   return t
 end
 
---- Calls fn(record, ctx) for every record.
+--- A sink written in Lua: calls `fn(record, ctx)` for every record.
+-- @tparam function fn `fn(record, ctx)`
+-- @treturn Sink
+-- @usage local total = 0
+-- s:sink(function(r) total = total + r.vc end)
 function Stream:sink(fn)
   return sink(self, "sink", {fn = check_fn(fn, "sink"), name = "sink"})
 end

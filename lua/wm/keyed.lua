@@ -34,6 +34,7 @@ end
 -- @tparam function|table fn the function, or a table {process_element, on_timer[, snapshot,
 --   restore]}
 -- @tparam[opt] function on_timer the timer callback (with the function form)
+-- @treturn Stream the records the function emits
 -- @usage keyed:process{process_element = function(r, ctx, out) ... end,
 --                      on_timer = function(t, ctx, out) ... end}
 local process_fields = {process_element = true, on_timer = true, name = true, snapshot = true,
@@ -67,11 +68,46 @@ end
 
 --- Rolling reduce: for every record, `fn(acc, record) -> acc` over all of the key's records
 -- so far (the first record starts), and the new accumulator is emitted.
--- @tparam function fn the reduce function
+-- @tparam function fn `fn(acc, record) -> acc`
+-- @treturn Stream
+-- @usage s:key_by("id"):reduce(function(a, r) return {id = r.id, vc = a.vc + r.vc} end)
 function KeyedStream:reduce(fn)
   base.check_fn(fn, "reduce")
   return keyed_node(self, "keyed_rolling", {agg = "reduce", fn = fn}, "rolling reduce")
 end
+
+--- Rolling sum: for every record, the key's first record with `field` replaced by
+-- the running sum of `field` over the key's records so far (Flink's rule).
+-- @function KeyedStream:sum
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):sum("vc")
+
+--- Rolling min: for every record, the key's first record with `field` replaced by
+-- the running minimum of `field` over the key's records so far (Flink's rule).
+-- @function KeyedStream:min
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):min("vc")
+
+--- Rolling max: for every record, the key's first record with `field` replaced by
+-- the running maximum of `field` over the key's records so far (Flink's rule).
+-- @function KeyedStream:max
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):max("vc")
+
+--- Rolling min_by: for every record, the key's record so far with the lowest `field`.
+-- @function KeyedStream:min_by
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):min_by("vc")
+
+--- Rolling max_by: for every record, the key's record so far with the highest `field`.
+-- @function KeyedStream:max_by
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):max_by("vc")
 
 -- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
 -- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.

@@ -10,14 +10,26 @@ local check_fn, one_input = base.check_fn, base.one_input
 
 local M = {}
 
---- Applies fn to every record; the result replaces it.
+--- Applies `fn` to every record; the result replaces it.
+-- @tparam function fn `fn(record) -> record`
+-- @treturn Stream
+-- @usage words:map(function(w) return {word = w, n = 1} end)
 function Stream:map(fn) return one_input(self, "map", {fn = check_fn(fn, "map")}) end
---- Keeps the records for which fn returns a true value.
+--- Keeps the records for which `fn` returns a true value.
+-- @tparam function fn `fn(record) -> boolean`
+-- @treturn Stream
+-- @usage readings:filter(function(r) return r.vc > 0 end)
 function Stream:filter(fn) return one_input(self, "filter", {fn = check_fn(fn, "filter")}) end
---- fn(record, out) may call out(value) any number of times.
+--- Zero or more records per record: `fn(record, out)` may call `out(value)` any number of times.
+-- @tparam function fn `fn(record, out)`
+-- @treturn Stream
+-- @usage lines:flat_map(function(l, out) for w in l:gmatch("%a+") do out(w) end end)
 function Stream:flat_map(fn) return one_input(self, "flat_map", {fn = check_fn(fn, "flat_map")}) end
 
 --- Names the operator that produced this stream (shown in errors, metrics and traces).
+-- @tparam string text the name
+-- @treturn Stream this stream
+-- @usage s:map(parse):name("parse readings")
 function Stream:name(text)
   if type(text) ~= "string" then error("name: expected a string, got " .. type(text), 2) end
   self.node.name = text
@@ -55,6 +67,9 @@ function Stream:uid(id)
 end
 
 --- Sets the parallelism of the operator that produced this stream.
+-- @tparam integer n from 1 to `wm.MAX_PARALLELISM`
+-- @treturn Stream this stream
+-- @usage s:map(f):set_parallelism(4)
 function Stream:set_parallelism(n)
   if math.type(n) ~= "integer" or n < 1 then
     error("set_parallelism: expected a positive integer, got " .. tostring(n), 2)
@@ -63,14 +78,31 @@ function Stream:set_parallelism(n)
   return self
 end
 
+--- Names the sink operator (as `Stream:name`).
+-- @function Sink:name
+-- @tparam string text the name
+-- @treturn Sink this sink
+-- @usage s:print():name("console")
 Sink.name = Stream.name
+
+--- Sets the parallelism of the sink operator (as `Stream:set_parallelism`).
+-- @function Sink:set_parallelism
+-- @tparam integer n from 1 to `wm.MAX_PARALLELISM`
+-- @treturn Sink this sink
+-- @usage s:write_lines("out.jsonl"):set_parallelism(1)
 Sink.set_parallelism = Stream.set_parallelism
 Sink.uid = Stream.uid
 
 --- Redistributes records round-robin to the next operator's instances.
+-- @treturn Stream
+-- @usage s:rebalance():map(expensive):set_parallelism(4)
 function Stream:rebalance() return one_input(self, "rebalance", {}, "rebalance") end
 
---- Merges this stream with others (their watermarks are combined, semantics.md §3).
+--- Merges this stream with others of the same env (their watermarks are combined: the
+-- minimum over the inputs, semantics.md §3).
+-- @tparam Stream ... the other streams
+-- @treturn Stream
+-- @usage a:union(b, c):print()
 function Stream:union(...)
   local inputs = {self.node}
   for i = 1, select("#", ...) do
@@ -86,6 +118,10 @@ function Stream:union(...)
 end
 
 --- Assigns event timestamps and generates watermarks with a strategy from wm.watermarks.
+-- @tparam Strategy strategy e.g. `wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts")`
+-- @treturn Stream
+-- @usage s:assign_timestamps_and_watermarks(
+--   wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1000))
 function Stream:assign_timestamps_and_watermarks(strategy)
   if getmetatable(strategy) ~= watermarks.Strategy then
     error("assign_timestamps_and_watermarks: expected a strategy from wm.watermarks, got " .. type(strategy), 2)
@@ -107,12 +143,21 @@ local function key_spec(k, level)
   error("key_by: expected a function, a field name or a list of field names, got " .. type(k), level + 1)
 end
 
---- Partitions the stream by key: a function, a field name, or a list of field names.
+--- Partitions the stream by key: a function, a field name, or a list of field names
+-- (a composite key). Field keys are read in C, with no Lua call per record.
+-- @tparam function|string|table k `fn(record) -> key`, `"field"` or `{"f1", "f2"}`
+-- @treturn KeyedStream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
 function Stream:key_by(k)
   return setmetatable({stream = self, key = key_spec(k, 2), where = base.where()}, KeyedStream)
 end
 
---- Records sent to a side output of the operator that produced this stream.
+--- Records sent to a side output of the operator that produced this stream (late data
+-- of a window, `ctx:output(tag, v)` of a process function, parse errors).
+-- @tparam string tag the side output's tag
+-- @treturn Stream
+-- @usage local sums = windowed:side_output_late_data("late"):sum("vc")
+-- sums:get_side_output("late"):print("late")
 function Stream:get_side_output(tag)
   if type(tag) ~= "string" then error("get_side_output: expected a tag string, got " .. type(tag), 2) end
   return one_input(self, "side_output", {tag = tag}, "side output '" .. tag .. "'")

@@ -52,7 +52,10 @@ end
 --   200 ms as in env; 0 = after every record), `side_outputs` (tags the result stream may
 --   send to with `ctx:output`; late-data tags are known already), `trace` (print the
 --   watermark trace on stderr), `title` (the title of `h:timeline`'s picture)
--- @return a harness
+-- @treturn Harness
+-- @usage local h = wm.testing.harness(function(input)
+--   return input:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+-- end, {channels = 2})
 function M.harness(build, opts)
   if type(build) ~= "function" then
     error("harness: expected a function(input) that returns a stream, got " .. type(build), 2)
@@ -102,13 +105,21 @@ function M.harness(build, opts)
 end
 
 --- Pushes a record with its event timestamp (nil: no timestamp) into a channel (default 1).
+-- @param record the record
+-- @tparam[opt] integer ts its event timestamp (ms)
+-- @tparam[opt=1] integer channel the input channel
+-- @usage h:push({id = "a", vc = 1}, 1000)
 function Harness:push(record, ts, channel)
   if ts ~= nil then check_int(ts, "the timestamp", "push") end
   run(self, "push", record, ts, check_channel(self, channel, "push"))
   return self
 end
 
---- Pushes a watermark into a channel (default 1).
+--- Pushes a watermark into a channel (default 1). The result's watermark is the minimum
+-- over the active channels (semantics.md §3).
+-- @tparam integer t the watermark (ms)
+-- @tparam[opt=1] integer channel the input channel
+-- @usage h:watermark(4999)
 function Harness:watermark(t, channel)
   check_int(t, "the watermark", "watermark")
   run(self, "watermark", t, check_channel(self, channel, "watermark"))
@@ -116,12 +127,16 @@ function Harness:watermark(t, channel)
 end
 
 --- Marks a channel idle (semantics.md §3: it no longer holds the watermark back).
+-- @tparam[opt=1] integer channel the input channel
+-- @usage h:idle(2)
 function Harness:idle(channel)
   run(self, "status", check_channel(self, channel, "idle"), true)
   return self
 end
 
 --- Marks a channel active again.
+-- @tparam[opt=1] integer channel the input channel
+-- @usage h:active(2)
 function Harness:active(channel)
   run(self, "status", check_channel(self, channel, "active"), false)
   return self
@@ -130,6 +145,8 @@ end
 --- Moves the virtual processing-time clock forward by `ms` (an integer or a duration
 -- string), firing processing-time timers, idleness timeouts and periodic watermarks that
 -- come due, in time order.
+-- @tparam integer|string ms how far (>= 0)
+-- @usage h:advance_processing_time("1s")
 function Harness:advance_processing_time(ms)
   ms = wm.duration.ms(ms, "advance_processing_time", 2)
   if ms < 0 then error("advance_processing_time: the clock cannot go back", 2) end
@@ -138,9 +155,13 @@ function Harness:advance_processing_time(ms)
 end
 
 --- The virtual processing time (ms).
+-- @treturn integer
+-- @usage assert(h:processing_time() == 1000)
 function Harness:processing_time() return self._h:processing_time() end
 
 --- Ends the input: the MAX watermark on every channel (every event-time timer fires).
+-- @usage h:finish()
+-- local all = h:output()
 function Harness:finish()
   run(self, "finish")
   return self
@@ -148,6 +169,7 @@ end
 
 --- The records the result stream emitted since the last call, in order.
 -- @treturn table a list
+-- @usage assert.are.same({{id = "a", vc = 3}}, h:output())
 function Harness:output()
   local values = self._h:take("")
   return values or {}
@@ -155,6 +177,8 @@ end
 
 --- The records emitted since the last call, each as `{value = v, timestamp = t}`
 -- (timestamp nil when the record has none).
+-- @treturn table a list
+-- @usage assert(h:output_records()[1].timestamp == 4999)
 function Harness:output_records()
   local values, ts = self._h:take("")
   local out = {}
@@ -164,6 +188,8 @@ end
 
 --- The records sent to a side output of the result stream since the last call.
 -- @tparam string tag the side-output tag
+-- @treturn table a list
+-- @usage local late = h:side_output("late")
 function Harness:side_output(tag)
   if type(tag) ~= "string" then error("side_output: expected a tag string, got " .. type(tag), 2) end
   local values = self._h:take(tag)
@@ -173,6 +199,8 @@ end
 --- The operators' counters: a list in creation order of `{name, kind, records_in,
 -- records_out, late_records_dropped, watermark, idle, open_windows, keys, event_timers,
 -- processing_timers}`, also indexed by name with and without the "(job.lua:N)" suffix.
+-- @treturn table
+-- @usage assert(h:metrics()[1].records_in == 2)
 function Harness:metrics()
   local list = self._h:metrics()
   for _, m in ipairs(list) do
@@ -184,6 +212,8 @@ function Harness:metrics()
 end
 
 --- The result stream's current watermark (math.mininteger before the first).
+-- @treturn integer
+-- @usage assert(h:current_watermark() == 4999)
 function Harness:current_watermark() return self._h:current_watermark() end
 
 --- Draws the run so far (records, watermarks, windows, firings, late records) as
@@ -267,6 +297,7 @@ function Harness:restore(checkpoint)
 end
 
 --- Frees the harness now (otherwise the garbage collector does).
+-- @usage h:close()
 function Harness:close() self._h:close() end
 Harness.__close = Harness.close
 

@@ -26,10 +26,12 @@ end
 -- window the watermark has already passed fires it at once (a late firing).
 -- The default of event-time windows.
 -- @treturn table a trigger
+-- @usage keyed:window(wm.windows.tumbling("5s")):trigger(wm.triggers.event_time())
 function M.event_time() return trigger{kind = "event_time"} end
 
 --- Fires when the wall clock reaches the window's end. The default of processing-time windows.
 -- @treturn table a trigger
+-- @usage keyed:window(wm.windows.tumbling("5s")):trigger(wm.triggers.processing_time())
 function M.processing_time() return trigger{kind = "processing_time"} end
 
 --- Fires every `n` records added to the window (the count restarts after each firing).
@@ -46,6 +48,7 @@ end
 --- Fires every `interval` of event time (aligned to multiples of it), and at the window's end.
 -- @tparam integer|string interval a positive duration
 -- @treturn table a trigger
+-- @usage keyed:window(wm.windows.tumbling("1h")):trigger(wm.triggers.continuous_event_time("5min"))
 function M.continuous_event_time(interval)
   return trigger{kind = "continuous_event_time", n = positive_ms(interval, "continuous_event_time")}
 end
@@ -53,12 +56,14 @@ end
 --- Fires every `interval` of wall-clock time (aligned to multiples of it) while the window has records.
 -- @tparam integer|string interval a positive duration
 -- @treturn table a trigger
+-- @usage keyed:window(wm.windows.global()):trigger(wm.triggers.continuous_processing_time("10s"))
 function M.continuous_processing_time(interval)
   return trigger{kind = "continuous_processing_time", n = positive_ms(interval, "continuous_processing_time")}
 end
 
 --- Fires once, at the end of the input (the `MAX` watermark). Meant for global windows.
 -- @treturn table a trigger
+-- @usage keyed:window(wm.windows.global()):trigger(wm.triggers.end_of_stream()):sum("vc")
 function M.end_of_stream() return trigger{kind = "end_of_stream"} end
 
 --- Wraps a trigger so that every firing also purges the window's contents.

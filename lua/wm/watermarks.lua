@@ -12,7 +12,8 @@ local function strategy(t) return setmetatable(t, Strategy) end
 
 --- Takes the event time from a Lua function `fn(record, prev_ts) -> ts` (integer ms).
 -- @tparam function fn the timestamp assigner
--- @return a new strategy
+-- @treturn Strategy a new strategy
+-- @usage wm.watermarks.monotonous():with_timestamp_assigner(function(r) return r.ts * 1000 end)
 function Strategy:with_timestamp_assigner(fn)
   if type(fn) ~= "function" then
     error("with_timestamp_assigner: expected a function, got " .. type(fn), 2)
@@ -26,7 +27,8 @@ end
 --- Takes the event time from a numeric field, computed in C: ms = record[field] * scale.
 -- @tparam string field the field name
 -- @tparam[opt=1] integer scale multiplier to milliseconds (1000 for seconds)
--- @return a new strategy
+-- @treturn Strategy a new strategy
+-- @usage wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1000)
 function Strategy:with_timestamp_field(field, scale)
   if type(field) ~= "string" then
     error("with_timestamp_field: expected a field name, got " .. type(field), 2)
@@ -43,7 +45,8 @@ end
 
 --- Marks the input idle after `d` of wall-clock time without records (semantics.md §2).
 -- @tparam integer|string d the idle timeout
--- @return a new strategy
+-- @treturn Strategy a new strategy
+-- @usage wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"):with_idleness("10s")
 function Strategy:with_idleness(d)
   local ms = duration.ms(d, "with_idleness", 2)
   if ms <= 0 then error("with_idleness: the timeout must be positive, got " .. tostring(d), 2) end
@@ -55,6 +58,7 @@ end
 
 --- Watermarks that trail the highest timestamp seen by `d`: emits `max_ts - d - 1`.
 -- @tparam integer|string d the bound on out-of-orderness
+-- @treturn Strategy
 -- @usage wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1000)
 function M.bounded_out_of_orderness(d)
   local ms = duration.ms(d, "bounded_out_of_orderness", 2)
@@ -63,12 +67,21 @@ function M.bounded_out_of_orderness(d)
 end
 
 --- Watermarks for timestamps that never decrease: emits `max_ts - 1`.
+-- @treturn Strategy
+-- @usage wm.watermarks.monotonous():with_timestamp_field("ts")
 function M.monotonous()
   return strategy({kind = "bounded", delay = 0})
 end
+
+--- `monotonous` under Flink's name (`WatermarkStrategy.forMonotonousTimestamps`).
+-- @function for_monotonous_timestamps
+-- @treturn Strategy
+-- @usage wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts")
 M.for_monotonous_timestamps = M.monotonous
 
 --- No watermarks at all (event-time windows fire only at the end of input).
+-- @treturn Strategy
+-- @usage wm.watermarks.no_watermarks():with_timestamp_field("ts")
 function M.no_watermarks()
   return strategy({kind = "none", delay = 0})
 end
@@ -80,6 +93,7 @@ end
 -- `out:mark_idle()`, `out:mark_active()`. `ctx.subtask` and `ctx.parallelism` tell the
 -- instance who it is. See docs/watermarks.md.
 -- @tparam function factory called once per parallel assigner instance
+-- @treturn Strategy
 -- @usage wm.watermarks.for_generator(function(ctx)
 --   return {max = math.mininteger,
 --           on_event = function(self, r, ts, out) self.max = math.max(self.max, ts) end,

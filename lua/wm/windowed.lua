@@ -16,6 +16,7 @@ local M = {}
 --- Windows the keyed stream with an assigner from wm.windows.
 -- @tparam table assigner e.g. `wm.windows.tumbling("5s")`
 -- @treturn WindowedStream
+-- @usage s:key_by("id"):window(wm.windows.sliding("10s", "5s")):max("vc")
 function KeyedStream:window(assigner)
   if type(assigner) ~= "table" or not assigner.kind then
     error("window: expected a window assigner from wm.windows, got " .. type(assigner), 2)
@@ -27,6 +28,7 @@ end
 -- @tparam integer n records per window
 -- @tparam[opt] integer slide records between firings
 -- @treturn WindowedStream
+-- @usage s:key_by("id"):count_window(100):sum("vc")
 function KeyedStream:count_window(n, slide)
   local ok, a = pcall(windows.count, n, slide)
   if not ok then error((a:gsub("^[^:]*:%d+: ", "")), 2) end
@@ -36,7 +38,8 @@ end
 --- Allowed lateness: windows are kept (and fire again for late records) until
 -- the watermark passes their end plus this duration.
 -- @tparam integer|string d a duration (>= 0)
--- @treturn WindowedStream
+-- @treturn WindowedStream this windowed stream
+-- @usage keyed:window(wm.windows.tumbling("5s")):allowed_lateness("2s"):sum("vc")
 function WindowedStream:allowed_lateness(d)
   local ms = duration.ms(d, "allowed_lateness", 2)
   if ms < 0 then error("allowed_lateness: must not be negative, got " .. tostring(d), 2) end
@@ -50,8 +53,10 @@ end
 --- Sends records too late for any window to the side output `tag` (read it with
 -- `:get_side_output(tag)` on the result); without it they are dropped and counted in the
 -- `late_records_dropped` metric (`wmrun --metrics`, column "late").
--- @tparam string tag
--- @treturn WindowedStream
+-- @tparam string tag the side output's tag
+-- @treturn WindowedStream this windowed stream
+-- @usage local sums = keyed:window(wm.windows.tumbling("5s")):side_output_late_data("late"):sum("vc")
+-- sums:get_side_output("late"):print("late")
 function WindowedStream:side_output_late_data(tag)
   if type(tag) ~= "string" then error("side_output_late_data: expected a tag string, got " .. type(tag), 2) end
   self.late_tag = tag
@@ -60,7 +65,8 @@ end
 
 --- Replaces the window's default trigger with one from wm.triggers.
 -- @tparam table t a trigger
--- @treturn WindowedStream
+-- @treturn WindowedStream this windowed stream
+-- @usage keyed:window(wm.windows.global()):trigger(wm.triggers.count(100)):sum("vc")
 function WindowedStream:trigger(t)
   if getmetatable(t) ~= triggers.Trigger then
     error("trigger: expected a trigger from wm.triggers, got " .. type(t), 2)
@@ -74,7 +80,8 @@ end
 
 --- Adds an evictor from wm.evictors.
 -- @tparam table e an evictor
--- @treturn WindowedStream
+-- @treturn WindowedStream this windowed stream
+-- @usage keyed:count_window(10, 2):evictor(wm.evictors.count(5)):sum("vc")
 function WindowedStream:evictor(e)
   if getmetatable(e) ~= evictors.Evictor then
     error("evictor: expected an evictor from wm.evictors, got " .. type(e), 2)
@@ -102,9 +109,10 @@ end
 --- Reduces each window's records with `fn(acc, record) -> acc` (the first record starts);
 -- with `process_fn`, that function receives the reduced value:
 -- `process_fn(key, ctx, {reduced}, out)` (ctx as for `process`).
--- @tparam function fn
--- @tparam[opt] function process_fn
+-- @tparam function fn `fn(acc, record) -> acc`
+-- @tparam[opt] function process_fn `process_fn(key, ctx, {reduced}, out)`
 -- @treturn Stream
+-- @usage windowed:reduce(function(a, r) return {id = r.id, vc = math.max(a.vc, r.vc)} end)
 function WindowedStream:reduce(fn, process_fn)
   check_fn(fn, "reduce")
   if process_fn ~= nil then check_fn(process_fn, "reduce (process function)") end
@@ -114,9 +122,14 @@ end
 --- Aggregates with `{create = fn() -> acc, add = fn(acc, record) -> acc, result = fn(acc) -> out,
 -- merge = fn(a, b) -> acc}` (`merge` is required for session windows); with `process_fn`,
 -- that function receives the result: `process_fn(key, ctx, {result}, out)`.
--- @tparam table agg
--- @tparam[opt] function process_fn
+-- @tparam table agg `{create, add, result[, merge]}`
+-- @tparam[opt] function process_fn `process_fn(key, ctx, {result}, out)`
 -- @treturn Stream
+-- @usage windowed:aggregate{
+--   create = function() return {n = 0, sum = 0} end,
+--   add = function(a, r) a.n, a.sum = a.n + 1, a.sum + r.vc; return a end,
+--   result = function(a) return a.sum / a.n end,
+--   merge = function(a, b) return {n = a.n + b.n, sum = a.sum + b.sum} end}
 function WindowedStream:aggregate(agg, process_fn)
   if type(agg) ~= "table" then error("aggregate: expected a table {create, add, result, merge}", 2) end
   for _, f in ipairs({"create", "add", "result"}) do
@@ -136,15 +149,50 @@ end
 -- that fired the window), `ctx.current_processing_time`, `ctx.key`, and
 -- `ctx:output(tag, value)` for side outputs; `out(value)` emits a result (timestamp: the
 -- window's `max_timestamp`).
--- @tparam function fn
+-- @tparam function fn `fn(key, ctx, records, out)`
 -- @treturn Stream
+-- @usage windowed:process(function(key, ctx, records, out)
+--   out({key = key, n = #records, stop = ctx.window.stop})
+-- end)
 function WindowedStream:process(fn)
   check_fn(fn, "process")
   return window_node(self, {fn_kind = "process", fn = fn}, wname(self, "process"))
 end
 
---- Built-in aggregations, computed in C: `sum(field)`, `min`, `max`, `min_by`, `max_by`.
--- @function sum
+--- The window's sum, computed in C: the window's first record with `field` replaced by
+-- the sum of `field` over the window (Flink's rule).
+-- @function WindowedStream:sum
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+
+--- The window's min, computed in C: the window's first record with `field` replaced by
+-- its minimum in the window (Flink's rule).
+-- @function WindowedStream:min
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):min("vc")
+
+--- The window's max, computed in C: the window's first record with `field` replaced by
+-- its maximum in the window (Flink's rule).
+-- @function WindowedStream:max
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):max("vc")
+
+--- The window's record with the lowest `field`, computed in C.
+-- @function WindowedStream:min_by
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):min_by("vc")
+
+--- The window's record with the highest `field`, computed in C.
+-- @function WindowedStream:max_by
+-- @tparam string field a numeric field
+-- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):max_by("vc")
+
+-- The built-in aggregations above, computed in C.
 for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do
   WindowedStream[agg] = function(self, field)
     if type(field) ~= "string" then error(agg .. ": expected a field name, got " .. type(field), 2) end
@@ -154,6 +202,7 @@ end
 
 --- Counts the records of each window: `{key = k, count = n, start = s, stop = e}`.
 -- @treturn Stream
+-- @usage s:key_by("id"):window(wm.windows.tumbling("1min")):count():print()
 function WindowedStream:count()
   return window_node(self, {fn_kind = "builtin", agg = "count"}, wname(self, "count"))
 end

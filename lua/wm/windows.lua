@@ -59,6 +59,7 @@ end
 -- (`start = math.mininteger`, `stop = max_timestamp = math.maxinteger`).
 -- It fires only from a trigger given with `:trigger(t)`.
 -- @treturn table an assigner
+-- @usage keyed:window(wm.windows.global()):trigger(wm.triggers.count(100)):sum("vc")
 function M.global()
   return {kind = "global"}
 end
@@ -85,11 +86,31 @@ function M.count(n, slide)
   return {kind = "count", size = n, slide = slide}
 end
 
---- Processing-time versions of `tumbling`, `sliding` and `session`: the same arguments;
--- records are assigned by the wall clock when the window operator sees them, and windows
--- fire from wall-clock timers (at the end of the input, the windows still open fire).
+--- Processing-time version of `tumbling` (the same arguments): records are assigned by the
+-- wall clock when the window operator sees them, and windows fire from wall-clock timers (at
+-- the end of the input, the windows still open fire).
 -- @function tumbling_processing
+-- @tparam integer|string size positive duration
+-- @tparam[opt=0] integer|string offset alignment
+-- @treturn table an assigner
 -- @usage wm.windows.tumbling_processing("1s")
+
+--- Processing-time version of `sliding` (the same arguments; as `tumbling_processing`).
+-- @function sliding_processing
+-- @tparam integer|string size positive duration
+-- @tparam integer|string slide positive duration, at most `size`
+-- @tparam[opt=0] integer|string offset alignment
+-- @treturn table an assigner
+-- @usage wm.windows.sliding_processing("1min", "10s")
+
+--- Processing-time version of `session` (the same arguments; as `tumbling_processing`):
+-- the gap is wall-clock time between records.
+-- @function session_processing
+-- @tparam integer|string|function gap
+-- @treturn table an assigner
+-- @usage wm.windows.session_processing("30s")
+
+-- The processing-time assigners above: the event-time ones with `processing_time` set.
 for _, name in ipairs({"tumbling", "sliding", "session"}) do
   local f = M[name]
   M[name .. "_processing"] = function(...)

@@ -20,6 +20,8 @@ local Env, Stream = base.Env, base.Stream
 local M = {}
 
 local Table, GroupedTable, WindowedTable, Window = {}, {}, {}, {}
+-- the classes, for spec/ldoc_spec.lua (which checks that their methods are documented)
+M.Table, M.GroupedTable, M.WindowedTable, M.Window = Table, GroupedTable, WindowedTable, Window
 Table.__index, GroupedTable.__index, WindowedTable.__index, Window.__index = Table, GroupedTable, WindowedTable, Window
 
 local function sqlmods()
@@ -88,7 +90,12 @@ local SQL_TYPES = {integer = "BIGINT", number = "DOUBLE", string = "STRING", boo
 -- sink to the job), SELECT (prints its changelog, as `wmrun --sql` does). Relative paths
 -- resolve against the current folder. The job runs at `env:execute()`.
 -- @tparam string text the statements
--- @usage env:execute_sql("CREATE TABLE t (...) WITH (...)")
+-- @usage env:execute_sql([[
+--   CREATE TABLE words (word STRING) WITH ('connector' = 'filesystem', 'path' = 'words.txt',
+--     'format' = 'csv');
+--   SELECT word, COUNT(*) AS n FROM words GROUP BY word;
+-- ]])
+-- env:execute()
 function Env:execute_sql(text)
   local p = planner_of(self)
   guarded(function()
@@ -102,8 +109,9 @@ function Env:execute_sql(text)
 end
 
 --- A Table over a SELECT query (nothing runs until a sink is added and `env:execute()`).
--- @tparam string query
+-- @tparam string query a SELECT query over the tables and views of the env
 -- @treturn Table
+-- @usage env:sql_query("SELECT word, COUNT(*) AS n FROM words GROUP BY word"):print()
 function Env:sql_query(query)
   local p = planner_of(self)
   return guarded(table_of_query, p, query, "sql_query")
@@ -114,7 +122,7 @@ end
 -- string, boolean) or "name:rowtime": that column is the record's event timestamp and the
 -- table's time attribute, and the stream's watermarks are the table's. Records are tables
 -- with those fields (a record that is not a table fills the first column).
--- @tparam Stream stream
+-- @tparam Stream stream a stream of this env
 -- @tparam table fields the column list
 -- @treturn Table
 -- @usage env:from_data_stream(words, {"word", "rt:rowtime"})
@@ -187,9 +195,11 @@ end
 
 --- Registers a stream (with its `fields`, as for from_data_stream) or a Table under a
 -- name that SQL can use.
--- @tparam string name
--- @tparam Stream|Table what
--- @tparam[opt] table fields for a stream
+-- @tparam string name the view's name (letters, digits, _)
+-- @tparam Stream|Table what the stream or Table
+-- @tparam[opt] table fields for a stream: its columns, as for from_data_stream
+-- @usage env:create_temporary_view("words", words, {"word", "rt:rowtime"})
+-- env:sql_query("SELECT word FROM words WHERE CHAR_LENGTH(word) > 3"):print()
 function Env:create_temporary_view(name, what, fields)
   if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
     error("create_temporary_view: expected a name (letters, digits, _), got " .. tostring(name), 2)
@@ -222,8 +232,8 @@ end
 
 --- A scalar function written in Lua, usable in SQL as NAME(args): `fn` receives the
 -- arguments (nil for NULL) and returns the value (nil for NULL).
--- @tparam string name
--- @tparam function fn
+-- @tparam string name the function's name in SQL (letters, digits, _)
+-- @tparam function fn `fn(args...) -> value`
 -- @tparam[opt] table opts `returns` (the SQL type of the result, default "STRING")
 -- @usage env:create_function("score", function(s) return #s * 2 end, {returns = "INT"})
 function Env:create_function(name, fn, opts)
@@ -256,28 +266,45 @@ local function derived(t, qtext, what)
   return guarded(table_of_query, t.planner, qtext, what)
 end
 
---- Rows for which the SQL condition is TRUE: `t:filter("age > 20")`.
+--- Rows for which the SQL condition is TRUE.
+-- @tparam string cond a SQL condition over the Table's columns
+-- @treturn Table
+-- @usage t:filter("age > 20")
 function Table:filter(cond)
   if type(cond) ~= "string" then error("filter: expected a SQL condition string", 2) end
   return derived(self, "SELECT * FROM " .. self.name .. " WHERE " .. cond, "filter")
 end
+
+--- Rows for which the SQL condition is TRUE (the same as `filter`).
+-- @function Table:where
+-- @tparam string cond a SQL condition over the Table's columns
+-- @treturn Table
+-- @usage t:where("age > 20")
 Table.where = Table.filter
 
---- A projection: `t:select("id, name, age * 2 AS a2")`.
+--- A projection.
+-- @tparam string list a SQL select list
+-- @treturn Table
+-- @usage t:select("id, name, age * 2 AS a2")
 function Table:select(list)
   if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
   return derived(self, "SELECT " .. list .. " FROM " .. self.name, "select")
 end
 
---- A non-windowed grouping: `t:group_by("word"):select("word, COUNT(*) AS cnt")`
--- (an updating result).
+--- A non-windowed grouping (an updating result: see to_retract_stream).
+-- @tparam string keys a SQL list of grouping columns
+-- @treturn GroupedTable
+-- @usage t:group_by("word"):select("word, COUNT(*) AS cnt")
 function Table:group_by(keys)
   if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
   return setmetatable({table = self, keys = keys}, GroupedTable)
 end
 
---- A group window: `t:window(wm.table.tumble("5s"):on("rt"):as("w"))`, then
--- `:group_by("w, word"):select("word, w.start, w.end, COUNT(*)")`.
+--- A group window over the Table, to group by next.
+-- @tparam Window w `wm.table.tumble/slide/session(...):on(time_column):as(alias)`
+-- @treturn WindowedTable
+-- @usage t:window(wm.table.tumble("5s"):on("rt"):as("w"))
+--   :group_by("w, word"):select("word, w.start, w.end, COUNT(*) AS n")
 function Table:window(w)
   if getmetatable(w) ~= Window or not w.time or not w.alias then
     error("window: expected wm.table.tumble/slide/session(...):on(\"rt\"):as(\"w\")", 2)
@@ -285,6 +312,10 @@ function Table:window(w)
   return setmetatable({table = self, window = w}, WindowedTable)
 end
 
+--- Groups the windowed Table by its window alias and other keys.
+-- @tparam string keys a SQL list of grouping columns, with the window's alias
+-- @treturn GroupedTable
+-- @usage t:window(wm.table.tumble("5s"):on("rt"):as("w")):group_by("w, word")
 function WindowedTable:group_by(keys)
   if type(keys) ~= "string" then error("group_by: expected a SQL key list string", 2) end
   return setmetatable({table = self.table, keys = keys, window = self.window}, GroupedTable)
@@ -307,7 +338,10 @@ local function window_sql(w, text, is_keys)
   return text
 end
 
---- The aggregation of a grouped table: `:select("word, COUNT(*) AS cnt")`.
+--- The aggregation of a grouped table (with a window: `w.start`, `w.end`, `w.rowtime`).
+-- @tparam string list a SQL select list of keys and aggregates
+-- @treturn Table
+-- @usage t:group_by("word"):select("word, COUNT(*) AS cnt")
 function GroupedTable:select(list)
   if type(list) ~= "string" then error("select: expected a SQL select list string", 2) end
   local keys = self.keys
@@ -323,6 +357,8 @@ end
 
 --- Prints the Table's changelog (`+I[...]`, `-U[...]`, ...) when the job runs.
 -- @tparam[opt] string prefix as for Stream:print
+-- @treturn Sink
+-- @usage env:sql_query("SELECT word, COUNT(*) AS n FROM words GROUP BY word"):print("counts")
 function Table:print(prefix)
   local planner = require("wm.sql.planner")
   local rel = plan_rel(self)
@@ -334,6 +370,7 @@ end
 -- timestamps. Only for append-only queries: an updating one (a GROUP BY without a
 -- window) is an error that says to use to_retract_stream.
 -- @treturn Stream
+-- @usage t:filter("vc > 0"):to_append_stream():map(function(r) return r.id end):print()
 function Table:to_append_stream()
   local rel = plan_rel(self)
   if rel.updating then
@@ -346,6 +383,7 @@ end
 --- The changelog as a stream of `{true, row}` (insert, update after) and `{false, row}`
 -- (retraction: update before, delete).
 -- @treturn Stream
+-- @usage t:group_by("word"):select("word, COUNT(*) AS n"):to_retract_stream():print()
 function Table:to_retract_stream()
   local rel = plan_rel(self)
   if rel.updating then
@@ -356,6 +394,8 @@ end
 
 --- Writes the rows into a table declared with CREATE TABLE (a sink, when the job runs).
 -- @tparam string name the sink table
+-- @usage env:execute_sql("CREATE TABLE out (word STRING, n BIGINT) WITH ('connector' = 'print')")
+-- counts:execute_insert("out")
 function Table:execute_insert(name)
   if type(name) ~= "string" then error("execute_insert: expected a table name", 2) end
   local p = self.planner
@@ -368,7 +408,10 @@ function Table:execute_insert(name)
   end)
 end
 
---- The column names and types: `{{name = "word", type = "STRING"}, ...}`.
+--- The column names and types: `{{name = "word", type = "STRING"}, ...}` (and
+-- `rowtime = true` on the time attribute).
+-- @treturn table
+-- @usage for _, c in ipairs(t:columns()) do print(c.name, c.type) end
 function Table:columns()
   local rel = guarded(function()
     local p = self.planner
@@ -389,7 +432,10 @@ local function interval(ms) return "INTERVAL '" .. ms .. "' MILLISECOND" end
 local function window(fn, sizes)
   return setmetatable({fn = fn, sizes = sizes}, Window)
 end
---- The time column of the window: `:on("rt")`.
+--- The time column of the window.
+-- @tparam string col a time attribute of the Table
+-- @treturn Window this window
+-- @usage wm.table.tumble("5s"):on("rt")
 function Window:on(col)
   if type(col) ~= "string" then error("on: expected a column name", 2) end
   self.time = col
@@ -398,27 +444,45 @@ function Window:on(col)
   self.args = table.concat(parts, ", ")
   return self
 end
---- The window's alias in group_by and select: `:as("w")`.
+--- The window's alias in group_by and select.
+-- @tparam string alias a name (letters, digits, _)
+-- @treturn Window this window
+-- @usage wm.table.tumble("5s"):on("rt"):as("w")
 function Window:as(alias)
   if type(alias) ~= "string" or not alias:match("^[%a_][%w_]*$") then error("as: expected an alias", 2) end
   self.alias = alias
   return self
 end
---- The slide of a sliding window: `wm.table.slide("10s"):every("5s")`.
+--- The slide of a sliding window (default: its size).
+-- @tparam integer|string d a duration
+-- @treturn Window this window
+-- @usage wm.table.slide("10s"):every("5s"):on("rt"):as("w")
 function Window:every(d)
   if self.fn ~= "HOP" then error("every: only for wm.table.slide", 2) end
   self.sizes = {duration.ms(d, "every", 2), self.sizes[1]}
   return self
 end
 M.table = {
-  --- A tumbling group window of the given size.
+  --- A tumbling group window of the given size (`wm.table.tumble`).
+  -- @function table.tumble
+  -- @tparam integer|string size a duration
+  -- @treturn Window
+  -- @usage t:window(wm.table.tumble("5s"):on("rt"):as("w"))
   tumble = function(size) return window("TUMBLE", {duration.ms(size, "tumble", 2)}) end,
-  --- A sliding group window of the given size; `:every(slide)` sets the slide.
+  --- A sliding group window of the given size (`wm.table.slide`); `:every(slide)` sets the slide.
+  -- @function table.slide
+  -- @tparam integer|string size a duration
+  -- @treturn Window
+  -- @usage t:window(wm.table.slide("10s"):every("5s"):on("rt"):as("w"))
   slide = function(size)
     local ms = duration.ms(size, "slide", 2)
     return window("HOP", {ms, ms})
   end,
-  --- A session group window with the given gap.
+  --- A session group window with the given gap (`wm.table.session`).
+  -- @function table.session
+  -- @tparam integer|string gap a duration
+  -- @treturn Window
+  -- @usage t:window(wm.table.session("30s"):on("rt"):as("s"))
   session = function(gap) return window("SESSION", {duration.ms(gap, "session", 2)}) end,
   Table = Table,
 }
