@@ -39,7 +39,7 @@ export WMRUN     := $(CURDIR)/$(WMRUN)
 
 .PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs \
         fuzz fuzz-build fuzz-bins man
-.PHONY: lint
+.PHONY: lint ldoc
 
 all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE)
 
@@ -106,7 +106,7 @@ valgrind: all
 # The timeline pictures embedded in the docs (docs/img/*.svg), drawn by wmrun --timeline,
 # and their screenshots (docs/img/*.png) in headless Chromium when it is installed.
 SHOT = chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400
-docs: $(WMRUN)
+docs: $(WMRUN) ldoc
 	@mkdir -p docs/img
 	$(WMRUN) --timeline docs/img/timeline_scenario_c.svg examples/c_lateness_side_output.lua >/dev/null
 	$(WMRUN) --timeline docs/img/timeline_percentile_vs_bounded.svg \
@@ -120,6 +120,12 @@ docs: $(WMRUN)
 	  $(SHOT),740 --screenshot=$(CURDIR)/docs/img/timeline_keys.png file://$$d/keys.html 2>/dev/null; \
 	  rm -rf $$d; \
 	else echo "docs: no chromium: the screenshots (docs/img/*.png) are not redrawn"; fi
+
+# The HTML reference of the job API (config.ld) in $(BUILD)/ldoc: every public function of wm,
+# wm.testing and wm.sql from its `---` comment (spec/ldoc_spec.lua checks that none is missing).
+ldoc:
+	ldoc --fatalwarnings -d $(BUILD)/ldoc .
+	@echo "API reference: $(BUILD)/ldoc/index.html"
 
 # Static checks (.ci/run): luacheck over the Lua with .luacheckrc (0 warnings: fix the code, not
 # the configuration) and cppcheck over the C. cppcheck needs no suppression today; one that
