@@ -45,6 +45,7 @@ typedef struct lwm_bridge {
   /* interrupting a runaway function (lwm_core.c): nesting of lwm_call, and the hook's
    * instruction-count ticks since the outermost call began */
   int depth, hook_ticks;
+  int gcstress; /* WM_GCSTRESS=1: a full collection after every call of a user function */
 } lwm_bridge;
 
 /* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object

@@ -376,6 +376,7 @@ int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
   B->depth++;
   int st = lua_pcall(L, nargs, nres, B->msgh);
   if (--B->depth == 0) B->hook_ticks = 0; /* it returned: whatever runs next starts afresh */
+  if (B->gcstress) lua_gc(L, LUA_GCCOLLECT); /* the results are on the stack: kept */
   if (st == LUA_OK) return WM_OK;
   if (!B->downstream_failed) {
     size_t n;
@@ -500,6 +501,8 @@ static int msghandler(lua_State *L) {
 void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->L = L;
   B->gc_step = 0;
+  const char *gcs = getenv("WM_GCSTRESS"); /* make gcstress (docs/testing.md) */
+  B->gcstress = gcs && *gcs && strcmp(gcs, "0") != 0;
   wm_ctx_init(&B->ctx);
   B->ctx.host.ud = B;
   B->ctx.host.retain = lwm_slot_retain;
