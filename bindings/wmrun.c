@@ -11,6 +11,7 @@
 
 #include "time/wm_time.h"
 #include "lwm.h"
+#include "lwm_alloc.h"
 #include "lwm_timeline.h"
 
 #include <lualib.h>
@@ -520,18 +521,31 @@ int main(int argc, char **argv) {
   return code;
 }
 
+/* lwm_set_spawn allocates: run under lua_pcall, so that running out of memory is an error. */
+static int set_spawn(lua_State *L) {
+  lwm_set_spawn(L, lua_touserdata(L, 1));
+  return 0;
+}
+
 /* Runs one job script in a fresh Lua state; the exit status. */
 static int run_job(options *po, const char *script) {
   options o0 = *po;
   options *o = &o0;
   o->script = script;
-  lua_State *L = lwm_newstate();
+  const char *why;
+  lua_State *L = lwm_new_state(&why);
   if (!L) {
-    fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
+    fprintf(stderr, "%s: cannot create the Lua state: %s\n", progname, why);
     return 1;
   }
   lwm_spawn spawn = {.run = run_worker, .ud = o};
-  lwm_set_spawn(L, &spawn);
+  lua_pushcfunction(L, set_spawn);
+  lua_pushlightuserdata(L, &spawn);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    fprintf(stderr, "%s: %s\n", progname, lua_tostring(L, -1));
+    lwm_close_state(L);
+    return 1;
+  }
   lua_pushcfunction(L, msghandler);
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, o);
@@ -555,6 +569,6 @@ static int run_job(options *po, const char *script) {
             e ? strerror(e) : "write error");
     code = 1;
   }
-  lwm_closestate(L);
+  lwm_close_state(L);
   return code;
 }
