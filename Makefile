@@ -39,7 +39,7 @@ export WMRUN     := $(CURDIR)/$(WMRUN)
 
 .PHONY: all deps build-with-deps demo test test-c test-lua asan tsan valgrind install uninstall clean bench docs \
         fuzz fuzz-build fuzz-bins man
-.PHONY: lint ldoc
+.PHONY: lint ldoc gcstress alloc-sweep
 
 all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE)
 
@@ -81,14 +81,29 @@ demo: build-with-deps
 test: build-with-deps
 	@./spec/run_all.sh $(BUILD)
 
-asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+ASAN_BUILD = $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" all
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
 	  LUA_CPATH="$(CURDIR)/build-asan/?.so;;" WMRUN=$(CURDIR)/build-asan/wmrun \
-	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-	  ./spec/run_all.sh build-asan
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
+asan:
+	$(ASAN_BUILD)
+	$(ASAN_ENV) ./spec/run_all.sh build-asan
+
+# Every suite under ASan with a full garbage collection after every call into a user
+# function (WM_GCSTRESS=1, read by the bridge): a Lua value that C uses without holding a
+# reference to it is collected at once, and the use shows as an ASan report or a wrong result.
+gcstress:
+	$(ASAN_BUILD)
+	WM_GCSTRESS=1 $(ASAN_ENV) ./spec/run_all.sh build-asan
+
+# Running out of memory at every allocation of a small job in turn (WM_FAIL_ALLOC=N for every
+# N, on the ASan build): each run ends in "not enough memory" or the right output, never a
+# crash or a leak (docs/testing.md).
+alloc-sweep:
+	$(ASAN_BUILD)
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp ./spec/alloc_sweep.sh build-asan/wmrun
 
 # ThreadSanitizer over the C tests (the SPSC queue between two threads) and the specs that
 # run jobs on several threads (docs/parallelism.md).
