@@ -243,6 +243,20 @@ static int build_and_run(lwm_bridge *B, int env) {
   return rc;
 }
 
+/* The job's error message (light userdata, a string) -> the message, remembered as a data
+ * error; when `data` (arg 2) is false, only pushed. */
+static int push_job_error(lua_State *L) {
+  lua_pushstring(L, lua_touserdata(L, 1));
+  if (lua_toboolean(L, 2)) {
+    /* a data or setup error (no user function failed): its message already names the
+     * file, line, operator and record. Remember it, so that wmrun's message handler does not
+     * add the traceback of the execute call to it, which would say nothing more */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "wm.core.data_error");
+  }
+  return 1;
+}
+
 /* core.execute(env, name) */
 static int l_execute(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -289,15 +303,14 @@ static int l_execute(lua_State *L) {
       return lwm_mt_stop_script(L);
     }
   }
-  if (rc == WM_STOP) {
-    lua_pushliteral(L, "wmrun: interrupted");
-  } else if (rc != WM_OK) {
-    lua_pushstring(L, B->ctx.err);
-    /* a data or setup error (no user function failed): its message already names the
-     * file, line, operator and record. Remember it, so that wmrun's message handler does not
-     * add the traceback of the execute call to it, which would say nothing more */
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "wm.core.data_error");
+  if (rc != WM_OK) {
+    /* under lua_pcall, so that running out of memory here (the job may have failed for that
+     * very reason) leaves its own message instead of unwinding past the frees below */
+    static const char interrupted[] = "wmrun: interrupted";
+    lua_pushcfunction(L, push_job_error);
+    lua_pushlightuserdata(L, rc == WM_STOP ? (void *)interrupted : (void *)B->ctx.err);
+    lua_pushboolean(L, rc != WM_STOP);
+    lua_pcall(L, 2, 1, 0); /* the message, or the memory error's */
   }
   free(B->refs);
   free(B->free_slots);
