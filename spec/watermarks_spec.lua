@@ -67,7 +67,7 @@ describe("custom watermark generators", function()
       local s = input:assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
         return {
           on_event = function() end,
-          on_periodic_emit = function(self, out)
+          on_periodic_emit = function(_self, out)
             log[#log + 1] = "periodic"
             out:emit_watermark(1)                       -- after MAX: changes nothing
           end,

@@ -188,7 +188,8 @@ describe("lateness", function()
       assert.matches("in operator 'sliding window", e, 1, true)
     end)
 
-    it("tumbling: the first complete window holds its start; one ms earlier is an error, not a clamped window", function()
+    it("tumbling: the first complete window holds its start; one ms earlier is an error, not a clamped window",
+        function()
       local out = run(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
                       recs(-9223372036854775000))
       assert.are.same({'{"count":1,"key":"a","start":-9223372036854775000,"stop":-9223372036854774000}'}, out)
@@ -226,8 +227,8 @@ describe("lateness", function()
         wm.watermarks.monotonous():with_timestamp_assigner(function() return math.maxinteger end)):collect()
       local ok, e2 = pcall(env.execute, env)
       assert.is_false(ok)
-      assert.matches("the timestamp assigner returned math.maxinteger in record {\"t\":1}: that value is the end of input",
-                     tostring(e2), 1, true)
+      assert.matches("the timestamp assigner returned math.maxinteger in record {\"t\":1}: "
+                     .. "that value is the end of input", tostring(e2), 1, true)
     end)
   end)
 
