@@ -188,9 +188,9 @@ describe("map, filter, flat_map and collect", function()
 
   it("a coroutine.yield inside map names the job's line (issue 13.17)", function()
     local env = wm.env()
-    env:from_elements(1):map(function(r)
-      coroutine.yield(r)
-      return r
+    env:from_elements(1):map(function(v)
+      coroutine.yield(v)
+      return v
     end):collect()
     local ok, err = pcall(env.execute, env)
     assert.is_false(ok)
@@ -199,7 +199,7 @@ describe("map, filter, flat_map and collect", function()
 
   it("flat_map's emit(nil) is an argument error, not a nil record", function()
     local env = wm.env()
-    env:from_elements(1):flat_map(function(x, emit) emit(nil) end):collect()
+    env:from_elements(1):flat_map(function(_x, emit) emit(nil) end):collect()
     local ok, err = pcall(env.execute, env)
     assert.is_false(ok)
     assert.matches("api_spec.lua:%d+: bad argument #1 to 'emit' %(record expected, got nil%)", err)

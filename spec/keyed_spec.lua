@@ -133,7 +133,7 @@ describe("keyed process functions", function()
   it("rejects a timer time that is not a number (no string coercion), lauxlib style", function()
     local h = T.harness(function(input)
       return input:key_by("k"):process{
-        process_element = function(r, ctx) ctx.timer_service:register_processing_time_timer("10") end,
+        process_element = function(_r, ctx) ctx.timer_service:register_processing_time_timer("10") end,
         on_timer = function() end,
       }
     end)
@@ -145,13 +145,13 @@ describe("keyed process functions", function()
 
   it("rejects out() and ctx:output(tag) without a record instead of emitting nil", function()
     local h = T.harness(function(input)
-      return input:key_by("k"):process(function(r, ctx, out) out() end)
+      return input:key_by("k"):process(function(_r, _ctx, out) out() end)
     end)
     local ok, err = pcall(h.push, h, {k = 1}, 1)
     assert.is_false(ok)
     assert.matches("keyed_spec.lua:%d+: bad argument #1 to 'out' %(record expected, got no value%)", err)
     h = T.harness(function(input)
-      return input:key_by("k"):process(function(r, ctx, out) ctx:output("late", nil) end)
+      return input:key_by("k"):process(function(_r, ctx, _out) ctx:output("late", nil) end)
     end, {side_outputs = {"late"}})
     ok, err = pcall(h.push, h, {k = 1}, 1)
     assert.is_false(ok)

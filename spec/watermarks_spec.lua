@@ -153,7 +153,7 @@ describe("custom watermark generators", function()
     .. "(it leaked the graph being built, issue 13.17)", function()
     local Gen = {}
     Gen.__index = Gen
-    function Gen:on_event(r, ts, out) out:emit_watermark(ts) end
+    function Gen.on_event(_self, _r, ts, out) out:emit_watermark(ts) end
     local h = gen_harness(function() return setmetatable({}, Gen) end)
     h:push({id = "a", vc = 1}, 1000)
     assert.are.equal(1000, h:current_watermark())

@@ -44,7 +44,7 @@ print(arg[0])
     assert.are.equal(0, code, err)
     assert.are.equal("a!\nb!\n-\n", out)
     -- its errors are named as lua names them
-    _, err, code = h.wmrun("-", "local x = 1\nerror('boom')\n")
+    err, code = select(2, h.wmrun("-", "local x = 1\nerror('boom')\n"))
     assert.are.equal(1, code)
     assert.matches("^wmrun: stdin:2: boom\n", err)
     -- every thread runs the same script, read once
@@ -167,7 +167,8 @@ env:execute()
     local build = os.getenv("WM_BUILD") or "build"
     -- -o all: install what this test run uses, never rebuild it (with other flags); make and
     -- install run without the sanitizer runtime that `make asan` preloads for lua5.4
-    local _, err, code = h.sh("env -u LD_PRELOAD make -s -o all -C '" .. h.root .. "' install PREFIX='" .. tmp .. "' BUILD=" .. build)
+    local _, err, code = h.sh("env -u LD_PRELOAD make -s -o all -C '" .. h.root .. "' install PREFIX='" .. tmp
+      .. "' BUILD=" .. build)
     assert.are.equal(0, code, err)
     local wmrun = tmp .. "/bin/wmrun"
     local exports, perr, pcode = h.sh("cd / && '" .. wmrun .. "' --lua-path")
