@@ -220,8 +220,8 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
 int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer *n);
 /* Sets up a bridge on L (lwm_bridge.c): the core context with the host hooks, and the
  * message handler, slot table and fns table pushed on L's stack (registered with
- * lwm_register). */
-void lwm_bridge_init(lwm_bridge *B, lua_State *L);
+ * lwm_register). 0, or -1 with the error (running out of memory) on the stack instead. */
+int lwm_bridge_init(lwm_bridge *B, lua_State *L);
 /* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
 int lwm_harness_new(lua_State *L);
 void lwm_harness_open(lua_State *L);

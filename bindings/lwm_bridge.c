@@ -165,12 +165,9 @@ static void format_table(lua_State *L, int idx, wm_buf *b, int depth) {
     return;
   }
   /* an object with sorted keys: keys as strings and values go to a scratch table that
-   * keeps them alive while a C array of keys is sorted */
-  keyent *keys = malloc(count * sizeof *keys);
-  if (!keys) {
-    b->oom = 1;
-    return;
-  }
+   * keeps them alive while a C array of keys is sorted (a userdata: running out of memory
+   * below raises, and nothing may be left to free) */
+  keyent *keys = lua_newuserdatauv(L, count * sizeof *keys, 0);
   lua_createtable(L, (int)(count * 2), 0);
   int scratch = lua_gettop(L);
   size_t k = 0;
@@ -204,8 +201,7 @@ static void format_table(lua_State *L, int idx, wm_buf *b, int depth) {
     lua_pop(L, 1);
   }
   wm_buf_addc(b, '}');
-  free(keys);
-  lua_pop(L, 1); /* scratch */
+  lua_pop(L, 2); /* scratch, keys */
 }
 
 void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth) {
@@ -453,11 +449,26 @@ static int host_with_field(void *ud, const wm_value *rec, const char *name, cons
   return 0;
 }
 
+/* value, buffer (light userdata), json -> nothing */
+static int format_protected(lua_State *L) {
+  lwm_format_lua(L, 1, lua_touserdata(L, 2), lua_toboolean(L, 3), 0);
+  return 0;
+}
+
+/* A held value as print shows it, for the core (print sinks, the record of an error
+ * message). Under lua_pcall: running out of memory while formatting marks the buffer
+ * (b->oom) instead of unwinding the core's frames. */
 static void host_format(void *ud, wm_buf *b, const wm_value *v, int json) {
   lwm_bridge *B = ud;
-  lua_rawgeti(B->L, B->slots, v->u.slot);
-  lwm_format_lua(B->L, -1, b, json, 0);
-  lua_pop(B->L, 1);
+  lua_State *L = B->L;
+  lua_pushcfunction(L, format_protected);
+  lua_rawgeti(L, B->slots, v->u.slot);
+  lua_pushlightuserdata(L, b);
+  lua_pushboolean(L, json);
+  if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+    b->oom = 1;
+    lua_pop(L, 1);
+  }
 }
 
 /* ---- the message handler (as lua.c's) ------------------------------------------------ */
@@ -498,7 +509,21 @@ static int msghandler(lua_State *L) {
 
 /* ---- the bridge of a job run -------------------------------------------------------- */
 
-void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
+/* B (light userdata) -> msgh, slots, fns, registered under B: the Lua half of
+ * lwm_bridge_init, under lua_pcall so that running out of memory leaks nothing of B */
+static int bridge_values(lua_State *L) {
+  lwm_bridge *B = lua_touserdata(L, 1);
+  lua_pushcfunction(L, msghandler);
+  lua_newtable(L);
+  lua_newtable(L);
+  B->msgh = 2; /* this frame's indexes, for lwm_register */
+  B->slots = 3;
+  B->fns = 4;
+  lwm_register(B);
+  return 3;
+}
+
+int lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->L = L;
   B->gc_step = 0;
   const char *gcs = getenv("WM_GCSTRESS"); /* make gcstress (docs/testing.md) */
@@ -510,12 +535,12 @@ void lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->ctx.host.get_field = host_get_field;
   B->ctx.host.with_field = host_with_field;
   B->ctx.host.format = host_format;
-  lua_pushcfunction(L, msghandler);
-  B->msgh = lua_gettop(L);
-  lua_newtable(L);
-  B->slots = lua_gettop(L);
-  lua_newtable(L);
+  lua_pushcfunction(L, bridge_values);
+  lua_pushlightuserdata(L, B);
+  if (lua_pcall(L, 1, 3, 0) != LUA_OK) return -1;
+  B->msgh = lua_gettop(L) - 2;
+  B->slots = lua_gettop(L) - 1;
   B->fns = lua_gettop(L);
-  lwm_register(B);
+  return 0;
 }
 

@@ -266,7 +266,9 @@ static int l_execute(lua_State *L) {
   int thread, nthreads;
   if (lwm_mt_prepare(L, 1, &run, &job, &thread, &nthreads)) return 0;
   lwm_bridge *B = calloc(1, sizeof *B);
-  if (!B) {
+  int bad = !B ? 1 : lwm_bridge_init(B, L) != 0 ? 2 : 0; /* 2: its message on the stack */
+  if (bad) {
+    free(B);
     if (job) { /* let the other threads stop */
       static const lwm_bridge zero;
       lwm_bridge *tmp = malloc(sizeof *tmp);
@@ -279,9 +281,8 @@ static int l_execute(lua_State *L) {
         free(tmp);
       }
     }
-    return luaL_error(L, "out of memory");
+    return bad == 1 ? luaL_error(L, "out of memory") : lua_error(L);
   }
-  lwm_bridge_init(B, L);
   B->mtjob = job;
   B->thread = thread;
   B->nthreads = nthreads;

@@ -503,7 +503,7 @@ int lwm_harness_new(lua_State *L) {
   H->pt = wm_timers_new();
   if (!H->pt) return luaL_error(L, "out of memory");
   lwm_bridge *B = &H->B;
-  lwm_bridge_init(B, L); /* 4 msgh, 5 slots, 6 fns */
+  if (lwm_bridge_init(B, L) != 0) return lua_error(L); /* 4 msgh, 5 slots, 6 fns */
   H->closed = 0;
   H->channels = (int)lwm_get_int(L, 2, "channels", 1);
   H->now = (int64_t)lwm_get_int(L, 2, "processing_time", 0);
