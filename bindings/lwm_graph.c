@@ -67,27 +67,32 @@ static int edge_to(lwm_bridge *B, chans *cs, wm_op *from, int port, int from_loc
   return WM_OK;
 }
 
-/* One operator for one instance of a node (B->instance / B->parallelism are set). */
+/* One operator for one instance of a node (B->instance / B->parallelism are set). The plan
+ * is read before anything is allocated for the operator: reading it may raise (running out
+ * of memory), and the protected build can only free what the graph already holds. */
 static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *name,
                         const char *where) {
   lua_State *L = B->L;
   wm_op *op = NULL;
   if (strcmp(kind, "from_elements") == 0) {
+    int list = lwm_get_fn(B, node, "list");
+    lua_Integer count = lwm_get_int(L, node, "count", 0);
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (!oi) {
       wm_ctx_error(&B->ctx, "out of memory");
       return NULL;
     }
-    oi->fn = lwm_get_fn(B, node, "list");
-    return lwm_elements_new(B, oi, name, lwm_get_int(L, node, "count", 0));
+    oi->fn = list;
+    return lwm_elements_new(B, oi, name, count);
   }
   if (strcmp(kind, "map") == 0 || strcmp(kind, "filter") == 0 || strcmp(kind, "flat_map") == 0) {
+    int fn = lwm_get_fn(B, node, "fn");
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (!oi) {
       wm_ctx_error(&B->ctx, "out of memory");
       return NULL;
     }
-    oi->fn = lwm_get_fn(B, node, "fn");
+    oi->fn = fn;
     int k = kind[0] == 'm' ? LWM_MAP : kind[1] == 'i' ? LWM_FILTER : LWM_FLAT_MAP;
     return lwm_map_new(B, oi, name, k);
   }
@@ -100,12 +105,13 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
     return wm_print_new(&B->ctx, name, &pc);
   }
   if (strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0) {
+    int fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (!oi) {
       wm_ctx_error(&B->ctx, "out of memory");
       return NULL;
     }
-    oi->fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
+    oi->fn = fn;
     return lwm_sink_new(B, oi, name, kind[0] == 'c');
   }
   if (strcmp(kind, "union") == 0) return lwm_pass_new(B, name);

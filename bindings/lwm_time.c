@@ -138,9 +138,10 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
     int has = !lua_isnil(L, -1);
     lua_pop(L, 1);
     if (has) {
+      int fn = lwm_get_fn(B, s, "ts_fn"); /* first: it may raise, with nothing to leak yet */
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (!oi) goto oom;
-      oi->fn = lwm_get_fn(B, s, "ts_fn");
+      oi->fn = fn;
       lwm_tsx_lua(&cfg.tsx, oi);
     }
   }

@@ -484,39 +484,69 @@ static int build_evictor(lwm_bridge *B, int node, const char *where, wm_evictor 
   return WM_OK;
 }
 
+/* The configuration being built lives in a userdata whose __gc frees what it holds unless
+ * the operator took it: reading the plan may raise (running out of memory) between two of the
+ * parts it allocates, and then nothing is left on the C stack to free them. */
+typedef struct window_build {
+  wm_winop_config cfg;
+  int taken;
+} window_build;
+
+static void free_config(wm_winop_config *cfg) {
+  if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
+  if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
+  wm_trigger_free(cfg->trigger);
+  if (cfg->evictor.free) cfg->evictor.free(cfg->evictor.ud);
+  if (cfg->gapfn.free) cfg->gapfn.free(cfg->gapfn.ud);
+}
+
+static int window_build_gc(lua_State *L) {
+  window_build *wb = lua_touserdata(L, 1);
+  if (!wb->taken) free_config(&wb->cfg);
+  wb->taken = 1;
+  return 0;
+}
+
 static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where) {
   lua_State *L = B->L;
-  wm_winop_config cfg;
-  memset(&cfg, 0, sizeof cfg);
+  window_build *wb = lua_newuserdatauv(L, sizeof *wb, 0);
+  memset(wb, 0, sizeof *wb);
+  int guard = lua_gettop(L);
+  if (luaL_newmetatable(L, "wm.window_build")) {
+    lua_pushcfunction(L, window_build_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, guard);
+  wm_winop_config *cfg = &wb->cfg;
   int count_n = 0, count_slide = 0;
-  if (build_assigner(B, node, where, &cfg, &count_n, &count_slide) != WM_OK) goto fail;
-  cfg.lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
-  cfg.late_tag = lwm_get_str(L, node, "late_tag");
-  if (lwm_build_keysel(B, node, where, &cfg.keysel) != WM_OK) goto fail;
+  if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
+  cfg->lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
+  cfg->late_tag = lwm_get_str(L, node, "late_tag");
+  if (lwm_build_keysel(B, node, where, &cfg->keysel) != WM_OK) goto fail;
   /* the trigger: the user's, or the assigner's default (count windows: purging count(n),
    * or count(slide) with an evictor keeping the last n) */
   lua_getfield(L, node, "trigger");
   if (lua_istable(L, -1)) {
-    cfg.trigger = build_trigger(B, lua_gettop(L), where);
+    cfg->trigger = build_trigger(B, lua_gettop(L), where);
     lua_pop(L, 1);
-    if (!cfg.trigger) goto fail;
+    if (!cfg->trigger) goto fail;
   } else {
     lua_pop(L, 1);
     /* the assigner's default trigger: event time unless processing time or global */
-    if (cfg.assigner.kind != WM_WA_GLOBAL && !cfg.assigner.processing_time) B->event_time = 1;
+    if (cfg->assigner.kind != WM_WA_GLOBAL && !cfg->assigner.processing_time) B->event_time = 1;
     if (count_n > 0) {
-      cfg.trigger = count_slide > 0 ? wm_trigger_new(WM_TRIG_COUNT, count_slide)
+      cfg->trigger = count_slide > 0 ? wm_trigger_new(WM_TRIG_COUNT, count_slide)
                                     : wm_trigger_purging(wm_trigger_new(WM_TRIG_COUNT, count_n));
-      if (!cfg.trigger) {
+      if (!cfg->trigger) {
         wm_ctx_error(&B->ctx, "out of memory");
         goto fail;
       }
     }
   }
-  if (build_evictor(B, node, where, &cfg.evictor) != WM_OK) goto fail;
-  if (count_n > 0 && count_slide > 0 && !cfg.evictor.kind) {
-    cfg.evictor.kind = WM_EV_COUNT;
-    cfg.evictor.n = count_n;
+  if (build_evictor(B, node, where, &cfg->evictor) != WM_OK) goto fail;
+  if (count_n > 0 && count_slide > 0 && !cfg->evictor.kind) {
+    cfg->evictor.kind = WM_EV_COUNT;
+    cfg->evictor.n = count_n;
   }
   /* the function */
   const char *fk = lwm_get_str(L, node, "fn_kind");
@@ -527,30 +557,37 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
     int kindi = 0;
     for (int i = 0; i < 6; i++)
       if (agg && strcmp(agg, aggs[i]) == 0) kindi = i + 1;
-    rc = wm_winfn_builtin(&cfg.fn, kindi, lwm_get_str(L, node, "field"));
+    rc = wm_winfn_builtin(&cfg->fn, kindi, lwm_get_str(L, node, "field"));
   } else {
-    lwm_opinfo *oi = lwm_opinfo_new(B, where);
+    int fns[5] = {lwm_get_fn(B, node, "fn"), 0, 0, 0, 0};
+    lua_getfield(L, node, "agg");
+    if (lua_istable(L, -1)) {
+      int ag = lua_gettop(L);
+      fns[1] = lwm_get_fn(B, ag, "create");
+      fns[2] = lwm_get_fn(B, ag, "add");
+      fns[3] = lwm_get_fn(B, ag, "result");
+      fns[4] = lwm_get_fn(B, ag, "merge");
+    }
+    lua_pop(L, 1);
+    int pfn = lwm_get_fn(B, node, "process_fn");
+    lwm_opinfo *oi = lwm_opinfo_new(B, where); /* after the reads, which may raise */
     if (!oi) rc = -1;
     else {
-      oi->fn = lwm_get_fn(B, node, "fn");
-      lua_getfield(L, node, "agg");
-      if (lua_istable(L, -1)) {
-        int ag = lua_gettop(L);
-        oi->fn2 = lwm_get_fn(B, ag, "create");
-        oi->fn3 = lwm_get_fn(B, ag, "add");
-        oi->fn4 = lwm_get_fn(B, ag, "result");
-        oi->fn5 = lwm_get_fn(B, ag, "merge");
-      }
-      lua_pop(L, 1);
-      int pfn = lwm_get_fn(B, node, "process_fn");
-      rc = lwm_winfn_lua(&cfg.fn, oi, fk ? fk : "reduce", pfn);
+      oi->fn = fns[0];
+      oi->fn2 = fns[1];
+      oi->fn3 = fns[2];
+      oi->fn4 = fns[3];
+      oi->fn5 = fns[4];
+      rc = lwm_winfn_lua(&cfg->fn, oi, fk ? fk : "reduce", pfn);
     }
   }
   if (rc != 0) {
     wm_ctx_error(&B->ctx, "out of memory");
     goto fail;
   }
-  wm_op *op = wm_winop_new(&B->ctx, name, &cfg);
+  wm_op *op = wm_winop_new(&B->ctx, name, cfg); /* it takes the parts, even when it fails */
+  wb->taken = 1;
+  lua_remove(L, guard);
   if (!op) { /* the core's message names the operator; add the line */
     char msg[sizeof B->ctx.err];
     memcpy(msg, B->ctx.err, sizeof msg);
@@ -558,11 +595,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   }
   return op;
 fail:
-  if (cfg.keysel.free) cfg.keysel.free(cfg.keysel.ud);
-  if (cfg.fn.free) cfg.fn.free(cfg.fn.ud);
-  wm_trigger_free(cfg.trigger);
-  if (cfg.evictor.free) cfg.evictor.free(cfg.evictor.ud);
-  if (cfg.gapfn.free) cfg.gapfn.free(cfg.gapfn.ud);
+  free_config(cfg);
+  wb->taken = 1;
+  lua_remove(L, guard);
   return NULL;
 }
 
