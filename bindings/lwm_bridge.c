@@ -369,11 +369,18 @@ int lwm_op_error(lwm_opinfo *oi, const wm_value *rec, const char *fmt, ...) {
 int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
+  int msgh = B->msgh, slots = B->slots, fns = B->fns;
   B->depth++;
-  int st = lua_pcall(L, nargs, nres, B->msgh);
+  int st = lua_pcall(L, nargs, nres, msgh);
   if (--B->depth == 0) B->hook_ticks = 0; /* it returned: whatever runs next starts afresh */
   if (B->gcstress) lua_gc(L, LUA_GCCOLLECT); /* the results are on the stack: kept */
   if (st == LUA_OK) return WM_OK;
+  /* an error raised in a C callback between its lwm_enter and lwm_leave (running out of
+   * memory while emitting) left B on that callback's frame, which is gone: back to this one */
+  B->L = L;
+  B->msgh = msgh;
+  B->slots = slots;
+  B->fns = fns;
   if (!B->downstream_failed) {
     size_t n;
     const char *m = lua_tolstring(L, -1, &n);
