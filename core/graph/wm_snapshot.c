@@ -59,7 +59,7 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
   wm_channel *ch = calloc((size_t)(n ? n : 1), sizeof *ch);
   if (!ch) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
   int64_t wm = 0;
-  wm_op_metrics m;
+  wm_op_metrics m = {0}; /* each field is read below (zeroed: cppcheck cannot see through mv) */
   int rc = WM_OK;
   for (uint64_t i = 0; i < n && rc == WM_OK; i++) {
     rc = wm_state_get_i(&r, &ch[i].wm, "a channel's watermark");
