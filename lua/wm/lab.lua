@@ -25,13 +25,14 @@ local M = {}
 local Lab = {}
 Lab.__index = Lab
 
---- The columns of a result row, in the order of the table and of `--json`.
+--- The columns of a result row, in the order of the table and of the JSON lines.
 M.COLUMNS = {"name", "records", "late", "dropped", "late_firings", "lag_p50", "lag_p99",
              "lag_max", "latency_p50", "latency_p99", "latency_max"}
 
 --- A duration as a short label: "0ms", "250ms", "2s", "1min".
 -- @tparam integer ms
 -- @treturn string
+-- @usage wm.lab.label(2000) --> "2s"
 function M.label(ms)
   if ms ~= 0 and ms % 60000 == 0 then return (ms // 60000) .. "min" end
   if ms ~= 0 and ms % 1000 == 0 then return (ms // 1000) .. "s" end
@@ -107,12 +108,16 @@ end
 --- Creates a lab (also `wm.lab{...}`). Nothing runs until `lab:run()`.
 -- @tparam table spec `input = {path, fields, timestamp, arrival[, sep][, header]}` (fields as
 --   `parse_csv`'s columns; timestamp and arrival name integer columns in ms; a relative path
---   is relative to the lab file under `wmrun lab`, to the current directory otherwise), `key` (as `key_by`), `window` (a tumbling or
---   sliding event-time assigner), `allowed_lateness` (default 0), `watermark_interval`
---   (default 200 ms; 0 = after every record), `drain` (how long the clock runs on after the
---   last arrival before the input ends; default the watermark interval), `strategies`
---   (name -> strategy, or a list of strategies: a sweep)
--- @return a lab
+--   is relative to the lab file under `wmrun lab`, to the current directory otherwise), `key`
+--   (as `key_by`), `window` (a tumbling or sliding event-time assigner), `allowed_lateness`
+--   (default 0), `watermark_interval` (default 200 ms; 0 = after every record), `drain` (how
+--   long the clock runs on after the last arrival before the input ends; default the
+--   watermark interval), `strategies` (name -> strategy, or a list of strategies: a sweep)
+-- @tparam[opt=2] integer level the error level of a bad spec (as `error`)
+-- @treturn Lab
+-- @usage local lab = wm.lab.new{input = {path = "events.csv", fields = {"k", "ts:integer",
+--   "arrival:integer"}, timestamp = "ts", arrival = "arrival"}, key = "k",
+--   window = wm.windows.tumbling("1s"), strategies = {wm.watermarks.monotonous()}}
 function M.new(spec, level)
   level = level or 2
   if type(spec) ~= "table" then fail("expected a table, got " .. type(spec), level) end
@@ -172,6 +177,8 @@ end
 setmetatable(M, {__call = function(_, spec) return M.new(spec, 3) end})
 
 --- The recorded data (loaded once, then shared by every run).
+-- @treturn userdata the replay data (`:count()` records)
+-- @usage print(lab:data():count() .. " records")
 function Lab:data()
   if not self._data then
     local path = self.path
@@ -204,6 +211,8 @@ end
 -- @treturn table one result per row, `perfect` first: the fields of M.COLUMNS, and
 --   `latency_windows`, `end_firings` (windows first fired by the end of the input),
 --   `curve`, `marks`, `output` when asked for
+-- @usage local results = lab:run()
+-- io.write(lab:table(results))
 function Lab:run(opts)
   opts = opts or {}
   local data = self:data()
@@ -236,6 +245,7 @@ local HEAD = {"candidate", "records", "late", "dropped", "late firings", "lag p5
 --- The results as the table `wmrun lab` prints (times in ms; "-" when there is no sample).
 -- @tparam table results from `lab:run()`
 -- @treturn string
+-- @usage io.write(lab:table(lab:run()))
 function Lab:table(results)
   local cells = {HEAD}
   for _, r in ipairs(results) do
@@ -250,7 +260,8 @@ function Lab:table(results)
   local out = {}
   local w = self.window
   out[1] = string.format("%d records, %s %s windows, allowed lateness %s, watermark interval %s (times in ms)",
-    self:data():count(), w.kind, w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide)) or M.label(w.size),
+    self:data():count(), w.kind,
+    w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide)) or M.label(w.size),
     M.label(self.allowed_lateness), M.label(self.watermark_interval))
   for _, row in ipairs(cells) do
     local parts = {}
@@ -271,8 +282,11 @@ end
 
 --- The results as JSON lines: one object per row with the fields of M.COLUMNS (null when
 -- there is no sample) and `latency_windows`.
+-- @tparam Lab _self the lab (`lab:json(results)`; the results hold all it writes)
+-- @tparam table results from `lab:run()`
 -- @treturn string
-function Lab:json(results)
+-- @usage io.write(lab:json(lab:run()))
+function Lab.json(_self, results)
   local out = {}
   for _, r in ipairs(results) do
     local parts = {}
@@ -290,8 +304,12 @@ end
 
 local USAGE = "usage: wmrun lab LAB.lua [--json] [--plot out.html]"
 
---- `wmrun lab LAB.lua [--json] [--plot out.html]`: `lab` is what LAB.lua returned.
--- Exits with status 2 on bad usage.
+--- Runs a lab as `wmrun lab LAB.lua` does: `lab` is what LAB.lua returned; the options
+-- are `--json` and `--plot out.html`. Exits with status 2 on bad usage.
+-- @tparam Lab lab the lab
+-- @tparam string script the lab file's path (relative input paths resolve against its folder)
+-- @param ... the command line's options
+-- @usage wm.lab.main(dofile("lab.lua"), "lab.lua", "--json")
 function M.main(lab, script, ...)
   local args = {...}
   local json, plot = false, nil

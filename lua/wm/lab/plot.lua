@@ -102,7 +102,8 @@ local function axes(out, w, h, m, xt, yt, sx, sy, xlab, ylab, xfmt, yfmt)
   end
   out[#out + 1] = string.format('<text x="%.1f" y="%d" class="label" text-anchor="middle">%s</text>',
     (x0 + x1) / 2, h - 8, esc(xlab))
-  out[#out + 1] = string.format('<text transform="translate(14,%.1f) rotate(-90)" class="label" text-anchor="middle">%s</text>',
+  out[#out + 1] = string.format('<text transform="translate(14,%.1f) rotate(-90)" class="label" '
+    .. 'text-anchor="middle">%s</text>',
     (y0 + y1) / 2, esc(ylab))
 end
 
@@ -234,7 +235,8 @@ end
 local function curves_svg(results, colors)
   local w, h, m = 800, 460, {l = 70, r = 20, t = 34, b = 46}
   local out = {string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" id="curves">', w, h),
-    '<text x="12" y="20" class="title">Watermark minus the perfect watermark, over processing time (late records: red)</text>'}
+    '<text x="12" y="20" class="title">Watermark minus the perfect watermark, over processing time '
+      .. '(late records: red)</text>'}
   local tlo, thi = math.huge, -math.huge
   local ys = {}
   for _, r in ipairs(results) do
@@ -267,7 +269,8 @@ local function curves_svg(results, colors)
   local yt = ticks(ylo, yhi, 7)
   axes(out, w, h, m, xt, yt, sx, sy, "processing time since the first arrival", "watermark - perfect watermark",
     ms_label, ms_label)
-  out[#out + 1] = string.format('<defs><clipPath id="plotarea"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath></defs>',
+  out[#out + 1] = string.format('<defs><clipPath id="plotarea"><rect x="%d" y="%d" width="%d" height="%d"/>'
+    .. '</clipPath></defs>',
     m.l, m.t, w - m.l - m.r, h - m.t - m.b)
   out[#out + 1] = '<g clip-path="url(#plotarea)">'
   out[#out + 1] = string.format('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="zero"/>', m.l, sy(0), w - m.r, sy(0))
@@ -283,12 +286,14 @@ local function curves_svg(results, colors)
         pts[#pts + 1] = string.format("%.1f,%.1f", x, y)
         prev = y
       end
-      out[#out + 1] = string.format('<g class="cand c%d"><title>%s</title><polyline points="%s" fill="none" stroke="%s" stroke-width="1.4"/>',
+      out[#out + 1] = string.format('<g class="cand c%d"><title>%s</title><polyline points="%s" fill="none" '
+        .. 'stroke="%s" stroke-width="1.4"/>',
         i, esc(r.name), table.concat(pts, " "), colors[i])
       local marks = {}
       for _, mk in ipairs(r.marks or {}) do
         local x, y = sx(mk.t - tlo), sy(clampy(mk.wm - mk.perfect))
-        marks[#marks + 1] = string.format('<path d="M%.1f %.1fl3 3m-3 -3l-3 3m3 -3l3 -3m-3 3l-3 -3" class="late"/>', x, y)
+        marks[#marks + 1] = string.format('<path d="M%.1f %.1fl3 3m-3 -3l-3 3m3 -3l3 -3m-3 3l-3 -3" class="late"/>',
+          x, y)
       end
       out[#out + 1] = table.concat(marks) .. "</g>"
     end
@@ -333,9 +338,11 @@ function M.html(lab, results, title)
     '.tick{font-size:11px;fill:#555}.label{font-size:12px;fill:#333}.title{font-size:13px;font-weight:600}',
     '.note,.pt{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}',
     '.note{font-size:11px;fill:#444}.pt{font-size:11px}',
-    '.front{fill:none;stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}.ring{fill:none;stroke:#d62728;stroke-width:2}',
+    '.front{fill:none;stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}'
+      .. '.ring{fill:none;stroke:#d62728;stroke-width:2}',
     '.late{stroke:#d62728;stroke-width:1;fill:none;opacity:.75}.leader{stroke:#999;stroke-width:0.8}',
-    'table{border-collapse:collapse;margin-top:10px}td,th{padding:2px 9px;text-align:right;border-bottom:1px solid #eee}',
+    'table{border-collapse:collapse;margin-top:10px}'
+      .. 'td,th{padding:2px 9px;text-align:right;border-bottom:1px solid #eee}',
     'th{font-weight:600;background:#f4f4f4}td.name{text-align:left;cursor:pointer}',
     '.sw{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}',
     'tr.off td{color:#bbb}.hidden{display:none}',
