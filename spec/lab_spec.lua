@@ -155,8 +155,8 @@ describe("wm.lab figures", function()
 end)
 
 describe("arrival replay", function()
-  local dir, path
-  with_events(function(d, p) dir, path = d, p end)
+  local path
+  with_events(function(_d, p) path = p end)
 
   -- The same pipeline in a wm.testing harness, driven by hand: the clock moved to each
   -- arrival, then the line pushed; after the last one the clock runs one interval more.
@@ -240,6 +240,7 @@ describe("wm.lab errors", function()
     s.input.arrival = "when"
     s.input.fields[2] = "ts:integer"
     ok, err = pcall(wm.lab, s)
+    assert.is_false(ok)
     assert.matches("input.arrival: no column 'when' in input.fields", err, 1, true)
   end)
 
@@ -248,8 +249,10 @@ describe("wm.lab errors", function()
     assert.is_false(ok)
     assert.matches("window must be wm.windows.tumbling", err, 1, true)
     ok, err = pcall(wm.lab, spec("x.csv", {strategies = {perfect = wm.watermarks.monotonous()}}))
+    assert.is_false(ok)
     assert.matches("two candidates are named 'perfect'", err, 1, true)
     ok, err = pcall(wm.lab, spec("x.csv", {strategies = {x = 5}}))
+    assert.is_false(ok)
     assert.matches("strategies['x'] is not a strategy", err, 1, true)
   end)
 
@@ -329,6 +332,7 @@ return wm.lab{
     assert.matches("no lab file given", err, 1, true)
     _, err, code = h.wmrun("lab '" .. dir .. "/lab.lua' --plot x.png")
     assert.are.equal(2, code)
+    assert.matches("--plot writes an HTML page: name it .html (got 'x.png')", err, 1, true)
     write(dir .. "/nolab.lua", "return 42\n")
     _, err, code = h.wmrun("lab '" .. dir .. "/nolab.lua'")
     assert.are.equal(1, code)
