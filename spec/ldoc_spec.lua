@@ -40,7 +40,7 @@ describe("the API reference (LDoc)", function()
   local dir, out, err, code, pages
 
   setup(function()
-    dir = os.tmpname()
+    dir = h.tmpname() -- a fresh name in the suite's temporary space, made a directory
     os.remove(dir)
     assert(os.execute("mkdir " .. dir))
     -- (not under make asan's LD_PRELOAD: the sanitizer would report the tools' own leaks)
