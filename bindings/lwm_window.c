@@ -492,17 +492,9 @@ typedef struct window_build {
   int taken;
 } window_build;
 
-static void free_config(wm_winop_config *cfg) {
-  if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
-  if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
-  wm_trigger_free(cfg->trigger);
-  if (cfg->evictor.free) cfg->evictor.free(cfg->evictor.ud);
-  if (cfg->gapfn.free) cfg->gapfn.free(cfg->gapfn.ud);
-}
-
 static int window_build_gc(lua_State *L) {
   window_build *wb = lua_touserdata(L, 1);
-  if (!wb->taken) free_config(&wb->cfg);
+  if (!wb->taken) wm_winop_config_free(&wb->cfg);
   wb->taken = 1;
   return 0;
 }
@@ -595,7 +587,7 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   }
   return op;
 fail:
-  free_config(cfg);
+  wm_winop_config_free(cfg);
   wb->taken = 1;
   lua_remove(L, guard);
   return NULL;

@@ -1631,7 +1631,7 @@ size_t wm_winop_queued_timers(const wm_op *op) {
   return wm_timers_size(s->timers) + wm_timers_size(s->ptimers);
 }
 
-static void free_config(wm_winop_config *cfg) {
+void wm_winop_config_free(wm_winop_config *cfg) {
   if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
   if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
   wm_trigger_free(cfg->trigger);
@@ -1644,7 +1644,7 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   char err[256];
   if (wm_assigner_check(&cfg->assigner, err, sizeof err) != 0) {
     wm_ctx_error(ctx, "window operator '%s': %s", name, err);
-    free_config(cfg);
+    wm_winop_config_free(cfg);
     return NULL;
   }
   bool merging = cfg->assigner.kind == WM_WA_SESSION;
@@ -1652,18 +1652,18 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   if (merging && !list && !cfg->fn.merge) {
     wm_ctx_error(ctx, "window operator '%s': session windows merge, and this window function "
                       "cannot merge (an aggregate needs a 'merge' function)", name);
-    free_config(cfg);
+    wm_winop_config_free(cfg);
     return NULL;
   }
   if (merging && cfg->trigger && !wm_trigger_can_merge(cfg->trigger)) {
     wm_ctx_error(ctx, "window operator '%s': session windows merge, and the trigger cannot "
                       "(a custom trigger needs on_merge)", name);
-    free_config(cfg);
+    wm_winop_config_free(cfg);
     return NULL;
   }
   if (merging && cfg->assigner.gap == -1 && !cfg->gapfn.fn) {
     wm_ctx_error(ctx, "window operator '%s': a dynamic session gap needs a gap function", name);
-    free_config(cfg);
+    wm_winop_config_free(cfg);
     return NULL;
   }
   winop *s = calloc(1, sizeof *s);
@@ -1719,6 +1719,6 @@ oom:
     wm_op fake = {.ctx = ctx, .impl = s};
     winop_free(&fake);
   }
-  free_config(cfg);
+  wm_winop_config_free(cfg);
   return NULL;
 }

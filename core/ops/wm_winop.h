@@ -35,6 +35,9 @@ typedef struct wm_winop_config {
  * Session windows need a function that merges (fn.merge, or list mode) and a trigger that
  * can merge. */
 wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg);
+/* Frees the parts a configuration owns (those wm_winop_new takes) and zeroes it: for a
+ * builder that gives up before calling wm_winop_new. */
+void wm_winop_config_free(wm_winop_config *cfg);
 
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
