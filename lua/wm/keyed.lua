@@ -12,6 +12,9 @@ local function keyed_node(ks, kind, t, name)
   return base.one_input(ks.stream, kind, t, name)
 end
 
+local process_fields = {process_element = true, on_timer = true, name = true, snapshot = true,
+                        restore = true}
+
 --- A keyed process function, called for every record with the key's context.
 --
 -- Either `keyed:process(fn[, on_timer])` or
@@ -37,9 +40,6 @@ end
 -- @treturn Stream the records the function emits
 -- @usage keyed:process{process_element = function(r, ctx, out) ... end,
 --                      on_timer = function(t, ctx, out) ... end}
-local process_fields = {process_element = true, on_timer = true, name = true, snapshot = true,
-                        restore = true}
-
 function KeyedStream:process(fn, on_timer)
   local obj
   if type(fn) == "table" then

@@ -42,6 +42,7 @@ end
 -- 1 to 100 letters, digits, `.`, `_` or `-`, unique in the job; with parallelism n > 1 the
 -- instances are `id.1` ... `id.n`.
 -- @tparam string id the stable id
+-- @treturn Stream this stream
 -- @usage env:read_lines("in.csv"):parse_csv{...}:uid("parse")
 function Stream:uid(id)
   if type(id) ~= "string" then error("uid: expected a string, got " .. type(id), 2) end
@@ -91,6 +92,12 @@ Sink.name = Stream.name
 -- @treturn Sink this sink
 -- @usage s:write_lines("out.jsonl"):set_parallelism(1)
 Sink.set_parallelism = Stream.set_parallelism
+
+--- Gives the sink operator a stable id for checkpoints (as `Stream:uid`).
+-- @function Sink:uid
+-- @tparam string id 1 to 100 letters, digits, '.', '_' or '-'
+-- @treturn Sink this sink
+-- @usage s:write_lines("out.jsonl"):uid("out")
 Sink.uid = Stream.uid
 
 --- Redistributes records round-robin to the next operator's instances.

@@ -267,6 +267,8 @@ end
 -- would have (same outputs, watermarks and timers); the outputs taken before the snapshot
 -- are not repeated.
 -- @tparam string checkpoint what `h:snapshot()` returned
+-- @usage local h2 = wm.testing.harness(build)
+-- h2:restore(h:snapshot())
 function Harness:restore(checkpoint)
   if type(checkpoint) ~= "string" then
     error("restore: expected the string h:snapshot() returned, got " .. type(checkpoint), 2)
