@@ -115,15 +115,14 @@ function M.custom(spec)
   if type(spec) ~= "table" then error("custom: expected a table of callbacks, got " .. type(spec), 2) end
   local t = {kind = "custom"}
   for k, v in pairs(spec) do
-    if not callbacks[k] and type(v) ~= "function" then
-      -- a field that is not a callback: the trigger object's own state (snapshot methods)
-    elseif not callbacks[k] then
+    -- a field that is not a callback nor a function is the trigger object's own state
+    -- (for its snapshot methods)
+    if callbacks[k] then
+      if type(v) ~= "function" then error("custom: '" .. k .. "' must be a function, got " .. type(v), 2) end
+      t[k] = v
+    elseif type(v) == "function" then
       error("custom: unknown callback '" .. tostring(k) ..
         "' (on_element, on_event_time, on_processing_time, on_merge, clear, snapshot, restore)", 2)
-    elseif type(v) ~= "function" then
-      error("custom: '" .. k .. "' must be a function, got " .. type(v), 2)
-    else
-      t[k] = v
     end
   end
   require("wm.base").check_hooks(spec, "custom")
