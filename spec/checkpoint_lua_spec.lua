@@ -145,7 +145,7 @@ describe("checkpoints of the Lua parts of a job", function()
   local function counting_generator(calls)
     return wm.watermarks.for_generator(function()
       return {max = math.mininteger, seen = 0,
-        on_event = function(self, r, ts, out)
+        on_event = function(self, _r, ts, out)
           self.seen = self.seen + 1
           if ts > self.max then self.max = ts end
           -- a watermark every third record: depends on the count kept in self
@@ -185,7 +185,7 @@ describe("checkpoints of the Lua parts of a job", function()
     local function job(input)
       gen_line = debug.getinfo(1, "l").currentline + 1
       local strategy = wm.watermarks.for_generator(function()
-        return {on_event = function(self, r, ts, out) out:emit_watermark(ts) end}
+        return {on_event = function(_self, _r, ts, out) out:emit_watermark(ts) end}
       end)
       return input:assign_timestamps_and_watermarks(strategy:with_timestamp_field("t"))
     end
@@ -230,7 +230,7 @@ describe("checkpoints of the Lua parts of a job", function()
   it("a keyed process function: ctx.state and timers by the engine, its own fields by its methods", function()
     local function job(input)
       local f = {calls = 0}
-      f.process_element = function(r, ctx, out)
+      f.process_element = function(r, ctx, _out)
         f.calls = f.calls + 1
         ctx.state.sum = (ctx.state.sum or 0) + r.v
         ctx.timer_service:register_event_time_timer(ctx.timestamp + 5)
@@ -254,7 +254,7 @@ describe("checkpoints of the Lua parts of a job", function()
   it("processing-time timers and the virtual clock resume exactly", function()
     local function job(input)
       return input:key_by("k"):process{
-        process_element = function(r, ctx, out)
+        process_element = function(r, ctx, _out)
           local now = ctx.timer_service:current_processing_time()
           ctx.timer_service:register_processing_time_timer(now + r.after)
         end,
@@ -281,9 +281,10 @@ describe("checkpoints of the Lua parts of a job", function()
     check_every_cut(job, ev)
   end)
 
-  it("a keyed process function's state that holds a function fails the checkpoint, naming the operator and where", function()
+  it("a keyed process function's state that holds a function fails the checkpoint, naming the operator "
+    .. "and where", function()
     local h = T.harness(function(input)
-      return input:key_by("k"):process(function(r, ctx, out) ctx.state.cb = {fn = print} end)
+      return input:key_by("k"):process(function(_r, ctx, _out) ctx.state.cb = {fn = print} end)
     end)
     h:push({k = "a"}, 1)
     local ok, err = pcall(h.snapshot, h)
@@ -295,7 +296,7 @@ describe("checkpoints of the Lua parts of a job", function()
   it("a custom trigger: per-window ctx.state by the engine, its own fields by its methods", function()
     local function job(input)
       local spec = {fired = 0}
-      spec.on_element = function(r, ts, w, ctx)
+      spec.on_element = function(_r, _ts, w, ctx)
         ctx.state.n = (ctx.state.n or 0) + 1
         ctx:register_event_time_timer(w.max_timestamp)
         if ctx.state.n % 2 == 0 then spec.fired = spec.fired + 1 return "fire" end
@@ -305,7 +306,7 @@ describe("checkpoints of the Lua parts of a job", function()
       spec.snapshot = function(self) return {fired = self.fired} end
       spec.restore = function(self, t) self.fired = t.fired end
       return input:key_by("k"):window(wm.windows.tumbling(10)):trigger(wm.triggers.custom(spec))
-        :process(function(key, w, records, out) out({k = key, n = #records, fired = spec.fired}) end)
+        :process(function(key, _w, records, out) out({k = key, n = #records, fired = spec.fired}) end)
     end
     local ev = {}
     for i = 1, 9 do ev[i] = {"push", {k = "k" .. i % 2}, i * 3} end
