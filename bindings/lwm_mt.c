@@ -14,6 +14,7 @@
 #include "base/wm_codec.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
+#include "lwm_alloc.h"
 
 #define MAX_DEPTH 100 /* nesting of tables in a record that crosses threads */
 
@@ -263,17 +264,28 @@ int lwm_mt_roundtrip(lua_State *L) {
 
 /* ---- threads ------------------------------------------------------------------------ */
 
+/* worker (light userdata) -> nothing: registers the worker, under lua_pcall (it allocates) */
+static int set_worker(lua_State *L) {
+  lua_settop(L, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &worker_key);
+  return 0;
+}
+
 static void worker_main(void *arg) {
   worker *w = arg;
-  lua_State *L = lwm_newstate();
+  const char *why = NULL;
+  lua_State *L = lwm_new_state(&why); /* WM_FAIL_ALLOC applies to every thread's state */
   const char *msg = NULL;
   int st = LUA_OK;
+  char text0[300];
   if (!L) {
-    msg = "cannot create a Lua state: not enough memory";
+    snprintf(text0, sizeof text0, "cannot create a Lua state: %s", why);
+    msg = text0;
   } else {
+    lua_pushcfunction(L, set_worker);
     lua_pushlightuserdata(L, w);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &worker_key);
-    st = w->spawn.run(L, w->spawn.ud);
+    st = lua_pcall(L, 1, 0, 0);
+    if (st == LUA_OK) st = w->spawn.run(L, w->spawn.ud);
     if (st != LUA_OK) msg = lua_tostring(L, -1);
     if (!msg) msg = "the job script ended without calling execute(): every thread runs the "
                     "script and must reach the same execute()";
@@ -284,7 +296,7 @@ static void worker_main(void *arg) {
     wm_mt_job_fail(w->job, text);
     wm_mt_job_barrier(w->job, w->thread, 0, 0);
   }
-  if (L) lwm_closestate(L);
+  if (L) lwm_close_state(L);
 }
 
 /* How many threads a job uses: threads = 0 means one per core; never more than the

@@ -2,6 +2,8 @@
  * drawn by lua/wm/timeline.lua from the table lwm_timeline_push builds. */
 #include "lwm_timeline.h"
 
+#include "lwm_alloc.h"
+
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdio.h>
@@ -219,9 +221,10 @@ static int pcall_timeline(lua_State *L) {
 }
 
 static int run_call(const call *c, char *err, size_t errlen) {
-  lua_State *L = luaL_newstate();
+  const char *why;
+  lua_State *L = lwm_new_state(&why);
   if (!L) {
-    snprintf(err, errlen, "not enough memory");
+    snprintf(err, errlen, "%s", why);
     return -1;
   }
   lua_pushcfunction(L, pcall_timeline);
@@ -232,7 +235,7 @@ static int run_call(const call *c, char *err, size_t errlen) {
     snprintf(err, errlen, "%s", msg ? msg : "(error object is not a string)");
     rc = -1;
   }
-  lua_close(L);
+  lwm_close_state(L);
   return rc;
 }
 
