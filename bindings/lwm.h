@@ -17,6 +17,15 @@
 
 /* One job run: the Lua state, the stack positions that stay put while the job runs, the
  * slot table's reference counts and the core context. */
+/* A part of an operator being built that a Lua error raised while the builder reads the plan
+ * (running out of memory) would leak: the builder lists it here until the operator owns it,
+ * and the protected graph build frees what is still listed when the build fails. */
+typedef struct lwm_pending {
+  struct lwm_pending *next;
+  void (*free)(void *ud);
+  void *ud;
+} lwm_pending;
+
 typedef struct lwm_bridge {
   lua_State *L;
   int msgh;   /* stack index of the message handler */
@@ -46,6 +55,7 @@ typedef struct lwm_bridge {
    * instruction-count ticks since the outermost call began */
   int depth, hook_ticks;
   int gcstress; /* WM_GCSTRESS=1: a full collection after every call of a user function */
+  lwm_pending *pending; /* parts of the operators being built (lwm_pending_add) */
 } lwm_bridge;
 
 /* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object
@@ -222,6 +232,12 @@ int lwm_build(lwm_bridge *B, int env, wm_op ***outop, int **outport, lua_Integer
  * message handler, slot table and fns table pushed on L's stack (registered with
  * lwm_register). 0, or -1 with the error (running out of memory) on the stack instead. */
 int lwm_bridge_init(lwm_bridge *B, lua_State *L);
+/* Lists a part being built (free(ud) frees it); NULL when out of memory (nothing listed). */
+lwm_pending *lwm_pending_add(lwm_bridge *B, void (*free_fn)(void *), void *ud);
+/* The part is owned elsewhere now: off the list (p may be NULL). */
+void lwm_pending_done(lwm_bridge *B, lwm_pending *p);
+/* Frees every part still listed (a failed build). */
+void lwm_pending_free_all(lwm_bridge *B);
 /* wm.core.harness(env, opts) and the harness's metatable (lwm_harness.c). */
 int lwm_harness_new(lua_State *L);
 void lwm_harness_open(lua_State *L);

@@ -516,6 +516,34 @@ static int msghandler(lua_State *L) {
 
 /* ---- the bridge of a job run -------------------------------------------------------- */
 
+lwm_pending *lwm_pending_add(lwm_bridge *B, void (*free_fn)(void *), void *ud) {
+  lwm_pending *p = malloc(sizeof *p);
+  if (!p) return NULL;
+  *p = (lwm_pending){.next = B->pending, .free = free_fn, .ud = ud};
+  B->pending = p;
+  return p;
+}
+
+void lwm_pending_done(lwm_bridge *B, lwm_pending *p) {
+  for (lwm_pending **q = &B->pending; p && *q; q = &(*q)->next) {
+    if (*q == p) {
+      *q = p->next;
+      free(p);
+      return;
+    }
+  }
+}
+
+void lwm_pending_free_all(lwm_bridge *B) {
+  while (B->pending) {
+    lwm_pending *p = B->pending;
+    B->pending = p->next;
+    p->free(p->ud);
+    free(p);
+  }
+}
+
+
 /* B (light userdata) -> msgh, slots, fns, registered under B: the Lua half of
  * lwm_bridge_init, under lua_pcall so that running out of memory leaks nothing of B */
 static int bridge_values(lua_State *L) {

@@ -393,6 +393,7 @@ int lwm_build_graph(lwm_bridge *B, int env, wm_op ***outopp, int **outportp, lua
     rc = wm_ctx_error(&B->ctx, "%s", m ? m : "(error object is not a string)");
   }
   lua_pop(L, 1);
+  lwm_pending_free_all(B); /* parts of an operator the error stopped half-built */
   for (lua_Integer i = 1; gb.b && i <= gb.n; i++) {
     free(gb.b[i].ops);
     free(gb.b[i].ports);

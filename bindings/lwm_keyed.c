@@ -128,6 +128,12 @@ static int kp_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, i
   return rc;
 }
 
+static void free_keysel(void *ud) {
+  wm_keysel *ks = ud;
+  if (ks->free) ks->free(ks->ud);
+  free(ks);
+}
+
 static wm_op *build_process(lwm_bridge *B, int node, const char *name, const char *where) {
   lua_State *L = B->L;
   wm_keyedop_config cfg;
@@ -135,12 +141,21 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) return NULL;
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   kproc *k = oi ? realloc(oi, sizeof *k) : NULL;
-  if (!k) {
-    lwm_opinfo_free(oi);
+  /* the key selector and k are listed as pending until the operator takes them: the plan
+   * is read (and the ctx table made) after they exist, and that may raise */
+  wm_keysel *ks = k ? malloc(sizeof *ks) : NULL;
+  lwm_pending *pk = ks ? lwm_pending_add(B, free_keysel, ks) : NULL;
+  lwm_pending *pp = pk ? lwm_pending_add(B, lwm_opinfo_free, k) : NULL;
+  if (!pp) {
+    lwm_pending_done(B, pk);
+    free(ks);
+    if (k) lwm_opinfo_free(k);
+    else lwm_opinfo_free(oi);
     cfg.keysel.free(cfg.keysel.ud);
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
+  *ks = cfg.keysel;
   k->op = NULL;
   k->ts = WM_TIME_MIN;
   k->oi.fn = lwm_get_fn(B, node, "fn");
@@ -148,6 +163,9 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   if (lua_getfield(L, node, "obj") == LUA_TTABLE && /* the table form's methods */
       lwm_hooks_read(B, -1, &k->oi.hooks, "the process function", where) != 0) {
     lua_pop(L, 1);
+    lwm_pending_done(B, pp);
+    lwm_pending_done(B, pk);
+    free(ks);
     lwm_opinfo_free(k);
     cfg.keysel.free(cfg.keysel.ud);
     return NULL;
@@ -184,6 +202,9 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
     cfg.fn.snapshot = lwm_opinfo_snapshot;
     cfg.fn.restore = lwm_opinfo_restore;
   }
+  lwm_pending_done(B, pp);
+  lwm_pending_done(B, pk);
+  free(ks);
   wm_op *op = wm_keyedop_new(&B->ctx, name, &cfg);
   if (op) k->op = k->oi.op = op;
   return op;

@@ -421,9 +421,16 @@ int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi) {
     return -1;
   }
   k->composite = wm_nil();
+  /* listed while the slot is made: that may raise (running out of memory) */
+  lwm_pending *p = lwm_pending_add(k->oi.B, keyfn_free, k);
+  if (!p) {
+    keyfn_free(k);
+    return -1;
+  }
   lua_pushboolean(k->oi.B->L, 0);
   k->oi.keep = (int)lwm_slot_new(k->oi.B, -1);
   lua_pop(k->oi.B->L, 1);
+  lwm_pending_done(k->oi.B, p);
   if (!k->oi.keep) {
     keyfn_free(k);
     return -1;

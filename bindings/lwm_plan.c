@@ -89,10 +89,11 @@ int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) 
     }
     rc = wm_keysel_fields(ks, fields, n);
   } else {
+    int fn = lwm_get_fn(B, k, "fn"); /* first: it may raise, with nothing to leak yet */
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (!oi) rc = -1;
     else {
-      oi->fn = lwm_get_fn(B, k, "fn");
+      oi->fn = fn;
       rc = lwm_keysel_lua(ks, oi);
     }
   }

@@ -484,32 +484,23 @@ static int build_evictor(lwm_bridge *B, int node, const char *where, wm_evictor 
   return WM_OK;
 }
 
-/* The configuration being built lives in a userdata whose __gc frees what it holds unless
- * the operator took it: reading the plan may raise (running out of memory) between two of the
- * parts it allocates, and then nothing is left on the C stack to free them. */
-typedef struct window_build {
-  wm_winop_config cfg;
-  int taken;
-} window_build;
-
-static int window_build_gc(lua_State *L) {
-  window_build *wb = lua_touserdata(L, 1);
-  if (!wb->taken) wm_winop_config_free(&wb->cfg);
-  wb->taken = 1;
-  return 0;
+/* The configuration being built: listed as pending (lwm_pending_add) until the operator takes
+ * it, since reading the plan may raise (running out of memory) between two of the parts it
+ * allocates, and then nothing is left on the C stack to free them. */
+static void free_config(void *ud) {
+  wm_winop_config_free(ud);
+  free(ud);
 }
 
 static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where) {
   lua_State *L = B->L;
-  window_build *wb = lua_newuserdatauv(L, sizeof *wb, 0);
-  memset(wb, 0, sizeof *wb);
-  int guard = lua_gettop(L);
-  if (luaL_newmetatable(L, "wm.window_build")) {
-    lua_pushcfunction(L, window_build_gc);
-    lua_setfield(L, -2, "__gc");
+  wm_winop_config *cfg = calloc(1, sizeof *cfg);
+  lwm_pending *pending = cfg ? lwm_pending_add(B, free_config, cfg) : NULL;
+  if (!pending) {
+    free(cfg);
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL;
   }
-  lua_setmetatable(L, guard);
-  wm_winop_config *cfg = &wb->cfg;
   int count_n = 0, count_slide = 0;
   if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
   cfg->lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
@@ -577,9 +568,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
     wm_ctx_error(&B->ctx, "out of memory");
     goto fail;
   }
+  lwm_pending_done(B, pending);
   wm_op *op = wm_winop_new(&B->ctx, name, cfg); /* it takes the parts, even when it fails */
-  wb->taken = 1;
-  lua_remove(L, guard);
+  free(cfg);
   if (!op) { /* the core's message names the operator; add the line */
     char msg[sizeof B->ctx.err];
     memcpy(msg, B->ctx.err, sizeof msg);
@@ -587,9 +578,8 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   }
   return op;
 fail:
-  wm_winop_config_free(cfg);
-  wb->taken = 1;
-  lua_remove(L, guard);
+  lwm_pending_done(B, pending);
+  free_config(cfg);
   return NULL;
 }
 
