@@ -62,6 +62,7 @@ build = {
         "core/time/wm_watermark.c",
         "core/time/wm_window.c",
         "core/timeline/wm_timeline.c",
+        "bindings/lwm_alloc.c",
         "bindings/lwm_bridge.c",
         "bindings/lwm_ckpt.c",
         "bindings/lwm_core.c",
