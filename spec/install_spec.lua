@@ -68,7 +68,8 @@ describe("make install", function()
     local lp = prefix .. "/share/lua/5.4/?.lua;" .. prefix .. "/share/lua/5.4/?/init.lua"
     local cp = prefix .. "/lib/lua/5.4/?.so"
     local out, err, code = h.sh("env LUA_PATH=" .. q(lp) .. " LUA_CPATH=" .. q(cp)
-      .. " lua5.4 -e " .. q('local wm = require("wm"); print(wm.version, package.searchpath("wm.core", package.cpath))'))
+      .. " lua5.4 -e "
+      .. q('local wm = require("wm"); print(wm.version, package.searchpath("wm.core", package.cpath))'))
     assert.are.equal("", err)
     assert.are.equal(0, code)
     assert.are.equal(h.wmrun("--version"):match("^wmrun (%S+)") .. "\t" .. cp:gsub("%?", "wm/core") .. "\n", out)
