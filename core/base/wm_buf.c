@@ -12,7 +12,7 @@ void wm_buf_free(wm_buf *b) {
   memset(b, 0, sizeof *b);
 }
 
-int wm_buf_reserve(wm_buf *b, size_t n) {
+int wm_buf_grow(wm_buf *b, size_t n) {
   if (b->len + n + 1 <= b->cap) return 0;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + n + 1) cap *= 2;
@@ -26,8 +26,8 @@ int wm_buf_reserve(wm_buf *b, size_t n) {
   return 0;
 }
 
-void wm_buf_add(wm_buf *b, const char *s, size_t n) {
-  if (wm_buf_reserve(b, n) != 0) return;
+void wm_buf_add_grow(wm_buf *b, const char *s, size_t n) {
+  if (wm_buf_grow(b, n) != 0) return;
   memcpy(b->data + b->len, s, n);
   b->len += n;
   b->data[b->len] = '\0';
@@ -35,8 +35,8 @@ void wm_buf_add(wm_buf *b, const char *s, size_t n) {
 
 void wm_buf_adds(wm_buf *b, const char *s) { wm_buf_add(b, s, strlen(s)); }
 
-void wm_buf_addc(wm_buf *b, char c) {
-  if (wm_buf_reserve(b, 1) != 0) return;
+void wm_buf_addc_grow(wm_buf *b, char c) {
+  if (wm_buf_grow(b, 1) != 0) return;
   b->data[b->len++] = c;
   b->data[b->len] = '\0';
 }

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/wm_value.h"
 
@@ -19,11 +20,34 @@ static inline void wm_buf_clear(wm_buf *b) {
   b->len = 0;
   if (b->data) b->data[0] = '\0';
 }
-/* Makes room for n more bytes; 0 or -1. */
-int wm_buf_reserve(wm_buf *b, size_t n);
-void wm_buf_add(wm_buf *b, const char *s, size_t n);
+/* The out-of-line halves of the three below: growing the buffer. */
+int wm_buf_grow(wm_buf *b, size_t n);
+void wm_buf_add_grow(wm_buf *b, const char *s, size_t n);
+void wm_buf_addc_grow(wm_buf *b, char c);
+
+/* Makes room for n more bytes; 0 or -1. Inline: when the room is there (the common case,
+ * e.g. every message of an exchange batch), an append is a compare and a copy. */
+static inline int wm_buf_reserve(wm_buf *b, size_t n) {
+  return b->len + n + 1 <= b->cap ? 0 : wm_buf_grow(b, n);
+}
+static inline void wm_buf_add(wm_buf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    wm_buf_add_grow(b, s, n);
+    return;
+  }
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+static inline void wm_buf_addc(wm_buf *b, char c) {
+  if (b->len + 2 > b->cap) {
+    wm_buf_addc_grow(b, c);
+    return;
+  }
+  b->data[b->len++] = c;
+  b->data[b->len] = '\0';
+}
 void wm_buf_adds(wm_buf *b, const char *s);
-void wm_buf_addc(wm_buf *b, char c);
 void wm_buf_add_int(wm_buf *b, int64_t i);
 /* A float as Lua's tostring writes it ("%.14g", with ".0" added to integral values). */
 void wm_buf_add_float(wm_buf *b, double f);

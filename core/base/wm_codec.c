@@ -20,18 +20,19 @@ void wm_decoder_free(wm_decoder *d) {
   memset(d, 0, sizeof *d);
 }
 
-void wm_codec_put_uvar(wm_buf *b, uint64_t v) {
-  char tmp[10];
-  size_t n = 0;
+void wm_codec_put_uvar_long(wm_buf *b, uint64_t v) {
+  if (wm_buf_reserve(b, 10) != 0) return;
+  uint8_t *d = (uint8_t *)b->data + b->len, *start = d;
   while (v >= 0x80) {
-    tmp[n++] = (char)(v | 0x80);
+    *d++ = (uint8_t)(v | 0x80);
     v >>= 7;
   }
-  tmp[n++] = (char)v;
-  wm_buf_add(b, tmp, n);
+  *d++ = (uint8_t)v;
+  b->len += (size_t)(d - start);
+  b->data[b->len] = '\0';
 }
 
-int wm_codec_get_uvar(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+int wm_codec_get_uvar_long(const uint8_t **p, const uint8_t *end, uint64_t *v) {
   uint64_t r = 0;
   for (int shift = 0; shift < 64 && *p < end; shift += 7) {
     uint8_t c = *(*p)++;

@@ -70,14 +70,26 @@ int wm_encode_value(wm_encoder *e, const wm_codec_host *ch, wm_buf *b, const wm_
 int wm_decode_value(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
                     const uint8_t *end, wm_value *out, char *err, size_t errlen);
 
-/* Varints (LEB128), for the message framing of the executor and the host hooks. */
-void wm_codec_put_uvar(wm_buf *b, uint64_t v);
+/* Varints (LEB128), for the message framing of the executor and the host hooks. Inline:
+ * a one-byte varint (most lengths, ids and small numbers) is a compare and a store. */
+void wm_codec_put_uvar_long(wm_buf *b, uint64_t v);
+static inline void wm_codec_put_uvar(wm_buf *b, uint64_t v) {
+  if (v < 0x80) wm_buf_addc(b, (char)v);
+  else wm_codec_put_uvar_long(b, v);
+}
 static inline void wm_codec_put_ivar(wm_buf *b, int64_t v) {
   /* zigzag; the sign mask is built unsigned (>> of a negative int64_t is implementation-defined) */
   wm_codec_put_uvar(b, ((uint64_t)v << 1) ^ (0u - ((uint64_t)v >> 63)));
 }
 /* 0, or -1 when the input ends inside the varint. */
-int wm_codec_get_uvar(const uint8_t **p, const uint8_t *end, uint64_t *v);
+int wm_codec_get_uvar_long(const uint8_t **p, const uint8_t *end, uint64_t *v);
+static inline int wm_codec_get_uvar(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  if (*p < end && !(**p & 0x80)) {
+    *v = *(*p)++;
+    return 0;
+  }
+  return wm_codec_get_uvar_long(p, end, v);
+}
 static inline int wm_codec_get_ivar(const uint8_t **p, const uint8_t *end, int64_t *v) {
   uint64_t u;
   if (wm_codec_get_uvar(p, end, &u) != 0) return -1;
