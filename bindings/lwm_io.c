@@ -221,11 +221,17 @@ int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, co
     lua_getfield(L, node, "follow");
     int follow = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    lua_getfield(L, node, "parallel");
+    int parts = lua_toboolean(L, -1) && B->parallelism > 1 ? B->parallelism : 1;
+    lua_pop(L, 1);
     wm_lines_config lc = {.path = lwm_get_str(L, node, "path"),
                           .max_line = (size_t)lwm_get_int(L, node, "max_line", 0),
                           .chunk = (size_t)lwm_get_int(L, node, "chunk", 0),
                           .follow = follow,
-                          .poll_ms = (int64_t)lwm_get_int(L, node, "poll", 0)};
+                          .poll_ms = (int64_t)lwm_get_int(L, node, "poll", 0),
+                          /* a file read in parts: one per instance (wm_src_file.c) */
+                          .part = parts > 1 ? B->instance - 1 : 0,
+                          .parts = parts};
     *op = wm_lines_new(wm_exec_host(B->exec), name, &lc);
     return 1;
   }

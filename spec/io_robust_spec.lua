@@ -293,4 +293,54 @@ env:read_lines(%q):map(function(l) if l:find("oops") then error("bad " .. l) end
     assert.are.equal(1, code2)
     assert.truthy(err2:find("while reading " .. data .. ":302", 1, true), err2)
   end)
+
+  -- read_lines{parallel = true}: each instance reads the lines that start in its part of
+  -- the bytes, and numbers them as if it had read the file from its start
+  it("a file read in parts names the line of an error in any part, on one thread or two", function()
+    local data = data_with_bad_line(400, 302)
+    local body = ([[env:read_lines(%q, {parallel = true}):parse_csv{"id", "v:integer"}:print()]]):format(data)
+    local errs = {}
+    for _, args in ipairs({"-p 2", "-p 2 --threads 2", "-p 3", "-p 4 --threads 2"}) do
+      local _, err, code = run(body, args)
+      assert.are.equal(1, code, args)
+      assert.truthy(err:find(data .. ":302: field 'v': 'oops' is not an integer", 1, true), args .. ": " .. err)
+      errs[#errs + 1] = err:gsub("%d+_job%.lua", "job.lua"):gsub(" %d/%d", "")
+    end
+    assert.are.equal(errs[1], errs[2])
+  end)
+
+  it("a file read in parts gives every line once, with its number; a header is skipped once", function()
+    local t = {"id,v"}
+    for i = 1, 500 do t[#t + 1] = "k" .. i .. "," .. ("x"):rep(i % 37) end -- lines of many lengths
+    local data = path("parts.csv")
+    put(data, table.concat(t, "\n") .. "\n")
+    local body = ([[
+local s = env:read_lines(%q, {parallel = true, chunk = 100})
+  :parse_csv{"id", "v:integer", header = true, on_error = "side_output"}
+s:get_side_output("parse_errors"):map(function(e) return e.line .. " " .. e.text end):print()]]):format(data)
+    for _, args in ipairs({"-p 1", "-p 2", "-p 3 --threads 2", "-p 7"}) do
+      local out, err, code = run(body, args)
+      assert.are.equal(0, code, err)
+      local got = {}
+      for l in out:gmatch("[^\n]+") do got[#got + 1] = l:gsub("^%d+> ", "") end
+      table.sort(got, function(a, b) return tonumber(a:match("^%d+")) < tonumber(b:match("^%d+")) end)
+      -- every line but the header is a parse error ("x..." is no integer; "" is none)
+      assert.are.equal(500, #got, args)
+      for i = 1, 500 do assert.are.equal((i + 1) .. " " .. t[i + 1], got[i], args) end
+    end
+  end)
+
+  it("parallel is refused for standard input and a followed file; parts show in the metrics", function()
+    local _, err, code = run([[env:read_lines("-", {parallel = true}):print()]])
+    assert.are.equal(1, code)
+    assert.truthy(err:find("read_lines: parallel reads a file in parts, not standard input", 1, true), err)
+    local data = data_with_bad_line(10, 0)
+    _, err, code = run(([[env:read_lines(%q, {parallel = true, follow = true}):print()]]):format(data))
+    assert.are.equal(1, code)
+    assert.truthy(err:find("not a followed file", 1, true), err)
+    _, err, code = run(([[env:read_lines(%q, {parallel = true}):print()]]):format(data), "-p 2 --metrics")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("read_lines%([^\n]*%) 2/2"), err)
+    assert.falsy(err:find("not a parallel source", 1, true), err)
+  end)
 end)

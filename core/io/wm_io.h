@@ -36,6 +36,9 @@ typedef struct wm_lines_config {
   int follow;            /* at the end of the file, wait for more (tail -F: truncation,
                             rewriting and rotation are followed, see wm_src_file.c); never ends */
   int64_t poll_ms;       /* follow: how often to look for growth besides inotify (1000) */
+  int part, parts;       /* a regular file read by `parts` instances (not followed): this one
+                            reads part `part` (0-based), the lines that start in its byte
+                            range [size*part/parts, size*(part+1)/parts); parts <= 1: all */
 } wm_lines_config;
 
 /* A source operator reading lines. Opening happens here, so a missing file is reported

@@ -10,6 +10,15 @@
  * or delete and re-create) ends the old file, whose last line counts even without "\n",
  * and the new one is read from its start. Otherwise a partial last line waits for its
  * newline. A drain never emits a partial line: only the real end of a file does.
+ *
+ * parts: a regular file read by several instances (wm_lines_config.part/parts). Part k owns
+ * the lines that START in its byte range [lo, hi) = [size*k/n, size*(k+1)/n) of the size at
+ * the start, so every line has exactly one owner and no two parts need to talk. The first
+ * line start at or after x is S(0) = 0, S(x) = 1 + the first "\n" at or after x - 1: part k
+ * emits [S(lo), S(hi)) (the last part reads to the end). Line numbers stay exact: a part
+ * reads the bytes before S(lo) as well, only counting newlines (memchr, no framing), and
+ * numbers its first line one more. The count costs a read of the preceding bytes (page
+ * cache speed), paid in parallel by the parts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +48,12 @@ typedef struct filesrc {
   uint64_t dev, ino;  /* follow: which file fd is */
   char tail[TAIL];    /* follow: the last bytes before offset */
   size_t tail_len;
+  int part, parts;    /* parts > 1: this source reads part `part` (see above) */
+  int64_t split;      /* parts: the file size the ranges are cut from (-1: not yet known) */
+  uint64_t lo, hi;    /* parts: the byte range whose line starts are this part's */
+  int skip;           /* parts: still counting the lines before S(lo) */
+  uint64_t skipped;   /* parts: newlines counted so far before S(lo) */
+  int empty;          /* a part > 0 of a pipe or FIFO (part 0 reads it all): no lines */
 } filesrc;
 
 static void file_read(filesrc *f);
@@ -191,6 +206,60 @@ static void file_keep_tail(filesrc *f, const char *data, size_t n) {
   f->tail_len = keep + n;
 }
 
+/* parts: the byte range of this part, cut from the file size at the start (or the one a
+ * checkpoint was taken with). */
+static void part_range(filesrc *f) {
+  uint64_t size = (uint64_t)f->split, k = (uint64_t)f->part, n = (uint64_t)f->parts;
+  /* size * k / n without overflow for any size below 2^63 and n <= 2^31 */
+  f->lo = size / n * k + size % n * k / n;
+  f->hi = f->part + 1 == f->parts ? UINT64_MAX : size / n * (k + 1) + size % n * (k + 1) / n;
+}
+
+static uint64_t count_nl(const char *p, const char *end) {
+  uint64_t c = 0;
+  while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+    c++;
+    p++;
+  }
+  return c;
+}
+
+/* parts: the bytes [base, base + n) of the file. Counts the newlines before S(lo), frames
+ * the lines from S(lo) and stops after the "\n" that ends the part at S(hi): *last = 1. */
+static int part_feed(filesrc *f, const char *data, size_t n, uint64_t base, int *last) {
+  const char *p = data, *end = data + n;
+  if (f->hi == 0) { /* an empty range at the start of the file (a file of fewer bytes than parts) */
+    *last = 1;
+    return WM_OK;
+  }
+  if (f->skip) {
+    uint64_t upto = f->lo - 1; /* newlines before this byte end lines of earlier parts */
+    const char *stop = upto <= base ? data : upto - base < n ? data + (upto - base) : end;
+    f->skipped += count_nl(p, stop);
+    p = stop;
+    const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+    if (!nl) return WM_OK; /* S(lo) is further on */
+    f->skip = 0;
+    p = nl + 1;
+    f->fr.pos.line = ++f->skipped; /* the first line of the part is the next one */
+    f->fr.next_at = base + (uint64_t)(p - data);
+    if (f->fr.next_at >= f->hi) { /* S(lo) = S(hi): no line starts in this part */
+      *last = 1;
+      return WM_OK;
+    }
+  }
+  uint64_t at = base + (uint64_t)(p - data); /* the file offset of p */
+  if (f->hi != UINT64_MAX && at + (uint64_t)(end - p) > f->hi - 1) {
+    const char *from = at >= f->hi - 1 ? p : p + (f->hi - 1 - at);
+    const char *nl = memchr(from, '\n', (size_t)(end - from));
+    if (nl) {
+      end = nl + 1;
+      *last = 1;
+    }
+  }
+  return wm_framer_feed(&f->h, &f->fr, p, (size_t)(end - p));
+}
+
 static void on_file_read(uv_fs_t *req) {
   filesrc *f = req->data;
   ssize_t n = req->result;
@@ -238,12 +307,19 @@ static void on_file_read(uv_fs_t *req) {
     }
     return;
   }
+  int64_t base = f->offset;
   f->offset += n;
   if (f->follow) file_keep_tail(f, data, (size_t)n);
-  int rc = wm_framer_feed(&f->h, &f->fr, data, (size_t)n);
+  int last = 0;
+  int rc = f->parts > 1 ? part_feed(f, data, (size_t)n, (uint64_t)base, &last)
+                        : wm_framer_feed(&f->h, &f->fr, data, (size_t)n);
   wm_io_batch_done(f->h.host);
   if (rc != WM_OK) {
     wm_src_fail(&f->h);
+    return;
+  }
+  if (last && !f->h.stopped) { /* the part ends here, after a "\n": nothing is carried */
+    file_end(f, 1);
     return;
   }
   if (f->h.stopped) {
@@ -272,10 +348,29 @@ static void file_read(filesrc *f) {
   f->req_busy = 1;
 }
 
+static void on_empty_timer(uv_timer_t *t) { file_end(t->data, 1); }
+
 static int file_start(wm_op *op, wm_io_host *host) {
   filesrc *f = op->impl;
-  (void)host;
+  if (f->empty) { /* ends from the loop, as a read would (never inside start) */
+    int rc = uv_timer_init(host->loop, &f->tm);
+    if (rc == 0) {
+      f->tm_open = 1;
+      f->tm.data = f;
+      rc = uv_timer_start(&f->tm, on_empty_timer, 0, 0);
+    }
+    return rc == 0 ? WM_OK : wm_ctx_error(op->ctx, "cannot start '%s': %s", f->path, uv_strerror(rc));
+  }
   if (f->own_fd && file_identity(f) != 0) f->dev = f->ino = 0;
+  if (f->parts > 1 && f->split < 0) {
+    uv_fs_t st;
+    int rc = uv_fs_fstat(NULL, &st, f->fd, NULL);
+    f->split = rc == 0 ? (int64_t)st.statbuf.st_size : 0;
+    uv_fs_req_cleanup(&st);
+    if (rc != 0) return wm_ctx_error(op->ctx, "cannot read '%s': %s", f->path, uv_strerror(rc));
+    part_range(f);
+    f->skip = f->lo > 0;
+  }
   file_read(f);
   return f->h.finished ? WM_ERR : WM_OK;
 }
@@ -301,15 +396,24 @@ static void file_pause(wm_op *op, wm_io_host *host, int paused) {
 }
 
 /* The position of a checkpoint: version 1, the byte offset of the first line not emitted
- * yet, the number of lines emitted, the file's device and inode (varints). */
+ * yet, the number of lines emitted, the file's device and inode (varints). Version 2 (a
+ * part of a file) adds the part, the parts and the size the ranges were cut from. While a
+ * part still counts the lines before its range, it has emitted nothing: offset and lines
+ * are 0 (S(lo) > 0 for every part but the first), and a restore counts again. */
 static int file_snapshot(wm_op *op, wm_buf *out) {
   filesrc *f = op->impl;
   if (f->fd >= 0 && !f->dev && !f->ino) file_identity(f);
-  wm_buf_addc(out, 1);
-  wm_codec_put_uvar(out, f->fr.next_at);
-  wm_codec_put_uvar(out, f->fr.pos.line);
+  int parts = f->parts > 1;
+  wm_buf_addc(out, parts ? 2 : 1);
+  wm_codec_put_uvar(out, f->skip ? 0 : f->fr.next_at);
+  wm_codec_put_uvar(out, f->skip ? 0 : f->fr.pos.line);
   wm_codec_put_uvar(out, f->dev);
   wm_codec_put_uvar(out, f->ino);
+  if (parts) {
+    wm_codec_put_uvar(out, (uint64_t)f->part);
+    wm_codec_put_uvar(out, (uint64_t)f->parts);
+    wm_codec_put_uvar(out, (uint64_t)(f->split > 0 ? f->split : 0));
+  }
   return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
 }
 
@@ -317,13 +421,26 @@ static int file_snapshot(wm_op *op, wm_buf *out) {
  * the checkpoint (device and inode) and at least as long as that position. */
 static int file_restore(wm_op *op, const char *data, size_t n) {
   filesrc *f = op->impl;
+  if (f->empty) return WM_OK;
   const uint8_t *p = (const uint8_t *)data, *end = p + n;
-  uint64_t at, line, dev, ino;
-  if (n < 1 || *p++ != 1 || wm_codec_get_uvar(&p, end, &at) != 0 ||
+  uint64_t at, line, dev, ino, part = 0, parts = 1, split = 0;
+  int version = n >= 1 ? *p++ : 0;
+  if ((version != 1 && version != 2) || wm_codec_get_uvar(&p, end, &at) != 0 ||
       wm_codec_get_uvar(&p, end, &line) != 0 || wm_codec_get_uvar(&p, end, &dev) != 0 ||
-      wm_codec_get_uvar(&p, end, &ino) != 0 || p != end || at > INT64_MAX)
+      wm_codec_get_uvar(&p, end, &ino) != 0 ||
+      (version == 2 && (wm_codec_get_uvar(&p, end, &part) != 0 ||
+                        wm_codec_get_uvar(&p, end, &parts) != 0 ||
+                        wm_codec_get_uvar(&p, end, &split) != 0 || parts < 2 || part >= parts ||
+                        split > INT64_MAX)) ||
+      p != end || at > INT64_MAX)
     return wm_ctx_error(op->ctx, "cannot restore '%s': the checkpoint's position is damaged",
                         f->path);
+  int mine = f->parts > 1 ? f->parts : 1, my = f->parts > 1 ? f->part : 0;
+  if (parts != (uint64_t)mine || part != (uint64_t)my)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': the checkpoint is of part %llu of %llu, "
+                        "this source reads part %d of %d (read_lines{parallel = true} at "
+                        "another parallelism)", f->path, (unsigned long long)part + 1,
+                        (unsigned long long)parts, my + 1, mine);
   if (!f->own_fd)
     return wm_ctx_error(op->ctx, "cannot restore '%s': standard input cannot be read again",
                         f->path);
@@ -345,6 +462,12 @@ static int file_restore(wm_op *op, const char *data, size_t n) {
   f->tail_len = 0;
   f->dev = dev;
   f->ino = ino;
+  if (f->parts > 1) { /* the ranges of the checkpoint's size; counting again if it was */
+    f->split = (int64_t)split;
+    part_range(f);
+    f->skip = at == 0 && f->lo > 0;
+    f->skipped = 0;
+  }
   wm_framer_drop(&f->fr);
   return WM_OK;
 }
@@ -352,6 +475,26 @@ static int file_restore(wm_op *op, const char *data, size_t n) {
 static const wm_op_vt file_vt = {.kind = "read_lines", .record = wm_source_record, .free = file_free};
 static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause,
                                       .snapshot = file_snapshot, .restore = file_restore};
+
+/* A part > 0 of a file that is not a regular one (a FIFO, a terminal): part 0 reads it
+ * as a stream, this one has no lines. */
+static wm_op *empty_part(wm_io_host *host, const char *name, const wm_lines_config *cfg) {
+  filesrc *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = strdup(cfg->path))) {
+    free(f);
+    wm_ctx_error(host->ctx, "out of memory");
+    return NULL;
+  }
+  f->fd = -1;
+  f->empty = 1;
+  wm_framer_init(&f->fr, f->path, cfg->max_line);
+  if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, name ? name : "read_lines",
+                       file_destroy) != 0) {
+    file_destroy(&f->h.own);
+    return NULL;
+  }
+  return wm_src_op(host, &file_vt, &file_svt, &f->h, name);
+}
 
 wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *cfg) {
   wm_ctx *ctx = host->ctx;
@@ -368,6 +511,8 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
       wm_ctx_error(ctx, "cannot open '%s': Is a directory", cfg->path);
       return NULL;
     }
+    if (rc == 0 && mode != S_IFREG && !cfg->follow && cfg->parts > 1 && cfg->part > 0)
+      return empty_part(host, name, cfg);
     fd = rc < 0 ? rc
                 : uv_fs_open(NULL, &req, cfg->path,
                              UV_FS_O_RDONLY | (mode == S_IFIFO ? UV_FS_O_NONBLOCK : 0), 0, NULL);
@@ -402,6 +547,11 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
   f->own_fd = !is_stdin;
   f->follow = cfg->follow && !is_stdin;
   f->poll_ms = cfg->poll_ms;
+  if (!is_stdin && !f->follow && cfg->parts > 1) {
+    f->part = cfg->part;
+    f->parts = cfg->parts;
+  }
+  f->split = -1;
   wm_framer_init(&f->fr, f->path, cfg->max_line);
   if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, name ? name : "read_lines", file_destroy) != 0) {
     file_destroy(&f->h.own);
@@ -414,6 +564,14 @@ int wm_lines_progress(const wm_op *op, int64_t *done, int64_t *total) {
   if (op->vt != &file_vt) return 0;
   const filesrc *f = op->impl;
   if (f->follow) return 0;
+  if (f->parts > 1) { /* a part: the bytes of its range framed so far */
+    if (f->split < 0) return 0;
+    uint64_t hi = f->hi < (uint64_t)f->split ? f->hi : (uint64_t)f->split;
+    *total = (int64_t)(hi - f->lo);
+    uint64_t at = f->fd < 0 ? hi : f->skip ? f->lo : f->fr.next_at;
+    *done = at <= f->lo ? 0 : at >= hi ? *total : (int64_t)(at - f->lo);
+    return 1;
+  }
   if (f->fd < 0) { /* read to its end and closed */
     *done = *total = f->offset;
     return 1;

@@ -44,13 +44,20 @@ end
 --   256 KiB, at most 64 MiB), `arrival` (a recorded file: the parse_csv column, or a
 --   function(line, n), giving each line's arrival time in ms; the job then runs on a clock
 --   that jumps to each arrival, docs/lab.md), `speed` ("max", the default: that virtual
---   clock; a number x: the real clock, x times the recorded pace)
+--   clock; a number x: the real clock, x times the recorded pace), `parallel` (true: at
+--   parallelism n, n instances each read the lines that start in their n-th of the file's
+--   bytes, with exact line numbers; each part has its own watermark, as Flink's file
+--   splits do: see docs/parallelism.md)
 -- @treturn Stream the lines, as strings
 -- @usage env:read_lines("data.csv"):parse_csv{"id", "ts:integer", "vc:integer"}
 function Env:read_lines(path, opts)
   if type(path) ~= "string" then error("read_lines: expected a path, got " .. type(path), 2) end
   opts = opt_table(opts, "read_lines", {follow = true, max_line = true, poll = true, chunk = true,
-    arrival = true, speed = true}, 2)
+    arrival = true, speed = true, parallel = true}, 2)
+  if opts.parallel and (path == "-" or opts.follow or opts.arrival ~= nil) then
+    error("read_lines: parallel reads a file in parts, not " .. (path == "-" and "standard input"
+      or opts.follow and "a followed file" or "a replay in arrival order"), 2)
+  end
   if opts.arrival ~= nil and type(opts.arrival) ~= "string" and type(opts.arrival) ~= "function" then
     error("read_lines: arrival must be a column name or a function(line, n) -> ms, got " .. type(opts.arrival), 2)
   end
@@ -62,7 +69,9 @@ function Env:read_lines(path, opts)
     max_line = positive_int(opts.max_line, "read_lines", "max_line", 2),
     chunk = positive_int(opts.chunk, "read_lines", "chunk", 2, base.MAX_CHUNK),
     poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
-    name = "read_lines(" .. path .. ")", max_parallelism = 1}))
+    name = "read_lines(" .. path .. ")", parallel = opts.parallel and true or nil,
+    -- parallel: the file is read in parts, one per instance (docs/parallelism.md)
+    max_parallelism = not opts.parallel and 1 or nil}))
 end
 
 --- Lines to records in C: a typed row per line, with no Lua call per line.

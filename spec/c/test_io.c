@@ -55,8 +55,8 @@ static const wm_op_vt pos_vt = {.kind = "positions", .record = pos_record};
 /* Runs a file source over path (read chunk bytes at a time; 0: the default); restores it from
  * restore first when given; notes positions
  * (and snapshots at "b" when take is set). The run's result; ctx.err copied to err. */
-static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_buf *seen,
-                    wm_buf *take, char *err, size_t errlen) {
+static int run_part(const char *path, size_t chunk, int part, int parts, const wm_buf *restore,
+                    wm_buf *seen, wm_buf *take, char *err, size_t errlen) {
   wm_ctx ctx;
   wm_ctx_init(&ctx);
   wm_exec_config cfg = {0};
@@ -64,7 +64,7 @@ static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_bu
   possink ps = {.r = NULL};
   wm_buf_init(&ps.seen);
   wm_buf_init(&ps.snap);
-  wm_lines_config lc = {.path = path, .chunk = chunk};
+  wm_lines_config lc = {.path = path, .chunk = chunk, .part = part, .parts = parts};
   wm_op *src = wm_lines_new(wm_exec_host(e), "read", &lc);
   wm_op *sink = wm_op_new(&ctx, &pos_vt, &ps, "sink");
   int rc = WM_ERR;
@@ -85,6 +85,107 @@ static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_bu
   wm_buf_free(&ps.seen);
   wm_buf_free(&ps.snap);
   return rc;
+}
+
+static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_buf *seen,
+                    wm_buf *take, char *err, size_t errlen) {
+  return run_part(path, chunk, 0, 1, restore, seen, take, err, errlen);
+}
+
+/* A file read in parts (read_lines{parallel = true}): every line in exactly one part, in
+ * order, with the line number and offset it has when the file is read whole; for files
+ * with lines split across reads, empty lines, "\r\n", a line longer than a part, a last
+ * line without "\n", a file shorter than the number of parts and an empty file. */
+static void test_file_parts(const char *dir) {
+  static const char *const files[] = {
+      "ab\r\ncd\n\nlast", "a\nb\nc\nd\ne\nf\ng\n", "\n\n\n", "a", "a\n", "",
+      "x\na-line-longer-than-a-part-of-the-file-is-read-by-one-part\ny\nz", "\nab\n\ncd\n",
+  };
+  static const size_t chunks[] = {1, 2, 3, 7, 0};
+  char path[512], err[4096];
+  snprintf(path, sizeof path, "%s/parts.txt", dir);
+  for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(files[fi], f);
+    fclose(f);
+    wm_buf whole;
+    wm_buf_init(&whole);
+    CHECK(run_file(path, 0, NULL, &whole, NULL, err, sizeof err) == WM_OK);
+    for (int parts = 2; parts <= 5; parts++)
+      for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+        wm_buf all;
+        wm_buf_init(&all);
+        for (int k = 0; k < parts; k++)
+          CHECK(run_part(path, chunks[ci], k, parts, NULL, &all, NULL, err, sizeof err) == WM_OK);
+        if (strcmp(all.data ? all.data : "", whole.data ? whole.data : "") != 0) {
+          fprintf(stderr, "file %zu, %d parts, chunk %zu: %s, whole: %s\n", fi, parts, chunks[ci],
+                  all.data ? all.data : "", whole.data ? whole.data : "");
+          CHECK(0);
+        } else {
+          CHECK(1);
+        }
+        wm_buf_free(&all);
+      }
+    wm_buf_free(&whole);
+  }
+  /* spelled out: 9 bytes in two parts, [0, 4) and [4, 9): "xx" starts at 2, in part 1's
+   * range, so part 1 starts at "b" (offset 5), line 3 */
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("a\nxx\nb\nc\n", f);
+  fclose(f);
+  wm_buf seen, snap;
+  wm_buf_init(&seen);
+  wm_buf_init(&snap);
+  CHECK(run_part(path, 0, 0, 2, NULL, &seen, NULL, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "1@0:a;2@2:xx;");
+  wm_buf_clear(&seen);
+  CHECK(run_part(path, 2, 1, 2, NULL, &seen, &snap, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "3@5:b;4@7:c;");
+  /* part 1's checkpoint at "b": restored, it goes on at "c" with its line number */
+  wm_buf_clear(&seen);
+  CHECK(run_part(path, 0, 1, 2, &snap, &seen, NULL, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "4@7:c;");
+  /* into another part, or a source that reads the whole file: an error that says so */
+  CHECK(run_part(path, 0, 0, 2, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
+  CHECK(strstr(err, "the checkpoint is of part 2 of 2, this source reads part 1 of 2") != NULL);
+  CHECK(run_file(path, 0, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
+  CHECK(strstr(err, "the checkpoint is of part 2 of 2, this source reads part 1 of 1") != NULL);
+  /* and a whole-file checkpoint into a part */
+  wm_buf_clear(&snap);
+  CHECK(run_file(path, 0, NULL, &seen, &snap, err, sizeof err) == WM_OK);
+  CHECK(run_part(path, 0, 1, 2, &snap, &seen, NULL, err, sizeof err) == WM_ERR);
+  CHECK(strstr(err, "the checkpoint is of part 1 of 1, this source reads part 2 of 2") != NULL);
+  /* the ranges are those of the checkpoint's size: part 0 of "b\nxx\na\nc\n" (9 bytes)
+   * ends after "xx"; checkpointed at "b", then the file grows to 21 bytes (whose part 0
+   * is all of it), restored part 0 still ends after "xx" */
+  wm_buf_clear(&snap);
+  f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("b\nxx\na\nc\n", f);
+  fclose(f);
+  wm_buf_clear(&seen);
+  CHECK(run_part(path, 0, 0, 2, NULL, &seen, &snap, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "1@0:b;2@2:xx;");
+  f = fopen(path, "ab");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("ddddddddddd\n", f);
+  fclose(f);
+  wm_buf_clear(&seen);
+  CHECK(run_part(path, 0, 0, 2, NULL, &seen, NULL, err, sizeof err) == WM_OK);
+  /* unrestored: the new size's range [0, 10) holds every line start */
+  CHECK_STR(seen.data, "1@0:b;2@2:xx;3@5:a;4@7:c;5@9:ddddddddddd;");
+  wm_buf_clear(&seen);
+  CHECK(run_part(path, 0, 0, 2, &snap, &seen, NULL, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "2@2:xx;");
+  wm_buf_free(&seen);
+  wm_buf_free(&snap);
+  remove(path);
 }
 
 static void test_file_positions(const char *dir) {
@@ -285,6 +386,7 @@ void test_io(void) {
   }
   test_file_positions(dir);
   test_file_checkpoint(dir);
+  test_file_parts(dir);
   rmdir(dir);
   test_socket_reset();
   test_listen_reset();
