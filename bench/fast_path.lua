@@ -5,7 +5,7 @@
 local wm = require("wm")
 
 local env = wm.env()
-env:read_lines((assert(arg[1], "usage: wmrun bench/fast_path.lua data.csv")))
+env:read_lines((assert(arg[1], "usage: wmrun bench/fast_path.lua data.csv")), {parallel = true})
   :parse_csv{"id", "ts:integer", "vc:integer"}
   :assign_timestamps_and_watermarks(
     wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"))

@@ -6,7 +6,7 @@ local wm = require("wm")
 
 local path = assert(arg[1], "usage: wmrun bench/lua_path.lua data.csv")
 local env = wm.env()
-env:read_lines(path)
+env:read_lines(path, {parallel = true}) -- at -p n: n instances, each its part of the file
   :map(function(line)
     local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
     return { id = id, ts = tonumber(ts), vc = tonumber(vc) }

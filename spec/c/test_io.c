@@ -96,6 +96,16 @@ static int run_file(const char *path, size_t chunk, const wm_buf *restore, wm_bu
  * order, with the line number and offset it has when the file is read whole; for files
  * with lines split across reads, empty lines, "\r\n", a line longer than a part, a last
  * line without "\n", a file shorter than the number of parts and an empty file. */
+/* Writes (mode "wb") or appends ("ab") text to path; 0 (a failed check) when it cannot. */
+static int put_file(const char *path, const char *mode, const char *text) {
+  FILE *f = fopen(path, mode);
+  CHECK(f != NULL);
+  if (!f) return 0;
+  fputs(text, f);
+  fclose(f);
+  return 1;
+}
+
 static void test_file_parts(const char *dir) {
   static const char *const files[] = {
       "ab\r\ncd\n\nlast", "a\nb\nc\nd\ne\nf\ng\n", "\n\n\n", "a", "a\n", "",
@@ -105,11 +115,7 @@ static void test_file_parts(const char *dir) {
   char path[512], err[4096];
   snprintf(path, sizeof path, "%s/parts.txt", dir);
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(files[fi], f);
-    fclose(f);
+    if (!put_file(path, "wb", files[fi])) return;
     wm_buf whole;
     wm_buf_init(&whole);
     CHECK(run_file(path, 0, NULL, &whole, NULL, err, sizeof err) == WM_OK);
@@ -132,11 +138,7 @@ static void test_file_parts(const char *dir) {
   }
   /* spelled out: 9 bytes in two parts, [0, 4) and [4, 9): "xx" starts at 2, in part 1's
    * range, so part 1 starts at "b" (offset 5), line 3 */
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  fputs("a\nxx\nb\nc\n", f);
-  fclose(f);
+  if (!put_file(path, "wb", "a\nxx\nb\nc\n")) return;
   wm_buf seen, snap;
   wm_buf_init(&seen);
   wm_buf_init(&snap);
@@ -163,19 +165,11 @@ static void test_file_parts(const char *dir) {
    * ends after "xx"; checkpointed at "b", then the file grows to 21 bytes (whose part 0
    * is all of it), restored part 0 still ends after "xx" */
   wm_buf_clear(&snap);
-  f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  fputs("b\nxx\na\nc\n", f);
-  fclose(f);
+  if (!put_file(path, "wb", "b\nxx\na\nc\n")) return;
   wm_buf_clear(&seen);
   CHECK(run_part(path, 0, 0, 2, NULL, &seen, &snap, err, sizeof err) == WM_OK);
   CHECK_STR(seen.data, "1@0:b;2@2:xx;");
-  f = fopen(path, "ab");
-  CHECK(f != NULL);
-  if (!f) return;
-  fputs("ddddddddddd\n", f);
-  fclose(f);
+  if (!put_file(path, "ab", "ddddddddddd\n")) return;
   wm_buf_clear(&seen);
   CHECK(run_part(path, 0, 0, 2, NULL, &seen, NULL, err, sizeof err) == WM_OK);
   /* unrestored: the new size's range [0, 10) holds every line start */
