@@ -14,9 +14,18 @@ void wm_encoder_free(wm_encoder *e) {
 
 void wm_decoder_init(wm_decoder *d) { memset(d, 0, sizeof *d); }
 
+static void drop_kept(wm_decoder *d, int id) {
+  if (d->keep[id]) wm_row_release(NULL, d->keep[id]); /* scalars only: no host needed */
+  free(d->cap[id]);
+  d->keep[id] = NULL;
+  d->cap[id] = NULL;
+}
+
 void wm_decoder_free(wm_decoder *d) {
-  for (int i = 0; i < WM_CODEC_SCHEMAS; i++)
+  for (int i = 0; i < WM_CODEC_SCHEMAS; i++) {
+    drop_kept(d, i);
     if (d->schemas[i]) wm_schema_release(d->schemas[i]);
+  }
   memset(d, 0, sizeof *d);
 }
 
@@ -157,6 +166,86 @@ static int key_well_formed(const uint8_t *p, size_t n) {
 }
 
 static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
+                      const uint8_t *end, wm_value *out, int top, char *err, size_t errlen);
+
+/* A string field of a kept row decoded in place (its string held only by that row and at
+ * least n bytes large). 1 done, 0 not possible here, -1 corrupt. */
+static int str_in_place(const wm_decoder *d, int id, uint32_t i, wm_value *f, const uint8_t **p,
+                        const uint8_t *end, char *err, size_t errlen) {
+  uint8_t tag = **p;
+  if ((tag != WM_C_STR && tag != WM_C_KEY) || f->type != WM_STR || f->u.s->refs != 1) return 0;
+  const uint8_t *q = *p + 1;
+  uint64_t n;
+  if (wm_codec_get_uvar(&q, end, &n) != 0 || (uint64_t)(end - q) < n) return truncated(err, errlen);
+  if (n > d->cap[id][i]) return 0;
+  if (tag == WM_C_KEY && !key_well_formed(q, (size_t)n)) {
+    snprintf(err, errlen, "corrupt record encoding (composite key)");
+    return -1;
+  }
+  memcpy(f->u.s->data, q, (size_t)n);
+  f->u.s->data[n] = '\0';
+  f->u.s->len = (uint32_t)n;
+  f->flags = tag == WM_C_KEY ? WM_VF_COMPOSITE : 0;
+  *p = q + n;
+  return 1;
+}
+
+/* A record's row: into the kept row of its schema when only the decoder holds it, else a new
+ * one, which is kept in turn when all its fields are scalars (nil, booleans, numbers,
+ * strings). */
+static int decode_top_row(wm_decoder *d, const wm_host *h, const wm_codec_host *ch,
+                          const uint8_t **p, const uint8_t *end, int id, wm_schema *s,
+                          wm_value *out, char *err, size_t errlen) {
+  wm_row *r = d->keep[id];
+  int reuse = r && r->refs == 1 && r->schema == s;
+  if (!reuse) {
+    if (r) drop_kept(d, id);
+    if (!(r = wm_row_new(s))) {
+      snprintf(err, errlen, "out of memory decoding a record");
+      return -1;
+    }
+  }
+  int scalar = 1;
+  for (uint32_t i = 0; i < s->nfields; i++) {
+    wm_value *f = &r->fields[i];
+    int rc = reuse && *p < end ? str_in_place(d, id, i, f, p, end, err, errlen) : 0;
+    if (rc == 0) {
+      if (reuse) {
+        wm_value_release(NULL, f); /* a kept row holds scalars only */
+        d->cap[id][i] = 0;
+      }
+      rc = decode_rec(d, h, ch, p, end, f, 0, err, errlen) == 0 ? 1 : -1;
+      if (rc == 1 && reuse && f->type == WM_STR) d->cap[id][i] = f->u.s->len;
+    }
+    if (rc < 0) {
+      if (reuse) {
+        d->keep[id] = NULL;
+        free(d->cap[id]);
+        d->cap[id] = NULL;
+      }
+      wm_row_release(h, r);
+      return -1;
+    }
+    if (f->type == WM_SLOT || f->type == WM_ROW) scalar = 0;
+  }
+  if (reuse && !scalar) { /* the kept row took a table: the caller's alone from here on */
+    d->keep[id] = NULL;
+    free(d->cap[id]);
+    d->cap[id] = NULL;
+    *out = wm_row_value(r);
+    return 0;
+  }
+  if (!reuse && scalar && (d->cap[id] = malloc((s->nfields ? s->nfields : 1) * sizeof(uint32_t)))) {
+    for (uint32_t i = 0; i < s->nfields; i++)
+      d->cap[id][i] = r->fields[i].type == WM_STR ? r->fields[i].u.s->len : 0;
+    d->keep[id] = r;
+  }
+  if (d->keep[id] == r) r->refs++; /* the caller's reference; the decoder keeps its own */
+  *out = wm_row_value(r);
+  return 0;
+}
+
+static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
                       const uint8_t *end, wm_value *out, int top, char *err, size_t errlen) {
   *out = wm_nil();
   if (*p >= end) return truncated(err, errlen);
@@ -253,6 +342,7 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
       snprintf(err, errlen, "corrupt record encoding (undefined schema %llu)", (unsigned long long)id);
       return -1;
     }
+    if (top) return decode_top_row(d, h, ch, p, end, (int)id, s, out, err, errlen);
     wm_row *r = wm_row_new(s);
     if (!r) {
       snprintf(err, errlen, "out of memory decoding a record");

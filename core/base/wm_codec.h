@@ -54,6 +54,11 @@ typedef struct wm_encoder {
 
 typedef struct wm_decoder {
   wm_schema *schemas[WM_CODEC_SCHEMAS]; /* referenced */
+  /* per schema id, the last top-level row decoded, when its fields are all scalars; the
+   * decoder holds a reference and decodes the next row into it (its strings too, up to
+   * cap bytes) when nobody else holds it any more: no allocation per crossing row */
+  wm_row *keep[WM_CODEC_SCHEMAS];
+  uint32_t *cap[WM_CODEC_SCHEMAS]; /* per field of keep: a string field's capacity */
 } wm_decoder;
 
 void wm_encoder_init(wm_encoder *e);
