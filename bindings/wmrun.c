@@ -355,6 +355,22 @@ static int run_worker(lua_State *L, void *ud) {
   return st;
 }
 
+/* A duration option (--name D or --name=D) into *out; 0, or -1 after saying what is wrong. */
+static int duration_opt(const char *name, const char *a, char **argv, int *i, int64_t *out) {
+  const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++*i];
+  char err[256];
+  if (!v) {
+    fprintf(stderr, "%s: %s needs a duration\n", progname, name);
+    usage(stderr);
+    return -1;
+  }
+  if (wm_duration_parse(v, out, err, sizeof err) != 0) {
+    fprintf(stderr, "%s: %s: %s\n", progname, name, err);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
@@ -413,17 +429,7 @@ int main(int argc, char **argv) {
       o.ck_dir = v;
     } else if (strcmp(a, "--checkpoint-interval") == 0 ||
                strncmp(a, "--checkpoint-interval=", 22) == 0) {
-      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
-      char err[256];
-      if (!v) {
-        fprintf(stderr, "%s: --checkpoint-interval needs a duration\n", progname);
-        usage(stderr);
-        return 2;
-      }
-      if (wm_duration_parse(v, &o.ck_interval, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: --checkpoint-interval: %s\n", progname, err);
-        return 2;
-      }
+      if (duration_opt("--checkpoint-interval", a, argv, &i, &o.ck_interval) != 0) return 2;
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];
@@ -465,17 +471,7 @@ int main(int argc, char **argv) {
       o.threads = t;
     } else if (strcmp(a, "--watermark-interval") == 0 ||
                strncmp(a, "--watermark-interval=", 21) == 0) {
-      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
-      char err[256];
-      if (!v) {
-        fprintf(stderr, "%s: --watermark-interval needs a duration\n", progname);
-        usage(stderr);
-        return 2;
-      }
-      if (wm_duration_parse(v, &o.wm_interval, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: --watermark-interval: %s\n", progname, err);
-        return 2;
-      }
+      if (duration_opt("--watermark-interval", a, argv, &i, &o.wm_interval) != 0) return 2;
     } else {
       fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
       usage(stderr);
