@@ -149,7 +149,7 @@ end
 --   `threads` (default 1: every instance on one thread, a deterministic schedule; n: the
 --   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md),
 --   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
---   runs, port 0 = any free one; see docs/metrics.md)
+--   runs, port 0 = any free one; see docs/metrics.md),
 --   `checkpoint` (`{dir = DIR, interval = "10s"}`: checkpoints in DIR, resumed from at the next
 --   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it)
 -- @treturn Env
