@@ -35,6 +35,7 @@ build = {
         "core/base/wm_pool.c",
         "core/base/wm_spsc.c",
         "core/base/wm_value.c",
+        "core/exec/wm_ckptrun.c",
         "core/exec/wm_exchange.c",
         "core/exec/wm_exec.c",
         "core/exec/wm_metrics_http.c",

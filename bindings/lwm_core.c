@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "time/wm_time.h"
+#include "exec/wm_ckptrun.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
 
@@ -179,6 +180,39 @@ static void lwm_interrupt(void *ud) {
   lua_sethook(B->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, LWM_HOOK_COUNT);
 }
 
+/* env.checkpoint = {dir = DIR, interval = ms, fresh = bool} (lua/wm/base.lua checks it):
+ * a coordinator on this thread's executor (exec/wm_ckptrun.h), or NULL (rc in *rc). */
+static wm_ckptrun *checkpoint_open(lwm_bridge *B, int env, int trace, wm_codec_host *codec,
+                                   int *rc) {
+  lua_State *L = B->L;
+  wm_ckptrun *ck = NULL;
+  lua_getfield(L, env, "checkpoint");
+  if (lua_istable(L, -1)) {
+    int t = lua_gettop(L);
+    wm_ckptrun_config cfg = {.dir = lwm_get_str(L, t, "dir"),
+                             .interval = (int64_t)lwm_get_int(L, t, "interval", 10000),
+                             .instance = B->thread, .threads = B->nthreads > 0 ? B->nthreads : 1,
+                             .log = stderr, .trace = trace};
+    lua_getfield(L, t, "fresh");
+    cfg.fresh = lua_toboolean(L, -1);
+    lua_getfield(L, LUA_REGISTRYINDEX, "wm.core.job");
+    cfg.job = lua_tostring(L, -1);
+    lwm_codec_host(B, codec); /* Lua values (tables in records, states, accumulators) */
+    cfg.codec = codec;
+    cfg.mt = B->mt;
+    cfg.mtjob = B->mtjob;
+    if (!cfg.dir) {
+      *rc = wm_ctx_error(&B->ctx, "env checkpoint: no dir");
+    } else if ((*rc = lwm_check_checkpointable(B)) == WM_OK) {
+      ck = wm_ckptrun_new(B->exec, &cfg);
+      if (!ck) *rc = WM_ERR;
+    }
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  return ck;
+}
+
 static int build_and_run(lwm_bridge *B, int env) {
   lua_State *L = B->L;
   watch w;
@@ -215,13 +249,32 @@ static int build_and_run(lwm_bridge *B, int env) {
   free(outop);
   free(outport);
   if (B->mtjob) rc = lwm_mt_barrier(B, rc);
-  if (rc == WM_OK && B->thread == 0) rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc);
-  if (rc == WM_OK && B->thread == 0) rc = watch_start(&w, wm_exec_loop(B->exec));
-  if (rc == WM_OK) {
+  /* checkpoints: resume from the newest, or take one before the first record (which finds
+   * every part that cannot be checkpointed at start) */
+  int resumed = 0;
+  wm_codec_host codec;
+  wm_ckptrun *ck = rc == WM_OK ? checkpoint_open(B, env, B->ctx.trace != NULL, &codec, &rc) : NULL;
+  if (ck) {
+    resumed = wm_ckptrun_restore(ck);
+    if (resumed < 0) rc = WM_ERR;
+    else if (resumed == 0) rc = wm_ckptrun_take(ck, 0);
+    if (rc == WM_OK) rc = wm_ckptrun_start(ck);
+  }
+  if (rc == WM_OK && B->thread == 0 && resumed != 2)
+    rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc);
+  if (rc == WM_OK && B->thread == 0 && resumed != 2) rc = watch_start(&w, wm_exec_loop(B->exec));
+  if (rc == WM_OK && resumed != 2) {
     rc = wm_exec_run(B->exec);
     if (rc == WM_OK && B->thread == 0) warn_few_periodic(B);
     watch_close(&w);
     uv_run(wm_exec_loop(B->exec), UV_RUN_DEFAULT); /* the watch's close callbacks */
+  }
+  /* the job ended: its final checkpoint (not after a SIGTERM's; every thread takes part,
+   * also one that failed, so that the others do not wait for it) */
+  if (ck) {
+    int ok = rc == WM_OK && resumed != 2 && !wm_exec_saved(B->exec);
+    int frc = wm_ckptrun_take_final(ck, ok);
+    if (rc == WM_OK) rc = frc;
   }
   if (B->exec) { /* the services of a run that failed to start: their close callbacks */
     lwm_services_end(&svc);
@@ -235,7 +288,9 @@ static int build_and_run(lwm_bridge *B, int env) {
     } else {
       lwm_print_metrics(B, stderr);
     }
+    if (ck) wm_ckptrun_print_stats(ck, stderr);
   }
+  wm_ckptrun_free(ck);
   if (tl) wm_timeline_detach(tl, &B->ctx);
   lua_sethook(L, NULL, 0, 0); /* a signal's hook that did not fire */
   lua_pushnil(L);

@@ -49,6 +49,11 @@ static void usage(FILE *f) {
           "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
           "  --no-drain                  on SIGINT/SIGTERM/SIGHUP stop at once (exit 130)\n"
           "                              instead of draining (ending the input, firing windows)\n"
+          "  --checkpoint-dir DIR        checkpoint the job into DIR and resume from its newest\n"
+          "                              checkpoint at the next start (docs/checkpoints.md);\n"
+          "                              SIGTERM then stops with a checkpoint, without draining\n"
+          "  --checkpoint-interval D     time between checkpoints (default 10s)\n"
+          "  --fresh                     with --checkpoint-dir: remove its checkpoints, start over\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
@@ -71,6 +76,9 @@ typedef struct options {
   int trace, metrics, no_drain;
   int metrics_port; /* --metrics-port; -1 = not given */
   int progress;     /* --progress 1, --no-progress 0, -1 = not given */
+  const char *ck_dir;  /* --checkpoint-dir */
+  int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
+  int fresh;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -230,6 +238,8 @@ static int pmain(lua_State *L) {
   lua_pushstring(L, o->script); /* --compare runs another script with the same arguments */
   lua_rawseti(L, -2, 0);
   lua_setglobal(L, "arg");
+  lua_pushstring(L, o->script); /* the job's name in its checkpoints */
+  lua_setfield(L, LUA_REGISTRYINDEX, "wm.core.job");
   /* the library, with the command line's overrides */
   lua_getglobal(L, "require");
   lua_pushliteral(L, "wm");
@@ -261,6 +271,16 @@ static int pmain(lua_State *L) {
     lua_pushboolean(L, o->progress);
     lua_setfield(L, -2, "progress");
   }
+  if (o->ck_dir) {
+    lua_pushstring(L, o->ck_dir);
+    lua_setfield(L, -2, "checkpoint_dir");
+  }
+  if (o->ck_interval >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->ck_interval);
+    lua_setfield(L, -2, "checkpoint_interval");
+  }
+  lua_pushboolean(L, o->fresh);
+  lua_setfield(L, -2, "fresh");
   if (o->tl) {
     lua_pushlightuserdata(L, o->tl);
     lua_setfield(L, -2, "timeline");
@@ -335,10 +355,27 @@ static int run_worker(lua_State *L, void *ud) {
   return st;
 }
 
+/* A duration option (--name D or --name=D) into *out; 0, or -1 after saying what is wrong. */
+static int duration_opt(const char *name, const char *a, char **argv, int *i, int64_t *out) {
+  const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++*i];
+  char err[256];
+  if (!v) {
+    fprintf(stderr, "%s: %s needs a duration\n", progname, name);
+    usage(stderr);
+    return -1;
+  }
+  if (wm_duration_parse(v, out, err, sizeof err) != 0) {
+    fprintf(stderr, "%s: %s: %s\n", progname, name, err);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
+  o.ck_interval = -1;
   o.threads = -1;
   o.metrics_port = -1;
   o.progress = -1;
@@ -380,6 +417,19 @@ int main(int argc, char **argv) {
       o.sql = 1;
     } else if (strcmp(a, "--no-drain") == 0) {
       o.no_drain = 1;
+    } else if (strcmp(a, "--fresh") == 0) {
+      o.fresh = 1;
+    } else if (strcmp(a, "--checkpoint-dir") == 0 || strncmp(a, "--checkpoint-dir=", 17) == 0) {
+      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
+      if (!v || !*v) {
+        fprintf(stderr, "%s: --checkpoint-dir needs a folder\n", progname);
+        usage(stderr);
+        return 2;
+      }
+      o.ck_dir = v;
+    } else if (strcmp(a, "--checkpoint-interval") == 0 ||
+               strncmp(a, "--checkpoint-interval=", 22) == 0) {
+      if (duration_opt("--checkpoint-interval", a, argv, &i, &o.ck_interval) != 0) return 2;
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];
@@ -421,17 +471,7 @@ int main(int argc, char **argv) {
       o.threads = t;
     } else if (strcmp(a, "--watermark-interval") == 0 ||
                strncmp(a, "--watermark-interval=", 21) == 0) {
-      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
-      char err[256];
-      if (!v) {
-        fprintf(stderr, "%s: --watermark-interval needs a duration\n", progname);
-        usage(stderr);
-        return 2;
-      }
-      if (wm_duration_parse(v, &o.wm_interval, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: --watermark-interval: %s\n", progname, err);
-        return 2;
-      }
+      if (duration_opt("--watermark-interval", a, argv, &i, &o.wm_interval) != 0) return 2;
     } else {
       fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
       usage(stderr);

@@ -27,6 +27,11 @@ struct wm_exec {
   int loop_ok;
   uv_timer_t periodic;
   int periodic_open;
+  /* checkpoints: take(savepoint_ud) every ck_interval ms */
+  uv_timer_t ck_timer;
+  int ck_open;
+  int64_t ck_interval;
+  int (*ck_take)(void *ud);
   /* SIGINT/SIGTERM/SIGHUP: the process's handler (below) counts the signal here and wakes
    * the loop through sig_async; sig_seen is what the loop has acted on */
   uv_async_t sig_async;
@@ -38,7 +43,7 @@ struct wm_exec {
   int nsrc, ndone;
   wm_op **tsops;
   int ntsops;
-  int failed, draining, aborted, finished;
+  int failed, draining, aborted, finished, saved;
   /* processing-time timers: payload = index of the operator in ctx->ops */
   wm_timers *pt;
   uv_timer_t pt_timer;
@@ -127,17 +132,36 @@ int wm_exec_add_source(wm_exec *e, wm_op *op, const wm_source_vt *vt) {
   return 0;
 }
 
+int wm_exec_nsources(const wm_exec *e) { return e->nsrc; }
+wm_op *wm_exec_source_op(const wm_exec *e, int i) { return i >= 0 && i < e->nsrc ? e->srcs[i].op : NULL; }
+int wm_exec_saved(const wm_exec *e) { return e->saved; }
+void wm_exec_set_checkpoints(wm_exec *e, int64_t interval, int (*take)(void *ud),
+                             int (*savepoint)(void *ud), void *ud) {
+  e->ck_interval = interval;
+  e->ck_take = take;
+  e->cfg.savepoint = savepoint;
+  e->cfg.savepoint_ud = ud;
+}
+
 static const srcent *find_source(const wm_exec *e, const wm_op *op) {
   for (int i = 0; i < e->nsrc; i++)
     if (e->srcs[i].op == op) return &e->srcs[i];
   return NULL;
 }
 
+const wm_source_vt *wm_exec_source_vt(const wm_exec *e, const wm_op *op) {
+  const srcent *s = find_source(e, op);
+  return s ? s->vt : NULL;
+}
+
 int wm_exec_snapshot_source(wm_exec *e, wm_op *op, wm_buf *out) {
   const srcent *s = find_source(e, op);
   if (!s) return wm_ctx_error(e->ctx, "operator '%s' is not a source", op->name);
   if (!s->vt->snapshot)
-    return wm_ctx_error(e->ctx, "source '%s' cannot be checkpointed yet", op->name);
+    return wm_ctx_error(e->ctx, "source '%s' keeps no position a checkpoint could hold "
+                                "(standard input from a pipe, FIFOs and sockets cannot be read "
+                                "again): run the job without checkpoints (docs/checkpoints.md)",
+                        op->name);
   return s->vt->snapshot(op, out);
 }
 
@@ -286,6 +310,10 @@ int wm_exec_signal_pending(const wm_exec *e) { return e->sig_seen != atomic_load
 int wm_exec_signal(const wm_exec *e) { return atomic_load(&e->sig_last); }
 
 static void close_services(wm_exec *e) {
+  if (e->ck_open) {
+    uv_close((uv_handle_t *)&e->ck_timer, NULL);
+    e->ck_open = 0;
+  }
   if (e->pt_open) {
     uv_close((uv_handle_t *)&e->pt_timer, NULL);
     e->pt_open = 0;
@@ -364,6 +392,12 @@ static void on_periodic(uv_timer_t *t) {
   }
 }
 
+static void on_ck_timer(uv_timer_t *t) {
+  wm_exec *e = t->data;
+  if (wm_exec_stopping(e) || e->ndone == e->nsrc) return;
+  if (e->ck_take(e->cfg.savepoint_ud) != WM_OK) wm_exec_fail(e);
+}
+
 void wm_exec_pressure(wm_exec *e, int64_t delta) {
   e->pressure += delta;
   int want = e->paused ? e->pressure > (int64_t)e->cfg.pressure_low
@@ -376,17 +410,39 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
 
 int wm_exec_paused(const wm_exec *e) { return e->paused; }
 
+static void stop_now(wm_exec *e);
+
 static void on_signal(uv_async_t *h) {
   wm_exec *e = h->data;
   int recv = atomic_load(&e->sig_recv);
   if (e->sig_seen == recv) return;
   e->sig_seen = recv; /* the loop has it: the host's interrupt hook stands down */
   if (e->failed || e->aborted) return;
-  if (!e->draining && !e->cfg.no_drain) {
+  int savepoint = !e->draining && e->cfg.savepoint && atomic_load(&e->sig_last) == SIGTERM;
+  if (savepoint) { /* stop with a checkpoint: no drain, exit 0 */
+    int r = e->cfg.savepoint(e->cfg.savepoint_ud);
+    if (r == WM_ERR) {
+      wm_exec_fail(e);
+      return;
+    }
+    if (r == WM_STOP) return; /* under way: wm_exec_stop_saved comes once it is complete */
+    e->saved = 1;
+  }
+  if (!savepoint && !e->draining && !e->cfg.no_drain) {
     wm_exec_drain(e);
     return;
   }
-  /* a second signal (or --no-drain): stop at once */
+  stop_now(e); /* a second signal (or --no-drain), or after the checkpoint */
+}
+
+void wm_exec_stop_saved(wm_exec *e) {
+  if (e->failed || e->aborted) return;
+  e->saved = 1;
+  stop_now(e);
+}
+
+/* Stops at once: the sources without finishing, the services, the loop. */
+static void stop_now(wm_exec *e) {
   e->aborted = 1;
   for (int i = 0; i < e->nsrc; i++)
     if (!e->srcs[i].done) {
@@ -441,6 +497,20 @@ int wm_exec_run(wm_exec *e) {
     }
     uv_unref((uv_handle_t *)&e->periodic); /* the sources keep the loop alive, not the timer */
   }
+  if (e->ck_take && e->ck_interval > 0) {
+    if ((rc = uv_timer_init(&e->loop, &e->ck_timer)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot create the checkpoint timer: %s", uv_strerror(rc));
+    }
+    e->ck_timer.data = e;
+    e->ck_open = 1;
+    uint64_t iv = (uint64_t)e->ck_interval;
+    if ((rc = uv_timer_start(&e->ck_timer, on_ck_timer, iv, iv)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot start the checkpoint timer: %s", uv_strerror(rc));
+    }
+    uv_unref((uv_handle_t *)&e->ck_timer);
+  }
   if (e->cfg.handle_signals && (rc = wm_exec_watch_signals(e)) != WM_OK) {
     close_services(e);
     return rc;
@@ -457,7 +527,7 @@ int wm_exec_run(wm_exec *e) {
   uv_walk(&e->loop, walk_close, NULL);
   uv_run(&e->loop, UV_RUN_DEFAULT);
   if (e->failed) return WM_ERR;
-  if (e->aborted) return WM_STOP;
+  if (e->aborted && !e->saved) return WM_STOP;
   return WM_OK;
 }
 

@@ -29,6 +29,12 @@ typedef struct wm_exec_config {
   void (*on_batch)(void *ud); /* after each batch of records (the bindings step the GC) */
   void *on_batch_ud;
   int no_drain;               /* the first signal stops at once, without flushing */
+  /* Checkpointing on (exec/wm_ckptrun.h): the first SIGTERM calls savepoint(ud), which
+   * takes a checkpoint, and then stops at once without draining (wm_exec_saved says so;
+   * the run returns WM_OK); WM_ERR from it fails the job; WM_STOP: the checkpoint is under
+   * way (several threads), the run goes on until wm_exec_stop_saved. NULL: SIGTERM drains. */
+  int (*savepoint)(void *ud);
+  void *savepoint_ud;
   size_t pressure_high;       /* backpressure marks in bytes (0 = 1 MiB and a quarter) */
   size_t pressure_low;
   /* Called once the sources are done, before the executor closes what is left on its loop:
@@ -57,6 +63,12 @@ int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
 int wm_exec_snapshot_source(wm_exec *exec, wm_op *op, wm_buf *out);
 int wm_exec_restore_source(wm_exec *exec, wm_op *op, const char *data, size_t n);
 
+/* The registered sources (the multi-core receiver among them), in registration order. */
+int wm_exec_nsources(const wm_exec *exec);
+wm_op *wm_exec_source_op(const wm_exec *exec, int i);
+/* The driver of a registered source (NULL: op is none). */
+const wm_source_vt *wm_exec_source_vt(const wm_exec *exec, const wm_op *op);
+
 /* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->err;
  * WM_STOP when stopped by a second signal. */
 int wm_exec_run(wm_exec *exec);
@@ -82,6 +94,16 @@ int wm_exec_watch_signals(wm_exec *exec);
 int wm_exec_signal_pending(const wm_exec *exec);
 /* The last signal received (SIGINT, SIGTERM or SIGHUP; 0 none). */
 int wm_exec_signal(const wm_exec *exec);
+/* Checkpoint scheduling (exec/wm_ckptrun.h), set after wm_exec_new and before the run:
+ * every interval ms (0: never) the loop calls take(ud) between two batches of records
+ * while sources are running (WM_ERR fails the job); savepoint becomes cfg.savepoint. */
+void wm_exec_set_checkpoints(wm_exec *exec, int64_t interval, int (*take)(void *ud),
+                             int (*savepoint)(void *ud), void *ud);
+/* Stops the run at once after a checkpoint (an asynchronous savepoint has completed): the
+ * run returns WM_OK and wm_exec_saved says so. */
+void wm_exec_stop_saved(wm_exec *exec);
+/* Whether the run was stopped by SIGTERM after a checkpoint (cfg.savepoint). */
+int wm_exec_saved(const wm_exec *exec);
 /* Requests a drain as the first SIGINT does. */
 void wm_exec_drain(wm_exec *exec);
 /* How many registered sources have not ended yet (the multi-core executor's receiver,

@@ -13,7 +13,9 @@
 
 /* MSG_ORIGIN: the origin and unit of the positions that follow (sent when they change);
  * MSG_RECORD_POS: a record with its position (line, offset) in that origin. */
-enum { MSG_RECORD = 1, MSG_WATERMARK, MSG_IDLE, MSG_ACTIVE, MSG_ORIGIN, MSG_RECORD_POS };
+/* MSG_BARRIER: checkpoint barrier N (wm_mt.h, "checkpoints"), addressed to the thread. */
+enum { MSG_RECORD = 1, MSG_WATERMARK, MSG_IDLE, MSG_ACTIVE, MSG_ORIGIN, MSG_RECORD_POS,
+       MSG_BARRIER };
 
 /* What other threads may touch of a thread: its wake-up handle, guarded by mu so that
  * nobody sends to it once it is closed. The handles live here, in the job, so that they
@@ -36,9 +38,12 @@ struct wm_mt_job {
   uv_cond_t cond;
   int arrived, bad;
   uint64_t *fp;
-  _Atomic int state; /* 0 running, 1 failed, 2 aborted */
+  _Atomic int state; /* 0 running, 1 failed, 2 aborted, 3 stopped after a checkpoint */
   char err[4096];
   uv_mutex_t out_mu;
+  _Atomic uint64_t ck_req; /* the newest checkpoint asked for */
+  void *shared;            /* the coordinators' (wm_mt_job_shared) */
+  void (*shared_free)(void *);
 };
 
 typedef struct batch {
@@ -81,6 +86,16 @@ struct wm_mt_local {
   int64_t reported;   /* bytes in flight reported to wm_exec_pressure */
   wm_op *recv;        /* the receiver pseudo-source */
   int stopping, done, started;
+  /* checkpoints: the hooks, the checkpoint this thread has cut (0: none), per source
+   * thread whether its messages are being recorded and what was recorded, and how many
+   * barriers of ck_id are still to come */
+  wm_mt_ckpt_hooks ck;
+  int ck_on;
+  uint64_t ck_id;
+  int *rec;
+  wm_buf *chan;
+  wm_encoder *chan_enc;
+  int ck_open;
 };
 
 typedef struct sender {
@@ -92,6 +107,8 @@ typedef struct sender {
 } sender;
 
 /* ---- the job ---------------------------------------------------------------------- */
+
+static void wake(wm_mt_job *j, int t);
 
 wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) {
   wm_mt_job *j = calloc(1, sizeof *j);
@@ -143,7 +160,26 @@ void wm_mt_job_free(wm_mt_job *j) {
   free(j->ret);
   free(j->w);
   free(j->fp);
+  if (j->shared && j->shared_free) j->shared_free(j->shared);
   free(j);
+}
+
+void *wm_mt_job_shared(wm_mt_job *j, void *(*make)(void *arg), void *arg, void (*free_fn)(void *)) {
+  uv_mutex_lock(&j->mu);
+  if (!j->shared && make) {
+    j->shared = make(arg);
+    j->shared_free = free_fn;
+  }
+  void *r = j->shared;
+  uv_mutex_unlock(&j->mu);
+  return r;
+}
+
+void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id) {
+  uint64_t cur = atomic_load(&j->ck_req);
+  while (cur < id && !atomic_compare_exchange_weak(&j->ck_req, &cur, id)) {
+  }
+  for (int t = 0; t < j->n; t++) wake(j, t);
 }
 
 int wm_mt_job_threads(const wm_mt_job *j) { return j->n; }
@@ -168,6 +204,7 @@ static void set_state(wm_mt_job *j, int state, const char *msg) {
 }
 
 void wm_mt_job_fail(wm_mt_job *j, const char *msg) { set_state(j, 1, msg); }
+void wm_mt_job_saved(wm_mt_job *j) { set_state(j, 3, NULL); }
 void wm_mt_job_abort(wm_mt_job *j) { set_state(j, 2, NULL); }
 int wm_mt_job_state(wm_mt_job *j) { return atomic_load(&j->state); }
 const char *wm_mt_job_error(wm_mt_job *j) { return j->err; }
@@ -390,13 +427,39 @@ static int corrupt(wm_mt_local *l, int from) {
   return wm_ctx_error(l->ctx, "corrupt message from thread %d to thread %d", from + 1, l->self + 1);
 }
 
-static int dispatch(wm_mt_local *l, int from, const batch *b) {
-  const uint8_t *p = (const uint8_t *)b->data, *end = p + b->len;
+static int local_snapshot(wm_mt_local *l, uint64_t id);
+static int close_channel(wm_mt_local *l, int from);
+
+/* Records a message of thread `from` that came after this thread's cut (wm_mt.h). */
+static int record_msg(wm_mt_local *l, int from, int kind, uint64_t gid, uint64_t chan, int64_t t,
+                      const wm_value *v) {
+  wm_buf *b = &l->chan[from];
+  wm_buf_addc(b, (char)(kind == MSG_RECORD_POS ? MSG_RECORD : kind));
+  wm_codec_put_uvar(b, gid);
+  wm_codec_put_uvar(b, chan);
+  if (kind != MSG_IDLE && kind != MSG_ACTIVE) wm_codec_put_ivar(b, t);
   char err[512];
-  inpos *ip = &l->inp[from];
+  if (v && wm_encode_value(&l->chan_enc[from], &l->ch, b, v, err, sizeof err) != 0)
+    return wm_ctx_error(l->ctx, "cannot checkpoint a record in flight from thread %d: %s",
+                        from + 1, err);
+  return b->oom ? wm_ctx_error(l->ctx, "out of memory recording a checkpoint") : WM_OK;
+}
+
+static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, const char *data,
+                          size_t len) {
+  const uint8_t *p = (const uint8_t *)data, *end = p + len;
+  char err[512];
   while (p < end) {
     int kind = *p++;
     uint64_t gid, chan;
+    if (kind == MSG_BARRIER) {
+      uint64_t id;
+      if (wm_codec_get_uvar(&p, end, &id) != 0) return corrupt(l, from);
+      if (!l->ck_on) continue;
+      if (id > l->ck_id && local_snapshot(l, id) != WM_OK) return WM_ERR;
+      if (id == l->ck_id && l->rec[from] && close_channel(l, from) != WM_OK) return WM_ERR;
+      continue;
+    }
     if (kind == MSG_ORIGIN) {
       uint64_t on, un;
       if (wm_codec_get_uvar(&p, end, &on) != 0 || on > (uint64_t)(end - p)) return corrupt(l, from);
@@ -430,9 +493,13 @@ static int dispatch(wm_mt_local *l, int from, const batch *b) {
       if (kind == MSG_RECORD_POS && (wm_codec_get_uvar(&p, end, &ip->pos.line) != 0 ||
                                      wm_codec_get_uvar(&p, end, &ip->pos.offset) != 0))
         return corrupt(l, from);
-      if (wm_decode_value(&l->dec[from], &l->ctx->host, &l->ch, &p, end, &v, err, sizeof err) != 0)
+      if (wm_decode_value(dec, &l->ctx->host, &l->ch, &p, end, &v, err, sizeof err) != 0)
         return wm_ctx_error(l->ctx, "thread %d: a record from thread %d: %s", l->self + 1, from + 1,
                             err);
+      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, t, &v) != WM_OK) {
+        wm_value_release(&l->ctx->host, &v);
+        return WM_ERR;
+      }
       l->recv->m.records_out++;
       const wm_pos *outer = l->ctx->pos;
       l->ctx->pos = kind == MSG_RECORD_POS ? &ip->pos : NULL;
@@ -446,16 +513,99 @@ static int dispatch(wm_mt_local *l, int from, const batch *b) {
     }
     case MSG_WATERMARK:
       if (wm_codec_get_ivar(&p, end, &t) != 0) return corrupt(l, from);
+      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, t, NULL) != WM_OK)
+        return WM_ERR;
       if (t == WM_TIME_MAX) l->ended++;
       rc = wm_op_input_watermark(op, (int)chan, t);
       break;
     case MSG_IDLE:
-    case MSG_ACTIVE: rc = wm_op_input_status(op, (int)chan, kind == MSG_IDLE); break;
+    case MSG_ACTIVE:
+      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, 0, NULL) != WM_OK)
+        return WM_ERR;
+      rc = wm_op_input_status(op, (int)chan, kind == MSG_IDLE);
+      break;
     default: return corrupt(l, from);
     }
     if (rc != WM_OK) return rc;
   }
   return WM_OK;
+}
+
+static int dispatch(wm_mt_local *l, int from, const batch *b) {
+  return dispatch_bytes(l, from, &l->dec[from], &l->inp[from], b->data, b->len);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+void wm_mt_set_checkpoints(wm_mt_local *l, const wm_mt_ckpt_hooks *h) {
+  l->ck = *h;
+  l->ck_on = 1;
+}
+
+wm_op *wm_mt_receiver(wm_mt_local *l) { return l->recv; }
+
+/* The cut of checkpoint id: the snapshot, then barrier id to every other thread, then the
+ * other threads' messages are recorded until their barriers come. */
+static int local_snapshot(wm_mt_local *l, uint64_t id) {
+  int n = l->job->n;
+  if (!l->rec) {
+    l->rec = calloc((size_t)n, sizeof *l->rec);
+    l->chan = calloc((size_t)n, sizeof *l->chan);
+    l->chan_enc = calloc((size_t)n, sizeof *l->chan_enc);
+    if (!l->rec || !l->chan || !l->chan_enc) return wm_ctx_error(l->ctx, "out of memory");
+    for (int t = 0; t < n; t++) {
+      wm_buf_init(&l->chan[t]);
+      wm_encoder_init(&l->chan_enc[t]);
+    }
+  }
+  l->ck_id = id; /* an older checkpoint not finished here is given up */
+  if (l->ck.snapshot(l->ck.ud, id) != WM_OK) return WM_ERR;
+  l->ck_open = 0;
+  for (int t = 0; t < n; t++) {
+    if (t == l->self) continue;
+    wm_buf_addc(&l->out[t].cur, (char)MSG_BARRIER);
+    wm_codec_put_uvar(&l->out[t].cur, id);
+    if (flush(l, t) != WM_OK) return WM_ERR;
+    l->rec[t] = 1;
+    wm_buf_clear(&l->chan[t]);
+    wm_encoder_free(&l->chan_enc[t]);
+    wm_encoder_init(&l->chan_enc[t]);
+    l->ck_open++;
+  }
+  return l->ck_open == 0 ? l->ck.done(l->ck.ud, id) : WM_OK;
+}
+
+static int close_channel(wm_mt_local *l, int from) {
+  l->rec[from] = 0;
+  if (l->chan[from].oom) return wm_ctx_error(l->ctx, "out of memory recording a checkpoint");
+  if (l->chan[from].len &&
+      l->ck.put_channel(l->ck.ud, l->ck_id, from, l->chan[from].data, l->chan[from].len) != WM_OK)
+    return WM_ERR;
+  wm_buf_clear(&l->chan[from]);
+  return --l->ck_open == 0 ? l->ck.done(l->ck.ud, l->ck_id) : WM_OK;
+}
+
+int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len) {
+  if (from < 0 || from >= l->job->n || from == l->self)
+    return wm_ctx_error(l->ctx, "damaged checkpoint: a channel from thread %d to thread %d",
+                        from + 1, l->self + 1);
+  wm_decoder dec;
+  wm_decoder_init(&dec);
+  inpos ip;
+  memset(&ip, 0, sizeof ip);
+  wm_buf_init(&ip.origin);
+  wm_buf_init(&ip.unit);
+  int rc = dispatch_bytes(l, from, &dec, &ip, data, len);
+  wm_decoder_free(&dec);
+  wm_buf_free(&ip.origin);
+  wm_buf_free(&ip.unit);
+  return rc;
+}
+
+static void check_ckpt_request(wm_mt_local *l) {
+  if (!l->ck_on) return;
+  uint64_t req = atomic_load(&l->job->ck_req);
+  if (req > l->ck_id && local_snapshot(l, req) != WM_OK) wm_exec_fail(l->exec);
 }
 
 static void close_handles(wm_mt_local *l) {
@@ -481,8 +631,14 @@ static void check_done(wm_mt_local *l) {
 
 /* Stops this thread because another one failed or aborted. */
 static int follow_job(wm_mt_local *l) {
-  if (l->stopping || wm_mt_job_state(l->job) == 0) return 0;
+  int st = wm_mt_job_state(l->job);
+  if (l->stopping || st == 0) return 0;
   l->stopping = 1;
+  if (st == 3) { /* stopped after a checkpoint (SIGTERM): no drain, no failure */
+    if (!l->done) wm_exec_stop_saved(l->exec);
+    close_handles(l);
+    return 1;
+  }
   if (!l->done) wm_exec_fail(l->exec); /* stops the sources, our stop() closes the handles */
   else close_handles(l);
   return 1;
@@ -495,6 +651,8 @@ static void fail_here(wm_mt_local *l) {
 static void on_wake(uv_async_t *h) {
   wm_mt_local *l = h->data;
   if (follow_job(l) || l->done) return;
+  check_ckpt_request(l);
+  if (l->stopping) return;
   int n = l->job->n, more = 0, any = 0;
   for (int t = 0; t < n; t++) {
     if (t == l->self) continue;
@@ -570,7 +728,28 @@ static void recv_stop(wm_op *src, wm_io_host *host, int finish) {
   close_handles(l);
 }
 
-static const wm_source_vt recv_src_vt = {.start = recv_start, .stop = recv_stop, .pause = NULL};
+/* The receiver's position: how many remote channels have ended (the rest of what it passed
+ * on is in its targets' state and in the recorded channels). */
+static int recv_snapshot(wm_op *src, wm_buf *out) {
+  wm_mt_local *l = src->impl;
+  wm_buf_addc(out, 1);
+  wm_codec_put_uvar(out, (uint64_t)l->ended);
+  return out->oom ? wm_ctx_error(l->ctx, "out of memory") : WM_OK;
+}
+
+static int recv_restore(wm_op *src, const char *data, size_t n) {
+  wm_mt_local *l = src->impl;
+  const uint8_t *p = (const uint8_t *)data, *end = p + n;
+  uint64_t ended;
+  if (n < 1 || *p++ != 1 || wm_codec_get_uvar(&p, end, &ended) != 0 || p != end ||
+      ended > (uint64_t)l->nremote)
+    return wm_ctx_error(l->ctx, "damaged checkpoint: the position of '%s'", src->name);
+  l->ended = (int)ended;
+  return WM_OK;
+}
+
+static const wm_source_vt recv_src_vt = {.start = recv_start, .stop = recv_stop, .pause = NULL,
+                                         .snapshot = recv_snapshot, .restore = recv_restore};
 static const wm_op_vt recv_vt = {.kind = "receive"};
 
 wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_codec_host *ch) {
@@ -646,7 +825,12 @@ void wm_mt_local_free(wm_mt_local *l) {
     wm_decoder_free(&l->dec[t]);
     wm_buf_free(&l->inp[t].origin);
     wm_buf_free(&l->inp[t].unit);
+    if (l->chan) wm_buf_free(&l->chan[t]);
+    if (l->chan_enc) wm_encoder_free(&l->chan_enc[t]);
   }
+  free(l->rec);
+  free(l->chan);
+  free(l->chan_enc);
   free(l->out);
   free(l->dec);
   free(l->inp);

@@ -46,7 +46,7 @@ int wm_mt_job_threads(const wm_mt_job *j);
 void wm_mt_job_fail(wm_mt_job *j, const char *msg);
 /* An abort (a second signal): every thread stops, the job is interrupted, not failed. */
 void wm_mt_job_abort(wm_mt_job *j);
-/* 0 running, 1 failed, 2 aborted. */
+/* 0 running, 1 failed, 2 aborted, 3 stopped after a checkpoint (wm_mt_job_saved). */
 int wm_mt_job_state(wm_mt_job *j);
 /* The failure message; read it once every thread has finished. */
 const char *wm_mt_job_error(wm_mt_job *j);
@@ -83,5 +83,43 @@ void wm_mt_add_remote_input(wm_mt_local *l);
  * failure (message in ctx->err). */
 wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int thread,
                         uint32_t gid, int chan);
+
+/* ---- checkpoints (exec/wm_ckptrun.h) ------------------------------------------------
+ *
+ * With several threads a checkpoint follows Chandy and Lamport's snapshot algorithm, with
+ * numbered barriers in-band through the queues: when a thread first learns of checkpoint
+ * N (the coordinator's request, or barrier N arriving from another thread) it snapshots
+ * its whole context between two events and then appends barrier N to every outgoing queue,
+ * before any later message. From then on, until barrier N has come from a thread, the
+ * messages that thread sends are processed as usual and also recorded (re-encoded): they
+ * were in flight at the cut, and the checkpoint holds them as that channel's state. Once
+ * every other thread's barrier has arrived, the thread's part is complete. No input is
+ * ever blocked, so the threads' graph may have cycles (two threads exchanging records both
+ * ways) without deadlock. A restore replays each recorded channel into its operators
+ * before the run. */
+typedef struct wm_mt_ckpt_hooks {
+  /* This thread's snapshot for checkpoint id (between two events): the coordinator writes
+   * the thread's parts. WM_OK or WM_ERR (ctx->err; the job fails). */
+  int (*snapshot)(void *ud, uint64_t id);
+  /* The state of the channel from thread `from` (its messages after this thread's cut). */
+  int (*put_channel)(void *ud, uint64_t id, int from, const void *data, size_t len);
+  /* Every other thread's barrier id has arrived: this thread's part is complete. */
+  int (*done)(void *ud, uint64_t id);
+  void *ud;
+} wm_mt_ckpt_hooks;
+void wm_mt_set_checkpoints(wm_mt_local *l, const wm_mt_ckpt_hooks *h);
+/* Asks every thread for checkpoint id (ids increase); wakes them. */
+void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id);
+/* Replays a channel state (put_channel's bytes) into this thread's operators: after the
+ * restore, before the run. WM_OK or WM_ERR (ctx->err). */
+int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len);
+/* The receiver of thread l (a registered source: its position is how many remote channels
+ * have ended). */
+wm_op *wm_mt_receiver(wm_mt_local *l);
+/* A stop after a checkpoint (SIGTERM): every thread stops as wm_exec_stop_saved does. */
+void wm_mt_job_saved(wm_mt_job *j);
+/* One object shared by the coordinators of a job's threads: the first caller makes it
+ * with make(arg); the job frees it with free_fn. */
+void *wm_mt_job_shared(wm_mt_job *j, void *(*make)(void *arg), void *arg, void (*free_fn)(void *));
 
 #endif

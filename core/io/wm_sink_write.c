@@ -4,10 +4,23 @@
  * bytes being written stay in their buffer until the write callback. The bytes queued are
  * reported to the host (backpressure). The socket's memory is released only in its close
  * callback (wm_io_owner).
+ *
+ * Checkpoints (exactly-once files): write_lines's snapshot writes out synchronously what
+ * has gathered and what is in flight (a positional write of the same bytes at the same
+ * offset as the one the thread pool may be doing), fsyncs the file and records its length;
+ * a restore truncates the file to that length. The file is opened without O_TRUNC and
+ * truncated to 0 at the first record or watermark (or when the job ends without one)
+ * unless a restore came first, so that a resumed job keeps what the checkpoint covers.
+ * write_socket keeps nothing: at-least-once.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/wm_statefmt.h"
 #include "io/wm_lines.h"
 #include "time/wm_time.h"
 
@@ -21,6 +34,9 @@ typedef struct writer {
   /* file */
   uv_file fd;
   int64_t offset;
+  int regular;         /* a regular file: truncated, and exactly-once with checkpoints */
+  int trunc_pending;   /* not truncated yet (the first record or watermark does it) */
+  int fly_synced;      /* the write in flight was done again by a snapshot: ignore it */
   uv_fs_t req;
   /* tcp */
   uv_tcp_t sock;
@@ -82,6 +98,15 @@ static void on_fs_written(uv_fs_t *req) {
   writer *w = req->data;
   ssize_t n = req->result;
   uv_fs_req_cleanup(req);
+  if (w->fly_synced) { /* a snapshot wrote these bytes already (and moved offset past them) */
+    w->fly_synced = 0;
+    w->busy = 0;
+    wm_buf_clear(&w->fly);
+    w->fly_off = 0;
+    writer_report(w);
+    writer_kick(w);
+    return;
+  }
   if (n < 0) {
     w->busy = 0;
     writer_fail(w, "cannot write to", (int)n);
@@ -132,11 +157,20 @@ static void writer_kick(writer *w) {
   w->busy = 1;
 }
 
+/* The file is emptied at the first sign of output unless a restore kept its start. */
+static int writer_truncate(writer *w) {
+  w->trunc_pending = 0;
+  if (w->fd < 0 || !w->regular || ftruncate(w->fd, 0) == 0) return WM_OK;
+  writer_fail(w, "cannot truncate", uv_translate_sys_error(errno));
+  return WM_ERR;
+}
+
 static int writer_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   (void)ts;
   writer *w = op->impl;
   if (w->failed) return WM_ERR;
+  if (w->trunc_pending && writer_truncate(w) != WM_OK) return WM_ERR;
   size_t before = w->pend.len;
   if (w->cfg.format == WM_FMT_CUSTOM) {
     if (w->cfg.custom.fn(w->cfg.custom.ud, op, rec, &w->pend) != WM_OK) {
@@ -156,6 +190,7 @@ static int writer_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 
 static int writer_watermark(wm_op *op, int64_t wm) {
   writer *w = op->impl;
+  if (w->trunc_pending && writer_truncate(w) != WM_OK) return WM_ERR;
   if (wm == WM_TIME_MAX && !w->ending) {
     w->ending = 1; /* flush everything, then close */
     writer_kick(w);
@@ -165,6 +200,9 @@ static int writer_watermark(wm_op *op, int64_t wm) {
 
 static void writer_destroy(wm_io_owner *own) {
   writer *w = (writer *)own;
+  if (!w->tcp && w->fd >= 0 && w->trunc_pending && w->regular && ftruncate(w->fd, 0) != 0) {
+    /* nothing to report to: the job is over */
+  }
   if (!w->tcp && w->fd >= 0) {
     uv_fs_t req;
     uv_fs_close(NULL, &req, w->fd, NULL);
@@ -186,8 +224,102 @@ static void writer_free(wm_op *op) {
   wm_io_release(&w->own);
 }
 
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+static int pwrite_all(int fd, const char *p, size_t n, int64_t at) {
+  while (n > 0) {
+    ssize_t k = pwrite(fd, p, n, (off_t)at);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+    at += k;
+  }
+  return 0;
+}
+
+/* Everything produced so far on disk: the rest of the buffer in flight and what has
+ * gathered, written at their offsets, and fsync. */
+static int writer_sync(writer *w) {
+  wm_ctx *ctx = w->op->ctx;
+  if (w->failed) return wm_ctx_error(ctx, "sink '%s' has failed", w->op->name);
+  if (w->trunc_pending && writer_truncate(w) != WM_OK) return WM_ERR;
+  int fd = w->fd, own = 0;
+  if (fd < 0) { /* closed after the end of input: everything was written; make it durable */
+    fd = open(w->origin, O_WRONLY);
+    own = 1;
+    if (fd < 0) return wm_ctx_error(ctx, "cannot open '%s' to sync it: %s\n  in sink '%s'",
+                                    w->origin, strerror(errno), w->op->name);
+  }
+  int64_t at = w->offset;
+  size_t rest = w->fly.len - w->fly_off;
+  int rc = 0;
+  if (rest) rc = pwrite_all(fd, w->fly.data + w->fly_off, rest, at);
+  if (rc == 0 && w->pend.len) rc = pwrite_all(fd, w->pend.data, w->pend.len, at + (int64_t)rest);
+  if (rc == 0 && w->regular && fsync(fd) != 0) rc = -1;
+  int e = errno;
+  if (own) close(fd);
+  if (rc != 0)
+    return wm_ctx_error(ctx, "cannot write '%s' for a checkpoint: %s\n  in sink '%s'", w->origin,
+                        strerror(e), w->op->name);
+  w->offset = at + (int64_t)rest + (int64_t)w->pend.len;
+  wm_buf_clear(&w->pend);
+  if (w->busy && rest) {
+    w->fly_synced = 1; /* its callback clears fly */
+  } else if (!w->busy) {
+    wm_buf_clear(&w->fly);
+    w->fly_off = 0;
+  }
+  writer_report(w);
+  return WM_OK;
+}
+
+/* version, whether the output is a regular file, its length */
+static int lines_snapshot(wm_op *op, wm_state_io *io) {
+  writer *w = op->impl;
+  if (writer_sync(w) != WM_OK) return WM_ERR;
+  wm_buf_addc(io->out, 1);
+  wm_buf_addc(io->out, (char)w->regular);
+  wm_state_put_u(io, (uint64_t)w->offset);
+  return wm_state_put_done(op, io);
+}
+
+static int lines_restore(wm_op *op, wm_state_io *io) {
+  writer *w = op->impl;
+  wm_state_rd r;
+  wm_state_rd_init(&r, op, io);
+  uint64_t ver, reg, len;
+  if (wm_state_get_u(&r, &ver, "the sink's format version") != WM_OK) return WM_ERR;
+  if (ver != 1)
+    return wm_ctx_error(op->ctx, "checkpoint state of write_lines of format version %llu, this "
+                                 "wmrun reads version 1", (unsigned long long)ver);
+  if (wm_state_get_u(&r, &reg, "the sink's file type") != WM_OK ||
+      wm_state_get_u(&r, &len, "the sink's file length") != WM_OK || wm_state_get_end(&r) != WM_OK)
+    return WM_ERR;
+  w->trunc_pending = 0;
+  if (!reg || !w->regular) { /* a pipe or a terminal: nothing to cut */
+    w->offset = 0;
+    return WM_OK;
+  }
+  struct stat st;
+  if (fstat(w->fd, &st) != 0)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': %s", w->origin, strerror(errno));
+  if ((uint64_t)st.st_size < len)
+    return wm_ctx_error(op->ctx, "cannot restore '%s': it is shorter (%lld bytes) than the "
+                                 "checkpoint's length (%llu): the file was changed since",
+                        w->origin, (long long)st.st_size, (unsigned long long)len);
+  if (len > INT64_MAX || ftruncate(w->fd, (off_t)len) != 0)
+    return wm_ctx_error(op->ctx, "cannot truncate '%s' to the checkpoint's length: %s",
+                        w->origin, strerror(errno));
+  w->offset = (int64_t)len;
+  return WM_OK;
+}
+
 static const wm_op_vt write_lines_vt = {.kind = "write_lines", .record = writer_record,
-                                        .watermark = writer_watermark, .free = writer_free};
+                                        .watermark = writer_watermark, .free = writer_free,
+                                        .snapshot = lines_snapshot, .restore = lines_restore};
 static const wm_op_vt write_socket_vt = {.kind = "write_socket", .record = writer_record,
                                          .watermark = writer_watermark, .free = writer_free};
 
@@ -225,14 +357,17 @@ wm_op *wm_write_lines_new(wm_io_host *host, const char *name, wm_write_config *c
   writer *w = writer_new(host, name, cfg, &write_lines_vt, strdup(cfg->path));
   if (!w) return NULL;
   uv_fs_t req;
-  int fd = uv_fs_open(NULL, &req, cfg->path, UV_FS_O_WRONLY | UV_FS_O_CREAT | UV_FS_O_TRUNC,
-                      0666, NULL);
+  /* not truncated here: a restore keeps the part the checkpoint covers (see the top) */
+  int fd = uv_fs_open(NULL, &req, cfg->path, UV_FS_O_WRONLY | UV_FS_O_CREAT, 0666, NULL);
   uv_fs_req_cleanup(&req);
   if (fd < 0) {
     wm_ctx_error(w->op->ctx, "cannot open '%s' for writing: %s", cfg->path, uv_strerror(fd));
     return NULL;
   }
   w->fd = fd;
+  struct stat st;
+  w->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  w->trunc_pending = 1;
   return w->op;
 }
 

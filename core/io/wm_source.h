@@ -42,6 +42,9 @@ typedef struct wm_source_vt {
    * (untrusted bytes). WM_OK or WM_ERR. Reached through wm_exec_snapshot_source. */
   int (*snapshot)(wm_op *src, wm_buf *out);
   int (*restore)(wm_op *src, const char *data, size_t n);
+  /* The position snapshot wrote, as messages show it ("data.csv line 17, byte 300"),
+   * appended to out; bytes that do not parse append nothing. NULL: not described. */
+  void (*describe)(wm_op *src, const char *data, size_t n, wm_buf *out);
 } wm_source_vt;
 
 /* The loop sources and asynchronous sinks run on; the executor fills it in. */

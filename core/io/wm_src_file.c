@@ -472,9 +472,25 @@ static int file_restore(wm_op *op, const char *data, size_t n) {
   return WM_OK;
 }
 
+static void file_describe(wm_op *op, const char *data, size_t n, wm_buf *out) {
+  filesrc *f = op->impl;
+  const uint8_t *p = (const uint8_t *)data, *end = p + n;
+  uint64_t at, line;
+  if (n < 1 || *p++ != 1 || wm_codec_get_uvar(&p, end, &at) != 0 ||
+      wm_codec_get_uvar(&p, end, &line) != 0)
+    return;
+  wm_buf_adds(out, f->path);
+  wm_buf_adds(out, " after line ");
+  wm_buf_add_int(out, (int64_t)line);
+  wm_buf_adds(out, " (byte ");
+  wm_buf_add_int(out, (int64_t)at);
+  wm_buf_addc(out, ')');
+}
+
 static const wm_op_vt file_vt = {.kind = "read_lines", .record = wm_source_record, .free = file_free};
 static const wm_source_vt file_svt = {.start = file_start, .stop = file_stop, .pause = file_pause,
-                                      .snapshot = file_snapshot, .restore = file_restore};
+                                      .snapshot = file_snapshot, .restore = file_restore,
+                                      .describe = file_describe};
 
 /* A part > 0 of a file that is not a regular one (a FIFO, a terminal): part 0 reads it
  * as a stream, this one has no lines. */

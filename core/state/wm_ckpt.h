@@ -35,6 +35,9 @@ typedef void (*wm_ckpt_warn_fn)(void *ud, const char *message);
 wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen);
 void wm_ckpt_store_free(wm_ckpt_store *s);
 const char *wm_ckpt_store_dir(const wm_ckpt_store *s);
+/* For crash tests: the next commit ends the process (_exit(99)) once its MANIFEST is
+ * written and synced under its temporary name, before the rename. */
+void wm_ckpt_store_crash_before_rename(wm_ckpt_store *s);
 
 /* Starts checkpoint `id` (ids increase; use wm_ckpt_next_id). NULL with a message in err. */
 wm_ckpt_writer *wm_ckpt_begin(wm_ckpt_store *s, uint64_t id, char *err, size_t errlen);
@@ -49,6 +52,10 @@ int wm_ckpt_commit(wm_ckpt_writer *w, const void *meta, size_t metalen, uint64_t
                    char *err, size_t errlen);
 /* Drops an unfinished checkpoint (removes what it wrote). Frees w. */
 void wm_ckpt_abort(wm_ckpt_writer *w);
+
+/* Removes every checkpoint of the store, complete or not (wmrun --fresh). 0, or -1 with a
+ * message. */
+int wm_ckpt_clear(wm_ckpt_store *s, char *err, size_t errlen);
 
 /* The id after the highest one present in the store (complete or not), or 1. */
 uint64_t wm_ckpt_next_id(wm_ckpt_store *s);

@@ -149,7 +149,9 @@ end
 --   `threads` (default 1: every instance on one thread, a deterministic schedule; n: the
 --   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md),
 --   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
---   runs, port 0 = any free one; see docs/metrics.md)
+--   runs, port 0 = any free one; see docs/metrics.md),
+--   `checkpoint` (`{dir = DIR, interval = "10s"}`: checkpoints in DIR, resumed from at the next
+--   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it)
 -- @treturn Env
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
@@ -157,8 +159,8 @@ function M.env(opts)
   if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
-      and k ~= "threads" and k ~= "metrics" then
-      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads, metrics)", 2)
+      and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" then
+      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint)", 2)
     end
   end
   local mh = opts.metrics
@@ -168,6 +170,21 @@ function M.env(opts)
       error("env: metrics must be {port = 0 to 65535, host = \"127.0.0.1\"}, got " .. tostring(mh), 2)
     end
     mh = {port = mh.port, host = mh.host or "127.0.0.1"}
+  end
+  local ck = opts.checkpoint
+  if ck ~= nil then
+    if type(ck) ~= "table" then error("env: checkpoint must be a table {dir = DIR, interval = D}, got " .. type(ck), 2) end
+    for k in pairs(ck) do
+      if k ~= "dir" and k ~= "interval" then
+        error("env checkpoint: unknown option '" .. tostring(k) .. "' (dir, interval)", 2)
+      end
+    end
+    if type(ck.dir) ~= "string" or ck.dir == "" then
+      error("env checkpoint: dir must be a folder name (a string), got " .. type(ck.dir), 2)
+    end
+    local iv = ck.interval == nil and 10000 or duration.ms(ck.interval, "env checkpoint interval", 2)
+    if iv < 0 then error("env checkpoint: interval must not be negative", 2) end
+    ck = {dir = ck.dir, interval = iv}
   end
   local threads = opts.threads or 1
   if math.type(threads) ~= "integer" or threads < 0 or threads > M.MAX_THREADS then
@@ -187,7 +204,14 @@ function M.env(opts)
   if o.parallelism then p = o.parallelism end
   if o.threads then threads = o.threads end
   if o.metrics_port then mh = {port = o.metrics_port, host = mh and mh.host or "127.0.0.1"} end
+  if o.checkpoint_dir then
+    ck = {dir = o.checkpoint_dir, interval = o.checkpoint_interval or (ck and ck.interval) or 10000}
+  elseif ck and o.checkpoint_interval then
+    ck.interval = o.checkpoint_interval
+  end
+  if ck then ck.fresh = o.fresh end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
+                       checkpoint = ck,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
                        progress = o.progress}, Env)

@@ -90,6 +90,15 @@ void test_ckpt(void) {
   /* the standard CRC-32 check value */
   CHECK(wm_crc32(0, "123456789", 9) == 0xCBF43926u);
   CHECK(wm_crc32(wm_crc32(0, "1234", 4), "56789", 5) == 0xCBF43926u);
+  { /* longer than the 8-byte steps, split at every place: zlib.crc32 gives 0x17bc2a46 */
+    uint8_t d[1000];
+    for (int i = 0; i < 1000; i++) d[i] = (uint8_t)(i * 7 + 3);
+    CHECK(wm_crc32(0, d, sizeof d) == 0x17bc2a46u);
+    int split_ok = 1;
+    for (size_t k = 0; k <= 17; k++)
+      if (wm_crc32(wm_crc32(0, d, k), d + k, sizeof d - k) != 0x17bc2a46u) split_ok = 0;
+    CHECK(split_ok);
+  }
 
   char *dir = tmpdir();
   CHECK(dir != NULL);

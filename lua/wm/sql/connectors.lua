@@ -430,18 +430,9 @@ function M.sink(p, t, rel, st, print_changelog)
       return table.concat(parts, d)
     end
   end
-  local f
-  rel.stream:sink(function(r)
-    if not f then
-      local err
-      f, err = io.open(path, "w")
-      if not f then
-        values.fail(nil, string.format("cannot write table '%s' to '%s': %s", t.name, t.props.path, err))
-      end
-      f:setvbuf("line")
-    end
-    f:write(fmt(r), "\n")
-  end)
+  -- write_lines: buffered, and exactly-once with checkpoints (docs/checkpoints.md)
+  -- one instance: two would write the same file
+  rel.stream:write_lines(path, fmt):name("write " .. t.name .. " (" .. t.props.path .. ")"):set_parallelism(1)
 end
 
 return M

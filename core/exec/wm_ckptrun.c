@@ -1,0 +1,647 @@
+/* The checkpoint coordinator of one executor (wm_ckptrun.h). */
+#include "exec/wm_ckptrun.h"
+
+#include "exec/wm_mt.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_snapshot.h"
+#include "state/wm_ckpt.h"
+
+#define META_HEAD "wmrun checkpoint 1\n"
+
+enum { CRASH_NONE, CRASH_AFTER_PARTS, CRASH_BEFORE_MANIFEST, CRASH_AFTER_MANIFEST };
+
+/* What the coordinators of a job's threads share (one thread: a private one). Everything
+ * in it is under mu. A checkpoint is written by every thread into one writer; the thread
+ * that completes it commits it. */
+typedef struct ck_shared {
+  uv_mutex_t mu;
+  uv_cond_t cond;
+  int n;                /* threads */
+  wm_mt_job *job;       /* NULL with one thread */
+  wm_ckpt_store *store;
+  char err[600];        /* opening the store failed (every thread reports it) */
+  uint64_t next_id;
+  int crash;
+  long crash_at, attempts;
+  /* the checkpoint being written */
+  wm_ckpt_writer *w;
+  uint64_t id;
+  int async;            /* taken with barriers (several threads, while running) */
+  int final, savepoint;
+  int arrived;          /* with barriers: threads whose part is complete */
+  int sync_arrived, bad; /* at the rendezvous of take_sync; one could not write its part */
+  char why[sizeof(((wm_ctx *)0)->err)];
+  wm_buf meta;
+  uint64_t bytes, t0;
+  /* the sync rendezvous (before the first record, at the end); ready: threads past their
+   * restore (nothing is written before every thread has read the store) */
+  uint64_t gen;
+  int ready;
+  int last_rc;
+  wm_ckptrun_stats st;
+  FILE *log;
+  int trace;
+  char *dir, *jobname;
+} ck_shared;
+
+struct wm_ckptrun {
+  wm_exec *exec;
+  wm_ctx *ctx;
+  wm_ckptrun_config cfg;
+  char *dir, *job;
+  ck_shared *sh;
+  int own_sh;
+  wm_mt_local *mt;
+};
+
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int set_err(wm_ckptrun *c, const char *msg) {
+  return wm_ctx_error(c->ctx, "checkpoints in %s: %s", c->dir, msg);
+}
+
+static void shared_free(void *p) {
+  ck_shared *sh = p;
+  if (!sh) return;
+  if (sh->w) wm_ckpt_abort(sh->w);
+  wm_ckpt_store_free(sh->store);
+  wm_buf_free(&sh->meta);
+  uv_mutex_destroy(&sh->mu);
+  uv_cond_destroy(&sh->cond);
+  free(sh->dir);
+  free(sh->jobname);
+  free(sh);
+}
+
+/* Opens the store (and empties it with --fresh): once per job. */
+static void *shared_make(void *arg) {
+  const wm_ckptrun *c = arg;
+  ck_shared *sh = calloc(1, sizeof *sh);
+  if (!sh) return NULL;
+  if (uv_mutex_init(&sh->mu) != 0 || uv_cond_init(&sh->cond) != 0) abort(); /* not on Linux */
+  wm_buf_init(&sh->meta);
+  sh->n = c->cfg.threads > 1 ? c->cfg.threads : 1;
+  sh->log = c->cfg.log;
+  sh->trace = c->cfg.trace;
+  sh->dir = strdup(c->dir);
+  sh->jobname = strdup(c->job);
+  sh->store = wm_ckpt_store_open(c->dir, c->cfg.keep > 0 ? c->cfg.keep : 3, sh->err, sizeof sh->err);
+  if (sh->store && c->cfg.fresh && wm_ckpt_clear(sh->store, sh->err, sizeof sh->err) != 0) {
+    wm_ckpt_store_free(sh->store);
+    sh->store = NULL;
+  }
+  if (sh->store) sh->next_id = wm_ckpt_next_id(sh->store);
+  return sh;
+}
+
+static int parse_crash(wm_ckptrun *c, ck_shared *sh) {
+  const char *crash = getenv("WM_CKPT_CRASH");
+  if (!crash || !*crash) return WM_OK;
+  size_t pl = strcspn(crash, ":");
+  char *end = NULL;
+  sh->crash_at = crash[pl] == ':' ? strtol(crash + pl + 1, &end, 10) : 1;
+  if (pl == 11 && !strncmp(crash, "after-parts", pl)) sh->crash = CRASH_AFTER_PARTS;
+  else if (pl == 15 && !strncmp(crash, "before-manifest", pl)) sh->crash = CRASH_BEFORE_MANIFEST;
+  else if (pl == 14 && !strncmp(crash, "after-manifest", pl)) sh->crash = CRASH_AFTER_MANIFEST;
+  if (!sh->crash || sh->crash_at < 1 || (end && *end))
+    return wm_ctx_error(c->ctx, "WM_CKPT_CRASH: expected after-parts, before-manifest or "
+                                "after-manifest, optionally followed by :N (the Nth checkpoint "
+                                "of the run), got '%s'", crash);
+  return WM_OK;
+}
+
+wm_ckptrun *wm_ckptrun_new(wm_exec *exec, const wm_ckptrun_config *cfg) {
+  wm_ctx *ctx = wm_exec_ctx(exec);
+  wm_ckptrun *c = calloc(1, sizeof *c);
+  if (!c || !(c->dir = strdup(cfg->dir)) || !(c->job = strdup(cfg->job ? cfg->job : "job"))) {
+    if (c) free(c->dir);
+    free(c);
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  c->exec = exec;
+  c->ctx = ctx;
+  c->cfg = *cfg;
+  c->cfg.dir = c->dir;
+  c->cfg.job = c->job;
+  if (!c->cfg.log) c->cfg.log = stderr;
+  c->mt = cfg->mt;
+  wm_mt_job *job = cfg->mt ? cfg->mtjob : NULL;
+  if (job) {
+    c->sh = wm_mt_job_shared(job, shared_make, c, shared_free);
+  } else {
+    c->sh = shared_make(c);
+    c->own_sh = 1;
+  }
+  if (!c->sh) {
+    wm_ctx_error(ctx, "out of memory");
+    wm_ckptrun_free(c);
+    return NULL;
+  }
+  uv_mutex_lock(&c->sh->mu);
+  c->sh->job = job;
+  int rc = c->sh->store ? parse_crash(c, c->sh) : wm_ctx_error(ctx, "%s", c->sh->err);
+  uv_mutex_unlock(&c->sh->mu);
+  if (rc != WM_OK) {
+    wm_ckptrun_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void wm_ckptrun_free(wm_ckptrun *c) {
+  if (!c) return;
+  if (c->own_sh) shared_free(c->sh);
+  free(c->dir);
+  free(c->job);
+  free(c);
+}
+
+/* ---- taking one ------------------------------------------------------------------------ */
+
+static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
+                    size_t errlen) {
+  wm_ckptrun *c = ((void **)ud)[0];
+  wm_ckpt_writer *w = ((void **)ud)[1];
+  c->sh->bytes += len;
+  return wm_ckpt_put(w, name, data, len, err, errlen);
+}
+
+/* The place of op in its context (the "P" of part names). */
+static size_t op_place(const wm_ctx *ctx, const wm_op *op) {
+  size_t i = 0;
+  while (i < ctx->nops && ctx->ops[i] != op) i++;
+  return i;
+}
+
+static void meta_op_line(wm_buf *m, const wm_op *op, size_t place) {
+  wm_buf_adds(m, "op ");
+  wm_buf_add_int(m, (int64_t)place);
+  wm_buf_addc(m, ' ');
+  wm_buf_adds(m, op->vt->kind ? op->vt->kind : "?");
+  wm_buf_addc(m, ' ');
+  wm_buf_adds(m, op->uid ? op->uid : "-");
+  wm_buf_addc(m, ' ');
+  for (const char *p = op->name ? op->name : ""; *p; p++) wm_buf_addc(m, *p == '\n' ? ' ' : *p);
+  wm_buf_addc(m, '\n');
+}
+
+/* Waits on the shared condition (under mu) for at most 50 ms; 0, or -1 when the job has
+ * failed meanwhile (a thread that will never arrive must not leave the others waiting). */
+static int wait_locked(ck_shared *sh) {
+  uv_cond_timedwait(&sh->cond, &sh->mu, 50u * 1000u * 1000u);
+  return sh->job && wm_mt_job_state(sh->job) == 1 ? -1 : 0;
+}
+
+/* Starts checkpoint sh->next_id (under mu). */
+static int begin_locked(ck_shared *sh, int final, int async) {
+  sh->w = wm_ckpt_begin(sh->store, sh->next_id, sh->why, sizeof sh->why);
+  if (!sh->w) return WM_ERR;
+  sh->id = sh->next_id;
+  sh->final = final;
+  sh->async = async;
+  sh->arrived = 0;
+  sh->bytes = 0;
+  sh->t0 = uv_hrtime();
+  wm_buf_clear(&sh->meta);
+  return WM_OK;
+}
+
+/* This thread's parts of the checkpoint being written, and its lines of the MANIFEST
+ * (under mu). WM_ERR with the message in ctx->err. */
+static int write_part_locked(wm_ckptrun *c) {
+  ck_shared *sh = c->sh;
+  wm_ctx *ctx = c->ctx;
+  void *ud[2] = {c, sh->w};
+  wm_buf *m = &sh->meta, pos;
+  wm_buf_init(&pos);
+  int rc = wm_ctx_snapshot(ctx, c->cfg.instance, c->cfg.codec, put_part, ud);
+  if (c->cfg.instance == 0) /* the shape: every thread builds the same plan */
+    for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) meta_op_line(m, ctx->ops[i], i);
+  for (int i = 0; i < wm_exec_nsources(c->exec) && rc == WM_OK; i++) {
+    wm_op *src = wm_exec_source_op(c->exec, i);
+    char name[260] = "src-";
+    wm_buf_clear(&pos);
+    rc = wm_exec_snapshot_source(c->exec, src, &pos);
+    if (rc == WM_OK && pos.oom) rc = wm_ctx_error(ctx, "out of memory writing a checkpoint");
+    if (rc == WM_OK &&
+        wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
+      rc = wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
+    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len, ctx->err, sizeof ctx->err) != 0)
+      rc = WM_ERR;
+    if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
+    wm_buf_adds(m, "source ");
+    wm_buf_adds(m, name + 4);
+    wm_buf_addc(m, ' ');
+    size_t before = m->len;
+    const wm_source_vt *vt = wm_exec_source_vt(c->exec, src);
+    if (vt && vt->describe) vt->describe(src, pos.data, pos.len, m);
+    if (m->len == before) {
+      wm_buf_add_int(m, (int64_t)src->m.records_out);
+      wm_buf_adds(m, " records");
+    }
+    wm_buf_adds(m, " in '");
+    wm_buf_adds(m, src->name);
+    wm_buf_adds(m, "'\n");
+  }
+  if (rc == WM_OK && m->oom) rc = wm_ctx_error(ctx, "out of memory writing a checkpoint");
+  wm_buf_free(&pos);
+  if (rc != WM_OK)
+    wm_ctx_error_context(ctx, "\n  while taking checkpoint %" PRIu64 " in %s", sh->id, c->dir);
+  return rc;
+}
+
+/* Commits the checkpoint every thread has written (under mu); frees the writer. */
+static int commit_locked(ck_shared *sh) {
+  int crash = ++sh->attempts == sh->crash_at ? sh->crash : CRASH_NONE;
+  wm_buf head;
+  wm_buf_init(&head);
+  wm_buf_adds(&head, META_HEAD);
+  wm_buf_adds(&head, "job ");
+  wm_buf_adds(&head, sh->jobname ? sh->jobname : "job");
+  wm_buf_adds(&head, "\nfinal ");
+  wm_buf_adds(&head, sh->final ? "1" : "0");
+  wm_buf_adds(&head, "\nthreads ");
+  wm_buf_add_int(&head, sh->n);
+  wm_buf_addc(&head, '\n');
+  wm_buf_add(&head, sh->meta.data ? sh->meta.data : "", sh->meta.len);
+  wm_ckpt_writer *w = sh->w;
+  sh->w = NULL;
+  if (head.oom) {
+    wm_buf_free(&head);
+    wm_ckpt_abort(w);
+    snprintf(sh->why, sizeof sh->why, "out of memory");
+    return WM_ERR;
+  }
+  if (crash == CRASH_AFTER_PARTS) _exit(99);
+  if (crash == CRASH_BEFORE_MANIFEST) wm_ckpt_store_crash_before_rename(sh->store);
+  sh->bytes += head.len;
+  int rc = wm_ckpt_commit(w, head.data, head.len, wall_ms(), sh->why, sizeof sh->why);
+  wm_buf_free(&head);
+  if (rc != 0) return WM_ERR;
+  if (crash == CRASH_AFTER_MANIFEST) _exit(99);
+  sh->next_id = sh->id + 1;
+  double ms = (double)(uv_hrtime() - sh->t0) / 1e6;
+  wm_ckptrun_stats *st = &sh->st;
+  st->taken++;
+  st->last_id = sh->id;
+  st->last_ms = ms;
+  st->total_ms += ms;
+  if (ms > st->max_ms) st->max_ms = ms;
+  st->last_bytes = sh->bytes;
+  if (sh->trace)
+    fprintf(sh->log, "[checkpoint] %" PRIu64 "%s: %llu bytes in %.1f ms, alignment %.1f ms\n",
+            sh->id, sh->final ? " (final)" : "", (unsigned long long)sh->bytes, ms, st->align_ms);
+  if (sh->savepoint && !sh->final) {
+    fprintf(sh->log, "wmrun: stopped by SIGTERM with checkpoint %" PRIu64 " in %s (run again "
+                     "with the same --checkpoint-dir to resume)\n", sh->id, sh->dir);
+    if (sh->job) wm_mt_job_saved(sh->job);
+  }
+  return WM_OK;
+}
+
+/* Every thread takes part (in the same order of calls): before the first record, at the
+ * end, on one thread also at the interval and on SIGTERM. ok = 0: this thread cannot (its
+ * run failed): nothing is committed. The last thread to arrive commits. */
+static int take_sync(wm_ckptrun *c, int final, int ok) {
+  ck_shared *sh = c->sh;
+  uv_mutex_lock(&sh->mu);
+  while (sh->ready < sh->n)
+    if (wait_locked(sh) != 0) {
+      uv_mutex_unlock(&sh->mu);
+      return WM_OK; /* the job's failure is what is reported */
+    }
+  uint64_t gen = sh->gen;
+  if (sh->w && sh->async) { /* one under way with barriers will not complete now */
+    wm_ckpt_abort(sh->w);
+    sh->w = NULL;
+    sh->async = 0;
+  }
+  if (!sh->w && sh->sync_arrived == 0 && begin_locked(sh, final, 0) != WM_OK) sh->bad = 1;
+  if (!ok || !sh->w) {
+    sh->bad = 1;
+  } else if (write_part_locked(c) != WM_OK) {
+    sh->bad = 1;
+    snprintf(sh->why, sizeof sh->why, "%s", c->ctx->err);
+  }
+  int st = sh->job ? wm_mt_job_state(sh->job) : 0;
+  if (++sh->sync_arrived == sh->n) {
+    if (sh->bad || (st != 0 && final)) {
+      if (sh->w) wm_ckpt_abort(sh->w);
+      sh->w = NULL;
+      sh->last_rc = sh->bad && ok ? WM_ERR : WM_OK;
+    } else {
+      sh->last_rc = commit_locked(sh);
+    }
+    sh->sync_arrived = sh->bad = 0;
+    sh->gen++;
+    uv_cond_broadcast(&sh->cond);
+  } else {
+    while (sh->gen == gen)
+      if (wait_locked(sh) != 0) {
+        uv_mutex_unlock(&sh->mu);
+        return WM_OK;
+      }
+  }
+  int rc = ok ? sh->last_rc : WM_OK;
+  if (rc != WM_OK && strcmp(c->ctx->err, sh->why) != 0) {
+    if (strstr(sh->why, "\n  while taking checkpoint")) wm_ctx_error(c->ctx, "%s", sh->why);
+    else set_err(c, sh->why);
+  }
+  uv_mutex_unlock(&sh->mu);
+  return rc;
+}
+
+int wm_ckptrun_take(wm_ckptrun *c, int final) { return take_sync(c, final, 1); }
+int wm_ckptrun_take_final(wm_ckptrun *c, int ok) { return take_sync(c, 1, ok); }
+
+int wm_ckptrun_savepoint(void *ud) {
+  wm_ckptrun *c = ud;
+  ck_shared *sh = c->sh;
+  if (sh->n == 1) {
+    uv_mutex_lock(&sh->mu);
+    sh->savepoint = 1;
+    uv_mutex_unlock(&sh->mu);
+    return take_sync(c, 0, 1);
+  }
+  if (c->cfg.instance != 0) return WM_STOP; /* thread 1 leads */
+  uv_mutex_lock(&sh->mu);
+  sh->savepoint = 1;
+  uint64_t id = 0;
+  while (sh->ready < sh->n && wait_locked(sh) == 0) {
+  }
+  if (!sh->w && sh->ready == sh->n && begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
+  int rc = sh->w ? WM_STOP : set_err(c, sh->why);
+  uv_mutex_unlock(&sh->mu);
+  if (id) wm_mt_request_checkpoint(sh->job, id);
+  return rc;
+}
+
+/* ---- several threads: barriers (wm_mt.h) ------------------------------------------------- */
+
+static int take_periodic(void *ud) {
+  wm_ckptrun *c = ud;
+  ck_shared *sh = c->sh;
+  if (sh->n == 1) return take_sync(c, 0, 1);
+  uv_mutex_lock(&sh->mu);
+  uint64_t id = 0;
+  int rc = WM_OK;
+  if (!sh->w && sh->ready == sh->n) { /* else the last one is still under way */
+    if (begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
+    else rc = set_err(c, sh->why);
+  }
+  uv_mutex_unlock(&sh->mu);
+  if (id) wm_mt_request_checkpoint(sh->job, id);
+  return rc;
+}
+
+static int hook_snapshot(void *ud, uint64_t id) {
+  wm_ckptrun *c = ud;
+  ck_shared *sh = c->sh;
+  uv_mutex_lock(&sh->mu);
+  int rc = sh->w && sh->async && sh->id == id ? write_part_locked(c) : WM_OK;
+  uv_mutex_unlock(&sh->mu);
+  return rc;
+}
+
+static int hook_channel(void *ud, uint64_t id, int from, const void *data, size_t len) {
+  wm_ckptrun *c = ud;
+  ck_shared *sh = c->sh;
+  char name[64];
+  snprintf(name, sizeof name, "chan-%d-%d", from, c->cfg.instance);
+  uv_mutex_lock(&sh->mu);
+  int rc = WM_OK;
+  if (sh->w && sh->async && sh->id == id) {
+    sh->bytes += len;
+    if (wm_ckpt_put(sh->w, name, data, len, c->ctx->err, sizeof c->ctx->err) != 0) rc = WM_ERR;
+  }
+  uv_mutex_unlock(&sh->mu);
+  return rc;
+}
+
+static int hook_done(void *ud, uint64_t id) {
+  wm_ckptrun *c = ud;
+  ck_shared *sh = c->sh;
+  uv_mutex_lock(&sh->mu);
+  int rc = WM_OK;
+  if (sh->w && sh->async && sh->id == id && ++sh->arrived == sh->n) {
+    sh->st.align_ms += (double)(uv_hrtime() - sh->t0) / 1e6;
+    sh->arrived = 0;
+    if (commit_locked(sh) != WM_OK) rc = set_err(c, sh->why);
+  }
+  uv_mutex_unlock(&sh->mu);
+  return rc;
+}
+
+int wm_ckptrun_start(wm_ckptrun *c) {
+  if (c->mt) {
+    wm_mt_ckpt_hooks h = {.snapshot = hook_snapshot, .put_channel = hook_channel,
+                          .done = hook_done, .ud = c};
+    wm_mt_set_checkpoints(c->mt, &h);
+  }
+  /* with several threads thread 1's timer asks for them */
+  int64_t iv = c->cfg.instance == 0 ? c->cfg.interval : 0;
+  wm_exec_set_checkpoints(c->exec, iv, take_periodic, wm_ckptrun_savepoint, c);
+  return WM_OK;
+}
+
+/* ---- restoring ------------------------------------------------------------------------- */
+
+static void on_warn(void *ud, const char *message) {
+  wm_ckptrun *c = ud;
+  if (c->cfg.instance == 0) fprintf(c->cfg.log, "wmrun: warning: %s\n", message);
+}
+
+/* The value of "key " at the start of a line of meta, or NULL; *n its length. */
+static const char *meta_field(const char *meta, size_t len, const char *key, size_t *n) {
+  size_t kl = strlen(key);
+  const char *p = meta, *end = meta + len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    if ((size_t)(le - p) > kl && !memcmp(p, key, kl) && p[kl] == ' ') {
+      *n = (size_t)(le - p - (ptrdiff_t)kl - 1);
+      return p + kl + 1;
+    }
+    p = le + 1;
+  }
+  return NULL;
+}
+
+static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
+  char msg[sizeof c->ctx->err];
+  snprintf(msg, sizeof msg, "%s", why);
+  wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s: %s\n  (run with "
+                       "--fresh to start over and replace the checkpoints; docs/checkpoints.md)",
+               id, c->dir, msg);
+  return -1;
+}
+
+static int restore(wm_ckptrun *c);
+
+int wm_ckptrun_restore(wm_ckptrun *c) {
+  int rc = restore(c);
+  ck_shared *sh = c->sh;
+  uv_mutex_lock(&sh->mu);
+  sh->ready++;
+  uv_cond_broadcast(&sh->cond);
+  uv_mutex_unlock(&sh->mu);
+  return rc;
+}
+
+static int restore(wm_ckptrun *c) {
+  wm_ctx *ctx = c->ctx;
+  char err[600];
+  wm_ckpt_reader *r = NULL;
+  int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, err, sizeof err);
+  if (got < 0) return set_err(c, err), -1;
+  if (got == 0) return 0;
+  uint64_t id = wm_ckpt_reader_id(r);
+  size_t mlen;
+  const char *meta = wm_ckpt_reader_meta(r, &mlen);
+  size_t hl = strlen(META_HEAD), n;
+  int ret = -1;
+  wm_part *parts = NULL;
+  size_t np = wm_ckpt_reader_nparts(r);
+  if (mlen < hl || memcmp(meta, META_HEAD, hl) != 0) {
+    refuse(c, id, "it was not written by wmrun's job runner (no 'wmrun checkpoint 1' in its "
+                  "MANIFEST)");
+    goto out;
+  }
+  const char *th = meta_field(meta, mlen, "threads", &n);
+  if (!th || atoi(th) != c->cfg.threads) {
+    char why[200];
+    snprintf(why, sizeof why, "it was taken with --threads %d, this run has %d",
+             th ? atoi(th) : 0, c->cfg.threads);
+    refuse(c, id, why);
+    goto out;
+  }
+  if (!(parts = calloc(np ? np : 1, sizeof *parts))) {
+    wm_ctx_error(ctx, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < np; i++) {
+    uint8_t *data;
+    size_t len;
+    parts[i].name = wm_ckpt_reader_part_name(r, i);
+    int g = wm_ckpt_get(r, parts[i].name, &data, &len, err, sizeof err);
+    if (g != 1) {
+      refuse(c, id, g == 0 ? "a part listed in its MANIFEST is missing" : err);
+      goto out;
+    }
+    parts[i].data = data;
+    parts[i].len = len;
+  }
+  if (wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np) != WM_OK) {
+    refuse(c, id, ctx->err);
+    goto out;
+  }
+  for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
+    wm_op *src = wm_exec_source_op(c->exec, i);
+    char name[260] = "src-";
+    if (wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0) {
+      wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
+      goto out;
+    }
+    size_t k = 0;
+    while (k < np && strcmp(parts[k].name, name) != 0) k++;
+    if (k == np) {
+      char why[400];
+      snprintf(why, sizeof why, "it holds no position of source '%s' (the job changed since "
+                                "the checkpoint)", src->name);
+      refuse(c, id, why);
+      goto out;
+    }
+    if (wm_exec_restore_source(c->exec, src, (const char *)parts[k].data, parts[k].len) != WM_OK) {
+      refuse(c, id, ctx->err);
+      goto out;
+    }
+  }
+  /* what was in flight to this thread at the cut (several threads) */
+  char cpre[32];
+  int cl = snprintf(cpre, sizeof cpre, "-%d", c->cfg.instance);
+  for (size_t k = 0; k < np; k++) {
+    const char *pn = parts[k].name;
+    size_t pl = strlen(pn);
+    if (strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl || strcmp(pn + pl - cl, cpre) != 0)
+      continue;
+    if (!c->mt) {
+      refuse(c, id, "it holds the state of a channel between threads");
+      goto out;
+    }
+    int from = atoi(pn + 5);
+    if (wm_mt_replay_channel(c->mt, from, parts[k].data, parts[k].len) != WM_OK) {
+      refuse(c, id, ctx->err);
+      goto out;
+    }
+  }
+  const char *fin = meta_field(meta, mlen, "final", &n);
+  int final = fin && n == 1 && fin[0] == '1';
+  uint64_t now = wall_ms(), created = wm_ckpt_reader_created_ms(r);
+  double age = now > created ? (double)(now - created) / 1000.0 : 0.0;
+  if (c->cfg.instance != 0) {
+    /* thread 1 says it */
+  } else if (final) {
+    fprintf(c->cfg.log, "wmrun: checkpoint %" PRIu64 " in %s (%.1f s old) is of a run that "
+                        "ended: its input was read to the end, so there is nothing new to do "
+                        "(--fresh starts over)\n", id, c->dir, age);
+  } else {
+    fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s, taken %.1f s ago\n",
+            id, c->dir, age);
+    /* the sources' positions, as the MANIFEST lists them */
+    const char *p = meta, *end = meta + mlen;
+    while (p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      const char *le = nl ? nl : end;
+      if (le - p > 7 && !memcmp(p, "source ", 7)) {
+        const char *sp = memchr(p + 7, ' ', (size_t)(le - p - 7));
+        if (sp) fprintf(c->cfg.log, "  source at %.*s\n", (int)(le - sp - 1), sp + 1);
+      }
+      p = le + 1;
+    }
+  }
+  uv_mutex_lock(&c->sh->mu);
+  c->sh->st.restored_id = id;
+  if (!c->sh->st.taken) c->sh->st.last_id = id;
+  uv_mutex_unlock(&c->sh->mu);
+  ret = final ? 2 : 1;
+out:
+  if (parts)
+    for (size_t i = 0; i < np; i++) free((void *)parts[i].data);
+  free(parts);
+  wm_ckpt_reader_free(r);
+  return ret;
+}
+
+/* ---- stats ----------------------------------------------------------------------------- */
+
+void wm_ckptrun_stats_get(const wm_ckptrun *c, wm_ckptrun_stats *st) {
+  uv_mutex_lock(&c->sh->mu);
+  *st = c->sh->st;
+  uv_mutex_unlock(&c->sh->mu);
+}
+
+void wm_ckptrun_print_stats(const wm_ckptrun *c, FILE *f) {
+  wm_ckptrun_stats stats;
+  wm_ckptrun_stats_get(c, &stats);
+  const wm_ckptrun_stats *s = &stats;
+  fprintf(f, "checkpoints: %llu taken", (unsigned long long)s->taken);
+  if (s->taken)
+    fprintf(f, ", last %" PRIu64 " (%llu bytes, %.1f ms), mean %.1f ms, max %.1f ms, "
+               "alignment %.1f ms", s->last_id, (unsigned long long)s->last_bytes, s->last_ms,
+            s->total_ms / (double)s->taken, s->max_ms, s->align_ms);
+  if (s->restored_id) fprintf(f, "; resumed from %" PRIu64, s->restored_id);
+  fprintf(f, " (%s)\n", c->dir);
+}

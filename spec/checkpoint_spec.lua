@@ -1,0 +1,479 @@
+-- Checkpoints (docs/checkpoints.md): a job killed with SIGKILL at random moments, and at the
+-- injected crash points of a checkpoint (WM_CKPT_CRASH), restarted until it finishes, writes
+-- exactly the file of an uninterrupted run, byte for byte.
+--
+-- No assumption about the machine's speed: the crash points are reached by every run that
+-- takes a checkpoint, and the uninterrupted run is timed so that every SIGKILL lands at a
+-- random moment within that duration (or after the job has already ended, or before it has
+-- started, which is fine too): correctness must hold for any of them.
+local h = require("helper")
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function now_ms()
+  local p = io.popen("date +%s%N")
+  local ns = p:read("n")
+  p:close()
+  return math.floor(ns / 1000000)
+end
+
+-- id,ts_ms,vc lines, a little out of order (bounded by 1.5 s)
+local function gen_csv(path, n, seed, keys)
+  math.randomseed(seed)
+  local t, lines = 0, {}
+  for i = 1, n do
+    t = t + math.random(0, 30)
+    lines[i] = string.format("k%d,%d,%d", math.random(1, keys or 50), math.max(0, t - math.random(0, 1500)),
+      math.random(1, 9))
+  end
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+end
+
+-- Runs wmrun in the background and kills it with SIGKILL after `delay` seconds (when it
+-- still runs); the exit status (137 when it was killed).
+local function run_killed(args, delay, env)
+  local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+    env or "", h.wmrun_bin, args, delay)
+  local _, err, code = h.sh("sh -c " .. q(cmd))
+  return code, err
+end
+
+describe("checkpoints", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  local function job(text)
+    local p = dir .. "/job.lua"
+    local f = assert(io.open(p, "w"))
+    f:write(text)
+    f:close()
+    return p
+  end
+
+  -- The reference run (no checkpoints), timed; then `kills` runs killed at random moments
+  -- and one run per crash point, each resuming where the last complete checkpoint left off;
+  -- then a last run to the end. Every output file equals the reference's.
+  local function sorted(text)
+    local t = {}
+    for l in text:gmatch("[^\n]+") do t[#t + 1] = l end
+    table.sort(t)
+    return table.concat(t, "\n")
+  end
+
+  -- The start of a job on dir/in.csv: typed rows, timestamps with a bound; one instance each
+  -- (every keyed instance then has one input and gives the same records on any schedule).
+  local function csv_job(bound)
+    return [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+env:read_lines(dir .. "/in.csv")
+  :parse_csv{"id", "ts:integer", "vc:integer"}:set_parallelism(1)
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("]] .. bound .. [["):with_timestamp_field("ts", 1)):set_parallelism(1)
+]]
+  end
+
+  -- threads = 2: the job runs with -p 2 --threads 2; its files are compared as sorted lines
+  -- (a sink fed by two threads interleaves them in no fixed order, even uninterrupted).
+  local function kill_and_compare(text, outs, opts)
+    opts = opts or {}
+    local jp = job(text)
+    local ref = {}
+    local t0 = now_ms()
+    local par = opts.threads == 2 and "-p 2 --threads 2 " or ""
+    local _, err, code = h.wmrun(par .. (opts.args or "") .. " " .. q(jp) .. " ref")
+    local took = math.max(now_ms() - t0, 20)
+    assert.are.equal(0, code, err)
+    for i, o in ipairs(outs) do
+      ref[i] = h.read(dir .. "/ref" .. o)
+      if opts.threads == 2 then ref[i] = sorted(ref[i]) end
+      assert.is_true(#ref[i] > 0, "the reference output " .. o .. " is empty")
+    end
+    local ck = par .. "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval "
+      .. (opts.interval or "10ms") .. " " .. (opts.args or "")
+    local run = ck .. " " .. q(jp) .. " run"
+    -- the crash points, each at the first checkpoint of its run, so each one surely crashes:
+    -- three at the checkpoint a fresh run takes before its first record, three at the first
+    -- one a resumed run takes (a periodic one, or the final one when the run ends first)
+    for round = 1, 2 do
+      for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
+        local _, e, c = h.sh("WM_CKPT_CRASH=" .. point .. " " .. h.wmrun_bin .. " " .. run)
+        assert.are.equal(99, c, point .. " (round " .. round .. "): " .. e)
+      end
+    end
+    -- SIGKILL at random moments within the uninterrupted run's duration (some land after a
+    -- run has ended, or before it has started: any moment must do)
+    math.randomseed(opts.seed or 42)
+    for _ = 1, opts.kills or 20 do
+      local c = run_killed(run, math.random() * took / 1000)
+      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c))
+    end
+    local _, e, c = h.wmrun(run)
+    assert.are.equal(0, c, e)
+    for i, o in ipairs(outs) do
+      local got = h.read(dir .. "/run" .. o)
+      if opts.threads == 2 then got = sorted(got) end
+      assert.is_true(got == ref[i], string.format("%s differs from the uninterrupted run's (%d bytes, "
+        .. "expected %d)", o, #got, #ref[i]))
+    end
+    return e
+  end
+
+  for _, threads in ipairs{1, 2} do
+  local at = threads == 1 and "" or " (--threads 2)"
+  -- (the jobs set the parallelism of what precedes key_by to 1: every keyed instance then
+  -- has one input and gives the same records on any schedule; the sinks have one instance)
+  it("a declarative job (parse_csv, sum) killed 20 times" .. at .. " writes the file of an uninterrupted run", function()
+    gen_csv(dir .. "/in.csv", 60000, 1)
+    kill_and_compare(csv_job("2s") .. [[
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
+env:execute()
+]], {".txt"}, {threads = threads})
+  end)
+
+  it("a session-window job killed 20 times" .. at .. " writes the file of an uninterrupted run", function()
+    gen_csv(dir .. "/in.csv", 40000, 2, 400)
+    kill_and_compare(csv_job("1s") .. [[
+  :key_by("id")
+  :window(wm.windows.session("700ms"))
+  :max("vc")
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]], {".txt"}, {threads = threads})
+  end)
+
+
+  it("a Lua job (map, reduce, a custom generator with snapshot hooks, lateness, a late side output) killed 20 times" .. at .. "", function()
+    gen_csv(dir .. "/in.csv", 20000, 6)
+    kill_and_compare([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+local function bounded()
+  return {
+    max_ts = math.mininteger + 801,
+    on_event = function(self, record, ts, out)
+      if ts > self.max_ts then self.max_ts = ts end
+    end,
+    on_periodic_emit = function(self, out) out:emit_watermark(self.max_ts - 800 - 1) end,
+    snapshot = function(self) return {max_ts = self.max_ts} end,
+    restore = function(self, t) self.max_ts = t.max_ts end,
+  }
+end
+local w = env:read_lines(dir .. "/in.csv")
+  :map(function(line)
+    local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
+    return {id = id, ts = tonumber(ts), vc = tonumber(vc), tags = {id, "x"}}
+  end):set_parallelism(1)
+  :assign_timestamps_and_watermarks(wm.watermarks.for_generator(bounded):with_timestamp_field("ts", 1))
+  :set_parallelism(1)
+  :key_by("id")
+  :window(wm.windows.tumbling("2s"))
+  :allowed_lateness("300ms")
+  :side_output_late_data("late")
+  :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, tags = {a.tags[1], #a.tags + 1}} end)
+w:write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
+w:get_side_output("late"):write_lines(dir .. "/" .. arg[1] .. ".late"):set_parallelism(1)
+env:execute()
+]], {".txt", ".late"}, {threads = threads})
+  end)
+
+  it("a keyed process function with event-time timers killed 20 times" .. at .. "", function()
+    gen_csv(dir .. "/in.csv", 20000, 7, 200)
+    kill_and_compare(csv_job("1s") .. [[
+  :key_by("id")
+  :process{
+    process_element = function(r, ctx, out)
+      local st = ctx.state
+      st.sum = (st.sum or 0) + r.vc
+      st.n = (st.n or 0) + 1
+      if st.timer then ctx.timer_service:delete_event_time_timer(st.timer) end
+      st.timer = ctx.timestamp + 400
+      ctx.timer_service:register_event_time_timer(st.timer)
+    end,
+    on_timer = function(t, ctx, out)
+      out(string.format("%s %d sum=%d n=%d", ctx.key, t, ctx.state.sum, ctx.state.n))
+      ctx.state.timer = nil
+    end,
+  }
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]], {".txt"}, {threads = threads})
+  end)
+
+  it("a SQL job (filesystem source and sink, a tumbling window) killed 20 times" .. at .. "", function()
+    gen_csv(dir .. "/in.csv", 8000, 8)
+    local sql = dir .. "/job.sql"
+    local f = assert(io.open(sql, "w"))
+    f:write([[
+CREATE TABLE src (id STRING, ts BIGINT, vc INT, et AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR et AS et - INTERVAL '2' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = 'in.csv', 'format' = 'csv');
+CREATE TABLE out (id STRING, ws TIMESTAMP(3), s INT)
+  WITH ('connector' = 'filesystem', 'path' = 'OUT', 'format' = 'csv');
+INSERT INTO out SELECT id, window_start, SUM(vc) FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(et), INTERVAL '5' SECOND))
+  GROUP BY id, window_start, window_end;
+]])
+    f:close()
+    -- kill_and_compare runs a Lua job: this one runs the SQL script with its output named by arg[1]
+    kill_and_compare([[
+local dir = arg[0]:match("^(.*)/")
+local text = io.open(dir .. "/job.sql"):read("a"):gsub("OUT", arg[1] .. ".txt")
+require("wm.sql").run(text, {name = "job.sql", dir = dir})
+]], {".txt"}, {args = "--watermark-interval 0", threads = threads})
+  end)
+
+  end
+
+  for _, threads in ipairs{1, 2} do
+  it("SIGTERM takes a checkpoint and exits 0 without draining; resuming completes the file"
+     .. (threads == 2 and " (--threads 2)" or ""), function()
+    local par = threads == 2 and "-p 2 --threads 2 " or ""
+    local text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return {id = "k" .. i % 7, ts = i * 10, vc = i % 5}
+  end, {count = 3000, rate = RATE}):set_parallelism(1)
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts", 1))
+  :set_parallelism(1)
+  :key_by("id")
+  :window(wm.windows.tumbling("1s"))
+  :sum("vc")
+  :write_lines(dir .. "/OUT.txt"):set_parallelism(1)
+env:execute()
+]]
+    local fast = job((text:gsub("RATE", "nil"):gsub("OUT", "ref")))
+    local _, err, code = h.wmrun(par .. q(fast))
+    assert.are.equal(0, code, err)
+    local ref = h.read(dir .. "/ref.txt")
+    local ck = par .. "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+    -- 1000 records a second: SIGTERM comes once 300 have been made
+    local p = h.bg_job(dir, (text:gsub("RATE", "1000"):gsub("OUT", "run")), ck)
+    h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+    p.signal("TERM")
+    local rc = p.wait()
+    local perr = h.read_or_empty(p.err)
+    assert.are.equal(0, rc, perr)
+    assert.matches("wmrun: stopped by SIGTERM with checkpoint %d+ in [^\n]*/ck", perr)
+    -- not drained: only the windows that had fired are in the file (a drain would have fired
+    -- the open ones too, with partial sums)
+    local part = h.read(dir .. "/run.txt")
+    assert.is_true(#part > 0 and #part < #ref)
+    if threads == 1 then
+      assert.are.equal(ref:sub(1, #part), part)
+    else -- two windows' threads interleave in the file: every line is one of the reference's
+      local want = {}
+      for l in ref:gmatch("[^\n]+") do want[l] = true end
+      for l in part:gmatch("[^\n]+") do assert.is_true(want[l], l) end
+    end
+    -- resumed (as fast as it goes): the rest, exactly
+    local _, err2, code2 = h.wmrun(ck .. q(job((text:gsub("RATE", "nil"):gsub("OUT", "run")))))
+    assert.are.equal(0, code2, err2)
+    assert.matches("resuming from checkpoint", err2)
+    if threads == 1 then
+      assert.are.equal(ref, h.read(dir .. "/run.txt"))
+    else
+      assert.are.equal(sorted(ref), sorted(h.read(dir .. "/run.txt")))
+    end
+  end)
+  end
+
+  describe("on the command line", function()
+    local function tumbling_job()
+      gen_csv(dir .. "/in.csv", 3000, 3)
+      return job([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+env:read_lines(dir .. "/in.csv")
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1))
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :write_lines(dir .. "/out.txt")
+env:execute()
+]])
+    end
+
+    it("a job that ended leaves a final checkpoint: running it again does nothing and says why", function()
+      local jp = tumbling_job()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local _, err, code = h.wmrun(ck .. q(jp))
+      assert.are.equal(0, code, err)
+      local first = h.read(dir .. "/out.txt")
+      assert.is_true(#first > 0)
+      local _, err2, code2 = h.wmrun(ck .. q(jp))
+      assert.are.equal(0, code2, err2)
+      assert.matches("is of a run that ended: its input was read to the end, so there is nothing new to do", err2)
+      assert.are.equal(first, h.read(dir .. "/out.txt"))
+      -- --fresh starts over (and writes the same file again)
+      local _, err3, code3 = h.wmrun(ck .. "--fresh " .. q(jp))
+      assert.are.equal(0, code3, err3)
+      assert.is_nil(err3:find("resuming", 1, true))
+      assert.are.equal(first, h.read(dir .. "/out.txt"))
+    end)
+
+    it("resuming says which checkpoint, how old, and the sources' positions", function()
+      local jp = tumbling_job()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      -- the run's first checkpoint is taken before the first record; crash right after it
+      local _, _, code = h.sh("WM_CKPT_CRASH=after-manifest:1 " .. h.wmrun_bin .. " " .. ck .. q(jp))
+      assert.are.equal(99, code)
+      local _, err, code2 = h.wmrun(ck .. q(jp))
+      assert.are.equal(0, code2, err)
+      assert.matches("wmrun: resuming from checkpoint 1 in [^\n]*/ck, taken [%d.]+ s ago\n", err)
+      assert.matches("  source at [^\n]*in%.csv after line 0 %(byte 0%) in 'read_lines", err)
+    end)
+
+    it("damaged, truncated and incomplete checkpoints are skipped with a warning naming them", function()
+      local jp = tumbling_job()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local _, _, code = h.sh("WM_CKPT_CRASH=after-manifest:1 " .. h.wmrun_bin .. " " .. ck .. q(jp))
+      assert.are.equal(99, code)
+      -- a newer one, damaged: a byte flipped in a part
+      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " " .. q(dir .. "/ck/chk-00000000000000000002"))
+      local parts = io.popen("ls " .. q(dir .. "/ck/chk-00000000000000000002") .. " | grep op-"):read("a")
+      local part = dir .. "/ck/chk-00000000000000000002/" .. parts:match("[^\n]+")
+      local bytes = h.read(part)
+      local f = assert(io.open(part, "wb"))
+      f:write(bytes:sub(1, -2) .. string.char((bytes:byte(-1) + 1) % 256))
+      f:close()
+      -- a newer one still, with a truncated MANIFEST
+      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " " .. q(dir .. "/ck/chk-00000000000000000003"))
+      local man = dir .. "/ck/chk-00000000000000000003/MANIFEST"
+      local m = h.read(man)
+      f = assert(io.open(man, "wb"))
+      f:write(m:sub(1, math.floor(#m / 2)))
+      f:close()
+      -- and the newest without a MANIFEST at all (a crash before its rename)
+      os.execute("mkdir " .. q(dir .. "/ck/chk-00000000000000000004"))
+      local _, err, code2 = h.wmrun(ck .. q(jp))
+      assert.are.equal(0, code2, err)
+      assert.matches("warning: checkpoint 4 [^\n]* skipped: no MANIFEST", err)
+      assert.matches("warning: checkpoint 3 [^\n]*MANIFEST", err)
+      assert.matches("warning: checkpoint 2 [^\n]*", err)
+      assert.matches("resuming from checkpoint 1 ", err)
+    end)
+
+    it("a checkpoint of another job is refused with the operator that does not match", function()
+      local jp = tumbling_job()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local _, _, code = h.sh("WM_CKPT_CRASH=after-manifest:1 " .. h.wmrun_bin .. " " .. ck .. q(jp))
+      assert.are.equal(99, code)
+      local other = job([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env()
+env:read_lines(dir .. "/in.csv"):map(function(l) return #l end):write_lines(dir .. "/out2.txt")
+env:execute()
+]])
+      local _, err, code2 = h.wmrun(ck .. q(other))
+      assert.are.equal(1, code2)
+      assert.matches("cannot resume from checkpoint 1 in [^\n]*/ck: ", err)
+      assert.matches("--fresh to start over", err)
+    end)
+
+    it("a checkpoint directory that cannot be made is an error naming it", function()
+      local jp = tumbling_job()
+      local f = assert(io.open(dir .. "/afile", "w"))
+      f:close()
+      local _, err, code = h.wmrun("--checkpoint-dir " .. q(dir .. "/afile") .. " " .. q(jp))
+      assert.are.equal(1, code)
+      assert.matches("checkpoint directory [^\n]*/afile: not a directory", err)
+    end)
+
+    it("a source that cannot be read again (standard input from a pipe) is refused before the first record", function()
+      local jp = job([[
+local wm = require("wm")
+local env = wm.env()
+env:read_lines("-"):map(function(l) io.stderr:write("record\n") return l end):print()
+env:execute()
+]])
+      local out, err, code = h.sh("sh -c " .. q("echo hi | " .. h.wmrun_bin .. " --checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(jp)))
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.is_nil(err:find("record", 1, true))
+      assert.matches("source 'read_lines%(%-%) %([^\n]*job%.lua:3%)' keeps no position a checkpoint could hold", err)
+    end)
+
+    it("a checkpoint taken on two threads is refused by a run on one, naming both counts", function()
+      gen_csv(dir .. "/in.csv", 3000, 9)
+      local jp = job([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0, parallelism = 2 }
+env:read_lines(dir .. "/in.csv")
+  :parse_csv{"id", "ts:integer", "vc:integer"}:set_parallelism(1)
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts", 1)):set_parallelism(1)
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :write_lines(dir .. "/out.txt"):set_parallelism(1)
+env:execute()
+]])
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local _, _, code = h.sh("WM_CKPT_CRASH=after-manifest " .. h.wmrun_bin .. " --threads 2 " .. ck .. q(jp))
+      assert.are.equal(99, code)
+      local _, err, code2 = h.wmrun("--threads 1 " .. ck .. q(jp))
+      assert.are.equal(1, code2)
+      assert.matches("cannot resume from checkpoint 1 in [^\n]*: it was taken with %-%-threads 2, this run has 1", err)
+      -- and on two threads it resumes
+      local _, err3, code3 = h.wmrun("--threads 2 " .. ck .. q(jp))
+      assert.are.equal(0, code3, err3)
+      assert.matches("resuming from checkpoint 1 ", err3)
+    end)
+
+    it("a bad --checkpoint-interval or a missing --checkpoint-dir folder is a usage error", function()
+      local _, err, code = h.wmrun("--checkpoint-interval 2parsecs x.lua")
+      assert.are.equal(2, code)
+      assert.matches("^wmrun: %-%-checkpoint%-interval: bad duration '2parsecs'", err)
+      local _, err2, code2 = h.wmrun("--checkpoint-dir")
+      assert.are.equal(2, code2)
+      assert.matches("^wmrun: %-%-checkpoint%-dir needs a folder\n", err2)
+    end)
+
+    it("--metrics and --trace-watermarks report the checkpoints", function()
+      local jp = tumbling_job()
+      local _, err, code = h.wmrun("--metrics --trace-watermarks --checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(jp))
+      assert.are.equal(0, code, err)
+      assert.matches("%[checkpoint%] 1: %d+ bytes in [%d.]+ ms", err)
+      assert.matches("%[checkpoint%] 2 %(final%): %d+ bytes", err)
+      assert.matches("checkpoints: 2 taken, last 2 %(%d+ bytes, [%d.]+ ms%)", err)
+    end)
+
+    it("wm.env{checkpoint = ...} turns it on from the job, and checks its options", function()
+      gen_csv(dir .. "/in.csv", 100, 5)
+      local jp = job([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ checkpoint = {dir = dir .. "/ck", interval = "1s"} }
+env:read_lines(dir .. "/in.csv"):write_lines(dir .. "/out.txt")
+env:execute()
+]])
+      local _, err, code = h.wmrun(q(jp))
+      assert.are.equal(0, code, err)
+      local _, err2 = h.wmrun(q(jp))
+      assert.matches("nothing new to do", err2)
+      local bad = job([[
+local wm = require("wm")
+wm.env{ checkpoint = {dir = "x", every = "1s"} }
+]])
+      local _, err3, code3 = h.wmrun(q(bad))
+      assert.are.equal(1, code3)
+      assert.matches("job%.lua:2: env checkpoint: unknown option 'every' %(dir, interval%)", err3)
+    end)
+  end)
+end)
