@@ -1,0 +1,116 @@
+--- Servers for the connector specs: librdkafka's mock cluster (build/kafka_mock) and
+-- nats-server with JetStream, each started by the spec on 127.0.0.1 on a free port, in a
+-- temporary directory of its own, and stopped by its pid.
+--
+--   local services = require("services")
+--   local k = services.kafka{"events:2"}       -- k.bootstrap = "127.0.0.1:PORT"
+--   finally(function() k:stop() end)
+--   local n = services.nats()                  -- n.url = "nats://127.0.0.1:PORT"
+--   finally(function() n:stop() end)
+--
+-- Readiness is polled in a bounded loop (the server's own announcement), never assumed.
+local helper = require("helper")
+
+local M = {}
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+M.quote = sh_quote
+
+local function read_or_empty(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function alive(pid)
+  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
+end
+
+--- Waits (50 ms steps, at most `tries` of them) until fn() returns a value; returns it or nil.
+function M.poll(fn, tries)
+  for _ = 1, tries or 200 do
+    local v = fn()
+    if v then return v end
+    os.execute("sleep 0.05")
+  end
+  return nil
+end
+
+local Service = {}
+Service.__index = Service
+
+--- Stops the server (SIGTERM, then SIGKILL if it has not gone after 5 s) and removes its
+-- directory. Safe to call twice.
+function Service:stop()
+  if self.pid and alive(self.pid) then
+    os.execute("kill -TERM " .. self.pid .. " 2>/dev/null")
+    if not M.poll(function() return not alive(self.pid) end, 100) then
+      os.execute("kill -KILL " .. self.pid .. " 2>/dev/null")
+      M.poll(function() return not alive(self.pid) end, 40)
+    end
+  end
+  self.pid = nil
+  if self.dir then os.execute("rm -rf " .. sh_quote(self.dir)) end
+  self.dir = nil
+end
+
+--- The server's log so far (for failure messages).
+function Service:log() return read_or_empty(self.dir .. "/log") end
+
+local function start(cmd, dir, ready, what)
+  local p = io.popen("cd " .. sh_quote(dir) .. " && (" .. cmd .. " >" .. sh_quote(dir .. "/out")
+    .. " 2>" .. sh_quote(dir .. "/log") .. " </dev/null & echo $!)")
+  local pid = p:read("l")
+  p:close()
+  local s = setmetatable({pid = assert(tonumber(pid), "no pid for " .. what), dir = dir}, Service)
+  local v = M.poll(function()
+    if not alive(s.pid) then return false end
+    return ready(s)
+  end, 200)
+  if not v then
+    local log = s:log() .. read_or_empty(dir .. "/out")
+    s:stop()
+    error(what .. " did not start: " .. log, 3)
+  end
+  return s, v
+end
+
+local function tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+--- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
+-- its address. It ends by itself after 10 minutes at the latest.
+function M.kafka(topics)
+  local bin = helper.root .. "/" .. (os.getenv("WM_BUILD") or "build") .. "/kafka_mock"
+  local args = {}
+  for i, t in ipairs(topics) do args[i] = sh_quote(t) end
+  local dir = tmpdir()
+  local s, addr = start(sh_quote(bin) .. " -d -t 600 " .. table.concat(args, " "), dir, function(sv)
+    return read_or_empty(sv.dir .. "/out"):match("^(%S+)\n")
+  end, "kafka_mock")
+  s.bootstrap = addr
+  return s
+end
+
+--- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
+-- `.url` is "nats://127.0.0.1:PORT", `.port` the port.
+function M.nats()
+  local dir = tmpdir()
+  local s, port = start("exec nats-server -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p -1",
+    dir, function(sv)
+      local log = sv:log()
+      if not log:find("Server is ready", 1, true) then return nil end
+      return log:match("Listening for client connections on 127%.0%.0%.1:(%d+)")
+    end, "nats-server")
+  s.port = tonumber(port)
+  s.url = "nats://127.0.0.1:" .. port
+  return s
+end
+
+return M
