@@ -38,6 +38,13 @@ function M.poll(fn, tries)
   return nil
 end
 
+local function tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
 local Service = {}
 Service.__index = Service
 
@@ -77,11 +84,13 @@ local function start(cmd, dir, ready, what)
   return s, v
 end
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
+--- Runs a shell command in the background (its output in files of its own directory);
+-- `:out()` and `:log()` read them so far, `:stop()` ends it (SIGTERM) and removes them.
+function M.spawn(cmd)
+  local dir = tmpdir()
+  local s = start(cmd, dir, function() return true end, cmd)
+  function s.out() return read_or_empty(dir .. "/out") end
+  return s
 end
 
 --- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
