@@ -224,7 +224,7 @@ static wm_op *build_read_kafka(lwm_bridge *B, int node, const char *name) {
                                .props = props,
                                .nprops = nprops};
   read_partsrc(B, node, &o, &kc.p);
-  wm_op *op = wm_kafka_source_new(B->exec, name, &kc);
+  wm_op *op = wm_kafka_source_new(wm_exec_host(B->exec), name, &kc);
   owned_free(&o);
   free(props);
   return op;
@@ -239,7 +239,7 @@ static wm_op *build_read_nats(lwm_bridge *B, int node, const char *name) {
                               .durable = pstr(L, node, "durable"),
                               .subjects = o.a};
   read_partsrc(B, node, &o, &nc.p);
-  wm_op *op = wm_nats_source_new(B->exec, name, &nc);
+  wm_op *op = wm_nats_source_new(wm_exec_host(B->exec), name, &nc);
   owned_free(&o);
   return op;
 }

@@ -90,7 +90,7 @@ typedef struct wm_kafka_source_config {
 
 /* read_kafka: a source of the partitions in cfg (the ones this instance owns; none: it is
  * idle and, when bounded, ends at once). Creates the consumer here; NULL on failure. */
-wm_op *wm_kafka_source_new(wm_exec *exec, const char *name, const wm_kafka_source_config *cfg);
+wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_source_config *cfg);
 
 typedef struct wm_kafka_sink_config {
   const char *brokers;
@@ -127,7 +127,7 @@ typedef struct wm_nats_source_config {
   wm_partsrc_config p;
 } wm_nats_source_config;
 
-wm_op *wm_nats_source_new(wm_exec *exec, const char *name, const wm_nats_source_config *cfg);
+wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_source_config *cfg);
 
 typedef struct wm_nats_sink_config {
   const char *url;

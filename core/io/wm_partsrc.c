@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/wm_exec.h"
 #include "ops/wm_tsop.h"
 #include "time/wm_time.h"
 
@@ -150,7 +149,7 @@ static void partsrc_finish(wm_partsrc *s) {
   if (s->hooks->close) s->hooks->close(s);
   if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
   s->timer_open = 0;
-  wm_exec_source_done(s->exec, s->op);
+  wm_io_source_done(s->host, s->op);
 }
 
 void wm_partsrc_fail(wm_partsrc *s) {
@@ -160,7 +159,7 @@ void wm_partsrc_fail(wm_partsrc *s) {
   if (s->hooks->close) s->hooks->close(s);
   if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
   s->timer_open = 0;
-  wm_exec_fail(s->exec);
+  wm_io_fail(s->host);
 }
 
 static void on_timer(uv_timer_t *t);
@@ -230,7 +229,7 @@ static void pump(wm_partsrc *s) {
   }
   if (skip != small) free(skip);
   if (s->stopped) return;
-  if (emitted) wm_exec_batch_done(s->exec);
+  if (emitted) wm_io_batch_done(s->host);
   int all_done = 1;
   for (int i = 0; i < s->n; i++) all_done &= s->parts[i].done;
   if (all_done && s->cfg.bounded) {
@@ -247,11 +246,11 @@ static void pump(wm_partsrc *s) {
 
 static void on_timer(uv_timer_t *t) { pump(t->data); }
 
-static int partsrc_start(wm_op *op, wm_exec *exec) {
+static int partsrc_start(wm_op *op, wm_io_host *host) {
   wm_partsrc *s = op->impl;
-  (void)exec;
+  (void)host;
   for (int i = 0; i < s->n; i++) s->parts[i].assigner = find_assigner(op, s->parts[i].port);
-  if (uv_timer_init(wm_exec_loop(s->exec), &s->timer) != 0)
+  if (uv_timer_init(s->host->loop, &s->timer) != 0)
     return wm_ctx_error(op->ctx, "%s: cannot create a timer", op->name);
   s->timer.data = s;
   s->timer_open = 1;
@@ -276,8 +275,8 @@ static int partsrc_start(wm_op *op, wm_exec *exec) {
   return WM_OK;
 }
 
-static void partsrc_stop(wm_op *op, wm_exec *exec, int finish) {
-  (void)exec;
+static void partsrc_stop(wm_op *op, wm_io_host *host, int finish) {
+  (void)host;
   wm_partsrc *s = op->impl;
   if (finish) {
     partsrc_finish(s);
@@ -290,8 +289,8 @@ static void partsrc_stop(wm_op *op, wm_exec *exec, int finish) {
   s->timer_open = 0;
 }
 
-static void partsrc_pause(wm_op *op, wm_exec *exec, int paused) {
-  (void)exec;
+static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {
+  (void)host;
   wm_partsrc *s = op->impl;
   s->paused = paused;
   if (paused) {
@@ -315,22 +314,23 @@ static void partsrc_free_op(wm_op *op) {
   free(s);
 }
 
-wm_partsrc *wm_partsrc_new(wm_exec *exec, const char *name, const char *kind,
+wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
                            const wm_partsrc_config *cfg, const wm_partsrc_hooks *hooks,
                            size_t size) {
-  wm_ctx *ctx = wm_exec_ctx(exec);
+  wm_ctx *ctx = host->ctx;
   wm_partsrc *s = calloc(1, size);
   if (!s) {
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
-  s->exec = exec;
+  s->host = host;
   s->cfg = *cfg;
   s->cfg.names = NULL;
   s->cfg.tags = NULL;
   s->cfg.align.group = NULL;
   if (s->cfg.align.interval <= 0) s->cfg.align.interval = 1000;
   s->poll_ms = 5;
+  s->unit = strcmp(kind, "read_kafka") == 0 ? "offset" : "sequence";
   s->n = cfg->nparts;
   s->parts = calloc((size_t)(s->n > 0 ? s->n : 1), sizeof *s->parts);
   int oom = !s->parts || (cfg->align.group && !(s->group = strdup(cfg->align.group)));
@@ -358,7 +358,7 @@ wm_partsrc *wm_partsrc_new(wm_exec *exec, const char *name, const char *kind,
       return NULL; /* the op (and s) are freed with the context */
     }
   }
-  if (wm_exec_add_source(exec, op, &partsrc_svt) != 0) {
+  if (wm_io_add_source(host, op, &partsrc_svt) != 0) {
     wm_ctx_error(ctx, "out of memory");
     return NULL; /* the op (and s) are freed with the context */
   }
@@ -367,7 +367,7 @@ wm_partsrc *wm_partsrc_new(wm_exec *exec, const char *name, const char *kind,
 }
 
 int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value *fields,
-                        int64_t ts) {
+                        int64_t ts, int64_t at) {
   wm_ctx *ctx = s->op->ctx;
   wm_row *r = wm_row_new(schema);
   if (!r) return wm_ctx_error(ctx, "out of memory in '%s'", s->op->name);
@@ -378,7 +378,14 @@ int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value 
     }
   }
   wm_value v = wm_row_value(r);
-  int rc = wm_op_emit(s->op, s->parts[i].port, &v, ts);
+  int rc = wm_partsrc_emit(s, i, &v, ts, at);
   wm_value_release(&ctx->host, &v);
   return rc;
+}
+
+int wm_partsrc_emit(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at) {
+  wm_part *p = &s->parts[i];
+  /* the record's position: "offset 17 of events/0", "sequence 5 of ev.a" */
+  wm_pos pos = {.origin = p->name, .unit = s->unit, .line = (uint64_t)(at < 0 ? 0 : at)};
+  return wm_source_emit_port(s->op, p->port, &pos, rec, ts);
 }

@@ -40,7 +40,8 @@ typedef struct wm_partsrc_hooks {
 
 struct wm_partsrc {
   wm_op *op;
-  wm_exec *exec;
+  wm_io_host *host;
+  const char *unit;      /* what a position counts: "offset" (Kafka), "sequence" (NATS) */
   const wm_partsrc_hooks *hooks;
   wm_partsrc_config cfg; /* names/ports not kept: see parts */
   char *group;           /* alignment group (owned) or NULL */
@@ -54,13 +55,16 @@ struct wm_partsrc {
 /* Creates the operator of a partitioned source: impl (size bytes, zeroed, beginning with
  * a wm_partsrc) is allocated here and owned by the operator. kind: "read_kafka" or
  * "read_nats". NULL on failure (message in ctx->err). */
-wm_partsrc *wm_partsrc_new(wm_exec *exec, const char *name, const char *kind,
+wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
                            const wm_partsrc_config *cfg, const wm_partsrc_hooks *hooks,
                            size_t size);
+/* Emits rec (borrowed) from partition i on its port, with the record's position `at` (its
+ * offset or sequence) published in ctx->pos for errors. */
+int wm_partsrc_emit(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at);
 /* Emits a row of `schema` (metadata = true) on partition i's port; fields are borrowed
  * (copied into the row). */
 int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value *fields,
-                        int64_t ts);
+                        int64_t ts, int64_t at);
 /* Fails the job with the message in ctx->err (closes the client). */
 void wm_partsrc_fail(wm_partsrc *s);
 

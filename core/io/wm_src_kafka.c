@@ -191,9 +191,9 @@ static int ksrc_emit(wm_partsrc *s, int i) {
     f[3] = ts == WM_TIME_MIN ? wm_nil() : wm_int(ts);
     f[4] = wm_cstr(k->topics[i], strlen(k->topics[i]));
     f[5] = val;
-    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts);
+    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts, m->offset);
   } else {
-    rc = wm_op_emit(s->op, p->port, &val, ts);
+    rc = wm_partsrc_emit(s, i, &val, ts, m->offset);
   }
   rd_kafka_message_destroy(m);
   if (rc == WM_OK && p->end >= 0 && p->pos >= p->end) p->done = 1;
@@ -292,8 +292,8 @@ static int ksrc_assign(ksrc *k, const wm_kafka_source_config *cfg) {
   return rc;
 }
 
-wm_op *wm_kafka_source_new(wm_exec *exec, const char *name, const wm_kafka_source_config *cfg) {
-  wm_partsrc *s = wm_partsrc_new(exec, name, "read_kafka", &cfg->p, &ksrc_hooks, sizeof(ksrc));
+wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_source_config *cfg) {
+  wm_partsrc *s = wm_partsrc_new(host, name, "read_kafka", &cfg->p, &ksrc_hooks, sizeof(ksrc));
   if (!s) return NULL;
   wm_ctx *ctx = s->op->ctx;
   ksrc *k = (ksrc *)s;

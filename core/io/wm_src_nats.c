@@ -194,9 +194,9 @@ static int nsrc_emit(wm_partsrc *s, int i) {
     f[2] = wm_cstr(subj, strlen(subj));
     f[3] = wm_int(ts);
     f[4] = val;
-    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts);
+    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts, (int64_t)k->seq[i]);
   } else {
-    rc = wm_op_emit(s->op, p->port, &val, ts);
+    rc = wm_partsrc_emit(s, i, &val, ts, (int64_t)k->seq[i]);
   }
   natsMsg_Destroy(m);
   if (rc == WM_OK && p->end >= 0 && p->pos > p->end) p->done = 1;
@@ -307,8 +307,8 @@ static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
   return WM_OK;
 }
 
-wm_op *wm_nats_source_new(wm_exec *exec, const char *name, const wm_nats_source_config *cfg) {
-  wm_partsrc *s = wm_partsrc_new(exec, name, "read_nats", &cfg->p, &nsrc_hooks, sizeof(nsrc));
+wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_source_config *cfg) {
+  wm_partsrc *s = wm_partsrc_new(host, name, "read_nats", &cfg->p, &nsrc_hooks, sizeof(nsrc));
   if (!s) return NULL;
   wm_ctx *ctx = s->op->ctx;
   nsrc *k = (nsrc *)s;
