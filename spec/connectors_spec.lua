@@ -172,7 +172,7 @@ env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest",
   :map(function(r) return r.key .. " " .. r.count end):print()
 env2:execute()]], q(k.bootstrap), "--metrics")
     assert.are.equal(0, code, err)
-    assert.are.equal("a 10\nb 2\n", out)
+    assert.are.equal("a 10\nb 2\n", out, err)
     assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/1: paused 1 times %(group 'g', max drift 10000 ms%)", err)
     assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/0: paused 0 times", err)
   end)
@@ -238,6 +238,26 @@ env:execute()]], q(n.url), "--metrics")
     assert.are.same(sorted_lines(expected), sorted_lines(out))
   end)
 
+  it("examples/connectors_nats.lua (the quick start of docs/connectors.md) gives the sums worked out by hand", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local out, err, code = helper.wmrun(q(helper.root .. "/examples/connectors_nats.lua") .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal("", err)
+    -- 5 s windows of examples/data/connectors_sensors.csv, per sensor (first record, vc summed)
+    assert.are.same(sorted_lines([[
+{"id":"s1","ts":1,"vc":3}
+{"id":"s1","ts":7,"vc":1}
+{"id":"s1","ts":11,"vc":3}
+{"id":"s2","ts":2,"vc":1}
+{"id":"s2","ts":6,"vc":2}
+{"id":"s2","ts":12,"vc":1}
+{"id":"s3","ts":4,"vc":5}
+{"id":"s3","ts":8,"vc":1}
+{"id":"s3","ts":13,"vc":2}
+]]), sorted_lines(out))
+  end)
+
   it("gives every message a deterministic Nats-Msg-Id: the same output again is de-duplicated", function()
     local n = services.nats()
     finally(function() n:stop() end)
@@ -274,5 +294,64 @@ local wm = require("wm")
 wm.env{}:read_nats{url = "nats://127.0.0.1:1", stream = "X"}]], "")
     assert.are.equal(1, code)
     assert.matches("read_nats: cannot connect to nats://127%.0%.0%.1:1", err)
+  end)
+end)
+
+describe("SQL connectors", function()
+  local csv = helper.root .. "/examples/sql/k_sql_tumble_count.csv"
+  local expected = helper.root .. "/examples/sql/k_sql_tumble_count.expected"
+  local WORDS = [[
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE words (word STRING, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR rt AS rt - INTERVAL '5' SECOND) WITH (%s);
+]]
+  local COUNT = [[
+SELECT word, COUNT(*) AS cnt, TUMBLE_START(rt, INTERVAL '5' SECOND) AS wstart,
+       TUMBLE_END(rt, INTERVAL '5' SECOND) AS wend
+FROM words GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word;
+]]
+  local function sql(text)
+    local p = helper.write_tmp(text, ".sql")
+    local out, err, code = helper.wmrun("--sql " .. q(p))
+    os.remove(p)
+    return out, err, code
+  end
+
+  -- writes the example's file into the table `with`, then runs the example's query on it
+  local function roundtrip(with)
+    local _, err, code = sql(string.format(WORDS, "'connector' = 'filesystem', 'path' = '" .. csv
+      .. "', 'format' = 'csv'") .. "CREATE TABLE sink (word STRING, ts BIGINT) WITH (" .. with
+      .. ", 'format' = 'csv');\nINSERT INTO sink SELECT word, ts FROM words;\n")
+    assert.are.equal(0, code, err)
+    local out
+    out, err, code = sql(string.format(WORDS, with .. ", 'format' = 'csv'") .. COUNT)
+    assert.are.equal(0, code, err)
+    assert.are.same(sorted_lines(helper.read(expected)), sorted_lines(out))
+  end
+
+  it("'connector' = 'kafka' with Flink's option names, as sink and bounded source", function()
+    local k = services.kafka{"words:2"}
+    finally(function() k:stop() end)
+    roundtrip("'connector' = 'kafka', 'topic' = 'words', 'properties.bootstrap.servers' = '" .. k.bootstrap
+      .. "', 'properties.group.id' = 'sql', 'scan.startup.mode' = 'earliest-offset', "
+      .. "'scan.bounded.mode' = 'latest-offset'")
+  end)
+
+  it("'connector' = 'nats' of the same shape", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    roundtrip("'connector' = 'nats', 'url' = '" .. n.url .. "', 'stream' = 'WORDS', 'subject' = 'words', "
+      .. "'scan.startup.mode' = 'earliest', 'scan.bounded.mode' = 'latest'")
+  end)
+
+  it("names a missing option and a bad mode", function()
+    local _, err, code = sql(string.format(WORDS, "'connector' = 'kafka', 'topic' = 'w', 'format' = 'csv'") .. COUNT)
+    assert.are.equal(1, code)
+    assert.matches("the kafka connector needs 'properties.bootstrap.servers'", err)
+    _, err, code = sql(string.format(WORDS, "'connector' = 'kafka', 'topic' = 'w', 'format' = 'csv', "
+      .. "'properties.bootstrap.servers' = '127.0.0.1:1', 'scan.startup.mode' = 'oldest'") .. COUNT)
+    assert.are.equal(1, code)
+    assert.matches("option 'scan.startup.mode' must be one of 'earliest%-offset', 'group%-offsets', "
+      .. "'latest%-offset', 'timestamp', got 'oldest'", err)
   end)
 end)

@@ -12,11 +12,43 @@
 
 #define KAFKA_TIMEOUT_MS 10000
 
+/* A FIFO of messages. */
+typedef struct spill {
+  rd_kafka_message_t **m;
+  size_t head, n, cap;
+} spill;
+
+static int spill_push(spill *q, rd_kafka_message_t *m) {
+  if (q->head == q->n) q->head = q->n = 0;
+  if (q->n == q->cap) {
+    size_t cap = q->cap ? q->cap * 2 : 16;
+    rd_kafka_message_t **nm = realloc(q->m, cap * sizeof *nm);
+    if (!nm) return -1;
+    q->m = nm;
+    q->cap = cap;
+  }
+  q->m[q->n++] = m;
+  return 0;
+}
+
+static rd_kafka_message_t *spill_pop(spill *q) {
+  return q->head < q->n ? q->m[q->head++] : NULL;
+}
+
+static void spill_free(spill *q) {
+  rd_kafka_message_t *m;
+  while ((m = spill_pop(q))) rd_kafka_message_destroy(m);
+  free(q->m);
+  q->m = NULL;
+}
+
 typedef struct ksrc {
   wm_partsrc ps; /* first */
   rd_kafka_t *rk;
   rd_kafka_queue_t **q;          /* per partition */
   rd_kafka_message_t **ready;    /* per partition: the next message, peeked */
+  spill *early;                  /* per partition: messages that came through the consumer
+                                    queue before its partition queue was detached */
   char **topics;                 /* per partition (owned) */
   int *partition;                /* per partition */
   char *brokers;
@@ -117,7 +149,8 @@ int wm_kafka_partitions(const char *brokers, const char *topic, const char *cons
 static int ksrc_serve(wm_partsrc *s) {
   ksrc *k = (ksrc *)s;
   if (!k->rk) return WM_OK;
-  /* serves the error callback; messages all go to the partition queues */
+  /* serves the error callback; messages go to the partition queues, except those
+   * fetched before a partition queue was detached: they wait in its spill */
   rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, 0);
   while (m) {
     if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -126,7 +159,20 @@ static int ksrc_serve(wm_partsrc *s) {
       rd_kafka_message_destroy(m);
       return rc;
     }
-    rd_kafka_message_destroy(m);
+    int i = -1;
+    if (!m->err && m->rkt) {
+      const char *tn = rd_kafka_topic_name(m->rkt);
+      for (int j = 0; j < s->n && i < 0; j++)
+        if (k->partition[j] == m->partition && strcmp(k->topics[j], tn) == 0) i = j;
+    }
+    if (i >= 0) {
+      if (spill_push(&k->early[i], m) != 0) {
+        rd_kafka_message_destroy(m);
+        return wm_ctx_error(s->op->ctx, "out of memory in '%s'", s->op->name);
+      }
+    } else {
+      rd_kafka_message_destroy(m);
+    }
     m = rd_kafka_consumer_poll(k->rk, 0);
   }
   if (k->fatal)
@@ -143,7 +189,8 @@ static int ksrc_peek(wm_partsrc *s, int i) {
     return 0;
   }
   for (;;) {
-    rd_kafka_message_t *m = rd_kafka_consume_queue(k->q[i], 0);
+    rd_kafka_message_t *m = spill_pop(&k->early[i]);
+    if (!m) m = rd_kafka_consume_queue(k->q[i], 0);
     if (!m) return 0;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       /* the end of what the partition holds now: a bounded source whose end lies under
@@ -211,6 +258,7 @@ static void ksrc_close(wm_partsrc *s) {
       rd_kafka_queue_destroy(k->q[i]);
       k->q[i] = NULL;
     }
+    if (k->early) spill_free(&k->early[i]);
   }
   if (k->rk) {
     rd_kafka_consumer_close(k->rk);
@@ -226,6 +274,7 @@ static void ksrc_free(wm_partsrc *s) {
   free(k->partition);
   free(k->q);
   free(k->ready);
+  free(k->early);
   free(k->brokers);
   if (k->schema) wm_schema_release(k->schema);
 }
@@ -300,10 +349,11 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
   int n = s->n > 0 ? s->n : 1;
   k->q = calloc((size_t)n, sizeof *k->q);
   k->ready = calloc((size_t)n, sizeof *k->ready);
+  k->early = calloc((size_t)n, sizeof *k->early);
   k->topics = calloc((size_t)n, sizeof *k->topics);
   k->partition = calloc((size_t)n, sizeof *k->partition);
   k->brokers = strdup(cfg->brokers);
-  int oom = !k->q || !k->ready || !k->topics || !k->partition || !k->brokers;
+  int oom = !k->q || !k->ready || !k->early || !k->topics || !k->partition || !k->brokers;
   for (int i = 0; !oom && i < s->n; i++) {
     k->topics[i] = strdup(cfg->topics[i]);
     k->partition[i] = cfg->partitions[i];
