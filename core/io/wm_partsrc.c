@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_codec.h"
 #include "ops/wm_tsop.h"
 #include "time/wm_time.h"
 
@@ -300,8 +301,52 @@ static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {
   }
 }
 
+/* The position of a checkpoint: version 1, the number of partitions, then per partition
+ * its name (length and bytes) and its position + 1 (0: none known yet), varints. */
+static int partsrc_snapshot(wm_op *op, wm_buf *out) {
+  wm_partsrc *s = op->impl;
+  wm_buf_addc(out, 1);
+  wm_codec_put_uvar(out, (uint64_t)s->n);
+  for (int i = 0; i < s->n; i++) {
+    size_t len = strlen(s->parts[i].name);
+    wm_codec_put_uvar(out, len);
+    wm_buf_add(out, s->parts[i].name, len);
+    wm_codec_put_uvar(out, (uint64_t)(s->parts[i].pos + 1));
+  }
+  return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
+}
+
+/* Before start: every partition named in the checkpoint goes on at its position (the
+ * others start as configured). The bytes are checked (a checkpoint is untrusted input). */
+static int partsrc_restore(wm_op *op, const char *data, size_t n) {
+  wm_partsrc *s = op->impl;
+  const uint8_t *p = (const uint8_t *)data, *end = p + n;
+  uint64_t cnt;
+  if (n < 1 || *p++ != 1 || wm_codec_get_uvar(&p, end, &cnt) != 0 || cnt > n) goto damaged;
+  for (uint64_t k = 0; k < cnt; k++) {
+    uint64_t len, pos;
+    if (wm_codec_get_uvar(&p, end, &len) != 0 || len > (uint64_t)(end - p)) goto damaged;
+    const char *name = (const char *)p;
+    p += len;
+    if (wm_codec_get_uvar(&p, end, &pos) != 0 || pos > (uint64_t)INT64_MAX) goto damaged;
+    for (int i = 0; i < s->n; i++) {
+      if (strlen(s->parts[i].name) != len || memcmp(s->parts[i].name, name, len) != 0) continue;
+      if (pos > 0) {
+        s->parts[i].pos = (int64_t)pos - 1;
+        s->parts[i].restored = 1;
+      }
+    }
+  }
+  if (p != end) goto damaged;
+  if (s->hooks->seek) return s->hooks->seek(s);
+  return WM_OK;
+damaged:
+  return wm_ctx_error(op->ctx, "cannot restore '%s': the checkpoint's position is damaged", op->name);
+}
+
 static const wm_source_vt partsrc_svt = {.start = partsrc_start, .stop = partsrc_stop,
-                                         .pause = partsrc_pause};
+                                         .pause = partsrc_pause, .snapshot = partsrc_snapshot,
+                                         .restore = partsrc_restore};
 
 static void partsrc_free_op(wm_op *op) {
   wm_partsrc *s = op->impl;

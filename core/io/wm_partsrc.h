@@ -14,6 +14,7 @@ typedef struct wm_part {
   int port;
   int done;          /* bounded: read to its end */
   int released;      /* done, and the end sent down its own port */
+  int restored;      /* pos comes from a checkpoint */
   int align_paused;  /* paused by alignment */
   uint64_t pauses;   /* times paused by alignment */
   int64_t pos;       /* position of the next record (-1: not known yet) */
@@ -32,6 +33,9 @@ typedef struct wm_partsrc_hooks {
   int (*emit)(wm_partsrc *s, int i);
   /* Once per round of reading: serve the client's events. WM_OK or WM_ERR. NULL: none. */
   int (*serve)(wm_partsrc *s);
+  /* After a restore (before start): read on from parts[i].pos where parts[i].restored is
+   * set. WM_OK or WM_ERR. */
+  int (*seek)(wm_partsrc *s);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);
   /* Frees the connector's own state (not the wm_partsrc). */

@@ -210,6 +210,10 @@ static int ksrc_peek(wm_partsrc *s, int i) {
       rd_kafka_message_destroy(m);
       return rc;
     }
+    if (m->offset < p->pos) { /* fetched before a seek */
+      rd_kafka_message_destroy(m);
+      continue;
+    }
     if (k->down) {
       fprintf(stderr, "wmrun: %s: reconnected to the Kafka brokers at %s\n", s->op->name, k->brokers);
       k->down = 0;
@@ -279,9 +283,31 @@ static void ksrc_free(wm_partsrc *s) {
   if (k->schema) wm_schema_release(k->schema);
 }
 
+/* Restored positions: the partitions are assigned again at the offsets of the checkpoint
+ * (a bounded partition already at its end is done). */
+static int ksrc_seek(wm_partsrc *s) {
+  ksrc *k = (ksrc *)s;
+  if (!k->rk || s->n == 0) return WM_OK;
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
+  if (!l) return wm_ctx_error(s->op->ctx, "out of memory");
+  for (int i = 0; i < s->n; i++) {
+    rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i]);
+    tp->offset = s->parts[i].pos >= 0 ? s->parts[i].pos : RD_KAFKA_OFFSET_BEGINNING;
+    s->parts[i].done = s->parts[i].end >= 0 && s->parts[i].pos >= s->parts[i].end;
+  }
+  rd_kafka_resp_err_t e = rd_kafka_assign(k->rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e)
+    return wm_ctx_error(s->op->ctx, "%s: cannot assign the restored offsets at %s: %s", s->op->name,
+                        k->brokers, rd_kafka_err2str(e));
+  /* what was fetched from the old offsets is dropped by librdkafka (op versions) and by
+   * ksrc_peek (offsets below the position) */
+  return WM_OK;
+}
+
 static const wm_partsrc_hooks ksrc_hooks = {.peek = ksrc_peek, .emit = ksrc_emit,
-                                            .serve = ksrc_serve, .close = ksrc_close,
-                                            .free = ksrc_free};
+                                            .serve = ksrc_serve, .seek = ksrc_seek,
+                                            .close = ksrc_close, .free = ksrc_free};
 
 /* Resolves the start offset of every partition, the end offsets of a bounded source, and
  * assigns the partitions. WM_OK or WM_ERR. */

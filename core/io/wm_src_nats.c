@@ -133,7 +133,7 @@ typedef struct nsrc {
   uint64_t *seq;          /* its stream sequence */
   int64_t *mts;           /* its time (ms) */
   char **subjects;        /* per partition (owned) */
-  char *url, *stream;
+  char *url, *stream, *durable;
   wm_schema *schema;
 } nsrc;
 
@@ -230,11 +230,11 @@ static void nsrc_free(wm_partsrc *s) {
   free(k->mts);
   free(k->url);
   free(k->stream);
+  free(k->durable);
   if (k->schema) wm_schema_release(k->schema);
 }
 
-static const wm_partsrc_hooks nsrc_hooks = {.peek = nsrc_peek, .emit = nsrc_emit,
-                                            .close = nsrc_close, .free = nsrc_free};
+static const wm_partsrc_hooks nsrc_hooks;
 
 /* A consumer name from the durable name and the subject: letters, digits, '-' and '_'. */
 static void durable_name(char *out, size_t n, const char *durable, const char *subject) {
@@ -242,6 +242,41 @@ static void durable_name(char *out, size_t n, const char *durable, const char *s
   for (char *c = out; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
       *c = '_';
+}
+
+/* Subscribes partition i from `start` (WM_START_*, with start_value). WM_OK or WM_ERR. */
+static int nsrc_sub_one(nsrc *k, int i, int start, int64_t start_value) {
+  wm_partsrc *s = &k->ps;
+  jsErrCode jerr = 0;
+  char why[300];
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = k->stream;
+  switch (start) {
+  case WM_START_LATEST: so.Config.DeliverPolicy = js_DeliverNew; break;
+  case WM_START_SEQUENCE:
+    so.Config.DeliverPolicy = js_DeliverByStartSequence;
+    so.Config.OptStartSeq = (uint64_t)(start_value > 0 ? start_value : 1);
+    break;
+  case WM_START_TIME:
+    so.Config.DeliverPolicy = js_DeliverByStartTime;
+    so.Config.OptStartTime = start_value * 1000000;
+    break;
+  default: so.Config.DeliverPolicy = js_DeliverAll; break;
+  }
+  char dname[512];
+  if (k->durable) {
+    durable_name(dname, sizeof dname, k->durable, k->subjects[i]);
+    so.Config.Durable = dname;
+    so.Config.AckPolicy = js_AckNone; /* positions live in checkpoints, not in acks */
+  } else {
+    so.Ordered = true; /* ephemeral, in order, recreated by libnats after a gap */
+  }
+  natsStatus st = js_SubscribeSync(&k->sub[i], k->js, k->subjects[i], NULL, &so, &jerr);
+  if (st != NATS_OK)
+    return wm_ctx_error(s->op->ctx, "%s: cannot read subject '%s' of stream '%s' at %s: %s", s->op->name,
+                        k->subjects[i], k->stream, k->url, wm_nats_why(st, jerr, why, sizeof why));
+  return WM_OK;
 }
 
 static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
@@ -273,39 +308,33 @@ static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
         return wm_ctx_error(ctx, "%s: stream '%s' at %s: %s", s->op->name, k->stream, k->url,
                             wm_nats_why(st, jerr, why, sizeof why));
     }
-    jsSubOptions so;
-    jsSubOptions_Init(&so);
-    so.Stream = k->stream;
-    switch (cfg->p.start) {
-    case WM_START_LATEST: so.Config.DeliverPolicy = js_DeliverNew; break;
-    case WM_START_SEQUENCE:
-      so.Config.DeliverPolicy = js_DeliverByStartSequence;
-      so.Config.OptStartSeq = (uint64_t)(cfg->p.start_value > 0 ? cfg->p.start_value : 1);
-      break;
-    case WM_START_TIME:
-      so.Config.DeliverPolicy = js_DeliverByStartTime;
-      so.Config.OptStartTime = cfg->p.start_value * 1000000;
-      break;
-    default: so.Config.DeliverPolicy = js_DeliverAll; break;
-    }
-    char dname[512];
-    if (cfg->durable) {
-      durable_name(dname, sizeof dname, cfg->durable, k->subjects[i]);
-      so.Config.Durable = dname;
-      so.Config.AckPolicy = js_AckNone; /* positions live in checkpoints, not in acks */
-    } else {
-      so.Ordered = true; /* ephemeral, in order, recreated by libnats after a gap */
-    }
     if (cfg->p.bounded && cfg->p.start == WM_START_LATEST) p->done = 1;
     if (p->end == 0) p->done = 1;
     if (p->done) continue;
-    natsStatus st = js_SubscribeSync(&k->sub[i], k->js, k->subjects[i], NULL, &so, &jerr);
-    if (st != NATS_OK)
-      return wm_ctx_error(ctx, "%s: cannot read subject '%s' of stream '%s' at %s: %s", s->op->name,
-                          k->subjects[i], k->stream, k->url, wm_nats_why(st, jerr, why, sizeof why));
+    if (nsrc_sub_one(k, i, cfg->p.start, cfg->p.start_value) != WM_OK) return WM_ERR;
   }
   return WM_OK;
 }
+
+/* Restored positions: the restored subjects are read again from their sequence. */
+static int nsrc_seek(wm_partsrc *s) {
+  nsrc *k = (nsrc *)s;
+  for (int i = 0; i < s->n; i++) {
+    wm_part *p = &s->parts[i];
+    if (!p->restored || !k->js) continue;
+    if (k->ready[i]) natsMsg_Destroy(k->ready[i]);
+    k->ready[i] = NULL;
+    if (k->sub[i]) natsSubscription_Destroy(k->sub[i]);
+    k->sub[i] = NULL;
+    p->done = p->end >= 0 && p->pos > p->end;
+    if (p->done) continue;
+    if (nsrc_sub_one(k, i, WM_START_SEQUENCE, p->pos) != WM_OK) return WM_ERR;
+  }
+  return WM_OK;
+}
+
+static const wm_partsrc_hooks nsrc_hooks = {.peek = nsrc_peek, .emit = nsrc_emit, .seek = nsrc_seek,
+                                            .close = nsrc_close, .free = nsrc_free};
 
 wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_source_config *cfg) {
   wm_partsrc *s = wm_partsrc_new(host, name, "read_nats", &cfg->p, &nsrc_hooks, sizeof(nsrc));
@@ -320,7 +349,8 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
   k->subjects = calloc(n, sizeof *k->subjects);
   k->url = strdup(cfg->url);
   k->stream = strdup(cfg->stream);
-  int oom = !k->sub || !k->ready || !k->seq || !k->mts || !k->subjects || !k->url || !k->stream;
+  k->durable = cfg->durable ? strdup(cfg->durable) : NULL;
+  int oom = (cfg->durable && !k->durable) || !k->sub || !k->ready || !k->seq || !k->mts || !k->subjects || !k->url || !k->stream;
   for (int i = 0; !oom && i < s->n; i++) oom = !(k->subjects[i] = strdup(cfg->subjects[i]));
   if (!oom && cfg->p.metadata) {
     const char *names[5] = {"sequence", "stream", "subject", "timestamp", "value"};
