@@ -281,6 +281,55 @@ env:execute()]], q(n.url))
     assert.are.equal("1 out a\n2 out b\n3 out c\n", out)
   end)
 
+  it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()
+    local n = services.nats()
+    local dir = helper.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. q(dir))
+    local out, script = dir .. "/out.txt", dir .. "/read.lua"
+    local run
+    finally(function()
+      if run then run:stop() end
+      n:stop()
+      os.execute("rm -rf " .. q(dir))
+    end)
+    local write = [[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements(arg[2]):write_nats{url = arg[1], stream = "EV", subject = "ev", format = "text",
+  id_prefix = arg[2]}
+env:execute()]]
+    local _, err, code = job(write, q(n.url) .. " a")
+    assert.are.equal(0, code, err)
+    local f = assert(io.open(script, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "EV"}
+  :sink(function(v) local o = io.open(arg[2], "a"); o:write(v, "\n"); o:close() end)
+env:execute()]])
+    f:close()
+    run = services.spawn(q(helper.wmrun_bin) .. " " .. q(script) .. " " .. q(n.url) .. " " .. q(out))
+    local function has(text)
+      return services.poll(function()
+        local h = io.open(out)
+        local s = h and h:read("a") or ""
+        if h then h:close() end
+        return s == text
+      end, 600)
+    end
+    assert.is_truthy(has("a\n"), run:log())
+    n:kill()
+    assert.is_truthy(services.poll(function() return run:log():find("lost the connection", 1, true) end, 600))
+    n:start_again()
+    assert.is_truthy(services.poll(function() return run:log():find("reconnected", 1, true) end, 600), run:log())
+    _, err, code = job(write, q(n.url) .. " b")
+    assert.are.equal(0, code, err)
+    assert.is_truthy(has("a\nb\n"), run:log())
+    assert.matches("wmrun: read_nats%(EV@nats://127%.0%.0%.1:%d+%) %([^)]*%): the NATS server at "
+      .. "nats://127%.0%.0%.1:%d+: lost the connection %(reconnecting%)", run:log())
+  end)
+
   it("a missing stream and an unreachable server fail at the job line, naming them", function()
     local n = services.nats()
     finally(function() n:stop() end)
@@ -293,7 +342,7 @@ wm.env{}:read_nats{url = arg[1], stream = "NOPE"}]], q(n.url))
 local wm = require("wm")
 wm.env{}:read_nats{url = "nats://127.0.0.1:1", stream = "X"}]], "")
     assert.are.equal(1, code)
-    assert.matches("read_nats: cannot connect to nats://127%.0%.0%.1:1", err)
+    assert.matches("read_nats: cannot connect to nats://127%.0%.0%.1:1: No server available for connection", err)
   end)
 end)
 

@@ -51,6 +51,14 @@ Service.__index = Service
 --- Stops the server (SIGTERM, then SIGKILL if it has not gone after 5 s) and removes its
 -- directory. Safe to call twice.
 function Service:stop()
+  self:kill()
+  if self.dir then os.execute("rm -rf " .. sh_quote(self.dir)) end
+  self.dir = nil
+end
+
+--- Stops the server (SIGTERM) but keeps its directory, so that `:start_again()` brings it
+-- back with the same data on the same port (nats only).
+function Service:kill()
   if self.pid and alive(self.pid) then
     os.execute("kill -TERM " .. self.pid .. " 2>/dev/null")
     if not M.poll(function() return not alive(self.pid) end, 100) then
@@ -59,8 +67,6 @@ function Service:stop()
     end
   end
   self.pid = nil
-  if self.dir then os.execute("rm -rf " .. sh_quote(self.dir)) end
-  self.dir = nil
 end
 
 --- The server's log so far (for failure messages).
@@ -109,17 +115,28 @@ end
 
 --- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
 -- `.url` is "nats://127.0.0.1:PORT", `.port` the port.
-function M.nats()
-  local dir = tmpdir()
-  local s, port = start("exec nats-server -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p -1",
+local function nats_at(dir, port)
+  os.remove(dir .. "/log")
+  return start("exec nats-server -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
     dir, function(sv)
       local log = sv:log()
       if not log:find("Server is ready", 1, true) then return nil end
       return log:match("Listening for client connections on 127%.0%.0%.1:(%d+)")
     end, "nats-server")
+end
+
+function M.nats()
+  local dir = tmpdir()
+  local s, port = nats_at(dir, -1)
   s.port = tonumber(port)
   s.url = "nats://127.0.0.1:" .. port
   return s
+end
+
+--- After `:kill()`: the same server again (its data, its port).
+function Service:start_again()
+  local s = nats_at(self.dir, self.port)
+  self.pid = s.pid
 end
 
 return M

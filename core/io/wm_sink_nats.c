@@ -15,7 +15,7 @@
 
 typedef struct nsink {
   wm_nats_sink_config cfg;
-  char *url, *stream, *subject, *prefix;
+  char *url, *stream, *subject, *prefix, *who;
   char **subjects;
   int nsubjects;
   natsConnection *nc;
@@ -154,6 +154,7 @@ static void nsink_free(wm_op *op) {
   free(k->stream);
   free(k->subject);
   free(k->prefix);
+  free(k->who);
   free(k);
 }
 
@@ -178,8 +179,9 @@ wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg)
   k->stream = strdup(cfg->stream);
   k->subject = cfg->subject ? strdup(cfg->subject) : NULL;
   k->prefix = strdup(cfg->id_prefix ? cfg->id_prefix : "wmrun");
+  k->who = wm_nats_who(op->name, cfg->url);
   k->subjects = cfg->nsubjects > 0 ? calloc((size_t)cfg->nsubjects, sizeof *k->subjects) : NULL;
-  int oom = !k->url || !k->stream || (cfg->subject && !k->subject) || !k->prefix ||
+  int oom = !k->url || !k->stream || (cfg->subject && !k->subject) || !k->prefix || !k->who ||
             (cfg->nsubjects > 0 && !k->subjects);
   for (int i = 0; !oom && i < cfg->nsubjects; i++) {
     oom = !(k->subjects[i] = strdup(cfg->subjects[i]));
@@ -190,7 +192,7 @@ wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg)
     return NULL;
   }
   char e[600];
-  if (wm_nats_connect(cfg->url, op->name, &k->nc, &k->js, e, sizeof e) != 0) {
+  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, e, sizeof e) != 0) {
     wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }

@@ -16,17 +16,20 @@
 
 static void on_disconnected(natsConnection *nc, void *closure) {
   if (natsConnection_IsClosed(nc)) return; /* closed by us */
-  fprintf(stderr, "wmrun: %s: lost the connection to the NATS server (reconnecting)\n",
-          (const char *)closure);
+  fprintf(stderr, "wmrun: %s: lost the connection (reconnecting)\n", (const char *)closure);
 }
 
 static void on_reconnected(natsConnection *nc, void *closure) {
   (void)nc;
-  fprintf(stderr, "wmrun: %s: reconnected to the NATS server\n", (const char *)closure);
+  fprintf(stderr, "wmrun: %s: reconnected\n", (const char *)closure);
 }
 
 const char *wm_nats_why(natsStatus s, jsErrCode jerr, char *buf, size_t n) {
   const char *last = nats_GetLastError(NULL);
+  if (last && last[0] == '(') { /* "(conn.c:2088): No server ...": the text only */
+    const char *e = strstr(last, "): ");
+    if (e) last = e + 3;
+  }
   if (jerr) snprintf(buf, n, "%s (JetStream error %d)", last && *last ? last : natsStatus_GetText(s), (int)jerr);
   else snprintf(buf, n, "%s", last && *last ? last : natsStatus_GetText(s));
   return buf;
@@ -61,6 +64,13 @@ int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx
     return -1;
   }
   return 0;
+}
+
+char *wm_nats_who(const char *name, const char *url) {
+  size_t n = strlen(name) + strlen(url) + 32;
+  char *w = malloc(n);
+  if (w) snprintf(w, n, "%s: the NATS server at %s", name, url);
+  return w;
 }
 
 void wm_nats_close(natsConnection *nc, jsCtx *js) {
@@ -134,6 +144,7 @@ typedef struct nsrc {
   int64_t *mts;           /* its time (ms) */
   char **subjects;        /* per partition (owned) */
   char *url, *stream, *durable;
+  char *who;              /* "<op> to the NATS server at <url>", for connection reports */
   wm_schema *schema;
 } nsrc;
 
@@ -231,6 +242,7 @@ static void nsrc_free(wm_partsrc *s) {
   free(k->url);
   free(k->stream);
   free(k->durable);
+  free(k->who);
   if (k->schema) wm_schema_release(k->schema);
 }
 
@@ -363,7 +375,11 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
   }
   if (s->n == 0) return s->op;
   char e[600];
-  if (wm_nats_connect(cfg->url, s->op->name, &k->nc, &k->js, e, sizeof e) != 0) {
+  if (!(k->who = wm_nats_who(s->op->name, cfg->url))) {
+    wm_ctx_error(ctx, "out of memory creating '%s'", name);
+    return NULL;
+  }
+  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, e, sizeof e) != 0) {
     wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }
