@@ -16,19 +16,14 @@ local M = {}
 local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 M.quote = sh_quote
 
-local function read_or_empty(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_or_empty = helper.read_or_empty
 
 local function alive(pid)
   return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
 end
 
---- Waits (50 ms steps, at most `tries` of them) until fn() returns a value; returns it or nil.
+--- Waits (50 ms steps, at most `tries` of them, default 200) until fn() returns a value;
+-- returns it or nil (helper.wait_for, which raises, with a bound of one's own).
 function M.poll(fn, tries)
   for _ = 1, tries or 200 do
     local v = fn()

@@ -143,24 +143,24 @@ static int lowest(const wm_partsrc *s, const unsigned char *skip) {
   return best;
 }
 
-static void partsrc_finish(wm_partsrc *s) {
-  if (s->finished) return;
+/* No more reading: the client goes, the timer closes (its memory is the source's, freed
+ * with the context after the loop has run the close). 1 the first time, then 0. */
+static int shut(wm_partsrc *s) {
+  if (s->finished) return 0;
   s->finished = 1;
   s->stopped = 1;
   if (s->hooks->close) s->hooks->close(s);
   if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
   s->timer_open = 0;
-  wm_io_source_done(s->host, s->op);
+  return 1;
+}
+
+static void partsrc_finish(wm_partsrc *s) {
+  if (shut(s)) wm_io_source_done(s->host, s->op);
 }
 
 void wm_partsrc_fail(wm_partsrc *s) {
-  if (s->finished) return;
-  s->finished = 1;
-  s->stopped = 1;
-  if (s->hooks->close) s->hooks->close(s);
-  if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
-  s->timer_open = 0;
-  wm_io_fail(s->host);
+  if (shut(s)) wm_io_fail(s->host);
 }
 
 static void on_timer(uv_timer_t *t);
@@ -279,15 +279,8 @@ static int partsrc_start(wm_op *op, wm_io_host *host) {
 static void partsrc_stop(wm_op *op, wm_io_host *host, int finish) {
   (void)host;
   wm_partsrc *s = op->impl;
-  if (finish) {
-    partsrc_finish(s);
-    return;
-  }
-  s->stopped = 1;
-  s->finished = 1;
-  if (s->hooks->close) s->hooks->close(s);
-  if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
-  s->timer_open = 0;
+  if (finish) partsrc_finish(s);
+  else shut(s);
 }
 
 static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {

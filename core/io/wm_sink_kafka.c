@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/wm_conn.h"
+#include "io/wm_kafka.h"
 #include "time/wm_time.h"
 
 #define KSINK_FLUSH_MS 60000
@@ -29,10 +30,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     k->failed = 1;
     snprintf(k->why, sizeof k->why, "%s", rd_kafka_err2str(m->err));
   }
-}
-
-static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-  (void)rk, (void)level, (void)fac, (void)buf; /* delivery errors say what went wrong */
 }
 
 static int ksink_failure(wm_op *op) {
@@ -202,19 +199,9 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
     return NULL;
   }
   k->npart = n;
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  static const char *const sets[] = {"message.timeout.ms", "30000", "linger.ms", "5"};
+  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 4, cfg->props, cfg->nprops, e, sizeof e);
   if (!conf) {
-    wm_ctx_error(ctx, "out of memory creating '%s'", name);
-    return NULL;
-  }
-  rd_kafka_conf_set_log_cb(conf, on_kafka_log);
-  int bad = rd_kafka_conf_set(conf, "bootstrap.servers", cfg->brokers, e, sizeof e) != RD_KAFKA_CONF_OK ||
-            rd_kafka_conf_set(conf, "message.timeout.ms", "30000", e, sizeof e) != RD_KAFKA_CONF_OK ||
-            rd_kafka_conf_set(conf, "linger.ms", "5", e, sizeof e) != RD_KAFKA_CONF_OK;
-  for (int i = 0; !bad && i + 1 < cfg->nprops; i += 2)
-    bad = rd_kafka_conf_set(conf, cfg->props[i], cfg->props[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK;
-  if (bad) {
-    rd_kafka_conf_destroy(conf);
     wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/wm_kafka.h"
 #include "io/wm_partsrc.h"
 #include "time/wm_time.h"
 
@@ -83,9 +84,8 @@ static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const
   (void)rk, (void)level, (void)fac, (void)buf; /* errors come through on_kafka_error */
 }
 
-/* A configuration with the brokers, the extra properties and quiet logging. NULL with err. */
-static rd_kafka_conf_t *kafka_conf(const char *brokers, const char *const *props, int nprops,
-                                   char *err, size_t errlen) {
+rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int nsets,
+                               const char *const *props, int nprops, char *err, size_t errlen) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (!conf) {
     snprintf(err, errlen, "out of memory");
@@ -93,17 +93,16 @@ static rd_kafka_conf_t *kafka_conf(const char *brokers, const char *const *props
   }
   rd_kafka_conf_set_log_cb(conf, on_kafka_log);
   char e[512];
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, e, sizeof e) != RD_KAFKA_CONF_OK) {
-    snprintf(err, errlen, "%s", e);
+  int bad = rd_kafka_conf_set(conf, "bootstrap.servers", brokers, e, sizeof e) != RD_KAFKA_CONF_OK;
+  const char *what = "bootstrap.servers";
+  for (int i = 0; !bad && i + 1 < nsets; i += 2)
+    bad = rd_kafka_conf_set(conf, (what = sets[i]), sets[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK;
+  for (int i = 0; !bad && i + 1 < nprops; i += 2)
+    bad = rd_kafka_conf_set(conf, (what = props[i]), props[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK;
+  if (bad) {
+    snprintf(err, errlen, "property '%s': %.400s", what, e);
     rd_kafka_conf_destroy(conf);
     return NULL;
-  }
-  for (int i = 0; i + 1 < nprops; i += 2) {
-    if (rd_kafka_conf_set(conf, props[i], props[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-      snprintf(err, errlen, "property '%s': %.400s", props[i], e);
-      rd_kafka_conf_destroy(conf);
-      return NULL;
-    }
   }
   return conf;
 }
@@ -111,12 +110,12 @@ static rd_kafka_conf_t *kafka_conf(const char *brokers, const char *const *props
 int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
                         int nprops, int timeout_ms, int *n, char *err, size_t errlen) {
   char e[512];
-  rd_kafka_conf_t *conf = kafka_conf(brokers, props, nprops, e, sizeof e);
+  static const char *const sets[] = {"allow.auto.create.topics", "false"};
+  rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, e, sizeof e);
   if (!conf) {
     snprintf(err, errlen, "%s", e);
     return -1;
   }
-  rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", e, sizeof e);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
@@ -398,17 +397,10 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
   }
   if (s->n == 0) return s->op; /* owns nothing: idle; needs no client */
   char e[512];
-  rd_kafka_conf_t *conf = kafka_conf(cfg->brokers, cfg->props, cfg->nprops, e, sizeof e);
+  const char *const sets[] = {"group.id", cfg->group ? cfg->group : "wmrun", "enable.auto.commit", "false",
+                              "enable.auto.offset.store", "false", "enable.partition.eof", "true"};
+  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 8, cfg->props, cfg->nprops, e, sizeof e);
   if (!conf) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
-    return NULL;
-  }
-  const char *gid = cfg->group ? cfg->group : "wmrun";
-  if (rd_kafka_conf_set(conf, "group.id", gid, e, sizeof e) != RD_KAFKA_CONF_OK ||
-      rd_kafka_conf_set(conf, "enable.auto.commit", "false", e, sizeof e) != RD_KAFKA_CONF_OK ||
-      rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", e, sizeof e) != RD_KAFKA_CONF_OK ||
-      rd_kafka_conf_set(conf, "enable.partition.eof", "true", e, sizeof e) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(conf);
     wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }

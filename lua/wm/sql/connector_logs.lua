@@ -44,6 +44,16 @@ local function mode(p, t, key, modes, dflt)
   return m
 end
 
+-- The 'properties.*' options for librdkafka, but the two the connector sets itself.
+local function kafka_properties(t)
+  local extra = {}
+  for k, v in pairs(t.props) do
+    local name = k:match("^properties%.(.+)$")
+    if name and name ~= "bootstrap.servers" and name ~= "group.id" then extra[name] = v end
+  end
+  return extra
+end
+
 M.kafka = {
   options = function(k)
     return k == "topic" or k == "scan.startup.mode" or k == "scan.startup.timestamp-millis"
@@ -55,27 +65,17 @@ M.kafka = {
   end,
   source = function(p, t, env)
     local props = t.props
-    local extra = {}
-    for k, v in pairs(props) do
-      local name = k:match("^properties%.(.+)$")
-      if name and name ~= "bootstrap.servers" and name ~= "group.id" then extra[name] = v end
-    end
     local start = mode(p, t, "scan.startup.mode", {["earliest-offset"] = "earliest", ["latest-offset"] = "latest",
       ["group-offsets"] = "committed", timestamp = "timestamp"}, "earliest-offset")
     if start == "timestamp" then start = {timestamp = millis(p, t, "scan.startup.timestamp-millis")} end
     local bounded = mode(p, t, "scan.bounded.mode", {unbounded = false, ["latest-offset"] = "latest"}, "unbounded")
     return env:read_kafka{brokers = props["properties.bootstrap.servers"], topic = props.topic,
-      group = props["properties.group.id"], start = start, bounded = bounded, properties = extra},
+      group = props["properties.group.id"], start = start, bounded = bounded, properties = kafka_properties(t)},
       "kafka topic " .. props.topic
   end,
-  sink = function(p, t, lines)
-    local extra = {}
-    for k, v in pairs(t.props) do
-      local name = k:match("^properties%.(.+)$")
-      if name and name ~= "bootstrap.servers" and name ~= "group.id" then extra[name] = v end
-    end
+  sink = function(_, t, lines)
     lines:write_kafka{brokers = t.props["properties.bootstrap.servers"], topic = t.props.topic, format = "text",
-      properties = extra}
+      properties = kafka_properties(t)}
   end,
 }
 
