@@ -1,7 +1,7 @@
 -- The connectors' quick start (docs/connectors.md): writes a file of sensor readings into a
 -- NATS JetStream stream, one subject per sensor, then reads the stream back with a windowed
 -- job that runs one watermark generator per subject.
---   nats-server -js -sd /tmp/wm-js -a 127.0.0.1 -p 4222 &
+--   /usr/sbin/nats-server -js -sd /tmp/wm-js -a 127.0.0.1 -p 4222 &
 --   wmrun examples/connectors_nats.lua [nats://127.0.0.1:4222]
 local wm = require("wm")
 local url = arg[1] or "nats://127.0.0.1:4222"

@@ -110,9 +110,15 @@ end
 
 --- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
 -- `.url` is "nats://127.0.0.1:PORT", `.port` the port.
+-- Debian installs nats-server in /usr/sbin, which a user's PATH may lack.
+local function nats_bin()
+  if os.execute("command -v nats-server >/dev/null 2>&1") then return "nats-server" end
+  return "/usr/sbin/nats-server"
+end
+
 local function nats_at(dir, port)
   os.remove(dir .. "/log")
-  return start("exec nats-server -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
+  return start("exec " .. nats_bin() .. " -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
     dir, function(sv)
       local log = sv:log()
       if not log:find("Server is ready", 1, true) then return nil end
