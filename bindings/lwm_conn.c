@@ -12,29 +12,6 @@
 
 /* ---- plan reading ------------------------------------------------------------------------ */
 
-/* Plan fields. (Not lwm_get_str and co. of lwm_core.c: lwm_core calls this file, and the
- * bindings' files must not call each other in a loop, spec/layers.lua.) */
-static const char *pstr(lua_State *L, int idx, const char *k) {
-  lua_getfield(L, idx, k);
-  const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL; /* in the plan */
-  lua_pop(L, 1);
-  return s;
-}
-
-static lua_Integer pint(lua_State *L, int idx, const char *k) {
-  lua_getfield(L, idx, k);
-  lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
-  lua_pop(L, 1);
-  return v;
-}
-
-/* The function in field k, kept in the job's fns table (as lwm_get_fn); its index. */
-static int pfn(lwm_bridge *B, int idx, const char *k) {
-  lua_getfield(B->L, idx, k);
-  lua_rawseti(B->L, B->fns, ++B->nfns);
-  return B->nfns;
-}
-
 static int get_bool(lua_State *L, int idx, const char *k) {
   lua_getfield(L, idx, k);
   int b = lua_toboolean(L, -1);
@@ -113,10 +90,10 @@ static int read_owned(lwm_bridge *B, int node, const char *afield, owned *o) {
     if (j % B->parallelism != B->instance - 1) continue;
     lua_rawgeti(L, parts, j + 1);
     int t = lua_gettop(L);
-    o->names[o->n] = pstr(L, t, "name");
-    o->tags[o->n] = split ? pstr(L, t, "tag") : NULL;
-    o->a[o->n] = pstr(L, t, afield);
-    o->partition[o->n] = (int)pint(L, t, "partition");
+    o->names[o->n] = lwm_get_str(L, t, "name");
+    o->tags[o->n] = split ? lwm_get_str(L, t, "tag") : NULL;
+    o->a[o->n] = lwm_get_str(L, t, afield);
+    o->partition[o->n] = (int)lwm_get_int(L, t, "partition", 0);
     o->n++;
     lua_settop(L, t - 1);
   }
@@ -130,13 +107,13 @@ static void read_partsrc(lwm_bridge *B, int node, const owned *o, wm_partsrc_con
   p->nparts = o->n;
   p->names = o->names;
   p->tags = o->tags;
-  p->start = start_mode(pstr(L, node, "start"));
-  p->start_value = (int64_t)pint(L, node, "start_value");
+  p->start = start_mode(lwm_get_str(L, node, "start"));
+  p->start_value = (int64_t)lwm_get_int(L, node, "start_value", 0);
   p->bounded = get_bool(L, node, "bounded");
   p->metadata = get_bool(L, node, "metadata");
-  p->align.group = pstr(L, node, "align_group");
-  p->align.max_drift = (int64_t)pint(L, node, "align_drift");
-  p->align.interval = (int64_t)pint(L, node, "align_interval");
+  p->align.group = lwm_get_str(L, node, "align_group");
+  p->align.max_drift = (int64_t)lwm_get_int(L, node, "align_drift", 0);
+  p->align.interval = (int64_t)lwm_get_int(L, node, "align_interval", 0);
 }
 
 /* ---- key and subject functions ------------------------------------------------------------ */
@@ -185,7 +162,7 @@ static int get_strfn(lwm_bridge *B, int node, const char *k, const char *what, c
     free(f);
     return wm_ctx_error(&B->ctx, "out of memory");
   }
-  f->oi->fn = pfn(B, node, k);
+  f->oi->fn = lwm_get_fn(B, node, k);
   f->what = what;
   fmt->fn = strfn_call;
   fmt->free = strfn_free;
@@ -197,7 +174,7 @@ static int get_strfn(lwm_bridge *B, int node, const char *k, const char *what, c
  * *custom. WM_OK or WM_ERR. */
 static int get_format(lwm_bridge *B, int node, const char *where, int *format, wm_formatter *custom) {
   memset(custom, 0, sizeof *custom);
-  const char *s = pstr(B->L, node, "format");
+  const char *s = lwm_get_str(B->L, node, "format");
   *format = s && strcmp(s, "text") == 0 ? WM_FMT_TEXT : WM_FMT_JSON;
   if (get_strfn(B, node, "format", "format", where, custom) != WM_OK) return WM_ERR;
   if (custom->fn) *format = WM_FMT_CUSTOM;
@@ -217,8 +194,8 @@ static wm_op *build_read_kafka(lwm_bridge *B, int node, const char *name) {
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
-  wm_kafka_source_config kc = {.brokers = pstr(L, node, "brokers"),
-                               .group = pstr(L, node, "group"),
+  wm_kafka_source_config kc = {.brokers = lwm_get_str(L, node, "brokers"),
+                               .group = lwm_get_str(L, node, "group"),
                                .topics = o.a,
                                .partitions = o.partition,
                                .props = props,
@@ -234,9 +211,9 @@ static wm_op *build_read_nats(lwm_bridge *B, int node, const char *name) {
   lua_State *L = B->L;
   owned o;
   if (read_owned(B, node, "subject", &o) != WM_OK) return NULL;
-  wm_nats_source_config nc = {.url = pstr(L, node, "url"),
-                              .stream = pstr(L, node, "stream"),
-                              .durable = pstr(L, node, "durable"),
+  wm_nats_source_config nc = {.url = lwm_get_str(L, node, "url"),
+                              .stream = lwm_get_str(L, node, "stream"),
+                              .durable = lwm_get_str(L, node, "durable"),
                               .subjects = o.a};
   read_partsrc(B, node, &o, &nc.p);
   wm_op *op = wm_nats_source_new(wm_exec_host(B->exec), name, &nc);
@@ -258,10 +235,10 @@ static wm_op *build_write_kafka(lwm_bridge *B, int node, const char *name, const
     if (kc.key.free) kc.key.free(kc.key.ud);
     return NULL;
   }
-  kc.key_field = pstr(L, node, "key");
-  kc.partition_field = pstr(L, node, "partition");
-  kc.brokers = pstr(L, node, "brokers");
-  kc.topic = pstr(L, node, "topic");
+  kc.key_field = lwm_get_str(L, node, "key");
+  kc.partition_field = lwm_get_str(L, node, "partition");
+  kc.brokers = lwm_get_str(L, node, "brokers");
+  kc.topic = lwm_get_str(L, node, "topic");
   int nprops;
   const char **props = get_strings(L, node, "props", &nprops);
   if (nprops < 0) {
@@ -298,11 +275,11 @@ static wm_op *build_write_nats(lwm_bridge *B, int node, const char *name, const 
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
-  nc.url = pstr(L, node, "url");
-  nc.stream = pstr(L, node, "stream");
+  nc.url = lwm_get_str(L, node, "url");
+  nc.stream = lwm_get_str(L, node, "stream");
   nc.subjects = subjects;
   nc.nsubjects = ns;
-  nc.id_prefix = pstr(L, node, "id_prefix");
+  nc.id_prefix = lwm_get_str(L, node, "id_prefix");
   nc.instance = B->instance;
   wm_op *op = wm_nats_sink_new(&B->ctx, name, &nc);
   free(subjects);
