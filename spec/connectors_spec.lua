@@ -86,7 +86,17 @@ env:execute()
 local env2 = wm.env{watermark_interval = 0}
 local s = env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest"}:parse_json()
 if arg[2] == "control" then s = s:rebalance() end
-s:assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+local strategy = wm.watermarks.monotonous()
+if arg[2] == "custom" then -- a Lua generator: its state (the largest timestamp) is per partition
+  strategy = wm.watermarks.for_generator(function()
+    return {max = math.mininteger,
+            on_event = function(self, _, ts) if ts > self.max then self.max = ts end end,
+            on_periodic_emit = function(self, out)
+              if self.max > math.mininteger then out:emit_watermark(self.max - 1) end
+            end}
+  end)
+end
+s:assign_timestamps_and_watermarks(strategy:with_timestamp_field("ts"))
   :key_by("id"):window(wm.windows.tumbling("10s")):sum("vc"):print()
 env2:execute()]]
 
@@ -98,6 +108,14 @@ env2:execute()]]
     assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
     assert.matches("timestamps/watermarks %[ev/0%]", err)
     assert.matches("timestamps/watermarks %[ev/1%]", err)
+  end)
+
+  it("a custom Lua generator runs once per partition, each with its own state", function()
+    local k = services.kafka{"ev:2"}
+    finally(function() k:stop() end)
+    local out, err, code = job(FAR, q(k.bootstrap) .. " custom")
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
   end)
 
   it("(control) one generator over the merged partitions drops the records behind", function()
@@ -173,7 +191,8 @@ env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest",
 env2:execute()]], q(k.bootstrap), "--metrics")
     assert.are.equal(0, code, err)
     assert.are.equal("a 10\nb 2\n", out, err)
-    assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/1: paused 1 times %(group 'g', max drift 10000 ms%)", err)
+    assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/1: paused 1 times "
+      .. "%(group 'g', max drift 10000 ms%)", err)
     assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/0: paused 0 times", err)
   end)
 
@@ -209,7 +228,8 @@ env:execute()]], "")
 local wm = require("wm")
 wm.env{}:read_kafka{brokers = "127.0.0.1:1", topic = "ev", start = "oldest"}]], "")
     assert.are.equal(1, code)
-    assert.matches("read_kafka: start must be one of 'committed', 'earliest', 'latest', {timestamp = n}, got oldest", err)
+    assert.matches("read_kafka: start must be one of 'committed', 'earliest', 'latest', {timestamp = n}, "
+      .. "got oldest", err)
   end)
 end)
 
@@ -238,7 +258,7 @@ env:execute()]], q(n.url), "--metrics")
     assert.are.same(sorted_lines(expected), sorted_lines(out))
   end)
 
-  it("examples/connectors_nats.lua (the quick start of docs/connectors.md) gives the sums worked out by hand", function()
+  it("examples/connectors_nats.lua (docs/connectors.md's quick start) gives the sums worked out by hand", function()
     local n = services.nats()
     finally(function() n:stop() end)
     local out, err, code = helper.wmrun(q(helper.root .. "/examples/connectors_nats.lua") .. " " .. q(n.url))

@@ -362,7 +362,8 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
   k->url = strdup(cfg->url);
   k->stream = strdup(cfg->stream);
   k->durable = cfg->durable ? strdup(cfg->durable) : NULL;
-  int oom = (cfg->durable && !k->durable) || !k->sub || !k->ready || !k->seq || !k->mts || !k->subjects || !k->url || !k->stream;
+  int oom = (cfg->durable && !k->durable) || !k->sub || !k->ready || !k->seq || !k->mts || !k->subjects ||
+            !k->url || !k->stream;
   for (int i = 0; !oom && i < s->n; i++) oom = !(k->subjects[i] = strdup(cfg->subjects[i]));
   if (!oom && cfg->p.metadata) {
     const char *names[5] = {"sequence", "stream", "subject", "timestamp", "value"};
