@@ -55,17 +55,32 @@ static wm_op *find_assigner(wm_op *op, int port) {
 
 /* ---- alignment ------------------------------------------------------------------------ */
 
-/* The minimum watermark of the group over partitions that are neither done nor idle and
- * have a watermark, in every partitioned source of this context. WM_TIME_MAX when there is
- * none. */
-static int64_t group_min(const wm_partsrc *me) {
+/* The aligned sources of this context in me's group (me among them), found once at the
+ * start so that the per-record check does not walk every operator. WM_OK or WM_ERR. */
+static int group_find(wm_partsrc *me) {
   wm_ctx *ctx = me->op->ctx;
+  for (int pass = 0; pass < 2; pass++) {
+    me->ngroup = 0;
+    for (size_t k = 0; k < ctx->nops; k++) {
+      wm_op *op = ctx->ops[k];
+      if (!wm_op_is_partsrc(op)) continue;
+      wm_partsrc *s = op->impl;
+      if (!s->group || strcmp(s->group, me->group) != 0) continue;
+      if (pass) me->peers[me->ngroup] = s;
+      me->ngroup++;
+    }
+    if (!pass && !(me->peers = calloc((size_t)me->ngroup, sizeof *me->peers)))
+      return wm_ctx_error(ctx, "out of memory in '%s'", me->op->name);
+  }
+  return WM_OK;
+}
+
+/* The minimum watermark of the group over partitions that are neither done nor idle and
+ * have a watermark. WM_TIME_MAX when there is none. */
+static int64_t group_min(const wm_partsrc *me) {
   int64_t m = WM_TIME_MAX;
-  for (size_t k = 0; k < ctx->nops; k++) {
-    const wm_op *op = ctx->ops[k];
-    if (!wm_op_is_partsrc(op)) continue;
-    const wm_partsrc *s = op->impl;
-    if (!s->group || strcmp(s->group, me->group) != 0) continue;
+  for (int g = 0; g < me->ngroup; g++) {
+    const wm_partsrc *s = me->peers[g];
     for (int i = 0; i < s->n; i++) {
       const wm_part *p = &s->parts[i];
       int64_t w = part_wm(p);
@@ -251,6 +266,7 @@ static int partsrc_start(wm_op *op, wm_io_host *host) {
   wm_partsrc *s = op->impl;
   (void)host;
   for (int i = 0; i < s->n; i++) s->parts[i].assigner = find_assigner(op, s->parts[i].port);
+  if (s->group && group_find(s) != WM_OK) return WM_ERR;
   if (uv_timer_init(s->host->loop, &s->timer) != 0)
     return wm_ctx_error(op->ctx, "%s: cannot create a timer", op->name);
   s->timer.data = s;
@@ -349,6 +365,7 @@ static void partsrc_free_op(wm_op *op) {
   for (int i = 0; i < s->n; i++) free(s->parts[i].name);
   free(s->parts);
   free(s->group);
+  free(s->peers);
   free(s);
 }
 

@@ -49,6 +49,8 @@ struct wm_partsrc {
   const wm_partsrc_hooks *hooks;
   wm_partsrc_config cfg; /* names/ports not kept: see parts */
   char *group;           /* alignment group (owned) or NULL */
+  wm_partsrc **peers;    /* the aligned sources of the group on this context (owned array) */
+  int ngroup;
   wm_part *parts;        /* owned */
   int n;
   int started, stopped, finished, paused, timer_open, timer_on;
