@@ -196,6 +196,19 @@ env2:execute()]], q(k.bootstrap), "--metrics")
     assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/0: paused 0 times", err)
   end)
 
+  it("an instance that owns no partition is idle", function()
+    local k = services.kafka{"one:1"}
+    finally(function() k:stop() end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{parallelism = 2}
+env:read_kafka{brokers = arg[1], topic = "one", bounded = "latest"}:map(function(s) return s end):print()
+env:execute()]], q(k.bootstrap), "--trace-watermarks")
+    assert.are.equal(0, code, err)
+    assert.matches("%[watermark%] map %([^)]*%) 2/2: channel 1: idle %(watermark MIN%)", err)
+    assert.not_matches("1/2: channel 1: idle", err)
+  end)
+
   it("metadata = true gives tables with the message's topic, partition, offset and key", function()
     local k = services.kafka{"ev:1"}
     finally(function() k:stop() end)
