@@ -221,18 +221,21 @@ static wm_op *build_read_nats(lwm_bridge *B, int node, const char *name) {
   return op;
 }
 
+/* Frees the formatters made so far when building a sink fails (their owner is then nobody). */
+static void drop(wm_formatter *const *f, int n) {
+  for (int i = 0; i < n; i++)
+    if (f[i]->free) f[i]->free(f[i]->ud);
+}
+
 static wm_op *build_write_kafka(lwm_bridge *B, int node, const char *name, const char *where) {
   lua_State *L = B->L;
   wm_kafka_sink_config kc;
   memset(&kc, 0, sizeof kc);
+  wm_formatter *const made[3] = {&kc.custom, &kc.key, &kc.partition};
   if (get_format(B, node, where, &kc.format, &kc.custom) != WM_OK) return NULL;
-  if (get_strfn(B, node, "key", "key", where, &kc.key) != WM_OK) {
-    if (kc.custom.free) kc.custom.free(kc.custom.ud);
-    return NULL;
-  }
-  if (get_strfn(B, node, "partition", "partition", where, &kc.partition) != WM_OK) {
-    if (kc.custom.free) kc.custom.free(kc.custom.ud);
-    if (kc.key.free) kc.key.free(kc.key.ud);
+  if (get_strfn(B, node, "key", "key", where, &kc.key) != WM_OK ||
+      get_strfn(B, node, "partition", "partition", where, &kc.partition) != WM_OK) {
+    drop(made, 3);
     return NULL;
   }
   kc.key_field = lwm_get_str(L, node, "key");
@@ -242,9 +245,7 @@ static wm_op *build_write_kafka(lwm_bridge *B, int node, const char *name, const
   int nprops;
   const char **props = get_strings(L, node, "props", &nprops);
   if (nprops < 0) {
-    if (kc.custom.free) kc.custom.free(kc.custom.ud);
-    if (kc.key.free) kc.key.free(kc.key.ud);
-    if (kc.partition.free) kc.partition.free(kc.partition.ud);
+    drop(made, 3);
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
@@ -259,19 +260,17 @@ static wm_op *build_write_nats(lwm_bridge *B, int node, const char *name, const 
   lua_State *L = B->L;
   wm_nats_sink_config nc;
   memset(&nc, 0, sizeof nc);
+  wm_formatter *const made[2] = {&nc.custom, &nc.subject_fn};
   if (get_format(B, node, where, &nc.format, &nc.custom) != WM_OK) return NULL;
   if (get_strfn(B, node, "subject", "subject", where, &nc.subject_fn) != WM_OK) {
-    if (nc.custom.free) nc.custom.free(nc.custom.ud);
+    drop(made, 2);
     return NULL;
   }
-  lua_getfield(L, node, "subject");
-  if (lua_type(L, -1) == LUA_TSTRING) nc.subject = lua_tostring(L, -1);
-  lua_pop(L, 1);
+  nc.subject = lwm_get_str(L, node, "subject");
   int ns;
   const char **subjects = get_strings(L, node, "subjects", &ns);
   if (ns < 0) {
-    if (nc.custom.free) nc.custom.free(nc.custom.ud);
-    if (nc.subject_fn.free) nc.subject_fn.free(nc.subject_fn.ud);
+    drop(made, 2);
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
