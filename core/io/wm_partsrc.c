@@ -100,6 +100,7 @@ static void align_update(wm_partsrc *s) {
     wm_part *p = &s->parts[i];
     int ahead = !p->done && part_wm(p) > limit;
     if (ahead && !p->align_paused) p->pauses++;
+    if (ahead != p->align_paused && p->assigner) wm_tsop_hold_idleness(p->assigner, ahead);
     p->align_paused = ahead;
   }
 }
@@ -302,6 +303,9 @@ static void partsrc_stop(wm_op *op, wm_io_host *host, int finish) {
 static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {
   (void)host;
   wm_partsrc *s = op->impl;
+  if (paused != s->paused) /* backpressure: the partitions are paused, not silent */
+    for (int i = 0; i < s->n; i++)
+      if (s->parts[i].assigner) wm_tsop_hold_idleness(s->parts[i].assigner, paused);
   s->paused = paused;
   if (paused) {
     if (s->timer_open) uv_timer_stop(&s->timer);

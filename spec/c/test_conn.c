@@ -11,6 +11,7 @@
 
 #include "exec/wm_exec.h"
 #include "io/wm_conn.h"
+#include "ops/wm_tsop.h"
 #include "test.h"
 
 typedef struct ksink {
@@ -82,7 +83,50 @@ static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, w
   return rc;
 }
 
+static int64_t vclock(void *ud) { return *(const int64_t *)ud; }
+
+/* What a partitioned source does to its partitions' assigners while it pauses them
+ * (backpressure, alignment): their idleness does not advance (a virtual clock). */
+static void test_hold_idleness(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  int64_t now = 0;
+  ctx.now = vclock;
+  ctx.now_ud = &now;
+  wm_tsop_config tc;
+  memset(&tc, 0, sizeof tc);
+  tc.builtin = WM_GEN_BOUNDED;
+  tc.idle_timeout = 100;
+  wm_op *held = wm_tsop_new(&ctx, "held", &tc);
+  memset(&tc, 0, sizeof tc);
+  tc.builtin = WM_GEN_BOUNDED;
+  tc.idle_timeout = 100;
+  wm_op *free_running = wm_tsop_new(&ctx, "not held", &tc);
+  CHECK(held && free_running && wm_ctx_prepare(&ctx) == WM_OK);
+  if (!held || !free_running) return;
+  now = 50;
+  wm_tsop_hold_idleness(held, true);
+  wm_tsop_hold_idleness(held, true); /* alignment and backpressure at once */
+  now = 1000;
+  CHECK(wm_tsop_check_idle(held, now) == WM_OK && wm_tsop_check_idle(free_running, now) == WM_OK);
+  CHECK(!wm_tsop_is_idle(held));
+  CHECK(wm_tsop_is_idle(free_running)); /* the control: silent for 1000 ms, idle */
+  wm_tsop_hold_idleness(held, false);
+  now = 1500;
+  CHECK(wm_tsop_check_idle(held, now) == WM_OK);
+  CHECK(!wm_tsop_is_idle(held)); /* still held once */
+  wm_tsop_hold_idleness(held, false); /* the timeout starts again at 1500 */
+  now = 1599;
+  CHECK(wm_tsop_check_idle(held, now) == WM_OK);
+  CHECK(!wm_tsop_is_idle(held));
+  now = 1600;
+  CHECK(wm_tsop_check_idle(held, now) == WM_OK);
+  CHECK(wm_tsop_is_idle(held));
+  wm_ctx_free(&ctx);
+}
+
 void test_conn(void) {
+  test_hold_idleness();
   char err[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
