@@ -63,6 +63,11 @@ typedef struct wm_partsrc_config {
  * partitioned source or i out of range. */
 int wm_partsrc_count(const wm_op *op);
 int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos);
+/* Commits every partition's position to the server (Kafka: the offsets of the group, as
+ * Flink does after each completed checkpoint, for monitoring; NATS: nothing, its positions
+ * live in checkpoints only). For the checkpoint coordinator, once a checkpoint holding
+ * these positions is complete. WM_OK or WM_ERR (message in ctx->err). */
+int wm_partsrc_commit(wm_op *op);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);

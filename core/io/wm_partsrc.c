@@ -34,6 +34,13 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
   return 0;
 }
 
+int wm_partsrc_commit(wm_op *op) {
+  if (!wm_op_is_partsrc(op))
+    return wm_ctx_error(op->ctx, "operator '%s' is not a partitioned source", op->name);
+  wm_partsrc *s = op->impl;
+  return s->hooks && s->hooks->commit ? s->hooks->commit(s) : WM_OK;
+}
+
 /* The watermark of partition i as its own assigner made it: MIN without one. */
 static int64_t part_wm(const wm_part *p) {
   return p->assigner ? wm_tsop_last_watermark(p->assigner) : WM_TIME_MIN;

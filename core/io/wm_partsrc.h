@@ -36,6 +36,9 @@ typedef struct wm_partsrc_hooks {
   /* After a restore (before start): read on from parts[i].pos where parts[i].restored is
    * set. WM_OK or WM_ERR. */
   int (*seek)(wm_partsrc *s);
+  /* Commits the positions (parts[i].pos) to the server for monitoring (Kafka: the group's
+   * offsets). NULL: nothing to commit. WM_OK or WM_ERR. */
+  int (*commit)(wm_partsrc *s);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);
   /* Frees the connector's own state (not the wm_partsrc). */

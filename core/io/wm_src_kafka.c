@@ -304,9 +304,29 @@ static int ksrc_seek(wm_partsrc *s) {
   return WM_OK;
 }
 
+/* The positions as the group's committed offsets (synchronous: a completed checkpoint
+ * is rare, and the commit must be done before the next one). */
+static int ksrc_commit(wm_partsrc *s) {
+  ksrc *k = (ksrc *)s;
+  if (!k->rk || s->n == 0) return WM_OK;
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
+  if (!l) return wm_ctx_error(s->op->ctx, "out of memory");
+  for (int i = 0; i < s->n; i++) {
+    if (s->parts[i].pos < 0) continue;
+    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].pos;
+  }
+  rd_kafka_resp_err_t e = l->cnt ? rd_kafka_commit(k->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+    return wm_ctx_error(s->op->ctx, "%s: cannot commit the offsets of the group at %s: %s", s->op->name,
+                        k->brokers, rd_kafka_err2str(e));
+  return WM_OK;
+}
+
 static const wm_partsrc_hooks ksrc_hooks = {.peek = ksrc_peek, .emit = ksrc_emit,
                                             .serve = ksrc_serve, .seek = ksrc_seek,
-                                            .close = ksrc_close, .free = ksrc_free};
+                                            .commit = ksrc_commit, .close = ksrc_close,
+                                            .free = ksrc_free};
 
 /* Resolves the start offset of every partition, the end offsets of a bounded source, and
  * assigns the partitions. WM_OK or WM_ERR. */

@@ -19,6 +19,7 @@ typedef struct ksink {
   wm_exec *e;
   wm_op *src;
   wm_buf snap;
+  int commit;    /* at "b", commit the source's positions to the group */
 } ksink;
 
 /* notes "origin@line:text;" of every record; at "b" snapshots the source */
@@ -36,6 +37,7 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_add(&ks->seen, s, n);
   wm_buf_addc(&ks->seen, ';');
   if (ks->e && n == 1 && s[0] == 'b') CHECK(wm_exec_snapshot_source(ks->e, ks->src, &ks->snap) == WM_OK);
+  if (ks->commit && n == 1 && s[0] == 'b') CHECK(wm_partsrc_commit(ks->src) == WM_OK);
   return WM_OK;
 }
 
@@ -49,8 +51,10 @@ static void produce(rd_kafka_t *p, const char *topic, int part, const char *v) {
 }
 
 /* Reads topic "t" (partitions 0 and 1) bounded, restored from `restore` when given; notes
- * what it saw, and a snapshot at "b" when take is set. The run's result. */
-static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, wm_buf *take) {
+ * what it saw, and a snapshot at "b" when take is set. start: WM_START_*; commit: commit
+ * the positions at "b". The run's result. */
+static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf *restore, wm_buf *seen,
+                        wm_buf *take) {
   wm_ctx ctx;
   wm_ctx_init(&ctx);
   wm_exec_config cfg = {0};
@@ -61,11 +65,15 @@ static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, w
   const char *names[2] = {"t/0", "t/1"}, *topics[2] = {"t", "t"};
   const int parts[2] = {0, 1};
   wm_kafka_source_config kc = {.brokers = brokers, .group = "test", .topics = topics, .partitions = parts,
-                               .p = {.nparts = 2, .names = names, .bounded = 1}};
+                               .p = {.nparts = 2, .names = names, .bounded = 1, .start = start}};
   wm_op *src = wm_kafka_source_new(wm_exec_host(e), "read_kafka", &kc);
   wm_op *sink = wm_op_new(&ctx, &k_vt, &ks, "sink");
   if (take) {
     ks.e = e;
+    ks.src = src;
+  }
+  if (commit) {
+    ks.commit = 1;
     ks.src = src;
   }
   int rc = WM_ERR;
@@ -81,6 +89,10 @@ static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, w
   wm_buf_free(&ks.seen);
   wm_buf_free(&ks.snap);
   return rc;
+}
+
+static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, wm_buf *take) {
+  return run_kafka_as(brokers, WM_START_EARLIEST, 0, restore, seen, take);
 }
 
 static int64_t vclock(void *ud) { return *(const int64_t *)ud; }
@@ -166,6 +178,16 @@ void test_conn(void) {
     CHECK(run_kafka(brokers, &snap, &seen, NULL) == WM_OK);
     /* the snapshot taken while "b" goes down the chain counts b as read: the restored run
      * reads on at c (and from the start of partition 1, which had not begun) */
+    CHECK_STR(seen.data, "t/0@2:c;t/1@0:x;");
+    /* committed at "b" (b counted as read), a job starting from the group's offsets reads on
+     * at c; before any commit it starts at the earliest offsets */
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_as(brokers, WM_START_COMMITTED, 0, NULL, &seen, NULL) == WM_OK);
+    CHECK_STR(seen.data, "t/0@0:a;t/0@1:b;t/0@2:c;t/1@0:x;");
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_as(brokers, WM_START_EARLIEST, 1, NULL, &seen, NULL) == WM_OK);
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_as(brokers, WM_START_COMMITTED, 0, NULL, &seen, NULL) == WM_OK);
     CHECK_STR(seen.data, "t/0@2:c;t/1@0:x;");
     wm_buf bad;
     wm_buf_init(&bad);
