@@ -128,15 +128,13 @@ env2:execute()]]
 
   it("an idle partition does not hold the watermark back after the idleness timeout", function()
     local k = services.kafka{"ev:2"}
-    local dir = helper.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. q(dir))
+    local dir = helper.tmpdir()
     local out = dir .. "/out.txt"
     local run
     finally(function()
-      if run then run:stop() end
+      if run then run.kill() end
       k:stop()
-      os.execute("rm -rf " .. q(dir))
+      helper.rmdir(dir)
     end)
     local _, err, code = job([[
 local wm = require("wm")
@@ -147,17 +145,16 @@ env:execute()]], q(k.bootstrap))
     assert.are.equal(0, code, err)
     -- unbounded: partition 1 never gets a record; the window [0, 10 s) can only fire
     -- while the job runs once partition 1 has turned idle
-    local script = helper.write_tmp([[
+    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
-env:read_kafka{brokers = arg[1], topic = "ev",
+env:read_kafka{brokers = brokers, topic = "ev",
   watermarks = wm.watermarks.monotonous():with_idleness("300ms")
     :with_timestamp_assigner(function(line) return tonumber(line:match('"ts":(%d+)')) end)}
   :map(function(line) return {id = line:match('"id":"(%w+)"'), ts = tonumber(line:match('"ts":(%d+)'))} end)
   :key_by("id"):window(wm.windows.tumbling("10s")):count()
-  :sink(function(r) local f = io.open(arg[2], "a"); f:write(r.key, " ", r.count, "\n"); f:close() end)
-env:execute()]], ".lua")
-    run = services.spawn(q(helper.wmrun_bin) .. " " .. q(script) .. " " .. q(k.bootstrap) .. " " .. q(out))
+  :sink(function(r) local f = io.open(out, "a"); f:write(r.key, " ", r.count, "\n"); f:close() end)
+env:execute()]])
     local got = services.poll(function()
       local f = io.open(out)
       if not f then return nil end
@@ -165,8 +162,7 @@ env:execute()]], ".lua")
       f:close()
       return s ~= "" and s or nil
     end, 600)
-    os.remove(script)
-    assert.are.equal("a 2\n", got, run:log())
+    assert.are.equal("a 2\n", got, helper.read_or_empty(run.err))
   end)
 
   it("alignment pauses a partition that runs ahead (visible in --metrics)", function()
@@ -316,15 +312,13 @@ env:execute()]], q(n.url))
 
   it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()
     local n = services.nats()
-    local dir = helper.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. q(dir))
-    local out, script = dir .. "/out.txt", dir .. "/read.lua"
+    local dir = helper.tmpdir()
+    local out = dir .. "/out.txt"
     local run
     finally(function()
-      if run then run:stop() end
+      if run then run.kill() end
       n:stop()
-      os.execute("rm -rf " .. q(dir))
+      helper.rmdir(dir)
     end)
     local write = [[
 local wm = require("wm")
@@ -334,15 +328,13 @@ env:from_elements(arg[2]):write_nats{url = arg[1], stream = "EV", subject = "ev"
 env:execute()]]
     local _, err, code = job(write, q(n.url) .. " a")
     assert.are.equal(0, code, err)
-    local f = assert(io.open(script, "w"))
-    f:write([[
+    run = helper.bg_job(dir, string.format("local url, out = %q, %q\n", n.url, out) .. [[
 local wm = require("wm")
 local env = wm.env{}
-env:read_nats{url = arg[1], stream = "EV"}
-  :sink(function(v) local o = io.open(arg[2], "a"); o:write(v, "\n"); o:close() end)
+env:read_nats{url = url, stream = "EV"}
+  :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
 env:execute()]])
-    f:close()
-    run = services.spawn(q(helper.wmrun_bin) .. " " .. q(script) .. " " .. q(n.url) .. " " .. q(out))
+    local function log() return helper.read_or_empty(run.err) end
     local function has(text)
       return services.poll(function()
         local h = io.open(out)
@@ -351,16 +343,16 @@ env:execute()]])
         return s == text
       end, 600)
     end
-    assert.is_truthy(has("a\n"), run:log())
+    assert.is_truthy(has("a\n"), log())
     n:kill()
-    assert.is_truthy(services.poll(function() return run:log():find("lost the connection", 1, true) end, 600))
+    assert.is_truthy(services.poll(function() return log():find("lost the connection", 1, true) end, 600))
     n:start_again()
-    assert.is_truthy(services.poll(function() return run:log():find("reconnected", 1, true) end, 600), run:log())
+    assert.is_truthy(services.poll(function() return log():find("reconnected", 1, true) end, 600), log())
     _, err, code = job(write, q(n.url) .. " b")
     assert.are.equal(0, code, err)
-    assert.is_truthy(has("a\nb\n"), run:log())
+    assert.is_truthy(has("a\nb\n"), log())
     assert.matches("wmrun: read_nats%(EV@nats://127%.0%.0%.1:%d+%) %([^)]*%): the NATS server at "
-      .. "nats://127%.0%.0%.1:%d+: lost the connection %(reconnecting%)", run:log())
+      .. "nats://127%.0%.0%.1:%d+: lost the connection %(reconnecting%)", log())
   end)
 
   it("a missing stream and an unreachable server fail at the job line, naming them", function()

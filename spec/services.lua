@@ -33,12 +33,7 @@ function M.poll(fn, tries)
   return nil
 end
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
+local tmpdir = helper.tmpdir
 
 local Service = {}
 Service.__index = Service
@@ -47,7 +42,7 @@ Service.__index = Service
 -- directory. Safe to call twice.
 function Service:stop()
   self:kill()
-  if self.dir then os.execute("rm -rf " .. sh_quote(self.dir)) end
+  if self.dir then helper.rmdir(self.dir) end
   self.dir = nil
 end
 
@@ -83,15 +78,6 @@ local function start(cmd, dir, ready, what)
     error(what .. " did not start: " .. log, 3)
   end
   return s, v
-end
-
---- Runs a shell command in the background (its output in files of its own directory);
--- `:out()` and `:log()` read them so far, `:stop()` ends it (SIGTERM) and removes them.
-function M.spawn(cmd)
-  local dir = tmpdir()
-  local s = start(cmd, dir, function() return true end, cmd)
-  function s.out() return read_or_empty(dir .. "/out") end
-  return s
 end
 
 --- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
