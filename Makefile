@@ -190,11 +190,11 @@ $(FUZZ_LUA:%=$(BUILD)/fuzz_%): $(BUILD)/fuzz_%: spec/fuzz/fuzz_lua.c spec/fuzz/%
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -DWM_ROOT='"$(CURDIR)"' \
 	  -DFUZZ_SCRIPT='"$(CURDIR)/spec/fuzz/$*.lua"' -o $@ spec/fuzz/fuzz_lua.c $(CORE_OBJ) $(BIND_OBJ) \
-	  $(LDFLAGS) $(PKG_LIBS) -lm
+	  $(LDFLAGS) $(PKG_LIBS) $(CONN_LIBS) -lm
 
 $(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.h $(CORE_OBJ)
 	@echo "LD $@"
-	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
 # Each thing once (docs/install.md): the binary; the Lua part where both wmrun and lua5.4
 # find it (share/lua/5.4/wm); the C module for lua5.4 (lib/lua/5.4/wm/core.so); the man
