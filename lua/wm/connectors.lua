@@ -95,8 +95,7 @@ local function check_start(v, call, names, keys, level)
     level + 1)
 end
 
----------------------------------------------------------------------------------------------
--- Per-partition watermarks
+-- ---- Per-partition watermarks ------------------------------------------------------------
 
 -- The consumers of node `n` in the plan.
 local function consumers(env, n)
@@ -165,8 +164,8 @@ end
 
 local assign = Stream.assign_timestamps_and_watermarks
 
---- As in wm.stream, and on a stream that comes from read_kafka or read_nats through forward
--- operators only: one generator per partition (Flink's per-partition watermarks).
+-- As in wm.stream (documented there), and on a stream that comes from read_kafka or read_nats
+-- through forward operators only: one generator per partition (Flink's per-partition watermarks).
 function Stream:assign_timestamps_and_watermarks(strategy)
   if getmetatable(strategy) == Strategy then
     local src, chain = partitioned_upstream(self.env, self.node)
@@ -186,6 +185,8 @@ end
 -- @param max_drift a duration
 -- @param[opt] update_interval a duration (default "1s"): how often paused partitions are
 --   checked again while nothing else is read
+-- @usage env:read_kafka{brokers = "127.0.0.1:9092", topic = "events",
+--   watermarks = wm.watermarks.bounded_out_of_orderness("1s"):with_watermark_alignment("g", "10s")}
 function Strategy:with_watermark_alignment(group, max_drift, update_interval)
   check_string(group, "with_watermark_alignment", "the group", 2)
   local drift = duration.ms(max_drift, "with_watermark_alignment max_drift", 2)
@@ -212,8 +213,7 @@ local function partitioned(env, call, kind, t, parts, strategy, level)
   return s
 end
 
----------------------------------------------------------------------------------------------
--- Kafka
+-- ---- Kafka -----------------------------------------------------------------------------------
 
 local kafka_read_opts = {brokers = true, topic = true, topics = true, group = true, start = true,
   bounded = true, metadata = true, watermarks = true, properties = true, name = true, timeout = true}
@@ -265,6 +265,7 @@ end
 --   no key), `partition` (an integer field or fn(record) -> integer, from 0; default:
 --   librdkafka's partitioner, by key), `format` ("json" (default), "text", or fn(record) -> string, as write_lines),
 --   `properties` (librdkafka settings)
+-- @usage stream:write_kafka{brokers = "127.0.0.1:9092", topic = "sums", key = "id"}
 function Stream:write_kafka(opts)
   if type(opts) ~= "table" then error("write_kafka: expected a table of options, got " .. type(opts), 2) end
   opt_table(opts, "write_kafka", {brokers = true, topic = true, key = true, partition = true, format = true,
@@ -284,8 +285,7 @@ function Stream:write_kafka(opts)
     name = opts.name or ("write_kafka(" .. topic .. "@" .. brokers .. ")")})
 end
 
----------------------------------------------------------------------------------------------
--- NATS JetStream
+-- ---- NATS JetStream --------------------------------------------------------------------------
 
 local nats_read_opts = {url = true, stream = true, subject = true, durable = true, start = true,
   bounded = true, metadata = true, watermarks = true, name = true}
@@ -297,6 +297,8 @@ local nats_read_opts = {url = true, stream = true, subject = true, durable = tru
 --   ">"), `durable` (a consumer name; default: ephemeral ordered consumers), `start` ("first"
 --   (default), "new", `{sequence = n}`, `{time = ms}`), `bounded` (false or "latest": up to
 --   the last message at the start), `metadata`, `watermarks`
+-- @usage env:read_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS", subject = "events.>",
+--   bounded = "latest"}:parse_csv{"id", "ts:integer"}
 function Env:read_nats(opts)
   if type(opts) ~= "table" then error("read_nats: expected a table of options, got " .. type(opts), 2) end
   opt_table(opts, "read_nats", nats_read_opts, 2)
@@ -325,6 +327,8 @@ end
 -- subject, or with a subject function the wildcard of the first subject's first token).
 -- @tparam table opts `url`, `stream`, `subject` (a string or fn(record) -> subject),
 --   `subjects`, `format` (as write_lines), `id_prefix` (default: the job line and stream)
+-- @usage stream:write_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS",
+--   subject = function(r) return "events." .. r.id end}
 function Stream:write_nats(opts)
   if type(opts) ~= "table" then error("write_nats: expected a table of options, got " .. type(opts), 2) end
   opt_table(opts, "write_nats", {url = true, stream = true, subject = true, subjects = true, format = true,
