@@ -10,9 +10,15 @@ DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua
               clang libclang-rt-14-dev scdoc man-db groff-base luarocks
 # for make lint and the API reference (make docs)
 DEBIAN_PKGS += lua-check cppcheck lua-ldoc
+# the Kafka and NATS connectors (docs/connectors.md), and the server their specs start
+DEBIAN_PKGS += librdkafka-dev libnats-dev nats-server
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# the connectors' client libraries (core/io/wm_*_kafka.c, wm_*_nats.c)
+CONN_PKGS  = rdkafka libnats
+PKG_CFLAGS += $(shell pkg-config --cflags $(CONN_PKGS) 2>/dev/null)
+CONN_LIBS  := $(shell pkg-config --libs $(CONN_PKGS) 2>/dev/null)
 
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wcast-align -Wwrite-strings -Wundef -Wformat=2 -Wvla
@@ -41,7 +47,13 @@ export WMRUN     := $(CURDIR)/$(WMRUN)
         fuzz fuzz-build fuzz-bins man
 .PHONY: lint ldoc gcstress alloc-sweep
 
-all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE)
+all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE) $(BUILD)/kafka_mock
+
+# librdkafka's mock cluster on 127.0.0.1, for the Kafka specs (spec/services.lua)
+$(BUILD)/kafka_mock: spec/kafka_mock.c
+	@mkdir -p $(dir $@)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LDFLAGS) $(CONN_LIBS)
 
 # Installs the Debian packages that are missing (needs root, or sudo).
 deps:
@@ -60,16 +72,16 @@ $(BUILD)/%.o: %.c $(wildcard core/*/*.h bindings/*.h)
 
 $(WMRUN): $(CORE_OBJ) $(BIND_OBJ) $(BUILD)/bindings/wmrun.o
 	@echo "LD $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+	@$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) $(CONN_LIBS) -lm
 
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "LD $@"
-	@$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
 $(CTESTS): $(CORE_OBJ) $(CTEST_SRC) spec/c/test.h
 	@echo "LD $@"
-	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
 demo: build-with-deps
 	@echo "== examples/a_tumbling_in_order.lua: 5 s tumbling windows, 2 s bounded out-of-orderness"
@@ -178,11 +190,11 @@ $(FUZZ_LUA:%=$(BUILD)/fuzz_%): $(BUILD)/fuzz_%: spec/fuzz/fuzz_lua.c spec/fuzz/%
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -DWM_ROOT='"$(CURDIR)"' \
 	  -DFUZZ_SCRIPT='"$(CURDIR)/spec/fuzz/$*.lua"' -o $@ spec/fuzz/fuzz_lua.c $(CORE_OBJ) $(BIND_OBJ) \
-	  $(LDFLAGS) $(PKG_LIBS) -lm
+	  $(LDFLAGS) $(PKG_LIBS) $(CONN_LIBS) -lm
 
 $(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.h $(CORE_OBJ)
 	@echo "LD $@"
-	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) -lm
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
 # Each thing once (docs/install.md): the binary; the Lua part where both wmrun and lua5.4
 # find it (share/lua/5.4/wm); the C module for lua5.4 (lib/lua/5.4/wm/core.so); the man

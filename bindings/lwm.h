@@ -221,6 +221,12 @@ int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
 /* keyed:process{...} and rolling aggregations (lwm_keyed.c). */
 int lwm_build_keyed(lwm_bridge *B, int node, const char *kind, const char *name,
                     const char *where, wm_op **op);
+/* The connectors (lwm_conn.c): read_kafka, write_kafka, read_nats, write_nats. */
+int lwm_build_conn(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
+                   wm_op **op);
+/* wm.core.kafka_partitions(brokers, topic[, props]), wm.core.nats_subjects(url, stream, filter) */
+int lwm_kafka_partitions(lua_State *L);
+int lwm_nats_subjects(lua_State *L);
 /* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
 wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
                         int64_t interval);

@@ -420,6 +420,8 @@ static const luaL_Reg core_funcs[] = {
     {"thread", l_thread},
     {"_codec_roundtrip", lwm_mt_roundtrip},
     {"_checkpoint_sources", lwm_checkpoint_sources},
+    {"kafka_partitions", lwm_kafka_partitions},
+    {"nats_subjects", lwm_nats_subjects},
     {NULL, NULL},
 };
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/wm_conn.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
 
@@ -46,6 +47,11 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     if (B->ctx.ops[i]->m.parse_errors)
       fprintf(f, "parse errors: %llu in '%s'\n",
               (unsigned long long)B->ctx.ops[i]->m.parse_errors, B->ctx.ops[i]->name);
+  wm_buf al; /* watermark alignment of read_kafka / read_nats (docs/connectors.md) */
+  wm_buf_init(&al);
+  wm_partsrc_metrics(&B->ctx, &al);
+  if (al.len) fwrite(al.data, 1, al.len, f);
+  wm_buf_free(&al);
   fflush(f);
 }
 

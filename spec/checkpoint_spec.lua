@@ -127,7 +127,8 @@ env:read_lines(dir .. "/in.csv")
   local at = threads == 1 and "" or " (--threads 2)"
   -- (the jobs set the parallelism of what precedes key_by to 1: every keyed instance then
   -- has one input and gives the same records on any schedule; the sinks have one instance)
-  it("a declarative job (parse_csv, sum) killed 20 times" .. at .. " writes the file of an uninterrupted run", function()
+  it("a declarative job (parse_csv, sum) killed 20 times" .. at
+     .. " writes the file of an uninterrupted run", function()
     gen_csv(dir .. "/in.csv", 60000, 1)
     kill_and_compare(csv_job("2s") .. [[
   :key_by("id")
@@ -150,7 +151,8 @@ env:execute()
   end)
 
 
-  it("a Lua job (map, reduce, a custom generator with snapshot hooks, lateness, a late side output) killed 20 times" .. at .. "", function()
+  it("a Lua job (map, reduce, a custom generator with snapshot hooks, lateness, a late side output) killed 20 times"
+     .. at, function()
     gen_csv(dir .. "/in.csv", 20000, 6)
     kill_and_compare([[
 local wm = require("wm")
@@ -343,7 +345,8 @@ env:execute()
       local _, _, code = h.sh("WM_CKPT_CRASH=after-manifest:1 " .. h.wmrun_bin .. " " .. ck .. q(jp))
       assert.are.equal(99, code)
       -- a newer one, damaged: a byte flipped in a part
-      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " " .. q(dir .. "/ck/chk-00000000000000000002"))
+      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " "
+        .. q(dir .. "/ck/chk-00000000000000000002"))
       local parts = io.popen("ls " .. q(dir .. "/ck/chk-00000000000000000002") .. " | grep op-"):read("a")
       local part = dir .. "/ck/chk-00000000000000000002/" .. parts:match("[^\n]+")
       local bytes = h.read(part)
@@ -351,7 +354,8 @@ env:execute()
       f:write(bytes:sub(1, -2) .. string.char((bytes:byte(-1) + 1) % 256))
       f:close()
       -- a newer one still, with a truncated MANIFEST
-      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " " .. q(dir .. "/ck/chk-00000000000000000003"))
+      os.execute("cp -r " .. q(dir .. "/ck/chk-00000000000000000001") .. " "
+        .. q(dir .. "/ck/chk-00000000000000000003"))
       local man = dir .. "/ck/chk-00000000000000000003/MANIFEST"
       local m = h.read(man)
       f = assert(io.open(man, "wb"))
@@ -401,7 +405,8 @@ local env = wm.env()
 env:read_lines("-"):map(function(l) io.stderr:write("record\n") return l end):print()
 env:execute()
 ]])
-      local out, err, code = h.sh("sh -c " .. q("echo hi | " .. h.wmrun_bin .. " --checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(jp)))
+      local out, err, code = h.sh("sh -c " .. q("echo hi | " .. h.wmrun_bin .. " --checkpoint-dir "
+        .. q(dir .. "/ck") .. " " .. q(jp)))
       assert.are.equal(1, code)
       assert.are.equal("", out)
       assert.is_nil(err:find("record", 1, true))

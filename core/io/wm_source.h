@@ -79,6 +79,8 @@ int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
  * ctx->pos during the call). On failure adds "\n  while reading <position>" to ctx->err,
  * unless the message already starts with the position. Returns wm_op_emit's result. */
 int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec, int64_t ts);
+/* The same on output port `port` (a partitioned source: one port per partition). */
+int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos, const wm_value *rec, int64_t ts);
 
 /* Adds "\n  while reading <position>" to ctx->err, unless the message already starts with
  * the position (parse errors do: "data.csv:17: field ..."). */

@@ -19,6 +19,7 @@ typedef struct tsop {
   int64_t last_ts;   /* ingestion time: the last timestamp given */
   const wm_field *tsfield; /* the field of with_timestamp_field with scale 1, else NULL */
   uint64_t periodics; /* periodic emits asked for by the clock (wm_tsop_periodic) */
+  int holds;         /* wm_tsop_hold_idleness: while > 0 the input is paused, not silent */
 } tsop;
 
 static const wm_field *fieldts_field_ms(const wm_tsx *x);
@@ -86,9 +87,18 @@ int wm_tsop_check_idle(wm_op *op, int64_t now) {
   return WM_OK;
 }
 
+void wm_tsop_hold_idleness(wm_op *op, bool hold) {
+  tsop *s = op->impl;
+  if (hold) {
+    s->holds++;
+  } else if (s->holds > 0 && --s->holds == 0) {
+    s->last_seen = wm_ctx_now(op->ctx); /* the timeout starts again */
+  }
+}
+
 int64_t wm_tsop_idle_deadline(const wm_op *op) {
   const tsop *s = op->impl;
-  if (s->cfg.idle_timeout <= 0 || s->idle || op->ended) return WM_TIME_MAX;
+  if (s->cfg.idle_timeout <= 0 || s->idle || op->ended || s->holds > 0) return WM_TIME_MAX;
   return wm_time_add_sat(s->last_seen, s->cfg.idle_timeout);
 }
 

@@ -74,6 +74,11 @@ int wm_tsop_check_idle(wm_op *op, int64_t now);
 /* The processing time at which the assigner turns idle if no record comes (WM_TIME_MAX
  * when it has no idleness or is idle already). */
 int64_t wm_tsop_idle_deadline(const wm_op *op);
+/* A source paused its input (backpressure, watermark alignment): no record is coming for
+ * a reason other than silence, so idleness does not advance while held; released (as
+ * many times as held), the idleness timeout starts again (Flink: a paused split is not
+ * idle). */
+void wm_tsop_hold_idleness(wm_op *op, bool hold);
 /* The last watermark the assigner forwarded (WM_TIME_MIN before the first). */
 int64_t wm_tsop_last_watermark(const wm_op *op);
 /* Whether the generator is custom (on_event set), and whether it ever emitted. */

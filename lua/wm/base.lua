@@ -160,7 +160,8 @@ function M.env(opts)
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
       and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" then
-      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint)", 2)
+      error("env: unknown option '" .. tostring(k)
+        .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint)", 2)
     end
   end
   local mh = opts.metrics
@@ -173,7 +174,9 @@ function M.env(opts)
   end
   local ck = opts.checkpoint
   if ck ~= nil then
-    if type(ck) ~= "table" then error("env: checkpoint must be a table {dir = DIR, interval = D}, got " .. type(ck), 2) end
+    if type(ck) ~= "table" then
+      error("env: checkpoint must be a table {dir = DIR, interval = D}, got " .. type(ck), 2)
+    end
     for k in pairs(ck) do
       if k ~= "dir" and k ~= "interval" then
         error("env checkpoint: unknown option '" .. tostring(k) .. "' (dir, interval)", 2)

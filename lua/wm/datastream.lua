@@ -8,6 +8,7 @@ require("wm.stream")   -- transformations, key_by, side outputs
 require("wm.io")       -- sources, parsers and sinks
 require("wm.keyed")    -- keyed process functions, rolling aggregations
 require("wm.windowed") -- windows on keyed streams
+require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
 
 local M = {
   env = base.env,

@@ -1,6 +1,7 @@
 --- Table connectors and formats: where a table's rows come from and go to.
 -- Sources: 'filesystem' (a file; 'path' relative to the script's folder), 'stdin', 'socket'
 -- ('hostname', 'port'). Sinks: 'print' ('print-identifier'), 'filesystem', 'blackhole'.
+-- Both: 'kafka' and 'nats' (wm.sql.connector_logs).
 -- Formats: 'csv' ('csv.field-delimiter', 'csv.ignore-parse-errors', 'csv.null-literal',
 -- 'csv.allow-comments') and 'json' ('json.ignore-parse-errors').
 --
@@ -11,6 +12,9 @@ local wm = require("wm.datastream") -- not the facade `wm`, which loads the Tabl
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
+-- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
+-- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
+local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
 
 local M = {}
 local check_writable
@@ -35,20 +39,22 @@ end
 --- Checks a table's WITH options at CREATE TABLE.
 function M.check(p, t)
   local props, pos = t.props, t.props_pos
-  for k in pairs(props) do
-    if not KNOWN[k] then p:err(pos[k], "unknown option '%s' for a table", k) end
-  end
   local c = props.connector
-  if not c then p:err(t.pos, "table '%s' needs 'connector' in its WITH options", t.name) end
-  if not SOURCES[c] and not SINKS[c] then
-    p:err(pos.connector, "unknown connector '%s' (filesystem, stdin, socket, print, blackhole)", c)
+  local ext = EXTRA[c]
+  for k in pairs(props) do
+    if not KNOWN[k] and not (ext and ext.options(k)) then p:err(pos[k], "unknown option '%s' for a table", k) end
   end
-  t.sink_only = not SOURCES[c]
+  if not c then p:err(t.pos, "table '%s' needs 'connector' in its WITH options", t.name) end
+  if not SOURCES[c] and not SINKS[c] and not ext then
+    p:err(pos.connector, "unknown connector '%s' (filesystem, stdin, socket, kafka, nats, print, blackhole)", c)
+  end
+  if ext then ext.check(p, t) end
+  t.sink_only = not SOURCES[c] and not ext
   if c == "filesystem" and not props.path then p:err(pos.connector, "the filesystem connector needs 'path'") end
   if c == "socket" and (not props.hostname or not props.port) then
     p:err(pos.connector, "the socket connector needs 'hostname' and 'port'")
   end
-  local needs_format = c == "filesystem" or c == "stdin" or c == "socket"
+  local needs_format = c == "filesystem" or c == "stdin" or c == "socket" or ext
   if needs_format then
     local f = props.format
     if not f then p:err(pos.connector, "connector '%s' needs 'format' ('csv' or 'json')", c) end
@@ -62,7 +68,7 @@ function M.check(p, t)
   end
   t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
   t.allow_comments = bool_opt(p, t, "csv.allow-comments")
-  if SOURCES[c] then M.fast_path(t) end
+  if SOURCES[c] or ext then M.fast_path(t) end
 end
 
 -- parse_csv's type for each SQL column type it can parse in C.
@@ -321,6 +327,8 @@ function M.source(p, t, env)
     end
     lines = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port)))
     label = props.hostname .. ":" .. props.port
+  elseif EXTRA[c] then
+    lines, label = EXTRA[c].source(p, t, env)
   end
   local rows
   if t.csv_spec then
@@ -406,8 +414,6 @@ function M.sink(p, t, rel, st, print_changelog)
       .. "(a GROUP BY without a window): write it to a 'print' table", t.name, c)
   end
   if c == "stdin" or c == "socket" then p:err(st.name_pos, "connector '%s' cannot be written to", c) end
-  local path = resolve_path(p, t.props.path)
-  check_writable(p, t, path, st)
   local cols = rel.cols
   local fmt
   if t.props.format == "json" then
@@ -430,6 +436,12 @@ function M.sink(p, t, rel, st, print_changelog)
       return table.concat(parts, d)
     end
   end
+  if EXTRA[c] then
+    EXTRA[c].sink(p, t, rel.stream:map(fmt))
+    return
+  end
+  local path = resolve_path(p, t.props.path)
+  check_writable(p, t, path, st)
   -- write_lines: buffered, and exactly-once with checkpoints (docs/checkpoints.md)
   -- one instance: two would write the same file
   rel.stream:write_lines(path, fmt):name("write " .. t.name .. " (" .. t.props.path .. ")"):set_parallelism(1)

@@ -1,0 +1,155 @@
+/* Connectors to partitioned logs: Kafka (librdkafka) and NATS JetStream (libnats), see
+ * docs/connectors.md.
+ *
+ * Sources read a fixed list of partitions (Kafka: topic/partition; NATS: one subject of a
+ * stream each), discovered before the job is built (wm_kafka_partitions,
+ * wm_nats_subjects) so that the plan can give every partition its own watermark generator
+ * (Flink's per-split watermarks): partition i's records go out on its own output port,
+ * where a timestamps/watermarks operator of its own reads them; the partitions' watermarks
+ * meet again in a union (the minimum over non-idle partitions, semantics.md §3).
+ *
+ * Reading order (wm_partsrc.c): a source reads next from the partition whose downstream
+ * watermark is lowest. A bounded source waits for that partition's next record rather
+ * than read another one, so a replay gives the same output whatever the fetch timing.
+ * Watermark alignment pauses partitions that run more than max_drift ahead of their
+ * group's minimum.
+ *
+ * Positions: every partition has a position (Kafka: the offset of the next record to
+ * read; NATS: the stream sequence of the next message), reported by wm_partsrc_position
+ * for snapshots; no offset is committed or acknowledged here (checkpoints will do it).
+ */
+#ifndef WM_CONN_H
+#define WM_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_graph.h"
+#include "io/wm_io.h"
+
+/* ---- what every partitioned source shares ----------------------------------------- */
+
+/* Where a source starts. */
+enum {
+  WM_START_EARLIEST = 0, /* Kafka earliest / NATS "first" */
+  WM_START_LATEST = 1,   /* Kafka latest / NATS "new": only what comes after the start */
+  WM_START_COMMITTED = 2,/* Kafka: the group's committed offsets (earliest when none);
+                            NATS: the durable consumer's position */
+  WM_START_TIME = 3,     /* the first record at or after start_value (ms) */
+  WM_START_SEQUENCE = 4, /* NATS: stream sequence start_value */
+};
+
+typedef struct wm_align_config {
+  const char *group;     /* NULL: no alignment */
+  int64_t max_drift;     /* ms */
+  int64_t interval;      /* ms between checks while every partition waits (default 1000) */
+} wm_align_config;
+
+typedef struct wm_partsrc_config {
+  int nparts;
+  const char *const *names; /* "events/0", "ev.a": shown in errors and metrics (copied) */
+  const char *const *tags; /* the output port (side-output tag) of each partition, where
+                            its own assigner reads it (NULL: all on the main port) */
+  int start;             /* WM_START_* */
+  int64_t start_value;
+  int bounded;           /* read up to the end found at the start, then end */
+  int metadata;          /* rows with the record's metadata instead of the value string */
+  wm_align_config align;
+} wm_partsrc_config;
+
+/* How many partitions the source has, and partition i's name and position (the offset or
+ * sequence of its next record; -1 before the first is known). 0 or -1 if op is not a
+ * partitioned source or i out of range. */
+int wm_partsrc_count(const wm_op *op);
+int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos);
+/* Commits every partition's position to the server (Kafka: the offsets of the group, as
+ * Flink does after each completed checkpoint, for monitoring; NATS: nothing, its positions
+ * live in checkpoints only). For the checkpoint coordinator, once a checkpoint holding
+ * these positions is complete. WM_OK or WM_ERR (message in ctx->err). */
+int wm_partsrc_commit(wm_op *op);
+/* Appends alignment counters ("alignment: ... paused N times") of every partitioned
+ * source of ctx, one line each (for --metrics); nothing when no source aligns. */
+void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);
+/* Whether op is a partitioned source (read_kafka, read_nats). */
+int wm_op_is_partsrc(const wm_op *op);
+
+/* ---- Kafka --------------------------------------------------------------------------- */
+
+/* The partitions of a topic, asked of the brokers before the job starts. *n set; returns 0,
+ * or -1 with err: "topic 'x' does not exist on 127.0.0.1:9092", or "cannot
+ * reach the Kafka brokers at ...". props: extra librdkafka properties (name, value, name,
+ * value, ...), nprops strings. */
+int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
+                        int nprops, int timeout_ms, int *n, char *err, size_t errlen);
+
+typedef struct wm_kafka_source_config {
+  const char *brokers;   /* bootstrap.servers */
+  const char *group;     /* group.id (NULL: "wmrun") */
+  const char *const *topics;  /* per partition (nparts of them) */
+  const int *partitions;      /* per partition */
+  const char *const *props;   /* extra librdkafka properties: name, value, ... */
+  int nprops;
+  wm_partsrc_config p;
+} wm_kafka_source_config;
+
+/* read_kafka: a source of the partitions in cfg (the ones this instance owns; none: it is
+ * idle and, when bounded, ends at once). Creates the consumer here; NULL on failure. */
+wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_source_config *cfg);
+
+typedef struct wm_kafka_sink_config {
+  const char *brokers;
+  const char *topic;
+  const char *const *props;
+  int nprops;
+  int format;            /* WM_FMT_* as write_lines */
+  wm_formatter custom;   /* format function (owned from now on) */
+  const char *key_field; /* the message key: a field of the record, or */
+  wm_formatter key;      /* a function (owned), or neither: no key */
+  const char *partition_field; /* the partition: an integer field, or */
+  wm_formatter partition;      /* a function (owned), or neither: librdkafka's partitioner */
+} wm_kafka_sink_config;
+
+/* write_kafka: one message per record (at-least-once). Delivery errors fail the job
+ * naming the brokers and topic; the end of input waits until every message is delivered. */
+wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cfg);
+
+/* ---- NATS JetStream ---------------------------------------------------------------- */
+
+/* The subjects of stream `stream` that match `filter` and hold messages now (the source's
+ * partitions), sorted; *list is an array of owned strings (free with wm_nats_free_list). A
+ * stream without such messages gives the filter itself as the only partition. 0, or -1
+ * with err ("read_nats: stream 'X' does not exist on nats://...", "cannot connect to ..."). */
+int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
+                     char ***list, int *n, char *err, size_t errlen);
+void wm_nats_free_list(char **list, int n);
+
+typedef struct wm_nats_source_config {
+  const char *url;
+  const char *stream;
+  const char *durable;   /* NULL: ephemeral consumers; else "<durable>_<subject>" per subject */
+  const char *const *subjects; /* per partition */
+  wm_partsrc_config p;
+} wm_nats_source_config;
+
+wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_source_config *cfg);
+
+typedef struct wm_nats_sink_config {
+  const char *url;
+  const char *stream;
+  const char *subject;   /* a fixed subject, or */
+  wm_formatter subject_fn; /* a function of the record (owned) */
+  const char *const *subjects; /* the stream's subjects when it is created */
+  int nsubjects;
+  int format;
+  wm_formatter custom;
+  const char *id_prefix; /* Nats-Msg-Id = "<id_prefix>/<instance>/<n>" (n counts records) */
+  int instance;
+} wm_nats_sink_config;
+
+/* write_nats: publishes one message per record with a deterministic Nats-Msg-Id, so a
+ * replay is de-duplicated by the server within the stream's duplicate window. Creates the
+ * stream when it is missing. */
+wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg);
+
+#endif

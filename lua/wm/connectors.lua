@@ -1,0 +1,356 @@
+--- Connectors to partitioned logs: Kafka (`env:read_kafka`, `stream:write_kafka`) and NATS
+-- JetStream (`env:read_nats`, `stream:write_nats`), with Flink's per-partition watermarks
+-- and watermark alignment (`strategy:with_watermark_alignment`). Methods of the classes of
+-- wm.base and wm.watermarks. See docs/connectors.md.
+--
+-- A partitioned source's partitions are asked of the server when the job is built (so a
+-- missing topic or an unreachable broker fails at the job line). Given a watermark
+-- strategy (`watermarks = s`, or `assign_timestamps_and_watermarks(s)` after forward
+-- operators: map, filter, flat_map, parse_csv, parse_json), every partition gets its own
+-- chain of those operators and its own generator; their watermarks meet again in a union,
+-- whose watermark is the minimum over the partitions that are not idle.
+-- @module wm.connectors
+local core = require("wm.core")
+local base = require("wm.base")
+local duration = require("wm.duration")
+local watermarks = require("wm.watermarks")
+
+local Env, Stream, Strategy = base.Env, base.Stream, watermarks.Strategy
+local stream, one_input, sink, opt_table = base.stream, base.one_input, base.sink, base.opt_table
+
+local M = {}
+
+--- Operators that keep a record in its partition (no exchange, one input): a strategy
+-- after them still runs per partition.
+M.FORWARD = {map = true, filter = true, flat_map = true, parse_csv = true, parse_json = true}
+
+local function check_string(v, call, what, level)
+  if type(v) ~= "string" or v == "" then
+    error(string.format("%s: %s must be a non-empty string, got %s", call, what, type(v)), level + 1)
+  end
+  return v
+end
+
+local function check_format(format, call, level)
+  if format == nil then return "json" end
+  if format == "json" or format == "text" or type(format) == "function" then return format end
+  error(call .. ": format must be 'json', 'text' or a function returning a string, got "
+    .. tostring(format), level + 1)
+end
+
+local function check_strategy(s, call, level)
+  if s == nil then return nil end
+  if getmetatable(s) ~= Strategy then
+    error(call .. ": watermarks must be a strategy from wm.watermarks, got " .. type(s), level + 1)
+  end
+  return s
+end
+
+-- "latest" or false/nil.
+local function check_bounded(v, call, level)
+  if v == nil or v == false then return false end
+  if v == "latest" then return true end
+  error(call .. ": bounded must be false or 'latest', got " .. tostring(v), level + 1)
+end
+
+-- Extra client properties {name = value} as a flat sorted list name, value, ...
+local function props_list(t, call, level)
+  if t == nil then return {} end
+  if type(t) ~= "table" then error(call .. ": properties must be a table, got " .. type(t), level + 1) end
+  local names = {}
+  for k in pairs(t) do
+    if type(k) ~= "string" then error(call .. ": property names must be strings", level + 1) end
+    names[#names + 1] = k
+  end
+  table.sort(names)
+  local l = {}
+  for _, k in ipairs(names) do
+    l[#l + 1] = k
+    l[#l + 1] = tostring(t[k])
+  end
+  return l
+end
+
+-- start = a name from `names` or a table {key = integer} with key in `keys`.
+local function check_start(v, call, names, keys, level)
+  if v == nil then return names[1], 0 end
+  if type(v) == "string" then
+    for _, n in ipairs(names) do if v == n then return v, 0 end end
+  elseif type(v) == "table" then
+    for key, mode in pairs(keys) do
+      if v[key] ~= nil then
+        if math.type(v[key]) ~= "integer" or v[key] < 0 then
+          error(string.format("%s: start.%s must be a non-negative integer, got %s", call, key,
+            tostring(v[key])), level + 1)
+        end
+        return mode, v[key]
+      end
+    end
+  end
+  local forms = {}
+  for _, n in ipairs(names) do forms[#forms + 1] = "'" .. n .. "'" end
+  for key in pairs(keys) do forms[#forms + 1] = "{" .. key .. " = n}" end
+  table.sort(forms)
+  error(string.format("%s: start must be one of %s, got %s", call, table.concat(forms, ", "), tostring(v)),
+    level + 1)
+end
+
+-- ---- Per-partition watermarks ------------------------------------------------------------
+
+-- The consumers of node `n` in the plan.
+local function consumers(env, n)
+  local c = 0
+  for _, m in ipairs(env.nodes) do
+    for _, i in ipairs(m.inputs) do if i == n then c = c + 1 end end
+  end
+  return c
+end
+
+-- The partitioned source that `node` reads through forward operators only, each read by
+-- nothing else, and that chain (source side first); or nil.
+local function partitioned_upstream(env, node)
+  local chain = {}
+  local n = node
+  while M.FORWARD[n.kind] and #n.inputs == 1 and consumers(env, n) == (n == node and 0 or 1) do
+    table.insert(chain, 1, n)
+    n = n.inputs[1]
+  end
+  if (n.kind == "read_kafka" or n.kind == "read_nats") and not n.split
+    and consumers(env, n) == (#chain > 0 and 1 or 0) then
+    return n, chain
+  end
+  return nil
+end
+
+-- Makes a plan node build no operator: a side output nobody emits on.
+local function retire(n)
+  n.kind, n.tag = "side_output", "\1retired " .. n.id
+end
+
+-- Gives every partition of `src` a copy of `chain` and its own assigner of `strategy`, and
+-- returns their union.
+local function split(env, src, chain, strategy, where)
+  src.split = true
+  if strategy.align then
+    src.align_group, src.align_drift = strategy.align.group, strategy.align.max_drift
+    src.align_interval = strategy.align.interval
+  end
+  local outs = {}
+  for j, p in ipairs(src.parts) do
+    local s = one_input(stream(env, src), "side_output", {tag = p.tag}, "partition " .. p.name)
+    for _, tmpl in ipairs(chain) do
+      local t = {}
+      for k, v in pairs(tmpl) do t[k] = v end
+      t.id, t.inputs, t.kind = nil, nil, nil
+      t.name = (tmpl.name or tmpl.kind) .. " [" .. p.name .. "]"
+      s = one_input(s, tmpl.kind, t)
+      s.node.where = tmpl.where
+    end
+    local a = one_input(s, "assign", {strategy = strategy}, "timestamps/watermarks [" .. p.name .. "]")
+    a.node.where = where
+    -- one instance per partition: every source instance feeds it; only the owner sends records
+    a.node.parallelism = 1
+    outs[j] = a
+  end
+  for _, n in ipairs(chain) do retire(n) end
+  if #outs == 0 then
+    error("no partitions", 3)
+  end
+  local u = outs[1]:union(table.unpack(outs, 2))
+  u.node.name = "partitions of " .. src.name
+  u.node.where = where
+  return u
+end
+
+local assign = Stream.assign_timestamps_and_watermarks
+
+-- As in wm.stream (documented there), and on a stream that comes from read_kafka or read_nats
+-- through forward operators only: one generator per partition (Flink's per-partition watermarks).
+function Stream:assign_timestamps_and_watermarks(strategy)
+  if getmetatable(strategy) == Strategy then
+    local src, chain = partitioned_upstream(self.env, self.node)
+    if src then return split(self.env, src, chain, strategy, base.where()) end
+    if strategy.align then
+      error("assign_timestamps_and_watermarks: with_watermark_alignment needs a read_kafka or read_nats "
+        .. "source upstream, through forward operators only (map, filter, flat_map, parse_csv, parse_json)", 2)
+    end
+  end
+  return assign(self, strategy)
+end
+
+--- Watermark alignment (Flink's FLIP-182/217): partitions whose watermark runs more than
+-- `max_drift` ahead of the lowest watermark of the group (over every aligned source of the
+-- job on its thread) are paused until it catches up.
+-- @tparam string group
+-- @param max_drift a duration
+-- @param[opt] update_interval a duration (default "1s"): how often paused partitions are
+--   checked again while nothing else is read
+-- @usage env:read_kafka{brokers = "127.0.0.1:9092", topic = "events",
+--   watermarks = wm.watermarks.bounded_out_of_orderness("1s"):with_watermark_alignment("g", "10s")}
+function Strategy:with_watermark_alignment(group, max_drift, update_interval)
+  check_string(group, "with_watermark_alignment", "the group", 2)
+  local drift = duration.ms(max_drift, "with_watermark_alignment max_drift", 2)
+  if drift < 0 then error("with_watermark_alignment: max_drift must not be negative", 2) end
+  local interval = update_interval and duration.ms(update_interval, "with_watermark_alignment update_interval", 2)
+    or 1000
+  if interval <= 0 then error("with_watermark_alignment: update_interval must be positive", 2) end
+  local s = setmetatable({}, Strategy)
+  for k, v in pairs(self) do s[k] = v end
+  s.align = {group = group, max_drift = drift, interval = interval}
+  return s
+end
+
+-- The source stream of a partitioned source node; with a strategy, already split.
+local function partitioned(env, call, kind, t, parts, strategy, level)
+  t.parts = parts
+  t.max_parallelism = nil
+  local n = env:_node(kind, {}, t)
+  local s = stream(env, n)
+  if strategy then
+    if #parts == 0 then error(call .. ": no partitions to read", level + 1) end
+    return split(env, n, {}, strategy, n.where)
+  end
+  return s
+end
+
+-- ---- Kafka -----------------------------------------------------------------------------------
+
+local kafka_read_opts = {brokers = true, topic = true, topics = true, group = true, start = true,
+  bounded = true, metadata = true, watermarks = true, properties = true, name = true, timeout = true}
+
+--- A source of the records of Kafka topics (librdkafka): the message values as strings, or
+-- with `metadata = true` tables `{value, key, topic, partition, offset, timestamp}`. Records
+-- carry the message timestamp.
+-- @tparam table opts `brokers` ("host:port,..."), `topic` or `topics`, `group` (default
+--   "wmrun"), `start` ("earliest" (default), "latest", "committed", `{timestamp = ms}`),
+--   `bounded` (false, or "latest": read up to the end offsets found at the start, then end),
+--   `metadata`, `watermarks` (a strategy run per partition), `properties` (librdkafka
+--   settings, e.g. `{["fetch.wait.max.ms"] = 10}`), `timeout` (how long to wait for the brokers
+--   when the job is built, default "10s")
+-- @usage env:read_kafka{brokers = "127.0.0.1:9092", topic = "events", bounded = "latest"}
+function Env:read_kafka(opts)
+  if type(opts) ~= "table" then error("read_kafka: expected a table of options, got " .. type(opts), 2) end
+  opt_table(opts, "read_kafka", kafka_read_opts, 2)
+  local brokers = check_string(opts.brokers, "read_kafka", "brokers", 2)
+  local topics = opts.topics or {opts.topic}
+  if opts.topic and opts.topics then error("read_kafka: give topic or topics, not both", 2) end
+  if type(topics) ~= "table" or #topics == 0 then error("read_kafka: give a topic (or topics)", 2) end
+  for i, t in ipairs(topics) do check_string(t, "read_kafka", "topic " .. i, 2) end
+  local group = opts.group ~= nil and check_string(opts.group, "read_kafka", "group", 2) or nil
+  local start, start_value = check_start(opts.start, "read_kafka", {"earliest", "latest", "committed"},
+    {timestamp = "timestamp"}, 2)
+  local strategy = check_strategy(opts.watermarks, "read_kafka", 2)
+  local props = props_list(opts.properties, "read_kafka", 2)
+  local timeout = opts.timeout and duration.ms(opts.timeout, "read_kafka timeout", 2) or 10000
+  if timeout <= 0 then error("read_kafka: timeout must be positive", 2) end
+  local parts = {}
+  for _, topic in ipairs(topics) do
+    local n, err = core.kafka_partitions(brokers, topic, props, timeout)
+    if not n then error("read_kafka: " .. err, 2) end
+    for p = 0, n - 1 do
+      local name = topic .. "/" .. p
+      parts[#parts + 1] = {topic = topic, partition = p, name = name, tag = "\1partition " .. name}
+    end
+  end
+  return partitioned(self, "read_kafka", "read_kafka", {brokers = brokers, group = group, start = start,
+    start_value = start_value, bounded = check_bounded(opts.bounded, "read_kafka", 2),
+    metadata = opts.metadata and true or false, props = props,
+    name = opts.name or ("read_kafka(" .. table.concat(topics, ",") .. "@" .. brokers .. ")")},
+    parts, strategy, 2)
+end
+
+--- Writes one Kafka message per record (at-least-once; the message timestamp is the
+-- record's). The end of input waits until every message is delivered.
+-- @tparam table opts `brokers`, `topic`, `key` (a field name or fn(record) -> string; default
+--   no key), `partition` (an integer field or fn(record) -> integer, from 0; default:
+--   librdkafka's partitioner, by key), `format` ("json" (default), "text", or fn(record) -> string, as write_lines),
+--   `properties` (librdkafka settings)
+-- @usage stream:write_kafka{brokers = "127.0.0.1:9092", topic = "sums", key = "id"}
+function Stream:write_kafka(opts)
+  if type(opts) ~= "table" then error("write_kafka: expected a table of options, got " .. type(opts), 2) end
+  opt_table(opts, "write_kafka", {brokers = true, topic = true, key = true, partition = true, format = true,
+    properties = true, name = true}, 2)
+  local brokers = check_string(opts.brokers, "write_kafka", "brokers", 2)
+  local topic = check_string(opts.topic, "write_kafka", "topic", 2)
+  local key = opts.key
+  if key ~= nil and type(key) ~= "string" and type(key) ~= "function" then
+    error("write_kafka: key must be a field name or a function, got " .. type(key), 2)
+  end
+  local part = opts.partition
+  if part ~= nil and type(part) ~= "string" and type(part) ~= "function" then
+    error("write_kafka: partition must be a field name or a function, got " .. type(part), 2)
+  end
+  return sink(self, "write_kafka", {brokers = brokers, topic = topic, key = key, partition = part,
+    format = check_format(opts.format, "write_kafka", 2), props = props_list(opts.properties, "write_kafka", 2),
+    name = opts.name or ("write_kafka(" .. topic .. "@" .. brokers .. ")")})
+end
+
+-- ---- NATS JetStream --------------------------------------------------------------------------
+
+local nats_read_opts = {url = true, stream = true, subject = true, durable = true, start = true,
+  bounded = true, metadata = true, watermarks = true, name = true}
+
+--- A source of the messages of a JetStream stream (libnats): the message data as strings, or
+-- with `metadata = true` tables `{value, subject, stream, sequence, timestamp}`. Every
+-- subject that holds messages at the start is a partition; records carry the message time.
+-- @tparam table opts `url` ("nats://127.0.0.1:4222"), `stream`, `subject` (a filter, default
+--   ">"), `durable` (a consumer name; default: ephemeral ordered consumers), `start` ("first"
+--   (default), "new", `{sequence = n}`, `{time = ms}`), `bounded` (false or "latest": up to
+--   the last message at the start), `metadata`, `watermarks`
+-- @usage env:read_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS", subject = "events.>",
+--   bounded = "latest"}:parse_csv{"id", "ts:integer"}
+function Env:read_nats(opts)
+  if type(opts) ~= "table" then error("read_nats: expected a table of options, got " .. type(opts), 2) end
+  opt_table(opts, "read_nats", nats_read_opts, 2)
+  local url = check_string(opts.url, "read_nats", "url", 2)
+  local sname = check_string(opts.stream, "read_nats", "stream", 2)
+  local filter = opts.subject ~= nil and check_string(opts.subject, "read_nats", "subject", 2) or ">"
+  local durable = opts.durable ~= nil and check_string(opts.durable, "read_nats", "durable", 2) or nil
+  local start, start_value = check_start(opts.start, "read_nats", {"first", "new"},
+    {sequence = "sequence", time = "time"}, 2)
+  local strategy = check_strategy(opts.watermarks, "read_nats", 2)
+  local subjects, err = core.nats_subjects(url, sname, filter)
+  if not subjects then error("read_nats: " .. err, 2) end
+  local parts = {}
+  for i, subj in ipairs(subjects) do
+    parts[i] = {subject = subj, name = subj, tag = "\1partition " .. subj}
+  end
+  return partitioned(self, "read_nats", "read_nats", {url = url, stream = sname, durable = durable,
+    start = start, start_value = start_value, bounded = check_bounded(opts.bounded, "read_nats", 2),
+    metadata = opts.metadata and true or false,
+    name = opts.name or ("read_nats(" .. sname .. "@" .. url .. ")")}, parts, strategy, 2)
+end
+
+--- Publishes one JetStream message per record, with a deterministic Nats-Msg-Id
+-- ("<id_prefix>/<instance>/<n>"), so the server drops a replayed message within the
+-- stream's duplicate window. Creates the stream when missing, on `subjects` (default: the
+-- subject, or with a subject function the wildcard of the first subject's first token).
+-- @tparam table opts `url`, `stream`, `subject` (a string or fn(record) -> subject),
+--   `subjects`, `format` (as write_lines), `id_prefix` (default: the job line and stream)
+-- @usage stream:write_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS",
+--   subject = function(r) return "events." .. r.id end}
+function Stream:write_nats(opts)
+  if type(opts) ~= "table" then error("write_nats: expected a table of options, got " .. type(opts), 2) end
+  opt_table(opts, "write_nats", {url = true, stream = true, subject = true, subjects = true, format = true,
+    id_prefix = true, name = true}, 2)
+  local url = check_string(opts.url, "write_nats", "url", 2)
+  local sname = check_string(opts.stream, "write_nats", "stream", 2)
+  local subject = opts.subject
+  if type(subject) ~= "string" and type(subject) ~= "function" then
+    error("write_nats: subject must be a subject or a function returning one, got " .. type(subject), 2)
+  end
+  local subjects = opts.subjects
+  if subjects ~= nil then
+    if type(subjects) ~= "table" or #subjects == 0 then
+      error("write_nats: subjects must be a list of subjects", 2)
+    end
+    for i, s in ipairs(subjects) do check_string(s, "write_nats", "subject " .. i, 2) end
+  end
+  local prefix = opts.id_prefix ~= nil and check_string(opts.id_prefix, "write_nats", "id_prefix", 2)
+    or (base.where() .. "/" .. sname)
+  return sink(self, "write_nats", {url = url, stream = sname, subject = subject, subjects = subjects,
+    format = check_format(opts.format, "write_nats", 2), id_prefix = prefix,
+    name = opts.name or ("write_nats(" .. sname .. "@" .. url .. ")")})
+end
+
+return M

@@ -1,0 +1,431 @@
+-- The Kafka and NATS JetStream connectors (docs/connectors.md), each test on a server it
+-- starts itself on 127.0.0.1 (spec/services.lua): librdkafka's mock cluster, nats-server.
+local helper = require("helper")
+local services = require("services")
+
+local q = services.quote
+
+-- Runs a job script given as text: wmrun [opts] script args; stdout, stderr, exit code.
+local function job(text, args, opts)
+  local p = helper.write_tmp(text, ".lua")
+  local out, err, code = helper.wmrun((opts or "") .. " " .. q(p) .. " " .. args)
+  os.remove(p)
+  return out, err, code
+end
+
+local function sorted_lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  table.sort(t)
+  return t
+end
+
+-- A file of sensor readings, in order within the out-of-orderness bound (1 s), so that a
+-- job reading it per partition and one reading the file see no late record.
+local function readings()
+  local lines = {}
+  for i = 1, 60 do
+    local id = "s" .. (i % 4)
+    local ts = i * 700 + ((i % 3 == 0) and -500 or 0)
+    lines[#lines + 1] = string.format("%s,%d,%d", id, ts, i)
+  end
+  return helper.write_tmp(table.concat(lines, "\n") .. "\n", ".csv")
+end
+
+local WINDOWED = [[
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("vc"):print()
+]]
+
+local function file_job(path)
+  local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_lines(arg[1])]] .. WINDOWED .. [[
+env:execute()]], q(path))
+  assert.are.equal(0, code, err)
+  return out
+end
+
+describe("kafka connector", function()
+  it("a file written with write_kafka and read back by a windowed job gives the file job's results", function()
+    local k = services.kafka{"readings:3"}
+    local path = readings()
+    finally(function() k:stop(); os.remove(path) end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "readings", format = "text",
+  key = function(line) return line:match("^[^,]+") end}
+env:execute()]], q(path) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    local out
+    out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = arg[1], topic = "readings", bounded = "latest"}]] .. WINDOWED .. [[
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    local expected = file_job(path)
+    assert.is_true(#expected > 0)
+    assert.are.same(sorted_lines(expected), sorted_lines(out))
+  end)
+
+  -- Partition 0 holds a record far ahead of partition 1's. Read with one generator per
+  -- partition, partition 1's records are not late (expected output written by hand); the
+  -- control, one generator after a rebalance, drops them.
+  local FAR = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:from_elements({p = 0, id = "b", ts = 100000, vc = 1}, {p = 0, id = "b", ts = 100500, vc = 1},
+                  {p = 1, id = "a", ts = 1000, vc = 1}, {p = 1, id = "a", ts = 2000, vc = 2},
+                  {p = 1, id = "a", ts = 3000, vc = 3})
+  :write_kafka{brokers = arg[1], topic = "ev", partition = "p"}
+env:execute()
+local env2 = wm.env{watermark_interval = 0}
+local s = env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest"}:parse_json()
+if arg[2] == "control" then s = s:rebalance() end
+local strategy = wm.watermarks.monotonous()
+if arg[2] == "custom" then -- a Lua generator: its state (the largest timestamp) is per partition
+  strategy = wm.watermarks.for_generator(function()
+    return {max = math.mininteger,
+            on_event = function(self, _, ts) if ts > self.max then self.max = ts end end,
+            on_periodic_emit = function(self, out)
+              if self.max > math.mininteger then out:emit_watermark(self.max - 1) end
+            end}
+  end)
+end
+s:assign_timestamps_and_watermarks(strategy:with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("10s")):sum("vc"):print()
+env2:execute()]]
+
+  it("a partition far ahead does not make another partition's records late", function()
+    local k = services.kafka{"ev:2"}
+    finally(function() k:stop() end)
+    local out, err, code = job(FAR, q(k.bootstrap) .. " per-partition", "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
+    assert.matches("timestamps/watermarks %[ev/0%]", err)
+    assert.matches("timestamps/watermarks %[ev/1%]", err)
+  end)
+
+  it("a custom Lua generator runs once per partition, each with its own state", function()
+    local k = services.kafka{"ev:2"}
+    finally(function() k:stop() end)
+    local out, err, code = job(FAR, q(k.bootstrap) .. " custom")
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
+  end)
+
+  it("(control) one generator over the merged partitions drops the records behind", function()
+    local k = services.kafka{"ev:2"}
+    finally(function() k:stop() end)
+    local out, err, code = job(FAR, q(k.bootstrap) .. " control")
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
+  end)
+
+  it("an idle partition does not hold the watermark back after the idleness timeout", function()
+    local k = services.kafka{"ev:2"}
+    local dir = helper.tmpdir()
+    local out = dir .. "/out.txt"
+    local run
+    finally(function()
+      if run then run.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements({p = 0, id = "a", ts = 1000}, {p = 0, id = "a", ts = 2000}, {p = 0, id = "a", ts = 12000})
+  :write_kafka{brokers = arg[1], topic = "ev", partition = "p"}
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    -- unbounded: partition 1 never gets a record; the window [0, 10 s) can only fire
+    -- while the job runs once partition 1 has turned idle
+    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = brokers, topic = "ev",
+  watermarks = wm.watermarks.monotonous():with_idleness("300ms")
+    :with_timestamp_assigner(function(line) return tonumber(line:match('"ts":(%d+)')) end)}
+  :map(function(line) return {id = line:match('"id":"(%w+)"'), ts = tonumber(line:match('"ts":(%d+)'))} end)
+  :key_by("id"):window(wm.windows.tumbling("10s")):count()
+  :sink(function(r) local f = io.open(out, "a"); f:write(r.key, " ", r.count, "\n"); f:close() end)
+env:execute()]])
+    local got = services.poll(function()
+      local f = io.open(out)
+      if not f then return nil end
+      local s = f:read("a")
+      f:close()
+      return s ~= "" and s or nil
+    end, 600)
+    assert.are.equal("a 2\n", got, helper.read_or_empty(run.err))
+  end)
+
+  it("alignment pauses a partition that runs ahead (visible in --metrics)", function()
+    local k = services.kafka{"ev:2"}
+    finally(function() k:stop() end)
+    local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+local recs = {}
+for i = 0, 9 do recs[#recs + 1] = {p = 0, id = "a", ts = i * 1000} end
+recs[#recs + 1] = {p = 1, id = "b", ts = 1000000}
+recs[#recs + 1] = {p = 1, id = "b", ts = 1001000}
+env:from_elements(recs):write_kafka{brokers = arg[1], topic = "ev", partition = "p"}
+env:execute()
+local env2 = wm.env{watermark_interval = 0}
+env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest",
+  watermarks = wm.watermarks.monotonous():with_watermark_alignment("g", "10s")
+    :with_timestamp_assigner(function(line) return tonumber(line:match('"ts":(%d+)')) end)}
+  :map(function(line) return {id = line:match('"id":"(%w+)"')} end)
+  :key_by("id"):window(wm.windows.tumbling("1h")):count()
+  :map(function(r) return r.key .. " " .. r.count end):print()
+env2:execute()]], q(k.bootstrap), "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.equal("a 10\nb 2\n", out, err)
+    assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/1: paused 1 times "
+      .. "%(group 'g', max drift 10000 ms%)", err)
+    assert.matches("alignment: 'read_kafka%(ev@[^']*' partition ev/0: paused 0 times", err)
+  end)
+
+  it("an instance that owns no partition is idle", function()
+    local k = services.kafka{"one:1"}
+    finally(function() k:stop() end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{parallelism = 2}
+env:read_kafka{brokers = arg[1], topic = "one", bounded = "latest"}:map(function(s) return s end):print()
+env:execute()]], q(k.bootstrap), "--trace-watermarks")
+    assert.are.equal(0, code, err)
+    assert.matches("%[watermark%] map %([^)]*%) 2/2: channel 1: idle %(watermark MIN%)", err)
+    assert.not_matches("1/2: channel 1: idle", err)
+  end)
+
+  it("metadata = true gives tables with the message's topic, partition, offset and key", function()
+    local k = services.kafka{"ev:1"}
+    finally(function() k:stop() end)
+    local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements("x", "y"):write_kafka{brokers = arg[1], topic = "ev", format = "text",
+  key = function(s) return "k" .. s end}
+env:execute()
+local env2 = wm.env{}
+env2:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest", metadata = true}
+  :map(function(m) return table.concat({m.topic, m.partition, m.offset, m.key, m.value}, " ") end):print()
+env2:execute()]], q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    assert.are.equal("ev 0 0 kx x\nev 0 1 ky y\n", out)
+  end)
+
+  it("an unreachable broker fails at the job line, naming the connector and the address", function()
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = "127.0.0.1:1", topic = "ev", timeout = "500ms"}:print()
+env:execute()]], "")
+    assert.are.equal(1, code)
+    assert.matches("%.lua:3: read_kafka: cannot reach the Kafka brokers at 127%.0%.0%.1:1", err)
+  end)
+
+  it("checks its options like the other sources", function()
+    local _, err, code = job([[
+local wm = require("wm")
+wm.env{}:read_kafka{brokers = "127.0.0.1:1", topic = "ev", start = "oldest"}]], "")
+    assert.are.equal(1, code)
+    assert.matches("read_kafka: start must be one of 'committed', 'earliest', 'latest', {timestamp = n}, "
+      .. "got oldest", err)
+  end)
+end)
+
+describe("nats connector", function()
+  it("a file written with write_nats and read back by a windowed job gives the file job's results", function()
+    local n = services.nats()
+    local path = readings()
+    finally(function() n:stop(); os.remove(path) end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_nats{url = arg[2], stream = "READINGS", format = "text",
+  subject = function(line) return "readings." .. line:match("^[^,]+") end}
+env:execute()]], q(path) .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    local out
+    out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_nats{url = arg[1], stream = "READINGS", subject = "readings.>", bounded = "latest"}]] .. WINDOWED .. [[
+env:execute()]], q(n.url), "--metrics")
+    assert.are.equal(0, code, err)
+    assert.matches("timestamps/watermarks %[readings%.s0%]", err) -- one generator per subject
+    local expected = file_job(path)
+    assert.is_true(#expected > 0)
+    assert.are.same(sorted_lines(expected), sorted_lines(out))
+  end)
+
+  it("examples/connectors_nats.lua (docs/connectors.md's quick start) gives the sums worked out by hand", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local out, err, code = helper.wmrun(q(helper.root .. "/examples/connectors_nats.lua") .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal("", err)
+    -- 5 s windows of examples/data/connectors_sensors.csv, per sensor (first record, vc summed)
+    assert.are.same(sorted_lines([[
+{"id":"s1","ts":1,"vc":3}
+{"id":"s1","ts":7,"vc":1}
+{"id":"s1","ts":11,"vc":3}
+{"id":"s2","ts":2,"vc":1}
+{"id":"s2","ts":6,"vc":2}
+{"id":"s2","ts":12,"vc":1}
+{"id":"s3","ts":4,"vc":5}
+{"id":"s3","ts":8,"vc":1}
+{"id":"s3","ts":13,"vc":2}
+]]), sorted_lines(out))
+  end)
+
+  it("gives every message a deterministic Nats-Msg-Id: the same output again is de-duplicated", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local write = [[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements("a", "b", "c"):write_nats{url = arg[1], stream = "OUT", subject = "out", format = "text",
+  id_prefix = "job1"}
+env:execute()]]
+    for _ = 1, 2 do
+      local _, err, code = job(write, q(n.url))
+      assert.are.equal(0, code, err)
+    end
+    local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "OUT", bounded = "latest", metadata = true}
+  :map(function(m) return m.sequence .. " " .. m.subject .. " " .. m.value end):print()
+env:execute()]], q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal("1 out a\n2 out b\n3 out c\n", out)
+  end)
+
+  it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local out = dir .. "/out.txt"
+    local run
+    finally(function()
+      if run then run.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    local write = [[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements(arg[2]):write_nats{url = arg[1], stream = "EV", subject = "ev", format = "text",
+  id_prefix = arg[2]}
+env:execute()]]
+    local _, err, code = job(write, q(n.url) .. " a")
+    assert.are.equal(0, code, err)
+    run = helper.bg_job(dir, string.format("local url, out = %q, %q\n", n.url, out) .. [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = url, stream = "EV"}
+  :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
+env:execute()]])
+    local function log() return helper.read_or_empty(run.err) end
+    local function has(text)
+      return services.poll(function()
+        local h = io.open(out)
+        local s = h and h:read("a") or ""
+        if h then h:close() end
+        return s == text
+      end, 600)
+    end
+    assert.is_truthy(has("a\n"), log())
+    n:kill()
+    assert.is_truthy(services.poll(function() return log():find("lost the connection", 1, true) end, 600))
+    n:start_again()
+    assert.is_truthy(services.poll(function() return log():find("reconnected", 1, true) end, 600), log())
+    _, err, code = job(write, q(n.url) .. " b")
+    assert.are.equal(0, code, err)
+    assert.is_truthy(has("a\nb\n"), log())
+    assert.matches("wmrun: read_nats%(EV@nats://127%.0%.0%.1:%d+%) %([^)]*%): the NATS server at "
+      .. "nats://127%.0%.0%.1:%d+: lost the connection %(reconnecting%)", log())
+  end)
+
+  it("a missing stream and an unreachable server fail at the job line, naming them", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local _, err, code = job([[
+local wm = require("wm")
+wm.env{}:read_nats{url = arg[1], stream = "NOPE"}]], q(n.url))
+    assert.are.equal(1, code)
+    assert.matches("%.lua:2: read_nats: stream 'NOPE' does not exist on nats://127%.0%.0%.1:%d+", err)
+    _, err, code = job([[
+local wm = require("wm")
+wm.env{}:read_nats{url = "nats://127.0.0.1:1", stream = "X"}]], "")
+    assert.are.equal(1, code)
+    assert.matches("read_nats: cannot connect to nats://127%.0%.0%.1:1: No server available for connection", err)
+  end)
+end)
+
+describe("SQL connectors", function()
+  local csv = helper.root .. "/examples/sql/k_sql_tumble_count.csv"
+  local expected = helper.root .. "/examples/sql/k_sql_tumble_count.expected"
+  local WORDS = [[
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE words (word STRING, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR rt AS rt - INTERVAL '5' SECOND) WITH (%s);
+]]
+  local COUNT = [[
+SELECT word, COUNT(*) AS cnt, TUMBLE_START(rt, INTERVAL '5' SECOND) AS wstart,
+       TUMBLE_END(rt, INTERVAL '5' SECOND) AS wend
+FROM words GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word;
+]]
+  local function sql(text)
+    local p = helper.write_tmp(text, ".sql")
+    local out, err, code = helper.wmrun("--sql " .. q(p))
+    os.remove(p)
+    return out, err, code
+  end
+
+  -- writes the example's file into the table `with`, then runs the example's query on it
+  local function roundtrip(with)
+    local _, err, code = sql(string.format(WORDS, "'connector' = 'filesystem', 'path' = '" .. csv
+      .. "', 'format' = 'csv'") .. "CREATE TABLE sink (word STRING, ts BIGINT) WITH (" .. with
+      .. ", 'format' = 'csv');\nINSERT INTO sink SELECT word, ts FROM words;\n")
+    assert.are.equal(0, code, err)
+    local out
+    out, err, code = sql(string.format(WORDS, with .. ", 'format' = 'csv'") .. COUNT)
+    assert.are.equal(0, code, err)
+    assert.are.same(sorted_lines(helper.read(expected)), sorted_lines(out))
+  end
+
+  it("'connector' = 'kafka' with Flink's option names, as sink and bounded source", function()
+    local k = services.kafka{"words:2"}
+    finally(function() k:stop() end)
+    roundtrip("'connector' = 'kafka', 'topic' = 'words', 'properties.bootstrap.servers' = '" .. k.bootstrap
+      .. "', 'properties.group.id' = 'sql', 'scan.startup.mode' = 'earliest-offset', "
+      .. "'scan.bounded.mode' = 'latest-offset'")
+  end)
+
+  it("'connector' = 'nats' of the same shape", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    roundtrip("'connector' = 'nats', 'url' = '" .. n.url .. "', 'stream' = 'WORDS', 'subject' = 'words', "
+      .. "'scan.startup.mode' = 'earliest', 'scan.bounded.mode' = 'latest'")
+  end)
+
+  it("names a missing option and a bad mode", function()
+    local _, err, code = sql(string.format(WORDS, "'connector' = 'kafka', 'topic' = 'w', 'format' = 'csv'") .. COUNT)
+    assert.are.equal(1, code)
+    assert.matches("the kafka connector needs 'properties.bootstrap.servers'", err)
+    _, err, code = sql(string.format(WORDS, "'connector' = 'kafka', 'topic' = 'w', 'format' = 'csv', "
+      .. "'properties.bootstrap.servers' = '127.0.0.1:1', 'scan.startup.mode' = 'oldest'") .. COUNT)
+    assert.are.equal(1, code)
+    assert.matches("option 'scan.startup.mode' must be one of 'earliest%-offset', 'group%-offsets', "
+      .. "'latest%-offset', 'timestamp', got 'oldest'", err)
+  end)
+end)

@@ -1,0 +1,129 @@
+--- Servers for the connector specs: librdkafka's mock cluster (build/kafka_mock) and
+-- nats-server with JetStream, each started by the spec on 127.0.0.1 on a free port, in a
+-- temporary directory of its own, and stopped by its pid.
+--
+--   local services = require("services")
+--   local k = services.kafka{"events:2"}       -- k.bootstrap = "127.0.0.1:PORT"
+--   finally(function() k:stop() end)
+--   local n = services.nats()                  -- n.url = "nats://127.0.0.1:PORT"
+--   finally(function() n:stop() end)
+--
+-- Readiness is polled in a bounded loop (the server's own announcement), never assumed.
+local helper = require("helper")
+
+local M = {}
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+M.quote = sh_quote
+
+local read_or_empty = helper.read_or_empty
+
+local function alive(pid)
+  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
+end
+
+--- Waits (50 ms steps, at most `tries` of them, default 200) until fn() returns a value;
+-- returns it or nil (helper.wait_for, which raises, with a bound of one's own).
+function M.poll(fn, tries)
+  for _ = 1, tries or 200 do
+    local v = fn()
+    if v then return v end
+    os.execute("sleep 0.05")
+  end
+  return nil
+end
+
+local tmpdir = helper.tmpdir
+
+local Service = {}
+Service.__index = Service
+
+--- Stops the server (SIGTERM, then SIGKILL if it has not gone after 5 s) and removes its
+-- directory. Safe to call twice.
+function Service:stop()
+  self:kill()
+  if self.dir then helper.rmdir(self.dir) end
+  self.dir = nil
+end
+
+--- Stops the server (SIGTERM) but keeps its directory, so that `:start_again()` brings it
+-- back with the same data on the same port (nats only).
+function Service:kill()
+  if self.pid and alive(self.pid) then
+    os.execute("kill -TERM " .. self.pid .. " 2>/dev/null")
+    if not M.poll(function() return not alive(self.pid) end, 100) then
+      os.execute("kill -KILL " .. self.pid .. " 2>/dev/null")
+      M.poll(function() return not alive(self.pid) end, 40)
+    end
+  end
+  self.pid = nil
+end
+
+--- The server's log so far (for failure messages).
+function Service:log() return read_or_empty(self.dir .. "/log") end
+
+local function start(cmd, dir, ready, what)
+  local p = io.popen("cd " .. sh_quote(dir) .. " && (" .. cmd .. " >" .. sh_quote(dir .. "/out")
+    .. " 2>" .. sh_quote(dir .. "/log") .. " </dev/null & echo $!)")
+  local pid = p:read("l")
+  p:close()
+  local s = setmetatable({pid = assert(tonumber(pid), "no pid for " .. what), dir = dir}, Service)
+  local v = M.poll(function()
+    if not alive(s.pid) then return false end
+    return ready(s)
+  end, 200)
+  if not v then
+    local log = s:log() .. read_or_empty(dir .. "/out")
+    s:stop()
+    error(what .. " did not start: " .. log, 3)
+  end
+  return s, v
+end
+
+--- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
+-- its address. It ends by itself after 10 minutes at the latest.
+function M.kafka(topics)
+  local bin = helper.root .. "/" .. (os.getenv("WM_BUILD") or "build") .. "/kafka_mock"
+  local args = {}
+  for i, t in ipairs(topics) do args[i] = sh_quote(t) end
+  local dir = tmpdir()
+  local s, addr = start(sh_quote(bin) .. " -d -t 600 " .. table.concat(args, " "), dir, function(sv)
+    return read_or_empty(sv.dir .. "/out"):match("^(%S+)\n")
+  end, "kafka_mock")
+  s.bootstrap = addr
+  return s
+end
+
+--- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
+-- `.url` is "nats://127.0.0.1:PORT", `.port` the port.
+-- Debian installs nats-server in /usr/sbin, which a user's PATH may lack.
+local function nats_bin()
+  if os.execute("command -v nats-server >/dev/null 2>&1") then return "nats-server" end
+  return "/usr/sbin/nats-server"
+end
+
+local function nats_at(dir, port)
+  os.remove(dir .. "/log")
+  return start("exec " .. nats_bin() .. " -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
+    dir, function(sv)
+      local log = sv:log()
+      if not log:find("Server is ready", 1, true) then return nil end
+      return log:match("Listening for client connections on 127%.0%.0%.1:(%d+)")
+    end, "nats-server")
+end
+
+function M.nats()
+  local dir = tmpdir()
+  local s, port = nats_at(dir, -1)
+  s.port = tonumber(port)
+  s.url = "nats://127.0.0.1:" .. port
+  return s
+end
+
+--- After `:kill()`: the same server again (its data, its port).
+function Service:start_again()
+  local s = nats_at(self.dir, self.port)
+  self.pid = s.pid
+end
+
+return M
