@@ -75,7 +75,7 @@ static int new_chunk(wm_pool *p) {
     size_t left = (size_t)(p->end - p->cur);
     size_t k = class_of(left < WM_POOL_MAX ? left : WM_POOL_MAX);
     if (class_size(k) > left) k--;
-    void **b = (void **)p->cur;
+    void **b = (void **)(void *)p->cur; /* blocks are WM_POOL_GRAIN-aligned */
     UNPOISON(b, sizeof *b);
     *b = p->free_list[k];
     POISON(b, class_size(k));
@@ -103,7 +103,7 @@ static void *get(wm_pool *p, size_t n) {
     p->free_list[k] = *b;
   } else {
     if ((size_t)(p->end - p->cur) < sz && new_chunk(p) != 0) return NULL;
-    b = (void **)p->cur;
+    b = (void **)(void *)p->cur;
     p->cur += sz;
     UNPOISON(b, sz);
   }

@@ -109,11 +109,20 @@ static int ksink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (ksink_key(op, k, rec, &has_key) != WM_OK) return WM_ERR;
   int64_t mts = ts == WM_TIME_MIN || ts < 0 ? 0 : ts;
   for (;;) {
+/* librdkafka's RD_KAFKA_V_* macros pass an int through a void * vararg; clang (the fuzz
+ * build) warns about their cast, gcc does not */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wint-to-void-pointer-cast"
+#endif
     rd_kafka_resp_err_t e = rd_kafka_producev(
         k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_VALUE(k->val.data, k->val.len),
         RD_KAFKA_V_KEY(has_key ? k->key.data : NULL, has_key ? k->key.len : 0),
         RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_TIMESTAMP(mts), RD_KAFKA_V_END);
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
     if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       rd_kafka_poll(k->rk, 100); /* backpressure: wait for deliveries */
