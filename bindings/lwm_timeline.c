@@ -29,13 +29,14 @@ static void set_window(lua_State *L, wm_window w) {
 static void push_stats(lua_State *L, const wm_timeline *tl) {
   wm_timeline_stats st;
   wm_timeline_stats_get(tl, &st);
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 11);
   set_int(L, "records", (lua_Integer)st.records);
   set_int(L, "late_dropped", (lua_Integer)st.late_dropped);
   set_int(L, "late_side", (lua_Integer)st.late_side);
   set_int(L, "firings", (lua_Integer)st.firings);
   set_int(L, "late_firings", (lua_Integer)st.late_firings);
   set_int(L, "cleanups", (lua_Integer)st.cleanups);
+  set_int(L, "checkpoints", (lua_Integer)st.checkpoints);
   set_int(L, "records_shown", (lua_Integer)st.records_shown);
   set_int(L, "delay_samples", (lua_Integer)st.delay_samples);
   lua_pushnumber(L, st.mean_firing_delay);
@@ -108,6 +109,24 @@ static void push_marks(lua_State *L, const wm_timeline *tl) {
   }
 }
 
+static void push_ckpts(lua_State *L, const wm_timeline *tl) {
+  size_t n;
+  const wm_timeline_ckpt *c = wm_timeline_ckpts(tl, &n);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_createtable(L, 0, 6);
+    set_int(L, "x", (lua_Integer)c[i].x);
+    set_int(L, "t", c[i].t);
+    set_int(L, "id", (lua_Integer)c[i].id);
+    set_int(L, "bytes", (lua_Integer)c[i].bytes);
+    lua_pushnumber(L, c[i].ms);
+    lua_setfield(L, -2, "ms");
+    lua_pushboolean(L, c[i].final);
+    lua_setfield(L, -2, "final");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
 static void push_windows(lua_State *L, const wm_timeline *tl) {
   lua_newtable(L);
   size_t it = 0;
@@ -155,7 +174,7 @@ static void push_series(lua_State *L, const wm_timeline *tl) {
 
 void lwm_timeline_push(lua_State *L, const wm_timeline *tl) {
   luaL_checkstack(L, 8, "timeline");
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 11);
   lua_pushstring(L, wm_timeline_title(tl));
   lua_setfield(L, -2, "title");
   set_int(L, "arrivals", (lua_Integer)wm_timeline_arrivals(tl));
@@ -177,6 +196,8 @@ void lwm_timeline_push(lua_State *L, const wm_timeline *tl) {
   lua_setfield(L, -2, "lates");
   push_marks(L, tl);
   lua_setfield(L, -2, "marks");
+  push_ckpts(L, tl);
+  lua_setfield(L, -2, "checkpoints");
   push_windows(L, tl);
   lua_setfield(L, -2, "windows");
   push_series(L, tl);

@@ -159,6 +159,72 @@ describe("wmrun --timeline", function()
     assert.truthy(legend:find("input of the window operator", 1, true), legend)
   end)
 
+  -- one mark per checkpoint the run took, counted against the trace's `[checkpoint] N`
+  -- lines (a run ends with a final checkpoint, and takes one before its first record):
+  -- its number, size and duration in the hover, the legend saying what it is
+  local function checkpoint_marks(extra, records)
+    local path, ck = tmpfile("ck.svg"), tmpfile("ck")
+    local _, err = run_c(path, extra .. " --trace-watermarks --checkpoint-dir '" .. ck .. "'")
+    os.execute("rm -rf '" .. ck .. "'")
+    local svg = parse(helper.read(path))
+    os.remove(path)
+    local taken = {}
+    for line in err:gmatch("[^\n]+") do
+      local id, rest = line:match("^%[checkpoint%] (%d+)(.*)")
+      if id then
+        local bytes, ms = rest:match(": (%d+) bytes in ([%d.]+) ms")
+        taken[#taken + 1] = {id = id, final = rest:find("^ %(final%)") ~= nil, bytes = bytes, ms = ms}
+      end
+    end
+    local p = panels(svg)[1]
+    local marks = with_class(group(p, "checkpoints"), "ckpt")
+    assert.is_true(#taken >= 2, err)
+    assert.equal(#taken, #marks)
+    for i, m in ipairs(marks) do
+      local t, title = taken[i], title_of(marks[i])
+      assert.equal(t.id, m.attr["data-id"])
+      assert.equal("checkpoint " .. t.id, title:match("^checkpoint %d+"))
+      assert.truthy(title:find(": " .. t.bytes .. " bytes", 1, true), title)
+      assert.truthy(title:find(" in " .. t.ms .. " ms", 1, true), title)
+      assert.equal(t.final, title:find("(final", 1, true) ~= nil, title)
+      -- a vertical line across the plot
+      local x0, x1 = m.attr.d:match("^M([%d.]+) [%d.]+V[%d.]+$"), nil
+      assert.truthy(x0, m.attr.d)
+      if i > 1 then
+        x1 = marks[i - 1].attr.d:match("^M([%d.]+)")
+        assert.is_true(tonumber(x0) >= tonumber(x1), "in the order they were taken")
+      end
+    end
+    assert.truthy(taken[#taken].final, "the run ends with a final checkpoint")
+    assert.truthy(title_of(marks[1]):find("before the first record", 1, true))
+    assert.truthy(title_of(marks[#marks]):find("after " .. records .. " records", 1, true))
+    local stats = with_class(p, "stats")[1]
+    assert.truthy(stats.text:find(#taken .. " checkpoints", 1, true), stats.text)
+    local legend = {}
+    for _, t in ipairs(find(group(p, "legend"), function(x) return x.tag == "text" end)) do
+      legend[#legend + 1] = t.text
+    end
+    assert.truthy(table.concat(legend, "|"):find("checkpoint completed", 1, true))
+  end
+
+  it("marks every checkpoint the job took", function()
+    checkpoint_marks("", 10)
+  end)
+
+  it("marks every checkpoint of a job on two threads, whichever thread committed it", function()
+    -- the recorder observes thread 1 (its 5 records), the other thread commits some
+    checkpoint_marks("-p 2 --threads 2 --checkpoint-interval 1ms", 5)
+  end)
+
+  it("has no checkpoint mark nor legend entry without --checkpoint-dir", function()
+    local path = tmpfile("nock.svg")
+    run_c(path)
+    local text = helper.read(path)
+    os.remove(path)
+    assert.equal(0, #with_class(parse(text), "ckpt"))
+    assert.falsy(text:find("checkpoint", 1, true))
+  end)
+
   it("writes a self-contained HTML page", function()
     local path = tmpfile("t2.html")
     run_c(path)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/wm_buf.h"
+#include "graph/wm_obs.h"
 #include "graph/wm_snapshot.h"
 #include "state/wm_ckpt.h"
 
@@ -47,6 +48,7 @@ typedef struct ck_shared {
   int ready;
   int last_rc;
   wm_ckptrun_stats st;
+  wm_obs_ckpt recent[16]; /* the last ones committed, at st.taken % 16, for report_locked */
   FILE *log;
   int trace;
   char *dir, *jobname;
@@ -60,6 +62,7 @@ struct wm_ckptrun {
   ck_shared *sh;
   int own_sh;
   wm_mt_local *mt;
+  uint64_t reported; /* checkpoints taken that this thread's observer has been told of */
 };
 
 static uint64_t wall_ms(void) {
@@ -301,6 +304,7 @@ static int commit_locked(ck_shared *sh) {
   st->total_ms += ms;
   if (ms > st->max_ms) st->max_ms = ms;
   st->last_bytes = sh->bytes;
+  sh->recent[st->taken % 16] = (wm_obs_ckpt){sh->id, sh->bytes, ms, sh->final};
   if (sh->trace)
     fprintf(sh->log, "[checkpoint] %" PRIu64 "%s: %llu bytes in %.1f ms, alignment %.1f ms\n",
             sh->id, sh->final ? " (final)" : "", (unsigned long long)sh->bytes, ms, st->align_ms);
@@ -310,6 +314,22 @@ static int commit_locked(ck_shared *sh) {
     if (sh->job) wm_mt_job_saved(sh->job);
   }
   return WM_OK;
+}
+
+/* Tells this thread's observer (a timeline, ctx->observe) of the checkpoints committed since
+ * it last looked (under mu): whichever thread committed one, the thread whose context is
+ * observed reports it, on its own thread (with barriers it may be a few behind: up to
+ * 16 are kept for it). */
+static void report_locked(wm_ckptrun *c) {
+  ck_shared *sh = c->sh;
+  uint64_t n = sh->st.taken, from = c->reported + 1;
+  c->reported = n;
+  if (!c->ctx->observe) return;
+  if (n >= 16 && from < n - 15) from = n - 15;
+  for (uint64_t i = from; i <= n; i++) {
+    wm_obs ev = {.kind = WM_OBS_CHECKPOINT, .ckpt = &sh->recent[i % 16]};
+    c->ctx->observe(c->ctx->observe_ud, NULL, &ev);
+  }
 }
 
 /* Every thread takes part (in the same order of calls): before the first record, at the
@@ -360,6 +380,7 @@ static int take_sync(wm_ckptrun *c, int final, int ok) {
     if (strstr(sh->why, "\n  while taking checkpoint")) wm_ctx_error(c->ctx, "%s", sh->why);
     else set_err(c, sh->why);
   }
+  report_locked(c);
   uv_mutex_unlock(&sh->mu);
   return rc;
 }
@@ -402,6 +423,7 @@ static int take_periodic(void *ud) {
     if (begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
     else rc = set_err(c, sh->why);
   }
+  report_locked(c);
   uv_mutex_unlock(&sh->mu);
   if (id) wm_mt_request_checkpoint(sh->job, id);
   return rc;
@@ -441,6 +463,7 @@ static int hook_done(void *ud, uint64_t id) {
     sh->arrived = 0;
     if (commit_locked(sh) != WM_OK) rc = set_err(c, sh->why);
   }
+  report_locked(c);
   uv_mutex_unlock(&sh->mu);
   return rc;
 }

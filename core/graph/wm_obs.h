@@ -18,7 +18,15 @@ typedef enum {
   WM_OBS_LATE,       /* a late record: side = 1 sent to the side output `tag`, 0 dropped */
   WM_OBS_EMIT,       /* an operator emitted value (ts) on port flag: a firing's result when
                       * the operator is a window operator */
+  WM_OBS_CHECKPOINT, /* a checkpoint completed: ckpt (op is NULL: it is the job's) */
 } wm_obs_kind;
+
+/* CHECKPOINT: the checkpoint just committed. */
+typedef struct wm_obs_ckpt {
+  uint64_t id, bytes;
+  double ms; /* from its start to its commit */
+  int final; /* the one taken at the end of the input */
+} wm_obs_ckpt;
 
 /* One event. Every pointer is borrowed for the duration of the call. */
 struct wm_obs {
@@ -31,6 +39,7 @@ struct wm_obs {
   int64_t lateness;      /* LATE: the allowed lateness */
   const char *tag;       /* LATE: the side-output tag (NULL when dropped) */
   const wm_value *value; /* EMIT: the record emitted */
+  const wm_obs_ckpt *ckpt; /* CHECKPOINT */
 };
 
 #endif

@@ -15,7 +15,7 @@
 static inline void wm_observe_(wm_op *op, int kind, int64_t ts, int64_t watermark,
                                wm_window w, const wm_value *key, int flag, int64_t lateness,
                                const char *tag) {
-  wm_obs ev = {kind, ts, watermark, w, key, flag, lateness, tag, NULL};
+  wm_obs ev = {kind, ts, watermark, w, key, flag, lateness, tag, NULL, NULL};
   op->ctx->observe(op->ctx->observe_ud, op, &ev);
 }
 
@@ -61,7 +61,7 @@ static inline void wm_observe_late(wm_op *op, const wm_value *key, int64_t ts,
 /* op emits rec (ts) on port (graph/wm_graph.c's wm_op_emit, for every operator). */
 static inline void wm_observe_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {
-    wm_obs ev = {WM_OBS_EMIT, ts, op->wm, (wm_window){0, 0}, NULL, port, 0, NULL, rec};
+    wm_obs ev = {WM_OBS_EMIT, ts, op->wm, (wm_window){0, 0}, NULL, port, 0, NULL, rec, NULL};
     op->ctx->observe(op->ctx->observe_ud, op, &ev);
   }
 }

@@ -24,6 +24,7 @@ typedef wm_timeline_record tl_rec;
 typedef wm_timeline_late tl_late;
 typedef wm_timeline_mark tl_mark;
 typedef wm_timeline_window tl_win;
+typedef wm_timeline_ckpt tl_ckpt;
 
 typedef struct tl_series {
   char *name;
@@ -55,7 +56,7 @@ struct wm_timeline {
   int64_t last_ts;      /* the latest record: its timestamp, whether its key is known */
   int last_keyed;
   size_t last_at;       /* its index in recs, or SIZE_MAX when not kept */
-  tl_list recs, lates, marks;
+  tl_list recs, lates, marks, ckpts;
   tl_series series[MAX_SERIES];
   int nseries;
   tl_win *wins;
@@ -475,6 +476,15 @@ static void on_late(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
                    (int16_t)si, (uint8_t)ev->flag, intern_tag(tl, ev->tag)};
 }
 
+/* A checkpoint committed (op is NULL): x is the number of records seen before it. */
+static void on_ckpt(wm_timeline *tl, const wm_obs *ev) {
+  const wm_obs_ckpt *ck = ev->ckpt;
+  tl->st.checkpoints++;
+  tl_ckpt *c = list_push(tl, &tl->ckpts);
+  int64_t t = tl->ctx ? tl->ctx->now(tl->ctx->now_ud) : tl->cur_t;
+  if (c) *c = (tl_ckpt){tl->nrec, t, ck->id, ck->bytes, ck->ms, (uint8_t)(ck->final != 0)};
+}
+
 static void tl_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   wm_timeline *tl = ud;
   switch (ev->kind) {
@@ -484,6 +494,7 @@ static void tl_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   case WM_OBS_CLEANUP: on_mark(tl, op, ev, MK_CLEANUP); break;
   case WM_OBS_LATE: on_late(tl, op, ev); break;
   case WM_OBS_EMIT: on_emit(tl, op, ev); break;
+  case WM_OBS_CHECKPOINT: on_ckpt(tl, ev); break;
   default: break;
   }
 }
@@ -513,6 +524,7 @@ void wm_timeline_set_limits(wm_timeline *tl, const wm_timeline_limits *lim) {
   list_init(&tl->recs, sizeof(tl_rec), tl->lim.records);
   list_init(&tl->lates, sizeof(tl_late), tl->lim.late);
   list_init(&tl->marks, sizeof(tl_mark), tl->lim.marks);
+  list_init(&tl->ckpts, sizeof(tl_ckpt), tl->lim.late);
 }
 
 void wm_timeline_free(wm_timeline *tl) {
@@ -520,6 +532,7 @@ void wm_timeline_free(wm_timeline *tl) {
   free(tl->recs.a);
   free(tl->lates.a);
   free(tl->marks.a);
+  free(tl->ckpts.a);
   for (int i = 0; i < tl->nseries; i++) {
     free(tl->series[i].name);
     free(tl->series[i].p);
@@ -582,6 +595,11 @@ const wm_timeline_late *wm_timeline_lates(const wm_timeline *tl, size_t *n) {
 const wm_timeline_mark *wm_timeline_marks(const wm_timeline *tl, size_t *n) {
   *n = tl->marks.n;
   return tl->marks.a;
+}
+
+const wm_timeline_ckpt *wm_timeline_ckpts(const wm_timeline *tl, size_t *n) {
+  *n = tl->ckpts.n;
+  return tl->ckpts.a;
 }
 
 const wm_timeline_window *wm_timeline_window_next(const wm_timeline *tl, size_t *it) {

@@ -10,7 +10,8 @@
  *   - the watermark steps of every assigner and the combined input watermark of every
  *     window operator (thinned by merging steps that fall into one x bucket);
  *   - one band per distinct window (thinned by a hash of the window when there are many);
- *   - the text of the first WM_TL_KEYS keys (the others are "other keys").
+ *   - the text of the first WM_TL_KEYS keys (the others are "other keys");
+ *   - the checkpoints completed (WM_OBS_CHECKPOINT), up to the late records' limit.
  * x is the arrival order of the records at the assigners, t the processing time.
  *
  * The recorder only records: lua/wm/timeline.lua draws the picture from what the
@@ -46,7 +47,7 @@ void wm_timeline_detach(wm_timeline *tl, wm_ctx *ctx);
 
 /* Totals of a recording (exact, whatever was thinned). */
 typedef struct wm_timeline_stats {
-  uint64_t records, late_dropped, late_side, firings, late_firings, cleanups;
+  uint64_t records, late_dropped, late_side, firings, late_firings, cleanups, checkpoints;
   uint64_t records_shown;
   double mean_firing_delay; /* ms; NaN-free: 0 when there was no on-time firing */
   uint64_t delay_samples;
@@ -116,12 +117,25 @@ typedef struct wm_timeline_series {
   uint64_t advances;
 } wm_timeline_series;
 
+/* A completed checkpoint (--checkpoint-dir): when it was committed (x: the records seen
+ * at the assigners before it), its id, size (bytes)
+ * and the time it took (ms); final: the one taken at the end of the input. */
+typedef struct wm_timeline_ckpt {
+  uint64_t x;
+  int64_t t;
+  uint64_t id, bytes;
+  double ms;
+  uint8_t final;
+} wm_timeline_ckpt;
+
 const char *wm_timeline_title(const wm_timeline *tl);
 /* Records seen at the assigners (the x of the end of input). */
 uint64_t wm_timeline_arrivals(const wm_timeline *tl);
 const wm_timeline_record *wm_timeline_records(const wm_timeline *tl, size_t *n);
 const wm_timeline_late *wm_timeline_lates(const wm_timeline *tl, size_t *n);
 const wm_timeline_mark *wm_timeline_marks(const wm_timeline *tl, size_t *n);
+/* The checkpoints (thinned like the late records when there are very many). */
+const wm_timeline_ckpt *wm_timeline_ckpts(const wm_timeline *tl, size_t *n);
 /* The window bands, one per call: *it starts at 0; NULL after the last. */
 const wm_timeline_window *wm_timeline_window_next(const wm_timeline *tl, size_t *it);
 int wm_timeline_nseries(const wm_timeline *tl);

@@ -3,11 +3,12 @@
 --
 -- A recording is the table bindings/lwm_timeline.c builds:
 --   title, arrivals (records seen at the assigners), keys (texts), other_keys (boolean),
---   stats {records, late_dropped, late_side, firings, late_firings, cleanups,
+--   stats {records, late_dropped, late_side, firings, late_firings, cleanups, checkpoints,
 --          records_shown, mean_firing_delay, delay_samples, oom},
 --   records {x, t, ts, key, late}, lates {x, t, ts, wm, lateness, key, series, side, tag},
 --   marks {kind = "fire" | "late_fire" | "cleanup", x, t, wm, start, stop, series, key},
 --   windows {start, stop, series, x0, t0, x1, t1, fired},
+--   checkpoints {x, t, id, bytes, ms, final} (completed checkpoints, --checkpoint-dir),
 --   series {name, window (boolean), advances, steps {x, t, v}}.
 -- x is the arrival order of the records at the assigners, t the processing time (ms), key
 -- an index into keys (0: one of the other keys; nil: unknown), series an index into series.
@@ -133,6 +134,7 @@ local function scales(recs, xmode)
       x(m)
     end
     for _, w in ipairs(tl.windows) do y(w.start); y(w.stop) end
+    for _, c in ipairs(tl.checkpoints or {}) do x(c) end
     for _, s in ipairs(tl.series) do
       for _, p in ipairs(s.steps) do y(p.v); x(p) end
     end
@@ -384,6 +386,30 @@ local LEGEND_MARKS = {
   {'<rect class="band" x="%.1f" y="%.1f" width="10" height="10"/>', 0, -9,
    "window [start, end) while open"},
 }
+local LEGEND_CKPT = {'<path class="ckpt" d="M%.1f %.1fv12"/>', 5, -11, "checkpoint completed"}
+
+local function fmt_bytes(n)
+  if n < 1024 then return fmt("%d bytes", n) end
+  if n < 1024 * 1024 then return fmt("%d bytes (%.1f KiB)", n, n / 1024) end
+  return fmt("%d bytes (%.1f MiB)", n, n / (1024 * 1024))
+end
+
+-- The completed checkpoints: a vertical line at the moment each was committed, its number
+-- at the top; the hover says its size and how long it took.
+local function checkpoint_marks(w, tl, p)
+  if #(tl.checkpoints or {}) == 0 then return end
+  w('<g class="checkpoints">\n')
+  for _, c in ipairs(tl.checkpoints or {}) do
+    local x = px(p, c.x, c.t)
+    local title = fmt("checkpoint %d%s: %s in %.1f ms, %s", c.id,
+      c.final and " (final: the end of the input)" or "", fmt_bytes(c.bytes), c.ms,
+      c.x == 0 and "before the first record" or fmt("after %d records", c.x))
+    w('<path class="ckpt" data-id="%d" d="M%.1f %.1fV%.1f"><title>%s</title></path>' ..
+      '<text class="ckpt-n" x="%.1f" y="%.1f">%d<title>%s</title></text>\n', c.id, x, p.T,
+      p.T + p.H, title, x + 2, p.T + 10, c.id, title)
+  end
+  w("</g>\n")
+end
 
 local function panel(out, tl, p, top, height)
   local st = tl.stats
@@ -414,6 +440,11 @@ local function panel(out, tl, p, top, height)
   if fired < st.firings then w(" (%d drawn)", fired) end
   w(" · mean firing delay ")
   if st.delay_samples > 0 then w("%.0f ms", st.mean_firing_delay) else w("-") end
+  local ncp = st.checkpoints or 0
+  if ncp > 0 then
+    w(" · %d checkpoint%s", ncp, ncp == 1 and "" or "s")
+    if #tl.checkpoints < ncp then w(" (%d drawn)", #tl.checkpoints) end
+  end
   if st.oom then w(" · OUT OF MEMORY: partial picture") end
   w("</text>\n")
   axes(w, p, tl, bottom)
@@ -430,6 +461,7 @@ local function panel(out, tl, p, top, height)
     end
   end
   w('<g class="zx" clip-path="url(#%s)">\n', p.clip)
+  checkpoint_marks(w, tl, p)
   -- window bands
   w('<g class="bands">\n')
   for _, b in ipairs(tl.windows) do
@@ -622,7 +654,12 @@ local function panel(out, tl, p, top, height)
   local legend_bottom = top + height - 8
   w('<g class="legend">\n')
   w('<text class="lh" x="%.1f" y="%.1f">marks</text>\n', lx, ly)
-  for _, e in ipairs(LEGEND_MARKS) do
+  local entries = LEGEND_MARKS
+  if #(tl.checkpoints or {}) > 0 then
+    entries = {table.unpack(LEGEND_MARKS)}
+    entries[#entries + 1] = LEGEND_CKPT
+  end
+  for _, e in ipairs(entries) do
     ly = ly + 18
     w(e[1], lx + e[2], ly + e[3])
     w('<text x="%.1f" y="%.1f">%s</text>\n', lx + 15, ly, e[4])
@@ -682,6 +719,8 @@ local CSS = "text{font-family:sans-serif;font-size:12px;fill:#222}" ..
   ".wm.window{stroke-width:6;stroke-opacity:.55}" ..
   ".fire.ontime{fill:#2a9d3a;stroke:#145a1e}.fire.late{fill:#f39c12;stroke:#9a5b00}" ..
   ".cleanup{fill:none;stroke:#555;stroke-width:1.6}" ..
+  ".ckpt{fill:none;stroke:#6a3d9a;stroke-width:1.5;stroke-dasharray:4 3}" ..
+  ".ckpt-n{font-size:10px;fill:#6a3d9a}" ..
   ".late.side{fill:#fff;stroke:#d62020;stroke-width:2.4}" ..
   ".late.dropped{fill:#d62020;stroke:#7a0000}" ..
   ".lane-bg{fill:#fafafa}.lane-bg.even{fill:#f1f3f6}.lane-label{font-size:11px}" ..
