@@ -310,6 +310,91 @@ env:execute()]], q(n.url))
     assert.are.equal("1 out a\n2 out b\n3 out c\n", out)
   end)
 
+  it("a checkpointing job killed at random moments and at the crash points gives the uninterrupted run's file and stream", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    finally(function() n:stop(); helper.rmdir(dir) end)
+    -- the input: 3000 readings on two subjects (two partitions), in order within the bound
+    local lines = {}
+    for i = 1, 3000 do
+      lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
+    end
+    local inp = dir .. "/in.csv"
+    local f = assert(io.open(inp, "w"))
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_nats{url = arg[2], stream = "IN", format = "text",
+  subject = function(line) return "in." .. line:match("^[^,]+") end}
+env:execute()]], q(inp) .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    -- arg[2]: "ref" or "run", the name of the output file and of the output stream
+    local jp = dir .. "/job.lua"
+    f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local tag = arg[2]
+-- (the map spends a little time per record, so that checkpoints and kills land mid-input)
+local sums = env:read_nats{url = arg[1], stream = "IN", subject = "in.>", bounded = "latest"}
+  :map(function(l) local x = 0; for i = 1, 20000 do x = x + i end; return l end)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+sums:write_lines(arg[3] .. "/" .. tag .. ".txt", "json")
+sums:write_nats{url = arg[1], stream = tag:upper(), subject = "out." .. tag, format = "json", id_prefix = tag}
+env:execute()]])
+    f:close()
+    local function run(tag) return q(jp) .. " " .. q(n.url) .. " " .. tag .. " " .. q(dir) end
+    local function count(stream)
+      local out, e, c = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = arg[2], bounded = "latest"}:print()
+env:execute()]], q(n.url) .. " " .. stream)
+      assert.are.equal(0, c, e)
+      local k = 0
+      for _ in out:gmatch("[^\n]+") do k = k + 1 end
+      return k, out
+    end
+    local clock = io.popen("date +%s%N")
+    local t0 = clock:read("n") / 1e6
+    clock:close()
+    local _, e0, c0 = helper.wmrun(run("ref"))
+    clock = io.popen("date +%s%N")
+    local took = math.max(clock:read("n") / 1e6 - t0, 50)
+    clock:close()
+    assert.are.equal(0, c0, e0)
+    local ref = helper.read(dir .. "/ref.txt")
+    assert.is_true(#ref > 0)
+    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
+    for _, point in ipairs{"after-parts", "before-manifest", "after-manifest",
+                           "after-parts", "before-manifest", "after-manifest"} do
+      local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
+      io.stderr:write(point, " ", tostring(c), " ", e, "\n")
+      assert.is_true(c == 99 or c == 0, point .. ": " .. e)
+    end
+    math.randomseed(7)
+    for _ = 1, 8 do
+      local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+        helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
+      local _, e, c = helper.sh("sh -c " .. q(cmd))
+      io.stderr:write("kill ", tostring(c), " ", e, "\n")
+      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
+    end
+    local _, e, c = helper.wmrun(ck .. run("run"))
+    assert.are.equal(0, c, e)
+    assert.are.equal(ref, helper.read(dir .. "/run.txt"))
+    local nref, outref = count("REF")
+    local nrun, outrun = count("RUN")
+    assert.is_true(nref > 0)
+    io.stderr:write("COUNTS ", nref, " ", nrun, "\n")
+    assert.are.equal(nref, nrun) -- no duplicate (Nats-Msg-Id), none lost
+    assert.are.same(sorted_lines(outref), sorted_lines(outrun))
+  end)
+
   it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()
     local n = services.nats()
     local dir = helper.tmpdir()

@@ -332,6 +332,7 @@ static int partsrc_snapshot(wm_op *op, wm_buf *out) {
     wm_codec_put_uvar(out, len);
     wm_buf_add(out, s->parts[i].name, len);
     wm_codec_put_uvar(out, (uint64_t)(s->parts[i].pos + 1));
+    s->parts[i].snap = s->parts[i].pos + 1;
   }
   return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
 }

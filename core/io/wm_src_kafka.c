@@ -312,8 +312,8 @@ static int ksrc_commit(wm_partsrc *s) {
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
   if (!l) return wm_ctx_error(s->op->ctx, "out of memory");
   for (int i = 0; i < s->n; i++) {
-    if (s->parts[i].pos < 0) continue;
-    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].pos;
+    if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
+    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
   }
   rd_kafka_resp_err_t e = l->cnt ? rd_kafka_commit(k->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
