@@ -373,7 +373,6 @@ env:execute()]], q(n.url) .. " " .. stream)
     for _, point in ipairs{"after-parts", "before-manifest", "after-manifest",
                            "after-parts", "before-manifest", "after-manifest"} do
       local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
-      io.stderr:write(point, " ", tostring(c), " ", e, "\n")
       assert.is_true(c == 99 or c == 0, point .. ": " .. e)
     end
     math.randomseed(7)
@@ -381,7 +380,6 @@ env:execute()]], q(n.url) .. " " .. stream)
       local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
         helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
       local _, e, c = helper.sh("sh -c " .. q(cmd))
-      io.stderr:write("kill ", tostring(c), " ", e, "\n")
       assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
     end
     local _, e, c = helper.wmrun(ck .. run("run"))
@@ -390,7 +388,6 @@ env:execute()]], q(n.url) .. " " .. stream)
     local nref, outref = count("REF")
     local nrun, outrun = count("RUN")
     assert.is_true(nref > 0)
-    io.stderr:write("COUNTS ", nref, " ", nrun, "\n")
     assert.are.equal(nref, nrun) -- no duplicate (Nats-Msg-Id), none lost
     assert.are.same(sorted_lines(outref), sorted_lines(outrun))
   end)
