@@ -72,6 +72,80 @@ env:execute()]], q(k.bootstrap))
     assert.are.same(sorted_lines(expected), sorted_lines(out))
   end)
 
+  it("a checkpointing job killed at random moments gives the uninterrupted run's file, and commits the group's offsets", function()
+    local k = services.kafka{"in:2"}
+    local dir = helper.tmpdir()
+    finally(function() k:stop(); helper.rmdir(dir) end)
+    local lines = {}
+    for i = 1, 3000 do
+      lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
+    end
+    local inp = dir .. "/in.csv"
+    local f = assert(io.open(inp, "w"))
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
+  partition = function(line) return tonumber(line:match("^s(%d)")) end}
+env:execute()]], q(inp) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    local jp = dir .. "/job.lua"
+    f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], bounded = "latest"}
+  :map(function(l) local x = 0; for i = 1, 20000 do x = x + i end; return l end)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+  :write_lines(arg[3] .. "/" .. arg[2] .. ".txt", "json")
+env:execute()]])
+    f:close()
+    local function run(tag) return q(jp) .. " " .. q(k.bootstrap) .. " " .. tag .. " " .. q(dir) end
+    local clock = io.popen("date +%s%N")
+    local t0 = clock:read("n") / 1e6
+    clock:close()
+    local _, e0, c0 = helper.wmrun(run("ref"))
+    clock = io.popen("date +%s%N")
+    local took = math.max(clock:read("n") / 1e6 - t0, 50)
+    clock:close()
+    assert.are.equal(0, c0, e0)
+    local ref = helper.read(dir .. "/ref.txt")
+    assert.is_true(#ref > 0)
+    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
+    for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
+      local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
+      assert.is_true(c == 99 or c == 0, point .. ": " .. e)
+    end
+    math.randomseed(11)
+    for _ = 1, 6 do
+      local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+        helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
+      local _, e, c = helper.sh("sh -c " .. q(cmd))
+      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
+    end
+    local _, e, c = helper.wmrun(ck .. run("run"))
+    assert.are.equal(0, c, e)
+    assert.are.equal(ref, helper.read(dir .. "/run.txt"))
+    -- the final checkpoint's positions are the group's offsets: nothing is left to read
+    -- from them; the reference run (no checkpoints) committed none
+    local count = [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], start = "committed", bounded = "latest"}:print()
+env:execute()]]
+    local out
+    out, e, c = job(count, q(k.bootstrap) .. " run")
+    assert.are.equal(0, c, e)
+    assert.are.equal("", out)
+    out, e, c = job(count, q(k.bootstrap) .. " ref")
+    assert.are.equal(0, c, e)
+    assert.are.equal(3000, select(2, out:gsub("\n", "")))
+  end)
+
   -- Partition 0 holds a record far ahead of partition 1's. Read with one generator per
   -- partition, partition 1's records are not late (expected output written by hand); the
   -- control, one generator after a rebalance, drops them.

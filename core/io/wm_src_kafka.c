@@ -263,15 +263,17 @@ static void ksrc_close(wm_partsrc *s) {
     }
     if (k->early) spill_free(&k->early[i]);
   }
+  /* the consumer lives on until the job is freed: the final checkpoint, taken after the
+   * input ended, commits its positions through it */
+}
+
+static void ksrc_free(wm_partsrc *s) {
+  ksrc *k = (ksrc *)s;
   if (k->rk) {
     rd_kafka_consumer_close(k->rk);
     rd_kafka_destroy(k->rk);
     k->rk = NULL;
   }
-}
-
-static void ksrc_free(wm_partsrc *s) {
-  ksrc *k = (ksrc *)s;
   for (int i = 0; k->topics && i < s->n; i++) free(k->topics[i]);
   free(k->topics);
   free(k->partition);
