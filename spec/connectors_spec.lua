@@ -48,6 +48,50 @@ env:execute()]], q(path))
   return out
 end
 
+-- The input of the crash specs: 3000 readings on two keys (s0, s1), in order within 1 s.
+local function crash_input(dir)
+  local lines = {}
+  for i = 1, 3000 do
+    lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
+  end
+  local inp = dir .. "/in.csv"
+  local f = assert(io.open(inp, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  return inp
+end
+
+local function now_ms()
+  local clock = io.popen("date +%s%N")
+  local ns = clock:read("n")
+  clock:close()
+  return ns / 1e6
+end
+
+-- The reference run (tag "ref", timed), then runs with checkpoints (tag "run") crashed at
+-- the crash points of their third checkpoint and killed with SIGKILL at random moments
+-- within the reference's duration, then one to the end. run(tag): the job's arguments.
+local function crash_runs(dir, run, kills, seed)
+  local t0 = now_ms()
+  local _, e0, c0 = helper.wmrun(run("ref"))
+  local took = math.max(now_ms() - t0, 50)
+  assert.are.equal(0, c0, e0)
+  local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
+  for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
+    local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
+    assert.is_true(c == 99 or c == 0, point .. ": " .. e)
+  end
+  math.randomseed(seed)
+  for _ = 1, kills do
+    local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+      helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
+    local _, e, c = helper.sh("sh -c " .. q(cmd))
+    assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
+  end
+  local _, e, c = helper.wmrun(ck .. run("run"))
+  assert.are.equal(0, c, e)
+end
+
 describe("kafka connector", function()
   it("a file written with write_kafka and read back by a windowed job gives the file job's results", function()
     local k = services.kafka{"readings:3"}
@@ -76,14 +120,7 @@ env:execute()]], q(k.bootstrap))
     local k = services.kafka{"in:2"}
     local dir = helper.tmpdir()
     finally(function() k:stop(); helper.rmdir(dir) end)
-    local lines = {}
-    for i = 1, 3000 do
-      lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
-    end
-    local inp = dir .. "/in.csv"
-    local f = assert(io.open(inp, "w"))
-    f:write(table.concat(lines, "\n"), "\n")
-    f:close()
+    local inp = crash_input(dir)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -92,7 +129,7 @@ env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "tex
 env:execute()]], q(inp) .. " " .. q(k.bootstrap))
     assert.are.equal(0, code, err)
     local jp = dir .. "/job.lua"
-    f = assert(io.open(jp, "w"))
+    local f = assert(io.open(jp, "w"))
     f:write([[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
@@ -105,30 +142,9 @@ env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], bounded = "latest
 env:execute()]])
     f:close()
     local function run(tag) return q(jp) .. " " .. q(k.bootstrap) .. " " .. tag .. " " .. q(dir) end
-    local clock = io.popen("date +%s%N")
-    local t0 = clock:read("n") / 1e6
-    clock:close()
-    local _, e0, c0 = helper.wmrun(run("ref"))
-    clock = io.popen("date +%s%N")
-    local took = math.max(clock:read("n") / 1e6 - t0, 50)
-    clock:close()
-    assert.are.equal(0, c0, e0)
+    crash_runs(dir, run, 6, 11)
     local ref = helper.read(dir .. "/ref.txt")
     assert.is_true(#ref > 0)
-    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
-    for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
-      local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
-      assert.is_true(c == 99 or c == 0, point .. ": " .. e)
-    end
-    math.randomseed(11)
-    for _ = 1, 6 do
-      local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
-        helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
-      local _, e, c = helper.sh("sh -c " .. q(cmd))
-      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
-    end
-    local _, e, c = helper.wmrun(ck .. run("run"))
-    assert.are.equal(0, c, e)
     assert.are.equal(ref, helper.read(dir .. "/run.txt"))
     -- the final checkpoint's positions are the group's offsets: nothing is left to read
     -- from them; the reference run (no checkpoints) committed none
@@ -137,8 +153,7 @@ local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], start = "committed", bounded = "latest"}:print()
 env:execute()]]
-    local out
-    out, e, c = job(count, q(k.bootstrap) .. " run")
+    local out, e, c = job(count, q(k.bootstrap) .. " run")
     assert.are.equal(0, c, e)
     assert.are.equal("", out)
     out, e, c = job(count, q(k.bootstrap) .. " ref")
@@ -388,15 +403,7 @@ env:execute()]], q(n.url))
     local n = services.nats()
     local dir = helper.tmpdir()
     finally(function() n:stop(); helper.rmdir(dir) end)
-    -- the input: 3000 readings on two subjects (two partitions), in order within the bound
-    local lines = {}
-    for i = 1, 3000 do
-      lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
-    end
-    local inp = dir .. "/in.csv"
-    local f = assert(io.open(inp, "w"))
-    f:write(table.concat(lines, "\n"), "\n")
-    f:close()
+    local inp = crash_input(dir)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -406,7 +413,7 @@ env:execute()]], q(inp) .. " " .. q(n.url))
     assert.are.equal(0, code, err)
     -- arg[2]: "ref" or "run", the name of the output file and of the output stream
     local jp = dir .. "/job.lua"
-    f = assert(io.open(jp, "w"))
+    local f = assert(io.open(jp, "w"))
     f:write([[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
@@ -433,31 +440,9 @@ env:execute()]], q(n.url) .. " " .. stream)
       for _ in out:gmatch("[^\n]+") do k = k + 1 end
       return k, out
     end
-    local clock = io.popen("date +%s%N")
-    local t0 = clock:read("n") / 1e6
-    clock:close()
-    local _, e0, c0 = helper.wmrun(run("ref"))
-    clock = io.popen("date +%s%N")
-    local took = math.max(clock:read("n") / 1e6 - t0, 50)
-    clock:close()
-    assert.are.equal(0, c0, e0)
+    crash_runs(dir, run, 8, 7)
     local ref = helper.read(dir .. "/ref.txt")
     assert.is_true(#ref > 0)
-    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
-    for _, point in ipairs{"after-parts", "before-manifest", "after-manifest",
-                           "after-parts", "before-manifest", "after-manifest"} do
-      local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
-      assert.is_true(c == 99 or c == 0, point .. ": " .. e)
-    end
-    math.randomseed(7)
-    for _ = 1, 8 do
-      local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
-        helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
-      local _, e, c = helper.sh("sh -c " .. q(cmd))
-      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
-    end
-    local _, e, c = helper.wmrun(ck .. run("run"))
-    assert.are.equal(0, c, e)
     assert.are.equal(ref, helper.read(dir .. "/run.txt"))
     local nref, outref = count("REF")
     local nrun, outrun = count("RUN")
