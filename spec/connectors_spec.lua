@@ -48,6 +48,50 @@ env:execute()]], q(path))
   return out
 end
 
+-- The input of the crash specs: 3000 readings on two keys (s0, s1), in order within 1 s.
+local function crash_input(dir)
+  local lines = {}
+  for i = 1, 3000 do
+    lines[i] = string.format("s%d,%d,%d", i % 2, i * 50 + ((i % 3 == 0) and -400 or 0), i % 7 + 1)
+  end
+  local inp = dir .. "/in.csv"
+  local f = assert(io.open(inp, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  return inp
+end
+
+local function now_ms()
+  local clock = io.popen("date +%s%N")
+  local ns = clock:read("n")
+  clock:close()
+  return ns / 1e6
+end
+
+-- The reference run (tag "ref", timed), then runs with checkpoints (tag "run") crashed at
+-- the crash points of their third checkpoint and killed with SIGKILL at random moments
+-- within the reference's duration, then one to the end. run(tag): the job's arguments.
+local function crash_runs(dir, run, kills, seed)
+  local t0 = now_ms()
+  local _, e0, c0 = helper.wmrun(run("ref"))
+  local took = math.max(now_ms() - t0, 50)
+  assert.are.equal(0, c0, e0)
+  local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
+  for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
+    local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run("run"))
+    assert.is_true(c == 99 or c == 0, point .. ": " .. e)
+  end
+  math.randomseed(seed)
+  for _ = 1, kills do
+    local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+      helper.wmrun_bin, ck, run("run"), math.random() * took / 1000)
+    local _, e, c = helper.sh("sh -c " .. q(cmd))
+    assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
+  end
+  local _, e, c = helper.wmrun(ck .. run("run"))
+  assert.are.equal(0, c, e)
+end
+
 describe("kafka connector", function()
   it("a file written with write_kafka and read back by a windowed job gives the file job's results", function()
     local k = services.kafka{"readings:3"}
@@ -70,6 +114,51 @@ env:execute()]], q(k.bootstrap))
     local expected = file_job(path)
     assert.is_true(#expected > 0)
     assert.are.same(sorted_lines(expected), sorted_lines(out))
+  end)
+
+  it("a checkpointing job killed at random moments gives the uninterrupted run's file, and commits the group's offsets", function()
+    local k = services.kafka{"in:2"}
+    local dir = helper.tmpdir()
+    finally(function() k:stop(); helper.rmdir(dir) end)
+    local inp = crash_input(dir)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
+  partition = function(line) return tonumber(line:match("^s(%d)")) end}
+env:execute()]], q(inp) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    local jp = dir .. "/job.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], bounded = "latest"}
+  :map(function(l) local x = 0; for i = 1, 20000 do x = x + i end; return l end)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+  :write_lines(arg[3] .. "/" .. arg[2] .. ".txt", "json")
+env:execute()]])
+    f:close()
+    local function run(tag) return q(jp) .. " " .. q(k.bootstrap) .. " " .. tag .. " " .. q(dir) end
+    crash_runs(dir, run, 6, 11)
+    local ref = helper.read(dir .. "/ref.txt")
+    assert.is_true(#ref > 0)
+    assert.are.equal(ref, helper.read(dir .. "/run.txt"))
+    -- the final checkpoint's positions are the group's offsets: nothing is left to read
+    -- from them; the reference run (no checkpoints) committed none
+    local count = [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "in", group = arg[2], start = "committed", bounded = "latest"}:print()
+env:execute()]]
+    local out, e, c = job(count, q(k.bootstrap) .. " run")
+    assert.are.equal(0, c, e)
+    assert.are.equal("", out)
+    out, e, c = job(count, q(k.bootstrap) .. " ref")
+    assert.are.equal(0, c, e)
+    assert.are.equal(3000, select(2, out:gsub("\n", "")))
   end)
 
   -- Partition 0 holds a record far ahead of partition 1's. Read with one generator per
@@ -308,6 +397,58 @@ env:read_nats{url = arg[1], stream = "OUT", bounded = "latest", metadata = true}
 env:execute()]], q(n.url))
     assert.are.equal(0, code, err)
     assert.are.equal("1 out a\n2 out b\n3 out c\n", out)
+  end)
+
+  it("a checkpointing job killed at random moments and at the crash points gives the uninterrupted run's file and stream", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    finally(function() n:stop(); helper.rmdir(dir) end)
+    local inp = crash_input(dir)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_nats{url = arg[2], stream = "IN", format = "text",
+  subject = function(line) return "in." .. line:match("^[^,]+") end}
+env:execute()]], q(inp) .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    -- arg[2]: "ref" or "run", the name of the output file and of the output stream
+    local jp = dir .. "/job.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local tag = arg[2]
+-- (the map spends a little time per record, so that checkpoints and kills land mid-input)
+local sums = env:read_nats{url = arg[1], stream = "IN", subject = "in.>", bounded = "latest"}
+  :map(function(l) local x = 0; for i = 1, 20000 do x = x + i end; return l end)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+sums:write_lines(arg[3] .. "/" .. tag .. ".txt", "json")
+sums:write_nats{url = arg[1], stream = tag:upper(), subject = "out." .. tag, format = "json", id_prefix = tag}
+env:execute()]])
+    f:close()
+    local function run(tag) return q(jp) .. " " .. q(n.url) .. " " .. tag .. " " .. q(dir) end
+    local function count(stream)
+      local out, e, c = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = arg[2], bounded = "latest"}:print()
+env:execute()]], q(n.url) .. " " .. stream)
+      assert.are.equal(0, c, e)
+      local k = 0
+      for _ in out:gmatch("[^\n]+") do k = k + 1 end
+      return k, out
+    end
+    crash_runs(dir, run, 8, 7)
+    local ref = helper.read(dir .. "/ref.txt")
+    assert.is_true(#ref > 0)
+    assert.are.equal(ref, helper.read(dir .. "/run.txt"))
+    local nref, outref = count("REF")
+    local nrun, outrun = count("RUN")
+    assert.is_true(nref > 0)
+    assert.are.equal(nref, nrun) -- no duplicate (Nats-Msg-Id), none lost
+    assert.are.same(sorted_lines(outref), sorted_lines(outrun))
   end)
 
   it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()

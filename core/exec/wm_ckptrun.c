@@ -12,6 +12,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_obs.h"
+#include "io/wm_conn.h"
 #include "graph/wm_snapshot.h"
 #include "state/wm_ckpt.h"
 
@@ -52,6 +53,9 @@ typedef struct ck_shared {
   FILE *log;
   int trace;
   char *dir, *jobname;
+  /* every thread's coordinator (by instance), for the commits after a checkpoint */
+  struct wm_ckptrun **members;
+  int commit_warned;    /* a failed group commit was reported */
 } ck_shared;
 
 struct wm_ckptrun {
@@ -85,6 +89,7 @@ static void shared_free(void *p) {
   uv_cond_destroy(&sh->cond);
   free(sh->dir);
   free(sh->jobname);
+  free(sh->members);
   free(sh);
 }
 
@@ -100,6 +105,11 @@ static void *shared_make(void *arg) {
   sh->trace = c->cfg.trace;
   sh->dir = strdup(c->dir);
   sh->jobname = strdup(c->job);
+  sh->members = calloc((size_t)sh->n, sizeof *sh->members);
+  if (!sh->dir || !sh->jobname || !sh->members) {
+    shared_free(sh);
+    return NULL;
+  }
   sh->store = wm_ckpt_store_open(c->dir, c->cfg.keep > 0 ? c->cfg.keep : 3, sh->err, sizeof sh->err);
   if (sh->store && c->cfg.fresh && wm_ckpt_clear(sh->store, sh->err, sizeof sh->err) != 0) {
     wm_ckpt_store_free(sh->store);
@@ -155,6 +165,7 @@ wm_ckptrun *wm_ckptrun_new(wm_exec *exec, const wm_ckptrun_config *cfg) {
   }
   uv_mutex_lock(&c->sh->mu);
   c->sh->job = job;
+  if (c->cfg.instance >= 0 && c->cfg.instance < c->sh->n) c->sh->members[c->cfg.instance] = c;
   int rc = c->sh->store ? parse_crash(c, c->sh) : wm_ctx_error(ctx, "%s", c->sh->err);
   uv_mutex_unlock(&c->sh->mu);
   if (rc != WM_OK) {
@@ -166,6 +177,12 @@ wm_ckptrun *wm_ckptrun_new(wm_exec *exec, const wm_ckptrun_config *cfg) {
 
 void wm_ckptrun_free(wm_ckptrun *c) {
   if (!c) return;
+  if (c->sh && !c->own_sh) {
+    uv_mutex_lock(&c->sh->mu);
+    if (c->cfg.instance >= 0 && c->cfg.instance < c->sh->n && c->sh->members[c->cfg.instance] == c)
+      c->sh->members[c->cfg.instance] = NULL;
+    uv_mutex_unlock(&c->sh->mu);
+  }
   if (c->own_sh) shared_free(c->sh);
   free(c->dir);
   free(c->job);
@@ -266,6 +283,25 @@ static int write_part_locked(wm_ckptrun *c) {
   return rc;
 }
 
+/* The checkpoint is complete: every partitioned source commits the positions it wrote
+ * into it to its server (Kafka: the group's offsets, for monitoring; wm_partsrc_commit
+ * commits the positions of the last snapshot, so nothing read after the cut is committed).
+ * Under mu: no thread takes its part of the next checkpoint meanwhile. A failed commit
+ * is reported once and does not fail the job: the positions are the checkpoint's. */
+static void commit_sources_locked(ck_shared *sh) {
+  for (int t = 0; t < sh->n; t++) {
+    struct wm_ckptrun *m = sh->members[t];
+    if (!m) continue;
+    for (int i = 0; i < wm_exec_nsources(m->exec); i++) {
+      wm_op *src = wm_exec_source_op(m->exec, i);
+      if (!wm_op_is_partsrc(src) || wm_partsrc_commit(src) == WM_OK || sh->commit_warned) continue;
+      sh->commit_warned = 1;
+      fprintf(sh->log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
+                       "checkpoint; only monitoring misses them)\n", sh->id, m->ctx->err);
+    }
+  }
+}
+
 /* Commits the checkpoint every thread has written (under mu); frees the writer. */
 static int commit_locked(ck_shared *sh) {
   int crash = ++sh->attempts == sh->crash_at ? sh->crash : CRASH_NONE;
@@ -295,6 +331,7 @@ static int commit_locked(ck_shared *sh) {
   wm_buf_free(&head);
   if (rc != 0) return WM_ERR;
   if (crash == CRASH_AFTER_MANIFEST) _exit(99);
+  commit_sources_locked(sh);
   sh->next_id = sh->id + 1;
   double ms = (double)(uv_hrtime() - sh->t0) / 1e6;
   wm_ckptrun_stats *st = &sh->st;

@@ -66,7 +66,8 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
 /* Commits every partition's position to the server (Kafka: the offsets of the group, as
  * Flink does after each completed checkpoint, for monitoring; NATS: nothing, its positions
  * live in checkpoints only). For the checkpoint coordinator, once a checkpoint holding
- * these positions is complete. WM_OK or WM_ERR (message in ctx->err). */
+ * these positions is complete: it commits the positions of the last snapshot (never
+ * one read after it). WM_OK or WM_ERR (message in ctx->err). */
 int wm_partsrc_commit(wm_op *op);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */

@@ -190,6 +190,11 @@ static void on_timer(uv_timer_t *t);
 
 static void schedule(wm_partsrc *s, int64_t ms) {
   if (s->stopped || s->paused || !s->timer_open) return;
+  /* libuv (1.44) runs a timer re-armed at 0 from its callback again in the same round,
+   * at the round's cached time: with records always ready the source would then starve
+   * every other timer (the checkpoint interval, idleness). With the time brought up to
+   * date, a timer that has come due since runs first. */
+  if (ms == 0) uv_update_time(s->timer.loop);
   if (uv_timer_start(&s->timer, on_timer, (uint64_t)ms, 0) != 0) {
     wm_ctx_error(s->op->ctx, "%s: cannot start a timer", s->op->name);
     wm_partsrc_fail(s);
@@ -332,6 +337,7 @@ static int partsrc_snapshot(wm_op *op, wm_buf *out) {
     wm_codec_put_uvar(out, len);
     wm_buf_add(out, s->parts[i].name, len);
     wm_codec_put_uvar(out, (uint64_t)(s->parts[i].pos + 1));
+    s->parts[i].snap = s->parts[i].pos + 1;
   }
   return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
 }

@@ -18,6 +18,7 @@ typedef struct wm_part {
   int align_paused;  /* paused by alignment */
   uint64_t pauses;   /* times paused by alignment */
   int64_t pos;       /* position of the next record (-1: not known yet) */
+  int64_t snap;      /* pos + 1 in the last snapshot (0: none): what commit commits */
   int64_t end;       /* bounded: the position it ends at (exclusive); connector's use */
   wm_op *assigner;   /* the timestamps/watermarks operator reading its port, or NULL */
 } wm_part;
@@ -36,7 +37,7 @@ typedef struct wm_partsrc_hooks {
   /* After a restore (before start): read on from parts[i].pos where parts[i].restored is
    * set. WM_OK or WM_ERR. */
   int (*seek)(wm_partsrc *s);
-  /* Commits the positions (parts[i].pos) to the server for monitoring (Kafka: the group's
+  /* Commits the positions of the last snapshot (parts[i].snap - 1) to the server for monitoring (Kafka: the group's
    * offsets). NULL: nothing to commit. WM_OK or WM_ERR. */
   int (*commit)(wm_partsrc *s);
   /* Releases the client (stop or the end). May be called more than once. */

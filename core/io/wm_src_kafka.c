@@ -263,15 +263,17 @@ static void ksrc_close(wm_partsrc *s) {
     }
     if (k->early) spill_free(&k->early[i]);
   }
+  /* the consumer lives on until the job is freed: the final checkpoint, taken after the
+   * input ended, commits its positions through it */
+}
+
+static void ksrc_free(wm_partsrc *s) {
+  ksrc *k = (ksrc *)s;
   if (k->rk) {
     rd_kafka_consumer_close(k->rk);
     rd_kafka_destroy(k->rk);
     k->rk = NULL;
   }
-}
-
-static void ksrc_free(wm_partsrc *s) {
-  ksrc *k = (ksrc *)s;
   for (int i = 0; k->topics && i < s->n; i++) free(k->topics[i]);
   free(k->topics);
   free(k->partition);
@@ -312,8 +314,8 @@ static int ksrc_commit(wm_partsrc *s) {
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
   if (!l) return wm_ctx_error(s->op->ctx, "out of memory");
   for (int i = 0; i < s->n; i++) {
-    if (s->parts[i].pos < 0) continue;
-    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].pos;
+    if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
+    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
   }
   rd_kafka_resp_err_t e = l->cnt ? rd_kafka_commit(k->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);

@@ -214,17 +214,26 @@ static int nsrc_emit(wm_partsrc *s, int i) {
   return rc;
 }
 
+/* libnats' reader thread may still hand a message in flight to a subscription being
+ * destroyed (a crash seen when a resumed job ended at once): a subscription is destroyed
+ * once unsubscribed (unsub, on a restore: it is made again at the restored sequence) or
+ * once its connection is closed (at the end). */
+static void sub_drop(natsSubscription **sub, int unsub) {
+  if (!*sub) return;
+  if (unsub) natsSubscription_Unsubscribe(*sub);
+  natsSubscription_Destroy(*sub);
+  *sub = NULL;
+}
+
 static void nsrc_close(wm_partsrc *s) {
   nsrc *k = (nsrc *)s;
+  if (k->nc) natsConnection_Close(k->nc); /* the reader thread hands out no more messages */
   for (int i = 0; i < s->n; i++) {
     if (k->ready && k->ready[i]) {
       natsMsg_Destroy(k->ready[i]);
       k->ready[i] = NULL;
     }
-    if (k->sub && k->sub[i]) {
-      natsSubscription_Destroy(k->sub[i]);
-      k->sub[i] = NULL;
-    }
+    if (k->sub) sub_drop(&k->sub[i], 0);
   }
   wm_nats_close(k->nc, k->js);
   k->nc = NULL;
@@ -336,8 +345,7 @@ static int nsrc_seek(wm_partsrc *s) {
     if (!p->restored || !k->js) continue;
     if (k->ready[i]) natsMsg_Destroy(k->ready[i]);
     k->ready[i] = NULL;
-    if (k->sub[i]) natsSubscription_Destroy(k->sub[i]);
-    k->sub[i] = NULL;
+    sub_drop(&k->sub[i], 1);
     p->done = p->end >= 0 && p->pos > p->end;
     if (p->done) continue;
     if (nsrc_sub_one(k, i, WM_START_SEQUENCE, p->pos) != WM_OK) return WM_ERR;

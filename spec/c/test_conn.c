@@ -19,7 +19,9 @@ typedef struct ksink {
   wm_exec *e;
   wm_op *src;
   wm_buf snap;
-  int commit;    /* at "b", commit the source's positions to the group */
+  wm_exec *ex;   /* for the snapshot before a commit */
+  int commit;    /* at "b", snapshot the source then commit (as the coordinator does after a
+                  * completed checkpoint); 2: at "a" commit with no snapshot taken (nothing) */
 } ksink;
 
 /* notes "origin@line:text;" of every record; at "b" snapshots the source */
@@ -37,7 +39,14 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_add(&ks->seen, s, n);
   wm_buf_addc(&ks->seen, ';');
   if (ks->e && n == 1 && s[0] == 'b') CHECK(wm_exec_snapshot_source(ks->e, ks->src, &ks->snap) == WM_OK);
-  if (ks->commit && n == 1 && s[0] == 'b') CHECK(wm_partsrc_commit(ks->src) == WM_OK);
+  if (ks->commit == 2 && n == 1 && s[0] == 'a') CHECK(wm_partsrc_commit(ks->src) == WM_OK);
+  if (ks->commit == 1 && n == 1 && s[0] == 'b') {
+    wm_buf cut;
+    wm_buf_init(&cut);
+    CHECK(wm_exec_snapshot_source(ks->ex, ks->src, &cut) == WM_OK);
+    wm_buf_free(&cut);
+    CHECK(wm_partsrc_commit(ks->src) == WM_OK);
+  }
   return WM_OK;
 }
 
@@ -73,7 +82,8 @@ static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf
     ks.src = src;
   }
   if (commit) {
-    ks.commit = 1;
+    ks.commit = commit;
+    ks.ex = e;
     ks.src = src;
   }
   int rc = WM_ERR;
@@ -181,6 +191,12 @@ void test_conn(void) {
     CHECK_STR(seen.data, "t/0@2:c;t/1@0:x;");
     /* committed at "b" (b counted as read), a job starting from the group's offsets reads on
      * at c; before any commit it starts at the earliest offsets */
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_as(brokers, WM_START_COMMITTED, 0, NULL, &seen, NULL) == WM_OK);
+    CHECK_STR(seen.data, "t/0@0:a;t/0@1:b;t/0@2:c;t/1@0:x;");
+    /* a commit before any snapshot commits nothing (no checkpoint covers a record yet) */
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_as(brokers, WM_START_EARLIEST, 2, NULL, &seen, NULL) == WM_OK);
     wm_buf_clear(&seen);
     CHECK(run_kafka_as(brokers, WM_START_COMMITTED, 0, NULL, &seen, NULL) == WM_OK);
     CHECK_STR(seen.data, "t/0@0:a;t/0@1:b;t/0@2:c;t/1@0:x;");
