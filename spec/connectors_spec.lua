@@ -116,7 +116,7 @@ env:execute()]], q(k.bootstrap))
     assert.are.same(sorted_lines(expected), sorted_lines(out))
   end)
 
-  it("a checkpointing job killed at random moments gives the uninterrupted run's file, and commits the group's offsets", function()
+  it("a checkpointing job killed at random moments gives the uninterrupted run's file, and commits the group's offsets", function() -- luacheck: ignore 631
     local k = services.kafka{"in:2"}
     local dir = helper.tmpdir()
     finally(function() k:stop(); helper.rmdir(dir) end)
@@ -399,7 +399,7 @@ env:execute()]], q(n.url))
     assert.are.equal("1 out a\n2 out b\n3 out c\n", out)
   end)
 
-  it("a checkpointing job killed at random moments and at the crash points gives the uninterrupted run's file and stream", function()
+  it("a checkpointing job killed at random moments and at the crash points gives the uninterrupted run's file and stream", function() -- luacheck: ignore 631
     local n = services.nats()
     local dir = helper.tmpdir()
     finally(function() n:stop(); helper.rmdir(dir) end)

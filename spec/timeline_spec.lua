@@ -188,7 +188,7 @@ describe("wmrun --timeline", function()
       assert.truthy(title:find(" in " .. t.ms .. " ms", 1, true), title)
       assert.equal(t.final, title:find("(final", 1, true) ~= nil, title)
       -- a vertical line across the plot
-      local x0, x1 = m.attr.d:match("^M([%d.]+) [%d.]+V[%d.]+$"), nil
+      local x0, x1 = m.attr.d:match("^M([%d.]+) [%d.]+V[%d.]+$"), nil -- luacheck: ignore 311
       assert.truthy(x0, m.attr.d)
       if i > 1 then
         x1 = marks[i - 1].attr.d:match("^M([%d.]+)")
