@@ -39,24 +39,40 @@ typedef struct tmreg {
 typedef struct wentry {
   /* hot: what a record's lookup and a built-in aggregation touch: one cache line */
   uint64_t hash;
-  uint64_t kpre;     /* string keys: the first 8 bytes (zero padded), compared before the bytes */
+  uint64_t kpre;     /* string keys: the first 8 bytes (zero padded), compared before the
+                        bytes; a free slot: the next free slot (the free list) */
   wm_window w;
   wm_value aux;      /* incremental state (owned); built-ins keep their number here */
-  uint32_t klen;     /* string keys: the length */
-  uint32_t gen;      /* bumped when the slot is freed: stale timers are ignored */
-  uint8_t kcls;      /* KEY_OTHER, KEY_STR or KEY_COMPOSITE */
-  uint8_t live;
+  uint64_t seq;      /* creation order: ties between timers fire in this order */
+  uint32_t klen : 28; /* string keys: the length (KLEN_MAX: that long or longer) */
+  uint32_t kcls : 2;  /* KEY_OTHER, KEY_STR or KEY_COMPOSITE */
+  uint32_t fire : 1;  /* default trigger: its firing timer is queued, at max_ts */
+  uint32_t inl : 1;   /* the cold part holds the first record packed (rec), see "inline" */
+  uint32_t gen : 31;  /* bumped when the slot is freed: stale timers are ignored */
+  uint32_t live : 1;
 } wentry;
 
+#define KLEN_MAX ((1u << 28) - 1)
+
 /* cold: the rest of an entry, in a parallel array (same index): read when a window is
- * created, fires or is deleted, and per record only by list mode and custom triggers */
+ * created, fires or is deleted. A key of a string of up to 8 bytes is all in the hot part
+ * (kpre, klen, kcls), and operators with the default trigger keep no copy of it (key is
+ * nil: key_of rebuilds it); then the first record of a built-in sum, min or max may be
+ * kept packed in the 32 bytes instead of a retained row (inl). */
 typedef struct wcold {
-  wm_value key; /* owned */
-  wm_value acc; /* incremental state (owned) */
-  int64_t fire_t;    /* default trigger: time of its pending timer, or WM_TIME_MIN */
+  union {
+    struct {
+      wm_value key; /* owned; nil: the key is the hot part's kpre/klen (key_of) */
+      wm_value acc; /* incremental state (owned) */
+    };
+    uint8_t rec[32]; /* inl: the first record, packed (pack_first) */
+  };
+} wcold;
+
+/* what only some operators use (list mode, evictors, custom triggers, merging windows):
+ * a third parallel array, allocated only for them (winop.x; NULL otherwise) */
+typedef struct wext {
   int64_t wake_t;    /* merging event-time windows: the queued wake-up, or WM_TIME_MIN */
-  uint64_t seq;      /* creation order: ties between timers fire in this order */
-  uint32_t next_free;
   uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
   uint32_t nitems, capitems;
   wm_value *items;   /* list mode: owned records */
@@ -65,13 +81,15 @@ typedef struct wcold {
   wm_value hstate;   /* trigger state of host triggers (owned) */
   tmreg *tm;         /* timers the trigger registered */
   uint32_t ntm, captm;
-} wcold;
+} wext;
 
 enum { KEY_OTHER, KEY_STR, KEY_COMPOSITE };
 
-/* the cold part of hot entry p_ (with the operator state s in scope) */
+/* the cold part and the extension of hot entry p_ (with the operator state s in scope) */
 #define CO(p_) (&s->c[(p_) - s->e])
+#define XO(p_) (&s->x[(p_) - s->e])
 _Static_assert(sizeof(wentry) == 64, "the hot part of an entry is one cache line");
+_Static_assert(sizeof(wcold) == 32, "the cold part of an entry is half a cache line");
 
 /* A key as the index compares it: for strings, class, length and first 8 bytes first, so
  * that a lookup reads the key's bytes (another cache miss) only for keys longer than 8. */
@@ -119,8 +137,14 @@ static kprobe kprobe_of(const wm_value *key) {
 static bool key_matches(const wentry *e, const wcold *c, const kprobe *k) {
   if (e->kcls != k->cls) return false;
   if (k->cls == KEY_OTHER) return wm_key_equal(&c->key, k->key);
-  if (e->klen != k->len || e->kpre != k->pre) return false;
-  return k->len <= 8 || wm_key_equal(&c->key, k->key);
+  if (e->klen != (k->len < KLEN_MAX ? k->len : KLEN_MAX) || e->kpre != k->pre) return false;
+  if (k->len <= 8) return true;
+  if (e->inl) { /* the rest of the key is at the start of the packed record */
+    size_t n;
+    const char *b = wm_value_str(k->key, &n);
+    return memcmp(b + 8, c->rec, n - 8) == 0;
+  }
+  return wm_key_equal(&c->key, k->key);
 }
 
 #define TOMB UINT32_MAX
@@ -132,6 +156,7 @@ typedef struct winop {
   int late_port;
   wentry *e;         /* hot parts, 64-byte aligned */
   wcold *c;          /* cold parts */
+  wext *x;           /* extensions (need_ext), else NULL */
   uint32_t ne, cape, free_head, nlive;
   uint64_t *idx;      /* slots: entry + 1 (0 empty, TOMB) in the low half, hash >> 32 above */
   size_t capidx, usedidx;
@@ -165,7 +190,36 @@ typedef struct winop {
   int64_t pc_clean;   /* cleanup_of the last window holding pc (the one starting with it) */
   size_t compact_at[2]; /* merging: queue sizes (event, processing) that trigger compact() */
   uint32_t epoch;       /* compact()'s pass */
+  bool need_ext;        /* list mode, an evictor, a custom trigger or merging: s->x */
+  bool kelide;          /* the default trigger: keys of up to 8 bytes are not copied */
+  bool inl_ok;          /* built-in sum, min or max, not merging: first records may be packed */
+  wm_schema *rec_schema; /* inl: the schema of the packed records (referenced) */
+  int inl_fidx;          /* inl: the index of the aggregated field in rec_schema */
 } winop;
+
+/* A key rebuilt from an entry (key_of): valid while the keybuf is. */
+typedef struct keybuf {
+  wm_value v;
+  char b[40];
+} keybuf;
+
+/* Entry i's key: its copy in the cold part, or a string rebuilt in kb: a key of up to 8
+ * bytes the operator did not copy (all in kpre), or the key of an entry with a packed
+ * first record (kpre, then the rest at the start of the record: inline_first). */
+static const wm_value *key_of(const winop *s, uint32_t i, keybuf *kb) {
+  const wentry *e = &s->e[i];
+  if (!e->inl && s->c[i].key.type != WM_NIL) return &s->c[i].key;
+  memcpy(kb->b, &e->kpre, 8);
+  if (e->klen > 8) memcpy(kb->b + 8, s->c[i].rec, e->klen - 8);
+  kb->v = wm_cstr(kb->b, e->klen);
+  if (e->kcls == KEY_COMPOSITE) kb->v.flags = WM_VF_COMPOSITE;
+  return &kb->v;
+}
+
+/* Entry i's key as the index compares it. */
+static kprobe kprobe_at(const winop *s, uint32_t i, keybuf *kb) {
+  return kprobe_of(key_of(s, i, kb));
+}
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 31;
@@ -241,7 +295,8 @@ static int idx_rebuild(winop *s, size_t cap) {
     wentry *e = &s->e[i];
     if (!e->live) continue;
     int found;
-    kprobe k = kprobe_of(&CO(e)->key);
+    keybuf kb;
+    kprobe k = kprobe_at(s, i, &kb);
     size_t at = idx_find(s, &k, e->hash, e->w, &found);
     if (found) continue; /* merging: only the chain's head is indexed, and it came first */
     n[at] = slot_make(i + 1, e->hash);
@@ -253,7 +308,8 @@ static int idx_rebuild(winop *s, size_t cap) {
       wentry *e = &s->e[i];
       if (!e->live) continue;
       int found;
-      kprobe k = kprobe_of(&CO(e)->key);
+      keybuf kb;
+      kprobe k = kprobe_at(s, i, &kb);
       size_t at = idx_find(s, &k, e->hash, e->w, &found);
       uint32_t h = slot_ent(n[at]) - 1;
       if (s->e[h].w.start > e->w.start) n[at] = slot_make(i + 1, e->hash);
@@ -294,7 +350,7 @@ static int idx_reserve(wm_op *op, winop *s) {
 static int entry_alloc(winop *s, uint32_t *out) {
   if (s->free_head != NONE) {
     *out = s->free_head;
-    s->free_head = s->c[*out].next_free;
+    s->free_head = (uint32_t)s->e[*out].kpre;
     return 0;
   }
   if (s->ne == s->cape) {
@@ -309,6 +365,14 @@ static int entry_alloc(winop *s, uint32_t *out) {
       return -1;
     }
     s->c = c;
+    if (s->need_ext) {
+      wext *x = realloc(s->x, cap * sizeof *x);
+      if (!x) {
+        free(n);
+        return -1;
+      }
+      s->x = x;
+    }
     if (s->ne) memcpy(n, s->e, s->ne * sizeof *n);
     free(s->e);
     s->e = n;
@@ -316,6 +380,7 @@ static int entry_alloc(winop *s, uint32_t *out) {
   }
   memset(&s->e[s->ne], 0, sizeof s->e[s->ne]);
   memset(&s->c[s->ne], 0, sizeof s->c[s->ne]);
+  if (s->x) memset(&s->x[s->ne], 0, sizeof s->x[s->ne]);
   *out = s->ne++;
   return 0;
 }
@@ -323,26 +388,34 @@ static int entry_alloc(winop *s, uint32_t *out) {
 /* Releases the window's contents (a purge): the window itself stays. */
 static void entry_purge(wm_op *op, winop *s, wentry *e) {
   const wm_host *h = &op->ctx->host;
-  wm_value_release(h, &CO(e)->acc);
+  if (e->inl) { /* a packed first record holds nothing to release; the key was not copied */
+    memset(CO(e), 0, sizeof *CO(e));
+    e->inl = 0;
+  } else {
+    wm_value_release(h, &CO(e)->acc);
+  }
   wm_value_release(h, &e->aux);
-  for (uint32_t k = 0; k < CO(e)->nitems; k++) wm_value_release(h, &CO(e)->items[k]);
-  CO(e)->nitems = 0;
+  if (s->x) {
+    for (uint32_t k = 0; k < XO(e)->nitems; k++) wm_value_release(h, &XO(e)->items[k]);
+    XO(e)->nitems = 0;
+  }
 }
 
 static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
   int found;
-  kprobe k = kprobe_of(&CO(e)->key);
+  keybuf kb;
+  kprobe k = kprobe_at(s, i, &kb);
   size_t at = idx_find(s, &k, e->hash, e->w, &found);
   if (s->merging) {
     if (found) {
       uint32_t head = slot_ent(s->idx[at]) - 1;
       if (head == i) {
-        s->idx[at] = CO(e)->knext != NONE ? slot_make(CO(e)->knext + 1, e->hash) : TOMB;
+        s->idx[at] = XO(e)->knext != NONE ? slot_make(XO(e)->knext + 1, e->hash) : TOMB;
       } else {
-        while (s->c[head].knext != NONE && s->c[head].knext != i) head = s->c[head].knext;
-        if (s->c[head].knext == i) s->c[head].knext = CO(e)->knext;
+        while (s->x[head].knext != NONE && s->x[head].knext != i) head = s->x[head].knext;
+        if (s->x[head].knext == i) s->x[head].knext = XO(e)->knext;
       }
     }
   } else if (found) {
@@ -350,17 +423,21 @@ static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   }
   entry_purge(op, s, e);
   wm_value_release(h, &CO(e)->key);
-  wm_value_release(h, &CO(e)->hstate);
-  free(CO(e)->items);
-  free(CO(e)->its);
-  free(CO(e)->tm);
-  CO(e)->items = NULL;
-  CO(e)->its = NULL;
-  CO(e)->tm = NULL;
-  CO(e)->capitems = CO(e)->ntm = CO(e)->captm = 0;
+  if (s->x) {
+    wext *x = XO(e);
+    wm_value_release(h, &x->hstate);
+    free(x->items);
+    free(x->its);
+    free(x->tm);
+    x->items = NULL;
+    x->its = NULL;
+    x->tm = NULL;
+    x->capitems = x->ntm = x->captm = 0;
+  }
   e->live = 0;
+  e->fire = 0;
   e->gen = (e->gen + 1) & 0x7fffffffu;
-  CO(e)->next_free = s->free_head;
+  e->kpre = s->free_head;
   s->free_head = i;
   s->nlive--;
 }
@@ -378,20 +455,25 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   memset(e, 0, sizeof *e);
   memset(CO(e), 0, sizeof *CO(e));
   e->gen = gen;
-  if (wm_value_copy(&op->ctx->host, &CO(e)->key, key) != 0) {
-    CO(e)->next_free = s->free_head;
+  /* a key of up to 8 bytes is all in kpre/klen/kcls: not copied when nothing needs a
+   * pointer to it that lives on (custom triggers' contexts do) */
+  if (!(s->kelide && k->cls != KEY_OTHER && k->len <= 8) &&
+      wm_value_copy(&op->ctx->host, &CO(e)->key, key) != 0) {
+    e->kpre = s->free_head;
     s->free_head = i;
     return wm_ctx_error(op->ctx, "out of memory in window state");
   }
   e->hash = h;
   e->kpre = k->pre;
-  e->klen = k->len;
+  e->klen = k->len < KLEN_MAX ? k->len : KLEN_MAX;
   e->kcls = k->cls;
   e->w = w;
-  CO(e)->seq = op->ctx->seq++;
-  CO(e)->knext = NONE;
-  CO(e)->fire_t = WM_TIME_MIN;
-  CO(e)->wake_t = WM_TIME_MIN;
+  e->seq = op->ctx->seq++;
+  if (s->x) {
+    memset(XO(e), 0, sizeof *XO(e));
+    XO(e)->knext = NONE;
+    XO(e)->wake_t = WM_TIME_MIN;
+  }
   e->live = 1;
   s->nlive++;
   if (slot_ent(s->idx[at]) == 0) s->usedidx++;
@@ -428,7 +510,7 @@ static bool timer_wanted(winop *s, int domain, int64_t t, uint64_t p) {
   uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
   if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) return false;
   const wentry *e = &s->e[i];
-  if (domain == WM_DOMAIN_EVENT && s->event_time && t == CO(e)->wake_t) return true;
+  if (domain == WM_DOMAIN_EVENT && s->event_time && t == XO(e)->wake_t) return true;
   if (domain == WM_DOMAIN_PROCESSING && s->cfg.assigner.processing_time && t == max_ts_of(e->w))
     return true;
   tmreg *r = s->fast ? NULL : tm_find(s, e, domain, t);
@@ -458,7 +540,7 @@ static void compact(winop *s, int domain) {
 
 static int push_event(wm_op *op, winop *s, uint32_t i, int64_t t) {
   if (s->merging) compact(s, WM_DOMAIN_EVENT);
-  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
+  if (wm_timers_push(s->timers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   return WM_OK;
 }
@@ -467,7 +549,7 @@ static int push_processing(wm_op *op, winop *s, uint32_t i, int64_t t) {
   if (s->pt_flushing) return WM_OK;
   if (s->merging) compact(s, WM_DOMAIN_PROCESSING);
   size_t before = wm_timers_groups(s->ptimers);
-  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->c[i].seq) != 0)
+  if (wm_timers_push(s->ptimers, t, payload(i, s->e[i].gen), s->e[i].seq) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   /* one executor timer per distinct time */
   if (wm_timers_groups(s->ptimers) != before) return wm_ctx_register_processing_timer(op->ctx, op, t);
@@ -481,7 +563,7 @@ static int push_cleanup(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   if (s->event_time) {
     int64_t cl = cleanup_of(s, e->w);
-    if (s->fast && CO(e)->fire_t == cl) return WM_OK;
+    if (s->fast && e->fire && max_ts_of(e->w) == cl) return WM_OK;
     return push_event(op, s, i, cl);
   }
   if (s->cfg.assigner.processing_time) return push_processing(op, s, i, max_ts_of(e->w));
@@ -493,9 +575,9 @@ static const wm_trigger_timers trigger_timers;
 /* Merging event-time windows: makes sure entry i has a wake-up queued at or before the
  * earlier of its firing (fire_t, default trigger) and its cleanup. */
 static int wake_at(wm_op *op, winop *s, uint32_t i) {
-  wcold *c = &s->c[i];
+  wext *c = &s->x[i];
   int64_t need = cleanup_of(s, s->e[i].w);
-  if (c->fire_t != WM_TIME_MIN && c->fire_t < need) need = c->fire_t;
+  if (s->e[i].fire && max_ts_of(s->e[i].w) < need) need = max_ts_of(s->e[i].w);
   if (c->wake_t != WM_TIME_MIN && c->wake_t <= need) return WM_OK;
   c->wake_t = need;
   return push_event(op, s, i, need);
@@ -513,8 +595,8 @@ static void tctx_init(wm_op *op, winop *s, uint32_t i, wm_trigger_ctx *c) {
   c->window = e->w;
   c->max_ts = max_ts_of(e->w);
   c->watermark = op->wm;
-  c->state = CO(e)->tstate;
-  c->hstate = &CO(e)->hstate;
+  c->state = XO(e)->tstate;
+  c->hstate = &XO(e)->hstate;
   c->timers = &trigger_timers;
   c->owner = s;
   c->entry = i;
@@ -530,31 +612,34 @@ static int trigger_register(wm_trigger_ctx *c, int domain, int64_t t) {
   }
   if (domain == WM_DOMAIN_PROCESSING && s->pt_flushing) return WM_OK;
   if (tm_find(s, e, domain, t)) return WM_OK;
-  if (CO(e)->ntm == CO(e)->captm) {
-    uint32_t cap = CO(e)->captm ? CO(e)->captm * 2 : 2;
-    tmreg *n = realloc(CO(e)->tm, cap * sizeof *n);
+  wext *x = XO(e);
+  if (x->ntm == x->captm) {
+    uint32_t cap = x->captm ? x->captm * 2 : 2;
+    tmreg *n = realloc(x->tm, cap * sizeof *n);
     if (!n) return wm_ctx_error(c->op->ctx, "out of memory registering a timer");
-    CO(e)->tm = n;
-    CO(e)->captm = cap;
+    x->tm = n;
+    x->captm = cap;
   }
-  CO(e)->tm[CO(e)->ntm] = (tmreg){.t = t, .domain = domain, .epoch = s->epoch - 1};
-  CO(e)->ntm++;
+  x->tm[x->ntm] = (tmreg){.t = t, .domain = domain, .epoch = s->epoch - 1};
+  x->ntm++;
   return domain == WM_DOMAIN_EVENT ? push_event(c->op, s, c->entry, t)
                                    : push_processing(c->op, s, c->entry, t);
 }
 
 /* The registration (t, domain) of entry e's trigger, or NULL. */
 static tmreg *tm_find(const winop *s, const wentry *e, int domain, int64_t t) {
-  for (uint32_t k = 0; k < CO(e)->ntm; k++)
-    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) return &CO(e)->tm[k];
+  const wext *x = XO(e);
+  for (uint32_t k = 0; k < x->ntm; k++)
+    if (x->tm[k].t == t && x->tm[k].domain == domain) return &x->tm[k];
   return NULL;
 }
 
 /* Removes (t, domain) from entry e's registered timers; whether it was there. */
 static bool tm_take(winop *s, wentry *e, int domain, int64_t t) {
-  for (uint32_t k = 0; k < CO(e)->ntm; k++) {
-    if (CO(e)->tm[k].t == t && CO(e)->tm[k].domain == domain) {
-      CO(e)->tm[k] = CO(e)->tm[--CO(e)->ntm];
+  wext *x = XO(e);
+  for (uint32_t k = 0; k < x->ntm; k++) {
+    if (x->tm[k].t == t && x->tm[k].domain == domain) {
+      x->tm[k] = x->tm[--x->ntm];
       return true;
     }
   }
@@ -574,52 +659,219 @@ static const wm_trigger_timers trigger_timers = {trigger_register, trigger_delet
 
 /* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
 static int items_reserve(wm_op *op, winop *s, wentry *e) {
-  if (CO(e)->nitems < CO(e)->capitems) return WM_OK;
-  uint32_t cap = CO(e)->capitems ? CO(e)->capitems * 2 : 4;
-  wm_value *n = realloc(CO(e)->items, cap * sizeof *n);
+  wext *x = XO(e);
+  if (x->nitems < x->capitems) return WM_OK;
+  uint32_t cap = x->capitems ? x->capitems * 2 : 4;
+  wm_value *n = realloc(x->items, cap * sizeof *n);
   if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
-  CO(e)->items = n;
+  x->items = n;
   if (s->cfg.evictor.kind) {
-    int64_t *t = realloc(CO(e)->its, cap * sizeof *t);
+    int64_t *t = realloc(x->its, cap * sizeof *t);
     if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
-    CO(e)->its = t;
+    x->its = t;
   }
-  CO(e)->capitems = cap;
+  x->capitems = cap;
   return WM_OK;
+}
+
+/* ---- inline first records ------------------------------------------------------------
+ *
+ * The built-in sum, min and max keep their window's first record (to emit it with the
+ * field replaced). Retaining the row costs its allocation, its key string's, and the
+ * decoder's reuse of its row: at 10^6 keys nearly every record opens a window. Instead,
+ * when the key is a string of up to 8 bytes (all in the hot part, not copied) and the
+ * record is a row of the schema seen first (rec_schema) whose fields are scalars, the
+ * record is packed into the entry's cold part: a tag byte per field, then 8 bytes per
+ * field that has a payload (a number; a string of up to 8 bytes; a string equal to the
+ * key has none). It is unpacked into a new row only when the window fires (the result:
+ * the row with the field replaced, what builtin_fire makes) or is checkpointed (the row
+ * as it came: the checkpoint's bytes are those of the retained row). A record that does
+ * not pack is retained as before. */
+
+enum { PK_NIL, PK_FALSE, PK_TRUE, PK_INT, PK_FLOAT, PK_KEY, PK_STR0 /* + length, 0 to 8 */ };
+
+/* Packs row r into out (the cold part of e, whose key is kb): the key's bytes after the
+ * first 8 (tl of them), a tag per field, 8 bytes per field with a payload. False when it
+ * does not fit. */
+static bool pack_first(const wentry *e, const char *kb, size_t tl, const wm_row *r,
+                       uint8_t out[32]) {
+  uint32_t n = r->schema->nfields;
+  uint8_t b[32] = {0};
+  if (tl + n > sizeof b) return false;
+  memcpy(b, kb + 8, tl);
+  uint8_t *tag = b + tl;
+  size_t at = tl + n;
+  for (uint32_t j = 0; j < n; j++) {
+    const wm_value *v = &r->fields[j];
+    const void *src = NULL;
+    size_t len = 8;
+    switch (v->type) {
+    case WM_NIL: tag[j] = PK_NIL; break;
+    case WM_BOOL: tag[j] = v->u.b ? PK_TRUE : PK_FALSE; break;
+    case WM_INT: tag[j] = PK_INT; src = &v->u.i; break;
+    case WM_FLOAT: tag[j] = PK_FLOAT; src = &v->u.f; break;
+    case WM_CSTR:
+    case WM_STR: {
+      if (v->flags) return false;
+      size_t l;
+      const char *p = wm_value_str(v, &l);
+      if (e->kcls == KEY_STR && l == e->klen && memcmp(p, kb, l) == 0) {
+        tag[j] = PK_KEY;
+        break;
+      }
+      if (l > 8) return false;
+      tag[j] = (uint8_t)(PK_STR0 + l);
+      src = p;
+      len = l;
+      break;
+    }
+    default: return false;
+    }
+    if (!src) continue;
+    if (at + 8 > sizeof b) return false;
+    memcpy(b + at, src, len);
+    at += 8;
+  }
+  memcpy(out, b, sizeof b);
+  return true;
+}
+
+/* The row packed in entry i (an owned WM_ROW in *out), with field `field` (when >= 0) set
+ * to *val instead. */
+static int unpack_first(wm_op *op, const winop *s, uint32_t i, int field, const wm_value *val,
+                        wm_value *out) {
+  const wentry *e = &s->e[i];
+  size_t tl = e->klen > 8 ? e->klen - 8 : 0;
+  const uint8_t *tag = s->c[i].rec + tl;
+  uint32_t n = s->rec_schema->nfields;
+  const uint8_t *pay = tag + n;
+  keybuf kb;
+  const wm_value *key = key_of(s, i, &kb);
+  wm_row *r = wm_row_new(s->rec_schema);
+  if (!r) return wm_ctx_error(op->ctx, "out of memory firing a window");
+  for (uint32_t j = 0; j < n; j++) {
+    wm_value *f = &r->fields[j];
+    uint8_t t = tag[j];
+    const char *str = NULL;
+    size_t len = 0;
+    if (t == PK_INT) {
+      *f = wm_int(0);
+      memcpy(&f->u.i, pay, 8);
+    } else if (t == PK_FLOAT) {
+      *f = wm_float(0);
+      memcpy(&f->u.f, pay, 8);
+    } else if (t == PK_TRUE || t == PK_FALSE) {
+      *f = wm_bool(t == PK_TRUE);
+    } else if (t == PK_KEY) {
+      str = kb.b;
+      len = e->klen;
+    } else if (t >= PK_STR0) {
+      str = (const char *)pay;
+      len = (size_t)(t - PK_STR0);
+    }
+    if (t == PK_INT || t == PK_FLOAT || t >= PK_STR0) pay += 8;
+    if ((int)j == field) {
+      *f = *val; /* a number (sum, min, max): nothing to retain */
+    } else if (str) {
+      wm_str *w = wm_str_new(str, len);
+      if (!w) {
+        wm_row_release(&op->ctx->host, r);
+        return wm_ctx_error(op->ctx, "out of memory firing a window");
+      }
+      f->type = WM_STR;
+      f->u.s = w;
+    }
+  }
+  (void)key;
+  *out = wm_row_value(r);
+  return WM_OK;
+}
+
+/* The first record of a new window (aux still nil) packed into entry i when it can be:
+ * true, with aux set as builtin_add sets it (and the key's copy, if it had one, dropped:
+ * its bytes after the first 8 are packed with the record); false: add it as before. */
+static bool inline_first(wm_op *op, winop *s, uint32_t i, const wm_value *rec) {
+  wentry *e = &s->e[i];
+  wcold *c = &s->c[i];
+  if (rec->type != WM_ROW || e->kcls == KEY_OTHER || e->klen > 8 + 24) return false;
+  const wm_row *r = rec->u.row;
+  if (r->schema != s->rec_schema) {
+    if (s->rec_schema) return false;
+    int fi = wm_schema_find(r->schema, s->pane_field->name);
+    if (fi < 0) return false;
+    s->rec_schema = r->schema;
+    s->rec_schema->refs++;
+    s->inl_fidx = fi;
+  }
+  const wm_value *v = &r->fields[s->inl_fidx];
+  if (v->type != WM_INT && v->type != WM_FLOAT) return false; /* builtin_add's error */
+  keybuf kb;
+  const wm_value *key = key_of(s, i, &kb);
+  size_t n;
+  const char *kbytes = wm_value_str(key, &n);
+  uint8_t packed[32];
+  if (!pack_first(e, kbytes, n > 8 ? n - 8 : 0, r, packed)) return false;
+  wm_value_release(&op->ctx->host, &c->key);
+  memcpy(c->rec, packed, sizeof packed);
+  e->inl = 1;
+  e->aux = *v;
+  return true;
 }
 
 static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
   if (s->list) {
+    wext *x = XO(e);
     if (items_reserve(op, s, e) != WM_OK) return WM_ERR;
-    if (wm_value_copy(&op->ctx->host, &CO(e)->items[CO(e)->nitems], rec) != 0)
+    if (wm_value_copy(&op->ctx->host, &x->items[x->nitems], rec) != 0)
       return wm_ctx_error(op->ctx, "out of memory in window state");
-    if (CO(e)->its) CO(e)->its[CO(e)->nitems] = ts;
-    CO(e)->nitems++;
+    if (x->its) x->its[x->nitems] = ts;
+    x->nitems++;
     return WM_OK;
   }
+  if (e->inl) {
+    /* sum, min, max with a first record: add reads only aux (acc is only the first) */
+    wm_value none = wm_nil();
+    int rc = s->cfg.fn.add(s->cfg.fn.ud, op, &none, &e->aux, rec);
+    wm_value_release(&op->ctx->host, &none);
+    return rc;
+  }
+  if (s->inl_ok && e->aux.type == WM_NIL && inline_first(op, s, (uint32_t)(e - s->e), rec))
+    return WM_OK;
   return s->cfg.fn.add(s->cfg.fn.ud, op, &CO(e)->acc, &e->aux, rec);
 }
 
 static bool entry_empty(const winop *s, const wentry *e) {
-  return s->list ? CO(e)->nitems == 0 : (CO(e)->acc.type == WM_NIL && e->aux.type == WM_NIL);
+  if (s->list) return XO(e)->nitems == 0;
+  return !e->inl && CO(e)->acc.type == WM_NIL && e->aux.type == WM_NIL;
 }
 
-static void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f) {
-  f->key = &CO(e)->key;
+/* f for entry e (not inl); kb: where its key may be rebuilt */
+static void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f, keybuf *kb) {
+  f->key = key_of(s, (uint32_t)(e - s->e), kb);
   f->window = e->w;
   f->max_ts = max_ts_of(e->w);
   f->watermark = op->wm;
   f->acc = &CO(e)->acc;
   f->aux = &e->aux;
-  f->items = CO(e)->items;
-  f->nitems = CO(e)->nitems;
+  f->items = s->x ? XO(e)->items : NULL;
+  f->nitems = s->x ? XO(e)->nitems : 0;
+}
+
+/* Fires a window whose first record is packed in entry first (itself, or the pane created
+ * first): what builtin_fire emits, the record with the field set to *aux. */
+static int inline_fire(wm_op *op, winop *s, uint32_t first, int64_t max_ts, const wm_value *aux) {
+  wm_value out;
+  if (unpack_first(op, s, first, s->inl_fidx, aux, &out) != WM_OK) return WM_ERR;
+  int rc = wm_op_emit(op, 0, &out, max_ts);
+  wm_value_release(&op->ctx->host, &out);
+  return rc;
 }
 
 static int evict(wm_op *op, winop *s, uint32_t i, int after) {
   const wm_evictor *ev = &s->cfg.evictor;
   if (ev->kind != WM_EV_CUSTOM && ev->after != (after != 0)) return WM_OK;
   wentry *e = &s->e[i];
-  wm_evict_items it = {CO(e)->items, CO(e)->its, CO(e)->nitems};
+  wm_evict_items it = {XO(e)->items, XO(e)->its, XO(e)->nitems};
   if (ev->kind == WM_EV_CUSTOM) {
     wm_trigger_ctx c;
     tctx_init(op, s, i, &c);
@@ -628,7 +880,7 @@ static int evict(wm_op *op, winop *s, uint32_t i, int after) {
   } else {
     wm_evict_builtin(&op->ctx->host, ev, &it);
   }
-  CO(e)->nitems = it.n;
+  XO(e)->nitems = it.n;
   return WM_OK;
 }
 
@@ -668,7 +920,8 @@ static uint32_t pane_find(const winop *s, const kprobe *k, uint64_t khash, int64
  * and *first, the pane created first (NONE when it has none). */
 static void pane_combine(const winop *s, uint32_t i, uint32_t *first, int64_t *sum) {
   const wentry *e = &s->e[i];
-  kprobe k = kprobe_of(&s->c[i].key);
+  keybuf kb;
+  kprobe k = kprobe_at(s, i, &kb);
   uint64_t kh = key_hash_of(&k);
   int64_t acc = 0;
   *first = NONE;
@@ -680,7 +933,7 @@ static void pane_combine(const winop *s, uint32_t i, uint32_t *first, int64_t *s
     else if (s->pane_agg == WM_AGG_MIN) acc = v < acc ? v : acc;
     else if (s->pane_agg == WM_AGG_MAX) acc = v > acc ? v : acc;
     else acc = (int64_t)((uint64_t)acc + (uint64_t)v);
-    if (*first == NONE || s->c[p].seq < s->c[*first].seq) *first = p;
+    if (*first == NONE || s->e[p].seq < s->e[*first].seq) *first = p;
   }
   *sum = acc;
 }
@@ -692,10 +945,13 @@ static int pane_emit(wm_op *op, winop *s, uint32_t i) {
   pane_combine(s, i, &first, &sum);
   if (first == NONE) return WM_OK;
   wentry *e = &s->e[i];
-  wm_observe_fire(op, &CO(e)->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
-  wm_fire f;
-  fire_init(op, s, e, &f);
+  keybuf kb;
+  wm_observe_fire(op, key_of(s, i, &kb), e->w,
+                  s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
   wm_value aux = wm_int(sum);
+  if (s->e[first].inl) return inline_fire(op, s, first, max_ts_of(e->w), &aux);
+  wm_fire f;
+  fire_init(op, s, e, &f, &kb);
   f.acc = &s->c[first].acc;
   f.aux = &aux;
   return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
@@ -703,7 +959,8 @@ static int pane_emit(wm_op *op, winop *s, uint32_t i) {
 
 /* Window marker i is cleaned up: the pane at its start is in no later window. */
 static void pane_drop(wm_op *op, winop *s, uint32_t i) {
-  kprobe k = kprobe_of(&s->c[i].key);
+  keybuf kb;
+  kprobe k = kprobe_at(s, i, &kb);
   uint32_t p = pane_find(s, &k, key_hash_of(&k), s->e[i].w.start);
   if (p == NONE) return;
   entry_delete(op, s, p);
@@ -719,9 +976,15 @@ static int unpane(wm_op *op, winop *s) {
     int64_t sum;
     pane_combine(s, i, &first, &sum);
     if (first == NONE) continue;
-    if (s->c[first].acc.type != WM_NIL &&
-        wm_value_copy(&op->ctx->host, &s->c[i].acc, &s->c[first].acc) != 0)
+    if (s->e[first].inl) {
+      /* the same key: the marker drops its copy (if any) and takes the packed record */
+      wm_value_release(&op->ctx->host, &s->c[i].key);
+      s->c[i] = s->c[first];
+      s->e[i].inl = 1;
+    } else if (s->c[first].acc.type != WM_NIL &&
+               wm_value_copy(&op->ctx->host, &s->c[i].acc, &s->c[first].acc) != 0) {
       return wm_ctx_error(op->ctx, "out of memory in window state");
+    }
     s->e[i].aux = wm_int(sum);
   }
   for (uint32_t i = 0; i < s->ne; i++)
@@ -736,25 +999,28 @@ static int emit_window(wm_op *op, winop *s, uint32_t i) {
   if (s->panes) return pane_emit(op, s, i);
   wentry *e = &s->e[i];
   wm_fire f;
+  keybuf kb;
   if (entry_empty(s, e)) return WM_OK;
   /* a firing outside a timer, with the watermark past the window's end, is a late firing */
-  wm_observe_fire(op, &CO(e)->key, e->w, s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  wm_observe_fire(op, key_of(s, i, &kb), e->w,
+                  s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  if (e->inl) return inline_fire(op, s, i, max_ts_of(e->w), &e->aux);
   if (!s->cfg.evictor.kind) {
-    fire_init(op, s, e, &f);
+    fire_init(op, s, e, &f, &kb);
     /* e stays valid: firing adds no entries */
     return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
   }
   if (evict(op, s, i, 0) != WM_OK) return WM_ERR;
   e = &s->e[i];
-  fire_init(op, s, e, &f);
+  fire_init(op, s, e, &f, &kb);
   int rc = WM_OK;
   if (s->cfg.fn.list) {
     rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
-  } else if (CO(e)->nitems > 0) {
+  } else if (XO(e)->nitems > 0) {
     /* an incremental function over the records the evictor kept */
     wm_value acc = wm_nil(), aux = wm_nil();
-    for (uint32_t k = 0; k < CO(e)->nitems && rc == WM_OK; k++)
-      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &CO(e)->items[k]);
+    for (uint32_t k = 0; k < XO(e)->nitems && rc == WM_OK; k++)
+      rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, &XO(e)->items[k]);
     if (rc == WM_OK) {
       f.acc = &acc;
       f.aux = &aux;
@@ -782,7 +1048,8 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
     tctx_init(op, s, i, &c);
     if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
   }
-  wm_observe_cleanup(op, &s->c[i].key, s->e[i].w);
+  keybuf kb;
+  wm_observe_cleanup(op, key_of(s, i, &kb), s->e[i].w);
   if (s->panes) pane_drop(op, s, i);
   entry_delete(op, s, i);
   return WM_OK;
@@ -804,7 +1071,7 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   size_t at = idx_find(s, key, h, w, &found);
   uint32_t head = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, n = 0;
   /* the run of windows that w touches: contiguous in the sorted chain */
-  for (uint32_t j = head; j != NONE; j = s->c[j].knext) {
+  for (uint32_t j = head; j != NONE; j = s->x[j].knext) {
     if (intersects(s->e[j].w, w)) {
       if (n == s->caprun) {
         uint32_t cap = s->caprun ? s->caprun * 2 : 8;
@@ -834,15 +1101,15 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
       if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
       s->idx[at] = slot_make(head + 1, h);
       if (prev == NONE) {
-        s->c[i].knext = head;
+        s->x[i].knext = head;
         s->idx[at] = slot_make(i + 1, h);
       } else {
-        s->c[i].knext = s->c[prev].knext;
-        s->c[prev].knext = i;
+        s->x[i].knext = s->x[prev].knext;
+        s->x[prev].knext = i;
       }
     }
     *out = i;
-    if (s->fast && max_ts_of(w) > W) s->c[i].fire_t = max_ts_of(w);
+    if (s->fast && max_ts_of(w) > W) s->e[i].fire = 1;
     return merged_timers(op, s, i);
   }
   uint32_t t = s->run[0];
@@ -857,8 +1124,8 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   /* the earliest window's state becomes the merged window's; the others are merged into
    * it in order of their start, then deleted. The target's timers belonged to its old
    * window: forget them (the trigger re-registers in on_merge). */
-  s->c[t].ntm = 0;
-  s->c[t].fire_t = WM_TIME_MIN;
+  s->x[t].ntm = 0;
+  s->e[t].fire = 0;
   for (uint32_t k = 1; k < n; k++) {
     uint32_t j = s->run[k];
     if (!s->fast) {
@@ -868,13 +1135,14 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
     }
     wentry *te = &s->e[t], *je = &s->e[j];
     if (s->list) {
-      for (uint32_t q = 0; q < CO(je)->nitems; q++) {
+      wext *tx = XO(te), *jx = XO(je);
+      for (uint32_t q = 0; q < jx->nitems; q++) {
         if (items_reserve(op, s, te) != WM_OK) return WM_ERR;
-        CO(te)->items[CO(te)->nitems] = CO(je)->items[q]; /* moved */
-        if (CO(te)->its) CO(te)->its[CO(te)->nitems] = CO(je)->its ? CO(je)->its[q] : WM_TIME_MIN;
-        CO(te)->nitems++;
+        tx->items[tx->nitems] = jx->items[q]; /* moved */
+        if (tx->its) tx->its[tx->nitems] = jx->its ? jx->its[q] : WM_TIME_MIN;
+        tx->nitems++;
       }
-      CO(je)->nitems = 0;
+      jx->nitems = 0;
     } else if (!(CO(je)->acc.type == WM_NIL && je->aux.type == WM_NIL)) {
       if (CO(te)->acc.type == WM_NIL && te->aux.type == WM_NIL) { /* purged target: take b's */
         CO(te)->acc = CO(je)->acc;
@@ -887,12 +1155,12 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
       }
     }
     if (!s->fast && s->trig->vt->merge_state)
-      s->trig->vt->merge_state(s->trig, s->c[t].tstate, s->c[j].tstate);
+      s->trig->vt->merge_state(s->trig, s->x[t].tstate, s->x[j].tstate);
     entry_delete(op, s, j);
   }
   s->e[t].w = cover;
   if (s->fast) {
-    if (max_ts_of(cover) > W) s->c[t].fire_t = max_ts_of(cover);
+    if (max_ts_of(cover) > W) s->e[t].fire = 1;
   } else {
     wm_trigger_ctx c;
     tctx_init(op, s, t, &c);
@@ -932,7 +1200,7 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
   wm_observe_window(op, key, ts, w, created);
   if (created) {
     if (s->fast && mts > op->wm) {
-      s->c[i].fire_t = mts;
+      s->e[i].fire = 1;
       if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
     }
     if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
@@ -996,7 +1264,7 @@ static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *ke
       if (!wc) continue;
       int64_t mts = max_ts_of(w);
       if (mts > W) {
-        s->c[i].fire_t = mts;
+        s->e[i].fire = 1;
         if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
       }
       if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
@@ -1143,8 +1411,8 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
      * (any timer of the entry at that time stands for it); the rest are superseded */
     bool wake = false;
     if (s->merging && s->event_time && domain == WM_DOMAIN_EVENT) {
-      wake = t == CO(e)->wake_t;
-      if (wake) CO(e)->wake_t = WM_TIME_MIN;
+      wake = t == XO(e)->wake_t;
+      if (wake) XO(e)->wake_t = WM_TIME_MIN;
       else if (s->fast) continue;
     }
     bool clean = domain == WM_DOMAIN_EVENT
@@ -1153,9 +1421,9 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
     int res;
     if (s->fast) {
       res = WM_TR_CONTINUE;
-      if (domain == WM_DOMAIN_EVENT && CO(e)->fire_t == t) {
-        CO(e)->fire_t = WM_TIME_MIN;
-        res = t == max_ts_of(e->w) ? WM_TR_FIRE : WM_TR_CONTINUE;
+      if (domain == WM_DOMAIN_EVENT && e->fire && max_ts_of(e->w) == t) {
+        e->fire = 0;
+        res = WM_TR_FIRE;
       }
     } else {
       bool reg = tm_take(s, e, domain, t);
@@ -1209,7 +1477,9 @@ static void winop_free(wm_op *op) {
     if (s->e[i].live) entry_delete(op, s, i);
   free(s->e);
   free(s->c);
+  free(s->x);
   free(s->idx);
+  if (s->rec_schema) wm_schema_release(s->rec_schema);
   wm_timers_free(s->timers);
   wm_timers_free(s->ptimers);
   free(s->wins);
@@ -1267,41 +1537,51 @@ static int64_t unrel(int64_t d, int64_t base) { return (int64_t)((uint64_t)d + (
 static int put_entry(wm_op *op, winop *s, wm_state_io *io, uint32_t i, uint64_t *prev_seq) {
   const wentry *e = &s->e[i];
   const wcold *c = &s->c[i];
-  unsigned f = (c->fire_t != WM_TIME_MIN ? EF_FIRE : 0) | (c->wake_t != WM_TIME_MIN ? EF_WAKE : 0) |
-               (c->acc.type != WM_NIL ? EF_ACC : 0) | (c->nitems ? EF_ITEMS : 0) |
-               (c->tstate[0] || c->tstate[1] ? EF_TSTATE : 0) |
-               (c->hstate.type != WM_NIL ? EF_HSTATE : 0) | (c->ntm ? EF_TM : 0);
+  static const wext none = {.wake_t = WM_TIME_MIN};
+  const wext *x = s->x ? &s->x[i] : &none;
+  unsigned f = (e->fire ? EF_FIRE : 0) | (x->wake_t != WM_TIME_MIN ? EF_WAKE : 0) |
+               (e->inl || c->acc.type != WM_NIL ? EF_ACC : 0) | (x->nitems ? EF_ITEMS : 0) |
+               (x->tstate[0] || x->tstate[1] ? EF_TSTATE : 0) |
+               (x->hstate.type != WM_NIL ? EF_HSTATE : 0) | (x->ntm ? EF_TM : 0);
   int64_t mts = max_ts_of(e->w);
+  keybuf kb;
   wm_state_put_u(io, f);
-  if (wm_state_put_value(op, io, &c->key, "a window's key") != WM_OK) return WM_ERR;
+  if (wm_state_put_value(op, io, key_of(s, i, &kb), "a window's key") != WM_OK) return WM_ERR;
   wm_state_put_i(io, e->w.start);
   wm_state_put_u(io, (uint64_t)e->w.stop - (uint64_t)e->w.start);
   if (wm_state_put_value(op, io, &e->aux, "a window's accumulator") != WM_OK) return WM_ERR;
-  if ((f & EF_ACC) && wm_state_put_value(op, io, &c->acc, "a window's accumulator") != WM_OK)
+  if (e->inl) { /* the record as it came: the bytes a retained row gives */
+    wm_value row;
+    if (unpack_first(op, s, i, -1, NULL, &row) != WM_OK) return WM_ERR;
+    int rc = wm_state_put_value(op, io, &row, "a window's accumulator");
+    wm_value_release(&op->ctx->host, &row);
+    if (rc != WM_OK) return WM_ERR;
+  } else if ((f & EF_ACC) && wm_state_put_value(op, io, &c->acc, "a window's accumulator") != WM_OK) {
     return WM_ERR;
-  if (f & EF_FIRE) wm_state_put_i(io, rel(c->fire_t, mts));
-  if (f & EF_WAKE) wm_state_put_i(io, rel(c->wake_t, mts));
-  wm_state_put_i(io, (int64_t)(c->seq - *prev_seq));
-  *prev_seq = c->seq;
+  }
+  if (f & EF_FIRE) wm_state_put_i(io, 0); /* the firing timer is at max_ts */
+  if (f & EF_WAKE) wm_state_put_i(io, rel(x->wake_t, mts));
+  wm_state_put_i(io, (int64_t)(e->seq - *prev_seq));
+  *prev_seq = e->seq;
   if (f & EF_ITEMS) {
-    wm_state_put_u(io, c->nitems);
-    for (uint32_t k = 0; k < c->nitems; k++)
-      if (wm_state_put_value(op, io, &c->items[k], "a window's record") != WM_OK) return WM_ERR;
+    wm_state_put_u(io, x->nitems);
+    for (uint32_t k = 0; k < x->nitems; k++)
+      if (wm_state_put_value(op, io, &x->items[k], "a window's record") != WM_OK) return WM_ERR;
     if (s->cfg.evictor.kind)
-      for (uint32_t k = 0; k < c->nitems; k++) wm_state_put_i(io, c->its ? c->its[k] : WM_TIME_MIN);
+      for (uint32_t k = 0; k < x->nitems; k++) wm_state_put_i(io, x->its ? x->its[k] : WM_TIME_MIN);
   }
   if (f & EF_TSTATE) {
-    wm_state_put_i(io, c->tstate[0]);
-    wm_state_put_i(io, c->tstate[1]);
+    wm_state_put_i(io, x->tstate[0]);
+    wm_state_put_i(io, x->tstate[1]);
   }
-  if ((f & EF_HSTATE) && wm_state_put_value(op, io, &c->hstate, "a trigger's state") != WM_OK)
+  if ((f & EF_HSTATE) && wm_state_put_value(op, io, &x->hstate, "a trigger's state") != WM_OK)
     return WM_ERR;
   if (f & EF_TM) {
-    wm_state_put_u(io, c->ntm);
-    for (uint32_t k = 0; k < c->ntm; k++) {
-      wm_state_put_i(io, c->tm[k].t);
-      wm_state_put_u(io, (uint64_t)c->tm[k].domain);
-      wm_state_put_u(io, c->tm[k].epoch);
+    wm_state_put_u(io, x->ntm);
+    for (uint32_t k = 0; k < x->ntm; k++) {
+      wm_state_put_i(io, x->tm[k].t);
+      wm_state_put_u(io, (uint64_t)x->tm[k].domain);
+      wm_state_put_u(io, x->tm[k].epoch);
     }
   }
   return WM_OK;
@@ -1343,10 +1623,13 @@ static int get_entry(wm_state_rd *r, winop *s, uint32_t i, uint64_t *prev_seq) {
   wm_op *op = r->op;
   wentry *e = &s->e[i];
   wcold *c = &s->c[i];
+  wext *x = s->x ? &s->x[i] : NULL;
   uint64_t f, len, n, u;
   int64_t d;
   if (wm_state_get_u(r, &f, "a window's flags") != WM_OK) return WM_ERR;
   if (f & ~(uint64_t)EF_ALL) return wm_state_bad(r, "a window's flags are %llu", (unsigned long long)f);
+  if (!x && (f & (EF_WAKE | EF_ITEMS | EF_TSTATE | EF_HSTATE | EF_TM)))
+    return wm_state_bad(r, "a window's trigger state or records in an operator that keeps none");
   if (wm_state_get_value(r, &c->key, "a window's key") != WM_OK) return WM_ERR;
   if (!wm_key_valid(&c->key)) return wm_state_bad(r, "a window's key is not a scalar");
   if (wm_state_get_i(r, &e->w.start, "a window's start") != WM_OK ||
@@ -1357,51 +1640,54 @@ static int get_entry(wm_state_rd *r, winop *s, uint32_t i, uint64_t *prev_seq) {
   kprobe k = kprobe_of(&c->key);
   e->hash = entry_hash(s, key_hash_of(&k), e->w);
   e->kpre = k.pre;
-  e->klen = k.len;
+  e->klen = k.len < KLEN_MAX ? k.len : KLEN_MAX;
   e->kcls = k.cls;
+  /* as entry_new: a key of up to 8 bytes is not kept when the hot part is enough */
+  if (s->kelide && k.cls != KEY_OTHER && k.len <= 8) wm_value_release(&op->ctx->host, &c->key);
   int64_t mts = max_ts_of(e->w);
   if (wm_state_get_value(r, &e->aux, "a window's accumulator") != WM_OK) return WM_ERR;
   if ((f & EF_ACC) && wm_state_get_value(r, &c->acc, "a window's accumulator") != WM_OK)
     return WM_ERR;
   if (f & EF_FIRE) {
     if (wm_state_get_i(r, &d, "a window's firing time") != WM_OK) return WM_ERR;
-    c->fire_t = unrel(d, mts);
+    if (d != 0) return wm_state_bad(r, "a window's firing time is not its end");
+    e->fire = 1;
   }
   if (f & EF_WAKE) {
     if (wm_state_get_i(r, &d, "a window's wake-up time") != WM_OK) return WM_ERR;
-    c->wake_t = unrel(d, mts);
+    x->wake_t = unrel(d, mts);
   }
   if (wm_state_get_i(r, &d, "a window's creation order") != WM_OK) return WM_ERR;
-  c->seq = *prev_seq + (uint64_t)d;
-  *prev_seq = c->seq;
+  e->seq = *prev_seq + (uint64_t)d;
+  *prev_seq = e->seq;
   if (f & EF_ITEMS) {
     if (!s->list) return wm_state_bad(r, "records in a window that keeps none");
     if (wm_state_get_count(r, &n, 1, "a window's record count") != WM_OK) return WM_ERR;
     if (n > UINT32_MAX / 2) return wm_state_bad(r, "a window holds %llu records", (unsigned long long)n);
-    c->items = calloc(n ? n : 1, sizeof *c->items);
-    if (s->cfg.evictor.kind) c->its = calloc(n ? n : 1, sizeof *c->its);
-    if (!c->items || (s->cfg.evictor.kind && !c->its))
+    x->items = calloc(n ? n : 1, sizeof *x->items);
+    if (s->cfg.evictor.kind) x->its = calloc(n ? n : 1, sizeof *x->its);
+    if (!x->items || (s->cfg.evictor.kind && !x->its))
       return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    c->capitems = (uint32_t)(n ? n : 1);
+    x->capitems = (uint32_t)(n ? n : 1);
     for (uint64_t q = 0; q < n; q++) {
-      if (wm_state_get_value(r, &c->items[q], "a window's record") != WM_OK) return WM_ERR;
-      c->nitems++;
+      if (wm_state_get_value(r, &x->items[q], "a window's record") != WM_OK) return WM_ERR;
+      x->nitems++;
     }
     for (uint64_t q = 0; s->cfg.evictor.kind && q < n; q++)
-      if (wm_state_get_i(r, &c->its[q], "a record's timestamp") != WM_OK) return WM_ERR;
+      if (wm_state_get_i(r, &x->its[q], "a record's timestamp") != WM_OK) return WM_ERR;
   }
-  if ((f & EF_TSTATE) && (wm_state_get_i(r, &c->tstate[0], "a trigger's state") != WM_OK ||
-                          wm_state_get_i(r, &c->tstate[1], "a trigger's state") != WM_OK))
+  if ((f & EF_TSTATE) && (wm_state_get_i(r, &x->tstate[0], "a trigger's state") != WM_OK ||
+                          wm_state_get_i(r, &x->tstate[1], "a trigger's state") != WM_OK))
     return WM_ERR;
-  if ((f & EF_HSTATE) && wm_state_get_value(r, &c->hstate, "a trigger's state") != WM_OK)
+  if ((f & EF_HSTATE) && wm_state_get_value(r, &x->hstate, "a trigger's state") != WM_OK)
     return WM_ERR;
   if (f & EF_TM) {
     if (wm_state_get_count(r, &n, 3, "a trigger's timer count") != WM_OK) return WM_ERR;
-    if (!(c->tm = calloc(n ? n : 1, sizeof *c->tm)))
+    if (!(x->tm = calloc(n ? n : 1, sizeof *x->tm)))
       return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    c->captm = (uint32_t)(n ? n : 1);
+    x->captm = (uint32_t)(n ? n : 1);
     for (uint64_t q = 0; q < n; q++) {
-      tmreg *t = &c->tm[q];
+      tmreg *t = &x->tm[q];
       if (wm_state_get_i(r, &t->t, "a trigger's timer") != WM_OK ||
           wm_state_get_u(r, &u, "a trigger timer's domain") != WM_OK)
         return WM_ERR;
@@ -1409,7 +1695,7 @@ static int get_entry(wm_state_rd *r, winop *s, uint32_t i, uint64_t *prev_seq) {
       t->domain = (int)u;
       if (wm_state_get_u(r, &u, "a trigger timer's pass") != WM_OK) return WM_ERR;
       t->epoch = (uint32_t)u;
-      c->ntm++;
+      x->ntm++;
     }
   }
   return WM_OK;
@@ -1427,7 +1713,7 @@ static int cmp_start(const void *a, const void *b) {
 }
 
 /* The index over the restored entries; for merging windows, the key's chains sorted by
- * start (the head indexed; the chain's tail kept in the head's next_free meanwhile). */
+ * start (the head indexed; the chain's tail kept in tail[head] meanwhile). */
 static int index_entries(wm_state_rd *r, winop *s) {
   size_t cap = 64;
   while (cap < (size_t)s->nlive * 2 + 2) cap *= 2;
@@ -1438,7 +1724,11 @@ static int index_entries(wm_state_rd *r, winop *s) {
   s->capidx = cap;
   s->usedidx = 0;
   startidx *order = calloc(s->nlive ? s->nlive : 1, sizeof *order);
-  if (!order) return wm_ctx_error(r->op->ctx, "out of memory restoring a checkpoint");
+  uint32_t *tail = s->merging ? calloc(s->ne ? s->ne : 1, sizeof *tail) : NULL;
+  if (!order || (s->merging && !tail)) {
+    free(order);
+    return wm_ctx_error(r->op->ctx, "out of memory restoring a checkpoint");
+  }
   uint32_t m = 0;
   for (uint32_t i = 0; i < s->ne; i++)
     if (s->e[i].live) order[m++] = (startidx){s->e[i].w.start, i};
@@ -1447,24 +1737,26 @@ static int index_entries(wm_state_rd *r, winop *s) {
   for (uint32_t q = 0; q < m && rc == WM_OK; q++) {
     uint32_t i = order[q].i;
     wentry *e = &s->e[i];
-    kprobe k = kprobe_of(&s->c[i].key);
+    keybuf kb;
+    kprobe k = kprobe_at(s, i, &kb);
     int found;
     size_t at = idx_find(s, &k, e->hash, e->w, &found);
-    s->c[i].knext = NONE;
+    if (s->x) s->x[i].knext = NONE;
     if (!found) {
       s->idx[at] = slot_make(i + 1, e->hash);
       s->usedidx++;
-      s->c[i].next_free = i;
+      if (tail) tail[i] = i;
     } else if (!s->merging) {
       rc = wm_state_bad(r, "a window appears twice");
     } else {
-      uint32_t head = slot_ent(s->idx[at]) - 1, tail = s->c[head].next_free;
-      if (intersects(s->e[tail].w, e->w)) rc = wm_state_bad(r, "a key's sessions overlap");
-      s->c[tail].knext = i;
-      s->c[head].next_free = i;
+      uint32_t head = slot_ent(s->idx[at]) - 1, t = tail[head];
+      if (intersects(s->e[t].w, e->w)) rc = wm_state_bad(r, "a key's sessions overlap");
+      s->x[t].knext = i;
+      tail[head] = i;
     }
   }
   free(order);
+  free(tail);
   return rc;
 }
 
@@ -1518,7 +1810,9 @@ static int restore_body(wm_state_rd *r, winop *s) {
     uint32_t cap = (uint32_t)n;
     s->e = aligned_alloc(64, cap * sizeof *s->e);
     s->c = calloc(cap, sizeof *s->c);
-    if (!s->e || !s->c) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+    if (s->need_ext) s->x = calloc(cap, sizeof *s->x);
+    if (!s->e || !s->c || (s->need_ext && !s->x))
+      return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
     memset(s->e, 0, cap * sizeof *s->e);
     s->cape = cap;
   }
@@ -1529,17 +1823,17 @@ static int restore_body(wm_state_rd *r, winop *s) {
     if ((g >> 1) > 0x7fffffffu) return wm_state_bad(r, "a window slot's generation is too big");
     s->ne = i + 1;
     s->e[i].gen = (uint32_t)(g >> 1);
-    s->c[i].fire_t = s->c[i].wake_t = WM_TIME_MIN;
+    if (s->x) s->x[i].wake_t = WM_TIME_MIN;
     if (!(g & 1)) continue;
     s->e[i].live = 1; /* from here on winop_free releases what the entry holds */
     s->nlive++;
     if (get_entry(r, s, i, &prev_seq) != WM_OK) return WM_ERR;
-    if (s->c[i].seq >= max_seq) max_seq = s->c[i].seq + 1;
+    if (s->e[i].seq >= max_seq) max_seq = s->e[i].seq + 1;
   }
   if (index_entries(r, s) != WM_OK) return WM_ERR;
   for (uint32_t i = s->ne; i-- > 0;) {
     if (s->e[i].live) continue;
-    s->c[i].next_free = s->free_head;
+    s->e[i].kpre = s->free_head;
     s->free_head = i;
   }
   if (wm_state_get_timers(r, s->timers, winop_timer_valid, s) != WM_OK ||
@@ -1564,8 +1858,10 @@ static int reset_state(wm_op *op, winop *s) {
     if (s->e[i].live) entry_delete(op, s, i);
   free(s->e);
   free(s->c);
+  free(s->x);
   s->e = NULL;
   s->c = NULL;
+  s->x = NULL;
   s->ne = s->cape = s->nlive = 0;
   s->free_head = NONE;
   s->usedidx = 0;
@@ -1687,6 +1983,9 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
     s->trig = wm_trigger_new(kind, 0);
   }
   s->fast = wm_trigger_is_default_event_time(s->trig) && s->event_time;
+  s->need_ext = !s->fast || s->list || s->merging;
+  /* trigger contexts (custom triggers and evictors) hold a pointer to the key */
+  s->kelide = s->fast && s->cfg.evictor.kind != WM_EV_CUSTOM;
   s->key1 = wm_keysel_field1(&s->cfg.keysel);
   s->sum_field = s->list ? NULL : wm_winfn_sum_field(&s->cfg.fn);
   {
@@ -1697,6 +1996,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
     s->panes_ok = a->kind == WM_WA_SLIDING && s->fast && agg_ok && s->cfg.lateness == 0 &&
                   a->slide > 0 && a->size > a->slide && a->size % a->slide == 0;
     s->panes = s->panes_ok;
+    s->inl_ok = s->fast && !s->merging && s->kelide && (s->pane_agg == WM_AGG_SUM ||
+                s->pane_agg == WM_AGG_MIN || s->pane_agg == WM_AGG_MAX);
   }
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
