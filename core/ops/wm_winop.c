@@ -154,7 +154,8 @@ typedef struct winop {
   wm_winop_config cfg;
   char *late_tag;
   int late_port;
-  wentry *e;         /* hot parts, 64-byte aligned */
+  wentry *e;         /* hot parts, 64-byte aligned (inside e_raw) */
+  void *e_raw;       /* the block e is in */
   wcold *c;          /* cold parts */
   wext *x;           /* extensions (need_ext), else NULL */
   uint32_t ne, cape, free_head, nlive;
@@ -284,10 +285,15 @@ static size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window 
   }
 }
 
+/* Big arrays grow with realloc, never a new block and a free of the old one: glibc serves
+ * blocks of 128 KiB and more with mmap (realloc then moves pages with mremap, copying
+ * nothing), but once such a block is freed it raises its mmap threshold to that size, and
+ * later blocks up to it come from the heap, where what is freed stays resident: at 10^6
+ * open windows that cost about 24 bytes per window of peak RSS. */
 static int idx_rebuild(winop *s, size_t cap) {
-  uint64_t *n = calloc(cap, sizeof *n);
+  uint64_t *n = realloc(s->idx, cap * sizeof *n);
   if (!n) return -1;
-  free(s->idx);
+  memset(n, 0, cap * sizeof *n);
   s->idx = n;
   s->capidx = cap;
   s->usedidx = 0;
@@ -347,6 +353,20 @@ static int idx_reserve(wm_op *op, winop *s) {
   return WM_OK;
 }
 
+/* Room for cap hot entries, 64-byte aligned (a lookup's fields then sit in one line of the
+ * entry, not across two), the ne in use kept. Grown with realloc (see idx_rebuild): the
+ * block's alignment may change, and then the entries move to the aligned place. */
+static int hot_grow(winop *s, uint32_t cap) {
+  size_t off = s->e ? (size_t)((char *)s->e - (char *)s->e_raw) : 0;
+  char *raw = realloc(s->e_raw, (size_t)cap * sizeof(wentry) + 64);
+  if (!raw) return -1;
+  size_t noff = (64 - ((uintptr_t)raw & 63)) & 63;
+  if (noff != off && s->ne) memmove(raw + noff, raw + off, (size_t)s->ne * sizeof(wentry));
+  s->e_raw = raw;
+  s->e = (wentry *)(void *)(raw + noff);
+  return 0;
+}
+
 static int entry_alloc(winop *s, uint32_t *out) {
   if (s->free_head != NONE) {
     *out = s->free_head;
@@ -354,28 +374,16 @@ static int entry_alloc(winop *s, uint32_t *out) {
     return 0;
   }
   if (s->ne == s->cape) {
-    /* cache-line aligned (sizeof(wentry) is a multiple of 64): a lookup's fields then
-     * sit in one line of the entry, not across two */
     uint32_t cap = s->cape ? s->cape * 2 : 64;
-    wentry *n = aligned_alloc(64, cap * sizeof *n);
-    if (!n) return -1;
     wcold *c = realloc(s->c, cap * sizeof *c);
-    if (!c) {
-      free(n);
-      return -1;
-    }
+    if (!c) return -1;
     s->c = c;
     if (s->need_ext) {
       wext *x = realloc(s->x, cap * sizeof *x);
-      if (!x) {
-        free(n);
-        return -1;
-      }
+      if (!x) return -1;
       s->x = x;
     }
-    if (s->ne) memcpy(n, s->e, s->ne * sizeof *n);
-    free(s->e);
-    s->e = n;
+    if (hot_grow(s, cap) != 0) return -1;
     s->cape = cap;
   }
   memset(&s->e[s->ne], 0, sizeof s->e[s->ne]);
@@ -1475,7 +1483,7 @@ static void winop_free(wm_op *op) {
   if (!s) return;
   for (uint32_t i = 0; i < s->ne; i++)
     if (s->e[i].live) entry_delete(op, s, i);
-  free(s->e);
+  free(s->e_raw);
   free(s->c);
   free(s->x);
   free(s->idx);
@@ -1808,10 +1816,9 @@ static int restore_body(wm_state_rd *r, winop *s) {
   if (n >= NONE / 2) return wm_state_bad(r, "%llu window slots", (unsigned long long)n);
   if (n) {
     uint32_t cap = (uint32_t)n;
-    s->e = aligned_alloc(64, cap * sizeof *s->e);
     s->c = calloc(cap, sizeof *s->c);
     if (s->need_ext) s->x = calloc(cap, sizeof *s->x);
-    if (!s->e || !s->c || (s->need_ext && !s->x))
+    if (hot_grow(s, cap) != 0 || !s->c || (s->need_ext && !s->x))
       return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
     memset(s->e, 0, cap * sizeof *s->e);
     s->cape = cap;
@@ -1856,10 +1863,11 @@ static int restore_body(wm_state_rd *r, winop *s) {
 static int reset_state(wm_op *op, winop *s) {
   for (uint32_t i = 0; i < s->ne; i++)
     if (s->e[i].live) entry_delete(op, s, i);
-  free(s->e);
+  free(s->e_raw);
   free(s->c);
   free(s->x);
   s->e = NULL;
+  s->e_raw = NULL;
   s->c = NULL;
   s->x = NULL;
   s->ne = s->cape = s->nlive = 0;
