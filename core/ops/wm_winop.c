@@ -196,6 +196,9 @@ typedef struct winop {
   bool inl_ok;          /* built-in sum, min or max, not merging: first records may be packed */
   wm_schema *rec_schema; /* inl: the schema of the packed records (referenced) */
   int inl_fidx;          /* inl: the index of the aggregated field in rec_schema */
+  wm_row *fire_row;      /* inl: the last row fired (referenced), reused once nobody else
+                            holds it; its string fields hold fire_cap[j] bytes */
+  uint32_t *fire_cap;
 } winop;
 
 /* A key rebuilt from an entry (key_of): valid while the keybuf is. */
@@ -260,11 +263,14 @@ static bool win_eq(wm_window a, wm_window b) { return a.start == b.start && a.st
  * entries never reads them: a lookup costs one index line and the found entry's line. */
 static uint32_t slot_ent(uint64_t v) { return (uint32_t)v; }
 static uint64_t slot_make(uint32_t ent, uint64_t h) { return (uint64_t)ent | (h >> 32 << 32); }
+/* The home slot of hash h: from its upper half, the half the slot holds, so that moving
+ * slots (idx_remove) needs no entry's line (at 10^6 windows every one is a cache miss). */
+static size_t home_of(uint64_t h, size_t mask) { return (size_t)(h >> 32) & mask; }
 
 /* The slot of (key, w) in the index (merging windows: of key): found (1) or where to
  * insert (0). */
 static size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window w, int *found) {
-  size_t mask = s->capidx - 1, i = h & mask, tomb = SIZE_MAX;
+  size_t mask = s->capidx - 1, i = home_of(h, mask), tomb = SIZE_MAX;
   for (;;) {
     uint64_t v = s->idx[i];
     uint32_t ent = slot_ent(v);
@@ -332,9 +338,9 @@ static void idx_remove(winop *s, size_t at) {
   size_t mask = s->capidx - 1, i = at, j = at;
   for (;;) {
     j = (j + 1) & mask;
-    uint32_t ent = slot_ent(s->idx[j]);
-    if (ent == 0) break;
-    size_t home = (size_t)s->e[ent - 1].hash & mask;
+    uint64_t v = s->idx[j];
+    if (slot_ent(v) == 0) break;
+    size_t home = home_of(v, mask);
     /* the entry at j may move to i if its home is not in (i, j] (cyclically) */
     if (((j - home) & mask) >= ((j - i) & mask)) {
       s->idx[i] = s->idx[j];
@@ -412,10 +418,23 @@ static void entry_purge(wm_op *op, winop *s, wentry *e) {
 static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
-  int found;
-  keybuf kb;
-  kprobe k = kprobe_at(s, i, &kb);
-  size_t at = idx_find(s, &k, e->hash, e->w, &found);
+  int found = 0;
+  size_t at = 0;
+  if (s->merging) {
+    keybuf kb;
+    kprobe k = kprobe_at(s, i, &kb);
+    at = idx_find(s, &k, e->hash, e->w, &found);
+  } else {
+    /* every entry is indexed, in the probe run from its hash's home: find its slot by
+     * number, with no key to compare (no tombstones here) */
+    size_t mask = s->capidx - 1;
+    for (at = home_of(e->hash, mask); slot_ent(s->idx[at]) != 0; at = (at + 1) & mask) {
+      if (slot_ent(s->idx[at]) == i + 1) {
+        found = 1;
+        break;
+      }
+    }
+  }
   if (s->merging) {
     if (found) {
       uint32_t head = slot_ent(s->idx[at]) - 1;
@@ -744,32 +763,56 @@ static bool pack_first(const wentry *e, const char *kb, size_t tl, const wm_row 
   return true;
 }
 
-/* The row packed in entry i (an owned WM_ROW in *out), with field `field` (when >= 0) set
- * to *val instead. */
-static int unpack_first(wm_op *op, const winop *s, uint32_t i, int field, const wm_value *val,
-                        wm_value *out) {
+/* A string of len bytes from p in field f of a row: written over the string f holds when
+ * nobody else holds it and it has room (*cap bytes; cap NULL: never), else a new one with
+ * room for at least 16 bytes. WM_OK or WM_ERR. */
+static int put_str(wm_value *f, const char *p, size_t len, uint32_t *cap) {
+  if (cap && f->type == WM_STR && f->u.s->refs == 1 && *cap >= len) {
+    memcpy(f->u.s->data, p, len);
+    f->u.s->data[len] = '\0';
+    f->u.s->len = (uint32_t)len;
+    return WM_OK;
+  }
+  size_t room = len < 16 ? 16 : len;
+  wm_str *w = malloc(sizeof *w + room + 1);
+  if (!w) return WM_ERR;
+  w->refs = 1;
+  w->len = (uint32_t)len;
+  memcpy(w->data, p, len);
+  w->data[len] = '\0';
+  if (f->type != WM_NIL) wm_value_release(NULL, f); /* a string: no host needed */
+  f->type = WM_STR;
+  f->flags = 0;
+  f->u.s = w;
+  if (cap) *cap = (uint32_t)room;
+  return WM_OK;
+}
+
+/* Fills row r (of rec_schema; fields nil or, with cap, those of the last fill) with the
+ * record packed in entry i, field `field` (when >= 0) set to *val instead. */
+static int fill_first(const winop *s, uint32_t i, int field, const wm_value *val, wm_row *r,
+                      uint32_t *cap) {
   const wentry *e = &s->e[i];
   size_t tl = e->klen > 8 ? e->klen - 8 : 0;
   const uint8_t *tag = s->c[i].rec + tl;
   uint32_t n = s->rec_schema->nfields;
   const uint8_t *pay = tag + n;
   keybuf kb;
-  const wm_value *key = key_of(s, i, &kb);
-  wm_row *r = wm_row_new(s->rec_schema);
-  if (!r) return wm_ctx_error(op->ctx, "out of memory firing a window");
+  key_of(s, i, &kb); /* its bytes in kb.b */
   for (uint32_t j = 0; j < n; j++) {
     wm_value *f = &r->fields[j];
     uint8_t t = tag[j];
+    wm_value v = wm_nil();
     const char *str = NULL;
     size_t len = 0;
     if (t == PK_INT) {
-      *f = wm_int(0);
-      memcpy(&f->u.i, pay, 8);
+      v = wm_int(0);
+      memcpy(&v.u.i, pay, 8);
     } else if (t == PK_FLOAT) {
-      *f = wm_float(0);
-      memcpy(&f->u.f, pay, 8);
+      v = wm_float(0);
+      memcpy(&v.u.f, pay, 8);
     } else if (t == PK_TRUE || t == PK_FALSE) {
-      *f = wm_bool(t == PK_TRUE);
+      v = wm_bool(t == PK_TRUE);
     } else if (t == PK_KEY) {
       str = kb.b;
       len = e->klen;
@@ -779,18 +822,26 @@ static int unpack_first(wm_op *op, const winop *s, uint32_t i, int field, const 
     }
     if (t == PK_INT || t == PK_FLOAT || t >= PK_STR0) pay += 8;
     if ((int)j == field) {
-      *f = *val; /* a number (sum, min, max): nothing to retain */
-    } else if (str) {
-      wm_str *w = wm_str_new(str, len);
-      if (!w) {
-        wm_row_release(&op->ctx->host, r);
-        return wm_ctx_error(op->ctx, "out of memory firing a window");
-      }
-      f->type = WM_STR;
-      f->u.s = w;
+      v = *val; /* a number (sum, min, max): nothing to retain */
+      str = NULL;
+    }
+    if (str) {
+      if (put_str(f, str, len, cap ? &cap[j] : NULL) != WM_OK) return WM_ERR;
+    } else {
+      if (f->type == WM_STR) wm_value_release(NULL, f);
+      *f = v;
     }
   }
-  (void)key;
+  return WM_OK;
+}
+
+/* The row packed in entry i as a new owned WM_ROW in *out (checkpoints). */
+static int unpack_first(wm_op *op, const winop *s, uint32_t i, wm_value *out) {
+  wm_row *r = wm_row_new(s->rec_schema);
+  if (!r || fill_first(s, i, -1, NULL, r, NULL) != WM_OK) {
+    if (r) wm_row_release(&op->ctx->host, r);
+    return wm_ctx_error(op->ctx, "out of memory writing a checkpoint");
+  }
   *out = wm_row_value(r);
   return WM_OK;
 }
@@ -868,11 +919,24 @@ static void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f, keybuf *kb) {
 /* Fires a window whose first record is packed in entry first (itself, or the pane created
  * first): what builtin_fire emits, the record with the field set to *aux. */
 static int inline_fire(wm_op *op, winop *s, uint32_t first, int64_t max_ts, const wm_value *aux) {
-  wm_value out;
-  if (unpack_first(op, s, first, s->inl_fidx, aux, &out) != WM_OK) return WM_ERR;
-  int rc = wm_op_emit(op, 0, &out, max_ts);
-  wm_value_release(&op->ctx->host, &out);
-  return rc;
+  const wm_host *h = &op->ctx->host;
+  /* the row fired last, when nobody downstream kept it: no allocation per firing */
+  if (s->fire_row && s->fire_row->refs > 1) {
+    wm_row_release(h, s->fire_row);
+    s->fire_row = NULL;
+  }
+  if (!s->fire_row) {
+    uint32_t n = s->rec_schema->nfields;
+    if (!s->fire_cap && !(s->fire_cap = calloc(n ? n : 1, sizeof *s->fire_cap)))
+      return wm_ctx_error(op->ctx, "out of memory firing a window");
+    memset(s->fire_cap, 0, (n ? n : 1) * sizeof *s->fire_cap);
+    if (!(s->fire_row = wm_row_new(s->rec_schema)))
+      return wm_ctx_error(op->ctx, "out of memory firing a window");
+  }
+  if (fill_first(s, first, s->inl_fidx, aux, s->fire_row, s->fire_cap) != WM_OK)
+    return wm_ctx_error(op->ctx, "out of memory firing a window");
+  wm_value out = wm_row_value(s->fire_row);
+  return wm_op_emit(op, 0, &out, max_ts);
 }
 
 static int evict(wm_op *op, winop *s, uint32_t i, int after) {
@@ -954,8 +1018,9 @@ static int pane_emit(wm_op *op, winop *s, uint32_t i) {
   if (first == NONE) return WM_OK;
   wentry *e = &s->e[i];
   keybuf kb;
-  wm_observe_fire(op, key_of(s, i, &kb), e->w,
-                  s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) /* the key is rebuilt only for them */
+    wm_observe_fire(op, key_of(s, i, &kb), e->w,
+                    s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
   wm_value aux = wm_int(sum);
   if (s->e[first].inl) return inline_fire(op, s, first, max_ts_of(e->w), &aux);
   wm_fire f;
@@ -1010,8 +1075,9 @@ static int emit_window(wm_op *op, winop *s, uint32_t i) {
   keybuf kb;
   if (entry_empty(s, e)) return WM_OK;
   /* a firing outside a timer, with the watermark past the window's end, is a late firing */
-  wm_observe_fire(op, key_of(s, i, &kb), e->w,
-                  s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    wm_observe_fire(op, key_of(s, i, &kb), e->w,
+                    s->firing_t == WM_TIME_MIN && max_ts_of(e->w) <= op->wm);
   if (e->inl) return inline_fire(op, s, i, max_ts_of(e->w), &e->aux);
   if (!s->cfg.evictor.kind) {
     fire_init(op, s, e, &f, &kb);
@@ -1057,7 +1123,8 @@ static int clear_all(wm_op *op, winop *s, uint32_t i) {
     if (s->trig->vt->clear(s->trig, &c) != WM_OK) return WM_ERR;
   }
   keybuf kb;
-  wm_observe_cleanup(op, key_of(s, i, &kb), s->e[i].w);
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    wm_observe_cleanup(op, key_of(s, i, &kb), s->e[i].w);
   if (s->panes) pane_drop(op, s, i);
   entry_delete(op, s, i);
   return WM_OK;
@@ -1385,9 +1452,9 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
        * needed, so that they overlap instead of queueing. Only hints: a stale address is
        * never dereferenced. */
       size_t mask = s->capidx - 1;
-      for (size_t k = 0; k < n; k++) __builtin_prefetch(&s->idx[s->whash[k] & mask]);
+      for (size_t k = 0; k < n; k++) __builtin_prefetch(&s->idx[home_of(s->whash[k], mask)]);
       for (size_t k = 0; k < n; k++) {
-        uint32_t ent = slot_ent(s->idx[s->whash[k] & mask]);
+        uint32_t ent = slot_ent(s->idx[home_of(s->whash[k], mask)]);
         if (ent != 0 && ent != TOMB) __builtin_prefetch(&s->e[ent - 1]);
       }
     }
@@ -1487,6 +1554,8 @@ static void winop_free(wm_op *op) {
   free(s->c);
   free(s->x);
   free(s->idx);
+  if (s->fire_row) wm_row_release(&op->ctx->host, s->fire_row);
+  free(s->fire_cap);
   if (s->rec_schema) wm_schema_release(s->rec_schema);
   wm_timers_free(s->timers);
   wm_timers_free(s->ptimers);
@@ -1560,7 +1629,7 @@ static int put_entry(wm_op *op, winop *s, wm_state_io *io, uint32_t i, uint64_t 
   if (wm_state_put_value(op, io, &e->aux, "a window's accumulator") != WM_OK) return WM_ERR;
   if (e->inl) { /* the record as it came: the bytes a retained row gives */
     wm_value row;
-    if (unpack_first(op, s, i, -1, NULL, &row) != WM_OK) return WM_ERR;
+    if (unpack_first(op, s, i, &row) != WM_OK) return WM_ERR;
     int rc = wm_state_put_value(op, io, &row, "a window's accumulator");
     wm_value_release(&op->ctx->host, &row);
     if (rc != WM_OK) return WM_ERR;
