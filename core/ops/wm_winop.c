@@ -303,14 +303,24 @@ static int idx_rebuild(winop *s, size_t cap) {
   s->idx = n;
   s->capidx = cap;
   s->usedidx = 0;
+  size_t mask = cap - 1;
   for (uint32_t i = 0; i < s->ne; i++) {
     wentry *e = &s->e[i];
     if (!e->live) continue;
-    int found;
-    keybuf kb;
-    kprobe k = kprobe_at(s, i, &kb);
-    size_t at = idx_find(s, &k, e->hash, e->w, &found);
-    if (found) continue; /* merging: only the chain's head is indexed, and it came first */
+    size_t at;
+    if (s->merging) {
+      int found;
+      keybuf kb;
+      kprobe k = kprobe_at(s, i, &kb);
+      at = idx_find(s, &k, e->hash, e->w, &found);
+      if (found) continue; /* only the chain's head is indexed, and it came first */
+    } else {
+      /* (key, window) pairs are unique: the first empty slot of the run, no compare; the
+       * slots of the entries ahead are started early (random lines at many windows) */
+      if (i + 16 < s->ne) __builtin_prefetch(&n[home_of(s->e[i + 16].hash, mask)]);
+      for (at = home_of(e->hash, mask); slot_ent(n[at]) != 0; at = (at + 1) & mask) {
+      }
+    }
     n[at] = slot_make(i + 1, e->hash);
     s->usedidx++;
   }
@@ -1478,6 +1488,17 @@ static int fire_group(wm_op *op, winop *s, int domain, int64_t t, const wm_timer
                       size_t n) {
   s->firing_t = t;
   for (size_t k = 0; k < n; k++) {
+    /* a group is often thousands of windows (all keys' windows end together), each one's
+     * entry, cold part and index slot (deleted at cleanup) a likely cache miss at many
+     * keys: start them some windows ahead so that they overlap. Only hints: an index
+     * read from an entry not yet valid is never dereferenced. */
+    if (k + 8 < n && (uint32_t)ents[k + 8].payload < s->ne) {
+      uint32_t a = (uint32_t)ents[k + 8].payload;
+      __builtin_prefetch(&s->e[a]);
+      __builtin_prefetch(&s->c[a]);
+    }
+    if (k + 4 < n && (uint32_t)ents[k + 4].payload < s->ne)
+      __builtin_prefetch(&s->idx[home_of(s->e[(uint32_t)ents[k + 4].payload].hash, s->capidx - 1)]);
     uint64_t p = ents[k].payload;
     uint32_t i = (uint32_t)p, gen = (uint32_t)(p >> 32);
     if (i >= s->ne || !s->e[i].live || s->e[i].gen != gen) continue;
