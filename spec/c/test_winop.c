@@ -83,6 +83,23 @@ static void scenario_c(int with_side) {
   wm_buf_free(&late.out);
 }
 
+/* A prepared context's tumbling 5 s window operator keyed by "id", computing the built-in
+ * agg of field, its results captured in out. */
+static wm_op *tumbling_builtin(wm_ctx *ctx, int agg, const char *field, capture *out) {
+  wm_winop_config cfg = {0};
+  cfg.assigner.kind = WM_WA_TUMBLING;
+  cfg.assigner.size = 5000;
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.fn, agg, field);
+  wm_op *w = wm_winop_new(ctx, "window", &cfg);
+  wm_buf_init(&out->out);
+  wm_op_connect(w, 0, wm_op_new(ctx, &capture_vt, out, "out"));
+  wm_op_connect(wm_op_new(ctx, &capture_vt, NULL, "src"), 0, w);
+  wm_ctx_prepare(ctx);
+  return w;
+}
+
 /* Several keys closing at the same instant fire in creation order; count() and min_by. */
 static void keys_and_builtins(void) {
   static const struct {
@@ -110,19 +127,8 @@ static void keys_and_builtins(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     wm_ctx ctx;
     wm_ctx_init(&ctx);
-    wm_winop_config cfg = {0};
-    cfg.assigner.kind = WM_WA_TUMBLING;
-    cfg.assigner.size = 5000;
-    const char *key = "id";
-    wm_keysel_fields(&cfg.keysel, &key, 1);
-    wm_winfn_builtin(&cfg.fn, cases[c].agg, cases[c].field);
-    wm_op *w = wm_winop_new(&ctx, "window", &cfg);
     capture out = {0};
-    wm_buf_init(&out.out);
-    wm_op *m = wm_op_new(&ctx, &capture_vt, &out, "out");
-    wm_op_connect(w, 0, m);
-    wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
-    wm_ctx_prepare(&ctx);
+    wm_op *w = tumbling_builtin(&ctx, cases[c].agg, cases[c].field, &out);
     wm_schema *s = sensor_schema();
     push(w, s, "b", 0, 3);
     push(w, s, "a", 1, 5);
@@ -223,18 +229,8 @@ static void inline_first_records(void) {
     T.current = "inline first records";
     wm_ctx ctx;
     wm_ctx_init(&ctx);
-    wm_winop_config cfg = {0};
-    cfg.assigner.kind = WM_WA_TUMBLING;
-    cfg.assigner.size = 5000;
-    const char *key = "id";
-    wm_keysel_fields(&cfg.keysel, &key, 1);
-    wm_winfn_builtin(&cfg.fn, aggs[a], "vc");
-    wm_op *w = wm_winop_new(&ctx, "window", &cfg);
     capture out = {0};
-    wm_buf_init(&out.out);
-    wm_op_connect(w, 0, wm_op_new(&ctx, &capture_vt, &out, "out"));
-    wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
-    wm_ctx_prepare(&ctx);
+    wm_op *w = tumbling_builtin(&ctx, aggs[a], "vc", &out);
     wm_schema *s = wm_schema_new(6, names, types);
     for (int pass = 0; pass < 2; pass++) {
       for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
