@@ -264,9 +264,19 @@ long long lwm_op_state(const wm_op *op);
 typedef struct lwm_services {
   struct wm_metrics_http *http;
   struct progress *progress;
+  struct lwm_task_status *task; /* a scale-out task's status line (lwm_task.c) */
 } lwm_services;
 int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s);
 void lwm_services_end(void *ud);
+
+/* ---- scale-out (lwm_task.c) ----------------------------------------------------------- */
+
+/* core.supervise and core.task_guard, into the table on the top of the stack. */
+void lwm_task_open(lua_State *L);
+/* In a task's child (WM_TASK and WM_TASK_STATUS_FD set): a timer writing the status line;
+ * *out NULL otherwise. WM_OK or WM_ERR. end: the last line, and the timer closed. */
+int lwm_task_status_start(lwm_bridge *B, uv_loop_t *loop, struct lwm_task_status **out);
+void lwm_task_status_end(struct lwm_task_status *ts);
 
 /* ---- the multi-core executor (lwm_mt.c) ---------------------------------------------- */
 

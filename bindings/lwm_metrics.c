@@ -109,6 +109,7 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s)
     lua_pop(L, 2);
   }
   lua_pop(L, 1);
+  if (rc == WM_OK) rc = lwm_task_status_start(B, loop, &s->task);
   lua_getfield(L, env, "progress"); /* true: --progress; false: --no-progress; nil: a terminal */
   int forced = lua_toboolean(L, -1);
   int on = lua_isnil(L, -1) ? isatty(STDERR_FILENO) : forced;
@@ -140,6 +141,10 @@ void lwm_services_end(void *ud) {
   if (s->http) {
     wm_metrics_http_stop(s->http);
     s->http = NULL;
+  }
+  if (s->task) {
+    lwm_task_status_end(s->task);
+    s->task = NULL;
   }
   if (s->progress) {
     progress *p = s->progress;

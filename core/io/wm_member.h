@@ -63,6 +63,10 @@ typedef struct wm_member_ops {
   /* Leaves the group and frees m. The supervisor has stopped every task first; whatever is
      still owned is released without further events (no REVOKE is reported any more). */
   void (*free)(wm_member *m);
+  /* Optional (NULL: not known): the position the partition's next record will get (Kafka:
+     its high watermark offset; NATS: the subject's last sequence + 1), asked of the server
+     (may block a moment), or -1. For the lag column of --metrics. */
+  long long (*end)(wm_member *m, int source, int partition);
 } wm_member_ops;
 
 /* A backend's object begins with this struct (its first member), so that the supervisor

@@ -241,6 +241,8 @@ end
 function Env:execute(name)
   if self.executed then error("execute: this environment has already run", 2) end
   self.executed = true
+  -- scale_out = true on a source: this process supervises, or runs one partition's task
+  if require("wm.scaleout").execute(self, name or "wmrun job") then return end
   for _, n in ipairs(self.nodes) do -- read_lines{arrival = ...}: the recorded arrival times' clock
     if n.arrival ~= nil then return require("wm.lab.replay").execute(self, name) end
   end

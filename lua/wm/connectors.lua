@@ -138,6 +138,7 @@ local function split(env, src, chain, strategy, where)
   local outs = {}
   for j, p in ipairs(src.parts) do
     local s = one_input(stream(env, src), "side_output", {tag = p.tag}, "partition " .. p.name)
+    p.nodes = {s.node} -- the partition's own nodes: a scale-out task keeps only its own (wm.scaleout)
     for _, tmpl in ipairs(chain) do
       local t = {}
       for k, v in pairs(tmpl) do t[k] = v end
@@ -145,8 +146,10 @@ local function split(env, src, chain, strategy, where)
       t.name = (tmpl.name or tmpl.kind) .. " [" .. p.name .. "]"
       s = one_input(s, tmpl.kind, t)
       s.node.where = tmpl.where
+      p.nodes[#p.nodes + 1] = s.node
     end
     local a = one_input(s, "assign", {strategy = strategy}, "timestamps/watermarks [" .. p.name .. "]")
+    p.nodes[#p.nodes + 1] = a.node
     a.node.where = where
     -- one instance per partition: every source instance feeds it; only the owner sends records
     a.node.parallelism = 1
@@ -159,6 +162,7 @@ local function split(env, src, chain, strategy, where)
   local u = outs[1]:union(table.unpack(outs, 2))
   u.node.name = "partitions of " .. src.name
   u.node.where = where
+  src.union = u.node
   return u
 end
 
@@ -216,7 +220,31 @@ end
 -- ---- Kafka -----------------------------------------------------------------------------------
 
 local kafka_read_opts = {brokers = true, topic = true, topics = true, group = true, start = true,
-  bounded = true, metadata = true, watermarks = true, properties = true, name = true, timeout = true}
+  bounded = true, metadata = true, watermarks = true, properties = true, name = true, timeout = true,
+  scale_out = true}
+
+-- scale_out = true: the checks of its needs, at the job line (docs/scaleout.md).
+local function check_scale_out(env, call, opts, level)
+  if opts.scale_out == nil or opts.scale_out == false then return false end
+  if opts.scale_out ~= true then
+    error(call .. ": scale_out must be true or false, got " .. tostring(opts.scale_out), level + 1)
+  end
+  if opts.group == nil then
+    error(call .. ": scale_out needs a group (the name the processes that share the partitions have in "
+      .. "common, e.g. group = \"job1\")", level + 1)
+  end
+  if not env.checkpoint then
+    error(call .. ": scale_out needs --checkpoint-dir (or wm.env{checkpoint = {dir = ...}}): a folder "
+      .. "that every process of the group reaches, where each partition's task keeps its state", level + 1)
+  end
+  for _, n in ipairs(env.nodes) do
+    if n.scale_out then
+      error(call .. ": a job has one scale_out source; " .. n.name .. " (" .. n.where .. ") is one already",
+        level + 1)
+    end
+  end
+  return true
+end
 
 --- A source of the records of Kafka topics (librdkafka): the message values as strings, or
 -- with `metadata = true` tables `{value, key, topic, partition, offset, timestamp}`. Records
@@ -243,6 +271,7 @@ function Env:read_kafka(opts)
   local props = props_list(opts.properties, "read_kafka", 2)
   local timeout = opts.timeout and duration.ms(opts.timeout, "read_kafka timeout", 2) or 10000
   if timeout <= 0 then error("read_kafka: timeout must be positive", 2) end
+  local scale_out = check_scale_out(self, "read_kafka", opts, 2)
   local parts = {}
   for _, topic in ipairs(topics) do
     local n, err = core.kafka_partitions(brokers, topic, props, timeout)
@@ -254,7 +283,7 @@ function Env:read_kafka(opts)
   end
   return partitioned(self, "read_kafka", "read_kafka", {brokers = brokers, group = group, start = start,
     start_value = start_value, bounded = check_bounded(opts.bounded, "read_kafka", 2),
-    metadata = opts.metadata and true or false, props = props,
+    metadata = opts.metadata and true or false, props = props, scale_out = scale_out or nil, topics = topics,
     name = opts.name or ("read_kafka(" .. table.concat(topics, ",") .. "@" .. brokers .. ")")},
     parts, strategy, 2)
 end
