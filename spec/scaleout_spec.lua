@@ -1,0 +1,214 @@
+-- Scale-out over Kafka (docs/scaleout.md, issue 16): processes of one group share a
+-- topic's partitions, one task per partition with its own state and checkpoints; their
+-- output together is exactly a single process's, also after one of them is SIGKILLed.
+-- Runs against librdkafka's mock cluster (spec/services.lua).
+local helper = require("helper")
+local services = require("services")
+
+local q = helper.shell_quote
+
+local function lines_of(path)
+  local t = {}
+  for l in helper.read_or_empty(path):gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+-- The lines of every file of dir whose name starts with `prefix`, sorted (a multiset).
+local function union(dir, prefix)
+  local t = {}
+  for _, f in ipairs(helper.lines("ls " .. q(dir))) do
+    if f:sub(1, #prefix) == prefix then
+      for _, l in ipairs(lines_of(dir .. "/" .. f)) do t[#t + 1] = l end
+    end
+  end
+  table.sort(t)
+  return t
+end
+
+local function sorted(t)
+  table.sort(t)
+  return t
+end
+
+-- Writes 1200 records (12 keys, event time rising by 100 ms, no record late in its
+-- partition) to the topic with write_kafka{key = "id"}; with `marker`, between the two
+-- halves, a record {pause = true} in partition 0 that the job drops (the kill spec's cue).
+local function load(dir, bootstrap, topic, marker)
+  local jp = dir .. "/load.lua"
+  local f = assert(io.open(jp, "w"))
+  f:write([[
+local wm = require("wm")
+local brokers, topic, marker = arg[1], arg[2], arg[3] == "marker"
+local function half(from, to)
+  local rows = {}
+  for i = from, to do rows[#rows + 1] = {id = "k" .. (i % 12), ts = i * 100, v = i} end
+  local env = wm.env{}
+  env:from_elements(table.unpack(rows)):write_kafka{brokers = brokers, topic = topic, key = "id"}
+  env:execute("load")
+end
+half(1, 600)
+if marker then
+  local env = wm.env{}
+  env:from_elements({pause = true, p = 0}):write_kafka{brokers = brokers, topic = topic, partition = "p"}
+  env:execute("marker")
+end
+half(601, 1200)
+]])
+  f:close()
+  local _, err, code = helper.wmrun(q(jp) .. " " .. q(bootstrap) .. " " .. topic .. (marker and " marker" or ""))
+  assert.are.equal(0, code, err)
+end
+
+-- The windowed job: arg[1] brokers, arg[2] topic, arg[3] the output file, arg[4] "scale"
+-- (scale_out) or "plain", arg[5] a folder for the pause flag (the kill spec).
+local JOB = [[
+local wm = require("wm")
+local brokers, topic, out, mode, flags = arg[1], arg[2], arg[3], arg[4], arg[5]
+local env = wm.env{watermark_interval = 0}
+local task = os.getenv("WM_TASK")
+env:read_kafka{brokers = brokers, topic = topic, group = "g-" .. topic, bounded = "latest",
+    scale_out = mode == "scale",
+    properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
+  :parse_json()
+  :filter(function(r)
+    if not r.pause then return true end
+    if flags and task then -- the first task to meet the cue stops here, once: the spec kills its supervisor
+      local flag = flags .. "/" .. task:match("(%S+)$")
+      local h = io.open(flag)
+      if h then h:close() else os.execute("echo $PPID > " .. flag .. ".tmp && mv " .. flag .. ".tmp " .. flag
+        .. " && kill -STOP $PPID") end
+    end
+    return false
+  end)
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("v"):write_lines(out)
+env:execute("scale-out spec")
+]]
+
+local function write_job(dir)
+  local jp = dir .. "/job.lua"
+  local f = assert(io.open(jp, "w"))
+  f:write(JOB)
+  f:close()
+  return jp
+end
+
+-- Starts `n` supervisors of the job in the background (their stderr in dir/pI.err).
+local function start(dir, n, bootstrap, topic, extra)
+  local jp = write_job(dir)
+  local procs = {}
+  for i = 1, n do
+    local pdir = dir .. "/p" .. i
+    os.execute("mkdir -p " .. q(pdir))
+    local args = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+      .. q(bootstrap) .. " " .. topic .. " " .. q(dir .. "/out/o.txt") .. " scale " .. (extra or "")
+    os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
+      helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
+    local p = {dir = pdir}
+    p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
+      "wmrun to start", 60)
+    function p.done()
+      local s = helper.read_or_empty(pdir .. "/rc")
+      if s ~= "" then return tonumber(s:match("%d+")) end
+    end
+    function p.err() return helper.read_or_empty(pdir .. "/err") end
+    function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
+    procs[i] = p
+  end
+  return procs
+end
+
+local function single(dir, bootstrap, topic, mode)
+  local out = dir .. "/single-" .. mode .. ".txt"
+  local args = q(write_job(dir)) .. " " .. q(bootstrap) .. " " .. topic .. " " .. q(out) .. " " .. mode
+  if mode == "scale" then args = "--checkpoint-dir " .. q(dir .. "/ck1") .. " " .. args end
+  local _, err, code = helper.wmrun(args)
+  assert.are.equal(0, code, err)
+  if mode == "plain" then return sorted(lines_of(out)) end
+  return union(dir, "single-scale.txt.")
+end
+
+local function all_done(procs)
+  for _, p in ipairs(procs) do if not p.done() then return false end end
+  return true
+end
+
+describe("scale-out on Kafka", function()
+  it("3 processes on a 6-partition topic give together exactly one process's output", function()
+    local k = services.kafka{"ev:6"}
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out"))
+    load(dir, k.bootstrap, "ev")
+    local plain = single(dir, k.bootstrap, "ev", "plain")
+    assert.is_true(#plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
+    -- one process in scale-out mode owns all six partitions
+    assert.are.same(plain, single(dir, k.bootstrap, "ev", "scale"))
+    procs = start(dir, 3, k.bootstrap, "ev")
+    helper.wait_for(function() return all_done(procs) end, "the three processes to end", 120)
+    local assigned = {}
+    for i, p in ipairs(procs) do
+      assert.are.equal(0, p.done(), p.err())
+      for l in p.err():gmatch("[^\n]+") do
+        local list = l:match("^wmrun: group 'g%-ev': assigned ([^;]+)")
+        if list then for part in list:gmatch("ev/%d") do assigned[part] = (assigned[part] or 0) + i end end
+      end
+    end
+    for pn = 0, 5 do assert.is_not_nil(assigned["ev/" .. pn], "ev/" .. pn .. " was never assigned") end
+    -- every task's own file, each ended
+    for pn = 0, 5 do
+      assert.is_true(helper.read_or_empty(dir .. "/ck/task-ev-" .. pn .. "/ENDED") ~= "", "task ev-" .. pn)
+    end
+    assert.are.same(plain, union(dir .. "/out", "o.txt."))
+  end)
+
+  it("a process killed with SIGKILL mid-run: the others take its partitions over from its tasks' checkpoints", function() -- luacheck: ignore 631
+    local k = services.kafka{"kv:6"}
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out") .. " " .. q(dir .. "/flags"))
+    load(dir, k.bootstrap, "kv", true)
+    local plain = single(dir, k.bootstrap, "kv", "plain")
+    assert.is_true(#plain >= 24 * 12)
+    procs = start(dir, 3, k.bootstrap, "kv", q(dir .. "/flags"))
+    -- the task of kv/0 stops itself at the cue, half way through its partition, after its
+    -- first checkpoint: its process is the victim
+    local flag = dir .. "/flags/kv-0"
+    local child = helper.wait_for(function() return tonumber(helper.read_or_empty(flag):match("%d+")) end,
+      "the task kv-0 to reach the middle of its partition", 60)
+    helper.wait_for(function()
+      return helper.read_or_empty("/proc/" .. child .. "/stat"):match("^%d+ %b() (%a)") == "T"
+    end, "the task kv-0 to stop", 60)
+    local ppid = tonumber(helper.read_or_empty("/proc/" .. child .. "/stat"):match("^%d+ %b() %a (%d+)"))
+    local victim
+    for _, p in ipairs(procs) do if p.pid == ppid then victim = p end end
+    assert.is_not_nil(victim, "the task's parent is one of the three processes")
+    assert.is_true(#helper.lines("ls " .. q(dir .. "/ck/task-kv-0") .. " | grep '^chk-'") > 0)
+    assert.are.equal("", helper.read_or_empty(dir .. "/ck/task-kv-0/ENDED"))
+    os.execute("kill -KILL " .. victim.pid)
+    -- its children die with it (PR_SET_PDEATHSIG and the pipe they watch)
+    helper.wait_for(function() return helper.read_or_empty("/proc/" .. child .. "/stat") == ""
+      or helper.read_or_empty("/proc/" .. child .. "/stat"):match("^%d+ %b() (%a)") == "Z" end,
+      "the victim's task to die with it", 30)
+    helper.wait_for(function() return all_done(procs) end, "the two others to end", 120)
+    local took = false
+    for _, p in ipairs(procs) do
+      if p ~= victim then
+        assert.are.equal(0, p.done(), p.err())
+        if p.err():match("assigned [^;]*kv/0") and p.err():match("resuming from checkpoint") then took = true end
+      end
+    end
+    assert.is_true(took, "a survivor took kv/0 over from its checkpoint")
+    assert.are.same(plain, union(dir .. "/out", "o.txt."))
+  end)
+end)
