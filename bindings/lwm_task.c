@@ -53,7 +53,7 @@ static const char **strings(lua_State *L, int idx, const char *k, int *n) {
 }
 
 /* core.supervise{kind = "kafka", group, ckdir, index, node, sources = {...}, counts = {...},
- * args = {...}, brokers, props = {...}, metrics} -> true | raises */
+ * args = {...}, brokers, props = {...}, metrics} -> true | nil, message */
 static int l_supervise(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *kind = lwm_get_str(L, 1, "kind");
@@ -109,7 +109,11 @@ static int l_supervise(lua_State *L) {
   free(args);
   free(props);
   free(counts);
-  if (rc != 0) return luaL_error(L, "scale_out: %s", err);
+  if (rc != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "scale_out: %s", err);
+    return 2;
+  }
   lua_pushboolean(L, 1);
   return 1;
 }

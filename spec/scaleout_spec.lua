@@ -211,4 +211,147 @@ describe("scale-out on Kafka", function()
     assert.is_true(took, "a survivor took kv/0 over from its checkpoint")
     assert.are.same(plain, union(dir .. "/out", "o.txt."))
   end)
+
+  it("SIGTERM stops every task with its final checkpoint (exit 0); --metrics and SIGUSR1 list the partitions", function() -- luacheck: ignore 631
+    local k = services.kafka{"un:2"}
+    local dir = helper.tmpdir()
+    local p
+    finally(function()
+      if p then p.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    local jp = dir .. "/load.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local rows = {}
+for i = 1, 10 do rows[i] = {p = i <= 6 and 0 or 1, ts = i * 1000} end
+local env = wm.env{}
+env:from_elements(table.unpack(rows)):write_kafka{brokers = arg[1], topic = "un", partition = "p"}
+env:execute()]])
+    f:close()
+    local _, err, code = helper.wmrun(q(jp) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    -- (bg_job puts the script last: the brokers are written into it)
+    p = helper.bg_job(dir, string.format([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true}
+  :parse_json()
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
+  :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
+env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms")
+    local pid = p.pid()
+    -- every record read: the table that SIGUSR1 prints says so
+    helper.wait_for(function()
+      os.execute("kill -USR1 " .. pid)
+      os.execute("sleep 0.1")
+      local e = helper.read_or_empty(p.err)
+      return e:match("un%-0%s+un/0%s+6%s+0%s+5999%s+running") and e:match("un%-1%s+un/1%s+4%s+0%s+9999%s+running")
+    end, "both tasks to have read their partition", 60)
+    p.signal("TERM")
+    assert.are.equal(0, p.wait(), helper.read_or_empty(p.err))
+    local e = helper.read_or_empty(p.err)
+    assert.matches("wmrun: group 'gu': assigned un/0, un/1", e)
+    assert.matches("scale%-out: group 'gu', 2 partitions owned by this process", e)
+    assert.is_nil(e:match("failed"))
+    for _, t in ipairs({"un-0", "un-1"}) do
+      assert.are.equal("", helper.read_or_empty(dir .. "/ck/task-" .. t .. "/ENDED"))
+      assert.is_true(#helper.lines("ls " .. q(dir .. "/ck/task-" .. t) .. " | grep '^chk-'") > 0)
+    end
+    -- unbounded: the windows are still open (in the checkpoints), nothing was printed
+    assert.are.equal("", helper.read_or_empty(p.out))
+  end)
+
+  describe("errors", function()
+    local function job(text, args)
+      return helper.run_job(text, args)
+    end
+
+    it("scale_out without a group names what is missing at the job line", function()
+      local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{checkpoint = {dir = "ck"}}
+env:read_kafka{brokers = "127.0.0.1:1", topic = "ev", scale_out = true}:print()
+env:execute()]])
+      assert.are.equal(1, code)
+      assert.matches("%.lua:3: read_kafka: scale_out needs a group", err)
+    end)
+
+    it("scale_out without a checkpoint folder says so at the job line", function()
+      local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = "127.0.0.1:1", topic = "ev", group = "g", scale_out = true}:print()
+env:execute()]])
+      assert.are.equal(1, code)
+      assert.matches("%.lua:3: read_kafka: scale_out needs %-%-checkpoint%-dir", err)
+    end)
+
+    it("scale_out must be a boolean, and one source of a job has it", function()
+      local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{checkpoint = {dir = "ck"}}
+env:read_kafka{brokers = "127.0.0.1:1", topic = "ev", group = "g", scale_out = "yes"}:print()]])
+      assert.are.equal(1, code)
+      assert.matches("%.lua:3: read_kafka: scale_out must be true or false, got yes", err)
+      local k = services.kafka{"a:1", "b:1"}
+      local dir = helper.tmpdir()
+      finally(function() k:stop(); helper.rmdir(dir) end)
+      local jp = dir .. "/job.lua"
+      local f = assert(io.open(jp, "w"))
+      f:write([[
+local wm = require("wm")
+local env = wm.env{checkpoint = {dir = "ck"}}
+env:read_kafka{brokers = arg[1], topic = "a", group = "g", scale_out = true}:print()
+env:read_kafka{brokers = arg[1], topic = "b", group = "g", scale_out = true}:print()]])
+      f:close()
+      _, err, code = helper.wmrun(q(jp) .. " " .. q(k.bootstrap))
+      assert.are.equal(1, code)
+      assert.matches("job%.lua:4: read_kafka: a job has one scale_out source; read_kafka%(a@[^)]*%) %(.-job%.lua:3%) "
+        .. "is one already", err)
+    end)
+
+    it("--fresh is refused: the folder is every process's", function()
+      local k = services.kafka{"ev:1"}
+      local dir = helper.tmpdir()
+      finally(function() k:stop(); helper.rmdir(dir) end)
+      local jp = dir .. "/job.lua"
+      local f = assert(io.open(jp, "w"))
+      f:write([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}:print()
+env:execute()]])
+      f:close()
+      local _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " --fresh " .. q(jp) .. " "
+        .. q(k.bootstrap))
+      assert.are.equal(1, code)
+      assert.matches("scale_out: %-%-fresh cannot be used with scale_out", err)
+    end)
+
+    it("a task that fails 5 times in a row fails the supervisor, naming it and its last message", function()
+      local k = services.kafka{"ev:1"}
+      local dir = helper.tmpdir()
+      finally(function() k:stop(); helper.rmdir(dir) end)
+      local jp = dir .. "/job.lua"
+      local f = assert(io.open(jp, "w"))
+      f:write([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
+  :map(function(r) return r end):print()
+if os.getenv("WM_TASK") then error("the task cannot start") end
+env:execute()]])
+      f:close()
+      local _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(jp) .. " "
+        .. q(k.bootstrap))
+      assert.are.equal(1, code)
+      local _, n = err:gsub("task ev%-0 %(ev/0%) failed %(exit status 1%)", "")
+      assert.are.equal(5, n)
+      assert.matches("job%.lua:6: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row; its last "
+        .. "message: wmrun: [^\n]*job%.lua:5: the task cannot start", err)
+    end)
+  end)
 end)

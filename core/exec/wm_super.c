@@ -143,6 +143,8 @@ static void err_line(child *c, const char *s, size_t n) {
   fwrite(s, 1, n, log);
   fputc('\n', log);
   fflush(log);
+  /* the message, not the traceback under it */
+  if (n == 0 || s[0] == '\t' || s[0] == ' ' || (n >= 16 && memcmp(s, "stack traceback:", 16) == 0)) return;
   size_t k = n < sizeof t->last - 1 ? n : sizeof t->last - 1;
   memcpy(t->last, s, k);
   t->last[k] = '\0';

@@ -134,9 +134,11 @@ local function supervise(env, name, index, src)
     end
     counts[seen[p.topic]] = counts[seen[p.topic]] + 1
   end
-  return core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
+  local ok, err = core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
     node = src.id, sources = sources, counts = counts, args = command(), brokers = src.brokers,
     props = src.props, metrics = env.metrics, name = name}
+  -- at the script's execute() line (this, M.execute, Env:execute, the script)
+  if not ok then error(err, 4) end
 end
 
 --- Env:execute's hook: counts the script's execute() calls and, in scale-out mode, takes
