@@ -264,6 +264,13 @@ env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") 
     assert.are.equal("", helper.read_or_empty(p.out))
   end)
 
+  it("examples/scaleout/run.sh: the demo's combined output equals a single run", function()
+    local out, err, code = helper.sh(q(helper.root .. "/examples/scaleout/run.sh"))
+    assert.are.equal(0, code, out .. err)
+    assert.matches("OK: the three processes' files together hold exactly the single run's %d+ results", out)
+    assert.matches("resuming from checkpoint", out)
+  end)
+
   describe("errors", function()
     local function job(text, args)
       return helper.run_job(text, args)
