@@ -25,6 +25,12 @@ local function union(dir, prefix)
   return t
 end
 
+local function lines_of_text(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
 local function sorted(t)
   table.sort(t)
   return t
@@ -237,7 +243,8 @@ env:execute()]])
     p = helper.bg_job(dir, string.format([[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
-env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true}
+env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true,
+  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false}
   :parse_json()
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
@@ -262,6 +269,16 @@ env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") 
     end
     -- unbounded: the windows are still open (in the checkpoints), nothing was printed
     assert.are.equal("", helper.read_or_empty(p.out))
+    -- another process takes both partitions over: their counts come from the checkpoints
+    -- alone (it reads no record: the offsets are at the partitions' ends)
+    local out
+    out, err, code = helper.sh("WM_SPEC_BOUNDED=1 " .. helper.wmrun_path() .. " --checkpoint-dir " .. q(dir .. "/ck")
+      .. " " .. q(p.job))
+    assert.are.equal(0, code, err)
+    assert.are.same({'{"count":4,"key":1,"start":0,"stop":3600000}', '{"count":6,"key":0,"start":0,"stop":3600000}'},
+      sorted(lines_of_text(out)))
+    local _, resumed = err:gsub("resuming from checkpoint %d+ in [^\n]*task%-un%-%d", "")
+    assert.are.equal(2, resumed)
   end)
 
   it("examples/scaleout/run.sh: the demo's combined output equals a single run", function()
