@@ -7,6 +7,24 @@ local services = require("services")
 
 local q = helper.shell_quote
 
+-- Writes `text` to dir/name (default job.lua) and returns its path.
+local function script(dir, text, name)
+  local path = dir .. "/" .. (name or "job.lua")
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+-- Runs the job `text` (its arg[1]: the brokers of a mock cluster with `topics`) with wmrun's
+-- options opts(dir) in a folder of its own; returns stdout, stderr and the exit code.
+local function run_on_kafka(topics, text, opts)
+  local k = services.kafka(topics)
+  local dir = helper.tmpdir()
+  finally(function() k:stop(); helper.rmdir(dir) end)
+  return helper.wmrun((opts and (opts(dir) .. " ") or "") .. q(script(dir, text)) .. " " .. q(k.bootstrap))
+end
+
 local function lines_of(path)
   local t = {}
   for l in helper.read_or_empty(path):gmatch("[^\n]+") do t[#t + 1] = l end
@@ -40,9 +58,7 @@ end
 -- partition) to the topic with write_kafka{key = "id"}; with `marker`, between the two
 -- halves, a record {pause = true} in partition 0 that the job drops (the kill spec's cue).
 local function load(dir, bootstrap, topic, marker)
-  local jp = dir .. "/load.lua"
-  local f = assert(io.open(jp, "w"))
-  f:write([[
+  local jp = script(dir, [[
 local wm = require("wm")
 local brokers, topic, marker = arg[1], arg[2], arg[3] == "marker"
 local function half(from, to)
@@ -59,8 +75,7 @@ if marker then
   env:execute("marker")
 end
 half(601, 1200)
-]])
-  f:close()
+]], "load.lua")
   local _, err, code = helper.wmrun(q(jp) .. " " .. q(bootstrap) .. " " .. topic .. (marker and " marker" or ""))
   assert.are.equal(0, code, err)
 end
@@ -91,13 +106,7 @@ env:read_kafka{brokers = brokers, topic = topic, group = "g-" .. topic, bounded 
 env:execute("scale-out spec")
 ]]
 
-local function write_job(dir)
-  local jp = dir .. "/job.lua"
-  local f = assert(io.open(jp, "w"))
-  f:write(JOB)
-  f:close()
-  return jp
-end
+local function write_job(dir) return script(dir, JOB) end
 
 -- Starts `n` supervisors of the job in the background (their stderr in dir/pI.err).
 local function start(dir, n, bootstrap, topic, extra)
@@ -139,30 +148,38 @@ local function all_done(procs)
   return true
 end
 
+-- A mock cluster with a 6-partition `topic` loaded by load(), a folder, the plain job's
+-- output; the processes the spec puts in `procs` are killed at its end.
+local function setup(topic, marker)
+  local k = services.kafka{topic .. ":6"}
+  local s = {k = k, dir = helper.tmpdir(), procs = {}}
+  finally(function()
+    for _, p in ipairs(s.procs) do p.kill() end
+    k:stop()
+    helper.rmdir(s.dir)
+  end)
+  os.execute("mkdir -p " .. q(s.dir .. "/out") .. " " .. q(s.dir .. "/flags"))
+  load(s.dir, k.bootstrap, topic, marker)
+  s.plain = single(s.dir, k.bootstrap, topic, "plain")
+  assert.is_true(#s.plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
+  return s
+end
+
 describe("scale-out on Kafka", function()
   it("3 processes on a 6-partition topic give together exactly one process's output", function()
-    local k = services.kafka{"ev:6"}
-    local dir = helper.tmpdir()
-    local procs = {}
-    finally(function()
-      for _, p in ipairs(procs) do p.kill() end
-      k:stop()
-      helper.rmdir(dir)
-    end)
-    os.execute("mkdir -p " .. q(dir .. "/out"))
-    load(dir, k.bootstrap, "ev")
-    local plain = single(dir, k.bootstrap, "ev", "plain")
-    assert.is_true(#plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
+    local s = setup("ev")
+    local k, dir, plain = s.k, s.dir, s.plain
     -- one process in scale-out mode owns all six partitions
     assert.are.same(plain, single(dir, k.bootstrap, "ev", "scale"))
-    procs = start(dir, 3, k.bootstrap, "ev")
+    local procs = start(dir, 3, k.bootstrap, "ev")
+    s.procs = procs
     helper.wait_for(function() return all_done(procs) end, "the three processes to end", 120)
     local assigned = {}
     for i, p in ipairs(procs) do
       assert.are.equal(0, p.done(), p.err())
       for l in p.err():gmatch("[^\n]+") do
         local list = l:match("^wmrun: group 'g%-ev': assigned ([^;]+)")
-        if list then for part in list:gmatch("ev/%d") do assigned[part] = (assigned[part] or 0) + i end end
+        if list then for part in list:gmatch("ev/%d") do assigned[part] = i end end
       end
     end
     for pn = 0, 5 do assert.is_not_nil(assigned["ev/" .. pn], "ev/" .. pn .. " was never assigned") end
@@ -174,19 +191,10 @@ describe("scale-out on Kafka", function()
   end)
 
   it("a process killed with SIGKILL mid-run: the others take its partitions over from its tasks' checkpoints", function() -- luacheck: ignore 631
-    local k = services.kafka{"kv:6"}
-    local dir = helper.tmpdir()
-    local procs = {}
-    finally(function()
-      for _, p in ipairs(procs) do p.kill() end
-      k:stop()
-      helper.rmdir(dir)
-    end)
-    os.execute("mkdir -p " .. q(dir .. "/out") .. " " .. q(dir .. "/flags"))
-    load(dir, k.bootstrap, "kv", true)
-    local plain = single(dir, k.bootstrap, "kv", "plain")
-    assert.is_true(#plain >= 24 * 12)
-    procs = start(dir, 3, k.bootstrap, "kv", q(dir .. "/flags"))
+    local s = setup("kv", true)
+    local dir, plain = s.dir, s.plain
+    local procs = start(dir, 3, s.k.bootstrap, "kv", q(dir .. "/flags"))
+    s.procs = procs
     -- the task of kv/0 stops itself at the cue, half way through its partition, after its
     -- first checkpoint: its process is the victim
     local flag = dir .. "/flags/kv-0"
@@ -227,16 +235,13 @@ describe("scale-out on Kafka", function()
       k:stop()
       helper.rmdir(dir)
     end)
-    local jp = dir .. "/load.lua"
-    local f = assert(io.open(jp, "w"))
-    f:write([[
+    local jp = script(dir, [[
 local wm = require("wm")
 local rows = {}
 for i = 1, 10 do rows[i] = {p = i <= 6 and 0 or 1, ts = i * 1000} end
 local env = wm.env{}
 env:from_elements(table.unpack(rows)):write_kafka{brokers = arg[1], topic = "un", partition = "p"}
-env:execute()]])
-    f:close()
+env:execute()]], "load.lua")
     local _, err, code = helper.wmrun(q(jp) .. " " .. q(k.bootstrap))
     assert.are.equal(0, code, err)
     -- (bg_job puts the script last: the brokers are written into it)
@@ -320,57 +325,34 @@ local env = wm.env{checkpoint = {dir = "ck"}}
 env:read_kafka{brokers = "127.0.0.1:1", topic = "ev", group = "g", scale_out = "yes"}:print()]])
       assert.are.equal(1, code)
       assert.matches("%.lua:3: read_kafka: scale_out must be true or false, got yes", err)
-      local k = services.kafka{"a:1", "b:1"}
-      local dir = helper.tmpdir()
-      finally(function() k:stop(); helper.rmdir(dir) end)
-      local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write([[
+      _, err, code = run_on_kafka({"a:1", "b:1"}, [[
 local wm = require("wm")
 local env = wm.env{checkpoint = {dir = "ck"}}
 env:read_kafka{brokers = arg[1], topic = "a", group = "g", scale_out = true}:print()
 env:read_kafka{brokers = arg[1], topic = "b", group = "g", scale_out = true}:print()]])
-      f:close()
-      _, err, code = helper.wmrun(q(jp) .. " " .. q(k.bootstrap))
       assert.are.equal(1, code)
       assert.matches("job%.lua:4: read_kafka: a job has one scale_out source; read_kafka%(a@[^)]*%) %(.-job%.lua:3%) "
         .. "is one already", err)
     end)
 
     it("--fresh is refused: the folder is every process's", function()
-      local k = services.kafka{"ev:1"}
-      local dir = helper.tmpdir()
-      finally(function() k:stop(); helper.rmdir(dir) end)
-      local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write([[
+      local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}:print()
-env:execute()]])
-      f:close()
-      local _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " --fresh " .. q(jp) .. " "
-        .. q(k.bootstrap))
+env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") .. " --fresh" end)
       assert.are.equal(1, code)
       assert.matches("scale_out: %-%-fresh cannot be used with scale_out", err)
     end)
 
     it("a task that fails 5 times in a row fails the supervisor, naming it and its last message", function()
-      local k = services.kafka{"ev:1"}
-      local dir = helper.tmpdir()
-      finally(function() k:stop(); helper.rmdir(dir) end)
-      local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write([[
+      local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
   :map(function(r) return r end):print()
 if os.getenv("WM_TASK") then error("the task cannot start") end
-env:execute()]])
-      f:close()
-      local _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(jp) .. " "
-        .. q(k.bootstrap))
+env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end)
       assert.are.equal(1, code)
       local _, n = err:gsub("task ev%-0 %(ev/0%) failed %(exit status 1%)", "")
       assert.are.equal(5, n)

@@ -410,6 +410,12 @@ static void flush_rebalance(wm_super *S) {
   S->assigned[0] = S->revoked[0] = S->lost[0] = '\0';
 }
 
+static void stop_backoff(task *t) {
+  if (!t->backoff_on) return;
+  uv_timer_stop(&t->backoff);
+  t->backoff_on = 0;
+}
+
 static void poll_member(wm_super *S) {
   if (!S->m) return;
   wm_member_event ev;
@@ -429,10 +435,7 @@ static void poll_member(wm_super *S) {
     } else if (ev.kind == WM_MEMBER_REVOKE) {
       list_add(S->revoked, sizeof S->revoked, t->pname);
       t->owned = 0;
-      if (t->backoff_on) {
-        uv_timer_stop(&t->backoff);
-        t->backoff_on = 0;
-      }
+      stop_backoff(t);
       if (t->c) {
         t->revoked = 1;
         uv_process_kill(&t->c->proc, SIGTERM);
@@ -442,10 +445,7 @@ static void poll_member(wm_super *S) {
     } else if (ev.kind == WM_MEMBER_LOST) {
       list_add(S->lost, sizeof S->lost, t->pname);
       t->owned = 0;
-      if (t->backoff_on) {
-        uv_timer_stop(&t->backoff);
-        t->backoff_on = 0;
-      }
+      stop_backoff(t);
       if (t->c) {
         t->lost = 1;
         uv_process_kill(&t->c->proc, SIGKILL);
@@ -507,10 +507,7 @@ static int all_ended(wm_super *S) {
 static void stop_children(wm_super *S) {
   for (int i = 0; i < S->ntasks; i++) {
     task *t = &S->tasks[i];
-    if (t->backoff_on) {
-      uv_timer_stop(&t->backoff);
-      t->backoff_on = 0;
-    }
+    stop_backoff(t);
     if (t->c) uv_process_kill(&t->c->proc, SIGTERM);
   }
 }
