@@ -238,7 +238,10 @@ static void child_maybe_finish(child *c) {
     t->crashes = 0;
     if (t->revoked) release(t);
   } else if (t->lost) {
+    /* killed because another process may run it now; assigned to us again meanwhile, it
+     * starts again from its newest checkpoint */
     t->lost = 0;
+    if (t->owned && !S->stopping && !S->failed) start_task(t);
   } else if (t->revoked) {
     t->crashes = 0;
     release(t);
@@ -429,9 +432,9 @@ static void poll_member(wm_super *S) {
     if (ev.kind == WM_MEMBER_ASSIGN) {
       list_add(S->assigned, sizeof S->assigned, t->pname);
       t->owned = 1;
-      t->revoked = t->lost = 0;
       t->crashes = 0;
-      if (!S->stopping && !S->failed) start_task(t);
+      /* a child still dying (lost) is started again when it is gone */
+      if (!S->stopping && !S->failed && !t->c) start_task(t);
     } else if (ev.kind == WM_MEMBER_REVOKE) {
       list_add(S->revoked, sizeof S->revoked, t->pname);
       t->owned = 0;
