@@ -16,6 +16,7 @@ int main(void) {
       {"snapshot", test_snapshot}, {"pool", test_pool},
       {"panes", test_panes},
       {"conn", test_conn},
+      {"member", test_member},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
