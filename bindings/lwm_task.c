@@ -141,7 +141,10 @@ static int l_task_guard(lua_State *L) {
   if (sfd && *sfd) fcntl(atoi(sfd), F_SETFD, FD_CLOEXEC);
   const char *v = getenv("WM_TASK_PARENT_FD");
   if (v && *v) {
-    fcntl(atoi(v), F_SETFD, FD_CLOEXEC);
+    int pfd = atoi(v);
+    fcntl(pfd, F_SETFD, FD_CLOEXEC);
+    int fl = fcntl(pfd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(pfd, F_SETFL, fl & ~O_NONBLOCK); /* the watch blocks */
     uv_thread_t th;
     int fd = atoi(v);
     /* never joined: it ends the process, or ends with it */

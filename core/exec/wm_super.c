@@ -34,6 +34,7 @@ typedef struct child {
   uv_pipe_t err, st, parent; /* its stderr, its status, its supervisor-alive pipe */
   int closing;               /* handles still to close (their close callbacks count down) */
   int exited, err_eof, st_eof, finished;
+  int termed;                /* SIGTERM sent (a second one would stop it without its checkpoint) */
   int64_t status;
   int sig;
   uint64_t started;          /* uv_now */
@@ -368,18 +369,20 @@ static void start_task(task *t) {
    * children with a checkpoint, not the children directly */
   po.flags = UV_PROCESS_DETACHED;
   c->proc.data = c->err.data = c->st.data = c->parent.data = c;
+  int spawned = rc == 0; /* uv_spawn initialises the process handle even when it fails */
   if (rc == 0) rc = uv_spawn(&S->loop, &c->proc, &po);
   free(env);
   free(args);
   free(wmtask);
   if (rc != 0) {
     /* the pipes that were made are closed; the process handle, never started, too */
-    c->closing = inited + 1;
+    c->closing = inited + spawned;
     c->finished = 1;
     if (inited > 0) uv_close((uv_handle_t *)&c->err, on_child_handle_closed);
     if (inited > 1) uv_close((uv_handle_t *)&c->st, on_child_handle_closed);
     if (inited > 2) uv_close((uv_handle_t *)&c->parent, on_child_handle_closed);
-    uv_close((uv_handle_t *)&c->proc, on_child_handle_closed);
+    if (spawned) uv_close((uv_handle_t *)&c->proc, on_child_handle_closed);
+    if (c->closing == 0) free(c);
     spawn_failed(t, uv_strerror(rc));
     return;
   }
@@ -419,6 +422,13 @@ static void stop_backoff(task *t) {
   t->backoff_on = 0;
 }
 
+/* Asks the task's child to stop with its final checkpoint, once. */
+static void terminate(task *t) {
+  if (!t->c || t->c->termed) return;
+  t->c->termed = 1;
+  uv_process_kill(&t->c->proc, SIGTERM);
+}
+
 static void poll_member(wm_super *S) {
   if (!S->m) return;
   wm_member_event ev;
@@ -441,7 +451,7 @@ static void poll_member(wm_super *S) {
       stop_backoff(t);
       if (t->c) {
         t->revoked = 1;
-        uv_process_kill(&t->c->proc, SIGTERM);
+        terminate(t);
       } else {
         release(t);
       }
@@ -511,7 +521,7 @@ static void stop_children(wm_super *S) {
   for (int i = 0; i < S->ntasks; i++) {
     task *t = &S->tasks[i];
     stop_backoff(t);
-    if (t->c) uv_process_kill(&t->c->proc, SIGTERM);
+    terminate(t);
   }
 }
 
