@@ -293,6 +293,13 @@ env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") 
     assert.matches("resuming from checkpoint", out)
   end)
 
+  it("a task's file sink writes its own file: {task} replaced, or the task's name appended", function()
+    local so = require("wm.scaleout")
+    assert.are.equal("out/sums-ev-3.txt", so.task_path("out/sums-{task}.txt", "ev-3"))
+    assert.are.equal("out/sums.txt.ev-3", so.task_path("out/sums.txt", "ev-3"))
+    assert.are.equal("a/x2.ev-1/b.x2.ev-1", so.task_path("a/{task}/b.{task}", "x2.ev-1"))
+  end)
+
   describe("errors", function()
     local function job(text, args)
       return helper.run_job(text, args)
