@@ -286,6 +286,84 @@ env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") 
     assert.are.equal(2, resumed)
   end)
 
+  it("a process that joins takes partitions over: the first stops their tasks with a checkpoint, the second resumes them", function() -- luacheck: ignore 631
+    local k = services.kafka{"rj:4"}
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    -- 3 records in each partition, then the job: a count per partition, unbounded
+    local _, err, code = helper.wmrun(q(script(dir, [[
+local wm = require("wm")
+local rows = {}
+for i = 0, 11 do rows[#rows + 1] = {p = i % 4, ts = 1000 + i} end
+local env = wm.env{}
+env:from_elements(table.unpack(rows)):write_kafka{brokers = arg[1], topic = "rj", partition = "p"}
+env:execute()]], "load.lua")) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    local job = string.format([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = %q, topic = "rj", group = "gj", scale_out = true,
+  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false,
+  properties = {["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 200}}
+  :parse_json()
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
+  :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
+env:execute()]], k.bootstrap)
+    local opts = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms"
+    os.execute("mkdir -p " .. q(dir .. "/a") .. " " .. q(dir .. "/b"))
+    local a = helper.bg_job(dir .. "/a", job, opts)
+    procs[1] = a
+    local function read_all(p)
+      return helper.wait_for(function()
+        os.execute("kill -USR1 " .. p.pid())
+        os.execute("sleep 0.1")
+        local e = helper.read_or_empty(p.err)
+        local n = 0
+        for _ in e:gmatch("rj%-%d%s+rj/%d%s+3%s+0%s+%d+%s+running") do n = n + 1 end
+        return n > 0 and e
+      end, "the tasks to read their partitions", 60)
+    end
+    read_all(a)
+    local b = helper.bg_job(dir .. "/b", job, opts)
+    procs[2] = b
+    local moved = helper.wait_for(function()
+      return helper.read_or_empty(b.err):match("wmrun: group 'gj': assigned ([^\n]+)")
+    end, "the second process to be assigned partitions", 60)
+    local revoked = helper.wait_for(function()
+      return helper.read_or_empty(a.err):match("wmrun: group 'gj': revoked ([^\n]+) %(to another process%)")
+    end, "the first process to give partitions back", 60)
+    local function set(list)
+      local t = {}
+      for part in list:gmatch("rj/%d") do t[#t + 1] = part end
+      return sorted(t)
+    end
+    assert.are.same(set(moved), set(revoked))
+    local n = #set(moved)
+    assert.is_true(n >= 1 and n <= 3, moved)
+    -- the second resumes each moved task from the checkpoint the first took when it gave it back
+    helper.wait_for(function()
+      local _, r = helper.read_or_empty(b.err):gsub("resuming from checkpoint", "")
+      return r == n
+    end, "the moved tasks to resume", 60)
+    a.signal("TERM")
+    b.signal("TERM")
+    assert.are.equal(0, a.wait(), helper.read_or_empty(a.err))
+    assert.are.equal(0, b.wait(), helper.read_or_empty(b.err))
+    assert.is_nil((helper.read_or_empty(a.err) .. helper.read_or_empty(b.err)):match("failed"))
+    -- every partition counted once: 3 records each, whoever held it
+    local out
+    out, err, code = helper.sh("WM_SPEC_BOUNDED=1 " .. helper.wmrun_path() .. " " .. opts .. " " .. q(a.job))
+    assert.are.equal(0, code, err)
+    assert.are.same({'{"count":3,"key":0,"start":0,"stop":3600000}', '{"count":3,"key":1,"start":0,"stop":3600000}',
+      '{"count":3,"key":2,"start":0,"stop":3600000}', '{"count":3,"key":3,"start":0,"stop":3600000}'},
+      sorted(lines_of_text(out)))
+  end)
+
   it("examples/scaleout/run.sh: the demo's combined output equals a single run", function()
     local out, err, code = helper.sh(q(helper.root .. "/examples/scaleout/run.sh"))
     assert.are.equal(0, code, out .. err)
