@@ -15,7 +15,7 @@ int main(void) {
       {"ckpt", test_ckpt},       {"graph", test_graph},   {"io", test_io},
       {"snapshot", test_snapshot}, {"pool", test_pool},
       {"panes", test_panes},
-      {"conn", test_conn},
+      {"conn", test_conn},       {"jsonw", test_jsonw},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
