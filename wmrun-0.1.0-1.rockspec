@@ -34,6 +34,7 @@ build = {
       sources = {
         "core/base/wm_buf.c",
         "core/base/wm_codec.c",
+        "core/base/wm_jsonw.c",
         "core/base/wm_pool.c",
         "core/base/wm_spsc.c",
         "core/base/wm_value.c",

@@ -132,11 +132,105 @@ static int cmp_keys(const void *a, const void *b) {
   return (x->n > y->n) - (x->n < y->n);
 }
 
+/* The key order of a table whose keys are all short strings is cached per shape (the keys in
+ * the order lua_next gives them), so that printing a stream of tables of one shape sorts
+ * once: a direct-mapped cache in a userdata of the registry, whose uservalue table anchors
+ * every cached key (so a cached pointer is never a collected string's). Short strings are
+ * interned: one text, one pointer. */
+#define SHAPE_KEYS 16  /* tables of more keys are sorted every time */
+#define SHAPE_SLOTS 64
+#define SHAPE_KEYLEN 40 /* Lua 5.4's short strings (LUAI_MAXSHORTLEN); checked when anchored */
+
+typedef struct shape {
+  uint32_t n;                    /* keys; 0: empty slot */
+  const char *keys[SHAPE_KEYS];  /* in lua_next order, anchored */
+  size_t lens[SHAPE_KEYS];
+  uint8_t order[SHAPE_KEYS];     /* positions in keys, in byte order of the keys */
+} shape;
+
+typedef struct shape_cache {
+  shape slot[SHAPE_SLOTS];
+} shape_cache;
+
+static const char shape_cache_anchor = 0; /* its address is the registry key */
+
+/* The cache of L, made on first use (raises on out of memory, as the scratch table would);
+ * pushes its anchor table. */
+static shape_cache *shape_cache_of(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &shape_cache_anchor) == LUA_TUSERDATA) { /* +1 */
+    shape_cache *c = lua_touserdata(L, -1);
+    lua_getiuservalue(L, -1, 1); /* +1: the anchors */
+    lua_remove(L, -2);
+    return c;
+  }
+  lua_pop(L, 1);
+  shape_cache *c = lua_newuserdatauv(L, sizeof *c, 1);
+  memset(c, 0, sizeof *c);
+  lua_createtable(L, SHAPE_SLOTS * SHAPE_KEYS, 0);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, -3, 1);
+  lua_pushvalue(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &shape_cache_anchor);
+  lua_remove(L, -2); /* stack: anchors */
+  return c;
+}
+
+static int key_less(const char *a, size_t an, const char *b, size_t bn) {
+  int c = memcmp(a, b, an < bn ? an : bn);
+  return c ? c < 0 : an < bn;
+}
+
+/* The byte order of the n keys (all strings, so all different), from the cache or sorted and
+ * cached; NULL when the keys cannot be cached (a key that is not interned). */
+static const uint8_t *shape_order(lua_State *L, const char *const *keys, const size_t *lens,
+                                  uint32_t n) {
+  uintptr_t h = n;
+  for (uint32_t j = 0; j < n; j++) h = (h ^ (uintptr_t)keys[j]) * (uintptr_t)0x9E3779B97F4A7C15u;
+  shape_cache *c = shape_cache_of(L); /* +1: anchors */
+  shape *e = &c->slot[(h >> 20) % SHAPE_SLOTS];
+  if (e->n == n && memcmp(e->keys, keys, n * sizeof *keys) == 0) {
+    lua_pop(L, 1);
+    return e->order;
+  }
+  int anchors = lua_gettop(L);
+  lua_Integer base = (lua_Integer)(e - c->slot) * SHAPE_KEYS;
+  e->n = 0; /* the slot is rewritten: empty until it is whole */
+  for (uint32_t j = 0; j < SHAPE_KEYS; j++) {
+    if (j < n) lua_pushlstring(L, keys[j], lens[j]); /* the same string when interned */
+    else lua_pushnil(L);
+    int same = j >= n || lua_tostring(L, -1) == keys[j];
+    lua_rawseti(L, anchors, base + j + 1);
+    if (!same) {
+      lua_pop(L, 1);
+      return NULL;
+    }
+  }
+  lua_pop(L, 1);
+  for (uint32_t j = 0; j < n; j++) {
+    e->keys[j] = keys[j];
+    e->lens[j] = lens[j];
+    uint32_t i = j; /* insertion sort: at most SHAPE_KEYS keys */
+    while (i > 0 && key_less(keys[j], lens[j], keys[e->order[i - 1]], lens[e->order[i - 1]])) {
+      e->order[i] = e->order[i - 1];
+      i--;
+    }
+    e->order[i] = (uint8_t)j;
+  }
+  e->n = n;
+  return e->order;
+}
+
 static void format_table(lua_State *L, int idx, wm_buf *b, int depth) {
   /* a sequence prints as an array */
   lua_Unsigned n = lua_rawlen(L, idx);
   size_t count = 0;
   int only_seq = 1;
+  /* tables of short string keys keep their keys and values on the stack, in lua_next order
+   * (the keys stay alive there whatever a __tostring below does) */
+  int top = lua_gettop(L);
+  int shaped = lua_checkstack(L, 2 * SHAPE_KEYS + 8);
+  const char *skeys[SHAPE_KEYS];
+  size_t slens[SHAPE_KEYS];
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     count++;
@@ -147,8 +241,38 @@ static void format_table(lua_State *L, int idx, wm_buf *b, int depth) {
         if (k < 1 || (lua_Unsigned)k > n) only_seq = 0;
       }
     }
+    if (shaped) {
+      if (count > SHAPE_KEYS || lua_type(L, -2) != LUA_TSTRING) shaped = 0;
+      else {
+        skeys[count - 1] = lua_tolstring(L, -2, &slens[count - 1]);
+        if (slens[count - 1] > SHAPE_KEYLEN) shaped = 0;
+        else {
+          lua_pushvalue(L, -2); /* the key and the value stay, under the key lua_next goes on from */
+          continue;
+        }
+      }
+    }
     lua_pop(L, 1);
   }
+  if (shaped && count > 0) {
+    const uint8_t *cached = shape_order(L, skeys, slens, (uint32_t)count);
+    if (cached) {
+      uint8_t order[SHAPE_KEYS]; /* a copy: formatting a value below may reuse the slot */
+      memcpy(order, cached, count);
+      wm_buf_addc(b, '{');
+      for (size_t i = 0; i < count; i++) {
+        uint8_t j = order[i];
+        if (i) wm_buf_addc(b, ',');
+        wm_buf_add_json_string(b, skeys[j], slens[j]);
+        wm_buf_addc(b, ':');
+        lwm_format_lua(L, top + 2 + 2 * j, b, 1, depth + 1);
+      }
+      wm_buf_addc(b, '}');
+      lua_settop(L, top);
+      return;
+    }
+  }
+  lua_settop(L, top);
   if (n > 0 && only_seq && count == n) {
     wm_buf_addc(b, '[');
     for (lua_Unsigned i = 1; i <= n; i++) {

@@ -356,4 +356,40 @@ describe("wm.format", function()
     assert.are.equal("P(1)", wm.format.tostring(setmetatable({}, {__tostring = function() return "P(1)" end})))
     assert.are.equal('"q\\"x"', wm.format.json('q"x'))
   end)
+
+  it("sorts the keys of tables of one shape alike, whatever their insertion order (cached per shape)", function()
+    local t1 = {}
+    t1.vc = 1; t1.id = "a"; t1.ts = 2
+    local t2 = {}
+    t2.ts = 2; t2.vc = 1; t2.id = "a"
+    for _ = 1, 3 do
+      assert.are.equal('{"id":"a","ts":2,"vc":1}', wm.format.tostring(t1))
+      assert.are.equal('{"id":"a","ts":2,"vc":1}', wm.format.tostring(t2))
+    end
+    t2.ts = nil -- another shape, then the first again
+    assert.are.equal('{"id":"a","vc":1}', wm.format.tostring(t2))
+    t2.ts = 2
+    assert.are.equal('{"id":"a","ts":2,"vc":1}', wm.format.tostring(t2))
+    -- byte order of prefixes and escapes; a key of more than 40 bytes; nested tables
+    local long = string.rep("z", 41)
+    local t = {ab = 3, a = 1, ["a\0"] = 2, ['q"'] = 4, [long] = 5, n = {ab = 3, a = 1}}
+    local want = '{"a":1,"a\\u0000":2,"ab":3,"n":{"a":1,"ab":3},"q\\"":4,"' .. long .. '":5}'
+    assert.are.equal(want, wm.format.tostring(t))
+    assert.are.equal(want, wm.format.tostring(t))
+    -- more shapes than the cache holds, twice round
+    for _ = 1, 2 do
+      for i = 1, 200 do
+        local k = string.format("k%03d", i)
+        assert.are.equal(string.format('{"a":%d,"%s":"v"}', i, k), wm.format.tostring({[k] = "v", a = i}))
+      end
+    end
+    -- more than sixteen keys, and keys that are not strings
+    local many, parts = {}, {}
+    for i = 1, 20 do
+      many[string.format("f%02d", i)] = i
+      parts[#parts + 1] = string.format('"f%02d":%d', i, i)
+    end
+    assert.are.equal("{" .. table.concat(parts, ",") .. "}", wm.format.tostring(many))
+    assert.are.equal('{"1":"x","b":true}', wm.format.tostring({[1] = "x", b = true}))
+  end)
 end)

@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_jsonw.h"
 
 typedef struct printer {
   char *prefix; /* "prefix> ", "prefix:2> ", "2> " or "" */
   FILE *out;
   wm_buf line;
+  wm_jsonw jw; /* rows are written through their prepared schema */
   int tty;
   int failed; /* a write failed: reported once */
 } printer;
@@ -43,7 +45,7 @@ static int print_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   printer *p = op->impl;
   wm_buf_clear(&p->line);
   wm_buf_adds(&p->line, p->prefix);
-  wm_format_value(&p->line, rec, 0, op->ctx->host.format, op->ctx->host.ud);
+  wm_jsonw_value(&p->jw, &p->line, rec, 0, op->ctx->host.format, op->ctx->host.ud);
   wm_buf_addc(&p->line, '\n');
   if (p->line.oom) return wm_ctx_error(op->ctx, "out of memory formatting a record");
   if (p->failed) return WM_ERR;
@@ -63,6 +65,7 @@ static void print_free(wm_op *op) {
   if (!p) return;
   fflush(p->out);
   wm_buf_free(&p->line);
+  wm_jsonw_free(&p->jw);
   free(p->prefix);
   free(p);
 }
@@ -80,6 +83,7 @@ wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg) {
   p->out = cfg->out ? cfg->out : stdout;
   p->tty = isatty(fileno(p->out));
   wm_buf_init(&p->line);
+  wm_jsonw_init(&p->jw);
   const char *pre = cfg->prefix && *cfg->prefix ? cfg->prefix : NULL;
   size_t len = (pre ? strlen(pre) : 0) + 32;
   p->prefix = malloc(len);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_jsonw.h"
 #include "graph/wm_statefmt.h"
 #include "io/wm_lines.h"
 #include "time/wm_time.h"
@@ -49,6 +50,7 @@ typedef struct writer {
   int busy, ending, closed, failed;
   int64_t reported;    /* bytes reported to the host (wm_io_pressure) */
   wm_buf line;
+  wm_jsonw jw;         /* rows are written through their prepared schema */
 } writer;
 
 static void writer_report(writer *w) {
@@ -178,8 +180,8 @@ static int writer_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       return WM_ERR;
     }
   } else {
-    wm_format_value(&w->pend, rec, w->cfg.format == WM_FMT_JSON, op->ctx->host.format,
-                    op->ctx->host.ud);
+    wm_jsonw_value(&w->jw, &w->pend, rec, w->cfg.format == WM_FMT_JSON, op->ctx->host.format,
+                   op->ctx->host.ud);
   }
   wm_buf_addc(&w->pend, '\n');
   if (w->pend.oom) return wm_ctx_error(op->ctx, "out of memory in sink '%s'", op->name);
@@ -212,6 +214,7 @@ static void writer_destroy(wm_io_owner *own) {
   wm_buf_free(&w->pend);
   wm_buf_free(&w->fly);
   wm_buf_free(&w->line);
+  wm_jsonw_free(&w->jw);
   free(w->origin);
   free(w);
 }
@@ -344,6 +347,7 @@ static writer *writer_new(wm_io_host *host, const char *name, wm_write_config *c
   wm_buf_init(&w->pend);
   wm_buf_init(&w->fly);
   wm_buf_init(&w->line);
+  wm_jsonw_init(&w->jw);
   w->op = wm_op_new(ctx, vt, w, name);
   if (!w->op) {
     writer_destroy(&w->own);

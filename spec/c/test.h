@@ -71,5 +71,6 @@ void test_graph(void);
 void test_snapshot(void);
 void test_pool(void);
 void test_panes(void);
+void test_jsonw(void);
 
 #endif

@@ -17,6 +17,7 @@ int main(void) {
       {"panes", test_panes},
       {"conn", test_conn},
       {"member", test_member},
+      {"jsonw", test_jsonw},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
