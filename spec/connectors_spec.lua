@@ -311,6 +311,81 @@ env2:execute()]], q(k.bootstrap))
     assert.are.equal("ev 0 0 kx x\nev 0 1 ky y\n", out)
   end)
 
+  it("a broker that goes down while an unbounded job reads is reported once, and the job reads on after it comes back", function() -- luacheck: ignore 631
+    local k = services.kafka{"ev:2"}
+    local dir = helper.tmpdir()
+    local out = dir .. "/out.txt"
+    local run
+    finally(function()
+      if run then run.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    local write = [[
+local wm = require("wm")
+local env = wm.env{}
+local recs = {}
+for i = 1, 20 do recs[i] = arg[2] .. i end
+env:from_elements(recs):write_kafka{brokers = arg[1], topic = "ev", format = "text",
+  partition = function(s) return tonumber(s:match("%d+")) % 2 end}
+env:execute()]]
+    local _, err, code = job(write, q(k.bootstrap) .. " a")
+    assert.are.equal(0, code, err)
+    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = brokers, topic = "ev", properties = {["reconnect.backoff.max.ms"] = 200}}
+  :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
+env:execute()]])
+    local function log() return helper.read_or_empty(run.err) end
+    local function lines_in_file(n)
+      return services.poll(function()
+        local t = sorted_lines(helper.read_or_empty(out))
+        return #t >= n and t or nil
+      end, 600)
+    end
+    assert.is_truthy(lines_in_file(20), log())
+    k:down(-1)
+    assert.is_truthy(services.poll(function() return log():find("lost the connection", 1, true) end, 600), log())
+    k:up(-1)
+    _, err, code = job(write, q(k.bootstrap) .. " b")
+    assert.are.equal(0, code, err)
+    local got = lines_in_file(40)
+    assert.is_truthy(got, log())
+    assert.is_truthy(services.poll(function() return log():find("reconnected", 1, true) end, 600), log())
+    -- the uninterrupted run: the topic read from its start to its end
+    local ref
+    ref, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest"}:print()
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    assert.are.equal(40, #sorted_lines(ref))
+    assert.are.same(sorted_lines(ref), got)
+    local e = log()
+    local _, lost = e:gsub("lost the connection", "")
+    assert.are.equal(1, lost, e)
+    assert.matches("wmrun: read_kafka%(ev@127%.0%.0%.1:%d+%) %([^)]*%): lost the connection to the Kafka "
+      .. "brokers at 127%.0%.0%.1:%d+: [^\n]* %(reconnecting%)\n", e)
+    assert.matches("wmrun: read_kafka%(ev@127%.0%.0%.1:%d+%) %([^)]*%): reconnected to the Kafka brokers "
+      .. "at 127%.0%.0%.1:%d+\n", e)
+  end)
+
+  it("a topic that does not exist fails at the job line, naming the topic and the brokers", function()
+    local k = services.kafka{"ev:1"}
+    finally(function() k:stop() end)
+    -- (the mock cluster creates topics on demand: it is told to answer as a broker without them)
+    k:topic_error("nope", "UNKNOWN_TOPIC_OR_PART")
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "nope"}:print()
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(1, code)
+    assert.matches("%.lua:3: read_kafka: topic 'nope' does not exist on 127%.0%.0%.1:%d+\n", err)
+  end)
+
   it("an unreachable broker fails at the job line, naming the connector and the address", function()
     local _, err, code = job([[
 local wm = require("wm")
@@ -451,7 +526,7 @@ env:execute()]], q(n.url) .. " " .. stream)
     assert.are.same(sorted_lines(outref), sorted_lines(outrun))
   end)
 
-  it("a lost connection is reported naming the connector and the server, and reading goes on after it", function()
+  it("a lost connection is reported once naming the connector and the server, and reading goes on after it", function() -- luacheck: ignore 631
     local n = services.nats()
     local dir = helper.tmpdir()
     local out = dir .. "/out.txt"
@@ -494,6 +569,17 @@ env:execute()]])
     assert.is_truthy(has("a\nb\n"), log())
     assert.matches("wmrun: read_nats%(EV@nats://127%.0%.0%.1:%d+%) %([^)]*%): the NATS server at "
       .. "nats://127%.0%.0%.1:%d+: lost the connection %(reconnecting%)", log())
+    local _, lost = log():gsub("lost the connection", "")
+    assert.are.equal(1, lost, log())
+    -- the uninterrupted run: the stream read from its start to its end
+    local ref
+    ref, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "EV", bounded = "latest"}:print()
+env:execute()]], q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal("a\nb\n", ref)
   end)
 
   it("a missing stream and an unreachable server fail at the job line, naming them", function()

@@ -6,7 +6,20 @@
  * ("127.0.0.1:PORT,...") on one line of standard output, and stays until standard input
  * closes or SIGTERM/SIGINT arrives. -d: ignore standard input (wait for a signal only);
  * -t: end by itself after that many seconds at the latest (so a spec that dies cannot
- * leave it running for long). spec/services.lua starts and stops it. */
+ * leave it running for long). spec/services.lua starts and stops it.
+ *
+ * Without -d, every line of standard input is a command, answered by one line on standard
+ * output once it is done ("ok N: <the command>" for the N-th command, or "error N: why"):
+ *
+ *   down BROKER | up BROKER        the broker (id from 1; -1: all) drops its connections
+ *                                  and refuses new ones / accepts them again
+ *   topic-error TOPIC ERR          metadata requests for TOPIC answer ERR (NO_ERROR: clear)
+ *   request-error API COUNT ERR    the next COUNT requests of API (a number, or Fetch,
+ *                                  Metadata, OffsetCommit, OffsetFetch, FindCoordinator)
+ *                                  fail with ERR
+ *
+ * ERR is a Kafka error name as rd_kafka_err2name gives it (UNKNOWN_TOPIC_OR_PART,
+ * _TRANSPORT, ...) or its number. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +31,73 @@
 #include <librdkafka/rdkafka_mock.h>
 
 static volatile sig_atomic_t stop_requested;
+
+/* The code of an error name (or number); 0 and *ok = 0 when unknown. */
+static rd_kafka_resp_err_t err_code(const char *name, int *ok) {
+  const struct rd_kafka_err_desc *d;
+  size_t n;
+  char *end;
+  long v = strtol(name, &end, 10);
+  *ok = 1;
+  if (*name && !*end) return (rd_kafka_resp_err_t)v;
+  rd_kafka_get_err_descs(&d, &n);
+  for (size_t i = 0; i < n; i++)
+    if (d[i].name && strcmp(d[i].name, name) == 0) return d[i].code;
+  *ok = 0;
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* A protocol request type: a number or one of a few names; -1 when unknown. */
+static int api_key(const char *name) {
+  static const struct { const char *name; int key; } keys[] = {
+      {"Produce", 0}, {"Fetch", 1}, {"ListOffsets", 2}, {"Metadata", 3}, {"OffsetCommit", 8},
+      {"OffsetFetch", 9}, {"FindCoordinator", 10}};
+  char *end;
+  long v = strtol(name, &end, 10);
+  if (*name && !*end) return v >= 0 && v < 100 ? (int)v : -1;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (strcmp(keys[i].name, name) == 0) return keys[i].key;
+  return -1;
+}
+
+/* Runs one command line (see the top); the answer goes to standard output. */
+static void command(rd_kafka_mock_cluster_t *mc, char *line, unsigned long nth) {
+  char *argv[5];
+  int argc = 0;
+  char copy[512];
+  snprintf(copy, sizeof copy, "%s", line);
+  for (char *t = strtok(line, " \t\r"); t && argc < 5; t = strtok(NULL, " \t\r")) argv[argc++] = t;
+  if (argc == 0) return;
+  const char *why = NULL;
+  rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+  int ok = 1;
+  if ((strcmp(argv[0], "down") == 0 || strcmp(argv[0], "up") == 0) && argc == 2) {
+    int32_t id = (int32_t)atoi(argv[1]);
+    e = argv[0][0] == 'd' ? rd_kafka_mock_broker_set_down(mc, id) : rd_kafka_mock_broker_set_up(mc, id);
+  } else if (strcmp(argv[0], "topic-error") == 0 && argc == 3) {
+    rd_kafka_resp_err_t te = err_code(argv[2], &ok);
+    if (ok) rd_kafka_mock_topic_set_error(mc, argv[1], te);
+    else why = "unknown error name";
+  } else if (strcmp(argv[0], "request-error") == 0 && argc == 4) {
+    int key = api_key(argv[1]);
+    int cnt = atoi(argv[2]);
+    rd_kafka_resp_err_t re = err_code(argv[3], &ok);
+    if (key < 0) why = "unknown request type";
+    else if (cnt < 1 || cnt > 1000) why = "bad count";
+    else if (!ok) why = "unknown error name";
+    else {
+      rd_kafka_resp_err_t errs[1000];
+      for (int i = 0; i < cnt; i++) errs[i] = re;
+      rd_kafka_mock_push_request_errors_array(mc, (int16_t)key, (size_t)cnt, errs);
+    }
+  } else {
+    why = "unknown command (down N, up N, topic-error TOPIC ERR, request-error API COUNT ERR)";
+  }
+  if (!why && e) why = rd_kafka_err2str(e);
+  if (why) printf("error %lu: %s: %s\n", nth, copy, why);
+  else printf("ok %lu: %s\n", nth, copy);
+  fflush(stdout);
+}
 
 static void on_signal(int sig) {
   (void)sig;
@@ -92,14 +172,30 @@ int main(int argc, char **argv) {
   if (lifetime > 0) alarm((unsigned)lifetime);
   printf("%s\n", rd_kafka_mock_cluster_bootstraps(mc));
   fflush(stdout);
-  char buf[256];
+  char buf[512];
+  size_t have = 0;
+  unsigned long nth = 0;
   while (!stop_requested) {
     if (no_stdin) {
       pause();
       continue;
     }
-    ssize_t r = read(0, buf, sizeof buf);
+    ssize_t r = read(0, buf + have, sizeof buf - 1 - have);
     if (r == 0 || (r < 0 && errno != EINTR)) break; /* end of input, or an error */
+    if (r < 0) continue;
+    have += (size_t)r;
+    char *nl;
+    while ((nl = memchr(buf, '\n', have))) {
+      *nl = 0;
+      command(mc, buf, ++nth);
+      have -= (size_t)(nl + 1 - buf);
+      memmove(buf, nl + 1, have);
+    }
+    if (have == sizeof buf - 1) { /* a line too long: dropped */
+      printf("error %lu: a command longer than %zu bytes\n", ++nth, sizeof buf - 2);
+      fflush(stdout);
+      have = 0;
+    }
   }
   rd_kafka_mock_cluster_destroy(mc);
   rd_kafka_destroy(rk);

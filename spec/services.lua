@@ -8,6 +8,11 @@
 --   local n = services.nats()                  -- n.url = "nats://127.0.0.1:PORT"
 --   finally(function() n:stop() end)
 --
+-- The mock cluster takes commands while it runs (spec/kafka_mock.c), each waited for:
+--   k:down(1) / k:up(1)                        -- a broker drops its connections / takes them again
+--   k:topic_error("t", "UNKNOWN_TOPIC_OR_PART") -- its metadata requests answer that error
+--   k:request_error("OffsetCommit", 3, "GROUP_AUTHORIZATION_FAILED")
+--
 -- Readiness is polled in a bounded loop (the server's own announcement), never assumed.
 local helper = require("helper")
 
@@ -62,9 +67,10 @@ end
 --- The server's log so far (for failure messages).
 function Service:log() return read_or_empty(self.dir .. "/log") end
 
-local function start(cmd, dir, ready, what)
+-- stdin: a redirection of the server's standard input (default "</dev/null")
+local function start(cmd, dir, ready, what, stdin)
   local p = io.popen("cd " .. sh_quote(dir) .. " && (" .. cmd .. " >" .. sh_quote(dir .. "/out")
-    .. " 2>" .. sh_quote(dir .. "/log") .. " </dev/null & echo $!)")
+    .. " 2>" .. sh_quote(dir .. "/log") .. " " .. (stdin or "</dev/null") .. " & echo $!)")
   local pid = p:read("l")
   p:close()
   local s = setmetatable({pid = assert(tonumber(pid), "no pid for " .. what), dir = dir}, Service)
@@ -81,17 +87,47 @@ local function start(cmd, dir, ready, what)
 end
 
 --- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
--- its address. It ends by itself after 10 minutes at the latest.
+-- its address. It ends by itself after 10 minutes at the latest. Its standard input is a
+-- FIFO of its directory, opened for reading and writing (so it never sees its end), where
+-- `:command` writes.
 function M.kafka(topics)
   local bin = helper.root .. "/" .. (os.getenv("WM_BUILD") or "build") .. "/kafka_mock"
   local args = {}
   for i, t in ipairs(topics) do args[i] = sh_quote(t) end
   local dir = tmpdir()
-  local s, addr = start(sh_quote(bin) .. " -d -t 600 " .. table.concat(args, " "), dir, function(sv)
+  local ctl = dir .. "/ctl"
+  assert(os.execute("mkfifo " .. sh_quote(ctl)), "mkfifo " .. ctl)
+  local s, addr = start(sh_quote(bin) .. " -t 600 " .. table.concat(args, " "), dir, function(sv)
     return read_or_empty(sv.dir .. "/out"):match("^(%S+)\n")
-  end, "kafka_mock")
+  end, "kafka_mock", "0<>" .. sh_quote(ctl))
   s.bootstrap = addr
+  s.ctl = ctl
+  s.commands = 0
   return s
+end
+
+--- Sends a command line to the mock cluster (spec/kafka_mock.c) and waits for its answer;
+-- raises with the answer when the mock refuses it.
+function Service:command(line)
+  local f = assert(io.open(self.ctl, "w"))
+  f:write(line, "\n")
+  f:close()
+  self.commands = self.commands + 1
+  local n = self.commands
+  local answer = M.poll(function()
+    local out = read_or_empty(self.dir .. "/out")
+    return out:match("\n(ok " .. n .. ": [^\n]*)\n") or out:match("\n(error " .. n .. ": [^\n]*)\n")
+  end, 400)
+  if not answer or not answer:match("^ok") then
+    error("kafka_mock: " .. line .. ": " .. tostring(answer or "no answer") .. " " .. self:log(), 2)
+  end
+end
+
+function Service:down(broker) self:command("down " .. broker) end
+function Service:up(broker) self:command("up " .. broker) end
+function Service:topic_error(topic, err) self:command("topic-error " .. topic .. " " .. err) end
+function Service:request_error(api, count, err)
+  self:command("request-error " .. api .. " " .. count .. " " .. err)
 end
 
 --- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
