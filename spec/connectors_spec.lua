@@ -161,6 +161,48 @@ env:execute()]]
     assert.are.equal(3000, select(2, out:gsub("\n", "")))
   end)
 
+  it("at --threads 2, group commits the broker refuses are one warning, and the output is the one of a run without checkpoints", function() -- luacheck: ignore 631
+    local k = services.kafka{"in:2"}
+    local dir = helper.tmpdir()
+    finally(function() k:stop(); helper.rmdir(dir) end)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+local recs = {}
+for i = 1, 400 do recs[i] = string.format("s%d,%d,%d", i % 2, i * 50, i % 7) end
+env:from_elements(recs):write_kafka{brokers = arg[1], topic = "in", format = "text",
+  partition = function(line) return tonumber(line:match("^s(%d)")) end}
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, code, err)
+    -- every commit of the group from now on is refused (the thread that completes a
+    -- checkpoint commits the sources of both threads)
+    k:request_error("OffsetCommit", 1000, "GROUP_AUTHORIZATION_FAILED")
+    local jp = dir .. "/job.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0, parallelism = 2}
+env:read_kafka{brokers = arg[1], topic = "in", group = "g", bounded = "latest"}
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+  :write_lines(arg[2], "json")
+env:execute()]])
+    f:close()
+    local ref, run = dir .. "/ref.txt", dir .. "/run.txt"
+    _, err, code = helper.wmrun("--threads 2 " .. q(jp) .. " " .. q(k.bootstrap) .. " " .. q(ref))
+    assert.are.equal(0, code, err)
+    _, err, code = helper.wmrun("--threads 2 --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 5ms "
+      .. q(jp) .. " " .. q(k.bootstrap) .. " " .. q(run))
+    assert.are.equal(0, code, err)
+    assert.are.same(sorted_lines(helper.read(ref)), sorted_lines(helper.read(run)))
+    assert.is_true(#helper.read(ref) > 0)
+    local _, warnings = err:gsub("wmrun: warning: checkpoint %d+: read_kafka%(in@[^)]*%) %([^)]*%) %d/2: cannot "
+      .. "commit the offsets of the group at 127%.0%.0%.1:%d+: Broker: Group authorization failed %(the "
+      .. "positions are in the checkpoint; only monitoring misses them%)\n", "")
+    assert.are.equal(1, warnings, err)
+  end)
+
   -- Partition 0 holds a record far ahead of partition 1's. Read with one generator per
   -- partition, partition 1's records are not late (expected output written by hand); the
   -- control, one generator after a rebalance, drops them.

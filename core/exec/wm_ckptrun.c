@@ -287,17 +287,21 @@ static int write_part_locked(wm_ckptrun *c) {
  * into it to its server (Kafka: the group's offsets, for monitoring; wm_partsrc_commit
  * commits the positions of the last snapshot, so nothing read after the cut is committed).
  * Under mu: no thread takes its part of the next checkpoint meanwhile. A failed commit
- * is reported once and does not fail the job: the positions are the checkpoint's. */
+ * is reported once and does not fail the job: the positions are the checkpoint's.
+ * The sources of the other threads are committed from this one, so the message goes into
+ * a buffer of the coordinator's: their contexts belong to their own running threads. */
 static void commit_sources_locked(ck_shared *sh) {
+  char err[sizeof(((wm_ctx *)0)->err)];
   for (int t = 0; t < sh->n; t++) {
     struct wm_ckptrun *m = sh->members[t];
     if (!m) continue;
     for (int i = 0; i < wm_exec_nsources(m->exec); i++) {
       wm_op *src = wm_exec_source_op(m->exec, i);
-      if (!wm_op_is_partsrc(src) || wm_partsrc_commit(src) == WM_OK || sh->commit_warned) continue;
+      if (!wm_op_is_partsrc(src) || wm_partsrc_commit_to(src, err, sizeof err) == WM_OK || sh->commit_warned)
+        continue;
       sh->commit_warned = 1;
       fprintf(sh->log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
-                       "checkpoint; only monitoring misses them)\n", sh->id, m->ctx->err);
+                       "checkpoint; only monitoring misses them)\n", sh->id, err);
     }
   }
 }

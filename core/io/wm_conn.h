@@ -69,6 +69,10 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
  * these positions is complete: it commits the positions of the last snapshot (never
  * one read after it). WM_OK or WM_ERR (message in ctx->err). */
 int wm_partsrc_commit(wm_op *op);
+/* The same with the message in err, and nothing of op's context touched: what the
+ * coordinator calls, from whichever thread completed the checkpoint (under its lock, which
+ * also covers the snapshots), while op's own thread runs on. */
+int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);

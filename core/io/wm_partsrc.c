@@ -34,11 +34,19 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
   return 0;
 }
 
-int wm_partsrc_commit(wm_op *op) {
-  if (!wm_op_is_partsrc(op))
-    return wm_ctx_error(op->ctx, "operator '%s' is not a partitioned source", op->name);
+int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen) {
+  if (!wm_op_is_partsrc(op)) {
+    snprintf(err, errlen, "operator '%s' is not a partitioned source", op->name);
+    return WM_ERR;
+  }
   wm_partsrc *s = op->impl;
-  return s->hooks && s->hooks->commit ? s->hooks->commit(s) : WM_OK;
+  return s->hooks && s->hooks->commit ? s->hooks->commit(s, err, errlen) : WM_OK;
+}
+
+int wm_partsrc_commit(wm_op *op) {
+  char err[sizeof op->ctx->err];
+  if (wm_partsrc_commit_to(op, err, sizeof err) == WM_OK) return WM_OK;
+  return wm_ctx_error(op->ctx, "%s", err);
 }
 
 /* The watermark of partition i as its own assigner made it: MIN without one. */

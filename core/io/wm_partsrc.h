@@ -37,9 +37,12 @@ typedef struct wm_partsrc_hooks {
   /* After a restore (before start): read on from parts[i].pos where parts[i].restored is
    * set. WM_OK or WM_ERR. */
   int (*seek)(wm_partsrc *s);
-  /* Commits the positions of the last snapshot (parts[i].snap - 1) to the server for monitoring (Kafka: the group's
-   * offsets). NULL: nothing to commit. WM_OK or WM_ERR. */
-  int (*commit)(wm_partsrc *s);
+  /* Commits the positions of the last snapshot (parts[i].snap - 1) to the server for
+   * monitoring (Kafka: the group's offsets). NULL: nothing to commit. WM_OK, or WM_ERR
+   * with the message in err (never in the source's context: the checkpoint coordinator
+   * calls it from whichever thread completed the checkpoint, while the source's own thread
+   * runs on). */
+  int (*commit)(wm_partsrc *s, char *err, size_t errlen);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);
   /* Frees the connector's own state (not the wm_partsrc). */

@@ -307,21 +307,28 @@ static int ksrc_seek(wm_partsrc *s) {
 }
 
 /* The positions as the group's committed offsets (synchronous: a completed checkpoint
- * is rare, and the commit must be done before the next one). */
-static int ksrc_commit(wm_partsrc *s) {
+ * is rare, and the commit must be done before the next one). Called from any thread (the
+ * coordinator's, under its lock): it reads the snapshot's positions and the consumer
+ * (librdkafka's calls are thread-safe), and writes only err. */
+static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
-  if (!l) return wm_ctx_error(s->op->ctx, "out of memory");
+  if (!l) {
+    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
+    return WM_ERR;
+  }
   for (int i = 0; i < s->n; i++) {
     if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
     rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
   }
   rd_kafka_resp_err_t e = l->cnt ? rd_kafka_commit(k->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
-  if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
-    return wm_ctx_error(s->op->ctx, "%s: cannot commit the offsets of the group at %s: %s", s->op->name,
-                        k->brokers, rd_kafka_err2str(e));
+  if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
+             rd_kafka_err2str(e));
+    return WM_ERR;
+  }
   return WM_OK;
 }
 

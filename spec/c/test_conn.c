@@ -21,7 +21,9 @@ typedef struct ksink {
   wm_buf snap;
   wm_exec *ex;   /* for the snapshot before a commit */
   int commit;    /* at "b", snapshot the source then commit (as the coordinator does after a
-                  * completed checkpoint); 2: at "a" commit with no snapshot taken (nothing) */
+                  * completed checkpoint); 2: at "a" commit with no snapshot taken (nothing);
+                  * 3: at "b", a commit the broker refuses (mc) */
+  rd_kafka_mock_cluster_t *mc;
 } ksink;
 
 /* notes "origin@line:text;" of every record; at "b" snapshots the source */
@@ -47,6 +49,24 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_buf_free(&cut);
     CHECK(wm_partsrc_commit(ks->src) == WM_OK);
   }
+  if (ks->commit == 3 && n == 1 && s[0] == 'b') {
+    /* the coordinator commits the sources of every thread from the one that completed the
+     * checkpoint: a refused commit gives its message in the coordinator's buffer and
+     * leaves the source's context (its own thread's) as it was */
+    wm_buf cut;
+    wm_buf_init(&cut);
+    CHECK(wm_exec_snapshot_source(ks->ex, ks->src, &cut) == WM_OK);
+    wm_buf_free(&cut);
+    rd_kafka_mock_push_request_errors(ks->mc, 8 /* OffsetCommit */, 1,
+                                      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+    snprintf(op->ctx->err, sizeof op->ctx->err, "untouched");
+    char err[600] = "";
+    CHECK(wm_partsrc_commit_to(ks->src, err, sizeof err) == WM_ERR);
+    CHECK(strstr(err, "read_kafka: cannot commit the offsets of the group at 127.0.0.1:") != NULL);
+    CHECK(strstr(err, "Group authorization failed") != NULL);
+    CHECK_STR(op->ctx->err, "untouched");
+    op->ctx->err[0] = 0;
+  }
   return WM_OK;
 }
 
@@ -62,8 +82,8 @@ static void produce(rd_kafka_t *p, const char *topic, int part, const char *v) {
 /* Reads topic "t" (partitions 0 and 1) bounded, restored from `restore` when given; notes
  * what it saw, and a snapshot at "b" when take is set. start: WM_START_*; commit: commit
  * the positions at "b". The run's result. */
-static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf *restore, wm_buf *seen,
-                        wm_buf *take) {
+static int run_kafka_mc(rd_kafka_mock_cluster_t *mc, const char *brokers, int start, int commit,
+                        const wm_buf *restore, wm_buf *seen, wm_buf *take) {
   wm_ctx ctx;
   wm_ctx_init(&ctx);
   wm_exec_config cfg = {0};
@@ -83,6 +103,7 @@ static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf
   }
   if (commit) {
     ks.commit = commit;
+    ks.mc = mc;
     ks.ex = e;
     ks.src = src;
   }
@@ -99,6 +120,11 @@ static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf
   wm_buf_free(&ks.seen);
   wm_buf_free(&ks.snap);
   return rc;
+}
+
+static int run_kafka_as(const char *brokers, int start, int commit, const wm_buf *restore, wm_buf *seen,
+                        wm_buf *take) {
+  return run_kafka_mc(NULL, brokers, start, commit, restore, seen, take);
 }
 
 static int run_kafka(const char *brokers, const wm_buf *restore, wm_buf *seen, wm_buf *take) {
@@ -205,6 +231,8 @@ void test_conn(void) {
     wm_buf_clear(&seen);
     CHECK(run_kafka_as(brokers, WM_START_COMMITTED, 0, NULL, &seen, NULL) == WM_OK);
     CHECK_STR(seen.data, "t/0@2:c;t/1@0:x;");
+    wm_buf_clear(&seen);
+    CHECK(run_kafka_mc(mc, brokers, WM_START_EARLIEST, 3, NULL, &seen, NULL) == WM_OK);
     wm_buf bad;
     wm_buf_init(&bad);
     wm_buf_addc(&bad, 9); /* not a version this source wrote */
