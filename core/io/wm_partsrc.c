@@ -174,8 +174,9 @@ static int lowest(const wm_partsrc *s, const unsigned char *skip) {
   return best;
 }
 
-/* No more reading: the client goes, the timer closes (its memory is the source's, freed
- * with the context after the loop has run the close). 1 the first time, then 0. */
+/* No more reading: the client goes, the timer and the idle handle close (their memory is
+ * the source's, freed with the context after the loop has run the close). 1 the first
+ * time, then 0. */
 static int shut(wm_partsrc *s) {
   if (s->finished) return 0;
   s->finished = 1;
@@ -183,6 +184,8 @@ static int shut(wm_partsrc *s) {
   if (s->hooks->close) s->hooks->close(s);
   if (s->timer_open && !uv_is_closing((uv_handle_t *)&s->timer)) uv_close((uv_handle_t *)&s->timer, NULL);
   s->timer_open = 0;
+  if (s->idle_open && !uv_is_closing((uv_handle_t *)&s->idle)) uv_close((uv_handle_t *)&s->idle, NULL);
+  s->idle_open = 0;
   return 1;
 }
 
@@ -195,16 +198,26 @@ void wm_partsrc_fail(wm_partsrc *s) {
 }
 
 static void on_timer(uv_timer_t *t);
+static void on_idle(uv_idle_t *h);
 
+/* The next round in ms, or at once (0). At once is the idle handle, not a timer at 0:
+ * libuv (1.44) runs a timer re-armed at 0 from its callback again in the same round of
+ * timers, so while records are always ready the loop would never reach its other phases:
+ * neither I/O (signals, the other threads' wake-ups that carry checkpoint barriers) nor
+ * the prepare handles that hand records over to other threads. An idle handle runs once
+ * per turn of the loop, after the timers that have come due, before the rest. */
 static void schedule(wm_partsrc *s, int64_t ms) {
-  if (s->stopped || s->paused || !s->timer_open) return;
-  /* libuv (1.44) runs a timer re-armed at 0 from its callback again in the same round,
-   * at the round's cached time: with records always ready the source would then starve
-   * every other timer (the checkpoint interval, idleness). With the time brought up to
-   * date, a timer that has come due since runs first. */
-  if (ms == 0) uv_update_time(s->timer.loop);
-  if (uv_timer_start(&s->timer, on_timer, (uint64_t)ms, 0) != 0) {
-    wm_ctx_error(s->op->ctx, "%s: cannot start a timer", s->op->name);
+  if (s->stopped || s->paused || !s->timer_open || !s->idle_open) return;
+  int rc;
+  if (ms == 0) {
+    uv_timer_stop(&s->timer);
+    rc = uv_idle_start(&s->idle, on_idle);
+  } else {
+    uv_idle_stop(&s->idle);
+    rc = uv_timer_start(&s->timer, on_timer, (uint64_t)ms, 0);
+  }
+  if (rc != 0) {
+    wm_ctx_error(s->op->ctx, "%s: cannot start a timer: %s", s->op->name, uv_strerror(rc));
     wm_partsrc_fail(s);
   }
 }
@@ -283,6 +296,11 @@ static void pump(wm_partsrc *s) {
 
 static void on_timer(uv_timer_t *t) { pump(t->data); }
 
+static void on_idle(uv_idle_t *h) {
+  uv_idle_stop(h);
+  pump(h->data);
+}
+
 static int partsrc_start(wm_op *op, wm_io_host *host) {
   wm_partsrc *s = op->impl;
   (void)host;
@@ -292,17 +310,26 @@ static int partsrc_start(wm_op *op, wm_io_host *host) {
     return wm_ctx_error(op->ctx, "%s: cannot create a timer", op->name);
   s->timer.data = s;
   s->timer_open = 1;
+  if (uv_idle_init(s->host->loop, &s->idle) != 0)
+    return wm_ctx_error(op->ctx, "%s: cannot create an idle handle", op->name);
+  s->idle.data = s;
+  s->idle_open = 1;
   s->started = 1;
   if (s->n == 0) {
     /* an instance that owns no partition does not hold the watermark back */
     int rc = wm_op_emit_status(op, true);
     if (rc != WM_OK) return rc;
   }
-  /* nor on the ports of the partitions that other instances own */
+  /* nor on the ports of the partitions that other instances own: their own assigners here
+   * (each partition has one per instance, read forward) are idle, so that the union of the
+   * partitions on this instance goes by the partitions it owns, or is idle when it owns
+   * none; a port without an assigner ends */
   for (int port = 1; port < op->nports; port++) {
     int mine = 0;
     for (int i = 0; i < s->n; i++) mine |= s->parts[i].port == port;
-    int rc = mine ? WM_OK : end_port(op, port);
+    if (mine) continue;
+    wm_op *a = find_assigner(op, port);
+    int rc = a ? wm_tsop_mark_idle(a) : end_port(op, port);
     if (rc != WM_OK) return rc;
   }
   for (int i = 0; i < s->n; i++) {
@@ -329,6 +356,7 @@ static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {
   s->paused = paused;
   if (paused) {
     if (s->timer_open) uv_timer_stop(&s->timer);
+    if (s->idle_open) uv_idle_stop(&s->idle);
   } else {
     schedule(s, 0);
   }

@@ -60,9 +60,10 @@ struct wm_partsrc {
   int ngroup;
   wm_part *parts;        /* owned */
   int n;
-  int started, stopped, finished, paused, timer_open, timer_on;
+  int started, stopped, finished, paused, timer_open, timer_on, idle_open;
   int64_t poll_ms;       /* wait when nothing is ready (default 5) */
-  uv_timer_t timer;
+  uv_timer_t timer;      /* the next round after a wait */
+  uv_idle_t idle;        /* the next round at once (records ready): once per turn of the loop */
 };
 
 /* Creates the operator of a partitioned source: impl (size bytes, zeroed, beginning with

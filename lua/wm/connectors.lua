@@ -139,6 +139,7 @@ local function split(env, src, chain, strategy, where)
   for j, p in ipairs(src.parts) do
     local s = one_input(stream(env, src), "side_output", {tag = p.tag}, "partition " .. p.name)
     p.nodes = {s.node} -- the partition's own nodes: a scale-out task keeps only its own (wm.scaleout)
+    s.node.parallelism = src.parallelism
     for _, tmpl in ipairs(chain) do
       local t = {}
       for k, v in pairs(tmpl) do t[k] = v end
@@ -151,8 +152,12 @@ local function split(env, src, chain, strategy, where)
     local a = one_input(s, "assign", {strategy = strategy}, "timestamps/watermarks [" .. p.name .. "]")
     p.nodes[#p.nodes + 1] = a.node
     a.node.where = where
-    -- one instance per partition: every source instance feeds it; only the owner sends records
-    a.node.parallelism = 1
+    -- at the source's parallelism, read forward: the records of a partition stay on the path
+    -- of the source instance that owns it, in their order (a single instance fed by every
+    -- source instance, then spread round-robin over the union's instances, would mix the
+    -- order of one key's records between two paths on several threads); the source marks
+    -- the copies of the partitions other instances own idle (wm_partsrc.c)
+    a.node.parallelism = src.parallelism
     outs[j] = a
   end
   for _, n in ipairs(chain) do retire(n) end
@@ -163,6 +168,7 @@ local function split(env, src, chain, strategy, where)
   u.node.name = "partitions of " .. src.name
   u.node.where = where
   src.union = u.node
+  u.node.parallelism = src.parallelism
   return u
 end
 
