@@ -199,7 +199,8 @@ static wm_op *build_read_kafka(lwm_bridge *B, int node, const char *name) {
                                .topics = o.a,
                                .partitions = o.partition,
                                .props = props,
-                               .nprops = nprops};
+                               .nprops = nprops,
+                               .timeout_ms = (int)lwm_get_int(L, node, "timeout", 0)};
   read_partsrc(B, node, &o, &kc.p);
   wm_op *op = wm_kafka_source_new(wm_exec_host(B->exec), name, &kc);
   owned_free(&o);

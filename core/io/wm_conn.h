@@ -16,7 +16,8 @@
  *
  * Positions: every partition has a position (Kafka: the offset of the next record to
  * read; NATS: the stream sequence of the next message), reported by wm_partsrc_position
- * for snapshots; no offset is committed or acknowledged here (checkpoints will do it).
+ * for snapshots; no offset is committed or acknowledged while reading: wm_partsrc_commit_to
+ * commits a completed checkpoint's (Kafka: asynchronously, the result on the source's thread).
  */
 #ifndef WM_CONN_H
 #define WM_CONN_H
@@ -71,7 +72,9 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
 int wm_partsrc_commit(wm_op *op);
 /* The same with the message in err, and nothing of op's context touched: what the
  * coordinator calls, from whichever thread completed the checkpoint (under its lock, which
- * also covers the snapshots), while op's own thread runs on. */
+ * also covers the snapshots), while op's own thread runs on. Kafka's commit is handed to
+ * librdkafka (WM_OK then); its result comes back on op's own thread, a refusal as a warning
+ * on stderr, once per source. */
 int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
@@ -95,6 +98,7 @@ typedef struct wm_kafka_source_config {
   const int *partitions;      /* per partition */
   const char *const *props;   /* extra librdkafka properties: name, value, ... */
   int nprops;
+  int timeout_ms;        /* how long closing waits for the brokers (the last commits); 0: 10 s */
   wm_partsrc_config p;
 } wm_kafka_source_config;
 

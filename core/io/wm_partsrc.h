@@ -41,7 +41,7 @@ typedef struct wm_partsrc_hooks {
    * monitoring (Kafka: the group's offsets). NULL: nothing to commit. WM_OK, or WM_ERR
    * with the message in err (never in the source's context: the checkpoint coordinator
    * calls it from whichever thread completed the checkpoint, while the source's own thread
-   * runs on). */
+   * runs on). It must not wait for the server (Kafka: asynchronous). */
   int (*commit)(wm_partsrc *s, char *err, size_t errlen);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);

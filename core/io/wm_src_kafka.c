@@ -54,6 +54,9 @@ typedef struct ksrc {
   int *partition;                /* per partition */
   char *brokers;
   wm_schema *schema;             /* metadata rows */
+  rd_kafka_queue_t *cq;          /* the consumer's queue: where commit results come back */
+  int commit_warned;             /* a refused commit was reported */
+  int close_ms;                  /* how long closing waits for the brokers */
   int down;                      /* the brokers are unreachable (reported once) */
   int fatal;
   char fatal_msg[512];
@@ -267,13 +270,47 @@ static void ksrc_close(wm_partsrc *s) {
    * input ended, commits its positions through it */
 }
 
+static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l,
+                            void *opaque);
+
+/* Closes the consumer, serving its queue (the results of the last commits, the final
+ * checkpoint's among them) until it is closed, for at most close_ms: brokers that are
+ * down must not keep the job from ending (the positions are in the checkpoint). */
+static void ksrc_close_consumer(ksrc *k) {
+  rd_kafka_error_t *e = rd_kafka_consumer_close_queue(k->rk, k->cq);
+  int closed = !e;
+  if (e) rd_kafka_error_destroy(e);
+  uint64_t t0 = uv_hrtime(), limit = (uint64_t)k->close_ms * 1000000u;
+  while (closed && !rd_kafka_consumer_closed(k->rk)) {
+    if (uv_hrtime() - t0 > limit) {
+      closed = 0;
+      fprintf(stderr, "wmrun: warning: %s: the Kafka brokers at %s did not answer within %d ms while "
+                      "closing: the group's offsets may miss the last checkpoint's (the positions are "
+                      "in the checkpoint)\n", k->ps.op->name, k->brokers, k->close_ms);
+      break;
+    }
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(k->cq, 100);
+    if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) /* (no callback here) */
+      on_kafka_commit(k->rk, rd_kafka_event_error(ev),
+                      rd_kafka_event_topic_partition_list(ev), k);
+    if (ev) rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_queue_destroy(k->cq);
+  k->cq = NULL;
+  rd_kafka_destroy_flags(k->rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
 static void ksrc_free(wm_partsrc *s) {
   ksrc *k = (ksrc *)s;
-  if (k->rk) {
+  if (k->rk && k->cq) {
+    ksrc_close_consumer(k);
+  } else if (k->rk) {
     rd_kafka_consumer_close(k->rk);
     rd_kafka_destroy(k->rk);
-    k->rk = NULL;
   }
+  if (k->cq) rd_kafka_queue_destroy(k->cq);
+  k->cq = NULL;
+  k->rk = NULL;
   for (int i = 0; k->topics && i < s->n; i++) free(k->topics[i]);
   free(k->topics);
   free(k->partition);
@@ -306,10 +343,28 @@ static int ksrc_seek(wm_partsrc *s) {
   return WM_OK;
 }
 
-/* The positions as the group's committed offsets (synchronous: a completed checkpoint
- * is rare, and the commit must be done before the next one). Called from any thread (the
- * coordinator's, under its lock): it reads the snapshot's positions and the consumer
- * (librdkafka's calls are thread-safe), and writes only err. */
+/* The result of a commit, on the source's own thread (served by rd_kafka_consumer_poll in
+ * ksrc_serve, or by rd_kafka_consumer_close when the job is freed): a refusal is a
+ * warning, once per source. */
+static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l,
+                            void *opaque) {
+  ksrc *k = opaque;
+  (void)rk;
+  for (int i = 0; !err && l && i < l->cnt; i++) err = l->elems[i].err;
+  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET || k->commit_warned) return;
+  k->commit_warned = 1;
+  fprintf(stderr, "wmrun: warning: %s: cannot commit the offsets of the group at %s: %s (the positions are "
+                  "in the checkpoint; only monitoring misses them)\n", k->ps.op->name, k->brokers,
+          rd_kafka_err2str(err));
+}
+
+/* The positions as the group's committed offsets. Asynchronous: called from any thread
+ * (the coordinator's, under its lock, after a completed checkpoint), it reads the
+ * snapshot's positions and hands them to librdkafka (thread-safe), which sends them in
+ * order; the result comes back on the source's own thread (on_kafka_commit), so a broker
+ * that is down does not hold the coordinator, and no thread writes another's context.
+ * rd_kafka_consumer_close waits for the commits under way (the final checkpoint's).
+ * WM_ERR (message in err) only when librdkafka refuses at once. */
 static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
@@ -322,7 +377,8 @@ static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
     if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
     rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
   }
-  rd_kafka_resp_err_t e = l->cnt ? rd_kafka_commit(k->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+  rd_kafka_resp_err_t e =
+      l->cnt ? rd_kafka_commit_queue(k->rk, l, k->cq, on_kafka_commit, k) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
   if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
     snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
@@ -407,6 +463,7 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
   k->topics = calloc((size_t)n, sizeof *k->topics);
   k->partition = calloc((size_t)n, sizeof *k->partition);
   k->brokers = strdup(cfg->brokers);
+  k->close_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : KAFKA_TIMEOUT_MS;
   int oom = !k->q || !k->ready || !k->early || !k->topics || !k->partition || !k->brokers;
   for (int i = 0; !oom && i < s->n; i++) {
     k->topics[i] = strdup(cfg->topics[i]);
@@ -442,6 +499,10 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
     return NULL;
   }
   rd_kafka_poll_set_consumer(k->rk);
+  if (!(k->cq = rd_kafka_queue_get_consumer(k->rk))) {
+    wm_ctx_error(ctx, "%s: no consumer queue", name);
+    return NULL;
+  }
   if (ksrc_assign(k, cfg) != WM_OK) return NULL;
   return s->op;
 }

@@ -260,9 +260,9 @@ end
 --   `bounded` (false, or "latest": read up to the end offsets found at the start, then end),
 --   `metadata`, `watermarks` (a strategy run per partition), `properties` (librdkafka
 --   settings, e.g. `{["fetch.wait.max.ms"] = 10}`), `timeout` (how long to wait for the brokers
---   when the job is built, default "10s"), `scale_out` (true: the processes of `group` share the
---   partitions, one task per partition with its own state; needs `group` and a checkpoint
---   folder, docs/scaleout.md)
+--   when the job is built, and at its end for the last commits to the group; default "10s"),
+--   `scale_out` (true: the processes of `group` share the partitions, one task per partition
+--   with its own state; needs `group` and a checkpoint folder, docs/scaleout.md)
 -- @usage env:read_kafka{brokers = "127.0.0.1:9092", topic = "events", bounded = "latest"}
 function Env:read_kafka(opts)
   if type(opts) ~= "table" then error("read_kafka: expected a table of options, got " .. type(opts), 2) end
@@ -292,6 +292,7 @@ function Env:read_kafka(opts)
   return partitioned(self, "read_kafka", "read_kafka", {brokers = brokers, group = group, start = start,
     start_value = start_value, bounded = check_bounded(opts.bounded, "read_kafka", 2),
     metadata = opts.metadata and true or false, props = props, scale_out = scale_out or nil, topics = topics,
+    timeout = timeout,
     name = opts.name or ("read_kafka(" .. table.concat(topics, ",") .. "@" .. brokers .. ")")},
     parts, strategy, 2)
 end

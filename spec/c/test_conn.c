@@ -51,8 +51,9 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   if (ks->commit == 3 && n == 1 && s[0] == 'b') {
     /* the coordinator commits the sources of every thread from the one that completed the
-     * checkpoint: a refused commit gives its message in the coordinator's buffer and
-     * leaves the source's context (its own thread's) as it was */
+     * checkpoint: the commit is handed to librdkafka and its refusal comes back on the
+     * source's own thread (a warning on stderr, see connectors_spec.lua); the call leaves
+     * the source's context (its own thread's) as it was */
     wm_buf cut;
     wm_buf_init(&cut);
     CHECK(wm_exec_snapshot_source(ks->ex, ks->src, &cut) == WM_OK);
@@ -61,9 +62,8 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
                                       RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
     snprintf(op->ctx->err, sizeof op->ctx->err, "untouched");
     char err[600] = "";
-    CHECK(wm_partsrc_commit_to(ks->src, err, sizeof err) == WM_ERR);
-    CHECK(strstr(err, "read_kafka: cannot commit the offsets of the group at 127.0.0.1:") != NULL);
-    CHECK(strstr(err, "Group authorization failed") != NULL);
+    CHECK(wm_partsrc_commit_to(ks->src, err, sizeof err) == WM_OK);
+    CHECK_STR(err, "");
     CHECK_STR(op->ctx->err, "untouched");
     op->ctx->err[0] = 0;
   }
