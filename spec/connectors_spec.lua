@@ -61,6 +61,30 @@ local function crash_input(dir)
   return inp
 end
 
+-- What a job `<source>:print()` prints (arg[1]: addr), e.g. a bounded read of a whole topic.
+local function read_all(source, addr)
+  local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:]] .. source .. [[:print()
+env:execute()]], q(addr))
+  assert.are.equal(0, code, err)
+  return out
+end
+
+-- crash_input(dir) written by a job `read_lines(file):<sink>` (arg[2]: addr); its path.
+local function load_crash_input(dir, addr, sink)
+  local inp = crash_input(dir)
+  local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):]] .. sink .. [[
+
+env:execute()]], q(inp) .. " " .. q(addr))
+  assert.are.equal(0, code, err)
+  return inp
+end
+
 local function now_ms()
   local clock = io.popen("date +%s%N")
   local ns = clock:read("n")
@@ -102,6 +126,30 @@ local function crash_runs(dir, run, kills, seed, par)
   assert.are.equal(0, c, e)
 end
 
+-- A mock cluster with `topics`, a directory of the test's own and the path of an output
+-- file in it; the background job put in `.run` is killed at the end, if it still runs.
+local function bg_fixture(topics)
+  local f = {k = services.kafka(topics), dir = helper.tmpdir()}
+  f.out = f.dir .. "/out.txt"
+  finally(function()
+    if f.run then f.run.kill() end
+    f.k:stop()
+    helper.rmdir(f.dir)
+  end)
+  return f
+end
+
+-- A mock cluster with the topic "in" (2 partitions) holding crash_input's lines, s0's in
+-- partition 0 and s1's in partition 1, and a directory of the test's own.
+local function kafka_crash_input()
+  local k = services.kafka{"in:2"}
+  local dir = helper.tmpdir()
+  finally(function() k:stop(); helper.rmdir(dir) end)
+  local inp = load_crash_input(dir, k.bootstrap, [[write_kafka{brokers = arg[2], topic = "in", format = "text",
+  partition = function(line) return tonumber(line:match("^s(%d)")) end}]])
+  return k, dir, inp
+end
+
 describe("kafka connector", function()
   it("a file written with write_kafka and read back by a windowed job gives the file job's results", function()
     local k = services.kafka{"readings:3"}
@@ -127,21 +175,10 @@ env:execute()]], q(k.bootstrap))
   end)
 
   it("at --threads 2 a partition's records keep their order: the windowed job gives the file job's results", function() -- luacheck: ignore 631
-    local k = services.kafka{"in:2"}
-    local dir = helper.tmpdir()
-    finally(function() k:stop(); helper.rmdir(dir) end)
-    local inp = crash_input(dir)
-    local _, err, code = job([[
-local wm = require("wm")
-local env = wm.env{}
-env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
-  partition = function(line) return tonumber(line:match("^s(%d)")) end}
-env:execute()]], q(inp) .. " " .. q(k.bootstrap))
-    assert.are.equal(0, code, err)
+    local k, _, inp = kafka_crash_input()
     -- sum keeps the other fields of the window's first record: the output depends on the
     -- order in which one key's records arrive, which must be the partition's
-    local out
-    out, err, code = job([[
+    local out, err, code = job([[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}]] .. WINDOWED .. [[
@@ -157,17 +194,7 @@ env:execute()]], q(k.bootstrap), "-p 2 --threads 2")
   for _, threads in ipairs{1, 2} do
   local at = threads == 1 and "" or " (--threads 2)"
   it("a checkpointing job killed at random moments gives the uninterrupted run's file, and commits the group's offsets" .. at, function() -- luacheck: ignore 631
-    local k = services.kafka{"in:2"}
-    local dir = helper.tmpdir()
-    finally(function() k:stop(); helper.rmdir(dir) end)
-    local inp = crash_input(dir)
-    local _, err, code = job([[
-local wm = require("wm")
-local env = wm.env{}
-env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
-  partition = function(line) return tonumber(line:match("^s(%d)")) end}
-env:execute()]], q(inp) .. " " .. q(k.bootstrap))
-    assert.are.equal(0, code, err)
+    local k, dir = kafka_crash_input()
     local jp = dir .. "/job.lua"
     local f = assert(io.open(jp, "w"))
     f:write([[
@@ -310,15 +337,8 @@ env2:execute()]]
   end)
 
   it("an idle partition does not hold the watermark back after the idleness timeout", function()
-    local k = services.kafka{"ev:2"}
-    local dir = helper.tmpdir()
-    local out = dir .. "/out.txt"
-    local run
-    finally(function()
-      if run then run.kill() end
-      k:stop()
-      helper.rmdir(dir)
-    end)
+    local fx = bg_fixture{"ev:2"}
+    local k, dir, out = fx.k, fx.dir, fx.out
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -328,7 +348,7 @@ env:execute()]], q(k.bootstrap))
     assert.are.equal(0, code, err)
     -- unbounded: partition 1 never gets a record; the window [0, 10 s) can only fire
     -- while the job runs once partition 1 has turned idle
-    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
+    local run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = brokers, topic = "ev",
@@ -338,6 +358,7 @@ env:read_kafka{brokers = brokers, topic = "ev",
   :key_by("id"):window(wm.windows.tumbling("10s")):count()
   :sink(function(r) local f = io.open(out, "a"); f:write(r.key, " ", r.count, "\n"); f:close() end)
 env:execute()]])
+    fx.run = run
     local got = services.poll(function()
       local f = io.open(out)
       if not f then return nil end
@@ -406,15 +427,8 @@ env2:execute()]], q(k.bootstrap))
   end)
 
   it("a broker that goes down while an unbounded job reads is reported once, and the job reads on after it comes back", function() -- luacheck: ignore 631
-    local k = services.kafka{"ev:2"}
-    local dir = helper.tmpdir()
-    local out = dir .. "/out.txt"
-    local run
-    finally(function()
-      if run then run.kill() end
-      k:stop()
-      helper.rmdir(dir)
-    end)
+    local fx = bg_fixture{"ev:2"}
+    local k, dir, out = fx.k, fx.dir, fx.out
     local write = [[
 local wm = require("wm")
 local env = wm.env{}
@@ -425,12 +439,13 @@ env:from_elements(recs):write_kafka{brokers = arg[1], topic = "ev", format = "te
 env:execute()]]
     local _, err, code = job(write, q(k.bootstrap) .. " a")
     assert.are.equal(0, code, err)
-    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
+    local run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = brokers, topic = "ev", properties = {["reconnect.backoff.max.ms"] = 200}}
   :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
 env:execute()]])
+    fx.run = run
     local function log() return helper.read_or_empty(run.err) end
     local function lines_in_file(n)
       return services.poll(function()
@@ -448,13 +463,7 @@ env:execute()]])
     assert.is_truthy(got, log())
     assert.is_truthy(services.poll(function() return log():find("reconnected", 1, true) end, 600), log())
     -- the uninterrupted run: the topic read from its start to its end
-    local ref
-    ref, err, code = job([[
-local wm = require("wm")
-local env = wm.env{}
-env:read_kafka{brokers = arg[1], topic = "ev", bounded = "latest"}:print()
-env:execute()]], q(k.bootstrap))
-    assert.are.equal(0, code, err)
+    local ref = read_all([[read_kafka{brokers = arg[1], topic = "ev", bounded = "latest"}]], k.bootstrap)
     assert.are.equal(40, #sorted_lines(ref))
     assert.are.same(sorted_lines(ref), got)
     local e = log()
@@ -467,27 +476,21 @@ env:execute()]], q(k.bootstrap))
   end)
 
   it("while the brokers are down, checkpoints go on and SIGTERM stops with a checkpoint: group commits do not wait for the brokers", function() -- luacheck: ignore 631
-    local k = services.kafka{"ev:2"}
-    local dir = helper.tmpdir()
-    local out = dir .. "/out.txt"
-    local run
-    finally(function()
-      if run then run.kill() end
-      k:stop()
-      helper.rmdir(dir)
-    end)
+    local fx = bg_fixture{"ev:2"}
+    local k, dir, out = fx.k, fx.dir, fx.out
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
 env:from_elements("a", "b", "c", "d"):write_kafka{brokers = arg[1], topic = "ev", format = "text"}
 env:execute()]], q(k.bootstrap))
     assert.are.equal(0, code, err)
-    run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
+    local run = helper.bg_job(dir, string.format("local brokers, out = %q, %q\n", k.bootstrap, out) .. [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = brokers, topic = "ev", group = "g"}
   :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
 env:execute()]], "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms")
+    fx.run = run
     local function log() return helper.read_or_empty(run.err) end
     assert.is_truthy(services.poll(function() return #sorted_lines(helper.read_or_empty(out)) == 4 end, 600), log())
     k:down(-1)
@@ -610,14 +613,8 @@ env:execute()]], q(n.url))
     local n = services.nats()
     local dir = helper.tmpdir()
     finally(function() n:stop(); helper.rmdir(dir) end)
-    local inp = crash_input(dir)
-    local _, err, code = job([[
-local wm = require("wm")
-local env = wm.env{}
-env:read_lines(arg[1]):write_nats{url = arg[2], stream = "IN", format = "text",
-  subject = function(line) return "in." .. line:match("^[^,]+") end}
-env:execute()]], q(inp) .. " " .. q(n.url))
-    assert.are.equal(0, code, err)
+    load_crash_input(dir, n.url, [[write_nats{url = arg[2], stream = "IN", format = "text",
+  subject = function(line) return "in." .. line:match("^[^,]+") end}]])
     -- arg[2]: "ref" or "run", the name of the output file and of the output stream
     local jp = dir .. "/job.lua"
     local f = assert(io.open(jp, "w"))
@@ -713,14 +710,7 @@ env:execute()]])
     local _, lost = log():gsub("lost the connection", "")
     assert.are.equal(1, lost, log())
     -- the uninterrupted run: the stream read from its start to its end
-    local ref
-    ref, err, code = job([[
-local wm = require("wm")
-local env = wm.env{}
-env:read_nats{url = arg[1], stream = "EV", bounded = "latest"}:print()
-env:execute()]], q(n.url))
-    assert.are.equal(0, code, err)
-    assert.are.equal("a\nb\n", ref)
+    assert.are.equal("a\nb\n", read_all([[read_nats{url = arg[1], stream = "EV", bounded = "latest"}]], n.url))
   end)
 
   it("a missing stream and an unreachable server fail at the job line, naming them", function()

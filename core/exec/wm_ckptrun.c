@@ -286,8 +286,10 @@ static int write_part_locked(wm_ckptrun *c) {
 /* The checkpoint is complete: every partitioned source commits the positions it wrote
  * into it to its server (Kafka: the group's offsets, for monitoring; wm_partsrc_commit
  * commits the positions of the last snapshot, so nothing read after the cut is committed).
- * Under mu: no thread takes its part of the next checkpoint meanwhile. A failed commit
- * is reported once and does not fail the job: the positions are the checkpoint's.
+ * Under mu: no thread takes its part of the next checkpoint meanwhile. A commit that
+ * cannot be handed over is reported once and does not fail the job: the positions are the
+ * checkpoint's (Kafka's commits are asynchronous: a refusal by the brokers is reported by
+ * the source, on its own thread).
  * The sources of the other threads are committed from this one, so the message goes into
  * a buffer of the coordinator's: their contexts belong to their own running threads. */
 static void commit_sources_locked(ck_shared *sh) {
