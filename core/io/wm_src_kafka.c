@@ -281,19 +281,23 @@ static void ksrc_close_consumer(ksrc *k) {
   int closed = !e;
   if (e) rd_kafka_error_destroy(e);
   uint64_t t0 = uv_hrtime(), limit = (uint64_t)k->close_ms * 1000000u;
-  while (closed && !rd_kafka_consumer_closed(k->rk)) {
-    if (uv_hrtime() - t0 > limit) {
+  /* (once closed, what is still queued is served too: a commit's answer may come last) */
+  for (int last = 0; closed && !last;) {
+    last = rd_kafka_consumer_closed(k->rk);
+    if (!last && uv_hrtime() - t0 > limit) {
       closed = 0;
       fprintf(stderr, "wmrun: warning: %s: the Kafka brokers at %s did not answer within %d ms while "
                       "closing: the group's offsets may miss the last checkpoint's (the positions are "
                       "in the checkpoint)\n", k->ps.op->name, k->brokers, k->close_ms);
       break;
     }
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(k->cq, 100);
-    if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) /* (no callback here) */
-      on_kafka_commit(k->rk, rd_kafka_event_error(ev),
-                      rd_kafka_event_topic_partition_list(ev), k);
-    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_event_t *ev;
+    while ((ev = rd_kafka_queue_poll(k->cq, last ? 0 : 100))) {
+      if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) /* (no callback here) */
+        on_kafka_commit(k->rk, rd_kafka_event_error(ev), rd_kafka_event_topic_partition_list(ev), k);
+      rd_kafka_event_destroy(ev);
+      if (!last) break;
+    }
   }
   rd_kafka_queue_destroy(k->cq);
   k->cq = NULL;
