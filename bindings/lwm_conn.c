@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_partition.h"
 #include "io/wm_conn.h"
 #include "lwm.h"
 
@@ -345,5 +346,19 @@ int lwm_nats_subjects(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   wm_nats_free_list(list, n);
+  return 1;
+}
+
+/* wm.partition(key, n) -> the partition (0..n-1) of key: nats-server's partition(n, ...)
+ * mapping function (FNV-1a 32 of the key's bytes, mod n). key: a string or a number (its
+ * text, as tostring gives it); n: 1 .. 2^31-1 (the server's own limit, an int32). */
+int lwm_partition(lua_State *L) {
+  int t = lua_type(L, 1);
+  if (t != LUA_TSTRING && t != LUA_TNUMBER) return luaL_typeerror(L, 1, "string or number");
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 1 && n <= INT32_MAX, 2, "the number of partitions must be 1 .. 2147483647");
+  size_t len;
+  const char *key = luaL_tolstring(L, 1, &len);
+  lua_pushinteger(L, (lua_Integer)wm_partition(key, len, (uint32_t)n));
   return 1;
 }

@@ -6,6 +6,7 @@
 --   local k = services.kafka{"events:2"}       -- k.bootstrap = "127.0.0.1:PORT"
 --   finally(function() k:stop() end)
 --   local n = services.nats()                  -- n.url = "nats://127.0.0.1:PORT"
+--   services.nats{config = "mappings = {...}"} -- with a configuration file
 --   finally(function() n:stop() end)
 --
 -- The mock cluster takes commands while it runs (spec/kafka_mock.c), each waited for:
@@ -140,7 +141,8 @@ end
 
 local function nats_at(dir, port)
   os.remove(dir .. "/log")
-  return start("exec " .. nats_bin() .. " -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
+  local conf = read_or_empty(dir .. "/nats.conf") ~= "" and (" -c " .. sh_quote(dir .. "/nats.conf")) or ""
+  return start("exec " .. nats_bin() .. conf .. " -js -sd " .. sh_quote(dir .. "/js") .. " -a 127.0.0.1 -p " .. port,
     dir, function(sv)
       local log = sv:log()
       if not log:find("Server is ready", 1, true) then return nil end
@@ -148,8 +150,14 @@ local function nats_at(dir, port)
     end, "nats-server")
 end
 
-function M.nats()
+-- opts.config: the text of a configuration file for it (e.g. subject `mappings`).
+function M.nats(opts)
   local dir = tmpdir()
+  if opts and opts.config then
+    local f = assert(io.open(dir .. "/nats.conf", "w"))
+    f:write(opts.config)
+    f:close()
+  end
   local s, port = nats_at(dir, -1)
   s.port = tonumber(port)
   s.url = "nats://127.0.0.1:" .. port

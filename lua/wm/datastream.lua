@@ -38,4 +38,26 @@ local M = {
 -- @usage if wm.thread() == 1 then print("job starts") end
 function M.thread() return core.thread() end
 
+--- The partition (0 .. n-1) of `key` among `n` partitions: NATS's own `partition(n, ...)`
+-- subject-mapping function (FNV-1a 32 of the key's bytes, modulo n), so a writer that puts a
+-- record on subject `"ev." .. wm.partition(key, 6) .. "." .. key` and a server mapping
+-- `"in.*": "ev.{{partition(6,1)}}.{{wildcard(1)}}"` agree (docs/connectors.md).
+-- @tparam string|number key a number counts as its text (`tostring`)
+-- @tparam integer n the number of partitions, 1 .. 2^31-1
+-- @treturn integer
+-- @usage stream:write_nats{url = url, stream = "EV",
+--   subject = function(r) return "ev." .. wm.partition(r.id, 6) .. "." .. r.id end}
+function M.partition(key, n)
+  local t = type(key)
+  if t ~= "string" and t ~= "number" then
+    error("bad argument #1 to 'partition' (string or number expected, got " .. t .. ")", 2)
+  end
+  if math.type(n) ~= "integer" or n < 1 or n > 0x7fffffff then
+    error("bad argument #2 to 'partition' (the number of partitions must be an integer 1 .. 2147483647, got "
+      .. tostring(n) .. ")", 2)
+  end
+  local p = core.partition(key, n)
+  return p
+end
+
 return M

@@ -1,0 +1,17 @@
+/* Key partitioning shared with NATS: wm_partition is the nats-server's own partition(n, ...)
+ * subject-mapping function (FNV-1a 32 of the key's bytes, modulo n), so records that
+ * wmrun puts into partition subjects and records that a server-side mapping
+ * (`"in.*": "ev.{{partition(6,1)}}.{{wildcard(1)}}"`) puts there agree. */
+#ifndef WM_PARTITION_H
+#define WM_PARTITION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* FNV-1a, 32 bits (offset basis 2166136261, prime 16777619) of n bytes. */
+uint32_t wm_fnv1a32(const void *p, size_t n);
+
+/* The partition of a key among count (>= 1) partitions: wm_fnv1a32(key) % count. */
+uint32_t wm_partition(const void *key, size_t n, uint32_t count);
+
+#endif
