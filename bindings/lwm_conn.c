@@ -327,11 +327,12 @@ int lwm_kafka_partitions(lua_State *L) {
   return 1;
 }
 
-/* wm.core.nats_subjects(url, stream, filter) -> {subject, ...} | nil, message */
+/* wm.core.nats_subjects(url, stream[, filter]) -> {subject, ...} | nil, message. Without a
+ * filter: {} once the stream is found. */
 int lwm_nats_subjects(lua_State *L) {
   const char *url = luaL_checkstring(L, 1);
   const char *stream = luaL_checkstring(L, 2);
-  const char *filter = luaL_checkstring(L, 3);
+  const char *filter = luaL_optstring(L, 3, NULL);
   char err[1024];
   char **list;
   int n;

@@ -7,10 +7,12 @@ local wm = require("wm")
 
 local q = services.quote
 
--- Runs a job script given as text: wmrun [opts] script args; stdout, stderr, exit code.
+-- Runs a job script given as text: wmrun [opts] script args; stdout, stderr, exit code. (A
+-- run that would hang is ended after 120 s.)
 local function job(text, args, opts)
   local p = helper.write_tmp(text, ".lua")
-  local out, err, code = helper.wmrun((opts or "") .. " " .. q(p) .. " " .. (args or ""))
+  local out, err, code = helper.sh("timeout 120 " .. helper.wmrun_path() .. " " .. (opts or "") .. " " .. q(p)
+    .. " " .. (args or ""))
   os.remove(p)
   return out, err, code
 end
@@ -103,5 +105,233 @@ env:execute()]], q(n.url))
     local seen = {}
     for _, k in ipairs(keys) do seen[wm.partition(k, 6)] = true end
     for p = 0, 5 do assert.is_true(seen[p], "partition " .. p .. " used") end
+  end)
+end)
+
+-- Readings of 12 keys (id1 .. id12, which fill the 6 partitions), in order within the
+-- out-of-orderness bound (1 s) per key, as CSV lines "id,ts,vc".
+local function readings(from, to)
+  local lines = {}
+  for i = from or 1, to or 120 do
+    lines[#lines + 1] = string.format("id%d,%d,%d", i % 12 + 1, i * 700 + ((i % 3 == 0) and -500 or 0), i)
+  end
+  return lines
+end
+
+-- Writes lines "id,..." into stream EV, each on subject ev.<wm.partition(id, 6)>.<id>.
+local function load(url, lines)
+  local path = helper.write_tmp(table.concat(lines, "\n") .. "\n", ".csv")
+  local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_nats{url = arg[2], stream = "EV", subjects = {"ev.>"}, format = "text",
+  id_prefix = arg[3],
+  subject = function(line) local id = line:match("^[^,]+"); return "ev." .. wm.partition(id, 6) .. "." .. id end}
+env:execute()]], q(path) .. " " .. q(url) .. " " .. q(tostring(os.time()) .. path))
+  os.remove(path)
+  assert.are.equal(0, code, err)
+end
+
+local WINDOWED = [[
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("vc"):print()
+]]
+
+-- The windowed job on the lines read from a file: the reference.
+local function file_job(lines)
+  local path = helper.write_tmp(table.concat(lines, "\n") .. "\n", ".csv")
+  local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_lines(arg[1])]] .. WINDOWED .. [[
+env:execute()]], q(path))
+  os.remove(path)
+  assert.are.equal(0, code, err)
+  assert.is_true(#out > 0)
+  return out
+end
+
+-- The windowed job on partitions of stream EV; opts: the read_nats options' text.
+local function partition_job(url, opts, wmrun_opts)
+  return job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_nats{url = arg[1], stream = "EV", subject = "ev.*.>", partition_count = 6, bounded = "latest",
+  ]] .. (opts or "") .. [[}]] .. WINDOWED .. [[
+env:execute()]], q(url), wmrun_opts)
+end
+
+-- The lines of `lines` whose key is in one of the partitions listed (a set).
+local function of_partitions(lines, set)
+  local t = {}
+  for _, l in ipairs(lines) do
+    if set[wm.partition(l:match("^[^,]+"), 6)] then t[#t + 1] = l end
+  end
+  return t
+end
+
+describe("read_nats partitions (subject = \"ev.*.>\", partition_count)", function()
+  it("the test keys fill every one of the 6 partitions", function()
+    local n = {}
+    for _, l in ipairs(readings()) do
+      local p = wm.partition(l:match("^[^,]+"), 6)
+      n[p] = (n[p] or 0) + 1
+    end
+    for p = 0, 5 do assert.is_true((n[p] or 0) > 0, "partition " .. p) end
+  end)
+
+  it("reads partition p from ev.p.>, one watermark generator each, bounded to each partition's last message",
+    function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local lines = readings()
+    load(n.url, lines)
+    local out, err, code = partition_job(n.url, "", "--metrics")
+    assert.are.equal(0, code, err)
+    for p = 0, 5 do assert.matches("timestamps/watermarks %[EV/" .. p .. "%]", err) end
+    assert.not_matches("%[EV/6%]", err)
+    assert.are.same(sorted_lines(file_job(lines)), sorted_lines(out))
+  end)
+
+  it("partitions = \"0-2\" / \"3-5\" / \"0,2,5\" reads only those partitions, and the shares add up", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local lines = readings()
+    load(n.url, lines)
+    local all = {}
+    for _, share in ipairs{{"0-2", {[0] = true, true, true}}, {"3-5", {[3] = true, [4] = true, [5] = true}}} do
+      local out, err, code = partition_job(n.url, "partitions = '" .. share[1] .. "',", "--metrics")
+      assert.are.equal(0, code, err)
+      assert.are.same(sorted_lines(file_job(of_partitions(lines, share[2]))), sorted_lines(out))
+      for p = 0, 5 do
+        local name = "%[EV/" .. p .. "%]"
+        if share[2][p] then assert.matches(name, err) else assert.not_matches(name, err) end
+      end
+      for _, l in ipairs(sorted_lines(out)) do all[#all + 1] = l end
+    end
+    table.sort(all)
+    assert.are.same(sorted_lines(file_job(lines)), all)
+    local out, err, code = partition_job(n.url, "partitions = ' 0, 2,5 ',")
+    assert.are.equal(0, code, err)
+    assert.are.same(sorted_lines(file_job(of_partitions(lines, {[0] = true, [2] = true, [5] = true}))),
+      sorted_lines(out))
+  end)
+
+  it("a partition far ahead does not make another partition's records late", function()
+    -- two keys in two partitions: a's records at 100 s, b's at 1 s, a's partition lower (the
+    -- control below reads it first)
+    local a, b
+    for i = 1, 100 do
+      local k = "key" .. i
+      if not a and wm.partition(k, 6) == 0 then a = k end
+      if not b and wm.partition(k, 6) == 1 then b = k end
+    end
+    local n = services.nats()
+    finally(function() n:stop() end)
+    load(n.url, {a .. ",100000,1", a .. ",101000,1", b .. ",1000,2", b .. ",2000,3"})
+    local out, err, code = partition_job(n.url)
+    assert.are.equal(0, code, err)
+    assert.are.same(sorted_lines(string.format('{"id":"%s","ts":100000,"vc":2}\n{"id":"%s","ts":1000,"vc":5}\n', a, b)),
+      sorted_lines(out))
+    -- (control) the same partitions with one generator after a rebalance: b's records are
+    -- behind a's watermark
+    out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_nats{url = arg[1], stream = "EV", subject = "ev.*.>", partition_count = 6, bounded = "latest"}
+  :rebalance()]] .. WINDOWED .. [[
+env:execute()]], q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal(string.format('{"id":"%s","ts":100000,"vc":2}\n', a), out)
+  end)
+
+  it("an empty partition ends at once when bounded, and metadata gives each message's own subject", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    local k = "only"
+    load(n.url, {k .. ",1,1"})
+    local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "EV", subject = "ev.*.>", partition_count = 6, bounded = "latest",
+  metadata = true}:map(function(m) return m.subject .. " " .. m.value end):print()
+env:execute()]], q(n.url))
+    assert.are.equal(0, code, err)
+    assert.are.equal("ev." .. wm.partition(k, 6) .. ".only only,1,1\n", out)
+  end)
+
+  it("a job stopped with a checkpoint resumes every partition at its own sequence", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local run
+    finally(function()
+      if run then run.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    local first, second = readings(1, 60), readings(61, 120)
+    load(n.url, first)
+    -- unbounded, windows open when it stops; every record read is counted on stderr
+    local text = string.format("local url = %q\n", n.url) .. [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_nats{url = url, stream = "EV", subject = "ev.*.>", partition_count = 6, bounded = arg[1] == "end" and "latest",
+  watermarks = wm.watermarks.bounded_out_of_orderness("1s")
+    :with_timestamp_assigner(function(l) return tonumber(l:match("^[^,]+,(%d+)")) end)}
+  :map(function(l) io.stderr:write("seen ", l, "\n"); return l end)
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("vc"):print()
+env:execute()]]
+    run = helper.bg_job(dir, text, "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 0")
+    helper.wait_for(function()
+      local k = 0
+      for _ in helper.read_or_empty(run.err):gmatch("seen ") do k = k + 1 end
+      return k == #first
+    end, "the first run to read the first half", 60)
+    run.signal("TERM")
+    assert.are.equal(0, run.wait(), helper.read_or_empty(run.err))
+    assert.matches("stopped by SIGTERM with checkpoint", helper.read_or_empty(run.err))
+    local out1 = helper.read_or_empty(run.out)
+    load(n.url, second)
+    local out2, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(run.job) .. " end")
+    assert.are.equal(0, code, err)
+    assert.matches("resuming from checkpoint", err)
+    local seen = 0
+    for _ in err:gmatch("seen ") do seen = seen + 1 end
+    assert.are.equal(#second, seen) -- nothing of the first half read again, nothing skipped
+    local union = sorted_lines(out1 .. out2)
+    local all = {}
+    for _, l in ipairs(first) do all[#all + 1] = l end
+    for _, l in ipairs(second) do all[#all + 1] = l end
+    assert.are.same(sorted_lines(file_job(all)), union)
+  end)
+
+  it("names what is wrong with its options, at the job line", function()
+    local n = services.nats()
+    finally(function() n:stop() end)
+    load(n.url, {"a,1,1"})
+    local function fails(opts)
+      local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], ]] .. (opts:find("stream =") and "" or 'stream = "EV", ') .. opts .. [[}:print()
+env:execute()]], q(n.url))
+      assert.are_not.equal(0, code)
+      assert.matches("%.lua:3: read_nats: ", err)
+      return err
+    end
+    assert.matches("with partition_count, subject must have a '%*' token, the partition number %(like "
+      .. "\"ev%.%*%.>\"%), got \"ev%.>\"", fails('subject = "ev.>", partition_count = 6'))
+    assert.matches("partition_count must be a positive integer, got 0",
+      fails('subject = "ev.*.>", partition_count = 0'))
+    assert.matches("partitions needs partition_count", fails('subject = "ev.*.>", partitions = "0-2"'))
+    assert.matches("partitions: 6 is not a partition of 0 .. 5 %(partition_count = 6%)",
+      fails('subject = "ev.*.>", partition_count = 6, partitions = "4-6"'))
+    assert.matches("partitions must be like \"0%-3\" or \"0,2,5\", got \"0;1\"",
+      fails('subject = "ev.*.>", partition_count = 6, partitions = "0;1"'))
+    assert.matches("partitions: bad range '3%-1'", fails('subject = "ev.*.>", partition_count = 6, partitions = "3-1"'))
+    assert.matches("stream 'NOPE' does not exist",
+      fails('stream = "NOPE", subject = "ev.*.>", partition_count = 6'))
   end)
 end)

@@ -127,8 +127,9 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
 
 /* The subjects of stream `stream` that match `filter` and hold messages now (the source's
  * partitions), sorted; *list is an array of owned strings (free with wm_nats_free_list). A
- * stream without such messages gives the filter itself as the only partition. 0, or -1
- * with err ("read_nats: stream 'X' does not exist on nats://...", "cannot connect to ..."). */
+ * stream without such messages gives the filter itself as the only partition. filter NULL:
+ * only checks that the stream exists (*n = 0). 0, or -1 with err ("read_nats: stream 'X'
+ * does not exist on nats://...", "cannot connect to ..."). */
 int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
                      char ***list, int *n, char *err, size_t errlen);
 void wm_nats_free_list(char **list, int n);
@@ -137,7 +138,9 @@ typedef struct wm_nats_source_config {
   const char *url;
   const char *stream;
   const char *durable;   /* NULL: ephemeral consumers; else "<durable>_<subject>" per subject */
-  const char *const *subjects; /* per partition */
+  const char *const *subjects; /* per partition: a subject, or a filter ("ev.3.>": a
+                                  partition of read_nats{partition_count = n}, one position,
+                                  the stream sequence, for all its subjects) */
   wm_partsrc_config p;
 } wm_nats_source_config;
 

@@ -110,6 +110,8 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
   } else if (s != NATS_OK) {
     char why[300];
     snprintf(err, errlen, "stream '%s' on %s: %s", stream, url, wm_nats_why(s, jerr, why, sizeof why));
+  } else if (!filter) {
+    rc = 0; /* the stream is there */
   } else {
     const jsStreamStateSubjects *ss = si->State.Subjects;
     int cnt = ss ? ss->Count : 0;
@@ -308,23 +310,16 @@ static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
     jsErrCode jerr = 0;
     char why[300];
     if (cfg->p.bounded) {
-      /* the end: the subject's last message now (a wildcard partition: the stream's) */
+      /* the end: the last message now of the partition's subject, or of its filter (a
+       * partition subject "ev.3.>": the server takes wildcards for the last message) */
       natsMsg *last = NULL;
-      natsStatus st;
-      if (strpbrk(k->subjects[i], "*>")) {
-        jsStreamInfo *si = NULL;
-        st = js_GetStreamInfo(&si, k->js, k->stream, NULL, &jerr);
-        if (st == NATS_OK) p->end = (int64_t)si->State.LastSeq;
-        if (si) jsStreamInfo_Destroy(si);
-      } else {
-        st = js_GetLastMsg(&last, k->js, k->stream, k->subjects[i], NULL, &jerr);
-        if (st == NATS_OK) p->end = (int64_t)natsMsg_GetSequence(last);
-        else if (st == NATS_NOT_FOUND) {
-          p->end = 0;
-          st = NATS_OK;
-        }
-        if (last) natsMsg_Destroy(last);
+      natsStatus st = js_GetLastMsg(&last, k->js, k->stream, k->subjects[i], NULL, &jerr);
+      if (st == NATS_OK) p->end = (int64_t)natsMsg_GetSequence(last);
+      else if (st == NATS_NOT_FOUND) {
+        p->end = 0;
+        st = NATS_OK;
       }
+      if (last) natsMsg_Destroy(last);
       if (st != NATS_OK)
         return wm_ctx_error(ctx, "%s: stream '%s' at %s: %s", s->op->name, k->stream, k->url,
                             wm_nats_why(st, jerr, why, sizeof why));

@@ -326,7 +326,81 @@ end
 -- ---- NATS JetStream --------------------------------------------------------------------------
 
 local nats_read_opts = {url = true, stream = true, subject = true, durable = true, start = true,
-  bounded = true, metadata = true, watermarks = true, name = true}
+  bounded = true, metadata = true, watermarks = true, name = true, partition_count = true, partitions = true}
+
+--- The partition numbers of a `partitions` list ("0-3", "0,2,5", "0-2,7"), sorted, each once,
+-- each in 0 .. count-1. (For wm.member and the supervisor too.)
+function M.parse_partitions(spec, count, call, level)
+  if type(spec) ~= "string" then
+    error(string.format("%s: partitions must be a string like \"0-3\" or \"0,2,5\", got %s", call, type(spec)),
+      level + 1)
+  end
+  local set, list = {}, {}
+  local function add(p)
+    if p >= count then
+      error(string.format("%s: partitions: %d is not a partition of 0 .. %d (partition_count = %d)", call, p,
+        count - 1, count), level + 2)
+    end
+    if not set[p] then set[p], list[#list + 1] = true, p end
+  end
+  for item in (spec .. ","):gmatch("([^,]*),") do
+    local a, b = item:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
+    local one = item:match("^%s*(%d+)%s*$")
+    if a then
+      a, b = math.tointeger(tonumber(a)), math.tointeger(tonumber(b))
+      if not a or not b or b < a then
+        error(string.format("%s: partitions: bad range '%s' in \"%s\"", call, item, spec), level + 1)
+      end
+      if b >= count then add(b) end -- (fails, naming it)
+      for p = a, b do add(p) end
+    elseif one then
+      add(math.tointeger(tonumber(one)) or count)
+    else
+      error(string.format("%s: partitions must be like \"0-3\" or \"0,2,5\", got \"%s\"", call, spec), level + 1)
+    end
+  end
+  table.sort(list)
+  return list
+end
+
+-- The subject of partition p of a partitioned filter: its first `*` token replaced by p.
+function M.partition_subject(filter, p)
+  local toks = {}
+  local done = false
+  for t in (filter .. "."):gmatch("([^.]*)%.") do
+    if t == "*" and not done then t, done = tostring(p), true end
+    toks[#toks + 1] = t
+  end
+  return table.concat(toks, ".")
+end
+
+-- read_nats{partition_count = n[, partitions = "..."]}: the partitions read, {subject, name, partition, tag}.
+local function nats_partitions(opts, sname, filter, level)
+  local n = opts.partition_count
+  if math.type(n) ~= "integer" or n < 1 then
+    error("read_nats: partition_count must be a positive integer, got " .. tostring(n), level + 1)
+  end
+  local has_star = false
+  for t in (filter .. "."):gmatch("([^.]*)%.") do has_star = has_star or t == "*" end
+  if not has_star then
+    error(string.format("read_nats: with partition_count, subject must have a '*' token, the partition "
+      .. "number (like \"ev.*.>\"), got \"%s\"", filter), level + 1)
+  end
+  local list
+  if opts.partitions ~= nil then
+    list = M.parse_partitions(opts.partitions, n, "read_nats", level + 1)
+  else
+    list = {}
+    for p = 0, n - 1 do list[#list + 1] = p end
+  end
+  local parts = {}
+  for i, p in ipairs(list) do
+    local name = sname .. "/" .. p
+    parts[i] = {subject = M.partition_subject(filter, p), name = name, partition = p,
+      tag = "\1partition " .. name}
+  end
+  return parts
+end
 
 --- A source of the messages of a JetStream stream (libnats): the message data as strings, or
 -- with `metadata = true` tables `{value, subject, stream, sequence, timestamp}`. Every
@@ -347,11 +421,19 @@ function Env:read_nats(opts)
   local start, start_value = check_start(opts.start, "read_nats", {"first", "new"},
     {sequence = "sequence", time = "time"}, 2)
   local strategy = check_strategy(opts.watermarks, "read_nats", 2)
-  local subjects, err = core.nats_subjects(url, sname, filter)
-  if not subjects then error("read_nats: " .. err, 2) end
-  local parts = {}
-  for i, subj in ipairs(subjects) do
-    parts[i] = {subject = subj, name = subj, tag = "\1partition " .. subj}
+  local parts
+  if opts.partition_count ~= nil then
+    parts = nats_partitions(opts, sname, filter, 2)
+    local ok, err = core.nats_subjects(url, sname, nil) -- the stream exists
+    if not ok then error("read_nats: " .. err, 2) end
+  else
+    if opts.partitions ~= nil then error("read_nats: partitions needs partition_count", 2) end
+    local subjects, err = core.nats_subjects(url, sname, filter)
+    if not subjects then error("read_nats: " .. err, 2) end
+    parts = {}
+    for i, subj in ipairs(subjects) do
+      parts[i] = {subject = subj, name = subj, tag = "\1partition " .. subj}
+    end
   end
   return partitioned(self, "read_nats", "read_nats", {url = url, stream = sname, durable = durable,
     start = start, start_value = start_value, bounded = check_bounded(opts.bounded, "read_nats", 2),
