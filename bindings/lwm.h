@@ -229,6 +229,8 @@ int lwm_kafka_partitions(lua_State *L);
 int lwm_nats_subjects(lua_State *L);
 /* wm.partition(key, n): NATS's partition() mapping function (base/wm_partition.h) */
 int lwm_partition(lua_State *L);
+/* wm.core.parse_partitions(spec, count): a static share "0-3,5" (base/wm_partition.h) */
+int lwm_parse_partitions(lua_State *L);
 /* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
 wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
                         int64_t interval);

@@ -363,3 +363,24 @@ int lwm_partition(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)wm_partition(key, len, (uint32_t)n));
   return 1;
 }
+
+/* wm.core.parse_partitions(spec, count) -> {p, ...} (sorted, from 0) | nil, message */
+int lwm_parse_partitions(lua_State *L) {
+  const char *spec = luaL_checkstring(L, 1);
+  lua_Integer count = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, count >= 1 && count <= INT32_MAX, 2, "a partition count");
+  int *list, n;
+  char err[512];
+  if (wm_parse_partitions(spec, (int)count, &list, &n, err, sizeof err) != 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, list[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  free(list);
+  return 1;
+}

@@ -427,6 +427,7 @@ static const luaL_Reg core_funcs[] = {
     {"kafka_partitions", lwm_kafka_partitions},
     {"nats_subjects", lwm_nats_subjects},
     {"partition", lwm_partition},
+    {"parse_partitions", lwm_parse_partitions},
     {NULL, NULL},
 };
 

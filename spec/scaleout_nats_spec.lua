@@ -307,6 +307,21 @@ env:execute()]]
     assert.are.same(sorted_lines(file_job(all)), union)
   end)
 
+  it("a partitions list is ranges and numbers, each partition once, sorted", function()
+    local parse = wm.core.parse_partitions
+    assert.are.same({0, 1, 2, 5}, parse("5,0-2,1", 6))
+    assert.are.same({3}, parse(" 3 ", 6))
+    assert.are.same({0, 1, 2, 3, 4, 5}, parse("0-5,0-5", 6))
+    for spec, why in pairs{[""] = "must be like", ["1,"] = "must be like", ["a"] = "must be like",
+                           ["1-"] = "must be like", ["-1"] = "must be like", ["2-1"] = "bad range '2%-1'",
+                           ["99999999999"] = "99999999999 is not a partition of 0 .. 5",
+                           ["0-6"] = "6 is not a partition of 0 .. 5"} do
+      local list, err = parse(spec, 6)
+      assert.is_nil(list, spec)
+      assert.matches(why, err, 1, false, spec)
+    end
+  end)
+
   it("names what is wrong with its options, at the job line", function()
     local n = services.nats()
     finally(function() n:stop() end)
@@ -323,7 +338,7 @@ env:execute()]], q(n.url))
     end
     assert.matches("with partition_count, subject must have a '%*' token, the partition number %(like "
       .. "\"ev%.%*%.>\"%), got \"ev%.>\"", fails('subject = "ev.>", partition_count = 6'))
-    assert.matches("partition_count must be a positive integer, got 0",
+    assert.matches("partition_count must be an integer 1 .. 100000, got 0",
       fails('subject = "ev.*.>", partition_count = 0'))
     assert.matches("partitions needs partition_count", fails('subject = "ev.*.>", partitions = "0-2"'))
     assert.matches("partitions: 6 is not a partition of 0 .. 5 %(partition_count = 6%)",

@@ -14,4 +14,11 @@ uint32_t wm_fnv1a32(const void *p, size_t n);
 /* The partition of a key among count (>= 1) partitions: wm_fnv1a32(key) % count. */
 uint32_t wm_partition(const void *key, size_t n, uint32_t count);
 
+/* A list of partitions, "0-3", "0,2,5", "0-2, 7" (a static share of a partitioned
+ * source), parsed into *list (sorted, each once, each in 0 .. count-1; malloc'd, the
+ * caller frees) of *n. 0, or -1 with err: `partitions: 6 is not a partition of 0 .. 5
+ * (partition_count = 6)`, `partitions: bad range '3-1' in "3-1"`, `partitions must be like
+ * "0-3" or "0,2,5", got "x"`, "out of memory". */
+int wm_parse_partitions(const char *spec, int count, int **list, int *n, char *err, size_t errlen);
+
 #endif

@@ -325,41 +325,21 @@ end
 
 -- ---- NATS JetStream --------------------------------------------------------------------------
 
+--- The largest `partition_count` of read_nats.
+M.MAX_PARTITIONS = 100000
+
 local nats_read_opts = {url = true, stream = true, subject = true, durable = true, start = true,
   bounded = true, metadata = true, watermarks = true, name = true, partition_count = true, partitions = true}
 
 --- The partition numbers of a `partitions` list ("0-3", "0,2,5", "0-2,7"), sorted, each once,
--- each in 0 .. count-1. (For wm.member and the supervisor too.)
+-- each in 0 .. count-1 (parsed by the C core, as the NATS membership backend parses it).
 function M.parse_partitions(spec, count, call, level)
   if type(spec) ~= "string" then
     error(string.format("%s: partitions must be a string like \"0-3\" or \"0,2,5\", got %s", call, type(spec)),
       level + 1)
   end
-  local set, list = {}, {}
-  local function add(p)
-    if p >= count then
-      error(string.format("%s: partitions: %d is not a partition of 0 .. %d (partition_count = %d)", call, p,
-        count - 1, count), level + 2)
-    end
-    if not set[p] then set[p], list[#list + 1] = true, p end
-  end
-  for item in (spec .. ","):gmatch("([^,]*),") do
-    local a, b = item:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
-    local one = item:match("^%s*(%d+)%s*$")
-    if a then
-      a, b = math.tointeger(tonumber(a)), math.tointeger(tonumber(b))
-      if not a or not b or b < a then
-        error(string.format("%s: partitions: bad range '%s' in \"%s\"", call, item, spec), level + 1)
-      end
-      if b >= count then add(b) end -- (fails, naming it)
-      for p = a, b do add(p) end
-    elseif one then
-      add(math.tointeger(tonumber(one)) or count)
-    else
-      error(string.format("%s: partitions must be like \"0-3\" or \"0,2,5\", got \"%s\"", call, spec), level + 1)
-    end
-  end
-  table.sort(list)
+  local list, err = core.parse_partitions(spec, count)
+  if not list then error(call .. ": " .. err, level + 1) end
   return list
 end
 
@@ -377,8 +357,9 @@ end
 -- read_nats{partition_count = n[, partitions = "..."]}: the partitions read, {subject, name, partition, tag}.
 local function nats_partitions(opts, sname, filter, level)
   local n = opts.partition_count
-  if math.type(n) ~= "integer" or n < 1 then
-    error("read_nats: partition_count must be a positive integer, got " .. tostring(n), level + 1)
+  if math.type(n) ~= "integer" or n < 1 or n > M.MAX_PARTITIONS then
+    error("read_nats: partition_count must be an integer 1 .. " .. M.MAX_PARTITIONS .. ", got " .. tostring(n),
+      level + 1)
   end
   local has_star = false
   for t in (filter .. "."):gmatch("([^.]*)%.") do has_star = has_star or t == "*" end
