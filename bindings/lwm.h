@@ -231,6 +231,8 @@ int lwm_nats_subjects(lua_State *L);
 int lwm_partition(lua_State *L);
 /* wm.core.parse_partitions(spec, count): a static share "0-3,5" (base/wm_partition.h) */
 int lwm_parse_partitions(lua_State *L);
+/* wm.core._member_nats{...}: the NATS membership backend (io/wm_member.h), for its specs */
+int lwm_member_nats(lua_State *L);
 /* assign_timestamps_and_watermarks (lwm_time.c); interval is the env's watermark interval. */
 wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *where,
                         int64_t interval);

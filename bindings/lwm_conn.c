@@ -7,6 +7,7 @@
 
 #include "base/wm_partition.h"
 #include "io/wm_conn.h"
+#include "io/wm_member.h"
 #include "lwm.h"
 
 #define DISCOVERY_TIMEOUT_MS 10000
@@ -382,5 +383,123 @@ int lwm_parse_partitions(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   free(list);
+  return 1;
+}
+
+/* ---- the NATS membership backend, for its specs ------------------------------------------- */
+
+#define MEMBER_MT "wm.member_nats"
+
+typedef struct lmember {
+  wm_member *m;
+} lmember;
+
+static lmember *check_member(lua_State *L) {
+  lmember *u = luaL_checkudata(L, 1, MEMBER_MT);
+  if (!u->m) luaL_error(L, "the member has left its group");
+  return u;
+}
+
+/* m:poll() -> {{kind = "assign" | "revoke" | "lost", source = 1.., partition = 0.., name}, ...}:
+ * every event waiting now. */
+static int member_poll(lua_State *L) {
+  lmember *u = check_member(L);
+  lua_newtable(L);
+  char err[600];
+  wm_member_event ev;
+  int rc, k = 0;
+  while ((rc = wm_member_poll(u->m, &ev, err, sizeof err)) == 1) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, ev.kind == WM_MEMBER_ASSIGN ? "assign" : ev.kind == WM_MEMBER_REVOKE ? "revoke" : "lost");
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, ev.source + 1);
+    lua_setfield(L, -2, "source");
+    lua_pushinteger(L, ev.partition);
+    lua_setfield(L, -2, "partition");
+    lua_pushstring(L, ev.name);
+    lua_setfield(L, -2, "name");
+    lua_rawseti(L, -2, ++k);
+  }
+  if (rc < 0) return luaL_error(L, "%s", err);
+  return 1;
+}
+
+/* m:release(source (1..), partition) */
+static int member_release(lua_State *L) {
+  lmember *u = check_member(L);
+  char err[600];
+  if (wm_member_release(u->m, (int)luaL_checkinteger(L, 2) - 1, (int)luaL_checkinteger(L, 3), err, sizeof err) != 0)
+    return luaL_error(L, "%s", err);
+  return 0;
+}
+
+/* m:leave(): releases what it owns and leaves the group (also when collected). */
+static int member_leave(lua_State *L) {
+  lmember *u = luaL_checkudata(L, 1, MEMBER_MT);
+  wm_member_free(u->m);
+  u->m = NULL;
+  return 0;
+}
+
+/* wm.core._member_nats{url, group, sources = {stream, ...}, counts = {n, ...},
+ * partitions = {share | false, ...}, lease_ms, heartbeat_ms, member} -> member | nil, message */
+int lwm_member_nats(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  wm_member_nats_config c;
+  memset(&c, 0, sizeof c);
+  c.url = lwm_get_str(L, 1, "url");
+  c.c.group = lwm_get_str(L, 1, "group");
+  c.member = lwm_get_str(L, 1, "member");
+  c.lease_ms = (long long)lwm_get_int(L, 1, "lease_ms", 0);
+  c.heartbeat_ms = (long long)lwm_get_int(L, 1, "heartbeat_ms", 0);
+  int n, nc;
+  const char **sources = get_strings(L, 1, "sources", &n);
+  lua_getfield(L, 1, "counts");
+  nc = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  int *counts = calloc((size_t)(n > 0 ? n : 1), sizeof *counts);
+  const char **shares = calloc((size_t)(n > 0 ? n : 1), sizeof *shares);
+  if (n < 0 || !counts || !shares) {
+    free(sources);
+    free(counts);
+    free(shares);
+    return luaL_error(L, "out of memory");
+  }
+  for (int i = 0; i < n && i < nc; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    counts[i] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "partitions");
+  for (int i = 0; lua_istable(L, -1) && i < n; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    shares[i] = lua_tostring(L, -1); /* (a string in the table: it stays alive) */
+    lua_pop(L, 1);
+  }
+  c.c.nsources = n;
+  c.c.sources = sources;
+  c.c.counts = counts;
+  c.partitions = shares;
+  lmember *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->m = NULL;
+  if (luaL_newmetatable(L, MEMBER_MT)) {
+    static const luaL_Reg methods[] = {{"poll", member_poll}, {"release", member_release},
+                                       {"leave", member_leave}, {NULL, NULL}};
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, member_leave);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  char err[800];
+  u->m = wm_member_nats_new(&c, err, sizeof err);
+  free(sources);
+  free(counts);
+  free(shares);
+  if (!u->m) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
   return 1;
 }

@@ -428,6 +428,7 @@ static const luaL_Reg core_funcs[] = {
     {"nats_subjects", lwm_nats_subjects},
     {"partition", lwm_partition},
     {"parse_partitions", lwm_parse_partitions},
+    {"_member_nats", lwm_member_nats},
     {NULL, NULL},
 };
 

@@ -350,3 +350,121 @@ env:execute()]], q(n.url))
       fails('stream = "NOPE", subject = "ev.*.>", partition_count = 6'))
   end)
 end)
+
+describe("the NATS membership backend (io/wm_member_nats.c)", function()
+  local LEASE = 1500 -- ms: the bucket's TTL; the waits below allow 60 s
+
+  -- A member of group g1 on stream EV's 6 partitions, and what it owns by its events (a REVOKE
+  -- is answered with a release at once, as the supervisor does once the task has stopped).
+  local function member(url, name)
+    local m = assert(wm.core._member_nats{url = url, group = "g1", sources = {"EV"}, counts = {6},
+      lease_ms = LEASE, heartbeat_ms = 100, member = name})
+    return {m = m, name = name, owned = {}, events = {}}
+  end
+
+  local function step(list)
+    for _, x in ipairs(list) do
+      for _, ev in ipairs(x.m:poll()) do
+        x.events[#x.events + 1] = ev.kind .. " " .. ev.name
+        if ev.kind == "assign" then
+          assert.is_nil(x.owned[ev.partition], x.name .. " assigned " .. ev.name .. " twice")
+          x.owned[ev.partition] = true
+        elseif ev.kind == "revoke" then
+          assert.is_true(x.owned[ev.partition], x.name .. " revoked " .. ev.name .. " it does not own")
+          x.owned[ev.partition] = nil
+          x.m:release(ev.source, ev.partition)
+        else
+          x.owned[ev.partition] = nil
+        end
+      end
+    end
+  end
+
+  local function count(x)
+    local k = 0
+    for _ in pairs(x.owned) do k = k + 1 end
+    return k
+  end
+
+  -- Polls the members until every partition is owned by exactly one of them and each owns
+  -- `shares[i]`; no partition is ever owned by two of them meanwhile.
+  local function settle(list, shares, what)
+    helper.wait_for(function()
+      step(list)
+      local by = {}
+      for _, x in ipairs(list) do
+        for p in pairs(x.owned) do
+          assert.is_nil(by[p], "partition " .. p .. " owned by " .. tostring(by[p]) .. " and " .. x.name)
+          by[p] = x.name
+        end
+      end
+      for i, x in ipairs(list) do if count(x) ~= shares[i] then return false end end
+      for p = 0, 5 do if not by[p] then return false end end
+      return true
+    end, what, 60)
+  end
+
+  it("splits 6 partitions 3/3 between two members, 2/2/2 when a third joins, and a member that stops "
+    .. "renewing loses its leases to the others", function()
+    local n = services.nats()
+    local list = {}
+    finally(function()
+      for _, x in ipairs(list) do x.m:leave() end
+      n:stop()
+    end)
+    list[1] = member(n.url, "a")
+    settle(list, {6}, "a alone to take all 6")
+    list[2] = member(n.url, "b")
+    settle(list, {3, 3}, "a and b to share 3/3")
+    assert.are.equal(3, #list[2].events) -- b: only its three assigns
+    list[3] = member(n.url, "c")
+    settle(list, {2, 2, 2}, "a, b and c to share 2/2/2")
+    -- c stops renewing (it is no longer polled): once its leases have expired, a and b take them
+    local c = table.remove(list)
+    local had = {}
+    for p in pairs(c.owned) do had[#had + 1] = p end
+    table.sort(had)
+    settle(list, {3, 3}, "a and b to take over c's partitions")
+    -- c, polled again, learns that it has lost them (its renewals fail: another holds them)
+    c.events = {}
+    step({c})
+    local lost = {}
+    for _, e in ipairs(c.events) do lost[#lost + 1] = e end
+    table.sort(lost)
+    assert.are.same({"lost EV/" .. had[1], "lost EV/" .. had[2]}, lost)
+    c.m:leave()
+  end)
+
+  it("a member that leaves releases its partitions at once, to be taken by the others", function()
+    local n = services.nats()
+    local list = {}
+    finally(function()
+      for _, x in ipairs(list) do x.m:leave() end
+      n:stop()
+    end)
+    list[1], list[2] = member(n.url, "a"), member(n.url, "b")
+    settle(list, {3, 3}, "a and b to share 3/3")
+    table.remove(list).m:leave()
+    -- (well before a lease time: the keys were deleted, not left to expire)
+    settle(list, {6}, "a to take b's partitions")
+  end)
+
+  it("a static share is assigned at once, without a server, and is never revoked", function()
+    local m = assert(wm.core._member_nats{group = "g1", sources = {"EV", "OTHER"}, counts = {6, 4},
+      partitions = {"1,3-4", "0"}})
+    local got = {}
+    for _, ev in ipairs(m:poll()) do got[#got + 1] = ev.kind .. " " .. ev.source .. " " .. ev.name end
+    assert.are.same({"assign 1 EV/1", "assign 1 EV/3", "assign 1 EV/4", "assign 2 OTHER/0"}, got)
+    assert.are.same({}, m:poll())
+    m:leave()
+  end)
+
+  it("names what is wrong: the group, the share, the server", function()
+    local _, err = wm.core._member_nats{group = "a.b", sources = {"EV"}, counts = {6}, partitions = {"0"}}
+    assert.matches("group 'a%.b': a NATS group name may hold only letters, digits, '%-' and '_'", err)
+    _, err = wm.core._member_nats{group = "g", sources = {"EV"}, counts = {6}, partitions = {"0-9"}}
+    assert.matches("group 'g': stream 'EV': partitions: 9 is not a partition of 0 .. 5", err)
+    _, err = wm.core._member_nats{url = "nats://127.0.0.1:1", group = "g", sources = {"EV"}, counts = {6}}
+    assert.matches("group 'g': cannot connect to nats://127%.0%.0%.1:1", err)
+  end)
+end)

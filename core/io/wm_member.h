@@ -103,6 +103,33 @@ typedef struct wm_member_kafka_config {
 wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, size_t errlen);
 
 /* ---- NATS (wm_member_nats.c, helper s2) ---------------------------------------------- */
-/* s2 declares its config and constructor here: wm_member *wm_member_nats_new(...). */
+
+typedef struct wm_member_nats_config {
+  wm_member_common c;          /* c.sources: the streams; partition p of stream S is "S/p" */
+  const char *url;             /* the NATS server (not needed when every source is static) */
+  const char *const *partitions; /* per source: a static share ("0-3", "0,2,5": this process
+                                  runs exactly those, no leases) or NULL (leases); the array
+                                  itself may be NULL (all leased) */
+  long long lease_ms;          /* lease time = the TTL of a new bucket (0: 10000); an existing
+                                  bucket keeps its own TTL, which is then the lease time */
+  long long heartbeat_ms;      /* how often leases are renewed and shares recomputed (0: a
+                                  quarter of the lease time) */
+  const char *member;          /* this process's name in the bucket (NULL: host-pid-random) */
+} wm_member_nats_config;
+
+/* Static shares are assigned at once (ASSIGN events, never revoked). Leased sources: the
+ * JetStream key-value bucket wm_<c.group> (created when missing, its TTL the lease time)
+ * holds one key per live member ("member.<name>", renewed every heartbeat) and one per
+ * owned partition ("part.<stream>.<p>", its value the owner): a partition is acquired by
+ * creating its key, kept by updating it on its last revision (compare-and-set) every
+ * heartbeat, and released by a delete on that revision. Each member keeps at most
+ * ceil(partitions / live members) of every source (REVOKE for the extras when members
+ * join) and takes free partitions up to that share; a member that stops renewing loses
+ * its keys when they expire (TTL), and the others take them over. A lease that could not
+ * be renewed (taken by another, or expired while the server was unreachable) is reported
+ * LOST. Everything runs in wm_member_poll (poll_ms: a tenth of the heartbeat), on the
+ * caller's thread: no thread of its own. NULL with err ("group 'job1': cannot connect to
+ * nats://...: ...") on failure. */
+wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_t errlen);
 
 #endif
