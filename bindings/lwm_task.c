@@ -36,6 +36,20 @@ static wm_member *kafka_member(const wm_member_common *c, void *ud, char *err, s
   return wm_member_kafka_new(&kc, err, errlen);
 }
 
+typedef struct nats_ud {
+  const char *url;
+  const char *const *partitions; /* per source, NULL entries: leases */
+  const char *const *subjects;
+  long long lease_ms;
+} nats_ud;
+
+static wm_member *nats_member(const wm_member_common *c, void *ud, char *err, size_t errlen) {
+  nats_ud *n = ud;
+  wm_member_nats_config nc = {.c = *c, .url = n->url, .partitions = n->partitions, .subjects = n->subjects,
+                              .lease_ms = n->lease_ms};
+  return wm_member_nats_new(&nc, err, errlen);
+}
+
 /* The strings of the list field k of the table at idx (borrowed from it); *n set. NULL
  * when out of memory. Caller frees the array. */
 static const char **strings(lua_State *L, int idx, const char *k, int *n) {
@@ -53,13 +67,18 @@ static const char **strings(lua_State *L, int idx, const char *k, int *n) {
 }
 
 /* core.supervise{kind = "kafka", group, ckdir, index, node, sources = {...}, counts = {...},
- * args = {...}, brokers, props = {...}, metrics} -> true | nil, message */
+ * args = {...}, brokers, props = {...}, metrics} -> true | nil, message; kind = "nats": url,
+ * partitions = {share | false, ...}, subjects = {filter, ...}, lease_ms instead of brokers and
+ * props. */
 static int l_supervise(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *kind = lwm_get_str(L, 1, "kind");
-  luaL_argcheck(L, kind && strcmp(kind, "kafka") == 0, 1, "kind must be 'kafka'");
-  int nsources, nargs, nprops, ncounts;
+  int is_nats = kind && strcmp(kind, "nats") == 0;
+  luaL_argcheck(L, kind && (strcmp(kind, "kafka") == 0 || is_nats), 1, "kind must be 'kafka' or 'nats'");
+  int nsources, nargs, nprops, ncounts, nshares, nsubjects;
   const char **sources = strings(L, 1, "sources", &nsources);
+  const char **shares = strings(L, 1, "partitions", &nshares);
+  const char **subjects = strings(L, 1, "subjects", &nsubjects);
   const char **args = strings(L, 1, "args", &nargs);
   const char **props = strings(L, 1, "props", &nprops);
   int *counts = calloc((size_t)nsources + 1, sizeof *counts);
@@ -73,9 +92,12 @@ static int l_supervise(lua_State *L) {
   lua_pop(L, 1);
   char exe[4096];
   size_t exelen = sizeof exe;
-  int bad = !sources || !args || !props || !counts;
+  int bad = !sources || !args || !props || !counts || !shares || !subjects ||
+            (nshares && nshares != nsources) || (nsubjects && nsubjects != nsources);
   if (!bad && uv_exepath(exe, &exelen) != 0) bad = 2;
   if (bad) {
+    free(shares);
+    free(subjects);
     free(sources);
     free(args);
     free(props);
@@ -83,6 +105,10 @@ static int l_supervise(lua_State *L) {
     return luaL_error(L, bad == 2 ? "scale_out: cannot find the wmrun binary" : "out of memory");
   }
   kafka_ud kud = {.brokers = lwm_get_str(L, 1, "brokers"), .props = props, .nprops = nprops};
+  /* (a share per source, or none: all leased) */
+  nats_ud nud = {.url = lwm_get_str(L, 1, "url"), .partitions = nshares ? shares : NULL,
+                 .subjects = nsubjects ? subjects : NULL,
+                 .lease_ms = (long long)lwm_get_int(L, 1, "lease_ms", 0)};
   wm_super_config cfg = {.exe = exe,
                          .args = args,
                          .nargs = nargs,
@@ -93,8 +119,8 @@ static int l_supervise(lua_State *L) {
                                     .nsources = nsources,
                                     .sources = sources,
                                     .counts = counts},
-                         .member_new = kafka_member,
-                         .member_ud = &kud,
+                         .member_new = is_nats ? nats_member : kafka_member,
+                         .member_ud = is_nats ? (void *)&nud : (void *)&kud,
                          .metrics = lua_getfield(L, 1, "metrics") != LUA_TNIL && lua_toboolean(L, -1),
                          .log = stderr};
   lua_pop(L, 1);
@@ -105,6 +131,8 @@ static int l_supervise(lua_State *L) {
     rc = -1;
   }
   if (rc == 0) rc = wm_super_run(&cfg, err, sizeof err);
+  free(shares);
+  free(subjects);
   free(sources);
   free(args);
   free(props);

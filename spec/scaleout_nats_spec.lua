@@ -468,3 +468,224 @@ describe("the NATS membership backend (io/wm_member_nats.c)", function()
     assert.matches("group 'g': cannot connect to nats://127%.0%.0%.1:1", err)
   end)
 end)
+
+-- ---- scale-out: read_nats{scale_out = true, group = ...} (docs/scaleout.md) -----------------
+
+local function lines_of(path)
+  local t = {}
+  for l in helper.read_or_empty(path):gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+-- The lines of every file of dir whose name starts with `prefix`, sorted (a multiset).
+local function union_of(dir, prefix)
+  local t = {}
+  for _, f in ipairs(helper.lines("ls " .. q(dir))) do
+    if f:sub(1, #prefix) == prefix then
+      for _, l in ipairs(lines_of(dir .. "/" .. f)) do t[#t + 1] = l end
+    end
+  end
+  table.sort(t)
+  return t
+end
+
+-- 1200 JSON records of 12 keys (event time rising by 100 ms) into stream EV on
+-- ev.<wm.partition(id, 6)>.<id>; with `cue`, between the halves, {pause = true} on ev.0.pause
+-- (partition 0), which the job drops: the kill spec's cue.
+local function load_json(url, cue)
+  local _, err, code = job([[
+local wm = require("wm")
+local url, cue = arg[1], arg[2] == "cue"
+local function half(from, to, tag)
+  local rows = {}
+  for i = from, to do rows[#rows + 1] = {id = "id" .. (i % 12 + 1), ts = i * 100, v = i} end
+  local env = wm.env{}
+  env:from_elements(table.unpack(rows)):write_nats{url = url, stream = "EV", subjects = {"ev.>"}, id_prefix = tag,
+    subject = function(r) return "ev." .. wm.partition(r.id, 6) .. "." .. r.id end}
+  env:execute("load")
+end
+half(1, 600, "first")
+if cue then
+  local env = wm.env{}
+  env:from_elements({pause = true}):write_nats{url = url, stream = "EV", subject = "ev.0.pause", id_prefix = "cue"}
+  env:execute("cue")
+end
+half(601, 1200, "second")]], q(url) .. (cue and " cue" or ""))
+  assert.are.equal(0, code, err)
+end
+
+-- The windowed job: arg[1] url, arg[2] the output file, arg[3] "scale" or "plain", arg[4] the
+-- output stream, arg[5] a folder for the pause flag (the kill spec). Its sums go to the file
+-- and to the output stream (write_nats).
+local SCALE_JOB = [[
+local wm = require("wm")
+local url, out, mode, ostream, flags = arg[1], arg[2], arg[3], arg[4], arg[5]
+local env = wm.env{watermark_interval = 0}
+local task = os.getenv("WM_TASK")
+local sums = env:read_nats{url = url, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g1",
+    bounded = "latest", scale_out = mode == "scale", lease = "2s"}
+  :parse_json()
+  :filter(function(r)
+    if not r.pause then return true end
+    if flags and task then -- the first task to meet the cue stops here, once: the spec kills its supervisor
+      local flag = flags .. "/" .. task:match("(%S+)$")
+      local h = io.open(flag)
+      if h then h:close() else os.execute("echo $PPID > " .. flag .. ".tmp && mv " .. flag .. ".tmp " .. flag
+        .. " && kill -STOP $PPID") end
+    end
+    return false
+  end)
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("v")
+sums:write_lines(out)
+sums:write_nats{url = url, stream = ostream, subject = ostream:lower(), id_prefix = "sums"}
+env:execute("scale-out on nats")
+]]
+
+local function write_scale_job(dir)
+  local jp = dir .. "/job.lua"
+  local f = assert(io.open(jp, "w"))
+  f:write(SCALE_JOB)
+  f:close()
+  return jp
+end
+
+-- Starts `n` supervisors of the job in the background (their stderr in dir/pI/err).
+local function start_group(dir, n, url, ostream, extra)
+  local jp = write_scale_job(dir)
+  local procs = {}
+  for i = 1, n do
+    local pdir = dir .. "/p" .. i
+    os.execute("mkdir -p " .. q(pdir))
+    local args = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+      .. q(url) .. " " .. q(dir .. "/out/o.txt") .. " scale " .. ostream .. " " .. (extra or "")
+    os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
+      helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
+    local p = {dir = pdir}
+    p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
+      "wmrun to start", 60)
+    function p.done()
+      local s = helper.read_or_empty(pdir .. "/rc")
+      if s ~= "" then return tonumber(s:match("%d+")) end
+    end
+    function p.err() return helper.read_or_empty(pdir .. "/err") end
+    function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
+    procs[i] = p
+  end
+  return procs
+end
+
+-- The job in one process: "plain" (no scale-out) or "scale" (one supervisor owning all).
+local function single_run(dir, url, mode)
+  local out = dir .. "/single-" .. mode .. ".txt"
+  local args = q(write_scale_job(dir)) .. " " .. q(url) .. " " .. q(out) .. " " .. mode .. " " .. mode:upper()
+  if mode == "scale" then args = "--checkpoint-dir " .. q(dir .. "/ck1") .. " " .. args end
+  local _, err, code = helper.sh("timeout 120 " .. helper.wmrun_path() .. " " .. args)
+  assert.are.equal(0, code, err)
+  if mode == "plain" then
+    local t = lines_of(out)
+    table.sort(t)
+    return t
+  end
+  return union_of(dir, "single-scale.txt.")
+end
+
+-- The messages of a stream, sorted.
+local function stream_messages(url, stream)
+  local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = arg[2], bounded = "latest"}:print()
+env:execute()]], q(url) .. " " .. stream)
+  assert.are.equal(0, code, err)
+  return sorted_lines(out)
+end
+
+local function all_done(procs)
+  for _, p in ipairs(procs) do if not p.done() then return false end end
+  return true
+end
+
+describe("scale-out on NATS", function()
+  it("3 processes on a 6-partition stream give together exactly one process's output", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out"))
+    load_json(n.url)
+    local plain = single_run(dir, n.url, "plain")
+    assert.is_true(#plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
+    assert.are.same(plain, stream_messages(n.url, "PLAIN"))
+    -- one process in scale-out mode owns all six partitions
+    assert.are.same(plain, single_run(dir, n.url, "scale"))
+    assert.are.same(plain, stream_messages(n.url, "SCALE"))
+    procs = start_group(dir, 3, n.url, "THREE")
+    helper.wait_for(function() return all_done(procs) end, "the three processes to end", 120)
+    local assigned = {}
+    for _, p in ipairs(procs) do
+      assert.are.equal(0, p.done(), p.err())
+      for l in p.err():gmatch("[^\n]+") do
+        local list = l:match("^wmrun: group 'g1': assigned ([^;]+)")
+        if list then for part in list:gmatch("EV/%d") do assigned[part] = true end end
+      end
+    end
+    for pn = 0, 5 do
+      assert.is_true(assigned["EV/" .. pn], "EV/" .. pn .. " was never assigned")
+      assert.is_true(helper.read_or_empty(dir .. "/ck/task-EV-" .. pn .. "/ENDED") ~= "", "task EV-" .. pn)
+    end
+    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
+    assert.are.same(plain, stream_messages(n.url, "THREE")) -- write_nats: nothing doubled, nothing lost
+  end)
+
+  it("a process killed with SIGKILL mid-run: the others take its partitions over from its tasks' checkpoints, "
+    .. "and write_nats writes no message twice", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out") .. " " .. q(dir .. "/flags"))
+    load_json(n.url, true)
+    local plain = single_run(dir, n.url, "plain")
+    assert.is_true(#plain >= 24 * 12)
+    procs = start_group(dir, 3, n.url, "THREE", q(dir .. "/flags"))
+    -- the task of EV/0 stops itself at the cue, half way through its partition: its process
+    -- is the victim
+    local flag = dir .. "/flags/EV-0"
+    local child = helper.wait_for(function() return tonumber(helper.read_or_empty(flag):match("%d+")) end,
+      "the task EV-0 to reach the middle of its partition", 60)
+    local function state(pid) return helper.read_or_empty("/proc/" .. pid .. "/stat"):match("^%d+ %b() (%a)") end
+    helper.wait_for(function() return state(child) == "T" end, "the task EV-0 to stop", 60)
+    local ppid = tonumber(helper.read_or_empty("/proc/" .. child .. "/stat"):match("^%d+ %b() %a (%d+)"))
+    local victim
+    for _, p in ipairs(procs) do if p.pid == ppid then victim = p end end
+    assert.is_not_nil(victim, "the task's parent is one of the three processes")
+    -- it has checkpointed (its first checkpoint is taken before its first record)
+    assert.is_true(#helper.lines("ls " .. q(dir .. "/ck/task-EV-0") .. " | grep '^chk-'") > 0)
+    assert.are.equal("", helper.read_or_empty(dir .. "/ck/task-EV-0/ENDED"))
+    os.execute("kill -KILL " .. victim.pid)
+    -- its children die with it (PR_SET_PDEATHSIG and the pipe they watch)
+    helper.wait_for(function() local s = state(child); return s == nil or s == "Z" end,
+      "the victim's task to die with it", 30)
+    -- its leases expire (2 s) and the others take its partitions
+    helper.wait_for(function() return all_done(procs) end, "the two others to end", 120)
+    local took = false
+    for _, p in ipairs(procs) do
+      if p ~= victim then
+        assert.are.equal(0, p.done(), p.err())
+        if p.err():match("assigned [^;]*EV/0") and p.err():match("resuming from checkpoint") then took = true end
+      end
+    end
+    assert.is_true(took, "a survivor took EV/0 over from its checkpoint")
+    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
+    assert.are.same(plain, stream_messages(n.url, "THREE")) -- replayed records carried their Nats-Msg-Ids
+  end)
+end)

@@ -433,8 +433,9 @@ static void poll_member(wm_super *S) {
   if (!S->m) return;
   wm_member_event ev;
   char e[512];
-  int r;
-  while ((r = wm_member_poll(S->m, &ev, e, sizeof e)) == 1) {
+  int r = 0;
+  /* (a task started here may find every partition ended: check_done then frees S->m) */
+  while (S->m && (r = wm_member_poll(S->m, &ev, e, sizeof e)) == 1) {
     if (ev.source < 0 || ev.source >= S->cfg->member.nsources || ev.partition < 0 ||
         ev.partition >= S->cfg->member.counts[ev.source])
       continue;

@@ -115,6 +115,9 @@ typedef struct wm_member_nats_config {
   long long heartbeat_ms;      /* how often leases are renewed and shares recomputed (0: a
                                   quarter of the lease time) */
   const char *member;          /* this process's name in the bucket (NULL: host-pid-random) */
+  const char *const *subjects; /* per source (or NULL): the read_nats subject filter, whose
+                                  first '*' token is the partition number ("ev.*.>"), for the
+                                  end op (the lag in --metrics) */
 } wm_member_nats_config;
 
 /* Static shares are assigned at once (ASSIGN events, never revoked). Leased sources: the
@@ -128,8 +131,9 @@ typedef struct wm_member_nats_config {
  * its keys when they expire (TTL), and the others take them over. A lease that could not
  * be renewed (taken by another, or expired while the server was unreachable) is reported
  * LOST. Everything runs in wm_member_poll (poll_ms: a tenth of the heartbeat), on the
- * caller's thread: no thread of its own. NULL with err ("group 'job1': cannot connect to
- * nats://...: ...") on failure. */
+ * caller's thread: no thread of its own. With a url it connects (also for static shares,
+ * for the end op). NULL with err ("group 'job1': cannot connect to nats://...: ...") on
+ * failure. */
 wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_t errlen);
 
 #endif

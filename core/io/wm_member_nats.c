@@ -20,6 +20,7 @@ enum { P_FREE = 0, P_OWNED = 1, P_REVOKING = 2 };
 typedef struct msrc {
   char *stream;  /* the partition names' stream ("ev" in "ev/3") */
   char *kname;   /* the stream as a key token (letters, digits, '-', '_'; others '_') */
+  char *filter;  /* the read_nats subject filter ("ev.*.>") or NULL */
   int count;
   int is_static; /* a static share: assigned at the start, never revoked, no lease */
   unsigned char *state; /* per partition: P_* */
@@ -263,6 +264,38 @@ static int mn_release(wm_member *base, int source, int partition, char *err, siz
   return 0;
 }
 
+/* The subject filter of partition p: the filter's first '*' token made p. */
+static void partition_subject(const char *filter, int p, char *out, size_t n) {
+  size_t o = 0;
+  int done = 0;
+  for (const char *c = filter; *c && o + 12 < n; c++) {
+    int token_start = c == filter || c[-1] == '.';
+    if (!done && token_start && c[0] == '*' && (c[1] == '.' || c[1] == '\0')) {
+      o += (size_t)snprintf(out + o, n - o, "%d", p);
+      done = 1;
+    } else {
+      out[o++] = *c;
+    }
+  }
+  out[o] = '\0';
+}
+
+/* Past partition p's last message: its filter's last stream sequence + 1 (the lag of
+ * --metrics, end - position, then counts stream sequences: at most the partition's
+ * messages still to read, 0 once it has caught up), or -1 (none, or no answer). */
+static long long mn_end(wm_member *base, int s, int p) {
+  member_nats *m = (member_nats *)base;
+  if (!m->js || s < 0 || s >= m->nsources || !m->src[s].filter || p < 0 || p >= m->src[s].count) return -1;
+  char subj[512];
+  partition_subject(m->src[s].filter, p, subj, sizeof subj);
+  natsMsg *last = NULL;
+  jsErrCode jerr = 0;
+  natsStatus st = js_GetLastMsg(&last, m->js, m->src[s].stream, subj, NULL, &jerr);
+  long long end = st == NATS_OK ? (long long)natsMsg_GetSequence(last) + 1 : -1;
+  if (last) natsMsg_Destroy(last);
+  return end;
+}
+
 static void mn_free(wm_member *base) {
   member_nats *m = (member_nats *)base;
   if (!m) return;
@@ -270,6 +303,7 @@ static void mn_free(wm_member *base) {
     for (int p = 0; m->src[s].state && p < m->src[s].count; p++) drop_lease(m, s, p);
     free(m->src[s].stream);
     free(m->src[s].kname);
+    free(m->src[s].filter);
     free(m->src[s].state);
     free(m->src[s].rev);
     free(m->src[s].renewed);
@@ -290,7 +324,7 @@ static void mn_free(wm_member *base) {
 }
 
 static const wm_member_ops nats_ops = {.kind = "nats", .poll = mn_poll, .release = mn_release,
-                                       .free = mn_free};
+                                       .free = mn_free, .end = mn_end};
 
 /* prefix + a + mid + b (mid and b may be NULL). */
 static char *cat(const char *prefix, const char *a, const char *mid, const char *b) {
@@ -382,7 +416,10 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     src->state = calloc(n, 1);
     src->rev = calloc(n, sizeof *src->rev);
     src->renewed = calloc(n, sizeof *src->renewed);
-    if (!src->stream || !src->kname || !src->state || !src->rev || !src->renewed) goto oom;
+    const char *filter = cfg->subjects ? cfg->subjects[s] : NULL;
+    src->filter = filter ? strdup(filter) : NULL;
+    if (!src->stream || !src->kname || !src->state || !src->rev || !src->renewed || (filter && !src->filter))
+      goto oom;
     for (char *c = src->kname; *c; c++)
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
         *c = '_';
@@ -408,13 +445,20 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     }
     free(list);
   }
-  if (leased) {
+  if (leased && !cfg->url) {
+    snprintf(err, errlen, "group '%s': leases need the url of a NATS server", group);
+    mn_free(&m->base);
+    return NULL;
+  }
+  if (cfg->url) {
     char e[600];
     if (wm_nats_connect(m->url, m->who, &m->nc, &m->js, e, sizeof e) != 0) {
       snprintf(err, errlen, "group '%s': %s", group, e);
       mn_free(&m->base);
       return NULL;
     }
+  }
+  if (leased) {
     if (open_bucket(m, err, errlen) != 0) {
       mn_free(&m->base);
       return NULL;

@@ -329,7 +329,8 @@ end
 M.MAX_PARTITIONS = 100000
 
 local nats_read_opts = {url = true, stream = true, subject = true, durable = true, start = true,
-  bounded = true, metadata = true, watermarks = true, name = true, partition_count = true, partitions = true}
+  bounded = true, metadata = true, watermarks = true, name = true, partition_count = true, partitions = true,
+  scale_out = true, group = true, lease = true}
 
 --- The partition numbers of a `partitions` list ("0-3", "0,2,5", "0-2,7"), sorted, each once,
 -- each in 0 .. count-1 (parsed by the C core, as the NATS membership backend parses it).
@@ -377,7 +378,7 @@ local function nats_partitions(opts, sname, filter, level)
   local parts = {}
   for i, p in ipairs(list) do
     local name = sname .. "/" .. p
-    parts[i] = {subject = M.partition_subject(filter, p), name = name, partition = p,
+    parts[i] = {subject = M.partition_subject(filter, p), name = name, stream = sname, partition = p,
       tag = "\1partition " .. name}
   end
   return parts
@@ -402,6 +403,17 @@ function Env:read_nats(opts)
   local start, start_value = check_start(opts.start, "read_nats", {"first", "new"},
     {sequence = "sequence", time = "time"}, 2)
   local strategy = check_strategy(opts.watermarks, "read_nats", 2)
+  local group = opts.group ~= nil and check_string(opts.group, "read_nats", "group", 2) or nil
+  local scale_out = check_scale_out(self, "read_nats", opts, 2)
+  if scale_out and opts.partition_count == nil then
+    error("read_nats: scale_out needs partition_count (and a subject whose '*' token is the partition "
+      .. "number, like \"ev.*.>\"): the partitions the processes of the group share", 2)
+  end
+  local lease
+  if opts.lease ~= nil then
+    lease = duration.ms(opts.lease, "read_nats lease", 2)
+    if lease < 100 then error("read_nats: lease must be at least 100ms, got " .. tostring(opts.lease), 2) end
+  end
   local parts
   if opts.partition_count ~= nil then
     parts = nats_partitions(opts, sname, filter, 2)
@@ -418,7 +430,8 @@ function Env:read_nats(opts)
   end
   return partitioned(self, "read_nats", "read_nats", {url = url, stream = sname, durable = durable,
     start = start, start_value = start_value, bounded = check_bounded(opts.bounded, "read_nats", 2),
-    metadata = opts.metadata and true or false,
+    metadata = opts.metadata and true or false, group = group, scale_out = scale_out or nil,
+    subject = filter, partition_count = opts.partition_count, partitions = opts.partitions, lease = lease,
     name = opts.name or ("read_nats(" .. sname .. "@" .. url .. ")")}, parts, strategy, 2)
 end
 

@@ -130,19 +130,27 @@ local function supervise(env, name, index, src)
   if arg == nil or arg[0] == nil or arg[0] == "-" then
     error("scale_out: the job must be a script file (each partition runs it again in a process of its own)", 0)
   end
-  if src.kind ~= "read_kafka" then error("scale_out: " .. src.kind .. " is not supported yet", 0) end
-  local sources, counts, seen = {}, {}, {}
-  for _, p in ipairs(src.parts) do
-    if not seen[p.topic] then
-      sources[#sources + 1] = p.topic
-      seen[p.topic] = #sources
-      counts[#sources] = 0
+  local ok, err
+  if src.kind == "read_nats" then -- one stream; static share (partitions) or leases (docs/connectors.md)
+    ok, err = core.supervise{kind = "nats", group = src.group, ckdir = env.checkpoint.dir, index = index,
+      node = src.id, sources = {src.stream}, counts = {src.partition_count}, partitions = {src.partitions},
+      subjects = {src.subject}, url = src.url, lease_ms = src.lease, args = command(), metrics = env.metrics,
+      name = name}
+  else
+    if src.kind ~= "read_kafka" then error("scale_out: " .. src.kind .. " is not supported yet", 0) end
+    local sources, counts, seen = {}, {}, {}
+    for _, p in ipairs(src.parts) do
+      if not seen[p.topic] then
+        sources[#sources + 1] = p.topic
+        seen[p.topic] = #sources
+        counts[#sources] = 0
+      end
+      counts[seen[p.topic]] = counts[seen[p.topic]] + 1
     end
-    counts[seen[p.topic]] = counts[seen[p.topic]] + 1
+    ok, err = core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
+      node = src.id, sources = sources, counts = counts, args = command(), brokers = src.brokers,
+      props = src.props, metrics = env.metrics, name = name}
   end
-  local ok, err = core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
-    node = src.id, sources = sources, counts = counts, args = command(), brokers = src.brokers,
-    props = src.props, metrics = env.metrics, name = name}
   -- at the script's execute() line (this, M.execute, Env:execute, the script)
   if not ok then error(err, 4) end
 end
