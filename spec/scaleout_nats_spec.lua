@@ -348,6 +348,19 @@ env:execute()]], q(n.url))
     assert.matches("partitions: bad range '3%-1'", fails('subject = "ev.*.>", partition_count = 6, partitions = "3-1"'))
     assert.matches("stream 'NOPE' does not exist",
       fails('stream = "NOPE", subject = "ev.*.>", partition_count = 6'))
+    assert.matches("scale_out needs a group", fails('subject = "ev.*.>", partition_count = 6, scale_out = true'))
+    assert.matches("scale_out needs %-%-checkpoint%-dir",
+      fails('subject = "ev.*.>", partition_count = 6, scale_out = true, group = "g"'))
+    assert.matches("lease must be at least 100ms, got 10ms",
+      fails('subject = "ev.*.>", partition_count = 6, lease = "10ms"'))
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{checkpoint = {dir = os.getenv("TMPDIR") .. "/never-made"}}
+env:read_nats{url = arg[1], stream = "EV", subject = "ev.>", scale_out = true, group = "g"}:print()
+env:execute()]], q(n.url))
+    assert.are_not.equal(0, code)
+    assert.matches("%.lua:3: read_nats: scale_out needs partition_count %(and a subject whose '%*' token is the "
+      .. "partition number, like \"ev%.%*%.>\"%)", err)
   end)
 end)
 
@@ -515,15 +528,16 @@ half(601, 1200, "second")]], q(url) .. (cue and " cue" or ""))
 end
 
 -- The windowed job: arg[1] url, arg[2] the output file, arg[3] "scale" or "plain", arg[4] the
--- output stream, arg[5] a folder for the pause flag (the kill spec). Its sums go to the file
--- and to the output stream (write_nats).
+-- output stream, arg[5] a folder for the pause flag (the kill spec) or "-", arg[6] a static
+-- share (partitions = ...) or nothing. Its sums go to the file and to the output stream.
 local SCALE_JOB = [[
 local wm = require("wm")
-local url, out, mode, ostream, flags = arg[1], arg[2], arg[3], arg[4], arg[5]
+local url, out, mode, ostream, flags, share = arg[1], arg[2], arg[3], arg[4], arg[5], arg[6]
+if flags == "-" then flags = nil end
 local env = wm.env{watermark_interval = 0}
 local task = os.getenv("WM_TASK")
 local sums = env:read_nats{url = url, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g1",
-    bounded = "latest", scale_out = mode == "scale", lease = "2s"}
+    bounded = "latest", scale_out = mode == "scale", lease = "2s", partitions = share}
   :parse_json()
   :filter(function(r)
     if not r.pause then return true end
@@ -550,7 +564,8 @@ local function write_scale_job(dir)
   return jp
 end
 
--- Starts `n` supervisors of the job in the background (their stderr in dir/pI/err).
+-- Starts `n` supervisors of the job in the background (their stderr in dir/pI/err); extra:
+-- the job's arguments after the output stream (a function of i, or a string).
 local function start_group(dir, n, url, ostream, extra)
   local jp = write_scale_job(dir)
   local procs = {}
@@ -558,7 +573,8 @@ local function start_group(dir, n, url, ostream, extra)
     local pdir = dir .. "/p" .. i
     os.execute("mkdir -p " .. q(pdir))
     local args = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
-      .. q(url) .. " " .. q(dir .. "/out/o.txt") .. " scale " .. ostream .. " " .. (extra or "")
+      .. q(url) .. " " .. q(dir .. "/out/o.txt") .. " scale " .. ostream .. " "
+      .. (type(extra) == "function" and extra(i) or extra or "")
     os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
       helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
     local p = {dir = pdir}
@@ -640,6 +656,32 @@ describe("scale-out on NATS", function()
     end
     assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
     assert.are.same(plain, stream_messages(n.url, "THREE")) -- write_nats: nothing doubled, nothing lost
+  end)
+
+  it("2 processes with static shares (partitions = \"0-2\" / \"3-5\") give together one process's output",
+    function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out"))
+    load_json(n.url)
+    local plain = single_run(dir, n.url, "plain")
+    local shares = {"0-2", "3-5"}
+    procs = start_group(dir, 2, n.url, "TWO", function(i) return "- " .. shares[i] end)
+    helper.wait_for(function() return all_done(procs) end, "the two processes to end", 120)
+    for i, p in ipairs(procs) do
+      assert.are.equal(0, p.done(), p.err())
+      local lo = i == 1 and 0 or 3
+      assert.matches(string.format("wmrun: group 'g1': assigned EV/%d, EV/%d, EV/%d\n", lo, lo + 1, lo + 2), p.err())
+      assert.not_matches("revoked", p.err())
+    end
+    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
+    assert.are.same(plain, stream_messages(n.url, "TWO"))
   end)
 
   it("a process killed with SIGKILL mid-run: the others take its partitions over from its tasks' checkpoints, "
