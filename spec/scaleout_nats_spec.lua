@@ -364,121 +364,162 @@ env:execute()]], q(n.url))
   end)
 end)
 
-describe("the NATS membership backend (io/wm_member_nats.c)", function()
-  local LEASE = 1500 -- ms: the bucket's TTL; the waits below allow 60 s
-
-  -- A member of group g1 on stream EV's 6 partitions, and what it owns by its events (a REVOKE
-  -- is answered with a release at once, as the supervisor does once the task has stopped).
-  local function member(url, name)
-    local m = assert(wm.core._member_nats{url = url, group = "g1", sources = {"EV"}, counts = {6},
-      lease_ms = LEASE, heartbeat_ms = 100, member = name})
-    return {m = m, name = name, owned = {}, events = {}}
-  end
-
-  local function step(list)
-    for _, x in ipairs(list) do
-      for _, ev in ipairs(x.m:poll()) do
-        x.events[#x.events + 1] = ev.kind .. " " .. ev.name
-        if ev.kind == "assign" then
-          assert.is_nil(x.owned[ev.partition], x.name .. " assigned " .. ev.name .. " twice")
-          x.owned[ev.partition] = true
-        elseif ev.kind == "revoke" then
-          assert.is_true(x.owned[ev.partition], x.name .. " revoked " .. ev.name .. " it does not own")
-          x.owned[ev.partition] = nil
-          x.m:release(ev.source, ev.partition)
-        else
-          x.owned[ev.partition] = nil
-        end
+-- The membership specs run in a wmrun process (libnats, unloaded with wm.core at the end of
+-- a Lua state that required it, would leave its own allocations behind for LeakSanitizer).
+-- MEMBERS defines, for the script after it: member(name) (a member of group g1 on stream
+-- EV's 6 partitions, lease 1.5 s, and what it owns by its events: a REVOKE is answered with
+-- a release at once, as the supervisor does once the task has stopped), step(list) (polls
+-- each member once) and settle(list, shares, what) (polls until every partition is owned
+-- by exactly one member and each owns shares[i]; fails if a partition is ever owned by two,
+-- and after 60 s). arg[1] is the server's url.
+local MEMBERS = [[
+local wm = require("wm")
+local url = arg[1]
+local function member(name)
+  local m = assert(wm.core._member_nats{url = url, group = "g1", sources = {"EV"}, counts = {6},
+    lease_ms = 1500, heartbeat_ms = 100, member = name})
+  return {m = m, name = name, owned = {}, events = {}}
+end
+local function step(list)
+  for _, x in ipairs(list) do
+    for _, ev in ipairs(x.m:poll()) do
+      x.events[#x.events + 1] = ev.kind .. " " .. ev.name
+      if ev.kind == "assign" then
+        assert(not x.owned[ev.partition], x.name .. " assigned " .. ev.name .. " twice")
+        x.owned[ev.partition] = true
+      elseif ev.kind == "revoke" then
+        assert(x.owned[ev.partition], x.name .. " revoked " .. ev.name .. " it does not own")
+        x.owned[ev.partition] = nil
+        x.m:release(ev.source, ev.partition)
+      else
+        x.owned[ev.partition] = nil
       end
     end
   end
-
-  local function count(x)
-    local k = 0
-    for _ in pairs(x.owned) do k = k + 1 end
-    return k
-  end
-
-  -- Polls the members until every partition is owned by exactly one of them and each owns
-  -- `shares[i]`; no partition is ever owned by two of them meanwhile.
-  local function settle(list, shares, what)
-    helper.wait_for(function()
-      step(list)
-      local by = {}
-      for _, x in ipairs(list) do
-        for p in pairs(x.owned) do
-          assert.is_nil(by[p], "partition " .. p .. " owned by " .. tostring(by[p]) .. " and " .. x.name)
-          by[p] = x.name
-        end
+end
+local function count(x)
+  local k = 0
+  for _ in pairs(x.owned) do k = k + 1 end
+  return k
+end
+local function settle(list, shares, what)
+  for _ = 1, 60 * 20 do
+    step(list)
+    local by, ok = {}, true
+    for i, x in ipairs(list) do
+      for p in pairs(x.owned) do
+        assert(not by[p], "partition " .. p .. " owned by " .. tostring(by[p]) .. " and " .. x.name)
+        by[p] = x.name
       end
-      for i, x in ipairs(list) do if count(x) ~= shares[i] then return false end end
-      for p = 0, 5 do if not by[p] then return false end end
-      return true
-    end, what, 60)
+      ok = ok and count(x) == shares[i]
+    end
+    for p = 0, 5 do ok = ok and by[p] ~= nil end
+    if ok then
+      local t = {}
+      for i, x in ipairs(list) do t[i] = x.name .. " " .. count(x) end
+      print(table.concat(t, ", "))
+      return
+    end
+    os.execute("sleep 0.05")
   end
+  error("timed out waiting for " .. what)
+end
+]]
 
+local function members_run(url, script)
+  local out, err, code = job(MEMBERS .. script, q(url))
+  assert.are.equal(0, code, err)
+  return out
+end
+
+describe("the NATS membership backend (io/wm_member_nats.c)", function()
   it("splits 6 partitions 3/3 between two members, 2/2/2 when a third joins, and a member that stops "
     .. "renewing loses its leases to the others", function()
     local n = services.nats()
-    local list = {}
-    finally(function()
-      for _, x in ipairs(list) do x.m:leave() end
-      n:stop()
-    end)
-    list[1] = member(n.url, "a")
-    settle(list, {6}, "a alone to take all 6")
-    list[2] = member(n.url, "b")
-    settle(list, {3, 3}, "a and b to share 3/3")
-    assert.are.equal(3, #list[2].events) -- b: only its three assigns
-    list[3] = member(n.url, "c")
-    settle(list, {2, 2, 2}, "a, b and c to share 2/2/2")
-    -- c stops renewing (it is no longer polled): once its leases have expired, a and b take them
-    local c = table.remove(list)
-    local had = {}
-    for p in pairs(c.owned) do had[#had + 1] = p end
-    table.sort(had)
-    settle(list, {3, 3}, "a and b to take over c's partitions")
-    -- c, polled again, learns that it has lost them (its renewals fail: another holds them)
-    c.events = {}
-    step({c})
-    local lost = {}
-    for _, e in ipairs(c.events) do lost[#lost + 1] = e end
-    table.sort(lost)
-    assert.are.same({"lost EV/" .. had[1], "lost EV/" .. had[2]}, lost)
-    c.m:leave()
+    finally(function() n:stop() end)
+    local out = members_run(n.url, [[
+local list = {member("a")}
+settle(list, {6}, "a alone to take all 6")
+list[2] = member("b")
+settle(list, {3, 3}, "a and b to share 3/3")
+print("b: " .. table.concat(list[2].events, ", "))
+list[3] = member("c")
+settle(list, {2, 2, 2}, "a, b and c to share 2/2/2")
+-- c stops renewing (it is no longer polled): once its leases have expired, a and b take them
+local c = table.remove(list)
+local had = {}
+for p in pairs(c.owned) do had[#had + 1] = "EV/" .. p end
+table.sort(had)
+settle(list, {3, 3}, "a and b to take over c's partitions")
+-- c, polled again, learns that it has lost them (its renewals fail: another holds them)
+c.events = {}
+step({c})
+table.sort(c.events)
+print("c had " .. table.concat(had, ", ") .. "; " .. table.concat(c.events, ", "))
+for _, x in ipairs(list) do x.m:leave() end
+c.m:leave()
+]])
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal("a 6", lines[1])
+    assert.are.equal("a 3, b 3", lines[2])
+    assert.matches("^b: assign EV/%d, assign EV/%d, assign EV/%d$", lines[3]) -- b: only its three assigns
+    assert.are.equal("a 2, b 2, c 2", lines[4])
+    assert.are.equal("a 3, b 3", lines[5])
+    local p1, p2, l1, l2 = lines[6]:match("^c had (EV/%d), (EV/%d); lost (EV/%d), lost (EV/%d)$")
+    assert.is_not_nil(p1, lines[6])
+    assert.are.same({p1, p2}, {l1, l2})
+    assert.are.equal(6, #lines)
   end)
 
   it("a member that leaves releases its partitions at once, to be taken by the others", function()
     local n = services.nats()
-    local list = {}
-    finally(function()
-      for _, x in ipairs(list) do x.m:leave() end
-      n:stop()
-    end)
-    list[1], list[2] = member(n.url, "a"), member(n.url, "b")
-    settle(list, {3, 3}, "a and b to share 3/3")
-    table.remove(list).m:leave()
-    -- (well before a lease time: the keys were deleted, not left to expire)
-    settle(list, {6}, "a to take b's partitions")
+    finally(function() n:stop() end)
+    local out = members_run(n.url, [[
+local list = {member("a"), member("b")}
+settle(list, {3, 3}, "a and b to share 3/3")
+-- (b's keys are deleted, not left to expire)
+table.remove(list).m:leave()
+settle(list, {6}, "a to take b's partitions")
+print(table.concat(list[1].events, ", "))
+list[1].m:leave()
+]])
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.same({"a 3, b 3", "a 6"}, {lines[1], lines[2]})
+    -- a's events: what it was assigned minus what it gave back is all six, none lost
+    local assigns = select(2, lines[3]:gsub("assign EV/", ""))
+    local revokes = select(2, lines[3]:gsub("revoke EV/", ""))
+    assert.are.equal(6, assigns - revokes, lines[3])
+    assert.not_matches("lost", lines[3])
   end)
 
   it("a static share is assigned at once, without a server, and is never revoked", function()
-    local m = assert(wm.core._member_nats{group = "g1", sources = {"EV", "OTHER"}, counts = {6, 4},
-      partitions = {"1,3-4", "0"}})
-    local got = {}
-    for _, ev in ipairs(m:poll()) do got[#got + 1] = ev.kind .. " " .. ev.source .. " " .. ev.name end
-    assert.are.same({"assign 1 EV/1", "assign 1 EV/3", "assign 1 EV/4", "assign 2 OTHER/0"}, got)
-    assert.are.same({}, m:poll())
-    m:leave()
+    local out, err, code = job([[
+local wm = require("wm")
+local m = assert(wm.core._member_nats{group = "g1", sources = {"EV", "OTHER"}, counts = {6, 4},
+  partitions = {"1,3-4", "0"}})
+for _, ev in ipairs(m:poll()) do print(ev.kind .. " " .. ev.source .. " " .. ev.name) end
+print(#m:poll())
+m:leave()]])
+    assert.are.equal(0, code, err)
+    assert.are.equal("assign 1 EV/1\nassign 1 EV/3\nassign 1 EV/4\nassign 2 OTHER/0\n0\n", out)
   end)
 
   it("names what is wrong: the group, the share, the server", function()
-    local _, err = wm.core._member_nats{group = "a.b", sources = {"EV"}, counts = {6}, partitions = {"0"}}
-    assert.matches("group 'a%.b': a NATS group name may hold only letters, digits, '%-' and '_'", err)
-    _, err = wm.core._member_nats{group = "g", sources = {"EV"}, counts = {6}, partitions = {"0-9"}}
-    assert.matches("group 'g': stream 'EV': partitions: 9 is not a partition of 0 .. 5", err)
-    _, err = wm.core._member_nats{url = "nats://127.0.0.1:1", group = "g", sources = {"EV"}, counts = {6}}
-    assert.matches("group 'g': cannot connect to nats://127%.0%.0%.1:1", err)
+    local out, err, code = job([[
+local wm = require("wm")
+print(select(2, wm.core._member_nats{group = "a.b", sources = {"EV"}, counts = {6}, partitions = {"0"}}))
+print(select(2, wm.core._member_nats{group = "g", sources = {"EV"}, counts = {6}, partitions = {"0-9"}}))
+print(select(2, wm.core._member_nats{group = "g", sources = {"EV"}, counts = {6}}))
+print(select(2, wm.core._member_nats{url = "nats://127.0.0.1:1", group = "g", sources = {"EV"}, counts = {6}}))]])
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("^group 'a%.b': a NATS group name may hold only letters, digits, '%-' and '_'", lines[1])
+    assert.matches("^group 'g': stream 'EV': partitions: 9 is not a partition of 0 %.%. 5", lines[2])
+    assert.matches("^group 'g': leases need the url of a NATS server", lines[3])
+    assert.matches("^group 'g': cannot connect to nats://127%.0%.0%.1:1", lines[4])
   end)
 end)
 
