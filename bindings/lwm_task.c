@@ -1,5 +1,5 @@
 /* Scale-out's side of the bindings (docs/scaleout.md, lua/wm/scaleout.lua):
- * core.supervise{...} runs the supervisor (core/exec/wm_super.c) on a Kafka group;
+ * core.supervise{...} runs the supervisor (core/exec/wm_super.c) on a Kafka group or NATS leases;
  * core.task_guard() makes a task's child die with its supervisor; and the status line a
  * task's child writes on WM_TASK_STATUS_FD (its partition's offset and its watermark),
  * a service of the run (lwm_services) like the progress line. */

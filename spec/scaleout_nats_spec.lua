@@ -351,8 +351,8 @@ env:execute()]], q(n.url))
     assert.matches("scale_out needs a group", fails('subject = "ev.*.>", partition_count = 6, scale_out = true'))
     assert.matches("scale_out needs %-%-checkpoint%-dir",
       fails('subject = "ev.*.>", partition_count = 6, scale_out = true, group = "g"'))
-    assert.matches("lease must be at least 100ms, got 10ms",
-      fails('subject = "ev.*.>", partition_count = 6, lease = "10ms"'))
+    assert.matches("lease must be at least 1s, got 999ms",
+      fails('subject = "ev.*.>", partition_count = 6, lease = "999ms"'))
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{checkpoint = {dir = os.getenv("TMPDIR") .. "/never-made"}}

@@ -635,6 +635,10 @@ int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
     char e[512];
     S->m = cfg->member_new(&mc, cfg->member_ud, e, sizeof e);
     if (!S->m) fail(S, "%s", e);
+    /* a backend that renews its leases from poll asks to be polled this often (wm_member.h) */
+    else if (S->m->poll_ms > 0 && S->m->poll_ms < TICK_MS &&
+             (rc = uv_timer_start(&S->tick, on_tick, (uint64_t)S->m->poll_ms, (uint64_t)S->m->poll_ms)) != 0)
+      fail(S, "cannot start the supervisor: %s", uv_strerror(rc));
   }
   check_done(S);
   uv_run(&S->loop, UV_RUN_DEFAULT);

@@ -143,9 +143,11 @@ static int renew(member_nats *m, int64_t now) {
       natsStatus st = kv_publish(m, key, m->name, src->rev[p], 0, &rev, &jerr);
       if (st == NATS_OK) {
         src->rev[p] = rev;
-        src->renewed[p] = now;
+        src->renewed[p] = now; /* (sent before the server's stamp: its TTL runs out later) */
         m->warned = 0;
-      } else if (is_transient(st) && now - src->renewed[p] < m->lease_ms) {
+      } else if (is_transient(st) && now - src->renewed[p] < m->lease_ms - 2 * m->heartbeat_ms) {
+        /* still ours for sure (the lease minus two heartbeats: the next check comes before
+         * the server's TTL can have run out) */
         unreachable(m, st, jerr);
       } else if (lost(m, s, p) != 0) {
         return -1;

@@ -412,7 +412,7 @@ function Env:read_nats(opts)
   local lease
   if opts.lease ~= nil then
     lease = duration.ms(opts.lease, "read_nats lease", 2)
-    if lease < 100 then error("read_nats: lease must be at least 100ms, got " .. tostring(opts.lease), 2) end
+    if lease < 1000 then error("read_nats: lease must be at least 1s, got " .. tostring(opts.lease), 2) end
   end
   local parts
   if opts.partition_count ~= nil then
