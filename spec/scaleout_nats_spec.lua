@@ -418,6 +418,7 @@ local function settle(list, shares, what)
       local t = {}
       for i, x in ipairs(list) do t[i] = x.name .. " " .. count(x) end
       print(table.concat(t, ", "))
+      io.stdout:flush()
       return
     end
     os.execute("sleep 0.05")
@@ -470,6 +471,47 @@ c.m:leave()
     assert.is_not_nil(p1, lines[6])
     assert.are.same({p1, p2}, {l1, l2})
     assert.are.equal(6, #lines)
+  end)
+
+  it("a member cut off from the server gives its leases up (LOST), and takes them again once it is back",
+    function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local run
+    finally(function()
+      if run then run.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    run = helper.bg_job(dir, string.format("arg = {%q}\n", n.url) .. MEMBERS .. [[
+local a = member("a")
+settle({a}, {6}, "a alone to take all 6")
+-- the spec stops the server now: a, polled on, gives up every lease before it can have expired
+for _ = 1, 60 * 20 do
+  step({a})
+  if next(a.owned) == nil then break end
+  os.execute("sleep 0.05")
+end
+assert(next(a.owned) == nil, "a still owns partitions")
+local lost = {}
+for _, e in ipairs(a.events) do if e:match("^lost") then lost[#lost + 1] = e end end
+table.sort(lost)
+print(table.concat(lost, ", "))
+io.stdout:flush()
+-- the spec starts the server again
+settle({a}, {6}, "a to take all 6 again")
+a.m:leave()
+]])
+    helper.wait_for(function() return helper.read_or_empty(run.out) == "a 6\n" end, "a to own all 6", 60)
+    n:kill()
+    helper.wait_for(function() return helper.read_or_empty(run.out):find("lost EV/5\n", 1, true) end,
+      "a to give its leases up", 60)
+    n:start_again()
+    assert.are.equal(0, run.wait(), helper.read_or_empty(run.err))
+    assert.are.equal("a 6\nlost EV/0, lost EV/1, lost EV/2, lost EV/3, lost EV/4, lost EV/5\na 6\n",
+      helper.read_or_empty(run.out))
+    assert.matches("wmrun: group 'g1': the lease bucket wm_g1 at nats://127%.0%.0%.1:%d+ does not answer",
+      helper.read_or_empty(run.err))
   end)
 
   it("a member that leaves releases its partitions at once, to be taken by the others", function()

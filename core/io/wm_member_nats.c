@@ -37,6 +37,7 @@ typedef struct member_nats {
   int nsources;
   msrc *src;
   int64_t lease_ms, heartbeat_ms, next_tick;
+  int64_t wait_ms;     /* how long a request to the bucket waits: half a heartbeat */
   wm_member_event *q; /* events waiting (a FIFO: q[qhead .. qn-1]) */
   int qn, qhead, qcap;
   int warned;          /* the server was unreachable (reported once until it answers) */
@@ -78,6 +79,7 @@ static natsStatus kv_publish(member_nats *m, const char *key, const char *value,
   if (st == NATS_OK && del) st = natsMsgHeader_Set(msg, "KV-Operation", "DEL");
   jsPubOptions po;
   jsPubOptions_Init(&po);
+  po.MaxWait = m->wait_ms;
   if (last) po.ExpectLastSubjectSeq = last;
   else po.ExpectNoMessage = true;
   jsPubAck *pa = NULL;
@@ -129,29 +131,40 @@ static void unreachable(member_nats *m, natsStatus st, jsErrCode jerr) {
 }
 
 /* Renews every lease held (compare-and-set on its revision): one that another member has
- * taken meanwhile, or that has expired while the server did not answer, is LOST. */
-static int renew(member_nats *m, int64_t now) {
+ * taken meanwhile is LOST. When the server does not answer (each request waits at most
+ * half a heartbeat), the remaining leases are not asked for in this round; a lease is LOST
+ * once it may have expired: the lease minus two heartbeats after its last renewal went
+ * out (sent before the server stamped it, so the server's TTL runs out later still, and
+ * the next check comes at most a heartbeat and a half after). *down set when the server did
+ * not answer. */
+static int renew(member_nats *m, int64_t now, int *down) {
+  *down = 0;
   for (int s = 0; s < m->nsources; s++) {
     msrc *src = &m->src[s];
     if (src->is_static) continue;
     for (int p = 0; p < src->count; p++) {
       if (src->state[p] == P_FREE) continue;
-      char key[400];
-      part_key(m, s, p, key, sizeof key);
-      jsErrCode jerr;
-      uint64_t rev = 0;
-      natsStatus st = kv_publish(m, key, m->name, src->rev[p], 0, &rev, &jerr);
-      if (st == NATS_OK) {
-        src->rev[p] = rev;
-        src->renewed[p] = now; /* (sent before the server's stamp: its TTL runs out later) */
-        m->warned = 0;
-      } else if (is_transient(st) && now - src->renewed[p] < m->lease_ms - 2 * m->heartbeat_ms) {
-        /* still ours for sure (the lease minus two heartbeats: the next check comes before
-         * the server's TTL can have run out) */
-        unreachable(m, st, jerr);
-      } else if (lost(m, s, p) != 0) {
-        return -1;
+      jsErrCode jerr = 0;
+      natsStatus st = NATS_TIMEOUT;
+      if (!*down) {
+        char key[400];
+        part_key(m, s, p, key, sizeof key);
+        uint64_t rev = 0;
+        st = kv_publish(m, key, m->name, src->rev[p], 0, &rev, &jerr);
+        if (st == NATS_OK) {
+          src->rev[p] = rev;
+          src->renewed[p] = now;
+          m->warned = 0;
+          continue;
+        }
       }
+      if (!*down && !is_transient(st)) { /* refused: another has written it since */
+        if (lost(m, s, p) != 0) return -1;
+        continue;
+      }
+      if (!*down) unreachable(m, st, jerr);
+      *down = 1;
+      if (now_ms() - src->renewed[p] >= m->lease_ms - 2 * m->heartbeat_ms && lost(m, s, p) != 0) return -1;
     }
   }
   return 0;
@@ -164,7 +177,7 @@ static int survey(member_nats *m, int *members, unsigned char **taken) {
   memset(&list, 0, sizeof list);
   kvWatchOptions o;
   kvWatchOptions_Init(&o);
-  o.Timeout = m->heartbeat_ms;
+  o.Timeout = m->wait_ms;
   natsStatus st = kvStore_Keys(&list, m->kv, &o);
   if (st == NATS_NOT_FOUND) st = NATS_OK; /* an empty bucket */
   if (st != NATS_OK) {
@@ -239,13 +252,20 @@ static int tick(member_nats *m, char *err, size_t errlen) {
   int64_t now = now_ms();
   m->next_tick = now + m->heartbeat_ms;
   if (!m->kv) return 0;
+  int down;
+  if (renew(m, now, &down) != 0) goto oom;
+  if (down) return 0; /* (the next round asks again) */
   uint64_t rev;
-  if (kvStore_PutString(&rev, m->kv, m->member_key, m->name) != NATS_OK) unreachable(m, NATS_TIMEOUT, 0);
-  if (renew(m, now) != 0 || rebalance(m, now) != 0) {
-    snprintf(err, errlen, "group '%s': out of memory", m->group);
-    return -1;
+  natsStatus st = kvStore_PutString(&rev, m->kv, m->member_key, m->name);
+  if (st != NATS_OK) {
+    unreachable(m, st, 0);
+    return 0;
   }
+  if (rebalance(m, now) != 0) goto oom;
   return 0;
+oom:
+  snprintf(err, errlen, "group '%s': out of memory", m->group);
+  return -1;
 }
 
 static int mn_poll(wm_member *base, wm_member_event *ev, char *err, size_t errlen) {
@@ -379,6 +399,30 @@ static int open_bucket(member_nats *m, char *err, size_t errlen) {
   return 0;
 }
 
+/* The bucket's requests (kvStore's own: create, put, keys) wait at most wait_ms: a JetStream
+ * context of that wait, the bucket bound again on it. */
+static int set_wait(member_nats *m, char *err, size_t errlen) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = m->wait_ms;
+  jsCtx *js = NULL;
+  kvStore *kv = NULL;
+  natsStatus st = natsConnection_JetStream(&js, m->nc, &o);
+  if (st == NATS_OK) st = js_KeyValue(&kv, js, m->bucket);
+  if (st != NATS_OK) {
+    char why[300];
+    snprintf(err, errlen, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
+             wm_nats_why(st, 0, why, sizeof why));
+    if (js) jsCtx_Destroy(js);
+    return -1;
+  }
+  kvStore_Destroy(m->kv);
+  jsCtx_Destroy(m->js);
+  m->kv = kv;
+  m->js = js;
+  return 0;
+}
+
 wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_t errlen) {
   const char *group = cfg->c.group ? cfg->c.group : "";
   if (!*group) {
@@ -468,6 +512,11 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
   }
   m->heartbeat_ms = cfg->heartbeat_ms > 0 ? cfg->heartbeat_ms : m->lease_ms / 4; /* (the bucket's) */
   if (m->heartbeat_ms < 1) m->heartbeat_ms = 1;
+  m->wait_ms = m->heartbeat_ms / 2 > 50 ? m->heartbeat_ms / 2 : 50;
+  if (leased && set_wait(m, err, errlen) != 0) {
+    mn_free(&m->base);
+    return NULL;
+  }
   m->base.poll_ms = (int)(m->heartbeat_ms / 10 > 0 ? m->heartbeat_ms / 10 : 1);
   if (!leased) m->base.poll_ms = 1000;
   return &m->base;
