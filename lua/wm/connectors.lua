@@ -390,7 +390,12 @@ end
 -- @tparam table opts `url` ("nats://127.0.0.1:4222"), `stream`, `subject` (a filter, default
 --   ">"), `durable` (a consumer name; default: ephemeral ordered consumers), `start` ("first"
 --   (default), "new", `{sequence = n}`, `{time = ms}`), `bounded` (false or "latest": up to
---   the last message at the start), `metadata`, `watermarks`
+--   the last message at the start), `metadata`, `watermarks`, `partition_count` (n: partition p
+--   is the subject filter with its first '*' token made p, e.g. "ev.*.>" gives ev.p.>; records
+--   are put there with wm.partition), `partitions` (only these: "0-3", "0,2,5"), `scale_out`
+--   (true: the processes of `group` share the partitions, static share or leases; needs
+--   `partition_count` and a checkpoint folder, docs/scaleout.md), `group`, `lease` (default
+--   "10s": the leases' time in the KV bucket wm_<group>)
 -- @usage env:read_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS", subject = "events.>",
 --   bounded = "latest"}:parse_csv{"id", "ts:integer"}
 function Env:read_nats(opts)
