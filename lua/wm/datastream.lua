@@ -38,7 +38,7 @@ local M = {
 -- @usage if wm.thread() == 1 then print("job starts") end
 function M.thread() return core.thread() end
 
---- The partition (0 .. n-1) of `key` among `n` partitions: NATS's own `partition(n, ...)`
+--- The partition of `key` among `n` partitions, from 0 to n-1: NATS's own `partition(n, ...)`
 -- subject-mapping function (FNV-1a 32 of the key's bytes, modulo n), so a writer that puts a
 -- record on subject `"ev." .. wm.partition(key, 6) .. "." .. key` and a server mapping
 -- `"in.*": "ev.{{partition(6,1)}}.{{wildcard(1)}}"` agree (docs/connectors.md).
