@@ -3,6 +3,7 @@
 -- `partition_count`, `partitions`), each test on a nats-server it starts (spec/services.lua).
 local helper = require("helper")
 local services = require("services")
+local sh = require("scaleout_helper")
 local wm = require("wm")
 
 local q = services.quote
@@ -567,27 +568,9 @@ end)
 
 -- ---- scale-out: read_nats{scale_out = true, group = ...} (docs/scaleout.md) -----------------
 
-local function lines_of(path)
-  local t = {}
-  for l in helper.read_or_empty(path):gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
-
--- The lines of every file of dir whose name starts with `prefix`, sorted (a multiset).
-local function union_of(dir, prefix)
-  local t = {}
-  for _, f in ipairs(helper.lines("ls " .. q(dir))) do
-    if f:sub(1, #prefix) == prefix then
-      for _, l in ipairs(lines_of(dir .. "/" .. f)) do t[#t + 1] = l end
-    end
-  end
-  table.sort(t)
-  return t
-end
-
 -- 1200 JSON records of 12 keys (event time rising by 100 ms) into stream EV on
 -- ev.<wm.partition(id, 6)>.<id>; with `cue`, between the halves, {pause = true} on ev.0.pause
--- (partition 0), which the job drops: the kill spec's cue.
+-- (partition 0), which the job drops: the kill spec's cue (scaleout_helper.CUE).
 local function load_json(url, cue)
   local _, err, code = job([[
 local wm = require("wm")
@@ -611,27 +594,17 @@ half(601, 1200, "second")]], q(url) .. (cue and " cue" or ""))
 end
 
 -- The windowed job: arg[1] url, arg[2] the output file, arg[3] "scale" or "plain", arg[4] the
--- output stream, arg[5] a folder for the pause flag (the kill spec) or "-", arg[6] a static
+-- output stream, arg[5] a folder for the cue's flag (the kill spec) or "-", arg[6] a static
 -- share (partitions = ...) or nothing. Its sums go to the file and to the output stream.
 local SCALE_JOB = [[
 local wm = require("wm")
 local url, out, mode, ostream, flags, share = arg[1], arg[2], arg[3], arg[4], arg[5], arg[6]
 if flags == "-" then flags = nil end
 local env = wm.env{watermark_interval = 0}
-local task = os.getenv("WM_TASK")
 local sums = env:read_nats{url = url, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g1",
     bounded = "latest", scale_out = mode == "scale", lease = "2s", partitions = share}
   :parse_json()
-  :filter(function(r)
-    if not r.pause then return true end
-    if flags and task then -- the first task to meet the cue stops here, once: the spec kills its supervisor
-      local flag = flags .. "/" .. task:match("(%S+)$")
-      local h = io.open(flag)
-      if h then h:close() else os.execute("echo $PPID > " .. flag .. ".tmp && mv " .. flag .. ".tmp " .. flag
-        .. " && kill -STOP $PPID") end
-    end
-    return false
-  end)
+]] .. sh.CUE .. [[
   :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
   :key_by("id"):window(wm.windows.tumbling("5s")):sum("v")
 sums:write_lines(out)
@@ -647,34 +620,8 @@ local function write_scale_job(dir)
   return jp
 end
 
--- Starts `n` supervisors of the job in the background (their stderr in dir/pI/err); extra:
--- the job's arguments after the output stream (a function of i, or a string).
-local function start_group(dir, n, url, ostream, extra)
-  local jp = write_scale_job(dir)
-  local procs = {}
-  for i = 1, n do
-    local pdir = dir .. "/p" .. i
-    os.execute("mkdir -p " .. q(pdir))
-    local args = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
-      .. q(url) .. " " .. q(dir .. "/out/o.txt") .. " scale " .. ostream .. " "
-      .. (type(extra) == "function" and extra(i) or extra or "")
-    os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
-      helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
-    local p = {dir = pdir}
-    p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
-      "wmrun to start", 60)
-    function p.done()
-      local s = helper.read_or_empty(pdir .. "/rc")
-      if s ~= "" then return tonumber(s:match("%d+")) end
-    end
-    function p.err() return helper.read_or_empty(pdir .. "/err") end
-    function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
-    procs[i] = p
-  end
-  return procs
-end
-
--- The job in one process: "plain" (no scale-out) or "scale" (one supervisor owning all).
+-- The job in one process: "plain" (no scale-out) or "scale" (one supervisor owning all),
+-- writing the stream PLAIN or SCALE.
 local function single_run(dir, url, mode)
   local out = dir .. "/single-" .. mode .. ".txt"
   local args = q(write_scale_job(dir)) .. " " .. q(url) .. " " .. q(out) .. " " .. mode .. " " .. mode:upper()
@@ -682,11 +629,11 @@ local function single_run(dir, url, mode)
   local _, err, code = helper.sh("timeout 120 " .. helper.wmrun_path() .. " " .. args)
   assert.are.equal(0, code, err)
   if mode == "plain" then
-    local t = lines_of(out)
+    local t = sh.lines_of(out)
     table.sort(t)
     return t
   end
-  return union_of(dir, "single-scale.txt.")
+  return sh.union(dir, "single-scale.txt.")
 end
 
 -- The messages of a stream, sorted.
@@ -700,31 +647,45 @@ env:execute()]], q(url) .. " " .. stream)
   return sorted_lines(out)
 end
 
-local function all_done(procs)
-  for _, p in ipairs(procs) do if not p.done() then return false end end
-  return true
+-- A server with stream EV loaded (with the cue or not), a folder, and the single process's
+-- output; t.start(n, ostream, extra(i)) starts n supervisors writing stream `ostream`, their
+-- files in t.dir/out; all stopped and removed at the end of the test.
+local function group_test(cue)
+  local t = {n = services.nats(), dir = helper.tmpdir(), procs = {}}
+  finally(function()
+    for _, p in ipairs(t.procs) do p.kill() end
+    t.n:stop()
+    helper.rmdir(t.dir)
+  end)
+  os.execute("mkdir -p " .. q(t.dir .. "/out") .. " " .. q(t.dir .. "/flags"))
+  load_json(t.n.url, cue)
+  t.plain = single_run(t.dir, t.n.url, "plain")
+  assert.is_true(#t.plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
+  function t.start(n, ostream, extra)
+    local jp = write_scale_job(t.dir)
+    t.procs = sh.start(t.dir, n, function(i)
+      return "--checkpoint-dir " .. q(t.dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+        .. q(t.n.url) .. " " .. q(t.dir .. "/out/o.txt") .. " scale " .. ostream .. " " .. extra(i)
+    end)
+    return t.procs
+  end
+  -- the tasks' files together, and the messages they wrote, are the single process's
+  function t.same(ostream)
+    assert.are.same(t.plain, sh.union(t.dir .. "/out", "o.txt."))
+    assert.are.same(t.plain, stream_messages(t.n.url, ostream)) -- write_nats: nothing doubled, nothing lost
+  end
+  return t
 end
 
 describe("scale-out on NATS", function()
   it("3 processes on a 6-partition stream give together exactly one process's output", function()
-    local n = services.nats()
-    local dir = helper.tmpdir()
-    local procs = {}
-    finally(function()
-      for _, p in ipairs(procs) do p.kill() end
-      n:stop()
-      helper.rmdir(dir)
-    end)
-    os.execute("mkdir -p " .. q(dir .. "/out"))
-    load_json(n.url)
-    local plain = single_run(dir, n.url, "plain")
-    assert.is_true(#plain >= 24 * 12) -- 12 keys in every 5 s window of 120 s
-    assert.are.same(plain, stream_messages(n.url, "PLAIN"))
+    local t = group_test(false)
+    assert.are.same(t.plain, stream_messages(t.n.url, "PLAIN"))
     -- one process in scale-out mode owns all six partitions
-    assert.are.same(plain, single_run(dir, n.url, "scale"))
-    assert.are.same(plain, stream_messages(n.url, "SCALE"))
-    procs = start_group(dir, 3, n.url, "THREE")
-    helper.wait_for(function() return all_done(procs) end, "the three processes to end", 120)
+    assert.are.same(t.plain, single_run(t.dir, t.n.url, "scale"))
+    assert.are.same(t.plain, stream_messages(t.n.url, "SCALE"))
+    local procs = t.start(3, "THREE", function() return "-" end)
+    helper.wait_for(function() return sh.all_done(procs) end, "the three processes to end", 120)
     local assigned = {}
     for _, p in ipairs(procs) do
       assert.are.equal(0, p.done(), p.err())
@@ -735,73 +696,41 @@ describe("scale-out on NATS", function()
     end
     for pn = 0, 5 do
       assert.is_true(assigned["EV/" .. pn], "EV/" .. pn .. " was never assigned")
-      assert.is_true(helper.read_or_empty(dir .. "/ck/task-EV-" .. pn .. "/ENDED") ~= "", "task EV-" .. pn)
+      assert.is_true(helper.read_or_empty(t.dir .. "/ck/task-EV-" .. pn .. "/ENDED") ~= "", "task EV-" .. pn)
     end
-    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
-    assert.are.same(plain, stream_messages(n.url, "THREE")) -- write_nats: nothing doubled, nothing lost
+    t.same("THREE")
   end)
 
   it("2 processes with static shares (partitions = \"0-2\" / \"3-5\") give together one process's output",
     function()
-    local n = services.nats()
-    local dir = helper.tmpdir()
-    local procs = {}
-    finally(function()
-      for _, p in ipairs(procs) do p.kill() end
-      n:stop()
-      helper.rmdir(dir)
-    end)
-    os.execute("mkdir -p " .. q(dir .. "/out"))
-    load_json(n.url)
-    local plain = single_run(dir, n.url, "plain")
+    local t = group_test(false)
     local shares = {"0-2", "3-5"}
-    procs = start_group(dir, 2, n.url, "TWO", function(i) return "- " .. shares[i] end)
-    helper.wait_for(function() return all_done(procs) end, "the two processes to end", 120)
+    local procs = t.start(2, "TWO", function(i) return "- " .. shares[i] end)
+    helper.wait_for(function() return sh.all_done(procs) end, "the two processes to end", 120)
     for i, p in ipairs(procs) do
       assert.are.equal(0, p.done(), p.err())
       local lo = i == 1 and 0 or 3
       assert.matches(string.format("wmrun: group 'g1': assigned EV/%d, EV/%d, EV/%d\n", lo, lo + 1, lo + 2), p.err())
       assert.not_matches("revoked", p.err())
     end
-    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
-    assert.are.same(plain, stream_messages(n.url, "TWO"))
+    t.same("TWO")
   end)
 
   it("a process killed with SIGKILL mid-run: the others take its partitions over from its tasks' checkpoints, "
     .. "and write_nats writes no message twice", function()
-    local n = services.nats()
-    local dir = helper.tmpdir()
-    local procs = {}
-    finally(function()
-      for _, p in ipairs(procs) do p.kill() end
-      n:stop()
-      helper.rmdir(dir)
-    end)
-    os.execute("mkdir -p " .. q(dir .. "/out") .. " " .. q(dir .. "/flags"))
-    load_json(n.url, true)
-    local plain = single_run(dir, n.url, "plain")
-    assert.is_true(#plain >= 24 * 12)
-    procs = start_group(dir, 3, n.url, "THREE", q(dir .. "/flags"))
+    local t = group_test(true)
+    local procs = t.start(3, "THREE", function() return q(t.dir .. "/flags") end)
     -- the task of EV/0 stops itself at the cue, half way through its partition: its process
     -- is the victim
-    local flag = dir .. "/flags/EV-0"
-    local child = helper.wait_for(function() return tonumber(helper.read_or_empty(flag):match("%d+")) end,
-      "the task EV-0 to reach the middle of its partition", 60)
-    local function state(pid) return helper.read_or_empty("/proc/" .. pid .. "/stat"):match("^%d+ %b() (%a)") end
-    helper.wait_for(function() return state(child) == "T" end, "the task EV-0 to stop", 60)
-    local ppid = tonumber(helper.read_or_empty("/proc/" .. child .. "/stat"):match("^%d+ %b() %a (%d+)"))
-    local victim
-    for _, p in ipairs(procs) do if p.pid == ppid then victim = p end end
-    assert.is_not_nil(victim, "the task's parent is one of the three processes")
+    local victim, child = sh.victim(t.dir .. "/flags", "EV-0", procs)
     -- it has checkpointed (its first checkpoint is taken before its first record)
-    assert.is_true(#helper.lines("ls " .. q(dir .. "/ck/task-EV-0") .. " | grep '^chk-'") > 0)
-    assert.are.equal("", helper.read_or_empty(dir .. "/ck/task-EV-0/ENDED"))
+    assert.is_true(#helper.lines("ls " .. q(t.dir .. "/ck/task-EV-0") .. " | grep '^chk-'") > 0)
+    assert.are.equal("", helper.read_or_empty(t.dir .. "/ck/task-EV-0/ENDED"))
     os.execute("kill -KILL " .. victim.pid)
     -- its children die with it (PR_SET_PDEATHSIG and the pipe they watch)
-    helper.wait_for(function() local s = state(child); return s == nil or s == "Z" end,
-      "the victim's task to die with it", 30)
+    sh.wait_gone(child, "the victim's task to die with it")
     -- its leases expire (2 s) and the others take its partitions
-    helper.wait_for(function() return all_done(procs) end, "the two others to end", 120)
+    helper.wait_for(function() return sh.all_done(procs) end, "the two others to end", 120)
     local took = false
     for _, p in ipairs(procs) do
       if p ~= victim then
@@ -810,7 +739,6 @@ describe("scale-out on NATS", function()
       end
     end
     assert.is_true(took, "a survivor took EV/0 over from its checkpoint")
-    assert.are.same(plain, union_of(dir .. "/out", "o.txt."))
-    assert.are.same(plain, stream_messages(n.url, "THREE")) -- replayed records carried their Nats-Msg-Ids
+    t.same("THREE") -- (the replayed records carried their Nats-Msg-Ids)
   end)
 end)
