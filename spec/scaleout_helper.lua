@@ -26,12 +26,13 @@ function M.union(dir, prefix)
   return t
 end
 
---- Starts `n` supervisors in the background, process i as `wmrun <args(i)>`, its files in
--- dir/pI (out, err, pid, rc). Each handle has pid, done() (the exit status, or nil while it
--- runs), err() (its stderr so far) and kill().
-function M.start(dir, n, args)
+--- Starts `n` supervisors in the background, process i (first, default 1, .. first + n - 1)
+-- as `wmrun <args(i)>`, its files in dir/pI (out, err, pid, rc). Each handle has pid, done()
+-- (the exit status, or nil while it runs), err() (its stderr so far) and kill().
+function M.start(dir, n, args, first)
   local procs = {}
-  for i = 1, n do
+  first = first or 1
+  for i = first, first + n - 1 do
     local pdir = dir .. "/p" .. i
     os.execute("mkdir -p " .. q(pdir))
     os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
@@ -45,7 +46,7 @@ function M.start(dir, n, args)
     end
     function p.err() return helper.read_or_empty(pdir .. "/err") end
     function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
-    procs[i] = p
+    procs[#procs + 1] = p
   end
   return procs
 end

@@ -512,6 +512,9 @@ static void shutdown_handles(wm_super *S) {
 static int all_ended(wm_super *S) {
   for (int i = 0; i < S->ntasks; i++) {
     task *t = &S->tasks[i];
+    /* (a partition that is never ours, outside a static share: its end is not our end) */
+    if (!t->ended && S->m && S->m->ops->foreign && S->m->ops->foreign(S->m, t->source, t->partition))
+      continue;
     if (!t->ended && !ended_file(S, t)) return 0;
     t->ended = 1;
   }

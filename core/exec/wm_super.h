@@ -20,7 +20,8 @@
  * SIGKILL. A child that fails is started again after a backoff; after 5 failures in a row
  * the supervisor fails naming the task and its last line on stderr. SIGTERM or SIGINT to the
  * supervisor stops every child (final checkpoints) and ends the run (0); so does the end
- * of every partition of the subscription (every task ENDED, whoever ran it). SIGUSR1
+ * of every partition of the subscription (every task ENDED, whoever ran it; not those the
+ * backend calls foreign, outside a static share). SIGUSR1
  * prints the table of owned partitions on stderr.
  */
 #ifndef WM_SUPER_H

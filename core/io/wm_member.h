@@ -68,6 +68,9 @@ typedef struct wm_member_ops {
      its high watermark offset; NATS: the subject's last sequence + 1), asked of the server
      (may block a moment), or -1. For the lag column of --metrics. */
   long long (*end)(wm_member *m, int source, int partition);
+  /* Optional (NULL: none is): whether the partition can never be this process's (NATS: it
+     is outside its static share). The supervisor's end does not wait for such partitions. */
+  int (*foreign)(wm_member *m, int source, int partition);
 } wm_member_ops;
 
 /* A backend's object begins with this struct (its first member), so that the supervisor

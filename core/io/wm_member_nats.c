@@ -23,6 +23,7 @@ typedef struct msrc {
   char *filter;  /* the read_nats subject filter ("ev.*.>") or NULL */
   int count;
   int is_static; /* a static share: assigned at the start, never revoked, no lease */
+  unsigned char *share; /* static: per partition, whether it is in the share */
   unsigned char *state; /* per partition: P_* */
   uint64_t *rev;        /* the lease key's last revision (owned) */
   int64_t *renewed;     /* when it was last renewed (ms, monotonic) */
@@ -318,6 +319,13 @@ static long long mn_end(wm_member *base, int s, int p) {
   return end;
 }
 
+/* Outside a static share: never ours. */
+static int mn_foreign(wm_member *base, int s, int p) {
+  member_nats *m = (member_nats *)base;
+  if (s < 0 || s >= m->nsources || p < 0 || p >= m->src[s].count) return 0;
+  return m->src[s].is_static && !m->src[s].share[p];
+}
+
 static void mn_free(wm_member *base) {
   member_nats *m = (member_nats *)base;
   if (!m) return;
@@ -326,6 +334,7 @@ static void mn_free(wm_member *base) {
     free(m->src[s].stream);
     free(m->src[s].kname);
     free(m->src[s].filter);
+    free(m->src[s].share);
     free(m->src[s].state);
     free(m->src[s].rev);
     free(m->src[s].renewed);
@@ -346,7 +355,7 @@ static void mn_free(wm_member *base) {
 }
 
 static const wm_member_ops nats_ops = {.kind = "nats", .poll = mn_poll, .release = mn_release,
-                                       .free = mn_free, .end = mn_end};
+                                       .free = mn_free, .end = mn_end, .foreign = mn_foreign};
 
 /* prefix + a + mid + b (mid and b may be NULL). */
 static char *cat(const char *prefix, const char *a, const char *mid, const char *b) {
@@ -475,6 +484,7 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
       continue;
     }
     src->is_static = 1;
+    if (!(src->share = calloc(n, 1))) goto oom;
     int *list, k;
     char why[300];
     if (wm_parse_partitions(share, src->count, &list, &k, why, sizeof why) != 0) {
@@ -484,6 +494,7 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     }
     for (int i = 0; i < k; i++) {
       src->state[list[i]] = P_OWNED;
+      src->share[list[i]] = 1;
       if (push(m, WM_MEMBER_ASSIGN, s, list[i]) != 0) {
         free(list);
         goto oom;
