@@ -17,7 +17,8 @@
  * m->poll_ms milliseconds (backends without a thread do their heartbeats there).
  *
  * Stability: s2 builds the NATS backend on this header. Change it only by adding.
- * Added after the first version: wm_member_ops.end (optional, may stay NULL).
+ * Added after the first version: wm_member_ops.end and wm_member_ops.foreign (optional, may
+ * stay NULL).
  */
 #ifndef WM_MEMBER_H
 #define WM_MEMBER_H
