@@ -426,6 +426,7 @@ static const luaL_Reg core_funcs[] = {
     {"_checkpoint_sources", lwm_checkpoint_sources},
     {"kafka_partitions", lwm_kafka_partitions},
     {"nats_subjects", lwm_nats_subjects},
+    {"through_ensure", lwm_through_ensure},
     {NULL, NULL},
 };
 
