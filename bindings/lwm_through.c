@@ -46,7 +46,9 @@ int lwm_through_ensure(lua_State *L) {
   read_target(L, 1, &t, &props);
   char err[1024];
   int64_t last = 0;
-  int rc = wm_through_ensure(&t, ENSURE_TIMEOUT_MS, &last, err, sizeof err);
+  lua_Integer timeout = lwm_get_int(L, 1, "timeout", ENSURE_TIMEOUT_MS);
+  int rc = wm_through_ensure(&t, timeout > 0 && timeout < INT32_MAX ? (int)timeout : ENSURE_TIMEOUT_MS, &last,
+                             err, sizeof err);
   free(props);
   if (rc != 0) {
     luaL_pushfail(L);

@@ -30,6 +30,13 @@ local function dups(err)
   return n
 end
 
+-- FNV-1a, 32 bits (NATS's partition() mapping): the partition of key k is fnv1a32(k) % n.
+local function fnv1a32(s)
+  local h = 2166136261
+  for i = 1, #s do h = ((h ~ s:byte(i)) * 16777619) & 0xffffffff end
+  return h
+end
+
 -- Readings on four keys whose timestamps are in order within the 1 s bound, so that no
 -- record is late with or without the through; `p` spreads them over the input partitions
 -- by position, not by key (the window key is `id`).
@@ -145,7 +152,13 @@ env:execute()]], ".lua")
     end
     assert.matches("%.lua:3: key_by: through: cannot reach the Kafka brokers at 127%.0%.0%.1:1",
       fails([[env:from_elements(1):key_by(function(x) return x end,
-  {through = {kafka = {brokers = "127.0.0.1:1", topic = "t", partitions = 2, properties = {["socket.timeout.ms"] = 500}}}})]]))
+  {through = {kafka = {brokers = "127.0.0.1:1", topic = "t", partitions = 2, timeout = "500ms"}}})]]))
+    assert.matches("%.lua:3: key_by: through: cannot connect to nats://127%.0%.0%.1:1",
+      fails([[env:from_elements(1):key_by(function(x) return x end,
+  {through = {nats = {url = "nats://127.0.0.1:1", stream = "S", subject = "s", partitions = 2}}})]]))
+    assert.matches("%.lua:3: key_by through%.nats: subject must be a plain subject %(partition p is <subject>%.p%), "
+      .. "got 's%.>'", fails([[env:from_elements(1):key_by("x",
+  {through = {nats = {url = "nats://127.0.0.1:1", stream = "S", subject = "s.>", partitions = 2}}})]]))
     assert.matches("%.lua:3: key_by: through: topic 'two' on 127%.0%.0%.1:%d+ has 2 partitions, not 3",
       fails([[env:from_elements(1):key_by(function(x) return x end,
   {through = {kafka = {brokers = arg[1], topic = "two", partitions = 3}}})]], q(k.bootstrap)))
@@ -262,7 +275,12 @@ describe("key_by through nats", function()
       assert.are.equal(0, c2, e2)
       out[#out + 1] = o
       errs = errs .. e2
+      for id in o:gmatch('"id":"(%w+)"') do -- every key in the partition of its hash
+        assert.are.equal(p, fnv1a32(id) % 2, id .. " in partition " .. p)
+      end
     end
+    assert.are.equal(0, fnv1a32("a") % 2) -- (the two keys are in two partitions)
+    assert.are.equal(1, fnv1a32("b") % 2)
     -- writer 1's records are not late: the readers had no watermark until it was heard of
     -- (writer 0's 106 s would have made them all late), and writer 0's records sent again
     -- were dropped once each

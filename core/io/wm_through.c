@@ -20,7 +20,10 @@
 
 enum { K_RECORD = 'R', K_WATERMARK = 'W', K_IDLE = 'I', K_ACTIVE = 'A', K_END = 'E' };
 
-uint32_t wm_through_hash(const char *s, size_t n) {
+/* FNV-1a, 32 bits: the partition of a key is fnv1a32(the key as print shows it) mod n, as
+ * NATS's partition() subject mapping computes it (and wm.partition, which is to replace
+ * this copy). */
+static uint32_t fnv1a32(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) {
     h ^= (uint8_t)s[i];
@@ -324,7 +327,7 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_clear(&w->text);
   wm_format_value(&w->text, &key, 0, op->ctx->host.format, op->ctx->host.ud);
   if (w->text.oom) return wm_ctx_error(op->ctx, "out of memory in '%s'", op->name);
-  int p = (int)(wm_through_hash(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->t.partitions);
+  int p = (int)(fnv1a32(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->t.partitions);
   uint64_t seq = w->seq + 1;
   tw_head(w, K_RECORD, seq, ts);
   wm_encoder enc; /* a schema per message: every message is read on its own (replays, restores) */
@@ -598,11 +601,11 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
   tpart *p = &t->parts[i];
   size_t len = 0;
   const char *data = wm_value_is_string(val) ? wm_value_str(val, &len) : NULL;
+  if (!data || len < 3 || data[0] != THR_MAGIC)
+    return tap_bad(s, i, at, "not a message of a repartitioning writer (the topic holds something else)");
   const uint8_t *b = (const uint8_t *)data, *end = b + len;
   uint64_t writer, writers, seq;
   int64_t time;
-  if (!data || len < 3 || b[0] != THR_MAGIC)
-    return tap_bad(s, i, at, "not a message of a repartitioning writer (the topic holds something else)");
   if (b[1] != THR_VERSION) return tap_bad(s, i, at, "a message of another version of wmrun's repartitioning");
   int kind = b[2];
   b += 3;
@@ -621,7 +624,7 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
   switch (kind) {
   case K_RECORD: {
     if (seq <= w->last || w->ended) { /* sent again by a writer restored from a checkpoint
-                                          (after its end: a replay that went on further) */
+                                          (a writer's end is final) */
       p->dups++;
       if (!first) return WM_OK;
       break;

@@ -35,10 +35,6 @@
 #include "io/wm_conn.h"
 #include "ops/wm_keys.h"
 
-/* FNV-1a, 32 bits: the partition of a key is wm_through_hash(key's text) mod n (as
- * wm.partition and NATS's partition() mapping). */
-uint32_t wm_through_hash(const char *s, size_t n);
-
 enum { WM_THROUGH_KAFKA = 1, WM_THROUGH_NATS = 2 };
 
 /* The intermediate topic or stream. */

@@ -13,6 +13,7 @@
 -- @module wm.through
 local core = require("wm.core")
 local base = require("wm.base")
+local duration = require("wm.duration")
 
 local Env, Stream, KeyedStream = base.Env, base.Stream, base.KeyedStream
 
@@ -67,7 +68,9 @@ local function check_through(th, level)
     local o = th.kafka
     local c = "key_by through.kafka"
     base.opt_table(o, c, {brokers = true, topic = true, partitions = true, properties = true,
-      replication = true}, level + 1)
+      replication = true, timeout = true}, level + 1)
+    local timeout = o.timeout and duration.ms(o.timeout, c .. " timeout", level + 1) or 10000
+    if timeout <= 0 then error(c .. ": timeout must be positive", level + 1) end
     local r = o.replication
     if r ~= nil and (math.type(r) ~= "integer" or r < 1) then
       error(c .. ": replication must be a positive integer, got " .. tostring(r), level + 1)
@@ -75,7 +78,7 @@ local function check_through(th, level)
     return {kind = "kafka", brokers = check_string(o.brokers, c, "brokers", level + 1),
       topic = check_string(o.topic, c, "topic", level + 1),
       partitions = check_partitions(o.partitions, c, level + 1), props = props_list(o.properties, c, level + 1),
-      replication = r or -1}
+      replication = r or -1, timeout = timeout}
   end
   local o = th.nats
   local c = "key_by through.nats"
@@ -98,7 +101,7 @@ local key_by = Stream.key_by
 -- writes and reads in the same run. The topic or stream is made when missing.
 -- @param k the key, as for `Stream:key_by`
 -- @tparam[opt] table opts `through = {kafka = {brokers, topic, partitions = n, properties,
---   replication}}` or `through = {nats = {url, stream, subject, partitions = n}}` (partition p
+--   replication, timeout}}` (timeout: how long building the job waits for the brokers, default "10s") or `through = {nats = {url, stream, subject, partitions = n}}` (partition p
 --   of NATS is the subject `<subject>.p`)
 -- @treturn KeyedStream
 -- @usage s:key_by("id", {through = {kafka = {brokers = "127.0.0.1:9092", topic = "by-id",
