@@ -190,6 +190,7 @@ typedef struct twriter {
   /* Kafka */
   rd_kafka_t *rk;
   int kfailed;
+  uint64_t unflushed;    /* messages produced since the last flush */
   /* NATS */
   natsConnection *nc;
   jsCtx *js;
@@ -263,7 +264,10 @@ static int tw_send(wm_op *op, twriter *w, int p, uint64_t seq, int64_t ts) {
 #if defined(__clang__)
 #pragma clang diagnostic pop
 #endif
-      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return WM_OK;
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        w->unflushed++;
+        return WM_OK;
+      }
       if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         snprintf(w->why, sizeof w->why, "%s", rd_kafka_err2str(e));
         w->kfailed = 1;
@@ -291,8 +295,10 @@ static int tw_send(wm_op *op, twriter *w, int p, uint64_t seq, int64_t ts) {
 /* Waits until the log has every message sent so far. */
 static int tw_complete(wm_op *op, twriter *w) {
   if (w->t.kind == WM_THROUGH_KAFKA) {
-    if (!w->rk) return WM_OK;
+    if (!w->rk || !w->unflushed) return w->kfailed ? tw_failure(op) : WM_OK; /* (a flush waits at
+                                                                   least for the producer's id) */
     rd_kafka_resp_err_t e = rd_kafka_flush(w->rk, THR_FLUSH_MS);
+    if (!e) w->unflushed = 0;
     if (e && !w->kfailed) {
       snprintf(w->why, sizeof w->why, "%s", rd_kafka_err2str(e));
       w->kfailed = 1;
@@ -436,6 +442,16 @@ static int tw_connect(wm_op *op, twriter *w) {
       rd_kafka_conf_destroy(conf);
       return wm_ctx_error(ctx, "%s: cannot create a Kafka producer for %s: %s", op->name, w->brokers, e);
     }
+    /* the topic's leaders now: the first records then need not wait for them (about a
+     * second on the first flush otherwise) */
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(w->rk, w->topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t r = rkt ? rd_kafka_metadata(w->rk, 0, rkt, &md, 10000) : rd_kafka_last_error();
+    if (md) rd_kafka_metadata_destroy(md);
+    if (rkt) rd_kafka_topic_destroy(rkt);
+    if (r != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return wm_ctx_error(ctx, "%s: cannot reach the Kafka brokers at %s: %s", op->name, w->brokers,
+                          rd_kafka_err2str(r));
     return WM_OK;
   }
   if (!(w->who = wm_nats_who(op->name, w->url))) return wm_ctx_error(ctx, "out of memory");
