@@ -34,20 +34,27 @@ static uint32_t fnv1a32(const char *s, size_t n) {
 
 /* ---- the intermediate topic or stream ---------------------------------------------------- */
 
-/* Creates the topic with the admin API. 0, or -1 with err. */
-static int kafka_create(const wm_through_target *t, int timeout_ms, char *err, size_t errlen) {
+/* A client of the brokers for the admin and metadata requests (destroy it); NULL with err. */
+static rd_kafka_t *kafka_client(const wm_through_target *t, char *err, size_t errlen) {
   char e[512];
   rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, e, sizeof e);
   if (!conf) {
     snprintf(err, errlen, "%s", e);
-    return -1;
+    return NULL;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
     snprintf(err, errlen, "cannot create a Kafka client for %s: %s", t->brokers, e);
-    return -1;
   }
+  return rk;
+}
+
+/* Creates the topic with the admin API. 0, or -1 with err. */
+static int kafka_create(const wm_through_target *t, int timeout_ms, char *err, size_t errlen) {
+  char e[512];
+  rd_kafka_t *rk = kafka_client(t, err, errlen);
+  if (!rk) return -1;
   int rc = -1;
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(t->topic, t->partitions, t->replication, e, sizeof e);
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -90,18 +97,8 @@ done:
  * itself would make a broker that creates topics on demand create it with its default
  * count): *n = 0 when it does not exist. 0, or -1 with err. */
 static int kafka_count(const wm_through_target *t, int timeout_ms, int *n, char *err, size_t errlen) {
-  char e[512];
-  rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, e, sizeof e);
-  if (!conf) {
-    snprintf(err, errlen, "%s", e);
-    return -1;
-  }
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
-  if (!rk) {
-    rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka client for %s: %s", t->brokers, e);
-    return -1;
-  }
+  rd_kafka_t *rk = kafka_client(t, err, errlen);
+  if (!rk) return -1;
   const struct rd_kafka_metadata *md = NULL;
   rd_kafka_resp_err_t r = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
   int rc = 0;

@@ -14,38 +14,15 @@
 local core = require("wm.core")
 local base = require("wm.base")
 local duration = require("wm.duration")
+local connectors = require("wm.connectors")
 
 local Env, Stream, KeyedStream = base.Env, base.Stream, base.KeyedStream
+local check_string, props_list = connectors.check_string, connectors.props_list
 
 local M = {}
 
 --- The largest number of intermediate partitions.
 M.MAX_PARTITIONS = 10000
-
-local function check_string(v, call, what, level)
-  if type(v) ~= "string" or v == "" then
-    error(string.format("%s: %s must be a non-empty string, got %s", call, what, type(v)), level + 1)
-  end
-  return v
-end
-
--- Extra librdkafka properties {name = value} as a flat sorted list name, value, ...
-local function props_list(t, call, level)
-  if t == nil then return {} end
-  if type(t) ~= "table" then error(call .. ": properties must be a table, got " .. type(t), level + 1) end
-  local names = {}
-  for k in pairs(t) do
-    if type(k) ~= "string" then error(call .. ": property names must be strings", level + 1) end
-    names[#names + 1] = k
-  end
-  table.sort(names)
-  local l = {}
-  for _, k in ipairs(names) do
-    l[#l + 1] = k
-    l[#l + 1] = tostring(t[k])
-  end
-  return l
-end
 
 local function check_partitions(v, call, level)
   if math.type(v) ~= "integer" or v < 1 or v > M.MAX_PARTITIONS then
@@ -101,8 +78,9 @@ local key_by = Stream.key_by
 -- writes and reads in the same run. The topic or stream is made when missing.
 -- @param k the key, as for `Stream:key_by`
 -- @tparam[opt] table opts `through = {kafka = {brokers, topic, partitions = n, properties,
---   replication, timeout}}` (timeout: how long building the job waits for the brokers, default "10s") or `through = {nats = {url, stream, subject, partitions = n}}` (partition p
---   of NATS is the subject `<subject>.p`)
+--   replication, timeout}}` (timeout: how long building the job waits for the brokers,
+--   default "10s") or `through = {nats = {url, stream, subject, partitions = n}}` (partition
+--   p of NATS is the subject `<subject>.p`)
 -- @treturn KeyedStream
 -- @usage s:key_by("id", {through = {kafka = {brokers = "127.0.0.1:9092", topic = "by-id",
 --   partitions = 4}}}):window(wm.windows.tumbling("5s")):sum("vc")
