@@ -533,7 +533,50 @@ typedef struct ttap {
   wm_codec_host codec;
   int64_t out_wm;     /* what the source last emitted */
   int out_idle;
+  wm_decoder dec;     /* of every record (tap_decode) */
+  wm_buf def, row;    /* the last row definition decoded; a record's row without it */
 } ttap;
+
+/* Decodes a record's value at [b, end) into *v (owned). Every message defines its row's
+ * schema (it is read on its own: replays, restores); when the definition is the one
+ * decoded last, its schema is used again (no schema, and with the decoder's reuse of its
+ * last row no row, made per record): the fields are read as a row of it. 0, or -1 with
+ * err. */
+static int tap_decode(ttap *t, wm_partsrc *s, const uint8_t *b, const uint8_t *end, wm_value *v, char *err,
+                      size_t n) {
+  const wm_codec_host *ch = t->codec.decode ? &t->codec : NULL;
+  const wm_host *h = &s->op->ctx->host;
+  const uint8_t *q = b + 1;
+  uint64_t id = 0, nf = 0, len;
+  int def = b < end && *b == WM_C_ROWDEF && wm_codec_get_uvar(&q, end, &id) == 0 && id < WM_CODEC_SCHEMAS &&
+            wm_codec_get_uvar(&q, end, &nf) == 0;
+  for (uint64_t k = 0; def && k < nf; k++) {
+    def = q < end;
+    q++; /* the field's type */
+    def = def && wm_codec_get_uvar(&q, end, &len) == 0 && len <= (uint64_t)(end - q);
+    if (def) q += len;
+  }
+  if (def && t->dec.schemas[id] && t->def.len == (size_t)(q - b) && memcmp(t->def.data, b, t->def.len) == 0) {
+    wm_buf_clear(&t->row);
+    wm_buf_addc(&t->row, WM_C_ROW);
+    wm_codec_put_uvar(&t->row, id);
+    wm_buf_add(&t->row, (const char *)q, (size_t)(end - q));
+    if (t->row.oom) {
+      snprintf(err, n, "out of memory");
+      return -1;
+    }
+    const uint8_t *r = (const uint8_t *)t->row.data;
+    return wm_decode_value(&t->dec, h, ch, &r, r + t->row.len, v, err, n);
+  }
+  const uint8_t *start = b;
+  if (wm_decode_value(&t->dec, h, ch, &b, end, v, err, n) != 0) return -1;
+  if (def) { /* known from now on (only once decoded: its schema is the decoder's now) */
+    wm_buf_clear(&t->def);
+    wm_buf_add(&t->def, (const char *)start, (size_t)(q - start));
+    if (t->def.oom) t->def.len = 0; /* (not known then) */
+  }
+  return 0;
+}
 
 static const wm_partsrc_tap_vt ttap_vt;
 
@@ -643,19 +686,11 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
       break;
     }
     w->last = seq;
-    wm_decoder dec;
-    wm_decoder_init(&dec);
     wm_value v;
     char err[300];
-    int rc = wm_decode_value(&dec, &s->op->ctx->host, t->codec.decode ? &t->codec : NULL, &b, end, &v, err,
-                             sizeof err);
-    if (rc != 0) {
-      wm_decoder_free(&dec);
-      return tap_bad(s, i, at, err);
-    }
-    rc = wm_partsrc_emit_record(s, i, &v, time, at);
+    if (tap_decode(t, s, b, end, &v, err, sizeof err) != 0) return tap_bad(s, i, at, err);
+    int rc = wm_partsrc_emit_record(s, i, &v, time, at);
     wm_value_release(&s->op->ctx->host, &v);
-    wm_decoder_free(&dec);
     if (rc != WM_OK || !first) return rc;
     break;
   }
@@ -777,6 +812,9 @@ static void tap_metrics(const wm_partsrc_tap *tp, const wm_partsrc *s, wm_buf *o
 
 static void tap_free(wm_partsrc_tap *tp) {
   ttap *t = (ttap *)tp;
+  wm_decoder_free(&t->dec);
+  wm_buf_free(&t->def);
+  wm_buf_free(&t->row);
   free(t->parts);
   free(t->ws);
   free(t);
@@ -791,6 +829,9 @@ wm_partsrc_tap *wm_through_tap_new(int nparts, int writers, const wm_codec_host 
   ttap *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->base.vt = &ttap_vt;
+  wm_decoder_init(&t->dec);
+  wm_buf_init(&t->def);
+  wm_buf_init(&t->row);
   t->n = nparts;
   t->writers = writers;
   t->out_wm = WM_TIME_MIN;

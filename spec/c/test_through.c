@@ -28,9 +28,10 @@ typedef struct noter {
 static int n_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   noter *n = op->impl;
-  size_t len;
-  const char *s = wm_value_str(rec, &len);
-  wm_buf_add(&n->seen, s, len);
+  size_t len = 0;
+  const char *s = rec->type == WM_ROW ? "" : wm_value_str(rec, &len);
+  if (rec->type == WM_ROW) wm_format_value(&n->seen, rec, 1, NULL, NULL);
+  else wm_buf_add(&n->seen, s, len);
   wm_buf_addc(&n->seen, '@');
   wm_buf_add_int(&n->seen, ts);
   wm_buf_addc(&n->seen, ';');
@@ -59,8 +60,8 @@ static const wm_op_vt noter_vt = {.kind = "noter", .record = n_record, .watermar
 
 /* A message as a writer sends it: 'w', version 1, kind, writer, W, sequence, time, and a
  * record's value (a string through the record codec). */
-static void produce(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
-                    int64_t time, const char *value) {
+static void produce_value(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
+                          int64_t time, const wm_value *value) {
   wm_buf b;
   wm_buf_init(&b);
   wm_buf_addc(&b, 'w');
@@ -71,17 +72,38 @@ static void produce(rd_kafka_t *p, const char *topic, char kind, int writer, int
   wm_codec_put_uvar(&b, seq);
   wm_codec_put_ivar(&b, time);
   if (value) {
-    wm_encoder enc;
+    wm_encoder enc; /* a fresh one: every message defines its row's schema */
     wm_encoder_init(&enc);
-    wm_value v = wm_cstr(value, strlen(value));
     char err[100];
-    CHECK(wm_encode_value(&enc, NULL, &b, &v, err, sizeof err) == 0);
+    CHECK(wm_encode_value(&enc, NULL, &b, value, err, sizeof err) == 0);
     wm_encoder_free(&enc);
   }
   CHECK(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
                           RD_KAFKA_V_VALUE(b.data, b.len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                           RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR_NO_ERROR);
   wm_buf_free(&b);
+}
+
+static void produce(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
+                    int64_t time, const char *value) {
+  wm_value v = value ? wm_cstr(value, strlen(value)) : wm_nil();
+  produce_value(p, topic, kind, writer, writers, seq, time, value ? &v : NULL);
+}
+
+/* A row {name = v} of a schema of its own. */
+static void produce_row(rd_kafka_t *p, uint64_t seq, const char *name, wm_value v) {
+  const char *names[1] = {name};
+  const uint8_t types[1] = {v.type == WM_INT ? WM_FT_INTEGER : WM_FT_STRING};
+  wm_schema *sc = wm_schema_new(1, names, types);
+  wm_row *r = sc ? wm_row_new(sc) : NULL;
+  CHECK(r != NULL);
+  if (!r) return;
+  wm_host h = {0};
+  CHECK(wm_value_copy(&h, &r->fields[0], &v) == 0);
+  wm_value rv = wm_row_value(r);
+  produce_value(p, "rows", 'R', 0, 1, seq, (int64_t)seq, &rv);
+  wm_value_release(&h, &rv);
+  wm_schema_release(sc);
 }
 
 /* Reads partition 0 of `topic` from the start with a tap of `writers` writers, restored
@@ -138,8 +160,8 @@ void test_through(void) {
     rd_kafka_destroy(p);
     return;
   }
-  const char *topics[] = {"r", "fewer", "other", "short"};
-  for (int i = 0; i < 4; i++) CHECK(rd_kafka_mock_topic_create(mc, topics[i], 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  const char *topics[] = {"r", "fewer", "other", "short", "rows"};
+  for (int i = 0; i < 5; i++) CHECK(rd_kafka_mock_topic_create(mc, topics[i], 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
   rd_kafka_conf_t *pc = rd_kafka_conf_new();
   rd_kafka_conf_set(pc, "bootstrap.servers", brokers, err, sizeof err);
@@ -169,6 +191,13 @@ void test_through(void) {
   produce(prod, "other", 'W', 3, 4, 0, 1, NULL);
   CHECK(rd_kafka_producev(prod, RD_KAFKA_V_TOPIC("short"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_VALUE((void *)"w\001R", 3),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  /* rows: the schema of the row before is used again only when the definition is the same */
+  produce_row(prod, 1, "a", wm_int(1));
+  produce_row(prod, 2, "a", wm_int(2));
+  produce_row(prod, 3, "b", wm_cstr("x", 1));
+  produce_row(prod, 4, "a", wm_int(3));
+  produce_row(prod, 5, "a", wm_int(4));
+  produce(prod, "rows", 'E', 0, 1, 5, 0, NULL);
   CHECK(rd_kafka_flush(prod, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR);
   rd_kafka_destroy(prod);
 
@@ -185,6 +214,9 @@ void test_through(void) {
   CHECK(run(brokers, "r", 2, &snap, &seen, NULL, &dups, err, sizeof err) == WM_OK);
   CHECK_STR(seen.data, "wm 4;wm 10;idle;active;wm 12;c@13;wm MAX;");
   CHECK_I64(dups, 2);
+  wm_buf_clear(&seen);
+  CHECK(run(brokers, "rows", 1, NULL, &seen, NULL, NULL, err, sizeof err) == WM_OK);
+  CHECK_STR(seen.data, "{\"a\":1}@1;{\"a\":2}@2;{\"b\":\"x\"}@3;{\"a\":3}@4;{\"a\":4}@5;wm MAX;");
   /* a snapshot of another number of writers, and damaged bytes, are refused */
   wm_buf_clear(&seen);
   CHECK(run(brokers, "r", 3, &snap, &seen, NULL, NULL, err, sizeof err) == WM_ERR);
