@@ -237,6 +237,33 @@ describe("key_by through nats", function()
     assert.are.same(lines_of(plain), lines_of(again))
   end)
 
+  it("cut: bad arguments, and plans it cannot cut, are errors at the line of the call", function()
+    local function fails(body)
+      local out, err, code = job([[
+local wm = require("wm")
+local through = require("wm.through")
+local env = wm.env{}
+local s = env:from_elements{{id = "a"}}
+local sums = s:key_by("id", {through = {nats = {url = arg[1], stream = "C", subject = "c", partitions = 2}}})
+  :process{process_element = function(_, r, out) out(r) end}
+]] .. body, q(n.url))
+      assert.are_not.equal(0, code, out)
+      return err
+    end
+    assert.matches("%.lua:7: bad argument #2 to 'cut' %('write' or 'read' expected, got both%)",
+      fails([[through.cut(env, "both", 0, 1)]]))
+    assert.matches("%.lua:7: bad argument #3 to 'cut' %(partition 2 of 2%)", fails([[through.cut(env, "read", 2, 1)]]))
+    assert.matches("%.lua:7: bad argument #3 to 'cut' %(writer 3 of 2%)", fails([[through.cut(env, "write", 3, 2)]]))
+    assert.matches("%.lua:7: bad argument #4 to 'cut' %(the number of writers expected, got 0%)",
+      fails([[through.cut(env, "write", 0, 0)]]))
+    assert.matches("%.lua:8: cut: union %([^)]*%.lua:7%) reads both sides of the repartitioning",
+      fails([[sums:union(s):print()
+through.cut(env, "read", 0, 1)]]))
+    assert.matches("%.lua:8: cut: the job has 2 repartitionings %(key_by with through%); a cut needs exactly one",
+      fails([[s:key_by("id", {through = {nats = {url = arg[1], stream = "C", subject = "c", partitions = 2}}})
+through.cut(env, "read", 0, 1)]]))
+  end)
+
   it("the cut: writers and readers as separate processes; a reader's watermark waits for the slowest "
     .. "writer, and drops what a writer restored from a checkpoint sends again", function()
     local dir = helper.tmpdir()
