@@ -182,6 +182,7 @@ typedef struct twriter {
   wm_codec_host codec;
   int writer, writers;
   uint64_t seq;          /* records sent */
+  uint64_t mk;           /* markers sent since the last record */
   int ended;             /* the end was sent */
   wm_buf msg, text;
   /* Kafka */
@@ -292,8 +293,7 @@ static int tw_send(wm_op *op, twriter *w, int p, uint64_t seq, int64_t ts) {
 /* Waits until the log has every message sent so far. */
 static int tw_complete(wm_op *op, twriter *w) {
   if (w->t.kind == WM_THROUGH_KAFKA) {
-    if (!w->rk || !w->unflushed) return w->kfailed ? tw_failure(op) : WM_OK; /* (a flush waits at
-                                                                   least for the producer's id) */
+    if (!w->rk || !w->unflushed) return w->kfailed ? tw_failure(op) : WM_OK; /* nothing to wait for */
     rd_kafka_resp_err_t e = rd_kafka_flush(w->rk, THR_FLUSH_MS);
     if (!e) w->unflushed = 0;
     if (e && !w->kfailed) {
@@ -313,12 +313,13 @@ static int tw_complete(wm_op *op, twriter *w) {
   return tw_failed(w) ? tw_failure(op) : WM_OK;
 }
 
-/* A marker to every partition. */
+/* A marker to every partition, at position (records sent, its number since the last). */
 static int tw_marker(wm_op *op, twriter *w, char kind, int64_t time) {
-  for (int p = 0; p < w->t.partitions; p++) {
-    tw_head(w, kind, w->seq, time);
+  tw_head(w, kind, w->seq, time);
+  wm_codec_put_uvar(&w->msg, w->mk + 1);
+  for (int p = 0; p < w->t.partitions; p++)
     if (tw_send(op, w, p, w->seq, WM_TIME_MIN) != WM_OK) return WM_ERR;
-  }
+  w->mk++;
   return WM_OK;
 }
 
@@ -348,6 +349,7 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   if (tw_send(op, w, p, seq, ts) != WM_OK) return WM_ERR;
   w->seq = seq;
+  w->mk = 0;
   return WM_OK;
 }
 
@@ -366,13 +368,15 @@ static int tw_status(wm_op *op, bool idle) {
 }
 
 /* Checkpoints: waits until the log holds every message the checkpoint covers, then keeps
- * the sequence number, so that the records a restored writer sends again carry the
- * numbers they had and the readers drop them (version 1, sequence, ended). */
+ * the sequence number and the markers' number, so that what a restored writer sends
+ * again carries the numbers it had and the readers drop it (version 1, sequence, marker
+ * number, ended). */
 static int tw_snapshot(wm_op *op, wm_state_io *io) {
   twriter *w = op->impl;
   if (tw_complete(op, w) != WM_OK) return WM_ERR;
   wm_state_put_header(io, 'R');
   wm_state_put_u(io, w->seq);
+  wm_state_put_u(io, w->mk);
   wm_state_put_u(io, (uint64_t)w->ended);
   return wm_state_put_done(op, io);
 }
@@ -381,12 +385,14 @@ static int tw_restore(wm_op *op, wm_state_io *io) {
   twriter *w = op->impl;
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
-  uint64_t seq, ended;
+  uint64_t seq, mk, ended;
   if (wm_state_get_header(&r, 'R', "repartition writer") != WM_OK ||
       wm_state_get_u(&r, &seq, "the writer's sequence number") != WM_OK ||
+      wm_state_get_u(&r, &mk, "the writer's marker number") != WM_OK ||
       wm_state_get_u(&r, &ended, "the writer's end") != WM_OK || wm_state_get_end(&r) != WM_OK)
     return WM_ERR;
   w->seq = seq;
+  w->mk = mk;
   w->ended = ended != 0;
   return WM_OK;
 }
@@ -461,6 +467,7 @@ static int tw_connect(wm_op *op, twriter *w) {
   jo.PublishAsync.ErrHandler = on_pub_error;
   jo.PublishAsync.ErrHandlerClosure = w;
   jo.PublishAsync.MaxPending = 4096;
+  jo.PublishAsync.StallWait = THR_FLUSH_MS; /* a full window is backpressure, not a failure */
   natsStatus s = natsConnection_JetStream(&w->js, w->nc, &jo);
   if (s != NATS_OK)
     return wm_ctx_error(ctx, "%s: no JetStream at %s: %s", op->name, w->url, natsStatus_GetText(s));
@@ -515,6 +522,7 @@ wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_co
 typedef struct twr {  /* what a partition knows of one writer */
   int64_t wm;         /* its last watermark (MIN: none yet) */
   uint64_t last;      /* the sequence number of its last record read here */
+  uint64_t ms, mk;    /* the position of its last marker read here */
   uint8_t heard, idle, ended;
 } twr;
 
@@ -522,6 +530,7 @@ typedef struct tpart {
   int64_t wm;         /* the partition's watermark (MIN: none yet) */
   uint8_t idle, ended;
   uint64_t dups;      /* records dropped as already seen */
+  uint64_t stale;     /* markers dropped as already seen */
   twr *w;             /* writers of it (in ttap.ws) */
 } tpart;
 
@@ -677,6 +686,21 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
   twr *w = &p->w[writer];
   int first = !w->heard;
   w->heard = 1;
+  if (kind != K_RECORD) {
+    /* a marker at a position before one read here (after a record read here, or at or
+     * before the last marker) is one that a restored writer sends again: its idle or
+     * active status is of the past */
+    uint64_t k;
+    if (wm_codec_get_uvar(&b, end, &k) != 0) return tap_bad(s, i, at, "a damaged message (truncated)");
+    if (seq < w->last || seq < w->ms || (seq == w->ms && k <= w->mk)) {
+      p->stale++;
+      if (!first) return WM_OK;
+      tap_part(t, i);
+      return tap_out(t, s);
+    }
+    w->ms = seq;
+    w->mk = k;
+  }
   switch (kind) {
   case K_RECORD: {
     if (seq <= w->last || w->ended) { /* sent again by a writer restored from a checkpoint
@@ -695,7 +719,7 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
     break;
   }
   case K_WATERMARK:
-    if (time > w->wm) w->wm = time; /* a replayed marker does not set it back */
+    if (time > w->wm) w->wm = time;
     break;
   case K_IDLE:
   case K_ACTIVE: w->idle = kind == K_IDLE; break;
@@ -713,8 +737,9 @@ static int64_t tap_watermark(const wm_partsrc_tap *tp, int i) { return ((const t
 static int tap_ended(const wm_partsrc_tap *tp, int i) { return ((const ttap *)tp)->parts[i].ended; }
 
 /* After the positions: version 1, the source's watermark and idleness, the number of
- * partitions, then per partition its name, watermark, idle, ended, duplicates and per
- * writer (watermark, last sequence, flags heard|idle<<1|ended<<2). */
+ * writers and of partitions, then per partition its name, watermark, flags idle|ended<<1,
+ * the duplicates and old markers dropped, and per writer its watermark, last sequence,
+ * last marker's position (sequence, number) and flags heard|idle<<1|ended<<2. */
 static int tap_snapshot(wm_partsrc_tap *tp, wm_partsrc *s, wm_buf *out) {
   ttap *t = (ttap *)tp;
   wm_buf_addc(out, 1);
@@ -730,9 +755,12 @@ static int tap_snapshot(wm_partsrc_tap *tp, wm_partsrc *s, wm_buf *out) {
     wm_codec_put_ivar(out, p->wm);
     wm_codec_put_uvar(out, (uint64_t)(p->idle | p->ended << 1));
     wm_codec_put_uvar(out, p->dups);
+    wm_codec_put_uvar(out, p->stale);
     for (int k = 0; k < t->writers; k++) {
       wm_codec_put_ivar(out, p->w[k].wm);
       wm_codec_put_uvar(out, p->w[k].last);
+      wm_codec_put_uvar(out, p->w[k].ms);
+      wm_codec_put_uvar(out, p->w[k].mk);
       wm_codec_put_uvar(out, (uint64_t)(p->w[k].heard | p->w[k].idle << 1 | p->w[k].ended << 2));
     }
   }
@@ -755,13 +783,13 @@ static int tap_restore(wm_partsrc_tap *tp, wm_partsrc *s, const uint8_t **pp, co
   t->out_wm = owm;
   t->out_idle = idle != 0;
   for (uint64_t j = 0; j < n; j++) {
-    uint64_t len, flags, dups;
+    uint64_t len, flags, dups, stale;
     int64_t wm;
     if (wm_codec_get_uvar(&b, end, &len) != 0 || len > (uint64_t)(end - b)) goto damaged;
     const char *name = (const char *)b;
     b += len;
     if (wm_codec_get_ivar(&b, end, &wm) != 0 || wm_codec_get_uvar(&b, end, &flags) != 0 ||
-        wm_codec_get_uvar(&b, end, &dups) != 0)
+        wm_codec_get_uvar(&b, end, &dups) != 0 || wm_codec_get_uvar(&b, end, &stale) != 0)
       goto damaged;
     tpart *p = NULL;
     for (int i = 0; i < t->n && !p; i++)
@@ -771,15 +799,18 @@ static int tap_restore(wm_partsrc_tap *tp, wm_partsrc *s, const uint8_t **pp, co
       p->idle = flags & 1;
       p->ended = (flags >> 1) & 1;
       p->dups = dups;
+      p->stale = stale;
     }
     for (int k = 0; k < t->writers; k++) {
       int64_t ww;
-      uint64_t last, wf;
+      uint64_t last, ms, mk, wf;
       if (wm_codec_get_ivar(&b, end, &ww) != 0 || wm_codec_get_uvar(&b, end, &last) != 0 ||
+          wm_codec_get_uvar(&b, end, &ms) != 0 || wm_codec_get_uvar(&b, end, &mk) != 0 ||
           wm_codec_get_uvar(&b, end, &wf) != 0)
         goto damaged;
       if (!p) continue; /* a partition this instance does not read now */
-      p->w[k] = (twr){.wm = ww, .last = last, .heard = wf & 1, .idle = (wf >> 1) & 1, .ended = (wf >> 2) & 1};
+      p->w[k] = (twr){.wm = ww, .last = last, .ms = ms, .mk = mk, .heard = wf & 1, .idle = (wf >> 1) & 1,
+                      .ended = (wf >> 2) & 1};
     }
   }
   *pp = b;
@@ -803,9 +834,9 @@ static void tap_metrics(const wm_partsrc_tap *tp, const wm_partsrc *s, wm_buf *o
     else snprintf(wm, sizeof wm, "%lld", (long long)p->wm);
     snprintf(line, sizeof line,
              "repartition: '%s' partition %s: watermark %s%s, writers heard %d of %d, ended %d; "
-             "%llu duplicates dropped\n",
+             "%llu duplicates dropped (and %llu markers sent again)\n",
              s->op->name, s->parts[i].name, wm, p->idle ? " idle" : "", heard, t->writers, ended,
-             (unsigned long long)p->dups);
+             (unsigned long long)p->dups, (unsigned long long)p->stale);
     wm_buf_adds(out, line);
   }
 }

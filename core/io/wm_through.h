@@ -22,9 +22,12 @@
  * Message bytes (both transports): 'w', version 1, kind ('R' record, 'W' watermark, 'I'
  * idle, 'A' active, 'E' end), writer (uvar), W (uvar), sequence (uvar: a record's own
  * number, from 1; a marker's is the writer's record count when it was sent), time (ivar:
- * the record's timestamp or the watermark), and for a record its value (record codec,
- * with its row schema: every message reads on its own). Headers: wm-writer "i/W",
- * wm-seq. */
+ * the record's timestamp or the watermark), then for a record its value (record codec,
+ * with its row schema: every message reads on its own), for a marker its number since
+ * the writer's last record (uvar, from 1). A marker whose position (sequence, number) is
+ * not after the last one read on its partition, or that comes before a record read
+ * there, is one a restored writer sends again, and is dropped (a replayed "idle" must
+ * not take the writer out of the minimum again). Headers: wm-writer "i/W", wm-seq. */
 #ifndef WM_THROUGH_H
 #define WM_THROUGH_H
 

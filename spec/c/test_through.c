@@ -61,7 +61,7 @@ static const wm_op_vt noter_vt = {.kind = "noter", .record = n_record, .watermar
 /* A message as a writer sends it: 'w', version 1, kind, writer, W, sequence, time, and a
  * record's value (a string through the record codec). */
 static void produce_value(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
-                          int64_t time, const wm_value *value) {
+                          int64_t time, const wm_value *value, uint64_t mark) {
   wm_buf b;
   wm_buf_init(&b);
   wm_buf_addc(&b, 'w');
@@ -77,6 +77,8 @@ static void produce_value(rd_kafka_t *p, const char *topic, char kind, int write
     char err[100];
     CHECK(wm_encode_value(&enc, NULL, &b, value, err, sizeof err) == 0);
     wm_encoder_free(&enc);
+  } else {
+    wm_codec_put_uvar(&b, mark); /* a marker's number since the writer's last record */
   }
   CHECK(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
                           RD_KAFKA_V_VALUE(b.data, b.len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -87,7 +89,13 @@ static void produce_value(rd_kafka_t *p, const char *topic, char kind, int write
 static void produce(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
                     int64_t time, const char *value) {
   wm_value v = value ? wm_cstr(value, strlen(value)) : wm_nil();
-  produce_value(p, topic, kind, writer, writers, seq, time, value ? &v : NULL);
+  produce_value(p, topic, kind, writer, writers, seq, time, value ? &v : NULL, 0);
+}
+
+/* A marker: its position is (seq, mark). */
+static void marker(rd_kafka_t *p, const char *topic, char kind, int writer, int writers, uint64_t seq,
+                   uint64_t mark, int64_t time) {
+  produce_value(p, topic, kind, writer, writers, seq, time, NULL, mark);
 }
 
 /* A row {name = v} of a schema of its own. */
@@ -101,7 +109,7 @@ static void produce_row(rd_kafka_t *p, uint64_t seq, const char *name, wm_value 
   wm_host h = {0};
   CHECK(wm_value_copy(&h, &r->fields[0], &v) == 0);
   wm_value rv = wm_row_value(r);
-  produce_value(p, "rows", 'R', 0, 1, seq, (int64_t)seq, &rv);
+  produce_value(p, "rows", 'R', 0, 1, seq, (int64_t)seq, &rv, 0);
   wm_value_release(&h, &rv);
   wm_schema_release(sc);
 }
@@ -175,20 +183,22 @@ void test_through(void) {
   }
   /* two writers of one partition */
   produce(prod, "r", 'R', 0, 2, 1, 5, "a");
-  produce(prod, "r", 'W', 0, 2, 1, 10, NULL);  /* writer 1 not heard of yet: no watermark */
+  marker(prod, "r", 'W', 0, 2, 1, 1, 10);      /* writer 1 not heard of yet: no watermark */
   produce(prod, "r", 'R', 1, 2, 1, 3, "b");    /* not late, though writer 0 is at 10 */
-  produce(prod, "r", 'W', 1, 2, 1, 4, NULL);   /* min(10, 4) */
+  marker(prod, "r", 'W', 1, 2, 1, 1, 4);       /* min(10, 4) */
   produce(prod, "r", 'R', 0, 2, 1, 5, "a");    /* writer 0's first record again: dropped */
-  produce(prod, "r", 'I', 1, 2, 1, 0, NULL);   /* writer 1 idle: writer 0's 10 */
-  produce(prod, "r", 'I', 0, 2, 1, 0, NULL);   /* both idle: the partition is */
-  produce(prod, "r", 'A', 1, 2, 1, 0, NULL);   /* active again, its 4 does not set 10 back */
-  produce(prod, "r", 'W', 1, 2, 1, 12, NULL);  /* writer 0 still idle: writer 1's 12 */
-  produce(prod, "r", 'E', 0, 2, 1, 0, NULL);
+  marker(prod, "r", 'I', 1, 2, 1, 2, 0);       /* writer 1 idle: writer 0's 10 */
+  marker(prod, "r", 'I', 0, 2, 1, 2, 0);       /* both idle: the partition is */
+  marker(prod, "r", 'A', 1, 2, 1, 3, 0);       /* active again, its 4 does not set 10 back */
+  marker(prod, "r", 'I', 1, 2, 1, 2, 0);       /* writer 1's idle again (a restored writer): dropped */
+  marker(prod, "r", 'W', 1, 2, 1, 4, 12);      /* writer 0 still idle: writer 1's 12 */
+  marker(prod, "r", 'E', 0, 2, 1, 3, 0);
   produce(prod, "r", 'R', 1, 2, 2, 13, "c");
+  marker(prod, "r", 'W', 1, 2, 1, 5, 14);      /* from before writer 1's record "c": dropped */
   produce(prod, "r", 'R', 0, 2, 2, 20, "d");   /* after writer 0's end: dropped */
-  produce(prod, "r", 'E', 1, 2, 2, 0, NULL);   /* every writer has ended: the partition ends */
+  marker(prod, "r", 'E', 1, 2, 2, 1, 0);       /* every writer has ended: the partition ends */
   produce(prod, "fewer", 'R', 0, 1, 1, 1, NULL);
-  produce(prod, "other", 'W', 3, 4, 0, 1, NULL);
+  marker(prod, "other", 'W', 3, 4, 0, 1, 1);
   CHECK(rd_kafka_producev(prod, RD_KAFKA_V_TOPIC("short"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_VALUE((void *)"w\001R", 3),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR_NO_ERROR);
   /* rows: the schema of the row before is used again only when the definition is the same */
@@ -197,7 +207,7 @@ void test_through(void) {
   produce_row(prod, 3, "b", wm_cstr("x", 1));
   produce_row(prod, 4, "a", wm_int(3));
   produce_row(prod, 5, "a", wm_int(4));
-  produce(prod, "rows", 'E', 0, 1, 5, 0, NULL);
+  marker(prod, "rows", 'E', 0, 1, 5, 1, 0);
   CHECK(rd_kafka_flush(prod, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR);
   rd_kafka_destroy(prod);
 
