@@ -58,6 +58,50 @@ local WINDOW = [[
 
 local STRATEGY = [[wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts")]]
 
+-- A through job with checkpoints (target: the through's table as Lua text, reading the
+-- server's address from arg[1]) killed at the crash points of its third checkpoint and with
+-- SIGKILL at random moments, then run to its end: its file is the uninterrupted run's.
+local function crash_runs(target, address)
+  local dir = helper.tmpdir()
+  finally(function() helper.rmdir(dir) end)
+  -- paced, so that the writer still sends while checkpoints are taken: a run killed after
+  -- one has records after it in the log, which the resumed writer sends again
+  local script = helper.write_tmp([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:generate(function(i)
+  return {id = "s" .. i % 4, ts = i * 300 + ((i % 3 == 0) and -250 or 0), vc = i}
+end, {count = 1500, rate = 3000})
+  :assign_timestamps_and_watermarks(]] .. STRATEGY .. [[)
+  :key_by("id", {through = ]] .. target .. [[})
+  :window(wm.windows.tumbling("2s"))
+  :reduce(function(a, b) return {id = a.id, vc = a.vc + b.vc, ts = math.min(a.ts, b.ts)} end)
+  :write_lines(arg[2])
+env:execute()]], ".lua")
+  finally(function() os.remove(script) end)
+  local function run(out) return q(script) .. " " .. q(address) .. " " .. q(out) end
+  local ref_out = dir .. "/ref.jsonl"
+  local _, e0, c0 = helper.wmrun(run(ref_out))
+  assert.are.equal(0, c0, e0)
+  local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms "
+  local out = dir .. "/out.jsonl"
+  for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
+    local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run(out))
+    assert.is_true(c == 99 or c == 0, point .. ": " .. e)
+  end
+  math.randomseed(16)
+  for _ = 1, 4 do
+    local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
+      helper.wmrun_bin, ck, run(out), 0.05 + math.random() * 0.5)
+    local _, e, c = helper.sh("sh -c " .. q(cmd))
+    assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
+  end
+  local _, e, c = helper.wmrun(ck .. run(out))
+  assert.are.equal(0, c, e)
+  assert.are.same(lines_of(helper.read(ref_out)), lines_of(helper.read(out)))
+  assert.are.equal(helper.read(ref_out):len(), helper.read(out):len())
+end
+
 describe("key_by through kafka", function()
   it("a job whose input is not partitioned by the window key gives the job's result without the through "
     .. "(one thread, -p 2, --threads 2)", function()
@@ -102,44 +146,7 @@ env:execute()]]
     .. "gives the uninterrupted run's file", function()
     local k = services.kafka{"by_id:2"}
     finally(function() k:stop() end)
-    local dir = helper.tmpdir()
-    finally(function() helper.rmdir(dir) end)
-    -- paced, so that the writer still sends while checkpoints are taken: a run killed after
-    -- one has records after it in the topic, which the resumed writer sends again
-    local script = helper.write_tmp([[
-local wm = require("wm")
-local env = wm.env{watermark_interval = 0}
-env:generate(function(i)
-  return {id = "s" .. i % 4, ts = i * 300 + ((i % 3 == 0) and -250 or 0), vc = i}
-end, {count = 1500, rate = 3000})
-  :assign_timestamps_and_watermarks(]] .. STRATEGY .. [[)
-  :key_by("id", {through = {kafka = {brokers = arg[1], topic = "by_id", partitions = 2}}})
-  :window(wm.windows.tumbling("2s"))
-  :reduce(function(a, b) return {id = a.id, vc = a.vc + b.vc, ts = math.min(a.ts, b.ts)} end)
-  :write_lines(arg[2])
-env:execute()]], ".lua")
-    finally(function() os.remove(script) end)
-    local function run(out) return q(script) .. " " .. q(k.bootstrap) .. " " .. q(out) end
-    local ref_out = dir .. "/ref.jsonl"
-    local _, e0, c0 = helper.wmrun(run(ref_out))
-    assert.are.equal(0, c0, e0)
-    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms "
-    local out = dir .. "/out.jsonl"
-    for _, point in ipairs{"after-parts", "before-manifest", "after-manifest"} do
-      local _, e, c = helper.sh("WM_CKPT_CRASH=" .. point .. ":3 " .. helper.wmrun_bin .. " " .. ck .. run(out))
-      assert.is_true(c == 99 or c == 0, point .. ": " .. e)
-    end
-    math.randomseed(16)
-    for _ = 1, 4 do
-      local cmd = string.format("%s %s %s & p=$!; sleep %.3f; kill -KILL $p 2>/dev/null; wait $p",
-        helper.wmrun_bin, ck, run(out), 0.05 + math.random() * 0.5)
-      local _, e, c = helper.sh("sh -c " .. q(cmd))
-      assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c) .. ": " .. e)
-    end
-    local _, e, c = helper.wmrun(ck .. run(out))
-    assert.are.equal(0, c, e)
-    assert.are.same(lines_of(helper.read(ref_out)), lines_of(helper.read(out)))
-    assert.are.equal(helper.read(ref_out):len(), helper.read(out):len())
+    crash_runs("{kafka = {brokers = arg[1], topic = 'by_id', partitions = 2}}", k.bootstrap)
   end)
 
   it("errors name the operator and the job line", function()
@@ -235,6 +242,11 @@ describe("key_by through nats", function()
     local again, e3, c3 = job(CUT_JOB, q(input) .. " " .. q(n.url) .. " REP", "-p 2 --threads 2")
     assert.are.equal(0, c3, e3)
     assert.are.same(lines_of(plain), lines_of(again))
+  end)
+
+  it("killed with SIGKILL at random moments and at the checkpoints' crash points, with checkpoints, "
+    .. "gives the uninterrupted run's file", function()
+    crash_runs("{nats = {url = arg[1], stream = 'BY_ID', subject = 'by_id', partitions = 2}}", n.url)
   end)
 
   it("cut: bad arguments, and plans it cannot cut, are errors at the line of the call", function()
