@@ -59,9 +59,10 @@ local WINDOW = [[
 local STRATEGY = [[wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts")]]
 
 -- A through job with checkpoints (target: the through's table as Lua text, reading the
--- server's address from arg[1]) killed at the crash points of its third checkpoint and with
--- SIGKILL at random moments, then run to its end: its file is the uninterrupted run's.
-local function crash_runs(target, address)
+-- server's address from arg[1]; opts: wmrun's options) killed at the crash points of its
+-- third checkpoint and with SIGKILL at random moments, then run to its end: its file is
+-- the uninterrupted run's.
+local function crash_runs(target, address, opts)
   local dir = helper.tmpdir()
   finally(function() helper.rmdir(dir) end)
   -- paced, so that the writer still sends while checkpoints are taken: a run killed after
@@ -76,10 +77,10 @@ end, {count = 1500, rate = 3000})
   :key_by("id", {through = ]] .. target .. [[})
   :window(wm.windows.tumbling("2s"))
   :reduce(function(a, b) return {id = a.id, vc = a.vc + b.vc, ts = math.min(a.ts, b.ts)} end)
-  :write_lines(arg[2])
+  :write_lines(arg[2]):set_parallelism(1)
 env:execute()]], ".lua")
   finally(function() os.remove(script) end)
-  local function run(out) return q(script) .. " " .. q(address) .. " " .. q(out) end
+  local function run(out) return opts .. " " .. q(script) .. " " .. q(address) .. " " .. q(out) end
   local ref_out = dir .. "/ref.jsonl"
   local _, e0, c0 = helper.wmrun(run(ref_out))
   assert.are.equal(0, c0, e0)
@@ -143,10 +144,13 @@ env:execute()]]
   end)
 
   it("killed with SIGKILL at random moments and at the checkpoints' crash points, with checkpoints, "
-    .. "gives the uninterrupted run's file", function()
+    .. "gives the uninterrupted run's file (one thread, and -p 2 --threads 2)", function()
     local k = services.kafka{"by_id:2"}
     finally(function() k:stop() end)
-    crash_runs("{kafka = {brokers = arg[1], topic = 'by_id', partitions = 2}}", k.bootstrap)
+    crash_runs("{kafka = {brokers = arg[1], topic = 'by_id', partitions = 2}}", k.bootstrap, "")
+    -- two writers and two readers on two threads (each side's instances checkpoint on
+    -- their own thread; the log's sequence numbers need no common cut)
+    crash_runs("{kafka = {brokers = arg[1], topic = 'by_id', partitions = 2}}", k.bootstrap, "-p 2 --threads 2")
   end)
 
   it("errors name the operator and the job line", function()
@@ -246,7 +250,7 @@ describe("key_by through nats", function()
 
   it("killed with SIGKILL at random moments and at the checkpoints' crash points, with checkpoints, "
     .. "gives the uninterrupted run's file", function()
-    crash_runs("{nats = {url = arg[1], stream = 'BY_ID', subject = 'by_id', partitions = 2}}", n.url)
+    crash_runs("{nats = {url = arg[1], stream = 'BY_ID', subject = 'by_id', partitions = 2}}", n.url, "")
   end)
 
   it("cut: bad arguments, and plans it cannot cut, are errors at the line of the call", function()
