@@ -224,6 +224,14 @@ int lwm_build_keyed(lwm_bridge *B, int node, const char *kind, const char *name,
 /* The connectors (lwm_conn.c): read_kafka, write_kafka, read_nats, write_nats. */
 int lwm_build_conn(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                    wm_op **op);
+/* Repartitioning (lwm_through.c): the writer sink (node kind "through_write"), the tap of a
+ * read_kafka / read_nats node that reads an intermediate topic (node.through_writers set;
+ * WM_OK and p untouched otherwise), and wm.core.through_ensure(target). */
+int lwm_build_through(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
+                      wm_op **op);
+struct wm_partsrc_config;
+int lwm_through_read_tap(lwm_bridge *B, int node, struct wm_partsrc_config *p);
+int lwm_through_ensure(lua_State *L);
 /* wm.core.kafka_partitions(brokers, topic[, props]), wm.core.nats_subjects(url, stream, filter) */
 int lwm_kafka_partitions(lua_State *L);
 int lwm_nats_subjects(lua_State *L);

@@ -204,7 +204,9 @@ static wm_op *build_read_kafka(lwm_bridge *B, int node, const char *name) {
                                .nprops = nprops,
                                .timeout_ms = (int)lwm_get_int(L, node, "timeout", 0)};
   read_partsrc(B, node, &o, &kc.p);
-  wm_op *op = wm_kafka_source_new(wm_exec_host(B->exec), name, &kc);
+  wm_op *op = NULL;
+  if (lwm_through_read_tap(B, node, &kc.p) == WM_OK) /* repartitioning: lwm_through.c */
+    op = wm_kafka_source_new(wm_exec_host(B->exec), name, &kc);
   owned_free(&o);
   free(props);
   return op;
@@ -219,7 +221,9 @@ static wm_op *build_read_nats(lwm_bridge *B, int node, const char *name) {
                               .durable = lwm_get_str(L, node, "durable"),
                               .subjects = o.a};
   read_partsrc(B, node, &o, &nc.p);
-  wm_op *op = wm_nats_source_new(wm_exec_host(B->exec), name, &nc);
+  wm_op *op = NULL;
+  if (lwm_through_read_tap(B, node, &nc.p) == WM_OK) /* repartitioning: lwm_through.c */
+    op = wm_nats_source_new(wm_exec_host(B->exec), name, &nc);
   owned_free(&o);
   return op;
 }

@@ -429,6 +429,7 @@ static const luaL_Reg core_funcs[] = {
     {"partition", lwm_partition},
     {"parse_partitions", lwm_parse_partitions},
     {"_member_nats", lwm_member_nats},
+    {"through_ensure", lwm_through_ensure},
     {NULL, NULL},
 };
 

@@ -47,6 +47,31 @@ typedef struct wm_align_config {
   int64_t interval;      /* ms between checks while every partition waits (default 1000) */
 } wm_align_config;
 
+/* A tap between a partitioned source's client and its ports: every message value goes to
+ * it instead of downstream, and it emits what the message holds (the repartitioning
+ * reader of key_by{through = ...}, io/wm_through.h, which decodes records and watermark
+ * markers). Owned by the source from wm_partsrc_new on (freed with it). */
+typedef struct wm_partsrc wm_partsrc;
+typedef struct wm_partsrc_tap wm_partsrc_tap;
+typedef struct wm_partsrc_tap_vt {
+  /* The message of partition i: its value (borrowed), timestamp and position. WM_OK/WM_ERR. */
+  int (*message)(wm_partsrc_tap *t, wm_partsrc *s, int i, const wm_value *val, int64_t ts,
+                 int64_t at);
+  /* Partition i's watermark (the reading order reads the lowest first). */
+  int64_t (*watermark)(const wm_partsrc_tap *t, int i);
+  /* Whether partition i has ended (read no further; the source ends once all have). */
+  int (*ended)(const wm_partsrc_tap *t, int i);
+  /* Its state, after the positions in the source's checkpoint bytes; restore advances *p. */
+  int (*snapshot)(wm_partsrc_tap *t, wm_partsrc *s, wm_buf *out);
+  int (*restore)(wm_partsrc_tap *t, wm_partsrc *s, const uint8_t **p, const uint8_t *end);
+  /* Lines for --metrics (wm_partsrc_metrics); NULL: none. */
+  void (*metrics)(const wm_partsrc_tap *t, const wm_partsrc *s, wm_buf *out);
+  void (*free)(wm_partsrc_tap *t);
+} wm_partsrc_tap_vt;
+struct wm_partsrc_tap {
+  const wm_partsrc_tap_vt *vt;
+};
+
 typedef struct wm_partsrc_config {
   int nparts;
   const char *const *names; /* "events/0", "ev.a": shown in errors and metrics (copied) */
@@ -57,6 +82,7 @@ typedef struct wm_partsrc_config {
   int bounded;           /* read up to the end found at the start, then end */
   int metadata;          /* rows with the record's metadata instead of the value string */
   wm_align_config align;
+  wm_partsrc_tap *tap;   /* NULL, or a tap (owned by the source from wm_partsrc_new on) */
 } wm_partsrc_config;
 
 /* How many partitions the source has, and partition i's name and position (the offset or

@@ -125,6 +125,7 @@ void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out) {
     const wm_op *op = ctx->ops[k];
     if (!wm_op_is_partsrc(op)) continue;
     const wm_partsrc *s = op->impl;
+    if (s->cfg.tap && s->cfg.tap->vt->metrics) s->cfg.tap->vt->metrics(s->cfg.tap, s, out);
     if (!s->group) continue;
     for (int i = 0; i < s->n; i++) {
       char line[1400];
@@ -165,7 +166,7 @@ static int lowest(const wm_partsrc *s, const unsigned char *skip) {
   for (int i = 0; i < s->n; i++) {
     const wm_part *p = &s->parts[i];
     if (p->done || p->align_paused || (skip && skip[i])) continue;
-    int64_t w = part_wm(p);
+    int64_t w = s->cfg.tap ? s->cfg.tap->vt->watermark(s->cfg.tap, i) : part_wm(p);
     if (best < 0 || w < bw) {
       best = i;
       bw = w;
@@ -268,6 +269,7 @@ static void pump(wm_partsrc *s) {
     }
     if (i < 0) break;
     rc = s->hooks->emit(s, i);
+    if (rc == WM_OK && s->cfg.tap && s->cfg.tap->vt->ended(s->cfg.tap, i)) s->parts[i].done = 1;
     if (rc == WM_OK) rc = release(s, i);
     if (rc != WM_OK) {
       if (skip != small) free(skip);
@@ -282,7 +284,7 @@ static void pump(wm_partsrc *s) {
   if (emitted) wm_io_batch_done(s->host);
   int all_done = 1;
   for (int i = 0; i < s->n; i++) all_done &= s->parts[i].done;
-  if (all_done && s->cfg.bounded) {
+  if (all_done && (s->cfg.bounded || s->cfg.tap)) { /* a tap's partitions end by themselves */
     partsrc_finish(s);
     return;
   }
@@ -304,7 +306,10 @@ static void on_idle(uv_idle_t *h) {
 static int partsrc_start(wm_op *op, wm_io_host *host) {
   wm_partsrc *s = op->impl;
   (void)host;
-  for (int i = 0; i < s->n; i++) s->parts[i].assigner = find_assigner(op, s->parts[i].port);
+  for (int i = 0; i < s->n; i++) {
+    s->parts[i].assigner = find_assigner(op, s->parts[i].port);
+    if (s->cfg.tap && s->cfg.tap->vt->ended(s->cfg.tap, i)) s->parts[i].done = 1; /* restored */
+  }
   if (s->group && group_find(s) != WM_OK) return WM_ERR;
   if (uv_timer_init(s->host->loop, &s->timer) != 0)
     return wm_ctx_error(op->ctx, "%s: cannot create a timer", op->name);
@@ -375,6 +380,7 @@ static int partsrc_snapshot(wm_op *op, wm_buf *out) {
     wm_codec_put_uvar(out, (uint64_t)(s->parts[i].pos + 1));
     s->parts[i].snap = s->parts[i].pos + 1;
   }
+  if (s->cfg.tap && s->cfg.tap->vt->snapshot(s->cfg.tap, s, out) != WM_OK) return WM_ERR;
   return out->oom ? wm_ctx_error(op->ctx, "out of memory") : WM_OK;
 }
 
@@ -399,6 +405,7 @@ static int partsrc_restore(wm_op *op, const char *data, size_t n) {
       }
     }
   }
+  if (s->cfg.tap && s->cfg.tap->vt->restore(s->cfg.tap, s, &p, end) != WM_OK) return WM_ERR;
   if (p != end) goto damaged;
   if (s->hooks->seek) return s->hooks->seek(s);
   return WM_OK;
@@ -415,6 +422,7 @@ static void partsrc_free_op(wm_op *op) {
   if (!s) return;
   if (s->hooks && s->hooks->close) s->hooks->close(s);
   if (s->hooks && s->hooks->free) s->hooks->free(s);
+  if (s->cfg.tap) s->cfg.tap->vt->free(s->cfg.tap);
   for (int i = 0; i < s->n; i++) free(s->parts[i].name);
   free(s->parts);
   free(s->group);
@@ -428,6 +436,7 @@ wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
   wm_ctx *ctx = host->ctx;
   wm_partsrc *s = calloc(1, size);
   if (!s) {
+    if (cfg->tap) cfg->tap->vt->free(cfg->tap);
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
@@ -455,6 +464,7 @@ wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
     free(s->parts);
     free(s->group);
     free(s);
+    if (cfg->tap) cfg->tap->vt->free(cfg->tap);
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
@@ -492,6 +502,11 @@ int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value 
 }
 
 int wm_partsrc_emit(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at) {
+  if (s->cfg.tap) return s->cfg.tap->vt->message(s->cfg.tap, s, i, rec, ts, at);
+  return wm_partsrc_emit_record(s, i, rec, ts, at);
+}
+
+int wm_partsrc_emit_record(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at) {
   wm_part *p = &s->parts[i];
   /* the record's position: "offset 17 of events/0", "sequence 5 of ev.a" */
   wm_pos pos = {.origin = p->name, .unit = s->unit, .line = (uint64_t)(at < 0 ? 0 : at)};

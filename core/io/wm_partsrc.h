@@ -75,6 +75,9 @@ wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
 /* Emits rec (borrowed) from partition i on its port, with the record's position `at` (its
  * offset or sequence) published in ctx->pos for errors. */
 int wm_partsrc_emit(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at);
+/* Emits rec on partition i's port as wm_partsrc_emit does without a tap: what a tap
+ * (wm_conn.h) emits for a message. */
+int wm_partsrc_emit_record(wm_partsrc *s, int i, const wm_value *rec, int64_t ts, int64_t at);
 /* Emits a row of `schema` (metadata = true) on partition i's port; fields are borrowed
  * (copied into the row). */
 int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value *fields,

@@ -327,6 +327,9 @@ static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
     if (cfg->p.bounded && cfg->p.start == WM_START_LATEST) p->done = 1;
     if (p->end == 0) p->done = 1;
     if (p->done) continue;
+    /* the position of the next record is known from the start (a checkpoint before the
+     * first record then holds it) */
+    if (cfg->p.start == WM_START_SEQUENCE) p->pos = cfg->p.start_value > 0 ? cfg->p.start_value : 1;
     if (nsrc_sub_one(k, i, cfg->p.start, cfg->p.start_value) != WM_OK) return WM_ERR;
   }
   return WM_OK;

@@ -24,12 +24,15 @@ local M = {}
 -- after them still runs per partition.
 M.FORWARD = {map = true, filter = true, flat_map = true, parse_csv = true, parse_json = true}
 
+--- A non-empty string option, or an error naming the call and the option.
+-- @local
 local function check_string(v, call, what, level)
   if type(v) ~= "string" or v == "" then
     error(string.format("%s: %s must be a non-empty string, got %s", call, what, type(v)), level + 1)
   end
   return v
 end
+M.check_string = check_string
 
 local function check_format(format, call, level)
   if format == nil then return "json" end
@@ -53,7 +56,8 @@ local function check_bounded(v, call, level)
   error(call .. ": bounded must be false or 'latest', got " .. tostring(v), level + 1)
 end
 
--- Extra client properties {name = value} as a flat sorted list name, value, ...
+--- Extra client properties {name = value} as a flat sorted list name, value, ...
+-- @local
 local function props_list(t, call, level)
   if t == nil then return {} end
   if type(t) ~= "table" then error(call .. ": properties must be a table, got " .. type(t), level + 1) end
@@ -70,6 +74,7 @@ local function props_list(t, call, level)
   end
   return l
 end
+M.props_list = props_list
 
 -- start = a name from `names` or a table {key = integer} with key in `keys`.
 local function check_start(v, call, names, keys, level)

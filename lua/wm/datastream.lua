@@ -9,6 +9,7 @@ require("wm.io")       -- sources, parsers and sinks
 require("wm.keyed")    -- keyed process functions, rolling aggregations
 require("wm.windowed") -- windows on keyed streams
 require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
+require("wm.through")    -- key_by(k, {through = ...}): repartitioning through a log
 
 local M = {
   env = base.env,

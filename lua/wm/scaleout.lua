@@ -97,7 +97,7 @@ local function run_task(env, name, task)
   end
   -- The `through` repartition (lua/wm/through.lua, issue 16) is cut here when it lands: a
   -- task of the source's partitions runs the writing side, a task of the intermediate
-  -- topic's partitions the reading side, require("wm.through").cut(env, side, partition).
+  -- topic's partitions the reading side: cut(env, side, partition, writers) of wm.through.
   core.task_guard()
   core.execute(env, name)
   if not env.stopped then -- the input ended: the task is done, whoever runs it next

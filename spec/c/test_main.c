@@ -18,6 +18,7 @@ int main(void) {
       {"conn", test_conn},
       {"member", test_member},
       {"jsonw", test_jsonw},
+      {"through", test_through},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
