@@ -492,7 +492,11 @@ static void free_config(void *ud) {
   free(ud);
 }
 
-static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where) {
+/* the side output of a pre-aggregation's late records: they go on to the key exchange */
+#define PREAGG_LATE "wmrun: late for the pre-aggregation"
+
+/* pre: the local pre-aggregation's operator (lwm_build_preagg) */
+static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where, int pre) {
   lua_State *L = B->L;
   wm_winop_config *cfg = calloc(1, sizeof *cfg);
   lwm_pending *pending = cfg ? lwm_pending_add(B, free_config, cfg) : NULL;
@@ -503,8 +507,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   }
   int count_n = 0, count_slide = 0;
   if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
-  cfg->lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
-  cfg->late_tag = lwm_get_str(L, node, "late_tag");
+  cfg->lateness = pre ? 0 : (int64_t)lwm_get_int(L, node, "lateness", 0);
+  cfg->late_tag = pre ? PREAGG_LATE : lwm_get_str(L, node, "late_tag");
+  cfg->first_by_chan = !pre && B->first_by_chan;
   if (lwm_build_keysel(B, node, where, &cfg->keysel) != WM_OK) goto fail;
   /* the trigger: the user's, or the assigner's default (count windows: purging count(n),
    * or count(slide) with an evictor keeping the last n) */
@@ -583,9 +588,19 @@ fail:
   return NULL;
 }
 
+wm_op *lwm_build_preagg(lwm_bridge *B, int node, const char *name, const char *where,
+                        int *late_port) {
+  wm_op *op = build_window(B, node, name, where, 1);
+  if (op && (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL; /* op is freed with the context */
+  }
+  return op;
+}
+
 int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,
                       const char *where, wm_op **op) {
   if (strcmp(kind, "window") != 0) return 0;
-  *op = build_window(B, node, name, where);
+  *op = build_window(B, node, name, where, 0);
   return 1;
 }
