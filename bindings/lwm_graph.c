@@ -143,21 +143,25 @@ static int csv_integer(lua_State *L, int nd, const char *field) {
 }
 
 /* Local pre-aggregation before the key exchange (docs/performance.md, "Pre-aggregation"):
- * whether window node `node` (its input first_in) qualifies. A tumbling event-time window
- * with the default trigger, no evictor and a built-in sum, min or max of a required integer
- * column of a parse_csv, keyed, on one input that is a chain of forward edges (assigners
- * without idleness or a custom generator, filters) back to that parse_csv of a file read in
- * parts at parallelism > 1. Then each part's records reach the window on their own channel
- * in file order, part 1's channel first, so the window can take its first record by channel
- * (wm_winop_config), and integer sums (wrapping), minima and maxima combine exactly. */
+ * whether window node `node` (its input first_in) qualifies, and how (LWM_PRE_*, 0: not).
+ * A keyed tumbling event-time window with the default trigger and no evictor, on one input
+ * that is a chain of forward edges at one parallelism > 1 (assigners without idleness or a
+ * custom generator, filters) back to a file read in parts, through a parse_csv, and either
+ * a built-in sum, min or max of a required integer column of that parse_csv (then each
+ * part's records reach the window on their own channel in file order, part 1's channel
+ * first, so the window can take its first record by channel, and integer sums (wrapping),
+ * minima and maxima combine exactly), or count() with no late side output (then maps and
+ * parse_json may be in the chain too: no first record, no field). */
 static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Integer first_in,
                      lua_Integer nin) {
   lua_State *L = B->L;
   int top = lua_gettop(L), ok = 0, assign = 0, csv = 0;
   const char *fk = lwm_get_str(L, node, "fn_kind"), *agg = lwm_get_str(L, node, "agg");
   const char *field = lwm_get_str(L, node, "field");
-  if (nin != 1 || !fk || strcmp(fk, "builtin") != 0 || !agg || !field ||
-      (strcmp(agg, "sum") != 0 && strcmp(agg, "min") != 0 && strcmp(agg, "max") != 0))
+  if (nin != 1 || !fk || strcmp(fk, "builtin") != 0 || !agg) return 0;
+  int count = strcmp(agg, "count") == 0;
+  if (count ? lwm_get_str(L, node, "late_tag") != NULL
+            : !field || (strcmp(agg, "sum") != 0 && strcmp(agg, "min") != 0 && strcmp(agg, "max") != 0))
     return 0;
   lua_getfield(L, node, "trigger");
   lua_getfield(L, node, "evictor");
@@ -176,13 +180,12 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
     int nd = lua_gettop(L);
     const char *kind = lwm_get_str(L, nd, "kind");
     if (!kind) break;
-    if (csv) { /* what parse_csv reads */
-      if (strcmp(kind, "read_lines") == 0) {
-        lua_getfield(L, nd, "parallel");
-        ok = assign && lua_toboolean(L, -1);
-      }
+    if (strcmp(kind, "read_lines") == 0) {
+      lua_getfield(L, nd, "parallel");
+      ok = assign && csv && lua_toboolean(L, -1);
       break;
     }
+    if (csv && !count) break; /* sum, min, max: parse_csv right after the file */
     if (strcmp(kind, "assign") == 0) {
       lua_getfield(L, nd, "strategy");
       const char *sk = lua_istable(L, -1) ? lwm_get_str(L, lua_gettop(L), "kind") : NULL;
@@ -190,8 +193,11 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
         break;
       assign = 1;
     } else if (strcmp(kind, "parse_csv") == 0) {
-      if (!csv_integer(L, nd, field)) break;
+      if (!count && !csv_integer(L, nd, field)) break;
       csv = 1;
+    } else if (count && (strcmp(kind, "parse_json") == 0 || strcmp(kind, "map") == 0 ||
+                         strcmp(kind, "flat_map") == 0)) {
+      csv = 1; /* count: any decoder */
     } else if (strcmp(kind, "filter") != 0) {
       break;
     }
@@ -204,7 +210,7 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
     id = next;
   }
   lua_settop(L, top);
-  return ok;
+  return ok ? (count ? LWM_PRE_COUNT : LWM_PRE_FIRST) : 0;
 }
 
 /* Connects every instance of `in` to the instances of `to` (n of them); pre: through a local
@@ -225,7 +231,12 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
       char xname[600];
       snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
       wm_keysel ks = {0};
-      if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) return WM_ERR;
+      static const char *const pkey[] = {"key"}; /* count's partials: {count, key, ...} */
+      if (mode == WM_XCH_HASH && pre == LWM_PRE_COUNT) {
+        if (wm_keysel_fields(&ks, pkey, 1) != 0) return wm_ctx_error(&B->ctx, "out of memory");
+      } else if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) {
+        return WM_ERR;
+      }
       x = wm_exchange_new(&B->ctx, xname, mode, to->n, mode == WM_XCH_HASH ? &ks : NULL);
       if (!x) return WM_ERR;
       if (pre && mode == WM_XCH_HASH) {
@@ -236,7 +247,7 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
         wm_op *pa = lwm_build_preagg(B, node, pname, where, &late);
         if (!pa) return WM_ERR;
         if (wm_op_connect(src, in->ports[j], pa) < 0 || wm_op_connect(pa, 0, x) < 0 ||
-            wm_op_connect(pa, late, x) < 0)
+            (late > 0 && wm_op_connect(pa, late, x) < 0))
           return wm_ctx_error(&B->ctx, "out of memory");
       } else if (wm_op_connect(src, in->ports[j], x) < 0) {
         return wm_ctx_error(&B->ctx, "out of memory");
@@ -388,9 +399,10 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
     lua_getfield(L, node, "key");
     int keyed = lua_istable(L, -1);
     lua_pop(L, 1);
-    int pre = keyed && !no_pre && strcmp(kind, "window") == 0 && !ingestion &&
-              preagg_ok(B, nodes, node, b, first_in, nin);
-    B->first_by_chan = pre;
+    int pre = keyed && !no_pre && strcmp(kind, "window") == 0 && !ingestion
+                  ? preagg_ok(B, nodes, node, b, first_in, nin)
+                  : 0;
+    B->preagg = pre;
     for (int k = 0; k < p && rc == WM_OK; k++) {
       if (!is_local(B, me, k)) continue;
       char iname[600];
@@ -436,7 +448,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         }
       }
     }
-    B->first_by_chan = 0;
+    B->preagg = 0;
     for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
       lua_rawgeti(L, inputs, k);
       lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0); /* checked by input_id */

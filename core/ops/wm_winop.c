@@ -1518,6 +1518,14 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       if (add_to_window(op, s, &kp, &key, s->whash[k], w, rec, ts) != WM_OK) return WM_ERR;
     }
   }
+  if (!any && s->event_time && s->cfg.late_as_partial && s->fast &&
+      s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* its window's partial of one record (at the window's end, as a firing emits it) */
+    wm_value one = wm_int(1), none = wm_nil();
+    wm_fire f = {.key = &key, .window = s->tw, .max_ts = max_ts_of(s->tw), .watermark = W,
+                 .acc = &none, .aux = &one};
+    return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+  }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
     if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
@@ -1671,7 +1679,10 @@ static void config_text(const winop *s, char *out, size_t n) {
     k += snprintf(out + k, n - (size_t)k, ", %s", ev[ek >= 0 && ek <= 3 ? ek : 0]);
   for (const wm_trigger *t = s->trig; t && k > 0 && (size_t)k < n; t = t->inner)
     k += snprintf(out + k, n - (size_t)k, ", trigger %s %lld", t->vt->name, (long long)t->n);
-  if (s->by_chan && k > 0 && (size_t)k < n) snprintf(out + k, n - (size_t)k, ", first by channel");
+  if (s->by_chan && k > 0 && (size_t)k < n)
+    k += snprintf(out + k, n - (size_t)k, ", first by channel");
+  if (s->cfg.merges_partials && k > 0 && (size_t)k < n)
+    snprintf(out + k, n - (size_t)k, ", merges partials");
 }
 
 static int64_t rel(int64_t t, int64_t base) { return (int64_t)((uint64_t)t - (uint64_t)base); }

@@ -35,6 +35,13 @@ typedef struct wm_winop_config {
    * that reached it, not the first to arrive. Only with tumbling windows, the default
    * trigger and the built-in sum, min or max (else ignored); at most 255 channels. */
   int first_by_chan;
+  /* 1: a record late for a tumbling window of the default trigger leaves on the main port
+   * as the window function's result for that record alone, at the window's end (a local
+   * pre-aggregation of count(): the window it feeds adds the partial counts up) */
+  int late_as_partial;
+  /* 1: the operator merges partials (config text, so that a checkpoint of a job without
+   * pre-aggregation is not restored into one with it, or back) */
+  int merges_partials;
 } wm_winop_config;
 
 /* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,
