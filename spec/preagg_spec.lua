@@ -3,12 +3,7 @@
 -- (and records late for the part's own watermark) cross to the window, which merges them.
 local h = require("helper")
 
-local function sorted(text, strip)
-  local t = {}
-  for l in text:gmatch("[^\n]+") do t[#t + 1] = strip and l:gsub("^%d+> ", "") or l end
-  table.sort(t)
-  return t
-end
+local sorted = h.sorted_lines
 
 -- n lines id,ts,vc,tag: keys of 2 to 12 bytes (packed and retained first records), the
 -- timestamps `disorder` ms out of order at most, every record's own tag (the first record
