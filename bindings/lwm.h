@@ -219,11 +219,11 @@ int lwm_build_graph(lwm_bridge *B, int env_idx, wm_op ***outop, int **outport, l
 int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                  wm_op **op);
 enum { LWM_PRE_FIRST = 1, LWM_PRE_COUNT = 2 };
-/* The local pre-aggregation of window node `node` for one upstream instance (lwm_graph.c):
- * the same assigner, key and built-in function, no lateness, and records that are late
- * for it emitted on port *late_port (sum, min, max) or as partials of one record (count,
- * *late_port 0) instead of dropped. NULL on failure (ctx.err). */
-wm_op *lwm_build_preagg(lwm_bridge *B, int node, const char *name, const char *where,
+/* The local pre-aggregation (kind LWM_PRE_*) of window node `node` for one upstream instance
+ * (lwm_graph.c): the same assigner, key and built-in function, no lateness, and records
+ * that are late for it emitted on port *late_port (sum, min, max) or as partials of one
+ * record (count, *late_port 0) instead of dropped. NULL on failure (ctx.err). */
+wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, const char *where,
                         int *late_port);
 int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,
                       const char *where, wm_op **op);

@@ -244,7 +244,7 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
         char pname[700];
         snprintf(pname, sizeof pname, "pre-aggregation of %s %d/%d", name, j + 1, in->n);
         int late = 0;
-        wm_op *pa = lwm_build_preagg(B, node, pname, where, &late);
+        wm_op *pa = lwm_build_preagg(B, node, pre, pname, where, &late);
         if (!pa) return WM_ERR;
         if (wm_op_connect(src, in->ports[j], pa) < 0 || wm_op_connect(pa, 0, x) < 0 ||
             (late > 0 && wm_op_connect(pa, late, x) < 0))
@@ -399,7 +399,8 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
     lua_getfield(L, node, "key");
     int keyed = lua_istable(L, -1);
     lua_pop(L, 1);
-    int pre = keyed && !no_pre && strcmp(kind, "window") == 0 && !ingestion
+    /* (at parallelism 1 the window's inputs are connected directly, with no exchange) */
+    int pre = keyed && !no_pre && p > 1 && strcmp(kind, "window") == 0 && !ingestion
                   ? preagg_ok(B, nodes, node, b, first_in, nin)
                   : 0;
     B->preagg = pre;

@@ -495,7 +495,8 @@ static void free_config(void *ud) {
 /* the side output of a pre-aggregation's late records: they go on to the key exchange */
 #define PREAGG_LATE "wmrun: late for the pre-aggregation"
 
-/* pre: the local pre-aggregation's operator (lwm_build_preagg) */
+/* pre: 0 for the window (B->preagg: whether it merges partials), else the local
+ * pre-aggregation's operator (lwm_build_preagg) of that kind (LWM_PRE_*) */
 static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where, int pre) {
   lua_State *L = B->L;
   wm_winop_config *cfg = calloc(1, sizeof *cfg);
@@ -509,9 +510,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
   cfg->lateness = pre ? 0 : (int64_t)lwm_get_int(L, node, "lateness", 0);
   cfg->late_tag = !pre ? lwm_get_str(L, node, "late_tag")
-                  : B->preagg == LWM_PRE_COUNT ? NULL : PREAGG_LATE;
+                  : pre == LWM_PRE_COUNT ? NULL : PREAGG_LATE;
   cfg->first_by_chan = !pre && B->preagg == LWM_PRE_FIRST;
-  cfg->late_as_partial = pre && B->preagg == LWM_PRE_COUNT;
+  cfg->late_as_partial = pre == LWM_PRE_COUNT;
   cfg->merges_partials = !pre && B->preagg != 0;
   /* count's partials are its results, {count, key, start, stop}: keyed by their key */
   static const char *const pkey[] = {"key"};
@@ -602,11 +603,11 @@ fail:
   return NULL;
 }
 
-wm_op *lwm_build_preagg(lwm_bridge *B, int node, const char *name, const char *where,
+wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, const char *where,
                         int *late_port) {
-  wm_op *op = build_window(B, node, name, where, 1);
+  wm_op *op = build_window(B, node, name, where, kind);
   *late_port = 0;
-  if (op && B->preagg != LWM_PRE_COUNT && (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
+  if (op && kind != LWM_PRE_COUNT && (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL; /* op is freed with the context */
   }
