@@ -128,7 +128,8 @@ describe("pre-aggregation", function()
     end
   end)
 
-  it("does not apply where it could change results: a Lua map or a number column with sum, count with a late side output, sliding windows", function()
+  it("does not apply where it could change results: a Lua map or a number column with sum, count with a "
+     .. "late side output, sliding windows, a window at parallelism 1", function()
     local data = tmp(gen(500, 4, 500))
     for _, case in ipairs{
       {[[:window(wm.windows.tumbling("5s")):count():print()]], applies = true},
