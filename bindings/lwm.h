@@ -51,6 +51,10 @@ typedef struct lwm_bridge {
    * and event-time triggers, and when a process function or a custom trigger registers an
    * event-time timer (the "no watermark" warning is only about those) */
   int event_time;
+  /* the window being built merges the partials of a local pre-aggregation (lwm_graph.c,
+   * docs/performance.md "Pre-aggregation"): LWM_PRE_FIRST (sum, min, max: its first records
+   * go by input channel) or LWM_PRE_COUNT (count: it adds up the partials' counts); 0 none */
+  int preagg;
   /* interrupting a runaway function (lwm_core.c): nesting of lwm_call, and the hook's
    * instruction-count ticks since the outermost call began */
   int depth, hook_ticks;
@@ -214,6 +218,13 @@ int lwm_build_graph(lwm_bridge *B, int env_idx, wm_op ***outop, int **outport, l
  * message in B->ctx.err) when it knows the node kind, and 0 when it does not. */
 int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                  wm_op **op);
+enum { LWM_PRE_FIRST = 1, LWM_PRE_COUNT = 2 };
+/* The local pre-aggregation (kind LWM_PRE_*) of window node `node` for one upstream instance
+ * (lwm_graph.c): the same assigner, key and built-in function, no lateness, and records
+ * that are late for it emitted on port *late_port (sum, min, max) or as partials of one
+ * record (count, *late_port 0) instead of dropped. NULL on failure (ctx.err). */
+wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, const char *where,
+                        int *late_port);
 int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,
                       const char *where, wm_op **op);
 int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,

@@ -126,9 +126,98 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
   return NULL;
 }
 
-/* Connects every instance of `in` to the instances of `to` (n of them). */
+/* Whether column `field` of parse_csv node nd (on the stack) is a required integer. */
+static int csv_integer(lua_State *L, int nd, const char *field) {
+  int top = lua_gettop(L), ok = 0;
+  lua_getfield(L, nd, "fields");
+  for (lua_Integer k = 1; lua_istable(L, top + 1) && k <= (lua_Integer)lua_rawlen(L, top + 1); k++) {
+    lua_rawgeti(L, top + 1, k);
+    int f = lua_gettop(L);
+    const char *nm = lwm_get_str(L, f, "name"), *ty = lwm_get_str(L, f, "type");
+    lua_getfield(L, f, "optional");
+    if (nm && strcmp(nm, field) == 0)
+      ok = ty && strcmp(ty, "integer") == 0 && !lua_toboolean(L, -1);
+    lua_settop(L, top + 1);
+  }
+  lua_settop(L, top);
+  return ok;
+}
+
+/* Local pre-aggregation before the key exchange (docs/performance.md, "Pre-aggregation"):
+ * whether window node `node` (its input first_in) qualifies, and how (LWM_PRE_*, 0: not).
+ * A keyed tumbling event-time window with the default trigger and no evictor, on one input
+ * that is a chain of forward edges at one parallelism > 1 (assigners without idleness or a
+ * custom generator, filters) back to a file read in parts, through a parse_csv, and either
+ * a built-in sum, min or max of a required integer column of that parse_csv (then each
+ * part's records reach the window on their own channel in file order, part 1's channel
+ * first, so the window can take its first record by channel, and integer sums (wrapping),
+ * minima and maxima combine exactly), or count() with no late side output (then maps and
+ * parse_json may be in the chain too: no first record, no field). */
+static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Integer first_in,
+                     lua_Integer nin) {
+  lua_State *L = B->L;
+  int top = lua_gettop(L), ok = 0, assign = 0, csv = 0;
+  const char *fk = lwm_get_str(L, node, "fn_kind"), *agg = lwm_get_str(L, node, "agg");
+  const char *field = lwm_get_str(L, node, "field");
+  if (nin != 1 || !fk || strcmp(fk, "builtin") != 0 || !agg) return 0;
+  int count = strcmp(agg, "count") == 0;
+  if (count ? lwm_get_str(L, node, "late_tag") != NULL
+            : !field || (strcmp(agg, "sum") != 0 && strcmp(agg, "min") != 0 && strcmp(agg, "max") != 0))
+    return 0;
+  lua_getfield(L, node, "trigger");
+  lua_getfield(L, node, "evictor");
+  lua_getfield(L, node, "assigner");
+  const char *ak = lua_istable(L, -1) ? lwm_get_str(L, lua_gettop(L), "kind") : NULL;
+  lua_getfield(L, -1, "processing_time");
+  int plain = lua_isnil(L, -4) && lua_isnil(L, -3) && ak && strcmp(ak, "tumbling") == 0 &&
+              !lua_toboolean(L, -1);
+  lua_settop(L, top);
+  if (!plain) return 0;
+  int n = b[first_in].n;
+  for (lua_Integer id = first_in; id >= 1 && n > 1;) {
+    const built *bi = &b[id];
+    if (bi->n != n || bi->rr) break;
+    lua_rawgeti(L, nodes, id);
+    int nd = lua_gettop(L);
+    const char *kind = lwm_get_str(L, nd, "kind");
+    if (!kind) break;
+    if (strcmp(kind, "read_lines") == 0) {
+      lua_getfield(L, nd, "parallel");
+      ok = assign && csv && lua_toboolean(L, -1);
+      break;
+    }
+    if (csv && !count) break; /* sum, min, max: parse_csv right after the file */
+    if (strcmp(kind, "assign") == 0) {
+      lua_getfield(L, nd, "strategy");
+      const char *sk = lua_istable(L, -1) ? lwm_get_str(L, lua_gettop(L), "kind") : NULL;
+      if (!sk || strcmp(sk, "custom") == 0 || lwm_get_int(L, lua_gettop(L), "idleness", 0) != 0)
+        break;
+      assign = 1;
+    } else if (strcmp(kind, "parse_csv") == 0) {
+      if (!count && !csv_integer(L, nd, field)) break;
+      csv = 1;
+    } else if (count && (strcmp(kind, "parse_json") == 0 || strcmp(kind, "map") == 0 ||
+                         strcmp(kind, "flat_map") == 0)) {
+      csv = 1; /* count: any decoder */
+    } else if (strcmp(kind, "filter") != 0) {
+      break;
+    }
+    lua_getfield(L, nd, "inputs");
+    if (!lua_istable(L, -1) || lua_rawlen(L, -1) != 1) break;
+    lua_rawgeti(L, -1, 1);
+    lua_Integer next = lua_istable(L, -1) ? lwm_get_int(L, lua_gettop(L), "id", 0) : 0;
+    lua_settop(L, top);
+    if (next < 1 || next >= id) break;
+    id = next;
+  }
+  lua_settop(L, top);
+  return ok ? (count ? LWM_PRE_COUNT : LWM_PRE_FIRST) : 0;
+}
+
+/* Connects every instance of `in` to the instances of `to` (n of them); pre: through a local
+ * pre-aggregation per instance of `in` (preagg_ok). */
 static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, int node, int keyed,
-                   const char *name, const char *where) {
+                   const char *name, const char *where, int pre) {
   int mode = keyed ? WM_XCH_HASH : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
   if (to->n == 1) mode = 0; /* one instance: every upstream instance feeds it directly */
   for (int j = 0; j < in->n; j++) {
@@ -143,11 +232,27 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
       char xname[600];
       snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
       wm_keysel ks = {0};
-      if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) return WM_ERR;
+      static const char *const pkey[] = {"key"}; /* count's partials: {count, key, ...} */
+      if (mode == WM_XCH_HASH && pre == LWM_PRE_COUNT) {
+        if (wm_keysel_fields(&ks, pkey, 1) != 0) return wm_ctx_error(&B->ctx, "out of memory");
+      } else if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) {
+        return WM_ERR;
+      }
       x = wm_exchange_new(&B->ctx, xname, mode, to->n, mode == WM_XCH_HASH ? &ks : NULL);
       if (!x) return WM_ERR;
-      if (wm_op_connect(src, in->ports[j], x) < 0)
+      if (pre && mode == WM_XCH_HASH) {
+        /* the partials at the local firing, and the records late for it, in their order */
+        char pname[700];
+        snprintf(pname, sizeof pname, "pre-aggregation of %s %d/%d", name, j + 1, in->n);
+        int late = 0;
+        wm_op *pa = lwm_build_preagg(B, node, pre, pname, where, &late);
+        if (!pa) return WM_ERR;
+        if (wm_op_connect(src, in->ports[j], pa) < 0 || wm_op_connect(pa, 0, x) < 0 ||
+            (late > 0 && wm_op_connect(pa, late, x) < 0))
+          return wm_ctx_error(&B->ctx, "out of memory");
+      } else if (wm_op_connect(src, in->ports[j], x) < 0) {
         return wm_ctx_error(&B->ctx, "out of memory");
+      }
     }
     for (int k = 0; k < to->n; k++)
       if (edge_to(B, cs, x, x ? wm_exchange_port(x, k) : 0, x != NULL, to, k, src) != WM_OK)
@@ -199,6 +304,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
   int envp = (int)lwm_get_int(L, env, "parallelism", 1);
   const char *time = lwm_get_str(L, env, "time");
   int ingestion = time && strcmp(time, "ingestion") == 0;
+  int no_pre = lwm_get_int(L, env, "no_pre_aggregate", 0) != 0;
   lua_getfield(L, env, "nodes");
   int nodes = lua_gettop(L);
   lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
@@ -291,6 +397,14 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       cs->nin = nn;
       cs->cap = cap;
     }
+    lua_getfield(L, node, "key");
+    int keyed = lua_istable(L, -1);
+    lua_pop(L, 1);
+    /* (at parallelism 1 the window's inputs are connected directly, with no exchange) */
+    int pre = keyed && !no_pre && p > 1 && strcmp(kind, "window") == 0 && !ingestion
+                  ? preagg_ok(B, nodes, node, b, first_in, nin)
+                  : 0;
+    B->preagg = pre;
     for (int k = 0; k < p && rc == WM_OK; k++) {
       if (!is_local(B, me, k)) continue;
       char iname[600];
@@ -336,14 +450,12 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         }
       }
     }
-    lua_getfield(L, node, "key");
-    int keyed = lua_istable(L, -1);
-    lua_pop(L, 1);
+    B->preagg = 0;
     for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
       lua_rawgeti(L, inputs, k);
       lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0); /* checked by input_id */
       lua_pop(L, 1);
-      rc = connect_node(B, cs, &b[in], me, node, keyed, name, where);
+      rc = connect_node(B, cs, &b[in], me, node, keyed, name, where, pre);
     }
     lua_settop(L, nodes);
   }

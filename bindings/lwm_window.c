@@ -492,7 +492,12 @@ static void free_config(void *ud) {
   free(ud);
 }
 
-static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where) {
+/* the side output of a pre-aggregation's late records: they go on to the key exchange */
+#define PREAGG_LATE "wmrun: late for the pre-aggregation"
+
+/* pre: 0 for the window (B->preagg: whether it merges partials), else the local
+ * pre-aggregation's operator (lwm_build_preagg) of that kind (LWM_PRE_*) */
+static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where, int pre) {
   lua_State *L = B->L;
   wm_winop_config *cfg = calloc(1, sizeof *cfg);
   lwm_pending *pending = cfg ? lwm_pending_add(B, free_config, cfg) : NULL;
@@ -503,9 +508,22 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   }
   int count_n = 0, count_slide = 0;
   if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
-  cfg->lateness = (int64_t)lwm_get_int(L, node, "lateness", 0);
-  cfg->late_tag = lwm_get_str(L, node, "late_tag");
-  if (lwm_build_keysel(B, node, where, &cfg->keysel) != WM_OK) goto fail;
+  cfg->lateness = pre ? 0 : (int64_t)lwm_get_int(L, node, "lateness", 0);
+  cfg->late_tag = !pre ? lwm_get_str(L, node, "late_tag")
+                  : pre == LWM_PRE_COUNT ? NULL : PREAGG_LATE;
+  cfg->first_by_chan = !pre && B->preagg == LWM_PRE_FIRST;
+  cfg->late_as_partial = pre == LWM_PRE_COUNT;
+  cfg->merges_partials = !pre && B->preagg != 0;
+  /* count's partials are its results, {count, key, start, stop}: keyed by their key */
+  static const char *const pkey[] = {"key"};
+  if (!pre && B->preagg == LWM_PRE_COUNT) {
+    if (wm_keysel_fields(&cfg->keysel, pkey, 1) != 0) {
+      wm_ctx_error(&B->ctx, "out of memory");
+      goto fail;
+    }
+  } else if (lwm_build_keysel(B, node, where, &cfg->keysel) != WM_OK) {
+    goto fail;
+  }
   /* the trigger: the user's, or the assigner's default (count windows: purging count(n),
    * or count(slide) with an evictor keeping the last n) */
   lua_getfield(L, node, "trigger");
@@ -534,7 +552,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   /* the function */
   const char *fk = lwm_get_str(L, node, "fn_kind");
   int rc = 0;
-  if (fk && strcmp(fk, "builtin") == 0) {
+  if (!pre && B->preagg == LWM_PRE_COUNT) { /* the partials' counts, added up */
+    rc = wm_winfn_builtin(&cfg->fn, WM_AGG_SUM, "count");
+  } else if (fk && strcmp(fk, "builtin") == 0) {
     const char *agg = lwm_get_str(L, node, "agg");
     static const char *const aggs[] = {"sum", "min", "max", "min_by", "max_by", "count"};
     int kindi = 0;
@@ -583,9 +603,20 @@ fail:
   return NULL;
 }
 
+wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, const char *where,
+                        int *late_port) {
+  wm_op *op = build_window(B, node, name, where, kind);
+  *late_port = 0;
+  if (op && kind != LWM_PRE_COUNT && (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
+    wm_ctx_error(&B->ctx, "out of memory");
+    return NULL; /* op is freed with the context */
+  }
+  return op;
+}
+
 int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,
                       const char *where, wm_op **op) {
   if (strcmp(kind, "window") != 0) return 0;
-  *op = build_window(B, node, name, where);
+  *op = build_window(B, node, name, where, 0);
   return 1;
 }

@@ -29,7 +29,9 @@ describe("wm.env", function()
   end)
   it("rejects unknown options and bad values with clear messages", function()
     assert.has_error(function() wm.env{paralelism = 2} end,
-      "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, checkpoint)")
+      "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, checkpoint, "
+        .. "pre_aggregate)")
+    assert.has_error(function() wm.env{pre_aggregate = "no"} end, "env: pre_aggregate must be a boolean, got string")
     assert.has_error(function() wm.env{parallelism = 0} end, "env: parallelism must be a positive integer, got 0")
     assert.error_matches(function() wm.env{watermark_interval = "2 parsecs"} end, "bad duration '2 parsecs'")
     assert.error_matches(function() wm.env{time = "wall"} end, "time must be 'event', 'ingestion' or 'processing'")

@@ -108,6 +108,15 @@ function M.lines(cmd)
   return t
 end
 
+--- The lines of text, sorted (outputs of parallel runs, whose order is not fixed); strip:
+--- without print's "i> " instance prefix.
+function M.sorted_lines(text, strip)
+  local t = {}
+  for l in text:gmatch("[^\n]+") do t[#t + 1] = strip and l:gsub("^[^ ]*> ", "") or l end
+  table.sort(t)
+  return t
+end
+
 --- Runs wmrun with arguments (a string, shell-quoted by the caller).
 function M.wmrun(args, stdin)
   return M.sh(M.wmrun_path() .. " " .. args, stdin)

@@ -3,12 +3,7 @@
 local wm = require("wm")
 local h = require("helper")
 
-local function lines(text, strip)
-  local t = {}
-  for l in text:gmatch("[^\n]+") do t[#t + 1] = strip and l:gsub("^[^ ]*> ", "") or l end
-  table.sort(t)
-  return t
-end
+local lines = h.sorted_lines
 
 local function example(name) return h.root .. "/examples/" .. name .. ".lua" end
 

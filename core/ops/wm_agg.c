@@ -38,6 +38,32 @@ static int num_cmp(const wm_value *a, const wm_value *b) {
   return (x > y) - (x < y);
 }
 
+void wm_agg_combine(int agg, wm_value *aux, const wm_value *b) {
+  if (aux->type == WM_NIL) {
+    *aux = *b;
+    return;
+  }
+  if (b->type != WM_INT && b->type != WM_FLOAT) return;
+  switch (agg) {
+  case WM_AGG_SUM:
+  case WM_AGG_COUNT:
+    if (aux->type == WM_INT && b->type == WM_INT)
+      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)b->u.i);
+    else
+      *aux = wm_float((aux->type == WM_INT ? (double)aux->u.i : aux->u.f) +
+                      (b->type == WM_INT ? (double)b->u.i : b->u.f));
+    break;
+  case WM_AGG_MIN:
+    if (num_cmp(b, aux) < 0) *aux = *b;
+    break;
+  case WM_AGG_MAX:
+    if (num_cmp(b, aux) > 0) *aux = *b;
+    break;
+  default:
+    break;
+  }
+}
+
 static int builtin_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
   builtin *b = ud;
   const wm_host *h = &op->ctx->host;

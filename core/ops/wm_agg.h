@@ -58,4 +58,9 @@ const wm_field *wm_winfn_sum_field(const wm_winfn *fn);
  * schema cache): a window operator may read it with wm_field_get. */
 int wm_winfn_builtin_agg(const wm_winfn *fn, wm_field **field);
 
+/* Folds b, the aggregate of a built-in `agg` (WM_AGG_SUM, _MIN, _MAX, _COUNT) over some
+ * records, into *aux, its aggregate over records that come before them: as adding those
+ * records one by one would (sums of integers wrap; min and max keep *aux on ties). */
+void wm_agg_combine(int agg, wm_value *aux, const wm_value *b);
+
 #endif

@@ -199,6 +199,9 @@ typedef struct winop {
   wm_row *fire_row;      /* inl: the last row fired (referenced), reused once nobody else
                             holds it; its string fields hold fire_cap[j] bytes */
   uint32_t *fire_cap;
+  bool by_chan;          /* cfg.first_by_chan in effect: fch holds each entry's channel */
+  uint8_t *fch;          /* by_chan: the channel of each entry's first record */
+  int chan;              /* by_chan: the channel of the record being added */
 } winop;
 
 /* A key rebuilt from an entry (key_of): valid while the keybuf is. */
@@ -394,6 +397,11 @@ static int entry_alloc(winop *s, uint32_t *out) {
     wcold *c = realloc(s->c, cap * sizeof *c);
     if (!c) return -1;
     s->c = c;
+    if (s->by_chan) {
+      uint8_t *fch = realloc(s->fch, cap);
+      if (!fch) return -1;
+      s->fch = fch;
+    }
     if (s->need_ext) {
       wext *x = realloc(s->x, cap * sizeof *x);
       if (!x) return -1;
@@ -1274,6 +1282,31 @@ static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int6
   return act(op, s, i, s->trig->vt->on_element(s->trig, &c, rec, ts));
 }
 
+/* by_chan: rec, from a channel before the one entry i's first record came from, becomes
+ * the window's first record (what a single reader would have seen first); the aggregate
+ * folds the window's in after rec's value, as adding the records in that order would. */
+static int first_replace(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+  wentry *e = &s->e[i];
+  const wm_host *h = &op->ctx->host;
+  wm_value later = e->aux; /* sum, min, max: a number, nothing owned */
+  wm_value key = wm_nil();
+  if (e->inl) {
+    /* the key's bytes after the first 8 are packed with the record: keep them */
+    keybuf kb;
+    if (e->klen > 8 && wm_value_copy(h, &key, key_of(s, i, &kb)) != 0)
+      return wm_ctx_error(op->ctx, "out of memory in window state");
+    memset(CO(e), 0, sizeof *CO(e));
+    e->inl = 0;
+    CO(e)->key = key;
+  } else {
+    wm_value_release(h, &CO(e)->acc);
+  }
+  e->aux = wm_nil();
+  if (add_record(op, s, e, rec, ts) != WM_OK) return WM_ERR;
+  wm_agg_combine(s->pane_agg, &e->aux, &later);
+  return WM_OK;
+}
+
 /* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
  * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
 static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
@@ -1289,6 +1322,16 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
       if (push_event(op, s, i, mts) != WM_OK) return WM_ERR;
     }
     if (push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+  }
+  if (s->by_chan) {
+    if (created || entry_empty(s, &s->e[i])) {
+      s->fch[i] = (uint8_t)s->chan;
+    } else if (s->chan < s->fch[i]) { /* an earlier part of the input: its record is first */
+      s->fch[i] = (uint8_t)s->chan;
+      if (first_replace(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+      if (mts <= op->wm) return emit_window(op, s, i); /* as on_element: a late firing */
+      return WM_OK;
+    }
   }
   return on_element(op, s, i, rec, ts);
 }
@@ -1392,8 +1435,8 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
 }
 
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
   winop *s = op->impl;
+  s->chan = chan < 255 ? chan : 255;
   wm_ctx *ctx = op->ctx;
   if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
   wm_value key;
@@ -1474,6 +1517,14 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       any = 1;
       if (add_to_window(op, s, &kp, &key, s->whash[k], w, rec, ts) != WM_OK) return WM_ERR;
     }
+  }
+  if (!any && s->event_time && s->cfg.late_as_partial && s->fast &&
+      s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* its window's partial of one record (at the window's end, as a firing emits it) */
+    wm_value one = wm_int(1), none = wm_nil();
+    wm_fire f = {.key = &key, .window = s->tw, .max_ts = max_ts_of(s->tw), .watermark = W,
+                 .acc = &none, .aux = &one};
+    return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
   }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
@@ -1574,6 +1625,7 @@ static void winop_free(wm_op *op) {
   free(s->e_raw);
   free(s->c);
   free(s->x);
+  free(s->fch);
   free(s->idx);
   if (s->fire_row) wm_row_release(&op->ctx->host, s->fire_row);
   free(s->fire_cap);
@@ -1608,7 +1660,7 @@ static void winop_free(wm_op *op) {
  * the free list and the scratch space are rebuilt on restore. */
 
 enum { EF_FIRE = 1, EF_WAKE = 2, EF_ACC = 4, EF_ITEMS = 8, EF_TSTATE = 16, EF_HSTATE = 32,
-       EF_TM = 64, EF_ALL = 127 };
+       EF_TM = 64, EF_CHAN = 128, EF_ALL = 255 };
 
 static const char *const assigner_names[] = {"?", "tumbling", "sliding", "session", "global"};
 
@@ -1627,6 +1679,10 @@ static void config_text(const winop *s, char *out, size_t n) {
     k += snprintf(out + k, n - (size_t)k, ", %s", ev[ek >= 0 && ek <= 3 ? ek : 0]);
   for (const wm_trigger *t = s->trig; t && k > 0 && (size_t)k < n; t = t->inner)
     k += snprintf(out + k, n - (size_t)k, ", trigger %s %lld", t->vt->name, (long long)t->n);
+  if (s->by_chan && k > 0 && (size_t)k < n)
+    k += snprintf(out + k, n - (size_t)k, ", first by channel");
+  if (s->cfg.merges_partials && k > 0 && (size_t)k < n)
+    snprintf(out + k, n - (size_t)k, ", merges partials");
 }
 
 static int64_t rel(int64_t t, int64_t base) { return (int64_t)((uint64_t)t - (uint64_t)base); }
@@ -1640,7 +1696,8 @@ static int put_entry(wm_op *op, winop *s, wm_state_io *io, uint32_t i, uint64_t 
   unsigned f = (e->fire ? EF_FIRE : 0) | (x->wake_t != WM_TIME_MIN ? EF_WAKE : 0) |
                (e->inl || c->acc.type != WM_NIL ? EF_ACC : 0) | (x->nitems ? EF_ITEMS : 0) |
                (x->tstate[0] || x->tstate[1] ? EF_TSTATE : 0) |
-               (x->hstate.type != WM_NIL ? EF_HSTATE : 0) | (x->ntm ? EF_TM : 0);
+               (x->hstate.type != WM_NIL ? EF_HSTATE : 0) | (x->ntm ? EF_TM : 0) |
+               (s->by_chan && s->fch[i] ? EF_CHAN : 0);
   int64_t mts = max_ts_of(e->w);
   keybuf kb;
   wm_state_put_u(io, f);
@@ -1682,6 +1739,7 @@ static int put_entry(wm_op *op, winop *s, wm_state_io *io, uint32_t i, uint64_t 
       wm_state_put_u(io, x->tm[k].epoch);
     }
   }
+  if (f & EF_CHAN) wm_state_put_u(io, s->fch[i]);
   return WM_OK;
 }
 
@@ -1796,6 +1854,13 @@ static int get_entry(wm_state_rd *r, winop *s, uint32_t i, uint64_t *prev_seq) {
       x->ntm++;
     }
   }
+  if (s->by_chan) s->fch[i] = 0;
+  if (f & EF_CHAN) {
+    if (!s->by_chan) return wm_state_bad(r, "a first record's channel in an operator that keeps none");
+    if (wm_state_get_u(r, &u, "a first record's channel") != WM_OK) return WM_ERR;
+    if (u > 255) return wm_state_bad(r, "a first record's channel is %llu", (unsigned long long)u);
+    s->fch[i] = (uint8_t)u;
+  }
   return WM_OK;
 }
 
@@ -1908,7 +1973,8 @@ static int restore_body(wm_state_rd *r, winop *s) {
     uint32_t cap = (uint32_t)n;
     s->c = calloc(cap, sizeof *s->c);
     if (s->need_ext) s->x = calloc(cap, sizeof *s->x);
-    if (hot_grow(s, cap) != 0 || !s->c || (s->need_ext && !s->x))
+    if (s->by_chan) s->fch = calloc(cap, 1);
+    if (hot_grow(s, cap) != 0 || !s->c || (s->need_ext && !s->x) || (s->by_chan && !s->fch))
       return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
     memset(s->e, 0, cap * sizeof *s->e);
     s->cape = cap;
@@ -1956,10 +2022,12 @@ static int reset_state(wm_op *op, winop *s) {
   free(s->e_raw);
   free(s->c);
   free(s->x);
+  free(s->fch);
   s->e = NULL;
   s->e_raw = NULL;
   s->c = NULL;
   s->x = NULL;
+  s->fch = NULL;
   s->ne = s->cape = s->nlive = 0;
   s->free_head = NONE;
   s->usedidx = 0;
@@ -2096,6 +2164,9 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
     s->panes = s->panes_ok;
     s->inl_ok = s->fast && !s->merging && s->kelide && (s->pane_agg == WM_AGG_SUM ||
                 s->pane_agg == WM_AGG_MIN || s->pane_agg == WM_AGG_MAX);
+    s->by_chan = s->cfg.first_by_chan && s->fast && a->kind == WM_WA_TUMBLING &&
+                 s->cfg.evictor.kind == 0 && (s->pane_agg == WM_AGG_SUM ||
+                 s->pane_agg == WM_AGG_MIN || s->pane_agg == WM_AGG_MAX);
   }
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();

@@ -28,6 +28,20 @@ typedef struct wm_winop_config {
                            or never for global windows) */
   wm_evictor evictor;   /* owned; kind 0: none */
   wm_gapfn gapfn;       /* owned; session windows with a dynamic gap (assigner.gap = -1) */
+  /* 1: each input channel delivers its records in the order a single reader would have
+   * seen them, channel 0 first (the parts of one file, or the partials of a local
+   * pre-aggregation of such parts: docs/performance.md, "Pre-aggregation"). A window's
+   * first record, the one sum, min and max emit, is then the one of the lowest channel
+   * that reached it, not the first to arrive. Only with tumbling windows, the default
+   * trigger and the built-in sum, min or max (else ignored); at most 255 channels. */
+  int first_by_chan;
+  /* 1: a record late for a tumbling window of the default trigger leaves on the main port
+   * as the window function's result for that record alone, at the window's end (a local
+   * pre-aggregation of count(): the window it feeds adds the partial counts up) */
+  int late_as_partial;
+  /* 1: the operator merges partials (config text, so that a checkpoint of a job without
+   * pre-aggregation is not restored into one with it, or back) */
+  int merges_partials;
 } wm_winop_config;
 
 /* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,

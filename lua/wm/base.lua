@@ -151,7 +151,10 @@ end
 --   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
 --   runs, port 0 = any free one; see docs/metrics.md),
 --   `checkpoint` (`{dir = DIR, interval = "10s"}`: checkpoints in DIR, resumed from at the next
---   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it)
+--   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it),
+--   `pre_aggregate` (default true: built-in sum/min/max windows over a file read in parts
+--   aggregate each part locally before the key exchange; false: every record crosses, see
+--   docs/performance.md "Pre-aggregation")
 -- @treturn Env
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
@@ -159,9 +162,9 @@ function M.env(opts)
   if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
-      and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" then
+      and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate" then
       error("env: unknown option '" .. tostring(k)
-        .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint)", 2)
+        .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint, pre_aggregate)", 2)
     end
   end
   local mh = opts.metrics
@@ -198,6 +201,9 @@ function M.env(opts)
   local wi = opts.watermark_interval
   wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end
+  if opts.pre_aggregate ~= nil and type(opts.pre_aggregate) ~= "boolean" then
+    error("env: pre_aggregate must be a boolean, got " .. type(opts.pre_aggregate), 2)
+  end
   local time = opts.time or "event"
   if time ~= "event" and time ~= "ingestion" and time ~= "processing" then
     error("env: time must be 'event', 'ingestion' or 'processing', got " .. tostring(time), 2)
@@ -214,7 +220,7 @@ function M.env(opts)
   end
   if ck then ck.fresh = o.fresh end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
-                       checkpoint = ck,
+                       checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
                        progress = o.progress}, Env)

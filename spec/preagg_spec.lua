@@ -1,0 +1,170 @@
+-- Pre-aggregation before the key exchange (docs/performance.md, "Pre-aggregation"): a
+-- built-in sum/min/max over a file read in parts aggregates each part locally; only partials
+-- (and records late for the part's own watermark) cross to the window, which merges them.
+local h = require("helper")
+
+local sorted = h.sorted_lines
+
+-- n lines id,ts,vc,tag: keys of 2 to 12 bytes (packed and retained first records), the
+-- timestamps `disorder` ms out of order at most, every record's own tag (the first record
+-- of a window shows which one it is)
+local function gen(n, seed, disorder, keys)
+  math.randomseed(seed)
+  local t, out = 0, {}
+  for i = 1, n do
+    t = t + math.random(0, 40)
+    local k = math.random(1, keys or 7)
+    out[i] = string.format("%s,%d,%d,r%d", ("k"):rep(k) .. k, math.max(0, t - math.random(0, disorder)),
+      math.random(-5, 9), i)
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- A job on arg[1]: parse_csv, timestamps with a 1 s bound, the window of `win` (the lines
+-- after key_by), printed; pre_aggregate from the environment (NOPRE=1: off).
+local function job(win)
+  return h.write_tmp([[
+local wm = require("wm")
+local env = wm.env{pre_aggregate = os.getenv("NOPRE") == nil}
+local w = env:read_lines(arg[1], {parallel = true})
+  :parse_csv{"id", "ts:integer", "vc:integer", "tag"}
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id")
+]] .. win .. "\nenv:execute()\n", ".lua")
+end
+
+local function run(jp, data, args, nopre)
+  local out, err, code = h.sh((nopre and "NOPRE=1 " or "") .. h.wmrun_bin .. " " .. args .. " "
+    .. jp .. " " .. data)
+  assert.are.equal(0, code, err)
+  return out, err
+end
+
+-- the records-in column of the --metrics row whose name starts with prefix (summed)
+local function metric_in(err, prefix)
+  local sum, rows = 0, 0
+  for l in err:gmatch("[^\n]+") do
+    if l:sub(1, #prefix) == prefix then
+      local a = l:sub(#prefix + 1):match("%s(%d+)%s+%d+%s")
+      sum, rows = sum + tonumber(a), rows + 1
+    end
+  end
+  return sum, rows
+end
+
+describe("pre-aggregation", function()
+  local files = {}
+  after_each(function()
+    for _, f in ipairs(files) do os.remove(f) end
+    files = {}
+  end)
+  local function tmp(text, suffix)
+    local p = h.write_tmp(text, suffix)
+    files[#files + 1] = p
+    return p
+  end
+
+  it("sends partials across the key exchange, not records", function()
+    local data = tmp(gen(4000, 1, 500, 5))
+    local jp = job([[:window(wm.windows.tumbling("5s")):sum("vc"):print()]])
+    files[#files + 1] = jp
+    local _, err = run(jp, data, "-p 2 --metrics")
+    local crossed, xs = metric_in(err, "key_by to ")
+    local pre_in, ps = metric_in(err, "pre-aggregation of ")
+    assert.are.equal(2, xs)
+    assert.are.equal(2, ps)
+    assert.are.equal(4000, pre_in)
+    -- 4000 records over about 80 s of event time, 5 keys: some 16 windows per key, at most
+    -- two partials each (one per part), and no record late for its own part
+    assert.is_true(crossed <= 2 * 5 * 18, "crossed " .. crossed)
+    local _, err2 = run(jp, data, "-p 2 --metrics", true)
+    local crossed2 = metric_in(err2, "key_by to ")
+    assert.are.equal(4000, crossed2)
+    assert.are.equal(0, select(2, metric_in(err2, "pre-aggregation of ")))
+  end)
+
+  -- With records late for their part, what is late at the window depends on how far the
+  -- other parts have got (on one thread too: the parts are read in the order their reads
+  -- complete), with or without pre-aggregation; spec/c/test_snapshot.c ("pre-aggregated
+  -- sum, interleaving n") runs both on the same interleavings and compares.
+
+  it("on two threads gives the results of one reader: the first record of a window is the file's first", function()
+    -- no record late for its part (disorder 900 ms, bound 1 s): nothing depends on timing,
+    -- and one reader (-p 1) sees the same records in every window. Windows that span the two
+    -- parts get records from both; the second part reaches them first, at its start.
+    local data = tmp(gen(6000, 7, 900))
+    for _, fn in ipairs{"sum", "min", "max", "count"} do
+      local jp = job((":window(wm.windows.tumbling(\"3s\")):%s(%s):print()"):format(fn,
+        fn == "count" and "" or "\"vc\""))
+      files[#files + 1] = jp
+      local one = sorted(run(jp, data, "-p 1"))
+      assert.is_true(#one > 100)
+      for _, args in ipairs{"-p 2 --threads 2", "-p 2 --threads 2 --watermark-interval 0",
+                            "-p 3 --threads 2", "-p 2"} do
+        assert.are.same(one, sorted(run(jp, data, args), true), fn .. " " .. args)
+      end
+    end
+  end)
+
+  it("counts every record once, in a window or as late, with records late for their part", function()
+    -- which records are late at the window depends on timing; that each is counted in
+    -- exactly one firing or dropped as late (no lateness: one firing per window) does not
+    local data = tmp(gen(3000, 5, 3000))
+    local jp = job([[:window(wm.windows.tumbling("2s")):count():print()]])
+    files[#files + 1] = jp
+    for _, case in ipairs{{"-p 2", 2}, {"-p 2 --threads 2", 2}, {"-p 3 --threads 2", 3}} do
+      local args = case[1]
+      local out, err = run(jp, data, "--watermark-interval 0 --metrics " .. args)
+      local counted = 0
+      for c in out:gmatch('"count":(%d+)') do counted = counted + tonumber(c) end
+      local late = 0
+      for l in err:gmatch("[^\n]+") do
+        if l:match("^tumbling window count") then late = late + tonumber(l:match("(%d+)%s+%d+%s*$")) end
+      end
+      assert.is_true(late > 0, args .. ": no record late at the window")
+      assert.are.equal(3000, counted + late, args)
+      assert.are.equal(case[2], select(2, metric_in(err, "pre-aggregation of ")))
+    end
+  end)
+
+  it("does not apply where it could change results: a Lua map or a number column with sum, count with a "
+     .. "late side output, sliding windows, a window at parallelism 1", function()
+    local data = tmp(gen(500, 4, 500))
+    for _, case in ipairs{
+      {[[:window(wm.windows.tumbling("5s")):count():print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):side_output_late_data("l"):count():print()]]},
+      {[[:window(wm.windows.tumbling("5s")):min_by("vc"):print()]]},
+      {[[:window(wm.windows.tumbling("5s")):reduce(function(a, b) return a end):print()]]},
+      {[[:window(wm.windows.sliding("4s", "2s")):sum("vc"):print()]]},
+      {[[:window(wm.windows.tumbling("5s")):sum("ts"):print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):max("vc"):print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):count():set_parallelism(1):print()]]},
+      {[[:window(wm.windows.tumbling("5s")):sum("vc"):set_parallelism(1):print()]]},
+    } do
+      local jp = job(case[1])
+      files[#files + 1] = jp
+      local _, err = run(jp, data, "-p 2 --metrics")
+      assert.are.equal(case.applies and 2 or 0, select(2, metric_in(err, "pre-aggregation of ")), case[1])
+    end
+    -- a map between the parse and the window, and a number column: per record
+    for _, src in ipairs{
+      [[:parse_csv{"id", "ts:integer", "vc:integer", "tag"}:map(function(r) return r end)]],
+      [[:parse_csv{"id", "ts:integer", "vc:number", "tag"}]],
+      [[:parse_csv{"id", "ts:integer", "vc:integer?", "tag"}]],
+    } do
+      local jp = tmp([[
+local wm = require("wm")
+local env = wm.env()
+env:read_lines(arg[1], {parallel = true})]] .. src .. [[
+
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("vc"):print()
+env:execute()
+]], ".lua")
+      local _, err = run(jp, data, "-p 2 --metrics")
+      assert.are.equal(0, select(2, metric_in(err, "pre-aggregation of ")), src)
+    end
+  end)
+end)
