@@ -105,7 +105,8 @@ describe("the API reference (LDoc)", function()
     local top = {}
     for k, v in pairs(wm) do if k ~= "core" then top[k] = v end end
     local miss = missing{
-      {page = "wm.datastream", t = {thread = wm.thread, partition = wm.partition}}, {page = "wm.base", t = {env = wm.env}},
+      {page = "wm.datastream", t = {thread = wm.thread, partition = wm.partition}},
+      {page = "wm.base", t = {env = wm.env}},
       {page = "wm.watermarks", t = wm.watermarks}, {page = "wm.windows", t = wm.windows},
       {page = "wm.triggers", t = wm.triggers}, {page = "wm.evictors", t = wm.evictors},
       {page = "wm.format", t = wm.format}, {page = "wm.duration", t = wm.duration},

@@ -364,6 +364,89 @@ env:execute()]], k.bootstrap)
       sorted(lines_of_text(out)))
   end)
 
+  it("a repartitioning step (key_by through Kafka): 3 processes give the single-process result", function() -- luacheck: ignore 631
+    -- the input is partitioned by `src`, the windows by `id`: every window's records are in
+    -- several source partitions, and meet again in one partition of the intermediate topic
+    local k = services.kafka{"rin:6", "rp1:4", "rp3:4", "rpp:4"}
+    local dir = helper.tmpdir()
+    local procs = {}
+    finally(function()
+      for _, p in ipairs(procs) do p.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    os.execute("mkdir -p " .. q(dir .. "/out"))
+    local lp = script(dir, [[
+local wm = require("wm")
+local rows = {}
+for i = 1, 1200 do rows[i] = {src = "s" .. (i % 6), id = "k" .. (i * 7 % 10), ts = i * 100, v = i} end
+local env = wm.env{}
+env:from_elements(table.unpack(rows)):write_kafka{brokers = arg[1], topic = "rin", key = "src"}
+env:execute("load")]], "load.lua")
+    local _, lerr, lcode = helper.wmrun(q(lp) .. " " .. q(k.bootstrap))
+    assert.are.equal(0, lcode, lerr)
+    -- arg[1] brokers, arg[2] the intermediate topic ("-": no through), arg[3] the output,
+    -- arg[4] "scale" or "plain"
+    local jp = script(dir, [[
+local wm = require("wm")
+local brokers, via, out, mode = arg[1], arg[2], arg[3], arg[4]
+local env = wm.env{watermark_interval = 0}
+local s = env:read_kafka{brokers = brokers, topic = "rin", group = "g-rin", bounded = "latest",
+    scale_out = mode == "scale",
+    properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
+  :parse_json()
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+local keyed = via == "-" and s:key_by("id")
+  or s:key_by("id", {through = {kafka = {brokers = brokers, topic = via, partitions = 4}}})
+-- (sum's record is its window's first: through the repartitioning, which is first depends on
+-- how the writers' messages meet, so the window's start and the sum are what is compared)
+keyed:window(wm.windows.tumbling("5s")):sum("v")
+  :map(function(r) return {id = r.id, start = r.ts // 5000 * 5000, v = r.v} end):write_lines(out)
+env:execute("repartition spec")
+]], "rjob.lua")
+    local function run(args)
+      local _, err, code = helper.wmrun(args)
+      assert.are.equal(0, code, err)
+      return err
+    end
+    -- the plain job, without the through and with it (one process writes and reads it)
+    run(q(jp) .. " " .. q(k.bootstrap) .. " - " .. q(dir .. "/plain.txt") .. " plain")
+    local plain = sorted(lines_of(dir .. "/plain.txt"))
+    assert.is_true(#plain >= 24 * 10) -- 10 keys in every 5 s window of 120 s
+    run(q(jp) .. " " .. q(k.bootstrap) .. " rpp " .. q(dir .. "/via.txt") .. " plain")
+    assert.are.same(plain, sorted(lines_of(dir .. "/via.txt")))
+    -- one scale-out process: six writing tasks and four reading ones
+    local err = run("--checkpoint-dir " .. q(dir .. "/ck1") .. " " .. q(jp) .. " " .. q(k.bootstrap) .. " rp1 "
+      .. q(dir .. "/one.txt") .. " scale")
+    assert.is_truthy(err:match("assigned [^\n]*rp1/0"), err)
+    assert.are.same(plain, union(dir, "one.txt."))
+    -- only the reading tasks write the windows' file: one per intermediate partition
+    for pn = 0, 3 do assert.is_true(helper.read_or_empty(dir .. "/one.txt.rp1-" .. pn) ~= "", "rp1-" .. pn) end
+    assert.are.equal("", helper.read_or_empty(dir .. "/one.txt.rin-0"))
+    -- three processes
+    for i = 1, 3 do
+      local pdir = dir .. "/p" .. i
+      os.execute("mkdir -p " .. q(pdir))
+      local args = "--checkpoint-dir " .. q(dir .. "/ck3") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+        .. q(k.bootstrap) .. " rp3 " .. q(dir .. "/out/o.txt") .. " scale"
+      os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' "
+        .. ">/dev/null 2>&1 </dev/null &",
+        helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
+      local p = {dir = pdir}
+      p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
+        "wmrun to start", 60)
+      function p.done()
+        local r = helper.read_or_empty(pdir .. "/rc")
+        if r ~= "" then return tonumber(r:match("%d+")) end
+      end
+      function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
+      procs[i] = p
+    end
+    helper.wait_for(function() return all_done(procs) end, "the three processes to end", 180)
+    for _, p in ipairs(procs) do assert.are.equal(0, p.done(), helper.read_or_empty(p.dir .. "/err")) end
+    assert.are.same(plain, union(dir .. "/out", "o.txt."))
+  end)
+
   it("examples/scaleout/run.sh: the demo's combined output equals a single run", function()
     local out, err, code = helper.sh(q(helper.root .. "/examples/scaleout/run.sh"))
     assert.are.equal(0, code, out .. err)

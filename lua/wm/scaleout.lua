@@ -34,6 +34,14 @@ function M.source(env)
   return nil
 end
 
+--- The repartitioning (`key_by(k, {through = ...})`) of env's plan, its write node; or nil.
+-- (One at most in a scale-out job: the supervisor refuses more.)
+-- @local
+function M.through(env)
+  local th = env._throughs
+  return th and th[1] or nil
+end
+
 --- Where a task's file sink writes: `{task}` in the path replaced by the task's name, or
 -- `path .. "." .. name` when the path has no `{task}`.
 -- @tparam string path
@@ -73,18 +81,38 @@ local function run_task(env, name, task)
   if not (src and src.scale_out) then
     error("wmrun: WM_TASK names plan node " .. task.node .. ", which is not a scale_out source of this job", 0)
   end
-  local keep
-  for _, p in ipairs(src.parts) do
-    if (p.topic or p.stream) == task.source and p.partition == task.partition then keep = p end
+  local th = M.through(env)
+  local side, writer = nil, nil
+  if th and th.target.topic == task.source then -- a partition of the intermediate topic
+    side = "read"
   end
-  if not keep then
+  local keep
+  for i, p in ipairs(src.parts) do
+    if (p.topic or p.stream) == task.source and p.partition == task.partition then keep, writer = p, i - 1 end
+  end
+  if th and not side then side = "write" end
+  if not keep and side ~= "read" then
     error(string.format("wmrun: WM_TASK names partition %s/%d, which %s (%s) does not have", task.source,
       task.partition, src.name, src.where), 0)
   end
-  restrict(src, keep)
+  local writers = #src.parts
+  if side == "read" then
+    -- the reading side of the repartitioning: intermediate partition task.partition, its
+    -- writers the tasks of the source's partitions (the cut of lua/wm/through.lua, which
+    -- the through leaves in env._through_cut: no require of it here, wm.through needs us)
+    env._through_cut(env, "read", task.partition, writers)
+  else
+    restrict(src, keep)
+    if side == "write" then env._through_cut(env, "write", writer, writers) end
+  end
   -- the task's consumer is no member of the group (the supervisor is): it commits its
   -- offsets, after each checkpoint, to a group of its own that has no members
-  src.group = src.group .. ".task-" .. task.name
+  if side == "read" then
+    local r = th.reader
+    r.group = src.group .. ".task-" .. task.name
+  else
+    src.group = src.group .. ".task-" .. task.name
+  end
   local ck = env.checkpoint
   local dir = ck.dir .. "/task-" .. task.name
   env.checkpoint = {dir = dir, interval = ck.interval, fresh = false}
@@ -95,9 +123,6 @@ local function run_task(env, name, task)
     -- every task numbers its messages from 0: its Nats-Msg-Ids must be its own
     if n.kind == "write_nats" then n.id_prefix = n.id_prefix .. "/" .. task.name end
   end
-  -- The `through` repartition (lua/wm/through.lua, issue 16) is cut here when it lands: a
-  -- task of the source's partitions runs the writing side, a task of the intermediate
-  -- topic's partitions the reading side: cut(env, side, partition, writers) of wm.through.
   core.task_guard()
   core.execute(env, name)
   if not env.stopped then -- the input ended: the task is done, whoever runs it next
@@ -130,6 +155,16 @@ local function supervise(env, name, index, src)
   if arg == nil or arg[0] == nil or arg[0] == "-" then
     error("scale_out: the job must be a script file (each partition runs it again in a process of its own)", 0)
   end
+  local th = env._throughs or {}
+  if #th > 1 then
+    error("scale_out: " .. where .. ": a scale-out job can repartition once (key_by with through), this one does "
+      .. #th .. " times", 0)
+  end
+  th = th[1]
+  if th and (src.kind ~= "read_kafka" or th.target.kind ~= "kafka") then
+    error("scale_out: " .. where .. ": a scale-out job repartitions through Kafka from a read_kafka source "
+      .. "(through NATS, or from read_nats, is not supported yet: docs/scaleout.md)", 0)
+  end
   local ok, err
   if src.kind == "read_nats" then -- one stream; static share (partitions) or leases (docs/connectors.md)
     ok, err = core.supervise{kind = "nats", group = src.group, ckdir = env.checkpoint.dir, index = index,
@@ -146,6 +181,14 @@ local function supervise(env, name, index, src)
         counts[#sources] = 0
       end
       counts[seen[p.topic]] = counts[seen[p.topic]] + 1
+    end
+    if th then -- the intermediate topic's partitions are tasks too: the group shares them
+      if seen[th.target.topic] then
+        error("scale_out: " .. where .. ": the repartitioning's topic '" .. th.target.topic
+          .. "' is also the source's", 0)
+      end
+      sources[#sources + 1] = th.target.topic
+      counts[#sources] = th.target.partitions
     end
     ok, err = core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
       node = src.id, sources = sources, counts = counts, args = command(), brokers = src.brokers,

@@ -117,6 +117,7 @@ function Stream:key_by(k, opts)
   r.through, w.reader = w, r
   env._throughs = env._throughs or {}
   table.insert(env._throughs, w)
+  env._through_cut = M.cut -- for the scale-out task mode (wm.scaleout), which cannot require us
   return setmetatable({stream = base.stream(env, r), key = keyed.key, where = keyed.where}, KeyedStream)
 end
 
