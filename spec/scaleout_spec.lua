@@ -4,6 +4,7 @@
 -- Runs against librdkafka's mock cluster (spec/services.lua).
 local helper = require("helper")
 local services = require("services")
+local sh = require("scaleout_helper")
 
 local q = helper.shell_quote
 
@@ -108,29 +109,13 @@ env:execute("scale-out spec")
 
 local function write_job(dir) return script(dir, JOB) end
 
--- Starts `n` supervisors of the job in the background (their stderr in dir/pI.err).
+-- Starts `n` supervisors of the job in the background (their stderr in dir/pI/err).
 local function start(dir, n, bootstrap, topic, extra)
   local jp = write_job(dir)
-  local procs = {}
-  for i = 1, n do
-    local pdir = dir .. "/p" .. i
-    os.execute("mkdir -p " .. q(pdir))
-    local args = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+  return sh.start(dir, n, function()
+    return "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
       .. q(bootstrap) .. " " .. topic .. " " .. q(dir .. "/out/o.txt") .. " scale " .. (extra or "")
-    os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
-      helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
-    local p = {dir = pdir}
-    p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
-      "wmrun to start", 60)
-    function p.done()
-      local s = helper.read_or_empty(pdir .. "/rc")
-      if s ~= "" then return tonumber(s:match("%d+")) end
-    end
-    function p.err() return helper.read_or_empty(pdir .. "/err") end
-    function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
-    procs[i] = p
-  end
-  return procs
+  end)
 end
 
 local function single(dir, bootstrap, topic, mode)
@@ -143,10 +128,7 @@ local function single(dir, bootstrap, topic, mode)
   return union(dir, "single-scale.txt.")
 end
 
-local function all_done(procs)
-  for _, p in ipairs(procs) do if not p.done() then return false end end
-  return true
-end
+local all_done = sh.all_done
 
 -- A mock cluster with a 6-partition `topic` loaded by load(), a folder, the plain job's
 -- output; the processes the spec puts in `procs` are killed at its end.
@@ -424,26 +406,12 @@ env:execute("repartition spec")
     for pn = 0, 3 do assert.is_true(helper.read_or_empty(dir .. "/one.txt.rp1-" .. pn) ~= "", "rp1-" .. pn) end
     assert.are.equal("", helper.read_or_empty(dir .. "/one.txt.rin-0"))
     -- three processes
-    for i = 1, 3 do
-      local pdir = dir .. "/p" .. i
-      os.execute("mkdir -p " .. q(pdir))
-      local args = "--checkpoint-dir " .. q(dir .. "/ck3") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
+    for _, p in ipairs(sh.start(dir, 3, function()
+      return "--checkpoint-dir " .. q(dir .. "/ck3") .. " --checkpoint-interval 50ms " .. q(jp) .. " "
         .. q(k.bootstrap) .. " rp3 " .. q(dir .. "/out/o.txt") .. " scale"
-      os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' "
-        .. ">/dev/null 2>&1 </dev/null &",
-        helper.wmrun_path(), args, q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
-      local p = {dir = pdir}
-      p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
-        "wmrun to start", 60)
-      function p.done()
-        local r = helper.read_or_empty(pdir .. "/rc")
-        if r ~= "" then return tonumber(r:match("%d+")) end
-      end
-      function p.kill() if not p.done() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end end
-      procs[i] = p
-    end
+    end)) do procs[#procs + 1] = p end
     helper.wait_for(function() return all_done(procs) end, "the three processes to end", 180)
-    for _, p in ipairs(procs) do assert.are.equal(0, p.done(), helper.read_or_empty(p.dir .. "/err")) end
+    for _, p in ipairs(procs) do assert.are.equal(0, p.done(), p.err()) end
     assert.are.same(plain, union(dir .. "/out", "o.txt."))
   end)
 
@@ -501,6 +469,20 @@ env:read_kafka{brokers = arg[1], topic = "b", group = "g", scale_out = true}:pri
       assert.are.equal(1, code)
       assert.matches("job%.lua:4: read_kafka: a job has one scale_out source; read_kafka%(a@[^)]*%) %(.-job%.lua:3%) "
         .. "is one already", err)
+    end)
+
+    it("a scale-out job repartitions once: a second through is refused, naming the source and its line", function()
+      local _, err, code = run_on_kafka({"ev:2", "r1:2", "r2:2"}, [[
+local wm = require("wm")
+local env = wm.env{}
+local b = arg[1]
+local s = env:read_kafka{brokers = b, topic = "ev", group = "g", scale_out = true}:parse_json()
+local a = s:key_by("a", {through = {kafka = {brokers = b, topic = "r1", partitions = 2}}}):count_window(2):count()
+a:key_by("b", {through = {kafka = {brokers = b, topic = "r2", partitions = 2}}}):count_window(2):count():print()
+env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end)
+      assert.are_not.equal(0, code)
+      assert.matches("wmrun: scale_out: read_kafka%(ev@[^)]+%) %([^)]*job.lua:4%): a scale%-out job can repartition "
+        .. "once %(key_by with through%), this one does 2 times", err)
     end)
 
     it("--fresh is refused: the folder is every process's", function()
