@@ -79,7 +79,7 @@ $(MODULE): $(CORE_OBJ) $(BIND_OBJ)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) -shared -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
-$(CTESTS): $(CORE_OBJ) $(CTEST_SRC) spec/c/test.h
+$(CTESTS): $(CORE_OBJ) $(CTEST_SRC) $(wildcard spec/c/*.h)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(CTEST_SRC) $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 

@@ -13,6 +13,7 @@
 #include "io/wm_conn.h"
 #include "ops/wm_tsop.h"
 #include "test.h"
+#include "test_kafka.h"
 
 typedef struct ksink {
   wm_buf seen;
@@ -176,17 +177,9 @@ static void test_hold_idleness(void) {
 void test_conn(void) {
   test_hold_idleness();
   char err[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  CHECK(p != NULL);
-  if (!p) return;
-  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(p, 1);
-  CHECK(mc != NULL);
-  if (!mc) {
-    rd_kafka_destroy(p);
-    return;
-  }
+  rd_kafka_t *p;
+  rd_kafka_mock_cluster_t *mc = test_kafka_mock(&p);
+  if (!mc) return;
   CHECK(rd_kafka_mock_topic_create(mc, "t", 2, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
   /* the producer writes to the mock through its bootstrap address, as a client would */

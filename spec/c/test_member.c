@@ -13,6 +13,7 @@
 #include "exec/wm_super.h"
 #include "io/wm_member.h"
 #include "test.h"
+#include "test_kafka.h"
 
 #define NPART 4
 
@@ -104,17 +105,9 @@ static void test_task_names(void) {
 void test_member(void) {
   test_task_names();
   char err[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  CHECK(p != NULL);
-  if (!p) return;
-  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(p, 1);
-  CHECK(mc != NULL);
-  if (!mc) {
-    rd_kafka_destroy(p);
-    return;
-  }
+  rd_kafka_t *p;
+  rd_kafka_mock_cluster_t *mc = test_kafka_mock(&p);
+  if (!mc) return;
   CHECK(rd_kafka_mock_topic_create(mc, "mt", NPART, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
   member_state a = {0}, b = {0};

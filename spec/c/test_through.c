@@ -17,6 +17,7 @@
 #include "io/wm_through.h"
 #include "time/wm_time.h"
 #include "test.h"
+#include "test_kafka.h"
 
 typedef struct noter {
   wm_buf seen;
@@ -157,17 +158,9 @@ static int run(const char *brokers, const char *topic, int writers, const wm_buf
 
 void test_through(void) {
   char err[1024];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  CHECK(p != NULL);
-  if (!p) return;
-  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(p, 1);
-  CHECK(mc != NULL);
-  if (!mc) {
-    rd_kafka_destroy(p);
-    return;
-  }
+  rd_kafka_t *p;
+  rd_kafka_mock_cluster_t *mc = test_kafka_mock(&p);
+  if (!mc) return;
   const char *topics[] = {"r", "fewer", "other", "short", "rows"};
   for (int i = 0; i < 5; i++) CHECK(rd_kafka_mock_topic_create(mc, topics[i], 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
