@@ -13,12 +13,7 @@ local function job(text, args, opts)
   return out, err, code
 end
 
-local function sorted_lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  table.sort(t)
-  return t
-end
+local sorted_lines = helper.sorted_lines
 
 -- A file of sensor readings, in order within the out-of-orderness bound (1 s), so that a
 -- job reading it per partition and one reading the file see no late record.

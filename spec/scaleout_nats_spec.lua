@@ -18,12 +18,7 @@ local function job(text, args, opts)
   return out, err, code
 end
 
-local function sorted_lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  table.sort(t)
-  return t
-end
+local sorted_lines = helper.sorted_lines
 
 -- FNV-1a 32 written here from its definition (offset basis 2166136261, prime 16777619),
 -- independently of the C code under test.
