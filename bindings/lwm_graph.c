@@ -156,14 +156,29 @@ static int csv_integer(lua_State *L, int nd, const char *field) {
 static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Integer first_in,
                      lua_Integer nin) {
   lua_State *L = B->L;
-  int top = lua_gettop(L), ok = 0, assign = 0, csv = 0;
+  int top = lua_gettop(L), ok = 0, assign = 0, csv = 0, kindp = 0;
   const char *fk = lwm_get_str(L, node, "fn_kind"), *agg = lwm_get_str(L, node, "agg");
   const char *field = lwm_get_str(L, node, "field");
-  if (nin != 1 || !fk || strcmp(fk, "builtin") != 0 || !agg) return 0;
-  int count = strcmp(agg, "count") == 0;
-  if (count ? lwm_get_str(L, node, "late_tag") != NULL
-            : !field || (strcmp(agg, "sum") != 0 && strcmp(agg, "min") != 0 && strcmp(agg, "max") != 0))
-    return 0;
+  int late_side = lwm_get_str(L, node, "late_tag") != NULL;
+  if (nin != 1 || !fk) return 0;
+  if (strcmp(fk, "builtin") == 0 && agg && strcmp(agg, "count") == 0) {
+    kindp = late_side ? 0 : LWM_PRE_COUNT;
+  } else if (strcmp(fk, "builtin") == 0 && agg) {
+    if (field && (strcmp(agg, "sum") == 0 || strcmp(agg, "min") == 0 || strcmp(agg, "max") == 0))
+      kindp = LWM_PRE_FIRST;
+  } else if (strcmp(fk, "reduce") == 0) {
+    kindp = LWM_PRE_REDUCE; /* records late for their part cross as records */
+  } else if (strcmp(fk, "aggregate") == 0 && !late_side) {
+    lua_getfield(L, node, "agg");
+    if (lua_istable(L, -1)) lua_getfield(L, -1, "merge");
+    kindp = lua_isfunction(L, -1) ? LWM_PRE_AGG : 0;
+    lua_settop(L, top);
+  }
+  if (!kindp) return 0;
+  /* count, reduce, aggregate: any decoder and maps may come before (sum, min and max need
+   * the parse_csv's integer column: a map may change the field's type, and float sums
+   * depend on their grouping; a reduce or aggregate sees the same records either way) */
+  int count = kindp != LWM_PRE_FIRST;
   lua_getfield(L, node, "trigger");
   lua_getfield(L, node, "evictor");
   lua_getfield(L, node, "assigner");
@@ -211,7 +226,7 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
     id = next;
   }
   lua_settop(L, top);
-  return ok ? (count ? LWM_PRE_COUNT : LWM_PRE_FIRST) : 0;
+  return ok ? kindp : 0;
 }
 
 /* Connects every instance of `in` to the instances of `to` (n of them); pre: through a local
@@ -232,8 +247,9 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
       char xname[600];
       snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
       wm_keysel ks = {0};
-      static const char *const pkey[] = {"key"}; /* count's partials: {count, key, ...} */
-      if (mode == WM_XCH_HASH && pre == LWM_PRE_COUNT) {
+      /* count's partials: {count, key, ...}, aggregate's: {key, acc} */
+      static const char *const pkey[] = {"key"};
+      if (mode == WM_XCH_HASH && (pre == LWM_PRE_COUNT || pre == LWM_PRE_AGG)) {
         if (wm_keysel_fields(&ks, pkey, 1) != 0) return wm_ctx_error(&B->ctx, "out of memory");
       } else if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) {
         return WM_ERR;

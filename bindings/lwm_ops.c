@@ -447,9 +447,13 @@ typedef struct winlua {
   lwm_opinfo oi; /* fn: reduce fn / process fn; fn2..fn5: aggregate create/add/result/merge */
   int kind;      /* 1 reduce, 2 aggregate, 3 process */
   int pfn;       /* reduce/aggregate: the process function that receives the result (0: none) */
+  int mode;      /* LWM_WL_* (pre-aggregation: the local operator's partials, the window's
+                  * merging of them) */
   int outfn, outputfn; /* out(value) and ctx:output(tag, value) closures */
   int64_t ts;    /* for out(): the firing window's max timestamp */
   wm_op *op;
+  wm_schema *partial; /* LWM_WL_PARTIAL, aggregate: the partials' {key, acc} */
+  wm_field accf;      /* LWM_WL_MERGE, aggregate: a partial's field acc */
 } winlua;
 
 /* Stores the Lua value on top of the stack (popped) as the owned *acc, reusing acc's slot
@@ -471,10 +475,118 @@ static int set_acc(lwm_bridge *B, wm_value *acc) {
   return 0;
 }
 
+/* LWM_WL_MERGE (docs/performance.md, "Pre-aggregation"): the window of a pre-aggregated
+ * job gets the partials of each part (and the records late for their part) on the part's
+ * channel, in file order. It keeps one value per channel, in the table T that is acc:
+ * T[c] the fold of channel c-1's values (reduce: fn, aggregate: merge of the partials'
+ * accumulators), T[-c] = true once it has one, T.n the highest c; the firing folds them in
+ * channel order, which is the file's order. */
+static int win_add_chan(winlua *w, wm_op *op, wm_value *acc, const wm_value *rec) {
+  lwm_bridge *B = w->oi.B;
+  lua_State *L = B->L;
+  lua_Integer c = (lua_Integer)wm_winop_chan(op) + 1;
+  wm_value part = *rec; /* reduce: the partial or the record itself */
+  if (w->kind == 2 &&
+      wm_field_get(&B->ctx.host, &w->accf, rec, &part, B->ctx.err, sizeof B->ctx.err) != 0)
+    return WM_ERR;
+  if (acc->type == WM_NIL) {
+    lua_createtable(L, 2, 2);
+    if (set_acc(B, acc) != 0) return wm_ctx_error(&B->ctx, "out of memory");
+  }
+  lwm_push_value(B, acc); /* T */
+  int t = lua_gettop(L);
+  lua_rawgeti(L, t, -c);
+  int had = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (had) {
+    lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
+    lua_rawgeti(L, t, c);
+    lwm_push_value(B, &part);
+    if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) {
+      lua_settop(L, t - 1);
+      return WM_ERR;
+    }
+    if (w->kind == 1 && lua_isnil(L, -1)) {
+      lua_settop(L, t - 1);
+      return lwm_op_error(&w->oi, rec, "the reduce function returned nil");
+    }
+  } else {
+    lua_pushboolean(L, 1);
+    lua_rawseti(L, t, -c);
+    lua_getfield(L, t, "n");
+    lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (c > n) {
+      lua_pushinteger(L, c);
+      lua_setfield(L, t, "n");
+    }
+    lwm_push_value(B, &part);
+  }
+  lua_rawseti(L, t, c);
+  lua_settop(L, t - 1);
+  return WM_OK;
+}
+
+/* LWM_WL_MERGE: pushes the fold of T (acc) in channel order, and leaves it in T as channel
+ * 1's only value (a late firing then adds the records late for the window after it). */
+static int win_fold_chan(winlua *w, const wm_fire *f) {
+  lwm_bridge *B = w->oi.B;
+  lua_State *L = B->L;
+  lwm_push_value(B, f->acc); /* T */
+  int t = lua_gettop(L);
+  if (!lua_istable(L, t)) {
+    lua_pop(L, 1);
+    return wm_ctx_error(&B->ctx, "%s: a window that merges partials fired without one",
+                        w->oi.where);
+  }
+  lua_getfield(L, t, "n");
+  lua_Integer n = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  int have = 0;
+  for (lua_Integer c = 1; c <= n; c++) {
+    lua_rawgeti(L, t, -c);
+    int present = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (!present) continue;
+    if (!have) {
+      lua_rawgeti(L, t, c);
+      have = 1;
+      continue;
+    }
+    lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
+    lua_insert(L, -2);
+    lua_rawgeti(L, t, c);
+    if (lwm_call(&w->oi, 2, 1, NULL) != WM_OK) {
+      lua_settop(L, t - 1);
+      return WM_ERR;
+    }
+    if (w->kind == 1 && lua_isnil(L, -1)) {
+      lua_settop(L, t - 1);
+      return lwm_op_error(&w->oi, NULL, "the reduce function returned nil");
+    }
+  }
+  if (!have) lua_pushnil(L);
+  for (lua_Integer c = 2; c <= n; c++) {
+    lua_pushnil(L);
+    lua_rawseti(L, t, c);
+    lua_pushnil(L);
+    lua_rawseti(L, t, -c);
+  }
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, t, 1);
+  lua_pushboolean(L, have);
+  lua_rawseti(L, t, -1);
+  lua_pushinteger(L, 1);
+  lua_setfield(L, t, "n");
+  lua_remove(L, t);
+  return WM_OK;
+}
+
 static int win_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
   winlua *w = ud;
   lwm_bridge *B = w->oi.B;
   w->oi.op = op;
+  if (w->mode == LWM_WL_MERGE) return win_add_chan(w, op, acc, rec);
   if (w->kind == 1) {
     if (acc->type == WM_NIL) /* the first record is the initial accumulator */
       return wm_value_copy(&B->ctx.host, acc, rec) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
@@ -581,6 +693,22 @@ static int call_process(winlua *w, int fn, const wm_fire *f) {
   return lwm_call(&w->oi, 4, 0, NULL);
 }
 
+/* LWM_WL_PARTIAL, aggregate: the local pre-aggregation's partial {key, acc} (the
+ * accumulator, not result(acc): the window merges the partials) */
+static int win_partial(winlua *w, wm_op *op, const wm_fire *f) {
+  const wm_host *h = &w->oi.B->ctx.host;
+  wm_row *r = wm_row_new(w->partial);
+  if (!r) return wm_ctx_error(op->ctx, "out of memory");
+  wm_value out = wm_row_value(r);
+  if (wm_value_copy(h, &r->fields[0], f->key) != 0 || wm_value_copy(h, &r->fields[1], f->acc) != 0) {
+    wm_value_release(h, &out);
+    return wm_ctx_error(op->ctx, "out of memory");
+  }
+  int rc = wm_op_emit(op, 0, &out, f->max_ts);
+  wm_value_release(h, &out);
+  return rc;
+}
+
 static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
   winlua *w = ud;
   lwm_bridge *B = w->oi.B;
@@ -596,13 +724,18 @@ static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
     }
     return call_process(w, w->oi.fn, f);
   }
+  if (w->mode == LWM_WL_PARTIAL && w->kind == 2) return win_partial(w, op, f);
+  if (w->mode == LWM_WL_MERGE) {
+    if (win_fold_chan(w, f) != WM_OK) return WM_ERR;
+  } else if (w->kind == 2 || w->pfn) {
+    lwm_push_value(B, f->acc);
+  } else {
+    return wm_op_emit(op, 0, f->acc, f->max_ts);
+  }
   if (w->kind == 2) {
     lwm_push_fn(B, w->oi.fn4);
-    lwm_push_value(B, f->acc);
+    lua_insert(L, -2);
     if (lwm_call(&w->oi, 1, 1, NULL) != WM_OK) return WM_ERR;
-  } else {
-    if (!w->pfn) return wm_op_emit(op, 0, f->acc, f->max_ts);
-    lwm_push_value(B, f->acc);
   }
   if (!w->pfn) return emit_top(op, B, f->max_ts);
   /* the process function receives the single result in a list */
@@ -626,9 +759,17 @@ static int win_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm
   return set_acc(B, acc) == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
 }
 
-static void winlua_free(void *ud) { lwm_opinfo_free(ud); }
+static void winlua_free(void *ud) {
+  winlua *w = ud;
+  wm_schema_release(w->partial);
+  lwm_opinfo_free(ud);
+}
 
 int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn) {
+  return lwm_winfn_lua_pre(fn, oi, kind, pfn, LWM_WL_PLAIN);
+}
+
+int lwm_winfn_lua_pre(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn, int mode) {
   winlua *w = realloc(oi, sizeof *w);
   if (!w) {
     lwm_opinfo_free(oi);
@@ -636,8 +777,19 @@ int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn) {
   }
   w->kind = strcmp(kind, "reduce") == 0 ? 1 : strcmp(kind, "aggregate") == 0 ? 2 : 3;
   w->pfn = pfn;
+  w->mode = mode;
   w->op = NULL;
   w->ts = 0;
+  w->partial = NULL;
+  w->accf = (wm_field){.name = "acc", .schema = NULL, .index = -1};
+  if (mode == LWM_WL_PARTIAL && w->kind == 2) {
+    static const char *const names[] = {"key", "acc"};
+    static const uint8_t types[] = {WM_FT_ANY, WM_FT_ANY};
+    if (!(w->partial = wm_schema_new(2, names, types))) {
+      lwm_opinfo_free(&w->oi);
+      return -1;
+    }
+  }
   memset(fn, 0, sizeof *fn);
   fn->list = w->kind == 3;
   fn->add = win_add;

@@ -34,6 +34,45 @@ local w = env:read_lines(arg[1], {parallel = true})
 ]] .. win .. "\nenv:execute()\n", ".lua")
 end
 
+-- The Lua path (bench/lua_path.lua): a Lua map parses the line, a Lua timestamp assigner,
+-- a Lua key function; the window of `win` (the lines after key_by), printed.
+local function lua_job(win)
+  return h.write_tmp([[
+local wm = require("wm")
+local env = wm.env{pre_aggregate = os.getenv("NOPRE") == nil}
+local w = env:read_lines(arg[1], {parallel = true})
+  :map(function(line)
+    local id, ts, vc, tag = line:match("^([^,]+),(%d+),(%-?%d+),(.*)$")
+    return {id = id, ts = tonumber(ts), vc = tonumber(vc), tag = tag}
+  end)
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_assigner(function(e) return e.ts end))
+  :key_by(function(e) return e.id end)
+]] .. win .. "\nenv:execute()\n", ".lua")
+end
+
+-- a reduce that keeps the first record's ts and concatenates the tags (associative, not
+-- commutative: the result shows the order the records were folded in)
+local REDUCE = [[:window(wm.windows.tumbling("3s"))
+  :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, tag = a.tag .. "+" .. b.tag} end)
+  :print()]]
+local REDUCE_PROCESS = [[:window(wm.windows.tumbling("3s"))
+  :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, tag = a.tag .. "+" .. b.tag} end,
+    function(key, ctx, rs, out)
+      out({key = key, start = ctx.window.start, n = #rs, ts = rs[1].ts, tag = rs[1].tag})
+    end)
+  :print()]]
+-- the same with an aggregate: the accumulator is not a record (no id in it)
+local AGGREGATE = [[:window(wm.windows.tumbling("3s"))
+  :aggregate{
+    create = function() return {n = 0, vc = 0} end,
+    add = function(a, r) return {n = a.n + 1, vc = a.vc + r.vc, ts = a.ts or r.ts,
+                                 tag = a.tag and a.tag .. "+" .. r.tag or r.tag} end,
+    merge = function(a, b) return {n = a.n + b.n, vc = a.vc + b.vc, ts = a.ts or b.ts,
+                                   tag = a.tag and b.tag and a.tag .. "+" .. b.tag or a.tag or b.tag} end,
+    result = function(a) return {n = a.n, vc = a.vc, ts = a.ts, tag = a.tag} end}
+  :print()]]
+
 local function run(jp, data, args, nopre)
   local out, err, code = h.sh((nopre and "NOPRE=1 " or "") .. h.wmrun_bin .. " " .. args .. " "
     .. jp .. " " .. data)
@@ -107,6 +146,85 @@ describe("pre-aggregation", function()
     end
   end)
 
+  it("sends partials of a Lua reduce and of an aggregate with merge across the key exchange, not records", function()
+    local data = tmp(gen(4000, 1, 500, 5))
+    for _, win in ipairs{REDUCE, REDUCE_PROCESS, AGGREGATE} do
+      local jp = lua_job(win)
+      files[#files + 1] = jp
+      local _, err = run(jp, data, "-p 2 --metrics")
+      local crossed, xs = metric_in(err, "key_by to ")
+      assert.are.equal(2, xs)
+      assert.are.equal(2, select(2, metric_in(err, "pre-aggregation of ")))
+      -- about 27 windows per key of 3 s, 5 keys, at most two partials each
+      assert.is_true(crossed <= 2 * 5 * 29, "crossed " .. crossed)
+      local _, err2 = run(jp, data, "-p 2 --metrics", true)
+      assert.are.equal(4000, (metric_in(err2, "key_by to ")))
+      assert.are.equal(0, select(2, metric_in(err2, "pre-aggregation of ")))
+    end
+  end)
+
+  it("folds a Lua reduce and an aggregate's merge in the file's order: two threads and three parts give "
+     .. "one reader's results", function()
+    -- no record late for its part (disorder 900 ms, bound 1 s): one reader (-p 1) sees the
+    -- same records in every window; the windows that span two parts get partials of both,
+    -- the second part's first (it reaches them at its start)
+    local data = tmp(gen(6000, 7, 900))
+    for _, win in ipairs{REDUCE, REDUCE_PROCESS, AGGREGATE} do
+      local jp = lua_job(win)
+      files[#files + 1] = jp
+      local one = sorted(run(jp, data, "-p 1"))
+      assert.is_true(#one > 100)
+      assert.is_truthy(one[1]:find("+", 1, true))
+      for _, args in ipairs{"-p 2 --threads 2", "-p 2 --threads 2 --watermark-interval 0",
+                            "-p 3 --threads 2", "-p 3"} do
+        assert.are.same(one, sorted(run(jp, data, args), true), win .. " " .. args)
+      end
+    end
+  end)
+
+  it("keeps every record of a Lua reduce or aggregate once, in a firing or as late, with records late for "
+     .. "their part", function()
+    -- which records are late at the window depends on timing; that each one is in exactly
+    -- one firing, or in the late side output (reduce) or the late drops (aggregate), does not
+    local data = tmp(gen(3000, 5, 3000))
+    local reduce = lua_job([[:window(wm.windows.tumbling("2s")):side_output_late_data("late")
+  :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, tag = a.tag .. "+" .. b.tag} end)
+w:print()
+w:get_side_output("late"):map(function(r) return {late = r.tag} end):print()]])
+    local aggregate = lua_job([[:window(wm.windows.tumbling("2s"))
+  :aggregate{create = function() return 0 end, add = function(a) return a + 1 end,
+             merge = function(a, b) return a + b end, result = function(a) return {n = a} end}
+w:print()]])
+    files[#files + 1] = reduce
+    files[#files + 1] = aggregate
+    for _, args in ipairs{"-p 2", "-p 2 --threads 2", "-p 3 --threads 2"} do
+      local out, err = run(reduce, data, "--watermark-interval 0 --metrics " .. args)
+      local seen, late = {}, 0
+      for l in out:gmatch("[^\n]+") do
+        local t = l:match('"tag":"([^"]*)"')
+        if l:find('"late":', 1, true) then t, late = l:match('"late":"([^"]*)"'), late + 1 end
+        for r in t:gmatch("[^+]+") do
+          assert.is_nil(seen[r], r .. " twice")
+          seen[r] = true
+        end
+      end
+      local n = 0
+      for _ in pairs(seen) do n = n + 1 end
+      assert.are.equal(3000, n, args)
+      assert.is_true(late > 0, args .. ": no record late at the window")
+      assert.are.equal(args:match("-p (%d)") + 0, select(2, metric_in(err, "pre-aggregation of ")))
+      out, err = run(aggregate, data, "--watermark-interval 0 --metrics " .. args)
+      local counted = 0
+      for c in out:gmatch('"n":(%d+)') do counted = counted + tonumber(c) end
+      local dropped = 0
+      for l in err:gmatch("[^\n]+") do
+        if l:match("^tumbling window aggregate") then dropped = dropped + tonumber(l:match("(%d+)%s+%d+%s*$")) end
+      end
+      assert.is_true(dropped > 0, args .. ": no record late at the window")
+      assert.are.equal(3000, counted + dropped, args)
+    end
+  end)
+
   it("counts every record once, in a window or as late, with records late for their part", function()
     -- which records are late at the window depends on timing; that each is counted in
     -- exactly one firing or dropped as late (no lateness: one firing per window) does not
@@ -128,14 +246,26 @@ describe("pre-aggregation", function()
     end
   end)
 
-  it("does not apply where it could change results: a Lua map or a number column with sum, count with a "
-     .. "late side output, sliding windows, a window at parallelism 1", function()
+  it("does not apply where it could change results: a Lua map or a number column with sum, count or an "
+     .. "aggregate with a late side output, an aggregate without merge, process, sliding windows, a window "
+     .. "at parallelism 1", function()
     local data = tmp(gen(500, 4, 500))
     for _, case in ipairs{
       {[[:window(wm.windows.tumbling("5s")):count():print()]], applies = true},
       {[[:window(wm.windows.tumbling("5s")):side_output_late_data("l"):count():print()]]},
       {[[:window(wm.windows.tumbling("5s")):min_by("vc"):print()]]},
-      {[[:window(wm.windows.tumbling("5s")):reduce(function(a, b) return a end):print()]]},
+      {[[:window(wm.windows.tumbling("5s")):reduce(function(a, b) return a end):print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):side_output_late_data("l"):reduce(function(a, b) return a end)
+           :print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):aggregate{create = function() return 0 end,
+           add = function(a) return a + 1 end, result = function(a) return {n = a} end}:print()]]},
+      {[[:window(wm.windows.tumbling("5s")):side_output_late_data("l"):aggregate{create = function() return 0 end,
+           add = function(a) return a + 1 end, result = function(a) return {n = a} end,
+           merge = function(a, b) return a + b end}:print()]]},
+      {[[:window(wm.windows.tumbling("5s")):aggregate{create = function() return 0 end,
+           add = function(a) return a + 1 end, result = function(a) return {n = a} end,
+           merge = function(a, b) return a + b end}:print()]], applies = true},
+      {[[:window(wm.windows.tumbling("5s")):process(function(k, c, rs, out) out({n = #rs}) end):print()]]},
       {[[:window(wm.windows.sliding("4s", "2s")):sum("vc"):print()]]},
       {[[:window(wm.windows.tumbling("5s")):sum("ts"):print()]], applies = true},
       {[[:window(wm.windows.tumbling("5s")):max("vc"):print()]], applies = true},

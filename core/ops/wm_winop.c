@@ -201,7 +201,7 @@ typedef struct winop {
   uint32_t *fire_cap;
   bool by_chan;          /* cfg.first_by_chan in effect: fch holds each entry's channel */
   uint8_t *fch;          /* by_chan: the channel of each entry's first record */
-  int chan;              /* by_chan: the channel of the record being added */
+  int chan;              /* the channel of the record being added (wm_winop_chan) */
 } winop;
 
 /* A key rebuilt from an entry (key_of): valid while the keybuf is. */
@@ -1520,11 +1520,18 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   if (!any && s->event_time && s->cfg.late_as_partial && s->fast &&
       s->cfg.assigner.kind == WM_WA_TUMBLING) {
-    /* its window's partial of one record (at the window's end, as a firing emits it) */
-    wm_value one = wm_int(1), none = wm_nil();
-    wm_fire f = {.key = &key, .window = s->tw, .max_ts = max_ts_of(s->tw), .watermark = W,
-                 .acc = &none, .aux = &one};
-    return s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+    /* its window's partial of one record (at the window's end, as a firing emits it):
+     * the function's state after adding this record alone */
+    wm_value acc = wm_nil(), aux = wm_nil();
+    rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, rec);
+    if (rc == WM_OK) {
+      wm_fire f = {.key = &key, .window = s->tw, .max_ts = max_ts_of(s->tw), .watermark = W,
+                   .acc = &acc, .aux = &aux};
+      rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+    }
+    wm_value_release(&ctx->host, &acc);
+    wm_value_release(&ctx->host, &aux);
+    return rc;
   }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
@@ -2077,6 +2084,11 @@ static const wm_op_vt winop_vt = {
     .snapshot = winop_snapshot,
     .restore = winop_restore,
 };
+
+int wm_winop_chan(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->chan;
+}
 
 size_t wm_winop_open_windows(const wm_op *op) {
   const winop *s = op->impl;

@@ -53,6 +53,11 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg);
  * builder that gives up before calling wm_winop_new. */
 void wm_winop_config_free(wm_winop_config *cfg);
 
+/* The input channel (capped at 255) of the record being added: for a window function's
+ * add, which may keep its state per channel (a window that merges the partials of a
+ * local pre-aggregation in channel order, bindings/lwm_ops.c). */
+int wm_winop_chan(const wm_op *op);
+
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
 /* Number of panes held (sliding windows kept in panes, wm_winop.c "panes"; 0 otherwise):
