@@ -163,6 +163,38 @@ env:execute()
     assert.is_truthy(err:find("pre-aggregation of ", 1, true))
   end)
 
+  -- the same with the Lua path (a Lua map, timestamp assigner and key function): a reduce
+  -- that keeps the first record's ts and concatenates the values (the partials of each
+  -- channel, kept apart until the window fires, are in the window's checkpoints) and an
+  -- aggregate with merge (its partials are {key, acc})
+  it("a pre-aggregated Lua job (a file read in parts, reduce and aggregate with merge) killed 20 times" .. at
+     .. " writes the file of an uninterrupted run", function()
+    gen_csv(dir .. "/in.csv", 40000, 4)
+    local err = kill_and_compare([[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0, parallelism = 2 }
+local k = env:read_lines(dir .. "/in.csv", {parallel = true})
+  :map(function(line)
+    local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
+    return {id = id, ts = tonumber(ts), vc = tonumber(vc), s = vc}
+  end)
+  :assign_timestamps_and_watermarks(
+    wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_assigner(function(e) return e.ts end))
+  :key_by(function(e) return e.id end)
+  :window(wm.windows.tumbling("5s"))
+local r = k:reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, s = a.s .. b.s} end)
+local a = k:aggregate{create = function() return {n = 0, s = ""} end,
+  add = function(acc, e) return {n = acc.n + 1, s = acc.s .. e.s, id = e.id} end,
+  merge = function(x, y) return {n = x.n + y.n, s = x.s .. y.s, id = x.id or y.id} end,
+  result = function(acc) return {agg = acc.id, n = acc.n, s = acc.s} end}
+r:union(a):write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
+env:execute()
+]], {".txt"}, {threads = threads, sorted = true, args = "--metrics"})
+    local pre = select(2, err:gsub("pre%-aggregation of ", ""))
+    assert.is_true(pre >= 4, err)
+  end)
+
   it("a session-window job killed 20 times" .. at .. " writes the file of an uninterrupted run", function()
     gen_csv(dir .. "/in.csv", 40000, 2, 400)
     kill_and_compare(csv_job("1s") .. [[
