@@ -997,6 +997,81 @@ static wm_op *last_receiver;
 static const char *const pre_key = "id";
 static const char *const count_key = "key"; /* count's partials: {count, key, start, stop} */
 
+/* cur_pre_agg PRE_REDUCE: a reduce in C (what bindings/lwm_ops.c does for a Lua reduce):
+ * red(a, b) = {id = a.id, vc = a.vc + b.vc, seq = a.seq, last = b's last record}, which is
+ * associative but not commutative (the first and the last record show the order). The
+ * local windows reduce their part's records; the window (per record: of the records, pre-
+ * aggregated: of the partials and the records late for their part) keeps one value per
+ * input channel (wm_winop_chan) and folds the channels in order at its firing. */
+enum { PRE_REDUCE = 100 };
+static wm_schema *red_schema; /* {id, vc, seq, last} */
+
+static int red_last(const wm_value *r) {
+  return r->u.row->schema->nfields > 3 ? 3 : 2;
+}
+
+/* *acc = red(*acc, b) (owned) */
+static int red_into(wm_op *op, wm_value *acc, const wm_value *b) {
+  const wm_host *h = &op->ctx->host;
+  wm_row *r = wm_row_new(red_schema);
+  if (!r) return wm_ctx_error(op->ctx, "out of memory");
+  const wm_row *a = acc->u.row;
+  if (wm_value_copy(h, &r->fields[0], &a->fields[0]) != 0) {
+    wm_row_release(h, r);
+    return wm_ctx_error(op->ctx, "out of memory");
+  }
+  r->fields[1] = wm_int(a->fields[1].u.i + b->u.row->fields[1].u.i);
+  r->fields[2] = a->fields[2];
+  r->fields[3] = b->u.row->fields[red_last(b)];
+  wm_value_release(h, acc);
+  *acc = wm_row_value(r);
+  return WM_OK;
+}
+
+static int red_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  (void)ud;
+  (void)aux;
+  if (acc->type == WM_NIL)
+    return wm_value_copy(&op->ctx->host, acc, rec) == 0 ? WM_OK : wm_ctx_error(op->ctx, "out of memory");
+  return red_into(op, acc, rec);
+}
+static int red_fire(void *ud, wm_op *op, const wm_fire *f) {
+  (void)ud;
+  return wm_op_emit(op, 0, f->acc, f->max_ts);
+}
+
+/* the window's: acc a row {c0, c1} of the channels' values */
+static wm_schema *chan_schema;
+static int chan_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  (void)ud;
+  int c = wm_winop_chan(op);
+  if (c < 0 || c > 1) return wm_ctx_error(op->ctx, "channel %d", c);
+  if (acc->type == WM_NIL) {
+    wm_row *r = wm_row_new(chan_schema);
+    if (!r) return wm_ctx_error(op->ctx, "out of memory");
+    *acc = wm_row_value(r);
+  }
+  return red_add(NULL, op, &acc->u.row->fields[c], aux, rec);
+}
+static int chan_fire(void *ud, wm_op *op, const wm_fire *f) {
+  (void)ud;
+  wm_value *cs = f->acc->u.row->fields, v = wm_nil();
+  for (int c = 0; c < 2; c++)
+    if (cs[c].type != WM_NIL && red_add(NULL, op, &v, NULL, &cs[c]) != WM_OK) return WM_ERR;
+  /* the fold stays as channel 0's value: a late firing adds the records late for it after */
+  wm_value_release(&op->ctx->host, &cs[0]);
+  wm_value_release(&op->ctx->host, &cs[1]);
+  cs[1] = wm_nil();
+  cs[0] = v;
+  return wm_op_emit(op, 0, &v, f->max_ts);
+}
+
+static void red_fn(wm_winfn *fn, int chan) {
+  memset(fn, 0, sizeof *fn);
+  fn->add = chan ? chan_add : red_add;
+  fn->fire = chan ? chan_fire : red_fire;
+}
+
 static wm_winop_config pre_config(int64_t lateness, const char *late_tag) {
   wm_winop_config cfg = {0};
   cfg.assigner.kind = WM_WA_TUMBLING;
@@ -1004,7 +1079,8 @@ static wm_winop_config pre_config(int64_t lateness, const char *late_tag) {
   cfg.lateness = lateness;
   cfg.late_tag = late_tag;
   wm_keysel_fields(&cfg.keysel, &pre_key, 1);
-  wm_winfn_builtin(&cfg.fn, cur_pre_agg, "vc");
+  if (cur_pre_agg == PRE_REDUCE) red_fn(&cfg.fn, 0);
+  else wm_winfn_builtin(&cfg.fn, cur_pre_agg, "vc");
   return cfg;
 }
 
@@ -1023,6 +1099,10 @@ static wm_op *pre_receiver(plan *p, int pre) {
     wm_keysel_fields(&cfg.keysel, &count_key, 1);
     wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "count");
     cfg.merges_partials = 1;
+  }
+  if (cur_pre_agg == PRE_REDUCE) { /* per record too: channel 0 is the file's first part */
+    red_fn(&cfg.fn, 1);
+    cfg.merges_partials = pre;
   }
   wm_op *w = last_receiver = wm_winop_new(&p->ctx, "window", &cfg);
   wm_op_connect(w, 0, add_sink(p));
@@ -1123,10 +1203,15 @@ static int late_firings(const char *x) {
 }
 
 static void preagg(void) {
-  static const int aggs[] = {WM_AGG_SUM, WM_AGG_MIN, WM_AGG_MAX, WM_AGG_COUNT};
-  static const char *const names[] = {"sum", "min", "max", "count"};
+  static const int aggs[] = {WM_AGG_SUM, WM_AGG_MIN, WM_AGG_MAX, WM_AGG_COUNT, PRE_REDUCE};
+  static const char *const names[] = {"sum", "min", "max", "count", "reduce"};
+  static const char *const rnames[] = {"id", "vc", "seq", "last"}, *const cnames[] = {"c0", "c1"};
+  static const uint8_t rtypes[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_INTEGER, WM_FT_INTEGER};
+  static const uint8_t ctypes[] = {WM_FT_ANY, WM_FT_ANY};
+  red_schema = wm_schema_new(4, rnames, rtypes);
+  chan_schema = wm_schema_new(2, cnames, ctypes);
   static ev evs[241];
-  for (size_t a = 0; a < 4; a++) {
+  for (size_t a = 0; a < 5; a++) {
     cur_pre_agg = aggs[a];
     for (uint64_t seed = 1; seed <= 20; seed++) {
       char name[80];
@@ -1173,6 +1258,27 @@ static void preagg(void) {
     free(x);
     plan_free(&p);
   }
+  /* the reduce's order: input 1's records arrive first, input 0's are first in the file */
+  static const ev order[] = {{'r', "a", 100, 4, 1}, {'r', "a", 200, 5, 1}, {'r', "a", 300, 1, 0},
+                             {'r', "a", 400, 2, 0}, {'r', "a", 3000, 7, 1}, {'r', "a", 1500, 3, 0}, E};
+  cur_pre_agg = PRE_REDUCE;
+  for (int b = 0; b < 2; b++) {
+    T.current = b ? "pre-aggregated reduce, folded in channel order" : "reduce folded in channel order";
+    plan p;
+    plan_init(&p, b ? build_pre : build_per_record);
+    run(&p, order, 0, sizeof order / sizeof *order);
+    char *x = sorted_lines(&p.out);
+    /* [0, 2000): input 0's records 2, 3, 5 (seq), then input 1's 0 and 1, whose partial
+     * (pre-aggregated) arrives first, at input 1's watermark 1999 */
+    CHECK_STR(x, "1999 {\"id\":\"a\",\"last\":1,\"seq\":2,\"vc\":15}\n"
+                 "3999 {\"id\":\"a\",\"seq\":4,\"vc\":7}\n"
+                 "W -601\nW -801\nW 1999\nW 499\nW 9223372036854775807\n"
+                 "late W -601\nlate W -801\nlate W 1999\nlate W 499\nlate W 9223372036854775807\n");
+    free(x);
+    plan_free(&p);
+  }
+  wm_schema_release(red_schema);
+  wm_schema_release(chan_schema);
 }
 
 void test_snapshot(void) {
