@@ -174,7 +174,9 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
     kindp = lua_isfunction(L, -1) ? LWM_PRE_AGG : 0;
     lua_settop(L, top);
   }
-  if (!kindp) return 0;
+  /* the window tells at most 256 channels apart (wm_winop_chan, first_by_chan): the order
+   * of the parts beyond is not kept (count has no order) */
+  if (!kindp || (kindp != LWM_PRE_COUNT && b[first_in].n > 256)) return 0;
   /* count, reduce, aggregate: any decoder and maps may come before (sum, min and max need
    * the parse_csv's integer column: a map may change the field's type, and float sums
    * depend on their grouping; a reduce or aggregate sees the same records either way) */

@@ -247,8 +247,8 @@ w:print()]])
   end)
 
   it("does not apply where it could change results: a Lua map or a number column with sum, count or an "
-     .. "aggregate with a late side output, an aggregate without merge, process, sliding windows, a window "
-     .. "at parallelism 1", function()
+     .. "aggregate with a late side output, an aggregate without merge, process, a reduce over more than "
+     .. "256 parts, sliding windows, a window at parallelism 1", function()
     local data = tmp(gen(500, 4, 500))
     for _, case in ipairs{
       {[[:window(wm.windows.tumbling("5s")):count():print()]], applies = true},
@@ -277,6 +277,11 @@ w:print()]])
       local _, err = run(jp, data, "-p 2 --metrics")
       assert.are.equal(case.applies and 2 or 0, select(2, metric_in(err, "pre-aggregation of ")), case[1])
     end
+    -- a reduce over more parts than the window tells apart (256 channels): per record
+    local jp = lua_job(REDUCE)
+    files[#files + 1] = jp
+    assert.are.equal(256, select(2, metric_in(select(2, run(jp, data, "-p 256 --metrics")), "pre-aggregation of ")))
+    assert.are.equal(0, select(2, metric_in(select(2, run(jp, data, "-p 257 --metrics")), "pre-aggregation of ")))
     -- a map between the parse and the window, and a number column: per record
     for _, src in ipairs{
       [[:parse_csv{"id", "ts:integer", "vc:integer", "tag"}:map(function(r) return r end)]],
