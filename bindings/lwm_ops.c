@@ -481,6 +481,23 @@ static int set_acc(lwm_bridge *B, wm_value *acc) {
  * T[c] the fold of channel c-1's values (reduce: fn, aggregate: merge of the partials'
  * accumulators), T[-c] = true once it has one, T.n the highest c; the firing folds them in
  * channel order, which is the file's order. */
+/* Replaces the two values on top of the stack, a and b, by fn(a, b) (reduce) or
+ * merge(a, b) (aggregate); on failure cuts the stack back to base. */
+static int combine_top(winlua *w, int base, const wm_value *rec) {
+  lua_State *L = w->oi.B->L;
+  lwm_push_fn(w->oi.B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
+  lua_insert(L, -3);
+  if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) {
+    lua_settop(L, base);
+    return WM_ERR;
+  }
+  if (w->kind == 1 && lua_isnil(L, -1)) {
+    lua_settop(L, base);
+    return lwm_op_error(&w->oi, rec, "the reduce function returned nil");
+  }
+  return WM_OK;
+}
+
 static int win_add_chan(winlua *w, wm_op *op, wm_value *acc, const wm_value *rec) {
   lwm_bridge *B = w->oi.B;
   lua_State *L = B->L;
@@ -499,17 +516,9 @@ static int win_add_chan(winlua *w, wm_op *op, wm_value *acc, const wm_value *rec
   int had = lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (had) {
-    lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
     lua_rawgeti(L, t, c);
     lwm_push_value(B, &part);
-    if (lwm_call(&w->oi, 2, 1, rec) != WM_OK) {
-      lua_settop(L, t - 1);
-      return WM_ERR;
-    }
-    if (w->kind == 1 && lua_isnil(L, -1)) {
-      lua_settop(L, t - 1);
-      return lwm_op_error(&w->oi, rec, "the reduce function returned nil");
-    }
+    if (combine_top(w, t - 1, rec) != WM_OK) return WM_ERR;
   } else {
     lua_pushboolean(L, 1);
     lua_rawseti(L, t, -c);
@@ -553,17 +562,8 @@ static int win_fold_chan(winlua *w, const wm_fire *f) {
       have = 1;
       continue;
     }
-    lwm_push_fn(B, w->kind == 1 ? w->oi.fn : w->oi.fn5);
-    lua_insert(L, -2);
     lua_rawgeti(L, t, c);
-    if (lwm_call(&w->oi, 2, 1, NULL) != WM_OK) {
-      lua_settop(L, t - 1);
-      return WM_ERR;
-    }
-    if (w->kind == 1 && lua_isnil(L, -1)) {
-      lua_settop(L, t - 1);
-      return lwm_op_error(&w->oi, NULL, "the reduce function returned nil");
-    }
+    if (combine_top(w, t - 1, NULL) != WM_OK) return WM_ERR;
   }
   if (!have) lua_pushnil(L);
   for (lua_Integer c = 2; c <= n; c++) {

@@ -1202,6 +1202,22 @@ static int late_firings(const char *x) {
   return 0;
 }
 
+/* the per-record plan and the pre-aggregated plan each give `expect` (sorted) for evs */
+static void both_plans(const char *what, const ev *evs, size_t n, const char *expect) {
+  for (int b = 0; b < 2; b++) {
+    char name[120];
+    snprintf(name, sizeof name, "%s%s", b ? "pre-aggregated: " : "", what);
+    T.current = name;
+    plan p;
+    plan_init(&p, b ? build_pre : build_per_record);
+    run(&p, evs, 0, n);
+    char *x = sorted_lines(&p.out);
+    CHECK_STR(x, expect);
+    free(x);
+    plan_free(&p);
+  }
+}
+
 static void preagg(void) {
   static const int aggs[] = {WM_AGG_SUM, WM_AGG_MIN, WM_AGG_MAX, WM_AGG_COUNT, PRE_REDUCE};
   static const char *const names[] = {"sum", "min", "max", "count", "reduce"};
@@ -1245,38 +1261,22 @@ static void preagg(void) {
   static const ev first[] = {{'r', "a-key-of-19-bytes..", 100, 4, 1}, {'r', "a-key-of-19-bytes..", 200, 5, 0},
                              {'r', "a", 300, 1, 1}, {'r', "a", 400, 2, 1}, E};
   cur_pre_agg = WM_AGG_SUM;
-  for (int b = 0; b < 2; b++) {
-    T.current = b ? "pre-aggregated sum, first record by channel" : "first record by channel";
-    plan p;
-    plan_init(&p, b ? build_pre : build_per_record);
-    run(&p, first, 0, sizeof first / sizeof *first);
-    char *x = sorted_lines(&p.out);
-    CHECK_STR(x, "1999 {\"id\":\"a\",\"seq\":2,\"vc\":3}\n"
-                 "1999 {\"id\":\"a-key-of-19-bytes..\",\"seq\":1,\"vc\":9}\n"
-                 "W -601\nW -801\nW -901\nW 9223372036854775807\n"
-                 "late W -601\nlate W -801\nlate W -901\nlate W 9223372036854775807\n");
-    free(x);
-    plan_free(&p);
-  }
+  both_plans("first record by channel", first, sizeof first / sizeof *first,
+             "1999 {\"id\":\"a\",\"seq\":2,\"vc\":3}\n"
+             "1999 {\"id\":\"a-key-of-19-bytes..\",\"seq\":1,\"vc\":9}\n"
+             "W -601\nW -801\nW -901\nW 9223372036854775807\n"
+             "late W -601\nlate W -801\nlate W -901\nlate W 9223372036854775807\n");
   /* the reduce's order: input 1's records arrive first, input 0's are first in the file */
   static const ev order[] = {{'r', "a", 100, 4, 1}, {'r', "a", 200, 5, 1}, {'r', "a", 300, 1, 0},
                              {'r', "a", 400, 2, 0}, {'r', "a", 3000, 7, 1}, {'r', "a", 1500, 3, 0}, E};
   cur_pre_agg = PRE_REDUCE;
-  for (int b = 0; b < 2; b++) {
-    T.current = b ? "pre-aggregated reduce, folded in channel order" : "reduce folded in channel order";
-    plan p;
-    plan_init(&p, b ? build_pre : build_per_record);
-    run(&p, order, 0, sizeof order / sizeof *order);
-    char *x = sorted_lines(&p.out);
-    /* [0, 2000): input 0's records 2, 3, 5 (seq), then input 1's 0 and 1, whose partial
-     * (pre-aggregated) arrives first, at input 1's watermark 1999 */
-    CHECK_STR(x, "1999 {\"id\":\"a\",\"last\":1,\"seq\":2,\"vc\":15}\n"
-                 "3999 {\"id\":\"a\",\"seq\":4,\"vc\":7}\n"
-                 "W -601\nW -801\nW 1999\nW 499\nW 9223372036854775807\n"
-                 "late W -601\nlate W -801\nlate W 1999\nlate W 499\nlate W 9223372036854775807\n");
-    free(x);
-    plan_free(&p);
-  }
+  /* [0, 2000): input 0's records 2, 3, 5 (seq), then input 1's 0 and 1, whose partial
+   * (pre-aggregated) arrives first, at input 1's watermark 1999 */
+  both_plans("reduce folded in channel order", order, sizeof order / sizeof *order,
+             "1999 {\"id\":\"a\",\"last\":1,\"seq\":2,\"vc\":15}\n"
+             "3999 {\"id\":\"a\",\"seq\":4,\"vc\":7}\n"
+             "W -601\nW -801\nW 1999\nW 499\nW 9223372036854775807\n"
+             "late W -601\nlate W -801\nlate W 1999\nlate W 499\nlate W 9223372036854775807\n");
   wm_schema_release(red_schema);
   wm_schema_release(chan_schema);
 }
