@@ -149,10 +149,10 @@ int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi);
 /* A window function in Lua; pfn: the process function of reduce/aggregate (0: none). */
 int lwm_winfn_lua(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn);
 /* The same for a pre-aggregated window (docs/performance.md, "Pre-aggregation"), mode
- * LWM_WL_PARTIAL: the local operator of a part (aggregate: it emits the partial
- * {key, acc}, not result(acc); reduce: the reduced record, as plain); LWM_WL_MERGE: the
- * window, which folds the partials of each channel apart and the channels in order at
- * its firing (reduce: with fn, aggregate: with merge, then result). */
+ * LWM_WL_PARTIAL: the local operator of a part, which emits the partial {key, acc} (acc
+ * the reduced record, or the accumulator, not result(acc)); LWM_WL_MERGE: the window,
+ * which folds the partials' acc of each channel apart and the channels in order at its
+ * firing (reduce: with fn, aggregate: with merge, then result). */
 enum { LWM_WL_PLAIN = 0, LWM_WL_PARTIAL = 1, LWM_WL_MERGE = 2 };
 int lwm_winfn_lua_pre(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn, int mode);
 /* Pushes a window as a table {start, stop, max_timestamp}. */
@@ -225,9 +225,9 @@ int lwm_build_graph(lwm_bridge *B, int env_idx, wm_op ***outop, int **outport, l
  * message in B->ctx.err) when it knows the node kind, and 0 when it does not. */
 int lwm_build_io(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                  wm_op **op);
-/* LWM_PRE_REDUCE: a Lua reduce (partials are reduced records, keyed by the window's key
- * selector; records late for their part cross as records); LWM_PRE_AGG: a Lua aggregate
- * with merge (partials {key, acc}; a record late for its part crosses as its own partial) */
+/* LWM_PRE_REDUCE, LWM_PRE_AGG: a Lua reduce, a Lua aggregate with merge (their partials
+ * are {key, acc}, acc the reduced record or the accumulator; a record late for its part
+ * crosses as its own partial) */
 enum { LWM_PRE_FIRST = 1, LWM_PRE_COUNT = 2, LWM_PRE_REDUCE = 3, LWM_PRE_AGG = 4 };
 /* The local pre-aggregation (kind LWM_PRE_*) of window node `node` for one upstream instance
  * (lwm_graph.c): the same assigner, key and built-in function, no lateness, and records

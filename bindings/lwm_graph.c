@@ -166,8 +166,8 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
   } else if (strcmp(fk, "builtin") == 0 && agg) {
     if (field && (strcmp(agg, "sum") == 0 || strcmp(agg, "min") == 0 || strcmp(agg, "max") == 0))
       kindp = LWM_PRE_FIRST;
-  } else if (strcmp(fk, "reduce") == 0) {
-    kindp = LWM_PRE_REDUCE; /* records late for their part cross as records */
+  } else if (strcmp(fk, "reduce") == 0 && !late_side) {
+    kindp = LWM_PRE_REDUCE;
   } else if (strcmp(fk, "aggregate") == 0 && !late_side) {
     lua_getfield(L, node, "agg");
     if (lua_istable(L, -1)) lua_getfield(L, -1, "merge");
@@ -249,9 +249,9 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
       char xname[600];
       snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
       wm_keysel ks = {0};
-      /* count's partials: {count, key, ...}, aggregate's: {key, acc} */
+      /* count's partials: {count, key, ...}, reduce's and aggregate's: {key, acc} */
       static const char *const pkey[] = {"key"};
-      if (mode == WM_XCH_HASH && (pre == LWM_PRE_COUNT || pre == LWM_PRE_AGG)) {
+      if (mode == WM_XCH_HASH && pre && pre != LWM_PRE_FIRST) {
         if (wm_keysel_fields(&ks, pkey, 1) != 0) return wm_ctx_error(&B->ctx, "out of memory");
       } else if (mode == WM_XCH_HASH && lwm_build_keysel(B, node, where, &ks) != 0) {
         return WM_ERR;

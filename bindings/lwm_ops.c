@@ -452,8 +452,8 @@ typedef struct winlua {
   int outfn, outputfn; /* out(value) and ctx:output(tag, value) closures */
   int64_t ts;    /* for out(): the firing window's max timestamp */
   wm_op *op;
-  wm_schema *partial; /* LWM_WL_PARTIAL, aggregate: the partials' {key, acc} */
-  wm_field accf;      /* LWM_WL_MERGE, aggregate: a partial's field acc */
+  wm_schema *partial; /* LWM_WL_PARTIAL: the partials' {key, acc} */
+  wm_field accf;      /* LWM_WL_MERGE: a partial's field acc */
 } winlua;
 
 /* Stores the Lua value on top of the stack (popped) as the owned *acc, reusing acc's slot
@@ -475,12 +475,6 @@ static int set_acc(lwm_bridge *B, wm_value *acc) {
   return 0;
 }
 
-/* LWM_WL_MERGE (docs/performance.md, "Pre-aggregation"): the window of a pre-aggregated
- * job gets the partials of each part (and the records late for their part) on the part's
- * channel, in file order. It keeps one value per channel, in the table T that is acc:
- * T[c] the fold of channel c-1's values (reduce: fn, aggregate: merge of the partials'
- * accumulators), T[-c] = true once it has one, T.n the highest c; the firing folds them in
- * channel order, which is the file's order. */
 /* Replaces the two values on top of the stack, a and b, by fn(a, b) (reduce) or
  * merge(a, b) (aggregate); on failure cuts the stack back to base. */
 static int combine_top(winlua *w, int base, const wm_value *rec) {
@@ -498,13 +492,18 @@ static int combine_top(winlua *w, int base, const wm_value *rec) {
   return WM_OK;
 }
 
+/* LWM_WL_MERGE (docs/performance.md, "Pre-aggregation"): the window of a pre-aggregated
+ * job gets the partials {key, acc} of each part (a record late for its part as its own
+ * partial) on the part's channel, in file order. It keeps one value per channel, in the
+ * table T that is acc: T[c] the fold of channel c-1's partials' acc (reduce: fn,
+ * aggregate: merge), T[-c] = true once it has one, T.n the highest c; the firing folds
+ * them in channel order, which is the file's order. */
 static int win_add_chan(winlua *w, wm_op *op, wm_value *acc, const wm_value *rec) {
   lwm_bridge *B = w->oi.B;
   lua_State *L = B->L;
   lua_Integer c = (lua_Integer)wm_winop_chan(op) + 1;
-  wm_value part = *rec; /* reduce: the partial or the record itself */
-  if (w->kind == 2 &&
-      wm_field_get(&B->ctx.host, &w->accf, rec, &part, B->ctx.err, sizeof B->ctx.err) != 0)
+  wm_value part;
+  if (wm_field_get(&B->ctx.host, &w->accf, rec, &part, B->ctx.err, sizeof B->ctx.err) != 0)
     return WM_ERR;
   if (acc->type == WM_NIL) {
     lua_createtable(L, 2, 2);
@@ -693,8 +692,9 @@ static int call_process(winlua *w, int fn, const wm_fire *f) {
   return lwm_call(&w->oi, 4, 0, NULL);
 }
 
-/* LWM_WL_PARTIAL, aggregate: the local pre-aggregation's partial {key, acc} (the
- * accumulator, not result(acc): the window merges the partials) */
+/* LWM_WL_PARTIAL: the local pre-aggregation's partial {key, acc}, acc the reduced record
+ * or the accumulator (not result(acc): the window merges the partials). The key goes
+ * with it: a reduce's result need not have its records' key. */
 static int win_partial(winlua *w, wm_op *op, const wm_fire *f) {
   const wm_host *h = &w->oi.B->ctx.host;
   wm_row *r = wm_row_new(w->partial);
@@ -724,7 +724,7 @@ static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
     }
     return call_process(w, w->oi.fn, f);
   }
-  if (w->mode == LWM_WL_PARTIAL && w->kind == 2) return win_partial(w, op, f);
+  if (w->mode == LWM_WL_PARTIAL) return win_partial(w, op, f);
   if (w->mode == LWM_WL_MERGE) {
     if (win_fold_chan(w, f) != WM_OK) return WM_ERR;
   } else if (w->kind == 2 || w->pfn) {
@@ -782,7 +782,7 @@ int lwm_winfn_lua_pre(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn, i
   w->ts = 0;
   w->partial = NULL;
   w->accf = (wm_field){.name = "acc", .schema = NULL, .index = -1};
-  if (mode == LWM_WL_PARTIAL && w->kind == 2) {
+  if (mode == LWM_WL_PARTIAL && w->kind != 3) {
     static const char *const names[] = {"key", "acc"};
     static const uint8_t types[] = {WM_FT_ANY, WM_FT_ANY};
     if (!(w->partial = wm_schema_new(2, names, types))) {

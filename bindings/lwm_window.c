@@ -509,16 +509,15 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   int count_n = 0, count_slide = 0;
   if (build_assigner(B, node, where, cfg, &count_n, &count_slide) != WM_OK) goto fail;
   cfg->lateness = pre ? 0 : (int64_t)lwm_get_int(L, node, "lateness", 0);
-  /* count's and aggregate's partials carry their key (below); a record late for its part
-   * crosses as its own partial. sum, min, max and reduce: as a record. */
-  int keyed_partials = pre ? pre == LWM_PRE_COUNT || pre == LWM_PRE_AGG
-                           : B->preagg == LWM_PRE_COUNT || B->preagg == LWM_PRE_AGG;
+  /* count's, reduce's and aggregate's partials carry their key (below); a record late for
+   * its part crosses as its own partial. sum, min and max: as a record. */
+  int keyed_partials = pre ? pre != LWM_PRE_FIRST : B->preagg && B->preagg != LWM_PRE_FIRST;
   cfg->late_tag = !pre ? lwm_get_str(L, node, "late_tag") : keyed_partials ? NULL : PREAGG_LATE;
   cfg->first_by_chan = !pre && B->preagg == LWM_PRE_FIRST;
   cfg->late_as_partial = pre && keyed_partials;
   cfg->merges_partials = !pre && B->preagg != 0;
-  /* count's partials are its results, {count, key, start, stop}, aggregate's {key, acc}:
-   * keyed by their key */
+  /* count's partials are its results, {count, key, start, stop}, reduce's and aggregate's
+   * {key, acc}: keyed by their key */
   static const char *const pkey[] = {"key"};
   if (!pre && keyed_partials) {
     if (wm_keysel_fields(&cfg->keysel, pkey, 1) != 0) {
@@ -614,8 +613,7 @@ wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, con
                         int *late_port) {
   wm_op *op = build_window(B, node, name, where, kind);
   *late_port = 0;
-  if (op && (kind == LWM_PRE_FIRST || kind == LWM_PRE_REDUCE) &&
-      (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
+  if (op && kind == LWM_PRE_FIRST && (*late_port = wm_op_port(op, PREAGG_LATE)) < 0) {
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL; /* op is freed with the context */
   }

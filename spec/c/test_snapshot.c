@@ -1000,11 +1000,13 @@ static const char *const count_key = "key"; /* count's partials: {count, key, st
 /* cur_pre_agg PRE_REDUCE: a reduce in C (what bindings/lwm_ops.c does for a Lua reduce):
  * red(a, b) = {id = a.id, vc = a.vc + b.vc, seq = a.seq, last = b's last record}, which is
  * associative but not commutative (the first and the last record show the order). The
- * local windows reduce their part's records; the window (per record: of the records, pre-
- * aggregated: of the partials and the records late for their part) keeps one value per
- * input channel (wm_winop_chan) and folds the channels in order at its firing. */
+ * local windows reduce their part's records and emit partials {key, acc} (a record late
+ * for its part as its own partial); the window (per record: of the records; pre-
+ * aggregated: of the partials' acc) keeps one value per input channel (wm_winop_chan) and
+ * folds the channels in order at its firing. */
 enum { PRE_REDUCE = 100 };
-static wm_schema *red_schema; /* {id, vc, seq, last} */
+static wm_schema *red_schema;     /* {id, vc, seq, last} */
+static wm_schema *partial_schema; /* {key, acc} */
 
 static int red_last(const wm_value *r) {
   return r->u.row->schema->nfields > 3 ? 3 : 2;
@@ -1035,15 +1037,23 @@ static int red_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_v
     return wm_value_copy(&op->ctx->host, acc, rec) == 0 ? WM_OK : wm_ctx_error(op->ctx, "out of memory");
   return red_into(op, acc, rec);
 }
-static int red_fire(void *ud, wm_op *op, const wm_fire *f) {
+static int red_partial(void *ud, wm_op *op, const wm_fire *f) {
   (void)ud;
-  return wm_op_emit(op, 0, f->acc, f->max_ts);
+  const wm_host *h = &op->ctx->host;
+  wm_row *r = wm_row_new(partial_schema);
+  if (!r) return wm_ctx_error(op->ctx, "out of memory");
+  wm_value v = wm_row_value(r);
+  int rc = wm_value_copy(h, &r->fields[0], f->key) != 0 || wm_value_copy(h, &r->fields[1], f->acc) != 0
+               ? wm_ctx_error(op->ctx, "out of memory")
+               : wm_op_emit(op, 0, &v, f->max_ts);
+  wm_value_release(h, &v);
+  return rc;
 }
 
-/* the window's: acc a row {c0, c1} of the channels' values */
+/* the window's: acc a row {c0, c1} of the channels' values; ud non-NULL: rec is a partial */
 static wm_schema *chan_schema;
 static int chan_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
-  (void)ud;
+  if (ud) rec = &rec->u.row->fields[1];
   int c = wm_winop_chan(op);
   if (c < 0 || c > 1) return wm_ctx_error(op->ctx, "channel %d", c);
   if (acc->type == WM_NIL) {
@@ -1066,10 +1076,12 @@ static int chan_fire(void *ud, wm_op *op, const wm_fire *f) {
   return wm_op_emit(op, 0, &v, f->max_ts);
 }
 
+/* chan 0: the local windows' function; 1: the window's, of records; 2: of partials */
 static void red_fn(wm_winfn *fn, int chan) {
   memset(fn, 0, sizeof *fn);
   fn->add = chan ? chan_add : red_add;
-  fn->fire = chan ? chan_fire : red_fire;
+  fn->fire = chan ? chan_fire : red_partial;
+  fn->ud = chan == 2 ? fn : NULL;
 }
 
 static wm_winop_config pre_config(int64_t lateness, const char *late_tag) {
@@ -1084,29 +1096,29 @@ static wm_winop_config pre_config(int64_t lateness, const char *late_tag) {
   return cfg;
 }
 
-/* count: no late side output (its partials are not records), the partials' counts added */
+/* count and reduce: no late side output (their partials are not records), partials keyed
+ * by their key; count's window adds the partials' counts up, reduce's folds them */
 static wm_op *pre_receiver(plan *p, int pre) {
   static const char *const names[] = {"id", "vc", "seq"};
   static const uint8_t types[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_INTEGER};
   wm_schema_release(p->schema);
   p->schema = wm_schema_new(3, names, types);
-  int count = cur_pre_agg == WM_AGG_COUNT;
-  wm_winop_config cfg = pre_config(1000, count ? NULL : "late");
+  int count = cur_pre_agg == WM_AGG_COUNT, reduce = cur_pre_agg == PRE_REDUCE;
+  wm_winop_config cfg = pre_config(1000, count || reduce ? NULL : "late");
   cfg.first_by_chan = 1;
-  if (count && pre) {
+  if ((count || reduce) && pre) {
     cfg.keysel.free(cfg.keysel.ud);
-    cfg.fn.free(cfg.fn.ud);
     wm_keysel_fields(&cfg.keysel, &count_key, 1);
-    wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "count");
     cfg.merges_partials = 1;
   }
-  if (cur_pre_agg == PRE_REDUCE) { /* per record too: channel 0 is the file's first part */
-    red_fn(&cfg.fn, 1);
-    cfg.merges_partials = pre;
+  if (count && pre) {
+    cfg.fn.free(cfg.fn.ud);
+    wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "count");
   }
+  if (reduce) red_fn(&cfg.fn, pre ? 2 : 1); /* per record too: channel 0 is the file's first part */
   wm_op *w = last_receiver = wm_winop_new(&p->ctx, "window", &cfg);
   wm_op_connect(w, 0, add_sink(p));
-  if (!count) wm_op_connect(w, wm_op_port(w, "late"), add_late_sink(p));
+  if (!count && !reduce) wm_op_connect(w, wm_op_port(w, "late"), add_late_sink(p));
   return w;
 }
 
@@ -1117,7 +1129,7 @@ static void build_per_record(plan *p) {
 
 static void build_pre(plan *p) {
   wm_op *w = pre_receiver(p, 1);
-  int count = cur_pre_agg == WM_AGG_COUNT;
+  int count = cur_pre_agg == WM_AGG_COUNT || cur_pre_agg == PRE_REDUCE; /* keyed partials */
   for (int i = 0; i < 2; i++) {
     wm_winop_config cfg = pre_config(0, count ? NULL : "pre");
     cfg.late_as_partial = count;
@@ -1224,8 +1236,10 @@ static void preagg(void) {
   static const char *const rnames[] = {"id", "vc", "seq", "last"}, *const cnames[] = {"c0", "c1"};
   static const uint8_t rtypes[] = {WM_FT_STRING, WM_FT_INTEGER, WM_FT_INTEGER, WM_FT_INTEGER};
   static const uint8_t ctypes[] = {WM_FT_ANY, WM_FT_ANY};
+  static const char *const pnames[] = {"key", "acc"};
   red_schema = wm_schema_new(4, rnames, rtypes);
   chan_schema = wm_schema_new(2, cnames, ctypes);
+  partial_schema = wm_schema_new(2, pnames, ctypes);
   static ev evs[241];
   for (size_t a = 0; a < 5; a++) {
     cur_pre_agg = aggs[a];
@@ -1244,7 +1258,7 @@ static void preagg(void) {
       char *x = sorted_lines(&per.out), *y = sorted_lines(&pre.out);
       /* the input has records late at the window, and records within the lateness: late
        * firings (a window's result more than once) */
-      if (aggs[a] == WM_AGG_COUNT) CHECK(rper->m.late_dropped > 0);
+      if (aggs[a] == WM_AGG_COUNT || aggs[a] == PRE_REDUCE) CHECK(rper->m.late_dropped > 0);
       else CHECK(late_records(x));
       CHECK(late_firings(x));
       CHECK_I64(rpre->m.late_dropped, rper->m.late_dropped);
@@ -1275,10 +1289,10 @@ static void preagg(void) {
   both_plans("reduce folded in channel order", order, sizeof order / sizeof *order,
              "1999 {\"id\":\"a\",\"last\":1,\"seq\":2,\"vc\":15}\n"
              "3999 {\"id\":\"a\",\"seq\":4,\"vc\":7}\n"
-             "W -601\nW -801\nW 1999\nW 499\nW 9223372036854775807\n"
-             "late W -601\nlate W -801\nlate W 1999\nlate W 499\nlate W 9223372036854775807\n");
+             "W -601\nW -801\nW 1999\nW 499\nW 9223372036854775807\n");
   wm_schema_release(red_schema);
   wm_schema_release(chan_schema);
+  wm_schema_release(partial_schema);
 }
 
 void test_snapshot(void) {
