@@ -221,6 +221,29 @@ describe("pre-aggregation", function()
     end
   end)
 
+  it("a checkpoint of a pre-aggregated reduce is refused by the job without pre-aggregation, and back", function()
+    local lines = {}
+    for i = 1, 200 do lines[i] = ("k%d,%d,%d,r%d"):format(i % 3, i * 50, i % 7, i) end
+    local data = tmp(table.concat(lines, "\n") .. "\n")
+    local jp = lua_job([[:window(wm.windows.tumbling("1s")):reduce(function(a, b) return a end):print()]])
+    files[#files + 1] = jp
+    local dir = h.tmpdir()
+    local ck = " -p 2 --checkpoint-dir " .. dir .. "/ck " .. jp .. " " .. data
+    for _, case in ipairs{{"", "NOPRE=1 ", ", merges partials\n  and is now\n    [^\n]*event_time 0\n"},
+                          {"NOPRE=1 ", "", "event_time 0\n  and is now\n    [^\n]*, merges partials\n"}} do
+      os.execute("rm -rf " .. dir .. "/ck")
+      -- the run's first checkpoint is taken before the first record; crash right after it
+      local _, e1, c1 = h.sh(case[1] .. "WM_CKPT_CRASH=after-manifest:1 " .. h.wmrun_bin .. ck)
+      assert.are.equal(99, c1, e1)
+      local _, e2, c2 = h.sh(case[2] .. h.wmrun_bin .. ck)
+      assert.are_not.equal(0, c2)
+      assert.matches("the checkpoint's window operator differs from this job's", e2, 1, true)
+      assert.matches(case[3], e2)
+      assert.matches("(the job changed since the checkpoint)", e2, 1, true)
+    end
+    h.rmdir(dir)
+  end)
+
   it("counts every record once, in a window or as late, with records late for their part", function()
     -- which records are late at the window depends on timing; that each is counted in
     -- exactly one firing or dropped as late (no lateness: one firing per window) does not
