@@ -152,7 +152,9 @@ static int csv_integer(lua_State *L, int nd, const char *field) {
  * part's records reach the window on their own channel in file order, part 1's channel
  * first, so the window can take its first record by channel, and integer sums (wrapping),
  * minima and maxima combine exactly), or count() with no late side output (then maps and
- * parse_json may be in the chain too: no first record, no field). */
+ * parse_json may be in the chain too: no first record, no field), or a Lua reduce or
+ * aggregate with merge with no late side output (maps too: the window folds the parts'
+ * partials in part order, at most 256 parts, which is the file's order of the records). */
 static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Integer first_in,
                      lua_Integer nin) {
   lua_State *L = B->L;
