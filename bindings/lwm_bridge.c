@@ -526,23 +526,29 @@ static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_va
                           char *err, size_t errlen) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
-  lua_rawgeti(L, B->slots, rec->u.slot);
-  if (lua_type(L, -1) != LUA_TTABLE) {
+  if (lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
     snprintf(err, errlen, "cannot read field '%s' of a %s (expected a table record)", name,
              luaL_typename(L, -1));
     lua_pop(L, 1);
     return -1;
   }
-  lua_getfield(L, -1, name);
-  int t = lua_type(L, -1);
-  if (t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD) {
+  /* the field's value stays referenced by the record, so a string's bytes stay valid */
+  switch (lua_getfield(L, -1, name)) { /* the scalars converted here, as lwm_to_value does */
+  case LUA_TNIL: *out = wm_nil(); break;
+  case LUA_TBOOLEAN: *out = wm_bool(lua_toboolean(L, -1)); break;
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    *out = wm_cstr(s, n);
+    break;
+  }
+  case LUA_TNUMBER: lwm_to_value(B, -1, out); break;
+  default:
     snprintf(err, errlen, "field '%s' is a %s, not a string, number or boolean", name,
              luaL_typename(L, -1));
     lua_pop(L, 2);
     return -1;
   }
-  /* the field's value stays referenced by the record, so a string's bytes stay valid */
-  lwm_to_value(B, -1, out);
   lua_pop(L, 2);
   return 0;
 }

@@ -312,6 +312,30 @@ describe("bad input", function()
     assert.is_false(ok)
     assert.matches("timestamp field 'ts' is missing in record {\"id\":\"a\"}", err, 1, true)
   end)
+  it("fields of Lua records are read with their metamethods, and a bad field or record is named", function()
+    -- key_by("id") and with_timestamp_field("ts") on Lua tables (the bridge's field reads):
+    -- an __index metamethod answers, a boolean and a float-valued integer key
+    local env = wm.env{watermark_interval = 0}
+    local proto = {__index = function(_, k) if k == "ts" then return 7 end end}
+    local out = env:from_elements(setmetatable({id = true}, proto), {id = 2.0, ts = 8}, {id = 2, ts = 9})
+      :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+      :key_by("id"):window(wm.windows.tumbling("5s")):count():collect()
+    env:execute()
+    assert.are.same({{key = true, count = 1, start = 0, stop = 5000},
+                     {key = 2, count = 2, start = 0, stop = 5000}}, out)
+    local function fails(records, what)
+      local e = wm.env{watermark_interval = 0}
+      e:from_elements(table.unpack(records)):map(function(x) return x.f or x end)
+        :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+        :collect()
+      local ok, err = pcall(e.execute, e)
+      assert.is_false(ok)
+      assert.matches(what, err, 1, true)
+    end
+    fails({{id = "a", ts = {}}}, "field 'ts' is a table, not a string, number or boolean")
+    fails({{id = "a", ts = print}}, "field 'ts' is a function, not a string, number or boolean")
+    fails({{f = print}}, "cannot read field 'ts' of a function (expected a table record)")
+  end)
   it("a window without timestamps says what to add", function()
     local env = wm.env()
     env:from_elements({id = "a"}):key_by("id"):window(wm.windows.tumbling("1s")):count():collect()
