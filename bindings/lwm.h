@@ -26,6 +26,8 @@ typedef struct lwm_pending {
   void *ud;
 } lwm_pending;
 
+#define LWM_ROWKEYS 8
+
 typedef struct lwm_bridge {
   lua_State *L;
   int msgh;   /* stack index of the message handler */
@@ -60,6 +62,15 @@ typedef struct lwm_bridge {
   int depth, hook_ticks;
   int gcstress; /* WM_GCSTRESS=1: a full collection after every call of a user function */
   lwm_pending *pending; /* parts of the operators being built (lwm_pending_add) */
+  /* The field names of row schemas as interned Lua strings (lwm_bridge.c), so that a row
+   * becomes a table without hashing its C names: per schema a list of its names in the fns
+   * table at index ref (0: none yet), the schema retained while cached (released by
+   * lwm_unregister, so a cached pointer is never a freed schema's). Direct-mapped: a job of
+   * more schemas only misses more often. */
+  struct lwm_rowkeys {
+    wm_schema *schema;
+    int ref;
+  } rowkeys[LWM_ROWKEYS];
 } lwm_bridge;
 
 /* Checkpoint hooks of a Lua part (docs/checkpoints.md, "User state in Lua"): the object

@@ -47,6 +47,44 @@ void lwm_slot_release(void *ud, uint32_t slot) {
   B->free_slots[B->nfree++] = slot;
 }
 
+/* ---- field names as Lua strings ------------------------------------------------------ */
+
+/* Stores the value on top of the stack (popped) at fns[*ref], taking an index on first use. */
+static void store_key(lwm_bridge *B, int *ref) {
+  if (*ref) lua_rawseti(B->L, B->fns, *ref);
+  else *ref = lwm_store_fn(B);
+}
+
+/* Pushes the list of the names of schema s as Lua strings, made once per cached schema: a
+ * row then becomes a table with lua_rawgeti + lua_rawset per field instead of hashing and
+ * interning each C name (lua_setfield). Its stack index. */
+static int push_row_keys(lwm_bridge *B, wm_schema *s) {
+  lua_State *L = B->L;
+  struct lwm_rowkeys *e = &B->rowkeys[((uintptr_t)s >> 4) % LWM_ROWKEYS];
+  if (e->schema != s) {
+    wm_schema_release(e->schema); /* the entry is empty until the new list is stored */
+    e->schema = NULL;
+    lua_createtable(L, (int)s->nfields, 0);
+    for (uint32_t i = 0; i < s->nfields; i++) {
+      lua_pushstring(L, s->names[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    store_key(B, &e->ref);
+    s->refs++; /* a cached pointer is never a freed schema's */
+    e->schema = s;
+  }
+  lua_rawgeti(L, B->fns, e->ref);
+  return lua_gettop(L);
+}
+
+/* Drops the caches (the schemas they retain) when the bridge ends. */
+static void free_key_caches(lwm_bridge *B) {
+  for (int i = 0; i < LWM_ROWKEYS; i++) {
+    wm_schema_release(B->rowkeys[i].schema);
+    B->rowkeys[i].schema = NULL;
+  }
+}
+
 /* ---- conversions ----------------------------------------------------------------- */
 
 void lwm_push_value(lwm_bridge *B, const wm_value *v) {
@@ -76,13 +114,16 @@ void lwm_push_value(lwm_bridge *B, const wm_value *v) {
   }
   case WM_ROW: {
     const wm_row *r = v->u.row;
-    luaL_checkstack(L, 4, "wmrun: converting a row");
+    luaL_checkstack(L, 5, "wmrun: converting a row");
+    int keys = push_row_keys(B, r->schema);
     lua_createtable(L, 0, (int)r->schema->nfields);
     for (uint32_t i = 0; i < r->schema->nfields; i++) {
-      if (r->fields[i].type == WM_NIL) continue;
+      if (r->fields[i].type == WM_NIL) continue; /* nil fields are absent */
+      lua_rawgeti(L, keys, (lua_Integer)i + 1);
       lwm_push_value(B, &r->fields[i]);
-      lua_setfield(L, -2, r->schema->names[i]);
+      lua_rawset(L, -3);
     }
+    lua_replace(L, keys);
     break;
   }
   case WM_SLOT: lua_rawgeti(L, B->slots, v->u.slot); break;
@@ -398,6 +439,7 @@ void lwm_register(lwm_bridge *B) {
 }
 
 void lwm_unregister(lwm_bridge *B) {
+  free_key_caches(B);
   lua_pushnil(B->L);
   lua_rawsetp(B->L, LUA_REGISTRYINDEX, B);
 }
@@ -691,6 +733,7 @@ static int bridge_values(lua_State *L) {
 int lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->L = L;
   B->gc_step = 0;
+  memset(B->rowkeys, 0, sizeof B->rowkeys);
   const char *gcs = getenv("WM_GCSTRESS"); /* make gcstress (docs/testing.md) */
   B->gcstress = gcs && *gcs && strcmp(gcs, "0") != 0;
   wm_ctx_init(&B->ctx);

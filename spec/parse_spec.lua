@@ -158,6 +158,47 @@ env:read_lines(%q):parse_csv{"id", "vc:integer?", sep = ";", header = true}:prin
     os.remove(data)
   end)
 
+  it("gives a Lua function each row as a table of its own schema's names (many schemas)", function()
+    -- 12 schemas of the same names in different orders, more than the bridge caches names
+    -- for (8), so the cached lists of names are replaced and must still be each schema's own;
+    -- "end" is a Lua keyword, an empty optional field is absent
+    local orders = {}
+    local names = {"id", "end", "n"}
+    for i = 1, 12 do
+      local o = {names[(i - 1) % 3 + 1], names[i % 3 + 1], names[(i + 1) % 3 + 1]}
+      if i > 6 then o[2], o[3] = o[3], o[2] end
+      orders[i] = o
+    end
+    local body = {}
+    for i, o in ipairs(orders) do
+      body[#body + 1] = ([[
+env:from_elements("a%d,b%d,%d", ",b%d,%d"):parse_csv{"%s:string?", "%s:string?", "%s:string?"}:map(function(r)
+  local ks = {}
+  for k, v in pairs(r) do ks[#ks + 1] = k .. "=" .. tostring(v) end
+  table.sort(ks)
+  return "%d " .. table.concat(ks, " ")
+end):print()]]):format(i, i, i, i, i, o[1], o[2], o[3], i)
+    end
+    local out, err, code = h.run_job(job(table.concat(body, "\n")))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local want = {}
+    for i, o in ipairs(orders) do
+      local row1, row2 = {}, {}
+      for c, name in ipairs(o) do
+        local v1 = ({"a" .. i, "b" .. i, tostring(i)})[c]
+        row1[#row1 + 1] = name .. "=" .. v1
+        if c > 1 then row2[#row2 + 1] = name .. "=" .. ({"", "b" .. i, tostring(i)})[c] end
+      end
+      table.sort(row1)
+      table.sort(row2)
+      want[#want + 1] = i .. " " .. table.concat(row1, " ")
+      want[#want + 1] = i .. " " .. table.concat(row2, " ")
+    end
+    table.sort(want)
+    assert.are.same(want, h.sorted_lines(out))
+  end)
+
   it("rejects bad specifications where the job calls it", function()
     local _, err, code = h.run_job(job('env:from_elements("a"):parse_csv{"id", "ts:int"}:print()'))
     assert.are.equal(1, code)
