@@ -125,8 +125,12 @@ static void put(wm_pool *p, void *ptr, size_t n) {
   p->pooled_out--;
 }
 
-void *wm_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  wm_pool *p = ud;
+/* Everything but taking a block off a non-empty free list and putting one back: out of
+ * line, so that those two fast paths below save and restore no registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void *alloc_slow(wm_pool *p, void *ptr, size_t osize, size_t nsize) {
   if (nsize == 0) {
     if (ptr) put(p, ptr, osize);
     return NULL;
@@ -140,6 +144,32 @@ void *wm_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   memcpy(b, ptr, osize < nsize ? osize : nsize);
   put(p, ptr, osize);
   return b;
+}
+
+void *wm_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  wm_pool *p = ud;
+  if (nsize == 0) {
+    if (!ptr) return NULL; /* Lua frees empty parts of tables this way */
+    if (osize <= WM_POOL_MAX) { /* put(), inline */
+      size_t k = class_of(osize);
+      void **b = ptr;
+      *b = p->free_list[k];
+      POISON(b, class_size(k));
+      p->free_list[k] = b;
+      p->pooled_out--;
+      return NULL;
+    }
+  } else if (!ptr && nsize <= WM_POOL_MAX) { /* get() from a free list, inline */
+    size_t k = class_of(nsize);
+    void **b = p->free_list[k];
+    if (b) {
+      UNPOISON(b, class_size(k));
+      p->free_list[k] = *b;
+      p->pooled_out++;
+      return b;
+    }
+  }
+  return alloc_slow(p, ptr, osize, nsize);
 }
 
 void wm_pool_stats_get(const wm_pool *p, wm_pool_stats *st) {

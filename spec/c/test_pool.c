@@ -56,6 +56,16 @@ static void test_pool_classes(void) {
   wm_pool_stats_get(p, &st);
   CHECK_I64(st.large_out, 0);
   CHECK_I64(st.pooled_out, 4);
+  /* freeing NULL (Lua frees a table's empty array part so) is nothing, of any size */
+  CHECK(wm_pool_alloc(p, NULL, 0, 0) == NULL);
+  CHECK(wm_pool_alloc(p, NULL, 48, 0) == NULL);
+  CHECK(wm_pool_alloc(p, NULL, 4096, 0) == NULL);
+  wm_pool_stats_get(p, &st);
+  CHECK_I64(st.large_out, 0);
+  CHECK_I64(st.pooled_out, 4);
+  void *f = wm_pool_alloc(p, NULL, 0, 48); /* c is still out, not on its class's list */
+  CHECK(f && f != c);
+  wm_pool_alloc(p, f, 48, 0);
   big = wm_pool_alloc(p, big, WM_POOL_MAX, 4096);
   CHECK(big && holds(big, WM_POOL_MAX, 5));
   wm_pool_alloc(p, big, 4096, 0);
