@@ -85,7 +85,9 @@ typedef struct lwm_opinfo {
   lwm_bridge *B;
   int fn;        /* index in the fns table of the main function (0 if none) */
   int fn2, fn3, fn4, fn5; /* further functions (aggregate parts, process_fn, ...) */
-  int keep;      /* a slot that keeps a Lua function's last result alive (keys) */
+  int keep;      /* a slot that keeps a Lua function's last result alive (keys; map's
+                  * result table while it goes downstream, reused when nobody kept it) */
+  int busy;      /* map: keep is being emitted (a nested call takes a slot of its own) */
   char *where;   /* "job.lua:12" */
   wm_op *op;
   lwm_hooks hooks; /* checkpoint methods of a generator, source, process fn or trigger */

@@ -42,9 +42,29 @@ static int map_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   lwm_push_fn(B, oi->fn);
   lwm_push_value(B, rec);
   if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
-  if (lua_isnil(L, -1)) {
+  int t = lua_type(L, -1);
+  if (t == LUA_TNIL) {
     lua_pop(L, 1);
     return lwm_op_error(oi, rec, "map returned nil (use filter or flat_map to drop records)");
+  }
+  if (t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING && !oi->busy) {
+    /* a table (or other value held in a slot): in the op's own slot, overwritten by the
+     * next record unless someone downstream kept it (then that one is theirs) */
+    if (oi->keep && B->refs[oi->keep] == 1) {
+      lua_rawseti(L, B->slots, oi->keep); /* an existing entry: allocates nothing */
+    } else {
+      if (oi->keep) lwm_slot_release(B, (uint32_t)oi->keep);
+      oi->keep = (int)lwm_slot_new(B, -1);
+      lua_pop(L, 1);
+      if (!oi->keep) return wm_ctx_error(&B->ctx, "out of memory");
+    }
+    wm_value out = wm_nil();
+    out.type = WM_SLOT;
+    out.u.slot = (uint32_t)oi->keep;
+    oi->busy = 1;
+    int rc = wm_op_emit(op, 0, &out, ts);
+    oi->busy = 0;
+    return rc;
   }
   wm_value out;
   if (lwm_to_value(B, -1, &out) != 0) {

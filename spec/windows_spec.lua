@@ -268,6 +268,27 @@ end)
 describe("window functions", function()
   local function add(a, b) return {k = a.k, t = a.t, v = a.v + b.v} end
 
+  it("keeps every table a map made that a window holds (the map's result slot is reused only when free)", function()
+    -- a map's result table goes downstream in a slot of the map's own, overwritten by the next
+    -- result unless someone kept it: a list window keeps them all, a reduce its first record
+    local env = wm.env{watermark_interval = 0}
+    local src = env:from_elements(recs(1, 2, 3, 11, 12))
+      :map(function(r) return {k = r.k, t = r.t, v = r.v * 10} end)
+      :assign_timestamps_and_watermarks(
+        wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("t"))
+      :key_by("k"):window(wm.windows.tumbling(10))
+    local listed = src:process(function(_, ctx, rs, o)
+      local vs = {}
+      for i, r in ipairs(rs) do vs[i] = r.v end
+      o(ctx.window.start .. ":" .. table.concat(vs, ","))
+    end):collect()
+    local firsts = src:reduce(function(a, b) return {k = a.k, t = a.t, v = a.v .. "+" .. b.v} end)
+      :collect()
+    env:execute()
+    assert.are.same({"0:10,20,30", "10:40,50"}, listed)
+    assert.are.same({'{"k":"a","t":1,"v":"10+20+30"}', '{"k":"a","t":11,"v":"40+50"}'}, fmt(firsts))
+  end)
+
   it("reduce with a process function", function()
     local out = run(function(k)
       return k:window(wm.windows.tumbling(10)):reduce(add, function(key, ctx, rs, o)
