@@ -100,33 +100,40 @@ typedef struct kprobe {
   uint8_t cls;
 } kprobe;
 
+/* The first 8 bytes of a string of n bytes, zero padded (a string's kpre). */
+static inline uint64_t str_pre(const char *b, size_t n) {
+  uint64_t pre = 0;
+  if (n >= 8) {
+    memcpy(&pre, b, 8); /* a fixed size: no call */
+  } else {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the same value as a memcpy of n bytes into zero, from two overlapping loads */
+    if (n >= 4) {
+      uint32_t lo, hi;
+      memcpy(&lo, b, 4);
+      memcpy(&hi, b + n - 4, 4);
+      pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 4)));
+    } else if (n >= 2) {
+      uint16_t lo, hi;
+      memcpy(&lo, b, 2);
+      memcpy(&hi, b + n - 2, 2);
+      pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 2)));
+    } else if (n == 1) {
+      pre = (unsigned char)b[0];
+    }
+#else
+    memcpy(&pre, b, n);
+#endif
+  }
+  return pre;
+}
+
 static kprobe kprobe_of(const wm_value *key) {
   kprobe k = {key, 0, 0, KEY_OTHER};
   if (wm_value_is_string(key)) {
     size_t n;
     const char *b = wm_value_str(key, &n);
-    if (n >= 8) {
-      memcpy(&k.pre, b, 8); /* a fixed size: no call */
-    } else {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-      /* the same value as a memcpy of n bytes into zero, from two overlapping loads */
-      if (n >= 4) {
-        uint32_t lo, hi;
-        memcpy(&lo, b, 4);
-        memcpy(&hi, b + n - 4, 4);
-        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 4)));
-      } else if (n >= 2) {
-        uint16_t lo, hi;
-        memcpy(&lo, b, 2);
-        memcpy(&hi, b + n - 2, 2);
-        k.pre = (uint64_t)lo | ((uint64_t)hi << (8 * (n - 2)));
-      } else if (n == 1) {
-        k.pre = (unsigned char)b[0];
-      }
-#else
-      memcpy(&k.pre, b, n);
-#endif
-    }
+    k.pre = str_pre(b, n);
     k.len = (uint32_t)n;
     k.cls = (key->flags & WM_VF_COMPOSITE) ? KEY_COMPOSITE : KEY_STR;
   }
@@ -175,6 +182,7 @@ typedef struct winop {
   bool pt_flushing;   /* end of input: processing-time timers drain, new ones are ignored */
   const wm_field *key1;      /* key_by of one field: read it inline (wm_keysel_field1) */
   const wm_field *sum_field; /* the built-in sum: add integers inline (wm_winfn_sum_field) */
+  bool tfast;         /* tumbling, default trigger, key1 and sum_field: tumble_hit first */
   bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
   wm_window tw;
   int64_t tw_clean;   /* cleanup_of(tw) */
@@ -1434,10 +1442,50 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   return WM_ERR;
 }
 
+/* The common record of a tumbling event-time window with the default trigger, sum of an
+ * integer field and a key_by of one string field of up to 8 bytes: a window that exists
+ * and is not late. What the general path below does for it, in one pass without its calls
+ * (kprobe, hashes, entry_get, add_to_window, on_element): the same lookup, the same sum,
+ * the same late firing. Returns 1 (nothing done) for anything else: a new window, a late
+ * record, an index that must grow, a record of another schema, a key or value of another
+ * type, a record of an earlier channel than the window's first (by_chan), a timeline. */
+static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  const wm_value *kf = wm_field_peek(s->key1, rec), *v = wm_field_peek(s->sum_field, rec);
+  if (!kf || !v || kf->type != WM_STR || kf->flags || v->type != WM_INT) return 1;
+  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
+  if (!s->tw_ok || ts < s->tw.start || ts >= s->tw.stop || s->tw_clean <= op->wm) return 1;
+  if ((s->usedidx + 1) * 4 >= s->capidx * 3 || WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    return 1;
+  size_t n = kf->u.s->len;
+  if (n > 8) return 1;
+  uint64_t pre = str_pre(kf->u.s->data, n);
+  uint64_t kh = mix(pre ^ ((uint64_t)n << 56) ^ ((uint64_t)KEY_STR << 60) ^ 0x5bd1e9955bd1e995ULL);
+  wm_window w = s->tw;
+  uint64_t h = entry_hash(s, kh, w);
+  size_t mask = s->capidx - 1, at = home_of(h, mask);
+  for (;; at = (at + 1) & mask) {
+    uint64_t sv = s->idx[at];
+    uint32_t ent = slot_ent(sv);
+    if (ent == 0) return 1;
+    if (ent == TOMB || (sv >> 32) != (h >> 32)) continue;
+    wentry *e = &s->e[ent - 1];
+    if (e->hash != h || !win_eq(e->w, w) || e->kcls != KEY_STR || e->klen != n || e->kpre != pre)
+      continue;
+    if (e->aux.type != WM_INT || (s->by_chan && s->chan < s->fch[ent - 1])) return 1;
+    e->aux.u.i = (int64_t)((uint64_t)e->aux.u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+    if (max_ts_of(w) <= op->wm) return emit_window(op, s, ent - 1); /* a late firing */
+    return WM_OK;
+  }
+}
+
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   winop *s = op->impl;
   s->chan = chan < 255 ? chan : 255;
   wm_ctx *ctx = op->ctx;
+  if (s->tfast) {
+    int rc = tumble_hit(op, s, rec, ts);
+    if (rc != 1) return rc;
+  }
   if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
   wm_value key;
   const wm_value *kf;
@@ -2166,6 +2214,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   s->kelide = s->fast && s->cfg.evictor.kind != WM_EV_CUSTOM;
   s->key1 = wm_keysel_field1(&s->cfg.keysel);
   s->sum_field = s->list ? NULL : wm_winfn_sum_field(&s->cfg.fn);
+  s->tfast = s->fast && !s->merging && s->event_time && s->key1 && s->sum_field &&
+             s->cfg.assigner.kind == WM_WA_TUMBLING && !s->cfg.assigner.processing_time;
   {
     const wm_assigner *a = &s->cfg.assigner;
     s->pane_agg = s->list ? 0 : wm_winfn_builtin_agg(&s->cfg.fn, &s->pane_field);

@@ -1,4 +1,6 @@
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/wm_buf.h"
 #include "time/wm_time.h"
@@ -260,10 +262,133 @@ static void inline_first_records(void) {
   }
 }
 
+/* A row {id, ts = secs, vc} on channel chan at secs * 1000; id NULL: the integer key 7. */
+static void push_row(wm_op *op, int chan, wm_schema *s, const char *id, int64_t secs,
+                     wm_value vc) {
+  wm_row *r = wm_row_new(s);
+  if (id) {
+    r->fields[0] = wm_cstr(id, strlen(id));
+    wm_value_retain(NULL, &r->fields[0]);
+  } else {
+    r->fields[0] = wm_int(7);
+  }
+  r->fields[1] = wm_int(secs);
+  r->fields[2] = vc;
+  wm_value v = wm_row_value(r);
+  CHECK_I64(wm_op_input_record(op, chan, &v, secs * 1000), WM_OK);
+  wm_value_release(NULL, &v);
+}
+
+/* The tumbling sum's record path for a window that exists (wm_winop.c tumble_hit) gives
+ * the general path's results: keys of 1, 8 and 9 bytes with one prefix and an integer key
+ * apart, a float in the sum from then on, a late firing (lateness 2 s) and a record late
+ * for its window to the side output; the first record of an earlier channel taking the
+ * window's first place (first_by_chan); 300 keys (the index grows between hits). */
+static void tumbling_hits(void) {
+  T.current = "tumbling hits";
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_winop_config cfg = {0};
+  cfg.assigner.kind = WM_WA_TUMBLING;
+  cfg.assigner.size = 5000;
+  cfg.lateness = 2000;
+  cfg.late_tag = "late";
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc");
+  wm_op *w = wm_winop_new(&ctx, "window", &cfg);
+  capture main = {.label = NULL}, late = {.label = "late"};
+  wm_buf_init(&main.out);
+  wm_buf_init(&late.out);
+  wm_op *m = wm_op_new(&ctx, &capture_vt, &main, "main");
+  wm_op *l = wm_op_new(&ctx, &capture_vt, &late, "late");
+  wm_op_connect(w, 0, m);
+  wm_op_connect(w, wm_op_port(w, "late"), l);
+  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
+  wm_ctx_prepare(&ctx);
+  wm_schema *s = sensor_schema();
+  push_row(w, 0, s, "a", 1, wm_int(1));
+  push_row(w, 0, s, "abcdefgh", 2, wm_int(10));
+  push_row(w, 0, s, "abcdefghi", 2, wm_int(100));
+  push_row(w, 0, s, "a", 3, wm_int(2));
+  push_row(w, 0, s, "abcdefgh", 3, wm_int(20));
+  push_row(w, 0, s, "abcdefghi", 4, wm_int(200));
+  push_row(w, 0, s, NULL, 1, wm_int(5));
+  push_row(w, 0, s, NULL, 2, wm_int(6));
+  push_row(w, 0, s, "a", 4, wm_float(0.5));
+  push_row(w, 0, s, "a", 4, wm_int(1));
+  wm_op_input_watermark(w, 0, 5000); /* fires [0, 5000); kept until 6999 */
+  push_row(w, 0, s, "abcdefgh", 4, wm_int(5)); /* late firings */
+  push_row(w, 0, s, "a", 3, wm_int(1));
+  wm_op_input_watermark(w, 0, 7000); /* cleans [0, 5000) up */
+  push_row(w, 0, s, "abcdefgh", 4, wm_int(1)); /* late: side output */
+  wm_op_input_watermark(w, 0, WM_TIME_MAX);
+  CHECK_STR(main.out.data,
+            "4999 {\"id\":\"a\",\"ts\":1,\"vc\":4.5}\n"
+            "4999 {\"id\":\"abcdefgh\",\"ts\":2,\"vc\":30}\n"
+            "4999 {\"id\":\"abcdefghi\",\"ts\":2,\"vc\":300}\n"
+            "4999 {\"id\":7,\"ts\":1,\"vc\":11}\n"
+            "4999 {\"id\":\"abcdefgh\",\"ts\":2,\"vc\":35}\n"
+            "4999 {\"id\":\"a\",\"ts\":1,\"vc\":5.5}\n");
+  CHECK_STR(late.out.data, "late 4000 {\"id\":\"abcdefgh\",\"ts\":4,\"vc\":1}\n");
+  wm_ctx_free(&ctx);
+  wm_buf_free(&main.out);
+  wm_buf_free(&late.out);
+
+  /* first_by_chan: channel 0's record comes first in the window, whenever it arrives */
+  wm_ctx_init(&ctx);
+  memset(&cfg, 0, sizeof cfg);
+  cfg.assigner.kind = WM_WA_TUMBLING;
+  cfg.assigner.size = 5000;
+  cfg.first_by_chan = 1;
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc");
+  w = wm_winop_new(&ctx, "window", &cfg);
+  capture out = {0};
+  wm_buf_init(&out.out);
+  wm_op_connect(w, 0, wm_op_new(&ctx, &capture_vt, &out, "out"));
+  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src0"), 0, w);
+  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src1"), 0, w);
+  wm_ctx_prepare(&ctx);
+  push_row(w, 1, s, "k", 2, wm_int(10));
+  push_row(w, 1, s, "k", 3, wm_int(1));
+  push_row(w, 0, s, "k", 1, wm_int(5));
+  push_row(w, 0, s, "k", 4, wm_int(1));
+  push_row(w, 1, s, "k", 4, wm_int(1));
+  wm_op_input_watermark(w, 0, WM_TIME_MAX);
+  wm_op_input_watermark(w, 1, WM_TIME_MAX);
+  CHECK_STR(out.out.data, "4999 {\"id\":\"k\",\"ts\":1,\"vc\":18}\n");
+  wm_ctx_free(&ctx);
+  wm_buf_free(&out.out);
+
+  /* 300 keys, two records each: the index grows while windows are hit */
+  capture many = {0};
+  wm_ctx_init(&ctx);
+  w = tumbling_builtin(&ctx, WM_AGG_SUM, "vc", &many);
+  char ids[300][8];
+  for (int k = 0; k < 300; k++) snprintf(ids[k], sizeof ids[k], "k%d", k);
+  for (int k = 0; k < 300; k++) push_row(w, 0, s, ids[k], 1, wm_int(k));
+  for (int k = 0; k < 300; k++) push_row(w, 0, s, ids[k], 2, wm_int(1000));
+  wm_op_input_watermark(w, 0, WM_TIME_MAX);
+  wm_buf want;
+  wm_buf_init(&want);
+  for (int k = 0; k < 300; k++) {
+    char line[80];
+    snprintf(line, sizeof line, "4999 {\"id\":\"k%d\",\"ts\":1,\"vc\":%d}\n", k, k + 1000);
+    wm_buf_adds(&want, line);
+  }
+  CHECK_STR(many.out.data, want.data);
+  wm_buf_free(&want);
+  wm_ctx_free(&ctx);
+  wm_buf_free(&many.out);
+  wm_schema_release(s);
+}
+
 void test_winop(void) {
   scenario_c(1);
   scenario_c(0);
   keys_and_builtins();
   lateness_overflow();
   inline_first_records();
+  tumbling_hits();
 }
