@@ -170,7 +170,9 @@ static int name_failure(wm_op *op, int rc) {
   return rc;
 }
 
-int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
+int wm_op_failed(wm_op *to, int rc) { return name_failure(to, rc); }
+
+int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   const wm_port *p = &op->ports[port];
   op->m.records_out++;
   if (op->ctx->observe) { /* one branch unless a timeline records the run */

@@ -156,7 +156,21 @@ int wm_ctx_prepare(wm_ctx *ctx);
 
 /* Emits a record on a port: calls every downstream operator of that port. rec is
  * borrowed for the call. */
-int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts);
+int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts);
+/* Adds "in operator 'to'" to a failure's message once (the innermost failing operator);
+ * returns rc. */
+int wm_op_failed(wm_op *to, int rc);
+/* wm_op_emit_all, with the usual case inline (one edge, no observer): a chain of operators
+ * is then a chain of direct calls, without a frame of wm_op_emit_all's between each two. */
+static inline int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
+  const wm_port *p = &op->ports[port];
+  if (p->n != 1 || op->ctx->observe) return wm_op_emit_all(op, port, rec, ts);
+  op->m.records_out++;
+  wm_op *to = p->edges[0].to;
+  to->m.records_in++;
+  int rc = to->vt->record(to, p->edges[0].chan, rec, ts);
+  return rc == WM_OK ? WM_OK : wm_op_failed(to, rc);
+}
 /* Emits a watermark on every port of op. */
 int wm_op_emit_watermark(wm_op *op, int64_t wm);
 /* Emits an idle/active status on every port of op. */
