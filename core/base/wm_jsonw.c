@@ -58,16 +58,19 @@ static const wm_jsonw_prep *prep_for(wm_jsonw *w, wm_schema *s) {
   return p;
 }
 
+/* The number of decimal digits of u: from its bit length (log10(2) ~ 1233 / 4096), one
+ * compare with the power of ten it may fall short of, no division. */
 static unsigned count_digits(uint64_t u) {
-  unsigned d = 1;
-  for (;;) { /* one division per four digits */
-    if (u < 10) return d;
-    if (u < 100) return d + 1;
-    if (u < 1000) return d + 2;
-    if (u < 10000) return d + 3;
-    u /= 10000;
-    d += 4;
-  }
+  static const uint64_t pow10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL,
+                                     1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+                                     10000000000ULL, 100000000000ULL, 1000000000000ULL,
+                                     10000000000000ULL, 100000000000000ULL,
+                                     1000000000000000ULL, 10000000000000000ULL,
+                                     100000000000000000ULL, 1000000000000000000ULL,
+                                     10000000000000000000ULL};
+  u |= 1; /* 0 has one digit; an odd u compares with the (even) powers of ten as u */
+  unsigned t = ((64u - (unsigned)__builtin_clzll(u)) * 1233u) >> 12;
+  return t - (u < pow10[t]) + 1;
 }
 
 /* wm_buf_add_int's digits, two at a time, written in place. */

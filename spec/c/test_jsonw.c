@@ -76,6 +76,29 @@ static wm_value awkward(int i, wm_str **owned) {
 void test_jsonw(void) {
   wm_jsonw w;
   wm_jsonw_init(&w);
+  /* integers at every power of ten (the digit count), both signs, as wm_buf_add_int */
+  for (int k = 0; k <= 19; k++) {
+    uint64_t p = 1;
+    for (int e = 0; e < k; e++) p *= 10;
+    const uint64_t around[] = {p - 1, p, p + 1};
+    for (int a = 0; a < 3; a++) {
+      for (int neg = 0; neg < 2; neg++) {
+        uint64_t u = around[a];
+        if (u > (uint64_t)INT64_MAX) u = (uint64_t)INT64_MAX - (uint64_t)a; /* k = 19 */
+        int64_t i = neg ? -(int64_t)u : (int64_t)u;
+        wm_buf want, got;
+        wm_buf_init(&want);
+        wm_buf_init(&got);
+        wm_buf_add_int(&want, i);
+        wm_value v = wm_int(i);
+        wm_jsonw_value(&w, &got, &v, 1, NULL, NULL);
+        CHECK_STR(got.data, want.data);
+        wm_buf_free(&want);
+        wm_buf_free(&got);
+      }
+    }
+  }
+
   /* field names that need escapes, sort before one another, are empty or not ASCII */
   const char *names[] = {"vc", "a\"q", "", "\xc3\xa9t\xc3\xa9", "\x01x", "z\\", "id",
                          "a_longer_field_name_of_more_than_sixteen_bytes"};
