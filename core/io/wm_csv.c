@@ -2,6 +2,7 @@
 #include "io/wm_csv.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,7 @@ typedef struct csvdec {
   uint8_t *optional;
   uint32_t *cap;   /* bytes each string field of `row` can hold without reallocating */
   char sep;
+  bool plain_ok;   /* every field a string or an integer: csv_plain first */
   wm_row *row;     /* the last row; reused when only the decoder holds it */
   wm_buf unq;      /* a quoted field with "" escapes, unquoted */
   char num[80];    /* a number as a C string for strtod */
@@ -309,6 +311,76 @@ static int bad_field(char *err, size_t errlen, const char *name, const char *s, 
   return 1;
 }
 
+/* The usual line, decoded in one pass with no per-field choices beyond the column's
+ * type: every field unquoted, integers of 1 to 18 plain digits, non-empty strings written
+ * over the row's own string of the field (only the decoder holds it, with room). 0 when the
+ * whole line was decoded so; 1 for anything else (a quote, blanks or a sign in an integer,
+ * an empty field, a string to allocate, too few or too many fields), and the general loop
+ * then decodes the line again from its start, every field, as if this had not run. */
+static int csv_plain(csvdec *d, const char *s, const char *end) {
+  const uint32_t nf = d->schema->nfields;
+  const uint8_t *const types = d->schema->types;
+  wm_value *const fields = d->row->fields;
+  const char sep = d->sep;
+  const char *p = s;
+  for (uint32_t i = 0;;) {
+    wm_value *f = &fields[i];
+    const char *c = p;
+    if (types[i] == WM_FT_INTEGER) {
+      uint64_t v = 0;
+      if (end - c >= 8) {
+        uint64_t x = load_digits8(c);
+        if (x != UINT64_MAX) {
+          v = x;
+          c += 8;
+        }
+      }
+      while (c < end) {
+        unsigned dg = (unsigned char)*c - '0';
+        if (dg > 9) break;
+        v = v * 10 + dg;
+        c++;
+      }
+      if (c == p || c - p > 18 || (c < end && *c != sep) || f->type == WM_STR) return 1;
+      *f = wm_int((int64_t)v);
+    } else {
+      if (c == end || *c == '"') return 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      const uint64_t ones = 0x0101010101010101ULL, seps = ones * (unsigned char)sep;
+      while (end - c >= 8) {
+        uint64_t x;
+        memcpy(&x, c, 8);
+        x ^= seps;
+        uint64_t z = (x - ones) & ~x & (ones << 7);
+        if (z) {
+          c += __builtin_ctzll(z) / 8;
+          goto found;
+        }
+        c += 8;
+      }
+#endif
+      while (c < end && *c != sep) c++;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    found:
+#endif
+      {
+        size_t fl = (size_t)(c - p);
+        if (fl == 0 || f->type != WM_STR || f->u.s->refs != 1 || d->cap[i] < fl) return 1;
+        if (fl <= 16 && end - p >= 16 && d->cap[i] >= 16)
+          memcpy(f->u.s->data, p, 16); /* a fixed size, no call: the bytes past fl are unused */
+        else
+          memcpy(f->u.s->data, p, fl);
+        f->u.s->data[fl] = '\0';
+        f->u.s->len = (uint32_t)fl;
+      }
+    }
+    p = c;
+    if (++i == nf) return p == end ? 0 : 1;
+    if (p == end) return 1;
+    p++; /* the separator */
+  }
+}
+
 static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
                       size_t errlen) {
   csvdec *d = ud;
@@ -320,6 +392,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
     d->row = wm_row_new(d->schema);
     if (!d->row) return wm_ctx_error(op->ctx, "out of memory");
   }
+  if (d->plain_ok && sc->nfields > 0 && csv_plain(d, s, end) == 0) goto decoded;
   for (uint32_t i = 0; i < sc->nfields; i++) {
     const char *name = sc->names[i];
     const char *fs;
@@ -467,6 +540,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
     snprintf(err, errlen, "expected %u fields, got %u", sc->nfields, sc->nfields + more);
     return 1;
   }
+decoded:
   d->row->refs++; /* the caller's reference; the decoder keeps its own for reuse */
   *out = wm_row_value(d->row);
   return 0;
@@ -482,10 +556,12 @@ int wm_decoder_csv(wm_decoder *dec, const wm_csv_field *fields, uint32_t n, char
   d->optional = calloc(n ? n : 1, 1);
   d->cap = calloc(n ? n : 1, sizeof *d->cap);
   if (!d->optional || !d->cap) goto fail;
+  d->plain_ok = true;
   for (uint32_t i = 0; i < n; i++) {
     names[i] = fields[i].name;
     types[i] = fields[i].type;
     d->optional[i] = fields[i].optional;
+    if (types[i] != WM_FT_STRING && types[i] != WM_FT_INTEGER) d->plain_ok = false;
   }
   d->schema = wm_schema_new(n, names, types);
   if (!d->schema) goto fail;
