@@ -1317,12 +1317,9 @@ static int first_replace(wm_op *op, winop *s, uint32_t i, const wm_value *rec, i
 
 /* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
  * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
-static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
-                                uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
+static inline int window_add(wm_op *op, winop *s, const wm_value *key, wm_window w, uint32_t i,
+                             int created, const wm_value *rec, int64_t ts) {
   int64_t mts = max_ts_of(w);
-  uint32_t i = 0;
-  int created = 0;
-  if (entry_get(op, s, kp, h, w, &i, &created) != WM_OK) return WM_ERR;
   wm_observe_window(op, key, ts, w, created);
   if (created) {
     if (s->fast && mts > op->wm) {
@@ -1342,6 +1339,14 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
     }
   }
   return on_element(op, s, i, rec, ts);
+}
+
+static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                                uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
+  uint32_t i = 0;
+  int created = 0;
+  if (entry_get(op, s, kp, h, w, &i, &created) != WM_OK) return WM_ERR;
+  return window_add(op, s, key, w, i, created, rec, ts);
 }
 
 /* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
@@ -1442,11 +1447,24 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   return WM_ERR;
 }
 
+/* tumble_hit's new window: out of line, so that the hit keeps a small frame. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int tumble_new(wm_op *op, winop *s, const wm_value *kf, uint64_t pre, uint64_t h,
+                      size_t at, const wm_value *rec, int64_t ts) {
+  kprobe kp = {kf, pre, kf->u.s->len, KEY_STR};
+  uint32_t i;
+  if (entry_new(op, s, &kp, h, s->tw, at, &i) != WM_OK) return WM_ERR;
+  return window_add(op, s, kf, s->tw, i, 1, rec, ts);
+}
+
 /* The common record of a tumbling event-time window with the default trigger, sum of an
- * integer field and a key_by of one string field of up to 8 bytes: a window that exists
- * and is not late. What the general path below does for it, in one pass without its calls
- * (kprobe, hashes, entry_get, add_to_window, on_element): the same lookup, the same sum,
- * the same late firing. Returns 1 (nothing done) for anything else: a new window, a late
+ * integer field and a key_by of one string field of up to 8 bytes, not late. What the
+ * general path below does for it, in one pass without its calls (kprobe, hashes,
+ * entry_get, add_to_window, on_element): the same lookup, the same sum, the same late
+ * firing; a new window is created at the slot the lookup ended on, as entry_get would, and
+ * then added to as add_to_window does. Returns 1 (nothing done) for anything else: a late
  * record, an index that must grow, a record of another schema, a key or value of another
  * type, a record of an earlier channel than the window's first (by_chan), a timeline. */
 static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
@@ -1466,8 +1484,10 @@ static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t t
   for (;; at = (at + 1) & mask) {
     uint64_t sv = s->idx[at];
     uint32_t ent = slot_ent(sv);
-    if (ent == 0) return 1;
-    if (ent == TOMB || (sv >> 32) != (h >> 32)) continue;
+    if (ent == 0) /* a new window, at the slot idx_find would give (no tombstones seen) */
+      return tumble_new(op, s, kf, pre, h, at, rec, ts);
+    if (ent == TOMB) return 1; /* (merging windows only) */
+    if ((sv >> 32) != (h >> 32)) continue;
     wentry *e = &s->e[ent - 1];
     if (e->hash != h || !win_eq(e->w, w) || e->kcls != KEY_STR || e->klen != n || e->kpre != pre)
       continue;
