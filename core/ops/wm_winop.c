@@ -751,7 +751,7 @@ static bool pack_first(const wentry *e, const char *kb, size_t tl, const wm_row 
   uint32_t n = r->schema->nfields;
   uint8_t b[32] = {0};
   if (tl + n > sizeof b) return false;
-  memcpy(b, kb + 8, tl);
+  if (tl) memcpy(b, kb + 8, tl);
   uint8_t *tag = b + tl;
   size_t at = tl + n;
   for (uint32_t j = 0; j < n; j++) {
@@ -768,7 +768,9 @@ static bool pack_first(const wentry *e, const char *kb, size_t tl, const wm_row 
       if (v->flags) return false;
       size_t l;
       const char *p = wm_value_str(v, &l);
-      if (e->kcls == KEY_STR && l == e->klen && memcmp(p, kb, l) == 0) {
+      /* the key (a string of up to 8 bytes is its kpre: no call) */
+      if (e->kcls == KEY_STR && l == e->klen &&
+          (l <= 8 ? str_pre(p, l) == e->kpre : memcmp(p, kb, l) == 0)) {
         tag[j] = PK_KEY;
         break;
       }
@@ -782,7 +784,8 @@ static bool pack_first(const wentry *e, const char *kb, size_t tl, const wm_row 
     }
     if (!src) continue;
     if (at + 8 > sizeof b) return false;
-    memcpy(b + at, src, len);
+    if (len == 8) memcpy(b + at, src, 8); /* numbers: a fixed size, no call */
+    else memcpy(b + at, src, len);
     at += 8;
   }
   memcpy(out, b, sizeof b);
