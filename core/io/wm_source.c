@@ -27,20 +27,6 @@ void wm_pos_format(wm_buf *b, const wm_pos *pos) {
   }
 }
 
-int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec, int64_t ts) {
-  return wm_source_emit_port(src, 0, pos, rec, ts);
-}
-
-int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos, const wm_value *rec, int64_t ts) {
-  wm_ctx *ctx = src->ctx;
-  const wm_pos *outer = ctx->pos;
-  ctx->pos = pos;
-  int rc = wm_op_emit(src, port, rec, ts);
-  ctx->pos = outer;
-  if (rc == WM_ERR) wm_pos_add_context(ctx, pos);
-  return rc;
-}
-
 void wm_pos_add_context(wm_ctx *ctx, const wm_pos *pos) {
   wm_buf b;
   wm_buf_init(&b);

@@ -78,13 +78,29 @@ int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
 /* Emits rec (borrowed) from source op with its position pos (borrowed; published in
  * ctx->pos during the call). On failure adds "\n  while reading <position>" to ctx->err,
  * unless the message already starts with the position. Returns wm_op_emit's result. */
-int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec, int64_t ts);
-/* The same on output port `port` (a partitioned source: one port per partition). */
-int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos, const wm_value *rec, int64_t ts);
+static inline int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos,
+                                      const wm_value *rec, int64_t ts);
+static inline int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec,
+                                 int64_t ts) {
+  return wm_source_emit_port(src, 0, pos, rec, ts);
+}
 
 /* Adds "\n  while reading <position>" to ctx->err, unless the message already starts with
  * the position (parse errors do: "data.csv:17: field ..."). */
 void wm_pos_add_context(wm_ctx *ctx, const wm_pos *pos);
+
+/* The same on output port `port` (a partitioned source: one port per partition). Inline:
+ * a line read goes from the framer to the first operator with no call between. */
+static inline int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos,
+                                      const wm_value *rec, int64_t ts) {
+  wm_ctx *ctx = src->ctx;
+  const wm_pos *outer = ctx->pos;
+  ctx->pos = pos;
+  int rc = wm_op_emit(src, port, rec, ts);
+  ctx->pos = outer;
+  if (rc == WM_ERR) wm_pos_add_context(ctx, pos);
+  return rc;
+}
 
 /* Appends a position as messages show it: "data.csv:17", or "element 3 of from_elements
  * (job.lua:3)" for a position with a unit. */
