@@ -365,7 +365,7 @@ static void tumbling_hits(void) {
   capture many = {0};
   wm_ctx_init(&ctx);
   w = tumbling_builtin(&ctx, WM_AGG_SUM, "vc", &many);
-  char ids[300][8];
+  char ids[300][16];
   for (int k = 0; k < 300; k++) snprintf(ids[k], sizeof ids[k], "k%d", k);
   for (int k = 0; k < 300; k++) push_row(w, 0, s, ids[k], 1, wm_int(k));
   for (int k = 0; k < 300; k++) push_row(w, 0, s, ids[k], 2, wm_int(1000));
