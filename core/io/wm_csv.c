@@ -236,6 +236,27 @@ static uint64_t load_digits8(const char *s) {
 #endif
 }
 
+/* load_digits8 for 4 digits: their value, or UINT32_MAX when one of the 4 bytes is not a
+ * digit. */
+static uint32_t load_digits4(const char *s) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t x;
+  memcpy(&x, s, 4);
+  if (((x & 0xF0F0F0F0u) | (((x + 0x06060606u) & 0xF0F0F0F0u) >> 4)) != 0x33333333u)
+    return UINT32_MAX;
+  x = ((x & 0x0F0F0F0Fu) * 2561) >> 8;   /* pairs: 10 * a + b */
+  return ((x & 0x00FF00FFu) * 6553601) >> 16;
+#else
+  uint32_t v = 0;
+  for (int k = 0; k < 4; k++) {
+    unsigned c = (unsigned char)s[k] - '0';
+    if (c > 9) return UINT32_MAX;
+    v = v * 10 + c;
+  }
+  return v;
+#endif
+}
+
 /* A decimal number (no hex, inf or nan): an integer when written as one, as Lua's
  * tonumber does; 0 on success, -1 when not a number, -2 when out of a double's range
  * ("1e400" is rejected as "inf" is: a number column holds finite numbers only). */
@@ -333,6 +354,13 @@ static int csv_plain(csvdec *d, const char *s, const char *end) {
         if (x != UINT64_MAX) {
           v = x;
           c += 8;
+        }
+      }
+      if (end - c >= 4) {
+        uint32_t x = load_digits4(c);
+        if (x != UINT32_MAX) {
+          v = v * 10000 + x;
+          c += 4;
         }
       }
       while (c < end) {

@@ -430,6 +430,9 @@ static void test_csv_plain(void) {
       "k000042,1700000000123,57",
       "k2,12345678,1",
       "k3,123456789,22",
+      "k4,1,123456789012",
+      "k5,1234,9876",
+      "k6,99999999999,1",
   };
   const char *want =
       "k1|1|2\n"
@@ -447,7 +450,10 @@ static void test_csv_plain(void) {
       "error: field 'a' is empty\n"
       "k000042|1700000000123|57\n"
       "k2|12345678|1\n"
-      "k3|123456789|22\n";
+      "k3|123456789|22\n"
+      "k4|1|123456789012\n"
+      "k5|1234|9876\n"
+      "k6|99999999999|1\n";
   wm_buf got;
   wm_buf_init(&got);
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) decode_line(&dec, op, lines[i], &got);
