@@ -210,6 +210,19 @@ static int parse_int(const char *s, size_t n, int64_t *out) {
   return 0;
 }
 
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+/* The value of the k digits at s, or UINT64_MAX when one of them is not a digit. */
+static uint64_t digits_bytes(const char *s, int k) {
+  uint64_t v = 0;
+  for (int j = 0; j < k; j++) {
+    unsigned c = (unsigned char)s[j] - '0';
+    if (c > 9) return UINT64_MAX;
+    v = v * 10 + c;
+  }
+  return v;
+}
+#endif
+
 /* The value of 8 ASCII digits at s (s[0] the most significant), or UINT64_MAX when one
  * of the 8 bytes is not a digit (SWAR: 8 digits in a few multiplications). */
 static uint64_t load_digits8(const char *s) {
@@ -226,13 +239,7 @@ static uint64_t load_digits8(const char *s) {
   x = ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32;
   return x;
 #else
-  uint64_t v = 0;
-  for (int k = 0; k < 8; k++) {
-    unsigned c = (unsigned char)s[k] - '0';
-    if (c > 9) return UINT64_MAX;
-    v = v * 10 + c;
-  }
-  return v;
+  return digits_bytes(s, 8);
 #endif
 }
 
@@ -247,13 +254,8 @@ static uint32_t load_digits4(const char *s) {
   x = ((x & 0x0F0F0F0Fu) * 2561) >> 8;   /* pairs: 10 * a + b */
   return ((x & 0x00FF00FFu) * 6553601) >> 16;
 #else
-  uint32_t v = 0;
-  for (int k = 0; k < 4; k++) {
-    unsigned c = (unsigned char)s[k] - '0';
-    if (c > 9) return UINT32_MAX;
-    v = v * 10 + c;
-  }
-  return v;
+  uint64_t v = digits_bytes(s, 4);
+  return v == UINT64_MAX ? UINT32_MAX : (uint32_t)v;
 #endif
 }
 
@@ -332,6 +334,52 @@ static int bad_field(char *err, size_t errlen, const char *name, const char *s, 
   return 1;
 }
 
+/* The run of ASCII digits from c: its end, and its value in *v (modulo 2^64 past 19
+ * digits); 8 and then 4 digits in one step each when they are there. */
+static inline const char *scan_digits(const char *c, const char *end, uint64_t *v) {
+  uint64_t r = 0;
+  if (end - c >= 8) {
+    uint64_t x = load_digits8(c);
+    if (x != UINT64_MAX) {
+      r = x;
+      c += 8;
+    }
+  }
+  if (end - c >= 4) {
+    uint32_t x = load_digits4(c);
+    if (x != UINT32_MAX) {
+      r = r * 10000 + x;
+      c += 4;
+    }
+  }
+  while (c < end) {
+    unsigned dg = (unsigned char)*c - '0';
+    if (dg > 9) break;
+    r = r * 10 + dg;
+    c++;
+  }
+  *v = r;
+  return c;
+}
+
+/* The first sep from c (or end). Fields are short: a plain loop beats a call to memchr,
+ * 8 bytes at a time: the first byte equal to sep is the lowest zero byte of x ^ seps. */
+static inline const char *find_sep(const char *c, const char *end, char sep) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t ones = 0x0101010101010101ULL, seps = ones * (unsigned char)sep;
+  while (end - c >= 8) {
+    uint64_t x;
+    memcpy(&x, c, 8);
+    x ^= seps;
+    uint64_t z = (x - ones) & ~x & (ones << 7);
+    if (z) return c + __builtin_ctzll(z) / 8;
+    c += 8;
+  }
+#endif
+  while (c < end && *c != sep) c++;
+  return c;
+}
+
 /* The usual line, decoded in one pass with no per-field choices beyond the column's
  * type: every field unquoted, integers of 1 to 18 plain digits, non-empty strings written
  * over the row's own string of the field (only the decoder holds it, with room). 0 when the
@@ -348,49 +396,13 @@ static int csv_plain(csvdec *d, const char *s, const char *end) {
     wm_value *f = &fields[i];
     const char *c = p;
     if (types[i] == WM_FT_INTEGER) {
-      uint64_t v = 0;
-      if (end - c >= 8) {
-        uint64_t x = load_digits8(c);
-        if (x != UINT64_MAX) {
-          v = x;
-          c += 8;
-        }
-      }
-      if (end - c >= 4) {
-        uint32_t x = load_digits4(c);
-        if (x != UINT32_MAX) {
-          v = v * 10000 + x;
-          c += 4;
-        }
-      }
-      while (c < end) {
-        unsigned dg = (unsigned char)*c - '0';
-        if (dg > 9) break;
-        v = v * 10 + dg;
-        c++;
-      }
+      uint64_t v;
+      c = scan_digits(c, end, &v);
       if (c == p || c - p > 18 || (c < end && *c != sep) || f->type == WM_STR) return 1;
       *f = wm_int((int64_t)v);
     } else {
       if (c == end || *c == '"') return 1;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-      const uint64_t ones = 0x0101010101010101ULL, seps = ones * (unsigned char)sep;
-      while (end - c >= 8) {
-        uint64_t x;
-        memcpy(&x, c, 8);
-        x ^= seps;
-        uint64_t z = (x - ones) & ~x & (ones << 7);
-        if (z) {
-          c += __builtin_ctzll(z) / 8;
-          goto found;
-        }
-        c += 8;
-      }
-#endif
-      while (c < end && *c != sep) c++;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    found:
-#endif
+      c = find_sep(c, end, sep);
       {
         size_t fl = (size_t)(c - p);
         if (fl == 0 || f->type != WM_STR || f->u.s->refs != 1 || d->cap[i] < fl) return 1;
@@ -438,22 +450,9 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
        * while scanning (one pass instead of a scan, a trim and a parse). Anything else
        * (a sign, blanks, quotes, 19 digits or more, bad text) takes the general path
        * below from the same place. */
-      const char *c = p;
-      uint64_t v = 0;
+      uint64_t v;
       char sep = d->sep;
-      if (end - c >= 8) {
-        uint64_t x = load_digits8(c);
-        if (x != UINT64_MAX) {
-          v = x;
-          c += 8;
-        }
-      }
-      while (c < end) {
-        unsigned dg = (unsigned char)*c - '0';
-        if (dg > 9) break;
-        v = v * 10 + dg;
-        c++;
-      }
+      const char *c = scan_digits(p, end, &v);
       if (c > p && c - p <= 18 && (c == end || *c == sep)) {
         wm_value *f = &d->row->fields[i];
         if (f->type == WM_STR) wm_value_release(NULL, f);
@@ -500,27 +499,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
         return 1;
       }
     } else {
-      /* fields are short: a plain loop beats a call to memchr */
-      const char *c = p, sep = d->sep; /* a local: *c may alias d, sep is reloaded otherwise */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-      /* 8 bytes at a time: the first byte equal to sep is the lowest zero byte of x ^ seps */
-      const uint64_t ones = 0x0101010101010101ULL, seps = ones * (unsigned char)sep;
-      while (end - c >= 8) {
-        uint64_t x;
-        memcpy(&x, c, 8);
-        x ^= seps;
-        uint64_t z = (x - ones) & ~x & (ones << 7);
-        if (z) {
-          c += __builtin_ctzll(z) / 8;
-          goto found;
-        }
-        c += 8;
-      }
-#endif
-      while (c < end && *c != sep) c++;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    found:
-#endif
+      const char *c = find_sep(p, end, d->sep);
       fs = p;
       fl = (size_t)(c - p);
       p = c;

@@ -29,9 +29,9 @@ static int push(wm_op *op, wm_schema *s, const char *id, int64_t secs, int64_t v
 
 /* Scenario c: tumbling 5 s, lateness 2 s, late side output; bounded 2 s watermarks
  * computed by hand after every record. */
-static void scenario_c(int with_side) {
-  wm_ctx ctx;
-  wm_ctx_init(&ctx);
+/* A prepared context's tumbling 5 s window operator keyed by "id", sum("vc"), lateness 2 s,
+ * its results captured in main, with_side: its late records in late. */
+static wm_op *tumbling_late(wm_ctx *ctx, int with_side, capture *main, capture *late) {
   wm_winop_config cfg = {0};
   cfg.assigner.kind = WM_WA_TUMBLING;
   cfg.assigner.size = 5000;
@@ -40,19 +40,26 @@ static void scenario_c(int with_side) {
   const char *key = "id";
   CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
   CHECK_I64(wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc"), 0);
-  wm_op *w = wm_winop_new(&ctx, "window", &cfg);
-  capture main = {.label = NULL}, late = {.label = "late"};
-  wm_buf_init(&main.out);
-  wm_buf_init(&late.out);
-  wm_op *m = wm_op_new(&ctx, &capture_vt, &main, "main");
-  wm_op *l = wm_op_new(&ctx, &capture_vt, &late, "late");
+  wm_op *w = wm_winop_new(ctx, "window", &cfg);
+  wm_buf_init(&main->out);
+  wm_buf_init(&late->out);
+  wm_op *m = wm_op_new(ctx, &capture_vt, main, "main");
+  wm_op *l = wm_op_new(ctx, &capture_vt, late, "late");
   wm_op_connect(w, 0, m);
   if (with_side) wm_op_connect(w, wm_op_port(w, "late"), l);
   int64_t dummy_ch = wm_op_connect(m, 0, l); /* unused edge: keeps l's channel count valid */
   (void)dummy_ch;
-  wm_op *src = wm_op_new(&ctx, &capture_vt, NULL, "src");
+  wm_op *src = wm_op_new(ctx, &capture_vt, NULL, "src");
   wm_op_connect(src, 0, w);
-  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  CHECK_I64(wm_ctx_prepare(ctx), WM_OK);
+  return w;
+}
+
+static void scenario_c(int with_side) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  capture main = {.label = NULL}, late = {.label = "late"};
+  wm_op *w = tumbling_late(&ctx, with_side, &main, &late);
   wm_schema *s = sensor_schema();
   static const int64_t secs[] = {1, 2, 3, 8, 1, 2, 3, 9, 1, 2};
   int64_t max_ts = WM_TIME_MIN + 2001;
@@ -288,24 +295,8 @@ static void tumbling_hits(void) {
   T.current = "tumbling hits";
   wm_ctx ctx;
   wm_ctx_init(&ctx);
-  wm_winop_config cfg = {0};
-  cfg.assigner.kind = WM_WA_TUMBLING;
-  cfg.assigner.size = 5000;
-  cfg.lateness = 2000;
-  cfg.late_tag = "late";
-  const char *key = "id";
-  wm_keysel_fields(&cfg.keysel, &key, 1);
-  wm_winfn_builtin(&cfg.fn, WM_AGG_SUM, "vc");
-  wm_op *w = wm_winop_new(&ctx, "window", &cfg);
   capture main = {.label = NULL}, late = {.label = "late"};
-  wm_buf_init(&main.out);
-  wm_buf_init(&late.out);
-  wm_op *m = wm_op_new(&ctx, &capture_vt, &main, "main");
-  wm_op *l = wm_op_new(&ctx, &capture_vt, &late, "late");
-  wm_op_connect(w, 0, m);
-  wm_op_connect(w, wm_op_port(w, "late"), l);
-  wm_op_connect(wm_op_new(&ctx, &capture_vt, NULL, "src"), 0, w);
-  wm_ctx_prepare(&ctx);
+  wm_op *w = tumbling_late(&ctx, 1, &main, &late);
   wm_schema *s = sensor_schema();
   push_row(w, 0, s, "a", 1, wm_int(1));
   push_row(w, 0, s, "abcdefgh", 2, wm_int(10));
@@ -337,7 +328,8 @@ static void tumbling_hits(void) {
 
   /* first_by_chan: channel 0's record comes first in the window, whenever it arrives */
   wm_ctx_init(&ctx);
-  memset(&cfg, 0, sizeof cfg);
+  wm_winop_config cfg = {0};
+  const char *key = "id";
   cfg.assigner.kind = WM_WA_TUMBLING;
   cfg.assigner.size = 5000;
   cfg.first_by_chan = 1;
