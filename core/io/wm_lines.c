@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/wm_csv.h"
 #include "time/wm_time.h"
 
 /* ---- handle lifetimes ------------------------------------------------------------------- */
@@ -55,6 +56,15 @@ static int too_long(wm_srchead *h, wm_framer *f) {
 
 int wm_framer_feed(wm_srchead *h, wm_framer *f, const char *data, size_t n) {
   const char *p = data, *end = data + n;
+  /* lookahead: a parse operator reading the lines that wants it (asked once per buffer) is
+   * told of each whole line of the buffer WM_PARSE_AHEAD lines before it gets it (a hint:
+   * wm_parse_lookahead); q is the first line not told yet, ahead the lines told from p on */
+  wm_op *la = h->op->ports[0].n == 1 && wm_op_is_parse(h->op->ports[0].edges[0].to)
+                  ? h->op->ports[0].edges[0].to
+                  : NULL;
+  if (la && !wm_parse_wants_lookahead(la)) la = NULL;
+  const char *q = p;
+  unsigned ahead = 0;
   while (p < end && !h->stopped) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t part = (size_t)((nl ? nl : end) - p), len = f->carry.len + part;
@@ -76,6 +86,20 @@ int wm_framer_feed(wm_srchead *h, wm_framer *f, const char *data, size_t n) {
       rc = emit_line(h, f, f->carry.data, f->carry.len, 1);
       wm_buf_clear(&f->carry);
     } else {
+      if (la) {
+        if (q <= p) q = p, ahead = 0;
+        while (ahead < WM_PARSE_AHEAD && q < end) {
+          const char *qe = memchr(q, '\n', (size_t)(end - q));
+          if (!qe) {
+            q = end;
+            break;
+          }
+          wm_parse_lookahead(la, q, (size_t)(qe - q));
+          q = qe + 1;
+          ahead++;
+        }
+        if (ahead) ahead--;
+      }
       rc = emit_line(h, f, p, part, 1);
     }
     if (rc != WM_OK) return rc;

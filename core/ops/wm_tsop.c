@@ -282,6 +282,11 @@ static const wm_op_vt tsop_vt = {
 };
 
 bool wm_op_is_tsop(const wm_op *op) { return op->vt == &tsop_vt; }
+const char *wm_tsop_ms_field(const wm_op *op) {
+  const tsop *s = op->impl;
+  if (op->vt != &tsop_vt || !s->tsfield || s->cfg.ingestion || s->cfg.custom.on_event) return NULL;
+  return s->tsfield->name;
+}
 int64_t wm_tsop_interval(const wm_op *op) { return ((const tsop *)op->impl)->cfg.interval; }
 int64_t wm_tsop_idle_timeout(const wm_op *op) {
   return ((const tsop *)op->impl)->cfg.idle_timeout;

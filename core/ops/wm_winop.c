@@ -101,6 +101,8 @@ typedef struct kprobe {
 } kprobe;
 
 /* The first 8 bytes of a string of n bytes, zero padded (a string's kpre). */
+static const wm_op_vt winop_vt;
+
 static inline uint64_t str_pre(const char *b, size_t n) {
   uint64_t pre = 0;
   if (n >= 8) {
@@ -1610,6 +1612,37 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     op->m.late_dropped++;
   }
   return WM_OK;
+}
+
+const char *wm_winop_key_field(const wm_op *op) {
+  if (op->vt != &winop_vt) return NULL;
+  const winop *s = op->impl;
+  return s->tfast ? s->key1->name : NULL;
+}
+
+/* hot entries of 64 bytes and index slots: past about 4 MB, beyond a core's L2 */
+#define HINT_MIN_WINDOWS 65536u
+
+bool wm_winop_wants_hints(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->nlive >= HINT_MIN_WINDOWS;
+}
+
+int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uint64_t *h) {
+  winop *s = op->impl;
+  if (n > 8 || !s->tw_ok || ts < s->tw.start || ts >= s->tw.stop) return -1;
+  uint64_t pre = str_pre(key, n);
+  uint64_t kh = mix(pre ^ ((uint64_t)n << 56) ^ ((uint64_t)KEY_STR << 60) ^ 0x5bd1e9955bd1e995ULL);
+  *h = entry_hash(s, kh, s->tw);
+  __builtin_prefetch(&s->idx[home_of(*h, s->capidx - 1)]);
+  return 0;
+}
+
+void wm_winop_prefetch_entry(wm_op *op, uint64_t h) {
+  winop *s = op->impl;
+  uint64_t v = s->idx[home_of(h, s->capidx - 1)]; /* the index may have grown: a hint only */
+  uint32_t ent = slot_ent(v);
+  if (ent != 0 && ent != TOMB && (v >> 32) == (h >> 32)) __builtin_prefetch(&s->e[ent - 1]);
 }
 
 /* Fires the entries of one popped timer group of a domain. */

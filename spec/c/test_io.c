@@ -8,6 +8,9 @@
 
 #include "exec/wm_exec.h"
 #include "io/wm_csv.h"
+#include "io/wm_lines.h"
+#include "ops/wm_tsop.h"
+#include "ops/wm_winop.h"
 #include "io/wm_io.h"
 #include "test.h"
 
@@ -480,6 +483,87 @@ static void test_csv_plain(void) {
   wm_ctx_free(&ctx);
 }
 
+/* Lookahead (wm_lines.c, wm_parse_lookahead): lines framed from a buffer into parse_csv,
+ * with_timestamp_field and a tumbling sum keyed by id, with 70 000 windows open (past
+ * wm_winop_wants_hints' threshold): hints are given, and change nothing: every window's sum,
+ * first record and order as written out here; a bad line among the hinted ones fails with
+ * its position; a quoted key and a short line among them are read as without hints. */
+static void test_lookahead(void) {
+  T.current = "lookahead";
+  enum { K = 70000 };
+  for (int bad = 0; bad < 2; bad++) {
+    wm_ctx ctx;
+    wm_ctx_init(&ctx);
+    wm_op *src = wm_op_new(&ctx, &capture_vt, NULL, "src");
+    const wm_csv_field cols[] = {{"id", WM_FT_STRING, 0}, {"ts", WM_FT_INTEGER, 0},
+                                 {"vc", WM_FT_INTEGER, 0}};
+    wm_parse_config pc = {.on_error = WM_PARSE_FAIL, .what = "parse_csv"};
+    CHECK_I64(wm_decoder_csv(&pc.dec, cols, 3, ','), 0);
+    wm_op *parse = wm_parse_new(&ctx, "parse", &pc);
+    wm_tsop_config tc = {.builtin = WM_GEN_BOUNDED, .delay = 2000, .interval = 0};
+    CHECK_I64(wm_tsx_field(&tc.tsx, "ts", 1), 0);
+    wm_op *ts = wm_tsop_new(&ctx, "timestamps", &tc);
+    wm_winop_config wc = {0};
+    wc.assigner.kind = WM_WA_TUMBLING;
+    wc.assigner.size = 5000;
+    const char *key = "id";
+    wm_keysel_fields(&wc.keysel, &key, 1);
+    wm_winfn_builtin(&wc.fn, WM_AGG_SUM, "vc");
+    wm_op *w = wm_winop_new(&ctx, "window", &wc);
+    capture out = {0};
+    wm_buf_init(&out.out);
+    wm_op_connect(src, 0, parse);
+    wm_op_connect(parse, 0, ts);
+    wm_op_connect(ts, 0, w);
+    wm_op_connect(w, 0, wm_op_new(&ctx, &capture_vt, &out, "out"));
+    CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+    wm_buf in;
+    wm_buf_init(&in);
+    char line[64];
+    for (int pass = 0; pass < 2; pass++) {
+      for (int k = 0; k < K; k++) {
+        if (k == 5 && pass == 1) {
+          wm_buf_adds(&in, "\"k5\",2000,2\n"); /* quoted: no hint, the same key */
+          continue;
+        }
+        if (k == 7 && pass == 1 && bad) wm_buf_adds(&in, "k7,2x00,2\n"); /* line K + 8 */
+        snprintf(line, sizeof line, "k%d,%d,%d\n", k, 1000 + pass * 1000, pass + 1);
+        wm_buf_adds(&in, line);
+      }
+    }
+    wm_buf_adds(&in, "z,9000,1\n");
+    wm_srchead h = {0};
+    h.op = src;
+    wm_framer f;
+    wm_framer_init(&f, "data.csv", 0);
+    int rc = WM_OK;
+    for (size_t at = 0; at < in.len && rc == WM_OK; at += 65536) {
+      size_t n = in.len - at < 65536 ? in.len - at : 65536;
+      rc = wm_framer_feed(&h, &f, in.data + at, n);
+    }
+    if (bad) {
+      CHECK_I64(rc, WM_ERR);
+      CHECK(strstr(ctx.err, "data.csv:70008: field 'ts': '2x00' is not an integer") != NULL);
+    } else {
+      CHECK_I64(rc, WM_OK);
+      CHECK(wm_parse_lookahead_hints(parse) > K / 2);
+      wm_buf want;
+      wm_buf_init(&want);
+      for (int k = 0; k < K; k++) {
+        snprintf(line, sizeof line, "4999 {\"id\":\"k%d\",\"ts\":1000,\"vc\":3}\n", k);
+        wm_buf_adds(&want, line);
+      }
+      CHECK(out.out.data && strcmp(out.out.data, want.data) == 0);
+      wm_buf_free(&want);
+    }
+    wm_framer_drop(&f);
+    wm_buf_free(&f.carry);
+    wm_buf_free(&in);
+    wm_buf_free(&out.out);
+    wm_ctx_free(&ctx);
+  }
+}
+
 void test_io(void) {
   char dir[] = "/tmp/wm_test_io.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -494,4 +578,5 @@ void test_io(void) {
   test_listen_reset();
   test_chunk_range();
   test_csv_plain();
+  test_lookahead();
 }
