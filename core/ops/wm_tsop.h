@@ -86,7 +86,7 @@ bool wm_tsop_is_custom(const wm_op *op);
 int wm_tsop_builtin(const wm_op *op);
 bool wm_op_is_tsop(const wm_op *op);
 /* The field of with_timestamp_field in milliseconds (no ingestion time, no custom
- * generator, no idleness), else NULL: its records' timestamps are that integer field. */
+ * generator), else NULL: its records' timestamps are that integer field. */
 const char *wm_tsop_ms_field(const wm_op *op);
 
 #endif
