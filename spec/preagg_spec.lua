@@ -297,10 +297,10 @@ describe("pre-aggregation", function()
       assert.are.equal(case.applies and 2 or 0, select(2, metric_in(err, "pre-aggregation of ")), case[1])
     end
     -- a reduce over more parts than the window tells apart (256 channels): per record
-    local jp = lua_job(REDUCE)
-    files[#files + 1] = jp
-    assert.are.equal(256, select(2, metric_in(select(2, run(jp, data, "-p 256 --metrics")), "pre-aggregation of ")))
-    assert.are.equal(0, select(2, metric_in(select(2, run(jp, data, "-p 257 --metrics")), "pre-aggregation of ")))
+    local jr = lua_job(REDUCE)
+    files[#files + 1] = jr
+    assert.are.equal(256, select(2, metric_in(select(2, run(jr, data, "-p 256 --metrics")), "pre-aggregation of ")))
+    assert.are.equal(0, select(2, metric_in(select(2, run(jr, data, "-p 257 --metrics")), "pre-aggregation of ")))
     -- a map between the parse and the window, and a number column: per record
     for _, src in ipairs{
       [[:parse_csv{"id", "ts:integer", "vc:integer", "tag"}:map(function(r) return r end)]],
