@@ -126,7 +126,7 @@ end
 local function bg_fixture(topics)
   local f = {k = services.kafka(topics), dir = helper.tmpdir()}
   f.out = f.dir .. "/out.txt"
-  finally(function()
+  helper.finally(function()
     if f.run then f.run.kill() end
     f.k:stop()
     helper.rmdir(f.dir)
@@ -139,7 +139,7 @@ end
 local function kafka_crash_input()
   local k = services.kafka{"in:2"}
   local dir = helper.tmpdir()
-  finally(function() k:stop(); helper.rmdir(dir) end)
+  helper.finally(function() k:stop(); helper.rmdir(dir) end)
   local inp = load_crash_input(dir, k.bootstrap, [[write_kafka{brokers = arg[2], topic = "in", format = "text",
   partition = function(line) return tonumber(line:match("^s(%d)")) end}]])
   return k, dir, inp
@@ -149,7 +149,7 @@ describe("kafka connector", function()
   it("a file written with write_kafka and read back by a windowed job gives the file job's results", function()
     local k = services.kafka{"readings:3"}
     local path = readings()
-    finally(function() k:stop(); os.remove(path) end)
+    helper.finally(function() k:stop(); os.remove(path) end)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -234,7 +234,7 @@ env:execute()]]
   it("at --threads 2, group commits the broker refuses are one warning per source instance, and the output is the one of a run without checkpoints", function() -- luacheck: ignore 631
     local k = services.kafka{"in:2"}
     local dir = helper.tmpdir()
-    finally(function() k:stop(); helper.rmdir(dir) end)
+    helper.finally(function() k:stop(); helper.rmdir(dir) end)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -307,7 +307,7 @@ env2:execute()]]
 
   it("a partition far ahead does not make another partition's records late", function()
     local k = services.kafka{"ev:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local out, err, code = job(FAR, q(k.bootstrap) .. " per-partition", "--metrics")
     assert.are.equal(0, code, err)
     assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
@@ -317,7 +317,7 @@ env2:execute()]]
 
   it("a custom Lua generator runs once per partition, each with its own state", function()
     local k = services.kafka{"ev:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local out, err, code = job(FAR, q(k.bootstrap) .. " custom")
     assert.are.equal(0, code, err)
     assert.are.equal('{"id":"a","p":1,"ts":1000,"vc":6}\n{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
@@ -325,7 +325,7 @@ env2:execute()]]
 
   it("(control) one generator over the merged partitions drops the records behind", function()
     local k = services.kafka{"ev:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local out, err, code = job(FAR, q(k.bootstrap) .. " control")
     assert.are.equal(0, code, err)
     assert.are.equal('{"id":"b","p":0,"ts":100000,"vc":2}\n', out)
@@ -366,7 +366,7 @@ env:execute()]])
 
   it("alignment pauses a partition that runs ahead (visible in --metrics)", function()
     local k = services.kafka{"ev:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local out, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -393,7 +393,7 @@ env2:execute()]], q(k.bootstrap), "--metrics")
 
   it("an instance that owns no partition is idle", function()
     local k = services.kafka{"one:1"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{parallelism = 2}
@@ -406,7 +406,7 @@ env:execute()]], q(k.bootstrap), "--trace-watermarks")
 
   it("metadata = true gives tables with the message's topic, partition, offset and key", function()
     local k = services.kafka{"ev:1"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local out, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -501,7 +501,7 @@ env:execute()]], "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interv
 
   it("a topic that does not exist fails at the job line, naming the topic and the brokers", function()
     local k = services.kafka{"ev:1"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     -- (the mock cluster creates topics on demand: it is told to answer as a broker without them)
     k:topic_error("nope", "UNKNOWN_TOPIC_OR_PART")
     local _, err, code = job([[
@@ -537,7 +537,7 @@ describe("nats connector", function()
   it("a file written with write_nats and read back by a windowed job gives the file job's results", function()
     local n = services.nats()
     local path = readings()
-    finally(function() n:stop(); os.remove(path) end)
+    helper.finally(function() n:stop(); os.remove(path) end)
     local _, err, code = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -560,7 +560,7 @@ env:execute()]], q(n.url), "--metrics")
 
   it("examples/connectors_nats.lua (docs/connectors.md's quick start) gives the sums worked out by hand", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local out, err, code = helper.wmrun(q(helper.root .. "/examples/connectors_nats.lua") .. " " .. q(n.url))
     assert.are.equal(0, code, err)
     assert.are.equal("", err)
@@ -580,7 +580,7 @@ env:execute()]], q(n.url), "--metrics")
 
   it("gives every message a deterministic Nats-Msg-Id: the same output again is de-duplicated", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local write = [[
 local wm = require("wm")
 local env = wm.env{}
@@ -607,7 +607,7 @@ env:execute()]], q(n.url))
   it("a checkpointing job killed at random moments and at the crash points gives the uninterrupted run's file and stream" .. at, function() -- luacheck: ignore 631
     local n = services.nats()
     local dir = helper.tmpdir()
-    finally(function() n:stop(); helper.rmdir(dir) end)
+    helper.finally(function() n:stop(); helper.rmdir(dir) end)
     load_crash_input(dir, n.url, [[write_nats{url = arg[2], stream = "IN", format = "text",
   subject = function(line) return "in." .. line:match("^[^,]+") end}]])
     -- arg[2]: "ref" or "run", the name of the output file and of the output stream
@@ -664,7 +664,7 @@ env:execute()]], q(n.url) .. " " .. stream)
     local dir = helper.tmpdir()
     local out = dir .. "/out.txt"
     local run
-    finally(function()
+    helper.finally(function()
       if run then run.kill() end
       n:stop()
       helper.rmdir(dir)
@@ -710,7 +710,7 @@ env:execute()]])
 
   it("a missing stream and an unreachable server fail at the job line, naming them", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local _, err, code = job([[
 local wm = require("wm")
 wm.env{}:read_nats{url = arg[1], stream = "NOPE"}]], q(n.url))
@@ -758,7 +758,7 @@ FROM words GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word;
 
   it("'connector' = 'kafka' with Flink's option names, as sink and bounded source", function()
     local k = services.kafka{"words:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     roundtrip("'connector' = 'kafka', 'topic' = 'words', 'properties.bootstrap.servers' = '" .. k.bootstrap
       .. "', 'properties.group.id' = 'sql', 'scan.startup.mode' = 'earliest-offset', "
       .. "'scan.bounded.mode' = 'latest-offset'")
@@ -766,7 +766,7 @@ FROM words GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word;
 
   it("'connector' = 'nats' of the same shape", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     roundtrip("'connector' = 'nats', 'url' = '" .. n.url .. "', 'stream' = 'WORDS', 'subject' = 'words', "
       .. "'scan.startup.mode' = 'earliest', 'scan.bounded.mode' = 'latest'")
   end)

@@ -56,7 +56,7 @@ env:execute()
     os.execute(string.format("%s --progress %s >/dev/null 2>%s & echo $! > %s", h.wmrun_path(), q(job),
       q(dir .. "/err"), q(dir .. "/pid")))
     local pid = h.wait_for(function() return tonumber(h.read_or_empty(dir .. "/pid"):match("%d+")) end, "the pid")
-    finally(function() os.execute("kill " .. pid .. " 2>/dev/null") end)
+    h.finally(function() os.execute("kill " .. pid .. " 2>/dev/null") end)
     -- record i has ts = i s, so the watermark is a whole second minus 1 ms after 1970-01-01
     local line = h.wait_for(function()
       return h.read_or_empty(dir .. "/err"):match("\r(wmrun: %d+ records, %d+ records/s, watermark "

@@ -106,7 +106,7 @@ local env = wm.env{}
 env:listen_lines("127.0.0.1", 0, {max_clients = 1}):write_lines(%q, "text")
 env:execute()
 ]], dir .. "/got.txt"))
-    finally(function() server.kill() end) -- a failed test must not leave it running
+    h.finally(function() server.kill() end) -- a failed test must not leave it running
     local port = h.wait_for(function()
       return h.read_or_empty(server.err):match("listening on 127%.0%.0%.1:(%d+)")
     end, "the server to listen", 60)
@@ -350,7 +350,7 @@ lines:map(function(r)
 end):print()
 env:execute()
 ]])
-    finally(function() job.kill() end)
+    h.finally(function() job.kill() end)
     h.wait_for(function()
       local f = io.open(dir .. "/looping")
       if f then f:close() end

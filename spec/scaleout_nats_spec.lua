@@ -71,7 +71,7 @@ print(wm.partition(nil, 3))]])
 
   it("agrees with a nats-server's own partition() subject mapping", function()
     local n = services.nats{config = 'mappings = { "in.*": "ev.{{partition(6,1)}}.{{wildcard(1)}}" }\n'}
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local keys = {}
     for i = 1, 200 do keys[i] = "key" .. i end
     keys[#keys + 1] = "ünïcödé"
@@ -180,7 +180,7 @@ describe("read_nats partitions (subject = \"ev.*.>\", partition_count)", functio
   it("reads partition p from ev.p.>, one watermark generator each, bounded to each partition's last message",
     function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local lines = readings()
     load(n.url, lines)
     local out, err, code = partition_job(n.url, "", "--metrics")
@@ -192,7 +192,7 @@ describe("read_nats partitions (subject = \"ev.*.>\", partition_count)", functio
 
   it("partitions = \"0-2\" / \"3-5\" / \"0,2,5\" reads only those partitions, and the shares add up", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local lines = readings()
     load(n.url, lines)
     local all = {}
@@ -224,7 +224,7 @@ describe("read_nats partitions (subject = \"ev.*.>\", partition_count)", functio
       if not b and wm.partition(k, 6) == 1 then b = k end
     end
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     load(n.url, {a .. ",100000,1", a .. ",101000,1", b .. ",1000,2", b .. ",2000,3"})
     local out, err, code = partition_job(n.url)
     assert.are.equal(0, code, err)
@@ -244,7 +244,7 @@ env:execute()]], q(n.url))
 
   it("an empty partition ends at once when bounded, and metadata gives each message's own subject", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local k = "only"
     load(n.url, {k .. ",1,1"})
     local out, err, code = job([[
@@ -261,7 +261,7 @@ env:execute()]], q(n.url))
     local n = services.nats()
     local dir = helper.tmpdir()
     local run
-    finally(function()
+    helper.finally(function()
       if run then run.kill() end
       n:stop()
       helper.rmdir(dir)
@@ -320,7 +320,7 @@ env:execute()]]
 
   it("names what is wrong with its options, at the job line", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     load(n.url, {"a,1,1"})
     local function fails(opts)
       local _, err, code = job([[
@@ -433,7 +433,7 @@ describe("the NATS membership backend (io/wm_member_nats.c)", function()
   it("splits 6 partitions 3/3 between two members, 2/2/2 when a third joins, and a member that stops "
     .. "renewing loses its leases to the others", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local out = members_run(n.url, [[
 local list = {member("a")}
 settle(list, {6}, "a alone to take all 6")
@@ -474,7 +474,7 @@ c.m:leave()
     local n = services.nats()
     local dir = helper.tmpdir()
     local run
-    finally(function()
+    helper.finally(function()
       if run then run.kill() end
       n:stop()
       helper.rmdir(dir)
@@ -512,7 +512,7 @@ a.m:leave()
 
   it("a member that leaves releases its partitions at once, to be taken by the others", function()
     local n = services.nats()
-    finally(function() n:stop() end)
+    helper.finally(function() n:stop() end)
     local out = members_run(n.url, [[
 local list = {member("a"), member("b")}
 settle(list, {3, 3}, "a and b to share 3/3")
@@ -647,7 +647,7 @@ end
 -- files in t.dir/out; all stopped and removed at the end of the test.
 local function group_test(cue)
   local t = {n = services.nats(), dir = helper.tmpdir(), procs = {}}
-  finally(function()
+  helper.finally(function()
     for _, p in ipairs(t.procs) do p.kill() end
     t.n:stop()
     helper.rmdir(t.dir)

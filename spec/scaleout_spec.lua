@@ -22,7 +22,7 @@ end
 local function run_on_kafka(topics, text, opts)
   local k = services.kafka(topics)
   local dir = helper.tmpdir()
-  finally(function() k:stop(); helper.rmdir(dir) end)
+  helper.finally(function() k:stop(); helper.rmdir(dir) end)
   return helper.wmrun((opts and (opts(dir) .. " ") or "") .. q(script(dir, text)) .. " " .. q(k.bootstrap))
 end
 
@@ -135,7 +135,7 @@ local all_done = sh.all_done
 local function setup(topic, marker)
   local k = services.kafka{topic .. ":6"}
   local s = {k = k, dir = helper.tmpdir(), procs = {}}
-  finally(function()
+  helper.finally(function()
     for _, p in ipairs(s.procs) do p.kill() end
     k:stop()
     helper.rmdir(s.dir)
@@ -212,7 +212,7 @@ describe("scale-out on Kafka", function()
     local k = services.kafka{"un:2"}
     local dir = helper.tmpdir()
     local p
-    finally(function()
+    helper.finally(function()
       if p then p.kill() end
       k:stop()
       helper.rmdir(dir)
@@ -272,7 +272,7 @@ env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") 
     local k = services.kafka{"rj:4"}
     local dir = helper.tmpdir()
     local procs = {}
-    finally(function()
+    helper.finally(function()
       for _, p in ipairs(procs) do p.kill() end
       k:stop()
       helper.rmdir(dir)
@@ -352,7 +352,7 @@ env:execute()]], k.bootstrap)
     local k = services.kafka{"rin:6", "rp1:4", "rp3:4", "rpp:4"}
     local dir = helper.tmpdir()
     local procs = {}
-    finally(function()
+    helper.finally(function()
       for _, p in ipairs(procs) do p.kill() end
       k:stop()
       helper.rmdir(dir)

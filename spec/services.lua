@@ -4,10 +4,10 @@
 --
 --   local services = require("services")
 --   local k = services.kafka{"events:2"}       -- k.bootstrap = "127.0.0.1:PORT"
---   finally(function() k:stop() end)
+--   helper.finally(function() k:stop() end)
 --   local n = services.nats()                  -- n.url = "nats://127.0.0.1:PORT"
 --   services.nats{config = "mappings = {...}"} -- with a configuration file
---   finally(function() n:stop() end)
+--   helper.finally(function() n:stop() end)
 --
 -- The mock cluster takes commands while it runs (spec/kafka_mock.c), each waited for:
 --   k:down(1) / k:up(1)                        -- a broker drops its connections / takes them again

@@ -64,7 +64,7 @@ local STRATEGY = [[wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_f
 -- the uninterrupted run's.
 local function crash_runs(target, address, opts)
   local dir = helper.tmpdir()
-  finally(function() helper.rmdir(dir) end)
+  helper.finally(function() helper.rmdir(dir) end)
   -- paced, so that the writer still sends while checkpoints are taken: a run killed after
   -- one has records after it in the log, which the resumed writer sends again
   local script = helper.write_tmp([[
@@ -79,7 +79,7 @@ end, {count = 1500, rate = 3000})
   :reduce(function(a, b) return {id = a.id, vc = a.vc + b.vc, ts = math.min(a.ts, b.ts)} end)
   :write_lines(arg[2]):set_parallelism(1)
 env:execute()]], ".lua")
-  finally(function() os.remove(script) end)
+  helper.finally(function() os.remove(script) end)
   local function run(out) return opts .. " " .. q(script) .. " " .. q(address) .. " " .. q(out) end
   local ref_out = dir .. "/ref.jsonl"
   local _, e0, c0 = helper.wmrun(run(ref_out))
@@ -107,9 +107,9 @@ describe("key_by through kafka", function()
   it("a job whose input is not partitioned by the window key gives the job's result without the through "
     .. "(one thread, -p 2, --threads 2)", function()
     local k = services.kafka{"in:2", "by_id:3"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local input = helper.write_tmp(readings(200), ".csv")
-    finally(function() os.remove(input) end)
+    helper.finally(function() os.remove(input) end)
     local _, e0, c0 = job([[
 local wm = require("wm")
 local env = wm.env{}
@@ -146,7 +146,7 @@ env:execute()]]
   it("killed with SIGKILL at random moments and at the checkpoints' crash points, with checkpoints, "
     .. "gives the uninterrupted run's file (one thread, and -p 2 --threads 2)", function()
     local k = services.kafka{"by_id:2"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     crash_runs("{kafka = {brokers = arg[1], topic = 'by_id', partitions = 2}}", k.bootstrap, "")
     -- two writers and two readers on two threads (each side's instances checkpoint on
     -- their own thread; the log's sequence numbers need no common cut)
@@ -155,7 +155,7 @@ env:execute()]]
 
   it("errors name the operator and the job line", function()
     local k = services.kafka{"two:2", "junk:1"}
-    finally(function() k:stop() end)
+    helper.finally(function() k:stop() end)
     local function fails(body, args)
       local out, err, code = job("local wm = require('wm')\nlocal env = wm.env{}\n" .. body, args or "")
       assert.are_not.equal(0, code, out)
@@ -223,7 +223,7 @@ describe("key_by through nats", function()
   it("gives the results worked out by hand, and those of the job without the through", function()
     local input = helper.write_tmp(table.concat({"a,1,1", "b,2,2", "c,3,3", "a,4,4", "b,6,5", "a,7,6", "c,11,7",
       "b,12,8", "a,14,9", "c,16,10"}, "\n") .. "\n", ".csv")
-    finally(function() os.remove(input) end)
+    helper.finally(function() os.remove(input) end)
     local out, err, code = job(CUT_JOB, q(input) .. " " .. q(n.url) .. " REP")
     assert.are.equal(0, code, err)
     -- tumbling 5 s windows: a [0,5) 1+4, [5,10) 6, [10,15) 9; b [0,5) 2, [5,10) 5, [10,15) 8;
@@ -283,7 +283,7 @@ through.cut(env, "read", 0, 1)]]))
   it("the cut: writers and readers as separate processes; a reader's watermark waits for the slowest "
     .. "writer, and drops what a writer restored from a checkpoint sends again", function()
     local dir = helper.tmpdir()
-    finally(function() helper.rmdir(dir) end)
+    helper.finally(function() helper.rmdir(dir) end)
     local script = dir .. "/job.lua"
     local f = assert(io.open(script, "w"))
     f:write(CUT_JOB)

@@ -1,0 +1,15 @@
+-- helper.finally: every function a test gives it runs at its end (busted's finally keeps only the last)
+local helper = require("helper")
+local log = {}
+local function fixture(name) helper.finally(function() log[#log + 1] = name end) end
+describe("helper.finally", function()
+  it("a", function()
+    helper.finally(function() log[#log + 1] = "own" end)
+    fixture("f1"); fixture("f2")
+  end)
+  it("b", function()
+    assert.are.same({"f2", "f1", "own"}, log)
+    fixture("g")
+  end)
+  it("c", function() assert.are.same({"f2", "f1", "own", "g"}, log) end)
+end)
