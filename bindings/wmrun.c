@@ -4,6 +4,7 @@
  * "wmrun: job.lua:12: message". */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,13 @@ static int duration_opt(const char *name, const char *a, char **argv, int *i, in
 }
 
 int main(int argc, char **argv) {
+  /* SIGUSR1 asks for the metrics; until the job's loop handles it (uv_signal_start), its
+   * default action would end the process: one sent while the job starts is ignored */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  if (sigaction(SIGUSR1, &ign, NULL) != 0) perror("wmrun: sigaction(SIGUSR1)");
   options o;
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;

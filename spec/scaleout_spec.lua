@@ -147,6 +147,15 @@ local function setup(topic, marker)
   return s
 end
 
+-- Waits until the supervisor p has joined `group` (its first "assigned" line): only then is
+-- its SIGUSR1 handler sure to be in place (a signal sent between the shell's fork and
+-- wmrun's start would end it).
+local function joined(p, group)
+  helper.wait_for(function()
+    return helper.read_or_empty(p.err):match("wmrun: group '" .. group .. "': assigned")
+  end, "the process to join group " .. group, 60)
+end
+
 describe("scale-out on Kafka", function()
   it("3 processes on a 6-partition topic give together exactly one process's output", function()
     local s = setup("ev")
@@ -237,6 +246,7 @@ env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true,
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
 env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms")
     local pid = p.pid()
+    joined(p, "gu")
     -- every record read: the table that SIGUSR1 prints says so
     helper.wait_for(function()
       os.execute("kill -USR1 " .. pid)
@@ -301,6 +311,7 @@ env:execute()]], k.bootstrap)
     local a = helper.bg_job(dir .. "/a", job, opts)
     procs[1] = a
     local function read_all(p)
+      joined(p, "gj")
       return helper.wait_for(function()
         os.execute("kill -USR1 " .. p.pid())
         os.execute("sleep 0.1")
