@@ -37,7 +37,12 @@ typedef struct filesrc {
   int own_fd;
   int64_t offset;   /* where the next new byte is read */
   uv_fs_t req;
-  int req_busy;
+  int req_busy;     /* a read is in flight (never more than one) */
+  char *buf2;       /* read-ahead: the second buffer (NULL: not follow, see file_take) */
+  int rb;           /* the buffer of the read in flight: 0 h.buf, 1 buf2 */
+  int held;         /* a read-ahead came back while paused: its bytes wait in that buffer */
+  size_t held_n;
+  int ending;       /* a part's end was fed with a read-ahead in flight: its callback ends */
   size_t verify;    /* the read in flight starts this many bytes before offset */
   int follow, waiting; /* follow: at the end, waiting for the file to grow */
   int64_t poll_ms;
@@ -76,6 +81,7 @@ static void file_destroy(wm_io_owner *own) {
   filesrc *f = (filesrc *)own;
   file_close_fd(f);
   free(f->h.buf);
+  free(f->buf2);
   wm_buf_free(&f->fr.carry);
   free(f->path);
   free(f);
@@ -102,9 +108,17 @@ static void file_end(filesrc *f, int flush) {
   wm_src_done(&f->h);
 }
 
+static void file_take(filesrc *f, const char *data, size_t n);
+
 static void file_wake(filesrc *f) {
   if (!f->waiting || f->req_busy || f->h.paused || f->h.stopped) return;
   f->waiting = 0;
+  if (f->held) { /* the read-ahead that came back while paused */
+    f->held = 0;
+    if (f->held_n == 0) file_end(f, 1); /* the end of the file */
+    else file_take(f, f->rb ? f->buf2 : f->h.buf, f->held_n);
+    return;
+  }
   file_read(f);
 }
 
@@ -265,7 +279,16 @@ static void on_file_read(uv_fs_t *req) {
   ssize_t n = req->result;
   uv_fs_req_cleanup(req);
   f->req_busy = 0;
+  /* the request's memory is f's: it is destroyed only once no read is in flight */
+  if (--f->h.own.closing == 0 && f->h.own.released) {
+    f->h.own.destroy(&f->h.own);
+    return;
+  }
   if (f->h.finished) return;
+  if (f->ending) { /* a part's end was fed while this read was ahead: it is not needed */
+    file_end(f, 1);
+    return;
+  }
   if (f->h.stopped) { /* a drain: complete lines read before count, nothing else */
     file_end(f, 0);
     return;
@@ -275,7 +298,7 @@ static void on_file_read(uv_fs_t *req) {
     wm_src_fail(&f->h);
     return;
   }
-  const char *data = f->h.buf;
+  const char *data = f->rb ? f->buf2 : f->h.buf;
   if (f->verify) {
     if ((size_t)n < f->verify || memcmp(data, f->tail + f->tail_len - f->verify, f->verify) != 0) {
       /* rewritten in place: read it again from its start */
@@ -285,6 +308,12 @@ static void on_file_read(uv_fs_t *req) {
     }
     data += f->verify;
     n -= (ssize_t)f->verify;
+  }
+  if (f->h.paused && f->buf2) { /* a read-ahead (reads start unpaused): its bytes wait */
+    f->held = 1;
+    f->held_n = (size_t)n;
+    f->waiting = 1; /* resumed by file_pause(0) */
+    return;
   }
   if (n == 0) {
     if (!f->follow) {
@@ -307,15 +336,33 @@ static void on_file_read(uv_fs_t *req) {
     }
     return;
   }
+  file_take(f, data, (size_t)n);
+}
+
+/* The next n bytes of the file, in data. Without follow, the read of the bytes after them
+ * goes into the other buffer first (read-ahead: the thread pool's copy from the page cache
+ * overlaps the framing of these, instead of the loop waiting for each read in turn), unless
+ * a part's end is in these bytes. The framer copies a partial line (its carry), so data's
+ * buffer is free again when the feed returns. */
+static void file_take(filesrc *f, const char *data, size_t n) {
   int64_t base = f->offset;
-  f->offset += n;
-  if (f->follow) file_keep_tail(f, data, (size_t)n);
+  f->offset += (int64_t)n;
+  if (f->follow) file_keep_tail(f, data, n);
+  if (f->buf2 && (f->parts <= 1 || (uint64_t)f->offset < f->hi)) {
+    f->rb ^= 1;
+    file_read(f);
+    if (f->h.finished) return;
+  }
   int last = 0;
-  int rc = f->parts > 1 ? part_feed(f, data, (size_t)n, (uint64_t)base, &last)
-                        : wm_framer_feed(&f->h, &f->fr, data, (size_t)n);
+  int rc = f->parts > 1 ? part_feed(f, data, n, (uint64_t)base, &last)
+                        : wm_framer_feed(&f->h, &f->fr, data, n);
   wm_io_batch_done(f->h.host);
   if (rc != WM_OK) {
     wm_src_fail(&f->h);
+    return;
+  }
+  if (f->req_busy) { /* the read-ahead's callback goes on from here (or ends the source) */
+    if (last && !f->h.stopped) f->ending = 1;
     return;
   }
   if (last && !f->h.stopped) { /* the part ends here, after a "\n": nothing is carried */
@@ -336,7 +383,7 @@ static void on_file_read(uv_fs_t *req) {
 static void file_read(filesrc *f) {
   /* follow: start at bytes already read, to see whether they are still there */
   f->verify = f->follow ? (f->tail_len < f->h.chunk / 2 ? f->tail_len : f->h.chunk / 2) : 0;
-  uv_buf_t b = uv_buf_init(f->h.buf, (unsigned)f->h.chunk);
+  uv_buf_t b = uv_buf_init(f->rb ? f->buf2 : f->h.buf, (unsigned)f->h.chunk);
   f->req.data = f;
   int rc = uv_fs_read(f->h.host->loop, &f->req, f->fd, &b, 1, f->offset - (int64_t)f->verify,
                       on_file_read);
@@ -346,6 +393,7 @@ static void file_read(filesrc *f) {
     return;
   }
   f->req_busy = 1;
+  f->h.own.closing++; /* the request is in f: see on_file_read */
 }
 
 static void on_empty_timer(uv_timer_t *t) { file_end(t->data, 1); }
@@ -570,6 +618,11 @@ wm_op *wm_lines_new(wm_io_host *host, const char *name, const wm_lines_config *c
   f->split = -1;
   wm_framer_init(&f->fr, f->path, cfg->max_line);
   if (wm_src_head_init(&f->h, host, cfg->chunk, (size_t)256 << 10, name ? name : "read_lines", file_destroy) != 0) {
+    file_destroy(&f->h.own);
+    return NULL;
+  }
+  if (!f->follow && !(f->buf2 = malloc(f->h.chunk))) { /* read-ahead: file_take */
+    wm_ctx_error(ctx, "out of memory");
     file_destroy(&f->h.own);
     return NULL;
   }
