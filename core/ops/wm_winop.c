@@ -250,14 +250,22 @@ static uint64_t mix(uint64_t x) {
 /* The hash of a key inside this operator's state (never seen outside it: exchanges
  * partition with wm_key_hash). Strings of up to 8 bytes hash from the probe's inline
  * prefix with one mix instead of a byte loop. */
+static uint64_t short_key_bits(uint64_t pre, uint64_t len, uint64_t cls) {
+  return pre ^ (len << 56) ^ (cls << 60) ^ 0x5bd1e9955bd1e995ULL;
+}
+
+/* A key's part of entry_hash: short strings unmixed (entry_hash mixes once, with the
+ * window: one mix less on every record's path to its slot), anything else wm_key_hash. */
 static uint64_t key_hash_of(const kprobe *k) {
-  if (k->cls != KEY_OTHER && k->len <= 8)
-    return mix(k->pre ^ ((uint64_t)k->len << 56) ^ ((uint64_t)k->cls << 60) ^ 0x5bd1e9955bd1e995ULL);
+  if (k->cls != KEY_OTHER && k->len <= 8) return short_key_bits(k->pre, k->len, k->cls);
   return wm_key_hash(k->key);
 }
 
+/* The hash of an entry: one mix of the key's bits and the window's (merging windows: of the
+ * key alone). The full key and window are compared on every match, so two entries of one
+ * hash are only a probe longer. */
 static uint64_t entry_hash(const winop *s, uint64_t khash, wm_window w) {
-  if (s->merging) return khash;
+  if (s->merging) return mix(khash);
   return mix(khash ^ ((uint64_t)w.start * 0x9e3779b97f4a7c15ULL) ^
              ((uint64_t)w.stop * 0xc2b2ae3d27d4eb4fULL));
 }
@@ -1482,7 +1490,7 @@ static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t t
   size_t n = kf->u.s->len;
   if (n > 8) return 1;
   uint64_t pre = str_pre(kf->u.s->data, n);
-  uint64_t kh = mix(pre ^ ((uint64_t)n << 56) ^ ((uint64_t)KEY_STR << 60) ^ 0x5bd1e9955bd1e995ULL);
+  uint64_t kh = short_key_bits(pre, n, KEY_STR);
   wm_window w = s->tw;
   uint64_t h = entry_hash(s, kh, w);
   size_t mask = s->capidx - 1, at = home_of(h, mask);
@@ -1632,7 +1640,7 @@ int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uin
   winop *s = op->impl;
   if (n > 8 || !s->tw_ok || ts < s->tw.start || ts >= s->tw.stop) return -1;
   uint64_t pre = str_pre(key, n);
-  uint64_t kh = mix(pre ^ ((uint64_t)n << 56) ^ ((uint64_t)KEY_STR << 60) ^ 0x5bd1e9955bd1e995ULL);
+  uint64_t kh = short_key_bits(pre, n, KEY_STR);
   *h = entry_hash(s, kh, s->tw);
   __builtin_prefetch(&s->idx[home_of(*h, s->capidx - 1)]);
   return 0;
