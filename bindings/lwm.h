@@ -88,6 +88,9 @@ typedef struct lwm_opinfo {
   int keep;      /* a slot that keeps a Lua function's last result alive (keys; map's
                   * result table while it goes downstream, reused when nobody kept it) */
   int busy;      /* map: keep is being emitted (a nested call takes a slot of its own) */
+  int reads_only; /* the function only reads its first argument's fields (lwm_escape.c) */
+  int rowtab;    /* reads_only: the table rows are given in, refilled per row (lwm_push_arg) */
+  wm_schema *rowschema; /* its schema (retained) */
   char *where;   /* "job.lua:12" */
   wm_op *op;
   lwm_hooks hooks; /* checkpoint methods of a generator, source, process fn or trigger */
@@ -116,6 +119,12 @@ void lwm_slot_release(void *ud, uint32_t slot);
 
 /* Pushes a core value as a Lua value. */
 void lwm_push_value(lwm_bridge *B, const wm_value *v);
+/* A record as a Lua function's first argument: for a function that only reads its fields
+ * (oi->reads_only), a row fills the operator's one table; else as lwm_push_value. */
+void lwm_push_arg(lwm_bridge *B, lwm_opinfo *oi, const wm_value *rec);
+/* 1 when the Lua function at idx provably only reads fields of its first argument
+ * (lwm_escape.c): it cannot keep, pass on or change the table it is given. */
+int lwm_reads_arg_only(lua_State *L, int idx);
 /* Converts the Lua value at idx into a wm_value: scalars directly (strings borrowed from
  * the Lua stack, so the value must stay there), anything else into a new slot (owned:
  * release it with wm_value_release). */

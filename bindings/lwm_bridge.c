@@ -131,6 +131,36 @@ void lwm_push_value(lwm_bridge *B, const wm_value *v) {
   }
 }
 
+void lwm_push_arg(lwm_bridge *B, lwm_opinfo *oi, const wm_value *rec) {
+  if (!oi->reads_only || rec->type != WM_ROW) {
+    lwm_push_value(B, rec);
+    return;
+  }
+  /* the function cannot have kept the table it was given last time, nor changed it: every
+   * field is set again (existing keys: nothing is allocated), a nil field cleared */
+  lua_State *L = B->L;
+  const wm_row *r = rec->u.row;
+  wm_schema *s = r->schema;
+  luaL_checkstack(L, 5, "wmrun: converting a row");
+  int keys = push_row_keys(B, s);
+  if (oi->rowtab && oi->rowschema == s) {
+    lua_rawgeti(L, B->fns, oi->rowtab);
+  } else { /* the first row, or one of another schema: a table for its names */
+    lua_createtable(L, 0, (int)s->nfields);
+    lua_pushvalue(L, -1);
+    store_key(B, &oi->rowtab);
+    s->refs++;
+    wm_schema_release(oi->rowschema);
+    oi->rowschema = s;
+  }
+  for (uint32_t i = 0; i < s->nfields; i++) {
+    lua_rawgeti(L, keys, (lua_Integer)i + 1);
+    lwm_push_value(B, &r->fields[i]); /* nil: absent, as in lwm_push_value */
+    lua_rawset(L, -3);
+  }
+  lua_replace(L, keys);
+}
+
 int lwm_to_value(lwm_bridge *B, int idx, wm_value *out) {
   lua_State *L = B->L;
   *out = wm_nil();

@@ -415,7 +415,16 @@ static int l_thread(lua_State *L) {
   return 1;
 }
 
+/* core._reads_arg_only(fn) -> whether map/filter/flat_map give fn one table refilled per
+ * row (lwm_escape.c; for the specs) */
+static int l_reads_arg_only(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_pushboolean(L, lwm_reads_arg_only(L, 1));
+  return 1;
+}
+
 static const luaL_Reg core_funcs[] = {
+    {"_reads_arg_only", l_reads_arg_only},
     {"execute", l_execute},
     {"duration", l_duration},
     {"format", l_format},

@@ -21,6 +21,7 @@ void lwm_opinfo_free(void *ud) {
   lwm_opinfo *oi = ud;
   if (!oi) return;
   if (oi->keep) lwm_slot_release(oi->B, (uint32_t)oi->keep);
+  wm_schema_release(oi->rowschema);
   free(oi->where);
   free(oi);
 }
@@ -40,7 +41,7 @@ static int map_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   lwm_push_fn(B, oi->fn);
-  lwm_push_value(B, rec);
+  lwm_push_arg(B, oi, rec);
   if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
   int t = lua_type(L, -1);
   if (t == LUA_TNIL) {
@@ -82,7 +83,7 @@ static int filter_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   lwm_opinfo *oi = op->impl;
   lwm_bridge *B = oi->B;
   lwm_push_fn(B, oi->fn);
-  lwm_push_value(B, rec);
+  lwm_push_arg(B, oi, rec);
   if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
   int keep = lua_toboolean(B->L, -1);
   lua_pop(B->L, 1);
@@ -102,7 +103,7 @@ static int flat_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   lwm_bridge *B = f->oi.B;
   f->ts = ts;
   lwm_push_fn(B, f->oi.fn);
-  lwm_push_value(B, rec);
+  lwm_push_arg(B, &f->oi, rec);
   lwm_push_fn(B, f->oi.fn2);
   return lwm_call(&f->oi, 2, 0, rec);
 }
@@ -130,6 +131,9 @@ wm_op *lwm_map_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, int kind) {
     return NULL;
   }
   oi->op = op;
+  lwm_push_fn(B, oi->fn);
+  oi->reads_only = lwm_reads_arg_only(B->L, -1);
+  lua_pop(B->L, 1);
   if (kind == LWM_FLAT_MAP) {
     lua_pushlightuserdata(B->L, op);
     lua_pushcclosure(B->L, l_out, 1);
@@ -384,7 +388,7 @@ static int keysel_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
   lua_State *L = B->L;
   oi->op = op;
   lwm_push_fn(B, oi->fn);
-  lwm_push_value(B, rec);
+  lwm_push_arg(B, oi, rec);
   if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
   int t = lua_type(L, -1);
   if (t == LUA_TTABLE) { /* a list of scalars: a composite key */
@@ -449,6 +453,9 @@ int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi) {
   }
   lua_pushboolean(k->oi.B->L, 0);
   k->oi.keep = (int)lwm_slot_new(k->oi.B, -1);
+  lua_pop(k->oi.B->L, 1);
+  lwm_push_fn(k->oi.B, k->oi.fn);
+  k->oi.reads_only = lwm_reads_arg_only(k->oi.B->L, -1);
   lua_pop(k->oi.B->L, 1);
   lwm_pending_done(k->oi.B, p);
   if (!k->oi.keep) {
