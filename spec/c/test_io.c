@@ -141,6 +141,31 @@ static void test_file_parts(const char *dir) {
       }
     wm_buf_free(&whole);
   }
+  /* a file of 3000 lines (20 kB): the lines before a part's range are counted in blocks of
+   * 240 bytes and read in reads 16 times the chunk (up to 4 MiB); every line number must
+   * still be the whole file's */
+  {
+    FILE *big = fopen(path, "wb");
+    CHECK(big != NULL);
+    if (!big) return;
+    for (int i = 0; i < 3000; i++) fprintf(big, i % 7 == 0 ? "\n" : "line-%d\n", i);
+    fclose(big);
+    wm_buf whole;
+    wm_buf_init(&whole);
+    CHECK(run_file(path, 0, NULL, &whole, NULL, err, sizeof err) == WM_OK);
+    static const size_t bigchunks[] = {7, 1000, 0};
+    for (int parts = 2; parts <= 4; parts++)
+      for (size_t ci = 0; ci < sizeof bigchunks / sizeof bigchunks[0]; ci++) {
+        wm_buf all;
+        wm_buf_init(&all);
+        for (int k = 0; k < parts; k++)
+          CHECK(run_part(path, bigchunks[ci], k, parts, NULL, &all, NULL, err, sizeof err) == WM_OK);
+        CHECK(all.len == whole.len && memcmp(all.data, whole.data, whole.len) == 0);
+        wm_buf_free(&all);
+      }
+    CHECK(whole.len > 30000); /* "line@offset:text;" for each of the 3000 lines */
+    wm_buf_free(&whole);
+  }
   /* spelled out: 9 bytes in two parts, [0, 4) and [4, 9): "xx" starts at 2, in part 1's
    * range, so part 1 starts at "b" (offset 5), line 3 */
   if (!put_file(path, "wb", "a\nxx\nb\nc\n")) return;
