@@ -354,7 +354,7 @@ static int tsx_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, int64_
   lua_State *L = B->L;
   oi->op = op;
   lwm_push_fn(B, oi->fn);
-  lwm_push_value(B, rec);
+  lwm_push_arg(B, oi, rec);
   if (prev == WM_TIME_MIN) lua_pushnil(L);
   else lua_pushinteger(L, (lua_Integer)prev);
   if (lwm_call(oi, 2, 1, rec) != WM_OK) return WM_ERR;

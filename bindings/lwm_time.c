@@ -139,9 +139,13 @@ wm_op *lwm_build_assign(lwm_bridge *B, int node, const char *name, const char *w
     lua_pop(L, 1);
     if (has) {
       int fn = lwm_get_fn(B, s, "ts_fn"); /* first: it may raise, with nothing to leak yet */
+      lwm_push_fn(B, fn);
+      int reads_only = lwm_reads_arg_only(L, -1);
+      lua_pop(L, 1);
       lwm_opinfo *oi = lwm_opinfo_new(B, where);
       if (!oi) goto oom;
       oi->fn = fn;
+      oi->reads_only = reads_only;
       lwm_tsx_lua(&cfg.tsx, oi);
     }
   }

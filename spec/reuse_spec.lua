@@ -97,7 +97,11 @@ s1:map(show):print("a")
 s1:filter(function(r) return r.v == nil end):map(show):print("nil")
 s1:union(s2):map(show):print("u")
 s1:flat_map(function(r, out) out(r.id .. tostring(r.v)) end):print("fm")
-s1:key_by(function(r) return r.v or "none" end):sum("n"):print("k")]]):format(a, b)))
+s1:key_by(function(r) return r.v or "none" end):sum("n"):print("k")
+s1:assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("10s")
+    :with_timestamp_assigner(function(r) return (r.v or 0) * 1000 end))
+  :key_by("id"):window(wm.windows.tumbling("1s"))
+  :process(function(key, ctx, _records, out) out(key .. "@" .. ctx.window.start) end):print("ts")]]):format(a, b)))
     assert.are.equal("", err)
     assert.are.equal(0, code)
     local got = {}
@@ -108,9 +112,11 @@ s1:key_by(function(r) return r.v or "none" end):sum("n"):print("k")]]):format(a,
       "fm> x5", "fm> ynil", "fm> z7",
       'k> {"id":"x","n":1,"v":5}', 'k> {"id":"y","n":2}', 'k> {"id":"z","n":3,"v":7}',
       "nil> y 2 nil",
+      "ts> x@5000", "ts> y@0", "ts> z@7000",
       "u> q 9 nil", "u> x 1 5", "u> y 2 nil", "u> z 3 7",
     }, got)
     assert.is_true(reads_only(function(r) return r.id .. " " .. r.n .. " " .. tostring(r.v) end))
+    assert.is_true(reads_only(function(r) return (r.v or 0) * 1000 end))
     os.remove(a)
     os.remove(b)
   end)
