@@ -1511,12 +1511,56 @@ static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t t
   }
 }
 
+/* The common record of a sliding window in pane mode keyed by one string field of up to 8
+ * bytes: its pane (the one of the last record) exists and holds an integer, which the
+ * record's value (or 1 for count) is folded into, as pane_record does for it without its
+ * calls. Returns 1 (nothing done) for anything else: another pane, a pane to create (its
+ * windows' markers and timers), a late record, a key or value of another type, a row of
+ * another schema, a timeline. */
+static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  const wm_value *kf = wm_field_peek(s->key1, rec), *v = NULL;
+  if (!kf || kf->type != WM_STR || kf->flags) return 1;
+  if (s->pane_field && (!(v = wm_field_peek(s->pane_field, rec)) || v->type != WM_INT)) return 1;
+  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
+  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop || s->pc_clean <= op->wm) return 1;
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) return 1;
+  size_t n = kf->u.s->len;
+  if (n > 8) return 1;
+  uint64_t pre = str_pre(kf->u.s->data, n);
+  wm_window w = s->pc;
+  uint64_t h = entry_hash(s, short_key_bits(pre, n, KEY_STR), w);
+  size_t mask = s->capidx - 1, at = home_of(h, mask);
+  for (;; at = (at + 1) & mask) {
+    uint64_t sv = s->idx[at];
+    uint32_t ent = slot_ent(sv);
+    if (ent == 0 || ent == TOMB) return 1; /* a new pane: pane_record makes it */
+    if ((sv >> 32) != (h >> 32)) continue;
+    wentry *e = &s->e[ent - 1];
+    if (e->hash != h || !win_eq(e->w, w) || e->kcls != KEY_STR || e->klen != n || e->kpre != pre)
+      continue;
+    wm_value *aux = &e->aux;
+    if (aux->type != WM_INT) return 1; /* its first record: add_record */
+    int64_t x = v ? v->u.i : 1;
+    if (s->pane_agg == WM_AGG_MIN) {
+      if (x < aux->u.i) aux->u.i = x;
+    } else if (s->pane_agg == WM_AGG_MAX) {
+      if (x > aux->u.i) aux->u.i = x;
+    } else {
+      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)x); /* sum, count: wraps */
+    }
+    return WM_OK;
+  }
+}
+
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   winop *s = op->impl;
   s->chan = chan < 255 ? chan : 255;
   wm_ctx *ctx = op->ctx;
   if (s->tfast) {
     int rc = tumble_hit(op, s, rec, ts);
+    if (rc != 1) return rc;
+  } else if (s->panes && s->key1) {
+    int rc = pane_hit(op, s, rec, ts);
     if (rc != 1) return rc;
   }
   if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
