@@ -1460,6 +1460,27 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   return WM_ERR;
 }
 
+/* The entry of window w and a string key of n <= 8 bytes (prefix pre) whose entry hash is
+ * h, as idx_find would find it in one pass: the entry's index + 1; 0 when the probe reached
+ * an empty slot first (*at: that slot, where idx_find would insert); TOMB at a tombstone
+ * (merging windows only: the caller leaves it to the general path). */
+static inline uint32_t short_find(const winop *s, uint64_t h, wm_window w, size_t n,
+                                  uint64_t pre, size_t *at) {
+  size_t mask = s->capidx - 1, i = home_of(h, mask);
+  for (;; i = (i + 1) & mask) {
+    uint64_t sv = s->idx[i];
+    uint32_t ent = slot_ent(sv);
+    if (ent == 0 || ent == TOMB) {
+      *at = i;
+      return ent;
+    }
+    if ((sv >> 32) != (h >> 32)) continue;
+    const wentry *e = &s->e[ent - 1];
+    if (e->hash == h && win_eq(e->w, w) && e->kcls == KEY_STR && e->klen == n && e->kpre == pre)
+      return ent;
+  }
+}
+
 /* tumble_hit's new window: out of line, so that the hit keeps a small frame. */
 #if defined(__GNUC__)
 __attribute__((noinline))
@@ -1493,22 +1514,16 @@ static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t t
   uint64_t kh = short_key_bits(pre, n, KEY_STR);
   wm_window w = s->tw;
   uint64_t h = entry_hash(s, kh, w);
-  size_t mask = s->capidx - 1, at = home_of(h, mask);
-  for (;; at = (at + 1) & mask) {
-    uint64_t sv = s->idx[at];
-    uint32_t ent = slot_ent(sv);
-    if (ent == 0) /* a new window, at the slot idx_find would give (no tombstones seen) */
-      return tumble_new(op, s, kf, pre, h, at, rec, ts);
-    if (ent == TOMB) return 1; /* (merging windows only) */
-    if ((sv >> 32) != (h >> 32)) continue;
-    wentry *e = &s->e[ent - 1];
-    if (e->hash != h || !win_eq(e->w, w) || e->kcls != KEY_STR || e->klen != n || e->kpre != pre)
-      continue;
-    if (e->aux.type != WM_INT || (s->by_chan && s->chan < s->fch[ent - 1])) return 1;
-    e->aux.u.i = (int64_t)((uint64_t)e->aux.u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
-    if (max_ts_of(w) <= op->wm) return emit_window(op, s, ent - 1); /* a late firing */
-    return WM_OK;
-  }
+  size_t at = 0;
+  uint32_t ent = short_find(s, h, w, n, pre, &at);
+  if (ent == 0) /* a new window, at the slot idx_find would give (no tombstones seen) */
+    return tumble_new(op, s, kf, pre, h, at, rec, ts);
+  if (ent == TOMB) return 1;
+  wentry *e = &s->e[ent - 1];
+  if (e->aux.type != WM_INT || (s->by_chan && s->chan < s->fch[ent - 1])) return 1;
+  e->aux.u.i = (int64_t)((uint64_t)e->aux.u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+  if (max_ts_of(w) <= op->wm) return emit_window(op, s, ent - 1); /* a late firing */
+  return WM_OK;
 }
 
 /* The common record of a sliding window in pane mode keyed by one string field of up to 8
@@ -1527,29 +1542,21 @@ static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts)
   size_t n = kf->u.s->len;
   if (n > 8) return 1;
   uint64_t pre = str_pre(kf->u.s->data, n);
-  wm_window w = s->pc;
-  uint64_t h = entry_hash(s, short_key_bits(pre, n, KEY_STR), w);
-  size_t mask = s->capidx - 1, at = home_of(h, mask);
-  for (;; at = (at + 1) & mask) {
-    uint64_t sv = s->idx[at];
-    uint32_t ent = slot_ent(sv);
-    if (ent == 0 || ent == TOMB) return 1; /* a new pane: pane_record makes it */
-    if ((sv >> 32) != (h >> 32)) continue;
-    wentry *e = &s->e[ent - 1];
-    if (e->hash != h || !win_eq(e->w, w) || e->kcls != KEY_STR || e->klen != n || e->kpre != pre)
-      continue;
-    wm_value *aux = &e->aux;
-    if (aux->type != WM_INT) return 1; /* its first record: add_record */
-    int64_t x = v ? v->u.i : 1;
-    if (s->pane_agg == WM_AGG_MIN) {
-      if (x < aux->u.i) aux->u.i = x;
-    } else if (s->pane_agg == WM_AGG_MAX) {
-      if (x > aux->u.i) aux->u.i = x;
-    } else {
-      aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)x); /* sum, count: wraps */
-    }
-    return WM_OK;
+  uint64_t h = entry_hash(s, short_key_bits(pre, n, KEY_STR), s->pc);
+  size_t at = 0;
+  uint32_t ent = short_find(s, h, s->pc, n, pre, &at);
+  if (ent == 0 || ent == TOMB) return 1; /* a new pane: pane_record makes it */
+  wm_value *aux = &s->e[ent - 1].aux;
+  if (aux->type != WM_INT) return 1; /* its first record: add_record */
+  int64_t x = v ? v->u.i : 1;
+  if (s->pane_agg == WM_AGG_MIN) {
+    if (x < aux->u.i) aux->u.i = x;
+  } else if (s->pane_agg == WM_AGG_MAX) {
+    if (x > aux->u.i) aux->u.i = x;
+  } else {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)x); /* sum, count: wraps */
   }
+  return WM_OK;
 }
 
 static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
