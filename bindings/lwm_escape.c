@@ -4,7 +4,8 @@
  * the table, its three or more keys and the GC work for it are a fifth of a job such as
  * parse_csv -> map -> reduce. When the function provably cannot keep the table (store it,
  * return it, pass it to a call, capture it in a closure) nor change it, the operator fills
- * one table again for every record instead (lwm_ops.c, map_record and filter_record).
+ * one table again for every record instead (lwm_push_arg, lwm_bridge.c: map, filter,
+ * flat_map, a key_by function and a timestamp assigner; docs/api.md, "Streams").
  *
  * The proof reads the function's bytecode (lua_dump, stripped) and is deliberately narrow:
  * the first parameter lives in register 0 for the whole call, so every instruction that
@@ -14,11 +15,12 @@
  * store into it, a vararg function, an unknown opcode, a dump of another format) answers
  * no, and the function gets a table of its own per record as before. A table from wmrun has
  * no metatable, so its field reads run no code. (The debug library can still reach the
- * argument; that is outside what a job function may rely on: docs/performance.md.)
+ * argument; that is outside what a job function may rely on: docs/api.md.)
  *
- * The opcodes are those of Lua 5.4 (lopcodes.h); the header's version byte must say 5.4
- * and a reference function must dump to the expected instructions (self_check), so a Lua
- * whose bytecode differs is never misread: it only loses the shortcut. */
+ * The opcodes are those of Lua 5.4 (lopcodes.h); the dump's header must say 5.4 with the
+ * sizes read here, and reference functions must get their known answers (self_check, once
+ * per Lua state), so a Lua whose bytecode differs is never misread: it only loses the
+ * shortcut. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* The file source: read_lines(path) on a regular file (or standard input redirected from
- * one), read with uv_fs_read at increasing offsets; `follow` waits for growth like tail -F.
+ * one), read with uv_fs_read at increasing offsets, one chunk ahead of the one being framed
+ * (file_take); `follow` waits for growth like tail -F, one chunk at a time.
  * Pipes, FIFOs and terminals are streams (wm_src_stream.c).
  *
  * follow: at the end of the file the source waits (inotify, and a poll timer as a fallback).
