@@ -234,6 +234,9 @@ static int build_and_run(lwm_bridge *B, int env) {
                          .on_batch = on_batch, .on_batch_ud = &w, .no_drain = no_drain,
                          .interrupt = lwm_interrupt, .interrupt_ud = B,
                          .on_end = lwm_services_end, .on_end_ud = &svc};
+  /* env.stall_timeout: nil = the executor's default, 0 = never (the executor's -1) */
+  lua_Integer stall = lwm_get_int(L, env, "stall_timeout", -1);
+  if (stall >= 0) ecfg.stall_timeout = stall > 0 ? (int64_t)stall : -1;
   lua_pushlightuserdata(L, B);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);

@@ -390,8 +390,8 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       }
       /* say so where the user looks (--metrics, --trace-watermarks, errors) */
       if (p > 1)
-        snprintf(name + strlen(name), sizeof name - strlen(name),
-                 " [one instance: not a parallel source]");
+        snprintf(name + strlen(name), sizeof name - strlen(name), " [one instance: %s]",
+                 strcmp(kind, "write_lines") == 0 ? "one file, one writer" : "not a parallel source");
       p = 1;
     }
     me->n = p;

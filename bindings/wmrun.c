@@ -54,6 +54,8 @@ static void usage(FILE *f) {
           "                              checkpoint at the next start (docs/checkpoints.md);\n"
           "                              SIGTERM then stops with a checkpoint, without draining\n"
           "  --checkpoint-interval D     time between checkpoints (default 10s)\n"
+          "  --stall-timeout D           fail a job whose sources stay paused by backpressure\n"
+          "                              with nothing being written for D (default 60s; 0 = never)\n"
           "  --fresh                     with --checkpoint-dir: remove its checkpoints, start over\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
@@ -79,6 +81,7 @@ typedef struct options {
   int progress;     /* --progress 1, --no-progress 0, -1 = not given */
   const char *ck_dir;  /* --checkpoint-dir */
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
+  int64_t stall;       /* --stall-timeout; -1 = not given */
   int fresh;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
@@ -280,6 +283,10 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)o->ck_interval);
     lua_setfield(L, -2, "checkpoint_interval");
   }
+  if (o->stall >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->stall);
+    lua_setfield(L, -2, "stall_timeout");
+  }
   lua_pushboolean(L, o->fresh);
   lua_setfield(L, -2, "fresh");
   if (o->tl) {
@@ -384,6 +391,7 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
   o.ck_interval = -1;
+  o.stall = -1;
   o.threads = -1;
   o.metrics_port = -1;
   o.progress = -1;
@@ -438,6 +446,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--checkpoint-interval") == 0 ||
                strncmp(a, "--checkpoint-interval=", 22) == 0) {
       if (duration_opt("--checkpoint-interval", a, argv, &i, &o.ck_interval) != 0) return 2;
+    } else if (strcmp(a, "--stall-timeout") == 0 || strncmp(a, "--stall-timeout=", 16) == 0) {
+      if (duration_opt("--stall-timeout", a, argv, &i, &o.stall) != 0) return 2;
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];

@@ -52,6 +52,14 @@ struct wm_exec {
   /* backpressure: bytes queued by asynchronous sinks */
   int64_t pressure;
   int paused;
+  int pressure_busy; /* inside wm_exec_pressure (a nested report only counts) */
+  uint64_t pressure_moves; /* reports that changed the total: progress while paused */
+  int writing;             /* asynchronous writes in flight (wm_io_writing) */
+  /* the stall check: paused, no report and no write in flight for stall_timeout ms */
+  uv_timer_t stall_timer;
+  int stall_open;
+  uint64_t stall_moves;
+  uint64_t stall_since;
 };
 
 static int pt_register(void *ud, wm_op *op, int64_t t);
@@ -64,6 +72,7 @@ static void host_source_done(wm_io_host *h, wm_op *src) { wm_exec_source_done((w
 static void host_fail(wm_io_host *h) { wm_exec_fail((wm_exec *)h); }
 static void host_batch_done(wm_io_host *h) { wm_exec_batch_done((wm_exec *)h); }
 static void host_pressure(wm_io_host *h, int64_t delta) { wm_exec_pressure((wm_exec *)h, delta); }
+static void host_writing(wm_io_host *h, int delta) { ((wm_exec *)h)->writing += delta; }
 
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   wm_exec *e = calloc(1, sizeof *e);
@@ -83,9 +92,11 @@ wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   e->loop.data = e;
   e->host = (wm_io_host){.loop = &e->loop, .ctx = ctx, .add_source = host_add_source,
                          .source_done = host_source_done, .fail = host_fail,
-                         .batch_done = host_batch_done, .pressure = host_pressure};
+                         .batch_done = host_batch_done, .pressure = host_pressure,
+                         .writing = host_writing};
   if (!e->cfg.pressure_high) e->cfg.pressure_high = (size_t)1 << 20;
   if (!e->cfg.pressure_low) e->cfg.pressure_low = e->cfg.pressure_high / 4;
+  if (!e->cfg.stall_timeout) e->cfg.stall_timeout = WM_EXEC_STALL_TIMEOUT;
   ctx->pt_register = pt_register;
   ctx->pt_ud = e;
   return e;
@@ -310,6 +321,10 @@ int wm_exec_signal_pending(const wm_exec *e) { return e->sig_seen != atomic_load
 int wm_exec_signal(const wm_exec *e) { return atomic_load(&e->sig_last); }
 
 static void close_services(wm_exec *e) {
+  if (e->stall_open) {
+    uv_close((uv_handle_t *)&e->stall_timer, NULL);
+    e->stall_open = 0;
+  }
   if (e->ck_open) {
     uv_close((uv_handle_t *)&e->ck_timer, NULL);
     e->ck_open = 0;
@@ -398,14 +413,70 @@ static void on_ck_timer(uv_timer_t *t) {
   if (e->ck_take(e->cfg.savepoint_ud) != WM_OK) wm_exec_fail(e);
 }
 
+/* Sources are paused above the high mark and resumed below the low one. A source that is
+ * resumed may emit at once (the bytes a read-ahead brought while it was paused), and its
+ * records may reach a sink that reports again from inside this function: such a nested
+ * call only counts its bytes, and the outer call, once every source has heard the last
+ * decision, decides again on the new total. No source is left with a stale decision. */
 void wm_exec_pressure(wm_exec *e, int64_t delta) {
   e->pressure += delta;
-  int want = e->paused ? e->pressure > (int64_t)e->cfg.pressure_low
-                       : e->pressure > (int64_t)e->cfg.pressure_high;
-  if (want == e->paused) return;
-  e->paused = want;
-  for (int i = 0; i < e->nsrc; i++)
-    if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
+  if (delta) e->pressure_moves++;
+  if (e->pressure_busy) return;
+  e->pressure_busy = 1;
+  for (;;) {
+    int want = e->paused ? e->pressure > (int64_t)e->cfg.pressure_low
+                         : e->pressure > (int64_t)e->cfg.pressure_high;
+    if (want == e->paused) break;
+    e->paused = want;
+    for (int i = 0; i < e->nsrc; i++)
+      if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
+  }
+  e->pressure_busy = 0;
+}
+
+int64_t wm_exec_pressure_bytes(const wm_exec *e) { return e->pressure; }
+
+/* "'a', 'b'": the sources that have not ended, with the state of backpressure. */
+static void describe_open_sources(const wm_exec *e, wm_buf *b) {
+  int n = 0;
+  for (int i = 0; i < e->nsrc; i++) {
+    if (e->srcs[i].done) continue;
+    wm_buf_adds(b, n++ ? ", '" : "'");
+    wm_buf_adds(b, e->srcs[i].op->name);
+    wm_buf_addc(b, '\'');
+  }
+  wm_buf_adds(b, e->paused ? " (paused by backpressure: " : " (not paused: ");
+  wm_buf_add_int(b, e->pressure);
+  wm_buf_adds(b, " bytes reported queued by the sinks and exchanges, resumed under ");
+  wm_buf_add_int(b, (int64_t)e->cfg.pressure_low);
+  wm_buf_adds(b, "; writes in flight: ");
+  wm_buf_add_int(b, e->writing);
+  wm_buf_addc(b, ')');
+}
+
+/* Every second while the sources are paused: a pause in which no sink reports a change and no
+ * write is in flight can never end (nothing will drain the queue), so after stall_timeout ms
+ * of it the job fails, naming the sources, instead of waiting for ever. A slow sink keeps a
+ * write in flight or reports its progress, and is not a stall. */
+static void on_stall_timer(uv_timer_t *t) {
+  wm_exec *e = t->data;
+  uint64_t now = uv_now(&e->loop);
+  if (!e->paused || e->writing > 0 || e->pressure_moves != e->stall_moves) {
+    e->stall_moves = e->pressure_moves;
+    e->stall_since = now;
+    return;
+  }
+  if (now - e->stall_since < (uint64_t)e->cfg.stall_timeout || wm_exec_stopping(e)) return;
+  wm_buf b;
+  wm_buf_init(&b);
+  describe_open_sources(e, &b);
+  wm_ctx_error(e->ctx,
+               "the job made no progress for %lld ms with its sources paused and nothing being "
+               "written: %s. This is a bug in wmrun, please report it (the stall timeout is "
+               "--stall-timeout, env{stall_timeout = ...})",
+               (long long)e->cfg.stall_timeout, b.oom ? "(out of memory)" : b.data);
+  wm_buf_free(&b);
+  wm_exec_fail(e);
 }
 
 int wm_exec_paused(const wm_exec *e) { return e->paused; }
@@ -515,11 +586,37 @@ int wm_exec_run(wm_exec *e) {
     close_services(e);
     return rc;
   }
+  if (e->cfg.stall_timeout > 0 && e->nsrc > 0) {
+    if ((rc = uv_timer_init(&e->loop, &e->stall_timer)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot create the stall check timer: %s", uv_strerror(rc));
+    }
+    e->stall_timer.data = e;
+    e->stall_open = 1;
+    e->stall_since = uv_now(&e->loop);
+    uint64_t iv = e->cfg.stall_timeout < 4000 ? (uint64_t)(e->cfg.stall_timeout + 3) / 4 : 1000;
+    if ((rc = uv_timer_start(&e->stall_timer, on_stall_timer, iv, iv)) != 0) {
+      close_services(e);
+      return wm_ctx_error(ctx, "cannot start the stall check timer: %s", uv_strerror(rc));
+    }
+    uv_unref((uv_handle_t *)&e->stall_timer); /* the sources keep the loop alive, not the check */
+  }
   for (int i = 0; i < e->nsrc && !e->failed; i++) {
     if (e->srcs[i].vt->start(e->srcs[i].op, &e->host) != WM_OK) wm_exec_fail(e);
   }
   if (e->nsrc == 0) close_services(e);
   uv_run(&e->loop, UV_RUN_DEFAULT);
+  if (!e->failed && !e->aborted && e->ndone < e->nsrc) {
+    /* the loop ran out of work while a source still had input: never a success */
+    wm_buf b;
+    wm_buf_init(&b);
+    describe_open_sources(e, &b);
+    wm_ctx_error(ctx, "the job stopped with sources still open: %s. This is a bug in wmrun, "
+                      "please report it",
+                 b.oom ? "(out of memory)" : b.data);
+    wm_buf_free(&b);
+    wm_exec_fail(e);
+  }
   if (e->cfg.on_end) e->cfg.on_end(e->cfg.on_end_ud);
   close_services(e);
   /* a failure or an abort (or a paused reader) leaves sinks' sockets and files open: close every handle now,

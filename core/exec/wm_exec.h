@@ -37,12 +37,17 @@ typedef struct wm_exec_config {
   void *savepoint_ud;
   size_t pressure_high;       /* backpressure marks in bytes (0 = 1 MiB and a quarter) */
   size_t pressure_low;
+  /* ms the sources may stay paused with no sink reporting progress and no write in flight
+   * before the job fails as stalled (0 = WM_EXEC_STALL_TIMEOUT, negative = never) */
+  int64_t stall_timeout;
   /* Called once the sources are done, before the executor closes what is left on its loop:
    * the host closes its own handles there (metrics server, progress line), so that their
    * close callbacks run (NULL: none). */
   void (*on_end)(void *ud);
   void *on_end_ud;
 } wm_exec_config;
+
+#define WM_EXEC_STALL_TIMEOUT 60000
 
 /* NULL on failure (message in ctx->err). */
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg);
@@ -118,4 +123,6 @@ int wm_exec_pending_sources(const wm_exec *exec);
 void wm_exec_pressure(wm_exec *exec, int64_t delta);
 /* Whether the sources are paused by backpressure. */
 int wm_exec_paused(const wm_exec *exec);
+/* The bytes the sinks have reported queued (the sum of every delta so far). */
+int64_t wm_exec_pressure_bytes(const wm_exec *exec);
 #endif

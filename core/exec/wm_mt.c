@@ -301,19 +301,24 @@ static int flush(wm_mt_local *l, int t) {
 
 /* Reports the bytes in flight as backpressure; asks the consumers for a wake-up while
  * they matter (the flag is set before the count is read, so a pop in between still wakes). */
+static void report_in_flight(wm_mt_local *l, int64_t total) {
+  int64_t delta = total - l->reported;
+  l->reported = total; /* first: the executor may resume a source that sends at once */
+  if (delta) wm_exec_pressure(l->exec, delta);
+}
+
 static void update_pressure(wm_mt_local *l) {
-  int64_t total = in_flight(l);
+  /* the report comes first: it is what may pause the sources, and a pause decided after the
+   * flags below were skipped would wait for a wake-up that no consumer sends */
+  report_in_flight(l, in_flight(l));
   int pending = 0;
   for (int t = 0; t < l->job->n; t++)
     if (t != l->self && l->out[t].head) pending = 1;
-  if (total > 0 && (pending || wm_exec_paused(l->exec))) {
+  if (l->reported > 0 && (pending || wm_exec_paused(l->exec))) {
     for (int t = 0; t < l->job->n; t++)
       if (t != l->self) atomic_store(&l->job->q[l->self * l->job->n + t]->want_wake, 1);
-    total = in_flight(l);
+    report_in_flight(l, in_flight(l)); /* what was popped before the flags were up */
   }
-  int64_t delta = total - l->reported;
-  l->reported = total;
-  if (delta) wm_exec_pressure(l->exec, delta);
 }
 
 static void put_header(wm_buf *b, int kind, const sender *s) {

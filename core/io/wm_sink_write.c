@@ -53,12 +53,24 @@ typedef struct writer {
   wm_jsonw jw;         /* rows are written through their prepared schema */
 } writer;
 
+/* Tells the host how many bytes are queued now. The host may resume the sources from inside
+ * wm_io_pressure, and a resumed source may emit at once into this very sink, which reports
+ * again: `reported` is brought up to date before the call, so that the inner report counts
+ * only its own change and the host's total stays the sum of what every sink holds. */
 static void writer_report(writer *w) {
   int64_t q = (int64_t)(w->pend.len + w->fly.len - w->fly_off);
-  if (q != w->reported) {
-    wm_io_pressure(w->host, q - w->reported);
-    w->reported = q;
-  }
+  int64_t delta = q - w->reported;
+  if (delta == 0) return;
+  w->reported = q;
+  wm_io_pressure(w->host, delta);
+}
+
+/* A write is in flight (busy = 1) or done: the host counts them, so that a job paused by
+ * backpressure with nothing in flight is known to be stalled (wm_io_writing). */
+static void writer_busy(writer *w, int busy) {
+  if (busy == w->busy) return;
+  w->busy = busy;
+  wm_io_writing(w->host, busy ? 1 : -1);
 }
 
 static void writer_fail(writer *w, const char *what, int rc) {
@@ -85,7 +97,7 @@ static void writer_close(writer *w) {
 static void writer_kick(writer *w);
 
 static void writer_written(writer *w, ssize_t n) {
-  w->busy = 0;
+  writer_busy(w, 0);
   if (w->failed) return;
   w->fly_off += (size_t)n;
   if (w->fly_off >= w->fly.len) {
@@ -102,7 +114,7 @@ static void on_fs_written(uv_fs_t *req) {
   uv_fs_req_cleanup(req);
   if (w->fly_synced) { /* a snapshot wrote these bytes already (and moved offset past them) */
     w->fly_synced = 0;
-    w->busy = 0;
+    writer_busy(w, 0);
     wm_buf_clear(&w->fly);
     w->fly_off = 0;
     writer_report(w);
@@ -110,7 +122,7 @@ static void on_fs_written(uv_fs_t *req) {
     return;
   }
   if (n < 0) {
-    w->busy = 0;
+    writer_busy(w, 0);
     writer_fail(w, "cannot write to", (int)n);
     return;
   }
@@ -121,7 +133,7 @@ static void on_fs_written(uv_fs_t *req) {
 static void on_tcp_written(uv_write_t *req, int status) {
   writer *w = req->data;
   if (status < 0) {
-    w->busy = 0;
+    writer_busy(w, 0);
     if (status != UV_ECANCELED) writer_fail(w, "cannot write to", status);
     return;
   }
@@ -156,7 +168,7 @@ static void writer_kick(writer *w) {
     writer_fail(w, "cannot write to", rc);
     return;
   }
-  w->busy = 1;
+  writer_busy(w, 1);
 }
 
 /* The file is emptied at the first sign of output unless a restore kept its start. */

@@ -61,6 +61,9 @@ struct wm_io_host {
   void (*batch_done)(wm_io_host *h);
   /* bytes queued by an asynchronous sink (delta may be negative): backpressure */
   void (*pressure)(wm_io_host *h, int64_t delta);
+  /* an asynchronous sink started (+1) or finished (-1) a write: a job paused by backpressure
+   * with no write in flight makes no progress (the executor's stall check) */
+  void (*writing)(wm_io_host *h, int delta);
 };
 
 static inline int wm_io_add_source(wm_io_host *h, wm_op *op, const wm_source_vt *vt) {
@@ -70,6 +73,7 @@ static inline void wm_io_source_done(wm_io_host *h, wm_op *src) { h->source_done
 static inline void wm_io_fail(wm_io_host *h) { h->fail(h); }
 static inline void wm_io_batch_done(wm_io_host *h) { h->batch_done(h); }
 static inline void wm_io_pressure(wm_io_host *h, int64_t delta) { h->pressure(h, delta); }
+static inline void wm_io_writing(wm_io_host *h, int delta) { h->writing(h, delta); }
 
 /* The `record` entry of a source operator's vtable: a source has no inputs, so a record
  * reaching it is a wiring error. */

@@ -154,7 +154,10 @@ end
 --   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it),
 --   `pre_aggregate` (default true: built-in sum/min/max windows over a file read in parts
 --   aggregate each part locally before the key exchange; false: every record crosses, see
---   docs/performance.md "Pre-aggregation")
+--   docs/performance.md "Pre-aggregation"),
+--   `stall_timeout` (default "60s"; 0 = never: a job whose sources stay paused by backpressure
+--   for this long while no sink reports progress and no write is in flight fails as stalled,
+--   naming its sources, instead of hanging; wmrun's --stall-timeout overrides it)
 -- @treturn Env
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
@@ -162,9 +165,10 @@ function M.env(opts)
   if type(opts) ~= "table" then error("env: expected a table of options, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
-      and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate" then
-      error("env: unknown option '" .. tostring(k)
-        .. "' (parallelism, watermark_interval, time, threads, metrics, checkpoint, pre_aggregate)", 2)
+      and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate"
+      and k ~= "stall_timeout" then
+      error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, "
+        .. "threads, metrics, checkpoint, pre_aggregate, stall_timeout)", 2)
     end
   end
   local mh = opts.metrics
@@ -201,6 +205,9 @@ function M.env(opts)
   local wi = opts.watermark_interval
   wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end
+  local stall = opts.stall_timeout
+  stall = stall ~= nil and duration.ms(stall, "env stall_timeout", 2) or nil
+  if stall and stall < 0 then error("env: stall_timeout must not be negative", 2) end
   if opts.pre_aggregate ~= nil and type(opts.pre_aggregate) ~= "boolean" then
     error("env: pre_aggregate must be a boolean, got " .. type(opts.pre_aggregate), 2)
   end
@@ -212,6 +219,7 @@ function M.env(opts)
   if o.watermark_interval then wi = o.watermark_interval end
   if o.parallelism then p = o.parallelism end
   if o.threads then threads = o.threads end
+  if o.stall_timeout then stall = o.stall_timeout end
   if o.metrics_port then mh = {port = o.metrics_port, host = mh and mh.host or "127.0.0.1"} end
   if o.checkpoint_dir then
     ck = {dir = o.checkpoint_dir, interval = o.checkpoint_interval or (ck and ck.interval) or 10000}
@@ -223,7 +231,7 @@ function M.env(opts)
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
-                       progress = o.progress}, Env)
+                       progress = o.progress, stall_timeout = stall}, Env)
 end
 
 --- Adds a node to the env's plan; `t.where` is the job line it came from.

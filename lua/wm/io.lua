@@ -242,8 +242,10 @@ end
 -- sums:write_lines("sums.txt", function(r) return r.id .. "\t" .. r.vc end)
 function Stream:write_lines(path, format)
   if type(path) ~= "string" then error("write_lines: expected a path, got " .. type(path), 2) end
+  -- one file has one writer: at parallelism n the n instances upstream all send to it (two
+  -- writers of one file would overwrite each other's lines)
   return sink(self, "write_lines", {path = path, format = check_format(format, "write_lines"),
-    name = "write_lines(" .. path .. ")"})
+    name = "write_lines(" .. path .. ")", max_parallelism = 1})
 end
 
 --- Writes one line per record to a TCP server (format as write_lines). Lines wait in a

@@ -1,0 +1,266 @@
+/* The executor's backpressure accounting and its two guards: a run never ends as a success
+ * with a source still open, and a pause that nothing can end fails the job (stall check).
+ * Issue 34, items 1 and 2. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "exec/wm_exec.h"
+#include "io/wm_io.h"
+
+/* ---- a file source fanned out to two file sinks, each record five times ----------------
+ * The sinks' write callbacks report their drained bytes, which resumes the source, whose
+ * read-ahead emits at once into the same sinks: reports nested in reports. Every line must
+ * arrive in both files, and the accounting must end at zero. */
+
+static int five_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  for (int i = 0; i < 5; i++) {
+    int rc = wm_op_emit(op, 0, rec, ts);
+    if (rc != WM_OK) return rc;
+  }
+  return WM_OK;
+}
+static const wm_op_vt five_vt = {.kind = "five", .record = five_record};
+
+static long count_lines(const char *path, long *sum) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  char line[64];
+  long n = 0;
+  *sum = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    *sum += atol(line + (line[0] == '"'));
+  }
+  fclose(f);
+  return n;
+}
+
+static void test_fanout_files(const char *dir) {
+  char in[512], out1[512], out2[512];
+  snprintf(in, sizeof in, "%s/in.txt", dir);
+  snprintf(out1, sizeof out1, "%s/o1.txt", dir);
+  snprintf(out2, sizeof out2, "%s/o2.txt", dir);
+  const long lines = 20000;
+  FILE *f = fopen(in, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  for (long i = 1; i <= lines; i++) fprintf(f, "%ld\n", i);
+  fclose(f);
+  /* small marks and small writes: many pauses and resumes, each resume with bytes held */
+  for (int round = 0; round < 3; round++) {
+    wm_ctx ctx;
+    wm_ctx_init(&ctx);
+    size_t high = (size_t)4096 << round;
+    wm_exec_config cfg = {.pressure_high = high, .pressure_low = high / 4};
+    wm_exec *e = wm_exec_new(&ctx, &cfg);
+    wm_lines_config lc = {.path = in, .chunk = 1024};
+    wm_op *src = wm_lines_new(wm_exec_host(e), "read", &lc);
+    wm_op *fa = wm_op_new(&ctx, &five_vt, NULL, "five a");
+    wm_op *fb = wm_op_new(&ctx, &five_vt, NULL, "five b");
+    wm_write_config w1 = {.path = out1, .format = WM_FMT_TEXT, .buffer = 512};
+    wm_write_config w2 = {.path = out2, .format = WM_FMT_TEXT, .buffer = 700};
+    wm_op *s1 = wm_write_lines_new(wm_exec_host(e), "sink 1", &w1);
+    wm_op *s2 = wm_write_lines_new(wm_exec_host(e), "sink 2", &w2);
+    CHECK(src && fa && fb && s1 && s2);
+    if (!(src && fa && fb && s1 && s2)) return;
+    CHECK(wm_op_connect(src, 0, fa) >= 0 && wm_op_connect(src, 0, fb) >= 0);
+    CHECK(wm_op_connect(fa, 0, s1) >= 0 && wm_op_connect(fb, 0, s2) >= 0);
+    CHECK(wm_ctx_prepare(&ctx) == WM_OK);
+    int rc = wm_exec_run(e);
+    CHECK(rc == WM_OK);
+    if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+    CHECK_I64(wm_exec_pressure_bytes(e), 0);
+    CHECK_I64(wm_exec_paused(e), 0);
+    long sum1, sum2;
+    CHECK_I64(count_lines(out1, &sum1), 5 * lines);
+    CHECK_I64(count_lines(out2, &sum2), 5 * lines);
+    CHECK_I64(sum1, 5 * lines * (lines + 1) / 2);
+    CHECK_I64(sum2, 5 * lines * (lines + 1) / 2);
+    wm_ctx_free(&ctx);
+    wm_exec_free(e);
+  }
+  remove(in);
+  remove(out1);
+  remove(out2);
+}
+
+/* ---- sources that emit while being resumed ------------------------------------------------
+ * Source "a" emits a record from its pause(0) (as a file source does with a read-ahead that
+ * came back while it was paused); the record reaches a sink that reports more bytes than the
+ * high mark from inside wm_exec_pressure. The outer call must decide again: both sources end
+ * paused, and the executor says so. */
+
+typedef struct fakesrc {
+  wm_exec *e;
+  wm_op *op;
+  int paused, pauses, resumes, emit_on_resume;
+  uv_async_t keep; /* keeps the loop alive while the source is "reading" (stall test) */
+  int keep_open;
+} fakesrc;
+
+static int fake_start(wm_op *op, wm_io_host *host) {
+  (void)op;
+  (void)host;
+  return WM_OK;
+}
+static void on_keep_closed(uv_handle_t *h) { (void)h; }
+static void fake_stop(wm_op *op, wm_io_host *host, int finish) {
+  (void)host;
+  (void)finish;
+  fakesrc *s = op->impl;
+  if (s->keep_open) {
+    s->keep_open = 0;
+    uv_close((uv_handle_t *)&s->keep, on_keep_closed);
+  }
+}
+static void fake_pause(wm_op *op, wm_io_host *host, int paused) {
+  (void)host;
+  fakesrc *s = op->impl;
+  s->paused = paused;
+  if (paused) s->pauses++;
+  else s->resumes++;
+  if (!paused && s->emit_on_resume) {
+    s->emit_on_resume--;
+    wm_value v = wm_int(1);
+    CHECK(wm_op_emit(op, 0, &v, 0) == WM_OK);
+  }
+}
+static const wm_source_vt fake_svt = {.start = fake_start, .stop = fake_stop, .pause = fake_pause};
+static const wm_op_vt fake_vt = {.kind = "fake source", .record = wm_source_record};
+
+typedef struct bytesink {
+  wm_exec *e;
+  int64_t per_record;
+  int64_t held;
+} bytesink;
+
+static int bytes_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  bytesink *b = op->impl;
+  b->held += b->per_record;
+  wm_exec_pressure(b->e, b->per_record);
+  return WM_OK;
+}
+static const wm_op_vt bytes_vt = {.kind = "bytes", .record = bytes_record};
+
+static void test_nested_resume(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {.pressure_high = 1000, .pressure_low = 250};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  fakesrc a = {.e = e, .emit_on_resume = 1}, b = {.e = e};
+  bytesink k = {.e = e, .per_record = 5000};
+  wm_op *oa = wm_op_new(&ctx, &fake_vt, &a, "source a");
+  wm_op *ob = wm_op_new(&ctx, &fake_vt, &b, "source b");
+  wm_op *ok = wm_op_new(&ctx, &bytes_vt, &k, "sink");
+  CHECK(oa && ob && ok && wm_op_connect(oa, 0, ok) >= 0 && wm_op_connect(ob, 0, ok) >= 0);
+  CHECK(wm_ctx_prepare(&ctx) == WM_OK);
+  CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0 && wm_exec_add_source(e, ob, &fake_svt) == 0);
+  wm_exec_pressure(e, 2000); /* over the high mark: both pause */
+  CHECK(a.paused && b.paused && wm_exec_paused(e));
+  wm_exec_pressure(e, -1900); /* under the low mark: a resumes and at once sends 5000 bytes */
+  CHECK_I64(wm_exec_pressure_bytes(e), 100 + 5000);
+  CHECK(wm_exec_paused(e));
+  CHECK(a.paused); /* paused again by the outer call's second decision */
+  CHECK(b.paused); /* never left running with a stale "resume" */
+  wm_exec_pressure(e, -5100);
+  CHECK(!a.paused && !b.paused && !wm_exec_paused(e));
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
+/* ---- the end of a run ------------------------------------------------------------------
+ * A source that is paused with nothing left to resume it: the loop runs out of work. That is
+ * a bug somewhere, never a success: the run fails naming the source. */
+static void test_open_source_at_end(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {0};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  fakesrc a = {.e = e};
+  wm_op *oa = wm_op_new(&ctx, &fake_vt, &a, "stuck source");
+  CHECK(oa && wm_ctx_prepare(&ctx) == WM_OK);
+  CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0);
+  wm_exec_pressure(e, (int64_t)4 << 20);
+  CHECK(wm_exec_run(e) == WM_ERR);
+  CHECK(strstr(ctx.err, "the job stopped with sources still open: 'stuck source'") != NULL);
+  CHECK(strstr(ctx.err, "paused by backpressure: 4194304 bytes") != NULL);
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
+/* ---- the stall check ---------------------------------------------------------------------
+ * The loop stays alive (a handle of the source's, as a thread's wake-up handle does) while
+ * the sources are paused and nobody reports progress or has a write in flight: the run fails
+ * after the stall timeout, naming the source. With a write in flight it is a slow sink, not
+ * a stall: the job waits, and goes on once the write completes. */
+
+typedef struct slowsink {
+  wm_exec *e;
+  fakesrc *src;
+  uv_timer_t tm;
+  int done;
+} slowsink;
+
+static void on_slow_done(uv_timer_t *t) {
+  slowsink *s = t->data;
+  wm_io_writing(wm_exec_host(s->e), -1);
+  wm_exec_pressure(s->e, -((int64_t)4 << 20));
+  s->done = 1;
+  wm_io_source_done(wm_exec_host(s->e), s->src->op);
+  fake_stop(s->src->op, wm_exec_host(s->e), 1);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void test_stall(int writing) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  /* with a write in flight the sink takes 8 stall timeouts: no stall may be declared */
+  wm_exec_config cfg = {.stall_timeout = 40};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  fakesrc a = {.e = e};
+  wm_op *oa = wm_op_new(&ctx, &fake_vt, &a, "paused source");
+  a.op = oa;
+  CHECK(oa && wm_ctx_prepare(&ctx) == WM_OK);
+  CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0);
+  CHECK(uv_async_init(wm_exec_loop(e), &a.keep, NULL) == 0);
+  a.keep_open = 1;
+  slowsink s = {.e = e, .src = &a};
+  if (writing) {
+    CHECK(uv_timer_init(wm_exec_loop(e), &s.tm) == 0);
+    s.tm.data = &s;
+    CHECK(uv_timer_start(&s.tm, on_slow_done, 320, 0) == 0);
+    wm_io_writing(wm_exec_host(e), 1);
+  }
+  wm_exec_pressure(e, (int64_t)4 << 20);
+  int rc = wm_exec_run(e);
+  if (writing) {
+    CHECK(rc == WM_OK);
+    CHECK(s.done);
+    if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  } else {
+    CHECK(rc == WM_ERR);
+    CHECK(strstr(ctx.err, "no progress for 40 ms") != NULL);
+    CHECK(strstr(ctx.err, "'paused source' (paused by backpressure") != NULL);
+  }
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
+void test_exec(void) {
+  char dir[] = "/tmp/wm_test_exec.XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  test_fanout_files(dir);
+  rmdir(dir);
+  test_nested_resume();
+  test_open_source_at_end();
+  test_stall(0);
+  test_stall(1);
+}
