@@ -237,6 +237,8 @@ static int build_and_run(lwm_bridge *B, int env) {
   /* env.stall_timeout: nil = the executor's default, 0 = never (the executor's -1) */
   lua_Integer stall = lwm_get_int(L, env, "stall_timeout", -1);
   if (stall >= 0) ecfg.stall_timeout = stall > 0 ? (int64_t)stall : -1;
+  ecfg.pressure_high = (size_t)lwm_get_int(L, env, "pressure_high", 0); /* 0: the defaults */
+  ecfg.pressure_low = (size_t)lwm_get_int(L, env, "pressure_low", 0);
   lua_pushlightuserdata(L, B);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);

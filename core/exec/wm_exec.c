@@ -55,6 +55,11 @@ struct wm_exec {
   int pressure_busy; /* inside wm_exec_pressure (a nested report only counts) */
   uint64_t pressure_moves; /* reports that changed the total: progress while paused */
   int writing;             /* asynchronous writes in flight (wm_io_writing) */
+  struct flusher {
+    void (*fn)(void *ud);
+    void *ud;
+  } *flushers;             /* sinks told to write what they hold when the sources pause */
+  int nflushers;
   /* the stall check: paused, no report and no write in flight for stall_timeout ms */
   uv_timer_t stall_timer;
   int stall_open;
@@ -73,6 +78,14 @@ static void host_fail(wm_io_host *h) { wm_exec_fail((wm_exec *)h); }
 static void host_batch_done(wm_io_host *h) { wm_exec_batch_done((wm_exec *)h); }
 static void host_pressure(wm_io_host *h, int64_t delta) { wm_exec_pressure((wm_exec *)h, delta); }
 static void host_writing(wm_io_host *h, int delta) { ((wm_exec *)h)->writing += delta; }
+static int host_add_flusher(wm_io_host *h, void (*fn)(void *ud), void *ud) {
+  wm_exec *e = (wm_exec *)h;
+  struct flusher *n = realloc(e->flushers, (size_t)(e->nflushers + 1) * sizeof *n);
+  if (!n) return wm_ctx_error(e->ctx, "out of memory");
+  e->flushers = n;
+  n[e->nflushers++] = (struct flusher){fn, ud};
+  return WM_OK;
+}
 
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   wm_exec *e = calloc(1, sizeof *e);
@@ -93,7 +106,7 @@ wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg) {
   e->host = (wm_io_host){.loop = &e->loop, .ctx = ctx, .add_source = host_add_source,
                          .source_done = host_source_done, .fail = host_fail,
                          .batch_done = host_batch_done, .pressure = host_pressure,
-                         .writing = host_writing};
+                         .writing = host_writing, .add_flusher = host_add_flusher};
   if (!e->cfg.pressure_high) e->cfg.pressure_high = (size_t)1 << 20;
   if (!e->cfg.pressure_low) e->cfg.pressure_low = e->cfg.pressure_high / 4;
   if (!e->cfg.stall_timeout) e->cfg.stall_timeout = WM_EXEC_STALL_TIMEOUT;
@@ -119,6 +132,7 @@ void wm_exec_free(wm_exec *e) {
     uv_loop_close(&e->loop);
   }
   free(e->srcs);
+  free(e->flushers);
   free(e->tsops);
   wm_timers_free(e->pt);
   free(e);
@@ -430,6 +444,8 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
     e->paused = want;
     for (int i = 0; i < e->nsrc; i++)
       if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
+    if (want) /* what the sinks gather is written now: nothing else will drain it */
+      for (int i = 0; i < e->nflushers; i++) e->flushers[i].fn(e->flushers[i].ud);
   }
   e->pressure_busy = 0;
 }

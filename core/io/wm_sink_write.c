@@ -48,6 +48,7 @@ typedef struct writer {
   wm_buf pend, fly;
   size_t fly_off;
   int busy, ending, closed, failed;
+  int draining;        /* the sources are paused: write what gathers, however little */
   int64_t reported;    /* bytes reported to the host (wm_io_pressure) */
   wm_buf line;
   wm_jsonw jw;         /* rows are written through their prepared schema */
@@ -146,7 +147,8 @@ static void writer_kick(writer *w) {
   if (w->busy || w->failed || w->closed) return;
   if (w->tcp && !w->connected) return;
   if (w->fly.len == 0) {
-    if (w->pend.len == 0 || (w->pend.len < w->cfg.buffer && !w->ending)) {
+    if (w->pend.len == 0 || (w->pend.len < w->cfg.buffer && !w->ending && !w->draining)) {
+      if (w->pend.len == 0) w->draining = 0; /* all written: gather again */
       if (w->ending && w->pend.len == 0) writer_close(w);
       return;
     }
@@ -169,6 +171,14 @@ static void writer_kick(writer *w) {
     return;
   }
   writer_busy(w, 1);
+}
+
+/* Backpressure paused the sources (wm_io_add_flusher): what this sink holds is written now,
+ * and what gathers until its queue is empty too, since no more records would fill a buffer. */
+static void writer_drain(void *ud) {
+  writer *w = ud;
+  w->draining = 1;
+  writer_kick(w);
 }
 
 /* The file is emptied at the first sign of output unless a restore kept its start. */
@@ -366,6 +376,8 @@ static writer *writer_new(wm_io_host *host, const char *name, wm_write_config *c
     wm_ctx_error(ctx, "out of memory");
     return NULL;
   }
+  /* (w lives as long as its operator, which outlives the run) */
+  if (wm_io_add_flusher(host, writer_drain, w) != WM_OK) return NULL;
   return w;
 }
 

@@ -157,7 +157,10 @@ end
 --   docs/performance.md "Pre-aggregation"),
 --   `stall_timeout` (default "60s"; 0 = never: a job whose sources stay paused by backpressure
 --   for this long while no sink reports progress and no write is in flight fails as stalled,
---   naming its sources, instead of hanging; wmrun's --stall-timeout overrides it)
+--   naming its sources, instead of hanging; wmrun's --stall-timeout overrides it),
+--   `backpressure` (`{high = BYTES, low = BYTES}`, default 1 MiB and a quarter of high: the
+--   bytes queued by asynchronous sinks and between threads above which every source pauses,
+--   and under which they resume; see docs/io.md "Backpressure")
 -- @treturn Env
 -- @usage local env = wm.env{ watermark_interval = 0 }
 function M.env(opts)
@@ -166,9 +169,9 @@ function M.env(opts)
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
       and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate"
-      and k ~= "stall_timeout" then
+      and k ~= "stall_timeout" and k ~= "backpressure" then
       error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, "
-        .. "threads, metrics, checkpoint, pre_aggregate, stall_timeout)", 2)
+        .. "threads, metrics, checkpoint, pre_aggregate, stall_timeout, backpressure)", 2)
     end
   end
   local mh = opts.metrics
@@ -205,6 +208,19 @@ function M.env(opts)
   local wi = opts.watermark_interval
   wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end
+  local bp = opts.backpressure
+  if bp ~= nil then
+    if type(bp) ~= "table" or math.type(bp.high) ~= "integer" or bp.high < 1
+      or (bp.low ~= nil and (math.type(bp.low) ~= "integer" or bp.low < 1 or bp.low >= bp.high)) then
+      error("env: backpressure must be {high = BYTES (at least 1), low = BYTES (1 to high - 1)}, got "
+        .. tostring(bp), 2)
+    end
+    for k in pairs(bp) do
+      if k ~= "high" and k ~= "low" then
+        error("env backpressure: unknown option '" .. tostring(k) .. "' (high, low)", 2)
+      end
+    end
+  end
   local stall = opts.stall_timeout
   stall = stall ~= nil and duration.ms(stall, "env stall_timeout", 2) or nil
   if stall and stall < 0 then error("env: stall_timeout must not be negative", 2) end
@@ -231,7 +247,8 @@ function M.env(opts)
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
-                       progress = o.progress, stall_timeout = stall}, Env)
+                       progress = o.progress, stall_timeout = stall,
+                       pressure_high = bp and bp.high, pressure_low = bp and (bp.low or bp.high // 4)}, Env)
 end
 
 --- Adds a node to the env's plan; `t.where` is the job line it came from.

@@ -251,6 +251,94 @@ static void test_stall(int writing) {
   wm_exec_free(e);
 }
 
+
+/* ---- sinks that hold less than their buffer ----------------------------------------------
+ * A source that stops at once when paused (one record per loop turn, as generate does), and
+ * two file sinks that gather 64 KiB before writing: past the high mark of 1000 bytes neither
+ * has a full buffer. Paused, they must write what they hold, or nothing ever drains. */
+
+typedef struct idlesrc {
+  wm_exec *e;
+  wm_op *op;
+  uv_idle_t idle;
+  long next, last;
+  int paused, open;
+} idlesrc;
+
+static void on_idle_closed(uv_handle_t *h) { (void)h; }
+static void idle_tick(uv_idle_t *h) {
+  idlesrc *s = h->data;
+  if (s->paused) return;
+  if (s->next > s->last) {
+    uv_idle_stop(&s->idle);
+    wm_io_source_done(wm_exec_host(s->e), s->op);
+    if (s->open) {
+      s->open = 0;
+      uv_close((uv_handle_t *)&s->idle, on_idle_closed);
+    }
+    return;
+  }
+  wm_value v = wm_int(s->next++);
+  if (wm_op_emit(s->op, 0, &v, 0) != WM_OK) wm_io_fail(wm_exec_host(s->e));
+}
+static int idle_start(wm_op *op, wm_io_host *host) {
+  idlesrc *s = op->impl;
+  CHECK(uv_idle_init(host->loop, &s->idle) == 0);
+  s->idle.data = s;
+  s->open = 1;
+  return uv_idle_start(&s->idle, idle_tick) == 0 ? WM_OK : WM_ERR;
+}
+static void idle_stop(wm_op *op, wm_io_host *host, int finish) {
+  (void)host;
+  (void)finish;
+  idlesrc *s = op->impl;
+  if (s->open) {
+    s->open = 0;
+    uv_close((uv_handle_t *)&s->idle, on_idle_closed);
+  }
+}
+static void idle_pause(wm_op *op, wm_io_host *host, int paused) {
+  (void)host;
+  idlesrc *s = op->impl;
+  s->paused = paused;
+  if (s->open) {
+    if (paused) uv_idle_stop(&s->idle);
+    else uv_idle_start(&s->idle, idle_tick);
+  }
+}
+static const wm_source_vt idle_svt = {.start = idle_start, .stop = idle_stop, .pause = idle_pause};
+
+static void test_small_buffers(const char *dir) {
+  char out1[512], out2[512];
+  snprintf(out1, sizeof out1, "%s/s1.txt", dir);
+  snprintf(out2, sizeof out2, "%s/s2.txt", dir);
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {.pressure_high = 1000, .pressure_low = 250};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  idlesrc s = {.e = e, .next = 1, .last = 3000};
+  s.op = wm_op_new(&ctx, &fake_vt, &s, "generator");
+  wm_write_config w1 = {.path = out1, .format = WM_FMT_TEXT};
+  wm_write_config w2 = {.path = out2, .format = WM_FMT_TEXT};
+  wm_op *k1 = wm_write_lines_new(wm_exec_host(e), "sink 1", &w1);
+  wm_op *k2 = wm_write_lines_new(wm_exec_host(e), "sink 2", &w2);
+  CHECK(s.op && k1 && k2 && wm_op_connect(s.op, 0, k1) >= 0 && wm_op_connect(s.op, 0, k2) >= 0);
+  CHECK(wm_ctx_prepare(&ctx) == WM_OK);
+  CHECK(wm_exec_add_source(e, s.op, &idle_svt) == 0);
+  int rc = wm_exec_run(e);
+  CHECK(rc == WM_OK);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  long sum;
+  CHECK_I64(count_lines(out1, &sum), 3000);
+  CHECK_I64(sum, 3000L * 3001 / 2);
+  CHECK_I64(count_lines(out2, &sum), 3000);
+  CHECK_I64(wm_exec_pressure_bytes(e), 0);
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+  remove(out1);
+  remove(out2);
+}
+
 void test_exec(void) {
   char dir[] = "/tmp/wm_test_exec.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -258,6 +346,7 @@ void test_exec(void) {
     return;
   }
   test_fanout_files(dir);
+  test_small_buffers(dir);
   rmdir(dir);
   test_nested_resume();
   test_open_source_at_end();
