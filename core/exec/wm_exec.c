@@ -56,7 +56,7 @@ struct wm_exec {
   uint64_t pressure_moves; /* reports that changed the total: progress while paused */
   int writing;             /* asynchronous writes in flight (wm_io_writing) */
   struct flusher {
-    void (*fn)(void *ud);
+    void (*fn)(void *ud, int paused);
     void *ud;
   } *flushers;             /* sinks told to write what they hold when the sources pause */
   int nflushers;
@@ -78,7 +78,7 @@ static void host_fail(wm_io_host *h) { wm_exec_fail((wm_exec *)h); }
 static void host_batch_done(wm_io_host *h) { wm_exec_batch_done((wm_exec *)h); }
 static void host_pressure(wm_io_host *h, int64_t delta) { wm_exec_pressure((wm_exec *)h, delta); }
 static void host_writing(wm_io_host *h, int delta) { ((wm_exec *)h)->writing += delta; }
-static int host_add_flusher(wm_io_host *h, void (*fn)(void *ud), void *ud) {
+static int host_add_flusher(wm_io_host *h, void (*fn)(void *ud, int paused), void *ud) {
   wm_exec *e = (wm_exec *)h;
   struct flusher *n = realloc(e->flushers, (size_t)(e->nflushers + 1) * sizeof *n);
   if (!n) return wm_ctx_error(e->ctx, "out of memory");
@@ -444,8 +444,8 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
     e->paused = want;
     for (int i = 0; i < e->nsrc; i++)
       if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
-    if (want) /* what the sinks gather is written now: nothing else will drain it */
-      for (int i = 0; i < e->nflushers; i++) e->flushers[i].fn(e->flushers[i].ud);
+    /* paused, what the sinks gather is written at once: nothing else would drain it */
+    for (int i = 0; i < e->nflushers; i++) e->flushers[i].fn(e->flushers[i].ud, want);
   }
   e->pressure_busy = 0;
 }

@@ -148,7 +148,6 @@ static void writer_kick(writer *w) {
   if (w->tcp && !w->connected) return;
   if (w->fly.len == 0) {
     if (w->pend.len == 0 || (w->pend.len < w->cfg.buffer && !w->ending && !w->draining)) {
-      if (w->pend.len == 0) w->draining = 0; /* all written: gather again */
       if (w->ending && w->pend.len == 0) writer_close(w);
       return;
     }
@@ -174,11 +173,12 @@ static void writer_kick(writer *w) {
 }
 
 /* Backpressure paused the sources (wm_io_add_flusher): what this sink holds is written now,
- * and what gathers until its queue is empty too, since no more records would fill a buffer. */
-static void writer_drain(void *ud) {
+ * and so is what still arrives (from other threads) until they resume, since no more records
+ * may come to fill a buffer. */
+static void writer_drain(void *ud, int paused) {
   writer *w = ud;
-  w->draining = 1;
-  writer_kick(w);
+  w->draining = paused;
+  if (paused) writer_kick(w);
 }
 
 /* The file is emptied at the first sign of output unless a restore kept its start. */
@@ -208,7 +208,7 @@ static int writer_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_addc(&w->pend, '\n');
   if (w->pend.oom) return wm_ctx_error(op->ctx, "out of memory in sink '%s'", op->name);
   writer_report(w);
-  if (w->pend.len >= w->cfg.buffer) writer_kick(w);
+  if (w->pend.len >= w->cfg.buffer || w->draining) writer_kick(w);
   return WM_OK;
 }
 

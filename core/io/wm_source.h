@@ -64,10 +64,11 @@ struct wm_io_host {
   /* an asynchronous sink started (+1) or finished (-1) a write: a job paused by backpressure
    * with no write in flight makes no progress (the executor's stall check) */
   void (*writing)(wm_io_host *h, int delta);
-  /* a sink that gathers bytes before writing them registers fn(ud): when backpressure pauses
-   * the sources, each is called to write what it holds (else sinks each holding less than
-   * their buffer could pause the job for ever). ud must stay valid while the loop runs. */
-  int (*add_flusher)(wm_io_host *h, void (*fn)(void *ud), void *ud);
+  /* a sink that gathers bytes before writing them registers fn(ud, paused): when backpressure
+   * pauses the sources (paused = 1) it writes what it holds and what still arrives (from other
+   * threads) however little, until they resume (paused = 0); else sinks each holding less
+   * than their buffer could pause the job for ever. ud must stay valid while the loop runs. */
+  int (*add_flusher)(wm_io_host *h, void (*fn)(void *ud, int paused), void *ud);
 };
 
 static inline int wm_io_add_source(wm_io_host *h, wm_op *op, const wm_source_vt *vt) {
@@ -78,7 +79,7 @@ static inline void wm_io_fail(wm_io_host *h) { h->fail(h); }
 static inline void wm_io_batch_done(wm_io_host *h) { h->batch_done(h); }
 static inline void wm_io_pressure(wm_io_host *h, int64_t delta) { h->pressure(h, delta); }
 static inline void wm_io_writing(wm_io_host *h, int delta) { h->writing(h, delta); }
-static inline int wm_io_add_flusher(wm_io_host *h, void (*fn)(void *ud), void *ud) {
+static inline int wm_io_add_flusher(wm_io_host *h, void (*fn)(void *ud, int paused), void *ud) {
   return h->add_flusher(h, fn, ud);
 }
 
