@@ -30,7 +30,18 @@ describe("wm.env", function()
   it("rejects unknown options and bad values with clear messages", function()
     assert.has_error(function() wm.env{paralelism = 2} end,
       "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, checkpoint, "
-        .. "pre_aggregate)")
+        .. "pre_aggregate, stall_timeout, backpressure)")
+    assert.has_error(function() wm.env{stall_timeout = -1} end, "env: stall_timeout must not be negative")
+    assert.has_error(function() wm.env{backpressure = "1MiB"} end,
+      "env: backpressure must be a table {high = BYTES, low = BYTES}, got string")
+    assert.has_error(function() wm.env{backpressure = {high = 0}} end,
+      "env backpressure: high must be a number of bytes (an integer of at least 1), got 0")
+    assert.has_error(function() wm.env{backpressure = {high = 100, low = 100}} end,
+      "env backpressure: low must be a number of bytes from 1 to high - 1 (99), got 100")
+    assert.has_error(function() wm.env{backpressure = {high = 100, lo = 10}} end,
+      "env backpressure: unknown option 'lo' (high, low)")
+    assert.are.equal(25, wm.env{backpressure = {high = 100}}.pressure_low)
+    assert.are.equal(60000, wm.env{stall_timeout = "1min"}.stall_timeout)
     assert.has_error(function() wm.env{pre_aggregate = "no"} end, "env: pre_aggregate must be a boolean, got string")
     assert.has_error(function() wm.env{parallelism = 0} end, "env: parallelism must be a positive integer, got 0")
     assert.error_matches(function() wm.env{watermark_interval = "2 parsecs"} end, "bad duration '2 parsecs'")

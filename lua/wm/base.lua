@@ -210,15 +210,21 @@ function M.env(opts)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end
   local bp = opts.backpressure
   if bp ~= nil then
-    if type(bp) ~= "table" or math.type(bp.high) ~= "integer" or bp.high < 1
-      or (bp.low ~= nil and (math.type(bp.low) ~= "integer" or bp.low < 1 or bp.low >= bp.high)) then
-      error("env: backpressure must be {high = BYTES (at least 1), low = BYTES (1 to high - 1)}, got "
-        .. tostring(bp), 2)
+    if type(bp) ~= "table" then
+      error("env: backpressure must be a table {high = BYTES, low = BYTES}, got " .. type(bp), 2)
     end
     for k in pairs(bp) do
       if k ~= "high" and k ~= "low" then
         error("env backpressure: unknown option '" .. tostring(k) .. "' (high, low)", 2)
       end
+    end
+    if math.type(bp.high) ~= "integer" or bp.high < 1 then
+      error("env backpressure: high must be a number of bytes (an integer of at least 1), got "
+        .. tostring(bp.high), 2)
+    end
+    if bp.low ~= nil and (math.type(bp.low) ~= "integer" or bp.low < 1 or bp.low >= bp.high) then
+      error(("env backpressure: low must be a number of bytes from 1 to high - 1 (%d), got %s")
+        :format(bp.high - 1, tostring(bp.low)), 2)
     end
   end
   local stall = opts.stall_timeout
