@@ -120,3 +120,131 @@ env:execute()]], q(k.bootstrap))
       tostring(missing[1])))
   end)
 end)
+
+-- A job writing the numbered lines of inp to stream OUT (subject "out"), spending a little
+-- time per record, that creates the file `flag` once it has passed record 2000 (so that a
+-- test can hurt the server while the job writes).
+local function nats_writer(url, inp, flag, extra)
+  return string.format("local url, inp, flag = %q, %q, %q\n", url, inp, flag) .. [[
+local wm = require("wm")
+local env = wm.env{}
+local c = 0
+env:read_lines(inp, {chunk = 4096})
+  :map(function(l)
+    c = c + 1
+    if c == 2000 then io.open(flag, "w"):close() end
+    local x = 0; for i = 1, 300 do x = x + i end
+    return l
+  end)
+  :write_nats{url = url, stream = "OUT", subject = "out", format = "text", id_prefix = "t"]] .. (extra or "") .. [[}
+env:execute()]]
+end
+
+-- What stream OUT holds: its lines.
+local function nats_stream(url, name)
+  local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = arg[2], bounded = "latest"}:print()
+env:execute()]], q(url) .. " " .. (name or "OUT"))
+  assert.are.equal(0, code, err)
+  return out
+end
+
+local function exists(path) return helper.read_or_empty(path) ~= "" or os.rename(path, path) ~= nil end
+
+describe("write_nats", function()
+  local function fixture()
+    local fx = {n = services.nats(), dir = helper.tmpdir()}
+    helper.finally(function()
+      if fx.run then fx.run.kill() end
+      os.execute("kill -CONT " .. (fx.n.pid or 0) .. " 2>/dev/null")
+      fx.n:stop()
+      helper.rmdir(fx.dir)
+    end)
+    fx.flag = fx.dir .. "/flag"
+    return fx
+  end
+
+  it("rides out a pause of the server (SIGSTOP) and writes every record once", function()
+    local fx = fixture()
+    local nrec = 40000
+    local inp = numbered_input(fx.dir, nrec)
+    fx.run = helper.bg_job(fx.dir, nats_writer(fx.n.url, inp, fx.flag))
+    local function log() return helper.read_or_empty(fx.run.err) end
+    assert.is_truthy(services.poll(function() return exists(fx.flag) or fx.run.done() end, 600), log())
+    os.execute("kill -STOP " .. fx.n.pid)
+    os.execute("sleep 0.5") -- the length of the pause (the fault itself)
+    os.execute("kill -CONT " .. fx.n.pid)
+    assert.are.equal(0, services.poll(fx.run.done, 1200), log())
+    local missing, dups, total = account(nats_stream(fx.n.url), nrec)
+    assert.are.equal(0, #missing, #missing .. " lines lost")
+    assert.are.equal(0, dups)
+    assert.are.equal(nrec, total)
+  end)
+
+  it("rides out a restart of the server and writes every record once", function()
+    local fx = fixture()
+    local nrec = 40000
+    local inp = numbered_input(fx.dir, nrec)
+    fx.run = helper.bg_job(fx.dir, nats_writer(fx.n.url, inp, fx.flag))
+    local function log() return helper.read_or_empty(fx.run.err) end
+    assert.is_truthy(services.poll(function() return exists(fx.flag) or fx.run.done() end, 600), log())
+    fx.n:kill()
+    fx.n:start_again()
+    assert.are.equal(0, services.poll(fx.run.done, 1200), log())
+    local missing, dups, total = account(nats_stream(fx.n.url), nrec)
+    assert.are.equal(0, #missing, #missing .. " lines lost")
+    assert.are.equal(0, dups)
+    assert.are.equal(nrec, total)
+  end)
+
+  it("refuses to resume into a stream deleted since the checkpoint, naming it", function()
+    local fx = fixture()
+    local inp = numbered_input(fx.dir, 40000)
+    local opts = "--checkpoint-dir " .. q(fx.dir .. "/ck") .. " --checkpoint-interval 20ms"
+    local text = nats_writer(fx.n.url, inp, fx.flag)
+    fx.run = helper.bg_job(fx.dir, text, opts)
+    local function log() return helper.read_or_empty(fx.run.err) end
+    assert.is_truthy(services.poll(function() return exists(fx.flag) or fx.run.done() end, 600), log())
+    fx.run.signal("TERM")
+    assert.are.equal(0, services.poll(fx.run.done, 1200), log())
+    assert.matches("stopped by SIGTERM with checkpoint", log())
+    fx.run = nil
+    -- the stream goes (its directory in the server's store, with the server stopped)
+    fx.n:kill()
+    assert(os.execute("rm -rf " .. q(fx.n.dir .. "/js/jetstream/$G/streams/OUT")))
+    fx.n:start_again()
+    local _, err, code = job(text, "", opts)
+    assert.are.equal(1, code, err)
+    assert.matches("stream 'OUT' does not exist", err)
+    assert.matches("deleted", err)
+  end)
+
+  it("fails once the server has acknowledged nothing for its timeout, saying so", function()
+    local fx = fixture()
+    local inp = numbered_input(fx.dir, 40000)
+    fx.run = helper.bg_job(fx.dir, nats_writer(fx.n.url, inp, fx.flag, ", timeout = \"1s\""))
+    local function log() return helper.read_or_empty(fx.run.err) end
+    assert.is_truthy(services.poll(function() return exists(fx.flag) or fx.run.done() end, 600), log())
+    os.execute("kill -STOP " .. fx.n.pid)
+    assert.are.equal(1, services.poll(fx.run.done, 1200), log())
+    os.execute("kill -CONT " .. fx.n.pid)
+    assert.matches("cannot publish to stream 'OUT' at nats://127%.0%.0%.1:%d+: no acknowledgement from the "
+      .. "server for 1%.%d s while [^\n]*%(write_nats's timeout;", log())
+  end)
+
+  it("fails naming the stream when it is deleted while the job writes", function()
+    local fx = fixture()
+    local inp = numbered_input(fx.dir, 40000)
+    fx.run = helper.bg_job(fx.dir, nats_writer(fx.n.url, inp, fx.flag))
+    local function log() return helper.read_or_empty(fx.run.err) end
+    assert.is_truthy(services.poll(function() return exists(fx.flag) or fx.run.done() end, 600), log())
+    fx.n:kill()
+    assert(os.execute("rm -rf " .. q(fx.n.dir .. "/js/jetstream/$G/streams/OUT")))
+    fx.n:start_again()
+    assert.are.equal(1, services.poll(fx.run.done, 1200), log())
+    assert.matches("cannot publish to stream 'OUT' at nats://127%.0%.0%.1:%d+: the stream does not exist any "
+      .. "more %(deleted while the job wrote to it", log())
+  end)
+end)
