@@ -234,6 +234,14 @@ describe("write_nats", function()
       .. "server for 1%.%d s while [^\n]*%(write_nats's timeout;", log())
   end)
 
+  it("checks its timeout option", function()
+    local _, err, code = job([[
+local wm = require("wm")
+wm.env{}:from_elements("a"):write_nats{url = "nats://127.0.0.1:1", stream = "S", subject = "s", timeout = "0s"}]], "")
+    assert.are.equal(1, code)
+    assert.matches("%.lua:2: write_nats: timeout must be positive", err)
+  end)
+
   it("fails naming the stream when it is deleted while the job writes", function()
     local fx = fixture()
     local inp = numbered_input(fx.dir, 40000)
@@ -246,5 +254,34 @@ describe("write_nats", function()
     assert.are.equal(1, services.poll(fx.run.done, 1200), log())
     assert.matches("cannot publish to stream 'OUT' at nats://127%.0%.0%.1:%d+: the stream does not exist any "
       .. "more %(deleted while the job wrote to it", log())
+  end)
+end)
+
+describe("read_nats", function()
+  it("reads a big stream with a slow map to the end, dropping nothing (flow control, not a slow consumer)", function() -- luacheck: ignore 631
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    helper.finally(function() n:stop(); helper.rmdir(dir) end)
+    local nrec = tonumber(os.getenv("RNCOUNT")) or 250000
+    local inp = numbered_input(dir, nrec)
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_nats{url = arg[2], stream = "BIG", subject = "big", format = "text"}
+env:execute()]], q(inp) .. " " .. q(n.url))
+    assert.are.equal(0, code, err)
+    -- the map takes its time: the server could send the whole stream meanwhile
+    local out, e2, c2 = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "BIG", bounded = "latest"}
+  :map(function(l) local x = 0; for i = 1, 1000 do x = x + i end; return l end)
+  :print()
+env:execute()]], q(n.url))
+    assert.are.equal(0, c2, e2)
+    local missing, dups, total = account(out, nrec)
+    assert.are.equal(0, #missing, #missing .. " lines lost")
+    assert.are.equal(0, dups)
+    assert.are.equal(nrec, total)
   end)
 end)
