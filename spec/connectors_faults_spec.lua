@@ -284,4 +284,34 @@ env:execute()]], q(n.url))
     assert.are.equal(0, dups)
     assert.are.equal(nrec, total)
   end)
+
+  it("a durable pull consumer goes on where the last run of the durable left it", function()
+    local n = services.nats()
+    helper.finally(function() n:stop() end)
+    local function write(from, to)
+      local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+local t = {}
+for i = tonumber(arg[2]), tonumber(arg[3]) do t[#t + 1] = "line-" .. i end
+env:from_elements(table.unpack(t)):write_nats{url = arg[1], stream = "D", subject = "d", format = "text",
+  id_prefix = arg[2]}
+env:execute()]], q(n.url) .. " " .. from .. " " .. to)
+      assert.are.equal(0, code, err)
+    end
+    local function read()
+      local out, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = arg[1], stream = "D", durable = "dur", bounded = "latest"}:print()
+env:execute()]], q(n.url))
+      assert.are.equal(0, code, err)
+      return out
+    end
+    write(1, 10)
+    local missing, dups, total = account(read(), 10)
+    assert.are.same({0, 0, 10}, {#missing, dups, total})
+    write(11, 15)
+    assert.are.equal("line-11\nline-12\nline-13\nline-14\nline-15\n", read())
+  end)
 end)
