@@ -314,4 +314,36 @@ env:execute()]], q(n.url))
     write(11, 15)
     assert.are.equal("line-11\nline-12\nline-13\nline-14\nline-15\n", read())
   end)
+
+  it("fails naming the stream when it is deleted while the job reads", function()
+    local n = services.nats()
+    local dir = helper.tmpdir()
+    local run
+    helper.finally(function()
+      if run then run.kill() end
+      n:stop()
+      helper.rmdir(dir)
+    end)
+    local out = dir .. "/out.txt"
+    local _, err, code = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements("a", "b"):write_nats{url = arg[1], stream = "GONE", subject = "gone", format = "text"}
+env:execute()]], q(n.url))
+    assert.are.equal(0, code, err)
+    run = helper.bg_job(dir, string.format("local url, out = %q, %q\n", n.url, out) .. [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = url, stream = "GONE"}
+  :sink(function(v) local o = io.open(out, "a"); o:write(v, "\n"); o:close() end)
+env:execute()]])
+    local function log() return helper.read_or_empty(run.err) end
+    assert.is_truthy(services.poll(function() return helper.read_or_empty(out) == "a\nb\n" end, 600), log())
+    n:kill()
+    assert(os.execute("rm -rf " .. q(n.dir .. "/js/jetstream/$G/streams/GONE")))
+    n:start_again()
+    assert.are.equal(1, services.poll(run.done, 1200), log())
+    assert.matches("read_nats%(GONE@[^)]*%) %([^)]*%): stream 'GONE' does not exist any more at nats://127%.0%.0%.1:%d+ "
+      .. "%(deleted while the job read it, at sequence 3 of subject 'gone'%)", log())
+  end)
 end)

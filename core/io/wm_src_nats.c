@@ -149,12 +149,14 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
  * limit: "Slow Consumer, messages dropped").
  *
  * A request lives NSRC_EXPIRES_MS at the server, which then ends it with a 408 status; one
- * not ended NSRC_GRACE_MS after that (a server restart forgets it) is given up. A 503 (no
- * responders: JetStream not ready, or the consumer gone, e.g. an ephemeral one the server
- * removed after NSRC_INACTIVE_MS without requests while the job was paused) makes the next
- * request wait a back-off (NSRC_BACKOFF_MIN_MS doubling to NSRC_BACKOFF_MAX_MS) and first
- * ask for the consumer: a missing one is made again at the partition's position (the
- * messages before it, should any come again, are dropped by their sequence). */
+ * not ended NSRC_GRACE_MS after that (a server restart forgets it; a request to a consumer
+ * that is not there is not answered at all) is given up, and the next one first asks for
+ * the consumer, as after a 503 (no responders: JetStream not ready, or the consumer gone,
+ * e.g. an ephemeral one the server removed after NSRC_INACTIVE_MS without requests while
+ * the job was paused), which also makes the next request wait a back-off
+ * (NSRC_BACKOFF_MIN_MS doubling to NSRC_BACKOFF_MAX_MS): a missing consumer is made again at
+ * the partition's position (the messages before it, should any come again, are dropped by
+ * their sequence); a missing stream fails the source, naming it. */
 #define NSRC_BATCH 1024
 #define NSRC_REQS 4
 #define NSRC_EXPIRES_MS 5000
@@ -323,9 +325,11 @@ static int nsrc_request(nsrc *k, int i) {
   npart *q = &k->np[i];
   uint64_t now = uv_hrtime();
   if (now < q->wait_until) return WM_OK;
-  for (int r = 0; r < NSRC_REQS; r++) /* forgotten by the server (a restart) */
-    if (q->left[r] > 0 && now - q->sent[r] > (uint64_t)(NSRC_EXPIRES_MS + NSRC_GRACE_MS) * 1000000u)
+  for (int r = 0; r < NSRC_REQS; r++) /* forgotten by the server (a restart), or nobody there */
+    if (q->left[r] > 0 && now - q->sent[r] > (uint64_t)(NSRC_EXPIRES_MS + NSRC_GRACE_MS) * 1000000u) {
       q->left[r] = 0;
+      q->check = 1;
+    }
   if (q->check) {
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
@@ -334,16 +338,15 @@ static int nsrc_request(nsrc *k, int i) {
     o.Wait = NSRC_API_WAIT_MS;
     natsStatus st = js_GetConsumerInfo(&ci, k->js, k->stream, q->cons, &o, &jerr);
     if (ci) jsConsumerInfo_Destroy(ci);
+    if (jerr == 10059) /* JetStream's "stream not found" */
+      return wm_ctx_error(s->op->ctx, "%s: stream '%s' does not exist any more at %s (deleted while the job "
+                          "read it, at sequence %lld of subject '%s')", s->op->name, k->stream, k->url,
+                          (long long)s->parts[i].pos, k->subjects[i]);
     if (st == NATS_NOT_FOUND) {
       int64_t pos = s->parts[i].pos;
       int rc = pos > 0 ? nsrc_consumer(k, i, WM_START_SEQUENCE, pos, 1)
                        : nsrc_consumer(k, i, k->start, k->start_value, 1);
-      if (rc != WM_OK) {
-        if (jerr == 0 && strstr(s->op->ctx->err, "stream not found"))
-          return wm_ctx_error(s->op->ctx, "%s: stream '%s' does not exist any more at %s", s->op->name, k->stream,
-                              k->url);
-        return WM_ERR;
-      }
+      if (rc != WM_OK) return WM_ERR;
     } else if (st != NATS_OK) { /* JetStream not there yet: wait on */
       q->wait_until = now + (uint64_t)q->backoff * 1000000u;
       q->backoff = q->backoff * 2 > NSRC_BACKOFF_MAX_MS ? NSRC_BACKOFF_MAX_MS : q->backoff * 2;
