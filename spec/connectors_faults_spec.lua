@@ -343,7 +343,7 @@ env:execute()]])
     assert(os.execute("rm -rf " .. q(n.dir .. "/js/jetstream/$G/streams/GONE")))
     n:start_again()
     assert.are.equal(1, services.poll(run.done, 1200), log())
-    assert.matches("read_nats%(GONE@[^)]*%) %([^)]*%): stream 'GONE' does not exist any more at nats://127%.0%.0%.1:%d+ "
-      .. "%(deleted while the job read it, at sequence 3 of subject 'gone'%)", log())
+    assert.matches("read_nats%(GONE@[^)]*%) %([^)]*%): stream 'GONE' does not exist any more at "
+      .. "nats://127%.0%.0%.1:%d+ %(deleted while the job read it, at sequence 3 of subject 'gone'%)", log())
   end)
 end)
