@@ -166,8 +166,8 @@ static int ksink_drain(wm_op *op, ksink *k, const char *why) {
     if (waited >= k->drain_ms) {
       k->failed = 1;
       snprintf(k->why, sizeof k->why, "%d messages still unacknowledged after %.1f s of waiting for %s "
-               "(message.timeout.ms and %.1f s more)", rd_kafka_outq_len(k->rk), (double)waited / 1000.0,
-               why, KSINK_DRAIN_SLACK_MS / 1000.0);
+               "(write_kafka waits message.timeout.ms + %.1f s, at least %.1f s)", rd_kafka_outq_len(k->rk),
+               (double)waited / 1000.0, why, KSINK_DRAIN_SLACK_MS / 1000.0, KSINK_FLUSH_MS / 1000.0);
       return ksink_failure(op);
     }
   }
