@@ -287,6 +287,7 @@ static wm_op *build_write_nats(lwm_bridge *B, int node, const char *name, const 
   nc.nsubjects = ns;
   nc.id_prefix = lwm_get_str(L, node, "id_prefix");
   nc.instance = B->instance;
+  nc.timeout_ms = (int64_t)lwm_get_int(L, node, "timeout", 60000);
   wm_op *op = wm_nats_sink_new(&B->ctx, name, &nc);
   free(subjects);
   return op;

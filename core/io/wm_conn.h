@@ -183,11 +183,14 @@ typedef struct wm_nats_sink_config {
   wm_formatter custom;
   const char *id_prefix; /* Nats-Msg-Id = "<id_prefix>/<instance>/<n>" (n counts records) */
   int instance;
+  int64_t timeout_ms;    /* how long without any acknowledgement fails the sink (0: 60 s) */
 } wm_nats_sink_config;
 
 /* write_nats: publishes one message per record with a deterministic Nats-Msg-Id, so a
  * replay is de-duplicated by the server within the stream's duplicate window. Creates the
- * stream when it is missing. */
+ * stream when it is missing (refuses when a restored checkpoint says it had written to
+ * it). Rides out server pauses and restarts by sending again what was not acknowledged,
+ * failing only after timeout_ms without any acknowledgement. */
 wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg);
 
 #endif

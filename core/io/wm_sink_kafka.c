@@ -1,22 +1,35 @@
 /* write_kafka: a librdkafka producer, one message per record (at-least-once; the message
  * timestamp is the record's). Delivery reports are served on every record; the end of
- * input waits for every message to be delivered. */
+ * input waits for every message to be delivered.
+ *
+ * Checkpoints (at-least-once, as Flink's Kafka sink): a snapshot waits until the brokers
+ * have acknowledged every message produced before it (ksink_drain), so that a checkpoint
+ * never covers a record that is still only in the producer's queue: after a crash, the
+ * records after the checkpoint are produced again (duplicates, never a loss). The wait is
+ * bounded: librdkafka gives a message up after message.timeout.ms (30 s unless the job's
+ * properties say otherwise), which fails the sink; the snapshot itself gives up at that
+ * timeout plus KSINK_DRAIN_SLACK_MS, failing the checkpoint (and so the job) rather than
+ * completing it. The state is a version byte (no position: the sources hold them). */
 #include <librdkafka/rdkafka.h>
+#include <uv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/wm_statefmt.h"
 #include "io/wm_conn.h"
 #include "io/wm_kafka.h"
 #include "time/wm_time.h"
 
-#define KSINK_FLUSH_MS 60000
+#define KSINK_FLUSH_MS 60000       /* the least the drain waits */
+#define KSINK_DRAIN_SLACK_MS 5000  /* beyond message.timeout.ms */
 
 typedef struct ksink {
   wm_kafka_sink_config cfg;
   char *brokers, *topic, *key_name, *part_name;
   wm_field key_field, part_field;
   int npart;             /* partitions of the topic */
+  int64_t drain_ms;      /* how long a drain waits (max(KSINK_FLUSH_MS, message.timeout.ms + slack)) */
   rd_kafka_t *rk;
   wm_buf val, key;
   int failed;
@@ -135,15 +148,55 @@ static int ksink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return WM_OK;
 }
 
+/* Waits until the brokers have acknowledged every message produced so far (delivery reports
+ * served meanwhile), at most k->drain_ms. WM_OK, or WM_ERR naming the sink, the topic and
+ * what is left. `why`: what waits ("the end of input", "checkpoint"). */
+static int ksink_drain(wm_op *op, ksink *k, const char *why) {
+  uint64_t t0 = uv_hrtime();
+  for (;;) {
+    rd_kafka_resp_err_t e = rd_kafka_flush(k->rk, 200);
+    if (k->failed) return ksink_failure(op);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return WM_OK;
+    if (e != RD_KAFKA_RESP_ERR__TIMED_OUT) {
+      k->failed = 1;
+      snprintf(k->why, sizeof k->why, "%s", rd_kafka_err2str(e));
+      return ksink_failure(op);
+    }
+    int64_t waited = (int64_t)((uv_hrtime() - t0) / 1000000u);
+    if (waited >= k->drain_ms) {
+      k->failed = 1;
+      snprintf(k->why, sizeof k->why, "%d messages still unacknowledged after %.1f s of waiting for %s "
+               "(write_kafka waits message.timeout.ms + %.1f s, at least %.1f s)", rd_kafka_outq_len(k->rk),
+               (double)waited / 1000.0, why, KSINK_DRAIN_SLACK_MS / 1000.0, KSINK_FLUSH_MS / 1000.0);
+      return ksink_failure(op);
+    }
+  }
+}
+
 static int ksink_watermark(wm_op *op, int64_t wm) {
   ksink *k = op->impl;
   if (wm != WM_TIME_MAX) return WM_OK;
-  rd_kafka_resp_err_t e = rd_kafka_flush(k->rk, KSINK_FLUSH_MS);
-  if (!k->failed && e) {
-    k->failed = 1;
-    snprintf(k->why, sizeof k->why, "%s", rd_kafka_err2str(e));
-  }
-  return k->failed ? ksink_failure(op) : WM_OK;
+  return ksink_drain(op, k, "the end of input");
+}
+
+/* version 1, nothing else: what matters is that every message before it was delivered */
+static int ksink_snapshot(wm_op *op, wm_state_io *io) {
+  ksink *k = op->impl;
+  if (ksink_drain(op, k, "a checkpoint") != WM_OK) return WM_ERR;
+  wm_buf_addc(io->out, 1);
+  return wm_state_put_done(op, io);
+}
+
+static int ksink_restore(wm_op *op, wm_state_io *io) {
+  if (io->len == 0) return WM_OK; /* a checkpoint of a wmrun whose write_kafka kept nothing */
+  wm_state_rd r;
+  wm_state_rd_init(&r, op, io);
+  uint64_t ver;
+  if (wm_state_get_u(&r, &ver, "the sink's format version") != WM_OK) return WM_ERR;
+  if (ver != 1)
+    return wm_ctx_error(op->ctx, "checkpoint state of write_kafka of format version %llu, this "
+                                 "wmrun reads version 1", (unsigned long long)ver);
+  return wm_state_get_end(&r);
 }
 
 static void ksink_free(wm_op *op) {
@@ -163,7 +216,8 @@ static void ksink_free(wm_op *op) {
 }
 
 static const wm_op_vt ksink_vt = {.kind = "write_kafka", .record = ksink_record,
-                                  .watermark = ksink_watermark, .free = ksink_free};
+                                  .watermark = ksink_watermark, .snapshot = ksink_snapshot,
+                                  .restore = ksink_restore, .free = ksink_free};
 
 wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cfg) {
   ksink *k = calloc(1, sizeof *k);
@@ -214,6 +268,11 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
     wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }
+  char mt[32];
+  size_t mtl = sizeof mt;
+  long long mto = 30000;
+  if (rd_kafka_conf_get(conf, "message.timeout.ms", mt, &mtl) == RD_KAFKA_CONF_OK) mto = atoll(mt);
+  k->drain_ms = mto + KSINK_DRAIN_SLACK_MS > KSINK_FLUSH_MS ? mto + KSINK_DRAIN_SLACK_MS : KSINK_FLUSH_MS;
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   rd_kafka_conf_set_opaque(conf, k);
   k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);

@@ -1,10 +1,13 @@
-/* read_nats: JetStream consumers (libnats), one per subject of the stream (a partition
+/* read_nats: JetStream pull consumers (libnats), one per subject of the stream (a partition
  * each), with no acknowledgements: the position of every subject (the stream sequence of
- * its next message) is kept for checkpoints (wm_partsrc_position). Also the connection
- * helpers that write_nats shares (wm_nats.h). */
+ * its next message) is kept for checkpoints (wm_partsrc_position); messages are fetched in
+ * bounded batches only while the job takes records (see "the source" below). Also the
+ * connection helpers that write_nats shares (wm_nats.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <uv.h>
 
 #include "io/wm_nats.h"
 #include "io/wm_partsrc.h"
@@ -136,128 +139,70 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
 
 /* ---- the source ------------------------------------------------------------------------- */
 
+/* Reading is pulled, never pushed: every partition has a pull consumer (no acknowledgements)
+ * and an inbox of its own, and asks the consumer for NSRC_BATCH messages at a time, with at
+ * most NSRC_REQS requests in flight (request r answers on "<inbox>.<r>"). A new request
+ * goes out only when peek finds a slot free, and peek runs only while the job takes
+ * records (the source is paused under backpressure): what the client holds is bounded
+ * (NSRC_REQS * NSRC_BATCH messages a partition), so a slow job slows the reading and no
+ * message is ever dropped (a push consumer's client drops what overflows its pending
+ * limit: "Slow Consumer, messages dropped").
+ *
+ * A request lives NSRC_EXPIRES_MS at the server, which then ends it with a 408 status; one
+ * not ended NSRC_GRACE_MS after that (a server restart forgets it; a request to a consumer
+ * that is not there is not answered at all) is given up, and the next one first asks for
+ * the consumer, as after a 503 (no responders: JetStream not ready, or the consumer gone,
+ * e.g. an ephemeral one the server removed after NSRC_INACTIVE_MS without requests while
+ * the job was paused), which also makes the next request wait a back-off
+ * (NSRC_BACKOFF_MIN_MS doubling to NSRC_BACKOFF_MAX_MS): a missing consumer is made again at
+ * the partition's position (the messages before it, should any come again, are dropped by
+ * their sequence); a missing stream fails the source, naming it. */
+#define NSRC_BATCH 1024
+#define NSRC_REQS 4
+#define NSRC_EXPIRES_MS 5000
+#define NSRC_GRACE_MS 2000
+#define NSRC_INACTIVE_MS 60000
+#define NSRC_BACKOFF_MIN_MS 50
+#define NSRC_BACKOFF_MAX_MS 1000
+#define NSRC_API_WAIT_MS 2000
+
+typedef struct npart {
+  natsSubscription *sub;   /* "<inbox>.*" */
+  char *inbox;             /* owned */
+  char *cons;              /* the consumer's name (owned); NULL: none yet */
+  char *next;              /* "$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>" (owned) */
+  int64_t left[NSRC_REQS]; /* messages still due on request r (0: the slot is free) */
+  uint64_t sent[NSRC_REQS];/* uv_hrtime of request r */
+  uint64_t ord[NSRC_REQS]; /* the order of request r among those sent (the server serves them
+                              in that order: a message answers the oldest one still open) */
+  uint64_t nsent;
+  uint64_t wait_until;     /* no request before (a back-off) */
+  int64_t backoff;         /* ms */
+  int check;               /* ask for the consumer before the next request */
+  natsMsg *ready;          /* the next message, peeked */
+  uint64_t seq;            /* its stream sequence */
+  int64_t mts;             /* its time (ms) */
+} npart;
+
 typedef struct nsrc {
   wm_partsrc ps; /* first */
   natsConnection *nc;
   jsCtx *js;
-  natsSubscription **sub; /* per partition */
-  natsMsg **ready;        /* per partition: the next message, peeked */
-  uint64_t *seq;          /* its stream sequence */
-  int64_t *mts;           /* its time (ms) */
+  npart *np;              /* per partition */
   char **subjects;        /* per partition (owned) */
   char *url, *stream, *durable;
   char *who;              /* "<op> to the NATS server at <url>", for connection reports */
+  int start;              /* cfg.p.start, start_value: where a consumer starts without a position */
+  int64_t start_value;
   wm_schema *schema;
 } nsrc;
 
-static int nsrc_peek(wm_partsrc *s, int i) {
-  nsrc *k = (nsrc *)s;
-  wm_part *p = &s->parts[i];
-  if (k->ready[i]) return 1;
-  if (p->end >= 0 && p->pos > p->end) {
-    p->done = 1;
-    return 0;
-  }
-  int msgs = 0, bytes = 0;
-  natsStatus st = natsSubscription_GetPending(k->sub[i], &msgs, &bytes);
-  if (st != NATS_OK && st != NATS_SLOW_CONSUMER)
-    return wm_ctx_error(s->op->ctx, "%s: subject %s at %s: %s", s->op->name, p->name, k->url,
-                        natsStatus_GetText(st));
-  if (msgs <= 0) return 0;
-  natsMsg *m = NULL;
-  st = natsSubscription_NextMsg(&m, k->sub[i], NATS_TIMEOUT_MS);
-  if (st == NATS_TIMEOUT) return 0;
-  if (st != NATS_OK)
-    return wm_ctx_error(s->op->ctx, "%s: subject %s at %s: %s", s->op->name, p->name, k->url,
-                        natsStatus_GetText(st));
-  jsMsgMetaData *md = NULL;
-  st = natsMsg_GetMetaData(&md, m);
-  if (st != NATS_OK) {
-    natsMsg_Destroy(m);
-    return wm_ctx_error(s->op->ctx, "%s: subject %s at %s: a message without JetStream metadata: %s",
-                        s->op->name, p->name, k->url, natsStatus_GetText(st));
-  }
-  k->seq[i] = md->Sequence.Stream;
-  k->mts[i] = md->Timestamp / 1000000;
-  jsMsgMetaData_Destroy(md);
-  if (p->end >= 0 && (int64_t)k->seq[i] > p->end) { /* came after the start: not ours */
-    natsMsg_Destroy(m);
-    p->done = 1;
-    return 0;
-  }
-  k->ready[i] = m;
-  return 1;
+static int nsrc_fail(nsrc *k, int i, const char *what, natsStatus st, jsErrCode jerr) {
+  char why[300];
+  wm_partsrc *s = &k->ps;
+  return wm_ctx_error(s->op->ctx, "%s: %s subject '%s' of stream '%s' at %s: %s", s->op->name, what,
+                      k->subjects[i], k->stream, k->url, wm_nats_why(st, jerr, why, sizeof why));
 }
-
-static int nsrc_emit(wm_partsrc *s, int i) {
-  nsrc *k = (nsrc *)s;
-  wm_part *p = &s->parts[i];
-  natsMsg *m = k->ready[i];
-  k->ready[i] = NULL;
-  int64_t ts = k->mts[i];
-  p->pos = (int64_t)k->seq[i] + 1;
-  const char *data = natsMsg_GetData(m);
-  wm_value val = wm_cstr(data ? data : "", data ? (size_t)natsMsg_GetDataLength(m) : 0);
-  int rc;
-  if (s->cfg.metadata) {
-    const char *subj = natsMsg_GetSubject(m);
-    wm_value f[5];
-    f[0] = wm_int((int64_t)k->seq[i]);
-    f[1] = wm_cstr(k->stream, strlen(k->stream));
-    f[2] = wm_cstr(subj, strlen(subj));
-    f[3] = wm_int(ts);
-    f[4] = val;
-    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts, (int64_t)k->seq[i]);
-  } else {
-    rc = wm_partsrc_emit(s, i, &val, ts, (int64_t)k->seq[i]);
-  }
-  natsMsg_Destroy(m);
-  if (rc == WM_OK && p->end >= 0 && p->pos > p->end) p->done = 1;
-  return rc;
-}
-
-/* libnats' reader thread may still hand a message in flight to a subscription being
- * destroyed (a crash seen when a resumed job ended at once): a subscription is destroyed
- * once unsubscribed (unsub, on a restore: it is made again at the restored sequence) or
- * once its connection is closed (at the end). */
-static void sub_drop(natsSubscription **sub, int unsub) {
-  if (!*sub) return;
-  if (unsub) natsSubscription_Unsubscribe(*sub);
-  natsSubscription_Destroy(*sub);
-  *sub = NULL;
-}
-
-static void nsrc_close(wm_partsrc *s) {
-  nsrc *k = (nsrc *)s;
-  if (k->nc) natsConnection_Close(k->nc); /* the reader thread hands out no more messages */
-  for (int i = 0; i < s->n; i++) {
-    if (k->ready && k->ready[i]) {
-      natsMsg_Destroy(k->ready[i]);
-      k->ready[i] = NULL;
-    }
-    if (k->sub) sub_drop(&k->sub[i], 0);
-  }
-  wm_nats_close(k->nc, k->js);
-  k->nc = NULL;
-  k->js = NULL;
-}
-
-static void nsrc_free(wm_partsrc *s) {
-  nsrc *k = (nsrc *)s;
-  for (int i = 0; k->subjects && i < s->n; i++) free(k->subjects[i]);
-  free(k->subjects);
-  free(k->sub);
-  free(k->ready);
-  free(k->seq);
-  free(k->mts);
-  free(k->url);
-  free(k->stream);
-  free(k->durable);
-  free(k->who);
-  if (k->schema) wm_schema_release(k->schema);
-}
-
-static const wm_partsrc_hooks nsrc_hooks;
 
 /* A consumer name from the durable name and the subject: letters, digits, '-' and '_'. */
 static void durable_name(char *out, size_t n, const char *durable, const char *subject) {
@@ -267,39 +212,315 @@ static void durable_name(char *out, size_t n, const char *durable, const char *s
       *c = '_';
 }
 
-/* Subscribes partition i from `start` (WM_START_*, with start_value). WM_OK or WM_ERR. */
-static int nsrc_sub_one(nsrc *k, int i, int start, int64_t start_value) {
-  wm_partsrc *s = &k->ps;
+/* Makes partition i's pull consumer, starting at `start` (WM_START_*, start_value); a
+ * durable one that exists is used as it is, unless `fresh` (a restored position: it is
+ * made again there). WM_OK or WM_ERR. */
+static int nsrc_consumer(nsrc *k, int i, int start, int64_t start_value, int fresh) {
+  npart *q = &k->np[i];
   jsErrCode jerr = 0;
-  char why[300];
-  jsSubOptions so;
-  jsSubOptions_Init(&so);
-  so.Stream = k->stream;
-  switch (start) {
-  case WM_START_LATEST: so.Config.DeliverPolicy = js_DeliverNew; break;
-  case WM_START_SEQUENCE:
-    so.Config.DeliverPolicy = js_DeliverByStartSequence;
-    so.Config.OptStartSeq = (uint64_t)(start_value > 0 ? start_value : 1);
-    break;
-  case WM_START_TIME:
-    so.Config.DeliverPolicy = js_DeliverByStartTime;
-    so.Config.OptStartTime = start_value * 1000000;
-    break;
-  default: so.Config.DeliverPolicy = js_DeliverAll; break;
-  }
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = NSRC_API_WAIT_MS;
   char dname[512];
+  jsConsumerInfo *ci = NULL;
+  natsStatus st;
   if (k->durable) {
     durable_name(dname, sizeof dname, k->durable, k->subjects[i]);
-    so.Config.Durable = dname;
-    so.Config.AckPolicy = js_AckNone; /* positions live in checkpoints, not in acks */
-  } else {
-    so.Ordered = true; /* ephemeral, in order, recreated by libnats after a gap */
+    if (fresh) {
+      st = js_DeleteConsumer(k->js, k->stream, dname, &o, &jerr);
+      if (st != NATS_OK && st != NATS_NOT_FOUND) return nsrc_fail(k, i, "cannot restart the consumer of", st, jerr);
+    } else {
+      st = js_GetConsumerInfo(&ci, k->js, k->stream, dname, &o, &jerr);
+      if (st == NATS_OK && ci->Config && ci->Config->DeliverSubject && ci->Config->DeliverSubject[0]) {
+        jsConsumerInfo_Destroy(ci);
+        return wm_ctx_error(k->ps.op->ctx, "%s: the durable consumer '%s' of stream '%s' at %s is a push "
+                            "consumer (made by an older wmrun); read_nats reads with pull consumers: "
+                            "delete it, or name another durable", k->ps.op->name, dname, k->stream, k->url);
+      }
+      if (st != NATS_OK && st != NATS_NOT_FOUND) return nsrc_fail(k, i, "cannot read", st, jerr);
+    }
   }
-  natsStatus st = js_SubscribeSync(&k->sub[i], k->js, k->subjects[i], NULL, &so, &jerr);
-  if (st != NATS_OK)
-    return wm_ctx_error(s->op->ctx, "%s: cannot read subject '%s' of stream '%s' at %s: %s", s->op->name,
-                        k->subjects[i], k->stream, k->url, wm_nats_why(st, jerr, why, sizeof why));
+  if (!ci) {
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.FilterSubject = k->subjects[i];
+    cc.AckPolicy = js_AckNone; /* positions live in checkpoints, not in acks */
+    cc.MaxRequestBatch = NSRC_BATCH;
+    switch (start) {
+    case WM_START_LATEST: cc.DeliverPolicy = js_DeliverNew; break;
+    case WM_START_SEQUENCE:
+      cc.DeliverPolicy = js_DeliverByStartSequence;
+      cc.OptStartSeq = (uint64_t)(start_value > 0 ? start_value : 1);
+      break;
+    case WM_START_TIME:
+      cc.DeliverPolicy = js_DeliverByStartTime;
+      cc.OptStartTime = start_value * 1000000;
+      break;
+    default: cc.DeliverPolicy = js_DeliverAll; break;
+    }
+    if (k->durable) cc.Durable = dname;
+    else cc.InactiveThreshold = (int64_t)NSRC_INACTIVE_MS * 1000000;
+    jerr = 0;
+    st = js_AddConsumer(&ci, k->js, k->stream, &cc, &o, &jerr);
+    if (st != NATS_OK) return nsrc_fail(k, i, "cannot read", st, jerr);
+  }
+  if (!ci || !ci->Name) {
+    if (ci) jsConsumerInfo_Destroy(ci);
+    return wm_ctx_error(k->ps.op->ctx, "%s: the server at %s gave no name for the consumer of subject '%s'",
+                        k->ps.op->name, k->url, k->subjects[i]);
+  }
+  size_t n = strlen(k->stream) + strlen(ci->Name) + 40;
+  char *name = strdup(ci->Name), *next = malloc(n);
+  jsConsumerInfo_Destroy(ci);
+  if (!name || !next) {
+    free(name);
+    free(next);
+    return wm_ctx_error(k->ps.op->ctx, "out of memory in '%s'", k->ps.op->name);
+  }
+  snprintf(next, n, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", k->stream, name);
+  free(q->cons);
+  free(q->next);
+  q->cons = name;
+  q->next = next;
+  for (int r = 0; r < NSRC_REQS; r++) q->left[r] = 0; /* requests to an old consumer: given up */
   return WM_OK;
+}
+
+/* Partition i's inbox, new (what an old one still receives is never read). */
+static int nsrc_inbox(nsrc *k, int i) {
+  npart *q = &k->np[i];
+  if (q->sub) {
+    natsSubscription_Unsubscribe(q->sub);
+    natsSubscription_Destroy(q->sub);
+    q->sub = NULL;
+  }
+  natsInbox *ib = NULL;
+  natsStatus st = natsInbox_Create(&ib);
+  size_t n = ib ? strlen(ib) + 8 : 0;
+  char *inbox = ib ? malloc(n) : NULL, *wild = inbox ? malloc(n) : NULL;
+  if (inbox && wild) {
+    snprintf(inbox, n, "%s", ib);
+    snprintf(wild, n, "%s.*", ib);
+  }
+  natsInbox_Destroy(ib);
+  if (st != NATS_OK || !inbox || !wild) {
+    free(inbox);
+    free(wild);
+    return wm_ctx_error(k->ps.op->ctx, "out of memory in '%s'", k->ps.op->name);
+  }
+  st = natsConnection_SubscribeSync(&q->sub, k->nc, wild);
+  free(wild);
+  free(q->inbox);
+  q->inbox = inbox;
+  if (st == NATS_OK) st = natsSubscription_SetPendingLimits(q->sub, -1, -1); /* bounded by the requests */
+  if (st != NATS_OK) return nsrc_fail(k, i, "cannot read", st, 0);
+  for (int r = 0; r < NSRC_REQS; r++) q->left[r] = 0;
+  return WM_OK;
+}
+
+/* Asks for more on every free slot of partition i (after a back-off, after checking the
+ * consumer when a 503 came). WM_OK or WM_ERR. */
+static int nsrc_request(nsrc *k, int i) {
+  wm_partsrc *s = &k->ps;
+  npart *q = &k->np[i];
+  uint64_t now = uv_hrtime();
+  if (now < q->wait_until) return WM_OK;
+  for (int r = 0; r < NSRC_REQS; r++) /* forgotten by the server (a restart), or nobody there */
+    if (q->left[r] > 0 && now - q->sent[r] > (uint64_t)(NSRC_EXPIRES_MS + NSRC_GRACE_MS) * 1000000u) {
+      q->left[r] = 0;
+      q->check = 1;
+    }
+  if (q->check) {
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = NSRC_API_WAIT_MS;
+    natsStatus st = js_GetConsumerInfo(&ci, k->js, k->stream, q->cons, &o, &jerr);
+    if (ci) jsConsumerInfo_Destroy(ci);
+    if (jerr == 10059) /* JetStream's "stream not found" */
+      return wm_ctx_error(s->op->ctx, "%s: stream '%s' does not exist any more at %s (deleted while the job "
+                          "read it, at sequence %lld of subject '%s')", s->op->name, k->stream, k->url,
+                          (long long)s->parts[i].pos, k->subjects[i]);
+    if (st == NATS_NOT_FOUND) {
+      int64_t pos = s->parts[i].pos;
+      int rc = pos > 0 ? nsrc_consumer(k, i, WM_START_SEQUENCE, pos, 1)
+                       : nsrc_consumer(k, i, k->start, k->start_value, 1);
+      if (rc != WM_OK) return WM_ERR;
+    } else if (st != NATS_OK) { /* JetStream not there yet: wait on */
+      q->wait_until = now + (uint64_t)q->backoff * 1000000u;
+      q->backoff = q->backoff * 2 > NSRC_BACKOFF_MAX_MS ? NSRC_BACKOFF_MAX_MS : q->backoff * 2;
+      return WM_OK;
+    }
+    q->check = 0;
+  }
+  char body[96], reply[300];
+  int bl = snprintf(body, sizeof body, "{\"batch\":%d,\"expires\":%lld}", NSRC_BATCH,
+                    (long long)NSRC_EXPIRES_MS * 1000000LL);
+  for (int r = 0; r < NSRC_REQS; r++) {
+    if (q->left[r] > 0) continue;
+    snprintf(reply, sizeof reply, "%s.%d", q->inbox, r);
+    natsStatus st = natsConnection_PublishRequest(k->nc, q->next, reply, body, bl);
+    if (st != NATS_OK) return nsrc_fail(k, i, "cannot ask for the messages of", st, 0);
+    q->left[r] = NSRC_BATCH;
+    q->sent[r] = now;
+    q->ord[r] = ++q->nsent;
+  }
+  return WM_OK;
+}
+
+/* The request a status message of partition i's inbox ends (it comes on the request's own
+ * reply subject), or -1. */
+static int nsrc_slot(const npart *q, natsMsg *m) {
+  const char *subj = natsMsg_GetSubject(m);
+  size_t n = strlen(q->inbox);
+  if (!subj || strncmp(subj, q->inbox, n) != 0 || subj[n] != '.') return -1;
+  int r = atoi(subj + n + 1);
+  return r >= 0 && r < NSRC_REQS ? r : -1;
+}
+
+static int nsrc_peek(wm_partsrc *s, int i) {
+  nsrc *k = (nsrc *)s;
+  wm_part *p = &s->parts[i];
+  npart *q = &k->np[i];
+  if (q->ready) return 1;
+  if (p->end >= 0 && p->pos > p->end) {
+    p->done = 1;
+    return 0;
+  }
+  if (!q->sub) return 0;
+  for (;;) {
+    if (nsrc_request(k, i) != WM_OK) return WM_ERR;
+    int msgs = 0, bytes = 0;
+    natsStatus st = natsSubscription_GetPending(q->sub, &msgs, &bytes);
+    if (st != NATS_OK) return nsrc_fail(k, i, "cannot read", st, 0);
+    if (msgs <= 0) return 0;
+    natsMsg *m = NULL;
+    st = natsSubscription_NextMsg(&m, q->sub, NATS_TIMEOUT_MS);
+    if (st == NATS_TIMEOUT) return 0;
+    const char *status = NULL;
+    if (st == NATS_NO_RESPONDERS ||
+        (st == NATS_OK && natsMsg_GetDataLength(m) == 0 && natsMsgHeader_Get(m, "Status", &status) == NATS_OK)) {
+      /* the end of a request: 404 (nothing now), 408 (expired), 409 (ended by the server);
+       * 503: no responders; 100: a heartbeat */
+      if (!status || strncmp(status, "100", 3) != 0) {
+        int r = m ? nsrc_slot(q, m) : -1;
+        if (r >= 0) q->left[r] = 0;
+        if (!status || strncmp(status, "503", 3) == 0) {
+          q->check = 1;
+          q->wait_until = uv_hrtime() + (uint64_t)q->backoff * 1000000u;
+          q->backoff = q->backoff * 2 > NSRC_BACKOFF_MAX_MS ? NSRC_BACKOFF_MAX_MS : q->backoff * 2;
+        } else if (strncmp(status, "409", 3) == 0) {
+          const char *d = NULL;
+          if (natsMsgHeader_Get(m, "Description", &d) == NATS_OK && d && strstr(d, "Deleted")) q->check = 1;
+        }
+      }
+      natsMsg_Destroy(m);
+      continue;
+    }
+    if (st != NATS_OK) return nsrc_fail(k, i, "cannot read", st, 0);
+    /* a message carries its own subject: it answers the oldest open request */
+    int o = -1;
+    for (int j = 0; j < NSRC_REQS; j++)
+      if (q->left[j] > 0 && (o < 0 || q->ord[j] < q->ord[o])) o = j;
+    if (o >= 0) q->left[o]--;
+    q->backoff = NSRC_BACKOFF_MIN_MS;
+    jsMsgMetaData *md = NULL;
+    st = natsMsg_GetMetaData(&md, m);
+    if (st != NATS_OK) {
+      natsMsg_Destroy(m);
+      return wm_ctx_error(s->op->ctx, "%s: subject %s at %s: a message without JetStream metadata: %s",
+                          s->op->name, p->name, k->url, natsStatus_GetText(st));
+    }
+    uint64_t seq = md->Sequence.Stream;
+    q->mts = md->Timestamp / 1000000;
+    jsMsgMetaData_Destroy(md);
+    if (p->pos > 0 && (int64_t)seq < p->pos) { /* again, after a consumer was made again */
+      natsMsg_Destroy(m);
+      continue;
+    }
+    q->seq = seq;
+    if (p->end >= 0 && (int64_t)seq > p->end) { /* came after the start: not ours */
+      natsMsg_Destroy(m);
+      p->done = 1;
+      return 0;
+    }
+    q->ready = m;
+    return 1;
+  }
+}
+
+static int nsrc_emit(wm_partsrc *s, int i) {
+  nsrc *k = (nsrc *)s;
+  wm_part *p = &s->parts[i];
+  npart *q = &k->np[i];
+  natsMsg *m = q->ready;
+  q->ready = NULL;
+  int64_t ts = q->mts;
+  p->pos = (int64_t)q->seq + 1;
+  const char *data = natsMsg_GetData(m);
+  wm_value val = wm_cstr(data ? data : "", data ? (size_t)natsMsg_GetDataLength(m) : 0);
+  int rc;
+  if (s->cfg.metadata) {
+    const char *subj = natsMsg_GetSubject(m);
+    wm_value f[5];
+    f[0] = wm_int((int64_t)q->seq);
+    f[1] = wm_cstr(k->stream, strlen(k->stream));
+    f[2] = wm_cstr(subj, strlen(subj));
+    f[3] = wm_int(ts);
+    f[4] = val;
+    rc = wm_partsrc_emit_row(s, i, k->schema, f, ts, (int64_t)q->seq);
+  } else {
+    rc = wm_partsrc_emit(s, i, &val, ts, (int64_t)q->seq);
+  }
+  natsMsg_Destroy(m);
+  if (rc == WM_OK && p->end >= 0 && p->pos > p->end) p->done = 1;
+  return rc;
+}
+
+/* Frees partition i's client side (the inbox; the consumer stays: an ephemeral one goes by
+ * itself once unused, a durable one is the durable's position). */
+static void nsrc_part_close(nsrc *k, int i) {
+  npart *q = &k->np[i];
+  if (q->ready) natsMsg_Destroy(q->ready);
+  q->ready = NULL;
+  if (q->sub) natsSubscription_Destroy(q->sub); /* once its connection is closed, or unsubscribed */
+  q->sub = NULL;
+}
+
+static void nsrc_close(wm_partsrc *s) {
+  nsrc *k = (nsrc *)s;
+  if (k->nc) natsConnection_Close(k->nc); /* the reader thread hands out no more messages */
+  for (int i = 0; k->np && i < s->n; i++) nsrc_part_close(k, i);
+  wm_nats_close(k->nc, k->js);
+  k->nc = NULL;
+  k->js = NULL;
+}
+
+static void nsrc_free(wm_partsrc *s) {
+  nsrc *k = (nsrc *)s;
+  for (int i = 0; k->subjects && i < s->n; i++) free(k->subjects[i]);
+  for (int i = 0; k->np && i < s->n; i++) {
+    free(k->np[i].inbox);
+    free(k->np[i].cons);
+    free(k->np[i].next);
+  }
+  free(k->subjects);
+  free(k->np);
+  free(k->url);
+  free(k->stream);
+  free(k->durable);
+  free(k->who);
+  if (k->schema) wm_schema_release(k->schema);
+}
+
+/* Partition i reads from `start`: its consumer and its inbox. WM_OK or WM_ERR. */
+static int nsrc_open(nsrc *k, int i, int start, int64_t start_value, int fresh) {
+  k->np[i].backoff = NSRC_BACKOFF_MIN_MS;
+  k->np[i].check = 0;
+  k->np[i].wait_until = 0;
+  if (nsrc_consumer(k, i, start, start_value, fresh) != WM_OK) return WM_ERR;
+  return nsrc_inbox(k, i);
 }
 
 static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
@@ -330,23 +551,24 @@ static int nsrc_subscribe(nsrc *k, const wm_nats_source_config *cfg) {
     /* the position of the next record is known from the start (a checkpoint before the
      * first record then holds it) */
     if (cfg->p.start == WM_START_SEQUENCE) p->pos = cfg->p.start_value > 0 ? cfg->p.start_value : 1;
-    if (nsrc_sub_one(k, i, cfg->p.start, cfg->p.start_value) != WM_OK) return WM_ERR;
+    if (nsrc_open(k, i, cfg->p.start, cfg->p.start_value, 0) != WM_OK) return WM_ERR;
   }
   return WM_OK;
 }
 
-/* Restored positions: the restored subjects are read again from their sequence. */
+/* Restored positions: the restored subjects are read again from their sequence, by a
+ * consumer made there, through a new inbox. */
 static int nsrc_seek(wm_partsrc *s) {
   nsrc *k = (nsrc *)s;
   for (int i = 0; i < s->n; i++) {
     wm_part *p = &s->parts[i];
     if (!p->restored || !k->js) continue;
-    if (k->ready[i]) natsMsg_Destroy(k->ready[i]);
-    k->ready[i] = NULL;
-    sub_drop(&k->sub[i], 1);
+    npart *q = &k->np[i];
+    if (q->ready) natsMsg_Destroy(q->ready);
+    q->ready = NULL;
     p->done = p->end >= 0 && p->pos > p->end;
     if (p->done) continue;
-    if (nsrc_sub_one(k, i, WM_START_SEQUENCE, p->pos) != WM_OK) return WM_ERR;
+    if (nsrc_open(k, i, WM_START_SEQUENCE, p->pos, 1) != WM_OK) return WM_ERR;
   }
   return WM_OK;
 }
@@ -360,16 +582,14 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
   wm_ctx *ctx = s->op->ctx;
   nsrc *k = (nsrc *)s;
   size_t n = (size_t)(s->n > 0 ? s->n : 1);
-  k->sub = calloc(n, sizeof *k->sub);
-  k->ready = calloc(n, sizeof *k->ready);
-  k->seq = calloc(n, sizeof *k->seq);
-  k->mts = calloc(n, sizeof *k->mts);
+  k->np = calloc(n, sizeof *k->np);
   k->subjects = calloc(n, sizeof *k->subjects);
   k->url = strdup(cfg->url);
   k->stream = strdup(cfg->stream);
   k->durable = cfg->durable ? strdup(cfg->durable) : NULL;
-  int oom = (cfg->durable && !k->durable) || !k->sub || !k->ready || !k->seq || !k->mts || !k->subjects ||
-            !k->url || !k->stream;
+  k->start = cfg->p.start;
+  k->start_value = cfg->p.start_value;
+  int oom = (cfg->durable && !k->durable) || !k->np || !k->subjects || !k->url || !k->stream;
   for (int i = 0; !oom && i < s->n; i++) oom = !(k->subjects[i] = strdup(cfg->subjects[i]));
   if (!oom && cfg->p.metadata) {
     const char *names[5] = {"sequence", "stream", "subject", "timestamp", "value"};

@@ -450,14 +450,18 @@ end
 -- stream's duplicate window. Creates the stream when missing, on `subjects` (default: the
 -- subject, or with a subject function the wildcard of the first subject's first token).
 -- @tparam table opts `url`, `stream`, `subject` (a string or fn(record) -> subject),
---   `subjects`, `format` (as write_lines), `id_prefix` (default: the job line and stream)
+--   `subjects`, `format` (as write_lines), `id_prefix` (default: the job line and stream),
+--   `timeout` (how long the sink waits without any acknowledgement from the server, through
+--   pauses and restarts, before it fails the job; default "60s")
 -- @usage stream:write_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS",
 --   subject = function(r) return "events." .. r.id end}
 function Stream:write_nats(opts)
   if type(opts) ~= "table" then error("write_nats: expected a table of options, got " .. type(opts), 2) end
   opt_table(opts, "write_nats", {url = true, stream = true, subject = true, subjects = true, format = true,
-    id_prefix = true, name = true}, 2)
+    id_prefix = true, name = true, timeout = true}, 2)
   local url = check_string(opts.url, "write_nats", "url", 2)
+  local timeout = opts.timeout ~= nil and duration.ms(opts.timeout, "write_nats timeout", 2) or 60000
+  if timeout <= 0 then error("write_nats: timeout must be positive", 2) end
   local sname = check_string(opts.stream, "write_nats", "stream", 2)
   local subject = opts.subject
   if type(subject) ~= "string" and type(subject) ~= "function" then
@@ -473,7 +477,7 @@ function Stream:write_nats(opts)
   local prefix = opts.id_prefix ~= nil and check_string(opts.id_prefix, "write_nats", "id_prefix", 2)
     or (base.where() .. "/" .. sname)
   return sink(self, "write_nats", {url = url, stream = sname, subject = subject, subjects = subjects,
-    format = check_format(opts.format, "write_nats", 2), id_prefix = prefix,
+    format = check_format(opts.format, "write_nats", 2), id_prefix = prefix, timeout = timeout,
     name = opts.name or ("write_nats(" .. sname .. "@" .. url .. ")")})
 end
 
