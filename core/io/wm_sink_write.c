@@ -12,6 +12,13 @@
  * truncated to 0 at the first record or watermark (or when the job ends without one)
  * unless a restore came first, so that a resumed job keeps what the checkpoint covers.
  * write_socket keeps nothing: at-least-once.
+ *
+ * An output that cannot seek (a FIFO, a pipe such as /dev/stdout in `wmrun job | cmd`, a
+ * terminal, a character device) is written sequentially and synchronously from the loop
+ * (write(2) of the gathered buffer, as print writes standard output): a reader that stops
+ * reading stops the job, and a snapshot finds nothing in flight, so it writes out what has
+ * gathered before the checkpoint completes (at-least-once: nothing is cut on a restore, what
+ * was written after the checkpoint is written again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +91,34 @@ static void writer_close(writer *w) {
 
 static void writer_kick(writer *w);
 
+static int write_all_fd(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* An output that cannot seek: what has gathered, written now (see the top). */
+static void writer_kick_seq(writer *w) {
+  if (w->failed || w->closed) return;
+  if (w->pend.len && (w->pend.len >= w->cfg.buffer || w->ending)) {
+    if (write_all_fd(w->fd, w->pend.data, w->pend.len) != 0) {
+      writer_fail(w, "cannot write to", uv_translate_sys_error(errno));
+      return;
+    }
+    w->offset += (int64_t)w->pend.len;
+    wm_buf_clear(&w->pend);
+    writer_report(w);
+  }
+  if (w->ending && w->pend.len == 0) writer_close(w);
+}
+
 static void writer_written(writer *w, ssize_t n) {
   w->busy = 0;
   if (w->failed) return;
@@ -131,6 +166,10 @@ static void on_tcp_written(uv_write_t *req, int status) {
 /* Starts the next write when there is something to write and nothing in flight; closes
  * the output once everything is written after the end of input. */
 static void writer_kick(writer *w) {
+  if (!w->tcp && !w->regular) {
+    writer_kick_seq(w);
+    return;
+  }
   if (w->busy || w->failed || w->closed) return;
   if (w->tcp && !w->connected) return;
   if (w->fly.len == 0) {
@@ -249,6 +288,16 @@ static int writer_sync(writer *w) {
   wm_ctx *ctx = w->op->ctx;
   if (w->failed) return wm_ctx_error(ctx, "sink '%s' has failed", w->op->name);
   if (w->trunc_pending && writer_truncate(w) != WM_OK) return WM_ERR;
+  if (!w->regular) { /* written in order, nothing in flight: what has gathered goes out now */
+    if (w->fd < 0 || w->pend.len == 0) return WM_OK;
+    if (write_all_fd(w->fd, w->pend.data, w->pend.len) != 0)
+      return wm_ctx_error(ctx, "cannot write '%s' for a checkpoint: %s\n  in sink '%s'",
+                          w->origin, strerror(errno), w->op->name);
+    w->offset += (int64_t)w->pend.len;
+    wm_buf_clear(&w->pend);
+    writer_report(w);
+    return WM_OK;
+  }
   int fd = w->fd, own = 0;
   if (fd < 0) { /* closed after the end of input: everything was written; make it durable */
     fd = open(w->origin, O_WRONLY);

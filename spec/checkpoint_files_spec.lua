@@ -1,0 +1,115 @@
+-- Checkpoints and the files around them (docs/checkpoints.md, issue 34 items 6 to 9): an
+-- output that is not the file a checkpoint wrote, two jobs on one checkpoint directory, a
+-- window function changed between a checkpoint and its resume, outputs that cannot seek.
+--
+-- No fixed sleeps: every wait is for an event (a line on stderr, a file, an exit status).
+local h = require("helper")
+local q = h.shell_quote
+
+describe("checkpoint files", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  local function job(text, name)
+    local p = dir .. "/" .. (name or "job.lua")
+    local f = assert(io.open(p, "w"))
+    f:write(text)
+    f:close()
+    return p
+  end
+
+  -- Starts `cat path > out` in the background (a FIFO's reader); returns a function that
+  -- waits until it has ended (its writer closed the FIFO) and gives what it read.
+  local function fifo_reader(path, out)
+    local done = out .. ".done"
+    os.execute(string.format("sh -c 'cat %s > %s; echo ok > %s' >/dev/null 2>&1 </dev/null &",
+      q(path), q(out), q(done)))
+    return function()
+      h.wait_for(function() return h.read_or_empty(done) ~= "" end, "the FIFO's reader to end", 60)
+      return h.read(out)
+    end
+  end
+
+  local function numbered(n)
+    local t = {}
+    for i = 1, n do t[i] = '"line ' .. i .. '"' end
+    return table.concat(t, "\n") .. "\n"
+  end
+
+  -- ---- item 9: outputs that cannot seek -----------------------------------------------------
+
+  describe("write_lines to an output that cannot seek", function()
+    local gen = [[
+local wm = require("wm")
+local env = wm.env{}
+env:generate(function(i) return "line " .. i end, {count = 2000}):write_lines(arg[1])
+env:execute()
+]]
+
+    it("writes a FIFO (with and without checkpoints)", function()
+      os.execute("mkfifo " .. q(dir .. "/fifo"))
+      local jp = job(gen)
+      for _, args in ipairs{"", "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 1ms "} do
+        local got = fifo_reader(dir .. "/fifo", dir .. "/got")
+        local _, err, code = h.wmrun(args .. q(jp) .. " " .. q(dir .. "/fifo"))
+        assert.are.equal(0, code, err)
+        assert.are.equal(numbered(2000), got())
+      end
+    end)
+
+    it("writes /dev/stdout when it is a pipe", function()
+      local jp = job(gen)
+      for _, args in ipairs{"", "--checkpoint-dir " .. q(dir .. "/ck2") .. " "} do
+        local _, err, code = h.sh(string.format("sh -c %s", q(h.wmrun_path() .. " " .. args .. q(jp)
+          .. " /dev/stdout | cat > " .. q(dir .. "/got"))))
+        assert.are.equal(0, code, err)
+        assert.are.equal("", err)
+        assert.are.equal(numbered(2000), h.read(dir .. "/got"))
+      end
+    end)
+
+    it("is at-least-once across a stop with a checkpoint: nothing is cut, nothing is lost", function()
+      os.execute("mkfifo " .. q(dir .. "/fifo"))
+      local text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{}
+env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return "line " .. i
+  end, {count = 3000, rate = RATE}):write_lines(dir .. "/fifo")
+env:execute()
+]]
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local first = fifo_reader(dir .. "/fifo", dir .. "/got1")
+      local p = h.bg_job(dir, (text:gsub("RATE", "1000")), ck)
+      h.finally(p.kill)
+      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+      p.signal("TERM")
+      local rc = p.wait()
+      local perr = h.read_or_empty(p.err)
+      assert.are.equal(0, rc, perr)
+      assert.matches("stopped by SIGTERM with checkpoint", perr)
+      local got1 = first()
+      local second = fifo_reader(dir .. "/fifo", dir .. "/got2")
+      local _, err, code = h.wmrun(ck .. q(job((text:gsub("RATE", "nil")), "job2.lua")))
+      assert.are.equal(0, code, err)
+      assert.matches("resuming from checkpoint", err)
+      local got2 = second()
+      -- the first run's lines are 1..k in order; the second's start at or before k + 1 and
+      -- go on to the end in order: every line at least once
+      local n1 = 0
+      for l in got1:gmatch("[^\n]+") do
+        n1 = n1 + 1
+        assert.are.equal('"line ' .. n1 .. '"', l)
+      end
+      assert.is_true(n1 >= 300, "the first run wrote " .. n1 .. " lines")
+      local from = tonumber(got2:match('^"line (%d+)"'))
+      assert.is_true(from ~= nil and from <= n1 + 1, "the resumed run starts at line " .. tostring(from))
+      local want = {}
+      for i = from, 3000 do want[#want + 1] = '"line ' .. i .. '"' end
+      assert.are.equal(table.concat(want, "\n") .. "\n", got2)
+    end)
+  end)
+end)
