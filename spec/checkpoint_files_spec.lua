@@ -37,6 +37,61 @@ describe("checkpoint files", function()
     return table.concat(t, "\n") .. "\n"
   end
 
+  -- ---- item 7: one job per checkpoint directory ----------------------------------------------
+
+  describe("a checkpoint directory", function()
+    local text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{}
+env:generate(function(i)
+    if i == 100 and RATE then io.stderr:write("started\n") end
+    return "line " .. i
+  end, {count = 3000, rate = RATE}):write_lines(dir .. "/OUT.txt")
+env:execute()
+]]
+
+    it("is refused to a second job while a first one runs on it, naming the holder's pid and host", function()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms "
+      local p = h.bg_job(dir, (text:gsub("RATE", "1000"):gsub("OUT", "a")), ck)
+      h.finally(p.kill)
+      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+      local host = h.lines("hostname")[1]
+      -- the same job again, on the same output: it must neither write nor cut it
+      local second = job((text:gsub("RATE", "nil"):gsub("OUT", "a")), "second.lua")
+      for _, extra in ipairs{"", "--fresh "} do
+        local _, err, code = h.wmrun(ck .. extra .. q(second))
+        assert.are_not.equal(0, code)
+        assert.truthy(err:find("checkpoint directory " .. dir .. "/ck is in use by another job (pid "
+          .. p.pid() .. " host " .. host .. "; lock file " .. dir .. "/ck/LOCK)", 1, true), err)
+        assert.truthy(err:find("--checkpoint-dir", 1, true), err)
+      end
+      assert.is_nil(p.done()) -- the first one runs on, undisturbed
+      p.signal("TERM")
+      local rc = p.wait()
+      local perr = h.read_or_empty(p.err)
+      assert.are.equal(0, rc, perr)
+      assert.matches("stopped by SIGTERM with checkpoint", perr)
+      -- the lock went with its process: the next job resumes the first one's checkpoint
+      local _, err, code = h.wmrun(ck .. q(job((text:gsub("RATE", "nil"):gsub("OUT", "a")), "third.lua")))
+      assert.are.equal(0, code, err)
+      assert.matches("resuming from checkpoint", err)
+      assert.are.equal(numbered(3000), h.read(dir .. "/a.txt"))
+    end)
+
+    it("is free again after its job was killed with SIGKILL", function()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms "
+      local p = h.bg_job(dir, (text:gsub("RATE", "1000"):gsub("OUT", "a")), ck)
+      h.finally(p.kill)
+      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+      p.kill()
+      p.wait()
+      local _, err, code = h.wmrun(ck .. q(job((text:gsub("RATE", "nil"):gsub("OUT", "a")), "again.lua")))
+      assert.are.equal(0, code, err)
+      assert.are.equal(numbered(3000), h.read(dir .. "/a.txt"))
+    end)
+  end)
+
   -- ---- item 9: outputs that cannot seek -----------------------------------------------------
 
   describe("write_lines to an output that cannot seek", function()

@@ -241,9 +241,10 @@ static int writer_watermark(wm_op *op, int64_t wm) {
 
 static void writer_destroy(wm_io_owner *own) {
   writer *w = (writer *)own;
-  if (!w->tcp && w->fd >= 0 && w->trunc_pending && w->regular && ftruncate(w->fd, 0) != 0) {
-    /* nothing to report to: the job is over */
-  }
+  /* a file still pending its truncation is left as it was: the job never ran (its start was
+   * refused: another job holds the checkpoint directory, a resume was refused), and the
+   * file may be another job's output or what a checkpoint needs (a job that ran to its end
+   * had its final watermark, which truncated it) */
   if (!w->tcp && w->fd >= 0) {
     uv_fs_t req;
     uv_fs_close(NULL, &req, w->fd, NULL);

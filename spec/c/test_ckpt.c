@@ -202,8 +202,31 @@ void test_ckpt(void) {
         strstr(w.first, "not a wmrun checkpoint manifest"));
   free(mp);
 
+  /* one job at a time: a second store on the directory is refused while the first is open,
+   * naming its holder (pid and host) and the lock file; taken again once it is freed */
+  {
+    char host[256] = "", want[400];
+    CHECK(gethostname(host, sizeof host) == 0);
+    snprintf(want, sizeof want, "(pid %ld host %s;", (long)getpid(), host);
+    char err2[1024];
+    wm_ckpt_store *s2 = wm_ckpt_store_open(sub, 3, err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK(strstr(err2, "is in use by another job") != NULL);
+    CHECK(strstr(err2, want) != NULL);
+    CHECK(strstr(err2, "/nested/store/LOCK") != NULL);
+    CHECK(strstr(err2, "--checkpoint-dir") != NULL);
+    wm_ckpt_store_free(s2);
+    /* --fresh is refused too (it clears through a store): the first one's checkpoints stay */
+    CHECK_I64(count_checkpoints(sub) > 0, 1);
+  }
+
   /* store errors */
   wm_ckpt_store_free(s);
+  {
+    wm_ckpt_store *s3 = wm_ckpt_store_open(sub, 3, err, sizeof err);
+    CHECK(s3 != NULL);
+    wm_ckpt_store_free(s3);
+  }
   CHECK(wm_ckpt_store_open(sub, 0, err, sizeof err) == NULL);
   CHECK(strstr(err, "at least 1") != NULL);
   snprintf(sub, sizeof sub, "%s/file", dir);
