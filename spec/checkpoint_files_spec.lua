@@ -37,6 +37,72 @@ describe("checkpoint files", function()
     return table.concat(t, "\n") .. "\n"
   end
 
+  -- ---- item 6: the output file a checkpoint wrote ---------------------------------------------
+
+  describe("a resumed write_lines", function()
+    local text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{}
+env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return "line " .. i
+  end, {count = 3000, rate = RATE}):write_lines(dir .. "/out.txt")
+env:execute()
+]]
+
+    -- a run stopped by SIGTERM with a checkpoint (its file holds part of the output)
+    local function stopped(ck)
+      local p = h.bg_job(dir, (text:gsub("RATE", "1000")), ck)
+      h.finally(p.kill)
+      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+      p.signal("TERM")
+      local rc = p.wait()
+      assert.are.equal(0, rc, h.read_or_empty(p.err))
+      local part = h.read(dir .. "/out.txt")
+      assert.is_true(#part > 0)
+      return part
+    end
+
+    it("refuses another file put at its path, naming it, and leaves that file as it was", function()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local part = stopped(ck)
+      -- an unrelated file, longer than the checkpoint's length, renamed into the output's
+      -- place (made while the old one exists: another inode)
+      local other = string.rep("somebody else's data\n", 2000)
+      local f = assert(io.open(dir .. "/other.txt", "wb"))
+      f:write(other)
+      f:close()
+      assert(os.rename(dir .. "/out.txt", dir .. "/saved.txt"))
+      assert(os.rename(dir .. "/other.txt", dir .. "/out.txt"))
+      local resume = ck .. q(job((text:gsub("RATE", "nil")), "resume.lua"))
+      local _, err, code = h.wmrun(resume)
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find("cannot restore '" .. dir .. "/out.txt': it is not the file the checkpoint wrote: "
+        .. "another file is at its path (device ", 1, true), err)
+      assert.truthy(err:find("start over with --fresh", 1, true), err)
+      assert.are.equal(other, h.read(dir .. "/out.txt"))
+      -- the file the job wrote, put back: resumed to the exact output
+      assert.are.equal(part, h.read(dir .. "/saved.txt"))
+      assert(os.rename(dir .. "/saved.txt", dir .. "/out.txt"))
+      _, err, code = h.wmrun(resume)
+      assert.are.equal(0, code, err)
+      assert.are.equal(numbered(3000), h.read(dir .. "/out.txt"))
+    end)
+
+    it("refuses its file rewritten in place with other bytes", function()
+      local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local part = stopped(ck)
+      local f = assert(io.open(dir .. "/out.txt", "r+b")) -- the same inode, other bytes
+      f:write((part:gsub("line", "LINE")) .. "and more")
+      f:close()
+      local _, err, code = h.wmrun(ck .. q(job((text:gsub("RATE", "nil")), "resume.lua")))
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find("it is not the file the checkpoint wrote: its last", 1, true), err)
+      assert.are.equal((part:gsub("line", "LINE")) .. "and more", h.read(dir .. "/out.txt"))
+    end)
+  end)
+
   -- ---- item 7: one job per checkpoint directory ----------------------------------------------
 
   describe("a checkpoint directory", function()

@@ -329,14 +329,88 @@ static int writer_sync(writer *w) {
   return WM_OK;
 }
 
-/* version, whether the output is a regular file, its length */
+/* The identity of the file a checkpoint wrote: its device and inode, and a hash of its last
+ * bytes before the checkpoint's length (up to TAIL_BYTES of them: a file put at the path in
+ * its place may have the inode of a removed one). */
+#define TAIL_BYTES 4096
+
+typedef struct file_id {
+  uint64_t dev, ino;
+  uint64_t hashed; /* bytes hashed (0: no hash: the file could not be read) */
+  uint64_t hash;   /* FNV-1a, 64 bits */
+} file_id;
+
+/* The hash of the n bytes of the file at path before `len`, when path is still the file of
+ * (dev, ino); id->hashed = 0 when it cannot be read (a write-only file) or is another file.
+ * -1 when fewer than n bytes could be read (errno set, or 0: the file is short). */
+static int tail_hash(const char *path, uint64_t len, file_id *id) {
+  id->hashed = 0;
+  id->hash = 0;
+  uint64_t n = len < TAIL_BYTES ? len : TAIL_BYTES;
+  if (n == 0) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return 0;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino) {
+    close(fd);
+    return 0;
+  }
+  unsigned char buf[TAIL_BYTES];
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, buf + got, (size_t)n - got, (off_t)(len - n + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (k == 0) errno = 0;
+      close(fd);
+      return -1;
+    }
+    got += (size_t)k;
+  }
+  close(fd);
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 1099511628211ull;
+  id->hashed = n;
+  id->hash = h;
+  return 0;
+}
+
+/* version 2: whether the output is a regular file, its length, its device and inode, the
+ * bytes hashed and their hash (file_id); version 1 (before the identity) had the first two */
 static int lines_snapshot(wm_op *op, wm_state_io *io) {
   writer *w = op->impl;
   if (writer_sync(w) != WM_OK) return WM_ERR;
-  wm_buf_addc(io->out, 1);
+  file_id id = {0};
+  if (w->regular) {
+    struct stat st;
+    int ok = w->fd >= 0 ? fstat(w->fd, &st) == 0 : stat(w->origin, &st) == 0;
+    if (!ok)
+      return wm_ctx_error(op->ctx, "cannot checkpoint '%s': %s\n  in sink '%s'", w->origin,
+                          strerror(errno), op->name);
+    id.dev = (uint64_t)st.st_dev;
+    id.ino = (uint64_t)st.st_ino;
+    if (tail_hash(w->origin, (uint64_t)w->offset, &id) != 0)
+      return wm_ctx_error(op->ctx, "cannot checkpoint '%s': reading back its last bytes: %s\n  "
+                                   "in sink '%s'", w->origin,
+                          errno ? strerror(errno) : "the file is shorter than what was written",
+                          op->name);
+  }
+  wm_buf_addc(io->out, 2);
   wm_buf_addc(io->out, (char)w->regular);
   wm_state_put_u(io, (uint64_t)w->offset);
+  wm_state_put_u(io, id.dev);
+  wm_state_put_u(io, id.ino);
+  wm_state_put_u(io, id.hashed);
+  if (id.hashed) wm_state_put_u(io, id.hash);
   return wm_state_put_done(op, io);
+}
+
+/* Refuses a restore into a file that is not the checkpoint's (the message says what to do). */
+static int not_the_file(writer *w, const char *why) {
+  return wm_ctx_error(w->op->ctx, "cannot restore '%s': it is not the file the checkpoint "
+                                  "wrote: %s. The file was left as it is; put back the file the "
+                                  "job wrote, or move this one away and start over with --fresh",
+                      w->origin, why);
 }
 
 static int lines_restore(wm_op *op, wm_state_io *io) {
@@ -344,28 +418,66 @@ static int lines_restore(wm_op *op, wm_state_io *io) {
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
   uint64_t ver, reg, len;
+  file_id id = {0};
   if (wm_state_get_u(&r, &ver, "the sink's format version") != WM_OK) return WM_ERR;
-  if (ver != 1)
+  if (ver != 1 && ver != 2)
     return wm_ctx_error(op->ctx, "checkpoint state of write_lines of format version %llu, this "
-                                 "wmrun reads version 1", (unsigned long long)ver);
+                                 "wmrun reads versions 1 and 2", (unsigned long long)ver);
   if (wm_state_get_u(&r, &reg, "the sink's file type") != WM_OK ||
-      wm_state_get_u(&r, &len, "the sink's file length") != WM_OK || wm_state_get_end(&r) != WM_OK)
+      wm_state_get_u(&r, &len, "the sink's file length") != WM_OK)
     return WM_ERR;
-  w->trunc_pending = 0;
-  if (!reg || !w->regular) { /* a pipe or a terminal: nothing to cut */
+  if (ver == 2 && (wm_state_get_u(&r, &id.dev, "the sink's file device") != WM_OK ||
+                   wm_state_get_u(&r, &id.ino, "the sink's file inode") != WM_OK ||
+                   wm_state_get_u(&r, &id.hashed, "the sink's file bytes hashed") != WM_OK ||
+                   (id.hashed && wm_state_get_u(&r, &id.hash, "the sink's file hash") != WM_OK)))
+    return WM_ERR;
+  if (wm_state_get_end(&r) != WM_OK) return WM_ERR;
+  if (reg > 1 || id.hashed > TAIL_BYTES || id.hashed > len)
+    return wm_state_bad(&r, "the sink's file type %llu or bytes hashed %llu",
+                        (unsigned long long)reg, (unsigned long long)id.hashed);
+  if (!reg) { /* a pipe or a terminal: nothing to cut (at-least-once) */
     w->offset = 0;
+    w->trunc_pending = w->regular; /* a regular file now: written from its start */
     return WM_OK;
+  }
+  if (!w->regular) {
+    if (ver == 1) { /* as version 1 did */
+      w->trunc_pending = 0;
+      w->offset = 0;
+      return WM_OK;
+    }
+    return not_the_file(w, "the checkpoint's was a regular file, this is not (a FIFO, a device "
+                           "or a terminal)");
   }
   struct stat st;
   if (fstat(w->fd, &st) != 0)
     return wm_ctx_error(op->ctx, "cannot restore '%s': %s", w->origin, strerror(errno));
+  if (ver == 2 && ((uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino)) {
+    char why[200];
+    snprintf(why, sizeof why, "another file is at its path (device %llu inode %llu, the "
+                              "checkpoint's was device %llu inode %llu)",
+             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+             (unsigned long long)id.dev, (unsigned long long)id.ino);
+    return not_the_file(w, why);
+  }
   if ((uint64_t)st.st_size < len)
     return wm_ctx_error(op->ctx, "cannot restore '%s': it is shorter (%lld bytes) than the "
                                  "checkpoint's length (%llu): the file was changed since",
                         w->origin, (long long)st.st_size, (unsigned long long)len);
+  if (id.hashed) {
+    file_id now = {.dev = id.dev, .ino = id.ino};
+    if (tail_hash(w->origin, len, &now) != 0 || now.hashed != id.hashed || now.hash != id.hash) {
+      char why[200];
+      snprintf(why, sizeof why, "its last %llu bytes up to the checkpoint's length (%llu) differ "
+                                "from those the job wrote", (unsigned long long)id.hashed,
+               (unsigned long long)len);
+      return not_the_file(w, why);
+    }
+  }
   if (len > INT64_MAX || ftruncate(w->fd, (off_t)len) != 0)
     return wm_ctx_error(op->ctx, "cannot truncate '%s' to the checkpoint's length: %s",
                         w->origin, strerror(errno));
+  w->trunc_pending = 0;
   w->offset = (int64_t)len;
   return WM_OK;
 }
