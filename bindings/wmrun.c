@@ -55,6 +55,9 @@ static void usage(FILE *f) {
           "                              SIGTERM then stops with a checkpoint, without draining\n"
           "  --checkpoint-interval D     time between checkpoints (default 10s)\n"
           "  --fresh                     with --checkpoint-dir: remove its checkpoints, start over\n"
+          "  --allow-state-change        with --checkpoint-dir: resume even when a window's function\n"
+          "                              changed since the checkpoint (its open windows go on from\n"
+          "                              the state the old function made)\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
@@ -80,6 +83,7 @@ typedef struct options {
   const char *ck_dir;  /* --checkpoint-dir */
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
   int fresh;
+  int allow_state_change; /* --allow-state-change */
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -282,6 +286,8 @@ static int pmain(lua_State *L) {
   }
   lua_pushboolean(L, o->fresh);
   lua_setfield(L, -2, "fresh");
+  lua_pushboolean(L, o->allow_state_change);
+  lua_setfield(L, -2, "allow_state_change");
   if (o->tl) {
     lua_pushlightuserdata(L, o->tl);
     lua_setfield(L, -2, "timeline");
@@ -427,6 +433,8 @@ int main(int argc, char **argv) {
       o.no_drain = 1;
     } else if (strcmp(a, "--fresh") == 0) {
       o.fresh = 1;
+    } else if (strcmp(a, "--allow-state-change") == 0) {
+      o.allow_state_change = 1;
     } else if (strcmp(a, "--checkpoint-dir") == 0 || strncmp(a, "--checkpoint-dir=", 17) == 0) {
       const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
       if (!v || !*v) {

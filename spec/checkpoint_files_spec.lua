@@ -158,6 +158,116 @@ env:execute()
     end)
   end)
 
+  -- ---- item 8: a window function changed between a checkpoint and its resume ----------------
+
+  describe("a resumed window", function()
+    -- FN: the window function; PAD: lines before it (moves a Lua function's definition)
+    local text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return {id = "k" .. i % 7, ts = i * 10, vc = i % 5}
+  end, {count = 3000, rate = RATE}):set_parallelism(1)
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts", 1))
+  :set_parallelism(1)
+  :key_by("id")
+  :window(wm.windows.tumbling("1s"))PAD
+  FN
+  :write_lines(dir .. "/out.txt"):set_parallelism(1)
+env:execute()
+]]
+    local n = 0
+    local rolling = false -- a rolling aggregation of the keyed stream instead of a window
+    before_each(function() rolling = false end)
+    local function make(fn, rate, pad)
+      n = n + 1
+      local t = text:gsub("RATE", rate or "nil"):gsub("PAD", function() return pad or "" end)
+      if rolling then t = t:gsub(':window%(wm%.windows%.tumbling%("1s"%)%)', "") end
+      return job((t:gsub("FN", function() return fn end)), "job" .. n .. ".lua")
+    end
+    local ck
+    -- a run of fn stopped by SIGTERM with windows open (a window holds 100 records, the
+    -- stop comes after 300)
+    local function stopped(fn, pad)
+      ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+      local jp = make(fn, "1000", pad)
+      local p = h.bg_job(dir, h.read(jp), ck)
+      h.finally(p.kill)
+      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
+      p.signal("TERM")
+      local rc = p.wait()
+      assert.are.equal(0, rc, h.read_or_empty(p.err))
+      assert.matches("stopped by SIGTERM with checkpoint", h.read_or_empty(p.err))
+    end
+    local function refused(fn, was, now, pad, extra)
+      local before = h.read(dir .. "/out.txt")
+      local _, err, code = h.wmrun(ck .. (extra or "") .. q(make(fn, nil, pad)))
+      assert.are.equal(1, code, err)
+      assert.truthy(err:find((rolling and "the rolling aggregation" or "the window function")
+        .. " changed since the checkpoint: its state was made by\n    "
+        .. was .. "\n  and this job's is\n    " .. now .. "\n", 1, true), err)
+      assert.truthy(err:find("run with --allow-state-change", 1, true), err)
+      assert.are.equal(before, h.read(dir .. "/out.txt")) -- nothing written, nothing cut
+    end
+
+    it("refuses a built-in function changed (sum to max, count, reduce) unless --allow-state-change", function()
+      stopped(':sum("vc")')
+      refused(':max("vc")', "sum(vc)", "max(vc)")
+      refused(":count()", "sum(vc)", "count")
+      local red = ":reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc} end)"
+      local _, err, code = h.wmrun(ck .. q(make(red)))
+      assert.are.equal(1, code, err)
+      assert.matches("its state was made by\n    sum%(vc%)\n  and this job's is\n    reduce %(function at "
+        .. "line 12 of the job%)", err)
+      -- allowed: resumed, with a warning
+      local _, err2, code2 = h.wmrun(ck .. "--allow-state-change " .. q(make(':max("vc")')))
+      assert.are.equal(0, code2, err2)
+      assert.matches("resuming from checkpoint", err2)
+      assert.matches("warning: %-%-allow%-state%-change: the function of 1 window operator changed since "
+        .. "checkpoint %d+; the windows open then go on from the state the old function made", err2)
+    end)
+
+    it("refuses a reduce function defined elsewhere, unless its uid's version stands for it", function()
+      local f = ":reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc} end)"
+      stopped(f)
+      -- the same text two lines further down: another function for wmrun
+      refused(f, "reduce (function at line 12 of the job)", "reduce (function at line 14 of the job)", "\n\n")
+    end)
+
+    it("refuses a rolling aggregation changed (sum to max, reduce) unless --allow-state-change", function()
+      rolling = true
+      stopped(':sum("vc")')
+      refused(':max("vc")', "sum(vc)", "max(vc)")
+      refused(":reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc} end)", "sum(vc)",
+        "reduce (function at line 12 of the job)")
+      local _, err, code = h.wmrun(ck .. "--allow-state-change " .. q(make(':max("vc")')))
+      assert.are.equal(0, code, err)
+      assert.matches("warning: %-%-allow%-state%-change", err)
+    end)
+
+    it("checks a uid's version", function()
+      for _, bad in ipairs{"{}", "''", "'a b'", "1.5"} do
+        local _, err, code = h.run_job('local wm = require("wm")\nlocal env = wm.env{}\n'
+          .. 'env:from_elements{1}:map(function(x) return x end):uid("m", ' .. bad .. ')\n')
+        assert.are.equal(1, code, err)
+        assert.matches("uid: bad version", err)
+      end
+    end)
+
+    it("takes a uid's version for the function: moved is fine, another version is refused", function()
+      local f = ':reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc} end):uid("sums", 1)'
+      stopped(f)
+      refused(f:gsub('"sums", 1', '"sums", "2"'), "reduce (version 1 of uid sums)",
+        "reduce (version 2 of uid sums)")
+      local _, err, code = h.wmrun(ck .. q(make(f, nil, "\n\n")))
+      assert.are.equal(0, code, err)
+      assert.matches("resuming from checkpoint", err)
+      assert.is_nil(err:find("warning", 1, true), err)
+    end)
+  end)
+
   -- ---- item 9: outputs that cannot seek -----------------------------------------------------
 
   describe("write_lines to an output that cannot seek", function()
