@@ -9,8 +9,10 @@
  * has gathered and what is in flight (a positional write of the same bytes at the same
  * offset as the one the thread pool may be doing), fsyncs the file and records its length;
  * a restore truncates the file to that length. The file is opened without O_TRUNC and
- * truncated to 0 at the first record or watermark (or when the job ends without one)
- * unless a restore came first, so that a resumed job keeps what the checkpoint covers.
+ * truncated to 0 at the first record or watermark unless a restore came first, so that a
+ * resumed job keeps what the checkpoint covers; a job that never ran (its start refused)
+ * leaves the file as it was. The snapshot also records the file's identity (device, inode,
+ * a hash of its last bytes): a restore refuses another file at the path, untouched.
  * write_socket keeps nothing: at-least-once.
  *
  * An output that cannot seek (a FIFO, a pipe such as /dev/stdout in `wmrun job | cmd`, a
@@ -353,6 +355,7 @@ static int tail_hash(const char *path, uint64_t len, file_id *id) {
   struct stat st;
   if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino) {
     close(fd);
+    errno = 0;
     return 0;
   }
   unsigned char buf[TAIL_BYTES];
@@ -466,7 +469,11 @@ static int lines_restore(wm_op *op, wm_state_io *io) {
                         w->origin, (long long)st.st_size, (unsigned long long)len);
   if (id.hashed) {
     file_id now = {.dev = id.dev, .ino = id.ino};
-    if (tail_hash(w->origin, len, &now) != 0 || now.hashed != id.hashed || now.hash != id.hash) {
+    if (tail_hash(w->origin, len, &now) != 0 || now.hashed == 0)
+      return wm_ctx_error(op->ctx, "cannot restore '%s': its last bytes cannot be read back to "
+                                   "check that it is the file the checkpoint wrote%s%s",
+                          w->origin, errno ? ": " : "", errno ? strerror(errno) : "");
+    if (now.hashed != id.hashed || now.hash != id.hash) {
       char why[200];
       snprintf(why, sizeof why, "its last %llu bytes up to the checkpoint's length (%llu) differ "
                                 "from those the job wrote", (unsigned long long)id.hashed,
