@@ -25,6 +25,11 @@ describe("checkpoint files", function()
     local done = out .. ".done"
     os.execute(string.format("sh -c 'cat %s > %s; echo ok > %s' >/dev/null 2>&1 </dev/null &",
       q(path), q(out), q(done)))
+    -- a test that failed before its job opened the FIFO must not leave the reader waiting in
+    -- its open: a writer that opens and closes it ends it (timeout: when the reader is gone)
+    h.finally(function()
+      if h.read_or_empty(done) == "" then os.execute("timeout 5 sh -c " .. q(": > " .. q(path))) end
+    end)
     return function()
       h.wait_for(function() return h.read_or_empty(done) ~= "" end, "the FIFO's reader to end", 60)
       return h.read(out)
