@@ -195,6 +195,9 @@ void lwm_closestate(lua_State *L);
 
 /* Plan reading: field k of the node table at idx. Strings stay valid while the plan lives. */
 const char *lwm_get_str(lua_State *L, int idx, const char *k);
+/* What the state of a Lua reduce or aggregate function of the plan node at idx means, for the
+ * checks of a resume (wm_winop_config.meaning; lwm_window.c); "" for other kinds (fk). */
+void lwm_fn_meaning(lua_State *L, int idx, const char *fk, char *out, size_t n);
 lua_Integer lwm_get_int(lua_State *L, int idx, const char *k, lua_Integer dflt);
 /* Stores field k of the table at idx in the per-job fns table; its index, or 0 if absent. */
 int lwm_get_fn(lwm_bridge *B, int idx, const char *k);

@@ -180,7 +180,8 @@ static void lwm_interrupt(void *ud) {
   lua_sethook(B->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, LWM_HOOK_COUNT);
 }
 
-/* env.checkpoint = {dir = DIR, interval = ms, fresh = bool} (lua/wm/base.lua checks it):
+/* env.checkpoint = {dir = DIR, interval = ms, fresh = bool, allow_state_change = bool}
+ * (lua/wm/base.lua checks it):
  * a coordinator on this thread's executor (exec/wm_ckptrun.h), or NULL (rc in *rc). */
 static wm_ckptrun *checkpoint_open(lwm_bridge *B, int env, int trace, wm_codec_host *codec,
                                    int *rc) {
@@ -195,6 +196,9 @@ static wm_ckptrun *checkpoint_open(lwm_bridge *B, int env, int trace, wm_codec_h
                              .log = stderr, .trace = trace};
     lua_getfield(L, t, "fresh");
     cfg.fresh = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, t, "allow_state_change");
+    cfg.allow_state_change = lua_toboolean(L, -1);
     lua_getfield(L, LUA_REGISTRYINDEX, "wm.core.job");
     cfg.job = lua_tostring(L, -1);
     lwm_codec_host(B, codec); /* Lua values (tables in records, states, accumulators) */

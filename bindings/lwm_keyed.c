@@ -228,6 +228,7 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
     lwm_opinfo *oi = lwm_opinfo_new(B, where);
     if (oi) oi->fn = lwm_get_fn(B, node, "fn");
     rc = oi ? lwm_winfn_lua(&cfg.rolling, oi, "reduce", 0) : -1;
+    lwm_fn_meaning(L, node, "reduce", cfg.meaning, sizeof cfg.meaning);
   }
   if (rc != 0) {
     wm_ctx_error(&B->ctx, "out of memory");

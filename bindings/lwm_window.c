@@ -497,6 +497,68 @@ static void free_config(void *ud) {
 
 /* pre: 0 for the window (B->preagg: whether it merges partials), else the local
  * pre-aggregation's operator (lwm_build_preagg) of that kind (LWM_PRE_*) */
+/* Appends where the Lua function at the top of the stack is defined, and pops it: "function
+ * at line 12 of the job" for the job script's own (so that a job renamed or run from another
+ * folder is the same job), else "function at lib.lua:12" (the file without its folders). */
+static void add_fn_place(lua_State *L, const char *role, char *out, size_t n, int *count) {
+  lua_Debug ar;
+  if (!lua_isfunction(L, -1) || lua_iscfunction(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getinfo(L, ">S", &ar);
+  const char *src = ar.source ? ar.source : "?";
+  if (*src == '@' || *src == '=') src++;
+  lua_getfield(L, LUA_REGISTRYINDEX, "wm.core.job");
+  const char *job = lua_tostring(L, -1);
+  int own = job && (strcmp(src, job) == 0 || (ar.source && *ar.source != '@'));
+  lua_pop(L, 1);
+  const char *slash = strrchr(src, '/');
+  if (slash) src = slash + 1;
+  size_t k = strlen(out);
+  if (k < n && own)
+    snprintf(out + k, n - k, "%s%s%sfunction at line %d of the job", *count ? ", " : "", role,
+             *role ? " " : "", ar.linedefined);
+  else if (k < n)
+    snprintf(out + k, n - k, "%s%s%sfunction at %.60s:%d", *count ? ", " : "", role,
+             *role ? " " : "", src, ar.linedefined);
+  ++*count;
+}
+
+/* What an incremental Lua window function's state means (wm_winop_config.meaning): its kind
+ * and where its state-making functions are defined ("reduce (function at line 12 of the
+ * job)", "aggregate (create function at agg.lua:5, add function at agg.lua:6)"), or the version
+ * the user gave with the operator's uid (`:uid("sums", 2)`: "reduce (version 2 of uid
+ * sums)"), which then stands for them. A process function keeps the records, whatever
+ * reads them: not checked. */
+void lwm_fn_meaning(lua_State *L, int node, const char *fk, char *out, size_t n) {
+  out[0] = '\0';
+  if (strcmp(fk, "reduce") != 0 && strcmp(fk, "aggregate") != 0) return;
+  const char *uid = lwm_get_str(L, node, "uid"), *ver = lwm_get_str(L, node, "uid_version");
+  if (uid && ver) {
+    snprintf(out, n, "%s (version %s of uid %s)", fk, ver, uid);
+    return;
+  }
+  snprintf(out, n, "%s (", fk);
+  int count = 0;
+  if (strcmp(fk, "reduce") == 0) {
+    lua_getfield(L, node, "fn");
+    add_fn_place(L, "", out, n, &count);
+  } else {
+    lua_getfield(L, node, "agg");
+    if (lua_istable(L, -1)) {
+      lua_getfield(L, -1, "create");
+      add_fn_place(L, "create", out, n, &count);
+      lua_getfield(L, -1, "add");
+      add_fn_place(L, "add", out, n, &count);
+    }
+    lua_pop(L, 1);
+  }
+  size_t k = strlen(out);
+  if (!count) out[0] = '\0';
+  else if (k + 1 < n) snprintf(out + k, n - k, ")");
+}
+
 static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char *where, int pre) {
   lua_State *L = B->L;
   wm_winop_config *cfg = calloc(1, sizeof *cfg);
@@ -589,6 +651,7 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
       oi->fn5 = fns[4];
       rc = lwm_winfn_lua_pre(&cfg->fn, oi, fk ? fk : "reduce", pfn, mode);
     }
+    lwm_fn_meaning(L, node, fk ? fk : "reduce", cfg->meaning, sizeof cfg->meaning);
   }
   if (rc != 0) {
     wm_ctx_error(&B->ctx, "out of memory");

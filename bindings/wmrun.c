@@ -57,6 +57,9 @@ static void usage(FILE *f) {
           "  --stall-timeout D           fail a job whose sources stay paused by backpressure\n"
           "                              with nothing being written for D (default 60s; 0 = never)\n"
           "  --fresh                     with --checkpoint-dir: remove its checkpoints, start over\n"
+          "  --allow-state-change        with --checkpoint-dir: resume even when a window's function\n"
+          "                              changed since the checkpoint (its open windows go on from\n"
+          "                              the state the old function made)\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
@@ -83,6 +86,7 @@ typedef struct options {
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
   int64_t stall;       /* --stall-timeout; -1 = not given */
   int fresh;
+  int allow_state_change; /* --allow-state-change */
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -289,6 +293,8 @@ static int pmain(lua_State *L) {
   }
   lua_pushboolean(L, o->fresh);
   lua_setfield(L, -2, "fresh");
+  lua_pushboolean(L, o->allow_state_change);
+  lua_setfield(L, -2, "allow_state_change");
   if (o->tl) {
     lua_pushlightuserdata(L, o->tl);
     lua_setfield(L, -2, "timeline");
@@ -435,6 +441,8 @@ int main(int argc, char **argv) {
       o.no_drain = 1;
     } else if (strcmp(a, "--fresh") == 0) {
       o.fresh = 1;
+    } else if (strcmp(a, "--allow-state-change") == 0) {
+      o.allow_state_change = 1;
     } else if (strcmp(a, "--checkpoint-dir") == 0 || strncmp(a, "--checkpoint-dir=", 17) == 0) {
       const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
       if (!v || !*v) {

@@ -610,10 +610,17 @@ static int restore(wm_ckptrun *c) {
     parts[i].data = data;
     parts[i].len = len;
   }
+  ctx->allow_state_change = c->cfg.allow_state_change;
+  ctx->state_changes = 0;
   if (wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np) != WM_OK) {
     refuse(c, id, ctx->err);
     goto out;
   }
+  if (ctx->state_changes && c->cfg.instance == 0) /* thread 1 says it for every thread */
+    fprintf(c->cfg.log, "wmrun: warning: --allow-state-change: the function of %d window "
+                        "operator%s changed since checkpoint %" PRIu64 "; the windows open "
+                        "then go on from the state the old function made\n",
+            ctx->state_changes, ctx->state_changes > 1 ? "s" : "", id);
   for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";

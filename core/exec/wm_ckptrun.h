@@ -39,6 +39,8 @@ typedef struct wm_ckptrun_config {
   const char *dir;            /* the checkpoint directory (created when missing) */
   int64_t interval;           /* ms between checkpoints; 0: only on SIGTERM and at the end */
   int fresh;                  /* remove what dir holds and start over */
+  int allow_state_change;     /* restore operators whose function changed (a warning says
+                                 how many: --allow-state-change) */
   int keep;                   /* complete checkpoints kept (0: 3) */
   const char *job;            /* the job's name for the MANIFEST (the script) */
   int instance;               /* this executor's thread (0-based) */

@@ -61,6 +61,10 @@ struct wm_ctx {
                                 no source is emitting (timers, watermarks, tests) */
   wm_op **ops;               /* every operator, in creation order (owned) */
   size_t nops, capops;
+  /* Restores: 1 accepts an operator whose function's state means something else than the
+   * checkpoint's (wmrun --allow-state-change); state_changes counts those accepted. */
+  int allow_state_change;
+  int state_changes;
 };
 
 /* Initialises a context with the wall clock; 0. */

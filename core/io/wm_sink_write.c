@@ -9,9 +9,18 @@
  * has gathered and what is in flight (a positional write of the same bytes at the same
  * offset as the one the thread pool may be doing), fsyncs the file and records its length;
  * a restore truncates the file to that length. The file is opened without O_TRUNC and
- * truncated to 0 at the first record or watermark (or when the job ends without one)
- * unless a restore came first, so that a resumed job keeps what the checkpoint covers.
+ * truncated to 0 at the first record or watermark unless a restore came first, so that a
+ * resumed job keeps what the checkpoint covers; a job that never ran (its start refused)
+ * leaves the file as it was. The snapshot also records the file's identity (device, inode,
+ * a hash of its last bytes): a restore refuses another file at the path, untouched.
  * write_socket keeps nothing: at-least-once.
+ *
+ * An output that cannot seek (a FIFO, a pipe such as /dev/stdout in `wmrun job | cmd`, a
+ * terminal, a character device) is written sequentially and synchronously from the loop
+ * (write(2) of the gathered buffer, as print writes standard output): a reader that stops
+ * reading stops the job, and a snapshot finds nothing in flight, so it writes out what has
+ * gathered before the checkpoint completes (at-least-once: nothing is cut on a restore, what
+ * was written after the checkpoint is written again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +106,34 @@ static void writer_close(writer *w) {
 
 static void writer_kick(writer *w);
 
+static int write_all_fd(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* An output that cannot seek: what has gathered, written now (see the top). */
+static void writer_kick_seq(writer *w) {
+  if (w->failed || w->closed) return;
+  if (w->pend.len && (w->pend.len >= w->cfg.buffer || w->ending)) {
+    if (write_all_fd(w->fd, w->pend.data, w->pend.len) != 0) {
+      writer_fail(w, "cannot write to", uv_translate_sys_error(errno));
+      return;
+    }
+    w->offset += (int64_t)w->pend.len;
+    wm_buf_clear(&w->pend);
+    writer_report(w);
+  }
+  if (w->ending && w->pend.len == 0) writer_close(w);
+}
+
 static void writer_written(writer *w, ssize_t n) {
   writer_busy(w, 0);
   if (w->failed) return;
@@ -144,6 +181,10 @@ static void on_tcp_written(uv_write_t *req, int status) {
 /* Starts the next write when there is something to write and nothing in flight; closes
  * the output once everything is written after the end of input. */
 static void writer_kick(writer *w) {
+  if (!w->tcp && !w->regular) {
+    writer_kick_seq(w);
+    return;
+  }
   if (w->busy || w->failed || w->closed) return;
   if (w->tcp && !w->connected) return;
   if (w->fly.len == 0) {
@@ -224,9 +265,10 @@ static int writer_watermark(wm_op *op, int64_t wm) {
 
 static void writer_destroy(wm_io_owner *own) {
   writer *w = (writer *)own;
-  if (!w->tcp && w->fd >= 0 && w->trunc_pending && w->regular && ftruncate(w->fd, 0) != 0) {
-    /* nothing to report to: the job is over */
-  }
+  /* a file still pending its truncation is left as it was: the job never ran (its start was
+   * refused: another job holds the checkpoint directory, a resume was refused), and the
+   * file may be another job's output or what a checkpoint needs (a job that ran to its end
+   * had its final watermark, which truncated it) */
   if (!w->tcp && w->fd >= 0) {
     uv_fs_t req;
     uv_fs_close(NULL, &req, w->fd, NULL);
@@ -271,6 +313,16 @@ static int writer_sync(writer *w) {
   wm_ctx *ctx = w->op->ctx;
   if (w->failed) return wm_ctx_error(ctx, "sink '%s' has failed", w->op->name);
   if (w->trunc_pending && writer_truncate(w) != WM_OK) return WM_ERR;
+  if (!w->regular) { /* written in order, nothing in flight: what has gathered goes out now */
+    if (w->fd < 0 || w->pend.len == 0) return WM_OK;
+    if (write_all_fd(w->fd, w->pend.data, w->pend.len) != 0)
+      return wm_ctx_error(ctx, "cannot write '%s' for a checkpoint: %s\n  in sink '%s'",
+                          w->origin, strerror(errno), w->op->name);
+    w->offset += (int64_t)w->pend.len;
+    wm_buf_clear(&w->pend);
+    writer_report(w);
+    return WM_OK;
+  }
   int fd = w->fd, own = 0;
   if (fd < 0) { /* closed after the end of input: everything was written; make it durable */
     fd = open(w->origin, O_WRONLY);
@@ -301,14 +353,89 @@ static int writer_sync(writer *w) {
   return WM_OK;
 }
 
-/* version, whether the output is a regular file, its length */
+/* The identity of the file a checkpoint wrote: its device and inode, and a hash of its last
+ * bytes before the checkpoint's length (up to TAIL_BYTES of them: a file put at the path in
+ * its place may have the inode of a removed one). */
+#define TAIL_BYTES 4096
+
+typedef struct file_id {
+  uint64_t dev, ino;
+  uint64_t hashed; /* bytes hashed (0: no hash: the file could not be read) */
+  uint64_t hash;   /* FNV-1a, 64 bits */
+} file_id;
+
+/* The hash of the n bytes of the file at path before `len`, when path is still the file of
+ * (dev, ino); id->hashed = 0 when it cannot be read (a write-only file) or is another file.
+ * -1 when fewer than n bytes could be read (errno set, or 0: the file is short). */
+static int tail_hash(const char *path, uint64_t len, file_id *id) {
+  id->hashed = 0;
+  id->hash = 0;
+  uint64_t n = len < TAIL_BYTES ? len : TAIL_BYTES;
+  if (n == 0) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return 0;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino) {
+    close(fd);
+    errno = 0;
+    return 0;
+  }
+  unsigned char buf[TAIL_BYTES];
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, buf + got, (size_t)n - got, (off_t)(len - n + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (k == 0) errno = 0;
+      close(fd);
+      return -1;
+    }
+    got += (size_t)k;
+  }
+  close(fd);
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 1099511628211ull;
+  id->hashed = n;
+  id->hash = h;
+  return 0;
+}
+
+/* version 2: whether the output is a regular file, its length, its device and inode, the
+ * bytes hashed and their hash (file_id); version 1 (before the identity) had the first two */
 static int lines_snapshot(wm_op *op, wm_state_io *io) {
   writer *w = op->impl;
   if (writer_sync(w) != WM_OK) return WM_ERR;
-  wm_buf_addc(io->out, 1);
+  file_id id = {0};
+  if (w->regular) {
+    struct stat st;
+    int ok = w->fd >= 0 ? fstat(w->fd, &st) == 0 : stat(w->origin, &st) == 0;
+    if (!ok)
+      return wm_ctx_error(op->ctx, "cannot checkpoint '%s': %s\n  in sink '%s'", w->origin,
+                          strerror(errno), op->name);
+    id.dev = (uint64_t)st.st_dev;
+    id.ino = (uint64_t)st.st_ino;
+    if (tail_hash(w->origin, (uint64_t)w->offset, &id) != 0)
+      return wm_ctx_error(op->ctx, "cannot checkpoint '%s': reading back its last bytes: %s\n  "
+                                   "in sink '%s'", w->origin,
+                          errno ? strerror(errno) : "the file is shorter than what was written",
+                          op->name);
+  }
+  wm_buf_addc(io->out, 2);
   wm_buf_addc(io->out, (char)w->regular);
   wm_state_put_u(io, (uint64_t)w->offset);
+  wm_state_put_u(io, id.dev);
+  wm_state_put_u(io, id.ino);
+  wm_state_put_u(io, id.hashed);
+  if (id.hashed) wm_state_put_u(io, id.hash);
   return wm_state_put_done(op, io);
+}
+
+/* Refuses a restore into a file that is not the checkpoint's (the message says what to do). */
+static int not_the_file(writer *w, const char *why) {
+  return wm_ctx_error(w->op->ctx, "cannot restore '%s': it is not the file the checkpoint "
+                                  "wrote: %s. The file was left as it is; put back the file the "
+                                  "job wrote, or move this one away and start over with --fresh",
+                      w->origin, why);
 }
 
 static int lines_restore(wm_op *op, wm_state_io *io) {
@@ -316,28 +443,70 @@ static int lines_restore(wm_op *op, wm_state_io *io) {
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
   uint64_t ver, reg, len;
+  file_id id = {0};
   if (wm_state_get_u(&r, &ver, "the sink's format version") != WM_OK) return WM_ERR;
-  if (ver != 1)
+  if (ver != 1 && ver != 2)
     return wm_ctx_error(op->ctx, "checkpoint state of write_lines of format version %llu, this "
-                                 "wmrun reads version 1", (unsigned long long)ver);
+                                 "wmrun reads versions 1 and 2", (unsigned long long)ver);
   if (wm_state_get_u(&r, &reg, "the sink's file type") != WM_OK ||
-      wm_state_get_u(&r, &len, "the sink's file length") != WM_OK || wm_state_get_end(&r) != WM_OK)
+      wm_state_get_u(&r, &len, "the sink's file length") != WM_OK)
     return WM_ERR;
-  w->trunc_pending = 0;
-  if (!reg || !w->regular) { /* a pipe or a terminal: nothing to cut */
+  if (ver == 2 && (wm_state_get_u(&r, &id.dev, "the sink's file device") != WM_OK ||
+                   wm_state_get_u(&r, &id.ino, "the sink's file inode") != WM_OK ||
+                   wm_state_get_u(&r, &id.hashed, "the sink's file bytes hashed") != WM_OK ||
+                   (id.hashed && wm_state_get_u(&r, &id.hash, "the sink's file hash") != WM_OK)))
+    return WM_ERR;
+  if (wm_state_get_end(&r) != WM_OK) return WM_ERR;
+  if (reg > 1 || id.hashed > TAIL_BYTES || id.hashed > len)
+    return wm_state_bad(&r, "the sink's file type %llu or bytes hashed %llu",
+                        (unsigned long long)reg, (unsigned long long)id.hashed);
+  if (!reg) { /* a pipe or a terminal: nothing to cut (at-least-once) */
     w->offset = 0;
+    w->trunc_pending = w->regular; /* a regular file now: written from its start */
     return WM_OK;
+  }
+  if (!w->regular) {
+    if (ver == 1) { /* as version 1 did */
+      w->trunc_pending = 0;
+      w->offset = 0;
+      return WM_OK;
+    }
+    return not_the_file(w, "the checkpoint's was a regular file, this is not (a FIFO, a device "
+                           "or a terminal)");
   }
   struct stat st;
   if (fstat(w->fd, &st) != 0)
     return wm_ctx_error(op->ctx, "cannot restore '%s': %s", w->origin, strerror(errno));
+  if (ver == 2 && ((uint64_t)st.st_dev != id.dev || (uint64_t)st.st_ino != id.ino)) {
+    char why[200];
+    snprintf(why, sizeof why, "another file is at its path (device %llu inode %llu, the "
+                              "checkpoint's was device %llu inode %llu)",
+             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+             (unsigned long long)id.dev, (unsigned long long)id.ino);
+    return not_the_file(w, why);
+  }
   if ((uint64_t)st.st_size < len)
     return wm_ctx_error(op->ctx, "cannot restore '%s': it is shorter (%lld bytes) than the "
                                  "checkpoint's length (%llu): the file was changed since",
                         w->origin, (long long)st.st_size, (unsigned long long)len);
+  if (id.hashed) {
+    file_id now = {.dev = id.dev, .ino = id.ino};
+    if (tail_hash(w->origin, len, &now) != 0 || now.hashed == 0)
+      return wm_ctx_error(op->ctx, "cannot restore '%s': its last bytes cannot be read back to "
+                                   "check that it is the file the checkpoint wrote%s%s",
+                          w->origin, errno ? ": " : "", errno ? strerror(errno) : "");
+    if (now.hashed != id.hashed || now.hash != id.hash) {
+      char why[200];
+      snprintf(why, sizeof why, "its last %llu bytes up to the checkpoint's length (%llu) differ "
+                                "from those the job wrote", (unsigned long long)id.hashed,
+               (unsigned long long)len);
+      return not_the_file(w, why);
+    }
+  }
   if (len > INT64_MAX || ftruncate(w->fd, (off_t)len) != 0)
     return wm_ctx_error(op->ctx, "cannot truncate '%s' to the checkpoint's length: %s",
                         w->origin, strerror(errno));
+  w->trunc_pending = 0;
   w->offset = (int64_t)len;
   return WM_OK;
 }

@@ -1,5 +1,6 @@
 #include "ops/wm_keyedop.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,15 +245,36 @@ static void keyed_free(wm_op *op) {
 }
 
 /* ---- checkpoints ------------------------------------------------------------------
- * version, 'K', the mode (0 process, 1 rolling), the registration sequence, the keys in
+ * version, 'K', the mode (0 process, 1 rolling, 2 rolling followed by the length and text
+ * of what its accumulator means: "sum(vc)"; 1 is written when the meaning is not known, and
+ * was by every wmrun before it was kept), the registration sequence, the keys in
  * creation order (each: key, state, accumulator, aux, then per domain its timers), whether
  * the function's own state follows (and the value), then the event-time and the
  * processing-time queues (time/wm_timer.h order, payload = the key's place). */
 
+/* What a rolling aggregation's accumulator means; "" when unknown (not checked). */
+static void rolling_meaning(const keyedop *s, char *out, size_t n) {
+  static const char *const aggs[] = {"?", "sum", "min", "max", "min_by", "max_by", "count"};
+  wm_field *f = NULL;
+  int agg = s->cfg.meaning[0] ? 0 : wm_winfn_builtin_agg(&s->cfg.rolling, &f);
+  if (s->cfg.meaning[0])
+    snprintf(out, n, "%s", s->cfg.meaning);
+  else if (agg >= 1 && agg <= 6)
+    snprintf(out, n, "%s%s%s%s", aggs[agg], f ? "(" : "", f && f->name ? f->name : "", f ? ")" : "");
+  else if (n)
+    out[0] = '\0';
+}
+
 static int keyed_snapshot(wm_op *op, wm_state_io *io) {
   keyedop *s = op->impl;
   wm_state_put_header(io, 'K');
-  wm_state_put_u(io, s->cfg.rolling.add != NULL);
+  char m[256] = "";
+  if (s->cfg.rolling.add) rolling_meaning(s, m, sizeof m);
+  wm_state_put_u(io, s->cfg.rolling.add == NULL ? 0 : m[0] ? 2 : 1);
+  if (m[0]) {
+    wm_state_put_u(io, strlen(m));
+    wm_buf_adds(io->out, m);
+  }
   wm_state_put_u(io, s->seq);
   wm_state_put_u(io, s->ne);
   for (uint32_t i = 0; i < s->ne; i++) {
@@ -294,11 +316,30 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
   if (wm_state_get_header(r, 'K', "a keyed process operator") != WM_OK ||
       wm_state_get_u(r, &mode, "the mode") != WM_OK)
     return WM_ERR;
-  if (mode != (s->cfg.rolling.add != NULL))
+  if (mode > 2) return wm_state_bad(r, "the mode is %llu", (unsigned long long)mode);
+  if ((mode != 0) != (s->cfg.rolling.add != NULL))
     return wm_ctx_error(op->ctx, "the checkpoint holds a %s where this job has a %s (the job "
                                  "changed since the checkpoint?)",
                         mode ? "rolling aggregation" : "process function",
                         s->cfg.rolling.add ? "rolling aggregation" : "process function");
+  if (mode == 2) { /* what the accumulators mean: the same, unless a change is allowed */
+    uint64_t wl;
+    if (wm_state_get_count(r, &wl, 1, "the rolling aggregation's meaning") != WM_OK) return WM_ERR;
+    const char *was = (const char *)r->p;
+    r->p += wl;
+    char now[256];
+    rolling_meaning(s, now, sizeof now);
+    if (now[0] && (wl != strlen(now) || memcmp(was, now, wl) != 0)) {
+      if (!op->ctx->allow_state_change)
+        return wm_ctx_error(op->ctx,
+                            "the rolling aggregation changed since the checkpoint: its state "
+                            "was made by\n    %.*s\n  and this job's is\n    %s\n  every key "
+                            "would go on from the other one's accumulator (to go on with that "
+                            "state anyway, run with --allow-state-change)",
+                            (int)(wl < 300 ? wl : 300), was, now);
+      op->ctx->state_changes++;
+    }
+  }
   if (wm_state_get_u(r, &seq, "the timer sequence") != WM_OK ||
       wm_state_get_count(r, &ne, 6, "the number of keys") != WM_OK)
     return WM_ERR;

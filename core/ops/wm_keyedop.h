@@ -40,6 +40,9 @@ typedef struct wm_keyedop_config {
   wm_keyed_fn fn;    /* process mode (fn.element set); owned */
   wm_winfn rolling;  /* rolling mode (rolling.add set): add, then fire with the key's
                       * accumulator and the record's timestamp after every record; owned */
+  /* rolling mode: what the accumulator means, checked by a restore as a window's is
+   * (wm_winop_config.meaning); empty: a built-in's aggregation and field, else unchecked */
+  char meaning[200];
 } wm_keyedop_config;
 
 /* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */

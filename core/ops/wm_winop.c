@@ -1855,6 +1855,32 @@ static void config_text(const winop *s, char *out, size_t n) {
     snprintf(out + k, n - (size_t)k, ", merges partials");
 }
 
+/* What the function's state means (wm_winop_config.meaning): the given text, or a
+ * built-in's aggregation and field; "" when unknown (not checked). */
+static void meaning_text(const winop *s, char *out, size_t n) {
+  static const char *const aggs[] = {"?", "sum", "min", "max", "min_by", "max_by", "count"};
+  wm_field *f = NULL;
+  int agg = s->cfg.meaning[0] ? 0 : wm_winfn_builtin_agg(&s->cfg.fn, &f);
+  if (s->cfg.meaning[0])
+    snprintf(out, n, "%s", s->cfg.meaning);
+  else if (agg >= 1 && agg <= 6)
+    snprintf(out, n, "%s%s%s%s", aggs[agg], f ? "(" : "", f && f->name ? f->name : "", f ? ")" : "");
+  else if (n)
+    out[0] = '\0';
+}
+
+#define MEANING_SEP "\nfunction "
+
+/* The configuration text a snapshot writes: config_text, then the function's meaning
+ * after MEANING_SEP when it is known (a checkpoint written before the meaning has none). */
+static void snapshot_text(const winop *s, char *out, size_t n) {
+  config_text(s, out, n);
+  size_t k = strlen(out);
+  char m[256];
+  meaning_text(s, m, sizeof m);
+  if (m[0] && k < n) snprintf(out + k, n - k, "%s%s", MEANING_SEP, m);
+}
+
 static int64_t rel(int64_t t, int64_t base) { return (int64_t)((uint64_t)t - (uint64_t)base); }
 static int64_t unrel(int64_t d, int64_t base) { return (int64_t)((uint64_t)d + (uint64_t)base); }
 
@@ -1915,8 +1941,8 @@ static int put_entry(wm_op *op, winop *s, wm_state_io *io, uint32_t i, uint64_t 
 
 static int winop_snapshot(wm_op *op, wm_state_io *io) {
   winop *s = op->impl;
-  char cfg[512];
-  config_text(s, cfg, sizeof cfg);
+  char cfg[800];
+  snapshot_text(s, cfg, sizeof cfg);
   wm_state_put_header(io, 'W');
   wm_state_put_u(io, strlen(cfg));
   wm_buf_adds(io->out, cfg);
@@ -2109,12 +2135,32 @@ static int restore_body(wm_state_rd *r, winop *s) {
   if (wm_state_get_header(r, 'W', "a window operator") != WM_OK ||
       wm_state_get_count(r, &n, 1, "the configuration") != WM_OK)
     return WM_ERR;
-  if (n != strlen(cfg) || memcmp(r->p, cfg, n) != 0)
+  /* the configuration must be the same; the function's meaning too, when the checkpoint
+   * has it (written since it is kept) and this job knows it, unless a change is allowed */
+  size_t sep = strlen(MEANING_SEP), base = 0;
+  while (base < n && !(base + sep <= n && memcmp(r->p + base, MEANING_SEP, sep) == 0)) base++;
+  if (base != strlen(cfg) || memcmp(r->p, cfg, base) != 0)
     return wm_ctx_error(op->ctx,
                         "the checkpoint's window operator differs from this job's: it was\n"
                         "    %.*s\n  and is now\n    %s\n  (the job changed since the "
                         "checkpoint)",
-                        (int)(n < 400 ? n : 400), (const char *)r->p, cfg);
+                        (int)(base < 400 ? base : 400), (const char *)r->p, cfg);
+  char now[256];
+  meaning_text(s, now, sizeof now);
+  if (base < n && now[0]) {
+    const char *was = (const char *)r->p + base + sep;
+    size_t wl = n - base - sep;
+    if (wl != strlen(now) || memcmp(was, now, wl) != 0) {
+      if (!op->ctx->allow_state_change)
+        return wm_ctx_error(op->ctx,
+                            "the window function changed since the checkpoint: its state was "
+                            "made by\n    %.*s\n  and this job's is\n    %s\n  the windows "
+                            "open at the checkpoint would come out wrong (to go on with that "
+                            "state anyway, run with --allow-state-change)",
+                            (int)(wl < 300 ? wl : 300), was, now);
+      op->ctx->state_changes++;
+    }
+  }
   r->p += n;
   static const char *const what[] = {"the end-of-input flag", "the compaction pass",
                                      "the compaction threshold", "the compaction threshold"};

@@ -42,6 +42,11 @@ typedef struct wm_winop_config {
   /* 1: the operator merges partials (config text, so that a checkpoint of a job without
    * pre-aggregation is not restored into one with it, or back) */
   int merges_partials;
+  /* What the window function's state means, checked by a restore (docs/checkpoints.md,
+   * "A changed window function"): e.g. "reduce (Lua function at job.lua:12)" or "reduce
+   * (version 2 of uid sums)". Empty: a built-in's is its aggregation and field ("sum(vc)",
+   * "count"), any other function's is not checked. */
+  char meaning[200];
 } wm_winop_config;
 
 /* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,

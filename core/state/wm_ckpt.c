@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -22,9 +23,12 @@
 #define MAX_PARTS 1000000u
 #define MAX_META (64u << 20)
 
+#define LOCK_NAME "LOCK"
+
 struct wm_ckpt_store {
   char *dir;
   int keep;
+  int lock_fd; /* DIR/LOCK, flock()ed for the store's life */
   int crash_before_rename; /* tests: _exit(99) with the MANIFEST written, not renamed */
 };
 
@@ -263,6 +267,74 @@ static int valid_name(const char *name) {
 
 /* ---- the store --------------------------------------------------------------------------- */
 
+/* ---- the directory's lock ------------------------------------------------------------------
+ *
+ * One job at a time per directory: DIR/LOCK is flock()ed (exclusive, without waiting) for
+ * the store's life and holds "pid P host H" of its holder. The kernel releases the lock when
+ * the holder exits, however it ends (kill -9 too), so a stale file never blocks a restart;
+ * the file itself is never removed (a remover could race a new holder of another inode). */
+
+/* What the holder wrote into the lock file ("pid 123 host box"), or "unknown". */
+static void lock_holder(int fd, char *out, size_t n) {
+  char buf[300];
+  ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+  size_t len = k > 0 ? (size_t)k : 0;
+  while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\0')) len--;
+  buf[len] = '\0';
+  int ok = len > 4 && !strncmp(buf, "pid ", 4);
+  for (size_t i = 0; ok && i < len; i++)
+    if ((unsigned char)buf[i] < ' ' || (unsigned char)buf[i] > '~') ok = 0;
+  snprintf(out, n, "%s", ok ? buf : "unknown: its lock file is being written");
+}
+
+static int take_lock(wm_ckpt_store *s, char *err, size_t errlen) {
+  char *path = join(s->dir, LOCK_NAME);
+  if (!path) {
+    seterr(err, errlen, "out of memory");
+    return -1;
+  }
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    seterr(err, errlen, "cannot open the lock file %s: %s", path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  int rc;
+  while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0) {
+    int e = errno;
+    if (e == EWOULDBLOCK) {
+      char who[300];
+      lock_holder(fd, who, sizeof who);
+      seterr(err, errlen, "checkpoint directory %s is in use by another job (%s; lock file %s): "
+                          "two jobs on one checkpoint directory would take and resume each "
+                          "other's checkpoints; stop that job first, or give this one another "
+                          "--checkpoint-dir", s->dir, who, path);
+    } else {
+      seterr(err, errlen, "cannot lock %s (one job at a time per checkpoint directory): %s",
+             path, strerror(e));
+    }
+    close(fd);
+    free(path);
+    return -1;
+  }
+  char host[256] = "?", line[400];
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+  host[sizeof host - 1] = '\0';
+  int n = snprintf(line, sizeof line, "pid %ld host %s\n", (long)getpid(), host);
+  if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != (ssize_t)n) {
+    seterr(err, errlen, "cannot write the lock file %s: %s", path, strerror(errno));
+    close(fd);
+    free(path);
+    return -1;
+  }
+  free(path);
+  s->lock_fd = fd;
+  return 0;
+}
+
 wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen) {
   if (!dir || !*dir) {
     seterr(err, errlen, "checkpoint directory is empty");
@@ -292,11 +364,17 @@ wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t e
     return NULL;
   }
   s->keep = keep;
+  s->lock_fd = -1;
+  if (take_lock(s, err, errlen) != 0) {
+    wm_ckpt_store_free(s);
+    return NULL;
+  }
   return s;
 }
 
 void wm_ckpt_store_free(wm_ckpt_store *s) {
   if (!s) return;
+  if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
   free(s->dir);
   free(s);
 }

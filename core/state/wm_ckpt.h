@@ -31,7 +31,10 @@ typedef struct wm_ckpt_reader wm_ckpt_reader;
 typedef void (*wm_ckpt_warn_fn)(void *ud, const char *message);
 
 /* Opens (creating it and its parents when missing) the store at dir; keep >= 1 complete
- * checkpoints are kept. NULL with a message in err. The store copies dir. */
+ * checkpoints are kept. NULL with a message in err. The store copies dir.
+ * The store locks the directory (flock of dir/LOCK, which holds "pid P host H") until it is
+ * freed: a second store on it, in this process or another, is refused with a message naming
+ * the holder; the kernel drops the lock when its process ends, however it ends. */
 wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen);
 void wm_ckpt_store_free(wm_ckpt_store *s);
 const char *wm_ckpt_store_dir(const wm_ckpt_store *s);

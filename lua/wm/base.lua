@@ -248,7 +248,10 @@ function M.env(opts)
   elseif ck and o.checkpoint_interval then
     ck.interval = o.checkpoint_interval
   end
-  if ck then ck.fresh = o.fresh end
+  if ck then
+    ck.fresh = o.fresh
+    ck.allow_state_change = o.allow_state_change
+  end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,

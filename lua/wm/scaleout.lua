@@ -115,7 +115,7 @@ local function run_task(env, name, task)
   end
   local ck = env.checkpoint
   local dir = ck.dir .. "/task-" .. task.name
-  env.checkpoint = {dir = dir, interval = ck.interval, fresh = false}
+  env.checkpoint = {dir = dir, interval = ck.interval, fresh = false, allow_state_change = ck.allow_state_change}
   env.metrics_http = nil -- every task on its own port would collide
   env.progress = false -- its stderr is the supervisor's pipe
   for _, n in ipairs(env.nodes) do

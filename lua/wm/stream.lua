@@ -41,13 +41,29 @@ end
 -- still fits after operators are added or removed before it (docs/checkpoints.md). An id is
 -- 1 to 100 letters, digits, `.`, `_` or `-`, unique in the job; with parallelism n > 1 the
 -- instances are `id.1` ... `id.n`.
+--
+-- A window's `reduce` or `aggregate` function is checked on resume by where it is defined
+-- (its file and line): a checkpoint made by another function is refused, as its open windows
+-- would come out wrong (docs/checkpoints.md, "A changed window function"). A `version` given
+-- here stands for the function instead: the state is taken whatever the function's line,
+-- as long as the version is the same; change the version when the function's state changes
+-- meaning.
 -- @tparam string id the stable id
+-- @tparam[opt] string|integer version the version of the operator's function (its state)
 -- @treturn Stream this stream
 -- @usage env:read_lines("in.csv"):parse_csv{...}:uid("parse")
-function Stream:uid(id)
+-- @usage keyed:window(w):reduce(add):uid("sums", 2)
+function Stream:uid(id, version)
   if type(id) ~= "string" then error("uid: expected a string, got " .. type(id), 2) end
   if #id < 1 or #id > 100 or id:find("[^%w._-]") then
     error(string.format("uid: bad id %q (1 to 100 letters, digits, '.', '_' or '-')", id), 2)
+  end
+  if version ~= nil then
+    if math.type(version) == "integer" then version = tostring(version) end
+    if type(version) ~= "string" or #version < 1 or #version > 100 or version:find("[^%w._-]") then
+      error(string.format("uid: bad version %s (a string of 1 to 100 letters, digits, '.', '_' or '-', or an "
+        .. "integer)", type(version) == "string" and string.format("%q", version) or tostring(version)), 2)
+    end
   end
   local kind = self.node.kind
   if kind == "side_output" or kind == "rebalance" or kind == "harness_input" then
@@ -64,6 +80,7 @@ function Stream:uid(id)
   if self.node.uid and self.node.uid ~= id then uids[self.node.uid] = nil end
   uids[id] = self.node
   self.node.uid = id
+  self.node.uid_version = version
   return self
 end
 

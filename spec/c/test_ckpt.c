@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec/wm_exec.h"
+#include "graph/wm_state.h"
+#include "io/wm_io.h"
 #include "state/wm_ckpt.h"
 #include "test.h"
 
@@ -84,6 +87,99 @@ static uint64_t latest_id(wm_ckpt_store *s, warnings *w) {
   uint64_t id = wm_ckpt_reader_id(r);
   wm_ckpt_reader_free(r);
   return id;
+}
+
+/* ---- write_lines's snapshot: the identity of its file (issue 34 item 6) ------------------ */
+
+static void put_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *get_text(const char *path) {
+  static char buf[4096];
+  FILE *f = fopen(path, "rb");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* A write_lines sink on path, restored from state (when given) and then snapshotted into
+ * snap (when given). The restore's result; the context's message in err. */
+static int sink_cycle(const char *path, const void *state, size_t len, wm_buf *snap, char *err,
+                      size_t errlen) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config ecfg = {0};
+  wm_exec *e = wm_exec_new(&ctx, &ecfg);
+  wm_write_config wc = {.path = path, .format = WM_FMT_TEXT};
+  wm_op *op = e ? wm_write_lines_new(wm_exec_host(e), "sink", &wc) : NULL;
+  int rc = WM_ERR;
+  if (op) {
+    wm_state_io io = {.out = snap, .data = state, .len = len};
+    rc = state ? op->vt->restore(op, &io) : WM_OK;
+    if (rc == WM_OK && snap) rc = op->vt->snapshot(op, &io);
+  }
+  size_t n = strlen(ctx.err);
+  if (n >= errlen) n = errlen - 1;
+  memcpy(err, ctx.err, n);
+  err[n] = '\0';
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+  return rc;
+}
+
+static void test_sink_identity(const char *dir) {
+  char path[600], err[1024];
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  /* a checkpoint of version 1 (before the identity: type and length) is still restored: the
+   * file is cut to the length it gives */
+  put_text(path, "hello world\nEXTRA after the checkpoint\n");
+  static const uint8_t v1[] = {1, 1, 12};
+  wm_buf snap;
+  wm_buf_init(&snap);
+  CHECK_I64(sink_cycle(path, v1, sizeof v1, &snap, err, sizeof err), WM_OK);
+  CHECK_STR(get_text(path), "hello world\n");
+  /* its snapshot is of version 2 and restores into the same file */
+  CHECK(snap.len > 3 && (uint8_t)snap.data[0] == 2);
+  char err2[1024];
+  CHECK_I64(sink_cycle(path, snap.data, snap.len, NULL, err2, sizeof err2), WM_OK);
+  CHECK_STR(get_text(path), "hello world\n");
+  /* another file at the path (the old one removed: it may even get its inode back), longer
+   * than the checkpoint's length: refused by name, left as it was */
+  CHECK_I64(unlink(path), 0);
+  put_text(path, "somebody else's precious file, longer than twelve bytes\n");
+  CHECK_I64(sink_cycle(path, snap.data, snap.len, NULL, err, sizeof err), WM_ERR);
+  CHECK(strstr(err, path) != NULL);
+  CHECK(strstr(err, "is not the file the checkpoint wrote") != NULL);
+  CHECK(strstr(err, "--fresh") != NULL);
+  CHECK_STR(get_text(path), "somebody else's precious file, longer than twelve bytes\n");
+  /* the same file (inode) with other bytes before the checkpoint's length: refused */
+  CHECK_I64(unlink(path), 0);
+  put_text(path, "hello world\n");
+  wm_buf_clear(&snap);
+  CHECK_I64(sink_cycle(path, v1, sizeof v1, &snap, err, sizeof err), WM_OK);
+  FILE *f = fopen(path, "r+b");
+  if (f) {
+    fputs("HELLO world\nand more", f);
+    fclose(f);
+  }
+  CHECK_I64(sink_cycle(path, snap.data, snap.len, NULL, err, sizeof err), WM_ERR);
+  CHECK(strstr(err, "differ from those the job wrote") != NULL);
+  CHECK_STR(get_text(path), "HELLO world\nand more");
+  /* damaged: every cut of the state is refused, never read past */
+  put_text(path, "hello world\n");
+  wm_buf_clear(&snap);
+  CHECK_I64(sink_cycle(path, v1, sizeof v1, &snap, err, sizeof err), WM_OK);
+  int refused = 0;
+  for (size_t cut = 0; cut < snap.len; cut++)
+    refused += sink_cycle(path, snap.data, cut, NULL, err, sizeof err) == WM_ERR;
+  CHECK_I64(refused, (int64_t)snap.len);
+  CHECK_STR(get_text(path), "hello world\n");
+  wm_buf_free(&snap);
 }
 
 void test_ckpt(void) {
@@ -202,8 +298,31 @@ void test_ckpt(void) {
         strstr(w.first, "not a wmrun checkpoint manifest"));
   free(mp);
 
+  /* one job at a time: a second store on the directory is refused while the first is open,
+   * naming its holder (pid and host) and the lock file; taken again once it is freed */
+  {
+    char host[256] = "", want[400];
+    CHECK(gethostname(host, sizeof host) == 0);
+    snprintf(want, sizeof want, "(pid %ld host %s;", (long)getpid(), host);
+    char err2[1024];
+    wm_ckpt_store *s2 = wm_ckpt_store_open(sub, 3, err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK(strstr(err2, "is in use by another job") != NULL);
+    CHECK(strstr(err2, want) != NULL);
+    CHECK(strstr(err2, "/nested/store/LOCK") != NULL);
+    CHECK(strstr(err2, "--checkpoint-dir") != NULL);
+    wm_ckpt_store_free(s2);
+    /* --fresh is refused too (it clears through a store): the first one's checkpoints stay */
+    CHECK_I64(count_checkpoints(sub) > 0, 1);
+  }
+
   /* store errors */
   wm_ckpt_store_free(s);
+  {
+    wm_ckpt_store *s3 = wm_ckpt_store_open(sub, 3, err, sizeof err);
+    CHECK(s3 != NULL);
+    wm_ckpt_store_free(s3);
+  }
   CHECK(wm_ckpt_store_open(sub, 0, err, sizeof err) == NULL);
   CHECK(strstr(err, "at least 1") != NULL);
   snprintf(sub, sizeof sub, "%s/file", dir);
@@ -211,6 +330,7 @@ void test_ckpt(void) {
   if (f) fclose(f);
   CHECK(wm_ckpt_store_open(sub, 3, err, sizeof err) == NULL);
   CHECK(strstr(err, sub) != NULL);
+  test_sink_identity(dir);
   rm_rf(dir);
   free(dir);
 }

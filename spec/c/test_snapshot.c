@@ -604,11 +604,21 @@ static void build_keyed(plan *p) {
   wm_op_connect(k, 0, add_sink(p));
 }
 
+/* The first n bytes of needle in hay (no memmem in C11). */
+static const char *find_bytes(const void *hay, size_t hl, const char *needle, size_t n) {
+  const char *h = hay;
+  for (size_t i = 0; i + n <= hl; i++)
+    if (memcmp(h + i, needle, n) == 0) return h + i;
+  return NULL;
+}
+
+static int rolling_agg = WM_AGG_SUM; /* build_rolling's aggregation */
+
 static void build_rolling(plan *p) {
   wm_keyedop_config cfg = {0};
   const char *key = "id";
   wm_keysel_fields(&cfg.keysel, &key, 1);
-  wm_winfn_builtin(&cfg.rolling, WM_AGG_SUM, "vc");
+  wm_winfn_builtin(&cfg.rolling, rolling_agg, "vc");
   wm_op *k = wm_keyedop_new(&p->ctx, "rolling sum", &cfg);
   wm_op_connect(add_tsop(p, 0, 0, 0, 0), 0, k);
   wm_op_connect(k, 0, add_sink(p));
@@ -619,6 +629,59 @@ static const ev keyed_evs[] = {
     R("a", 1004, 95), R("b", 1003, 92), C(20), R("c", 1010, 1), R("a", 1011, 2), C(40),
     R("b", 1050, 40), C(60), R("a", 1200, 0), R("c", 1300, 99), E};
 
+/* A rolling sum's checkpoint restored into a rolling max: refused naming both, unless a
+ * change is allowed; a state of mode 1 (written before the meaning was kept) is taken. */
+static void rolling_changed(void) {
+  T.current = "rolling sum -> max";
+  plan a, b;
+  rolling_agg = WM_AGG_SUM;
+  plan_init(&a, build_rolling);
+  run(&a, keyed_evs, 0, 6);
+  parts ps = {0};
+  CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
+  rolling_agg = WM_AGG_MAX;
+  plan_init(&b, build_rolling);
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
+  CHECK(strstr(b.ctx.err, "the rolling aggregation changed since the checkpoint: its state was "
+                          "made by\n    sum(vc)\n  and this job's is\n    max(vc)\n") != NULL);
+  CHECK(strstr(b.ctx.err, "--allow-state-change") != NULL);
+  plan_free(&b);
+  plan_init(&b, build_rolling);
+  b.ctx.allow_state_change = 1;
+  CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_OK);
+  CHECK_I64(b.ctx.state_changes, 1);
+  plan_free(&b);
+  /* the same state as a wmrun before the meaning wrote it: mode 1, no text */
+  size_t ki = ps.n;
+  const char *m = NULL;
+  for (size_t i = 0; i < ps.n && ki == ps.n; i++)
+    if ((m = find_bytes(ps.p[i].data, ps.p[i].len, "\x02\x07sum(vc)", 9))) ki = i;
+  CHECK(ki < ps.n);
+  if (ki < ps.n) {
+    const uint8_t *d = ps.p[ki].data;
+    size_t at = (size_t)((const uint8_t *)m - d), ol = 0;
+    uint8_t *old = malloc(ps.p[ki].len);
+    memcpy(old, d, at);
+    ol = at;
+    old[ol++] = 1;
+    memcpy(old + ol, m + 9, ps.p[ki].len - at - 9);
+    ol += ps.p[ki].len - at - 9;
+    wm_part *olds = malloc(ps.n * sizeof *olds);
+    memcpy(olds, ps.p, ps.n * sizeof *olds);
+    olds[ki].data = old;
+    olds[ki].len = ol;
+    plan_init(&b, build_rolling);
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, olds, ps.n), WM_OK);
+    CHECK_I64(b.ctx.state_changes, 0);
+    plan_free(&b);
+    free(olds);
+    free(old);
+  }
+  rolling_agg = WM_AGG_SUM;
+  parts_free(&ps);
+  plan_free(&a);
+}
+
 static void keyed(void) {
   T.current = "keyed process function, timers";
   roundtrip(build_keyed, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, NULL);
@@ -627,6 +690,7 @@ static void keyed(void) {
   T.current = "damaged keyed state";
   damage(build_keyed, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, 7);
   damage(build_rolling, keyed_evs, sizeof keyed_evs / sizeof *keyed_evs, 7);
+  rolling_changed();
 }
 
 /* ---- a custom watermark generator -------------------------------------------------- */
@@ -709,6 +773,10 @@ static void custom_generator(void) {
 
 static const wspec shape_w = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000};
 static const wspec shape_w2 = {{.kind = WM_WA_TUMBLING, .size = 10000}, .lateness = 2000};
+static const wspec shape_w_max = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000,
+                                  .agg = WM_AGG_MAX};
+static const wspec shape_w_count = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000,
+                                    .agg = WM_AGG_COUNT};
 
 static void build_uid(plan *p) {
   wm_op *t = add_tsop(p, 0, 0, 0, 0);
@@ -771,6 +839,61 @@ static void shape(void) {
                           "    tumbling size 10000 ") != NULL);
   CHECK(strstr(b.ctx.err, "in operator 'window'") != NULL);
   plan_free(&b);
+  /* the window function changed (sum -> max, sum -> count): refused, naming both, unless a
+   * change is allowed (--allow-state-change), which is counted */
+  for (int k = 0; k < 2; k++) {
+    cur_w = k == 0 ? &shape_w_max : &shape_w_count;
+    plan_init(&b, build_window);
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
+    CHECK(strstr(b.ctx.err, k == 0 ? "the window function changed since the checkpoint: its state "
+                                     "was made by\n    sum(vc)\n  and this job's is\n    max(vc)\n"
+                                   : "its state was made by\n    sum(vc)\n  and this job's is\n    "
+                                     "count\n") != NULL);
+    CHECK(strstr(b.ctx.err, "--allow-state-change") != NULL);
+    CHECK(strstr(b.ctx.err, "in operator 'window'") != NULL);
+    plan_free(&b);
+    plan_init(&b, build_window);
+    b.ctx.allow_state_change = 1;
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_OK);
+    CHECK_I64(b.ctx.state_changes, 1);
+    plan_free(&b);
+  }
+  /* a checkpoint written before the function's meaning was kept (its configuration text
+   * without "\nfunction ...") is restored into any function, as it was then */
+  {
+    size_t wi = ps.n;
+    const char *tx = NULL;
+    for (size_t i = 0; i < ps.n && wi == ps.n; i++) {
+      tx = find_bytes(ps.p[i].data, ps.p[i].len, "tumbling size 5000", 18);
+      if (tx) wi = i;
+    }
+    CHECK(wi < ps.n);
+    if (wi < ps.n) {
+      const uint8_t *d = ps.p[wi].data;
+      size_t at = (size_t)((const uint8_t *)tx - d), tl = d[at - 1];
+      const char *sep = find_bytes(tx, tl, "\nfunction sum(vc)", 17);
+      CHECK(tl < 128 && sep != NULL && (size_t)(sep - tx) + 17 == tl);
+      uint8_t *old = malloc(ps.p[wi].len);
+      size_t base = (size_t)(sep - tx), ol = 0;
+      memcpy(old, d, at - 1);
+      ol = at - 1;
+      old[ol++] = (uint8_t)base;
+      memcpy(old + ol, tx, base);
+      ol += base;
+      memcpy(old + ol, d + at + tl, ps.p[wi].len - at - tl);
+      ol += ps.p[wi].len - at - tl;
+      wm_part olds[5];
+      memcpy(olds, ps.p, sizeof olds);
+      olds[wi].data = old;
+      olds[wi].len = ol;
+      cur_w = &shape_w_max;
+      plan_init(&b, build_window);
+      CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, olds, 5), WM_OK);
+      CHECK_I64(b.ctx.state_changes, 0);
+      plan_free(&b);
+      free(old);
+    }
+  }
   /* into an operator that already holds state */
   cur_w = &shape_w;
   plan_init(&b, build_window);
