@@ -122,7 +122,7 @@ static int write_all_fd(int fd, const char *p, size_t n) {
 /* An output that cannot seek: what has gathered, written now (see the top). */
 static void writer_kick_seq(writer *w) {
   if (w->failed || w->closed) return;
-  if (w->pend.len && (w->pend.len >= w->cfg.buffer || w->ending)) {
+  if (w->pend.len && (w->pend.len >= w->cfg.buffer || w->ending || w->draining)) {
     if (write_all_fd(w->fd, w->pend.data, w->pend.len) != 0) {
       writer_fail(w, "cannot write to", uv_translate_sys_error(errno));
       return;
