@@ -246,20 +246,57 @@ static int l_status(lua_State *L) {
   return h_end(L, H, &fr, wm_op_input_status(H->input, ch, idle), 0);
 }
 
+/* The first time p + k * step (k >= 0) at or after lim (p < lim), and k: WM_TIME_MAX (never)
+ * when past the end of time. */
+static int64_t periodic_from(int64_t p, int64_t step, int64_t lim, uint64_t *k) {
+  uint64_t gap = (uint64_t)lim - (uint64_t)p; /* lim > p: exact in unsigned arithmetic */
+  uint64_t n = gap / (uint64_t)step + (gap % (uint64_t)step != 0);
+  *k = n;
+  unsigned __int128 at = (unsigned __int128)n * (uint64_t)step;
+  if (at >= (unsigned __int128)((uint64_t)WM_TIME_MAX - (uint64_t)p)) return WM_TIME_MAX;
+  return (int64_t)((uint64_t)p + (uint64_t)at);
+}
+
 /* Runs everything due at or before `upto`, in time order: processing-time timers, then
- * idleness timeouts, then periodic watermarks. */
+ * idleness timeouts, then periodic watermarks. The clock jumps from one event that may
+ * change something to the next (issue 34): the periodic emits of a settled assigner
+ * (wm_tsop_periodic_settled: they would give its last watermark again) before the next other
+ * event are skipped in one step and counted, so a gap of 10^12 ms costs as much as one of
+ * 200 ms. A time of WM_TIME_MAX never comes due: a periodic emit or idleness timeout
+ * past the end of time is not. During a replay that watches signals, a signal stops the
+ * clock where it is (returns WM_OK with H->now < upto; the caller asks replay_signalled). */
 static int advance_to(harness *H, int64_t upto) {
   wm_ctx *ctx = &H->B.ctx;
-  for (;;) {
+  for (uint64_t step = 0;; step++) {
+    if (H->signals && (step & 255) == 255) {
+      replay_signalled(H);
+      if (H->draining || H->aborted) return WM_OK;
+    }
     int64_t next = WM_TIME_MAX, t;
-    if (wm_timers_due(H->pt, upto, &t)) next = t;
+    int settled = 0, timer = wm_timers_due(H->pt, upto, &t);
+    if (timer) next = t;
     for (int i = 0; i < H->ntsops; i++) {
       wm_op *op = H->tsops[i];
       int64_t d = wm_tsop_idle_deadline(op);
       if (d < next) next = d;
-      if (!op->ended && H->interval > 0 && H->next_periodic[i] < next) next = H->next_periodic[i];
+      if (op->ended || H->interval <= 0) continue;
+      if (wm_tsop_periodic_settled(op)) settled = 1;
+      else if (H->next_periodic[i] < next) next = H->next_periodic[i];
     }
-    if (next > upto) break;
+    if (settled) { /* skip their emits before the next other event (or past upto) */
+      int64_t lim = next <= upto ? next : wm_time_add_sat(upto, 1);
+      for (int i = 0; i < H->ntsops; i++) {
+        wm_op *op = H->tsops[i];
+        if (op->ended || !wm_tsop_periodic_settled(op)) continue;
+        if (H->next_periodic[i] < lim) {
+          uint64_t k;
+          H->next_periodic[i] = periodic_from(H->next_periodic[i], H->interval, lim, &k);
+          wm_tsop_skip_periodic(op, k);
+        }
+        if (H->next_periodic[i] < next) next = H->next_periodic[i];
+      }
+    }
+    if (next > upto || (next == WM_TIME_MAX && !timer)) break;
     if (next > H->now) H->now = next;
     const wm_timer_entry *ents;
     size_t n;
@@ -276,8 +313,10 @@ static int advance_to(harness *H, int64_t upto) {
       wm_op *op = H->tsops[i];
       int rc = wm_tsop_check_idle(op, H->now);
       if (rc != WM_OK) return rc;
-      if (H->interval > 0 && H->next_periodic[i] <= H->now) {
-        while (H->next_periodic[i] <= H->now) H->next_periodic[i] += H->interval;
+      if (H->interval > 0 && H->next_periodic[i] <= H->now && H->next_periodic[i] != WM_TIME_MAX) {
+        uint64_t k; /* the next one after now, in phase */
+        H->next_periodic[i] =
+            periodic_from(H->next_periodic[i], H->interval, wm_time_add_sat(H->now, 1), &k);
         if (!op->ended && !wm_tsop_is_idle(op) && (rc = wm_tsop_periodic(op)) != WM_OK)
           return rc;
       }
@@ -1522,8 +1561,10 @@ static int l_replay_inputs(lua_State *L) {
       if (next[c] < D[c]->n && (j < 0 || D[c]->arrival[next[c]] < D[j]->arrival[next[j]])) j = c;
     if (j < 0) break;
     replay_data *d = D[j];
-    size_t i = next[j]++;
+    size_t i = next[j];
     if ((rc = advance_to(H, d->arrival[i])) != WM_OK) break;
+    if (H->draining || H->aborted) continue; /* a signal stopped the clock before the line */
+    next[j]++;
     wm_value v = wm_cstr(d->text + d->off[i], d->len[i]);
     /* emitted as a source emits (no records in, as --metrics shows a live source), at its
      * position in the file: parsers and errors name the file's line, as for a live source */
