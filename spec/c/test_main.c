@@ -19,6 +19,7 @@ int main(void) {
       {"member", test_member},
       {"jsonw", test_jsonw},
       {"through", test_through},
+      {"metrics", test_metrics},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
