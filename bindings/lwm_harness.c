@@ -325,9 +325,8 @@ static int64_t periodic_from(int64_t p, int64_t step, int64_t lim, uint64_t *k) 
   uint64_t gap = (uint64_t)lim - (uint64_t)p; /* lim > p: exact in unsigned arithmetic */
   uint64_t n = gap / (uint64_t)step + (gap % (uint64_t)step != 0);
   *k = n;
-  unsigned __int128 at = (unsigned __int128)n * (uint64_t)step;
-  if (at >= (unsigned __int128)((uint64_t)WM_TIME_MAX - (uint64_t)p)) return WM_TIME_MAX;
-  return (int64_t)((uint64_t)p + (uint64_t)at);
+  __int128 at = (__int128)p + (__int128)n * step; /* below 2^65: no overflow */
+  return at >= WM_TIME_MAX ? WM_TIME_MAX : (int64_t)at;
 }
 
 /* Runs everything due at or before `upto`, in time order: processing-time timers, then

@@ -403,16 +403,17 @@ env:read_lines(DIR .. "/gap.csv", {arrival = "arrival"})
       "a@2000 n=1 at 1000000000450\n", h.read_or_empty(job.out))
   end)
 
-  -- Arrivals at math.mininteger and math.maxinteger: the clock starts at the first, the
-  -- emission at MIN + 200 gives W = -401, nothing else comes due before the second line at
-  -- MAX, which ends the input: both windows fire at MAX.
+  -- Arrivals at math.mininteger, 0 and math.maxinteger: the clock starts at the first, the
+  -- emission at MIN + 200 gives W = -401; emissions stay in phase with MIN: 0 - MIN = 2^63
+  -- = 200 * 46116860184273879 + 8, so the last before a1500 (arriving at 0) is at -8 and
+  -- the next at 192 gives W = 999, which fires a's [0,1000) then. b200 arrives at MAX, late
+  -- for its [0,1000) (dropped); it ends the input: a's [1000,2000) fires at MAX.
   it("arrivals at the int64 extremes", function()
-    write("gap.csv", "a,100,1,-9223372036854775808\na,1500,2,9223372036854775807\n")
+    write("gap.csv", "a,100,1,-9223372036854775808\na,1500,2,0\nb,200,3,9223372036854775807\n")
     local job = run_bg(WIN)
     assert.are.equal(0, job.wait())
     assert.are.equal("", h.read_or_empty(job.err))
-    assert.are.equal("a@0 n=1 at 9223372036854775807\na@1000 n=1 at 9223372036854775807\n",
-      h.read_or_empty(job.out))
+    assert.are.equal("a@0 n=1 at 192\na@1000 n=1 at 9223372036854775807\n", h.read_or_empty(job.out))
   end)
 
   -- A Lua generator's periodic emit may do anything, so the clock calls it at every
