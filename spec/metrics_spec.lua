@@ -171,8 +171,8 @@ describe("Prometheus metrics against misbehaving clients", function()
   end)
 
   -- The report: 65 half-sent requests under ulimit -n 64 took every descriptor, and the job
-  -- failed at its next checkpoint ("Too many open files"). Now at most 8 are held (each until
-  -- its 408), the rest are refused (503, or reset) at once; the job goes on checkpointing,
+  -- failed at its next checkpoint ("Too many open files"). Now at most 8 are held at once (each
+  -- until its 408), the rest are refused (503, or reset) at once; the job goes on checkpointing,
   -- takes its lines, and stops on SIGTERM with a checkpoint, exit 0.
   it("65 half-sent requests under ulimit -n 64 leave the job its descriptors", function()
     local dir = h.tmpdir()
@@ -204,9 +204,12 @@ env:execute()
     local held = 0
     for i = 1, 65 do
       local got = h.wait_for(answers[i], "half-sent request " .. i .. " to be closed", 60)
-      if got:match("^HTTP/1%.1 408 ") then held = held + 1 end
+      if got:match("^HTTP/1%.1 408 ") then held = held + 1
+      elseif got ~= "" then assert.matches("^HTTP/1%.1 503 Service Unavailable\r\n", got) end
     end
-    assert.is_true(held >= 1 and held <= 8, "held " .. held)
+    -- (at most 8 at once: later ones, retried by the kernel after a full backlog, may be
+    -- held once the first have gone, so the total is not bounded)
+    assert.is_true(held >= 1, "held " .. held)
     assert.is_truthy(os.execute("kill -0 " .. pid .. " 2>/dev/null"), h.read_or_empty(dir .. "/err"))
     -- the job takes lines and checkpoints after the storm
     local function last_ck()
