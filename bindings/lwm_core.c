@@ -439,6 +439,7 @@ static const luaL_Reg core_funcs[] = {
     {"format", l_format},
     {"harness", lwm_harness_new},
     {"replay_data", lwm_replay_data_new},
+    {"signal_watch", lwm_signal_watch_new},
     {"thread", l_thread},
     {"_codec_roundtrip", lwm_mt_roundtrip},
     {"_checkpoint_sources", lwm_checkpoint_sources},

@@ -7,6 +7,7 @@
  * keeps the plan (operator names and tags point into it) alive.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ typedef struct harness {
   int tl_borrowed; /* tl is wmrun's --timeline recorder (opts.timeline), not the harness's */
   /* SIGINT/SIGTERM/SIGHUP during h:replay_inputs (replay_signalled) */
   int signals, no_drain, draining, aborted;
+  const wm_exec *watch; /* h:replay's opts.watch (core.signal_watch): a signal aborts it */
   int discard;     /* h:replay without keep_output: results are not stored */
 } harness;
 
@@ -153,12 +155,83 @@ static int h_pump(harness *H, int final) {
   return wm_exec_failed(e) ? WM_ERR : WM_OK;
 }
 
+/* ---- core.signal_watch(): SIGINT, SIGTERM and SIGHUP for `wmrun lab` ----------------------
+ * A lab is no job: it has no executor of its own to drain, and each candidate's harness lives
+ * for one replay. The watch is an executor listed with the process's signal handler
+ * (wm_exec_watch_signals) for as long as it is open, whose loop never runs: a signal stays
+ * pending on it, and what is given the watch (core.replay_data, h:replay's opts.watch) stops
+ * with "interrupted by SIGINT" (a second signal exits 130 at once, from the handler). Until it
+ * is open, the process's dispositions are those it inherited (a background process of a
+ * script ignores SIGINT: the report of issue 34 item 11). */
+#define SIGWATCH_MT "wm.sigwatch"
+typedef struct sigwatch {
+  wm_ctx ctx;
+  wm_exec *exec; /* NULL once closed */
+} sigwatch;
+
+static const char *sig_text(int sig) {
+  return sig == SIGTERM ? "interrupted by SIGTERM"
+         : sig == SIGHUP ? "interrupted by SIGHUP"
+                         : "interrupted by SIGINT";
+}
+
+static int l_sigwatch_close(lua_State *L) {
+  sigwatch *W = luaL_checkudata(L, 1, SIGWATCH_MT);
+  if (W->exec) {
+    wm_exec_free(W->exec);
+    W->exec = NULL;
+    wm_ctx_free(&W->ctx);
+  }
+  return 0;
+}
+
+/* w:pending() -> "interrupted by SIGINT" (SIGTERM, SIGHUP) once a signal came, else nil */
+static int l_sigwatch_pending(lua_State *L) {
+  sigwatch *W = luaL_checkudata(L, 1, SIGWATCH_MT);
+  if (W->exec && wm_exec_signal_pending(W->exec)) lua_pushstring(L, sig_text(wm_exec_signal(W->exec)));
+  else lua_pushnil(L);
+  return 1;
+}
+
+int lwm_signal_watch_new(lua_State *L) {
+  sigwatch *W = lua_newuserdatauv(L, sizeof *W, 0);
+  memset(W, 0, sizeof *W);
+  if (luaL_newmetatable(L, SIGWATCH_MT)) {
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, l_sigwatch_pending);
+    lua_setfield(L, -2, "pending");
+    lua_pushcfunction(L, l_sigwatch_close);
+    lua_setfield(L, -2, "close");
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, l_sigwatch_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, l_sigwatch_close);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_setmetatable(L, -2);
+  wm_ctx_init(&W->ctx);
+  wm_exec_config cfg = {.watermark_interval = 0};
+  W->exec = wm_exec_new(&W->ctx, &cfg);
+  if (!W->exec || wm_exec_watch_signals(W->exec) != WM_OK) {
+    lua_pushstring(L, W->ctx.err);
+    if (W->exec) wm_exec_free(W->exec);
+    W->exec = NULL;
+    wm_ctx_free(&W->ctx);
+    return lua_error(L);
+  }
+  return 1;
+}
+
 /* SIGINT, SIGTERM or SIGHUP during a replay (the executor's handler, wm_exec_watch_signals),
  * as in a live job: the first drains (every source ends at once: the open windows fire, the
  * sinks flush, the run succeeds), or with no_drain stops at once ("wmrun: interrupted", exit
  * status 130); a second one exits 130 at once, whatever the replay is doing. The replay asks
  * after every line; the executor's loop, when it runs, may have taken the signal first. */
 static void replay_signalled(harness *H) {
+  if (H->watch) { /* the lab's watcher: any signal stops the replay */
+    if (!H->aborted && wm_exec_signal_pending(H->watch)) H->aborted = 1;
+    return;
+  }
   wm_exec *e = H->B.exec;
   if (!H->signals || H->draining || H->aborted) return;
   if (!wm_exec_signal_pending(e) && !(wm_exec_stopping(e) && !wm_exec_failed(e))) return;
@@ -246,20 +319,56 @@ static int l_status(lua_State *L) {
   return h_end(L, H, &fr, wm_op_input_status(H->input, ch, idle), 0);
 }
 
+/* The first time p + k * step (k >= 0) at or after lim (p < lim), and k: WM_TIME_MAX (never)
+ * when past the end of time. */
+static int64_t periodic_from(int64_t p, int64_t step, int64_t lim, uint64_t *k) {
+  uint64_t gap = (uint64_t)lim - (uint64_t)p; /* lim > p: exact in unsigned arithmetic */
+  uint64_t n = gap / (uint64_t)step + (gap % (uint64_t)step != 0);
+  *k = n;
+  __int128 at = (__int128)p + (__int128)n * step; /* below 2^65: no overflow */
+  return at >= WM_TIME_MAX ? WM_TIME_MAX : (int64_t)at;
+}
+
 /* Runs everything due at or before `upto`, in time order: processing-time timers, then
- * idleness timeouts, then periodic watermarks. */
+ * idleness timeouts, then periodic watermarks. The clock jumps from one event that may
+ * change something to the next (issue 34): the periodic emits of a settled assigner
+ * (wm_tsop_periodic_settled: they would give its last watermark again) before the next other
+ * event are skipped in one step and counted, so a gap of 10^12 ms costs as much as one of
+ * 200 ms. A time of WM_TIME_MAX never comes due: a periodic emit or idleness timeout
+ * past the end of time is not. During a replay that watches signals, a signal stops the
+ * clock where it is (returns WM_OK with H->now < upto; the caller asks replay_signalled). */
 static int advance_to(harness *H, int64_t upto) {
   wm_ctx *ctx = &H->B.ctx;
-  for (;;) {
+  for (uint64_t step = 0;; step++) {
+    if ((H->signals || H->watch) && (step & 255) == 255) {
+      replay_signalled(H);
+      if (H->draining || H->aborted) return WM_OK;
+    }
     int64_t next = WM_TIME_MAX, t;
-    if (wm_timers_due(H->pt, upto, &t)) next = t;
+    int settled = 0, timer = wm_timers_due(H->pt, upto, &t);
+    if (timer) next = t;
     for (int i = 0; i < H->ntsops; i++) {
       wm_op *op = H->tsops[i];
       int64_t d = wm_tsop_idle_deadline(op);
       if (d < next) next = d;
-      if (!op->ended && H->interval > 0 && H->next_periodic[i] < next) next = H->next_periodic[i];
+      if (op->ended || H->interval <= 0) continue;
+      if (wm_tsop_periodic_settled(op)) settled = 1;
+      else if (H->next_periodic[i] < next) next = H->next_periodic[i];
     }
-    if (next > upto) break;
+    if (settled) { /* skip their emits before the next other event (or past upto) */
+      int64_t lim = next <= upto ? next : wm_time_add_sat(upto, 1);
+      for (int i = 0; i < H->ntsops; i++) {
+        wm_op *op = H->tsops[i];
+        if (op->ended || !wm_tsop_periodic_settled(op)) continue;
+        if (H->next_periodic[i] < lim) {
+          uint64_t k;
+          H->next_periodic[i] = periodic_from(H->next_periodic[i], H->interval, lim, &k);
+          wm_tsop_skip_periodic(op, k);
+        }
+        if (H->next_periodic[i] < next) next = H->next_periodic[i];
+      }
+    }
+    if (next > upto || (next == WM_TIME_MAX && !timer)) break;
     if (next > H->now) H->now = next;
     const wm_timer_entry *ents;
     size_t n;
@@ -276,8 +385,10 @@ static int advance_to(harness *H, int64_t upto) {
       wm_op *op = H->tsops[i];
       int rc = wm_tsop_check_idle(op, H->now);
       if (rc != WM_OK) return rc;
-      if (H->interval > 0 && H->next_periodic[i] <= H->now) {
-        while (H->next_periodic[i] <= H->now) H->next_periodic[i] += H->interval;
+      if (H->interval > 0 && H->next_periodic[i] <= H->now && H->next_periodic[i] != WM_TIME_MAX) {
+        uint64_t k; /* the next one after now, in phase */
+        H->next_periodic[i] =
+            periodic_from(H->next_periodic[i], H->interval, wm_time_add_sat(H->now, 1), &k);
         if (!op->ended && !wm_tsop_is_idle(op) && (rc = wm_tsop_periodic(op)) != WM_OK)
           return rc;
       }
@@ -721,8 +832,8 @@ static int read_file(const char *path, char **text, size_t *len) {
  * message (path:line: ...) in err. */
 static int replay_data_load(replay_data *D, const char *path, const wm_csv_field *fields,
                             uint32_t nf, char sep, int header, int lenient, const char *tsf,
-                            const char *arrf, const int64_t *given, size_t ngiven, char *err,
-                            size_t errlen) {
+                            const char *arrf, const int64_t *given, size_t ngiven,
+                            const wm_exec *watch, char *err, size_t errlen) {
   size_t flen = 0;
   D->path = strdup(path); /* NULL: messages say "?" */
   if (read_file(path, &D->text, &flen) != 0) {
@@ -771,6 +882,11 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
     p[ll] = '\0';
     char *line = p;
     p = nl ? nl + 1 : end;
+    if (watch && (lineno & 0xffff) == 0 && wm_exec_signal_pending(watch)) {
+      snprintf(err, errlen, "%s while reading %s (line %u)", sig_text(wm_exec_signal(watch)),
+               path, lineno);
+      goto done_ctx;
+    }
     if (header && lineno == 1) continue;
     if (ll > UINT32_MAX) {
       snprintf(err, errlen, "%s:%u: line too long", path, lineno);
@@ -909,7 +1025,7 @@ done:
   return rc;
 }
 
-/* core.replay_data(path, parse_node, timestamp_field, arrival) -> data
+/* core.replay_data(path, parse_node, timestamp_field, arrival[, watch]) -> data
  * parse_node: a parse_csv plan node ({fields = {{name, type, optional}...}, sep, header}), or
  * nil (the lines are not decoded); timestamp_field: an integer column, or nil (no event
  * times); arrival: an integer column, or a list of arrival times, one per line in file order. */
@@ -921,6 +1037,8 @@ int lwm_replay_data_new(lua_State *L) {
   if (!arrf) luaL_checktype(L, 4, LUA_TTABLE);
   luaL_argcheck(L, !lua_isnoneornil(L, 2) || (!tsf && !arrf), 2,
                 "columns need the parse_csv node");
+  const sigwatch *W = lua_isnoneornil(L, 5) ? NULL : luaL_checkudata(L, 5, SIGWATCH_MT);
+  luaL_argcheck(L, !W || W->exec, 5, "the signal watch is closed");
   lua_settop(L, 4);
   replay_data *D = lua_newuserdatauv(L, sizeof *D, 0); /* 5 */
   memset(D, 0, sizeof *D);
@@ -984,7 +1102,7 @@ int lwm_replay_data_new(lua_State *L) {
   }
   char err[1024];
   int rc = replay_data_load(D, path, fields, nf, sep && *sep ? sep[0] : ',', header, lenient,
-                            tsf, arrf, given, ngiven, err, sizeof err);
+                            tsf, arrf, given, ngiven, W ? W->exec : NULL, err, sizeof err);
   free(fields);
   free(given);
   if (rc != 0) {
@@ -1271,6 +1389,10 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
   size_t next_curve = 0, curve_k = 0;
   for (size_t i = 0; i < D->n && rc == WM_OK; i++) {
     if ((rc = advance_to(H, D->arrival[i])) != WM_OK) break;
+    if (H->watch && (replay_signalled(H), H->aborted)) {
+      rc = wm_ctx_error(ctx, "%s", sig_text(wm_exec_signal(H->watch)));
+      break;
+    }
     int64_t W = win ? win->wm : WM_TIME_MIN, ts = D->ts[i];
     int64_t weff = W > floor_wm ? W : floor_wm;
     out->lag[i] = sub_sat(D->perfect[i], weff);
@@ -1319,6 +1441,8 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
   out->ncurve = curve_k;
   if (rc == WM_OK && D->n && o->drain > 0)
     rc = advance_to(H, wm_time_add_sat(D->arrival[D->n - 1], o->drain));
+  if (rc == WM_OK && H->watch && (replay_signalled(H), H->aborted))
+    rc = wm_ctx_error(ctx, "%s", sig_text(wm_exec_signal(H->watch)));
   R->ended = 1;
   if (rc == WM_OK && !H->finished) {
     H->finished = 1;
@@ -1359,6 +1483,10 @@ static int l_replay(lua_State *L) {
   o.drain = (int64_t)lwm_get_int(L, 3, "drain", 0);
   o.curve = (size_t)lwm_get_int(L, 3, "curve", 0);
   o.marks = (size_t)lwm_get_int(L, 3, "marks", 0);
+  lua_getfield(L, 3, "watch");
+  const sigwatch *W = lua_isnil(L, -1) ? NULL : luaL_checkudata(L, -1, SIGWATCH_MT);
+  lua_pop(L, 1);
+  luaL_argcheck(L, !W || W->exec, 3, "the signal watch is closed");
   luaL_argcheck(L, o.size >= 0 && (o.size == 0 || (o.slide > 0 && o.slide <= o.size)), 3,
                 "bad window size or slide");
   if (H->finished) return luaL_error(L, "replay: the harness's input has ended already");
@@ -1396,7 +1524,10 @@ static int l_replay(lua_State *L) {
     H->B.ctx.observe = lab_observe;
     H->B.ctx.observe_ud = &R;
     H->discard = !keep;
+    H->watch = W ? W->exec : NULL;
     rc = replay_loop(H, D, &o, &R, &out);
+    H->watch = NULL;
+    H->aborted = 0;
     H->discard = 0;
     H->B.ctx.observe = R.prev;
     H->B.ctx.observe_ud = R.prev_ud;
@@ -1522,8 +1653,10 @@ static int l_replay_inputs(lua_State *L) {
       if (next[c] < D[c]->n && (j < 0 || D[c]->arrival[next[c]] < D[j]->arrival[next[j]])) j = c;
     if (j < 0) break;
     replay_data *d = D[j];
-    size_t i = next[j]++;
+    size_t i = next[j];
     if ((rc = advance_to(H, d->arrival[i])) != WM_OK) break;
+    if (H->draining || H->aborted) continue; /* a signal stopped the clock before the line */
+    next[j]++;
     wm_value v = wm_cstr(d->text + d->off[i], d->len[i]);
     /* emitted as a source emits (no records in, as --metrics shows a live source), at its
      * position in the file: parsers and errors name the file's line, as for a live source */

@@ -340,6 +340,76 @@ return wm.lab{
   end)
 end)
 
+describe("wmrun lab stops cleanly (issue 34)", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  local LAB = [[
+local wm = require("wm")
+return wm.lab{
+  input = {path = "%s", fields = {"k", "ts:integer", "v:integer", "arrival:integer"},
+           timestamp = "ts", arrival = "arrival"},
+  key = "k", window = wm.windows.tumbling("1s"), watermark_interval = 1,
+  strategies = {%s},
+}
+]]
+
+  -- a data error is one line naming the file, its line and what was wrong: no traceback of
+  -- lab.lua's internals
+  it("a bad data file: one clean message, exit 1", function()
+    local lab = dir .. "/lab.lua"
+    write(lab, LAB:format("bad.csv", "b = wm.watermarks.bounded_out_of_orderness(0)"))
+    for _, case in ipairs({
+      {"a,1,1,1\na,x,1,2\n", dir .. "/bad.csv:2: field 'ts': 'x' is not an integer"},
+      {"a,1,1,1\na,2,1\n", dir .. "/bad.csv:2: expected 4 fields, got 3"},
+      {"", dir .. "/bad.csv holds no records"},
+    }) do
+      write(dir .. "/bad.csv", case[1])
+      local out, err, code = h.wmrun("lab '" .. lab .. "'")
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.are.equal("wmrun: wm.lab: " .. case[2] .. "\n", err)
+    end
+    os.remove(dir .. "/bad.csv")
+    local _, err, code = h.wmrun("lab '" .. lab .. "'")
+    assert.are.equal(1, code)
+    assert.are.equal("wmrun: wm.lab: cannot read " .. dir .. "/bad.csv: No such file or directory\n", err)
+  end)
+
+  -- A Lua generator is asked at every interval (1 ms) of a 10^15 ms gap: the lab would run
+  -- for ages. It is started in the background from sh, as from a script: SIGINT comes in
+  -- ignored (POSIX), as in the report where two SIGINTs left the lab running. The lab says
+  -- it was interrupted, prints no table, and exits 130, as an interrupted job does.
+  for _, sig in ipairs({"INT", "TERM"}) do
+    it("SIG" .. sig .. " stops it with a message and exit status 130", function()
+      os.execute("mkdir '" .. dir .. "/bg'")
+      write(dir .. "/bg/gap.csv", "a,100,1,100\na,1500,2,1000000000000100\n")
+      local job = h.bg_job(dir .. "/bg", LAB:format("gap.csv", string.format([=[
+    stepper = wm.watermarks.for_generator(function()
+      return {max = math.mininteger, calls = 0,
+        on_event = function(self, _, ts) self.max = math.max(self.max, ts) end,
+        on_periodic_emit = function(self, out)
+          self.calls = self.calls + 1
+          if self.calls == 1000 then io.open(%q, "w"):close() end
+          if self.max > math.mininteger then out:emit_watermark(self.max - 1) end
+        end}
+    end)]=], dir .. "/stepping")), "lab")
+      h.finally(function() job.kill() end)
+      h.wait_for(function()
+        local f = io.open(dir .. "/stepping")
+        if f then f:close() end
+        return f ~= nil
+      end, "the lab to step through the gap", 60)
+      job.signal(sig)
+      assert.are.equal(130, job.wait())
+      assert.are.equal("", h.read_or_empty(job.out))
+      assert.are.equal("wmrun: lab: interrupted by SIG" .. sig .. " while replaying candidate 'stepper'\n",
+        h.read_or_empty(job.err))
+    end)
+  end
+end)
+
 describe("wmrun lab --plot", function()
   local dir
   with_events(function(d) dir = d end)

@@ -369,6 +369,85 @@ env:execute()
   end)
 end)
 
+describe("a replayed job's clock over long gaps (issue 34, item 10)", function()
+  -- The clock jumps to what comes due next (a timer, an idleness timeout, a periodic
+  -- emission that can change something, a line) instead of stepping through every
+  -- periodic emission of the gap. The runs are bounded by bg_job's 60 s wait, never timed:
+  -- before the jump the first took minutes, the second hours.
+  local function run_bg(text)
+    os.execute("mkdir '" .. dir .. "/bg'")
+    local job = h.bg_job(dir .. "/bg", 'local wm = require("wm")\nlocal DIR = ' .. string.format("%q", dir) ..
+      "\n" .. text)
+    h.finally(function() job.kill() end)
+    return job
+  end
+  local WIN = [[
+local env = wm.env{watermark_interval = "200ms"}
+env:read_lines(DIR .. "/gap.csv", {arrival = "arrival"})
+  :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("500ms"):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+]] .. LABEL .. ":print()\nenv:execute()\n"
+
+  -- 10^12 ms between the first two lines. Emissions every 200 ms from 100: at 300, W = 100
+  -- - 500 - 1 = -401; the emission due at 10^12 + 100 (100 + 5 * 10^9 * 200) comes before
+  -- the line arriving then (W stays -401); a1500 arrives; at 10^12 + 300, W = 1500 - 501 =
+  -- 999 fires [0,1000) with 1 record; a2500 arrives at 10^12 + 450, the last line: the end
+  -- of input fires the rest then.
+  it("a gap of 10^12 ms: the periodic emissions keep their phase after it", function()
+    write("gap.csv", "a,100,1,100\na,1500,2,1000000000100\na,2500,3,1000000000450\n")
+    local job = run_bg(WIN)
+    assert.are.equal(0, job.wait())
+    assert.are.equal("", h.read_or_empty(job.err))
+    assert.are.equal("a@0 n=1 at 1000000000300\na@1000 n=1 at 1000000000450\n" ..
+      "a@2000 n=1 at 1000000000450\n", h.read_or_empty(job.out))
+  end)
+
+  -- Arrivals at math.mininteger, 0 and math.maxinteger: the clock starts at the first, the
+  -- emission at MIN + 200 gives W = -401; emissions stay in phase with MIN: 0 - MIN = 2^63
+  -- = 200 * 46116860184273879 + 8, so the last before a1500 (arriving at 0) is at -8 and
+  -- the next at 192 gives W = 999, which fires a's [0,1000) then. b200 arrives at MAX, late
+  -- for its [0,1000) (dropped); it ends the input: a's [1000,2000) fires at MAX.
+  it("arrivals at the int64 extremes", function()
+    write("gap.csv", "a,100,1,-9223372036854775808\na,1500,2,0\nb,200,3,9223372036854775807\n")
+    local job = run_bg(WIN)
+    assert.are.equal(0, job.wait())
+    assert.are.equal("", h.read_or_empty(job.err))
+    assert.are.equal("a@0 n=1 at 192\na@1000 n=1 at 9223372036854775807\n", h.read_or_empty(job.out))
+  end)
+
+  -- A Lua generator's periodic emit may do anything, so the clock calls it at every
+  -- interval, gap or not: 10^15 ms at 1 ms is 10^15 calls. A SIGTERM there drains the job as
+  -- between two lines: the second line is never replayed, the open window fires, exit 0.
+  it("a signal stops the clock inside a gap", function()
+    write("gap.csv", "a,100,1,100\na,1500,2,1000000000000100\n")
+    local job = run_bg([[
+local env = wm.env{watermark_interval = 1}
+env:read_lines(DIR .. "/gap.csv", {arrival = "arrival"})
+  :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+    return {max = math.mininteger, calls = 0,
+      on_event = function(self, _, ts) self.max = math.max(self.max, ts) end,
+      on_periodic_emit = function(self, out)
+        self.calls = self.calls + 1
+        if self.calls == 1000 then io.open(DIR .. "/stepping", "w"):close() end
+        if self.max > math.mininteger then out:emit_watermark(self.max - 1) end
+      end}
+  end):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s"))
+]] .. LABEL .. ":print()\nenv:execute()\n")
+    h.wait_for(function()
+      local f = io.open(dir .. "/stepping")
+      if f then f:close() end
+      return f ~= nil
+    end, "the job to step through the gap", 60)
+    job.signal("TERM")
+    assert.are.equal(0, job.wait())
+    assert.are.equal("", h.read_or_empty(job.err))
+    assert.are.match("^a@0 n=1 at %d+\n$", h.read_or_empty(job.out))
+  end)
+end)
+
 describe("a replayed job's parsers", function()
   -- on_error = "side_output": a bad line (no arrival can be read from it) arrives with the
   -- line before it in its file, the parser sends it to "parse_errors" naming its line in the

@@ -540,8 +540,32 @@ env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end
       assert.are.equal(1, code)
       local _, n = err:gsub("task ev%-0 %(ev/0%) failed %(exit status 1%)", "")
       assert.are.equal(5, n)
-      assert.matches("job%.lua:6: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row; its last "
-        .. "message: wmrun: [^\n]*job%.lua:5: the task cannot start", err)
+      assert.matches("job%.lua:6: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row, the last "
+        .. "with exit status 1: wmrun: [^\n]*job%.lua:5: the task cannot start", err)
+    end)
+
+    -- Each start resumes from the checkpoint the first one took before its first record
+    -- ("wmrun: resuming from checkpoint 1 ...") and then exits 3 without a word: the failure
+    -- names that cause, not the resume notice, which was the task's last line (issue 34)
+    it("a task that fails 5 times in a row without a message: the failure names the cause", function()
+      local k = services.kafka({"ev:1"})
+      local dir = helper.tmpdir()
+      helper.finally(function() k:stop(); helper.rmdir(dir) end)
+      local _, err, code = helper.wmrun(q(script(dir, [[
+local env = require("wm").env{}
+env:from_elements({v = 1}):write_kafka{brokers = arg[1], topic = "ev"}
+env:execute("load")]], "load.lua")) .. " " .. q(k.bootstrap))
+      assert.are.equal(0, code, err)
+      _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(script(dir, [[
+local env = require("wm").env{}
+env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
+  :map(function() os.exit(3) end):print()
+env:execute()]])) .. " " .. q(k.bootstrap))
+      assert.are.equal(1, code)
+      assert.matches("wmrun: resuming from checkpoint 1 ", err, 1, true) -- what it printed
+      local last = err:match("[^\n]*failed 5 times in a row[^\n]*")
+      assert.matches("job%.lua:4: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row, the last "
+        .. "with exit status 3 %(it printed no error%)$", last)
     end)
   end)
 end)

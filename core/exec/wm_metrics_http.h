@@ -7,7 +7,15 @@
  * watermark, +Inf once the input has ended), wmrun_watermark_lag_milliseconds (processing
  * time minus the watermark), and wmrun_open_windows for window operators. Each request is
  * answered from the loop's thread, between batches: the numbers are consistent. Handles do
- * not keep the loop alive; their memory is freed in their close callbacks. */
+ * not keep the loop alive; their memory is freed in their close callbacks.
+ *
+ * The endpoint never takes what the job needs (issue 34): at most WM_METRICS_MAX_CONNS
+ * connections are served at once, and one is accepted only while a reserve of descriptors
+ * stays free (a quarter of RLIMIT_NOFILE's soft limit, at least WM_METRICS_FD_RESERVE);
+ * beyond either, a connection is answered 503 and closed at once. A connection gets
+ * WM_METRICS_TIMEOUT_MS to send its request (then 408 and closed) and as long again to
+ * read the answer. A request that is not HTTP (a control character such as a NUL byte, a
+ * malformed request line such as "HEADX /metrics") is answered 400 as soon as it shows. */
 #ifndef WM_METRICS_HTTP_H
 #define WM_METRICS_HTTP_H
 
@@ -17,6 +25,28 @@
 #include "graph/wm_graph.h"
 
 typedef struct wm_metrics_http wm_metrics_http;
+
+#define WM_METRICS_MAX_CONNS 8
+#define WM_METRICS_FD_RESERVE 16
+#define WM_METRICS_TIMEOUT_MS 5000
+#define WM_METRICS_SWEEP_MS 250
+
+/* What a request (the bytes received so far) asks for. */
+typedef enum wm_metrics_req {
+  WM_MREQ_MORE,      /* not complete yet */
+  WM_MREQ_GET,       /* GET /metrics (a query string allowed): 200 */
+  WM_MREQ_HEAD,      /* HEAD /metrics: 200 without the body */
+  WM_MREQ_NOT_FOUND, /* GET or HEAD of another path: 404 */
+  WM_MREQ_METHOD,    /* a well-formed request with another method: 405 */
+  WM_MREQ_BAD,       /* not HTTP: a control character, a malformed request line: 400 */
+  WM_MREQ_TOO_LARGE  /* max bytes and still not complete: 431 */
+} wm_metrics_req;
+
+/* Classifies the request in r[0..n) (n <= max): the request line is METHOD SP TARGET SP
+ * HTTP/d.d (METHOD a token, TARGET visible characters), ended by LF or CRLF; the headers end
+ * at an empty line. Decided as soon as the bytes allow: a control character or a bad request
+ * line is WM_MREQ_BAD before the headers end. */
+wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max);
 
 /* Listens on host:port (port 0: a free port) of loop, serving ctx's operators; *bound (when
  * not NULL) gets the port. NULL on failure, with a message naming host and port in

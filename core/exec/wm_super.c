@@ -55,7 +55,7 @@ struct task {
   int backoff_on;
   child *c;                  /* the running child, or NULL */
   uv_timer_t backoff;
-  char last[LINE_MAX_LEN];   /* the child's last stderr line */
+  char last[LINE_MAX_LEN];   /* the current child's last error line ("" when none) */
   char offset[32], wm[32];   /* its last status */
 };
 
@@ -144,8 +144,12 @@ static void err_line(child *c, const char *s, size_t n) {
   fwrite(s, 1, n, log);
   fputc('\n', log);
   fflush(log);
-  /* the message, not the traceback under it */
-  if (n == 0 || s[0] == '\t' || s[0] == ' ' || (n >= 16 && memcmp(s, "stack traceback:", 16) == 0)) return;
+  /* the message, not the traceback under it, nor the notice of a resume (which every
+   * restarted child prints first, and which says nothing of why it failed) */
+  static const char resuming[] = "wmrun: resuming from checkpoint ";
+  if (n == 0 || s[0] == '\t' || s[0] == ' ' || (n >= 16 && memcmp(s, "stack traceback:", 16) == 0) ||
+      (n >= sizeof resuming - 1 && memcmp(s, resuming, sizeof resuming - 1) == 0))
+    return;
   size_t k = n < sizeof t->last - 1 ? n : sizeof t->last - 1;
   memcpy(t->last, s, k);
   t->last[k] = '\0';
@@ -256,9 +260,10 @@ static void child_maybe_finish(child *c) {
             t->pname, how, t->crashes < MAX_CRASHES ? "; starting it again" : "");
     if (t->crashes >= MAX_CRASHES) {
       char what[700];
-      snprintf(what, sizeof what, "task %s (partition %s) failed %d times in a row", t->name, t->pname,
-               MAX_CRASHES);
-      fail(S, "%s; its last message: %s", what, t->last[0] ? t->last : "(none)");
+      snprintf(what, sizeof what, "task %s (partition %s) failed %d times in a row, the last %s%s",
+               t->name, t->pname, MAX_CRASHES, c->sig ? "" : "with ", how);
+      if (t->last[0]) fail(S, "%s: %s", what, t->last);
+      else fail(S, "%s (it printed no error)", what);
     } else {
       uint64_t wait = (uint64_t)BACKOFF_MS << (t->crashes - 1);
       if (uv_timer_start(&t->backoff, on_backoff, wait, 0) == 0) t->backoff_on = 1;
@@ -307,6 +312,7 @@ static void start_task(task *t) {
     check_done(S);
     return;
   }
+  t->last[0] = '\0'; /* this child's own messages */
   child *c = calloc(1, sizeof *c);
   if (!c) {
     spawn_failed(t, "out of memory");

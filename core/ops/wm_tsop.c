@@ -20,6 +20,7 @@ typedef struct tsop {
   const wm_field *tsfield; /* the field of with_timestamp_field with scale 1, else NULL */
   uint64_t periodics; /* periodic emits asked for by the clock (wm_tsop_periodic) */
   int holds;         /* wm_tsop_hold_idleness: while > 0 the input is paused, not silent */
+  bool fresh;        /* a record (or a restore) since the last periodic emit */
 } tsop;
 
 static const wm_field *fieldts_field_ms(const wm_tsx *x);
@@ -69,8 +70,21 @@ static int periodic_emit(wm_op *op) {
 }
 
 int wm_tsop_periodic(wm_op *op) {
-  ((tsop *)op->impl)->periodics++;
+  tsop *s = op->impl;
+  s->periodics++;
+  s->fresh = false;
   return periodic_emit(op);
+}
+
+bool wm_tsop_periodic_settled(const wm_op *op) {
+  const tsop *s = op->impl;
+  if (op->ended || s->idle) return true; /* the clock does not ask for periodic emits then */
+  return !s->cfg.custom.on_event && !s->cfg.ingestion && !s->fresh;
+}
+
+void wm_tsop_skip_periodic(wm_op *op, uint64_t n) {
+  tsop *s = op->impl;
+  if (!op->ended && !s->idle) s->periodics += n;
 }
 
 bool wm_tsop_few_periodic(const wm_op *op) {
@@ -83,7 +97,8 @@ bool wm_tsop_few_periodic(const wm_op *op) {
 uint64_t wm_tsop_periodic_count(const wm_op *op) { return ((const tsop *)op->impl)->periodics; }
 
 int wm_tsop_check_idle(wm_op *op, int64_t now) {
-  if (now >= wm_tsop_idle_deadline(op)) return wm_tsop_mark_idle(op);
+  int64_t d = wm_tsop_idle_deadline(op);
+  if (d != WM_TIME_MAX && now >= d) return wm_tsop_mark_idle(op);
   return WM_OK;
 }
 
@@ -141,6 +156,7 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if ((t == WM_TIME_MIN || t == WM_TIME_MAX) && s->cfg.tsx.fn && !s->cfg.ingestion)
     return bad_timestamp(op, s, rec, t);
   if (s->cfg.idle_timeout > 0) s->last_seen = wm_ctx_now(op->ctx);
+  s->fresh = true;
   if (s->idle) {
     int rc = wm_tsop_mark_active(op);
     if (rc != WM_OK) return rc;
@@ -268,6 +284,7 @@ static int tsop_restore(wm_op *op, wm_state_io *io) {
   s->last_seen = last_seen;
   s->last_ts = last_ts;
   s->periodics = periodics;
+  s->fresh = true; /* what the generator would emit next is not known until it is asked */
   return WM_OK;
 }
 

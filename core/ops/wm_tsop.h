@@ -57,6 +57,16 @@ int wm_tsop_periodic(wm_op *op);
  * at the end of input, which a user of a file read in milliseconds should be told. The
  * last emit after the end of input does not count. */
 bool wm_tsop_few_periodic(const wm_op *op);
+/* Whether a periodic emit now would change nothing: a built-in generator (not ingestion
+ * time, not custom) that has seen no record since its last periodic emit gives the same
+ * watermark again, which is not forwarded; an ended or idle assigner gets no periodic emit.
+ * A custom generator's emit may do anything, and ingestion time follows the clock: never
+ * settled. A virtual clock (the replay) skips the emits of a settled assigner up to the next
+ * event that may change it, counting them (wm_tsop_skip_periodic). */
+bool wm_tsop_periodic_settled(const wm_op *op);
+/* Counts n periodic emits skipped while settled, as if asked for (wm_tsop_periodic_count,
+ * checkpoints and wm_tsop_few_periodic see the same count as when stepping). */
+void wm_tsop_skip_periodic(wm_op *op, uint64_t n);
 /* The periodic emits the clock asked for so far (wm_tsop_periodic calls). */
 uint64_t wm_tsop_periodic_count(const wm_op *op);
 /* For generators: forward t if it is greater than the last forwarded watermark. */

@@ -183,8 +183,11 @@ function Lab:data()
   if not self._data then
     local path = self.path
     if self.base_dir and path:sub(1, 1) ~= "/" then path = self.base_dir .. "/" .. path end
-    local ok, d = pcall(core.replay_data, path, self.parse_node, self.timestamp, self.arrival)
-    if not ok then error("wm.lab: " .. tostring(d), 0) end
+    local ok, d = pcall(core.replay_data, path, self.parse_node, self.timestamp, self.arrival, self._watch)
+    if not ok then
+      if self._watch and self._watch:pending() then error(tostring(d), 0) end -- interrupted by ...
+      error("wm.lab: " .. tostring(d), 0)
+    end
     if d:count() == 0 then error("wm.lab: " .. path .. " holds no records", 0) end
     self._data = d
   end
@@ -225,9 +228,11 @@ function Lab:run(opts)
     local ok, r = pcall(h._h.replay, h._h, data, {
       perfect = cand.strategy == nil, keep_output = opts.keep_output,
       size = w.size, slide = w.slide or w.size, offset = w.offset or 0,
-      drain = self.drain, curve = opts.curve, marks = opts.marks})
+      drain = self.drain, curve = opts.curve, marks = opts.marks, watch = self._watch})
     if not ok then
       h:close()
+      local sig = self._watch and self._watch:pending()
+      if sig then error(string.format("%s while replaying candidate '%s'", sig, cand.name), 0) end
       error(string.format("wm.lab: candidate '%s': %s", cand.name, tostring(r)), 0)
     end
     r.name = cand.name
@@ -342,10 +347,33 @@ function M.main(lab, script, ...)
     error(script .. ": a lab file must return wm.lab{...}, got " .. type(lab), 0)
   end
   lab.base_dir = lab.base_dir or script:match("^(.*)/[^/]*$") -- paths are relative to the lab file
-  local results = lab:run(plot and {curve = 1200, marks = 1500} or nil)
-  io.stdout:write(json and lab:json(results) or lab:table(results))
-  if plot then
-    require("wm.lab.plot").write(plot, lab, results, script)
+  -- SIGINT, SIGTERM, SIGHUP: the lab stops where it is (the data being read, the candidate
+  -- being replayed), says so and exits 130, as an interrupted job; a second signal exits at
+  -- once. An error in the lab's data is one line naming the file and line (no traceback of
+  -- this module); a user function's error keeps its own traceback.
+  local watch = core.signal_watch()
+  lab._watch = watch
+  local ok, err = pcall(function()
+    local results = lab:run(plot and {curve = 1200, marks = 1500} or nil)
+    if watch:pending() then error(watch:pending(), 0) end
+    io.stdout:write(json and lab:json(results) or lab:table(results))
+    if plot then
+      require("wm.lab.plot").write(plot, lab, results, script)
+    end
+  end)
+  lab._watch = nil
+  local sig = watch:pending()
+  watch:close()
+  if sig then
+    err = tostring(err)
+    io.stderr:write("wmrun: lab: ", err:find("^interrupted by ") and err or sig, "\n")
+    os.exit(130)
+  end
+  if not ok then
+    err = tostring(err)
+    if err:find("\nstack traceback:", 1, true) then error(err, 0) end
+    io.stderr:write("wmrun: ", err, "\n")
+    os.exit(1)
   end
 end
 

@@ -59,6 +59,7 @@ void test_io(void);
 void test_exec(void);
 void test_conn(void);
 void test_member(void);
+void test_metrics(void);
 void test_through(void);
 void test_window(void);
 void test_watermark(void);

@@ -20,6 +20,7 @@ int main(void) {
       {"jsonw", test_jsonw},
       {"through", test_through},
       {"exec", test_exec},
+      {"metrics", test_metrics},
   };
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
     T.current = suites[i].name;
