@@ -104,6 +104,7 @@ build = {
       libraries = {"uv", "rdkafka", "nats", "m"},
     },
     ["wm.base"] = "lua/wm/base.lua",
+    ["wm.connect"] = "lua/wm/connect.lua",
     ["wm.connectors"] = "lua/wm/connectors.lua",
     ["wm.datastream"] = "lua/wm/datastream.lua",
     ["wm.duration"] = "lua/wm/duration.lua",

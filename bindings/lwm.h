@@ -209,6 +209,9 @@ int64_t lwm_check_millis(lua_State *L, int arg);
 int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
+/* The same from another field of the node (keyed connected streams: "key2"). */
+int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *where,
+                        wm_keysel *ks);
 
 /* Reads the methods snapshot and restore of the object at idx (with its metamethods); both
  * or neither must be functions. 0, or -1 with "<where>: <what>: ..." in B->ctx.err. */

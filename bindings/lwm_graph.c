@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/wm_exchange.h"
+#include "ops/wm_keyedop.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
 
@@ -471,11 +472,23 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       }
     }
     B->preagg = 0;
+    /* keyed connected streams (a node with key2): input 2 is partitioned by its own key,
+     * and each instance learns where its second input's channels start */
+    int two = lua_getfield(L, node, "key2") == LUA_TTABLE;
+    lua_pop(L, 1);
     for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
       lua_rawgeti(L, inputs, k);
       lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0); /* checked by input_id */
       lua_pop(L, 1);
+      if (two && k == 2) {
+        for (int j = 0; j < p; j++)
+          if (me->ops[j]) wm_keyedop_set_second_input(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+        lua_getfield(L, node, "key");
+        lua_getfield(L, node, "key2");
+        lua_setfield(L, node, "key"); /* (connect_node reads the key of the node) */
+      }
       rc = connect_node(B, cs, &b[in], me, node, keyed, name, where, pre);
+      if (two && k == 2) lua_setfield(L, node, "key"); /* back to the first input's */
     }
     lua_settop(L, nodes);
   }

@@ -106,6 +106,23 @@ static int kp_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
   return lwm_call(&k->oi, 3, 0, rec);
 }
 
+/* keyed connected streams: process_element2 (fn5) for the second input's records */
+static int kp_element2(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                       const wm_value *rec, int64_t ts) {
+  kproc *k = ud;
+  lwm_bridge *B = k->oi.B;
+  k->op = op;
+  k->oi.op = op;
+  k->ts = ts;
+  if (ensure_state(B, state) != WM_OK) return WM_ERR;
+  luaL_checkstack(B->L, 6, "wmrun: keyed process");
+  lwm_push_fn(B, k->oi.fn5);
+  lwm_push_value(B, rec);
+  push_ctx(k, key, state, ts, NULL);
+  lwm_push_fn(B, k->oi.fn4);
+  return lwm_call(&k->oi, 3, 0, rec);
+}
+
 static int kp_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
                     int domain) {
   kproc *k = ud;
@@ -134,11 +151,40 @@ static void free_keysel(void *ud) {
   free(ks);
 }
 
+/* An error path of build_process: the second key goes with the first. */
+static void release_key2(lwm_bridge *B, lwm_pending *pk2, wm_keyedop_config *cfg) {
+  if (!pk2) return;
+  wm_keysel *ks2 = pk2->ud;
+  lwm_pending_done(B, pk2);
+  free(ks2);
+  cfg->keysel2.free(cfg->keysel2.ud);
+}
+
 static wm_op *build_process(lwm_bridge *B, int node, const char *name, const char *where) {
   lua_State *L = B->L;
   wm_keyedop_config cfg;
   memset(&cfg, 0, sizeof cfg);
   if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) return NULL;
+  int two = lua_getfield(L, node, "key2") == LUA_TTABLE; /* keyed connected streams */
+  lua_pop(L, 1);
+  if (two && lwm_build_keysel_of(B, node, "key2", where, &cfg.keysel2) != 0) {
+    cfg.keysel.free(cfg.keysel.ud);
+    return NULL;
+  }
+  /* (from here on a raise frees the second key through the pending list, below) */
+  lwm_pending *pk2 = NULL;
+  if (two) {
+    wm_keysel *ks2 = malloc(sizeof *ks2);
+    pk2 = ks2 ? lwm_pending_add(B, free_keysel, ks2) : NULL;
+    if (!pk2) {
+      free(ks2);
+      cfg.keysel.free(cfg.keysel.ud);
+      cfg.keysel2.free(cfg.keysel2.ud);
+      wm_ctx_error(&B->ctx, "out of memory");
+      return NULL;
+    }
+    *ks2 = cfg.keysel2;
+  }
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   kproc *k = oi ? realloc(oi, sizeof *k) : NULL;
   /* the key selector and k are listed as pending until the operator takes them: the plan
@@ -152,6 +198,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
     if (k) lwm_opinfo_free(k);
     else lwm_opinfo_free(oi);
     cfg.keysel.free(cfg.keysel.ud);
+    release_key2(B, pk2, &cfg);
     wm_ctx_error(&B->ctx, "out of memory");
     return NULL;
   }
@@ -160,6 +207,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   k->ts = WM_TIME_MIN;
   k->oi.fn = lwm_get_fn(B, node, "fn");
   k->oi.fn2 = lwm_get_fn(B, node, "on_timer");
+  if (two) k->oi.fn5 = lwm_get_fn(B, node, "fn2");
   if (lua_getfield(L, node, "obj") == LUA_TTABLE && /* the table form's methods */
       lwm_hooks_read(B, -1, &k->oi.hooks, "the process function", where) != 0) {
     lua_pop(L, 1);
@@ -168,6 +216,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
     free(ks);
     lwm_opinfo_free(k);
     cfg.keysel.free(cfg.keysel.ud);
+    release_key2(B, pk2, &cfg);
     return NULL;
   }
   lua_pop(L, 1);
@@ -195,6 +244,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   lua_pushcclosure(L, l_kp_out, 1);
   k->oi.fn4 = lwm_store_fn(B);
   cfg.fn.element = kp_element;
+  if (two) cfg.fn.element2 = kp_element2;
   cfg.fn.timer = kp_timer;
   cfg.fn.free = lwm_opinfo_free;
   cfg.fn.ud = k;
@@ -205,6 +255,11 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   lwm_pending_done(B, pp);
   lwm_pending_done(B, pk);
   free(ks);
+  if (pk2) { /* the operator takes the second key (its holder goes, not the key) */
+    wm_keysel *ks2 = pk2->ud;
+    lwm_pending_done(B, pk2);
+    free(ks2);
+  }
   wm_op *op = wm_keyedop_new(&B->ctx, name, &cfg);
   if (op) k->op = k->oi.op = op;
   return op;

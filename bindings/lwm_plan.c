@@ -70,8 +70,13 @@ int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n) {
 
 /* node.key: {fields = {...}} (1 to 16 field names) or {fn = f}. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks) {
+  return lwm_build_keysel_of(B, node, "key", where, ks);
+}
+
+int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *where,
+                        wm_keysel *ks) {
   lua_State *L = B->L;
-  lua_getfield(L, node, "key");
+  lua_getfield(L, node, field);
   int k = lua_gettop(L);
   lua_getfield(L, k, "fields");
   int rc = 0;

@@ -64,3 +64,5 @@ end
 expected_outputs("SQL examples with an expected output", "sql", ".sql", "--sql", 3)
 -- Lab examples: every examples/lab/NAME.lua with examples/lab/NAME.expected, run with `wmrun lab`.
 expected_outputs("lab examples with an expected output", "lab", ".lua", "lab", 1)
+-- Examples of jobs that combine streams: every examples/joins/NAME.lua with NAME.expected.
+expected_outputs("join examples with an expected output", "joins", ".lua", "", 1)

@@ -30,6 +30,7 @@ typedef struct keyedop {
   wm_timers *q[2];
   uint64_t seq;
   int64_t cur;  /* the entry being processed, -1 outside callbacks */
+  int first2;   /* the first channel of the second input (0: one input) */
 } keyedop;
 
 static int tset_find(const tset *s, int64_t t) {
@@ -140,12 +141,15 @@ size_t wm_keyedop_timers(const wm_op *op, int domain) {
   return n;
 }
 
+void wm_keyedop_set_second_input(wm_op *op, int first2) { ((keyedop *)op->impl)->first2 = first2; }
+
 static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  (void)chan;
   keyedop *s = op->impl;
   wm_ctx *ctx = op->ctx;
   wm_value key;
-  if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
+  int second = s->first2 > 0 && chan >= s->first2;
+  const wm_keysel *ks = second ? &s->cfg.keysel2 : &s->cfg.keysel;
+  if (ks->fn(ks->ud, op, rec, &key) != WM_OK) return WM_ERR;
   if (!wm_key_valid(&key)) {
     wm_buf b;
     wm_buf_init(&b);
@@ -177,7 +181,8 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       rc = s->cfg.rolling.fire(s->cfg.rolling.ud, op, &f);
     }
   } else {
-    rc = s->cfg.fn.element(s->cfg.fn.ud, op, &s->e[i].key, &s->e[i].state, rec, ts);
+    rc = (second ? s->cfg.fn.element2 : s->cfg.fn.element)(s->cfg.fn.ud, op, &s->e[i].key,
+                                                          &s->e[i].state, rec, ts);
   }
   s->cur = saved;
   return rc;
@@ -239,6 +244,7 @@ static void keyed_free(wm_op *op) {
   wm_timers_free(s->q[0]);
   wm_timers_free(s->q[1]);
   if (s->cfg.keysel.free) s->cfg.keysel.free(s->cfg.keysel.ud);
+  if (s->cfg.keysel2.free) s->cfg.keysel2.free(s->cfg.keysel2.ud);
   if (s->cfg.fn.free) s->cfg.fn.free(s->cfg.fn.ud);
   if (s->cfg.rolling.free) s->cfg.rolling.free(s->cfg.rolling.ud);
   free(s);
@@ -451,6 +457,7 @@ wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg) {
       free(s);
     }
     if (cfg->keysel.free) cfg->keysel.free(cfg->keysel.ud);
+    if (cfg->keysel2.free) cfg->keysel2.free(cfg->keysel2.ud);
     if (cfg->fn.free) cfg->fn.free(cfg->fn.ud);
     if (cfg->rolling.free) cfg->rolling.free(cfg->rolling.ud);
     wm_ctx_error(ctx, "out of memory creating '%s'", name);

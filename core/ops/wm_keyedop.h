@@ -23,6 +23,9 @@ typedef enum { WM_TIME_EVENT = 0, WM_TIME_PROCESSING = 1 } wm_time_domain;
 typedef struct wm_keyed_fn {
   int (*element)(void *ud, wm_op *op, const wm_value *key, wm_value *state,
                  const wm_value *rec, int64_t ts);
+  /* keyed connected streams: the records of the second input (NULL: one input) */
+  int (*element2)(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                  const wm_value *rec, int64_t ts);
   int (*timer)(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
                int domain);
   /* Checkpoints (optional): state the function keeps outside the per-key state (a Lua
@@ -37,6 +40,8 @@ typedef struct wm_keyed_fn {
 
 typedef struct wm_keyedop_config {
   wm_keysel keysel;  /* owned by the operator from now on */
+  wm_keysel keysel2; /* keyed connected streams: the second input's key (fn NULL: one
+                      * input); owned. Both keys meet in one state and timer service. */
   wm_keyed_fn fn;    /* process mode (fn.element set); owned */
   wm_winfn rolling;  /* rolling mode (rolling.add set): add, then fire with the key's
                       * accumulator and the record's timestamp after every record; owned */
@@ -48,6 +53,9 @@ typedef struct wm_keyedop_config {
 /* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
 wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg);
 bool wm_op_is_keyedop(const wm_op *op);
+/* Keyed connected streams: input channels from `first2` on are the second input's (its
+ * records go through keysel2 and fn.element2). Call once the first input is connected. */
+void wm_keyedop_set_second_input(wm_op *op, int first2);
 
 /* The timer service of the key being processed (only during element/timer callbacks).
  * WM_OK, or WM_ERR when called outside a callback. */

@@ -10,11 +10,12 @@ require("wm.keyed")    -- keyed process functions, rolling aggregations
 require("wm.windowed") -- windows on keyed streams
 require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
 require("wm.through")    -- key_by(k, {through = ...}): repartitioning through a log
+local connect = require("wm.connect") -- connected streams (two inputs)
 
 local M = {
   env = base.env,
   Env = base.Env, Stream = base.Stream, KeyedStream = base.KeyedStream,
-  WindowedStream = base.WindowedStream, Sink = base.Sink,
+  WindowedStream = base.WindowedStream, Sink = base.Sink, ConnectedStreams = connect.ConnectedStreams,
   watermarks = require("wm.watermarks"),
   windows = require("wm.windows"),
   triggers = require("wm.triggers"),

@@ -162,7 +162,68 @@ static void idleness_case(void) {
   wm_buf_free(&out);
 }
 
+
+/* Keyed connected streams: the second input's records (channels from first2 on) go through
+ * the second key selector (the record mod 10) and element2; both inputs share the key's
+ * state and timers. The operator's watermark is the minimum of both inputs' channels. */
+static int key2_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  (void)ud;
+  (void)op;
+  *key = wm_int(rec->u.i % 10);
+  return WM_OK;
+}
+static int element2(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                    const wm_value *rec, int64_t ts) {
+  (void)ud;
+  (void)rec;
+  /* the second input adds 100 to the key's count and sets a timer at ts */
+  *state = wm_int((state->type == WM_INT ? state->u.i : 0) + 100);
+  (void)key;
+  return wm_keyedop_register(op, WM_TIME_EVENT, ts);
+}
+
+static void two_inputs_case(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_keyedop_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.keysel2.fn = key2_fn;
+  cfg.fn.element = element;
+  cfg.fn.element2 = element2;
+  cfg.fn.timer = timer;
+  wm_op *k = wm_keyedop_new(&ctx, "keyed co", &cfg);
+  wm_buf out;
+  wm_buf_init(&out);
+  wm_op *cap = wm_op_new(&ctx, &cap_vt, &out, "capture");
+  CHECK(k && cap);
+  wm_op_connect(k, 0, cap);
+  k->nin = 3; /* channel 0: the first input; 1 and 2: the second */
+  wm_keyedop_set_second_input(k, 1);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_value r;
+  /* first input: record 149 is key 1, a timer at 100 + 49 */
+  r = wm_int(149); CHECK_I64(wm_op_input_record(k, 0, &r, 100), WM_OK);
+  /* second input: 31 and 71 are key 1 (mod 10) on two channels: the same state */
+  r = wm_int(31); CHECK_I64(wm_op_input_record(k, 1, &r, 120), WM_OK);
+  r = wm_int(71); CHECK_I64(wm_op_input_record(k, 2, &r, 130), WM_OK);
+  CHECK_I64(wm_keyedop_keys(k), 1);
+  CHECK_I64(wm_keyedop_timers(k, WM_TIME_EVENT), 3);
+  /* the first input alone at 200 moves nothing: the minimum waits for channels 1 and 2 */
+  CHECK_I64(wm_op_input_watermark(k, 0, 200), WM_OK);
+  CHECK_I64(wm_op_input_watermark(k, 1, 200), WM_OK);
+  CHECK_I64(out.len, 0);
+  CHECK_I64(wm_op_input_watermark(k, 2, 125), WM_OK);
+  /* key 1 * 1000 + 1 record of input 1 + 2 * 100 of input 2 */
+  CHECK_STR(out.data, "120 1201\nW 125\n");
+  wm_buf_clear(&out);
+  CHECK_I64(wm_op_input_watermark(k, 2, 200), WM_OK);
+  CHECK_STR(out.data, "130 1201\n149 1201\nW 200\n");
+  wm_ctx_free(&ctx);
+  wm_buf_free(&out);
+}
+
 void test_keyedop(void) {
   timers_case();
+  two_inputs_case();
   idleness_case();
 }

@@ -1,0 +1,194 @@
+-- Connected streams (api.md "Two inputs", semantics.md §10): co-map and co-flat_map, and
+-- keyed connected streams with one ctx.state and one timer service per key for both inputs.
+local h = require("helper")
+
+-- orders and rates; each order is priced at the newest rate of its currency at or before its
+-- time, once the watermark (the minimum of both inputs) has passed the order's time
+local ENRICH = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local st = wm.watermarks.monotonous():with_timestamp_field("ts")
+local orders = env:from_elements({id = "a", ts = 1, n = 1}, {id = "b", ts = 2, n = 2},
+  {id = "a", ts = 5, n = 3}, {id = "c", ts = 6, n = 4}):assign_timestamps_and_watermarks(st)
+local rates = env:from_elements({cur = "a", ts = 0, r = 10}, {cur = "b", ts = 3, r = 20},
+  {cur = "a", ts = 4, r = 30}):assign_timestamps_and_watermarks(st)
+orders:key_by("id"):connect(rates:key_by("cur")):process{
+  process_element1 = function(o, ctx, out)
+    local p = ctx.state.pending or {}
+    p[#p + 1] = o
+    ctx.state.pending = p
+    ctx.timer_service:register_event_time_timer(o.ts)
+  end,
+  process_element2 = function(r, ctx, out)
+    local rs = ctx.state.rates or {}
+    rs[#rs + 1] = r
+    ctx.state.rates = rs
+  end,
+  on_timer = function(t, ctx, out)
+    local keep = {}
+    for _, o in ipairs(ctx.state.pending) do
+      if o.ts <= t then
+        local rate = "none"
+        for _, r in ipairs(ctx.state.rates or {}) do if r.ts <= o.ts then rate = r.r end end
+        out(string.format("%s %d %d %s at %d", o.id, o.ts, o.n, tostring(rate), t))
+      else
+        keep[#keep + 1] = o
+      end
+    end
+    ctx.state.pending = keep
+  end}:print()
+env:execute("enrich")
+]]
+
+-- worked out by hand: a@1 sees rate 10 (ts 0); b@2 has no rate yet (b's comes at 3); a@5
+-- sees 30 (ts 4); c has none; each timer fires at the order's own time
+local ENRICHED = {"a 1 1 10 at 1", "a 5 3 30 at 5", "b 2 2 none at 2", "c 6 4 none at 6"}
+
+local function run(job, args, keep_prefix)
+  local out, err, code = h.run_job(job, args)
+  assert.are.equal(0, code, err)
+  return h.sorted_lines(out, not keep_prefix)
+end
+
+describe("connect", function()
+  it("keyed connected streams: both inputs share one state and timer service per key", function()
+    assert.are.same(ENRICHED, run(ENRICH))
+  end)
+
+  it("gives the same records at -p 3 and on two threads (keys meet in one instance)", function()
+    assert.are.same(ENRICHED, run(ENRICH, "-p 3"))
+    assert.are.same(ENRICHED, run(ENRICH, "-p 3 --threads 2"))
+  end)
+
+  it("a keyed connect's watermark is the minimum of both inputs (semantics.md §10)", function()
+    -- one source split in two, so that the records of the inputs interleave as listed: input 1
+    -- runs ahead to 100 while input 2 stays at 20, and a timer at 50 fires only at the end
+    local out, err, code = h.run_job([[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = 0}
+      local st = wm.watermarks.monotonous():with_timestamp_field("ts")
+      local src = env:from_elements({s = 1, ts = 10}, {s = 2, ts = 10}, {s = 1, ts = 100}, {s = 2, ts = 20})
+      local fast = src:filter(function(r) return r.s == 1 end):assign_timestamps_and_watermarks(st)
+      local slow = src:filter(function(r) return r.s == 2 end):assign_timestamps_and_watermarks(st)
+      fast:key_by(function() return 1 end):connect(slow:key_by(function() return 1 end)):process{
+        process_element1 = function(r, ctx, out)
+          ctx.timer_service:register_event_time_timer(50)
+          out("1 " .. r.ts .. " wm " .. ctx.timer_service:current_watermark())
+        end,
+        process_element2 = function(r, ctx, out)
+          out("2 " .. r.ts .. " wm " .. ctx.timer_service:current_watermark())
+        end,
+        on_timer = function(t, ctx, out) out("timer " .. t .. " wm " .. ctx.timer_service:current_watermark()) end}
+        :print()
+      env:execute()
+    ]])
+    assert.are.equal(0, code, err)
+    -- a record sees the watermark from before its own assigner's advance: 2@10 still sees
+    -- MIN (input 2 has none yet); then the minimum is 9, and input 1 at 99 does not move it
+    assert.are.equal(table.concat({
+      "1 10 wm " .. math.mininteger, "2 10 wm " .. math.mininteger, "1 100 wm 9", "2 20 wm 9",
+      "timer 50 wm " .. math.maxinteger}, "\n") .. "\n", out)
+  end)
+
+  it("co-map and co-flat_map run one function per input into one stream", function()
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{}
+      local a = env:from_elements(1, 2, 3)
+      local b = env:from_elements("x", "y")
+      a:connect(b):map(function(n) return "n" .. n * 10 end, function(s) return "s" .. s end):print("m")
+      a:connect(b):flat_map(function(n, out) for _ = 1, n do out(n) end end,
+        function(s, out) out(s .. s) end):print("f")
+      env:execute()
+    ]]
+    local want = {"f> 1", "f> 2", "f> 2", "f> 3", "f> 3", "f> 3", "f> xx", "f> yy",
+                  "m> n10", "m> n20", "m> n30", "m> sx", "m> sy"}
+    assert.are.same(want, run(job, nil, true))
+    local par = {}
+    for _, l in ipairs(run(job, "-p 2", true)) do par[#par + 1] = (l:gsub("^(%a):%d+>", "%1>")) end
+    table.sort(par)
+    assert.are.same(want, par)
+  end)
+
+  it("connect(b):key_by(k1, k2) is a:key_by(k1):connect(b:key_by(k2))", function()
+    assert.are.same(ENRICHED, run((ENRICH:gsub('orders:key_by%("id"%):connect%(rates:key_by%("cur"%)%)',
+      'orders:connect(rates):key_by("id", "cur")'))))
+  end)
+
+  it("checkpoints keep both inputs' state and timers: a resumed run gives the same records", function()
+    local dir = h.tmpdir()
+    h.finally(function() h.rmdir(dir) end)
+    -- a generated stream of orders and one of rates, stopped by SIGTERM half way through (a
+    -- checkpoint) and resumed: the output of both runs together is an uninterrupted run's
+    local job = h.write_tmp([[
+      local wm = require("wm")
+      local stop_at = tonumber(arg[1])
+      local env = wm.env{watermark_interval = 0}
+      local st = wm.watermarks.monotonous():with_timestamp_field("ts")
+      local function gen(kind)
+        return env:source{
+          open = function(ctx) ctx.i = ctx.i or 0 end,
+          poll = function(ctx)
+            ctx.i = ctx.i + 1
+            if ctx.i > 400 then return false end
+            if kind == "o" and ctx.i == stop_at then os.execute("kill -TERM $PPID") end
+            ctx:emit({k = ctx.i % 7, ts = ctx.i * 10, v = ctx.i, kind = kind})
+            return true
+          end,
+          snapshot = function(ctx) return {i = ctx.i} end,
+          restore = function(ctx, t) ctx.i = t.i end}:assign_timestamps_and_watermarks(st)
+      end
+      gen("o"):key_by("k"):connect(gen("r"):key_by("k")):process{
+        process_element1 = function(r, ctx, out)
+          ctx.state.sum = (ctx.state.sum or 0) + r.v
+          ctx.timer_service:register_event_time_timer(r.ts + 25)
+        end,
+        process_element2 = function(r, ctx, out) ctx.state.rates = (ctx.state.rates or 0) + 1 end,
+        on_timer = function(t, ctx, out)
+          out(string.format("%s %d %d %d", tostring(ctx.key), t, ctx.state.sum, ctx.state.rates or 0))
+        end}:write_lines(arg[2], function(s) return s end)
+      env:execute("ck")
+    ]], ".lua")
+    local whole, part = dir .. "/whole.txt", dir .. "/part.txt"
+    local _, err, code = h.wmrun(h.shell_quote(job) .. " 0 " .. h.shell_quote(whole))
+    assert.are.equal(0, code, err)
+    local ck = "--checkpoint-dir " .. h.shell_quote(dir .. "/ck") .. " "
+    _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " 200 " .. h.shell_quote(part))
+    assert.are.equal(0, code, err)
+    assert.matches("checkpoint", err)
+    local first = h.read(part)
+    assert.is_true(#first < #h.read(whole), "the first run stopped early")
+    _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " 0 " .. h.shell_quote(part))
+    assert.are.equal(0, code, err)
+    assert.matches("resum", err)
+    assert.are.equal(h.read(whole), h.read(part))
+  end)
+
+  describe("errors at the user's line", function()
+    local function fails(body, msg)
+      local _, err, code = h.run_job("local wm = require('wm')\nlocal env = wm.env{}\n"
+        .. "local a, b = env:from_elements(1), env:from_elements(2)\n" .. body .. "\n")
+      assert.are.equal(1, code)
+      assert.matches(msg, err, 1, true)
+      assert.matches("%.lua:4:", err)
+    end
+    it("keyed with non-keyed", function()
+      fails("a:key_by(function(x) return x end):connect(b)", "connect: key both streams or neither")
+      fails("a:connect(b:key_by(function(x) return x end))", "connect: key both streams or neither")
+    end)
+    it("a stream of another environment", function()
+      fails("a:connect(wm.env{}:from_elements(3))", "belongs to another environment")
+    end)
+    it("process on streams that are not keyed, map on keyed ones", function()
+      fails("a:connect(b):process{process_element1 = print, process_element2 = print}",
+        "process: connect keyed streams")
+      fails("a:connect(b):key_by(function(x) return x end, function(x) return x end):map(print, print)",
+        "map: keyed connected streams take :process")
+    end)
+    it("a missing function", function()
+      fails("a:connect(b):map(print)", "map (second function): expected a function, got nil")
+      fails("a:connect(b):key_by(function(x) return x end, function(x) return x end)"
+        .. ":process{process_element1 = print}", "process: process_element2 must be a function, got nil")
+    end)
+  end)
+end)
