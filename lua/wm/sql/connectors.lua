@@ -269,19 +269,23 @@ local function watermark_strategy(p, t)
   local s = expr.compile(e, scope)
   local l = errors.line_col(p.src.text, w.pos)
   local f = expr.load("function(r) return " .. s .. " end", p.src.name .. ":" .. l)
+  -- its state (the largest value, the last watermark) is in fields of the generator, which
+  -- its snapshot and restore methods checkpoint
   return wm.watermarks.for_generator(function()
-    local cur, last = math.mininteger, math.mininteger
     return {
-      on_event = function(_, r)
+      cur = math.mininteger, last = math.mininteger,
+      on_event = function(self, r)
         local v = f(r)
-        if v ~= nil and v > cur then cur = v end
+        if v ~= nil and v > self.cur then self.cur = v end
       end,
-      on_periodic_emit = function(_, out)
-        if cur > last then
-          last = cur
-          out:emit_watermark(cur)
+      on_periodic_emit = function(self, out)
+        if self.cur > self.last then
+          self.last = self.cur
+          out:emit_watermark(self.cur)
         end
       end,
+      snapshot = function(self) return {cur = self.cur, last = self.last} end,
+      restore = function(self, t) self.cur, self.last = t.cur, t.last end,
     }
   end):with_timestamp_field(field)
 end
