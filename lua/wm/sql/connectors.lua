@@ -285,7 +285,7 @@ local function watermark_strategy(p, t)
         end
       end,
       snapshot = function(self) return {cur = self.cur, last = self.last} end,
-      restore = function(self, t) self.cur, self.last = t.cur, t.last end,
+      restore = function(self, saved) self.cur, self.last = saved.cur, saved.last end,
     }
   end):with_timestamp_field(field)
 end
