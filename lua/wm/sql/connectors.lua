@@ -17,13 +17,13 @@ local errors = require("wm.sql.errors")
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
 
 local M = {}
-local check_writable
+local check_writable, base_watermark_strategy
 
 local KNOWN = {
   connector = true, path = true, format = true, hostname = true, port = true,
   ["csv.field-delimiter"] = true, ["csv.ignore-parse-errors"] = true, ["csv.null-literal"] = true,
   ["csv.allow-comments"] = true, ["json.ignore-parse-errors"] = true, ["print-identifier"] = true,
-  ["source.monitor-interval"] = true,
+  ["source.monitor-interval"] = true, ["scan.watermark.idle-timeout"] = true,
 }
 local SOURCES = {filesystem = true, stdin = true, socket = true}
 local SINKS = {filesystem = true, print = true, blackhole = true, stdout = true}
@@ -65,6 +65,14 @@ function M.check(p, t)
     if d == "\\t" then d = "\t" end
     if #d ~= 1 then p:err(pos["csv.field-delimiter"], "'csv.field-delimiter' must be one character, got '%s'", d) end
     t.delimiter = d
+  end
+  local idle = props["scan.watermark.idle-timeout"]
+  if idle then
+    if not SOURCES[c] and not ext then
+      p:err(pos["scan.watermark.idle-timeout"], "'scan.watermark.idle-timeout' is an option of a source table, "
+        .. "and connector '%s' only writes", c)
+    end
+    t.idle_ms = p:duration_option("scan.watermark.idle-timeout", idle, pos["scan.watermark.idle-timeout"])
   end
   t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
   t.allow_comments = bool_opt(p, t, "csv.allow-comments")
@@ -257,6 +265,21 @@ end
 -- C with a bound of d - 1 ms (it emits max - bound - 1 = max - d); any other expression runs
 -- as a Lua generator that emits the largest value of the expression seen so far.
 local function watermark_strategy(p, t)
+  local s = base_watermark_strategy(p, t)
+  -- idleness (Flink's 'scan.watermark.idle-timeout' of the table, else the job's
+  -- 'table.exec.source.idle-timeout'; 0 or unset: never idle): a source (or a partition of a
+  -- Kafka/NATS table) without rows for that long stops holding back the watermark
+  local ms = t.idle_ms
+  if ms == nil then
+    local v = p.settings["table.exec.source.idle-timeout"]
+    if v then ms = p:duration_option("table.exec.source.idle-timeout", v, p.settings._pos[
+      "table.exec.source.idle-timeout"]) end
+  end
+  if ms and ms > 0 then s = s:with_idleness(ms) end
+  return s
+end
+
+function base_watermark_strategy(p, t)
   local w = t.watermark
   local e = w.expr
   local rt = w.column

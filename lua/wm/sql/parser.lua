@@ -206,7 +206,8 @@ local G = {
   -- SET 'key' = 'value' / RESET 'key'
   set = Ct(Cg_pos("set") * K("SET") * (lpeg.Cg(Cp(), "key_pos") * lpeg.Cg(string_lit + V("dotted"), "key")
     * T("=") * lpeg.Cg(string_lit + C((1 - S("; \t\r\n")) ^ 1) * ws, "value")) ^ -1),
-  reset = Ct(Cg_pos("reset") * ci("RESET") * -idchar * ws * lpeg.Cg(string_lit + V("dotted"), "key") ^ -1),
+  reset = Ct(Cg_pos("reset") * ci("RESET") * -idchar * ws
+    * (lpeg.Cg(Cp(), "key_pos") * lpeg.Cg(string_lit + V("dotted"), "key")) ^ -1),
   dotted = C(idstart * (idchar + P(".") + P("-")) ^ 0) * ws,
 
   explain = Ct(Cg_pos("explain") * ci("EXPLAIN") * -idchar * ws * lpeg.Cg(V("query"), "query")),
