@@ -339,23 +339,21 @@ function M.source(p, t, env)
   local props = t.props
   local c = props.connector
   local lines
-  local label
   if c == "filesystem" then
     local path = resolve_path(p, props.path)
     local f = io.open(path, "r")
     if not f then p:err(t.props_pos.path, "cannot open '%s' (table '%s')", path, t.name) end
     f:close()
-    lines, label = env:read_lines(path), props.path
+    lines = env:read_lines(path)
   elseif c == "stdin" then
-    lines, label = env:read_lines("-"), "<stdin>"
+    lines = env:read_lines("-")
   elseif c == "socket" then
     if not env.socket_lines then
       p:err(t.props_pos.connector, "the socket connector needs env:socket_lines, which this build does not have yet")
     end
     lines = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port)))
-    label = props.hostname .. ":" .. props.port
   elseif EXTRA[c] then
-    lines, label = EXTRA[c].source(p, t, env)
+    lines = EXTRA[c].source(p, t, env)
   end
   local rows
   if t.csv_spec then
@@ -372,18 +370,19 @@ function M.source(p, t, env)
   local parse = line_parser(t)
   local computed = computed_fn(p, t)
   local ignore, comments = t.ignore_errors, t.allow_comments
-  local lineno = 0
+  -- the line's position (file and line, a Kafka partition and offset) is the engine's: it
+  -- follows the record to any instance and is checkpointed with the source, so a message
+  -- names it as "while reading f.csv:2" (a count kept here would restart at a restore)
   local tname = t.name
   local ddl = p.src.name .. ":" .. errors.line_col(p.src.text, t.pos)
   local fail = values.fail
   rows = lines:flat_map(function(line, emit)
-    lineno = lineno + 1
     if line == "" or (comments and line:sub(1, 1) == "#") then return end
     local r, why = parse(line)
     if r == nil then
       if ignore then return end
-      fail(label .. ":" .. lineno, string.format("cannot parse the line for table '%s' (%s): %s (set "
-        .. "'%s.ignore-parse-errors' = 'true' to skip such lines)", tname, ddl, why, props.format))
+      fail(ddl, string.format("cannot parse the line for table '%s': %s (set "
+        .. "'%s.ignore-parse-errors' = 'true' to skip such lines)", tname, why, props.format))
     end
     if computed then r = computed(r) end
     emit(r)
