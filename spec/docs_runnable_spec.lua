@@ -108,7 +108,7 @@ local function check_block(b)
   if #cmds == 0 then return where .. ": a runnable block with neither a `$ ` command nor an excerpt" end
   for _, c in ipairs(cmds) do
     local cmd = c.cmd:gsub("^build/wmrun", h.wmrun_path()):gsub("([;&|] *)build/wmrun", "%1" .. h.wmrun_path())
-    local out, err, code = h.sh("cd " .. q(root) .. " && " .. cmd)
+    local out, err, code = h.sh("sh -c " .. q("cd " .. q(root) .. " && " .. cmd))
     if code ~= b.exit then
       return string.format("%s: `%s` exited %d (expected %d):\n%s%s", where, c.cmd, code, b.exit, out, err)
     end
