@@ -89,9 +89,9 @@ describe("SQL planner", function()
     assert.is_function(w.agg.merge)
   end)
 
-  it("a non-windowed GROUP BY becomes one rolling flat_map that emits a changelog", function()
+  it("a non-windowed GROUP BY becomes a keyed process function that emits a changelog", function()
     local k = kinds("SELECT id, COUNT(*) FROM s GROUP BY id;")
-    assert.are.same({"read_lines", "parse_csv", "assign", "flat_map", "map", "print"}, k)
+    assert.are.same({"read_lines", "parse_csv", "assign", "keyed_process", "map", "print"}, k)
   end)
 
   it("a WATERMARK that is not `rt - INTERVAL` runs as a Lua generator", function()

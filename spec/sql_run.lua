@@ -4,8 +4,9 @@ local h = require("helper")
 local M = {}
 
 --- Writes `files` ({name = text}) and job.sql into a new folder, runs wmrun there.
--- `opts.prepare(dir)` runs before wmrun, `opts.after(dir)` after it. Returns stdout, stderr
--- with the folder's path taken out of it, and the exit code.
+-- `opts.prepare(dir)` runs before wmrun, `opts.after(dir)` after it; `opts.args` are more
+-- options of wmrun. Returns stdout, stderr with the folder's path taken out of it, and the
+-- exit code.
 function M.run(sql, files, opts)
   opts = opts or {}
   local dir = h.tmpdir()
@@ -17,7 +18,7 @@ function M.run(sql, files, opts)
     f:close()
   end
   if opts.prepare then opts.prepare(dir) end
-  local out, err, code = h.wmrun("--sql '" .. dir .. "/job.sql'")
+  local out, err, code = h.wmrun((opts.args and opts.args .. " " or "") .. "--sql '" .. dir .. "/job.sql'")
   if opts.after then opts.after(dir) end
   os.execute("rm -rf '" .. dir .. "'")
   local d = dir:gsub("%p", "%%%0")

@@ -17,13 +17,13 @@ local errors = require("wm.sql.errors")
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
 
 local M = {}
-local check_writable
+local check_writable, base_watermark_strategy
 
 local KNOWN = {
   connector = true, path = true, format = true, hostname = true, port = true,
   ["csv.field-delimiter"] = true, ["csv.ignore-parse-errors"] = true, ["csv.null-literal"] = true,
   ["csv.allow-comments"] = true, ["json.ignore-parse-errors"] = true, ["print-identifier"] = true,
-  ["source.monitor-interval"] = true,
+  ["source.monitor-interval"] = true, ["scan.watermark.idle-timeout"] = true,
 }
 local SOURCES = {filesystem = true, stdin = true, socket = true}
 local SINKS = {filesystem = true, print = true, blackhole = true, stdout = true}
@@ -65,6 +65,14 @@ function M.check(p, t)
     if d == "\\t" then d = "\t" end
     if #d ~= 1 then p:err(pos["csv.field-delimiter"], "'csv.field-delimiter' must be one character, got '%s'", d) end
     t.delimiter = d
+  end
+  local idle = props["scan.watermark.idle-timeout"]
+  if idle then
+    if not SOURCES[c] and not ext then
+      p:err(pos["scan.watermark.idle-timeout"], "'scan.watermark.idle-timeout' is an option of a source table, "
+        .. "and connector '%s' only writes", c)
+    end
+    t.idle_ms = p:duration_option("scan.watermark.idle-timeout", idle, pos["scan.watermark.idle-timeout"])
   end
   t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
   t.allow_comments = bool_opt(p, t, "csv.allow-comments")
@@ -257,6 +265,21 @@ end
 -- C with a bound of d - 1 ms (it emits max - bound - 1 = max - d); any other expression runs
 -- as a Lua generator that emits the largest value of the expression seen so far.
 local function watermark_strategy(p, t)
+  local s = base_watermark_strategy(p, t)
+  -- idleness (Flink's 'scan.watermark.idle-timeout' of the table, else the job's
+  -- 'table.exec.source.idle-timeout'; 0 or unset: never idle): a source (or a partition of a
+  -- Kafka/NATS table) without rows for that long stops holding back the watermark
+  local ms = t.idle_ms
+  if ms == nil then
+    local v = p.settings["table.exec.source.idle-timeout"]
+    if v then ms = p:duration_option("table.exec.source.idle-timeout", v, p.settings._pos[
+      "table.exec.source.idle-timeout"]) end
+  end
+  if ms and ms > 0 then s = s:with_idleness(ms) end
+  return s
+end
+
+function base_watermark_strategy(p, t)
   local w = t.watermark
   local e = w.expr
   local rt = w.column
@@ -269,19 +292,23 @@ local function watermark_strategy(p, t)
   local s = expr.compile(e, scope)
   local l = errors.line_col(p.src.text, w.pos)
   local f = expr.load("function(r) return " .. s .. " end", p.src.name .. ":" .. l)
+  -- its state (the largest value, the last watermark) is in fields of the generator, which
+  -- its snapshot and restore methods checkpoint
   return wm.watermarks.for_generator(function()
-    local cur, last = math.mininteger, math.mininteger
     return {
-      on_event = function(_, r)
+      cur = math.mininteger, last = math.mininteger,
+      on_event = function(self, r)
         local v = f(r)
-        if v ~= nil and v > cur then cur = v end
+        if v ~= nil and v > self.cur then self.cur = v end
       end,
-      on_periodic_emit = function(_, out)
-        if cur > last then
-          last = cur
-          out:emit_watermark(cur)
+      on_periodic_emit = function(self, out)
+        if self.cur > self.last then
+          self.last = self.cur
+          out:emit_watermark(self.cur)
         end
       end,
+      snapshot = function(self) return {cur = self.cur, last = self.last} end,
+      restore = function(self, saved) self.cur, self.last = saved.cur, saved.last end,
     }
   end):with_timestamp_field(field)
 end
@@ -312,23 +339,21 @@ function M.source(p, t, env)
   local props = t.props
   local c = props.connector
   local lines
-  local label
   if c == "filesystem" then
     local path = resolve_path(p, props.path)
     local f = io.open(path, "r")
     if not f then p:err(t.props_pos.path, "cannot open '%s' (table '%s')", path, t.name) end
     f:close()
-    lines, label = env:read_lines(path), props.path
+    lines = env:read_lines(path)
   elseif c == "stdin" then
-    lines, label = env:read_lines("-"), "<stdin>"
+    lines = env:read_lines("-")
   elseif c == "socket" then
     if not env.socket_lines then
       p:err(t.props_pos.connector, "the socket connector needs env:socket_lines, which this build does not have yet")
     end
     lines = env:socket_lines(props.hostname, math.tointeger(tonumber(props.port)))
-    label = props.hostname .. ":" .. props.port
   elseif EXTRA[c] then
-    lines, label = EXTRA[c].source(p, t, env)
+    lines = EXTRA[c].source(p, t, env)
   end
   local rows
   if t.csv_spec then
@@ -345,18 +370,19 @@ function M.source(p, t, env)
   local parse = line_parser(t)
   local computed = computed_fn(p, t)
   local ignore, comments = t.ignore_errors, t.allow_comments
-  local lineno = 0
+  -- the line's position (file and line, a Kafka partition and offset) is the engine's: it
+  -- follows the record to any instance and is checkpointed with the source, so a message
+  -- names it as "while reading f.csv:2" (a count kept here would restart at a restore)
   local tname = t.name
   local ddl = p.src.name .. ":" .. errors.line_col(p.src.text, t.pos)
   local fail = values.fail
   rows = lines:flat_map(function(line, emit)
-    lineno = lineno + 1
     if line == "" or (comments and line:sub(1, 1) == "#") then return end
     local r, why = parse(line)
     if r == nil then
       if ignore then return end
-      fail(label .. ":" .. lineno, string.format("cannot parse the line for table '%s' (%s): %s (set "
-        .. "'%s.ignore-parse-errors' = 'true' to skip such lines)", tname, ddl, why, props.format))
+      fail(ddl, string.format("cannot parse the line for table '%s': %s (set "
+        .. "'%s.ignore-parse-errors' = 'true' to skip such lines)", tname, why, props.format))
     end
     if computed then r = computed(r) end
     emit(r)

@@ -53,6 +53,55 @@ local function T(sym)
   return expect("'" .. sym .. "'") * P(sym) * ws
 end
 
+-- Constructs of Flink SQL that wmrun does not have yet (docs/sql.md, "Not supported yet"): the
+-- grammar recognises where each starts and stops there with `not supported yet: <construct>`
+-- at that position, rather than a syntax error further on. The lookaheads below use plain
+-- words (W), not K/T: they must not add to what a syntax error says is expected.
+local cur_src -- the script being parsed, for these errors
+local function W(word) return ci(word) * -idchar * ws end
+--- Stops the parse here: `name` is a string, or a function of the captured text.
+local function NS(name, patt)
+  return Cmt(Cp() * C(patt or P(true)), function(_, _, pos, text)
+    errors.raise(cur_src, pos, "not supported yet: %s", type(name) == "function" and name(text) or name)
+  end)
+end
+-- the words of a join before JOIN, normalised: "LEFT OUTER JOIN"
+local join_kw = (W("NATURAL") ^ -1 * (W("INNER") + W("CROSS") + (W("LEFT") + W("RIGHT") + W("FULL"))
+  * W("OUTER") ^ -1) ^ -1 * W("JOIN"))
+local function join_name(text)
+  return (text:upper():gsub("%s+", " "):gsub("%s$", ""))
+end
+-- what may follow a table in FROM and is not supported: a join, a temporal table, pattern
+-- recognition, set operations and clauses after the query
+local after_table = NS(join_name, join_kw)
+  + NS("FOR SYSTEM_TIME AS OF (temporal joins)", W("FOR") * W("SYSTEM_TIME"))
+  + NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
+  + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
+  + NS("INTERSECT", W("INTERSECT") * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
+  + NS("OFFSET / FETCH", W("OFFSET") * #R("09") + W("FETCH") * #(W("FIRST") + W("NEXT")))
+  + NS("WINDOW clause (named OVER windows)", W("WINDOW") * #(idstart + P("`")))
+local after_query = NS("ORDER BY", W("ORDER") * #W("BY"))
+  + NS("LIMIT", W("LIMIT"))
+  + NS("UNION without ALL (use UNION ALL with SELECT DISTINCT)", W("UNION") * -W("ALL"))
+  + after_table
+-- unsupported types: `type X`
+local bad_type = NS(function(t) return "type " .. t:upper():match("%a+") end,
+  (ci("ARRAY") + ci("MAP") + ci("ROW") + ci("MULTISET") + ci("VARBINARY") + ci("BINARY") + ci("BYTES")
+   + ci("DATE") + ci("TIME") + ci("RAW") + ci("INTERVAL") + ci("STRUCTURED")) * -idchar)
+-- statements
+local unsupported_stmt = NS("CREATE FUNCTION (from Lua: env:create_function)", W("CREATE")
+    * (W("TEMPORARY") * W("SYSTEM") ^ -1) ^ -1 * W("FUNCTION"))
+  + NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
+  + NS("CREATE DATABASE", W("CREATE") * W("DATABASE"))
+  + NS("DROP", W("DROP")) + NS("ALTER", W("ALTER")) + NS("SHOW", W("SHOW"))
+  + NS("DESCRIBE", W("DESCRIBE") + W("DESC")) + NS("USE", W("USE"))
+  + NS("LOAD MODULE", (W("LOAD") + W("UNLOAD")) * W("MODULE"))
+  + NS("STATEMENT SET (every INSERT of a script runs in one job already)",
+    (W("EXECUTE") + W("BEGIN")) * W("STATEMENT") * W("SET"))
+  + NS("INSERT OVERWRITE", W("INSERT") * W("OVERWRITE"))
+  + NS("WITH (common table expressions: use CREATE VIEW)", W("WITH") * #(idstart + P("`")))
+  + NS("VALUES", W("VALUES") * #P("("))
+
 -- (the reserved-word check produces no match-time value: LPeg keeps at most about 32,000
 -- such values alive in one match)
 local plain_ident = #Cmt(Cp() * idstart * idchar ^ 0, function(s, i, start)
@@ -156,16 +205,21 @@ end
 
 local G = {
   "stmt",
-  stmt = V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
+  stmt = unsupported_stmt + V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
     + V("query_stmt"),
 
   -- CREATE TABLE
   create_table = Ct(Cg_pos("create_table") * K("CREATE") * (K("TEMPORARY") ^ -1) * K("TABLE")
     * (K("IF") * K("NOT") * K("EXISTS") * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
     * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * (NS("CREATE TABLE ... AS SELECT", #(W("WITH") * (1 - P(";") - W("AS") * W("SELECT")) ^ 0 * W("AS")
+      * W("SELECT"))) + P(true))
     * T("(") * lpeg.Cg(Ct(V("table_elem") * (T(",") * V("table_elem")) ^ 0), "elems") * T(")")
     * (K("COMMENT") * string_lit) ^ -1
-    * (K("WITH") * lpeg.Cg(V("props"), "with")) ^ -1),
+    * (NS("PARTITIONED BY", W("PARTITIONED") * #W("BY")) + P(true))
+    * (K("WITH") * lpeg.Cg(V("props"), "with")) ^ -1
+    * (NS("CREATE TABLE ... AS SELECT", W("AS") * #W("SELECT")) + NS("CREATE TABLE ... LIKE", W("LIKE"))
+      + P(true))),
   qname = (ident * (T(".") * ident) ^ 0) / function(...) local t = {...}; return t[#t] end,
   table_elem = V("watermark") + V("pkey") + V("computed") + V("physical"),
   watermark = Ct(Cg_pos("watermark") * K("WATERMARK") * K("FOR") * lpeg.Cg(ident, "column")
@@ -174,6 +228,7 @@ local G = {
     * ci("NOT") * ws * ci("ENFORCED") * ws),
   computed = Ct(Cg_pos("computed") * lpeg.Cg(ident, "name") * K("AS") * lpeg.Cg(V("expr"), "expr")),
   physical = Ct(Cg_pos("column") * lpeg.Cg(ident, "name") * lpeg.Cg(V("type"), "type")
+    * (NS("METADATA columns", W("METADATA")) + P(true))
     * (K("NOT") * K("NULL") * lpeg.Cg(Cc(true), "not_null") + K("NULL")) ^ -1),
   type = ((Cp() * expect("type") * C(ci("TIMESTAMP_LTZ") + ci("TIMESTAMP") + ci("STRING") + ci("VARCHAR")
       + ci("CHAR") + ci("BIGINT") + ci("INTEGER") + ci("INT") + ci("SMALLINT") + ci("TINYINT") + ci("DOUBLE")
@@ -185,7 +240,8 @@ local G = {
     / function(t, ltz)
       if ltz then t.name = "TIMESTAMP_LTZ" end
       return t
-    end,
+    end
+    + bad_type,
   props = T("(") * Ct(V("prop") * (T(",") * V("prop")) ^ 0) * T(")"),
   prop = Ct(Cp() * string_lit * T("=") * string_lit) / function(t)
     return {pos = t[1], key = t[2], value = t[3]}
@@ -206,27 +262,36 @@ local G = {
   -- SET 'key' = 'value' / RESET 'key'
   set = Ct(Cg_pos("set") * K("SET") * (lpeg.Cg(Cp(), "key_pos") * lpeg.Cg(string_lit + V("dotted"), "key")
     * T("=") * lpeg.Cg(string_lit + C((1 - S("; \t\r\n")) ^ 1) * ws, "value")) ^ -1),
-  reset = Ct(Cg_pos("reset") * ci("RESET") * -idchar * ws * lpeg.Cg(string_lit + V("dotted"), "key") ^ -1),
+  reset = Ct(Cg_pos("reset") * ci("RESET") * -idchar * ws
+    * (lpeg.Cg(Cp(), "key_pos") * lpeg.Cg(string_lit + V("dotted"), "key")) ^ -1),
   dotted = C(idstart * (idchar + P(".") + P("-")) ^ 0) * ws,
 
   explain = Ct(Cg_pos("explain") * ci("EXPLAIN") * -idchar * ws * lpeg.Cg(V("query"), "query")),
 
   query_stmt = V("query") / function(q) return {tag = "select_stmt", pos = q.pos, query = q} end,
-  query = Ct(Cp() * V("select") * (K("UNION") * K("ALL") * V("select")) ^ 0) / function(t)
+  query = Ct(Cp() * V("select") * (K("UNION") * K("ALL") * V("select")) ^ 0 * (after_query + P(true)))
+    / function(t)
     if #t == 2 then return t[2] end
     return {tag = "union", pos = t[1], table.unpack(t, 2)}
   end,
 
   select = Ct(Cg_pos("select") * K("SELECT") * (K("DISTINCT") * lpeg.Cg(Cc(true), "distinct") + K("ALL")) ^ -1
     * lpeg.Cg(Ct(V("item") * (T(",") * V("item")) ^ 0), "items")
-    * K("FROM") * lpeg.Cg(V("from_item"), "from")
+    * (NS("SELECT without FROM", #(P(";") + -P(1) + W("UNION"))) + K("FROM")) * lpeg.Cg(V("from_item"), "from")
+    * (P(",") * ws * NS("LATERAL TABLE (table functions)", W("LATERAL"))
+      + NS("joins (FROM a, b)", #(P(",") * ws * (idstart + P("`") + P("(")))) + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
-    * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "group_by")) ^ -1
+    * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
     * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
   item = Ct(Cg_pos("star") * T("*"))
     + Ct(Cg_pos("star") * lpeg.Cg(ident, "qual") * T(".") * T("*"))
     + Ct(Cg_pos("item") * lpeg.Cg(V("expr"), "expr") * ((K("AS") ^ -1) * lpeg.Cg(ident, "alias")) ^ -1),
-  from_item = (V("tvf") + V("subquery") + V("table_ref")) * ((K("AS") ^ -1) * ident) ^ -1
+  group_item = NS("GROUPING SETS", W("GROUPING") * #W("SETS")) + NS("ROLLUP", W("ROLLUP") * #P("("))
+    + NS("CUBE", W("CUBE") * #P("(")) + V("expr"),
+  from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
+      + P("(") * ws * NS("VALUES", W("VALUES"))
+      + V("tvf") + V("subquery") + V("table_ref"))
+    * (after_table + P(true)) * ((K("AS") ^ -1) * ident) ^ -1 * (after_table + P(true))
     / function(f, alias) f.alias = alias; return f end,
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
   subquery = collapse(Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")"))),
@@ -253,14 +318,16 @@ local G = {
   add = Ct(V("mul") * (Cp() * C(S("+-")) * ws * V("mul")) ^ 0) / fold,
   mul = Ct(V("unary") * (Cp() * C(S("*/%")) * ws * V("unary")) ^ 0) / fold,
   unary = (Ct((Cp() * C(S("-+")) * ws) ^ 0) * V("primary")) / fold_unary,
-  primary = V("literal") + collapse(V("case")) + collapse(V("cast")) + collapse(V("call")) + V("column")
+  primary = NS("subqueries in expressions", #(W("SELECT") + P("(") * ws * W("SELECT") + W("EXISTS") * P("(")))
+    + V("literal") + collapse(V("case")) + collapse(V("cast")) + collapse(V("call")) + V("column")
     + collapse(T("(") * V("expr") * T(")")),
   literal = (Cp() * number) / num_node
     + (Cp() * string_lit) / function(pos, s) return {tag = "lit", type = "STRING", value = s, pos = pos} end
     + (Cp() * K("TRUE")) / function(pos) return {tag = "lit", type = "BOOLEAN", value = true, pos = pos} end
     + (Cp() * K("FALSE")) / function(pos) return {tag = "lit", type = "BOOLEAN", value = false, pos = pos} end
     + (Cp() * K("NULL")) / function(pos) return {tag = "lit", type = "NULL", pos = pos} end
-    + (Cp() * K("INTERVAL") * string_lit * expect("time unit") * unit) / interval_node
+    + (Cp() * K("INTERVAL") * string_lit * (NS("INTERVAL ... YEAR/MONTH", (ci("YEAR") + ci("MONTH")) * ci("S") ^ -1
+      * -idchar) + expect("time unit") * unit)) / interval_node
     + (Cp() * ci("TIMESTAMP") * ws * string_lit) / function(pos, s)
       return {tag = "tslit", text = s, pos = pos}
     end,
@@ -274,8 +341,20 @@ local G = {
     / function(pos, which, e, t) return {tag = "cast", pos = pos, try = which:upper() == "TRY_CAST", e, type = t} end,
   call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
-      * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")"))
-    / function(pos, name, mode, args)
+      * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
+      * (Cp() * (W("OVER") * #(P("(") + idstart) * Cc("over") + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
+    / function(pos, name, mode, args, after, what)
+      local up = name:upper()
+      if what == "over" then
+        local topn = up == "ROW_NUMBER" or up == "RANK" or up == "DENSE_RANK"
+        errors.raise(cur_src, after, "not supported yet: %s",
+          topn and "Top-N (ROW_NUMBER() OVER ...)" or "OVER windows")
+      elseif what == "filter" then
+        errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
+      end
+      if up == "PROCTIME" then
+        errors.raise(cur_src, pos, "not supported yet: PROCTIME() (processing-time attributes)")
+      end
       return {tag = "call", pos = pos, name = name:upper(), args = args,
               star = mode == "star" or nil, distinct = mode == "distinct" or nil}
     end,
@@ -341,6 +420,7 @@ end
 function M.parse(text, src)
   src = src or {name = "sql"}
   src.text = text
+  cur_src = src
   local out, pos = {}, 1
   while true do
     local rest = ws:match(text, pos)
@@ -363,6 +443,7 @@ end
 function M.parse_expr(text, src)
   src = src or {name = "expr"}
   src.text = text
+  cur_src = src
   far, expected = 0, {}
   local e, p = match(expression, text, 1, src)
   local ok = e and p > #text

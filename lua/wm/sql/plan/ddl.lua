@@ -1,5 +1,6 @@
 --- DDL: CREATE TABLE, CREATE VIEW, SET.
 -- @module wm.sql.plan.ddl
+local wm = require("wm.datastream") -- not the facade `wm`, which loads the Table API
 local expr = require("wm.sql.expr")
 local connectors = require("wm.sql.connectors")
 local Planner = require("wm.sql.plan.base").Planner
@@ -88,17 +89,53 @@ function Planner:create_view(st)
   self.views[st.name] = {query = st.query, columns = st.columns, schema = schema, updating = e.updating}
 end
 
+-- The SET keys wmrun implements (docs/sql.md, "Options"); any other key is an error, so that
+-- a setting never looks applied when it is not.
+local SET_KEYS = {"execution.runtime-mode", "parallelism.default", "pipeline.auto-watermark-interval",
+  "table.exec.source.idle-timeout", "table.local-time-zone"}
+local SET_KNOWN = {}
+for _, k in ipairs(SET_KEYS) do SET_KNOWN[k] = true end
+
+local function check_key(self, key, pos, what)
+  if SET_KNOWN[key] then return end
+  self:err(pos, "%s '%s': wmrun does not implement this option (it implements '%s')", what, key,
+    table.concat(SET_KEYS, "', '"))
+end
+
+--- A duration option ('1 s', '500 ms', '1 min', '0'): its milliseconds, 0 or more.
+function Planner:duration_option(key, value, pos)
+  local ms = wm.core.duration((value:gsub("^%s*(%d+)%s*$", "%1ms")))
+  if not ms or ms < 0 then
+    self:err(pos, "bad duration '%s' for '%s' (e.g. '1 s', '500 ms', '1 min'; '0' turns it off)", value, key)
+  end
+  return ms
+end
+
 function Planner:set(st)
   local s = self.settings
   s._pos = s._pos or {}
   if not st.key then return end
+  check_key(self, st.key, st.key_pos, "SET")
   if self.env and (st.key == "pipeline.auto-watermark-interval" or st.key == "parallelism.default") then
     self:err(st.key_pos, "SET '%s' must come before the first query", st.key)
   end
   if st.key == "table.local-time-zone" and st.value ~= "UTC" then
     self:err(st.key_pos, "only 'UTC' is supported for table.local-time-zone")
   end
+  if st.key == "execution.runtime-mode" and st.value:lower() ~= "streaming" then
+    self:err(st.key_pos, "only 'streaming' is supported for execution.runtime-mode (got '%s')", st.value)
+  end
+  if st.key == "table.exec.source.idle-timeout" then self:duration_option(st.key, st.value, st.key_pos) end
   s[st.key] = st.value
   s._pos[st.key] = st.key_pos
 end
 
+--- RESET 'key' (a key wmrun implements) or RESET (all).
+function Planner:reset(st)
+  if not st.key then
+    self.settings = {}
+    return
+  end
+  check_key(self, st.key, st.key_pos or st.pos, "RESET")
+  self.settings[st.key] = nil
+end

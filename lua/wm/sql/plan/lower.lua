@@ -214,48 +214,51 @@ function lower.with_watermark(stream, fn, is_filter)
   end):name(is_filter and "filter (CURRENT_WATERMARK)" or "map (CURRENT_WATERMARK)")
 end
 
---- Non-windowed aggregation: a keyed rolling operator that emits a changelog. Written as a
--- flat_map holding a Lua table of state per key (one instance: the whole stream is keyed
--- inside it). Rules as Flink's GroupAggFunction: +I for a new key, -U/+U when the result
--- changes (nothing when it does not), -D when the last row of a key is retracted.
+--- Non-windowed aggregation: a keyed process function that emits a changelog. Rules as
+-- Flink's GroupAggFunction: +I for a new key, -U/+U when the result changes (nothing when it
+-- does not), -D when the last row of a key is retracted. The stream is keyed by the group
+-- keys (hash partitioned, as Flink does): every change of a key comes from one instance, in
+-- order, and reaches the operators after it through forward edges. A group's state (its
+-- keys, aggregate states, row count and last result) lives in `ctx.state`, which the engine
+-- checkpoints (docs/checkpoints.md).
 -- spec: keyfns, aggs, argfns, updating_input, out(keys, aggs) -> row or false
 function lower.group_aggregate(stream, spec)
   local keyfns, list, argfns, out = spec.keyfns, spec.aggs, spec.argfns, spec.out
   local nk, na = #keyfns, #list
-  local state = {}
   local updating = spec.updating_input
-  local function keystr(keys)
+  -- the key: one string for the group keys (type and value of each, NULL a key of its own)
+  local function keystr(r)
+    if nk == 0 then return "" end
     if nk == 1 then
-      local v = keys[1]
+      local v = keyfns[1](r)
       return v == nil and NULL_KEY or (type(v) .. ":" .. tostring(v))
     end
     local t = {}
     for i = 1, nk do
-      local v = keys[i]
+      local v = keyfns[i](r)
       t[i] = v == nil and NULL_KEY or (type(v) .. ":" .. tostring(v))
     end
     return table.concat(t, "\1")
   end
+  local key_of = keystr
+  if updating then key_of = function(e) return keystr(e.r) end end
   local function emit_row(emit, kind, keys, a)
     local row = out(keys, a)
     if row then emit({k = kind, r = row}) end
   end
-  local s = stream:flat_map(function(e, emit)
+  return stream:key_by(key_of):process(function(e, ctx, emit)
     local r, sign = e, 1
     if updating then
       r = e.r
       if e.k == "-U" or e.k == "-D" then sign = -1 end
     end
-    local keys = {}
-    for i = 1, nk do keys[i] = keyfns[i](r) end
-    local ks = keystr(keys)
-    local g = state[ks]
-    if not g then
+    local g = ctx.state
+    if g.rows == nil then
       if sign < 0 then return end -- retraction of a row never seen: nothing to undo
-      local st = {}
+      local keys, st = {}, {}
+      for i = 1, nk do keys[i] = keyfns[i](r) end
       for i = 1, na do st[i] = list[i].init() end
-      g = {keys = keys, st = st, rows = 0}
-      state[ks] = g
+      g.keys, g.st, g.rows, g.prev = keys, st, 0, nil
     end
     g.rows = g.rows + sign
     local st = g.st
@@ -265,7 +268,7 @@ function lower.group_aggregate(stream, spec)
     end
     if g.rows <= 0 then
       if g.prev then emit_row(emit, "-D", g.keys, g.prev) end
-      state[ks] = nil
+      g.keys, g.st, g.rows, g.prev = nil, nil, nil, nil
       return
     end
     local a = {}
@@ -281,9 +284,7 @@ function lower.group_aggregate(stream, spec)
       emit_row(emit, "+U", g.keys, a)
     end
     g.prev = a
-  end)
-  s:set_parallelism(1)
-  return s
+  end):name("group aggregate")
 end
 
 --- Prints a relation as Flink's print sink does: `+I[...]`, `-U[...]`, `+U[...]`, `-D[...]`.

@@ -62,10 +62,7 @@ function Planner:statement(st)
   if tag == "create_table" then return self:create_table(st) end
   if tag == "create_view" then return self:create_view(st) end
   if tag == "set" then return self:set(st) end
-  if tag == "reset" then
-    if st.key then self.settings[st.key] = nil else self.settings = {} end
-    return
-  end
+  if tag == "reset" then return self:reset(st) end
   if tag == "select_stmt" then return self:select_stmt(st) end
   if tag == "insert" then return self:insert(st) end
   if tag == "explain" then

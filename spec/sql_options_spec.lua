@@ -1,0 +1,112 @@
+-- SQL options (issue 26, item 3): SET keys wmrun does not implement are errors that name the
+-- key and list the ones it does; 'table.exec.source.idle-timeout' and the table option
+-- 'scan.watermark.idle-timeout' let a window fire while a Kafka partition stays empty.
+local h = require("helper")
+local sql_run = require("sql_run")
+local services = require("services")
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local T = [[
+CREATE TABLE t (word STRING, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR rt AS rt - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = 'in.csv', 'format' = 'csv');
+]]
+local SELECT = "SELECT word, COUNT(*) FROM t GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word;\n"
+local IN = {["in.csv"] = "a,1000\nb,2000\na,7000\n"}
+
+describe("SQL SET", function()
+  it("a key wmrun does not implement is an error naming it and listing the implemented ones", function()
+    local _, err, code = sql_run.run("SET 'table.exec.mini-batch.enabled' = 'true';\n" .. T .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.are.equal("job.sql:1:5: SET 'table.exec.mini-batch.enabled': wmrun does not implement this option (it "
+      .. "implements 'execution.runtime-mode', 'parallelism.default', 'pipeline.auto-watermark-interval', "
+      .. "'table.exec.source.idle-timeout', 'table.local-time-zone')\n", err)
+    _, err, code = sql_run.run(T .. "SET 'sql-client.execution.result-mode' = 'tableau';\n" .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:3:5: SET 'sql%-client.execution.result%-mode': wmrun does not implement", err)
+    -- the unquoted form, and RESET of such a key
+    _, err, code = sql_run.run("SET table.exec.state.ttl = 1h;\n" .. T .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:1:5: SET 'table.exec.state.ttl': wmrun does not implement", err)
+    _, err, code = sql_run.run("RESET 'table.exec.state.ttl';\n" .. T .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:1:7: RESET 'table.exec.state.ttl': wmrun does not implement", err)
+  end)
+
+  it("the implemented keys are accepted; bad values are errors", function()
+    local _
+    local out, err, code = sql_run.run("SET 'execution.runtime-mode' = 'streaming';\n"
+      .. "SET 'table.exec.source.idle-timeout' = '1 s';\nRESET 'table.exec.source.idle-timeout';\n" .. T .. SELECT, IN)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[a, 1]\n+I[b, 1]\n+I[a, 1]\n", out)
+    _, err, code = sql_run.run("SET 'execution.runtime-mode' = 'batch';\n" .. T .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:1:5: only 'streaming' is supported for execution.runtime%-mode", err)
+    _, err, code = sql_run.run("SET 'table.exec.source.idle-timeout' = 'soon';\n" .. T .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:1:5: bad duration 'soon' for 'table.exec.source.idle%-timeout'", err)
+    _, err, code = sql_run.run((T:gsub("'format' = 'csv'", "'format' = 'csv', 'scan.watermark.idle-timeout' = '-1 s'"))
+      .. SELECT, IN)
+    assert.are.equal(1, code)
+    assert.matches("bad duration '%-1 s' for 'scan.watermark.idle%-timeout'", err)
+  end)
+end)
+
+describe("SQL idle timeout", function()
+  -- Partitions 0 and 1 of a topic of 3 hold rows up to 12 s; partition 2 stays empty. With a
+  -- 1 s bound the window [0 s, 5 s) can fire only when partition 2 stops holding back the
+  -- watermark: idle after the timeout. The source is unbounded: the job runs until killed.
+  local function run(k, dir, set, table_opt)
+    local _, err, code = h.wmrun(q(h.write_tmp([[
+local wm = require("wm")
+local env = wm.env{}
+env:from_elements({p = 0, line = "a,1000"}, {p = 0, line = "a,2000"}, {p = 0, line = "a,12000"},
+                  {p = 1, line = "b,1500"}, {p = 1, line = "b,11000"})
+  :write_kafka{brokers = arg[1], topic = "w", partition = "p", format = function(r) return r.line end}
+env:execute()
+]], ".lua")) .. " " .. k.bootstrap)
+    assert.are.equal(0, code, err)
+    -- the results go to standard error, written at once (print flushes a file at the end)
+    local ddl = set .. [[
+CREATE TABLE t (word STRING, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR rt AS rt - INTERVAL '1' SECOND)
+  WITH ('connector' = 'kafka', 'topic' = 'w', 'properties.bootstrap.servers' = ']] .. k.bootstrap .. [[',
+        'scan.startup.mode' = 'earliest-offset', 'format' = 'csv']] .. table_opt .. [[);
+]]
+    local p = h.bg_job(dir, string.format([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 50}
+env:execute_sql(%q)
+env:sql_query("SELECT word, COUNT(*) AS n FROM t GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), word")
+  :to_append_stream():sink(function(r) io.stderr:write("row ", r.word, " ", r.n, "\n") end)
+env:execute()
+]], ddl))
+    h.finally(p.kill)
+    -- the two results of the first window (the next window waits for later rows)
+    local errtext = h.wait_for(function()
+      local e = h.read_or_empty(p.err)
+      if p.done() then error("the job ended: " .. e) end
+      return e:find("row b 1\n", 1, true) and e:find("row a 2\n", 1, true) and e
+    end, "the window [0 s, 5 s) to fire", 30)
+    local rows = {}
+    for l in errtext:gmatch("row [^\n]+") do rows[#rows + 1] = l end
+    table.sort(rows)
+    assert.are.same({"row a 2", "row b 1"}, rows)
+  end
+
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  it("SET 'table.exec.source.idle-timeout' lets a window fire while a partition is empty", function()
+    local k = services.kafka{"w:3"}
+    h.finally(function() k:stop() end)
+    run(k, dir, "SET 'table.exec.source.idle-timeout' = '500 ms';\n", "")
+  end)
+
+  it("the table option 'scan.watermark.idle-timeout' does the same for its table", function()
+    local k = services.kafka{"w:3"}
+    h.finally(function() k:stop() end)
+    run(k, dir, "", ", 'scan.watermark.idle-timeout' = '500 ms'")
+  end)
+end)
