@@ -448,7 +448,9 @@ static void entry_purge(wm_op *op, winop *s, wentry *e) {
 
 static void knone(wext *x) { x->knext = x->kprev = x->kl = x->kr = x->kup = NONE; }
 
-static uint32_t kpri(uint32_t i) { return (uint32_t)(mix((uint64_t)i + 0x9e3779b97f4a7c15ULL) >> 32); }
+static uint32_t kpri(uint32_t i) {
+  return (uint32_t)(mix((uint64_t)i + 0x9e3779b97f4a7c15ULL) >> 32);
+}
 
 /* whether entry a belongs above entry b (a strict order: ties by slot) */
 static bool kabove(uint32_t a, uint32_t b) {

@@ -24,7 +24,9 @@ static uint64_t rnd_next(uint64_t *st) { /* splitmix64 */
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-static int64_t rnd(uint64_t *st, int64_t n) { return n > 0 ? (int64_t)(rnd_next(st) % (uint64_t)n) : 0; }
+static int64_t rnd(uint64_t *st, int64_t n) {
+  return n > 0 ? (int64_t)(rnd_next(st) % (uint64_t)n) : 0;
+}
 
 typedef struct msess {
   int64_t start, stop; /* [start, stop) */
@@ -48,7 +50,8 @@ static int64_t m_max_ts(const msess *x) { return x->stop - 1; }
 static void m_emit(model *m, int k, const msess *x) {
   char line[200];
   if (m->agg == WM_AGG_COUNT)
-    snprintf(line, sizeof line, "%lld {\"count\":%lld,\"key\":\"%s\",\"start\":%lld,\"stop\":%lld}\n",
+    snprintf(line, sizeof line,
+             "%lld {\"count\":%lld,\"key\":\"%s\",\"start\":%lld,\"stop\":%lld}\n",
              (long long)m_max_ts(x), (long long)x->count, keys[k], (long long)x->start,
              (long long)x->stop);
   else
