@@ -22,9 +22,9 @@
 #
 # The fastest of REPEATS runs counts: wall seconds (bash's clock, to the ms) and user + system
 # CPU seconds (GNU time, in 10 ms steps). Figures of one run only compare with each other:
-# the machine and its load change between runs. WMRUN names the
-# wmrun to measure (default build/wmrun: run make first); data and outputs go to $BENCH_DIR
-# (default /tmp/wmrun-bench), never into the repository. Needs gcc, awk, GNU time.
+# the machine and its load change between runs. WMRUN names the wmrun to measure (default
+# build/wmrun: run make first); data and outputs go to $BENCH_DIR (default /tmp/wmrun-bench),
+# never into the repository. Needs gcc, awk, GNU time.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +36,7 @@ while getopts "r:n:" opt; do
     case $opt in
     r) repeats=$OPTARG ;;
     n) records=$OPTARG ;;
-    *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,27p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
