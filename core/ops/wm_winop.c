@@ -14,8 +14,8 @@
  *
  * A slab of entries, one per (key, window), with an open-addressing index. Windows that
  * do not merge are found by (key, window) directly. Merging (session) windows are indexed
- * by key alone: the index points at the key's earliest window, and the key's windows form
- * a chain sorted by start (knext), usually of one or two entries.
+ * by key alone: the index points at the root of the key's sessions, a treap (see "a key's
+ * sessions" below) threaded in order of start (knext, kprev), usually of one or two entries.
  *
  * Timers live in two queues grouped by timestamp (event time, processing time), holding
  * (entry, generation) with the entry's creation sequence as the order among equal times.
@@ -74,6 +74,8 @@ typedef struct wcold {
 typedef struct wext {
   int64_t wake_t;    /* merging event-time windows: the queued wake-up, or WM_TIME_MIN */
   uint32_t knext;    /* merging windows: the key's next window (by start), or NONE */
+  uint32_t kprev;    /* ... its previous window, or NONE */
+  uint32_t kl, kr, kup; /* ... its children and parent in the key's treap, or NONE */
   uint32_t nitems, capitems;
   wm_value *items;   /* list mode: owned records */
   int64_t *its;      /* with an evictor: their timestamps */
@@ -328,35 +330,16 @@ static int idx_rebuild(winop *s, size_t cap) {
   for (uint32_t i = 0; i < s->ne; i++) {
     wentry *e = &s->e[i];
     if (!e->live) continue;
+    if (s->merging && s->x[i].kup != NONE) continue; /* only a key's root is indexed */
+    /* (key, window) pairs, and merging keys' roots, are unique: the first empty slot of the
+     * run, no compare; the slots of the entries ahead are started early (random lines at
+     * many windows) */
+    if (i + 16 < s->ne) __builtin_prefetch(&n[home_of(s->e[i + 16].hash, mask)]);
     size_t at;
-    if (s->merging) {
-      int found;
-      keybuf kb;
-      kprobe k = kprobe_at(s, i, &kb);
-      at = idx_find(s, &k, e->hash, e->w, &found);
-      if (found) continue; /* only the chain's head is indexed, and it came first */
-    } else {
-      /* (key, window) pairs are unique: the first empty slot of the run, no compare; the
-       * slots of the entries ahead are started early (random lines at many windows) */
-      if (i + 16 < s->ne) __builtin_prefetch(&n[home_of(s->e[i + 16].hash, mask)]);
-      for (at = home_of(e->hash, mask); slot_ent(n[at]) != 0; at = (at + 1) & mask) {
-      }
+    for (at = home_of(e->hash, mask); slot_ent(n[at]) != 0; at = (at + 1) & mask) {
     }
     n[at] = slot_make(i + 1, e->hash);
     s->usedidx++;
-  }
-  /* merging: make sure every key's index entry is its chain head */
-  if (s->merging) {
-    for (uint32_t i = 0; i < s->ne; i++) {
-      wentry *e = &s->e[i];
-      if (!e->live) continue;
-      int found;
-      keybuf kb;
-      kprobe k = kprobe_at(s, i, &kb);
-      size_t at = idx_find(s, &k, e->hash, e->w, &found);
-      uint32_t h = slot_ent(n[at]) - 1;
-      if (s->e[h].w.start > e->w.start) n[at] = slot_make(i + 1, e->hash);
-    }
   }
   return 0;
 }
@@ -451,6 +434,89 @@ static void entry_purge(wm_op *op, winop *s, wentry *e) {
   }
 }
 
+/* ---- a key's sessions ----------------------------------------------------------------
+ *
+ * The windows of one key of a merging operator never intersect (merge_add merges those
+ * that do), so their order by start is their order by stop too. They form a treap: a
+ * binary search tree by start whose nodes are heap-ordered by a priority drawn from their
+ * slot number (kpri: a fixed function, so the shape follows from the windows alone), with
+ * the root in the index, threaded in order by knext and kprev. Finding where a record's
+ * window goes is a descent of expected O(log n) for n open sessions of the key, linking
+ * and unlinking an entry O(log n) expected: a key with 40 000 open sessions costs a record
+ * about what a key with one does (issue 34: the sorted chain this replaced was walked from
+ * the key's earliest window on every record, and on every deletion). */
+
+static void knone(wext *x) { x->knext = x->kprev = x->kl = x->kr = x->kup = NONE; }
+
+static uint32_t kpri(uint32_t i) {
+  return (uint32_t)(mix((uint64_t)i + 0x9e3779b97f4a7c15ULL) >> 32);
+}
+
+/* whether entry a belongs above entry b (a strict order: ties by slot) */
+static bool kabove(uint32_t a, uint32_t b) {
+  uint32_t pa = kpri(a), pb = kpri(b);
+  return pa != pb ? pa > pb : a < b;
+}
+
+/* Rotates entry i above its parent; *root follows when i becomes the root. */
+static void krotate_up(wext *x, uint32_t i, uint32_t *root) {
+  uint32_t p = x[i].kup, g = x[p].kup, b;
+  if (x[p].kl == i) {
+    b = x[i].kr;
+    x[p].kl = b;
+    x[i].kr = p;
+  } else {
+    b = x[i].kl;
+    x[p].kr = b;
+    x[i].kl = p;
+  }
+  if (b != NONE) x[b].kup = p;
+  x[p].kup = i;
+  x[i].kup = g;
+  if (g == NONE) *root = i;
+  else if (x[g].kl == p) x[g].kl = i;
+  else x[g].kr = i;
+}
+
+/* Links entry i into the treap of root *root (NONE: empty) between its neighbours by start,
+ * prev and next (NONE at either end). */
+static void klink(wext *x, uint32_t i, uint32_t prev, uint32_t next, uint32_t *root) {
+  x[i].kl = x[i].kr = NONE;
+  x[i].kprev = prev;
+  x[i].knext = next;
+  if (prev != NONE) x[prev].knext = i;
+  if (next != NONE) x[next].kprev = i;
+  if (*root == NONE) {
+    x[i].kup = NONE;
+    *root = i;
+    return;
+  }
+  /* a leaf next to its in-order neighbour: prev's right child if it has none, else next's
+   * left child (next is then the leftmost entry of prev's right subtree) */
+  if (prev != NONE && x[prev].kr == NONE) {
+    x[prev].kr = i;
+    x[i].kup = prev;
+  } else {
+    x[next].kl = i;
+    x[i].kup = next;
+  }
+  while (x[i].kup != NONE && kabove(i, x[i].kup)) krotate_up(x, i, root);
+}
+
+/* Unlinks entry i from the treap of root *root (NONE once it is empty). */
+static void kunlink(wext *x, uint32_t i, uint32_t *root) {
+  while (x[i].kl != NONE && x[i].kr != NONE)
+    krotate_up(x, kabove(x[i].kl, x[i].kr) ? x[i].kl : x[i].kr, root);
+  uint32_t c = x[i].kl != NONE ? x[i].kl : x[i].kr, p = x[i].kup;
+  if (c != NONE) x[c].kup = p;
+  if (p == NONE) *root = c;
+  else if (x[p].kl == i) x[p].kl = c;
+  else x[p].kr = c;
+  if (x[i].kprev != NONE) x[x[i].kprev].knext = x[i].knext;
+  if (x[i].knext != NONE) x[x[i].knext].kprev = x[i].kprev;
+  knone(&x[i]);
+}
+
 static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   wentry *e = &s->e[i];
   const wm_host *h = &op->ctx->host;
@@ -473,13 +539,9 @@ static void entry_delete(wm_op *op, winop *s, uint32_t i) {
   }
   if (s->merging) {
     if (found) {
-      uint32_t head = slot_ent(s->idx[at]) - 1;
-      if (head == i) {
-        s->idx[at] = XO(e)->knext != NONE ? slot_make(XO(e)->knext + 1, e->hash) : TOMB;
-      } else {
-        while (s->x[head].knext != NONE && s->x[head].knext != i) head = s->x[head].knext;
-        if (s->x[head].knext == i) s->x[head].knext = XO(e)->knext;
-      }
+      uint32_t root = slot_ent(s->idx[at]) - 1;
+      kunlink(s->x, i, &root);
+      s->idx[at] = root != NONE ? slot_make(root + 1, e->hash) : TOMB;
     }
   } else if (found) {
     idx_remove(s, at);
@@ -534,7 +596,7 @@ static int entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window
   e->seq = op->ctx->seq++;
   if (s->x) {
     memset(XO(e), 0, sizeof *XO(e));
-    XO(e)->knext = NONE;
+    knone(XO(e));
     XO(e)->wake_t = WM_TIME_MIN;
   }
   e->live = 1;
@@ -1183,23 +1245,28 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
   if (idx_reserve(op, s) != WM_OK) return WM_ERR;
   int found;
   size_t at = idx_find(s, key, h, w, &found);
-  uint32_t head = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, n = 0;
-  /* the run of windows that w touches: contiguous in the sorted chain */
-  for (uint32_t j = head; j != NONE; j = s->x[j].knext) {
-    if (intersects(s->e[j].w, w)) {
-      if (n == s->caprun) {
-        uint32_t cap = s->caprun ? s->caprun * 2 : 8;
-        uint32_t *r = realloc(s->run, cap * sizeof *r);
-        if (!r) return wm_ctx_error(op->ctx, "out of memory merging windows");
-        s->run = r;
-        s->caprun = cap;
-      }
-      s->run[n++] = j;
-    } else if (s->e[j].w.start < w.start) {
-      prev = j;
+  uint32_t root = found ? slot_ent(s->idx[at]) - 1 : NONE, prev = NONE, next = NONE, n = 0;
+  /* next: the key's first window that stops at or after w starts; prev, the one before it,
+   * stops before (windows of a key are disjoint: in order of start, also of stop) */
+  for (uint32_t j = root; j != NONE;) {
+    if (s->e[j].w.stop >= w.start) {
+      next = j;
+      j = s->x[j].kl;
     } else {
-      break;
+      prev = j;
+      j = s->x[j].kr;
     }
+  }
+  /* the run of windows that w touches: next and those after it that start by w's stop */
+  for (uint32_t j = next; j != NONE && s->e[j].w.start <= w.stop; j = s->x[j].knext) {
+    if (n == s->caprun) {
+      uint32_t cap = s->caprun ? s->caprun * 2 : 8;
+      uint32_t *r = realloc(s->run, cap * sizeof *r);
+      if (!r) return wm_ctx_error(op->ctx, "out of memory merging windows");
+      s->run = r;
+      s->caprun = cap;
+    }
+    s->run[n++] = j;
   }
   int64_t W = op->wm;
   if (n == 0) {
@@ -1208,20 +1275,10 @@ static int merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_
       return WM_OK;
     }
     uint32_t i;
-    if (head == NONE) {
-      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
-    } else {
-      /* entry_new indexes the new entry: put the head back, then link the chain */
-      if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
-      s->idx[at] = slot_make(head + 1, h);
-      if (prev == NONE) {
-        s->x[i].knext = head;
-        s->idx[at] = slot_make(i + 1, h);
-      } else {
-        s->x[i].knext = s->x[prev].knext;
-        s->x[prev].knext = i;
-      }
-    }
+    /* entry_new indexes the new entry: the key's root (which may be it) goes back after */
+    if (entry_new(op, s, key, h, w, at, &i) != WM_OK) return WM_ERR;
+    klink(s->x, i, prev, next, &root);
+    s->idx[at] = slot_make(root + 1, h);
     *out = i;
     if (s->fast && max_ts_of(w) > W) s->e[i].fire = 1;
     return merged_timers(op, s, i);
@@ -2071,8 +2128,8 @@ static int cmp_start(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The index over the restored entries; for merging windows, the key's chains sorted by
- * start (the head indexed; the chain's tail kept in tail[head] meanwhile). */
+/* The index over the restored entries; for merging windows, the keys' treaps, each linked
+ * in order of start (the root indexed). */
 static int index_entries(wm_state_rd *r, winop *s) {
   size_t cap = 64;
   while (cap < (size_t)s->nlive * 2 + 2) cap *= 2;
@@ -2083,11 +2140,7 @@ static int index_entries(wm_state_rd *r, winop *s) {
   s->capidx = cap;
   s->usedidx = 0;
   startidx *order = calloc(s->nlive ? s->nlive : 1, sizeof *order);
-  uint32_t *tail = s->merging ? calloc(s->ne ? s->ne : 1, sizeof *tail) : NULL;
-  if (!order || (s->merging && !tail)) {
-    free(order);
-    return wm_ctx_error(r->op->ctx, "out of memory restoring a checkpoint");
-  }
+  if (!order) return wm_ctx_error(r->op->ctx, "out of memory restoring a checkpoint");
   uint32_t m = 0;
   for (uint32_t i = 0; i < s->ne; i++)
     if (s->e[i].live) order[m++] = (startidx){s->e[i].w.start, i};
@@ -2100,22 +2153,25 @@ static int index_entries(wm_state_rd *r, winop *s) {
     kprobe k = kprobe_at(s, i, &kb);
     int found;
     size_t at = idx_find(s, &k, e->hash, e->w, &found);
-    if (s->x) s->x[i].knext = NONE;
+    if (s->x) knone(&s->x[i]);
     if (!found) {
       s->idx[at] = slot_make(i + 1, e->hash);
       s->usedidx++;
-      if (tail) tail[i] = i;
     } else if (!s->merging) {
       rc = wm_state_bad(r, "a window appears twice");
     } else {
-      uint32_t head = slot_ent(s->idx[at]) - 1, t = tail[head];
-      if (intersects(s->e[t].w, e->w)) rc = wm_state_bad(r, "a key's sessions overlap");
-      s->x[t].knext = i;
-      tail[head] = i;
+      /* after the key's latest window so far (its treap's rightmost entry) */
+      uint32_t root = slot_ent(s->idx[at]) - 1, t = root;
+      while (s->x[t].kr != NONE) t = s->x[t].kr;
+      if (intersects(s->e[t].w, e->w)) {
+        rc = wm_state_bad(r, "a key's sessions overlap");
+      } else {
+        klink(s->x, i, t, NONE, &root);
+        s->idx[at] = slot_make(root + 1, e->hash);
+      }
     }
   }
   free(order);
-  free(tail);
   return rc;
 }
 

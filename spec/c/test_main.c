@@ -11,7 +11,8 @@ int main(void) {
   } suites[] = {
       {"time", test_time},     {"window", test_window}, {"watermark", test_watermark},
       {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
-      {"keyedop", test_keyedop}, {"winmerge", test_winmerge}, {"mt", test_mt},
+      {"keyedop", test_keyedop}, {"winmerge", test_winmerge},
+      {"sessions", test_sessions}, {"mt", test_mt},
       {"ckpt", test_ckpt},       {"graph", test_graph},   {"io", test_io},
       {"snapshot", test_snapshot}, {"pool", test_pool},
       {"panes", test_panes},

@@ -531,6 +531,34 @@ static void windows(void) {
     cur_w = &bytes_w[c];
     same_bytes(build_window, longkey_evs, sizeof longkey_evs / sizeof *longkey_evs);
   }
+  /* many sessions of one key open at once, restored at every cut (issue 34: the key's
+   * sessions form a treap, rebuilt on restore from the entries' windows): 160 records of
+   * a (every seventh of b) over about 300 gaps, some arriving 0-25 s late, the watermark
+   * (bounded out-of-orderness 8 s) about 50 sessions behind */
+  enum { NMANY = 160 };
+  ev many[NMANY + 1];
+  uint64_t st = 34;
+  for (int i = 0; i < NMANY; i++) {
+    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+    int64_t r = (int64_t)(st >> 33);
+    int64_t ts = i % 10 == 9 ? i * 150 - r % 25000 : i * 150 + r % 300;
+    many[i] = (ev){'r', i % 7 == 6 ? "b" : "a", ts < 1 ? 1 : ts, 1 + r % 97, 0};
+  }
+  many[NMANY] = (ev){'e', NULL, 0, 0, 0};
+  static const struct {
+    const char *name;
+    wspec w;
+  } many_cases[] = {
+      {"many open sessions of a key, lateness", {{.kind = WM_WA_SESSION, .gap = 100}, .lateness = 3000, .delay = 8000}},
+      {"many open sessions of a key, count", {{.kind = WM_WA_SESSION, .gap = 100}, .agg = WM_AGG_COUNT, .delay = 8000}},
+      {"many open sessions of a key, count trigger", {{.kind = WM_WA_SESSION, .gap = 100}, .trig = WM_TRIG_COUNT, .trig_n = 3, .lateness = 2000, .delay = 8000}},
+      {"many open sessions of a key, time evictor", {{.kind = WM_WA_SESSION, .gap = 100}, .ev = WM_EV_TIME, .ev_n = 50, .lateness = 1000, .delay = 8000}},
+  };
+  for (size_t c = 0; c < sizeof many_cases / sizeof *many_cases; c++) {
+    T.current = many_cases[c].name;
+    cur_w = &many_cases[c].w;
+    roundtrip(build_window, many, NMANY + 1, NULL);
+  }
   T.current = "two inputs, idleness";
   static const wspec two = {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 1000};
   cur_w = &two;
