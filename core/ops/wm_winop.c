@@ -1445,8 +1445,8 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   const char *r = b.data ? b.data : "";
   if (ts == WM_TIME_MIN) {
     wm_ctx_error(op->ctx,
-                 "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
-                 "before this event-time window)",
+                 "record has no timestamp (math.mininteger); did you forget "
+                 "assign_timestamps_and_watermarks? (an event-time window needs one): %s",
                  r);
   } else {
     int64_t hi = gap > 0 ? WM_TIME_MAX - gap : s->ts_hi;
