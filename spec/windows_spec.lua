@@ -507,3 +507,38 @@ describe("wm.evictors", function()
     assert.matches("evictor: expected an evictor", errmsg(function() k:window(wm.windows.global()):evictor({}) end))
   end)
 end)
+
+describe("a windowed stream's missing methods (issue 26)", function()
+  local function windowed()
+    local env = wm.env{watermark_interval = 0}
+    return env:from_elements({{k = "a", t = 1}}):key_by("k"):window(wm.windows.tumbling(1000))
+  end
+
+  it("get_side_output says to call it on the stream the window function returns, at the user's line", function()
+    local ws = windowed():side_output_late_data("late")
+    local ok, e = pcall(function() local side = ws:get_side_output("late"); return side end)
+    assert.is_false(ok)
+    e = tostring(e)
+    assert.matches("windows_spec.lua:%d+: get_side_output: a windowed stream has no get_side_output", e)
+    assert.matches("call it on the stream that :reduce/:aggregate/:process returns", e, 1, true)
+    assert.is_nil(e:find("attempt to call a nil value", 1, true))
+  end)
+
+  it("the stream methods Flink users reach for (print, map, apply, ...) get the same hint", function()
+    for _, m in ipairs({"print", "collect", "map", "filter", "key_by", "sink", "write_lines", "union",
+                        "set_parallelism", "name", "uid", "apply"}) do
+      local ws = windowed()
+      local ok, e = pcall(function() local r = ws[m](ws); return r end)
+      assert.is_false(ok, m)
+      assert.matches(m .. ": a windowed stream has no " .. m, tostring(e), 1, true)
+      assert.matches(":reduce/:aggregate/:process", tostring(e), 1, true)
+    end
+  end)
+
+  it("its own fields and methods still read as before (an unknown field is nil)", function()
+    local ws = windowed()
+    assert.is_nil(ws.late_tag)
+    assert.is_nil(ws.no_such_thing)
+    assert.are.equal("function", type(ws.reduce))
+  end)
+end)
