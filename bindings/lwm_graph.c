@@ -383,15 +383,18 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
     int explicit_p = p > 0;
     if (!explicit_p) p = envp;
     if (lwm_get_int(L, node, "max_parallelism", 0) == 1) {
+      /* the node says why (wm.io's one_instance); write_lines and any other: as before */
+      const char *why = lwm_get_str(L, node, "one_instance");
+      if (!why)
+        why = strcmp(kind, "write_lines") == 0 ? "one file, one writer" : "not a parallel source";
       if (explicit_p && p > 1) {
-        rc = wm_ctx_error(&B->ctx, "%s: %s cannot run in parallel (set_parallelism(%d))", where,
-                          nm ? nm : kind, p);
+        rc = wm_ctx_error(&B->ctx, "%s: %s cannot run in parallel: %s (set_parallelism(%d))", where,
+                          nm ? nm : kind, why, p);
         break;
       }
       /* say so where the user looks (--metrics, --trace-watermarks, errors) */
       if (p > 1)
-        snprintf(name + strlen(name), sizeof name - strlen(name), " [one instance: %s]",
-                 strcmp(kind, "write_lines") == 0 ? "one file, one writer" : "not a parallel source");
+        snprintf(name + strlen(name), sizeof name - strlen(name), " [one instance: %s]", why);
       p = 1;
     }
     me->n = p;
