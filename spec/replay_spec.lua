@@ -128,17 +128,17 @@ env:execute()
 ]], "--metrics")
     assert.are.equal(0, code)
     assert.are.equal(BOUNDED0_WANT, out)
-    -- operator, records in, records out, watermark, late, windows
+    -- operator, records in, records out, side out, watermark, late dropped, late to side, windows
     local rows = {}
     for line in err:gmatch("[^\n]+") do rows[#rows + 1] = line:gsub("%s+", " ") end
     assert.are.equal(6, #rows, err)
-    assert.matches("^operator records in records out watermark late windows$", rows[1])
+    assert.matches("^operator records in records out side out watermark late dropped late to side windows$", rows[1])
     -- (names: the job lines, counted from `local wm` at 1; a chain's is its first line)
-    assert.matches("^read_lines%(.-sensors%.csv%) %(.-job%.lua:4%) 0 5 MAX 0 %-$", rows[2])
-    assert.matches("^parse_csv %(.-job%.lua:4%) 5 5 MAX 0 %-$", rows[3])
-    assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 MAX 0 %-$", rows[4])
-    assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 MAX 1 0$", rows[5])
-    assert.matches("^print %(.-job%.lua:6%) 3 0 MAX 0 %-$", rows[6])
+    assert.matches("^read_lines%(.-sensors%.csv%) %(.-job%.lua:4%) 0 5 0 MAX 0 0 %-$", rows[2])
+    assert.matches("^parse_csv %(.-job%.lua:4%) 5 5 0 MAX 0 0 %-$", rows[3])
+    assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 0 MAX 0 0 %-$", rows[4])
+    assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 0 MAX 1 0 0$", rows[5])
+    assert.matches("^print %(.-job%.lua:6%) 3 0 0 MAX 0 0 %-$", rows[6])
   end)
 
   -- --timeline draws the replayed run: its five records in arrival order (a700 fourth) and

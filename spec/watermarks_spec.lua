@@ -203,8 +203,9 @@ describe("wmrun observability", function()
   it("--metrics prints per-operator counters at the end", function()
     local _, err, code = helper.wmrun('--metrics "' .. a .. '"')
     assert.are.equal(0, code)
-    assert.matches("operator%s+records in%s+records out%s+watermark%s+late%s+windows", err)
-    assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+MAX%s+0%s+0\n", err)
+    assert.matches("operator%s+records in%s+records out%s+side out%s+watermark%s+late dropped%s+late to side%s+windows",
+      err)
+    assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+0%s+MAX%s+0%s+0%s+0\n", err)
   end)
 
   it("traces idle and active status changes", function()
