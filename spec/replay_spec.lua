@@ -463,6 +463,29 @@ describe("a replayed job's errors", function()
       err)
   end)
 
+  -- issue 26: a replay takes no checkpoint; asked for one, it says so at the start, naming the
+  -- user's read_lines(..., {arrival = ...}) and its line, on the virtual clock as paced
+  it("refuses --checkpoint-dir, naming read_lines(..., {arrival = ...}) and its line, at both speeds", function()
+    for _, speed in ipairs({"", ", speed = 100"}) do
+      local out, err, code = run("local env = wm.env{}\n"
+        .. "env:read_lines(DIR .. '/sensors.csv', {arrival = 'arrival'" .. speed .. "})\n"
+        .. "  :parse_csv{'k', 'ts:integer', 'v:integer', 'arrival:integer'}:print()\nenv:execute()\n",
+        "--checkpoint-dir '" .. dir .. "/ck'")
+      assert.are.equal(1, code, speed)
+      assert.are.equal("", out)
+      assert.matches("read_lines(" .. dir .. "/sensors.csv, {arrival = ...}) at " .. dir .. "/job.lua:4: "
+        .. "an arrival replay takes no checkpoints", err, 1, true)
+      assert.matches("--checkpoint-dir", err, 1, true)
+      assert.is_nil(err:find("env:source", 1, true), err)
+      assert.is_nil(io.open(dir .. "/ck"), "a checkpoint directory was made")
+    end
+    -- and from the job's own wm.env{checkpoint = ...}
+    local _, err, code = run("local env = wm.env{checkpoint = {dir = DIR .. '/ck2'}}\n" .. SENSOR_SOURCE
+      .. "sensors:print()\nenv:execute()\n")
+    assert.are.equal(1, code)
+    assert.matches("an arrival replay takes no checkpoints", err, 1, true)
+  end)
+
   it("names the line of a JSON file without its arrival field", function()
     local _, err, code = run("local env = wm.env{}\n" ..
       "env:read_lines(DIR .. '/clicks.json', {arrival = 'arrival'}):parse_json():print()\nenv:execute()\n")
