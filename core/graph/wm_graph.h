@@ -120,8 +120,10 @@ typedef struct wm_port {
   char *tag;        /* NULL for the main output; a side-output tag otherwise (owned) */
   wm_edge *edges;   /* owned */
   int n;
-  int side;         /* a user's side output (a tag not starting with '\1', wmrun's own ports
-                     * such as a partition's): counted in `records`, not in records_out */
+  int side;         /* a user's side output: counted in `records`, not in records_out. A tag
+                     * that starts with '\1' is wmrun's own port (a partition's, an
+                     * exchange's, the pre-aggregation's late records): counted in
+                     * records_out as the main output */
   uint64_t records; /* side outputs: the records emitted on this port */
 } wm_port;
 

@@ -1668,7 +1668,7 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
     if (s->late_port > 0) {
-      op->m.late_side++;
+      op->m.late_side += op->ports[s->late_port].side; /* not the pre-aggregation's own port */
       return wm_op_emit(op, s->late_port, rec, ts);
     }
     op->m.late_dropped++;
