@@ -19,6 +19,8 @@ typedef struct built {
   int pin0;     /* every instance runs on the first thread (Lua sinks: their effects stay
                  * in the state that called execute) */
   const char *name;
+  const char *where; /* the job line (own nodes only) */
+  int own;           /* the node has operators of its own (not a side output, a rebalance) */
 } built;
 
 /* Input channels allocated so far per global instance id, counted for every edge on every
@@ -380,19 +382,30 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       lua_settop(L, nodes);
       continue;
     }
+    /* names are unique: a line that makes two operators of one name (s:map(f):map(g))
+     * names the second "map (job.lua:3) #2" */
+    me->where = where;
+    me->own = 1;
+    int same = 1;
+    for (lua_Integer j = 1; j < i; j++)
+      if (b[j].own && strcmp(b[j].name, me->name) == 0 && strcmp(b[j].where, where) == 0) same++;
+    if (same > 1) snprintf(name + strlen(name), sizeof name - strlen(name), " #%d", same);
     int p = (int)lwm_get_int(L, node, "parallelism", 0);
     int explicit_p = p > 0;
     if (!explicit_p) p = envp;
     if (lwm_get_int(L, node, "max_parallelism", 0) == 1) {
+      /* the node says why (wm.io's one_instance); write_lines and any other: as before */
+      const char *why = lwm_get_str(L, node, "one_instance");
+      if (!why)
+        why = strcmp(kind, "write_lines") == 0 ? "one file, one writer" : "not a parallel source";
       if (explicit_p && p > 1) {
-        rc = wm_ctx_error(&B->ctx, "%s: %s cannot run in parallel (set_parallelism(%d))", where,
-                          nm ? nm : kind, p);
+        rc = wm_ctx_error(&B->ctx, "%s: %s cannot run in parallel: %s (set_parallelism(%d))", where,
+                          nm ? nm : kind, why, p);
         break;
       }
       /* say so where the user looks (--metrics, --trace-watermarks, errors) */
       if (p > 1)
-        snprintf(name + strlen(name), sizeof name - strlen(name), " [one instance: %s]",
-                 strcmp(kind, "write_lines") == 0 ? "one file, one writer" : "not a parallel source");
+        snprintf(name + strlen(name), sizeof name - strlen(name), " [one instance: %s]", why);
       p = 1;
     }
     me->n = p;

@@ -450,7 +450,7 @@ static int l_take(lua_State *L) {
 }
 
 /* h:metrics() -> list of {name, kind, records_in, records_out, late_records_dropped,
- * watermark, idle, open_windows, keys, event_timers, processing_timers} */
+ * late_records_side_output, side_outputs = {tag = n}, watermark, idle, open_windows, keys, event_timers, processing_timers} */
 static int l_metrics(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   if (H->closed || !H->ready) return luaL_error(L, "the harness is closed");
@@ -471,6 +471,15 @@ static int l_metrics(lua_State *L) {
     lua_setfield(L, -2, "records_out");
     lua_pushinteger(L, (lua_Integer)op->m.late_dropped);
     lua_setfield(L, -2, "late_records_dropped");
+    lua_pushinteger(L, (lua_Integer)op->m.late_side);
+    lua_setfield(L, -2, "late_records_side_output");
+    lua_createtable(L, 0, op->nports - 1); /* {tag = records} of its side outputs */
+    for (int p = 1; p < op->nports; p++) {
+      if (!op->ports[p].side) continue;
+      lua_pushinteger(L, (lua_Integer)op->ports[p].records);
+      lua_setfield(L, -2, op->ports[p].tag);
+    }
+    lua_setfield(L, -2, "side_outputs");
     lua_pushinteger(L, (lua_Integer)op->m.parse_errors);
     lua_setfield(L, -2, "parse_errors");
     lua_pushinteger(L, (lua_Integer)op->wm);

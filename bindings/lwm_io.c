@@ -731,7 +731,13 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
     s->oi.fn = lwm_get_fn(B, node, "open");
     s->oi.fn2 = lwm_get_fn(B, node, "poll");
     s->oi.fn3 = lwm_get_fn(B, node, "close");
-    lua_getfield(L, node, "ctx"); /* the user's ctx table, made by the DSL */
+    /* the user's ctx table, made by the DSL; with parallel = true every instance has its
+     * own (its emit, its subtask, the user's fields of its share) */
+    lua_getfield(L, node, "parallel");
+    int parallel = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (parallel) lua_createtable(L, 0, 8);
+    else lua_getfield(L, node, "ctx");
     lua_pushlightuserdata(L, s);
     lua_pushcclosure(L, l_ctx_emit, 1);
     lua_setfield(L, -2, "emit");
@@ -741,9 +747,9 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
     lua_pushlightuserdata(L, s);
     lua_pushcclosure(L, l_ctx_mark_idle, 1);
     lua_setfield(L, -2, "mark_idle");
-    lua_pushinteger(L, 1);
+    lua_pushinteger(L, parallel && B->instance > 0 ? B->instance : 1);
     lua_setfield(L, -2, "subtask");
-    lua_pushinteger(L, 1);
+    lua_pushinteger(L, parallel && B->parallelism > 0 ? B->parallelism : 1);
     lua_setfield(L, -2, "parallelism");
     lua_rawseti(L, B->fns, ++B->nfns);
     s->oi.fn4 = B->nfns;

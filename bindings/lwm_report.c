@@ -28,8 +28,10 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     if (n > w) w = n;
   }
   if (w > 160) w = 160; /* alignment only: longer names are printed whole */
-  fprintf(f, "%-*s %11s %11s %20s %8s %8s\n", w, "operator", "records in", "records out",
-          "watermark", "late", "windows");
+  /* records out: the main output (results); side out: every side output, each listed
+   * below; late: dropped, or sent to the late side output (docs/metrics.md) */
+  fprintf(f, "%-*s %11s %11s %9s %20s %12s %12s %8s\n", w, "operator", "records in", "records out",
+          "side out", "watermark", "late dropped", "late to side", "windows");
   for (size_t i = 0; i < B->ctx.nops; i++) {
     wm_op *op = B->ctx.ops[i];
     char wm[32], st[32];
@@ -39,9 +41,20 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
     long long state = lwm_op_state(op);
     if (state < 0) snprintf(st, sizeof st, "-");
     else snprintf(st, sizeof st, "%lld", state);
-    fprintf(f, "%-*s %11llu %11llu %20s %8llu %8s\n", w, op->name,
-            (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out, wm,
-            (unsigned long long)op->m.late_dropped, st);
+    uint64_t side = 0;
+    for (int p = 1; p < op->nports; p++)
+      if (op->ports[p].side) side += op->ports[p].records;
+    fprintf(f, "%-*s %11llu %11llu %9llu %20s %12llu %12llu %8s\n", w, op->name,
+            (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out,
+            (unsigned long long)side, wm, (unsigned long long)op->m.late_dropped,
+            (unsigned long long)op->m.late_side, st);
+  }
+  for (size_t i = 0; i < B->ctx.nops; i++) { /* each side output on its own */
+    const wm_op *op = B->ctx.ops[i];
+    for (int p = 1; p < op->nports; p++)
+      if (op->ports[p].side)
+        fprintf(f, "side output '%s' of '%s': %llu record%s\n", op->ports[p].tag, op->name,
+                (unsigned long long)op->ports[p].records, op->ports[p].records == 1 ? "" : "s");
   }
   for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
     if (B->ctx.ops[i]->m.parse_errors)

@@ -493,7 +493,7 @@ static void free_config(void *ud) {
 }
 
 /* the side output of a pre-aggregation's late records: they go on to the key exchange */
-#define PREAGG_LATE "wmrun: late for the pre-aggregation"
+#define PREAGG_LATE "\1wmrun: late for the pre-aggregation" /* '\1': not a side output */
 
 /* pre: 0 for the window (B->preagg: whether it merges partials), else the local
  * pre-aggregation's operator (lwm_build_preagg) of that kind (LWM_PRE_*) */

@@ -1,6 +1,6 @@
 -- Scenario i: with parallelism, a window can only fire once EVERY input has passed its end.
 --
--- Lines are `key,millis`. One source reads the file (a file is not a parallel source) and
+-- Lines are `key,millis`. One source reads the file (one reader of one file, without parallel = true) and
 -- rebalance() deals the lines round robin to two instances of the watermark assigner, each
 -- with bounded out-of-orderness of 5 s: instance 1 gets the 1st, 3rd and 5th lines, instance
 -- 2 the 2nd and 4th. key_by sends every record of a key to one instance of the window

@@ -352,7 +352,8 @@ describe("bad input", function()
     env:from_elements({id = "a"}):key_by("id"):window(wm.windows.tumbling("1s")):count():collect()
     local ok, err = pcall(env.execute, env)
     assert.is_false(ok)
-    assert.matches("record has no event timestamp", err)
+    assert.matches("record has no timestamp (math.mininteger); did you forget assign_timestamps_and_watermarks?",
+                   err, 1, true)
   end)
   it("a sum over a non-number field names the field and record", function()
     local env = wm.env{watermark_interval = 0}

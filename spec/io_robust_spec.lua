@@ -341,6 +341,6 @@ s:get_side_output("parse_errors"):map(function(e) return e.line .. " " .. e.text
     _, err, code = run(([[env:read_lines(%q, {parallel = true}):print()]]):format(data), "-p 2 --metrics")
     assert.are.equal(0, code, err)
     assert.truthy(err:find("read_lines%([^\n]*%) 2/2"), err)
-    assert.falsy(err:find("not a parallel source", 1, true), err)
+    assert.falsy(err:find("[one instance", 1, true), err)
   end)
 end)

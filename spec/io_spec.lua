@@ -348,3 +348,89 @@ env:source{poll = function(ctx) error("boom") end}:print()]]))
     assert.truthy(err:find(":3: boom", 1, true), err)
   end)
 end)
+
+-- issue 26: a source that cannot be split runs one instance at any parallelism, and says
+-- why in --metrics (docs/parallelism.md, docs/io.md)
+describe("sources that cannot be split, at parallelism 2", function()
+  local function pjob(body)
+    return 'local wm = require("wm")\nlocal env = wm.env{ watermark_interval = 0, parallelism = 2 }\n'
+      .. body .. '\nenv:execute()\n'
+  end
+  -- the lines of a print at parallelism 2 ("i> value"), without the prefix, sorted
+  local function values(out)
+    local l = {}
+    for line in out:gmatch("[^\n]+") do l[#l + 1] = (line:gsub("^%d+> ", "")) end
+    table.sort(l)
+    return l
+  end
+  local function metrics_names(err)
+    local l = {}
+    for line in err:gmatch("[^\n]+") do l[#l + 1] = line end
+    return table.concat(l, "\n")
+  end
+
+  it("socket_lines opens one connection (nc accepts one), each line once", function()
+    local port = free_port()
+    local data = h.write_tmp("one\ntwo\n")
+    local server = bg(string.format("nc -N -l 127.0.0.1 %d < %s", port, data))
+    wait_for(function() return listening(port) end, "the test server")
+    local out, err, code = h.run_job(pjob(([[env:socket_lines("127.0.0.1", %d):print()]]):format(port)), "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.same({"one", "two"}, values(out))
+    assert.matches("socket_lines(127.0.0.1:" .. port .. ") (", metrics_names(err), 1, true)
+    assert.matches("[one instance: one connection]", err, 1, true)
+    server.wait()
+    os.remove(data)
+  end)
+
+  it("listen_lines listens once (one announcement), each line once", function()
+    local p = bg_job(pjob([[env:listen_lines("127.0.0.1", 0, {max_clients = 1}):print()]]), "--metrics")
+    local port = wait_for(function() return tonumber(read_or_empty(p.err):match("listening on 127%.0%.0%.1:(%d+)")) end,
+      "the announcement")
+    local a = h.write_tmp("a1\na2\n")
+    assert.is_true(os.execute(string.format("nc -N 127.0.0.1 %d < %s", port, a)))
+    assert.are.equal(0, p.wait())
+    local err = read_or_empty(p.err)
+    local _, announcements = err:gsub("listening on", "")
+    assert.are.equal(1, announcements, err)
+    assert.are.same({"a1", "a2"}, values(read_or_empty(p.out)))
+    assert.matches("[one instance: one listening socket]", err, 1, true)
+    os.remove(a)
+  end)
+
+  it("generate{count = 3} emits each record once", function()
+    local out, err, code = h.run_job(pjob([[env:generate(function(i) return i end, {count = 3}):print()]]),
+      "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.same({"1", "2", "3"}, values(out))
+    assert.matches("[one instance: one sequence fn(1), fn(2), ...]", err, 1, true)
+  end)
+
+  it("read_lines of standard input reads it once", function()
+    local out, err, code = h.run_job(pjob([[env:read_lines("-"):print()]]), "--metrics", "x\ny\n")
+    assert.are.equal(0, code, err)
+    assert.are.same({"x", "y"}, values(out))
+    assert.matches("[one instance: standard input]", err, 1, true)
+  end)
+
+  it("env:source runs once unless it says parallel = true; then each instance has its ctx.subtask", function()
+    local out, err, code = h.run_job(pjob([[
+env:source{poll = function(ctx) ctx:emit("s" .. ctx.subtask .. "/" .. ctx.parallelism); return false end}:print()]]),
+      "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.same({"s1/1"}, values(out))
+    assert.matches("[one instance: a user source; parallel = true runs one per instance]", err, 1, true)
+    out, err, code = h.run_job(pjob([[
+env:source{parallel = true, poll = function(ctx)
+  ctx:emit("s" .. ctx.subtask .. "/" .. ctx.parallelism); return false end}:print()]]))
+    assert.are.equal(0, code, err)
+    assert.are.same({"s1/2", "s2/2"}, values(out))
+  end)
+
+  it("set_parallelism(2) on such a source is an error that says why", function()
+    local _, err, code = h.run_job(pjob([[env:socket_lines("127.0.0.1", 1):set_parallelism(2):print()]]))
+    assert.are.equal(1, code)
+    assert.matches("socket_lines(127.0.0.1:1) cannot run in parallel: one connection (set_parallelism(2))",
+      err, 1, true)
+  end)
+end)

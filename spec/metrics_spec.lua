@@ -19,11 +19,25 @@ env:listen_lines("127.0.0.1", 0)
 env:execute()
 ]]
 
-local function start(opts, args)
+-- the same with the late records sent to a side output (issue 26)
+local JOB_SIDE = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0%s}
+local w = env:listen_lines("127.0.0.1", 0)
+  :parse_csv{"k", "ts:integer"}:name("parse")
+  :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts", 1000))
+  :name("stamps")
+  :key_by("k"):window(wm.windows.tumbling("5s")):side_output_late_data("late"):count():name("win")
+w:print()
+w:get_side_output("late"):print("late")
+env:execute()
+]]
+
+local function start(opts, args, text)
   local dir = h.tmpdir()
   local job = dir .. "/job.lua"
   local f = assert(io.open(job, "w"))
-  f:write(string.format(JOB, opts or ""))
+  f:write(string.format(text or JOB, opts or ""))
   f:close()
   local p = {dir = dir, out = dir .. "/out", err = dir .. "/err"}
   os.execute(string.format("%s %s %s >%s 2>%s & echo $! > %s", h.wmrun_path(), args or "", q(job),
@@ -88,6 +102,25 @@ describe("Prometheus metrics", function()
     assert.are.equal('{"count":1,"key":"a","start":0,"stop":5000}\n'
       .. '{"count":1,"key":"a","start":5000,"stop":10000}\n'
       .. '{"count":1,"key":"a","start":10000,"stop":15000}\n', h.read(p.out))
+  end)
+
+  it("late records sent to a side output count as such, apart from the results; outputs are per output",
+      function()
+    local p = start(nil, "--metrics-port 0", JOB_SIDE)
+    h.finally(function() os.execute("kill " .. p.pid .. " 2>/dev/null") end)
+    local _, err, code = h.sh_plain("nc -N 127.0.0.1 " .. p.port, "a,1\na,7\na,12\na,2\n")
+    assert.are.equal(0, code, err)
+    local body = h.wait_for(function()
+      local _, b = scrape(p.metrics_port)
+      if sample(b, "wmrun_records_in_total", "win") == "4" then return b end
+    end, "the window to see 4 records")
+    stop(p)
+    assert.are.equal("2", sample(body, "wmrun_records_out_total", "win")) -- the results only
+    assert.are.equal("0", sample(body, "wmrun_late_records_dropped_total", "win"))
+    assert.are.equal("1", sample(body, "wmrun_late_records_side_output_total", "win")) -- a,2
+    assert.matches('\nwmrun_side_output_records_total{operator="win %([^"]*%)",output="late"} 1\n', body)
+    assert.matches("# TYPE wmrun_side_output_records_total counter\n", body, 1, true)
+    assert.matches("# TYPE wmrun_late_records_side_output_total counter\n", body, 1, true)
   end)
 
   it("wm.env{metrics = {port = 0, host = '127.0.0.1'}} serves it too; other paths are 404", function()
@@ -236,5 +269,51 @@ env:execute()
     assert.are.equal(0, rc, err)
     assert.is_nil(err:find("Too many open files", 1, true), err)
     assert.matches("stopped by SIGTERM with checkpoint %d+", err)
+  end)
+end)
+
+-- The --metrics table (issue 26): the results apart from the side outputs, late records
+-- dropped or sent to the side output, one line per side output, every name once.
+describe("--metrics", function()
+  it("counts late records as dropped or side output, outputs per output, and names every operator once",
+      function()
+    local out, err, code = h.run_job([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local s = env:from_elements({k = "a", t = 1000}, {k = "a", t = 7000}, {k = "a", t = 12000}, {k = "a", t = 2000})
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness(0):with_timestamp_field("t"))
+local counts = s:key_by("k"):window(wm.windows.tumbling(5000)):side_output_late_data("late"):count():name("side")
+counts:map(function(r) return r end):map(function(r) return r end):print("c")
+counts:get_side_output("late"):print("late")
+s:key_by("k"):window(wm.windows.tumbling(5000)):count():name("drop"):print("d")
+env:execute()
+]], "--metrics")
+    assert.are.equal(0, code, err)
+    assert.matches("late> {\"k\":\"a\",\"t\":2000}", out, 1, true)
+    local rows, names = {}, {}
+    for line in err:gmatch("[^\n]+") do
+      local r = line:gsub("%s+", " ")
+      rows[#rows + 1] = r
+    end
+    assert.matches("^operator records in records out side out watermark late dropped late to side windows$",
+      rows[1], nil, false)
+    local function row(pat)
+      for _, r in ipairs(rows) do if r:match(pat) then return r end end
+      error("no row " .. pat .. " in:\n" .. err)
+    end
+    -- in, out (results), side out, watermark, late dropped, late to side, windows
+    assert.matches(" 4 3 1 MAX 0 1 0$", row("^side %("))
+    assert.matches(" 4 3 0 MAX 1 0 0$", row("^drop %("))
+    assert.matches("^side output 'late' of 'side %(.-%.lua:5%)': 1 record$", row("^side output"))
+    -- two maps on one line: the second is #2
+    row("^map %(.-%.lua:6%) 3 3 0 ")
+    row("^map %(.-%.lua:6%) #2 3 3 0 ")
+    for i = 2, #rows do
+      local name = rows[i]:match("^(.-%)[^%d]*) %d") -- up to the job line (and #k)
+      if name and not rows[i]:match("^side output") then
+        assert.is_nil(names[name], "twice: " .. name)
+        names[name] = true
+      end
+    end
   end)
 end)

@@ -128,17 +128,17 @@ env:execute()
 ]], "--metrics")
     assert.are.equal(0, code)
     assert.are.equal(BOUNDED0_WANT, out)
-    -- operator, records in, records out, watermark, late, windows
+    -- operator, records in, records out, side out, watermark, late dropped, late to side, windows
     local rows = {}
     for line in err:gmatch("[^\n]+") do rows[#rows + 1] = line:gsub("%s+", " ") end
     assert.are.equal(6, #rows, err)
-    assert.matches("^operator records in records out watermark late windows$", rows[1])
+    assert.matches("^operator records in records out side out watermark late dropped late to side windows$", rows[1])
     -- (names: the job lines, counted from `local wm` at 1; a chain's is its first line)
-    assert.matches("^read_lines%(.-sensors%.csv%) %(.-job%.lua:4%) 0 5 MAX 0 %-$", rows[2])
-    assert.matches("^parse_csv %(.-job%.lua:4%) 5 5 MAX 0 %-$", rows[3])
-    assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 MAX 0 %-$", rows[4])
-    assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 MAX 1 0$", rows[5])
-    assert.matches("^print %(.-job%.lua:6%) 3 0 MAX 0 %-$", rows[6])
+    assert.matches("^read_lines%(.-sensors%.csv%) %(.-job%.lua:4%) 0 5 0 MAX 0 0 %-$", rows[2])
+    assert.matches("^parse_csv %(.-job%.lua:4%) 5 5 0 MAX 0 0 %-$", rows[3])
+    assert.matches("^timestamps/watermarks %(.-job%.lua:6%) 5 5 0 MAX 0 0 %-$", rows[4])
+    assert.matches("^tumbling window process %(.-job%.lua:9%) 5 3 0 MAX 1 0 0$", rows[5])
+    assert.matches("^print %(.-job%.lua:6%) 3 0 0 MAX 0 0 %-$", rows[6])
   end)
 
   -- --timeline draws the replayed run: its five records in arrival order (a700 fourth) and
@@ -540,6 +540,29 @@ describe("a replayed job's errors", function()
     assert.are.equal("", out)
     assert.are.equal("wmrun: cannot open '" .. dir .. "/no/such/dir/out.txt' for writing: no such file or directory\n",
       err)
+  end)
+
+  -- issue 26: a replay takes no checkpoint; asked for one, it says so at the start, naming the
+  -- user's read_lines(..., {arrival = ...}) and its line, on the virtual clock as paced
+  it("refuses --checkpoint-dir, naming read_lines(..., {arrival = ...}) and its line, at both speeds", function()
+    for _, speed in ipairs({"", ", speed = 100"}) do
+      local out, err, code = run("local env = wm.env{}\n"
+        .. "env:read_lines(DIR .. '/sensors.csv', {arrival = 'arrival'" .. speed .. "})\n"
+        .. "  :parse_csv{'k', 'ts:integer', 'v:integer', 'arrival:integer'}:print()\nenv:execute()\n",
+        "--checkpoint-dir '" .. dir .. "/ck'")
+      assert.are.equal(1, code, speed)
+      assert.are.equal("", out)
+      assert.matches("read_lines(" .. dir .. "/sensors.csv, {arrival = ...}) at " .. dir .. "/job.lua:4: "
+        .. "an arrival replay takes no checkpoints", err, 1, true)
+      assert.matches("--checkpoint-dir", err, 1, true)
+      assert.is_nil(err:find("env:source", 1, true), err)
+      assert.is_nil(io.open(dir .. "/ck"), "a checkpoint directory was made")
+    end
+    -- and from the job's own wm.env{checkpoint = ...}
+    local _, err, code = run("local env = wm.env{checkpoint = {dir = DIR .. '/ck2'}}\n" .. SENSOR_SOURCE
+      .. "sensors:print()\nenv:execute()\n")
+    assert.are.equal(1, code)
+    assert.matches("an arrival replay takes no checkpoints", err, 1, true)
   end)
 
   it("names the line of a JSON file without its arrival field", function()

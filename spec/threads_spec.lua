@@ -164,12 +164,19 @@ env:execute()
   end)
 
   it("stress: a million records cross between two threads, with the single-thread windows", function()
-    -- two generator instances (one per thread) of 1e6 records each; key_by sends about
-    -- half of each to the other thread
+    -- two source instances (one per thread: a parallel env:source) of 1e6 records each;
+    -- key_by sends about half of each to the other thread
     local job = [[
 local wm = require("wm")
 local env = wm.env{parallelism = 2, watermark_interval = 0}
-env:generate(function(i) return {k = i %% 100, ts = i} end, {count = %d})
+local N = %d
+env:source{parallel = true, poll = function(ctx)
+  local i0 = ctx.i or 0
+  local last = math.min(i0 + 1000, N)
+  for i = i0 + 1, last do ctx:emit({k = i %% 100, ts = i}) end
+  ctx.i = last
+  return last < N
+end}
   :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
   :key_by("k"):window(wm.windows.tumbling(100000)):count()
   :print()

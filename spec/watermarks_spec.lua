@@ -203,8 +203,9 @@ describe("wmrun observability", function()
   it("--metrics prints per-operator counters at the end", function()
     local _, err, code = helper.wmrun('--metrics "' .. a .. '"')
     assert.are.equal(0, code)
-    assert.matches("operator%s+records in%s+records out%s+watermark%s+late%s+windows", err)
-    assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+MAX%s+0%s+0\n", err)
+    assert.matches("operator%s+records in%s+records out%s+side out%s+watermark%s+late dropped%s+late to side%s+windows",
+      err)
+    assert.matches("tumbling window reduce[^\n]-%s+%d+%s+%d+%s+0%s+MAX%s+0%s+0%s+0\n", err)
   end)
 
   it("traces idle and active status changes", function()
@@ -354,5 +355,83 @@ describe("ingestion time", function()
     local out, err, code = helper.run_job(job)
     assert.are.equal(0, code, err)
     assert.are.equal("x true true\ny true true\n", out)
+  end)
+end)
+
+-- Flink's NO_TIMESTAMP (Long.MIN_VALUE; here math.mininteger): a record may carry it, the
+-- generator sees it, and only an operator that needs the event time fails on it
+-- (docs/watermarks.md, "Valid timestamps"; ../shared/design/semantics.md section 1).
+describe("no timestamp (math.mininteger)", function()
+  -- the common Flink pattern: marker records carry only a watermark, and are filtered out
+  -- before the window
+  local function markers_job(filter)
+    local env = wm.env{watermark_interval = 0}
+    local seen = {}
+    local s = env:from_elements({
+      {id = "a", t = 1000, vc = 1}, {id = "a", t = 2000, vc = 2},
+      {marker = true, wm = 4999},                              -- fires [0, 5000)
+      {id = "a", t = 6000, vc = 4},
+      {marker = true, wm = 9999},
+    }):assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+      return {
+        on_event = function(_self, r, ts, out)
+          seen[#seen + 1] = ts
+          if r.marker then out:emit_watermark(r.wm) end
+        end,
+      }
+    end):with_timestamp_assigner(function(r) return r.marker and math.mininteger or r.t end))
+    if filter then s = s:filter(function(r) return not r.marker end) end
+    local fired = {}
+    s:key_by("id"):window(wm.windows.tumbling(5000)):sum("vc")
+      :map(function(r) fired[#fired + 1] = r.vc; return r end):collect()
+    return env, seen, fired
+  end
+
+  it("flows on from the assigner, the generator's on_event sees it, the window after a filter works", function()
+    local env, seen, fired = markers_job(true)
+    env:execute()
+    assert.are.same({1000, 2000, math.mininteger, 6000, math.mininteger}, seen)
+    assert.are.same({3, 4}, fired)
+  end)
+
+  it("an event-time window that gets such a record fails naming the record and the operator", function()
+    local env = markers_job(false)
+    local ok, e = pcall(env.execute, env)
+    assert.is_false(ok)
+    e = tostring(e)
+    assert.matches("record has no timestamp (math.mininteger); did you forget "
+                   .. "assign_timestamps_and_watermarks?", e, 1, true)
+    assert.matches('{"marker":true,"wm":4999}', e, 1, true)
+    assert.matches("in operator 'tumbling window", e, 1, true)
+  end)
+
+  it("an event-time timer at math.mininteger fails naming the record and the operator", function()
+    local env = wm.env{watermark_interval = 0}
+    env:from_elements({{id = "a", t = 1}})
+      :key_by("id")
+      :process{
+        process_element = function(_r, ctx)
+          ctx.timer_service:register_event_time_timer(math.mininteger)
+        end,
+        on_timer = function() end,
+      }
+      :collect()
+    local ok, e = pcall(env.execute, env)
+    assert.is_false(ok)
+    e = tostring(e)
+    assert.matches("register_event_time_timer", e, 1, true)
+    assert.matches("record has no timestamp (math.mininteger); did you forget "
+                   .. "assign_timestamps_and_watermarks?", e, 1, true)
+    assert.matches('{"id":"a","t":1}', e, 1, true)
+    assert.matches("in operator '", e, 1, true)
+  end)
+
+  it("math.maxinteger from an assigner stays an error", function()
+    local env = wm.env{watermark_interval = 0}
+    env:from_elements({{t = 1}}):assign_timestamps_and_watermarks(
+      wm.watermarks.monotonous():with_timestamp_assigner(function() return math.maxinteger end)):collect()
+    local ok, e = pcall(env.execute, env)
+    assert.is_false(ok)
+    assert.matches("that value is the end of input", tostring(e), 1, true)
   end)
 end)

@@ -215,13 +215,14 @@ describe("lateness", function()
       assert.matches("to 9223372036854773807", e, 1, true)
     end)
 
-    it("an assigner that gives math.mininteger or math.maxinteger says so, not 'no event timestamp'", function()
+    it("a field that gives math.mininteger reaches the window as 'no timestamp'; math.maxinteger stops the assigner",
+        function()
       local e = err_of(function(k) return k:window(wm.windows.tumbling(1000)):count() end,
                        recs(math.mininteger))
-      assert.matches("timestamp field 't' is math.mininteger in record {\"k\":\"a\",\"t\":" .. math.mininteger,
+      assert.matches("record has no timestamp (math.mininteger); did you forget assign_timestamps_and_watermarks?",
                      e, 1, true)
-      assert.matches('that value means "no timestamp"', e, 1, true)
-      assert.is_nil(e:find("no event timestamp", 1, true))
+      assert.matches('{"k":"a","t":' .. math.mininteger, e, 1, true)
+      assert.matches("in operator 'tumbling window", e, 1, true)
       local env = wm.env{watermark_interval = 0}
       env:from_elements({t = 1}):assign_timestamps_and_watermarks(
         wm.watermarks.monotonous():with_timestamp_assigner(function() return math.maxinteger end)):collect()
@@ -251,8 +252,8 @@ describe("lateness", function()
       env:execute()
     ]], "--metrics")
     assert.are.equal(0, code)
-    -- columns: records in, records out, watermark, late, open windows
-    assert.matches("session window count %b() +2 +1 +MAX +1 ", err)
+    -- columns: records in, records out, side out, watermark, late dropped, late to side, open windows
+    assert.matches("session window count %b() +2 +1 +0 +MAX +1 +0 ", err)
     assert.are.equal('{"count":1,"key":"a","start":5000,"stop":5100}\n', out)
   end)
 
@@ -504,5 +505,40 @@ describe("wm.evictors", function()
     assert.matches("give a 'before' or an 'after'", errmsg(function() E.custom{} end))
     local k = wm.env{}:from_elements(1):key_by(function() return 1 end)
     assert.matches("evictor: expected an evictor", errmsg(function() k:window(wm.windows.global()):evictor({}) end))
+  end)
+end)
+
+describe("a windowed stream's missing methods (issue 26)", function()
+  local function windowed()
+    local env = wm.env{watermark_interval = 0}
+    return env:from_elements({{k = "a", t = 1}}):key_by("k"):window(wm.windows.tumbling(1000))
+  end
+
+  it("get_side_output says to call it on the stream the window function returns, at the user's line", function()
+    local ws = windowed():side_output_late_data("late")
+    local ok, e = pcall(function() local side = ws:get_side_output("late"); return side end)
+    assert.is_false(ok)
+    e = tostring(e)
+    assert.matches("windows_spec.lua:%d+: get_side_output: a windowed stream has no get_side_output", e)
+    assert.matches("call it on the stream that :reduce/:aggregate/:process returns", e, 1, true)
+    assert.is_nil(e:find("attempt to call a nil value", 1, true))
+  end)
+
+  it("the stream methods Flink users reach for (print, map, apply, ...) get the same hint", function()
+    for _, m in ipairs({"print", "collect", "map", "filter", "key_by", "sink", "write_lines", "union",
+                        "set_parallelism", "name", "uid", "apply"}) do
+      local ws = windowed()
+      local ok, e = pcall(function() local r = ws[m](ws); return r end)
+      assert.is_false(ok, m)
+      assert.matches(m .. ": a windowed stream has no " .. m, tostring(e), 1, true)
+      assert.matches(":reduce/:aggregate/:process", tostring(e), 1, true)
+    end
+  end)
+
+  it("its own fields and methods still read as before (an unknown field is nil)", function()
+    local ws = windowed()
+    assert.is_nil(ws.late_tag)
+    assert.is_nil(ws.no_such_thing)
+    assert.are.equal("function", type(ws.reduce))
   end)
 end)

@@ -45,14 +45,18 @@ struct wm_metrics_http {
 
 /* ---- the text format ------------------------------------------------------------------ */
 
-static void add_label(wm_buf *b, const char *name) {
-  wm_buf_adds(b, "{operator=\"");
-  for (const char *c = name; *c; c++) {
+static void add_escaped(wm_buf *b, const char *v) {
+  for (const char *c = v; *c; c++) {
     if (*c == '\\') wm_buf_adds(b, "\\\\");
     else if (*c == '"') wm_buf_adds(b, "\\\"");
     else if (*c == '\n') wm_buf_adds(b, "\\n");
     else wm_buf_addc(b, *c);
   }
+}
+
+static void add_label(wm_buf *b, const char *name) {
+  wm_buf_adds(b, "{operator=\"");
+  add_escaped(b, name);
   wm_buf_adds(b, "\"} ");
 }
 
@@ -94,11 +98,16 @@ void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
   } counters[] = {
       {"wmrun_records_in_total", "Records that reached the operator.",
        offsetof(wm_op_metrics, records_in)},
-      {"wmrun_records_out_total", "Records the operator emitted.",
+      {"wmrun_records_out_total",
+       "Records the operator emitted on its main output (side outputs: "
+       "wmrun_side_output_records_total).",
        offsetof(wm_op_metrics, records_out)},
       {"wmrun_late_records_dropped_total",
        "Records too late for any window, dropped (not sent to a side output).",
        offsetof(wm_op_metrics, late_dropped)},
+      {"wmrun_late_records_side_output_total",
+       "Records too late for any window, sent to the late side output.",
+       offsetof(wm_op_metrics, late_side)},
   };
   for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
     add_header(b, counters[k].name, "counter", counters[k].help);
@@ -108,6 +117,21 @@ void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
       memcpy(&v, (const char *)&op->m + counters[k].off, sizeof v);
       add_sample(b, counters[k].name, op);
       wm_buf_add_int(b, (int64_t)v);
+      wm_buf_addc(b, '\n');
+    }
+  }
+  add_header(b, "wmrun_side_output_records_total", "counter",
+             "Records the operator emitted on a side output (label output: its tag).");
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    for (int p = 1; p < op->nports; p++) {
+      if (!op->ports[p].side) continue;
+      wm_buf_adds(b, "wmrun_side_output_records_total{operator=\"");
+      add_escaped(b, op->name);
+      wm_buf_adds(b, "\",output=\"");
+      add_escaped(b, op->ports[p].tag);
+      wm_buf_adds(b, "\"} ");
+      wm_buf_add_int(b, (int64_t)op->ports[p].records);
       wm_buf_addc(b, '\n');
     }
   }

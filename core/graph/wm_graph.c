@@ -138,6 +138,7 @@ int wm_op_port(wm_op *op, const char *tag) {
   memset(&np[op->nports], 0, sizeof *np);
   np[op->nports].tag = strdup(tag);
   if (!np[op->nports].tag) return -1;
+  np[op->nports].side = tag[0] != '\1';
   return op->nports++;
 }
 
@@ -173,8 +174,9 @@ static int name_failure(wm_op *op, int rc) {
 int wm_op_failed(wm_op *to, int rc) { return name_failure(to, rc); }
 
 int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts) {
-  const wm_port *p = &op->ports[port];
-  op->m.records_out++;
+  wm_port *p = &op->ports[port];
+  if (p->side) p->records++;
+  else op->m.records_out++;
   if (op->ctx->observe) { /* one branch unless a timeline records the run */
     wm_obs ev = {.kind = WM_OBS_EMIT, .ts = ts, .watermark = op->wm, .flag = port, .value = rec};
     op->ctx->observe(op->ctx->observe_ud, op, &ev);

@@ -121,13 +121,21 @@ typedef struct wm_edge {
 } wm_edge;
 
 typedef struct wm_port {
-  char *tag;      /* NULL for the main output; a side-output tag otherwise (owned) */
-  wm_edge *edges; /* owned */
+  char *tag;        /* NULL for the main output; a side-output tag otherwise (owned) */
+  wm_edge *edges;   /* owned */
   int n;
+  int side;         /* a user's side output: counted in `records`, not in records_out. A tag
+                     * that starts with '\1' is wmrun's own port (a partition's, an
+                     * exchange's, the pre-aggregation's late records): counted in
+                     * records_out as the main output */
+  uint64_t records; /* side outputs: the records emitted on this port */
 } wm_port;
 
+/* records_out: the records of the main output and of wmrun's internal ports, not of side
+ * outputs (each side port counts its own); late_dropped / late_side: records too late for
+ * any window, dropped or sent to the late side output. */
 typedef struct wm_op_metrics {
-  uint64_t records_in, records_out, late_dropped, parse_errors;
+  uint64_t records_in, records_out, late_dropped, parse_errors, late_side;
 } wm_op_metrics;
 
 struct wm_op {
@@ -169,7 +177,8 @@ int wm_op_failed(wm_op *to, int rc);
 static inline int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   const wm_port *p = &op->ports[port];
   if (p->n != 1 || op->ctx->observe) return wm_op_emit_all(op, port, rec, ts);
-  op->m.records_out++;
+  if (p->side) op->ports[port].records++;
+  else op->m.records_out++;
   wm_op *to = p->edges[0].to;
   to->m.records_in++;
   int rc = to->vt->record(to, p->edges[0].chan, rec, ts);

@@ -31,6 +31,11 @@ int wm_op_snapshot_graph(wm_op *op, wm_buf *b) {
   wm_state_put_u(&io, op->m.records_out);
   wm_state_put_u(&io, op->m.late_dropped);
   wm_state_put_u(&io, op->m.parse_errors);
+  /* since issue 26 (a checkpoint without these restores them as 0): the late records sent
+   * to a side output, then the number of ports after the main one and each one's count */
+  wm_state_put_u(&io, op->m.late_side);
+  wm_state_put_u(&io, (uint64_t)(op->nports - 1));
+  for (int i = 1; i < op->nports; i++) wm_state_put_u(&io, op->ports[i].records);
   return wm_state_put_done(op, &io);
 }
 
@@ -76,9 +81,18 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
   if (rc == WM_OK) rc = wm_state_get_i(&r, &wm, "the operator's watermark");
   uint64_t *mv[] = {&m.records_in, &m.records_out, &m.late_dropped, &m.parse_errors};
   for (size_t i = 0; i < 4 && rc == WM_OK; i++) rc = wm_state_get_u(&r, mv[i], "the metrics");
+  uint64_t np = 0, *pv = NULL; /* the counts of the ports after the main one */
+  if (rc == WM_OK && r.p != r.end) {
+    rc = wm_state_get_u(&r, &m.late_side, "the metrics");
+    if (rc == WM_OK) rc = wm_state_get_count(&r, &np, 1, "the number of side ports");
+    if (rc == WM_OK && np > 0 && !(pv = calloc((size_t)np, sizeof *pv)))
+      rc = wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+    for (uint64_t i = 0; i < np && rc == WM_OK; i++) rc = wm_state_get_u(&r, &pv[i], "an output's count");
+  }
   if (rc == WM_OK) rc = wm_state_get_end(&r);
   if (rc != WM_OK) {
     free(ch);
+    free(pv);
     return WM_ERR;
   }
   memcpy(op->comb.ch, ch, (size_t)n * sizeof *ch);
@@ -88,6 +102,8 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
   op->wm = wm;
   op->ended = ended;
   op->m = m;
+  for (int i = 1; i < op->nports; i++) op->ports[i].records = (uint64_t)(i - 1) < np ? pv[i - 1] : 0;
+  free(pv);
   return WM_OK;
 }
 

@@ -105,6 +105,10 @@ int wm_keyedop_register(wm_op *op, int domain, int64_t t) {
   if (s->cur < 0)
     return wm_ctx_error(op->ctx, "operator '%s': timers can only be set while a record or a "
                                  "timer is processed", op->name);
+  if (domain == WM_TIME_EVENT && t == WM_TIME_MIN) /* Flink's NO_TIMESTAMP: no event time */
+    return wm_ctx_error(op->ctx, "record has no timestamp (math.mininteger); did you forget "
+                                 "assign_timestamps_and_watermarks? (an event-time timer at "
+                                 "math.mininteger)");
   tset *ts = &s->e[s->cur].timers[domain];
   if (tset_find(ts, t) >= 0) return WM_OK; /* same key and time: one timer */
   if (ts->n == ts->cap) {

@@ -117,9 +117,11 @@ int64_t wm_tsop_idle_deadline(const wm_op *op) {
   return wm_time_add_sat(s->last_seen, s->cfg.idle_timeout);
 }
 
-/* The extractor gave MIN or MAX: not an event time (docs/watermarks.md, "Valid
- * timestamps"). */
-static int bad_timestamp(wm_op *op, const tsop *s, const wm_value *rec, int64_t t) {
+/* The extractor gave MAX: the end of input, not an event time (docs/watermarks.md, "Valid
+ * timestamps"). MIN is Flink's NO_TIMESTAMP: the record flows on with it and the generator
+ * sees it; an operator that needs the event time (an event-time window, an event-time timer)
+ * fails on it there. */
+static int bad_timestamp(wm_op *op, const tsop *s, const wm_value *rec) {
   wm_buf b;
   wm_buf_init(&b);
   wm_op_format_record(op, rec, &b);
@@ -128,11 +130,10 @@ static int bad_timestamp(wm_op *op, const tsop *s, const wm_value *rec, int64_t 
   if (field) snprintf(what, sizeof what, "timestamp field '%s' is", field);
   else snprintf(what, sizeof what, "the timestamp assigner returned");
   wm_ctx_error(op->ctx,
-               "%s %s in record %s: %s; an event timestamp lies strictly between "
-               "math.mininteger and math.maxinteger (docs/watermarks.md, \"Valid timestamps\")",
-               what, t == WM_TIME_MIN ? "math.mininteger" : "math.maxinteger", b.data ? b.data : "",
-               t == WM_TIME_MIN ? "that value means \"no timestamp\""
-                                : "that value is the end of input");
+               "%s math.maxinteger in record %s: that value is the end of input; an event "
+               "timestamp is below math.maxinteger (math.mininteger means \"no timestamp\"; "
+               "docs/watermarks.md, \"Valid timestamps\")",
+               what, b.data ? b.data : "");
   wm_buf_free(&b);
   return WM_ERR;
 }
@@ -153,8 +154,7 @@ static int tsop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   } else if (s->cfg.tsx.fn && s->cfg.tsx.fn(s->cfg.tsx.ud, op, rec, ts, &t) != WM_OK) {
     return WM_ERR;
   }
-  if ((t == WM_TIME_MIN || t == WM_TIME_MAX) && s->cfg.tsx.fn && !s->cfg.ingestion)
-    return bad_timestamp(op, s, rec, t);
+  if (t == WM_TIME_MAX && s->cfg.tsx.fn && !s->cfg.ingestion) return bad_timestamp(op, s, rec);
   if (s->cfg.idle_timeout > 0) s->last_seen = wm_ctx_now(op->ctx);
   s->fresh = true;
   if (s->idle) {

@@ -1502,8 +1502,8 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   const char *r = b.data ? b.data : "";
   if (ts == WM_TIME_MIN) {
     wm_ctx_error(op->ctx,
-                 "record has no event timestamp: %s\n  (add assign_timestamps_and_watermarks "
-                 "before this event-time window)",
+                 "record has no timestamp (math.mininteger); did you forget "
+                 "assign_timestamps_and_watermarks? (an event-time window needs one): %s",
                  r);
   } else {
     int64_t hi = gap > 0 ? WM_TIME_MAX - gap : s->ts_hi;
@@ -1724,7 +1724,10 @@ static int winop_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
     wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
-    if (s->late_port > 0) return wm_op_emit(op, s->late_port, rec, ts);
+    if (s->late_port > 0) {
+      op->m.late_side += op->ports[s->late_port].side; /* not the pre-aggregation's own port */
+      return wm_op_emit(op, s->late_port, rec, ts);
+    }
     op->m.late_dropped++;
   }
   return WM_OK;

@@ -131,6 +131,7 @@ static int16_t key_id(wm_timeline *tl, const wm_value *k) {
 
 static const char *intern_tag(wm_timeline *tl, const char *tag) {
   if (!tag) return NULL;
+  if (tag[0] == '\1') tag++; /* wmrun's own port (wm_port.side): shown without the mark */
   for (int i = 0; i < tl->ntags; i++)
     if (strcmp(tl->tags[i], tag) == 0) return tl->tags[i];
   if (tl->ntags == (int)(sizeof tl->tags / sizeof tl->tags[0])) return "(side output)";

@@ -31,7 +31,7 @@ function Env:from_elements(...)
   end
   local n = #list
   return stream(self, self:_node("from_elements", {}, {list = list, count = n, name = "from_elements",
-    max_parallelism = 1}))
+    max_parallelism = 1, one_instance = "one list of elements"}))
 end
 
 --- A source of the lines of a file ("-" for standard input), bounded unless followed.
@@ -71,7 +71,10 @@ function Env:read_lines(path, opts)
     poll = opts.poll and duration.ms(opts.poll, "read_lines poll", 2) or nil,
     name = "read_lines(" .. path .. ")", parallel = opts.parallel and true or nil,
     -- parallel: the file is read in parts, one per instance (docs/parallelism.md)
-    max_parallelism = not opts.parallel and 1 or nil}))
+    max_parallelism = not opts.parallel and 1 or nil,
+    one_instance = not opts.parallel and (path == "-" and "standard input" or opts.follow and "a followed file"
+      or opts.arrival ~= nil and "a replay in arrival order"
+      or "one reader of one file; parallel = true reads it in parts") or nil}))
 end
 
 --- Lines to records in C: a typed row per line, with no Lua call per line.
@@ -143,7 +146,9 @@ function Env:socket_lines(host, port, opts)
   return stream(self, self:_node("socket_lines", {}, {host = host, port = port,
     max_line = positive_int(opts.max_line, "socket_lines", "max_line", 2),
     chunk = positive_int(opts.chunk, "socket_lines", "chunk", 2, base.MAX_CHUNK),
-    name = "socket_lines(" .. host .. ":" .. port .. ")"}))
+    name = "socket_lines(" .. host .. ":" .. port .. ")",
+    -- one connection: n instances would each connect and read the stream n times
+    max_parallelism = 1, one_instance = "one connection"}))
 end
 
 --- A TCP server source: lines from every client that connects (`nc host port < file`).
@@ -163,7 +168,9 @@ function Env:listen_lines(host, port, opts)
     chunk = positive_int(opts.chunk, "listen_lines", "chunk", 2, base.MAX_CHUNK),
     max_clients = positive_int(opts.max_clients, "listen_lines", "max_clients", 2),
     quiet = opts.quiet and true or nil,
-    name = "listen_lines(" .. host .. ":" .. port .. ")"}))
+    name = "listen_lines(" .. host .. ":" .. port .. ")",
+    -- one socket listens on host:port: a second would find the address in use
+    max_parallelism = 1, one_instance = "one listening socket"}))
 end
 
 --- A source of generated records: `fn(i)` returns the i-th record (i from 1), or nil to end.
@@ -188,23 +195,27 @@ function Env:generate(fn, opts)
       .. "(or math.huge: as fast as possible), got %s", M.MIN_RATE, M.MAX_RATE, tostring(rate)), 2)
   end
   if count == 0 then fn = function() return nil end end
-  return stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate"}))
+  -- one sequence fn(1), fn(2), ...: n instances would each emit all of it
+  return stream(self, self:_node("generate", {}, {fn = fn, count = count, rate = rate, name = "generate",
+    max_parallelism = 1, one_instance = "one sequence fn(1), fn(2), ..."}))
 end
 
 local source_fields = {open = true, poll = true, close = true, name = true, snapshot = true,
-                       restore = true}
+                       restore = true, parallel = true}
 
 --- A custom source written in Lua.
 -- `open(ctx)` once, then `poll(ctx)` repeatedly: it emits with `ctx:emit(record[, ts])`,
 -- may `ctx:emit_watermark(t)` and `ctx:mark_idle()`, and returns true (poll again),
 -- false or nil (the end), or a number of ms to wait before the next poll. `close(ctx)`
--- runs at the end (and when the job is stopped). `ctx.subtask`, `ctx.parallelism`.
+-- runs at the end (and when the job is stopped). The source runs one instance, whatever the
+-- parallelism, unless it says `parallel = true`: then every instance runs it with a ctx of
+-- its own, `ctx.subtask` (1..n) and `ctx.parallelism` (n), and reads its own share.
 --
 -- Checkpoints (docs/checkpoints.md): a source's position is its own, so with checkpointing
 -- on it needs `snapshot(ctx)`, which returns a plain table (e.g. `{offset = ctx.offset}`),
 -- and `restore(ctx, t)`, which runs before `open(ctx)` when the job resumes.
--- @tparam table spec `{open = fn, poll = fn, close = fn, snapshot = fn, restore = fn}`
---   (only poll is required)
+-- @tparam table spec `{open = fn, poll = fn, close = fn, snapshot = fn, restore = fn,
+--   name = string, parallel = boolean}` (only poll is required)
 -- @treturn Stream
 -- @usage local i = 0
 -- env:source{poll = function(ctx)
@@ -216,14 +227,24 @@ function Env:source(spec)
   if type(spec) ~= "table" then error("source: expected a table {open, poll, close}, got " .. type(spec), 2) end
   for k, v in pairs(spec) do
     if not source_fields[k] then
-      error("source: unknown field '" .. tostring(k) .. "' (open, poll, close, snapshot, restore)", 2)
+      error("source: unknown field '" .. tostring(k) .. "' (open, poll, close, snapshot, restore, name, parallel)", 2)
     end
-    if k ~= "name" and type(v) ~= "function" then error("source: '" .. k .. "' must be a function", 2) end
+    if k == "parallel" then
+      if type(v) ~= "boolean" then error("source: 'parallel' must be a boolean, got " .. type(v), 2) end
+    elseif k == "name" then
+      if type(v) ~= "string" then error("source: 'name' must be a string, got " .. type(v), 2) end
+    elseif type(v) ~= "function" then
+      error("source: '" .. k .. "' must be a function", 2)
+    end
   end
   if not spec.poll then error("source: 'poll' is required", 2) end
   base.check_hooks(spec, "source")
   return stream(self, self:_node("source", {}, {open = spec.open, poll = spec.poll, close = spec.close,
-    snapshot = spec.snapshot, restore = spec.restore, ctx = {}, name = spec.name or "source"}))
+    snapshot = spec.snapshot, restore = spec.restore, ctx = {}, name = spec.name or "source",
+    -- without parallel = true, one instance: a source that does not share by ctx.subtask
+    -- would emit everything once per instance
+    parallel = spec.parallel or nil, max_parallelism = not spec.parallel and 1 or nil,
+    one_instance = not spec.parallel and "a user source; parallel = true runs one per instance" or nil}))
 end
 
 local function check_format(format, call)

@@ -197,7 +197,8 @@ function Harness:side_output(tag)
 end
 
 --- The operators' counters: a list in creation order of `{name, kind, records_in,
--- records_out, late_records_dropped, watermark, idle, open_windows, keys, event_timers,
+-- records_out (the main output), late_records_dropped, late_records_side_output,
+-- side_outputs = {tag = records}, watermark, idle, open_windows, keys, event_timers,
 -- processing_timers}`, also indexed by name with and without the "(job.lua:N)" suffix.
 -- @treturn table
 -- @usage assert(h:metrics()[1].records_in == 2)

@@ -207,4 +207,27 @@ function WindowedStream:count()
   return window_node(self, {fn_kind = "builtin", agg = "count"}, wname(self, "count"))
 end
 
+-- The methods of a stream that Flink users call on a windowed stream by mistake (the window
+-- function comes first): each raises at the caller's line with a hint instead of Lua's bare
+-- "attempt to call a nil value". Flink's WindowedStream.apply is :process here.
+local function misplaced(name)
+  local what = name == "apply" and "apply (Flink's WindowFunction is :process here)" or name
+  return function()
+    error(name .. ": a windowed stream has no " .. what .. "; call it on the stream that "
+          .. ":reduce/:aggregate/:process returns (or :sum/:min/:max/:min_by/:max_by/:count), e.g. "
+          .. "keyed:window(w):side_output_late_data(\"late\"):sum(\"vc\"):get_side_output(\"late\") "
+          .. "(docs/windows.md)", 2)
+  end
+end
+
+WindowedStream.__index = function(_, k)
+  local m = rawget(WindowedStream, k)
+  if m ~= nil then return m end
+  if type(k) == "string" and (k == "apply" or type(base.Stream[k]) == "function"
+      or type(KeyedStream[k]) == "function") then
+    return misplaced(k)
+  end
+  return nil
+end
+
 return M

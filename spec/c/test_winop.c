@@ -83,9 +83,13 @@ static void scenario_c(int with_side) {
               "late 1577844001000 {\"id\":\"ws_001\",\"ts\":1577844001,\"vc\":1}\n"
               "late 1577844002000 {\"id\":\"ws_001\",\"ts\":1577844002,\"vc\":1}\n");
     CHECK_I64(w->m.late_dropped, 0);
+    CHECK_I64(w->m.late_side, 2); /* counted as sent to the side output (issue 26) */
+    CHECK_I64(w->ports[wm_op_port(w, "late")].records, 2);
   } else {
     CHECK_I64(w->m.late_dropped, 2);
+    CHECK_I64(w->m.late_side, 0);
   }
+  CHECK_I64(w->m.records_out, 5); /* the results only, not the late records */
   wm_schema_release(s);
   wm_ctx_free(&ctx);
   wm_buf_free(&main.out);

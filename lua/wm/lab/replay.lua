@@ -153,6 +153,16 @@ end
 -- @param env the environment
 -- @tparam[opt] string name the job's name (the real clock's run)
 function M.execute(env, name)
+  if env.checkpoint then -- (issue 26) refused at the start, at either speed
+    for _, n in ipairs(env.nodes) do
+      if n.kind == "read_lines" and n.arrival ~= nil then
+        raise(string.format("read_lines(%s, {arrival = ...}) at %s: an arrival replay takes no checkpoints, "
+          .. "and this job asks for them (--checkpoint-dir or wm.env{checkpoint = ...}); a replay is "
+          .. "deterministic: run it again from the start, without checkpoints (docs/lab.md)",
+          n.path, n.where or "?"))
+      end
+    end
+  end
   local paced, virtual = {}, nil
   for _, n in ipairs(env.nodes) do
     if n.kind == "read_lines" and n.arrival ~= nil then
