@@ -15,6 +15,7 @@ typedef struct built {
   wm_op **ops;  /* owned array; the operators belong to the context; NULL: on another thread */
   int *ports;   /* the output port of each instance */
   int rr;       /* edges out of this node are round robin (rebalance) */
+  int bc;       /* edges out of this node go to every instance (broadcast) */
   uint32_t gid0; /* global id of instance 0 (instance k: gid0 + k), the same on every thread */
   int pin0;     /* every instance runs on the first thread (Lua sinks: their effects stay
                  * in the state that called execute) */
@@ -240,7 +241,8 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
  * pre-aggregation per instance of `in` (preagg_ok). */
 static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, int node, int keyed,
                    const char *name, const char *where, int pre) {
-  int mode = keyed ? WM_XCH_HASH : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
+  int mode = in->bc ? WM_XCH_BROADCAST : keyed ? WM_XCH_HASH
+             : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
   if (to->n == 1) mode = 0; /* one instance: every upstream instance feeds it directly */
   for (int j = 0; j < in->n; j++) {
     wm_op *src = in->ops[j]; /* NULL: on another thread */
@@ -252,7 +254,8 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
     wm_op *x = NULL;
     if (src) {
       char xname[600];
-      snprintf(xname, sizeof xname, "%s to %s", mode == WM_XCH_HASH ? "key_by" : "rebalance", name);
+      snprintf(xname, sizeof xname, "%s to %s",
+               mode == WM_XCH_HASH ? "key_by" : mode == WM_XCH_BROADCAST ? "broadcast" : "rebalance", name);
       wm_keysel ks = {0};
       /* count's partials: {count, key, ...}, reduce's and aggregate's: {key, acc} */
       static const char *const pkey[] = {"key"};
@@ -362,7 +365,8 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       else if (k == 1) first_in = id;
     }
     if (rc != WM_OK) break;
-    if (strcmp(kind, "side_output") == 0 || strcmp(kind, "rebalance") == 0) {
+    if (strcmp(kind, "side_output") == 0 || strcmp(kind, "rebalance") == 0 ||
+        strcmp(kind, "broadcast") == 0) {
       /* no operator of its own: the input's instances, through another port */
       const built *in = &b[first_in];
       me->n = in->n;
@@ -377,6 +381,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
           rc = wm_ctx_error(&B->ctx, "out of memory");
       }
       me->rr = kind[0] == 'r';
+      me->bc = kind[0] == 'b';
       me->gid0 = in->gid0;
       me->pin0 = in->pin0;
       lua_settop(L, nodes);
@@ -489,13 +494,16 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
      * and each instance learns where its second input's channels start */
     int two = lua_getfield(L, node, "key2") == LUA_TTABLE;
     lua_pop(L, 1);
+    int bcast = lua_getfield(L, node, "bcast") == LUA_TBOOLEAN; /* a broadcast second input */
+    lua_pop(L, 1);
     for (lua_Integer k = 1; k <= nin && rc == WM_OK; k++) {
       lua_rawgeti(L, inputs, k);
       lua_Integer in = lwm_get_int(L, lua_gettop(L), "id", 0); /* checked by input_id */
       lua_pop(L, 1);
-      if (two && k == 2) {
+      if ((two || bcast) && k == 2)
         for (int j = 0; j < p; j++)
           if (me->ops[j]) wm_keyedop_set_second_input(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+      if (two && k == 2) {
         lua_getfield(L, node, "key");
         lua_getfield(L, node, "key2");
         lua_setfield(L, node, "key"); /* (connect_node reads the key of the node) */

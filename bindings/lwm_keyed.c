@@ -9,9 +9,13 @@
 /* ---- keyed process functions ------------------------------------------------------- */
 
 typedef struct kproc {
-  lwm_opinfo oi; /* fn: process_element; fn2: on_timer (0: none); fn3: ctx; fn4: out */
+  lwm_opinfo oi; /* fn: process_element; fn2: on_timer (0: none); fn3: ctx; fn4: out;
+                  * fn5: process_element2, or process_broadcast_element */
   wm_op *op;
   int64_t ts;    /* timestamp of what out() emits */
+  /* a broadcast second input: this instance's broadcast state (a table), the ctx of
+   * process_broadcast_element (fns slots; 0: none) */
+  int bstate, bctx;
 } kproc;
 
 static kproc *kproc_of(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
@@ -123,6 +127,143 @@ static int kp_element2(void *ud, wm_op *op, const wm_value *key, wm_value *state
   return lwm_call(&k->oi, 3, 0, rec);
 }
 
+/* process_broadcast_element(record, ctx, out) for a broadcast input's records: no key, no
+ * keyed state, no timers; ctx.broadcast_state is the instance's table, writable here */
+static int kp_bcast_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                            const wm_value *rec, int64_t ts) {
+  (void)key;
+  (void)state;
+  kproc *k = ud;
+  lwm_bridge *B = k->oi.B;
+  lua_State *L = B->L;
+  k->op = op;
+  k->oi.op = op;
+  k->ts = ts;
+  luaL_checkstack(L, 6, "wmrun: broadcast process");
+  lwm_push_fn(B, k->oi.fn5);
+  lwm_push_value(B, rec);
+  lwm_push_fn(B, k->bctx);
+  if (ts == WM_TIME_MIN) lua_pushnil(L);
+  else lua_pushinteger(L, (lua_Integer)ts);
+  lua_setfield(L, -2, "timestamp");
+  lwm_push_fn(B, k->oi.fn4);
+  return lwm_call(&k->oi, 3, 0, rec);
+}
+
+/* Checkpoints of a process function with a broadcast input: {b = the broadcast state,
+ * u = what the table form's snapshot(self) returns}. The broadcast state is this
+ * instance's: every instance holds the same (each sees every broadcast record). */
+static int kp_snapshot(void *ud, wm_op *op, wm_value *out) {
+  kproc *k = ud;
+  lwm_bridge *B = k->oi.B;
+  lua_State *L = B->L;
+  wm_value u = wm_nil();
+  if (k->oi.hooks.snapshot && lwm_opinfo_snapshot(ud, op, &u) != WM_OK) return WM_ERR;
+  luaL_checkstack(L, 4, "wmrun: broadcast state");
+  lua_createtable(L, 0, 2);
+  lwm_push_fn(B, k->bstate);
+  lua_setfield(L, -2, "b");
+  lwm_push_value(B, &u);
+  lua_setfield(L, -2, "u");
+  wm_value_release(&B->ctx.host, &u);
+  int rc = lwm_to_value(B, -1, out);
+  lua_pop(L, 1);
+  return rc == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
+}
+
+static int kp_restore(void *ud, wm_op *op, const wm_value *st) {
+  kproc *k = ud;
+  lwm_bridge *B = k->oi.B;
+  lua_State *L = B->L;
+  luaL_checkstack(L, 6, "wmrun: broadcast state");
+  lwm_push_value(B, st);
+  int t = lua_gettop(L);
+  if (!lua_istable(L, t) || lua_getfield(L, t, "b") != LUA_TTABLE) {
+    lua_settop(L, t - 1);
+    return wm_ctx_error(&B->ctx, "%s: the checkpoint holds no broadcast state for this process "
+                                 "function", k->oi.where);
+  }
+  lwm_push_fn(B, k->bstate); /* the table the functions hold: refilled, not replaced */
+  lua_pushnil(L);
+  while (lua_next(L, -2)) { /* clear it */
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, -4);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, t + 1)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, t + 2);
+  }
+  lua_getfield(L, t, "u");
+  int has_u = !lua_isnil(L, -1);
+  wm_value u = wm_nil();
+  int rc = has_u && lwm_to_value(B, -1, &u) != 0 ? wm_ctx_error(&B->ctx, "out of memory") : WM_OK;
+  lua_settop(L, t - 1);
+  if (rc == WM_OK && k->oi.hooks.restore && has_u) rc = lwm_opinfo_restore(ud, op, &u);
+  wm_value_release(&B->ctx.host, &u);
+  return rc;
+}
+
+/* The read-only view process_element gets of the broadcast state (Flink's
+ * ReadOnlyBroadcastState): reads go to the table, a write is an error at the user's line. */
+static const char ro_view[] =
+    "local t = ...\n"
+    "return setmetatable({}, {__index = t, __len = function() return #t end,\n"
+    "  __pairs = function() return next, t, nil end,\n"
+    "  __newindex = function(_, k) error('ctx.broadcast_state is read-only in process_element "
+    "(setting ' .. tostring(k) .. '): only process_broadcast_element may change it', 2) end})\n";
+
+/* timer_service:register_*_timer / delete_*_timer in process_broadcast_element (upvalue 1:
+ * the name): timers belong to a key, and a broadcast record has none */
+static int l_kp_bcast_no_timer(lua_State *L) {
+  return luaL_error(L, "%s: process_broadcast_element has no key, and timers are per key "
+                       "(register them in process_element or on_timer)",
+                    lua_tostring(L, lua_upvalueindex(1)));
+}
+
+/* Makes the broadcast state of k, the ctx of process_broadcast_element, and sets the
+ * read-only view on ctx (at the top of the stack). 0, or -1 with ctx->err set. */
+static int bcast_setup(lwm_bridge *B, kproc *k) {
+  lua_State *L = B->L;
+  int ctx = lua_gettop(L);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  k->bstate = lwm_store_fn(B);
+  if (luaL_loadbuffer(L, ro_view, sizeof ro_view - 1, "=broadcast state") != LUA_OK) {
+    wm_ctx_error(&B->ctx, "%s", lua_tostring(L, -1));
+    lua_settop(L, ctx);
+    return -1;
+  }
+  lua_insert(L, -2);
+  lua_call(L, 1, 1);
+  lua_setfield(L, ctx, "broadcast_state");
+  /* process_broadcast_element's ctx: the state to change, output, the watermark */
+  lua_createtable(L, 0, 4);
+  lwm_push_fn(B, k->bstate);
+  lua_setfield(L, -2, "broadcast_state");
+  lua_pushlightuserdata(L, k);
+  lua_pushcclosure(L, l_kp_output, 1);
+  lua_setfield(L, -2, "output");
+  lua_createtable(L, 0, 6);
+  for (int i = 0; i < 4; i++) {
+    lua_pushstring(L, timer_fn_names[i]);
+    lua_pushcclosure(L, l_kp_bcast_no_timer, 1);
+    lua_setfield(L, -2, timer_fn_names[i]);
+  }
+  lua_pushlightuserdata(L, k);
+  lua_pushcclosure(L, l_kp_watermark, 1);
+  lua_setfield(L, -2, "current_watermark");
+  lua_pushlightuserdata(L, k);
+  lua_pushcclosure(L, l_kp_now, 1);
+  lua_setfield(L, -2, "current_processing_time");
+  lua_setfield(L, -2, "timer_service");
+  k->bctx = lwm_store_fn(B);
+  return 0;
+}
+
 static int kp_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
                     int domain) {
   kproc *k = ud;
@@ -207,7 +348,10 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   k->ts = WM_TIME_MIN;
   k->oi.fn = lwm_get_fn(B, node, "fn");
   k->oi.fn2 = lwm_get_fn(B, node, "on_timer");
-  if (two) k->oi.fn5 = lwm_get_fn(B, node, "fn2");
+  int bcast = lua_getfield(L, node, "bcast") == LUA_TBOOLEAN; /* a broadcast second input */
+  lua_pop(L, 1);
+  if (two || bcast) k->oi.fn5 = lwm_get_fn(B, node, "fn2");
+  k->bstate = k->bctx = 0;
   if (lua_getfield(L, node, "obj") == LUA_TTABLE && /* the table form's methods */
       lwm_hooks_read(B, -1, &k->oi.hooks, "the process function", where) != 0) {
     lua_pop(L, 1);
@@ -239,16 +383,30 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   lua_pushcclosure(L, l_kp_now, 1);
   lua_setfield(L, -2, "current_processing_time");
   lua_setfield(L, -2, "timer_service");
+  if (bcast && bcast_setup(B, k) != 0) {
+    lua_pop(L, 1);
+    lwm_pending_done(B, pp);
+    lwm_pending_done(B, pk);
+    free(ks);
+    lwm_opinfo_free(k);
+    cfg.keysel.free(cfg.keysel.ud);
+    release_key2(B, pk2, &cfg);
+    return NULL;
+  }
   k->oi.fn3 = lwm_store_fn(B);
   lua_pushlightuserdata(L, k);
   lua_pushcclosure(L, l_kp_out, 1);
   k->oi.fn4 = lwm_store_fn(B);
   cfg.fn.element = kp_element;
   if (two) cfg.fn.element2 = kp_element2;
+  if (bcast) cfg.fn.element2 = kp_bcast_element;
   cfg.fn.timer = kp_timer;
   cfg.fn.free = lwm_opinfo_free;
   cfg.fn.ud = k;
-  if (k->oi.hooks.snapshot) {
+  if (bcast) { /* the broadcast state, and the table form's own state if it has hooks */
+    cfg.fn.snapshot = kp_snapshot;
+    cfg.fn.restore = kp_restore;
+  } else if (k->oi.hooks.snapshot) {
     cfg.fn.snapshot = lwm_opinfo_snapshot;
     cfg.fn.restore = lwm_opinfo_restore;
   }

@@ -192,3 +192,139 @@ describe("connect", function()
     end)
   end)
 end)
+
+-- rules broadcast to every instance of a keyed stream of events; one source split in two,
+-- so that on one thread the records arrive in the order listed
+local RULES = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local src = env:from_elements({kind = "rule", name = "big", min = 50}, {kind = "ev", user = "u1", v = 10},
+  {kind = "ev", user = "u2", v = 60}, {kind = "rule", name = "small", max = 15},
+  {kind = "ev", user = "u1", v = 70}, {kind = "ev", user = "u3", v = 5}, {kind = "ev", user = "u1", v = 12})
+local rules = src:filter(function(r) return r.kind == "rule" end)
+local events = src:filter(function(r) return r.kind == "ev" end)
+events:key_by("user"):connect(rules:broadcast()):process{
+  process_element = function(e, ctx, out)
+    ctx.state.n = (ctx.state.n or 0) + 1
+    local names = {}
+    for name in pairs(ctx.broadcast_state) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local r = ctx.broadcast_state[name]
+      if (r.min and e.v >= r.min) or (r.max and e.v <= r.max) then
+        out(string.format("%s #%d v=%d matches %s", e.user, ctx.state.n, e.v, name))
+      end
+    end
+  end,
+  process_broadcast_element = function(r, ctx, out)
+    ctx.broadcast_state[r.name] = r
+    out("rule " .. r.name)
+  end}:print()
+env:execute()
+]]
+
+describe("broadcast state", function()
+  -- by hand: u1@10 comes after "big" only (no match); u2@60 matches big; "small" comes; u1@70
+  -- (u1's 2nd) matches big; u3@5 matches small; u1@12 (3rd) matches small
+  local MATCHES = {"u1 #2 v=70 matches big", "u1 #3 v=12 matches small", "u2 #1 v=60 matches big",
+                   "u3 #1 v=5 matches small"}
+
+  it("every instance gets every broadcast record; process_element reads the rules", function()
+    local want = {"rule big", "rule small"}
+    for _, m in ipairs(MATCHES) do want[#want + 1] = m end
+    table.sort(want)
+    assert.are.same(want, run(RULES))
+    -- at -p 3 each of the 3 instances sees each rule once: 6 rule lines, the same matches
+    local out = run(RULES, "-p 3", true)
+    local rules, matches = {}, {}
+    for _, l in ipairs(out) do
+      if l:find("rule ", 1, true) then rules[#rules + 1] = l else matches[#matches + 1] = (l:gsub("^%d+> ", "")) end
+    end
+    assert.are.same({"1> rule big", "1> rule small", "2> rule big", "2> rule small", "3> rule big",
+                     "3> rule small"}, rules)
+    table.sort(matches)
+    assert.are.same(MATCHES, matches)
+  end)
+
+  it("a write to the broadcast state in process_element is an error at its line", function()
+    local _, err, code = h.run_job([[
+      local wm = require("wm")
+      local env = wm.env{}
+      local a, b = env:from_elements({u = 1}), env:from_elements({r = 1})
+      a:key_by("u"):connect(b:broadcast()):process{
+        process_element = function(e, ctx, out)
+          ctx.broadcast_state.x = 1
+        end,
+        process_broadcast_element = function(r, ctx, out) end}:print()
+      env:execute()
+    ]])
+    assert.are.equal(1, code)
+    assert.matches("%.lua:6: ctx.broadcast_state is read%-only in process_element %(setting x%)", err)
+  end)
+
+  it("process_broadcast_element has no key: no keyed state, no timers", function()
+    local _, err, code = h.run_job([[
+      local wm = require("wm")
+      local env = wm.env{}
+      local a, b = env:from_elements({u = 1}), env:from_elements({r = 1})
+      a:key_by("u"):connect(b:broadcast()):process{
+        process_element = function(e, ctx, out) end,
+        process_broadcast_element = function(r, ctx, out)
+          assert(ctx.state == nil and ctx.key == nil)
+          ctx.timer_service:register_event_time_timer(5)
+        end}:print()
+      env:execute()
+    ]])
+    assert.are.equal(1, code)
+    assert.matches("%.lua:8: register_event_time_timer: process_broadcast_element has no key", err)
+  end)
+
+  it("the broadcast state is in the checkpoint: a resumed run still knows the rules", function()
+    local dir = h.tmpdir()
+    h.finally(function() h.rmdir(dir) end)
+    -- the rules come first; the job stops (SIGTERM: a checkpoint) in the middle of the
+    -- events, and the events after the resume must still match the rules of before
+    local job = h.write_tmp([[
+      local wm = require("wm")
+      local stop_at = tonumber(arg[1])
+      local env = wm.env{watermark_interval = 0}
+      local src = env:source{
+        open = function(ctx) ctx.i = ctx.i or 0 end,
+        poll = function(ctx)
+          ctx.i = ctx.i + 1
+          if ctx.i > 300 then return false end
+          if ctx.i == stop_at then os.execute("kill -TERM $PPID") end
+          if ctx.i <= 3 then ctx:emit({rule = ctx.i, div = ctx.i + 1}) else ctx:emit({v = ctx.i}) end
+          return true
+        end,
+        snapshot = function(ctx) return {i = ctx.i} end,
+        restore = function(ctx, t) ctx.i = t.i end}
+      src:filter(function(r) return r.v ~= nil end):key_by(function(r) return r.v % 5 end)
+        :connect(src:filter(function(r) return r.rule ~= nil end):broadcast()):process{
+          process_element = function(e, ctx, out)
+            local hits = {}
+            for i = 1, 3 do
+              local r = ctx.broadcast_state[i]
+              if r and e.v % r.div == 0 then hits[#hits + 1] = i end
+            end
+            out(e.v .. ": " .. table.concat(hits, ","))
+          end,
+          process_broadcast_element = function(r, ctx, out) ctx.broadcast_state[r.rule] = r end}
+        :write_lines(arg[2], function(s) return s end)
+      env:execute("rules")
+    ]], ".lua")
+    local whole, part = dir .. "/whole.txt", dir .. "/part.txt"
+    local _, err, code = h.wmrun(h.shell_quote(job) .. " 0 " .. h.shell_quote(whole))
+    assert.are.equal(0, code, err)
+    local ck = "--checkpoint-dir " .. h.shell_quote(dir .. "/ck") .. " "
+    _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " 150 " .. h.shell_quote(part))
+    assert.are.equal(0, code, err)
+    assert.is_true(#h.read(part) < #h.read(whole), "the first run stopped early")
+    _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " 0 " .. h.shell_quote(part))
+    assert.are.equal(0, code, err)
+    assert.matches("resum", err)
+    assert.are.equal(h.read(whole), h.read(part))
+    -- 300 is divisible by 2, 3 and 4: all three rules, which came before the checkpoint
+    assert.truthy(h.read(part):find("\n300: 1,2,3\n", 1, true))
+  end)
+end)

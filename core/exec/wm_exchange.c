@@ -19,6 +19,13 @@ static int xch_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   exchange *x = op->impl;
   int target;
+  if (x->mode == WM_XCH_BROADCAST) {
+    for (int i = 0; i < x->n; i++) {
+      int rc = wm_op_emit(op, x->ports[i], rec, ts);
+      if (rc != WM_OK) return rc;
+    }
+    return WM_OK;
+  }
   if (x->mode == WM_XCH_HASH) {
     wm_value key;
     if (x->keysel.fn(x->keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;

@@ -1,5 +1,5 @@
 /* Exchanges between parallel instances: key_by (hash partitioning) and rebalance
- * (round robin). An exchange has one output port per downstream instance; records go to
+ * (round robin), and broadcast (every record to every instance). An exchange has one output port per downstream instance; records go to
  * one port, watermarks and status to every port (semantics.md §9). */
 #ifndef WM_EXCHANGE_H
 #define WM_EXCHANGE_H
@@ -7,7 +7,8 @@
 #include "graph/wm_graph.h"
 #include "ops/wm_keys.h"
 
-typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN } wm_xch_mode;
+/* WM_XCH_BROADCAST: every record to every instance, in order (a broadcast stream) */
+typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN, WM_XCH_BROADCAST } wm_xch_mode;
 
 /* An exchange to n downstream instances. With WM_XCH_HASH, keysel (owned from now on)
  * picks instance wm_key_hash(key) mod n. Ports 1..n (tags "\1#1".."\1#n") lead to the

@@ -152,6 +152,14 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_ctx *ctx = op->ctx;
   wm_value key;
   int second = s->first2 > 0 && chan >= s->first2;
+  if (second && !s->cfg.keysel2.fn) { /* a broadcast input: no key, no state, no timers */
+    wm_value nokey = wm_nil(), nostate = wm_nil();
+    int64_t saved = s->cur;
+    s->cur = -1;
+    int rc = s->cfg.fn.element2(s->cfg.fn.ud, op, &nokey, &nostate, rec, ts);
+    s->cur = saved;
+    return rc;
+  }
   const wm_keysel *ks = second ? &s->cfg.keysel2 : &s->cfg.keysel;
   if (ks->fn(ks->ud, op, rec, &key) != WM_OK) return WM_ERR;
   if (!wm_key_valid(&key)) {

@@ -23,7 +23,9 @@ typedef enum { WM_TIME_EVENT = 0, WM_TIME_PROCESSING = 1 } wm_time_domain;
 typedef struct wm_keyed_fn {
   int (*element)(void *ud, wm_op *op, const wm_value *key, wm_value *state,
                  const wm_value *rec, int64_t ts);
-  /* keyed connected streams: the records of the second input (NULL: one input) */
+  /* keyed connected streams: the records of the second input (NULL: one input); with no
+   * keysel2 the second input is a broadcast stream: element2 gets a nil key and a nil
+   * state, outside any key (no timers) */
   int (*element2)(void *ud, wm_op *op, const wm_value *key, wm_value *state,
                   const wm_value *rec, int64_t ts);
   int (*timer)(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,

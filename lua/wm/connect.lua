@@ -17,8 +17,30 @@ local ConnectedStreams = {}
 ConnectedStreams.__index = ConnectedStreams
 M.ConnectedStreams = ConnectedStreams
 
+--- A broadcast stream (`s:broadcast()`): connected to another stream, every instance of the
+-- operator gets every one of its records (Flink's `BroadcastStream`).
+-- @type BroadcastStream
+local BroadcastStream = {}
+BroadcastStream.__index = BroadcastStream
+M.BroadcastStream = BroadcastStream
+
+--- This stream, broadcast: connect it to a keyed stream, and every instance of the process
+-- function gets every record of it, in this stream's order (semantics.md §10).
+-- @treturn BroadcastStream
+-- @usage events:key_by("user"):connect(rules:broadcast()):process{...}
+function Stream:broadcast()
+  return setmetatable({env = self.env, stream = self, where = base.where()}, BroadcastStream)
+end
+
 local function check_other(self, other, level)
   local mt = getmetatable(other)
+  if mt == BroadcastStream then
+    if other.env ~= self.env then
+      error("connect: the other stream belongs to another environment (made by another wm.env); "
+        .. "streams of one job come from one env", level + 1)
+    end
+    return
+  end
   if mt ~= Stream and mt ~= KeyedStream then
     error("connect: expected a stream, got " .. (mt and "another object" or type(other)), level + 1)
   end
@@ -36,6 +58,10 @@ end
 -- @usage orders:connect(rates):map(function(o) return o end, function(r) return r end)
 function Stream:connect(other)
   check_other(self, other, 2)
+  if getmetatable(other) == BroadcastStream then
+    error("connect: a broadcast stream connects to a keyed stream here "
+      .. "(a:key_by(k):connect(rules:broadcast())); key this stream first", 2)
+  end
   if getmetatable(other) == KeyedStream then
     error("connect: key both streams or neither (this one is not keyed; "
       .. "use a:key_by(k1):connect(b:key_by(k2)))", 2)
@@ -52,6 +78,10 @@ end
 function KeyedStream:connect(other)
   local s = self.stream
   check_other(s, other, 2)
+  if getmetatable(other) == BroadcastStream then
+    return setmetatable({env = s.env, a = s, b = other.stream, ka = self.key, broadcast = true,
+      where = base.where()}, ConnectedStreams)
+  end
   if getmetatable(other) ~= KeyedStream then
     error("connect: key both streams or neither (the other one is not keyed; "
       .. "use a:key_by(k1):connect(b:key_by(k2)))", 2)
@@ -110,6 +140,37 @@ end
 local process_fields = {process_element1 = true, process_element2 = true, on_timer = true,
                         name = true, snapshot = true, restore = true}
 
+local bcast_fields = {process_element = true, process_broadcast_element = true, on_timer = true,
+                      name = true, snapshot = true, restore = true}
+
+-- keyed:connect(broadcast):process{...}
+local function process_broadcast(self, t)
+  if type(t) ~= "table" then
+    error("process: expected a table {process_element, process_broadcast_element, on_timer}, got "
+      .. type(t), 3)
+  end
+  for k, v in pairs(t) do
+    if not bcast_fields[k] and type(v) == "function" then
+      error("process: unknown field '" .. tostring(k)
+        .. "' (process_element, process_broadcast_element, on_timer, snapshot, restore)", 3)
+    end
+  end
+  for _, f in ipairs({"process_element", "process_broadcast_element"}) do
+    if type(t[f]) ~= "function" then error("process: " .. f .. " must be a function, got " .. type(t[f]), 3) end
+  end
+  if t.on_timer ~= nil and type(t.on_timer) ~= "function" then
+    error("process: on_timer must be a function, got " .. type(t.on_timer), 3)
+  end
+  base.check_hooks(t, "process", 2)
+  -- the broadcast edge: a node with no operator of its own (as rebalance), whose edges go to
+  -- every instance of the next operator
+  local b = self.env:_node("broadcast", {self.b.node}, {name = "broadcast"})
+  local node = self.env:_node("keyed_process", {self.a.node, b}, {
+    key = self.ka, bcast = true, fn = t.process_element, fn2 = t.process_broadcast_element,
+    on_timer = t.on_timer, obj = t.snapshot ~= nil and t or nil, name = "keyed broadcast process"})
+  return base.stream(self.env, node)
+end
+
 --- A keyed co-process function (Flink's `KeyedCoProcessFunction`):
 -- `process_element1(record, ctx, out)` for the first input's records,
 -- `process_element2(record, ctx, out)` for the second's, and `on_timer(t, ctx, out)`; the
@@ -118,10 +179,15 @@ local process_fields = {process_element1 = true, process_element2 = true, on_tim
 -- `restore` work as for `keyed:process` (docs/checkpoints.md).
 -- @tparam table t `{process_element1, process_element2[, on_timer, snapshot, restore]}`
 -- @treturn Stream the records the functions emit
+-- With a broadcast stream (`keyed:connect(rules:broadcast())`) the table is
+-- `{process_element, process_broadcast_element[, on_timer, snapshot, restore]}` (Flink's
+-- `KeyedBroadcastProcessFunction`): `ctx.broadcast_state`, writable in
+-- `process_broadcast_element` and read-only in `process_element` (docs/joins.md).
 -- @usage orders:key_by("id"):connect(payments:key_by("order")):process{
 --   process_element1 = function(o, ctx, out) ctx.state.order = o end,
 --   process_element2 = function(p, ctx, out) if ctx.state.order then out(p) end end}
 function ConnectedStreams:process(t)
+  if self.broadcast then return process_broadcast(self, t) end
   if not self.ka then
     error("process: connect keyed streams for a process function "
       .. "(a:key_by(k1):connect(b:key_by(k2)) or a:connect(b):key_by(k1, k2))", 2)

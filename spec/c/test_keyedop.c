@@ -7,6 +7,7 @@
 #include "ops/wm_keyedop.h"
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
+#include "exec/wm_exchange.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines, and "W t" for each watermark. */
@@ -222,8 +223,77 @@ static void two_inputs_case(void) {
   wm_buf_free(&out);
 }
 
+/* A broadcast second input (no keysel2): element2 runs outside any key, so a timer cannot be
+ * registered there; the first input's keys and timers are untouched. */
+static int bcast_element2(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                          const wm_value *rec, int64_t ts) {
+  (void)ud;
+  (void)state;
+  CHECK(key->type == WM_NIL);
+  wm_value v = wm_int(-rec->u.i);
+  CHECK_I64(wm_keyedop_register(op, WM_TIME_EVENT, ts), WM_ERR); /* no key: no timers */
+  op->ctx->err[0] = 0;
+  return wm_op_emit(op, 0, &v, ts);
+}
+
+static void broadcast_input_case(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_keyedop_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.fn.element = element;
+  cfg.fn.element2 = bcast_element2;
+  cfg.fn.timer = timer;
+  wm_op *k = wm_keyedop_new(&ctx, "keyed broadcast", &cfg);
+  wm_buf out;
+  wm_buf_init(&out);
+  wm_op *cap = wm_op_new(&ctx, &cap_vt, &out, "capture");
+  CHECK(k && cap);
+  wm_op_connect(k, 0, cap);
+  k->nin = 2;
+  wm_keyedop_set_second_input(k, 1);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_value r = wm_int(7);
+  CHECK_I64(wm_op_input_record(k, 1, &r, 50), WM_OK);
+  CHECK_I64(wm_keyedop_keys(k), 0);
+  r = wm_int(110);
+  CHECK_I64(wm_op_input_record(k, 0, &r, 100), WM_OK);
+  CHECK_I64(wm_keyedop_keys(k), 1);
+  CHECK_STR(out.data, "50 -7\n");
+  wm_ctx_free(&ctx);
+  wm_buf_free(&out);
+}
+
+/* A broadcast exchange: every record to every instance, in order; watermarks too. */
+static void broadcast_exchange_case(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_op *x = wm_exchange_new(&ctx, "broadcast", WM_XCH_BROADCAST, 3, NULL);
+  wm_buf out[3];
+  wm_op *cap[3];
+  for (int i = 0; i < 3; i++) {
+    wm_buf_init(&out[i]);
+    cap[i] = wm_op_new(&ctx, &cap_vt, &out[i], "capture");
+    CHECK(x && cap[i] && wm_op_connect(x, wm_exchange_port(x, i), cap[i]) >= 0);
+  }
+  x->nin = 1;
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_value r = wm_int(1);
+  CHECK_I64(wm_op_input_record(x, 0, &r, 10), WM_OK);
+  r = wm_int(2);
+  CHECK_I64(wm_op_input_record(x, 0, &r, 20), WM_OK);
+  CHECK_I64(wm_op_input_watermark(x, 0, 20), WM_OK);
+  for (int i = 0; i < 3; i++) {
+    CHECK_STR(out[i].data, "10 1\n20 2\nW 20\n");
+    wm_buf_free(&out[i]);
+  }
+  wm_ctx_free(&ctx);
+}
+
 void test_keyedop(void) {
   timers_case();
   two_inputs_case();
+  broadcast_input_case();
+  broadcast_exchange_case();
   idleness_case();
 }
