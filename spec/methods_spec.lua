@@ -3,8 +3,8 @@
 -- assigns a method that another module has defined (extensions go through wm.base's hooks,
 -- docs/architecture.md "Extensions"). Each order runs in a fresh Lua state
 -- (spec/methods_check.lua in a lua5.4 process of its own).
-local root = os.getenv("PWD")
-local tmp = os.getenv("WM_TEST_TMP") or os.getenv("TMPDIR") or "/tmp"
+local h = require("helper")
+local root = h.root
 
 -- The modules that define or extend methods of a class.
 local MODULES = {"wm.stream", "wm.io", "wm.keyed", "wm.windowed", "wm.connectors", "wm.through",
@@ -130,14 +130,13 @@ describe("methods defined once", function()
 
   it("reports a module that assigns a method another module defined", function()
     -- the check itself can fail: a module that replaces Stream:map
-    local dir = tmp .. "/methods_spec"
-    os.execute("mkdir -p '" .. dir .. "'")
+    local dir = h.tmpdir()
     local f = assert(io.open(dir .. "/wm_override.lua", "w"))
     f:write('local base = require("wm.base")\nrequire("wm.stream")\n'
       .. 'function base.Stream:map(fn) return fn end\nreturn {}\n')
     f:close()
     local text = run({"wm_override"}, dir)
     assert.are.same({"again wm.Stream map wm_override wm.stream"}, lines(text, "again "))
-    os.execute("rm -rf '" .. dir .. "'")
+    h.rmdir(dir)
   end)
 end)
