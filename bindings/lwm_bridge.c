@@ -594,6 +594,59 @@ int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
 
 /* ---- host hooks for slot values ------------------------------------------------- */
 
+/* Field reads and writes of a record that is a Lua table, for the core's declarative
+ * operators (key_by("id"), sum("vc"), with_timestamp_field, ...). They run inside the core's
+ * frames and libuv's, where an error must not unwind: a table with a metatable (whose
+ * __index or __newindex runs the user's code, which may raise) is read and copied under
+ * lua_pcall, and the error comes back as the message in err, which the operator completes
+ * with its name and the record. A table without a metatable runs no code. */
+
+static const char field_anchor = 0; /* its address is the registry key of the anchors */
+
+/* record, name (light userdata) -> its field (the record's __index may run). A string that
+ * __index made is referenced by nothing else: it is kept in anchors[record][name] (a table
+ * with weak keys), so that it lives as long as the record, as a stored field does. */
+static int get_field_protected(lua_State *L) {
+  const char *name = lua_touserdata(L, 2);
+  lua_settop(L, 1);
+  if (lua_getfield(L, 1, name) == LUA_TSTRING) { /* at 2 */
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &field_anchor) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_createtable(L, 0, 1);
+      lua_pushliteral(L, "k");
+      lua_setfield(L, -2, "__mode");
+      lua_setmetatable(L, -2);
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, LUA_REGISTRYINDEX, &field_anchor);
+    }
+    lua_pushvalue(L, 1); /* anchors[record] */
+    if (lua_rawget(L, -2) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, 1);
+      lua_pushvalue(L, -2);
+      lua_rawset(L, -4);
+    }
+    lua_pushvalue(L, 2);
+    lua_setfield(L, -2, name);
+    lua_settop(L, 2);
+  }
+  return 1;
+}
+
+/* The error of a protected call, on top of the stack (popped), into err. */
+static void field_error(lua_State *L, const char *what, const char *name, char *err,
+                        size_t errlen) {
+  const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  if (m)
+    snprintf(err, errlen, "%s field '%s' of the record raised an error: %s", what, name, m);
+  else
+    snprintf(err, errlen, "%s field '%s' of the record raised an error (a %s value)", what, name,
+             luaL_typename(L, -1));
+  lua_pop(L, 1);
+}
+
 static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_value *out,
                           char *err, size_t errlen) {
   lwm_bridge *B = ud;
@@ -604,8 +657,24 @@ static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_va
     lua_pop(L, 1);
     return -1;
   }
-  /* the field's value stays referenced by the record, so a string's bytes stay valid */
-  switch (lua_getfield(L, -1, name)) { /* the scalars converted here, as lwm_to_value does */
+  int t;
+  if (lua_getmetatable(L, -1)) { /* its __index may raise: under lua_pcall */
+    lua_pop(L, 1);
+    lua_pushcfunction(L, get_field_protected);
+    lua_pushvalue(L, -2);
+    lua_pushlightuserdata(L, (void *)name);
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+      field_error(L, "reading", name, err, errlen);
+      lua_pop(L, 1);
+      return -1;
+    }
+    t = lua_type(L, -1);
+  } else {
+    t = lua_getfield(L, -1, name); /* a plain table: no code runs */
+  }
+  /* the field's value stays referenced by the record (or its anchor), so a string's bytes
+   * stay valid */
+  switch (t) { /* the scalars converted here, as lwm_to_value does */
   case LUA_TNIL: *out = wm_nil(); break;
   case LUA_TBOOLEAN: *out = wm_bool(lua_toboolean(L, -1)); break;
   case LUA_TSTRING: {
@@ -625,6 +694,23 @@ static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_va
   return 0;
 }
 
+/* record, name (light userdata), value -> a shallow copy of the record with the field set
+ * (the copy has the record's metatable, whose __newindex may run). */
+static int with_field_protected(lua_State *L) {
+  const char *name = lua_touserdata(L, 2);
+  lua_createtable(L, 0, 4);
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -4);
+  }
+  if (lua_getmetatable(L, 1)) lua_setmetatable(L, -2);
+  lua_pushvalue(L, 3);
+  lua_setfield(L, -2, name);
+  return 1;
+}
+
 static int host_with_field(void *ud, const wm_value *rec, const char *name, const wm_value *val,
                            wm_value *out, char *err, size_t errlen) {
   lwm_bridge *B = ud;
@@ -636,16 +722,28 @@ static int host_with_field(void *ud, const wm_value *rec, const char *name, cons
     return -1;
   }
   int src = lua_gettop(L);
-  lua_createtable(L, 0, 4);
-  lua_pushnil(L);
-  while (lua_next(L, src)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    lua_rawset(L, -4);
+  if (lua_getmetatable(L, src)) { /* its __newindex may raise: under lua_pcall */
+    lua_pop(L, 1);
+    lua_pushcfunction(L, with_field_protected);
+    lua_pushvalue(L, src);
+    lua_pushlightuserdata(L, (void *)name);
+    lwm_push_value(B, val);
+    if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
+      field_error(L, "setting", name, err, errlen);
+      lua_pop(L, 1);
+      return -1;
+    }
+  } else { /* a plain table: no code runs */
+    lua_createtable(L, 0, 4);
+    lua_pushnil(L);
+    while (lua_next(L, src)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -4);
+    }
+    lwm_push_value(B, val);
+    lua_setfield(L, -2, name);
   }
-  if (lua_getmetatable(L, src)) lua_setmetatable(L, -2);
-  lwm_push_value(B, val);
-  lua_setfield(L, -2, name);
   uint32_t s = lwm_slot_new(B, -1);
   lua_pop(L, 2);
   if (!s) {

@@ -15,16 +15,24 @@ typedef struct builtin {
   wm_schema *count_schema; /* count(): {count, key, start, stop} */
 } builtin;
 
+/* The names of the built-in aggregations (WM_AGG_*), for messages. */
+static const char *const agg_names[] = {"", "sum", "min", "max", "min_by", "max_by", "count"};
+
 static int num_of(wm_op *op, builtin *b, const wm_value *rec, wm_value *out) {
   wm_ctx *ctx = op->ctx;
-  if (wm_field_get(&ctx->host, &b->field, rec, out, ctx->err, sizeof ctx->err) != 0)
-    return WM_ERR;
-  if (out->type == WM_INT || out->type == WM_FLOAT) return WM_OK;
   wm_buf buf;
+  if (wm_field_get(&ctx->host, &b->field, rec, out, ctx->err, sizeof ctx->err) != 0) {
+    wm_buf_init(&buf); /* the host's message (a Lua table's __index raised, ...): the record */
+    wm_op_format_record(op, rec, &buf);
+    wm_ctx_error_append(ctx, " (%s('%s') on record %s)", agg_names[b->agg], b->field_name,
+                        buf.data ? buf.data : "");
+    wm_buf_free(&buf);
+    return WM_ERR;
+  }
+  if (out->type == WM_INT || out->type == WM_FLOAT) return WM_OK;
   wm_buf_init(&buf);
   wm_op_format_record(op, rec, &buf);
-  static const char *names[] = {"", "sum", "min", "max", "min_by", "max_by", "count"};
-  wm_ctx_error(ctx, "%s('%s'): field '%s' is %s in record %s", names[b->agg], b->field_name,
+  wm_ctx_error(ctx, "%s('%s'): field '%s' is %s in record %s", agg_names[b->agg], b->field_name,
                b->field_name, out->type == WM_NIL ? "missing" : "not a number",
                buf.data ? buf.data : "");
   wm_buf_free(&buf);
@@ -183,8 +191,15 @@ static int builtin_fire(void *ud, wm_op *op, const wm_fire *f) {
   case WM_AGG_MIN_BY:
   case WM_AGG_MAX_BY: return wm_op_emit(op, 0, f->acc, f->max_ts);
   default:
-    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, ctx->err, sizeof ctx->err) != 0)
+    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, ctx->err, sizeof ctx->err) != 0) {
+      wm_buf buf;
+      wm_buf_init(&buf);
+      wm_op_format_record(op, f->acc, &buf);
+      wm_ctx_error_append(ctx, " (%s('%s') on record %s)", agg_names[b->agg], b->field_name,
+                          buf.data ? buf.data : "");
+      wm_buf_free(&buf);
       return WM_ERR;
+    }
   }
   rc = wm_op_emit(op, 0, &out, f->max_ts);
   wm_value_release(h, &out);

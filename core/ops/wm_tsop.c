@@ -371,7 +371,15 @@ static int fieldts_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, in
   fieldts *f = ud;
   wm_ctx *ctx = op->ctx;
   wm_value v;
-  if (wm_field_get(&ctx->host, &f->f, rec, &v, ctx->err, sizeof ctx->err) != 0) return WM_ERR;
+  if (wm_field_get(&ctx->host, &f->f, rec, &v, ctx->err, sizeof ctx->err) != 0) {
+    wm_buf b; /* the host's message (a Lua table's __index raised, ...): the record */
+    wm_buf_init(&b);
+    wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
+    wm_ctx_error_append(ctx, " (with_timestamp_field('%s') on record %s)", f->name,
+                        b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
   int64_t i;
   const char *why = NULL;
   if (v.type == WM_INT) i = v.u.i;

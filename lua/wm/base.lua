@@ -5,6 +5,11 @@
 --
 -- This module requires no other module of the API's classes, so every area module (and the
 -- SQL planner, through wm.datastream) can require it without a loop.
+--
+-- Every method of these classes is defined in exactly one module. A module that changes what
+-- a method of another module does (wm.through, wm.connectors, wm.scaleout, wm.lab.replay)
+-- registers a hook here (`extend`) that the method calls, instead of redefining the method;
+-- so what a method does never depends on the order in which the modules were required.
 -- @module wm.base
 local core = require("wm.core")
 local duration = require("wm.duration")
@@ -26,6 +31,53 @@ local Env, Stream, KeyedStream, WindowedStream, Sink = {}, {}, {}, {}, {}
 Env.__index, Stream.__index, KeyedStream.__index, WindowedStream.__index, Sink.__index =
   Env, Stream, KeyedStream, WindowedStream, Sink
 M.Env, M.Stream, M.KeyedStream, M.WindowedStream, M.Sink = Env, Stream, KeyedStream, WindowedStream, Sink
+
+-- Extension points ----------------------------------------------------------------------
+
+-- The hooks of each point, by name. The methods that call them (docs/architecture.md,
+-- "Extensions"):
+--   key_by      Stream:key_by(k, {NAME = v}) (wm.stream): fn(stream, keyed, v, level) -> the
+--               keyed stream; NAME is an option of key_by (wm.through: `through`)
+--   assign      Stream:assign_timestamps_and_watermarks(strategy) (wm.stream): fn(stream,
+--               strategy, level) -> a stream, or nil to leave it to the next hook and then
+--               to the plain assigner (wm.connectors: one assigner per partition)
+--   prepare     Env:execute (below), before the env counts as executed: fn(env, level)
+--               completes the plan (wm.through: the readers' writer counts)
+--   run         Env:execute, after: fn(env, name) -> true when it ran the job or took the
+--               run over (wm.scaleout, wm.lab.replay); none did: core.execute runs it
+-- `level` is as for `error`, counted from the hook's caller (the method).
+local points = {key_by = {}, assign = {}, prepare = {}, run = {}}
+local ordered = {} -- point -> its hooks in order, made on first use after a change
+
+--- Registers hook `fn` of extension point `point` under `name`, once: a second hook of the
+-- same name is an error (a module loaded twice, or two modules claiming one name). Hooks
+-- run in the order of `rank` (default 0), then of their names: never in load order.
+-- @local
+function M.extend(point, name, fn, rank)
+  local hooks = points[point]
+  if not hooks then error("extend: no extension point '" .. tostring(point) .. "'", 2) end
+  if type(name) ~= "string" or type(fn) ~= "function" then
+    error("extend: expected a name and a function", 2)
+  end
+  if hooks[name] then error("extend: " .. point .. " already has a hook named '" .. name .. "'", 2) end
+  hooks[name] = {name = name, fn = fn, rank = rank or 0}
+  ordered[point] = nil
+end
+
+--- The hooks of extension point `point`, in their order: a list of {name, fn, rank}.
+-- @local
+function M.hooks(point)
+  local list = ordered[point]
+  if list then return list end
+  list = {}
+  for _, h in pairs(points[point]) do list[#list + 1] = h end
+  table.sort(list, function(a, b)
+    if a.rank ~= b.rank then return a.rank < b.rank end
+    return a.name < b.name
+  end)
+  ordered[point] = list
+  return list
+end
 
 -- Positions in the job script -----------------------------------------------------------
 
@@ -280,11 +332,13 @@ end
 -- env:execute("doubling")
 function Env:execute(name)
   if self.executed then error("execute: this environment has already run", 2) end
+  for _, h in ipairs(M.hooks("prepare")) do h.fn(self, 2) end
   self.executed = true
-  -- scale_out = true on a source: this process supervises, or runs one partition's task
-  if require("wm.scaleout").execute(self, name or "wmrun job") then return end
-  for _, n in ipairs(self.nodes) do -- read_lines{arrival = ...}: the recorded arrival times' clock
-    if n.arrival ~= nil then return require("wm.lab.replay").execute(self, name) end
+  -- a hook may run the job its own way: scale_out = true on a source (wm.scaleout: this
+  -- process supervises, or runs one partition's task), read_lines{arrival = ...}
+  -- (wm.lab.replay: the recorded arrival times' clock)
+  for _, h in ipairs(M.hooks("run")) do
+    if h.fn(self, name) then return end
   end
   return core.execute(self, name or "wmrun job")
 end

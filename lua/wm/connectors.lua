@@ -133,8 +133,8 @@ local function retire(n)
 end
 
 -- Gives every partition of `src` a copy of `chain` and its own assigner of `strategy`, and
--- returns their union.
-local function split(env, src, chain, strategy, where)
+-- returns their union. `level` as for error, counted from split's caller.
+local function split(env, src, chain, strategy, where, level)
   src.split = true
   if strategy.align then
     src.align_group, src.align_drift = strategy.align.group, strategy.align.max_drift
@@ -167,7 +167,7 @@ local function split(env, src, chain, strategy, where)
   end
   for _, n in ipairs(chain) do retire(n) end
   if #outs == 0 then
-    error("no partitions", 3)
+    error("no partitions", level + 1)
   end
   local u = outs[1]:union(table.unpack(outs, 2))
   u.node.name = "partitions of " .. src.name
@@ -177,21 +177,18 @@ local function split(env, src, chain, strategy, where)
   return u
 end
 
-local assign = Stream.assign_timestamps_and_watermarks
-
--- As in wm.stream (documented there), and on a stream that comes from read_kafka or read_nats
--- through forward operators only: one generator per partition (Flink's per-partition watermarks).
-function Stream:assign_timestamps_and_watermarks(strategy)
-  if getmetatable(strategy) == Strategy then
-    local src, chain = partitioned_upstream(self.env, self.node)
-    if src then return split(self.env, src, chain, strategy, base.where()) end
-    if strategy.align then
-      error("assign_timestamps_and_watermarks: with_watermark_alignment needs a read_kafka or read_nats "
-        .. "source upstream, through forward operators only (map, filter, flat_map, parse_csv, parse_json)", 2)
-    end
+-- The hook of Stream:assign_timestamps_and_watermarks (wm.stream, documented there) on a
+-- stream that comes from read_kafka or read_nats through forward operators only: one
+-- generator per partition (Flink's per-partition watermarks). nil: not such a stream.
+base.extend("assign", "partitions", function(s, strategy, level)
+  local src, chain = partitioned_upstream(s.env, s.node)
+  if src then return split(s.env, src, chain, strategy, base.where(), level + 1) end
+  if strategy.align then
+    error("assign_timestamps_and_watermarks: with_watermark_alignment needs a read_kafka or read_nats "
+      .. "source upstream, through forward operators only (map, filter, flat_map, parse_csv, parse_json)", level + 1)
   end
-  return assign(self, strategy)
-end
+  return nil
+end)
 
 --- Watermark alignment (Flink's FLIP-182/217): partitions whose watermark runs more than
 -- `max_drift` ahead of the lowest watermark of the group (over every aligned source of the
@@ -223,7 +220,7 @@ local function partitioned(env, call, kind, t, parts, strategy, level)
   local s = stream(env, n)
   if strategy then
     if #parts == 0 then error(call .. ": no partitions to read", level + 1) end
-    return split(env, n, {}, strategy, n.where)
+    return split(env, n, {}, strategy, n.where, 2)
   end
   return s
 end

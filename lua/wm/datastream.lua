@@ -11,6 +11,10 @@ require("wm.windowed") -- windows on keyed streams
 require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
 require("wm.through")    -- key_by(k, {through = ...}): repartitioning through a log
 local connect = require("wm.connect") -- connected streams (two inputs)
+require("wm.scaleout")   -- execute() of a job with a scale_out source (docs/scaleout.md)
+require("wm.lab.replay") -- execute() of a job with read_lines{arrival = ...} (docs/lab.md)
+-- (wm.connectors, wm.through, wm.scaleout and wm.lab.replay add to methods of the modules
+-- above through wm.base's hooks, `extend`: the order of these requires changes nothing)
 
 local M = {
   env = base.env,

@@ -9,6 +9,8 @@
 -- the index runs the task, and the process exits after it.
 -- @module wm.scaleout
 local core = require("wm.core")
+local base = require("wm.base")
+local through = require("wm.through")
 
 local M = {}
 
@@ -98,12 +100,11 @@ local function run_task(env, name, task)
   local writers = #src.parts
   if side == "read" then
     -- the reading side of the repartitioning: intermediate partition task.partition, its
-    -- writers the tasks of the source's partitions (the cut of lua/wm/through.lua, which
-    -- the through leaves in env._through_cut: no require of it here, wm.through needs us)
-    env._through_cut(env, "read", task.partition, writers)
+    -- writers the tasks of the source's partitions (the cut of lua/wm/through.lua)
+    through.cut(env, "read", task.partition, writers)
   else
     restrict(src, keep)
-    if side == "write" then env._through_cut(env, "write", writer, writers) end
+    if side == "write" then through.cut(env, "write", writer, writers) end
   end
   -- the task's consumer is no member of the group (the supervisor is): it commits its
   -- offsets, after each checkpoint, to a group of its own that has no members
@@ -198,10 +199,12 @@ local function supervise(env, name, index, src)
   if not ok then error(err, 4) end
 end
 
---- Env:execute's hook: counts the script's execute() calls and, in scale-out mode, takes
--- the call over. Returns true when it did (then the call runs no job of its own here).
+--- Env:execute's hook (wm.base, "run"): counts the script's execute() calls and, in
+-- scale-out mode, takes the call over. Returns true when it did (then the call runs no job
+-- of its own here).
 -- @local
 function M.execute(env, name)
+  name = name or "wmrun job"
   calls = calls + 1
   local task = M.task()
   if task then
@@ -214,5 +217,8 @@ function M.execute(env, name)
   supervise(env, name, calls, src)
   return true
 end
+-- before any other hook of the run (rank -1): every execute() call counts, and a task's
+-- child runs its task, whatever else the job does
+base.extend("run", "scaleout", M.execute, -1)
 
 return M

@@ -150,6 +150,10 @@ function Stream:assign_timestamps_and_watermarks(strategy)
   if getmetatable(strategy) ~= watermarks.Strategy then
     error("assign_timestamps_and_watermarks: expected a strategy from wm.watermarks, got " .. type(strategy), 2)
   end
+  for _, h in ipairs(base.hooks("assign")) do -- wm.connectors: a partitioned source upstream
+    local s = h.fn(self, strategy, 2)
+    if s then return s end
+  end
   return one_input(self, "assign", {strategy = strategy}, "timestamps/watermarks")
 end
 
@@ -169,11 +173,33 @@ end
 
 --- Partitions the stream by key: a function, a field name, or a list of field names
 -- (a composite key). Field keys are read in C, with no Lua call per record.
+-- With `{through = target}` the records go through an intermediate topic (Kafka) or stream
+-- (NATS) of `partitions` partitions, partitioned by the key, and are read back from it: the
+-- keyed stream goes on from there, with event time carried by watermark markers (the
+-- minimum over the writers). In one process the job writes and reads in the same run. The
+-- topic or stream is made when missing (wm.through, docs/connectors.md "Repartitioning").
 -- @tparam function|string|table k `fn(record) -> key`, `"field"` or `{"f1", "f2"}`
+-- @tparam[opt] table opts `through = {kafka = {brokers, topic, partitions = n, properties,
+--   replication, timeout}}` (timeout: how long building the job waits for the brokers,
+--   default "10s") or `through = {nats = {url, stream, subject, partitions = n}}` (partition
+--   p of NATS is the subject `<subject>.p`)
 -- @treturn KeyedStream
 -- @usage s:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
-function Stream:key_by(k)
-  return setmetatable({stream = self, key = key_spec(k, 2), where = base.where()}, KeyedStream)
+-- s:key_by("id", {through = {kafka = {brokers = "127.0.0.1:9092", topic = "by-id",
+--   partitions = 4}}}):window(wm.windows.tumbling("5s")):sum("vc")
+function Stream:key_by(k, opts)
+  local hooks = base.hooks("key_by") -- the options' hooks (wm.through: through)
+  if opts ~= nil then
+    local known = {}
+    for _, h in ipairs(hooks) do known[h.name] = true end
+    base.opt_table(opts, "key_by", known, 2)
+  end
+  local keyed = setmetatable({stream = self, key = key_spec(k, 2), where = base.where()}, KeyedStream)
+  if opts == nil then return keyed end
+  for _, h in ipairs(hooks) do
+    if opts[h.name] ~= nil then keyed = h.fn(self, keyed, opts[h.name], 2) end
+  end
+  return keyed
 end
 
 --- Records sent to a side output of the operator that produced this stream (late data

@@ -16,7 +16,7 @@ local base = require("wm.base")
 local duration = require("wm.duration")
 local connectors = require("wm.connectors")
 
-local Env, Stream, KeyedStream = base.Env, base.Stream, base.KeyedStream
+local Env, KeyedStream = base.Env, base.KeyedStream
 local check_string, props_list = connectors.check_string, connectors.props_list
 
 local M = {}
@@ -69,29 +69,13 @@ local function check_through(th, level)
     partitions = check_partitions(o.partitions, c, level + 1)}
 end
 
-local key_by = Stream.key_by
-
---- As `Stream:key_by` (wm.stream), and with `{through = target}` the records go through an
--- intermediate topic (Kafka) or stream (NATS) of `partitions` partitions, partitioned by
--- the key, and are read back from it: the keyed stream goes on from there, with event time
--- carried by watermark markers (the minimum over the writers). In one process the job
--- writes and reads in the same run. The topic or stream is made when missing.
--- @param k the key, as for `Stream:key_by`
--- @tparam[opt] table opts `through = {kafka = {brokers, topic, partitions = n, properties,
---   replication, timeout}}` (timeout: how long building the job waits for the brokers,
---   default "10s") or `through = {nats = {url, stream, subject, partitions = n}}` (partition
---   p of NATS is the subject `<subject>.p`)
--- @treturn KeyedStream
--- @usage s:key_by("id", {through = {kafka = {brokers = "127.0.0.1:9092", topic = "by-id",
---   partitions = 4}}}):window(wm.windows.tumbling("5s")):sum("vc")
-function Stream:key_by(k, opts)
-  if opts == nil then return key_by(self, k) end
-  base.opt_table(opts, "key_by", {through = true}, 2)
-  local keyed = key_by(self, k)
-  if opts.through == nil then return keyed end
-  local t = check_through(opts.through, 2)
+-- The hook of key_by's `through` option (the method and its documentation: wm.stream):
+-- `keyed` is the stream's keyed stream, `th` the option; `level` as for error, counted from
+-- the hook's caller.
+local function through(self, keyed, th, level)
+  local t = check_through(th, level + 1)
   local last, err = core.through_ensure(t)
-  if not last then error("key_by: through: " .. err, 2) end
+  if not last then error("key_by: through: " .. err, level + 1) end
   local env = self.env
   local at = t.kind == "kafka" and (t.topic .. "@" .. t.brokers) or (t.stream .. "@" .. t.url)
   local w = env:_node("through_write", {self.node}, {tkey = keyed.key, target = t,
@@ -117,9 +101,9 @@ function Stream:key_by(k, opts)
   r.through, w.reader = w, r
   env._throughs = env._throughs or {}
   table.insert(env._throughs, w)
-  env._through_cut = M.cut -- for the scale-out task mode (wm.scaleout), which cannot require us
   return setmetatable({stream = base.stream(env, r), key = keyed.key, where = keyed.where}, KeyedStream)
 end
+base.extend("key_by", "through", through)
 
 -- The nodes of env that read `from` (directly or not), `from` included.
 local function downstream(env, from)
@@ -204,30 +188,27 @@ function M.cut(env, side, partition, writers)
 end
 
 -- WM_THROUGH_CUT=write:I:W | read:P:W (internal, for the specs of the cut): cut at execute.
-local function env_cut(env)
+-- `level` as for error, counted from env_cut's caller.
+local function env_cut(env, level)
   local v = os.getenv("WM_THROUGH_CUT")
   if not v or v == "" or not env._throughs or #env._throughs == 0 then return end
   local side, a, b = v:match("^(%a+):(%d+):(%d+)$")
-  if not side then error("WM_THROUGH_CUT must be write:I:W or read:P:W, got '" .. v .. "'", 3) end
+  if not side then error("WM_THROUGH_CUT must be write:I:W or read:P:W, got '" .. v .. "'", level + 1) end
   M.cut(env, side, math.tointeger(a), math.tointeger(b))
 end
 
-local execute = Env.execute
-
--- As in wm.base (documented there); a job with a through sets the readers' writer count
--- (the writers' instances) first, and applies WM_THROUGH_CUT.
-function Env:execute(name)
-  if self._throughs and not self.executed then
-    env_cut(self)
-    for _, w in ipairs(self._throughs) do
-      local r = w.reader
-      if not r.cut then
-        local p = w.parallelism or self.parallelism
-        r.through_writers = (w.writer_count or 1) * p
-      end
+-- Env:execute's hook (wm.base): a job with a through sets the readers' writer count (the
+-- writers' instances) first, and applies WM_THROUGH_CUT.
+base.extend("prepare", "through", function(env, level)
+  if not env._throughs then return end
+  env_cut(env, level + 1)
+  for _, w in ipairs(env._throughs) do
+    local r = w.reader
+    if not r.cut then
+      local p = w.parallelism or env.parallelism
+      r.through_writers = (w.writer_count or 1) * p
     end
   end
-  return execute(self, name)
-end
+end)
 
 return M

@@ -10,6 +10,7 @@
 -- replay), with the read_lines sources replaced by their recorded lines.
 -- @module wm.lab.replay
 local core = require("wm.core")
+local base = require("wm.base")
 
 local M = {}
 
@@ -210,5 +211,16 @@ function M.execute(env, name)
     raise(err)
   end
 end
+
+-- Env:execute's hook (wm.base, "run"): a job with read_lines{arrival = ...} runs here.
+base.extend("run", "replay", function(env, name)
+  for _, n in ipairs(env.nodes) do
+    if n.arrival ~= nil then
+      M.execute(env, name)
+      return true
+    end
+  end
+  return false
+end)
 
 return M
