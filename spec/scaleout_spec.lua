@@ -240,7 +240,8 @@ env:execute()]], "load.lua")
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true,
-  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false}
+  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false,
+  properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
   :parse_json()
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
@@ -301,7 +302,7 @@ local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = %q, topic = "rj", group = "gj", scale_out = true,
   bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false,
-  properties = {["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 200}}
+  properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
   :parse_json()
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
