@@ -99,9 +99,9 @@ trap 'exit 130' INT TERM
 # The lanes, "seconds name kind file-or-dash arg..." one a line in $run/plan, from spec/lanes:
 # its lines "seconds name file pattern" split a spec file (or the C tests, file `c`) by a
 # pattern (busted --filter; for `c`, suite names); pattern `-` is the rest of the file (every
-# test no other lane of the file has), added with 5 s when spec/lanes has no such line. Each
+# test no other lane of the file has), added with 2 s when spec/lanes has no such line. Each
 # test thus runs in exactly one lane whatever its name. A spec file spec/lanes does not name
-# is one lane of 5 s.
+# is one lane of 2 s.
 awk -v build="$BUILD" '
   /^[ \t]*(#|$)/ { next }
   {
@@ -122,7 +122,7 @@ awk -v build="$BUILD" '
           printf "%s\t%s\tc\t-\t%s\n", lsecs[file, n], lname[file, n], lpat[file, n]
           excl = excl "\t" lpat[file, n]
         }
-        printf "%s\t%s\tc\t-\t%s\n", (file in rest_secs) ? rest_secs[file] : 5,
+        printf "%s\t%s\tc\t-\t%s\n", (file in rest_secs) ? rest_secs[file] : 2,
           (file in rest_name) ? rest_name[file] : "c", (excl == "") ? "" : "-x" excl
         continue
       }
@@ -133,7 +133,7 @@ awk -v build="$BUILD" '
       }
       rn = (file in rest_name) ? rest_name[file] : file
       sub(/^spec\//, "", rn); sub(/_spec\.lua$/, "", rn)
-      printf "%s\t%s\tbusted\t%s\t%s\n", (file in rest_secs) ? rest_secs[file] : 5, rn, file, substr(outs, 2)
+      printf "%s\t%s\tbusted\t%s\t%s\n", (file in rest_secs) ? rest_secs[file] : 2, rn, file, substr(outs, 2)
     }
   }' spec/lanes >"$run/table" || exit 2
 # every spec file: those of the table that exist, then the others as whole-file lanes
@@ -141,7 +141,7 @@ for f in spec/*_spec.lua; do
   [ -f "$f" ] || continue
   awk -F '\t' -v f="$f" '$4 == f { found = 1 } END { exit !found }' "$run/table" && continue
   n=${f#spec/}
-  printf '5\t%s\tbusted\t%s\t\n' "${n%_spec.lua}" "$f" >>"$run/table"
+  printf '2\t%s\tbusted\t%s\t\n' "${n%_spec.lua}" "$f" >>"$run/table"
 done
 # (a file of spec/lanes that is gone is left out: its tests went with it)
 awk -F '\t' '$4 == "-" || system("test -f \"" $4 "\"") == 0' "$run/table" |
