@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 if [ "$1" = "--lane" ]; then
   # One lane: DIR holds `name`, `kind` (c or busted) and `args` (one a line); the lane writes
-  # `out` (everything it printed) and `result` ("passed failed rc ms"). Its temporary
+  # `out` (everything it printed) and `result` ("passed failed rc ms cpu-ms"). Its temporary
   # directory is the one DIR/tmp names: the run's wmrun-test.NN (spec/tmp_spec.lua wants a
   # base named wmrun-test.*).
   d=$2
@@ -199,21 +199,23 @@ for d in "$run"/lanes/*; do
   passed=$((passed + p))
   failed=$((failed + f))
   if [ "$f" -ne 0 ]; then
-    echo "== lane $(cat "$d/name") failed (exit $rc): its whole output ($(tr '\n' ' ' <"$d/args"))"
+    echo "== lane $(cat "$d/name") failed (exit $rc; again: spec/run_all.sh $BUILD $(cat "$d/name")):" \
+      "its whole output"
     cat "$d/out"
   elif [ "$p" -eq 0 ]; then
     # not a failure (the file's rest lane runs whatever the pattern no longer matches)
     echo "note: lane $(cat "$d/name") ran no test: its pattern in spec/lanes matches none"
   fi
+  # (the sanitizers and valgrind make every lane slower: the seconds are those of a plain build)
   secs=$(cat "$d/secs")
-  [ "$lms" -gt $((secs * 2000 + 10000)) ] &&
+  [ -z "$LANE_PRELOAD$WMRUN_VALGRIND" ] && [ "$lms" -gt $((secs * 2000 + 10000)) ] &&
     echo "note: lane $(cat "$d/name") took $((lms / 1000)) s, spec/lanes says $secs s: correct it there," \
       "so that the longest lanes start first"
 done
 
 if [ -n "$WM_TEST_LOG" ]; then
   for d in "$run"/lanes/*; do
-    echo "== lane $(cat "$d/name"): $(tr '\n' ' ' <"$d/args")"
+    echo "== lane $(cat "$d/name"): $(tr '\n' ' ' <"$d/args" | sed 's/ $//')"
     cat "$d/out" 2>/dev/null
   done >"$WM_TEST_LOG"
 fi
