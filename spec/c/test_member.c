@@ -88,7 +88,7 @@ static int b_took_them(member_state *a, member_state *b) {
 static wm_member *join(const char *brokers) {
   static const char *const sources[] = {"mt"};
   static const int counts[] = {NPART};
-  static const char *const props[] = {"session.timeout.ms", "3000", "heartbeat.interval.ms", "100",
+  static const char *const props[] = {"session.timeout.ms", "6000", "heartbeat.interval.ms", "100",
                                       "log_level", "2"};
   wm_member_kafka_config kc = {.c = {.group = "tg", .nsources = 1, .sources = sources, .counts = counts},
                                .brokers = brokers,
