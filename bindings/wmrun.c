@@ -55,6 +55,8 @@ static void usage(FILE *f) {
           "                              SIGTERM then stops with a checkpoint, without draining\n"
           "  --checkpoint-interval D     time between checkpoints (default 10s)\n"
           "  --fresh                     with --checkpoint-dir: remove its checkpoints, start over\n"
+          "  --restart-backoff D         scale_out: wait D before starting a failed task again,\n"
+          "                              doubling each time (default 200ms; docs/scaleout.md)\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
@@ -79,6 +81,7 @@ typedef struct options {
   int progress;     /* --progress 1, --no-progress 0, -1 = not given */
   const char *ck_dir;  /* --checkpoint-dir */
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
+  int64_t backoff;     /* --restart-backoff; -1 = not given */
   int fresh;
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
@@ -272,6 +275,10 @@ static int pmain(lua_State *L) {
     lua_pushboolean(L, o->progress);
     lua_setfield(L, -2, "progress");
   }
+  if (o->backoff >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->backoff);
+    lua_setfield(L, -2, "restart_backoff");
+  }
   if (o->ck_dir) {
     lua_pushstring(L, o->ck_dir);
     lua_setfield(L, -2, "checkpoint_dir");
@@ -384,6 +391,7 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
   o.ck_interval = -1;
+  o.backoff = -1;
   o.threads = -1;
   o.metrics_port = -1;
   o.progress = -1;
@@ -438,6 +446,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--checkpoint-interval") == 0 ||
                strncmp(a, "--checkpoint-interval=", 22) == 0) {
       if (duration_opt("--checkpoint-interval", a, argv, &i, &o.ck_interval) != 0) return 2;
+    } else if (strcmp(a, "--restart-backoff") == 0 || strncmp(a, "--restart-backoff=", 18) == 0) {
+      if (duration_opt("--restart-backoff", a, argv, &i, &o.backoff) != 0) return 2;
+      if (o.backoff < 1) {
+        fprintf(stderr, "%s: --restart-backoff must be at least 1ms\n", progname);
+        return 2;
+      }
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];

@@ -497,6 +497,17 @@ env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end
         .. "once %(key_by with through%), this one does 2 times", err)
     end)
 
+    it("--restart-backoff takes a duration of at least 1 ms", function()
+      for _, v in ipairs({"0ms", "soon"}) do
+        local _, err, code = helper.wmrun("--restart-backoff " .. v .. " job.lua")
+        assert.are.equal(2, code)
+        assert.matches("^wmrun: %-%-restart%-backoff", err)
+      end
+      local _, err, code = helper.wmrun("--restart-backoff")
+      assert.are.equal(2, code)
+      assert.matches("^wmrun: %-%-restart%-backoff needs a duration", err)
+    end)
+
     it("--fresh is refused: the folder is every process's", function()
       local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
@@ -508,16 +519,22 @@ env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") .. 
     end)
 
     it("a task that fails 5 times in a row fails the supervisor, naming it and its last message", function()
+      -- (--restart-backoff 10ms: the back-offs between the starts are 10, 20, 40 and 80 ms)
       local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
   :map(function(r) return r end):print()
 if os.getenv("WM_TASK") then error("the task cannot start") end
-env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end)
+env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") .. " --restart-backoff 10ms" end)
       assert.are.equal(1, code)
       local _, n = err:gsub("task ev%-0 %(ev/0%) failed %(exit status 1%)", "")
       assert.are.equal(5, n)
+      local waits = {}
+      for ms in err:gmatch("task ev%-0 %(ev/0%) failed %(exit status 1%); starting it again in (%d+) ms\n") do
+        waits[#waits + 1] = tonumber(ms)
+      end
+      assert.are.same({10, 20, 40, 80}, waits)
       assert.matches("job%.lua:6: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row; its last "
         .. "message: wmrun: [^\n]*job%.lua:5: the task cannot start", err)
     end)
