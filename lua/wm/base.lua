@@ -223,7 +223,7 @@ function M.env(opts)
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
-                       progress = o.progress}, Env)
+                       progress = o.progress, restart_backoff = o.restart_backoff}, Env)
 end
 
 --- Adds a node to the env's plan; `t.where` is the job line it came from.
