@@ -89,9 +89,13 @@ demo: build-with-deps
 	@echo "== output:"
 	$(WMRUN) examples/a_tumbling_in_order.lua
 
-# Every suite; the last line is "N passed, M failed".
+# Every suite, in lanes run beside each other (spec/run_all.sh, docs/testing.md); the last
+# line is "N passed, M failed". J=n lanes at a time (default 3 per CPU; J=1: one after the
+# other); LANES="name ..." runs only those (spec/run_all.sh --list names them).
+J ?=
+LANES ?=
 test: build-with-deps
-	@./spec/run_all.sh $(BUILD)
+	@J=$(J) ./spec/run_all.sh $(BUILD) $(LANES)
 
 ASAN_BUILD = $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
@@ -101,14 +105,14 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/l
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
 asan:
 	$(ASAN_BUILD)
-	$(ASAN_ENV) ./spec/run_all.sh build-asan
+	$(ASAN_ENV) J=$(J) ./spec/run_all.sh build-asan $(LANES)
 
 # Every suite under ASan with a full garbage collection after every call into a user
 # function (WM_GCSTRESS=1, read by the bridge): a Lua value that C uses without holding a
 # reference to it is collected at once, and the use shows as an ASan report or a wrong result.
 gcstress:
 	$(ASAN_BUILD)
-	WM_GCSTRESS=1 $(ASAN_ENV) ./spec/run_all.sh build-asan
+	WM_GCSTRESS=1 $(ASAN_ENV) J=$(J) ./spec/run_all.sh build-asan $(LANES)
 
 # Running out of memory at every allocation of a small job in turn (WM_FAIL_ALLOC=N for every
 # N, on the ASan build): each run ends in "not enough memory" or the right output, never a
@@ -128,7 +132,7 @@ tsan: all
 	  lua5.4 /usr/bin/busted -o TAP spec/threads_spec.lua spec/parallel_spec.lua
 
 valgrind: all
-	WMRUN_VALGRIND=1 ./spec/run_all.sh $(BUILD)
+	WMRUN_VALGRIND=1 J=$(J) ./spec/run_all.sh $(BUILD) $(LANES)
 
 # The timeline pictures embedded in the docs (docs/img/*.svg), drawn by wmrun --timeline,
 # and their screenshots (docs/img/*.png) in headless Chromium when it is installed.

@@ -67,7 +67,7 @@ static const char **strings(lua_State *L, int idx, const char *k, int *n) {
 }
 
 /* core.supervise{kind = "kafka", group, ckdir, index, node, sources = {...}, counts = {...},
- * args = {...}, brokers, props = {...}, metrics} -> true | nil, message; kind = "nats": url,
+ * args = {...}, brokers, props = {...}, metrics, backoff_ms} -> true | nil, message; kind = "nats": url,
  * partitions = {share | false, ...}, subjects = {filter, ...}, lease_ms instead of brokers and
  * props. */
 static int l_supervise(lua_State *L) {
@@ -124,6 +124,7 @@ static int l_supervise(lua_State *L) {
                          .metrics = lua_getfield(L, 1, "metrics") != LUA_TNIL && lua_toboolean(L, -1),
                          .log = stderr};
   lua_pop(L, 1);
+  cfg.backoff_ms = lwm_get_int(L, 1, "backoff_ms", 0);
   char err[1024];
   int rc = 0;
   if (cfg.ckdir && mkdir(cfg.ckdir, 0777) != 0 && errno != EEXIST) {

@@ -60,6 +60,8 @@ static void usage(FILE *f) {
           "  --allow-state-change        with --checkpoint-dir: resume even when a window's function\n"
           "                              changed since the checkpoint (its open windows go on from\n"
           "                              the state the old function made)\n"
+          "  --restart-backoff D         scale_out: wait D before starting a failed task again,\n"
+          "                              doubling each time (default 200ms; docs/scaleout.md)\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
@@ -85,6 +87,7 @@ typedef struct options {
   const char *ck_dir;  /* --checkpoint-dir */
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
   int64_t stall;       /* --stall-timeout; -1 = not given */
+  int64_t backoff;     /* --restart-backoff; -1 = not given */
   int fresh;
   int allow_state_change; /* --allow-state-change */
   int sql; /* --sql: the script is SQL, run by wm.sql */
@@ -279,6 +282,10 @@ static int pmain(lua_State *L) {
     lua_pushboolean(L, o->progress);
     lua_setfield(L, -2, "progress");
   }
+  if (o->backoff >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->backoff);
+    lua_setfield(L, -2, "restart_backoff");
+  }
   if (o->ck_dir) {
     lua_pushstring(L, o->ck_dir);
     lua_setfield(L, -2, "checkpoint_dir");
@@ -398,6 +405,7 @@ int main(int argc, char **argv) {
   o.wm_interval = -1;
   o.ck_interval = -1;
   o.stall = -1;
+  o.backoff = -1;
   o.threads = -1;
   o.metrics_port = -1;
   o.progress = -1;
@@ -456,6 +464,12 @@ int main(int argc, char **argv) {
       if (duration_opt("--checkpoint-interval", a, argv, &i, &o.ck_interval) != 0) return 2;
     } else if (strcmp(a, "--stall-timeout") == 0 || strncmp(a, "--stall-timeout=", 16) == 0) {
       if (duration_opt("--stall-timeout", a, argv, &i, &o.stall) != 0) return 2;
+    } else if (strcmp(a, "--restart-backoff") == 0 || strncmp(a, "--restart-backoff=", 18) == 0) {
+      if (duration_opt("--restart-backoff", a, argv, &i, &o.backoff) != 0) return 2;
+      if (o.backoff < 1) {
+        fprintf(stderr, "%s: --restart-backoff must be at least 1ms\n", progname);
+        return 2;
+      }
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];

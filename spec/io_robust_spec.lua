@@ -93,8 +93,8 @@ env:from_elements("id,v", "a,1", "b,2"):parse_csv{"id", "v:integer", header = tr
     local _, err, code, p = run([[
 env:from_elements("id,v", "a,1", "b,x"):parse_csv{"id", "v:integer", header = true}:print()]])
     assert.are.equal(1, code)
-    assert.truthy(err:find("wmrun: element 3 of from_elements (" .. p .. ":3): field 'v': 'x' is not an integer",
-      1, true), err)
+    assert.truthy(err:find("wmrun: element 3 of from_elements (" .. h.chunkname(p) .. ":3): field 'v': 'x' is not an "
+      .. "integer", 1, true), err)
   end)
 
   it("a parse error names the record of generate, and the side output its number", function()
@@ -102,8 +102,8 @@ env:from_elements("id,v", "a,1", "b,x"):parse_csv{"id", "v:integer", header = tr
 env:generate(function(i) return i == 2 and "x" or tostring(i) end, {count = 3})
   :parse_csv{"n:integer"}:print()]])
     assert.are.equal(1, code)
-    assert.truthy(err:find("wmrun: record 2 of generate (" .. p .. ":3): field 'n': 'x' is not an integer", 1, true),
-      err)
+    assert.truthy(err:find("wmrun: record 2 of generate (" .. h.chunkname(p) .. ":3): field 'n': 'x' is not an integer",
+      1, true), err)
     local out
     out, err, code = run([[
 local s = env:generate(function(i) return i == 2 and "x" or tostring(i) end, {count = 3})

@@ -1,7 +1,8 @@
 -- Prometheus metrics (--metrics-port, wm.env{metrics = {...}}; docs/metrics.md): a job that
 -- stays alive (listen_lines) gets four lines through its socket, the spec scrapes /metrics
 -- with curl and checks names, labels and values worked out from the job, then stops the job
--- by its pid. Every wait is for a condition (h.wait_for), never for a time.
+-- by its pid and waits for its exit status. Every wait is for a condition (h.wait_for), never
+-- for a time.
 local h = require("helper")
 local q = h.shell_quote
 
@@ -35,14 +36,10 @@ env:execute()
 
 local function start(opts, args, text)
   local dir = h.tmpdir()
-  local job = dir .. "/job.lua"
-  local f = assert(io.open(job, "w"))
-  f:write(string.format(text or JOB, opts or ""))
-  f:close()
-  local p = {dir = dir, out = dir .. "/out", err = dir .. "/err"}
-  os.execute(string.format("%s %s %s >%s 2>%s & echo $! > %s", h.wmrun_path(), args or "", q(job),
-    q(p.out), q(p.err), q(dir .. "/pid")))
-  p.pid = h.wait_for(function() return tonumber(h.read_or_empty(dir .. "/pid"):match("%d+")) end, "the pid")
+  -- (bg_job: its shell waits for wmrun and writes its exit status, which stop waits for)
+  local job = h.bg_job(dir, string.format(text or JOB, opts or ""), args)
+  local p = {dir = dir, out = job.out, err = job.err, job = job}
+  p.pid = job.pid()
   p.metrics_port = tonumber(h.wait_for(function()
     return h.read_or_empty(p.err):match("metrics on http://127%.0%.0%.1:(%d+)/metrics\n")
   end, "the metrics port on stderr"))
@@ -67,13 +64,13 @@ end
 
 local function stop(p)
   os.execute("kill " .. p.pid)
-  h.wait_for(function() return not os.execute("kill -0 " .. p.pid .. " 2>/dev/null") end, "wmrun to end")
+  p.job.wait()
 end
 
 describe("Prometheus metrics", function()
   it("--metrics-port 0 serves every operator's counts, watermark, lag and open windows", function()
     local p = start(nil, "--metrics-port 0")
-    h.finally(function() os.execute("kill " .. p.pid .. " 2>/dev/null") end)
+    h.finally(p.job.kill)
     local _, err, code = h.sh_plain("nc -N 127.0.0.1 " .. p.port, "a,1\na,7\na,12\na,2\n")
     assert.are.equal(0, code, err)
     local got = h.wait_for(function()
@@ -125,7 +122,7 @@ describe("Prometheus metrics", function()
 
   it("wm.env{metrics = {port = 0, host = '127.0.0.1'}} serves it too; other paths are 404", function()
     local p = start(", metrics = {port = 0, host = '127.0.0.1'}")
-    h.finally(function() os.execute("kill " .. p.pid .. " 2>/dev/null") end)
+    h.finally(p.job.kill)
     local head = scrape(p.metrics_port, "/other")
     local head2, body = scrape(p.metrics_port, "/metrics")
     stop(p)
@@ -146,7 +143,7 @@ describe("Prometheus metrics", function()
 
   it("a port in use fails the job naming host and port", function()
     local p = start(nil, "--metrics-port 0")
-    h.finally(function() os.execute("kill " .. p.pid .. " 2>/dev/null") end)
+    h.finally(p.job.kill)
     local _, err, code = h.run_job('local env = require("wm").env{metrics = {port = ' .. p.metrics_port
       .. '}}\nenv:from_elements(1):print()\nenv:execute()\n')
     stop(p)

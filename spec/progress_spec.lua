@@ -44,28 +44,27 @@ describe("the progress line", function()
   end)
 
   it("shows the watermark as a UTC time while the job runs", function()
-    local job = h.write_tmp([[
+    local job = [[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:generate(function(i) return {k = "a", ts = i * 1000} end, {rate = 50})
   :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
   :key_by("k"):window(wm.windows.tumbling("5s")):count():print()
 env:execute()
-]], ".lua")
+]]
     local dir = h.tmpdir()
-    os.execute(string.format("%s --progress %s >/dev/null 2>%s & echo $! > %s", h.wmrun_path(), q(job),
-      q(dir .. "/err"), q(dir .. "/pid")))
-    local pid = h.wait_for(function() return tonumber(h.read_or_empty(dir .. "/pid"):match("%d+")) end, "the pid")
-    h.finally(function() os.execute("kill " .. pid .. " 2>/dev/null") end)
+    -- (bg_job: its shell waits for wmrun and writes its exit status, which the spec waits for)
+    local p = h.bg_job(dir, job, "--progress")
+    local pid = p.pid()
+    h.finally(function() p.kill(); h.rmdir(dir) end)
     -- record i has ts = i s, so the watermark is a whole second minus 1 ms after 1970-01-01
     local line = h.wait_for(function()
       return h.read_or_empty(dir .. "/err"):match("\r(wmrun: %d+ records, %d+ records/s, watermark "
         .. "1970%-01%-01 %d%d:%d%d:%d%d%.999)")
     end, "a progress line with a watermark")
     os.execute("kill " .. pid)
-    h.wait_for(function() return not os.execute("kill -0 " .. pid .. " 2>/dev/null") end, "wmrun to end")
+    p.wait()
     assert.is_truthy(line)
     assert.matches("\rwmrun: %d+ records, %d+ records/s, watermark end of input *\n$", h.read(dir .. "/err"))
-    os.remove(job)
   end)
 end)

@@ -529,8 +529,8 @@ describe("a replayed job's errors", function()
     local _, err, code = run("local env = wm.env{}\n" .. SENSOR_SOURCE ..
       "sensors:union(env:from_elements({k = 'x'})):print()\nenv:execute()\n")
     assert.are.equal(1, code)
-    assert.matches("every source of a replayed job needs arrival times (from_elements at " .. dir
-      .. "/job.lua:6 has none)", err, 1, true)
+    assert.matches("every source of a replayed job needs arrival times (from_elements at "
+      .. h.chunkname(dir .. "/job.lua") .. ":6 has none)", err, 1, true)
   end)
 
   it("says which sink file cannot be written, before the replay starts", function()

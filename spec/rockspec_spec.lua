@@ -9,9 +9,10 @@ local name = "wmrun-" .. tostring(version) .. "-1.rockspec"
 local path = h.root .. "/" .. name
 
 -- luarocks runs without the sanitizer preload of `make asan` (h.sh_plain; it is not what is
--- tested) and with a HOME of its own (its caches stay in the temporary directory)
-local function luarocks(home, args)
-  return h.sh_plain("HOME=" .. q(home) .. " luarocks --lua-version=5.4 " .. args)
+-- tested) and with a HOME of its own (its caches stay in the temporary directory), in the
+-- folder `cwd` (default: the temporary HOME)
+local function luarocks(home, args, cwd)
+  return h.sh_plain("cd " .. q(cwd or home) .. " && HOME=" .. q(home) .. " luarocks --lua-version=5.4 " .. args)
 end
 
 local function ls(pattern)
@@ -56,15 +57,20 @@ describe("the rockspec", function()
 
   it("builds with luarocks make into a tree that lua5.4 requires wm from", function()
     local dir = h.tmpdir()
-    -- a copy of the sources: luarocks' builtin backend writes objects next to them
+    -- a copy of the sources: luarocks' builtin backend writes objects next to them, in the
+    -- folder it runs in (not the rockspec's): it runs in the copy, and the source tree gets
+    -- no object file
     local _, err, code = h.sh_plain("cd " .. q(h.root) .. " && cp -R core bindings lua " .. q(name)
       .. " " .. q(dir))
     assert.are.equal(0, code, err)
+    local objects = "ls core/*/*.o bindings/*.o 2>/dev/null"
+    local before = h.lines("cd " .. q(h.root) .. " && " .. objects)
     local tree = dir .. "/tree"
     local out
-    out, err, code = luarocks(dir, "make --deps-mode=none --tree " .. q(tree) .. " "
-      .. q(dir .. "/" .. name) .. " 2>&1")
+    out, err, code = luarocks(dir, "make --deps-mode=none --tree " .. q(tree) .. " " .. q(name) .. " 2>&1")
     assert.are.equal(0, code, out .. err)
+    assert.are.same(before, h.lines("cd " .. q(h.root) .. " && " .. objects))
+    assert.is_true(#h.lines("cd " .. q(dir) .. " && " .. objects) > 0, "the objects are in the copy")
     local script = string.format([[
 package.path = %q .. "/share/lua/5.4/?.lua;" .. %q .. "/share/lua/5.4/?/init.lua;" .. package.path
 package.cpath = %q .. "/lib/lua/5.4/?.so;" .. package.cpath

@@ -263,7 +263,8 @@ env:execute()]], "load.lua")
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true,
-  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false}
+  bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false,
+  properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
   :parse_json()
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
@@ -324,7 +325,7 @@ local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 env:read_kafka{brokers = %q, topic = "rj", group = "gj", scale_out = true,
   bounded = os.getenv("WM_SPEC_BOUNDED") and "latest" or false,
-  properties = {["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 200}}
+  properties = {["session.timeout.ms"] = 3000, ["heartbeat.interval.ms"] = 200}}
   :parse_json()
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
@@ -519,6 +520,17 @@ env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end
         .. "once %(key_by with through%), this one does 2 times", err)
     end)
 
+    it("--restart-backoff takes a duration of at least 1 ms", function()
+      for _, v in ipairs({"0ms", "soon"}) do
+        local _, err, code = helper.wmrun("--restart-backoff " .. v .. " job.lua")
+        assert.are.equal(2, code)
+        assert.matches("^wmrun: %-%-restart%-backoff", err)
+      end
+      local _, err, code = helper.wmrun("--restart-backoff")
+      assert.are.equal(2, code)
+      assert.matches("^wmrun: %-%-restart%-backoff needs a duration", err)
+    end)
+
     it("--fresh is refused: the folder is every process's", function()
       local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
@@ -530,16 +542,22 @@ env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") .. 
     end)
 
     it("a task that fails 5 times in a row fails the supervisor, naming it and its last message", function()
+      -- (--restart-backoff 10ms: the back-offs between the starts are 10, 20, 40 and 80 ms)
       local _, err, code = run_on_kafka({"ev:1"}, [[
 local wm = require("wm")
 local env = wm.env{}
 env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
   :map(function(r) return r end):print()
 if os.getenv("WM_TASK") then error("the task cannot start") end
-env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") end)
+env:execute()]], function(dir) return "--checkpoint-dir " .. q(dir .. "/ck") .. " --restart-backoff 10ms" end)
       assert.are.equal(1, code)
       local _, n = err:gsub("task ev%-0 %(ev/0%) failed %(exit status 1%)", "")
       assert.are.equal(5, n)
+      local waits = {}
+      for ms in err:gmatch("task ev%-0 %(ev/0%) failed %(exit status 1%); starting it again in (%d+) ms\n") do
+        waits[#waits + 1] = tonumber(ms)
+      end
+      assert.are.same({10, 20, 40, 80}, waits)
       assert.matches("job%.lua:6: scale_out: task ev%-0 %(partition ev/0%) failed 5 times in a row, the last "
         .. "with exit status 1: wmrun: [^\n]*job%.lua:5: the task cannot start", err)
     end)
@@ -556,7 +574,8 @@ local env = require("wm").env{}
 env:from_elements({v = 1}):write_kafka{brokers = arg[1], topic = "ev"}
 env:execute("load")]], "load.lua")) .. " " .. q(k.bootstrap))
       assert.are.equal(0, code, err)
-      _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " " .. q(script(dir, [[
+      _, err, code = helper.wmrun("--checkpoint-dir " .. q(dir .. "/ck") .. " --restart-backoff 10ms "
+        .. q(script(dir, [[
 local env = require("wm").env{}
 env:read_kafka{brokers = arg[1], topic = "ev", group = "g", scale_out = true}
   :map(function() os.exit(3) end):print()

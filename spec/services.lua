@@ -14,7 +14,10 @@
 --   k:topic_error("t", "UNKNOWN_TOPIC_OR_PART") -- its metadata requests answer that error
 --   k:request_error("OffsetCommit", 3, "GROUP_AUTHORIZATION_FAILED")
 --
--- Readiness is polled in a bounded loop (the server's own announcement), never assumed.
+-- Readiness is polled in a bounded loop (the server's own announcement), never assumed. A
+-- server runs under a shell that waits for it and writes its exit status into its folder
+-- (file `rc`): that file is how the spec learns that it has ended (`kill -0` on its pid
+-- goes on succeeding until the zombie is reaped, by a process that is not the spec's).
 local helper = require("helper")
 
 local M = {}
@@ -23,10 +26,6 @@ local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" e
 M.quote = sh_quote
 
 local read_or_empty = helper.read_or_empty
-
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
-end
 
 --- Waits (50 ms steps, at most `tries` of them, default 200) until fn() returns a value;
 -- returns it or nil (helper.wait_for, which raises, with a bound of one's own).
@@ -44,7 +43,7 @@ local tmpdir = helper.tmpdir
 local Service = {}
 Service.__index = Service
 
---- Stops the server (SIGTERM, then SIGKILL if it has not gone after 5 s) and removes its
+--- Stops the server (SIGTERM, then SIGKILL if it has not ended after 5 s) and removes its
 -- directory. Safe to call twice.
 function Service:stop()
   self:kill()
@@ -52,14 +51,20 @@ function Service:stop()
   self.dir = nil
 end
 
+--- The server's exit status once it has ended (its shell has written it), else nil.
+function Service:exited()
+  local s = read_or_empty(self.rc)
+  if s:find("\n", 1, true) then return tonumber(s:match("%d+")) end
+end
+
 --- Stops the server (SIGTERM) but keeps its directory, so that `:start_again()` brings it
--- back with the same data on the same port (nats only).
+-- back with the same data on the same port (nats only). Returns when it has ended.
 function Service:kill()
-  if self.pid and alive(self.pid) then
+  if self.pid and not self:exited() then
     os.execute("kill -TERM " .. self.pid .. " 2>/dev/null")
-    if not M.poll(function() return not alive(self.pid) end, 100) then
+    if not M.poll(function() return self:exited() end, 100) then
       os.execute("kill -KILL " .. self.pid .. " 2>/dev/null")
-      M.poll(function() return not alive(self.pid) end, 40)
+      M.poll(function() return self:exited() end, 40)
     end
   end
   self.pid = nil
@@ -68,21 +73,32 @@ end
 --- The server's log so far (for failure messages).
 function Service:log() return read_or_empty(self.dir .. "/log") end
 
--- stdin: a redirection of the server's standard input (default "</dev/null")
+-- stdin: a redirection of the server's standard input (default "</dev/null"). The server
+-- runs under a shell of its own that writes its pid into dir/pid and, when it ends, its exit
+-- status into dir/rc.
 local function start(cmd, dir, ready, what, stdin)
-  local p = io.popen("cd " .. sh_quote(dir) .. " && (" .. cmd .. " >" .. sh_quote(dir .. "/out")
-    .. " 2>" .. sh_quote(dir .. "/log") .. " " .. (stdin or "</dev/null") .. " & echo $!)")
-  local pid = p:read("l")
-  p:close()
-  local s = setmetatable({pid = assert(tonumber(pid), "no pid for " .. what), dir = dir}, Service)
-  local v = M.poll(function()
-    if not alive(s.pid) then return false end
-    return ready(s)
-  end, 200)
+  local pidf, rc = dir .. "/pid", dir .. "/rc"
+  os.remove(pidf)
+  os.remove(rc)
+  local run = "cd " .. sh_quote(dir) .. " && { " .. cmd .. " >" .. sh_quote(dir .. "/out")
+    .. " 2>" .. sh_quote(dir .. "/log") .. " " .. (stdin or "</dev/null") .. " & echo $! >" .. sh_quote(pidf)
+    .. "; wait $!; echo $? >" .. sh_quote(rc .. ".tmp") .. " && mv " .. sh_quote(rc .. ".tmp") .. " "
+    .. sh_quote(rc) .. "; }"
+  assert(os.execute("sh -c " .. sh_quote(run) .. " >/dev/null 2>&1 </dev/null &"), "cannot start " .. what)
+  local pid = M.poll(function() return tonumber(read_or_empty(pidf):match("^(%d+)\n")) end, 1200)
+  local s = setmetatable({pid = assert(pid, "no pid for " .. what), dir = dir, rc = rc}, Service)
+  local v
+  for _ = 1, 1200 do -- (60 s: a bound for when something is broken)
+    if s:exited() then break end -- it has ended: no use waiting
+    v = ready(s)
+    if v then break end
+    os.execute("sleep 0.05")
+  end
   if not v then
     local log = s:log() .. read_or_empty(dir .. "/out")
+    local code = s:exited()
     s:stop()
-    error(what .. " did not start: " .. log, 3)
+    error(what .. (code and (" ended (exit status " .. code .. ")") or " did not start") .. ": " .. log, 3)
   end
   return s, v
 end

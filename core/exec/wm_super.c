@@ -19,7 +19,7 @@ extern char **environ;
 
 #define TICK_MS 500
 #define MAX_CRASHES 5
-#define BACKOFF_MS 200
+#define BACKOFF_MS 200 /* unless cfg->backoff_ms says otherwise (wmrun --restart-backoff) */
 #define STEADY_MS 30000 /* a child that ran this long was not crashing in a row */
 #define LINE_MAX_LEN 1024
 
@@ -78,6 +78,12 @@ struct wm_super {
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
+
+/* The back-off before a task's n-th start again in a row (n >= 1): the first, doubling. */
+static uint64_t backoff(const wm_super *S, int n) {
+  uint64_t first = S->cfg->backoff_ms > 0 ? (uint64_t)S->cfg->backoff_ms : BACKOFF_MS;
+  return first << (n - 1);
+}
 
 void wm_super_task_name(int index, const char *pname, char *buf, size_t n) {
   size_t o = 0;
@@ -256,8 +262,11 @@ static void child_maybe_finish(child *c) {
     char how[64];
     if (c->sig) snprintf(how, sizeof how, "killed by signal %d", c->sig);
     else snprintf(how, sizeof how, "exit status %" PRId64, c->status);
+    char again[64] = "";
+    if (t->crashes < MAX_CRASHES)
+      snprintf(again, sizeof again, "; starting it again in %" PRIu64 " ms", backoff(S, t->crashes));
     fprintf(S->cfg->log, "wmrun: group '%s': task %s (%s) failed (%s)%s\n", S->cfg->member.group, t->name,
-            t->pname, how, t->crashes < MAX_CRASHES ? "; starting it again" : "");
+            t->pname, how, again);
     if (t->crashes >= MAX_CRASHES) {
       char what[700];
       snprintf(what, sizeof what, "task %s (partition %s) failed %d times in a row, the last %s%s",
@@ -265,8 +274,7 @@ static void child_maybe_finish(child *c) {
       if (t->last[0]) fail(S, "%s: %s", what, t->last);
       else fail(S, "%s (it printed no error)", what);
     } else {
-      uint64_t wait = (uint64_t)BACKOFF_MS << (t->crashes - 1);
-      if (uv_timer_start(&t->backoff, on_backoff, wait, 0) == 0) t->backoff_on = 1;
+      if (uv_timer_start(&t->backoff, on_backoff, backoff(S, t->crashes), 0) == 0) t->backoff_on = 1;
       else fail(S, "cannot start a timer");
     }
   }
@@ -299,7 +307,7 @@ static void spawn_failed(task *t, const char *why) {
     check_done(t->S);
     return;
   }
-  if (uv_timer_start(&t->backoff, on_backoff, (uint64_t)BACKOFF_MS << (t->crashes - 1), 0) == 0)
+  if (uv_timer_start(&t->backoff, on_backoff, backoff(t->S, t->crashes), 0) == 0)
     t->backoff_on = 1;
 }
 

@@ -17,7 +17,8 @@
  * <checkpoint dir>/task-<name>/, and `task-<name>/ENDED` marks a task whose input ended.
  *
  * Revoke: SIGTERM to the child (final checkpoint, exit 0), then wm_member_release. Lost:
- * SIGKILL. A child that fails is started again after a backoff; after 5 failures in a row
+ * SIGKILL. A child that fails is started again after a backoff (cfg->backoff_ms, doubling;
+ * wmrun --restart-backoff); after 5 failures in a row
  * the supervisor fails naming the task and its last line on stderr. SIGTERM or SIGINT to the
  * supervisor stops every child (final checkpoints) and ends the run (0); so does the end
  * of every partition of the subscription (every task ENDED, whoever ran it; not those the
@@ -27,6 +28,7 @@
 #ifndef WM_SUPER_H
 #define WM_SUPER_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "io/wm_member.h"
@@ -43,6 +45,7 @@ typedef struct wm_super_config {
   wm_member *(*member_new)(const wm_member_common *c, void *ud, char *err, size_t errlen);
   void *member_ud;
   int metrics;                 /* print the table of partitions at the end */
+  int64_t backoff_ms;          /* a failed task's first back-off (doubling); 0: 200 ms */
   FILE *log;                   /* stderr */
 } wm_super_config;
 

@@ -308,7 +308,7 @@ function M.env(opts)
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
-                       progress = o.progress, stall_timeout = stall,
+                       progress = o.progress, stall_timeout = stall, restart_backoff = o.restart_backoff,
                        pressure_high = bp and bp.high, pressure_low = bp and (bp.low or bp.high // 4)}, Env)
 end
 

@@ -171,7 +171,7 @@ local function supervise(env, name, index, src)
     ok, err = core.supervise{kind = "nats", group = src.group, ckdir = env.checkpoint.dir, index = index,
       node = src.id, sources = {src.stream}, counts = {src.partition_count}, partitions = {src.partitions},
       subjects = {src.subject}, url = src.url, lease_ms = src.lease, args = command(), metrics = env.metrics,
-      name = name}
+      name = name, backoff_ms = env.restart_backoff}
   else
     if src.kind ~= "read_kafka" then error("scale_out: " .. src.kind .. " is not supported yet", 0) end
     local sources, counts, seen = {}, {}, {}
@@ -193,7 +193,7 @@ local function supervise(env, name, index, src)
     end
     ok, err = core.supervise{kind = "kafka", group = src.group, ckdir = env.checkpoint.dir, index = index,
       node = src.id, sources = sources, counts = counts, args = command(), brokers = src.brokers,
-      props = src.props, metrics = env.metrics, name = name}
+      props = src.props, metrics = env.metrics, name = name, backoff_ms = env.restart_backoff}
   end
   -- at the script's execute() line (this, M.execute, Env:execute, the script)
   if not ok then error(err, 4) end

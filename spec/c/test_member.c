@@ -22,15 +22,22 @@ typedef struct member_state {
   int owned[NPART];
   int revoked[NPART]; /* revoked, not released yet */
   int assigns, revokes;
+  int bad; /* events naming no partition of the topic, and failed polls: checked once at the end */
 } member_state;
 
+/* Takes every event there is. It is called a number of times that depends on how fast the
+ * mock rebalances, so it counts what is wrong in s->bad rather than CHECKing each time (a
+ * CHECK here made the number of passed checks vary from run to run). */
 static void drain(member_state *s) {
   wm_member_event ev;
   char err[512];
   int r;
   while ((r = wm_member_poll(s->m, &ev, err, sizeof err)) == 1) {
-    CHECK(ev.source == 0 && ev.partition >= 0 && ev.partition < NPART);
-    if (ev.source != 0 || ev.partition < 0 || ev.partition >= NPART) continue;
+    if (ev.source != 0 || ev.partition < 0 || ev.partition >= NPART) {
+      fprintf(stderr, "member: an event of source %d, partition %d\n", ev.source, ev.partition);
+      s->bad++;
+      continue;
+    }
     if (ev.kind == WM_MEMBER_ASSIGN) {
       s->owned[ev.partition] = 1;
       s->assigns++;
@@ -40,7 +47,10 @@ static void drain(member_state *s) {
       s->revokes++;
     }
   }
-  CHECK(r == 0);
+  if (r != 0) {
+    fprintf(stderr, "member: poll: %s\n", err);
+    s->bad++;
+  }
 }
 
 static int count(const int *v) {
@@ -141,6 +151,9 @@ void test_member(void) {
     CHECK(strstr(err, "no partition 4") != NULL);
     CHECK(a.m->ops->end && a.m->ops->end(a.m, 0, 0) == 0); /* an empty partition ends at 0 */
   }
+  /* every event named a partition of the topic, and no poll failed */
+  CHECK_I64(a.bad, 0);
+  CHECK_I64(b.bad, 0);
   wm_member_free(b.m);
   wm_member_free(a.m);
   rd_kafka_mock_cluster_destroy(mc);
