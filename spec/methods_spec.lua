@@ -9,7 +9,7 @@ local root = h.root
 -- The modules that define or extend methods of a class.
 local MODULES = {"wm.stream", "wm.io", "wm.keyed", "wm.windowed", "wm.connectors", "wm.through",
   "wm.scaleout", "wm.lab.replay", "wm.watermarks", "wm.triggers", "wm.evictors", "wm.sql.tableapi",
-  "wm.sql.planner", "wm.testing", "wm.lab"}
+  "wm.sql.planner", "wm.testing", "wm.lab", "wm.connect"}
 
 local function run(order, extra_path)
   local cmd = "lua5.4 '" .. root .. "/spec/methods_check.lua' '" .. root .. "' " .. table.concat(order, " ")
@@ -118,6 +118,7 @@ describe("methods defined once", function()
       "def wm.Stream key_by wm/stream.lua:", "def wm.Stream assign_timestamps_and_watermarks wm/stream.lua:",
       "def wm.Stream map wm/stream.lua:", "def wm.KeyedStream window wm/windowed.lua:",
       "def wm.WindowedStream sum wm/windowed.lua:", "def wm.Sink name wm/stream.lua:",
+      "def wm.Stream connect wm/connect.lua:", "def wm.KeyedStream connect wm/connect.lua:",
       "def wm.watermarks.Strategy with_watermark_alignment wm/connectors.lua:",
       "def wm.sql.tableapi.Table select wm/sql/tableapi.lua:", "def wm.testing.Harness active wm/testing.lua:",
       "def wm.lab.Lab run wm/lab.lua:", "def wm.sql.plan.base.Planner ",

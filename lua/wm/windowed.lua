@@ -220,14 +220,14 @@ local function misplaced(name)
   end
 end
 
-WindowedStream.__index = function(_, k)
-  local m = rawget(WindowedStream, k)
-  if m ~= nil then return m end
+-- (the class stays its own __index, as every class of wm.base; a method it lacks is looked
+-- up in the class's own metatable, which answers the misplaced ones with a hint)
+setmetatable(WindowedStream, {__index = function(_, k)
   if type(k) == "string" and (k == "apply" or type(base.Stream[k]) == "function"
       or type(KeyedStream[k]) == "function") then
     return misplaced(k)
   end
   return nil
-end
+end})
 
 return M
