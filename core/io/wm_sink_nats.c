@@ -67,12 +67,14 @@ static uint64_t now_ns(void) { return uv_hrtime(); }
 
 /* Whether an acknowledgement error is worth a resend: the server did not answer (a pause,
  * a restart: the deadline passed), or JetStream did not (not ready yet, or no stream on the
- * subject: then nsink_stream_gone tells which), or the connection went. */
+ * subject: then nsink_stream_gone tells which), or the connection went (also as the write
+ * error of the socket the server closed while restarting: "send error: 104", an I/O error,
+ * before libnats has seen the disconnection). */
 static int retryable(natsStatus s, jsErrCode jerr) {
   if (jerr) return jerr == 10008; /* JetStream temporarily unavailable */
   return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS || s == NATS_CONNECTION_CLOSED ||
          s == NATS_CONNECTION_DISCONNECTED || s == NATS_STALE_CONNECTION ||
-         s == NATS_INSUFFICIENT_BUFFER || s == NATS_NO_SERVER;
+         s == NATS_INSUFFICIENT_BUFFER || s == NATS_NO_SERVER || s == NATS_IO_ERROR;
 }
 
 /* libnats' thread: every acknowledgement, good or bad. The message is ours to destroy or
