@@ -94,37 +94,33 @@ static int ensure_state(lwm_bridge *B, wm_value *state) {
   return rc == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
 }
 
-static int kp_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
-                      const wm_value *rec, int64_t ts) {
-  kproc *k = ud;
+/* Calls the element function `fn` (a fns slot) of k with the record and the key's ctx. */
+static int kp_call(kproc *k, int fn, wm_op *op, const wm_value *key, wm_value *state,
+                   const wm_value *rec, int64_t ts) {
   lwm_bridge *B = k->oi.B;
   k->op = op;
   k->oi.op = op;
   k->ts = ts;
   if (ensure_state(B, state) != WM_OK) return WM_ERR;
   luaL_checkstack(B->L, 6, "wmrun: keyed process");
-  lwm_push_fn(B, k->oi.fn);
+  lwm_push_fn(B, fn);
   lwm_push_value(B, rec);
   push_ctx(k, key, state, ts, NULL);
   lwm_push_fn(B, k->oi.fn4);
   return lwm_call(&k->oi, 3, 0, rec);
 }
 
+static int kp_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                      const wm_value *rec, int64_t ts) {
+  kproc *k = ud;
+  return kp_call(k, k->oi.fn, op, key, state, rec, ts);
+}
+
 /* keyed connected streams: process_element2 (fn5) for the second input's records */
 static int kp_element2(void *ud, wm_op *op, const wm_value *key, wm_value *state,
                        const wm_value *rec, int64_t ts) {
   kproc *k = ud;
-  lwm_bridge *B = k->oi.B;
-  k->op = op;
-  k->oi.op = op;
-  k->ts = ts;
-  if (ensure_state(B, state) != WM_OK) return WM_ERR;
-  luaL_checkstack(B->L, 6, "wmrun: keyed process");
-  lwm_push_fn(B, k->oi.fn5);
-  lwm_push_value(B, rec);
-  push_ctx(k, key, state, ts, NULL);
-  lwm_push_fn(B, k->oi.fn4);
-  return lwm_call(&k->oi, 3, 0, rec);
+  return kp_call(k, k->oi.fn5, op, key, state, rec, ts);
 }
 
 /* process_broadcast_element(record, ctx, out) for a broadcast input's records: no key, no
