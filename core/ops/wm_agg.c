@@ -3,6 +3,7 @@
  * record holding the extreme, the first one on ties) and count(). */
 #include "ops/wm_agg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,4 +237,16 @@ int wm_winfn_builtin(wm_winfn *fn, int agg, const char *field) {
 fail:
   builtin_free(b);
   return -1;
+}
+
+void wm_winfn_meaning(const char *given, const wm_winfn *fn, char *out, size_t n) {
+  static const char *const aggs[] = {"?", "sum", "min", "max", "min_by", "max_by", "count"};
+  wm_field *f = NULL;
+  int agg = given[0] ? 0 : wm_winfn_builtin_agg(fn, &f);
+  if (given[0])
+    snprintf(out, n, "%s", given);
+  else if (agg >= 1 && agg <= 6)
+    snprintf(out, n, "%s%s%s%s", aggs[agg], f ? "(" : "", f && f->name ? f->name : "", f ? ")" : "");
+  else if (n)
+    out[0] = '\0';
 }

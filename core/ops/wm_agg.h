@@ -57,6 +57,11 @@ const wm_field *wm_winfn_sum_field(const wm_winfn *fn);
  * for count); 0 when fn is not a built-in. The field is the builtin's own (its resolved
  * schema cache): a window operator may read it with wm_field_get. */
 int wm_winfn_builtin_agg(const wm_winfn *fn, wm_field **field);
+/* What an aggregation's state means, into out (n bytes), for the checkpoint's check that a
+ * resumed job aggregates as the checkpointed one did: `given` when not empty (a Lua
+ * function's place or uid version), else a built-in's name and field ("sum(vc)"); "" when
+ * unknown (not checked). */
+void wm_winfn_meaning(const char *given, const wm_winfn *fn, char *out, size_t n);
 
 /* Folds b, the aggregate of a built-in `agg` (WM_AGG_SUM, _MIN, _MAX, _COUNT) over some
  * records, into *aux, its aggregate over records that come before them: as adding those

@@ -272,15 +272,7 @@ static void keyed_free(wm_op *op) {
 
 /* What a rolling aggregation's accumulator means; "" when unknown (not checked). */
 static void rolling_meaning(const keyedop *s, char *out, size_t n) {
-  static const char *const aggs[] = {"?", "sum", "min", "max", "min_by", "max_by", "count"};
-  wm_field *f = NULL;
-  int agg = s->cfg.meaning[0] ? 0 : wm_winfn_builtin_agg(&s->cfg.rolling, &f);
-  if (s->cfg.meaning[0])
-    snprintf(out, n, "%s", s->cfg.meaning);
-  else if (agg >= 1 && agg <= 6)
-    snprintf(out, n, "%s%s%s%s", aggs[agg], f ? "(" : "", f && f->name ? f->name : "", f ? ")" : "");
-  else if (n)
-    out[0] = '\0';
+  wm_winfn_meaning(s->cfg.meaning, &s->cfg.rolling, out, n);
 }
 
 static int keyed_snapshot(wm_op *op, wm_state_io *io) {

@@ -1918,15 +1918,7 @@ static void config_text(const winop *s, char *out, size_t n) {
 /* What the function's state means (wm_winop_config.meaning): the given text, or a
  * built-in's aggregation and field; "" when unknown (not checked). */
 static void meaning_text(const winop *s, char *out, size_t n) {
-  static const char *const aggs[] = {"?", "sum", "min", "max", "min_by", "max_by", "count"};
-  wm_field *f = NULL;
-  int agg = s->cfg.meaning[0] ? 0 : wm_winfn_builtin_agg(&s->cfg.fn, &f);
-  if (s->cfg.meaning[0])
-    snprintf(out, n, "%s", s->cfg.meaning);
-  else if (agg >= 1 && agg <= 6)
-    snprintf(out, n, "%s%s%s%s", aggs[agg], f ? "(" : "", f && f->name ? f->name : "", f ? ")" : "");
-  else if (n)
-    out[0] = '\0';
+  wm_winfn_meaning(s->cfg.meaning, &s->cfg.fn, out, n);
 }
 
 #define MEANING_SEP "\nfunction "
