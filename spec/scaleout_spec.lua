@@ -452,6 +452,12 @@ env:execute("repartition spec")
 
   it("examples/scaleout/run.sh: the demo's combined output equals a single run", function()
     local out, err, code = helper.sh(q(helper.root .. "/examples/scaleout/run.sh"))
+    if code == 3 then
+      -- the mock cluster left partitions assigned to nobody (run.sh's comment): a fault of
+      -- librdkafka 2.0.2's mock, not of the demo; one more run, and it is said on stderr
+      io.stderr:write("scaleout_spec: the demo's group got stuck in the mock cluster, running it again:\n", err)
+      out, err, code = helper.sh(q(helper.root .. "/examples/scaleout/run.sh"))
+    end
     assert.are.equal(0, code, out .. err)
     assert.matches("OK: the three processes' files together hold exactly the single run's %d+ results", out)
     assert.matches("resuming from checkpoint", out)
