@@ -401,7 +401,6 @@ static int partsrc_restore(wm_op *op, const char *data, size_t n) {
       if (strlen(s->parts[i].name) != len || memcmp(s->parts[i].name, name, len) != 0) continue;
       if (pos > 0) {
         s->parts[i].pos = (int64_t)pos - 1;
-        s->parts[i].snap = (int64_t)pos; /* what a commit before the next snapshot commits */
         s->parts[i].restored = 1;
       }
     }
