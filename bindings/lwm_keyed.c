@@ -212,6 +212,17 @@ static const char ro_view[] =
     "  __newindex = function(_, k) error('ctx.broadcast_state is read-only in process_element "
     "(setting ' .. tostring(k) .. '): only process_broadcast_element may change it', 2) end})\n";
 
+/* Sets current_watermark() and current_processing_time() of k on the timer service table at
+ * the top of the stack. */
+static void set_clock_fns(lua_State *L, kproc *k) {
+  lua_pushlightuserdata(L, k);
+  lua_pushcclosure(L, l_kp_watermark, 1);
+  lua_setfield(L, -2, "current_watermark");
+  lua_pushlightuserdata(L, k);
+  lua_pushcclosure(L, l_kp_now, 1);
+  lua_setfield(L, -2, "current_processing_time");
+}
+
 /* timer_service:register_*_timer / delete_*_timer in process_broadcast_element (upvalue 1:
  * the name): timers belong to a key, and a broadcast record has none */
 static int l_kp_bcast_no_timer(lua_State *L) {
@@ -249,12 +260,7 @@ static int bcast_setup(lwm_bridge *B, kproc *k) {
     lua_pushcclosure(L, l_kp_bcast_no_timer, 1);
     lua_setfield(L, -2, timer_fn_names[i]);
   }
-  lua_pushlightuserdata(L, k);
-  lua_pushcclosure(L, l_kp_watermark, 1);
-  lua_setfield(L, -2, "current_watermark");
-  lua_pushlightuserdata(L, k);
-  lua_pushcclosure(L, l_kp_now, 1);
-  lua_setfield(L, -2, "current_processing_time");
+  set_clock_fns(L, k);
   lua_setfield(L, -2, "timer_service");
   k->bctx = lwm_store_fn(B);
   return 0;
@@ -372,12 +378,7 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
     lua_pushcclosure(L, l_kp_timer, 2);
     lua_setfield(L, -2, timer_fn_names[i]);
   }
-  lua_pushlightuserdata(L, k);
-  lua_pushcclosure(L, l_kp_watermark, 1);
-  lua_setfield(L, -2, "current_watermark");
-  lua_pushlightuserdata(L, k);
-  lua_pushcclosure(L, l_kp_now, 1);
-  lua_setfield(L, -2, "current_processing_time");
+  set_clock_fns(L, k);
   lua_setfield(L, -2, "timer_service");
   if (bcast && bcast_setup(B, k) != 0) {
     lua_pop(L, 1);
