@@ -42,19 +42,25 @@ describe("checkpoint files", function()
     return table.concat(t, "\n") .. "\n"
   end
 
-  -- ---- item 6: the output file a checkpoint wrote ---------------------------------------------
-
-  describe("a resumed write_lines", function()
-    local text = [[
+  -- A job writing "line 1" .. "line 3000" to `out` beside itself; with RATE set (the specs
+  -- replace it) it says "started" on stderr at record `cue`.
+  local function generator_job(cue, out)
+    return string.format([[
 local wm = require("wm")
 local dir = arg[0]:match("^(.*)/")
 local env = wm.env{}
 env:generate(function(i)
-    if i == 300 and RATE then io.stderr:write("started\n") end
+    if i == %d and RATE then io.stderr:write("started\n") end
     return "line " .. i
-  end, {count = 3000, rate = RATE}):write_lines(dir .. "/out.txt")
+  end, {count = 3000, rate = RATE}):write_lines(dir .. "/%s")
 env:execute()
-]]
+]], cue, out)
+  end
+
+  -- ---- item 6: the output file a checkpoint wrote ---------------------------------------------
+
+  describe("a resumed write_lines", function()
+    local text = generator_job(300, "out.txt")
 
     -- a run stopped by SIGTERM with a checkpoint (its file holds part of the output)
     local function stopped(ck)
@@ -111,16 +117,7 @@ env:execute()
   -- ---- item 7: one job per checkpoint directory ----------------------------------------------
 
   describe("a checkpoint directory", function()
-    local text = [[
-local wm = require("wm")
-local dir = arg[0]:match("^(.*)/")
-local env = wm.env{}
-env:generate(function(i)
-    if i == 100 and RATE then io.stderr:write("started\n") end
-    return "line " .. i
-  end, {count = 3000, rate = RATE}):write_lines(dir .. "/OUT.txt")
-env:execute()
-]]
+    local text = generator_job(100, "OUT.txt")
 
     it("is refused to a second job while a first one runs on it, naming the holder's pid and host", function()
       local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 20ms "
