@@ -65,10 +65,14 @@ build-with-deps:
 	@./.ci/deps.sh $(DEBIAN_PKGS)
 	@$(MAKE) --no-print-directory all
 
-$(BUILD)/%.o: %.c $(wildcard core/*/*.h bindings/*.h)
+# -MMD -MP: each object's own list of the headers it includes (build/**/*.d), so that a
+# changed header rebuilds only what includes it
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
-	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(CORE_OBJ:.o=.d) $(BIND_OBJ:.o=.d) $(BUILD)/bindings/wmrun.d
 
 $(WMRUN): $(CORE_OBJ) $(BIND_OBJ) $(BUILD)/bindings/wmrun.o
 	@echo "LD $@"
