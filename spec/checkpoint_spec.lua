@@ -266,6 +266,54 @@ env:execute()
 ]], {".txt"}, {threads = threads})
   end)
 
+  -- Two inputs: keyed records and a broadcast stream of rate changes, both checkpointed
+  -- (ctx.state, ctx.broadcast_state, the timers). Which rate a record gets must not depend on
+  -- how the two inputs interleave, so each record waits for an event-time timer at its own
+  -- timestamp: the rates' stream is in timestamp order, so once the operator's watermark (the
+  -- minimum of both inputs) reaches t, every rate stamped <= t has arrived. Lines compared
+  -- sorted (a late record's timer fires at the next watermark, in no fixed place).
+  it("a keyed connect with broadcast state and event-time timers killed 20 times" .. at, function()
+    gen_csv(dir .. "/in.csv", 12000, 9, 100)
+    local f = assert(io.open(dir .. "/rates.csv", "w"))
+    for i = 0, 59 do f:write(string.format("%d,%d\n", i * 1000, i % 7 + 1)) end
+    f:close()
+    kill_and_compare(csv_job("1s") .. [[
+  :key_by("id")
+  :connect(env:read_lines(dir .. "/rates.csv"):parse_csv{"rts:integer", "rate:integer"}:set_parallelism(1)
+    :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("rts", 1))
+    :set_parallelism(1):broadcast())
+  :process{
+    process_element = function(r, ctx, out)
+      local st = ctx.state
+      st.n = (st.n or 0) + 1
+      st.pending = st.pending or {}
+      st.pending[#st.pending + 1] = {ts = ctx.timestamp, vc = r.vc, n = st.n}
+      ctx.timer_service:register_event_time_timer(ctx.timestamp)
+    end,
+    process_broadcast_element = function(r, ctx)
+      ctx.broadcast_state[r.rts] = r.rate
+    end,
+    on_timer = function(t, ctx, out)
+      local keep = {}
+      for _, p in ipairs(ctx.state.pending) do
+        if p.ts <= t then
+          local best, rate = -1, 0 -- the latest rate stamped at or before the record
+          for rts, v in pairs(ctx.broadcast_state) do
+            if rts <= p.ts and rts > best then best, rate = rts, v end
+          end
+          out(string.format("%s #%d ts=%d %d", ctx.key, p.n, p.ts, p.vc * rate))
+        else
+          keep[#keep + 1] = p
+        end
+      end
+      ctx.state.pending = keep
+    end,
+  }
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]], {".txt"}, {threads = threads, sorted = true})
+  end)
+
   it("a SQL job (filesystem source and sink, a tumbling window) killed 20 times" .. at .. "", function()
     gen_csv(dir .. "/in.csv", 8000, 8)
     local sql = dir .. "/job.sql"
