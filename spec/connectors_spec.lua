@@ -231,6 +231,39 @@ env:execute()]]
   end)
   end
 
+  -- The run that wrote the final checkpoint may die before Kafka has its (asynchronous)
+  -- commit: the next start, which finds that checkpoint and has nothing to read, commits its
+  -- positions (the intermittent failure of the kill spec above when a kill came just there).
+  it("a start that finds the final checkpoint commits its positions to the group", function()
+    local k, dir = kafka_crash_input()
+    local jp = dir .. "/job.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "in", group = "g1", bounded = "latest"}:write_lines(arg[2])
+env:execute()]])
+    f:close()
+    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
+    -- every commit of the first run is refused: the final checkpoint is written, its
+    -- positions never reach the group
+    k:request_error("OffsetCommit", 1000, "GROUP_AUTHORIZATION_FAILED")
+    local _, err, code = helper.wmrun(ck .. q(jp) .. " " .. q(k.bootstrap) .. " " .. q(dir .. "/a.txt"))
+    assert.are.equal(0, code, err)
+    assert.matches("cannot commit the offsets", err)
+    k:request_error_clear("OffsetCommit") -- the broker accepts commits again
+    _, err, code = helper.wmrun(ck .. q(jp) .. " " .. q(k.bootstrap) .. " " .. q(dir .. "/a.txt"))
+    assert.are.equal(0, code, err)
+    assert.matches("nothing new to do", err)
+    local out, e, c = job([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_kafka{brokers = arg[1], topic = "in", group = "g1", start = "committed", bounded = "latest"}:print()
+env:execute()]], q(k.bootstrap))
+    assert.are.equal(0, c, e)
+    assert.are.equal("", out)
+  end)
+
   it("at --threads 2, group commits the broker refuses are one warning per source instance, and the output is the one of a run without checkpoints", function() -- luacheck: ignore 631
     local k = services.kafka{"in:2"}
     local dir = helper.tmpdir()

@@ -14,6 +14,7 @@
  *   down BROKER | up BROKER        the broker (id from 1; -1: all) drops its connections
  *                                  and refuses new ones / accepts them again
  *   topic-error TOPIC ERR          metadata requests for TOPIC answer ERR (NO_ERROR: clear)
+ *   request-error-clear API        the errors still queued for requests of API are dropped
  *   request-error API COUNT ERR    the next COUNT requests of API (a number, or Fetch,
  *                                  Metadata, OffsetCommit, OffsetFetch, FindCoordinator)
  *                                  fail with ERR
@@ -90,8 +91,13 @@ static void command(rd_kafka_mock_cluster_t *mc, char *line, unsigned long nth) 
       for (int i = 0; i < cnt; i++) errs[i] = re;
       rd_kafka_mock_push_request_errors_array(mc, (int16_t)key, (size_t)cnt, errs);
     }
+  } else if (strcmp(argv[0], "request-error-clear") == 0 && argc == 2) {
+    int key = api_key(argv[1]);
+    if (key < 0) why = "unknown request type";
+    else rd_kafka_mock_clear_request_errors(mc, (int16_t)key);
   } else {
-    why = "unknown command (down N, up N, topic-error TOPIC ERR, request-error API COUNT ERR)";
+    why = "unknown command (down N, up N, topic-error TOPIC ERR, request-error API COUNT ERR, "
+          "request-error-clear API)";
   }
   if (!why && e) why = rd_kafka_err2str(e);
   if (why) printf("error %lu: %s: %s\n", nth, copy, why);

@@ -146,6 +146,7 @@ function Service:topic_error(topic, err) self:command("topic-error " .. topic ..
 function Service:request_error(api, count, err)
   self:command("request-error " .. api .. " " .. count .. " " .. err)
 end
+function Service:request_error_clear(api) self:command("request-error-clear " .. api) end
 
 --- Starts nats-server with JetStream in a temporary directory, on 127.0.0.1 and a free port;
 -- `.url` is "nats://127.0.0.1:PORT", `.port` the port.

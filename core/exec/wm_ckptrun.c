@@ -685,6 +685,17 @@ static int restore(wm_ckptrun *c) {
       p = le + 1;
     }
   }
+  if (final) {
+    /* the run that wrote it may have been killed before the group's offsets had its
+     * positions (Kafka's commits are asynchronous): commit them again, for monitoring */
+    char cerr[sizeof ctx->err];
+    for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
+      wm_op *src = wm_exec_source_op(c->exec, i);
+      if (wm_op_is_partsrc(src) && wm_partsrc_commit_final(src, cerr, sizeof cerr) != WM_OK)
+        fprintf(c->cfg.log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
+                            "checkpoint; only monitoring misses them)\n", id, cerr);
+    }
+  }
   uv_mutex_lock(&c->sh->mu);
   c->sh->st.restored_id = id;
   if (!c->sh->st.taken) c->sh->st.last_id = id;

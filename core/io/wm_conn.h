@@ -102,6 +102,11 @@ int wm_partsrc_commit(wm_op *op);
  * librdkafka (WM_OK then); its result comes back on op's own thread, a refusal as a warning
  * on stderr, once per source. */
 int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen);
+/* A start that finds the final checkpoint (nothing left to read): commits the restored
+ * positions once more through a client of the source's own, and waits for the answer (at
+ * most the source's timeout); the run that wrote the checkpoint may have been killed before
+ * the server had its asynchronous commit. WM_OK or WM_ERR (message in err). */
+int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);

@@ -43,6 +43,15 @@ int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen) {
   return s->hooks && s->hooks->commit ? s->hooks->commit(s, err, errlen) : WM_OK;
 }
 
+int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen) {
+  if (!wm_op_is_partsrc(op)) {
+    snprintf(err, errlen, "operator '%s' is not a partitioned source", op->name);
+    return WM_ERR;
+  }
+  wm_partsrc *s = op->impl;
+  return s->hooks && s->hooks->commit_detached ? s->hooks->commit_detached(s, err, errlen) : WM_OK;
+}
+
 int wm_partsrc_commit(wm_op *op) {
   char err[sizeof op->ctx->err];
   if (wm_partsrc_commit_to(op, err, sizeof err) == WM_OK) return WM_OK;
@@ -401,6 +410,7 @@ static int partsrc_restore(wm_op *op, const char *data, size_t n) {
       if (strlen(s->parts[i].name) != len || memcmp(s->parts[i].name, name, len) != 0) continue;
       if (pos > 0) {
         s->parts[i].pos = (int64_t)pos - 1;
+        s->parts[i].snap = (int64_t)pos; /* what a commit before the next snapshot commits */
         s->parts[i].restored = 1;
       }
     }

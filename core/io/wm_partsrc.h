@@ -43,6 +43,11 @@ typedef struct wm_partsrc_hooks {
    * calls it from whichever thread completed the checkpoint, while the source's own thread
    * runs on). It must not wait for the server (Kafka: asynchronous). */
   int (*commit)(wm_partsrc *s, char *err, size_t errlen);
+  /* As commit, but through a client of its own, waiting for the answer (for at most the
+   * source's timeout): a start that finds the final checkpoint commits its positions once
+   * more, since the run that wrote it may have been killed before the server had them.
+   * NULL: nothing to commit. */
+  int (*commit_detached)(wm_partsrc *s, char *err, size_t errlen);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);
   /* Frees the connector's own state (not the wm_partsrc). */

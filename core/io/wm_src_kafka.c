@@ -392,10 +392,69 @@ static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
   return WM_OK;
 }
 
+/* The restored positions as the group's offsets, through a consumer of its own that is
+ * never assigned (a copy of the source's configuration: the same brokers, group and
+ * properties), waiting for the answer for at most close_ms. For a start that finds the final
+ * checkpoint: the source's own consumer is closed without reading, untouched. */
+static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
+  ksrc *k = (ksrc *)s;
+  if (!k->rk || s->n == 0) return WM_OK;
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
+  if (!l) {
+    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
+    return WM_ERR;
+  }
+  for (int i = 0; i < s->n; i++) {
+    if (s->parts[i].snap <= 0) continue;
+    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
+  }
+  if (l->cnt == 0) {
+    rd_kafka_topic_partition_list_destroy(l);
+    return WM_OK;
+  }
+  char e[512] = "";
+  rd_kafka_conf_t *conf = rd_kafka_conf_dup(rd_kafka_conf(k->rk));
+  rd_kafka_t *rk = NULL;
+  rd_kafka_queue_t *q = NULL;
+  rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (conf) {
+    rd_kafka_conf_set_error_cb(conf, NULL); /* (errors come back as the commit's result) */
+    rd_kafka_conf_set_opaque(conf, NULL);
+    if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e))) rd_kafka_conf_destroy(conf);
+  } else {
+    snprintf(e, sizeof e, "out of memory");
+  }
+  if (rk && !(q = rd_kafka_queue_new(rk))) snprintf(e, sizeof e, "out of memory");
+  if (q) re = rd_kafka_commit_queue(rk, l, q, NULL, NULL);
+  rd_kafka_topic_partition_list_destroy(l);
+  int answered = 0;
+  if (q && !re) {
+    uint64_t t0 = uv_hrtime(), limit = (uint64_t)k->close_ms * 1000000u;
+    while (!answered && uv_hrtime() - t0 <= limit) {
+      rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
+      if (!ev) continue;
+      if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
+        answered = 1;
+        re = rd_kafka_event_error(ev);
+      }
+      rd_kafka_event_destroy(ev);
+    }
+    if (!answered) snprintf(e, sizeof e, "no answer within %d ms", k->close_ms);
+  }
+  if (q) rd_kafka_queue_destroy(q);
+  if (rk) rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) snprintf(e, sizeof e, "%s", rd_kafka_err2str(re));
+  else if (answered) e[0] = '\0';
+  if (!e[0]) return WM_OK;
+  snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers, e);
+  return WM_ERR;
+}
+
 static const wm_partsrc_hooks ksrc_hooks = {.peek = ksrc_peek, .emit = ksrc_emit,
                                             .serve = ksrc_serve, .seek = ksrc_seek,
-                                            .commit = ksrc_commit, .close = ksrc_close,
-                                            .free = ksrc_free};
+                                            .commit = ksrc_commit,
+                                            .commit_detached = ksrc_commit_detached,
+                                            .close = ksrc_close, .free = ksrc_free};
 
 /* Resolves the start offset of every partition, the end offsets of a bounded source, and
  * assigns the partitions. WM_OK or WM_ERR. */
