@@ -186,10 +186,10 @@ enum { LWM_MAP = 1, LWM_FILTER, LWM_FLAT_MAP };
 
 /* ---- Lua states (lwm_state.c), below everything ------------------------------------ */
 /* A new Lua state as luaL_newstate makes it, but whose memory comes from a wm_pool of its
- * own (one state, one thread); NULL when out of memory. Close it with lwm_closestate. */
-lua_State *lwm_newstate(void);
+ * own (one state, one thread); NULL when out of memory. Close it with lwm_pool_state_close. */
+lua_State *lwm_pool_state_new(void);
 /* lua_close, then frees the state's pool (any state: one of luaL_newstate is just closed). */
-void lwm_closestate(lua_State *L);
+void lwm_pool_state_close(lua_State *L);
 
 /* ---- the builders' toolbox (lwm_plan.c), below every builder ---------------------------- */
 

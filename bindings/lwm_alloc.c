@@ -1,6 +1,6 @@
 /* lwm_alloc.c: the allocation stress of wmrun's Lua states (docs/testing.md).
  *
- * A state is lwm_newstate's (lwm_state.c: the pool allocator). WM_FAIL_ALLOC=N puts an
+ * A state is lwm_pool_state_new's (lwm_state.c: the pool allocator). WM_FAIL_ALLOC=N puts an
  * allocator in front of the pool that counts the allocations (a new block or a block that
  * grows) and fails the Nth and all later ones: a sweep over N (spec/alloc_sweep.sh, under
  * ASan) shows that running out of memory at any point ends in a clear "not enough memory"
@@ -37,7 +37,7 @@ lua_State *lwm_new_state(const char **why) {
       return NULL;
     }
   }
-  lua_State *L = lwm_newstate();
+  lua_State *L = lwm_pool_state_new();
   if (!L) {
     *why = "not enough memory";
     return NULL;
@@ -45,7 +45,7 @@ lua_State *lwm_new_state(const char **why) {
   if (at) {
     lwm_failing_alloc *fa = malloc(sizeof *fa);
     if (!fa) {
-      lwm_closestate(L);
+      lwm_pool_state_close(L);
       *why = "not enough memory";
       return NULL;
     }
@@ -64,5 +64,5 @@ void lwm_close_state(lua_State *L) {
     lua_setallocf(L, fa->inner, fa->inner_ud);
     free(fa);
   }
-  lwm_closestate(L);
+  lwm_pool_state_close(L);
 }

@@ -48,7 +48,7 @@ static void warn_on(void *ud, const char *message, int tocont) {
   warn_cont(ud, message, tocont);
 }
 
-lua_State *lwm_newstate(void) {
+lua_State *lwm_pool_state_new(void) {
   wm_pool *pool = wm_pool_new();
   if (!pool) return NULL;
   lua_State *L = lua_newstate(wm_pool_alloc, pool);
@@ -61,7 +61,7 @@ lua_State *lwm_newstate(void) {
   return L;
 }
 
-void lwm_closestate(lua_State *L) {
+void lwm_pool_state_close(lua_State *L) {
   void *ud = NULL;
   lua_Alloc f = lua_getallocf(L, &ud);
   lua_close(L);
