@@ -8,6 +8,7 @@
  * and retries a failed allocation. The count lives in the allocator's userdata (no mutable
  * statics). */
 #include "lwm_alloc.h"
+#include "lwm_testenv.h"
 
 #include <stdlib.h>
 
@@ -27,16 +28,8 @@ static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 lua_State *lwm_new_state(const char **why) {
-  const char *n = getenv("WM_FAIL_ALLOC");
-  unsigned long long at = 0;
-  if (n && *n) {
-    char *end;
-    at = strtoull(n, &end, 10);
-    if (*end != '\0' || at == 0 || *n == '-') {
-      *why = "WM_FAIL_ALLOC must be a positive integer (the allocation that fails first)";
-      return NULL;
-    }
-  }
+  long long at = lwm_test_fail_alloc(why);
+  if (at < 0) return NULL;
   lua_State *L = lwm_pool_state_new();
   if (!L) {
     *why = "not enough memory";

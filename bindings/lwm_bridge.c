@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lwm.h"
+#include "lwm_testenv.h"
 
 /* ---- slots ----------------------------------------------------------------------- */
 
@@ -862,8 +863,7 @@ int lwm_bridge_init(lwm_bridge *B, lua_State *L) {
   B->L = L;
   B->gc_step = 0;
   memset(B->rowkeys, 0, sizeof B->rowkeys);
-  const char *gcs = getenv("WM_GCSTRESS"); /* make gcstress (docs/testing.md) */
-  B->gcstress = gcs && *gcs && strcmp(gcs, "0") != 0;
+  B->gcstress = lwm_test_gcstress(); /* make gcstress (docs/testing.md) */
   wm_ctx_init(&B->ctx);
   B->ctx.host.ud = B;
   B->ctx.host.retain = lwm_slot_retain;

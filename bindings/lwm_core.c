@@ -6,6 +6,7 @@
 #include "exec/wm_ckptrun.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
+#include "lwm_testenv.h"
 
 #include <signal.h>
 
@@ -193,7 +194,7 @@ static wm_ckptrun *checkpoint_open(lwm_bridge *B, int env, int trace, wm_codec_h
     wm_ckptrun_config cfg = {.dir = lwm_get_str(L, t, "dir"),
                              .interval = (int64_t)lwm_get_int(L, t, "interval", 10000),
                              .instance = B->thread, .threads = B->nthreads > 0 ? B->nthreads : 1,
-                             .log = stderr, .trace = trace};
+                             .log = stderr, .trace = trace, .crash = lwm_test_ckpt_crash()};
     lua_getfield(L, t, "fresh");
     cfg.fresh = lua_toboolean(L, -1);
     lua_pop(L, 1);

@@ -120,7 +120,7 @@ static void *shared_make(void *arg) {
 }
 
 static int parse_crash(wm_ckptrun *c, ck_shared *sh) {
-  const char *crash = getenv("WM_CKPT_CRASH");
+  const char *crash = c->cfg.crash;
   if (!crash || !*crash) return WM_OK;
   size_t pl = strcspn(crash, ":");
   char *end = NULL;

@@ -16,7 +16,7 @@
  * A checkpoint of a job that ended is final: resuming from it runs nothing (the input was
  * read to its end) and says so.
  *
- * Crash points for tests: the environment variable WM_CKPT_CRASH = after-parts,
+ * Crash points for tests: cfg.crash (the bindings pass WM_CKPT_CRASH) = after-parts,
  * before-manifest or after-manifest, optionally followed by ":N", ends the process with
  * _exit(99) at that point of the run's Nth checkpoint (default the first, the one taken
  * before the first record when not resuming): after-parts: every part written;
@@ -50,6 +50,11 @@ typedef struct wm_ckptrun_config {
   int trace;                  /* a line per checkpoint taken (--trace-watermarks) */
   struct wm_mt_local *mt;     /* several threads: this thread's part (exec/wm_mt.h) */
   struct wm_mt_job *mtjob;
+  /* for the crash spec only (docs/checkpoints.md): "after-parts", "before-manifest" or
+   * "after-manifest", optionally ":N", the point of the run's Nth checkpoint where the
+   * process ends with _exit(99); NULL: never. The bindings pass WM_CKPT_CRASH
+   * (bindings/lwm_testenv.h). */
+  const char *crash;
 } wm_ckptrun_config;
 
 /* Opens the store (cfg->dir, copied; --fresh empties it). NULL with the message in the
