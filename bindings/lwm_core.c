@@ -75,7 +75,7 @@ static void check_watermarks(watch *w) {
 
 /* A bounded input read faster than the watermark interval: a periodic strategy was asked
  * for fewer than two watermarks, so the windows fired only at the end of input. Said once,
- * at the end, when there are windows or timers to fire (issue 17). */
+ * at the end, when there are windows or timers to fire. */
 static void warn_few_periodic(lwm_bridge *B) {
   const wm_op *few = NULL;
   int consumers = 0;

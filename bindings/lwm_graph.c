@@ -289,7 +289,7 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
 
 /* The id of input k of node i (its inputs table at `inputs`): a node of this env's plan
  * built before it. A stream of another env has an id that means another node here (even
- * node i itself: an endless loop of emits), so anything else is an error (issue 13.1). */
+ * node i itself: an endless loop of emits), so anything else is an error. */
 static lua_Integer input_id(lwm_bridge *B, int nodes, int inputs, lua_Integer k, lua_Integer i,
                             const char *where, const char *what) {
   lua_State *L = B->L;

@@ -162,7 +162,7 @@ static int h_pump(harness *H, int final) {
  * pending on it, and what is given the watch (core.replay_data, h:replay's opts.watch) stops
  * with "interrupted by SIGINT" (a second signal exits 130 at once, from the handler). Until it
  * is open, the process's dispositions are those it inherited (a background process of a
- * script ignores SIGINT: the report of issue 34 item 11). */
+ * script ignores SIGINT, as under `lab ... &`). */
 #define SIGWATCH_MT "wm.sigwatch"
 typedef struct sigwatch {
   wm_ctx ctx;
@@ -331,7 +331,7 @@ static int64_t periodic_from(int64_t p, int64_t step, int64_t lim, uint64_t *k) 
 
 /* Runs everything due at or before `upto`, in time order: processing-time timers, then
  * idleness timeouts, then periodic watermarks. The clock jumps from one event that may
- * change something to the next (issue 34): the periodic emits of a settled assigner
+ * change something to the next: the periodic emits of a settled assigner
  * (wm_tsop_periodic_settled: they would give its last watermark again) before the next other
  * event are skipped in one step and counted, so a gap of 10^12 ms costs as much as one of
  * 200 ms. A time of WM_TIME_MAX never comes due: a periodic emit or idleness timeout

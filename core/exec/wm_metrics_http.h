@@ -9,7 +9,7 @@
  * answered from the loop's thread, between batches: the numbers are consistent. Handles do
  * not keep the loop alive; their memory is freed in their close callbacks.
  *
- * The endpoint never takes what the job needs (issue 34): at most WM_METRICS_MAX_CONNS
+ * The endpoint never takes what the job needs: at most WM_METRICS_MAX_CONNS
  * connections are served at once, and one is accepted only while a reserve of descriptors
  * stays free (a quarter of RLIMIT_NOFILE's soft limit, at least WM_METRICS_FD_RESERVE);
  * beyond either, a connection is answered 503 and closed at once. A connection gets

@@ -31,7 +31,7 @@ int wm_op_snapshot_graph(wm_op *op, wm_buf *b) {
   wm_state_put_u(&io, op->m.records_out);
   wm_state_put_u(&io, op->m.late_dropped);
   wm_state_put_u(&io, op->m.parse_errors);
-  /* since issue 26 (a checkpoint without these restores them as 0): the late records sent
+  /* added later (a checkpoint without these restores them as 0): the late records sent
    * to a side output, then the number of ports after the main one and each one's count */
   wm_state_put_u(&io, op->m.late_side);
   wm_state_put_u(&io, (uint64_t)(op->nports - 1));

@@ -1,4 +1,4 @@
-/* Group membership for scale-out (issue 16, docs/scaleout.md): which partitions of a
+/* Group membership for scale-out (docs/scaleout.md): which partitions of a
  * job's partitioned sources this process owns. A backend (Kafka consumer group:
  * wm_member_kafka.c; NATS static list or JetStream KV leases: wm_member_nats.c) reports
  * "partition X is now yours" (ASSIGN) and "give partition X back" (REVOKE) events; the

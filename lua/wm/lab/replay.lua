@@ -154,7 +154,7 @@ end
 -- @param env the environment
 -- @tparam[opt] string name the job's name (the real clock's run)
 function M.execute(env, name)
-  if env.checkpoint then -- (issue 26) refused at the start, at either speed
+  if env.checkpoint then -- refused at the start, at either speed
     for _, n in ipairs(env.nodes) do
       if n.kind == "read_lines" and n.arrival ~= nil then
         raise(string.format("read_lines(%s, {arrival = ...}) at %s: an arrival replay takes no checkpoints, "
