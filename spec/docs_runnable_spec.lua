@@ -194,6 +194,41 @@ describe("docs", function()
     assert.are.same({}, bad)
   end)
 
+  -- The README's table of packages is what `make deps` installs: every package of the
+  -- Makefile's DEBIAN_PKGS, and no other.
+  it("README.md lists every Debian package make deps installs", function()
+    local mk = h.read(root .. "/Makefile")
+    local want, listed = {}, {}
+    for line in mk:gmatch("[^\n]+") do
+      local rest = line:match("^DEBIAN_PKGS%s*%+?=%s*(.*)$")
+      if rest then
+        for p in rest:gsub("\\$", ""):gmatch("%S+") do want[p] = true end
+      end
+    end
+    -- continuation lines of the first assignment
+    local first = mk:match("DEBIAN_PKGS%s*=%s*(.-[^\\])\n")
+    for p in first:gsub("\\\n", " "):gmatch("[%w%.%-%+]+") do want[p] = true end
+    local readme = h.read(root .. "/README.md")
+    for row in readme:gmatch("\n| [^|]+ | (`[^\n]+`) |") do
+      for p in row:gmatch("[%w%.%-%+]+") do listed[p] = true end
+    end
+    assert.is_true(next(want) ~= nil)
+    local missing, extra = {}, {}
+    for p in pairs(want) do if not listed[p] then missing[#missing + 1] = p end end
+    for p in pairs(listed) do if not want[p] then extra[#extra + 1] = p end end
+    table.sort(missing)
+    table.sort(extra)
+    assert.are.same({}, missing)
+    assert.are.same({}, extra)
+  end)
+
+  it("the rockspec's licence is the one of LICENSE", function()
+    local lic = h.read(root .. "/LICENSE")
+    local rs = h.read(root .. "/wmrun-0.1.0-1.rockspec")
+    assert.matches("^MIT License", lic)
+    assert.matches('license = "MIT"', rs, 1, true)
+  end)
+
   it("the matcher: `...` lines and `...` inside lines", function()
     assert.is_true(match_lines({"a", "...", "d"}, 1, {"a", "b", "c", "d"}, 1, {}))
     assert.is_true(match_lines({"...", "x (...) 2"}, 1, {"q", "x (job.lua:3) 2"}, 1, {}))
