@@ -12,6 +12,8 @@ DEBIAN_PKGS = liblua5.4-dev lua5.4 libuv1-dev lua-busted pkg-config gcc make lua
 DEBIAN_PKGS += lua-check cppcheck lua-ldoc
 # the Kafka and NATS connectors (docs/connectors.md), and the server their specs start
 DEBIAN_PKGS += librdkafka-dev libnats-dev nats-server
+# kcat: the Kafka quick start of docs/connectors.md produces its input with it (and its spec)
+DEBIAN_PKGS += kcat
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -47,13 +49,19 @@ export WMRUN     := $(CURDIR)/$(WMRUN)
         fuzz fuzz-build fuzz-bins man
 .PHONY: lint ldoc gcstress alloc-sweep
 
-all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE) $(BUILD)/kafka_mock
+all: $(WMRUN) $(MODULE) $(CTESTS) $(MANPAGE) $(BUILD)/kafka_mock $(BUILD)/wmrun-kafka-dev
 
-# librdkafka's mock cluster on 127.0.0.1, for the Kafka specs (spec/services.lua)
-$(BUILD)/kafka_mock: spec/kafka_mock.c
+# librdkafka's mock cluster on 127.0.0.1, for the Kafka specs (spec/services.lua), and the
+# same as a broker to try things with (docs/connectors.md; make install installs it)
+$(BUILD)/kafka_mock: tools/kafka_mock.c
 	@mkdir -p $(dir $@)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LDFLAGS) $(CONN_LIBS)
+
+$(BUILD)/wmrun-kafka-dev: tools/kafka_mock.c
+	@mkdir -p $(dir $@)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -DWM_KAFKA_DEV -o $@ $< $(LDFLAGS) $(CONN_LIBS)
 
 # Installs the Debian packages that are missing (needs root, or sudo).
 deps:
@@ -215,6 +223,7 @@ MANDIR_I = $(DESTDIR)$(PREFIX)/share/man/man1
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I) $(DOCDIR_I)/docs/img
 	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
+	install -m 755 $(BUILD)/wmrun-kafka-dev $(DESTDIR)$(PREFIX)/bin/wmrun-kafka-dev
 	@cd lua && find wm -name '*.lua' | sort | while read -r f; do \
 	  install -D -m 644 "$$f" "$(LUADIR_I)/$$f" || exit 1; done
 	install -m 755 $(MODULE) $(CMODDIR_I)/wm/core.so
@@ -227,7 +236,7 @@ install: all
 
 # (share/wmrun: where earlier versions put a second copy of the Lua files)
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/bin/wmrun $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I)/wmrun.1 \
+	rm -rf $(DESTDIR)$(PREFIX)/bin/wmrun $(DESTDIR)$(PREFIX)/bin/wmrun-kafka-dev $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I)/wmrun.1 \
 	  $(DOCDIR_I) $(DESTDIR)$(PREFIX)/share/wmrun
 
 # The man page, from docs/wmrun.1.scd (scdoc).

@@ -9,7 +9,7 @@
 --   services.nats{config = "mappings = {...}"} -- with a configuration file
 --   helper.finally(function() n:stop() end)
 --
--- The mock cluster takes commands while it runs (spec/kafka_mock.c), each waited for:
+-- The mock cluster takes commands while it runs (tools/kafka_mock.c), each waited for:
 --   k:down(1) / k:up(1)                        -- a broker drops its connections / takes them again
 --   k:topic_error("t", "UNKNOWN_TOPIC_OR_PART") -- its metadata requests answer that error
 --   k:request_error("OffsetCommit", 3, "GROUP_AUTHORIZATION_FAILED")
@@ -123,7 +123,7 @@ function M.kafka(topics)
   return s
 end
 
---- Sends a command line to the mock cluster (spec/kafka_mock.c) and waits for its answer;
+--- Sends a command line to the mock cluster (tools/kafka_mock.c) and waits for its answer;
 -- raises with the answer when the mock refuses it.
 function Service:command(line)
   local f = assert(io.open(self.ctl, "w"))

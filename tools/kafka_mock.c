@@ -1,12 +1,21 @@
-/* A Kafka cluster for the specs: librdkafka's mock cluster (rdkafka_mock.h) on 127.0.0.1.
+/* A Kafka-compatible broker on 127.0.0.1: librdkafka's mock cluster (rdkafka_mock.h). One
+ * source, two programs (the Makefile builds both):
  *
- *   build/kafka_mock [-b BROKERS] [-d] [-t SECONDS] TOPIC:PARTITIONS ...
+ *   build/wmrun-kafka-dev [-b BROKERS] [-m MB] [-a FILE] TOPIC:PARTITIONS ...
  *
- * Creates each topic with its partition count, prints the bootstrap address
- * ("127.0.0.1:PORT,...") on one line of standard output, and stays until standard input
- * closes or SIGTERM/SIGINT arrives. -d: ignore standard input (wait for a signal only);
- * -t: end by itself after that many seconds at the latest (so a spec that dies cannot
- * leave it running for long). spec/services.lua starts and stops it.
+ * For trying things out (docs/connectors.md, "Quick start (Kafka...)"; installed by make
+ * install): creates the topics, prints the bootstrap address ("127.0.0.1:PORT,...") on one
+ * line of standard output, or into FILE with -a (written whole once the broker serves),
+ * says on standard error what it is, and serves until SIGINT or SIGTERM. Messages are kept
+ * in memory only: past MB megabytes of memory (-m, default 512; 0: no limit) it stops with a
+ * message rather than take the machine's memory.
+ *
+ *   build/kafka_mock [-b BROKERS] [-d] [-t SECONDS] [-m MB] [-a FILE] TOPIC:PARTITIONS ...
+ *
+ * For the specs (spec/services.lua starts and stops it): the same, silent, and it stays until
+ * standard input closes or SIGTERM/SIGINT arrives. -d: ignore standard input (wait for a
+ * signal only); -t: end by itself after that many seconds at the latest (so a spec that dies
+ * cannot leave it running for long).
  *
  * Without -d, every line of standard input is a command, answered by one line on standard
  * output once it is done ("ok N: <the command>" for the N-th command, or "error N: why"):
@@ -22,6 +31,7 @@
  * ERR is a Kafka error name as rd_kafka_err2name gives it (UNKNOWN_TOPIC_OR_PART,
  * _TRANSPORT, ...) or its number. */
 #include <errno.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +40,12 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+
+#ifdef WM_KAFKA_DEV
+#define PROG "wmrun-kafka-dev"
+#else
+#define PROG "kafka_mock"
+#endif
 
 static volatile sig_atomic_t stop_requested;
 
@@ -110,41 +126,83 @@ static void on_signal(int sig) {
   stop_requested = 1; /* and interrupts read() / pause() */
 }
 
+/* The process's resident memory in MB (0 when /proc cannot tell). */
+static long rss_mb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, rss = 0;
+  if (!f) return 0;
+  if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+  fclose(f);
+  return rss * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
+
+/* Writes the bootstrap address into path, whole (a temporary file renamed). */
+static int write_addr(const char *path, const char *addr) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return -1;
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -1;
+  int ok = fprintf(f, "%s\n", addr) > 0;
+  ok = fclose(f) == 0 && ok;
+  return ok && rename(tmp, path) == 0 ? 0 : -1;
+}
+
+static void usage(void) {
+#ifdef WM_KAFKA_DEV
+  fprintf(stderr, "usage: " PROG " [-b BROKERS] [-m MB] [-a FILE] TOPIC:PARTITIONS ...\n"
+                  "  a Kafka-compatible broker on 127.0.0.1 for trying things out (messages in memory)\n");
+#else
+  fprintf(stderr, "usage: " PROG " [-b BROKERS] [-d] [-t SECONDS] [-m MB] [-a FILE] TOPIC:PARTITIONS ...\n");
+#endif
+}
+
 int main(int argc, char **argv) {
-  int brokers = 1, first = 1, no_stdin = 0, lifetime = 0;
+#ifdef WM_KAFKA_DEV
+  int no_stdin = 1, limit_mb = 512;
+#else
+  int no_stdin = 0, limit_mb = 0;
+#endif
+  int brokers = 1, first = 1, lifetime = 0;
+  const char *addr_file = NULL;
   while (first < argc && argv[first][0] == '-') {
-    if (strcmp(argv[first], "-d") == 0) {
+    const char *o = argv[first], *v = first + 1 < argc ? argv[first + 1] : NULL;
+    if (strcmp(o, "-d") == 0) {
       no_stdin = 1;
       first++;
-    } else if (first + 1 < argc && strcmp(argv[first], "-b") == 0) {
-      brokers = atoi(argv[first + 1]);
-      first += 2;
-    } else if (first + 1 < argc && strcmp(argv[first], "-t") == 0) {
-      lifetime = atoi(argv[first + 1]);
-      first += 2;
-    } else {
+      continue;
+    }
+    if (!v) {
       brokers = 0;
       break;
     }
+    if (strcmp(o, "-b") == 0) brokers = atoi(v);
+    else if (strcmp(o, "-t") == 0) lifetime = atoi(v);
+    else if (strcmp(o, "-m") == 0) limit_mb = atoi(v);
+    else if (strcmp(o, "-a") == 0) addr_file = v;
+    else {
+      brokers = 0;
+      break;
+    }
+    first += 2;
   }
-  if (brokers < 1 || first >= argc) {
-    fprintf(stderr, "usage: kafka_mock [-b BROKERS] [-d] [-t SECONDS] TOPIC:PARTITIONS ...\n");
+  if (brokers < 1 || first >= argc || limit_mb < 0) {
+    usage();
     return 2;
   }
   char err[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err) != RD_KAFKA_CONF_OK) {
-    fprintf(stderr, "kafka_mock: %s\n", err);
+    fprintf(stderr, PROG ": %s\n", err);
     return 1;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (!rk) {
-    fprintf(stderr, "kafka_mock: %s\n", err);
+    fprintf(stderr, PROG ": %s\n", err);
     return 1;
   }
   rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, brokers);
   if (!mc) {
-    fprintf(stderr, "kafka_mock: cannot start the mock cluster\n");
+    fprintf(stderr, PROG ": cannot start the mock cluster\n");
     rd_kafka_destroy(rk);
     return 1;
   }
@@ -154,7 +212,7 @@ int main(int argc, char **argv) {
     int parts = colon ? atoi(colon + 1) : 1;
     size_t n = colon ? (size_t)(colon - argv[i]) : strlen(argv[i]);
     if (n == 0 || n >= sizeof name || parts < 1) {
-      fprintf(stderr, "kafka_mock: bad topic '%s' (TOPIC:PARTITIONS)\n", argv[i]);
+      fprintf(stderr, PROG ": bad topic '%s' (TOPIC:PARTITIONS)\n", argv[i]);
       rd_kafka_mock_cluster_destroy(mc);
       rd_kafka_destroy(rk);
       return 2;
@@ -163,7 +221,7 @@ int main(int argc, char **argv) {
     name[n] = 0;
     rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, name, parts, 1);
     if (e) {
-      fprintf(stderr, "kafka_mock: cannot create topic '%s': %s\n", name, rd_kafka_err2str(e));
+      fprintf(stderr, PROG ": cannot create topic '%s': %s\n", name, rd_kafka_err2str(e));
       rd_kafka_mock_cluster_destroy(mc);
       rd_kafka_destroy(rk);
       return 1;
@@ -176,14 +234,43 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGALRM, &sa, NULL);
   if (lifetime > 0) alarm((unsigned)lifetime);
-  printf("%s\n", rd_kafka_mock_cluster_bootstraps(mc));
-  fflush(stdout);
+  const char *boot = rd_kafka_mock_cluster_bootstraps(mc);
+#ifdef WM_KAFKA_DEV
+  if (!addr_file) /* (with -a the address goes into the file only) */
+#endif
+  {
+    printf("%s\n", boot);
+    fflush(stdout);
+  }
+  if (addr_file && write_addr(addr_file, boot) != 0) {
+    fprintf(stderr, PROG ": cannot write the address into '%s': %s\n", addr_file, strerror(errno));
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(rk);
+    return 1;
+  }
+#ifdef WM_KAFKA_DEV
+  fprintf(stderr, PROG ": a Kafka-compatible broker at %s for trying things out (librdkafka's mock "
+                  "cluster): messages are kept in memory only", boot);
+  if (limit_mb > 0) fprintf(stderr, ", and it stops when it holds more than %d MB (-m)", limit_mb);
+  fprintf(stderr, "; not for production. Topics:");
+  for (int i = first; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+  fprintf(stderr, " (TOPIC:PARTITIONS). Stop it with Ctrl-C.\n");
+#endif
   char buf[512];
   size_t have = 0;
   unsigned long nth = 0;
+  int rc = 0;
   while (!stop_requested) {
+    if (limit_mb > 0 && rss_mb() > limit_mb) {
+      fprintf(stderr, PROG ": stopping: it holds more than %d MB of memory (-m %d); its messages are "
+                      "kept in memory only (for more, use a real Kafka or a larger -m)\n", limit_mb, limit_mb);
+      rc = 1;
+      break;
+    }
     if (no_stdin) {
-      pause();
+      /* woken by a signal, or once a second to check the memory */
+      struct timespec ts = {limit_mb > 0 ? 1 : 3600, 0};
+      nanosleep(&ts, NULL);
       continue;
     }
     ssize_t r = read(0, buf + have, sizeof buf - 1 - have);
@@ -205,5 +292,5 @@ int main(int argc, char **argv) {
   }
   rd_kafka_mock_cluster_destroy(mc);
   rd_kafka_destroy(rk);
-  return 0;
+  return rc;
 }
