@@ -81,6 +81,7 @@ build = {
         "bindings/lwm_bridge.c",
         "bindings/lwm_ckpt.c",
         "bindings/lwm_conn.c",
+        "bindings/lwm_codec.c",
         "bindings/lwm_core.c",
         "bindings/lwm_escape.c",
         "bindings/lwm_graph.c",

@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "lwm.h"
+#include "lwm_state.h"
 
 typedef struct lwm_failing_alloc {
   unsigned long long count, fail_at;

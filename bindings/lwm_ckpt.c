@@ -8,6 +8,10 @@
 #include "base/wm_codec.h"
 #include "graph/wm_snapshot.h"
 #include "lwm.h"
+#include "lwm_ckpt.h"
+#include "lwm_codec.h"
+#include "lwm_graph.h"
+#include "lwm_plan.h"
 
 static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
                     size_t errlen) {

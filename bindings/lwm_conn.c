@@ -9,6 +9,10 @@
 #include "io/wm_conn.h"
 #include "io/wm_member.h"
 #include "lwm.h"
+#include "lwm_conn.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
+#include "lwm_through.h"
 
 #define DISCOVERY_TIMEOUT_MS 10000
 

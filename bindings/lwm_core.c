@@ -6,6 +6,17 @@
 #include "exec/wm_ckptrun.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
+#include "lwm_ckpt.h"
+#include "lwm_codec.h"
+#include "lwm_conn.h"
+#include "lwm_graph.h"
+#include "lwm_harness.h"
+#include "lwm_metrics.h"
+#include "lwm_mt.h"
+#include "lwm_plan.h"
+#include "lwm_report.h"
+#include "lwm_task.h"
+#include "lwm_through.h"
 #include "lwm_testenv.h"
 
 #include <signal.h>
@@ -442,7 +453,7 @@ static const luaL_Reg core_funcs[] = {
     {"replay_data", lwm_replay_data_new},
     {"signal_watch", lwm_signal_watch_new},
     {"thread", l_thread},
-    {"_codec_roundtrip", lwm_mt_roundtrip},
+    {"_codec_roundtrip", lwm_codec_roundtrip},
     {"_checkpoint_sources", lwm_checkpoint_sources},
     {"kafka_partitions", lwm_kafka_partitions},
     {"nats_subjects", lwm_nats_subjects},

@@ -9,6 +9,15 @@
 #include "ops/wm_keyedop.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
+#include "lwm_conn.h"
+#include "lwm_graph.h"
+#include "lwm_io.h"
+#include "lwm_keyed.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
+#include "lwm_through.h"
+#include "lwm_time.h"
+#include "lwm_window.h"
 
 typedef struct built {
   int n;        /* instances */

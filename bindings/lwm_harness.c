@@ -18,6 +18,11 @@
 #include "io/wm_source.h"
 #include "time/wm_timer.h"
 #include "lwm.h"
+#include "lwm_ckpt.h"
+#include "lwm_graph.h"
+#include "lwm_harness.h"
+#include "lwm_plan.h"
+#include "lwm_report.h"
 #include "lwm_timeline.h"
 
 #define HARNESS_MT "wm.Harness"

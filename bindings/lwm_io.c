@@ -8,6 +8,10 @@
 
 #include "io/wm_csv.h"
 #include "lwm.h"
+#include "lwm_codec.h"
+#include "lwm_io.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
 
 /* ---- parse_json: lua-cjson's decode, called per line ---------------------------------- */
 

@@ -5,6 +5,10 @@
 
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
+#include "lwm_keyed.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
+#include "lwm_window.h"
 
 /* ---- keyed process functions ------------------------------------------------------- */
 

@@ -13,6 +13,8 @@
 #include "ops/wm_tsop.h"
 #include "time/wm_time.h"
 #include "lwm.h"
+#include "lwm_metrics.h"
+#include "lwm_task.h"
 
 #define PROGRESS_FIRST_MS 1000 /* a job shorter than this shows no line (unless forced) */
 #define PROGRESS_EVERY_MS 200

@@ -1,22 +1,24 @@
 /* The bindings' half of the multi-core executor (core/wm_mt.h): worker threads, each with
- * its own lua_State that runs the job script again, and the encoding of Lua values that
- * cross threads (docs/parallelism.md, "Threads").
+ * its own lua_State that runs the job script again, (docs/parallelism.md, "Threads").
  *
  * The thread that calls execute() is thread 1. It creates the job and starts threads
  * 2..n; each of those creates a Lua state and asks the host (wmrun, through the spawn hook
  * it registers) to run the job script in it exactly as it ran it first. When the script
  * of thread k calls execute(), this file builds thread k's part of the graph (the
  * instances placed on it), meets the others at a barrier, runs, and then stops the rest
- * of that script with a private error value, so code after execute() runs only once. */
+ * of that script with a private error value, so code after execute() runs only once. The
+ * Lua values that cross threads are encoded by lwm_codec.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/wm_codec.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
+#include "lwm_codec.h"
+#include "lwm_mt.h"
+#include "lwm_plan.h"
+#include "lwm_report.h"
 #include "lwm_alloc.h"
-
-#define MAX_DEPTH 100 /* nesting of tables in a record that crosses threads */
 
 /* registry keys (addresses of static anchors) */
 static const char spawn_key = 0;  /* full userdata: lwm_spawn, set by the host */
@@ -50,216 +52,6 @@ int lwm_mt_thread(lua_State *L) {
   const worker *w = lua_touserdata(L, -1);
   lua_pop(L, 1);
   return w ? w->thread + 1 : 1;
-}
-
-/* ---- Lua values <-> bytes ---------------------------------------------------------- */
-
-static void path_add(char *path, size_t cap, lua_State *L, int k) {
-  size_t n = strlen(path);
-  if (lua_type(L, k) == LUA_TSTRING) snprintf(path + n, cap - n, ".%s", lua_tostring(L, k));
-  else if (lua_isinteger(L, k)) snprintf(path + n, cap - n, "[%lld]", (long long)lua_tointeger(L, k));
-  else snprintf(path + n, cap - n, "[?]");
-}
-
-static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth, const char *root,
-                   char *path, size_t pcap, char *err, size_t errlen) {
-  switch (lua_type(L, idx)) {
-  case LUA_TNIL: wm_buf_addc(b, WM_C_NIL); return 0;
-  case LUA_TBOOLEAN: wm_buf_addc(b, lua_toboolean(L, idx) ? WM_C_TRUE : WM_C_FALSE); return 0;
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) {
-      wm_buf_addc(b, WM_C_INT);
-      wm_codec_put_ivar(b, (int64_t)lua_tointeger(L, idx));
-    } else {
-      double f = (double)lua_tonumber(L, idx);
-      char raw[8];
-      memcpy(raw, &f, 8);
-      wm_buf_addc(b, WM_C_FLOAT);
-      wm_buf_add(b, raw, 8);
-    }
-    return 0;
-  case LUA_TSTRING: {
-    size_t n;
-    const char *s = lua_tolstring(L, idx, &n);
-    wm_buf_addc(b, WM_C_STR);
-    wm_codec_put_uvar(b, n);
-    wm_buf_add(b, s, n);
-    return 0;
-  }
-  case LUA_TTABLE: {
-    const void *t = lua_topointer(L, idx);
-    for (int i = 0; i < depth; i++)
-      if (anc[i] == t) {
-        snprintf(err, errlen, "it holds a cycle (%s%s contains itself)", root, path);
-        return -1;
-      }
-    if (depth >= MAX_DEPTH) {
-      snprintf(err, errlen, "its tables are nested more than %d levels deep (at %s%s)",
-               MAX_DEPTH, root, path);
-      return -1;
-    }
-    if (!lua_checkstack(L, 4)) {
-      snprintf(err, errlen, "out of Lua stack space");
-      return -1;
-    }
-    anc[depth] = t;
-    wm_buf_addc(b, WM_C_TABLE);
-    size_t plen = strlen(path);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      int k = lua_gettop(L) - 1, v = k + 1;
-      int kt = lua_type(L, k);
-      path_add(path, pcap, L, k);
-      if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
-        snprintf(err, errlen, "it holds a %s used as a key (in %s%.*s)", lua_typename(L, kt),
-                 root, (int)plen, path);
-        lua_pop(L, 2);
-        return -1;
-      }
-      if (enc_lua(L, b, k, anc, depth + 1, root, path, pcap, err, errlen) != 0 ||
-          enc_lua(L, b, v, anc, depth + 1, root, path, pcap, err, errlen) != 0) {
-        lua_pop(L, 2);
-        return -1;
-      }
-      path[plen] = '\0';
-      lua_pop(L, 1);
-    }
-    wm_buf_addc(b, WM_C_NIL);
-    return 0;
-  }
-  default:
-    if (depth == 0) snprintf(err, errlen, "it is a %s", luaL_typename(L, idx));
-    else snprintf(err, errlen, "it holds a %s (at %s%s)", luaL_typename(L, idx), root, path);
-    return -1;
-  }
-}
-
-int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, char *err,
-                   size_t errlen) {
-  const void *anc[MAX_DEPTH];
-  char path[256] = "";
-  return enc_lua(L, b, lua_absindex(L, idx), anc, 0, root, path, sizeof path, err, errlen);
-}
-
-static int codec_encode_as(void *ud, wm_buf *b, const wm_value *v, const char *root, char *err,
-                           size_t errlen) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  lua_rawgeti(L, B->slots, v->u.slot);
-  int rc = lwm_encode_lua(L, b, -1, root, err, errlen);
-  lua_pop(L, 1);
-  return rc;
-}
-
-static int codec_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
-  return codec_encode_as(ud, b, v, "record", err, errlen);
-}
-
-static int codec_encode_state(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
-  return codec_encode_as(ud, b, v, "value", err, errlen);
-}
-
-/* Pushes the value encoded at *p. */
-static int dec_lua(lua_State *L, const uint8_t **p, const uint8_t *end, int depth, char *err,
-                   size_t errlen) {
-  if (*p >= end) goto bad;
-  int tag = *(*p)++;
-  switch (tag) {
-  case WM_C_NIL: lua_pushnil(L); return 0;
-  case WM_C_FALSE: lua_pushboolean(L, 0); return 0;
-  case WM_C_TRUE: lua_pushboolean(L, 1); return 0;
-  case WM_C_INT: {
-    int64_t i;
-    if (wm_codec_get_ivar(p, end, &i) != 0) goto bad;
-    lua_pushinteger(L, (lua_Integer)i);
-    return 0;
-  }
-  case WM_C_FLOAT: {
-    double f;
-    if (end - *p < 8) goto bad;
-    memcpy(&f, *p, 8);
-    *p += 8;
-    lua_pushnumber(L, (lua_Number)f);
-    return 0;
-  }
-  case WM_C_STR: {
-    uint64_t n;
-    if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) goto bad;
-    lua_pushlstring(L, (const char *)*p, (size_t)n);
-    *p += n;
-    return 0;
-  }
-  case WM_C_TABLE:
-    if (depth >= MAX_DEPTH || !lua_checkstack(L, 4)) goto bad;
-    lua_newtable(L);
-    for (;;) {
-      if (*p >= end) goto bad;
-      if (**p == WM_C_NIL) {
-        (*p)++;
-        return 0;
-      }
-      if (dec_lua(L, p, end, depth + 1, err, errlen) != 0) return -1;
-      if (lua_isnil(L, -1) || (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) != lua_tonumber(L, -1)))
-        goto bad;
-      if (dec_lua(L, p, end, depth + 1, err, errlen) != 0) return -1;
-      lua_rawset(L, -3);
-    }
-  default: break;
-  }
-bad:
-  snprintf(err, errlen, "corrupt record encoding");
-  return -1;
-}
-
-int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, char *err,
-                   size_t errlen) {
-  int top = lua_gettop(L);
-  if (!lua_checkstack(L, 8) || dec_lua(L, p, end, 0, err, errlen) != 0) {
-    lua_settop(L, top);
-    if (!err[0]) snprintf(err, errlen, "corrupt record encoding");
-    return -1;
-  }
-  return 0;
-}
-
-static int codec_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
-                        size_t errlen) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  int top = lua_gettop(L);
-  if (lwm_decode_lua(L, p, end, err, errlen) != 0) return -1;
-  int rc = lwm_to_value(B, -1, out); /* a table: a new slot */
-  lua_settop(L, top);
-  if (rc != 0) snprintf(err, errlen, "out of memory");
-  return rc;
-}
-
-void lwm_codec_host(lwm_bridge *B, wm_codec_host *ch) {
-  *ch = (wm_codec_host){.ud = B, .encode = codec_encode_state, .decode = codec_decode};
-}
-
-/* For the C tests of the encoding through Lua (wm.core._codec_roundtrip): encodes the
- * value at index 1 and decodes it back. */
-int lwm_mt_roundtrip(lua_State *L) {
-  luaL_checkany(L, 1);
-  wm_buf b;
-  wm_buf_init(&b);
-  char err[512] = "";
-  if (lwm_encode_lua(L, &b, 1, "record", err, sizeof err) != 0) {
-    wm_buf_free(&b);
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  const uint8_t *p = (const uint8_t *)b.data, *end = p + b.len;
-  lua_Integer len = (lua_Integer)b.len;
-  if (lwm_decode_lua(L, &p, end, err, sizeof err) != 0 || p != end) {
-    wm_buf_free(&b);
-    return luaL_error(L, "decoding failed: %s", err);
-  }
-  wm_buf_free(&b);
-  lua_pushinteger(L, len);
-  return 2;
 }
 
 /* ---- threads ------------------------------------------------------------------------ */
@@ -416,7 +208,8 @@ int lwm_mt_stop_script(lua_State *L) {
 /* ---- attaching a thread's part to a bridge ------------------------------------------- */
 
 int lwm_mt_attach(lwm_bridge *B) {
-  wm_codec_host ch = {.ud = B, .encode = codec_encode, .decode = codec_decode};
+  wm_codec_host ch;
+  lwm_codec_host_records(B, &ch);
   B->mt = wm_mt_local_new(B->mtjob, B->thread, B->exec, &ch);
   return B->mt ? WM_OK : WM_ERR;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lwm.h"
+#include "lwm_ops.h"
 
 lwm_opinfo *lwm_opinfo_new(lwm_bridge *B, const char *where) {
   lwm_opinfo *oi = calloc(1, sizeof *oi);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "lwm.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
 
 /* Reads field k of the table at idx as a string (NULL when absent); the string stays
  * valid while the node table lives. */

@@ -6,6 +6,7 @@
 #include "io/wm_conn.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
+#include "lwm_report.h"
 
 static void fmt_time(char *buf, size_t n, int64_t t) {
   if (t == WM_TIME_MIN) snprintf(buf, n, "MIN");

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/wm_pool.h"
-#include "lwm.h"
+#include "lwm_state.h"
 
 static int panic(lua_State *L) {
   const char *msg = lua_tostring(L, -1);

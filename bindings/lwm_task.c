@@ -18,6 +18,8 @@
 #include "io/wm_conn.h"
 #include "io/wm_member.h"
 #include "lwm.h"
+#include "lwm_plan.h"
+#include "lwm_task.h"
 #include "ops/wm_tsop.h"
 
 #define STATUS_EVERY_MS 500

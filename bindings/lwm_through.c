@@ -6,6 +6,9 @@
 
 #include "io/wm_through.h"
 #include "lwm.h"
+#include "lwm_codec.h"
+#include "lwm_plan.h"
+#include "lwm_through.h"
 
 #define ENSURE_TIMEOUT_MS 10000
 

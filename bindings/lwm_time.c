@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "lwm.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
+#include "lwm_time.h"
 
 /* ---- custom watermark generators ---------------------------------------------------- */
 

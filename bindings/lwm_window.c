@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "lwm.h"
+#include "lwm_ops.h"
+#include "lwm_plan.h"
+#include "lwm_window.h"
 
 /* ---- custom triggers written in Lua ------------------------------------------------- */
 

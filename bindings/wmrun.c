@@ -12,6 +12,7 @@
 
 #include "time/wm_time.h"
 #include "lwm.h"
+#include "lwm_mt.h"
 #include "lwm_alloc.h"
 #include "lwm_timeline.h"
 

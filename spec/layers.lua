@@ -9,10 +9,66 @@
 --   1. no two modules depend on each other in a loop (C #include "..." between our own files,
 --      Lua require between our own modules);
 --   2. a core/ file includes only files of its own layer or of a layer below it
---      (LAYERS lists them bottom first), and never a bindings/ file or a Lua header.
+--      (LAYERS lists them bottom first), and never a bindings/ file or a Lua header;
+--   3. a bindings/ file includes and calls only files of its own layer or below
+--      (BINDING_LAYERS), and a Lua module requires only modules of its own layer or below
+--      (LUA_LAYERS); a file or module in no layer is a problem too.
 local M = {}
 
 M.LAYERS = { "base", "time", "graph", "ops", "io", "state", "exec", "timeline" }
+
+-- The bindings' order (docs/architecture.md), bottom first: a binding file includes or calls
+-- only files of its own layer or below. `lwm` is lwm.h, the bridge's header.
+M.BINDING_LAYERS = {
+  {"states", {"lwm_state", "lwm_alloc", "lwm_testenv"}},
+  {"bridge", {"lwm", "lwm_bridge", "lwm_escape"}},
+  {"readers", {"lwm_codec", "lwm_report", "lwm_timeline"}},
+  {"ops", {"lwm_ops"}},
+  {"plan", {"lwm_plan"}},
+  {"builders", {"lwm_io", "lwm_window", "lwm_time", "lwm_keyed", "lwm_conn", "lwm_through"}},
+  {"graph", {"lwm_graph"}},
+  {"runs", {"lwm_ckpt", "lwm_harness", "lwm_mt", "lwm_metrics", "lwm_task"}},
+  {"top", {"lwm_core", "wmrun"}},
+}
+
+-- The Lua modules' order (docs/architecture.md), bottom first, as patterns on module names
+-- (the first that matches places a module): a module requires only modules of its own layer
+-- or below.
+M.LUA_LAYERS = {
+  {"leaves", {"^wm%.duration$", "^wm%.format$", "^wm%.json$", "^wm%.timeline$", "^wm%.lab%.plot$",
+              "^wm%.windows$", "^wm%.watermarks$", "^wm%.evictors$"}},
+  {"base", {"^wm%.base$"}},
+  {"areas", {"^wm%.stream$", "^wm%.io$", "^wm%.keyed$", "^wm%.windowed$", "^wm%.triggers$",
+             "^wm%.connect$"}},
+  {"extensions", {"^wm%.connectors$", "^wm%.through$", "^wm%.scaleout$", "^wm%.lab%.replay$"}},
+  {"datastream", {"^wm%.datastream$"}},
+  {"sql", {"^wm%.sql$", "^wm%.sql%."}},
+  {"tools", {"^wm%.testing$", "^wm%.lab$"}},
+  {"facade", {"^wm$"}},
+}
+
+local function sorted_keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+local function binding_rank()
+  local rank = {}
+  for i, l in ipairs(M.BINDING_LAYERS) do
+    for _, f in ipairs(l[2]) do rank["bindings/" .. f] = i end
+  end
+  return rank
+end
+
+local function lua_rank(mod)
+  for i, l in ipairs(M.LUA_LAYERS) do
+    for _, pat in ipairs(l[2]) do
+      if mod:match(pat) then return i end
+    end
+  end
+end
 
 local function read(path)
   local f = io.open(path, "rb")
@@ -70,7 +126,7 @@ local function c_graph(root)
 end
 
 -- Calls: node = object file; an edge from A to B when A uses a symbol B defines (nm). This sees
--- the dependencies that a shared header hides (bindings/lwm.h declares every binding file).
+-- the dependencies that a header does not show (a declaration repeated, an extern).
 local function link_graph(root, build)
   local defs, uses = {}, {}
   for _, o in ipairs(list(root, build .. "/core " .. build .. "/bindings -name '*.o'")) do
@@ -202,8 +258,43 @@ function M.check(root, build)
       end
     end
   end
-  for _, comp in ipairs(loops(lua_graph(root))) do
+  -- the bindings' order, over includes and calls alike
+  local brank = binding_rank()
+  local function bname(n) return M.BINDING_LAYERS[brank[n]][1] end
+  for _, g in ipairs({cedges, ledges}) do
+    for _, node in ipairs(sorted_keys(g)) do
+      local binding = node:match("^bindings/") ~= nil -- (core/ is checked above)
+      if binding and not brank[node] then
+        problems[#problems + 1] = node .. ": a binding file in no layer of spec/layers.lua's BINDING_LAYERS"
+      elseif binding then
+        for _, t in ipairs(sorted_keys(g[node])) do
+          if brank[t] and brank[t] > brank[node] then
+            local why = g[node][t]
+            if not why:find(" uses ", 1, true) then why = why .. " includes " .. t end
+            problems[#problems + 1] = why .. " (bindings layer " .. bname(node) .. "): " .. t
+              .. " is in layer " .. bname(t) .. ", above it"
+          end
+        end
+      end
+    end
+  end
+  local lg = lua_graph(root)
+  for _, comp in ipairs(loops(lg)) do
     problems[#problems + 1] = "Lua require loop: " .. table.concat(comp, " <-> ")
+  end
+  for _, m in ipairs(sorted_keys(lg)) do
+    local r = lua_rank(m)
+    if not r then
+      problems[#problems + 1] = m .. ": a Lua module in no layer of spec/layers.lua's LUA_LAYERS"
+    else
+      for _, t in ipairs(sorted_keys(lg[m])) do
+        local tr = lua_rank(t)
+        if tr and tr > r then
+          problems[#problems + 1] = lg[m][t] .. " (" .. m .. ", layer " .. M.LUA_LAYERS[r][1] .. ") requires "
+            .. t .. " (layer " .. M.LUA_LAYERS[tr][1] .. ", above it)"
+        end
+      end
+    end
   end
   return problems
 end

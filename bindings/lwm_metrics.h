@@ -1,0 +1,18 @@
+/* The Prometheus endpoint and the progress line of a run (lwm_metrics.c). */
+#ifndef LWM_METRICS_H
+#define LWM_METRICS_H
+
+#include "lwm.h"
+
+/* The Prometheus endpoint (env.metrics_http) and the progress line (env.progress) of a run,
+ * on thread 0's loop (lwm_metrics.c). start: WM_OK or WM_ERR; end (the executor's on_end
+ * hook, and once more after the run: it is idempotent) closes their handles. */
+typedef struct lwm_services {
+  struct wm_metrics_http *http;
+  struct progress *progress;
+  struct lwm_task_status *task; /* a scale-out task's status line (lwm_task.c) */
+} lwm_services;
+int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s);
+void lwm_services_end(void *ud);
+
+#endif
