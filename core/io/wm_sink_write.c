@@ -331,7 +331,9 @@ static int writer_sync(writer *w) {
                                     w->origin, strerror(errno), w->op->name);
   }
   int64_t at = w->offset;
-  size_t rest = w->fly.len - w->fly_off;
+  /* (a write in flight that an earlier snapshot wrote already, its callback still to come, is
+   * behind offset: writing it again here would put it twice into the file) */
+  size_t rest = w->fly_synced ? 0 : w->fly.len - w->fly_off;
   int rc = 0;
   if (rest) rc = pwrite_all(fd, w->fly.data + w->fly_off, rest, at);
   if (rc == 0 && w->pend.len) rc = pwrite_all(fd, w->pend.data, w->pend.len, at + (int64_t)rest);
