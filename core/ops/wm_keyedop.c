@@ -287,10 +287,10 @@ size_t wm_keyedop_timers(const wm_op *op, int domain) {
 
 void wm_keyedop_set_second_input(wm_op *op, int first2) { ((keyedop *)op->impl)->first2 = first2; }
 
-/* "record {...}" as print shows it, for messages. */
-static void record_text(wm_ctx *ctx, const wm_value *rec, wm_buf *b) {
+/* A record as print shows it (json 1: a string quoted, as inside a table), for messages. */
+static void record_text(wm_ctx *ctx, const wm_value *rec, wm_buf *b, int json) {
   wm_buf_init(b);
-  wm_format_value(b, rec, 0, ctx->host.format, ctx->host.ud);
+  wm_format_value(b, rec, json, ctx->host.format, ctx->host.ud);
 }
 
 static const char *key_kind_name(char k) {
@@ -314,8 +314,8 @@ static int check_key_kind(wm_op *op, keyedop *s, int second, const wm_value *key
   char other = s->ktype[!second];
   if (!other || other == k) return WM_OK;
   wm_buf b, kb;
-  record_text(op->ctx, rec, &b);
-  record_text(op->ctx, key, &kb);
+  record_text(op->ctx, rec, &b, 0);
+  record_text(op->ctx, key, &kb, 1);
   wm_ctx_error(op->ctx, "keyed connected streams: the %s input's key is %s (%s) for record %s, "
                         "and the %s input's keys are %s: equal keys of the two inputs must be "
                         "of one type to meet (convert one side's key, e.g. with tostring in "
@@ -383,7 +383,7 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (ks->fn(ks->ud, op, rec, &key) != WM_OK) return WM_ERR;
   if (!wm_key_valid(&key)) {
     wm_buf b;
-    record_text(ctx, rec, &b);
+    record_text(ctx, rec, &b, 0);
     wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
                  key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
     wm_buf_free(&b);
@@ -392,7 +392,7 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (s->first2 > 0 && check_key_kind(op, s, second, &key, rec) != WM_OK) return WM_ERR;
   if (s->cfg.ttl.ttl > 0 && s->cfg.ttl.time == WM_TIME_EVENT && ts == WM_TIME_MIN) {
     wm_buf b;
-    record_text(ctx, rec, &b);
+    record_text(ctx, rec, &b, 0);
     wm_ctx_error(ctx, "state_ttl with time = \"event\" measures the state's age by record "
                       "timestamps, and record %s has none (math.mininteger; did you forget "
                       "assign_timestamps_and_watermarks?)", b.data ? b.data : "");
