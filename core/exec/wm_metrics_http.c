@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #endif
 
+#include "ops/wm_keyedop.h"
 #include "ops/wm_winop.h"
 #include "time/wm_time.h"
 
@@ -150,6 +151,23 @@ void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
     if (!is_window(op)) continue;
     add_sample(b, "wmrun_open_windows", op);
     wm_buf_add_int(b, (int64_t)wm_winop_open_windows(op));
+    wm_buf_addc(b, '\n');
+  }
+  add_header(b, "wmrun_keys", "gauge", "Keys a keyed operator holds (with state or timers).");
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (!wm_op_is_keyedop(op)) continue;
+    add_sample(b, "wmrun_keys", op);
+    wm_buf_add_int(b, (int64_t)wm_keyedop_keys(op));
+    wm_buf_addc(b, '\n');
+  }
+  add_header(b, "wmrun_keys_expired_total", "counter",
+             "Keys whose state a keyed operator's state_ttl dropped.");
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (!wm_op_is_keyedop(op)) continue;
+    add_sample(b, "wmrun_keys_expired_total", op);
+    wm_buf_add_int(b, (int64_t)wm_keyedop_expired(op));
     wm_buf_addc(b, '\n');
   }
 }

@@ -277,6 +277,8 @@ size_t wm_keyedop_keys(const wm_op *op) { return ((const keyedop *)op->impl)->nl
 
 uint64_t wm_keyedop_expired(const wm_op *op) { return ((const keyedop *)op->impl)->expired; }
 
+int64_t wm_keyedop_ttl(const wm_op *op) { return ((const keyedop *)op->impl)->cfg.ttl.ttl; }
+
 size_t wm_keyedop_timers(const wm_op *op, int domain) {
   const keyedop *s = op->impl;
   size_t n = 0;

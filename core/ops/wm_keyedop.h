@@ -101,6 +101,8 @@ void wm_keyedop_state_used(wm_op *op, int write);
  * tests); keys whose state a TTL dropped so far. */
 size_t wm_keyedop_keys(const wm_op *op);
 uint64_t wm_keyedop_expired(const wm_op *op);
+/* The state TTL in ms (0: none). */
+int64_t wm_keyedop_ttl(const wm_op *op);
 size_t wm_keyedop_timers(const wm_op *op, int domain);
 
 #endif

@@ -144,7 +144,7 @@ function M.state_ttl(v, call, level)
   end
   M.opt_table(v, call .. ": state_ttl", {ttl = true, update = true, time = true}, level)
   if v.ttl == nil then error(call .. ": state_ttl needs ttl (a duration, e.g. ttl = \"10min\")", level) end
-  local ms = require("wm.duration").ms(v.ttl, "state_ttl.ttl", level)
+  local ms = require("wm.duration").ms(v.ttl, call .. ": state_ttl.ttl", level)
   if ms <= 0 then
     error(string.format("%s: state_ttl.ttl must be a positive duration, got %s", call, tostring(v.ttl)), level)
   end
