@@ -276,7 +276,7 @@ describe("state_ttl on keyed connected streams", function()
       return a:key_by("k"):connect(b:key_by("k")):process{
         state_ttl = ttl,
         process_element1 = function(r, ctx) ctx.state.v = r.v end,
-        process_element2 = function(r, ctx, out) out(tostring(ctx.state.v)) end}
+        process_element2 = function(_r, ctx, out) out(tostring(ctx.state.v)) end}
     end
   end
 
