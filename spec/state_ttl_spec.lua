@@ -267,6 +267,27 @@ describe("state_ttl in event time", function()
   end)
 end)
 
+describe("--metrics", function()
+  it("prints the keys a keyed operator holds and how many states expired", function()
+    -- examples/joins/dedup_ttl.lua keeps 8 clicks (8 states written); at the end of input the
+    -- watermark is MAX and every one has expired: none held
+    local _, err, code = h.wmrun('--metrics "' .. h.root .. '/examples/joins/dedup_ttl.lua"')
+    assert.are.equal(0, code, err)
+    assert.matches("\nkeys of 'keyed process %(.-dedup_ttl%.lua:20%)': 0 held, 8 expired %(state_ttl%)\n", err)
+    -- without a TTL: the keys held only
+    local _, err2, code2 = h.run_job([[
+      local wm = require("wm")
+      local env = wm.env{}
+      env:from_elements({id = 1}, {id = 2}, {id = 1}):key_by("id"):process(function(r, ctx)
+        ctx.state.n = (ctx.state.n or 0) + 1
+      end):print()
+      env:execute()
+    ]], "--metrics")
+    assert.are.equal(0, code2, err2)
+    assert.matches("\nkeys of 'keyed process %(.-%.lua:3%)': 2 held\n", err2)
+  end)
+end)
+
 describe("state_ttl on keyed connected streams", function()
   -- side "a" sets the key's value, side "b" reads it; both share one state per key
   local function build(ttl)

@@ -10,6 +10,7 @@
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
 #include "exec/wm_exchange.h"
+#include "exec/wm_metrics_http.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines, and "W t" for each watermark. */
@@ -474,6 +475,13 @@ static void ttl_processing_case(void) {
   for (int i = 0; i < 3; i++) CHECK_I64(push(&f, 900, 9), WM_OK);
   CHECK_I64(wm_keyedop_keys(f.k), 1);
   CHECK_I64(wm_keyedop_expired(f.k), 5);
+  wm_buf m; /* the Prometheus series of keyed operators */
+  wm_buf_init(&m);
+  wm_metrics_format(&m, &f.ctx, ttl_now);
+  CHECK(m.data && strstr(m.data, "\nwmrun_keys{operator=\"keyed\"} 1\n") != NULL);
+  CHECK(strstr(m.data, "\nwmrun_keys_expired_total{operator=\"keyed\"} 5\n") != NULL);
+  CHECK(strstr(m.data, "wmrun_keys{operator=\"capture\"}") == NULL);
+  wm_buf_free(&m);
   kfix_close(&f);
 
   /* on_read_and_write: a read renews too */
