@@ -158,7 +158,7 @@ local function process_broadcast(self, t)
   for k, v in pairs(t) do
     if not bcast_fields[k] and type(v) == "function" then
       error("process: unknown field '" .. tostring(k)
-        .. "' (process_element, process_broadcast_element, on_timer, snapshot, restore)", 3)
+        .. "' (process_element, process_broadcast_element, on_timer, snapshot, restore, state_ttl)", 3)
     end
   end
   for _, f in ipairs({"process_element", "process_broadcast_element"}) do
@@ -207,7 +207,7 @@ function ConnectedStreams:process(t)
   for k, v in pairs(t) do
     if not process_fields[k] and type(v) == "function" then
       error("process: unknown field '" .. tostring(k)
-        .. "' (process_element1, process_element2, on_timer, snapshot, restore)", 2)
+        .. "' (process_element1, process_element2, on_timer, snapshot, restore, state_ttl)", 2)
     end
   end
   for _, f in ipairs({"process_element1", "process_element2"}) do

@@ -55,7 +55,7 @@ function KeyedStream:process(fn, on_timer)
     for k, v in pairs(fn) do -- other fields than functions: the object's own state
       if not process_fields[k] and type(v) == "function" then
         error("process: unknown field '" .. tostring(k) ..
-          "' (process_element, on_timer, snapshot, restore)", 2)
+          "' (process_element, on_timer, snapshot, restore, state_ttl)", 2)
       end
     end
     base.check_hooks(fn, "process")
