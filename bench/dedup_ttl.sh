@@ -16,10 +16,10 @@
 #
 # WMRUN names the wmrun to measure (default build/wmrun: run make first). Needs awk, GNU time.
 #
-# On a shared 2-core machine (docs/performance.md, "Keys that expire"):
-#   N = 3000000   ttl 29176 KB, 23.2 s, 26341 keys held at the end (2973659 expired)
-#                 none 1053212 KB, 29.5 s, 3000000 held
-#   N = 1000000   ttl 23708 KB, 22.3 s, 13021 held; none 341528 KB, 24.9 s, 1000000 held
+# On a shared 2-core machine at load 20-30 (docs/performance.md, "Keys that expire"):
+#   N = 3000000   ttl 22192 KB, 15.1 CPU s, 8918 keys held at the end (2991082 expired)
+#                 none 1053328 KB, 15.6 CPU s, 3000000 held
+#   N = 1000000   ttl 23708 KB, 4.4 CPU s, 13021 held; none 341316 KB, 3.9 CPU s, 1000000 held
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
