@@ -323,6 +323,27 @@ describe("state_ttl on keyed connected streams", function()
     assert.are.same({"x", "x", "x", "nil"}, values(hn))
   end)
 
+  it("and with a broadcast input: the keyed side's state expires, the broadcast state does not", function()
+    -- the rule (broadcast) and k's count are set at 0; at 1000 k's count (written at 0) is
+    -- gone, the rule is not: "rule r, n 1" then "rule r, n 1" again (a fresh count)
+    local hn = T.harness(function(input)
+      local ev = input:filter(function(r) return r.k ~= nil end)
+      local rules = input:filter(function(r) return r.rule ~= nil end)
+      return ev:key_by("k"):connect(rules:broadcast()):process{
+        state_ttl = {ttl = 1000},
+        process_element = function(_r, ctx, out)
+          ctx.state.n = (ctx.state.n or 0) + 1
+          out(string.format("rule %s, n %d", tostring(ctx.broadcast_state.rule), ctx.state.n))
+        end,
+        process_broadcast_element = function(r, ctx) ctx.broadcast_state.rule = r.rule end}
+    end)
+    hn:push({rule = "r"}, 1)
+    hn:push({k = 1}, 1)
+    hn:advance_processing_time(1000)
+    hn:push({k = 1}, 2)
+    assert.are.same({"rule r, n 1", "rule r, n 1"}, values(hn))
+  end)
+
   it("keys of two types on the two inputs are an error naming both", function()
     local _, err, code = h.run_job([[
       local wm = require("wm")
