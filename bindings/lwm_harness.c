@@ -455,7 +455,7 @@ static int l_take(lua_State *L) {
 }
 
 /* h:metrics() -> list of {name, kind, records_in, records_out, late_records_dropped,
- * late_records_side_output, side_outputs = {tag = n}, watermark, idle, open_windows, keys, event_timers, processing_timers} */
+ * late_records_side_output, side_outputs = {tag = n}, watermark, idle, open_windows, keys, keys_expired, event_timers, processing_timers} */
 static int l_metrics(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   if (H->closed || !H->ready) return luaL_error(L, "the harness is closed");
@@ -498,6 +498,8 @@ static int l_metrics(lua_State *L) {
     if (wm_op_is_keyedop(op)) {
       lua_pushinteger(L, (lua_Integer)wm_keyedop_keys(op));
       lua_setfield(L, -2, "keys");
+      lua_pushinteger(L, (lua_Integer)wm_keyedop_expired(op));
+      lua_setfield(L, -2, "keys_expired");
       lua_pushinteger(L, (lua_Integer)wm_keyedop_timers(op, WM_TIME_EVENT));
       lua_setfield(L, -2, "event_timers");
       lua_pushinteger(L, (lua_Integer)wm_keyedop_timers(op, WM_TIME_PROCESSING));

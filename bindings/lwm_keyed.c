@@ -20,6 +20,9 @@ typedef struct kproc {
   /* a broadcast second input: this instance's broadcast state (a table), the ctx of
    * process_broadcast_element (fns slots; 0: none) */
   int bstate, bctx;
+  /* a state TTL: ctx.state is a proxy (slot `proxy`) whose metatable (slot `pmt`) holds the
+   * key's table at [1]; its accesses tell the operator what was read and written */
+  int proxy, pmt;
 } kproc;
 
 static kproc *kproc_of(lua_State *L) { return lua_touserdata(L, lua_upvalueindex(1)); }
@@ -71,6 +74,73 @@ static int l_kp_now(lua_State *L) {
   return 1;
 }
 
+/* ---- ctx.state under a state TTL: a proxy that sees reads and writes ------------------
+ * A read is any field read of ctx.state (ctx.state.x, pairs, #); a write any assignment to
+ * a field of it (ctx.state.x = v, also nil). A change inside a table held in a field
+ * (ctx.state.list[1] = v) is a read of ctx.state.list: assign the field again to count it
+ * as a write (docs/joins.md, "State that expires"). */
+static void proxy_target(lua_State *L) { /* pushes the key's table */
+  lua_rawgeti(L, lua_upvalueindex(2), 1);
+}
+
+static int l_st_index(lua_State *L) {
+  kproc *k = kproc_of(L);
+  wm_keyedop_state_used(k->op, 0);
+  proxy_target(L);
+  lua_pushvalue(L, 2);
+  lua_rawget(L, -2);
+  return 1;
+}
+
+static int l_st_newindex(lua_State *L) {
+  kproc *k = kproc_of(L);
+  wm_keyedop_state_used(k->op, 1);
+  proxy_target(L);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_rawset(L, -3);
+  return 0;
+}
+
+static int l_st_len(lua_State *L) {
+  kproc *k = kproc_of(L);
+  wm_keyedop_state_used(k->op, 0);
+  proxy_target(L);
+  lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
+  return 1;
+}
+
+static int l_st_pairs(lua_State *L) {
+  kproc *k = kproc_of(L);
+  wm_keyedop_state_used(k->op, 0);
+  lua_getglobal(L, "next");
+  proxy_target(L);
+  lua_pushnil(L);
+  return 3;
+}
+
+/* Makes the proxy and its metatable of k. */
+static void proxy_setup(lwm_bridge *B, kproc *k) {
+  lua_State *L = B->L;
+  static const struct { const char *name; lua_CFunction fn; } mm[] = {
+      {"__index", l_st_index}, {"__newindex", l_st_newindex}, {"__len", l_st_len},
+      {"__pairs", l_st_pairs}};
+  lua_newtable(L); /* the proxy */
+  lua_createtable(L, 1, 5);
+  for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+    lua_pushlightuserdata(L, k);
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, mm[i].fn, 2);
+    lua_setfield(L, -2, mm[i].name);
+  }
+  lua_pushstring(L, "ctx.state (with a state_ttl)");
+  lua_setfield(L, -2, "__metatable");
+  lua_pushvalue(L, -1);
+  k->pmt = lwm_store_fn(B);
+  lua_setmetatable(L, -2);
+  k->proxy = lwm_store_fn(B);
+}
+
 /* Pushes the reused ctx table with the fields of this call. */
 static void push_ctx(kproc *k, const wm_value *key, wm_value *state, int64_t ts,
                      const char *domain) {
@@ -82,7 +152,15 @@ static void push_ctx(kproc *k, const wm_value *key, wm_value *state, int64_t ts,
   if (ts == WM_TIME_MIN) lua_pushnil(L);
   else lua_pushinteger(L, (lua_Integer)ts);
   lua_setfield(L, -2, "timestamp");
-  lwm_push_value(B, state);
+  if (k->proxy) {
+    lwm_push_fn(B, k->pmt);
+    lwm_push_value(B, state);
+    lua_rawseti(L, -2, 1);
+    lua_pop(L, 1);
+    lwm_push_fn(B, k->proxy);
+  } else {
+    lwm_push_value(B, state);
+  }
   lua_setfield(L, -2, "state");
   if (domain) lua_pushstring(L, domain);
   else lua_pushnil(L);
@@ -98,6 +176,47 @@ static int ensure_state(lwm_bridge *B, wm_value *state) {
   return rc == 0 ? WM_OK : wm_ctx_error(&B->ctx, "out of memory");
 }
 
+/* After a call: the key's state is what ctx.state holds. An empty table (or nil) leaves the
+ * key with no state (*state nil: the operator frees a key with no timers); another table
+ * assigned to ctx.state replaces the state. */
+static int settle_state(kproc *k, wm_value *state) {
+  lwm_bridge *B = k->oi.B;
+  lua_State *L = B->L;
+  luaL_checkstack(L, 4, "wmrun: keyed process");
+  int top = lua_gettop(L);
+  lwm_push_fn(B, k->oi.fn3);
+  int t = lua_getfield(L, -1, "state");
+  if (k->proxy) lwm_push_fn(B, k->proxy);
+  else lwm_push_value(B, state);
+  int same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 1);
+  if (t == LUA_TTABLE && !same) { /* ctx.state = another table */
+    wm_value v;
+    if (lwm_to_value(B, -1, &v) != 0) {
+      lua_settop(L, top);
+      return wm_ctx_error(&B->ctx, "out of memory");
+    }
+    wm_value_release(&B->ctx.host, state);
+    *state = v;
+  } else if (t != LUA_TTABLE && t != LUA_TNIL) {
+    lua_settop(L, top);
+    return wm_ctx_error(&B->ctx, "%s: ctx.state was set to a %s: the key's state is a table "
+                                 "(set its fields, or set ctx.state = nil to clear it)",
+                        k->oi.where, lua_typename(L, t));
+  }
+  lua_settop(L, top);
+  if (t == LUA_TNIL) {
+    wm_value_release(&B->ctx.host, state);
+    return WM_OK;
+  }
+  lwm_push_value(B, state);
+  lua_pushnil(L);
+  int empty = lua_next(L, -2) == 0;
+  lua_settop(L, top);
+  if (empty) wm_value_release(&B->ctx.host, state);
+  return WM_OK;
+}
+
 /* Calls the element function `fn` (a fns slot) of k with the record and the key's ctx. */
 static int kp_call(kproc *k, int fn, wm_op *op, const wm_value *key, wm_value *state,
                    const wm_value *rec, int64_t ts) {
@@ -111,7 +230,8 @@ static int kp_call(kproc *k, int fn, wm_op *op, const wm_value *key, wm_value *s
   lwm_push_value(B, rec);
   push_ctx(k, key, state, ts, NULL);
   lwm_push_fn(B, k->oi.fn4);
-  return lwm_call(&k->oi, 3, 0, rec);
+  int rc = lwm_call(&k->oi, 3, 0, rec);
+  return rc == WM_OK ? settle_state(k, state) : rc;
 }
 
 static int kp_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
@@ -289,7 +409,7 @@ static int kp_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, i
   if (rc != WM_OK)
     wm_ctx_error_append(&B->ctx, "\n  in on_timer(%lld) (%s time)", (long long)t,
                         domain == WM_TIME_EVENT ? "event" : "processing");
-  return rc;
+  return rc == WM_OK ? settle_state(k, state) : rc;
 }
 
 static void free_keysel(void *ud) {
@@ -358,6 +478,11 @@ static wm_op *build_process(lwm_bridge *B, int node, const char *name, const cha
   lua_pop(L, 1);
   if (two || bcast) k->oi.fn5 = lwm_get_fn(B, node, "fn2");
   k->bstate = k->bctx = 0;
+  k->proxy = k->pmt = 0;
+  cfg.ttl.ttl = lwm_get_int(L, node, "ttl", 0); /* state_ttl, checked by the Lua side */
+  cfg.ttl.update = (int)lwm_get_int(L, node, "ttl_update", WM_TTL_ON_CREATE_AND_WRITE);
+  cfg.ttl.time = (int)lwm_get_int(L, node, "ttl_time", WM_TIME_PROCESSING);
+  if (cfg.ttl.ttl > 0) proxy_setup(B, k);
   if (lua_getfield(L, node, "obj") == LUA_TTABLE && /* the table form's methods */
       lwm_hooks_read(B, -1, &k->oi.hooks, "the process function", where) != 0) {
     lua_pop(L, 1);

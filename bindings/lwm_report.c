@@ -57,6 +57,14 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
         fprintf(f, "side output '%s' of '%s': %llu record%s\n", op->ports[p].tag, op->name,
                 (unsigned long long)op->ports[p].records, op->ports[p].records == 1 ? "" : "s");
   }
+  for (size_t i = 0; i < B->ctx.nops; i++) { /* keyed state: keys held, and dropped by a TTL */
+    const wm_op *op = B->ctx.ops[i];
+    if (!wm_op_is_keyedop(op)) continue;
+    fprintf(f, "keys of '%s': %zu held", op->name, wm_keyedop_keys(op));
+    if (wm_keyedop_ttl(op) > 0)
+      fprintf(f, ", %llu expired (state_ttl)", (unsigned long long)wm_keyedop_expired(op));
+    fputc('\n', f);
+  }
   for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
     if (B->ctx.ops[i]->m.parse_errors)
       fprintf(f, "parse errors: %llu in '%s'\n",

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #endif
 
+#include "ops/wm_keyedop.h"
 #include "ops/wm_winop.h"
 #include "time/wm_time.h"
 
@@ -91,6 +92,20 @@ static void add_watermarks(wm_buf *b, const wm_ctx *ctx, const char *metric, int
 
 static int is_window(const wm_op *op) { return strcmp(op->vt->kind, "window") == 0; }
 
+/* One sample per operator of a kind: what: 0 a window operator's open windows, 1 a keyed
+ * operator's keys, 2 the keys its state_ttl expired. */
+static void add_per_op(wm_buf *b, const wm_ctx *ctx, const char *metric, int what) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (what == 0 ? !is_window(op) : !wm_op_is_keyedop(op)) continue;
+    add_sample(b, metric, op);
+    wm_buf_add_int(b, what == 0   ? (int64_t)wm_winop_open_windows(op)
+                      : what == 1 ? (int64_t)wm_keyedop_keys(op)
+                                  : (int64_t)wm_keyedop_expired(op));
+    wm_buf_addc(b, '\n');
+  }
+}
+
 void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
   static const struct {
     const char *name, *help;
@@ -145,13 +160,12 @@ void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
   add_watermarks(b, ctx, "wmrun_watermark_lag_milliseconds", 1, now);
   add_header(b, "wmrun_open_windows", "gauge",
              "(key, window) states a window operator holds.");
-  for (size_t i = 0; i < ctx->nops; i++) {
-    const wm_op *op = ctx->ops[i];
-    if (!is_window(op)) continue;
-    add_sample(b, "wmrun_open_windows", op);
-    wm_buf_add_int(b, (int64_t)wm_winop_open_windows(op));
-    wm_buf_addc(b, '\n');
-  }
+  add_per_op(b, ctx, "wmrun_open_windows", 0);
+  add_header(b, "wmrun_keys", "gauge", "Keys a keyed operator holds (with state or timers).");
+  add_per_op(b, ctx, "wmrun_keys", 1);
+  add_header(b, "wmrun_keys_expired_total", "counter",
+             "Keys whose state a keyed operator's state_ttl dropped.");
+  add_per_op(b, ctx, "wmrun_keys_expired_total", 2);
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */

@@ -5,7 +5,8 @@
  * the context (label `operator`): wmrun_records_in_total, wmrun_records_out_total,
  * wmrun_late_records_dropped_total, wmrun_watermark_milliseconds (NaN before the first
  * watermark, +Inf once the input has ended), wmrun_watermark_lag_milliseconds (processing
- * time minus the watermark), and wmrun_open_windows for window operators. Each request is
+ * time minus the watermark), wmrun_open_windows for window operators, and wmrun_keys and
+ * wmrun_keys_expired_total for keyed operators. Each request is
  * answered from the loop's thread, between batches: the numbers are consistent. Handles do
  * not keep the loop alive; their memory is freed in their close callbacks.
  *

@@ -19,18 +19,28 @@ typedef struct kentry {
   uint64_t hash;
   wm_value state, acc, aux; /* owned */
   tset timers[2];
+  int64_t last;  /* state TTL: the state's last access (see wm_keyedop.h) */
+  uint32_t gen;  /* bumped when the key goes: timers of the place carry it */
+  uint32_t live; /* the place holds a key (0: on the free list) */
 } kentry;
 
 typedef struct keyedop {
   wm_keyedop_config cfg;
   kentry *e;
-  uint32_t ne, cape;
-  uint32_t *idx; /* open addressing: entry index + 1; 0 = empty (entries are never deleted) */
+  uint32_t ne, cape; /* places used (live or free), allocated */
+  uint32_t nlive;
+  uint32_t *freel; /* places of removed keys, reused first */
+  uint32_t nfree, capfree;
+  uint32_t *idx; /* linear probing: entry index + 1; 0 = empty (backward-shift deletion) */
   size_t capidx;
   wm_timers *q[2];
   uint64_t seq;
   int64_t cur;  /* the entry being processed, -1 outside callbacks */
   int first2;   /* the first channel of the second input (0: one input) */
+  int used;     /* state TTL: the current callback read (1) or wrote (2) the state */
+  uint32_t sweep; /* state TTL: the next place the cleanup pass examines */
+  uint64_t expired;
+  char ktype[2]; /* keyed connected streams: the kind of key each input gave first */
 } keyedop;
 
 static int tset_find(const tset *s, int64_t t) {
@@ -64,10 +74,29 @@ static int idx_grow(keyedop *s) {
   s->idx = n;
   s->capidx = cap;
   for (uint32_t i = 0; i < s->ne; i++) {
+    if (!s->e[i].live) continue;
     int found;
     n[idx_find(s, &s->e[i].key, s->e[i].hash, &found)] = i + 1;
   }
   return 0;
+}
+
+/* Empties index slot `at` and shifts back the entries of its probe run that may move into
+ * it (no tombstones: lookups stay as short as if the key had never been there). */
+static void idx_remove(keyedop *s, size_t at) {
+  size_t mask = s->capidx - 1, i = at, j = at;
+  s->idx[i] = 0;
+  for (;;) {
+    j = (j + 1) & mask;
+    uint32_t v = s->idx[j];
+    if (v == 0) return;
+    size_t home = s->e[v - 1].hash & mask;
+    /* the entry at j stays when its home lies cyclically in (i, j] */
+    if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
+    s->idx[i] = v;
+    s->idx[j] = 0;
+    i = j;
+  }
 }
 
 /* The entry of key, created when missing. */
@@ -79,25 +108,133 @@ static int entry_get(wm_op *op, keyedop *s, const wm_value *key, uint32_t *out) 
     *out = s->idx[at] - 1;
     return WM_OK;
   }
-  if ((size_t)(s->ne + 1) * 4 >= s->capidx * 3) {
+  if ((size_t)(s->nlive + 1) * 4 >= s->capidx * 3) {
     if (idx_grow(s) != 0) return wm_ctx_error(op->ctx, "out of memory in keyed state");
     at = idx_find(s, key, h, &found);
   }
-  if (s->ne == s->cape) {
-    uint32_t cap = s->cape ? s->cape * 2 : 16;
-    kentry *n = realloc(s->e, cap * sizeof *n);
-    if (!n) return wm_ctx_error(op->ctx, "out of memory in keyed state");
-    s->e = n;
-    s->cape = cap;
+  uint32_t i;
+  if (s->nfree) {
+    i = s->freel[s->nfree - 1];
+  } else {
+    if (s->ne == s->cape) {
+      uint32_t cap = s->cape ? s->cape * 2 : 16;
+      kentry *n = realloc(s->e, cap * sizeof *n);
+      if (!n) return wm_ctx_error(op->ctx, "out of memory in keyed state");
+      s->e = n;
+      s->cape = cap;
+    }
+    i = s->ne;
+    s->e[i].gen = 0;
   }
-  kentry *e = &s->e[s->ne];
+  kentry *e = &s->e[i];
+  uint32_t gen = e->gen;
   memset(e, 0, sizeof *e);
+  e->gen = gen;
+  e->last = WM_TIME_MIN;
   if (wm_value_copy(&op->ctx->host, &e->key, key) != 0)
     return wm_ctx_error(op->ctx, "out of memory in keyed state");
   e->hash = h;
-  s->idx[at] = s->ne + 1;
-  *out = s->ne++;
+  e->live = 1;
+  if (s->nfree) s->nfree--;
+  else s->ne++;
+  s->nlive++;
+  s->idx[at] = i + 1;
+  *out = i;
   return WM_OK;
+}
+
+static void entry_release(const wm_host *h, kentry *e) {
+  wm_value_release(h, &e->key);
+  wm_value_release(h, &e->state);
+  wm_value_release(h, &e->acc);
+  wm_value_release(h, &e->aux);
+  free(e->timers[0].t);
+  free(e->timers[1].t);
+  e->timers[0].t = e->timers[1].t = NULL;
+  e->timers[0].n = e->timers[1].n = e->timers[0].cap = e->timers[1].cap = 0;
+}
+
+/* Removes entry i (not the one being processed): memory freed, the place reused. */
+static void entry_remove(wm_op *op, keyedop *s, uint32_t i) {
+  kentry *e = &s->e[i];
+  int found;
+  size_t at = idx_find(s, &e->key, e->hash, &found);
+  if (found) idx_remove(s, at);
+  entry_release(&op->ctx->host, e);
+  e->live = 0;
+  e->gen++; /* queue entries of the key that was here never fire for the next one */
+  if (s->nfree == s->capfree) { /* cannot fail in a way that loses the key: it is gone */
+    uint32_t cap = s->capfree ? s->capfree * 2 : 16;
+    uint32_t *n = realloc(s->freel, cap * sizeof *n);
+    if (!n) { /* the place stays unused until a restore: memory is still freed */
+      s->nlive--;
+      return;
+    }
+    s->freel = n;
+    s->capfree = cap;
+  }
+  s->freel[s->nfree++] = i;
+  s->nlive--;
+}
+
+/* A process function's key that holds nothing (no state, no timers) goes. */
+static void entry_settle(wm_op *op, keyedop *s, uint32_t i) {
+  const kentry *e = &s->e[i];
+  if (!s->cfg.rolling.add && e->live && e->state.type == WM_NIL && e->timers[0].n == 0 &&
+      e->timers[1].n == 0)
+    entry_remove(op, s, i);
+}
+
+/* ---- state TTL ------------------------------------------------------------------------ */
+
+static int64_t ttl_clock(wm_op *op, const keyedop *s) {
+  return s->cfg.ttl.time == WM_TIME_EVENT ? op->wm : wm_ctx_now(op->ctx);
+}
+
+static int ttl_expired(const keyedop *s, const kentry *e, int64_t clock) {
+  return e->state.type != WM_NIL && wm_time_add_sat(e->last, s->cfg.ttl.ttl) <= clock;
+}
+
+/* Drops entry i's state when it has expired (before a call, and in the cleanup pass). */
+static void ttl_check(wm_op *op, keyedop *s, uint32_t i, int64_t clock) {
+  kentry *e = &s->e[i];
+  if (!ttl_expired(s, e, clock)) return;
+  wm_value_release(&op->ctx->host, &e->state);
+  s->expired++;
+}
+
+/* After a call at access time `at` whose state was `before`: the access counts (a write,
+ * a replaced state, or a read with on_read_and_write). */
+static void ttl_note(keyedop *s, kentry *e, const wm_value *before, int64_t at) {
+  int wrote = (s->used & 2) || before->type != e->state.type ||
+              memcmp(&before->u, &e->state.u, sizeof before->u) != 0;
+  if (wrote || ((s->used & 1) && s->cfg.ttl.update == WM_TTL_ON_READ_AND_WRITE))
+    if (e->last == WM_TIME_MIN || at > e->last || s->cfg.ttl.time == WM_TIME_PROCESSING)
+      e->last = at;
+}
+
+/* The incremental cleanup: examines up to n places after the last one examined. */
+static void ttl_cleanup(wm_op *op, keyedop *s, uint32_t n) {
+  if (!s->cfg.ttl.ttl || s->cur >= 0 || s->ne == 0) return;
+  int64_t clock = ttl_clock(op, s);
+  if (n > s->ne) n = s->ne;
+  for (uint32_t k = 0; k < n; k++) {
+    if (s->sweep >= s->ne) s->sweep = 0;
+    uint32_t i = s->sweep++;
+    if (!s->e[i].live) continue;
+    ttl_check(op, s, i, clock);
+    entry_settle(op, s, i);
+  }
+}
+
+/* The payload of a timer of entry i: its place and generation. */
+static uint64_t timer_payload(const keyedop *s, uint32_t i) {
+  return (uint64_t)s->e[i].gen << 32 | i;
+}
+
+void wm_keyedop_state_used(wm_op *op, int write) {
+  keyedop *s = op->impl;
+  if (s->cur >= 0) s->used |= write ? 2 : 1;
 }
 
 int wm_keyedop_register(wm_op *op, int domain, int64_t t) {
@@ -118,7 +255,7 @@ int wm_keyedop_register(wm_op *op, int domain, int64_t t) {
     ts->t = n;
     ts->cap = cap;
   }
-  if (wm_timers_push(s->q[domain], t, (uint64_t)s->cur, s->seq++) != 0)
+  if (wm_timers_push(s->q[domain], t, timer_payload(s, (uint32_t)s->cur), s->seq++) != 0)
     return wm_ctx_error(op->ctx, "out of memory registering a timer");
   ts->t[ts->n++] = t;
   if (domain == WM_TIME_PROCESSING) return wm_ctx_register_processing_timer(op->ctx, op, t);
@@ -136,16 +273,100 @@ int wm_keyedop_delete(wm_op *op, int domain, int64_t t) {
   return WM_OK;
 }
 
-size_t wm_keyedop_keys(const wm_op *op) { return ((const keyedop *)op->impl)->ne; }
+size_t wm_keyedop_keys(const wm_op *op) { return ((const keyedop *)op->impl)->nlive; }
+
+uint64_t wm_keyedop_expired(const wm_op *op) { return ((const keyedop *)op->impl)->expired; }
+
+int64_t wm_keyedop_ttl(const wm_op *op) { return ((const keyedop *)op->impl)->cfg.ttl.ttl; }
 
 size_t wm_keyedop_timers(const wm_op *op, int domain) {
   const keyedop *s = op->impl;
   size_t n = 0;
-  for (uint32_t i = 0; i < s->ne; i++) n += s->e[i].timers[domain].n;
+  for (uint32_t i = 0; i < s->ne; i++)
+    if (s->e[i].live) n += s->e[i].timers[domain].n;
   return n;
 }
 
 void wm_keyedop_set_second_input(wm_op *op, int first2) { ((keyedop *)op->impl)->first2 = first2; }
+
+/* A record as print shows it (json 1: a string quoted, as inside a table), for messages. */
+static void record_text(wm_ctx *ctx, const wm_value *rec, wm_buf *b, int json) {
+  wm_buf_init(b);
+  wm_format_value(b, rec, json, ctx->host.format, ctx->host.ud);
+}
+
+static const char *key_kind_name(char k) {
+  switch (k) {
+  case 'n': return "a number";
+  case 'b': return "a boolean";
+  case 'c': return "a key of several fields";
+  default: return "a string";
+  }
+}
+
+/* Keyed connected streams: both inputs' keys must be of one kind to meet (Flink checks the
+ * key types when the job is built; a Lua key's type shows with the first record). */
+static int check_key_kind(wm_op *op, keyedop *s, int second, const wm_value *key,
+                          const wm_value *rec) {
+  char k = key->type == WM_INT || key->type == WM_FLOAT ? 'n'
+           : key->type == WM_BOOL                       ? 'b'
+           : (key->flags & WM_VF_COMPOSITE)             ? 'c'
+                                                        : 's';
+  if (!s->ktype[second]) s->ktype[second] = k;
+  char other = s->ktype[!second];
+  if (!other || other == k) return WM_OK;
+  wm_buf b, kb;
+  record_text(op->ctx, rec, &b, 0);
+  record_text(op->ctx, key, &kb, 1);
+  wm_ctx_error(op->ctx, "keyed connected streams: the %s input's key is %s (%s) for record %s, "
+                        "and the %s input's keys are %s: equal keys of the two inputs must be "
+                        "of one type to meet (convert one side's key, e.g. with tostring in "
+                        "its key_by function)",
+               second ? "second" : "first", key_kind_name(k), kb.data ? kb.data : "",
+               b.data ? b.data : "", second ? "first" : "second", key_kind_name(other));
+  wm_buf_free(&b);
+  wm_buf_free(&kb);
+  return WM_ERR;
+}
+
+/* Runs one callback for entry i with the key's state (a TTL checked before, the access
+ * noted after, the key removed when it holds nothing). at: the access time of an event-time
+ * TTL (the record's timestamp, the timer's time). */
+typedef struct kcall {
+  int kind; /* 0 element, 1 element2, 2 timer */
+  const wm_value *rec;
+  int64_t ts;
+  int domain;
+} kcall;
+
+static int run_call(wm_op *op, keyedop *s, uint32_t i, const kcall *c) {
+  int ttl = s->cfg.ttl.ttl > 0;
+  int64_t at = 0;
+  if (ttl) {
+    int64_t clock = ttl_clock(op, s);
+    ttl_check(op, s, i, clock);
+    at = s->cfg.ttl.time == WM_TIME_PROCESSING ? clock
+         : c->kind == 2 && c->domain == WM_TIME_PROCESSING ? op->wm
+                                                           : c->ts;
+  }
+  wm_value before = s->e[i].state;
+  int64_t saved = s->cur;
+  int saved_used = s->used;
+  s->cur = i;
+  s->used = 0;
+  kentry *e = &s->e[i]; /* the entry may not move while the functions run: they add no keys */
+  int rc;
+  if (c->kind == 2)
+    rc = s->cfg.fn.timer(s->cfg.fn.ud, op, &e->key, &e->state, c->ts, c->domain);
+  else
+    rc = (c->kind == 1 ? s->cfg.fn.element2 : s->cfg.fn.element)(s->cfg.fn.ud, op, &e->key,
+                                                                &e->state, c->rec, c->ts);
+  if (ttl) ttl_note(s, e, &before, at);
+  s->cur = saved;
+  s->used = saved_used;
+  if (rc == WM_OK && saved < 0) entry_settle(op, s, i);
+  return rc;
+}
 
 static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   keyedop *s = op->impl;
@@ -164,19 +385,28 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (ks->fn(ks->ud, op, rec, &key) != WM_OK) return WM_ERR;
   if (!wm_key_valid(&key)) {
     wm_buf b;
-    wm_buf_init(&b);
-    wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
+    record_text(ctx, rec, &b, 0);
     wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
                  key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
     wm_buf_free(&b);
     return WM_ERR;
   }
+  if (s->first2 > 0 && check_key_kind(op, s, second, &key, rec) != WM_OK) return WM_ERR;
+  if (s->cfg.ttl.ttl > 0 && s->cfg.ttl.time == WM_TIME_EVENT && ts == WM_TIME_MIN) {
+    wm_buf b;
+    record_text(ctx, rec, &b, 0);
+    wm_ctx_error(ctx, "state_ttl with time = \"event\" measures the state's age by record "
+                      "timestamps, and record %s has none (math.mininteger; did you forget "
+                      "assign_timestamps_and_watermarks?)", b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
   uint32_t i = 0;
   if (entry_get(op, s, &key, &i) != WM_OK) return WM_ERR;
-  int64_t saved = s->cur;
-  s->cur = i;
   int rc;
   if (s->cfg.rolling.add) {
+    int64_t saved = s->cur;
+    s->cur = i;
     /* the entry may not move while the functions run: they add no keys */
     kentry *e = &s->e[i];
     rc = s->cfg.rolling.add(s->cfg.rolling.ud, op, &e->acc, &e->aux, rec);
@@ -192,11 +422,12 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       f.aux = &e->aux;
       rc = s->cfg.rolling.fire(s->cfg.rolling.ud, op, &f);
     }
-  } else {
-    rc = (second ? s->cfg.fn.element2 : s->cfg.fn.element)(s->cfg.fn.ud, op, &s->e[i].key,
-                                                          &s->e[i].state, rec, ts);
+    s->cur = saved;
+    return rc;
   }
-  s->cur = saved;
+  kcall c = {second, rec, ts, 0};
+  rc = run_call(op, s, i, &c);
+  if (rc == WM_OK) ttl_cleanup(op, s, WM_KEYEDOP_CLEANUP_RECORD);
   return rc;
 }
 
@@ -208,15 +439,14 @@ static int fire_due(wm_op *op, keyedop *s, int domain, int64_t upto) {
   while (wm_timers_pop(s->q[domain], upto, &t, &ents, &n)) {
     for (size_t k = 0; k < n; k++) {
       uint32_t i = (uint32_t)ents[k].payload;
+      if (i >= s->ne || !s->e[i].live || s->e[i].gen != (uint32_t)(ents[k].payload >> 32))
+        continue; /* a key that went: its place may hold another key now */
       tset *ts = &s->e[i].timers[domain];
       int at = tset_find(ts, t);
       if (at < 0) continue; /* deleted, or a duplicate of a timer re-registered */
       ts->t[at] = ts->t[--ts->n];
-      int64_t saved = s->cur;
-      s->cur = i;
-      int rc = s->cfg.fn.timer(s->cfg.fn.ud, op, &s->e[i].key, &s->e[i].state, t, domain);
-      s->cur = saved;
-      if (rc != WM_OK) return rc;
+      kcall c = {2, NULL, t, domain};
+      if (run_call(op, s, i, &c) != WM_OK) return WM_ERR;
     }
   }
   return WM_OK;
@@ -225,26 +455,22 @@ static int fire_due(wm_op *op, keyedop *s, int domain, int64_t upto) {
 static int keyed_watermark(wm_op *op, int64_t W) {
   keyedop *s = op->impl;
   if (s->cfg.fn.timer && fire_due(op, s, WM_TIME_EVENT, W) != WM_OK) return WM_ERR;
+  ttl_cleanup(op, s, WM_KEYEDOP_CLEANUP_WATERMARK);
   return wm_op_emit_watermark(op, W);
 }
 
 static int keyed_processing_time(wm_op *op, int64_t t) {
   keyedop *s = op->impl;
   if (!s->cfg.fn.timer) return WM_OK;
-  return fire_due(op, s, WM_TIME_PROCESSING, t);
+  if (fire_due(op, s, WM_TIME_PROCESSING, t) != WM_OK) return WM_ERR;
+  ttl_cleanup(op, s, WM_KEYEDOP_CLEANUP_WATERMARK);
+  return WM_OK;
 }
 
 /* Releases every key's state and timers (s->ne stays). */
 static void release_entries(wm_op *op, keyedop *s) {
-  const wm_host *h = &op->ctx->host;
-  for (uint32_t i = 0; i < s->ne; i++) {
-    wm_value_release(h, &s->e[i].key);
-    wm_value_release(h, &s->e[i].state);
-    wm_value_release(h, &s->e[i].acc);
-    wm_value_release(h, &s->e[i].aux);
-    free(s->e[i].timers[0].t);
-    free(s->e[i].timers[1].t);
-  }
+  for (uint32_t i = 0; i < s->ne; i++)
+    if (s->e[i].live) entry_release(&op->ctx->host, &s->e[i]);
 }
 
 static void keyed_free(wm_op *op) {
@@ -252,6 +478,7 @@ static void keyed_free(wm_op *op) {
   if (!s) return;
   release_entries(op, s);
   free(s->e);
+  free(s->freel);
   free(s->idx);
   wm_timers_free(s->q[0]);
   wm_timers_free(s->q[1]);
@@ -265,50 +492,109 @@ static void keyed_free(wm_op *op) {
 /* ---- checkpoints ------------------------------------------------------------------
  * version, 'K', the mode (0 process, 1 rolling, 2 rolling followed by the length and text
  * of what its accumulator means: "sum(vc)"; 1 is written when the meaning is not known, and
- * was by every wmrun before it was kept), the registration sequence, the keys in
- * creation order (each: key, state, accumulator, aux, then per domain its timers), whether
- * the function's own state follows (and the value), then the event-time and the
- * processing-time queues (time/wm_timer.h order, payload = the key's place). */
+ * was by every wmrun before it was kept; 3 a process function with a state TTL, followed by
+ * its time domain), the registration sequence, the keys held in the order of their places
+ * (each: key, state, accumulator, aux, then per domain its timers; with a TTL then the
+ * state's last access), whether the function's own state follows (and the value), then the
+ * event-time and the processing-time queues (time/wm_timer.h order, payload = the key's
+ * number in this list; entries of keys that went are left out). A checkpoint of a wmrun
+ * before keys were removed has the same layout (its places were the creation order). */
 
 /* What a rolling aggregation's accumulator means; "" when unknown (not checked). */
 static void rolling_meaning(const keyedop *s, char *out, size_t n) {
   wm_winfn_meaning(s->cfg.meaning, &s->cfg.rolling, out, n);
 }
 
+/* The queues in the layout of wm_state_put_timers, payloads renumbered by rank[]. */
+typedef struct qput {
+  const keyedop *s;
+  const uint32_t *rank;
+  wm_state_io *io;
+  int count; /* 1: count the groups that keep an entry (in n) */
+  uint64_t n;
+} qput;
+
+static int entry_wanted(const keyedop *s, uint64_t payload) {
+  uint32_t i = (uint32_t)payload;
+  return i < s->ne && s->e[i].live && s->e[i].gen == (uint32_t)(payload >> 32);
+}
+
+static int put_group(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {
+  qput *p = ud;
+  size_t keep = 0;
+  for (size_t k = 0; k < n; k++) keep += entry_wanted(p->s, e[k].payload);
+  if (!keep) return 0;
+  if (p->count) {
+    p->n++;
+    return 0;
+  }
+  wm_state_put_i(p->io, t);
+  wm_state_put_u(p->io, keep);
+  for (size_t k = 0; k < n; k++)
+    if (entry_wanted(p->s, e[k].payload)) {
+      wm_state_put_u(p->io, p->rank[(uint32_t)e[k].payload]);
+      wm_state_put_u(p->io, e[k].order);
+    }
+  return 0;
+}
+
+static void put_queue(const keyedop *s, const uint32_t *rank, wm_state_io *io,
+                      const wm_timers *q) {
+  qput p = {s, rank, io, 1, 0};
+  wm_timers_each(q, put_group, &p);
+  wm_state_put_u(io, p.n);
+  p.count = 0;
+  wm_timers_each(q, put_group, &p);
+}
+
 static int keyed_snapshot(wm_op *op, wm_state_io *io) {
   keyedop *s = op->impl;
+  int ttl = s->cfg.ttl.ttl > 0;
   wm_state_put_header(io, 'K');
   char m[256] = "";
   if (s->cfg.rolling.add) rolling_meaning(s, m, sizeof m);
-  wm_state_put_u(io, s->cfg.rolling.add == NULL ? 0 : m[0] ? 2 : 1);
+  wm_state_put_u(io, s->cfg.rolling.add ? (m[0] ? 2 : 1) : ttl ? 3 : 0);
   if (m[0]) {
     wm_state_put_u(io, strlen(m));
     wm_buf_adds(io->out, m);
   }
+  if (ttl) wm_state_put_u(io, (uint64_t)s->cfg.ttl.time);
+  uint32_t *rank = malloc((s->ne ? s->ne : 1) * sizeof *rank);
+  if (!rank) return wm_ctx_error(op->ctx, "out of memory writing a checkpoint");
   wm_state_put_u(io, s->seq);
-  wm_state_put_u(io, s->ne);
+  wm_state_put_u(io, s->nlive);
+  uint32_t r = 0;
   for (uint32_t i = 0; i < s->ne; i++) {
     const kentry *e = &s->e[i];
+    if (!e->live) continue;
+    rank[i] = r++;
     if (wm_state_put_value(op, io, &e->key, "a key") != WM_OK ||
         wm_state_put_value(op, io, &e->state, "a key's state") != WM_OK ||
         wm_state_put_value(op, io, &e->acc, "a rolling aggregate") != WM_OK ||
-        wm_state_put_value(op, io, &e->aux, "a rolling aggregate") != WM_OK)
+        wm_state_put_value(op, io, &e->aux, "a rolling aggregate") != WM_OK) {
+      free(rank);
       return WM_ERR;
+    }
     for (int d = 0; d < 2; d++) {
       wm_state_put_u(io, e->timers[d].n);
       for (uint32_t k = 0; k < e->timers[d].n; k++) wm_state_put_i(io, e->timers[d].t[k]);
     }
+    if (ttl) wm_state_put_i(io, e->last);
   }
   wm_state_put_u(io, s->cfg.fn.snapshot != NULL);
   if (s->cfg.fn.snapshot) {
     wm_value v = wm_nil();
-    if (s->cfg.fn.snapshot(s->cfg.fn.ud, op, &v) != WM_OK) return WM_ERR;
-    int rc = wm_state_put_value(op, io, &v, "the process function's state");
+    int rc = s->cfg.fn.snapshot(s->cfg.fn.ud, op, &v);
+    if (rc == WM_OK) rc = wm_state_put_value(op, io, &v, "the process function's state");
     wm_value_release(&op->ctx->host, &v);
-    if (rc != WM_OK) return rc;
+    if (rc != WM_OK) {
+      free(rank);
+      return rc;
+    }
   }
-  wm_state_put_timers(io, s->q[0]);
-  wm_state_put_timers(io, s->q[1]);
+  put_queue(s, rank, io, s->q[0]);
+  put_queue(s, rank, io, s->q[1]);
+  free(rank);
   return wm_state_put_done(op, io);
 }
 
@@ -317,6 +603,7 @@ static int keyed_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t paylo
   const keyedop *s = ud;
   if (payload >= s->ne) return wm_state_bad(r, "a timer names key %llu of %u",
                                             (unsigned long long)payload, s->ne);
+  /* (restored keys have places 0..ne-1 and generation 0: the payload is the place) */
   return WM_OK;
 }
 
@@ -326,11 +613,12 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
   if (wm_state_get_header(r, 'K', "a keyed process operator") != WM_OK ||
       wm_state_get_u(r, &mode, "the mode") != WM_OK)
     return WM_ERR;
-  if (mode > 2) return wm_state_bad(r, "the mode is %llu", (unsigned long long)mode);
-  if ((mode != 0) != (s->cfg.rolling.add != NULL))
+  if (mode > 3) return wm_state_bad(r, "the mode is %llu", (unsigned long long)mode);
+  int rolling = mode == 1 || mode == 2, ttl = s->cfg.ttl.ttl > 0;
+  if (rolling != (s->cfg.rolling.add != NULL))
     return wm_ctx_error(op->ctx, "the checkpoint holds a %s where this job has a %s (the job "
                                  "changed since the checkpoint?)",
-                        mode ? "rolling aggregation" : "process function",
+                        rolling ? "rolling aggregation" : "process function",
                         s->cfg.rolling.add ? "rolling aggregation" : "process function");
   if (mode == 2) { /* what the accumulators mean: the same, unless a change is allowed */
     uint64_t wl;
@@ -349,6 +637,24 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
                             (int)(wl < 300 ? wl : 300), was, now);
       op->ctx->state_changes++;
     }
+  }
+  if (!rolling && (mode == 3) != ttl)
+    return wm_ctx_error(op->ctx, "the checkpoint holds a process function's state %s a "
+                                 "state_ttl, and this job's process function has %s (the "
+                                 "state's ages are not known, or would be lost: give it the "
+                                 "state_ttl of the checkpoint's job)",
+                        mode == 3 ? "with" : "without", ttl ? "one" : "none");
+  if (mode == 3) {
+    uint64_t time;
+    if (wm_state_get_u(r, &time, "the state_ttl's time") != WM_OK) return WM_ERR;
+    if (time > 1) return wm_state_bad(r, "the state_ttl's time is %llu", (unsigned long long)time);
+    if ((int)time != s->cfg.ttl.time)
+      return wm_ctx_error(op->ctx, "the checkpoint's state_ttl measures %s time and this job's "
+                                   "%s time: the state's ages do not carry over (give it time "
+                                   "= \"%s\")",
+                          time ? "processing" : "event",
+                          s->cfg.ttl.time ? "processing" : "event",
+                          time ? "processing" : "event");
   }
   if (wm_state_get_u(r, &seq, "the timer sequence") != WM_OK ||
       wm_state_get_count(r, &ne, 6, "the number of keys") != WM_OK)
@@ -382,6 +688,7 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
         ts->n++;
       }
     }
+    if (mode == 3 && wm_state_get_i(r, &e->last, "a key's last access") != WM_OK) return WM_ERR;
   }
   if (wm_state_get_u(r, &has, "the function's state flag") != WM_OK) return WM_ERR;
   if (has > 1 || (has && !s->cfg.fn.restore))
@@ -414,7 +721,7 @@ static int keyed_restore(wm_op *op, wm_state_io *io) {
   if (keyed_restore_body(op, s, &r) == WM_OK) return WM_OK;
   /* back to the empty operator it was built as: no half-restored state stays */
   release_entries(op, s);
-  s->ne = 0;
+  s->ne = s->nlive = s->nfree = 0;
   memset(s->idx, 0, s->capidx * sizeof *s->idx);
   wm_timers *q0 = wm_timers_new(), *q1 = wm_timers_new();
   if (q0 && q1) {

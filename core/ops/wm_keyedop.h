@@ -8,6 +8,20 @@
  * they were registered; then W is forwarded. Processing-time timers fire from the
  * context's processing-time timer service (the executor's libuv timer, or the harness's
  * virtual clock).
+ *
+ * Keys that hold nothing go (process mode): after every call, a key whose state is nil and
+ * that has no timers is removed: its memory is freed and its place reused by a later key.
+ * (The host tells "empty" by setting *state to nil: the Lua binding does so for an empty
+ * table.) Timers carry the place and a generation of the key, so a queue entry of a removed
+ * key never fires for the key that reuses its place.
+ *
+ * State TTL (wm_state_ttl, semantics.md §10): a key's state not written (or, with
+ * WM_TTL_ON_READ_AND_WRITE, read) for ttl ms is dropped: before any call for the key when
+ * it has expired (so it is never seen), and by an incremental cleanup pass that examines a
+ * few keys per record and per watermark (WM_KEYEDOP_CLEANUP_*). Timers stay. Processing
+ * time: expired when last access + ttl <= now; event time: when last access + ttl <= the
+ * watermark, the access time being the record's timestamp (an event-time timer's time; the
+ * watermark in a processing-time timer).
  */
 #ifndef WM_KEYEDOP_H
 #define WM_KEYEDOP_H
@@ -40,6 +54,20 @@ typedef struct wm_keyed_fn {
   void *ud;
 } wm_keyed_fn;
 
+enum { WM_TTL_ON_CREATE_AND_WRITE = 0, WM_TTL_ON_READ_AND_WRITE = 1 };
+
+typedef struct wm_state_ttl {
+  int64_t ttl; /* ms; 0: the state never expires */
+  int update;  /* WM_TTL_ON_CREATE_AND_WRITE or WM_TTL_ON_READ_AND_WRITE */
+  int time;    /* WM_TIME_PROCESSING or WM_TIME_EVENT */
+} wm_state_ttl;
+
+/* Keys examined by one cleanup step of a TTL: after every record, and at every watermark
+ * (and processing-time tick). More than one per record: a key made per record is freed
+ * within a bounded number of records once it has expired. */
+#define WM_KEYEDOP_CLEANUP_RECORD 4
+#define WM_KEYEDOP_CLEANUP_WATERMARK 64
+
 typedef struct wm_keyedop_config {
   wm_keysel keysel;  /* owned by the operator from now on */
   wm_keysel keysel2; /* keyed connected streams: the second input's key (fn NULL: one
@@ -50,6 +78,7 @@ typedef struct wm_keyedop_config {
   /* rolling mode: what the accumulator means, checked by a restore as a window's is
    * (wm_winop_config.meaning); empty: a built-in's aggregation and field, else unchecked */
   char meaning[200];
+  wm_state_ttl ttl; /* process mode: the state's time to live (ttl.ttl 0: none) */
 } wm_keyedop_config;
 
 /* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
@@ -63,8 +92,17 @@ void wm_keyedop_set_second_input(wm_op *op, int first2);
  * WM_OK, or WM_ERR when called outside a callback. */
 int wm_keyedop_register(wm_op *op, int domain, int64_t t);
 int wm_keyedop_delete(wm_op *op, int domain, int64_t t);
-/* Number of keys with state, and of pending timers (for metrics and tests). */
+/* The state of the key being processed was read (write 0) or written (write 1) in this
+ * callback: what a state TTL counts as an access. A host whose state is a mutable object
+ * (a Lua table) calls it; a state replaced by another value (*state changed) counts as
+ * written without it. No-op outside callbacks. */
+void wm_keyedop_state_used(wm_op *op, int write);
+/* Number of keys held (with state or timers), and of pending timers (for metrics and
+ * tests); keys whose state a TTL dropped so far. */
 size_t wm_keyedop_keys(const wm_op *op);
+uint64_t wm_keyedop_expired(const wm_op *op);
+/* The state TTL in ms (0: none). */
+int64_t wm_keyedop_ttl(const wm_op *op);
 size_t wm_keyedop_timers(const wm_op *op, int domain);
 
 #endif

@@ -130,6 +130,38 @@ function M.check_hooks(t, call, level)
   end
 end
 
+--- The `state_ttl` option of a keyed process function (api.md "State that expires"):
+-- `{ttl = d, update = "on_create_and_write" | "on_read_and_write",
+-- time = "processing" | "event"}`, as the fields of its plan node (`ttl` in ms,
+-- `ttl_update` 0/1, `ttl_time` 0 event / 1 processing); nil when v is nil.
+-- @local
+function M.state_ttl(v, call, level)
+  if v == nil then return nil end
+  level = level + 1
+  if type(v) ~= "table" then
+    error(string.format("%s: state_ttl must be a table {ttl = d, update = ..., time = ...}, got %s",
+      call, type(v)), level)
+  end
+  M.opt_table(v, call .. ": state_ttl", {ttl = true, update = true, time = true}, level)
+  if v.ttl == nil then error(call .. ": state_ttl needs ttl (a duration, e.g. ttl = \"10min\")", level) end
+  local ms = require("wm.duration").ms(v.ttl, call .. ": state_ttl.ttl", level)
+  if ms <= 0 then
+    error(string.format("%s: state_ttl.ttl must be a positive duration, got %s", call, tostring(v.ttl)), level)
+  end
+  local updates = {on_create_and_write = 0, on_read_and_write = 1}
+  local times = {event = 0, processing = 1}
+  local u, t = updates[v.update or "on_create_and_write"], times[v.time or "processing"]
+  if u == nil then
+    error(string.format("%s: state_ttl.update must be \"on_create_and_write\" or \"on_read_and_write\", got %s",
+      call, tostring(v.update)), level)
+  end
+  if t == nil then
+    error(string.format("%s: state_ttl.time must be \"processing\" or \"event\", got %s",
+      call, tostring(v.time)), level)
+  end
+  return {ttl = ms, ttl_update = u, ttl_time = t}
+end
+
 --- A table of options whose keys are all in `known` (nil gives an empty table).
 -- @local
 function M.opt_table(opts, call, known, level)

@@ -138,10 +138,16 @@ function ConnectedStreams:flat_map(fn1, fn2)
 end
 
 local process_fields = {process_element1 = true, process_element2 = true, on_timer = true,
-                        name = true, snapshot = true, restore = true}
+                        name = true, snapshot = true, restore = true, state_ttl = true}
 
 local bcast_fields = {process_element = true, process_broadcast_element = true, on_timer = true,
-                      name = true, snapshot = true, restore = true}
+                      name = true, snapshot = true, restore = true, state_ttl = true}
+
+-- the plan node's fields, with the state_ttl's
+local function with_ttl(fields, ttl)
+  for k, v in pairs(ttl or {}) do fields[k] = v end
+  return fields
+end
 
 -- keyed:connect(broadcast):process{...}
 local function process_broadcast(self, t)
@@ -152,7 +158,7 @@ local function process_broadcast(self, t)
   for k, v in pairs(t) do
     if not bcast_fields[k] and type(v) == "function" then
       error("process: unknown field '" .. tostring(k)
-        .. "' (process_element, process_broadcast_element, on_timer, snapshot, restore)", 3)
+        .. "' (process_element, process_broadcast_element, on_timer, snapshot, restore, state_ttl)", 3)
     end
   end
   for _, f in ipairs({"process_element", "process_broadcast_element"}) do
@@ -162,12 +168,13 @@ local function process_broadcast(self, t)
     error("process: on_timer must be a function, got " .. type(t.on_timer), 3)
   end
   base.check_hooks(t, "process", 2)
+  local ttl = base.state_ttl(t.state_ttl, "process", 3)
   -- the broadcast edge: a node with no operator of its own (as rebalance), whose edges go to
   -- every instance of the next operator
   local b = self.env:_node("broadcast", {self.b.node}, {name = "broadcast"})
-  local node = self.env:_node("keyed_process", {self.a.node, b}, {
+  local node = self.env:_node("keyed_process", {self.a.node, b}, with_ttl({
     key = self.ka, bcast = true, fn = t.process_element, fn2 = t.process_broadcast_element,
-    on_timer = t.on_timer, obj = t.snapshot ~= nil and t or nil, name = "keyed broadcast process"})
+    on_timer = t.on_timer, obj = t.snapshot ~= nil and t or nil, name = "keyed broadcast process"}, ttl))
   return base.stream(self.env, node)
 end
 
@@ -176,8 +183,10 @@ end
 -- `process_element2(record, ctx, out)` for the second's, and `on_timer(t, ctx, out)`; the
 -- `ctx` is a keyed process function's (`ctx.key`, `ctx.timestamp`, `ctx.state` shared by
 -- both inputs for the key, `ctx.timer_service`, `ctx:output(tag, v)`), and `snapshot` /
--- `restore` work as for `keyed:process` (docs/checkpoints.md).
--- @tparam table t `{process_element1, process_element2[, on_timer, snapshot, restore]}`
+-- `restore` work as for `keyed:process` (docs/checkpoints.md), and so does `state_ttl`
+-- (docs/joins.md, "State that expires").
+-- @tparam table t `{process_element1, process_element2[, on_timer, snapshot, restore,
+--   state_ttl]}`
 -- @treturn Stream the records the functions emit
 -- With a broadcast stream (`keyed:connect(rules:broadcast())`) the table is
 -- `{process_element, process_broadcast_element[, on_timer, snapshot, restore]}` (Flink's
@@ -198,7 +207,7 @@ function ConnectedStreams:process(t)
   for k, v in pairs(t) do
     if not process_fields[k] and type(v) == "function" then
       error("process: unknown field '" .. tostring(k)
-        .. "' (process_element1, process_element2, on_timer, snapshot, restore)", 2)
+        .. "' (process_element1, process_element2, on_timer, snapshot, restore, state_ttl)", 2)
     end
   end
   for _, f in ipairs({"process_element1", "process_element2"}) do
@@ -208,11 +217,12 @@ function ConnectedStreams:process(t)
     error("process: on_timer must be a function, got " .. type(t.on_timer), 2)
   end
   base.check_hooks(t, "process")
+  local ttl = base.state_ttl(t.state_ttl, "process", 2)
   local env = self.env
-  local node = env:_node("keyed_process", {self.a.node, self.b.node}, {
+  local node = env:_node("keyed_process", {self.a.node, self.b.node}, with_ttl({
     key = self.ka, key2 = self.kb, fn = t.process_element1, fn2 = t.process_element2,
     on_timer = t.on_timer, obj = t.snapshot ~= nil and t or nil,
-    name = "keyed co-process"})
+    name = "keyed co-process"}, ttl))
   return base.stream(env, node)
 end
 

@@ -13,7 +13,7 @@ local function keyed_node(ks, kind, t, name)
 end
 
 local process_fields = {process_element = true, on_timer = true, name = true, snapshot = true,
-                        restore = true}
+                        restore = true, state_ttl = true}
 
 --- A keyed process function, called for every record with the key's context.
 --
@@ -34,20 +34,28 @@ local process_fields = {process_element = true, on_timer = true, name = true, sn
 -- upvalues) goes through two optional methods of the table form, `snapshot(self)`, which
 -- returns a plain table, and `restore(self, t)`, which puts it back (give both or neither);
 -- `self` is the table, which may hold fields of its own (any field but a function).
+--
+-- State that expires (docs/joins.md, "State that expires"): the table form takes
+-- `state_ttl = {ttl = d, update = "on_create_and_write" | "on_read_and_write",
+-- time = "processing" | "event"}`: a key's `ctx.state` not written (or read, with
+-- `on_read_and_write`) for `ttl` is dropped, and a read after that sees an empty table.
+-- With or without it, a key whose `ctx.state` is empty (or nil) after a call and that has
+-- no timers is removed, its memory freed.
 -- @tparam function|table fn the function, or a table {process_element, on_timer[, snapshot,
---   restore]}
+--   restore, state_ttl]}
 -- @tparam[opt] function on_timer the timer callback (with the function form)
 -- @treturn Stream the records the function emits
 -- @usage keyed:process{process_element = function(r, ctx, out) ... end,
 --                      on_timer = function(t, ctx, out) ... end}
 function KeyedStream:process(fn, on_timer)
-  local obj
+  local obj, ttl
   if type(fn) == "table" then
+    ttl = base.state_ttl(fn.state_ttl, "process", 2)
     if on_timer ~= nil then error("process: give on_timer inside the table", 2) end
     for k, v in pairs(fn) do -- other fields than functions: the object's own state
       if not process_fields[k] and type(v) == "function" then
         error("process: unknown field '" .. tostring(k) ..
-          "' (process_element, on_timer, snapshot, restore)", 2)
+          "' (process_element, on_timer, snapshot, restore, state_ttl)", 2)
       end
     end
     base.check_hooks(fn, "process")
@@ -63,7 +71,9 @@ function KeyedStream:process(fn, on_timer)
   if on_timer ~= nil and type(on_timer) ~= "function" then
     error("process: on_timer must be a function, got " .. type(on_timer), 2)
   end
-  return keyed_node(self, "keyed_process", {fn = fn, on_timer = on_timer, obj = obj}, "keyed process")
+  local t = {fn = fn, on_timer = on_timer, obj = obj}
+  for k, v in pairs(ttl or {}) do t[k] = v end
+  return keyed_node(self, "keyed_process", t, "keyed process")
 end
 
 --- Rolling reduce: for every record, `fn(acc, record) -> acc` over all of the key's records

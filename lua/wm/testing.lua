@@ -198,8 +198,8 @@ end
 
 --- The operators' counters: a list in creation order of `{name, kind, records_in,
 -- records_out (the main output), late_records_dropped, late_records_side_output,
--- side_outputs = {tag = records}, watermark, idle, open_windows, keys, event_timers,
--- processing_timers}`, also indexed by name with and without the "(job.lua:N)" suffix.
+-- side_outputs = {tag = records}, watermark, idle, open_windows, keys, keys_expired,
+-- event_timers, processing_timers}`, also indexed by name with and without the "(job.lua:N)" suffix.
 -- @treturn table
 -- @usage assert(h:metrics()[1].records_in == 2)
 function Harness:metrics()

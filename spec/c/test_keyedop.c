@@ -2,12 +2,15 @@
  * when the watermark reaches them (then the watermark is forwarded), and processing-time
  * timers go through the context's timer service. Also the assigner's idleness deadline. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/wm_buf.h"
+#include "graph/wm_state.h"
 #include "ops/wm_keyedop.h"
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
 #include "exec/wm_exchange.h"
+#include "exec/wm_metrics_http.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines, and "W t" for each watermark. */
@@ -290,10 +293,324 @@ static void broadcast_exchange_case(void) {
   wm_ctx_free(&ctx);
 }
 
+/* ---- keys that hold nothing go; state TTL -------------------------------------------
+ * The record says what to do: key = record / 100, and record % 100:
+ *   0 write (the key's count + 1, a new value: a write), 1 read (emits key * 1000 + count,
+ *   0 for no state), 2 clear the state, 3 an event timer at ts + 10, 4 delete it. */
+static int64_t ttl_now;
+static int64_t ttl_clock(void *ud) { (void)ud; return ttl_now; }
+
+static int ttl_element(void *ud, wm_op *op, const wm_value *key, wm_value *state,
+                       const wm_value *rec, int64_t ts) {
+  (void)ud;
+  int64_t n = rec->u.i % 100;
+  wm_value v;
+  switch (n) {
+  case 0: *state = wm_int(state->type == WM_INT ? state->u.i + 1 : 1); return WM_OK;
+  case 1:
+    wm_keyedop_state_used(op, 0);
+    v = wm_int(key->u.i * 1000 + (state->type == WM_INT ? state->u.i : 0));
+    return wm_op_emit(op, 0, &v, ts);
+  case 2: *state = wm_nil(); return WM_OK;
+  case 3: return wm_keyedop_register(op, WM_TIME_EVENT, ts + 10);
+  default: return wm_keyedop_delete(op, WM_TIME_EVENT, ts + 10);
+  }
+}
+
+static int ttl_timer(void *ud, wm_op *op, const wm_value *key, wm_value *state, int64_t t,
+                     int domain) {
+  (void)ud;
+  (void)domain;
+  wm_value v = wm_int(key->u.i * 1000 + (state->type == WM_INT ? state->u.i : 0));
+  return wm_op_emit(op, 0, &v, t);
+}
+
+typedef struct kfix {
+  wm_ctx ctx;
+  wm_op *k;
+  wm_buf out;
+} kfix;
+
+static void kfix_open(kfix *f, const wm_state_ttl *ttl) {
+  wm_ctx_init(&f->ctx);
+  f->ctx.now = ttl_clock;
+  wm_keyedop_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.fn.element = ttl_element;
+  cfg.fn.timer = ttl_timer;
+  if (ttl) cfg.ttl = *ttl;
+  f->k = wm_keyedop_new(&f->ctx, "keyed", &cfg);
+  wm_buf_init(&f->out);
+  wm_op *cap = wm_op_new(&f->ctx, &cap_vt, &f->out, "capture");
+  CHECK(f->k && cap);
+  wm_op_connect(f->k, 0, cap);
+  f->k->nin = 1;
+  CHECK_I64(wm_ctx_prepare(&f->ctx), WM_OK);
+}
+
+static void kfix_close(kfix *f) {
+  wm_ctx_free(&f->ctx);
+  wm_buf_free(&f->out);
+}
+
+static int push(kfix *f, int64_t rec, int64_t ts) {
+  wm_value r = wm_int(rec);
+  return wm_op_input_record(f->k, 0, &r, ts);
+}
+
+/* The operator's checkpoint restored into the fresh operator g (its result). */
+static int snap_restore(kfix *f, kfix *g) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_encoder enc;
+  wm_decoder dec;
+  wm_encoder_init(&enc);
+  wm_decoder_init(&dec);
+  wm_state_io io = {.out = &b, .enc = &enc, .dec = &dec};
+  int rc = f->k->vt->snapshot(f->k, &io);
+  CHECK_I64(rc, WM_OK);
+  io.data = (const uint8_t *)b.data;
+  io.len = b.len;
+  rc = g->k->vt->restore(g->k, &io);
+  wm_encoder_free(&enc);
+  wm_decoder_free(&dec);
+  wm_buf_free(&b);
+  return rc;
+}
+
+static void removal_case(void) {
+  kfix f;
+  kfix_open(&f, NULL);
+  CHECK_I64(push(&f, 100, 1), WM_OK); /* key 1 written: held */
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(push(&f, 101, 2), WM_OK); /* a read: still held */
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(push(&f, 102, 3), WM_OK); /* cleared, no timers: gone */
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  CHECK_I64(push(&f, 101, 4), WM_OK); /* a read of a key that holds nothing: 0, not held */
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  CHECK_STR(f.out.data, "2 1001\n4 1000\n");
+  /* a key with a timer and no state is held until the timer has fired */
+  wm_buf_clear(&f.out);
+  CHECK_I64(push(&f, 203, 100), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 110), WM_OK);
+  CHECK_STR(f.out.data, "110 2000\nW 110\n");
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  /* many keys come and go: the places are reused (the index finds every key after
+   * backward shifts) */
+  for (int round = 0; round < 3; round++) {
+    for (int64_t key = 1; key <= 500; key++) CHECK_I64(push(&f, key * 100, 200), WM_OK);
+    CHECK_I64(wm_keyedop_keys(f.k), 500);
+    for (int64_t key = 1; key <= 500; key += 2) CHECK_I64(push(&f, key * 100 + 2, 200), WM_OK);
+    CHECK_I64(wm_keyedop_keys(f.k), 250);
+    for (int64_t key = 2; key <= 500; key += 2) CHECK_I64(push(&f, key * 100 + 2, 200), WM_OK);
+    CHECK_I64(wm_keyedop_keys(f.k), 0);
+  }
+  wm_buf_clear(&f.out);
+  CHECK_I64(push(&f, 700, 300), WM_OK);
+  CHECK_I64(push(&f, 700, 300), WM_OK);
+  CHECK_I64(push(&f, 701, 300), WM_OK); /* written twice since it came back: count 2 */
+  CHECK_STR(f.out.data, "300 7002\n");
+  kfix_close(&f);
+}
+
+/* A removed key's timer must not fire for the key that takes its place: key 1 sets a
+ * timer at 110 (first in the queue), deletes it and goes; key 3 sets one at 110, then key
+ * 2 (in key 1's place) does. Registration order: key 3, then key 2. A queue entry that
+ * named only the place would fire key 2 first. The same after a checkpoint. */
+static void reuse_case(void) {
+  kfix f, g;
+  kfix_open(&f, NULL);
+  CHECK_I64(push(&f, 103, 100), WM_OK);
+  CHECK_I64(push(&f, 303, 100), WM_OK);
+  CHECK_I64(push(&f, 104, 100), WM_OK); /* key 1: no timer, no state: gone */
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(push(&f, 203, 100), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 2);
+  CHECK_I64(wm_keyedop_timers(f.k, WM_TIME_EVENT), 2);
+  kfix_open(&g, NULL);
+  CHECK_I64(snap_restore(&f, &g), WM_OK);
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 200), WM_OK);
+  CHECK_STR(f.out.data, "110 3000\n110 2000\nW 200\n");
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  CHECK_I64(wm_keyedop_keys(g.k), 2);
+  CHECK_I64(wm_op_input_watermark(g.k, 0, 200), WM_OK);
+  CHECK_STR(g.out.data, "110 3000\n110 2000\nW 200\n");
+  CHECK_I64(wm_keyedop_keys(g.k), 0);
+  kfix_close(&f);
+  kfix_close(&g);
+}
+
+static void ttl_processing_case(void) {
+  wm_state_ttl ttl = {100, WM_TTL_ON_CREATE_AND_WRITE, WM_TIME_PROCESSING};
+  kfix f;
+  kfix_open(&f, &ttl);
+  ttl_now = 1000;
+  CHECK_I64(push(&f, 100, 1), WM_OK); /* written at 1000: expires at 1100 */
+  ttl_now = 1050;
+  CHECK_I64(push(&f, 101, 2), WM_OK); /* a read does not renew it */
+  ttl_now = 1099;
+  CHECK_I64(push(&f, 101, 3), WM_OK);
+  ttl_now = 1100;
+  CHECK_I64(push(&f, 101, 4), WM_OK); /* 1000 + 100 <= 1100: gone, the read sees none */
+  CHECK_STR(f.out.data, "2 1001\n3 1001\n4 1000\n");
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  CHECK_I64(wm_keyedop_expired(f.k), 1);
+  /* a write renews: written at 1100 and 1150, read at 1249 (1150 + 100 > 1249) */
+  wm_buf_clear(&f.out);
+  CHECK_I64(push(&f, 200, 5), WM_OK);
+  ttl_now = 1150;
+  CHECK_I64(push(&f, 200, 6), WM_OK);
+  ttl_now = 1249;
+  CHECK_I64(push(&f, 201, 7), WM_OK);
+  CHECK_STR(f.out.data, "7 2002\n");
+  /* the cleanup pass frees keys nobody asks for again: keys 3, 4, 5 written at 1249, then
+   * at 2000 a record of key 9 examines the places after it: 2, 3, 4, 5 have expired */
+  CHECK_I64(push(&f, 300, 8), WM_OK);
+  CHECK_I64(push(&f, 400, 8), WM_OK);
+  CHECK_I64(push(&f, 500, 8), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 4);
+  ttl_now = 2000;
+  for (int i = 0; i < 3; i++) CHECK_I64(push(&f, 900, 9), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(wm_keyedop_expired(f.k), 5);
+  wm_buf m; /* the Prometheus series of keyed operators */
+  wm_buf_init(&m);
+  wm_metrics_format(&m, &f.ctx, ttl_now);
+  CHECK(m.data && strstr(m.data, "\nwmrun_keys{operator=\"keyed\"} 1\n") != NULL);
+  CHECK(strstr(m.data, "\nwmrun_keys_expired_total{operator=\"keyed\"} 5\n") != NULL);
+  CHECK(strstr(m.data, "wmrun_keys{operator=\"capture\"}") == NULL);
+  wm_buf_free(&m);
+  kfix_close(&f);
+
+  /* on_read_and_write: a read renews too */
+  ttl.update = WM_TTL_ON_READ_AND_WRITE;
+  kfix_open(&f, &ttl);
+  ttl_now = 1000;
+  CHECK_I64(push(&f, 100, 1), WM_OK);
+  ttl_now = 1050;
+  CHECK_I64(push(&f, 101, 2), WM_OK); /* renewed to 1150 */
+  ttl_now = 1120;
+  CHECK_I64(push(&f, 101, 3), WM_OK); /* to 1220 */
+  ttl_now = 1220;
+  CHECK_I64(push(&f, 101, 4), WM_OK); /* 1120 + 100 <= 1220: gone */
+  CHECK_STR(f.out.data, "2 1001\n3 1001\n4 1000\n");
+  kfix_close(&f);
+}
+
+static void ttl_event_case(void) {
+  wm_state_ttl ttl = {100, WM_TTL_ON_CREATE_AND_WRITE, WM_TIME_EVENT};
+  kfix f;
+  kfix_open(&f, &ttl);
+  ttl_now = 0; /* processing time plays no part */
+  CHECK_I64(push(&f, 100, 1000), WM_OK); /* written by a record at 1000: gone at W 1100 */
+  CHECK_I64(push(&f, 200, 1050), WM_OK); /* at W 1150 */
+  CHECK_I64(push(&f, 200, 1020), WM_OK); /* an earlier record does not shorten it */
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 1099), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 2);
+  CHECK_I64(push(&f, 101, 1090), WM_OK);
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 1100), WM_OK); /* the cleanup at the watermark */
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(wm_keyedop_expired(f.k), 1);
+  CHECK_I64(push(&f, 201, 1100), WM_OK);
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 1150), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  CHECK_STR(f.out.data, "W 1099\n1090 1001\nW 1100\n1100 2002\nW 1150\n");
+  /* a key with a timer keeps it when its state expires; on_timer sees no state */
+  wm_buf_clear(&f.out);
+  CHECK_I64(push(&f, 300, 2000), WM_OK);
+  CHECK_I64(push(&f, 303, 2190), WM_OK); /* a timer at 2200 */
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 2100), WM_OK);
+  CHECK_I64(wm_keyedop_keys(f.k), 1);
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 2200), WM_OK);
+  CHECK_STR(f.out.data, "W 2100\n2200 3000\nW 2200\n");
+  CHECK_I64(wm_keyedop_keys(f.k), 0);
+  /* a record without a timestamp cannot age a state by event time */
+  CHECK_I64(push(&f, 100, WM_TIME_MIN), WM_ERR);
+  CHECK(strstr(f.ctx.err, "state_ttl with time = \"event\"") != NULL);
+  kfix_close(&f);
+}
+
+static void ttl_checkpoint_case(void) {
+  wm_state_ttl ttl = {100, WM_TTL_ON_CREATE_AND_WRITE, WM_TIME_PROCESSING};
+  kfix f, g;
+  kfix_open(&f, &ttl);
+  ttl_now = 1000;
+  CHECK_I64(push(&f, 100, 1), WM_OK);
+  ttl_now = 1050;
+  CHECK_I64(push(&f, 200, 2), WM_OK);
+  kfix_open(&g, &ttl);
+  CHECK_I64(snap_restore(&f, &g), WM_OK);
+  ttl_now = 1100; /* key 1's state is gone, key 2's lives to 1150 */
+  CHECK_I64(push(&g, 101, 3), WM_OK);
+  CHECK_I64(push(&g, 201, 4), WM_OK);
+  CHECK_STR(g.out.data, "3 1000\n4 2001\n");
+  kfix_close(&g);
+  /* a checkpoint with a TTL into a job without, and one without into a job with: refused */
+  kfix_open(&g, NULL);
+  CHECK_I64(snap_restore(&f, &g), WM_ERR);
+  CHECK(strstr(g.ctx.err, "with a state_ttl") != NULL);
+  kfix_close(&g);
+  kfix h;
+  kfix_open(&h, NULL);
+  CHECK_I64(push(&h, 100, 1), WM_OK);
+  kfix_open(&g, &ttl);
+  CHECK_I64(snap_restore(&h, &g), WM_ERR);
+  CHECK(strstr(g.ctx.err, "without a state_ttl") != NULL);
+  kfix_close(&g);
+  /* another time domain: refused */
+  wm_state_ttl ev = {100, WM_TTL_ON_CREATE_AND_WRITE, WM_TIME_EVENT};
+  kfix_open(&g, &ev);
+  CHECK_I64(snap_restore(&f, &g), WM_ERR);
+  CHECK(strstr(g.ctx.err, "processing time") != NULL);
+  kfix_close(&g);
+  kfix_close(&h);
+  kfix_close(&f);
+}
+
+/* Keyed connected streams whose inputs give keys of two types: an error naming both. */
+static int key2_str(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  (void)ud;
+  (void)op;
+  (void)rec;
+  *key = wm_cstr("7", 1);
+  return WM_OK;
+}
+
+static void key_kinds_case(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_keyedop_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.keysel2.fn = key2_str;
+  cfg.fn.element = ttl_element;
+  cfg.fn.element2 = ttl_element;
+  cfg.fn.timer = ttl_timer;
+  wm_op *k = wm_keyedop_new(&ctx, "keyed co", &cfg);
+  CHECK(k);
+  k->nin = 2;
+  wm_keyedop_set_second_input(k, 1);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_value r = wm_int(700);
+  CHECK_I64(wm_op_input_record(k, 0, &r, 1), WM_OK);
+  CHECK_I64(wm_op_input_record(k, 0, &r, 1), WM_OK);
+  CHECK_I64(wm_op_input_record(k, 1, &r, 1), WM_ERR);
+  CHECK(strstr(ctx.err, "the second input's key is a string (\"7\") for record 700, and the "
+                        "first input's keys are a number") != NULL);
+  wm_ctx_free(&ctx);
+}
+
 void test_keyedop(void) {
   timers_case();
   two_inputs_case();
   broadcast_input_case();
   broadcast_exchange_case();
   idleness_case();
+  removal_case();
+  reuse_case();
+  ttl_processing_case();
+  ttl_event_case();
+  ttl_checkpoint_case();
+  key_kinds_case();
 }
