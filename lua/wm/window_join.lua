@@ -1,0 +1,308 @@
+--- Window join and co-group (api.md "Two inputs"; semantics.md §10): Flink's `JoinedStreams`
+-- and `CoGroupedStreams`. `a:join(b):where(ka):equal_to(kb):window(assigner):apply(fn)` runs
+-- `fn(left, right)` for every pair of records of one key and one window; `a:co_group(b)...`
+-- runs `fn(key, lefts, rights, out)` once per key and window holding a record of either side.
+--
+-- Built as Flink builds it: each input's records are tagged with their side and key (a small
+-- table that refers to the record, never a copy of it), the two tagged streams are united,
+-- keyed by the key and windowed by the window operator, whose process function splits a
+-- window's records by side. So every assigner (sessions merge across both sides), allowed
+-- lateness (a late firing joins the window's whole contents again), triggers, checkpoints,
+-- parallelism and threads work as for any window. See docs/joins.md.
+-- @module wm.window_join
+local base = require("wm.base")
+local core = require("wm.core")
+
+local Stream, KeyedStream, WindowedStream = base.Stream, base.KeyedStream, base.WindowedStream
+
+local M = {}
+
+--- Two streams to join or co-group (`a:join(b)`, `a:co_group(b)`), then `:where(key_a)`,
+-- `:equal_to(key_b)`, `:window(assigner)`, optionally `:allowed_lateness(d)` and
+-- `:trigger(t)`, and `:apply(fn)`.
+-- @type JoinedStreams
+local JoinedStreams = {}
+JoinedStreams.__index = JoinedStreams
+M.JoinedStreams = JoinedStreams
+
+local SIDE = {"first input (the stream join/co_group is called on)", "second input (its argument)"}
+
+local function start(self, other, what)
+  local mt = getmetatable(other)
+  if mt == KeyedStream then
+    error(what .. ": expected a stream that is not keyed (the keys come from :where and :equal_to), "
+      .. "got a keyed stream", 3)
+  end
+  if mt ~= Stream then
+    error(what .. ": expected a stream, got " .. (mt and "another object" or type(other)), 3)
+  end
+  if other.env ~= self.env then
+    error(what .. ": the other stream belongs to another environment (made by another wm.env); "
+      .. "streams of one job come from one env", 3)
+  end
+  return setmetatable({env = self.env, a = self, b = other, what = what, at = base.where()}, JoinedStreams)
+end
+
+--- Joins this stream with `other` in windows (Flink's `DataStream.join`): an inner join,
+-- `fn(left, right)` for every pair of records of one key in one window.
+-- @tparam Stream other the second input
+-- @treturn JoinedStreams
+-- @usage orders:join(payments):where("id"):equal_to("order")
+--   :window(wm.windows.tumbling("1min")):apply(function(o, p) return {id = o.id, paid = p.amount} end)
+function Stream:join(other) return start(self, other, "join") end
+
+--- Co-groups this stream with `other` in windows (Flink's `DataStream.coGroup`):
+-- `fn(key, lefts, rights, out)` once per key and window holding a record of either input.
+-- @tparam Stream other the second input
+-- @treturn JoinedStreams
+-- @usage orders:co_group(payments):where("id"):equal_to("order"):window(wm.windows.tumbling("1min"))
+--   :apply(function(key, os, ps, out) if #ps == 0 then out({unpaid = key}) end end)
+function Stream:co_group(other) return start(self, other, "co_group") end
+
+-- A key argument: {fields = {...}} or {fn = f}, as key_by takes it.
+local function key_spec(k, call)
+  if type(k) == "function" then return {fn = k} end
+  if type(k) == "string" then return {fields = {k}} end
+  if type(k) == "table" and getmetatable(k) == nil and #k > 0 then
+    for i, f in ipairs(k) do
+      if type(f) ~= "string" then error(call .. ": field " .. i .. " of the key list is not a string", 3) end
+    end
+    return {fields = {table.unpack(k)}}
+  end
+  error(call .. ": expected a function, a field name or a list of field names, got " .. type(k), 3)
+end
+
+--- The first input's key (Flink's `where`): a field name, a list of field names (a
+-- composite key) or a function `fn(record) -> key`, as `key_by` takes.
+-- @param k the key
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id")
+function JoinedStreams:where(k)
+  if self.ka then error("where: this " .. self.what .. " has its first key already", 2) end
+  self.ka = key_spec(k, "where")
+  return self
+end
+
+--- The second input's key (Flink's `equalTo`), as `where` takes it. A record of the first
+-- input meets the records of the second whose key is equal to its own.
+-- @param k the key
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id"):equal_to("order_id")
+function JoinedStreams:equal_to(k)
+  if not self.ka then error("equal_to: call :where(key) first (" .. self.what .. "(b):where(k1):equal_to(k2))", 2) end
+  if self.kb then error("equal_to: this " .. self.what .. " has its second key already", 2) end
+  local kb = key_spec(k, "equal_to")
+  local na, nb = self.ka.fields and #self.ka.fields, kb.fields and #kb.fields
+  if na and nb and (na > 1 or nb > 1) and na ~= nb then
+    error("equal_to: the keys of the two inputs have different types: a composite key of " .. na
+      .. " field(s) in :where and of " .. nb .. " in :equal_to", 2)
+  end
+  local ca, cb = (na or 1) > 1, (nb or 1) > 1
+  if ca ~= cb then
+    error("equal_to: the keys of the two inputs have different types: a composite key (a list of "
+      .. "fields) in " .. (ca and ":where" or ":equal_to") .. ", a single value in " .. (ca and ":equal_to" or ":where"), 2)
+  end
+  self.kb = kb
+  return self
+end
+
+local function strip(msg) return (tostring(msg):gsub("^[^:\n]*:%d+: ", "")) end
+
+--- The window assigner both inputs' records are assigned with (any of wm.windows; session
+-- windows merge across both inputs).
+-- @tparam table assigner e.g. `wm.windows.tumbling("5s")`
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.session("30s"))
+function JoinedStreams:window(assigner)
+  if not self.kb then
+    error("window: call :where(key_a):equal_to(key_b) first (" .. self.what
+      .. "(b):where(k1):equal_to(k2):window(assigner))", 2)
+  end
+  if self.ws then error("window: this " .. self.what .. " has its window already", 2) end
+  if type(assigner) ~= "table" or not assigner.kind or getmetatable(assigner) == WindowedStream then
+    error("window: expected a window assigner from wm.windows, got " .. type(assigner), 2)
+  end
+  if assigner.kind == "count" then
+    error("window: count windows count the records of one stream; a " .. self.what
+      .. " takes a time window (tumbling, sliding, session) or global() with a trigger", 2)
+  end
+  -- a windowed stream that holds the settings (its checks are the window's)
+  self.ws = setmetatable({assigner = assigner, lateness = 0}, WindowedStream)
+  return self
+end
+
+local function setting(self, method, call, ...)
+  if not self.ws then
+    error(call .. ": call :window(assigner) first (" .. self.what .. "(b):where(k1):equal_to(k2):window(w):"
+      .. call .. "(...))", 3)
+  end
+  local ok, err = pcall(WindowedStream[method], self.ws, ...)
+  if not ok then error(strip(err), 3) end
+  return self
+end
+
+--- Allowed lateness: a window is kept until the watermark passes its end plus `d`; a record
+-- that comes late but within it fires the window again, joining everything it holds (as
+-- Flink). Records later still are dropped and counted (`late_records_dropped`; no side
+-- output, as Flink's joins have none).
+-- @tparam integer|string d a duration (>= 0)
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id"):equal_to("id"):window(w):allowed_lateness("2s")
+function JoinedStreams:allowed_lateness(d) return setting(self, "allowed_lateness", "allowed_lateness", d) end
+
+--- Replaces the window's default trigger with one from wm.triggers (it sees the records of
+-- both inputs: `count(n)` counts both).
+-- @tparam table t a trigger
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.global()):trigger(wm.triggers.count(4))
+function JoinedStreams:trigger(t) return setting(self, "trigger", "trigger", t) end
+
+-- The class of a key for the type check: "string", "number", "boolean", or the parts'
+-- classes of a composite key.
+local VALID = {string = true, number = true, boolean = true}
+
+-- A function that tags a record of input `side`: {r = record, s = side, k = key} (or k1..kn
+-- for a composite key), after checking the key. `seen` (shared by both inputs' taggers,
+-- per Lua state) holds the first key's class and where it came from.
+local function tagger(spec, side, seen, what, at)
+  local fields, fn = spec.fields, spec.fn
+  local function bad(r, msg)
+    error(at .. ": " .. what .. ": " .. msg .. " in record " .. core.format(r, false) .. " of the " .. SIDE[side], 0)
+  end
+  local function check(r, cls, k)
+    if not seen.cls then
+      seen.cls, seen.side, seen.key, seen.rec = cls, side, k, core.format(r, false)
+    elseif cls ~= seen.cls then
+      error(string.format("%s: %s: the keys of the two inputs have different types: key %s (%s) of record %s "
+        .. "of the %s, and key %s (%s) of record %s of the %s", at, what, core.format(k, true), cls,
+        core.format(r, false), SIDE[side], core.format(seen.key, true), seen.cls, seen.rec, SIDE[seen.side]), 0)
+    end
+  end
+  if fn or #fields == 1 then
+    local f = fields and fields[1]
+    return function(r)
+      local k
+      if fn then k = fn(r) else
+        if type(r) ~= "table" then bad(r, "the key field '" .. f .. "' is missing (not a table)") end
+        k = r[f]
+      end
+      local cls = type(k)
+      if cls ~= seen.cls then
+        if not VALID[cls] or k ~= k then
+          bad(r, (fn and "the key function returned " or "the key field '" .. f .. "' is ")
+            .. (k == nil and (fn and "nil" or "missing") or k ~= k and "NaN" or "a " .. cls
+              .. " (keys are strings, numbers or booleans)"))
+        end
+        check(r, cls, k)
+      end
+      return {r = r, s = side, k = k}
+    end
+  end
+  local n = #fields
+  local names = {}
+  for i = 1, n do names[i] = "k" .. i end
+  return function(r)
+    if type(r) ~= "table" then bad(r, "the key fields are missing (not a table)") end
+    local t, cls = {r = r, s = side}, nil
+    for i = 1, n do
+      local k = r[fields[i]]
+      local c = type(k)
+      if not VALID[c] or k ~= k then
+        bad(r, "the key field '" .. fields[i] .. "' is " .. (k == nil and "missing" or k ~= k and "NaN"
+          or "a " .. c .. " (keys are strings, numbers or booleans)"))
+      end
+      cls = cls and cls .. ", " .. c or c
+      t[names[i]] = k
+    end
+    if cls ~= seen.cls then
+      local key = {}
+      for i = 1, n do key[i] = t[names[i]] end
+      check(r, "{" .. cls .. "}", key)
+    end
+    return t
+  end
+end
+
+-- The window's process function of a join: every (left, right) pair, lefts in the window's
+-- order, for each the rights in the window's order. No record is copied: the rights are
+-- gathered in one list, the lefts read where they are.
+local function join_fn(fn)
+  return function(_, _, items, out)
+    local rights, nr = {}, 0
+    for i = 1, #items do
+      local t = items[i]
+      if t.s == 2 then nr = nr + 1; rights[nr] = t.r end
+    end
+    if nr == 0 then return end
+    for i = 1, #items do
+      local t = items[i]
+      if t.s == 1 then
+        local l = t.r
+        for j = 1, nr do
+          local v = fn(l, rights[j])
+          if v ~= nil then out(v) end
+        end
+      end
+    end
+  end
+end
+
+local function cogroup_fn(fn)
+  return function(key, _, items, out)
+    local lefts, rights, nl, nr = {}, {}, 0, 0
+    for i = 1, #items do
+      local t = items[i]
+      if t.s == 1 then nl = nl + 1; lefts[nl] = t.r else nr = nr + 1; rights[nr] = t.r end
+    end
+    fn(key, lefts, rights, out)
+  end
+end
+
+--- The function the windows' records meet in. A join: `fn(left, right) -> value` for every
+-- pair of one key in one window (a `nil` result emits nothing); a co-group:
+-- `fn(key, lefts, rights, out)` once per key and window, `out(value)` any number of times.
+-- Results carry the window's max timestamp. The order: a window's records of each input in
+-- the order they came (semantics.md §10; a session window that merged holds the earlier
+-- session's records first).
+-- @tparam function fn the join or co-group function
+-- @treturn Stream the results
+-- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.tumbling("5s"))
+--   :apply(function(l, r) return {id = l.id, l = l.v, r = r.v} end)
+function JoinedStreams:apply(fn)
+  if not self.ws then
+    error("apply: a " .. self.what .. " needs its keys and a window first: "
+      .. self.what .. "(b):where(key_a):equal_to(key_b):window(assigner):apply(fn)"
+      .. (self.kb and "" or self.ka and " (:equal_to is missing)" or " (:where and :equal_to are missing)")
+      .. " (Flink's JoinedStreams has no default window)", 2)
+  end
+  base.check_fn(fn, "apply")
+  if self.applied then error("apply: this " .. self.what .. " has its function already", 2) end
+  self.applied = true
+  local env, where, what = self.env, self.at, self.what
+  local seen = {}
+  local n = self.ka.fields and #self.ka.fields or 1
+  local function tag(s, spec, side)
+    local node = env:_node("map", {s.node}, {fn = tagger(spec, side, seen, what, where),
+      name = what .. " (" .. (side == 1 and "first" or "second") .. " input)"})
+    node.where = where
+    return base.stream(env, node)
+  end
+  local u = tag(self.a, self.ka, 1):union(tag(self.b, self.kb, 2))
+  u.node.where = where
+  local key
+  if (self.ka.fields and #self.ka.fields > 1) or (self.kb.fields and #self.kb.fields > 1) then
+    key = {fields = {}}
+    for i = 1, n do key.fields[i] = "k" .. i end
+  else
+    key = {fields = {"k"}}
+  end
+  local a = self.ws.assigner
+  local node = env:_node("window", {u.node}, {
+    key = key, assigner = a, lateness = self.ws.lateness, trigger = self.ws.trigger_spec,
+    fn_kind = "process", fn = what == "join" and join_fn(fn) or cogroup_fn(fn),
+    name = a.kind .. (a.processing_time and "_processing" or "") .. " window " .. what})
+  node.where = where
+  return base.stream(env, node)
+end
+
+return M
