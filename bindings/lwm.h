@@ -272,6 +272,11 @@ int lwm_build_time(lwm_bridge *B, int node, const char *kind, const char *name,
 int lwm_build_keyed(lwm_bridge *B, int node, const char *kind, const char *name,
                     const char *where, wm_op **op);
 /* The connectors (lwm_conn.c): read_kafka, write_kafka, read_nats, write_nats. */
+/* Window join and co-group (lwm_wjoin.c): the "join_tag" node of each input, and the window
+ * function of the window node of fn_kind "join" / "co_group" (called by lwm_ops.c's). */
+int lwm_build_wjoin(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
+                    wm_op **op);
+int lwm_wjoin_fire(lwm_opinfo *oi, int outfn, int cogroup, wm_op *op, const wm_fire *f);
 int lwm_build_conn(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                    wm_op **op);
 /* Repartitioning (lwm_through.c): the writer sink (node kind "through_write"), the tap of a

@@ -3,15 +3,15 @@
 -- `fn(left, right)` for every pair of records of one key and one window; `a:co_group(b)...`
 -- runs `fn(key, lefts, rights, out)` once per key and window holding a record of either side.
 --
--- Built as Flink builds it: each input's records are tagged with their side and key (a small
--- table that refers to the record, never a copy of it), the two tagged streams are united,
--- keyed by the key and windowed by the window operator, whose process function splits a
--- window's records by side. So every assigner (sessions merge across both sides), allowed
+-- Built as Flink builds it (its TaggedUnion): each input's records are tagged in C with their
+-- side and key (a row {s, k, r} that refers to the record, never a copy of it; the keys of
+-- both inputs are checked to be of one type there), the two tagged streams are united, keyed
+-- by the key and windowed by the window operator, whose window function (C, then one Lua call
+-- per pair or per co-group) splits a window's records by side (bindings/lwm_wjoin.c). So every assigner (sessions merge across both sides), allowed
 -- lateness (a late firing joins the window's whole contents again), triggers, checkpoints,
 -- parallelism and threads work as for any window. See docs/joins.md.
 -- @module wm.window_join
 local base = require("wm.base")
-local core = require("wm.core")
 
 local Stream, KeyedStream, WindowedStream = base.Stream, base.KeyedStream, base.WindowedStream
 
@@ -24,8 +24,6 @@ local M = {}
 local JoinedStreams = {}
 JoinedStreams.__index = JoinedStreams
 M.JoinedStreams = JoinedStreams
-
-local SIDE = {"first input (the stream join/co_group is called on)", "second input (its argument)"}
 
 local function start(self, other, what)
   local mt = getmetatable(other)
@@ -157,107 +155,6 @@ function JoinedStreams:allowed_lateness(d) return setting(self, "allowed_latenes
 -- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.global()):trigger(wm.triggers.count(4))
 function JoinedStreams:trigger(t) return setting(self, "trigger", "trigger", t) end
 
--- The class of a key for the type check: "string", "number", "boolean", or the parts'
--- classes of a composite key.
-local VALID = {string = true, number = true, boolean = true}
-
--- A function that tags a record of input `side`: {r = record, s = side, k = key} (or k1..kn
--- for a composite key), after checking the key. `seen` (shared by both inputs' taggers,
--- per Lua state) holds the first key's class and where it came from.
-local function tagger(spec, side, seen, what, at)
-  local fields, fn = spec.fields, spec.fn
-  local function bad(r, msg)
-    error(at .. ": " .. what .. ": " .. msg .. " in record " .. core.format(r, false) .. " of the " .. SIDE[side], 0)
-  end
-  local function check(r, cls, k)
-    if not seen.cls then
-      seen.cls, seen.side, seen.key, seen.rec = cls, side, k, core.format(r, false)
-    elseif cls ~= seen.cls then
-      error(string.format("%s: %s: the keys of the two inputs have different types: key %s (%s) of record %s "
-        .. "of the %s, and key %s (%s) of record %s of the %s", at, what, core.format(k, true), cls,
-        core.format(r, false), SIDE[side], core.format(seen.key, true), seen.cls, seen.rec, SIDE[seen.side]), 0)
-    end
-  end
-  if fn or #fields == 1 then
-    local f = fields and fields[1]
-    return function(r)
-      local k
-      if fn then k = fn(r) else
-        if type(r) ~= "table" then bad(r, "the key field '" .. f .. "' is missing (not a table)") end
-        k = r[f]
-      end
-      local cls = type(k)
-      if cls ~= seen.cls then
-        if not VALID[cls] or k ~= k then
-          bad(r, (fn and "the key function returned " or "the key field '" .. f .. "' is ")
-            .. (k == nil and (fn and "nil" or "missing") or k ~= k and "NaN" or "a " .. cls
-              .. " (keys are strings, numbers or booleans)"))
-        end
-        check(r, cls, k)
-      end
-      return {r = r, s = side, k = k}
-    end
-  end
-  local n = #fields
-  local names = {}
-  for i = 1, n do names[i] = "k" .. i end
-  return function(r)
-    if type(r) ~= "table" then bad(r, "the key fields are missing (not a table)") end
-    local t, cls = {r = r, s = side}, nil
-    for i = 1, n do
-      local k = r[fields[i]]
-      local c = type(k)
-      if not VALID[c] or k ~= k then
-        bad(r, "the key field '" .. fields[i] .. "' is " .. (k == nil and "missing" or k ~= k and "NaN"
-          or "a " .. c .. " (keys are strings, numbers or booleans)"))
-      end
-      cls = cls and cls .. ", " .. c or c
-      t[names[i]] = k
-    end
-    if cls ~= seen.cls then
-      local key = {}
-      for i = 1, n do key[i] = t[names[i]] end
-      check(r, "{" .. cls .. "}", key)
-    end
-    return t
-  end
-end
-
--- The window's process function of a join: every (left, right) pair, lefts in the window's
--- order, for each the rights in the window's order. No record is copied: the rights are
--- gathered in one list, the lefts read where they are.
-local function join_fn(fn)
-  return function(_, _, items, out)
-    local rights, nr = {}, 0
-    for i = 1, #items do
-      local t = items[i]
-      if t.s == 2 then nr = nr + 1; rights[nr] = t.r end
-    end
-    if nr == 0 then return end
-    for i = 1, #items do
-      local t = items[i]
-      if t.s == 1 then
-        local l = t.r
-        for j = 1, nr do
-          local v = fn(l, rights[j])
-          if v ~= nil then out(v) end
-        end
-      end
-    end
-  end
-end
-
-local function cogroup_fn(fn)
-  return function(key, _, items, out)
-    local lefts, rights, nl, nr = {}, {}, 0, 0
-    for i = 1, #items do
-      local t = items[i]
-      if t.s == 1 then nl = nl + 1; lefts[nl] = t.r else nr = nr + 1; rights[nr] = t.r end
-    end
-    fn(key, lefts, rights, out)
-  end
-end
-
 --- The function the windows' records meet in. A join: `fn(left, right) -> value` for every
 -- pair of one key in one window (a `nil` result emits nothing); a co-group:
 -- `fn(key, lefts, rights, out)` once per key and window, `out(value)` any number of times.
@@ -279,27 +176,20 @@ function JoinedStreams:apply(fn)
   if self.applied then error("apply: this " .. self.what .. " has its function already", 2) end
   self.applied = true
   local env, where, what = self.env, self.at, self.what
-  local seen = {}
-  local n = self.ka.fields and #self.ka.fields or 1
-  local function tag(s, spec, side)
-    local node = env:_node("map", {s.node}, {fn = tagger(spec, side, seen, what, where),
+  local a = self.ws.assigner
+  local check = {} -- both inputs' tag operators check their keys against one first key (C)
+  local function tag(s, key, side)
+    local node = env:_node("join_tag", {s.node}, {key = key, side = side, what = what, at = where,
+      check = check, needs_ts = (a.kind ~= "global" and not a.processing_time) and 1 or 0,
       name = what .. " (" .. (side == 1 and "first" or "second") .. " input)"})
     node.where = where
     return base.stream(env, node)
   end
   local u = tag(self.a, self.ka, 1):union(tag(self.b, self.kb, 2))
   u.node.where = where
-  local key
-  if (self.ka.fields and #self.ka.fields > 1) or (self.kb.fields and #self.kb.fields > 1) then
-    key = {fields = {}}
-    for i = 1, n do key.fields[i] = "k" .. i end
-  else
-    key = {fields = {"k"}}
-  end
-  local a = self.ws.assigner
   local node = env:_node("window", {u.node}, {
-    key = key, assigner = a, lateness = self.ws.lateness, trigger = self.ws.trigger_spec,
-    fn_kind = "process", fn = what == "join" and join_fn(fn) or cogroup_fn(fn),
+    key = {fields = {"k"}}, assigner = a, lateness = self.ws.lateness, trigger = self.ws.trigger_spec,
+    fn_kind = what, fn = fn,
     name = a.kind .. (a.processing_time and "_processing" or "") .. " window " .. what})
   node.where = where
   return base.stream(env, node)
