@@ -118,6 +118,18 @@ describe("window join", function()
     end
   end)
 
+  it("a dynamic session gap is read from the record (not from its tag)", function()
+    -- l1@1 gap 3 [1,4) and r1@3 gap 2 [3,5) merge into [1,5); l2@6 gap 3 [6,9) starts after 5;
+    -- r2@7 gap 2 [7,9) joins it: [6,9)
+    local hh = harness("join", function(j)
+      return j:where("k"):equal_to("k"):window(wm.windows.session(function(r) return r.g end))
+    end)
+    local function g(r, gap) r.g = gap; return r end
+    hh:push(g(L("a", "l1"), 3), 1, 1):push(g(R("a", "r1"), 2), 3, 2):push(g(L("a", "l2"), 3), 6, 1)
+    hh:push(g(R("a", "r2"), 2), 7, 2):finish()
+    assert.are.same({"l1+r1@4", "l2+r2@8"}, got(hh))
+  end)
+
   it("late records on each side: within the lateness a late firing joins the whole window again; beyond, dropped and counted", function()
     -- tumbling(10), allowed_lateness(5): [0,10) fires at W = 10 and is deleted when W >= 14
     local hh = harness("join", function(j) return tumbling10(j):allowed_lateness(5) end)

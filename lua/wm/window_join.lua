@@ -177,6 +177,12 @@ function JoinedStreams:apply(fn)
   self.applied = true
   local env, where, what = self.env, self.at, self.what
   local a = self.ws.assigner
+  if a.gap_fn then -- a dynamic session gap reads the record, not its tag {s, k, r}
+    local gap_fn, copy = a.gap_fn, {}
+    for k, v in pairs(a) do copy[k] = v end
+    copy.gap_fn = function(t) return gap_fn(t.r) end
+    a = setmetatable(copy, getmetatable(a))
+  end
   local check = {} -- both inputs' tag operators check their keys against one first key (C)
   local function tag(s, key, side)
     local node = env:_node("join_tag", {s.node}, {key = key, side = side, what = what, at = where,
