@@ -273,10 +273,11 @@ int lwm_build_keyed(lwm_bridge *B, int node, const char *kind, const char *name,
                     const char *where, wm_op **op);
 /* The connectors (lwm_conn.c): read_kafka, write_kafka, read_nats, write_nats. */
 /* Window join and co-group (lwm_wjoin.c): the "join_tag" node of each input, and the window
- * function of the window node of fn_kind "join" / "co_group" (called by lwm_ops.c's). */
+ * function of a window node of fn_kind "join" / "co_group" (oi->fn: the user's function;
+ * takes oi, freed on failure; 0 or -1). */
 int lwm_build_wjoin(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                     wm_op **op);
-int lwm_wjoin_fire(lwm_opinfo *oi, int outfn, int cogroup, wm_op *op, const wm_fire *f);
+int lwm_winfn_wjoin(wm_winfn *fn, lwm_opinfo *oi, int cogroup);
 int lwm_build_conn(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                    wm_op **op);
 /* Repartitioning (lwm_through.c): the writer sink (node kind "through_write"), the tap of a

@@ -472,7 +472,7 @@ int lwm_keysel_lua(wm_keysel *ks, lwm_opinfo *oi) {
 
 typedef struct winlua {
   lwm_opinfo oi; /* fn: reduce fn / process fn; fn2..fn5: aggregate create/add/result/merge */
-  int kind;      /* 1 reduce, 2 aggregate, 3 process, 4 window join, 5 window co-group */
+  int kind;      /* 1 reduce, 2 aggregate, 3 process */
   int pfn;       /* reduce/aggregate: the process function that receives the result (0: none) */
   int mode;      /* LWM_WL_* (pre-aggregation: the local operator's partials, the window's
                   * merging of them) */
@@ -743,7 +743,6 @@ static int win_fire(void *ud, wm_op *op, const wm_fire *f) {
   w->oi.op = op;
   w->op = op;
   w->ts = f->max_ts;
-  if (w->kind >= 4) return lwm_wjoin_fire(&w->oi, w->outfn, w->kind == 5, op, f);
   if (w->kind == 3) {
     lua_createtable(L, (int)f->nitems, 0);
     for (size_t i = 0; i < f->nitems; i++) {
@@ -803,8 +802,7 @@ int lwm_winfn_lua_pre(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn, i
     lwm_opinfo_free(oi);
     return -1;
   }
-  w->kind = strcmp(kind, "reduce") == 0 ? 1 : strcmp(kind, "aggregate") == 0 ? 2
-            : strcmp(kind, "join") == 0 ? 4 : strcmp(kind, "co_group") == 0 ? 5 : 3;
+  w->kind = strcmp(kind, "reduce") == 0 ? 1 : strcmp(kind, "aggregate") == 0 ? 2 : 3;
   w->pfn = pfn;
   w->mode = mode;
   w->op = NULL;
@@ -820,7 +818,7 @@ int lwm_winfn_lua_pre(wm_winfn *fn, lwm_opinfo *oi, const char *kind, int pfn, i
     }
   }
   memset(fn, 0, sizeof *fn);
-  fn->list = w->kind >= 3;
+  fn->list = w->kind == 3;
   fn->add = win_add;
   fn->fire = win_fire;
   fn->merge = (w->kind == 1 || (w->kind == 2 && w->oi.fn5)) ? win_merge : NULL;

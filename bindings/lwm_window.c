@@ -649,7 +649,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
       oi->fn3 = fns[2];
       oi->fn4 = fns[3];
       oi->fn5 = fns[4];
-      rc = lwm_winfn_lua_pre(&cfg->fn, oi, fk ? fk : "reduce", pfn, mode);
+      int join = fk && strcmp(fk, "join") == 0, cogroup = fk && strcmp(fk, "co_group") == 0;
+      if (join || cogroup) rc = lwm_winfn_wjoin(&cfg->fn, oi, cogroup); /* a window join's */
+      else rc = lwm_winfn_lua_pre(&cfg->fn, oi, fk ? fk : "reduce", pfn, mode);
     }
     lwm_fn_meaning(L, node, fk ? fk : "reduce", cfg->meaning, sizeof cfg->meaning);
   }

@@ -6,8 +6,8 @@
  *   union of both inputs can be keyed by the field k and windowed. The key is checked here:
  *   both inputs' keys must be of one type (string, number, boolean, or a composite of those),
  *   which both tag operators of a join check against one shared first key.
- * - the window function of kinds "join" and "co_group" (lwm_ops.c's window function calls
- *   lwm_wjoin_fire): splits the window's rows by side and calls the user's function, each
+ * - the window function of a window node of fn_kind "join" or "co_group" (lwm_window.c builds
+ *   it with lwm_winfn_wjoin): splits the window's rows by side and calls the user's function, each
  *   record converted to Lua once per firing. */
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +204,27 @@ static int item_side(const wm_value *v) {
   return (int)v->u.row->fields[0].u.i;
 }
 
-int lwm_wjoin_fire(lwm_opinfo *oi, int outfn, int cogroup, wm_op *op, const wm_fire *f) {
+typedef struct wjfn {
+  lwm_opinfo oi; /* fn: the user's function */
+  int cogroup;
+  int outfn;     /* a co-group's out(value) */
+  wm_op *op;     /* the firing window operator, for out() */
+  int64_t ts;    /* the firing window's max timestamp */
+} wjfn;
+
+/* out(value) of a co-group's function */
+static int l_wj_out(lua_State *L) {
+  wjfn *w = lua_touserdata(L, lua_upvalueindex(1));
+  lwm_check_record(L, 1);
+  return lwm_emit_arg(w->oi.B, L, w->op, 0, 1, w->ts);
+}
+
+static int wj_fire(void *ud, wm_op *op, const wm_fire *f) {
+  wjfn *w = ud;
+  lwm_opinfo *oi = &w->oi;
+  int cogroup = w->cogroup, outfn = w->outfn;
+  oi->op = w->op = op;
+  w->ts = f->max_ts;
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   luaL_checkstack(L, 12, "wmrun: window join");
@@ -279,4 +299,25 @@ int lwm_wjoin_fire(lwm_opinfo *oi, int outfn, int cogroup, wm_op *op, const wm_f
   }
   lua_settop(L, base);
   return WM_OK;
+}
+
+int lwm_winfn_wjoin(wm_winfn *fn, lwm_opinfo *oi, int cogroup) {
+  wjfn *w = realloc(oi, sizeof *w);
+  if (!w) {
+    lwm_opinfo_free(oi);
+    return -1;
+  }
+  w->cogroup = cogroup;
+  w->op = NULL;
+  w->ts = 0;
+  memset(fn, 0, sizeof *fn);
+  fn->list = 1; /* the window keeps every (tagged) record */
+  fn->fire = wj_fire;
+  fn->free = lwm_opinfo_free;
+  fn->ud = w;
+  lua_State *L = w->oi.B->L;
+  lua_pushlightuserdata(L, w);
+  lua_pushcclosure(L, l_wj_out, 1);
+  w->outfn = lwm_store_fn(w->oi.B);
+  return 0;
 }
