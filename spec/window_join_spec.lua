@@ -130,7 +130,8 @@ describe("window join", function()
     assert.are.same({"l1+r1@4", "l2+r2@8"}, got(hh))
   end)
 
-  it("late records on each side: within the lateness a late firing joins the whole window again; beyond, dropped and counted", function()
+  it("late records on each side: within the lateness a late firing joins the whole window again; "
+    .. "beyond, dropped and counted", function()
     -- tumbling(10), allowed_lateness(5): [0,10) fires at W = 10 and is deleted when W >= 14
     local hh = harness("join", function(j) return tumbling10(j):allowed_lateness(5) end)
     hh:push(L("a", "l1"), 1, 1):push(R("a", "r1"), 3, 2)
@@ -233,7 +234,8 @@ describe("window join", function()
     local hh = harness("join", tumbling10)
     local ok, err = pcall(hh.push, hh, L("a", "l1"), nil, 1)
     assert.is_false(ok)
-    assert.matches('join: record {"k":"a","s":"L","v":"l1"} of the first input has no timestamp', tostring(err), 1, true)
+    assert.matches('join: record {"k":"a","s":"L","v":"l1"} of the first input has no timestamp',
+      tostring(err), 1, true)
   end)
 end)
 
@@ -364,7 +366,8 @@ describe("window join errors", function()
     fails("a:join(b):where('k'):equal_to('k'):window('5s')", "window: expected a window assigner")
     fails("a:join(b):where('k'):equal_to('k'):window(wm.windows.count(3))", "window: count windows")
     fails("a:join(b):where('k'):equal_to('k')" .. W .. ":trigger(3)", "trigger: expected a trigger from wm.triggers")
-    fails("a:join(b):where('k'):equal_to('k')" .. W .. ":allowed_lateness(-1)", "allowed_lateness: must not be negative")
+    fails("a:join(b):where('k'):equal_to('k')" .. W .. ":allowed_lateness(-1)",
+      "allowed_lateness: must not be negative")
     fails("a:join(b):where('k'):equal_to('k')" .. W .. ":apply(3)", "apply: expected a function, got number")
     fails("a:join(b):where({'k', 'ts'}):equal_to('k')", "equal_to: the keys of the two inputs have different types")
     fails("a:join(b):where({'k', 'ts'}):equal_to({'k'})", "different types")

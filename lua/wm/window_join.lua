@@ -7,9 +7,10 @@
 -- side and key (a row {s, k, r} that refers to the record, never a copy of it; the keys of
 -- both inputs are checked to be of one type there), the two tagged streams are united, keyed
 -- by the key and windowed by the window operator, whose window function (C, then one Lua call
--- per pair or per co-group) splits a window's records by side (bindings/lwm_wjoin.c). So every assigner (sessions merge across both sides), allowed
--- lateness (a late firing joins the window's whole contents again), triggers, checkpoints,
--- parallelism and threads work as for any window. See docs/joins.md.
+-- per pair or per co-group) splits a window's records by side (bindings/lwm_wjoin.c). So every
+-- assigner (sessions merge across both sides), allowed lateness (a late firing joins the
+-- window's whole contents again), triggers, checkpoints, parallelism and threads work as for
+-- any window. See docs/joins.md.
 -- @module wm.window_join
 local base = require("wm.base")
 
@@ -98,7 +99,8 @@ function JoinedStreams:equal_to(k)
   local ca, cb = (na or 1) > 1, (nb or 1) > 1
   if ca ~= cb then
     error("equal_to: the keys of the two inputs have different types: a composite key (a list of "
-      .. "fields) in " .. (ca and ":where" or ":equal_to") .. ", a single value in " .. (ca and ":equal_to" or ":where"), 2)
+      .. "fields) in " .. (ca and ":where" or ":equal_to") .. ", a single value in "
+      .. (ca and ":equal_to" or ":where"), 2)
   end
   self.kb = kb
   return self
