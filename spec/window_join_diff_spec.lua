@@ -82,26 +82,26 @@ local function model_op(o, lateness)
       for _, w in ipairs(ws) do
         if w.start <= nw.stop and nw.start <= w.stop then run[#run + 1] = w else rest[#rest + 1] = w end
       end
+      local w -- the window the record goes to: its own, or the merged one (nil: late)
       if #run == 0 then
         if nw.stop - 1 + lateness > W then
           nw.items = {r}
-          rest[#rest + 1] = nw
-          m.wins[r.k] = rest
-          added(nw)
-          added_any = true
+          w = nw
         end
       else
         -- the merged window: the earliest window's records, then the others' in order of start
         table.sort(run, function(a, b) return a.start < b.start end)
-        local mw = {start = math.min(nw.start, run[1].start), stop = nw.stop, items = {}}
-        for _, w in ipairs(run) do
-          if w.stop > mw.stop then mw.stop = w.stop end
-          for _, it in ipairs(w.items) do mw.items[#mw.items + 1] = it end
+        w = {start = math.min(nw.start, run[1].start), stop = nw.stop, items = {}}
+        for _, x in ipairs(run) do
+          if x.stop > w.stop then w.stop = x.stop end
+          for _, it in ipairs(x.items) do w.items[#w.items + 1] = it end
         end
-        mw.items[#mw.items + 1] = r
-        rest[#rest + 1] = mw
+        w.items[#w.items + 1] = r
+      end
+      if w then
+        rest[#rest + 1] = w
         m.wins[r.k] = rest
-        added(mw)
+        added(w)
         added_any = true
       end
     else
