@@ -206,6 +206,16 @@ describe("window join", function()
     assert.are.same({"a [l1] [r1]@" .. math.maxinteger, "a [] [r2,r3]@" .. math.maxinteger}, got(hh))
   end)
 
+  it("an evictor: count(2) keeps the last two records of either side before each firing", function()
+    local hh = harness("co_group", function(j)
+      return j:where("k"):equal_to("k"):window(wm.windows.global()):trigger(wm.triggers.count(3))
+        :evictor(wm.evictors.count(2))
+    end)
+    hh:push(L("a", "l1"), 1, 1):push(R("a", "r1"), 2, 2):push(L("a", "l2"), 3, 1)
+    -- three records, the first evicted: r1 and l2 remain
+    assert.are.same({"a [l2] [r1]@" .. math.maxinteger}, got(hh))
+  end)
+
   it("keys: a list of fields (composite), a function, different field names per side", function()
     local hh = wm.testing.harness(function(input)
       local a, b = sides(input)
@@ -261,9 +271,10 @@ local src = env:source{
 local a = src:filter(function(r) return r.side == 0 end):assign_timestamps_and_watermarks(st)
 local b = src:filter(function(r) return r.side == 1 end):assign_timestamps_and_watermarks(st)
 local j = a:join(b):where("k"):equal_to("k"):window(wm.windows.sliding(200, 100))
-  :apply(function(l, r) return "j " .. l.k .. " " .. l.v .. " " .. r.v end)
+  :apply(function(l, r) return "j " .. l.k .. " " .. l.v .. " " .. r.v end):uid("pairs")
 local c = a:co_group(b):where("k"):equal_to("k"):window(wm.windows.session(35))
   :apply(function(k, ls, rs, out) out("c " .. k .. " " .. #ls .. " " .. #rs .. " " .. (ls[1] or rs[1]).v) end)
+  :name("sessions"):set_parallelism(2) -- the usual methods of a stream
 local sink = arg[2]
 if sink then
   j:union(c):write_lines(sink, function(s) return s end)
@@ -357,6 +368,8 @@ describe("window join errors", function()
     fails("a:join(b):where('k'):equal_to('k')" .. W .. ":allowed_lateness(-1)",
       "allowed_lateness: must not be negative")
     fails("a:join(b):where('k'):equal_to('k')" .. W .. ":apply(3)", "apply: expected a function, got number")
+    fails("a:join(b):where('k'):equal_to('k')" .. W .. ":evictor(wm.evictors.custom{before = print})",
+      "evictor: a join takes wm.evictors.count or wm.evictors.time")
     fails("a:join(b):where({'k', 'ts'}):equal_to('k')", "equal_to: the keys of the two inputs have different types")
     fails("a:join(b):where({'k', 'ts'}):equal_to({'k'})", "different types")
   end)

@@ -157,6 +157,21 @@ function JoinedStreams:allowed_lateness(d) return setting(self, "allowed_latenes
 -- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.global()):trigger(wm.triggers.count(4))
 function JoinedStreams:trigger(t) return setting(self, "trigger", "trigger", t) end
 
+--- Adds an evictor from wm.evictors (Flink's `evictor`): `count(n)` or `time(d)`, which count
+-- and keep the records of both inputs alike. (A custom evictor would see the tagged records:
+-- not offered.)
+-- @tparam table e an evictor
+-- @treturn JoinedStreams this object
+-- @usage a:join(b):where("id"):equal_to("id"):window(wm.windows.global())
+--   :trigger(wm.triggers.count(10)):evictor(wm.evictors.count(4))
+function JoinedStreams:evictor(e)
+  if type(e) == "table" and e.kind == "custom" then
+    error("evictor: a " .. self.what .. " takes wm.evictors.count or wm.evictors.time (a custom "
+      .. "evictor would see the join's tagged records)", 2)
+  end
+  return setting(self, "evictor", "evictor", e)
+end
+
 --- The function the windows' records meet in. A join: `fn(left, right) -> value` for every
 -- pair of one key in one window (a `nil` result emits nothing); a co-group:
 -- `fn(key, lefts, rights, out)` once per key and window, `out(value)` any number of times.
@@ -197,6 +212,7 @@ function JoinedStreams:apply(fn)
   u.node.where = where
   local node = env:_node("window", {u.node}, {
     key = {fields = {"k"}}, assigner = a, lateness = self.ws.lateness, trigger = self.ws.trigger_spec,
+    evictor = self.ws.evictor_spec,
     fn_kind = what, fn = fn,
     name = a.kind .. (a.processing_time and "_processing" or "") .. " window " .. what})
   node.where = where
