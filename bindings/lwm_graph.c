@@ -18,6 +18,7 @@
 #include "lwm_through.h"
 #include "lwm_time.h"
 #include "lwm_window.h"
+#include "lwm_wjoin.h"
 
 typedef struct built {
   int n;        /* instances */
@@ -133,6 +134,7 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
       lwm_build_time(B, node, kind, name, where, &op) ||
       lwm_build_keyed(B, node, kind, name, where, &op) ||
       lwm_build_conn(B, node, kind, name, where, &op) ||
+      lwm_build_wjoin(B, node, kind, name, where, &op) ||
       lwm_build_through(B, node, kind, name, where, &op))
     return op;
   wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);

@@ -9,6 +9,7 @@
 #include "lwm_ops.h"
 #include "lwm_plan.h"
 #include "lwm_window.h"
+#include "lwm_wjoin.h"
 
 /* ---- custom triggers written in Lua ------------------------------------------------- */
 
@@ -652,7 +653,9 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
       oi->fn3 = fns[2];
       oi->fn4 = fns[3];
       oi->fn5 = fns[4];
-      rc = lwm_winfn_lua_pre(&cfg->fn, oi, fk ? fk : "reduce", pfn, mode);
+      int join = fk && strcmp(fk, "join") == 0, cogroup = fk && strcmp(fk, "co_group") == 0;
+      if (join || cogroup) rc = lwm_winfn_wjoin(&cfg->fn, oi, cogroup); /* a window join's */
+      else rc = lwm_winfn_lua_pre(&cfg->fn, oi, fk ? fk : "reduce", pfn, mode);
     }
     lwm_fn_meaning(L, node, fk ? fk : "reduce", cfg->meaning, sizeof cfg->meaning);
   }

@@ -11,6 +11,7 @@ require("wm.windowed") -- windows on keyed streams
 require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
 require("wm.through")    -- key_by(k, {through = ...}): repartitioning through a log
 local connect = require("wm.connect") -- connected streams (two inputs)
+local window_join = require("wm.window_join") -- window join and co-group
 require("wm.scaleout")   -- execute() of a job with a scale_out source (docs/scaleout.md)
 require("wm.lab.replay") -- execute() of a job with read_lines{arrival = ...} (docs/lab.md)
 -- (wm.connectors, wm.through, wm.scaleout and wm.lab.replay add to methods of the modules
@@ -20,6 +21,7 @@ local M = {
   env = base.env,
   Env = base.Env, Stream = base.Stream, KeyedStream = base.KeyedStream,
   WindowedStream = base.WindowedStream, Sink = base.Sink, ConnectedStreams = connect.ConnectedStreams,
+  JoinedStreams = window_join.JoinedStreams,
   watermarks = require("wm.watermarks"),
   windows = require("wm.windows"),
   triggers = require("wm.triggers"),

@@ -1,0 +1,43 @@
+-- Window join and co-group (Flink's JoinedStreams and CoGroupedStreams): page views and ad
+-- clicks of the same user.
+--   * join: every (view, click) pair of a user in the same minute (tumbling windows);
+--   * co_group: each user's sessions (30 s of inactivity ends one; a session merges the views
+--     and clicks that come close enough, whichever stream they come from), with the views and
+--     clicks it holds, also the sessions with no click or no view.
+-- docs/joins.md ("Window join and co-group") works the output out by hand.
+--
+-- views.csv: user,time (s),page    ad_clicks.csv: user,time (s),ad
+local wm = require("wm")
+
+local here = arg[0]:match("^(.*)/") or "."
+local env = wm.env{watermark_interval = 0}
+local by_time = wm.watermarks.monotonous():with_timestamp_field("ts", 1000)
+
+local views = env:read_lines(here .. "/data/views.csv")
+  :parse_csv{"user", "ts:integer", "page"}
+  :assign_timestamps_and_watermarks(by_time)
+local clicks = env:read_lines(here .. "/data/ad_clicks.csv")
+  :parse_csv{"user", "ts:integer", "ad"}
+  :assign_timestamps_and_watermarks(by_time)
+
+-- every view and click of one user in one minute
+views:join(clicks):where("user"):equal_to("user")
+  :window(wm.windows.tumbling("1min"))
+  :apply(function(v, c)
+    return string.format("%s: %s (%ds) -> %s (%ds)", v.user, v.page, v.ts, c.ad, c.ts)
+  end)
+  :print("minute")
+
+-- each session of a user, with its views and clicks (either list may be empty)
+views:co_group(clicks):where("user"):equal_to("user")
+  :window(wm.windows.session("30s"))
+  :apply(function(user, vs, cs, out)
+    local first, last = math.huge, -math.huge
+    for _, list in ipairs({vs, cs}) do
+      for _, r in ipairs(list) do first, last = math.min(first, r.ts), math.max(last, r.ts) end
+    end
+    out(string.format("%s %ds..%ds: %d views, %d clicks", user, first, last, #vs, #cs))
+  end)
+  :print("session")
+
+env:execute("views and clicks")
