@@ -322,6 +322,9 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f);
 /* What an operator holds: open windows of a window operator, keys of a keyed one; -1 for
  * an operator that holds neither. */
 long long lwm_op_state(const wm_op *op);
+/* Input k's (0, 1) own watermark of a two-input operator, as --metrics shows it ("-",
+ * "1999", "4000 idle"). */
+void lwm_input_wm_text(const wm_op *op, int k, char *buf, size_t n);
 
 /* The Prometheus endpoint (env.metrics_http) and the progress line (env.progress) of a run,
  * on thread 0's loop (lwm_metrics.c). start: WM_OK or WM_ERR; end (the executor's on_end
