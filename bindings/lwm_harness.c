@@ -270,18 +270,25 @@ static int h_end(lua_State *L, harness *H, lwm_frame *fr, int rc, int nres) {
   return nres;
 }
 
-static int check_channel(lua_State *L, harness *H, int idx) {
+/* The input (argument idx + 1, 1-based, default 1: h:push's and the others' side) and its
+ * channel (argument idx, 1-based, default 1); returns the channel, 0-based. */
+static int check_channel(lua_State *L, harness *H, int idx, wm_op **in) {
+  if (H->closed || !H->ready) luaL_error(L, "the harness is closed");
+  lua_Integer k = luaL_optinteger(L, idx + 1, 1);
+  luaL_argcheck(L, k >= 1 && k <= H->ninputs, idx + 1, "no such input");
+  *in = H->inputs[k - 1];
   lua_Integer ch = luaL_optinteger(L, idx, 1);
-  luaL_argcheck(L, ch >= 1 && ch <= H->channels, idx, "no such input channel");
+  luaL_argcheck(L, ch >= 1 && ch <= (*in)->comb.n, idx, "no such input channel");
   return (int)ch - 1;
 }
 
-/* h:push(record, ts|nil, channel) */
+/* h:push(record, ts|nil, channel, input) */
 static int l_push(lua_State *L) {
   lwm_frame fr;
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   int64_t ts = lua_isnoneornil(L, 3) ? WM_TIME_MIN : (int64_t)luaL_checkinteger(L, 3);
-  int ch = check_channel(L, H, 4);
+  wm_op *in;
+  int ch = check_channel(L, H, 4, &in);
   H = h_begin(L, &fr);
   H->fed = 1;
   wm_value v;
@@ -289,34 +296,39 @@ static int l_push(lua_State *L) {
   if (lwm_to_value(&H->B, 2, &v) != 0) rc = wm_ctx_error(&H->B.ctx, "out of memory");
   else {
     /* with no assigner in the pipeline, the pushed timestamps are the records' times */
-    if (H->ntsops == 0 && ts != WM_TIME_MIN) wm_observe_record(H->input, ts);
-    rc = wm_op_input_record(H->input, ch, &v, ts);
+    if (H->ntsops == 0 && ts != WM_TIME_MIN) wm_observe_record(in, ts);
+    rc = wm_op_input_record(in, ch, &v, ts);
     wm_value_release(&H->B.ctx.host, &v);
     if (rc == WM_OK) rc = h_pump(H, 0);
   }
   return h_end(L, H, &fr, rc, 0);
 }
 
-/* h:watermark(t, channel) */
+/* h:watermark(t, channel, input) */
 static int l_watermark(lua_State *L) {
   lwm_frame fr;
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   int64_t t = (int64_t)luaL_checkinteger(L, 2);
-  int ch = check_channel(L, H, 3);
+  wm_op *in;
+  int ch = check_channel(L, H, 3, &in);
   H = h_begin(L, &fr);
   H->fed = 1;
-  return h_end(L, H, &fr, wm_op_input_watermark(H->input, ch, t), 0);
+  return h_end(L, H, &fr, wm_op_input_watermark(in, ch, t), 0);
 }
 
-/* h:status(channel, idle) */
+/* h:status(channel, idle, input) */
 static int l_status(lua_State *L) {
   lwm_frame fr;
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
-  int ch = check_channel(L, H, 2);
-  int idle = lua_toboolean(L, 3);
+  wm_op *in;
+  lua_settop(L, 4);
+  lua_rotate(L, 3, 1); /* (channel, input, idle): check_channel's order */
+  int ch = check_channel(L, H, 2, &in);
+  int idle = lua_toboolean(L, 4);
+  lua_settop(L, 1);
   H = h_begin(L, &fr);
   H->fed = 1;
-  return h_end(L, H, &fr, wm_op_input_status(H->input, ch, idle), 0);
+  return h_end(L, H, &fr, wm_op_input_status(in, ch, idle), 0);
 }
 
 /* The first time p + k * step (k >= 0) at or after lim (p < lim), and k: WM_TIME_MAX (never)
@@ -409,7 +421,7 @@ static int l_advance(lua_State *L) {
   return h_end(L, H, &fr, advance_to(H, wm_time_add_sat(H->now, (int64_t)ms)), 0);
 }
 
-/* h:finish(): the end of input (MAX) on every channel */
+/* h:finish(): the end of input (MAX) on every channel of every input */
 static int l_finish(lua_State *L) {
   lwm_frame fr;
   harness *H = h_begin(L, &fr);
@@ -417,8 +429,9 @@ static int l_finish(lua_State *L) {
   H->fed = 1;
   if (!H->finished) {
     H->finished = 1;
-    for (int ch = 0; ch < H->channels && rc == WM_OK; ch++)
-      rc = wm_op_input_watermark(H->input, ch, WM_TIME_MAX);
+    for (int k = 0; k < H->ninputs && rc == WM_OK; k++)
+      for (int ch = 0; ch < H->inputs[k]->comb.n && rc == WM_OK; ch++)
+        rc = wm_op_input_watermark(H->inputs[k], ch, WM_TIME_MAX);
     if (rc == WM_OK) rc = h_pump(H, 1); /* the sinks write everything and close */
   }
   return h_end(L, H, &fr, rc, 0);
@@ -450,7 +463,9 @@ static int l_take(lua_State *L) {
 }
 
 /* h:metrics() -> list of {name, kind, records_in, records_out, late_records_dropped,
- * late_records_side_output, side_outputs = {tag = n}, watermark, idle, open_windows, keys, event_timers, processing_timers} */
+ * late_records_side_output, side_outputs = {tag = n}, watermark, idle, open_windows, keys,
+ * event_timers, processing_timers, inputs = {{records_in, late_records_dropped,
+ * late_records_side_output, watermark, idle} x 2} (two-input operators)} */
 static int l_metrics(lua_State *L) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   if (H->closed || !H->ready) return luaL_error(L, "the harness is closed");
@@ -489,6 +504,26 @@ static int l_metrics(lua_State *L) {
     if (strcmp(op->vt->kind, "window") == 0) {
       lua_pushinteger(L, (lua_Integer)wm_winop_open_windows(op));
       lua_setfield(L, -2, "open_windows");
+    }
+    if (op->in2 != INT_MAX) { /* a two-input operator: inputs = {input 1's, input 2's} */
+      lua_createtable(L, 2, 0);
+      for (int in = 0; in < 2; in++) {
+        bool idle;
+        int64_t w = wm_op_input_wm(op, in, &idle);
+        lua_createtable(L, 0, 5);
+        lua_pushinteger(L, (lua_Integer)op->m.in[in].records);
+        lua_setfield(L, -2, "records_in");
+        lua_pushinteger(L, (lua_Integer)op->m.in[in].late_dropped);
+        lua_setfield(L, -2, "late_records_dropped");
+        lua_pushinteger(L, (lua_Integer)op->m.in[in].late_side);
+        lua_setfield(L, -2, "late_records_side_output");
+        lua_pushinteger(L, (lua_Integer)w);
+        lua_setfield(L, -2, "watermark");
+        lua_pushboolean(L, idle);
+        lua_setfield(L, -2, "idle");
+        lua_rawseti(L, -2, in + 1);
+      }
+      lua_setfield(L, -2, "inputs");
     }
     if (wm_op_is_keyedop(op)) {
       lua_pushinteger(L, (lua_Integer)wm_keyedop_keys(op));
