@@ -212,11 +212,15 @@ int64_t wm_op_input_wm(const wm_op *op, int k, bool *idle) {
 }
 
 int wm_op_deliver2(wm_op *to, int chan, const wm_value *rec, int64_t ts) {
-  wm_input_metrics *in = &to->m.in[wm_op_input_of(to, chan)];
+  int k = wm_op_input_of(to, chan);
+  wm_input_metrics *in = &to->m.in[k];
   uint64_t dropped = to->m.late_dropped, side = to->m.late_side;
   to->m.records_in++;
   in->records++;
+  int outer = to->cur_in; /* (an operator that feeds itself) */
+  to->cur_in = k + 1;
   int rc = to->vt->record(to, chan, rec, ts);
+  to->cur_in = outer;
   in->late_dropped += to->m.late_dropped - dropped;
   in->late_side += to->m.late_side - side;
   return rc;

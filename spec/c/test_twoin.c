@@ -6,8 +6,11 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "exec/wm_metrics_http.h"
 #include "graph/wm_graph.h"
+#include "graph/wm_observe.h"
 #include "graph/wm_snapshot.h"
+#include "timeline/wm_timeline.h"
 #include "time/wm_time.h"
 #include "test.h"
 
@@ -21,8 +24,13 @@ static int pass_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 static int join_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)rec;
   if (op->wm != WM_TIME_MIN && ts < op->wm) {
-    if (wm_op_input_of(op, chan) == 0) op->m.late_dropped++;
-    else op->m.late_side++;
+    if (wm_op_input_of(op, chan) == 0) {
+      op->m.late_dropped++;
+      wm_observe_late(op, NULL, ts, 0, NULL);
+    } else {
+      op->m.late_side++;
+      wm_observe_late(op, NULL, ts, 0, "late2");
+    }
   }
   return WM_OK;
 }
@@ -72,6 +80,9 @@ void test_twoin(void) {
   trace_log lg = {0};
   ctx.trace = trace;
   ctx.trace_ud = &lg;
+  wm_timeline *tl = wm_timeline_new("two inputs"); /* chains the trace above */
+  CHECK(tl != NULL);
+  wm_timeline_attach(tl, &ctx);
   /* input 1: two channels (s1a, s1b); input 2: one (s2) */
   wm_op *s1a = source(&ctx, "s1a"), *s1b = source(&ctx, "s1b"), *s2 = source(&ctx, "s2");
   wm_op *j = wm_op_new(&ctx, &join_vt, NULL, "join");
@@ -145,6 +156,53 @@ void test_twoin(void) {
   CHECK(!idle);
   CHECK_I64(lg.n, 5);
   check_trace(&lg.t[4], 2, 5, 5, "input active");
+
+  /* the timeline: each late record on its input's line, each input's own watermark steps */
+  size_t nl;
+  const wm_timeline_late *lates = wm_timeline_lates(tl, &nl);
+  CHECK_I64(nl, 2);
+  if (nl == 2) {
+    CHECK_I64(lates[0].ts, 3);
+    CHECK_I64(lates[0].input, 2);
+    CHECK_I64(lates[0].side, 1);
+    CHECK_I64(lates[1].ts, 4);
+    CHECK_I64(lates[1].input, 1);
+    CHECK_I64(lates[1].side, 0);
+  }
+  const char *want[] = {"join, input 1", "join, input 2"};
+  int found = 0;
+  for (int i = 0; i < wm_timeline_nseries(tl); i++) {
+    wm_timeline_series se;
+    wm_timeline_series_get(tl, i, &se);
+    for (int k = 0; k < 2; k++) {
+      if (strcmp(se.name, want[k]) != 0) continue;
+      found++;
+      CHECK_I64(se.window, 2 + k);
+      /* input 1: 10 (step 3), 20 (step 7); input 2: 5 (step 4), 5 again when its idleness
+       * moved the operator (step 6) */
+      CHECK_I64(se.advances, 2);
+      CHECK_I64(se.n > 0 ? se.steps[se.n - 1].v : -1, k == 0 ? 20 : 5);
+      if (lates[0].input == 2) CHECK_I64(lates[k == 0 ? 1 : 0].series, i);
+    }
+  }
+  CHECK_I64(found, 2);
+  wm_timeline_detach(tl, &ctx);
+  wm_timeline_free(tl);
+
+  /* Prometheus: a series per input of the two-input operator, none for the others */
+  wm_buf pm;
+  wm_buf_init(&pm);
+  wm_metrics_format(&pm, &ctx, 0);
+  wm_buf_addc(&pm, '\0');
+  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",input=\"1\"} 4\n") != NULL);
+  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",input=\"2\"} 3\n") != NULL);
+  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",input=\"1\"} 1\n"));
+  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",input=\"2\"} 0\n"));
+  CHECK(strstr(pm.data, "wmrun_input_late_records_side_output_total{operator=\"join\",input=\"2\"} 1\n"));
+  CHECK(strstr(pm.data, "wmrun_input_watermark_milliseconds{operator=\"join\",input=\"1\"} 20\n"));
+  CHECK(strstr(pm.data, "wmrun_input_watermark_milliseconds{operator=\"join\",input=\"2\"} 5\n"));
+  CHECK(strstr(pm.data, "{operator=\"s1a\",input=") == NULL);
+  wm_buf_free(&pm);
 
   /* the graph's checkpoint part keeps the per-input counts */
   wm_buf b;
