@@ -1,0 +1,135 @@
+-- --metrics, --trace-watermarks and --timeline show both inputs of a two-input operator
+-- (issue 28): its records, late records and own watermark per input. The figures are worked
+-- out by hand from the jobs below.
+local h = require("helper")
+
+-- One source split in two so that the inputs interleave as listed: input 1 (fast) gets 10 then
+-- 100, input 2 (slow) 10 then 20; monotonous watermarks after every record (ts - 1). A timer at
+-- 50 fires at the end.
+local FAST_SLOW = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local st = wm.watermarks.monotonous():with_timestamp_field("ts")
+local src = env:from_elements({s = 1, ts = 10}, {s = 2, ts = 10}, {s = 1, ts = 100}, {s = 2, ts = 20})
+local fast = src:filter(function(r) return r.s == 1 end):assign_timestamps_and_watermarks(st)
+local slow = src:filter(function(r) return r.s == 2 end):assign_timestamps_and_watermarks(st)
+fast:key_by(function() return 1 end):connect(slow:key_by(function() return 1 end)):process{
+  process_element1 = function(r, ctx, out) ctx.timer_service:register_event_time_timer(50); out(r.ts) end,
+  process_element2 = function(r, ctx, out) out(r.ts) end,
+  on_timer = function(t, ctx, out) out("timer " .. t) end}
+  :print()
+env:execute()
+]]
+
+-- the lines of text that mention `what`, without the operators' "(job.lua:N)"
+local function lines_of(text, what)
+  local t = {}
+  for l in text:gmatch("[^\n]+") do
+    if l:find(what, 1, true) then t[#t + 1] = (l:gsub(" %([^()]*%.lua:%d+%)", "")) end
+  end
+  return t
+end
+
+-- the --metrics rows: operator name -> {fields...}; an "input K" row belongs to the row above
+local function metrics_rows(err)
+  local rows, last = {}, nil
+  for l in err:gmatch("[^\n]+") do
+    local name, rest = l:match("^(%S.-%S)%s%s+(%d+%s.*)$")
+    local input, irest = l:match("^  input (%d)%s+(%d+%s.*)$")
+    if input and last then
+      local f = {}
+      for w in irest:gmatch("%S+") do f[#f + 1] = w end
+      last.inputs[tonumber(input)] = f
+    elseif name then
+      local f = {}
+      for w in rest:gmatch("%S+") do f[#f + 1] = w end
+      last = {fields = f, inputs = {}}
+      rows[(name:gsub(" %([^()]*%.lua:%d+%)", ""))] = last
+    end
+  end
+  return rows
+end
+
+describe("two-input operators seen from outside", function()
+  it("--trace-watermarks: which input moved, both inputs' own watermarks", function()
+    local out, err, code = h.run_job(FAST_SLOW, "--trace-watermarks")
+    assert.are.equal(0, code, err)
+    assert.are.equal("10\n10\n100\n20\ntimer 50\n", out)
+    -- by hand: fast's 9 alone cannot move the operator (slow has none: MIN); slow's 9 makes
+    -- min(9, 9); fast's 99 is held at 9; slow's 19 gives min(99, 19); fast's end (MAX) is
+    -- held at 19; slow's end moves it to MAX
+    assert.are.same({
+      "[watermark] keyed co-process: channel 1 (input 1): input 1 MIN -> 9, held at MIN [input 1: 9, input 2: -]",
+      "[watermark] keyed co-process: channel 2 (input 2): MIN -> 9 [input 1: 9, input 2: 9]",
+      "[watermark] keyed co-process: channel 1 (input 1): input 1 9 -> 99, held at 9 [input 1: 99, input 2: 9]",
+      "[watermark] keyed co-process: channel 2 (input 2): 9 -> 19 [input 1: 99, input 2: 19]",
+      "[watermark] keyed co-process: channel 1 (input 1): input 1 99 -> MAX, held at 19 [input 1: MAX, input 2: 19]",
+      "[watermark] keyed co-process: channel 2 (input 2): 19 -> MAX [input 1: MAX, input 2: MAX]",
+    }, lines_of(err, "keyed co-process"))
+    -- a one-input operator's lines are as before
+    assert.are.same({"[watermark] print: channel 1: MIN -> 9", "[watermark] print: channel 1: 9 -> 19",
+      "[watermark] print: channel 1: 19 -> MAX"}, lines_of(err, "[watermark] print"))
+  end)
+
+  it("--metrics: a row per input with its records and watermark", function()
+    local _, err, code = h.run_job(FAST_SLOW, "--metrics")
+    assert.are.equal(0, code, err)
+    local rows = metrics_rows(err)
+    local op = rows["keyed co-process"]
+    assert.is_table(op, err)
+    -- in 4 (2 + 2), out 5 (4 records and the timer's), watermark MAX, 1 key
+    assert.are.same({"4", "5", "0", "MAX", "0", "0", "1"}, op.fields)
+    -- per input: records, "-" "-", own watermark, late dropped, late to side, "-"
+    assert.are.same({"2", "-", "-", "MAX", "0", "0", "-"}, op.inputs[1])
+    assert.are.same({"2", "-", "-", "MAX", "0", "0", "-"}, op.inputs[2])
+    assert.are.same({}, rows["print"].inputs) -- one input: no rows
+  end)
+
+  it("--metrics at -p 2: every instance of a broadcast process gets every rule", function()
+    local _, err, code = h.run_job([[
+      local wm = require("wm")
+      local env = wm.env()
+      local rules = env:from_elements({name = "big", limit = 100}, {name = "any", limit = 0},
+        {name = "huge", limit = 1000})
+      local pay = env:from_elements({u = "ann", a = 5}, {u = "bob", a = 500}, {u = "cy", a = 50},
+        {u = "dan", a = 7}, {u = "eve", a = 9})
+      pay:key_by("u"):connect(rules:broadcast()):process{
+        process_broadcast_element = function(r, ctx) ctx.broadcast_state[r.name] = r.limit end,
+        process_element = function(p, ctx, out) out(p.u) end}:print()
+      env:execute()
+    ]], "-p 2 --metrics")
+    assert.are.equal(0, code, err)
+    local rows = metrics_rows(err)
+    local a, b = rows["keyed broadcast process 1/2"], rows["keyed broadcast process 2/2"]
+    assert.is_table(a, err)
+    assert.is_table(b, err)
+    -- input 2 (broadcast): the 3 rules reach each instance; input 1: the 5 payments split by key
+    assert.are.equal("3", a.inputs[2][1])
+    assert.are.equal("3", b.inputs[2][1])
+    assert.are.equal(5, tonumber(a.inputs[1][1]) + tonumber(b.inputs[1][1]))
+    -- and each instance's records in is the sum of its inputs'
+    assert.are.equal(tonumber(a.fields[1]), tonumber(a.inputs[1][1]) + 3)
+    assert.are.equal(tonumber(b.fields[1]), tonumber(b.inputs[1][1]) + 3)
+  end)
+
+  it("--timeline: a watermark line per input of the two-input operator", function()
+    local dir = h.tmpdir()
+    local svg = dir .. "/t.svg"
+    local _, err, code = h.run_job(FAST_SLOW, "--timeline " .. h.shell_quote(svg))
+    assert.are.equal(0, code, err)
+    local text = h.read(svg)
+    local lines = {}
+    for class, op, title in text:gmatch('<path class="wm ([^"]*)"[^>]-data%-op="([^"]*)"[^>]*><title>([^<]*)') do
+      lines[(op:gsub(" %([^()]*%.lua:%d+%)", ""))] = {class = class, title = title}
+    end
+    h.rmdir(dir)
+    local one, two = lines["keyed co-process, input 1"], lines["keyed co-process, input 2"]
+    assert.is_table(one, text)
+    assert.is_table(two)
+    assert.are.equal("window input1", one.class)
+    assert.are.equal("window input2", two.class)
+    -- input 1: 9, 99, MAX; input 2: 9, 19, MAX (the trace above)
+    assert.matches("the own watermark of input 1 .*: 3 advances, last MAX", one.title)
+    assert.matches("the own watermark of input 2 .*: 3 advances, last MAX", two.title)
+  end)
+end)
