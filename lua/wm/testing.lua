@@ -135,11 +135,11 @@ function M.harness(build, opts)
   local env = wm.env{ time = opts.time }
   env.watermark_interval = wi          -- the harness decides, not the command line
   env.parallelism = 1
-  local input_nodes, inputs, ids, is_input = {}, {}, {}, {}
+  local inputs, ids, is_input = {}, {}, {}
   for k = 1, nin do
     local node = env:_node("harness_input", {}, {channels = channels[k],
       name = names and "harness input '" .. names[k] .. "'" or "harness input"})
-    input_nodes[k], ids[k], is_input[node] = node, node.id, true
+    ids[k], is_input[node] = node.id, true
     inputs[k] = setmetatable({env = env, node = node}, wm.Stream)
   end
   local result = build(table.unpack(inputs))
