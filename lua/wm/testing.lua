@@ -175,6 +175,7 @@ end
 -- @tparam[opt] integer ts its event timestamp (ms)
 -- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
 --   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:push({id = "a", vc = 1}, 1000)
 -- h2:push({id = "a"}, 1000, "right")   -- a harness with inputs = 2
 function Harness:push(record, ts, channel, ch2)
@@ -190,6 +191,7 @@ end
 -- @tparam integer t the watermark (ms)
 -- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
 --   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:watermark(4999)
 -- h2:watermark(4999, "left")
 function Harness:watermark(t, channel, ch2)
@@ -203,6 +205,7 @@ end
 -- inputs `h:idle("left"|"right"[, channel])`.
 -- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
 --   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:idle(2)
 -- h2:idle("right")
 function Harness:idle(channel, ch2)
@@ -214,6 +217,7 @@ end
 --- Marks a channel active again; with two inputs `h:active("left"|"right"[, channel])`.
 -- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
 --   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:active(2)
 -- h2:active("right")
 function Harness:active(channel, ch2)
