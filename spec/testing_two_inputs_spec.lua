@@ -8,32 +8,26 @@ local T = wm.testing
 local MIN, MAX = math.mininteger, math.maxinteger
 
 -- Orders (left) priced at the newest rate of their currency (right) at or before the order's
--- time, once the operator's watermark has passed that time: "id@timer=rate".
+-- time, once the operator's watermark has passed that time: "id@timer=rate". The key's state
+-- holds its orders and rates by timestamp (no two at one time in these tests).
 local function enrich(left, right)
   return left:key_by("cur"):connect(right:key_by("cur")):process{
     process_element1 = function(o, ctx, _out)
-      local p = ctx.state.pending or {}
-      p[#p + 1] = {id = o.id, ts = ctx.timestamp}
-      ctx.state.pending = p
+      ctx.state.orders = ctx.state.orders or {}
+      ctx.state.orders[ctx.timestamp] = o.id
       ctx.timer_service:register_event_time_timer(ctx.timestamp)
     end,
     process_element2 = function(r, ctx, _out)
-      local rs = ctx.state.rates or {}
-      rs[#rs + 1] = {ts = ctx.timestamp, r = r.r}
-      ctx.state.rates = rs
+      ctx.state.rates = ctx.state.rates or {}
+      ctx.state.rates[ctx.timestamp] = r.r
     end,
     on_timer = function(t, ctx, out)
-      local keep = {}
-      for _, o in ipairs(ctx.state.pending) do
-        if o.ts <= t then
-          local rate = "none"
-          for _, r in ipairs(ctx.state.rates or {}) do if r.ts <= o.ts then rate = r.r end end
-          out(o.id .. "@" .. t .. "=" .. tostring(rate))
-        else
-          keep[#keep + 1] = o
-        end
+      local newest
+      for ts in pairs(ctx.state.rates or {}) do
+        if ts <= t and (newest == nil or ts > newest) then newest = ts end
       end
-      ctx.state.pending = keep
+      out(ctx.state.orders[t] .. "@" .. t .. "=" .. tostring(newest and ctx.state.rates[newest] or "none"))
+      ctx.state.orders[t] = nil
     end}
 end
 
