@@ -60,8 +60,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
             (unsigned long long)op->m.late_side, st);
     /* a two-input operator: a row per input (its records, own watermark, late records) */
     for (int k = 0; k < 2 && op->in2 != INT_MAX; k++) {
-      char name[16];
-      snprintf(name, sizeof name, "  input %d", k + 1);
+      const char *name = k == 0 ? "  input 1" : "  input 2";
       lwm_input_wm_text(op, k, wm, sizeof wm);
       const wm_input_metrics *in = &op->m.in[k];
       fprintf(f, "%-*s %11llu %11s %9s %20s %12llu %12llu %8s\n", w, name,
