@@ -97,6 +97,59 @@ describe("two-input operators seen from outside", function()
     assert.are.equal(tonumber(b.fields[1]), tonumber(b.inputs[1][1]) + 3)
   end)
 
+  it("a replayed job (read_lines{arrival}, docs/lab.md) shows its inputs the same way", function()
+    local dir = h.tmpdir()
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "wb"))
+      f:write(text)
+      f:close()
+    end
+    -- orders (id, cur, ts, arrival) and rates (cur, r, ts, arrival)
+    write("orders.csv", "o1,EUR,1000,1100\no2,USD,2000,2050\n")
+    write("rates.csv", "EUR,3,900,950\nUSD,5,2500,2600\n")
+    write("job.lua", [[
+local wm = require("wm")
+local DIR = ...
+local env = wm.env{watermark_interval = 0}
+local st = wm.watermarks.monotonous():with_timestamp_field("ts")
+local orders = env:read_lines(DIR .. "/orders.csv", {arrival = "arrival"})
+  :parse_csv{"id", "cur", "ts:integer", "arrival:integer"}:assign_timestamps_and_watermarks(st)
+local rates = env:read_lines(DIR .. "/rates.csv", {arrival = "arrival"})
+  :parse_csv{"cur", "r:integer", "ts:integer", "arrival:integer"}:assign_timestamps_and_watermarks(st)
+orders:key_by("cur"):connect(rates:key_by("cur")):process{
+  process_element1 = function(o, ctx)
+    ctx.state.o = o
+    ctx.timer_service:register_event_time_timer(o.ts)
+  end,
+  process_element2 = function(r, ctx) ctx.state.r = r end,
+  on_timer = function(t, ctx, out)
+    local r = ctx.state.r
+    out(ctx.state.o.id .. "@" .. t .. "=" .. (r and r.ts <= t and r.r or "none"))
+  end}:print()
+env:execute()
+]])
+    local out, err, code = h.wmrun("--metrics --trace-watermarks " .. h.shell_quote(dir .. "/job.lua") .. " "
+      .. h.shell_quote(dir))
+    h.rmdir(dir)
+    assert.are.equal(0, code, err)
+    -- by hand, in arrival order: rates 900 (950) makes input 2 899, input 1 has none; o1 (1100)
+    -- makes input 1 999: the operator 899; o2 (2050) moves input 1 to 1999 and the end of the
+    -- orders (right after their last line) to MAX, both held at 899; USD 2500 (2600) moves the
+    -- operator to 2499: o1's timer (1000, EUR 3 at 900) and o2's (2000: USD's rate is later)
+    assert.are.equal("o1@1000=3\no2@2000=none\n", out)
+    assert.are.same({
+      "[watermark] keyed co-process: channel 2 (input 2): input 2 MIN -> 899, held at MIN [input 1: -, input 2: 899]",
+      "[watermark] keyed co-process: channel 1 (input 1): MIN -> 899 [input 1: 999, input 2: 899]",
+      "[watermark] keyed co-process: channel 1 (input 1): input 1 999 -> 1999, held at 899 [input 1: 1999, input 2: 899]",
+      "[watermark] keyed co-process: channel 1 (input 1): input 1 1999 -> MAX, held at 899 [input 1: MAX, input 2: 899]",
+      "[watermark] keyed co-process: channel 2 (input 2): 899 -> 2499 [input 1: MAX, input 2: 2499]",
+      "[watermark] keyed co-process: channel 2 (input 2): 2499 -> MAX [input 1: MAX, input 2: MAX]",
+    }, lines_of(err, "[watermark] keyed co-process"))
+    local op = metrics_rows(err)["keyed co-process"]
+    assert.are.same({"2", "-", "-", "MAX", "0", "0", "-"}, op.inputs[1])
+    assert.are.same({"2", "-", "-", "MAX", "0", "0", "-"}, op.inputs[2])
+  end)
+
   it("--timeline: a watermark line per input of the two-input operator", function()
     local dir = h.tmpdir()
     local svg = dir .. "/t.svg"
