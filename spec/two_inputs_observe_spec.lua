@@ -7,6 +7,8 @@ local h = require("helper")
 -- record, a timer at 50 (spec/two_inputs_jobs.lua)
 local FAST_SLOW = require("two_inputs_jobs").fast_slow
 
+local TR = "[watermark] keyed co-process: " -- the trace lines of the two-input operator
+
 -- the lines of text that mention `what`, without the operators' "(job.lua:N)"
 local function lines_of(text, what)
   local t = {}
@@ -44,12 +46,12 @@ describe("two-input operators seen from outside", function()
     -- min(9, 9); fast's 99 is held at 9; slow's 19 gives min(99, 19); fast's end (MAX) is
     -- held at 19; slow's end moves it to MAX
     assert.are.same({
-      "[watermark] keyed co-process: channel 1 (input 1): input 1 MIN -> 9, held at MIN [input 1: 9, input 2: -]",
-      "[watermark] keyed co-process: channel 2 (input 2): MIN -> 9 [input 1: 9, input 2: 9]",
-      "[watermark] keyed co-process: channel 1 (input 1): input 1 9 -> 99, held at 9 [input 1: 99, input 2: 9]",
-      "[watermark] keyed co-process: channel 2 (input 2): 9 -> 19 [input 1: 99, input 2: 19]",
-      "[watermark] keyed co-process: channel 1 (input 1): input 1 99 -> MAX, held at 19 [input 1: MAX, input 2: 19]",
-      "[watermark] keyed co-process: channel 2 (input 2): 19 -> MAX [input 1: MAX, input 2: MAX]",
+      TR .. "channel 1 (input 1): input 1 MIN -> 9, held at MIN [input 1: 9, input 2: -]",
+      TR .. "channel 2 (input 2): MIN -> 9 [input 1: 9, input 2: 9]",
+      TR .. "channel 1 (input 1): input 1 9 -> 99, held at 9 [input 1: 99, input 2: 9]",
+      TR .. "channel 2 (input 2): 9 -> 19 [input 1: 99, input 2: 19]",
+      TR .. "channel 1 (input 1): input 1 99 -> MAX, held at 19 [input 1: MAX, input 2: 19]",
+      TR .. "channel 2 (input 2): 19 -> MAX [input 1: MAX, input 2: MAX]",
     }, lines_of(err, "keyed co-process"))
     -- a one-input operator's lines are as before
     assert.are.same({"[watermark] print: channel 1: MIN -> 9", "[watermark] print: channel 1: 9 -> 19",
@@ -138,12 +140,12 @@ env:execute()
     -- operator to 2499: o1's timer (1000, EUR 3 at 900) and o2's (2000: USD's rate is later)
     assert.are.equal("o1@1000=3\no2@2000=none\n", out)
     assert.are.same({
-      "[watermark] keyed co-process: channel 2 (input 2): input 2 MIN -> 899, held at MIN [input 1: -, input 2: 899]",
-      "[watermark] keyed co-process: channel 1 (input 1): MIN -> 899 [input 1: 999, input 2: 899]",
-      "[watermark] keyed co-process: channel 1 (input 1): input 1 999 -> 1999, held at 899 [input 1: 1999, input 2: 899]",
-      "[watermark] keyed co-process: channel 1 (input 1): input 1 1999 -> MAX, held at 899 [input 1: MAX, input 2: 899]",
-      "[watermark] keyed co-process: channel 2 (input 2): 899 -> 2499 [input 1: MAX, input 2: 2499]",
-      "[watermark] keyed co-process: channel 2 (input 2): 2499 -> MAX [input 1: MAX, input 2: MAX]",
+      TR .. "channel 2 (input 2): input 2 MIN -> 899, held at MIN [input 1: -, input 2: 899]",
+      TR .. "channel 1 (input 1): MIN -> 899 [input 1: 999, input 2: 899]",
+      TR .. "channel 1 (input 1): input 1 999 -> 1999, held at 899 [input 1: 1999, input 2: 899]",
+      TR .. "channel 1 (input 1): input 1 1999 -> MAX, held at 899 [input 1: MAX, input 2: 899]",
+      TR .. "channel 2 (input 2): 899 -> 2499 [input 1: MAX, input 2: 2499]",
+      TR .. "channel 2 (input 2): 2499 -> MAX [input 1: MAX, input 2: MAX]",
     }, lines_of(err, "[watermark] keyed co-process"))
     local op = metrics_rows(err)["keyed co-process"]
     assert.are.same({"2", "-", "-", "MAX", "0", "0", "-"}, op.inputs[1])
