@@ -72,8 +72,8 @@ describe("two-input operators seen from outside", function()
     assert.are.same({}, rows["print"].inputs) -- one input: no rows
   end)
 
-  it("--metrics at -p 2: every instance of a broadcast process gets every rule", function()
-    local _, err, code = h.run_job([[
+  it("--metrics at -p 2, on one and two threads: every broadcast instance gets every rule", function()
+    local job = [[
       local wm = require("wm")
       local env = wm.env()
       local rules = env:from_elements({name = "big", limit = 100}, {name = "any", limit = 0},
@@ -84,19 +84,22 @@ describe("two-input operators seen from outside", function()
         process_broadcast_element = function(r, ctx) ctx.broadcast_state[r.name] = r.limit end,
         process_element = function(p, ctx, out) out(p.u) end}:print()
       env:execute()
-    ]], "-p 2 --metrics")
-    assert.are.equal(0, code, err)
-    local rows = metrics_rows(err)
-    local a, b = rows["keyed broadcast process 1/2"], rows["keyed broadcast process 2/2"]
-    assert.is_table(a, err)
-    assert.is_table(b, err)
-    -- input 2 (broadcast): the 3 rules reach each instance; input 1: the 5 payments split by key
-    assert.are.equal("3", a.inputs[2][1])
-    assert.are.equal("3", b.inputs[2][1])
-    assert.are.equal(5, tonumber(a.inputs[1][1]) + tonumber(b.inputs[1][1]))
-    -- and each instance's records in is the sum of its inputs'
-    assert.are.equal(tonumber(a.fields[1]), tonumber(a.inputs[1][1]) + 3)
-    assert.are.equal(tonumber(b.fields[1]), tonumber(b.inputs[1][1]) + 3)
+    ]]
+    for _, args in ipairs({"-p 2 --metrics", "-p 2 --threads 2 --metrics"}) do
+      local _, err, code = h.run_job(job, args)
+      assert.are.equal(0, code, err)
+      local rows = metrics_rows(err)
+      local a, b = rows["keyed broadcast process 1/2"], rows["keyed broadcast process 2/2"]
+      assert.is_table(a, err)
+      assert.is_table(b, err)
+      -- input 2 (broadcast): the 3 rules reach each instance; input 1: the 5 payments split by key
+      assert.are.equal("3", a.inputs[2][1])
+      assert.are.equal("3", b.inputs[2][1])
+      assert.are.equal(5, tonumber(a.inputs[1][1]) + tonumber(b.inputs[1][1]))
+      -- and each instance's records in is the sum of its inputs'
+      assert.are.equal(tonumber(a.fields[1]), tonumber(a.inputs[1][1]) + 3)
+      assert.are.equal(tonumber(b.fields[1]), tonumber(b.inputs[1][1]) + 3)
+    end
   end)
 
   it("a replayed job (read_lines{arrival}, docs/lab.md) shows its inputs the same way", function()
