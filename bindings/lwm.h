@@ -312,9 +312,9 @@ void lwm_pending_free_all(lwm_bridge *B);
 int lwm_harness_new(lua_State *L);
 void lwm_harness_open(lua_State *L);
 /* wm.core.replay_data(path, parse_node, ts_field, arrival_field): a recorded file for
- * h:replay (wm.lab; lwm_harness.c). */
+ * h:replay (wm.lab; lwm_replay.c). */
 int lwm_replay_data_new(lua_State *L);
-int lwm_signal_watch_new(lua_State *L); /* core.signal_watch() (lwm_harness.c) */
+int lwm_signal_watch_new(lua_State *L); /* core.signal_watch() (lwm_replay.c) */
 /* Trace and metrics output of wmrun (lwm_report.c, reads only the core). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);
