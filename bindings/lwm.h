@@ -315,6 +315,9 @@ void lwm_harness_open(lua_State *L);
  * h:replay (wm.lab; lwm_replay.c). */
 int lwm_replay_data_new(lua_State *L);
 int lwm_signal_watch_new(lua_State *L); /* core.signal_watch() (lwm_replay.c) */
+/* The replay data sets' metatable, and h:replay and h:replay_inputs on the harness's (call
+ * after lwm_harness_open; lwm_replay.c). */
+void lwm_replay_open(lua_State *L);
 /* Trace and metrics output of wmrun (lwm_report.c, reads only the core). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);

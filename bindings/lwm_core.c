@@ -455,6 +455,7 @@ static const luaL_Reg core_funcs[] = {
 int luaopen_wm_core(lua_State *L);
 int luaopen_wm_core(lua_State *L) {
   lwm_harness_open(L);
+  lwm_replay_open(L);
   luaL_newlib(L, core_funcs);
   lwm_task_open(L);
   lua_pushliteral(L, LWM_VERSION);

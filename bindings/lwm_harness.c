@@ -696,6 +696,7 @@ static int l_print_metrics(lua_State *L) {
   return 0;
 }
 
+/* (h:replay and h:replay_inputs are added by lwm_replay_open) */
 static const luaL_Reg harness_methods[] = {
     {"push", l_push},
     {"watermark", l_watermark},
@@ -707,10 +708,8 @@ static const luaL_Reg harness_methods[] = {
     {"current_watermark", l_current_watermark},
     {"processing_time", l_processing_time},
     {"recording", l_recording},
-    {"replay", lwm_h_replay},
     {"snapshot", l_snapshot},
     {"restore", l_restore},
-    {"replay_inputs", lwm_h_replay_inputs},
     {"print_metrics", l_print_metrics},
     {"close", l_close},
     {NULL, NULL},
@@ -726,5 +725,4 @@ void lwm_harness_open(lua_State *L) {
     lua_setfield(L, -2, "__close");
   }
   lua_pop(L, 1);
-  lwm_replay_open(L);
 }

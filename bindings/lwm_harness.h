@@ -1,7 +1,8 @@
 /* wm.testing's harness, shared by its two files: lwm_harness.c (the harness: building it,
  * h:push and the other calls, the virtual clock, outputs, metrics, checkpoints) and
  * lwm_replay.c (wm.lab's arrival replay: recorded data sets, h:replay, h:replay_inputs, and
- * core.signal_watch). Internal to the bindings. */
+ * core.signal_watch). Internal to the bindings; lwm_replay.c calls lwm_harness.c, never
+ * the other way (spec/layers_spec.lua): it adds its methods to the harness's metatable. */
 #ifndef LWM_HARNESS_H
 #define LWM_HARNESS_H
 
@@ -61,7 +62,5 @@ const char *lwm_sig_text(int sig);
 /* h:replay(data, opts) and h:replay_inputs({data, ...}[, opts]) */
 int lwm_h_replay(lua_State *L);
 int lwm_h_replay_inputs(lua_State *L);
-/* Registers the replay data sets' metatable. */
-void lwm_replay_open(lua_State *L);
 
 #endif

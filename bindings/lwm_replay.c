@@ -1010,6 +1010,14 @@ int lwm_h_replay_inputs(lua_State *L) {
 }
 
 void lwm_replay_open(lua_State *L) {
+  /* the harness's replay methods (its metatable exists: lwm_harness_open comes first) */
+  if (luaL_getmetatable(L, HARNESS_MT) == LUA_TTABLE && lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+    lua_pushcfunction(L, lwm_h_replay);
+    lua_setfield(L, -2, "replay");
+    lua_pushcfunction(L, lwm_h_replay_inputs);
+    lua_setfield(L, -2, "replay_inputs");
+  }
+  lua_pop(L, 2);
   if (luaL_newmetatable(L, REPLAY_MT)) {
     luaL_newlib(L, replay_data_methods);
     lua_setfield(L, -2, "__index");
