@@ -92,6 +92,7 @@ build = {
         "bindings/lwm_mt.c",
         "bindings/lwm_ops.c",
         "bindings/lwm_plan.c",
+        "bindings/lwm_replay.c",
         "bindings/lwm_report.c",
         "bindings/lwm_state.c",
         "bindings/lwm_task.c",

@@ -11,6 +11,7 @@
 #include "lwm_conn.h"
 #include "lwm_graph.h"
 #include "lwm_harness.h"
+#include "lwm_replay.h"
 #include "lwm_metrics.h"
 #include "lwm_mt.h"
 #include "lwm_plan.h"
@@ -467,6 +468,7 @@ static const luaL_Reg core_funcs[] = {
 int luaopen_wm_core(lua_State *L);
 int luaopen_wm_core(lua_State *L) {
   lwm_harness_open(L);
+  lwm_replay_open(L);
   luaL_newlib(L, core_funcs);
   lwm_task_open(L);
   lua_pushliteral(L, LWM_VERSION);

@@ -514,6 +514,11 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       if ((two || bcast) && k == 2)
         for (int j = 0; j < p; j++)
           if (me->ops[j]) wm_keyedop_set_second_input(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+      /* any operator of two inputs (but a union, whose inputs are alike) is a two-input
+       * operator: the graph counts and traces its inputs apart (wm_op_set_two_inputs) */
+      if (nin == 2 && k == 2 && strcmp(kind, "union") != 0)
+        for (int j = 0; j < p; j++)
+          if (me->ops[j]) wm_op_set_two_inputs(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
       if (two && k == 2) {
         lua_getfield(L, node, "key");
         lua_getfield(L, node, "key2");

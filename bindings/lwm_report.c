@@ -14,6 +14,16 @@ static void fmt_time(char *buf, size_t n, int64_t t) {
   else snprintf(buf, n, "%lld", (long long)t);
 }
 
+/* Input k's own watermark of a two-input operator as --metrics shows it: "-" before any,
+ * "4000 idle" when every channel of that input is idle. */
+void lwm_input_wm_text(const wm_op *op, int k, char *buf, size_t n) {
+  bool idle;
+  int64_t v = wm_op_input_wm(op, k, &idle);
+  if (v == WM_TIME_MIN) snprintf(buf, n, "-");
+  else fmt_time(buf, n, v);
+  if (idle) snprintf(buf + strlen(buf), n - strlen(buf), " idle");
+}
+
 /* What an operator holds: open windows of a window operator, keys of a keyed one. */
 long long lwm_op_state(const wm_op *op) {
   if (strcmp(op->vt->kind, "window") == 0) return (long long)wm_winop_open_windows(op);
@@ -49,6 +59,15 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
             (unsigned long long)op->m.records_in, (unsigned long long)op->m.records_out,
             (unsigned long long)side, wm, (unsigned long long)op->m.late_dropped,
             (unsigned long long)op->m.late_side, st);
+    /* a two-input operator: a row per input (its records, own watermark, late records) */
+    for (int k = 0; k < 2 && op->in2 != INT_MAX; k++) {
+      const char *name = k == 0 ? "  input 1" : "  input 2";
+      lwm_input_wm_text(op, k, wm, sizeof wm);
+      const wm_input_metrics *in = &op->m.in[k];
+      fprintf(f, "%-*s %11llu %11s %9s %20s %12llu %12llu %8s\n", w, name,
+              (unsigned long long)in->records, "-", "-", wm,
+              (unsigned long long)in->late_dropped, (unsigned long long)in->late_side, "-");
+    }
   }
   for (size_t i = 0; i < B->ctx.nops; i++) { /* each side output on its own */
     const wm_op *op = B->ctx.ops[i];
@@ -81,17 +100,40 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
  *   [watermark] OP: channel N: OLD -> NEW        the combined input of OP advanced
  *   [watermark] OP: channel N: idle | active     the channel's status changed the input's
  *   [watermark] OP: generated: OLD -> NEW        an assigner's generator emitted
- *   [watermark] OP: generated: idle | active */
+ *   [watermark] OP: generated: idle | active
+ * A two-input operator's lines say which input the channel is of, and end with both inputs'
+ * own watermarks; an input's watermark or status that changes while the other input holds
+ * the operator's back has a line of its own:
+ *   [watermark] OP: channel N (input K): OLD -> NEW [input 1: A, input 2: B]
+ *   [watermark] OP: channel N (input K): input K OLD -> NEW, held at W [input 1: A, input 2: B]
+ *   [watermark] OP: channel N (input K): input K idle | active (watermark W) [...] */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status) {
   (void)ud;
-  char a[24], b[24], where[32];
+  char a[24], b[24], where[48], both[96] = "";
   fmt_time(a, sizeof a, old_wm);
   fmt_time(b, sizeof b, new_wm);
+  int two = op->in2 != INT_MAX && chan >= 0, in = wm_op_input_of(op, chan) + 1;
   if (chan < 0) snprintf(where, sizeof where, "generated");
+  else if (two) snprintf(where, sizeof where, "channel %d (input %d)", chan + 1, in);
   else snprintf(where, sizeof where, "channel %d", chan + 1);
-  if (status)
-    fprintf(stderr, "[watermark] %s: %s: %s (watermark %s)\n", op->name, where, status, a);
-  else
-    fprintf(stderr, "[watermark] %s: %s: %s -> %s\n", op->name, where, a, b);
+  if (two) {
+    char w1[32], w2[32];
+    lwm_input_wm_text(op, 0, w1, sizeof w1);
+    lwm_input_wm_text(op, 1, w2, sizeof w2);
+    snprintf(both, sizeof both, " [input 1: %s, input 2: %s]", w1, w2);
+  }
+  if (two && status && strcmp(status, "input") == 0) {
+    char held[24];
+    fmt_time(held, sizeof held, op->wm);
+    fprintf(stderr, "[watermark] %s: %s: input %d %s -> %s, held at %s%s\n", op->name, where, in,
+            a, b, held, both);
+  } else if (two && status && strncmp(status, "input ", 6) == 0) {
+    fprintf(stderr, "[watermark] %s: %s: input %d %s (watermark %s)%s\n", op->name, where, in,
+            status + 6, a, both);
+  } else if (status) {
+    fprintf(stderr, "[watermark] %s: %s: %s (watermark %s)%s\n", op->name, where, status, a, both);
+  } else {
+    fprintf(stderr, "[watermark] %s: %s: %s -> %s%s\n", op->name, where, a, b, both);
+  }
 }

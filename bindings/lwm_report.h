@@ -11,5 +11,8 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f);
 /* What an operator holds: open windows of a window operator, keys of a keyed one; -1 for
  * an operator that holds neither. */
 long long lwm_op_state(const wm_op *op);
+/* Input k's (0, 1) own watermark of a two-input operator, as --metrics shows it ("-",
+ * "1999", "4000 idle"). */
+void lwm_input_wm_text(const wm_op *op, int k, char *buf, size_t n);
 
 #endif

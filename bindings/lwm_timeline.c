@@ -82,6 +82,7 @@ static void push_lates(lua_State *L, const wm_timeline *tl) {
       lua_pushstring(L, l[i].tag);
       lua_setfield(L, -2, "tag");
     }
+    if (l[i].input) set_int(L, "input", l[i].input);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
 }
@@ -156,8 +157,9 @@ static void push_series(lua_State *L, const wm_timeline *tl) {
     lua_createtable(L, 0, 4);
     lua_pushstring(L, s.name);
     lua_setfield(L, -2, "name");
-    lua_pushboolean(L, s.window);
+    lua_pushboolean(L, s.window != 0); /* an operator's input, drawn under the assigners' */
     lua_setfield(L, -2, "window");
+    if (s.window >= 2) set_int(L, "input", s.window - 1); /* a two-input operator's input */
     set_int(L, "advances", (lua_Integer)s.advances);
     lua_createtable(L, (int)s.n, 0);
     for (size_t j = 0; j < s.n; j++) {

@@ -63,27 +63,9 @@ describe("connect", function()
   end)
 
   it("a keyed connect's watermark is the minimum of both inputs (semantics.md §10)", function()
-    -- one source split in two, so that the records of the inputs interleave as listed: input 1
-    -- runs ahead to 100 while input 2 stays at 20, and a timer at 50 fires only at the end
-    local out, err, code = h.run_job([[
-      local wm = require("wm")
-      local env = wm.env{watermark_interval = 0}
-      local st = wm.watermarks.monotonous():with_timestamp_field("ts")
-      local src = env:from_elements({s = 1, ts = 10}, {s = 2, ts = 10}, {s = 1, ts = 100}, {s = 2, ts = 20})
-      local fast = src:filter(function(r) return r.s == 1 end):assign_timestamps_and_watermarks(st)
-      local slow = src:filter(function(r) return r.s == 2 end):assign_timestamps_and_watermarks(st)
-      fast:key_by(function() return 1 end):connect(slow:key_by(function() return 1 end)):process{
-        process_element1 = function(r, ctx, out)
-          ctx.timer_service:register_event_time_timer(50)
-          out("1 " .. r.ts .. " wm " .. ctx.timer_service:current_watermark())
-        end,
-        process_element2 = function(r, ctx, out)
-          out("2 " .. r.ts .. " wm " .. ctx.timer_service:current_watermark())
-        end,
-        on_timer = function(t, ctx, out) out("timer " .. t .. " wm " .. ctx.timer_service:current_watermark()) end}
-        :print()
-      env:execute()
-    ]])
+    -- (spec/two_inputs_jobs.lua: input 1 runs ahead to 100 while input 2 stays at 20, and a
+    -- timer at 50 fires only at the end)
+    local out, err, code = h.run_job(require("two_inputs_jobs").fast_slow)
     assert.are.equal(0, code, err)
     -- a record sees the watermark from before its own assigner's advance: 2@10 still sees
     -- MIN (input 2 has none yet); then the minimum is 9, and input 1 at 99 does not move it

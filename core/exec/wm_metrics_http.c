@@ -106,6 +106,53 @@ static void add_per_op(wm_buf *b, const wm_ctx *ctx, const char *metric, int wha
   }
 }
 
+/* A two-input operator's figures per input (label input: "1" or "2"). */
+static void add_inputs(wm_buf *b, const wm_ctx *ctx) {
+  static const struct {
+    const char *name, *type, *help;
+    size_t off; /* in wm_input_metrics; SIZE_MAX: the input's own watermark */
+  } m[] = {
+      {"wmrun_input_records_total", "counter",
+       "Records that reached a two-input operator on this input.",
+       offsetof(wm_input_metrics, records)},
+      {"wmrun_input_late_records_dropped_total", "counter",
+       "Late records of this input a two-input operator dropped.",
+       offsetof(wm_input_metrics, late_dropped)},
+      {"wmrun_input_late_records_side_output_total", "counter",
+       "Late records of this input a two-input operator sent to a side output.",
+       offsetof(wm_input_metrics, late_side)},
+      {"wmrun_input_watermark_milliseconds", "gauge",
+       "The own watermark of this input of a two-input operator (the minimum over its active "
+       "channels; the operator's is the minimum of both inputs), ms since the epoch (NaN: none "
+       "yet; +Inf: the input has ended).",
+       SIZE_MAX},
+  };
+  for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
+    add_header(b, m[k].name, m[k].type, m[k].help);
+    for (size_t i = 0; i < ctx->nops; i++) {
+      const wm_op *op = ctx->ops[i];
+      for (int in = 0; in < 2 && op->in2 != INT_MAX; in++) {
+        wm_buf_adds(b, m[k].name);
+        wm_buf_adds(b, "{operator=\"");
+        add_escaped(b, op->name);
+        wm_buf_adds(b, in == 0 ? "\",input=\"1\"} " : "\",input=\"2\"} ");
+        if (m[k].off != SIZE_MAX) {
+          uint64_t v;
+          memcpy(&v, (const char *)&op->m.in[in] + m[k].off, sizeof v);
+          wm_buf_add_int(b, (int64_t)v);
+        } else {
+          bool idle;
+          int64_t w = wm_op_input_wm(op, in, &idle);
+          if (w == WM_TIME_MIN) wm_buf_adds(b, "NaN");
+          else if (w == WM_TIME_MAX) wm_buf_adds(b, "+Inf");
+          else wm_buf_add_int(b, w);
+        }
+        wm_buf_addc(b, '\n');
+      }
+    }
+  }
+}
+
 void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
   static const struct {
     const char *name, *help;
@@ -166,6 +213,7 @@ void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
   add_header(b, "wmrun_keys_expired_total", "counter",
              "Keys whose state a keyed operator's state_ttl dropped.");
   add_per_op(b, ctx, "wmrun_keys_expired_total", 2);
+  add_inputs(b, ctx);
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */

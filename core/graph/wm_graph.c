@@ -103,6 +103,7 @@ wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name) 
   op->ctx = ctx;
   op->impl = impl;
   op->wm = WM_TIME_MIN;
+  op->in2 = INT_MAX;
   ctx->ops[ctx->nops++] = op;
   return op;
 }
@@ -183,18 +184,69 @@ int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   }
   for (int i = 0; i < p->n; i++) {
     wm_op *to = p->edges[i].to;
-    to->m.records_in++;
-    int rc = to->vt->record(to, p->edges[i].chan, rec, ts);
+    int rc = wm_op_deliver(to, p->edges[i].chan, rec, ts);
     if (rc != WM_OK) return name_failure(to, rc);
   }
   return WM_OK;
+}
+
+/* ---- two-input operators ---------------------------------------------------------------- */
+
+void wm_op_set_two_inputs(wm_op *op, int first2) { op->in2 = first2; }
+
+int64_t wm_op_input_wm(const wm_op *op, int k, bool *idle) {
+  int lo = k == 0 ? 0 : (op->in2 < op->comb.n ? op->in2 : op->comb.n);
+  int hi = k == 0 ? (op->in2 < op->comb.n ? op->in2 : op->comb.n) : op->comb.n;
+  int64_t min = WM_TIME_MAX, max = WM_TIME_MIN;
+  int active = 0;
+  for (int c = lo; c < hi; c++) {
+    const wm_channel *ch = &op->comb.ch[c];
+    if (ch->wm > max) max = ch->wm;
+    if (!ch->idle) {
+      active = 1;
+      if (ch->wm < min) min = ch->wm;
+    }
+  }
+  *idle = hi > lo && !active;
+  return active ? min : max;
+}
+
+int wm_op_deliver2(wm_op *to, int chan, const wm_value *rec, int64_t ts) {
+  int k = wm_op_input_of(to, chan);
+  wm_input_metrics *in = &to->m.in[k];
+  uint64_t dropped = to->m.late_dropped, side = to->m.late_side;
+  to->m.records_in++;
+  in->records++;
+  int outer = to->cur_in; /* (an operator that feeds itself) */
+  to->cur_in = k + 1;
+  int rc = to->vt->record(to, chan, rec, ts);
+  to->cur_in = outer;
+  in->late_dropped += to->m.late_dropped - dropped;
+  in->late_side += to->m.late_side - side;
+  return rc;
+}
+
+/* --trace-watermarks of a two-input operator: an input's own watermark or status changed
+ * without changing the operator's (the other input holds it back): status "input" (old and
+ * new are the input's watermarks), "input idle" or "input active". */
+static void trace_input(wm_op *op, int chan, int64_t old_in, bool old_idle) {
+  bool idle;
+  int64_t now = wm_op_input_wm(op, wm_op_input_of(op, chan), &idle);
+  if (idle != old_idle)
+    op->ctx->trace(op->ctx->trace_ud, op, chan, now, now, idle ? "input idle" : "input active");
+  else if (now != old_in)
+    op->ctx->trace(op->ctx->trace_ud, op, chan, old_in, now, "input");
 }
 
 int wm_op_input_watermark(wm_op *op, int chan, int64_t wm) {
   if (chan < 0 || chan >= op->comb.n)
     return wm_ctx_error(op->ctx, "operator '%s' has no input channel %d", op->name, chan + 1);
   int64_t old = op->comb.out;
+  bool in_idle = false;
+  int traced2 = op->in2 != INT_MAX && op->ctx->trace; /* a two-input operator, traced */
+  int64_t in_old = traced2 ? wm_op_input_wm(op, wm_op_input_of(op, chan), &in_idle) : 0;
   int ev = wm_combiner_watermark(&op->comb, chan, wm);
+  if (traced2 && ev == 0) trace_input(op, chan, in_old, in_idle);
   if (ev & WM_COMB_ACTIVE) {
     if (op->ctx->trace) op->ctx->trace(op->ctx->trace_ud, op, chan, old, old, "active");
     int rc = op->vt->status ? op->vt->status(op, false) : wm_op_emit_status(op, false);
@@ -213,8 +265,12 @@ int wm_op_input_status(wm_op *op, int chan, bool idle) {
   if (chan < 0 || chan >= op->comb.n)
     return wm_ctx_error(op->ctx, "operator '%s' has no input channel %d", op->name, chan + 1);
   int64_t old = op->comb.out;
+  bool in_idle = false;
+  int traced2 = op->in2 != INT_MAX && op->ctx->trace;
+  int64_t in_old = traced2 ? wm_op_input_wm(op, wm_op_input_of(op, chan), &in_idle) : 0;
   int ev = wm_combiner_status(&op->comb, chan, idle);
   int rc = WM_OK;
+  if (traced2 && ev == 0) trace_input(op, chan, in_old, in_idle);
   /* turning active: the status goes first, so that downstream counts this input again;
    * turning idle (the flush of the last active channel): the watermark goes first, since
    * downstream would take a watermark after the idle status as the input turning active */

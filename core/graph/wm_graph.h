@@ -8,6 +8,7 @@
 #ifndef WM_GRAPH_H
 #define WM_GRAPH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,8 +135,15 @@ typedef struct wm_port {
 /* records_out: the records of the main output and of wmrun's internal ports, not of side
  * outputs (each side port counts its own); late_dropped / late_side: records too late for
  * any window, dropped or sent to the late side output. */
+typedef struct wm_input_metrics {
+  uint64_t records, late_dropped, late_side;
+} wm_input_metrics;
 typedef struct wm_op_metrics {
   uint64_t records_in, records_out, late_dropped, parse_errors, late_side;
+  /* a two-input operator's figures per input (in[0] input 1, in[1] input 2): the records
+   * that reached it on that input, and of them those its record function counted late
+   * (late_dropped / late_side went up during the call). Zero for other operators. */
+  wm_input_metrics in[2];
 } wm_op_metrics;
 
 struct wm_op {
@@ -151,6 +159,10 @@ struct wm_op {
   int64_t wm;        /* current input watermark (comb.out) */
   bool ended;
   char *uid;         /* a stable id for checkpoints (:uid("name")), owned; NULL: none */
+  int in2;           /* a two-input operator (wm_op_set_two_inputs): its first input channel
+                      * of input 2, channels below it being input 1's; INT_MAX otherwise */
+  int cur_in;        /* a two-input operator, during a record call: the record's input (1 or
+                      * 2; observers read it, e.g. a late record's input); 0 otherwise */
 };
 
 /* Creates an operator owned by ctx; name is copied. NULL on allocation failure. */
@@ -166,6 +178,29 @@ int wm_op_connect(wm_op *from, int port, wm_op *to);
 /* Call once every edge is made: sets up the watermark combiners. 0 or WM_ERR. */
 int wm_ctx_prepare(wm_ctx *ctx);
 
+/* ---- two-input operators (semantics.md §10) --------------------------------------------
+ * Any operator may have two inputs: its input channels from `first2` on are input 2's (the
+ * builder connects every edge of input 1 first). The graph then counts records and late
+ * records per input (m.in), --trace-watermarks and the timeline show both inputs'
+ * watermarks, and nothing else changes: the operator's watermark is still the minimum over
+ * every channel of both inputs (rule 3). Call once input 1 is connected. */
+void wm_op_set_two_inputs(wm_op *op, int first2);
+/* 0 for a channel of input 1 (or of a one-input operator), 1 for input 2. */
+static inline int wm_op_input_of(const wm_op *op, int chan) { return chan >= op->in2; }
+/* Input k's (0 or 1) own watermark: the minimum over its active channels, as rule 3 would
+ * combine them alone; when every one of its channels is idle, *idle is set and the result
+ * is the highest of them. MIN before any. (For metrics and traces: O(channels).) */
+int64_t wm_op_input_wm(const wm_op *op, int k, bool *idle);
+/* Delivers a record to input channel chan of a two-input operator (the slow path of
+ * wm_op_deliver): counts it and its lateness per input. */
+int wm_op_deliver2(wm_op *to, int chan, const wm_value *rec, int64_t ts);
+/* Delivers a record to input channel chan of to (counted in to's records_in). */
+static inline int wm_op_deliver(wm_op *to, int chan, const wm_value *rec, int64_t ts) {
+  if (to->in2 != INT_MAX) return wm_op_deliver2(to, chan, rec, ts);
+  to->m.records_in++;
+  return to->vt->record(to, chan, rec, ts);
+}
+
 /* Emits a record on a port: calls every downstream operator of that port. rec is
  * borrowed for the call. */
 int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts);
@@ -180,8 +215,7 @@ static inline int wm_op_emit(wm_op *op, int port, const wm_value *rec, int64_t t
   if (p->side) op->ports[port].records++;
   else op->m.records_out++;
   wm_op *to = p->edges[0].to;
-  to->m.records_in++;
-  int rc = to->vt->record(to, p->edges[0].chan, rec, ts);
+  int rc = wm_op_deliver(to, p->edges[0].chan, rec, ts);
   return rc == WM_OK ? WM_OK : wm_op_failed(to, rc);
 }
 /* Emits a watermark on every port of op. */
@@ -204,8 +238,7 @@ static inline void wm_op_format_record(const wm_op *op, const wm_value *rec, wm_
 int wm_op_input_watermark(wm_op *op, int chan, int64_t wm);
 int wm_op_input_status(wm_op *op, int chan, bool idle);
 static inline int wm_op_input_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  op->m.records_in++;
-  return op->vt->record(op, chan, rec, ts);
+  return wm_op_deliver(op, chan, rec, ts);
 }
 
 #endif

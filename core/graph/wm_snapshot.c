@@ -36,6 +36,13 @@ int wm_op_snapshot_graph(wm_op *op, wm_buf *b) {
   wm_state_put_u(&io, op->m.late_side);
   wm_state_put_u(&io, (uint64_t)(op->nports - 1));
   for (int i = 1; i < op->nports; i++) wm_state_put_u(&io, op->ports[i].records);
+  /* since issue 28, a two-input operator's only (a checkpoint without them restores them as
+   * 0): the records, late records dropped and sent to a side output of each input */
+  for (int k = 0; k < 2 && op->in2 != INT_MAX; k++) {
+    wm_state_put_u(&io, op->m.in[k].records);
+    wm_state_put_u(&io, op->m.in[k].late_dropped);
+    wm_state_put_u(&io, op->m.in[k].late_side);
+  }
   return wm_state_put_done(op, &io);
 }
 
@@ -88,6 +95,10 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
     if (rc == WM_OK && np > 0 && !(pv = calloc((size_t)np, sizeof *pv)))
       rc = wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
     for (uint64_t i = 0; i < np && rc == WM_OK; i++) rc = wm_state_get_u(&r, &pv[i], "an output's count");
+  }
+  for (int k = 0; k < 2 && rc == WM_OK && r.p != r.end; k++) {
+    uint64_t *iv[] = {&m.in[k].records, &m.in[k].late_dropped, &m.in[k].late_side};
+    for (size_t i = 0; i < 3 && rc == WM_OK; i++) rc = wm_state_get_u(&r, iv[i], "an input's metrics");
   }
   if (rc == WM_OK) rc = wm_state_get_end(&r);
   if (rc != WM_OK) {

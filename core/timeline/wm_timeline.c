@@ -29,7 +29,8 @@ typedef wm_timeline_ckpt tl_ckpt;
 typedef struct tl_series {
   char *name;
   const wm_op *op; /* while attached; NULL after */
-  int window;      /* 1: combined input of a window operator; 0: an assigner */
+  int window;      /* 1: combined input of a window operator; 0: an assigner; 2, 3: input
+                    * 1, 2 of a two-input operator */
   tl_step *p;
   size_t n, cap;
   uint64_t bucket; /* steps in one x bucket of this width are merged */
@@ -151,17 +152,17 @@ static int series_of(wm_timeline *tl, const wm_op *op, int window) {
   if (tl->nseries == MAX_SERIES) return -1;
   tl_series *s = &tl->series[tl->nseries];
   memset(s, 0, sizeof *s);
-  int same = 0;
-  for (int i = 0; i < tl->nseries; i++)
-    if (strcmp(tl->series[i].name, op->name) == 0) same++;
-  size_t n = strlen(op->name) + 16;
+  size_t n = strlen(op->name) + 32;
   s->name = malloc(n);
   if (!s->name) {
     tl->st.oom = 1;
     return -1;
   }
-  if (same) snprintf(s->name, n, "%s #%d", op->name, same + 1);
-  else snprintf(s->name, n, "%s", op->name);
+  snprintf(s->name, n, "%s%s", op->name, window == 2 ? ", input 1" : window == 3 ? ", input 2" : "");
+  int same = 0;
+  for (int i = 0; i < tl->nseries; i++)
+    if (strcmp(tl->series[i].name, s->name) == 0) same++;
+  if (same) snprintf(s->name + strlen(s->name), n - strlen(s->name), " #%d", same + 1);
   s->op = op;
   s->window = window;
   s->bucket = 1;
@@ -222,6 +223,15 @@ static void tl_trace(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
       uint64_t x = new_wm == WM_TIME_MAX ? tl->nrec : tl->cur_x;
       add_step(tl, si, x, now_of(op), new_wm);
     }
+  }
+  /* a two-input operator: the own watermark of the channel's input, whether or not the
+   * operator's moved ("input": the other input holds it back) */
+  if (chan >= 0 && op->in2 != INT_MAX && (!status || strcmp(status, "input") == 0)) {
+    bool idle;
+    int k = wm_op_input_of(op, chan);
+    int64_t v = wm_op_input_wm(op, k, &idle);
+    int si = series_of(tl, op, 2 + k);
+    if (si >= 0 && v != WM_TIME_MIN) add_step(tl, si, v == WM_TIME_MAX ? tl->nrec : tl->cur_x, now_of(op), v);
   }
   if (tl->prev_trace) tl->prev_trace(tl->prev_trace_ud, op, chan, old_wm, new_wm, status);
 }
@@ -466,7 +476,8 @@ static void on_emit(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
 
 static void on_late(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
   int16_t key = key_of_last(tl, ev);
-  int si = series_of(tl, op, 1);
+  /* a two-input operator's late record belongs to its input's line */
+  int si = series_of(tl, op, op->in2 != INT_MAX && op->cur_in ? 1 + op->cur_in : 1);
   if (ev->flag) tl->st.late_side++;
   else tl->st.late_dropped++;
   int is_last = ev->ts == tl->last_ts;
@@ -474,7 +485,8 @@ static void on_late(wm_timeline *tl, const wm_op *op, const wm_obs *ev) {
   tl_late *r = list_push(tl, &tl->lates);
   if (r)
     *r = (tl_late){tl->cur_x, tl->cur_t, ev->ts, ev->watermark, ev->lateness, key,
-                   (int16_t)si, (uint8_t)ev->flag, intern_tag(tl, ev->tag)};
+                   (int16_t)si, (uint8_t)ev->flag, intern_tag(tl, ev->tag),
+                   (uint8_t)(op->in2 != INT_MAX ? op->cur_in : 0)};
 }
 
 /* A checkpoint committed (op is NULL): x is the number of records seen before it. */

@@ -7,8 +7,9 @@
  *   - the late records, the window firings (one per key and window) and the cleanups
  *     (each up to a limit far above what a readable picture holds; beyond it they are
  *     thinned the same way), with exact totals;
- *   - the watermark steps of every assigner and the combined input watermark of every
- *     window operator (thinned by merging steps that fall into one x bucket);
+ *   - the watermark steps of every assigner, the combined input watermark of every
+ *     window operator and each input's own watermark of every two-input operator (thinned
+ *     by merging steps that fall into one x bucket);
  *   - one band per distinct window (thinned by a hash of the window when there are many);
  *   - the text of the first WM_TL_KEYS keys (the others are "other keys");
  *   - the checkpoints completed (WM_OBS_CHECKPOINT), up to the late records' limit.
@@ -78,6 +79,7 @@ typedef struct wm_timeline_late {
   int16_t key, series;
   uint8_t side;    /* 1: sent to the side output tag; 0: dropped */
   const char *tag; /* interned in the recorder */
+  uint8_t input;   /* a two-input operator's late record: its input (1, 2); 0 otherwise */
 } wm_timeline_late;
 
 #define WM_TL_VALUE 64 /* bytes of a firing's result kept (cut with "...") */
@@ -107,8 +109,10 @@ typedef struct wm_timeline_step {
   int64_t t, v;
 } wm_timeline_step;
 
-/* A watermark line: an assigner's generated watermark, or a window operator's combined
- * input watermark (window = 1). advances counts every step, thinned or not. */
+/* A watermark line: an assigner's generated watermark (window = 0), a window operator's
+ * combined input watermark (window = 1), or the own watermark of input 1 or 2 of a
+ * two-input operator (window = 2, 3; named "OP, input K"). advances counts every step,
+ * thinned or not. */
 typedef struct wm_timeline_series {
   const char *name;
   int window;

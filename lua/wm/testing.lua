@@ -27,13 +27,31 @@ local function check_int(v, what, fn)
   end
 end
 
-local function check_channel(self, ch, fn)
-  if ch == nil then return 1 end
-  if math.type(ch) ~= "integer" or ch < 1 or ch > self.channels then
-    error(string.format("%s: no input channel %s (the harness has %d)", fn, tostring(ch),
-      self.channels), 3)
+-- The input and channel a call names: in a one-input harness `(channel)`; in a harness with
+-- two inputs `(side[, channel])`, side one of its input names ("left", "right"). Returns
+-- the channel and the input's index.
+local function check_channel(self, a, b, fn)
+  if not self.sides then
+    if type(a) == "string" then
+      error(string.format("%s: this harness has one input (no side '%s'); give a channel "
+        .. "number, or create it with inputs = 2", fn, a), 3)
+    end
+    b, a = a, nil
+  else
+    local k = self.sides[a]
+    if not k then
+      error(string.format("%s: this harness has two inputs: say which, %s (got %s)", fn,
+        self.sides_text, a == nil and "none" or string.format("%q", tostring(a))), 3)
+    end
+    a = k
   end
-  return ch
+  local n = self.channels[a or 1]
+  if b == nil then return 1, a end
+  if math.type(b) ~= "integer" or b < 1 or b > n then
+    error(string.format("%s: no input channel %s%s (the harness has %d)", fn, tostring(b),
+      self.sides and " on '" .. self.names[a] .. "'" or "", n), 3)
+  end
+  return b, a
 end
 
 -- Runs a core method; a pipeline error is raised as it is (it names the operator and the
@@ -51,11 +69,17 @@ end
 --   virtual clock's start, ms, default 0), `watermark_interval` (periodic watermarks, default
 --   200 ms as in env; 0 = after every record), `side_outputs` (tags the result stream may
 --   send to with `ctx:output`; late-data tags are known already), `trace` (print the
---   watermark trace on stderr), `title` (the title of `h:timeline`'s picture)
+--   watermark trace on stderr), `title` (the title of `h:timeline`'s picture), `inputs`
+--   (2: the pipeline has two inputs, `build(left, right)`, and every call that feeds it says
+--   which, `h:push(record, ts, "left"|"right")`; or the two inputs' names, `{"orders",
+--   "rates"}`; `channels` may then be per input, `{left = 2}`)
 -- @treturn Harness
 -- @usage local h = wm.testing.harness(function(input)
 --   return input:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
 -- end, {channels = 2})
+-- local h2 = wm.testing.harness(function(left, right)
+--   return left:key_by("k"):connect(right:key_by("k")):process{...}
+-- end, {inputs = 2})
 function M.harness(build, opts)
   if type(build) ~= "function" then
     error("harness: expected a function(input) that returns a stream, got " .. type(build), 2)
@@ -63,13 +87,43 @@ function M.harness(build, opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("harness: options must be a table, got " .. type(opts), 2) end
   local known = {channels = true, processing_time = true, watermark_interval = true,
-                 side_outputs = true, trace = true, time = true, title = true}
+                 side_outputs = true, trace = true, time = true, title = true, inputs = true}
   for k in pairs(opts) do
     if not known[k] then error("harness: unknown option '" .. tostring(k) .. "'", 2) end
   end
-  local channels = opts.channels or 1
-  if math.type(channels) ~= "integer" or channels < 1 then
-    error("harness: channels must be a positive integer, got " .. tostring(channels), 2)
+  -- inputs: 1 (default), 2 (sides "left" and "right") or two names of one's own
+  local names = opts.inputs
+  if names == nil or names == 1 then
+    names = nil
+  elseif names == 2 then
+    names = {"left", "right"}
+  elseif type(names) ~= "table" or #names ~= 2 or type(names[1]) ~= "string"
+      or type(names[2]) ~= "string" or names[1] == names[2] then
+    error("harness: inputs must be 1, 2 or the names of two inputs ({\"orders\", \"rates\"}), got "
+      .. tostring(names), 2)
+  end
+  local nin = names and 2 or 1
+  local channels = {}
+  local ch = opts.channels or 1
+  for k = 1, nin do
+    local c = ch
+    if type(ch) == "table" then
+      if not names then error("harness: channels per input need inputs = 2", 2) end
+      c = ch[names[k]] or 1
+    end
+    if math.type(c) ~= "integer" or c < 1 then
+      error("harness: channels must be a positive integer" .. (names and " (or {" .. names[1]
+        .. " = n, " .. names[2] .. " = m})" or "") .. ", got " .. tostring(c), 2)
+    end
+    channels[k] = c
+  end
+  if type(ch) == "table" then
+    for k in pairs(ch) do
+      if k ~= names[1] and k ~= names[2] then
+        error("harness: channels: no input '" .. tostring(k) .. "' (the inputs are "
+          .. names[1] .. " and " .. names[2] .. ")", 2)
+      end
+    end
   end
   local t0 = opts.processing_time or 0
   if math.type(t0) ~= "integer" then
@@ -81,14 +135,19 @@ function M.harness(build, opts)
   local env = wm.env{ time = opts.time }
   env.watermark_interval = wi          -- the harness decides, not the command line
   env.parallelism = 1
-  local input_node = env:_node("harness_input", {}, {channels = channels, name = "harness input"})
-  local input = setmetatable({env = env, node = input_node}, wm.Stream)
-  local result = build(input)
+  local inputs, ids, is_input = {}, {}, {}
+  for k = 1, nin do
+    local node = env:_node("harness_input", {}, {channels = channels[k],
+      name = names and "harness input '" .. names[k] .. "'" or "harness input"})
+    ids[k], is_input[node] = node.id, true
+    inputs[k] = setmetatable({env = env, node = node}, wm.Stream)
+  end
+  local result = build(table.unpack(inputs))
   if getmetatable(result) ~= wm.Stream then
     error("harness: the build function must return a stream, got " .. type(result), 2)
   end
   for _, node in ipairs(env.nodes) do
-    if #node.inputs == 0 and node ~= input_node then
+    if #node.inputs == 0 and not is_input[node] then
       error("harness: the pipeline must read from its input, not from a source ('" ..
         node.kind .. "' at " .. node.where .. ")", 2)
     end
@@ -98,47 +157,72 @@ function M.harness(build, opts)
     if type(t) ~= "string" then error("harness: side_outputs[" .. i .. "] is not a string", 2) end
     tags[#tags + 1] = t
   end
-  local h = core.harness(env, {input = input_node.id, result = result.node.id,
-    channels = channels, processing_time = t0, side_outputs = tags, trace = opts.trace,
+  local h = core.harness(env, {input = ids[1], inputs = names and ids or nil, result = result.node.id,
+    channels = channels[1], processing_time = t0, side_outputs = tags, trace = opts.trace,
     title = opts.title})
-  return setmetatable({_h = h, channels = channels, _env = env}, Harness)
+  local self = {_h = h, channels = channels, _env = env, names = names}
+  if names then
+    self.sides = {[names[1]] = 1, [names[2]] = 2}
+    self.sides_text = string.format('h:push(record, ts, "%s"|"%s")', names[1], names[2])
+  end
+  return setmetatable(self, Harness)
 end
 
 --- Pushes a record with its event timestamp (nil: no timestamp) into a channel (default 1).
+-- In a harness with two inputs (`inputs = 2`) the third argument says which:
+-- `h:push(record, ts, "left"|"right"[, channel])`.
 -- @param record the record
 -- @tparam[opt] integer ts its event timestamp (ms)
--- @tparam[opt=1] integer channel the input channel
+-- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
+--   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:push({id = "a", vc = 1}, 1000)
-function Harness:push(record, ts, channel)
+-- h2:push({id = "a"}, 1000, "right")   -- a harness with inputs = 2
+function Harness:push(record, ts, channel, ch2)
   if ts ~= nil then check_int(ts, "the timestamp", "push") end
-  run(self, "push", record, ts, check_channel(self, channel, "push"))
+  local c, k = check_channel(self, channel, ch2, "push")
+  run(self, "push", record, ts, c, k)
   return self
 end
 
 --- Pushes a watermark into a channel (default 1). The result's watermark is the minimum
--- over the active channels (semantics.md §3).
+-- over the active channels (semantics.md §3); with two inputs, over both inputs' channels
+-- (`h:watermark(t, "left"|"right"[, channel])`).
 -- @tparam integer t the watermark (ms)
--- @tparam[opt=1] integer channel the input channel
+-- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
+--   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:watermark(4999)
-function Harness:watermark(t, channel)
+-- h2:watermark(4999, "left")
+function Harness:watermark(t, channel, ch2)
   check_int(t, "the watermark", "watermark")
-  run(self, "watermark", t, check_channel(self, channel, "watermark"))
+  local c, k = check_channel(self, channel, ch2, "watermark")
+  run(self, "watermark", t, c, k)
   return self
 end
 
---- Marks a channel idle (semantics.md §3: it no longer holds the watermark back).
--- @tparam[opt=1] integer channel the input channel
+--- Marks a channel idle (semantics.md §3: it no longer holds the watermark back); with two
+-- inputs `h:idle("left"|"right"[, channel])`.
+-- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
+--   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:idle(2)
-function Harness:idle(channel)
-  run(self, "status", check_channel(self, channel, "idle"), true)
+-- h2:idle("right")
+function Harness:idle(channel, ch2)
+  local c, k = check_channel(self, channel, ch2, "idle")
+  run(self, "status", c, true, k)
   return self
 end
 
---- Marks a channel active again.
--- @tparam[opt=1] integer channel the input channel
+--- Marks a channel active again; with two inputs `h:active("left"|"right"[, channel])`.
+-- @tparam[opt=1] integer|string channel the input channel; with two inputs the side, then
+--   the channel
+-- @tparam[opt=1] integer ch2 with two inputs: the channel of that side
 -- @usage h:active(2)
-function Harness:active(channel)
-  run(self, "status", check_channel(self, channel, "active"), false)
+-- h2:active("right")
+function Harness:active(channel, ch2)
+  local c, k = check_channel(self, channel, ch2, "active")
+  run(self, "status", c, false, k)
   return self
 end
 
