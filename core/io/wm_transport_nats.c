@@ -45,7 +45,8 @@ typedef struct ntrans {
   uv_mutex_t mu;
   int mu_init;
   natsMsg **retry;
-  int nretry, cap;
+  atomic_int nretry; /* (read without mu: a message kept after a look is seen at the next) */
+  int cap;
   char lastwhy[256]; /* the last error that asked for a resend (under mu) */
   atomic_ullong acked;     /* acknowledgements received (libnats' thread) */
   atomic_ullong completed; /* acknowledgements, errors and timeouts (libnats' thread) */
@@ -111,9 +112,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 static int nt_check(ntrans *k, const char *doing) {
   if (atomic_load(&k->base.failed)) return WM_ERR;
   uint64_t a = atomic_load(&k->acked), t = now_ns();
-  uv_mutex_lock(&k->mu);
-  int nretry = k->nretry;
-  uv_mutex_unlock(&k->mu);
+  int nretry = atomic_load(&k->nretry);
   if (a != k->seen_acked || (nretry == 0 && atomic_load(&k->completed) == k->published)) {
     if (a != k->seen_acked) k->backoff = NT_BACKOFF_MIN_MS;
     k->seen_acked = a;
@@ -181,6 +180,7 @@ static int nt_stream_gone(ntrans *k) {
 
 /* Sends again what on_ack kept, after the back-off. WM_OK or WM_ERR. */
 static int nt_resend(ntrans *k) {
+  if (atomic_load(&k->nretry) == 0) return WM_OK; /* (on every send: no lock then) */
   uv_mutex_lock(&k->mu);
   int n = k->nretry;
   natsMsg **list = NULL;
@@ -301,9 +301,7 @@ static int nt_complete(wm_transport *t, int what) {
     po.MaxWait = 200;
     natsStatus s = js_PublishAsyncComplete(k->js, &po);
     if (atomic_load(&t->failed)) return WM_ERR;
-    uv_mutex_lock(&k->mu);
-    int nretry = k->nretry;
-    uv_mutex_unlock(&k->mu);
+    int nretry = atomic_load(&k->nretry);
     if (s == NATS_OK && nretry == 0) return WM_OK;
     if (s != NATS_OK && s != NATS_TIMEOUT) {
       wm_transport_fail(t, "%s while waiting for the acknowledgements", natsStatus_GetText(s));
@@ -356,6 +354,7 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, 
   int oom = wm_transport_init(&k->base, &nt_vt, "publish to stream", tg->stream, tg->url, cfg->label) != 0;
   atomic_init(&k->acked, 0);
   atomic_init(&k->completed, 0);
+  atomic_init(&k->nretry, 0);
   k->ordered = cfg->ordered;
   k->backoff = NT_BACKOFF_MIN_MS;
   k->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : NT_TIMEOUT_MS;
