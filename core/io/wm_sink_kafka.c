@@ -194,7 +194,7 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
   wm_transport_config tc = {.target = {.kind = WM_TRANSPORT_KAFKA, .brokers = cfg->brokers, .topic = cfg->topic,
                                        .props = cfg->props, .nprops = cfg->nprops},
                             .name = op->name, .label = "write_kafka"};
-  if (!(k->t = wm_transport_open(&tc, e, sizeof e))) {
+  if (!(k->t = wm_transport_kafka_open(&tc, e, sizeof e))) {
     if (strcmp(e, "out of memory") == 0) wm_ctx_error(ctx, "out of memory creating '%s'", name);
     else wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;

@@ -150,7 +150,7 @@ wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg)
                             .name = op->name, .label = "write_nats", .timeout_ms = cfg->timeout_ms,
                             .subjects = cfg->subjects, .nsubjects = cfg->nsubjects};
   char e[700];
-  if (!(k->t = wm_transport_open(&tc, e, sizeof e))) {
+  if (!(k->t = wm_transport_nats_open(&tc, e, sizeof e))) {
     if (strcmp(e, "out of memory") == 0) wm_ctx_error(ctx, "out of memory creating '%s'", name);
     else wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;

@@ -1,23 +1,11 @@
-/* What the transports share (wm_transport.h): choosing the backend, keeping the first
- * failure, and the message that reports it. */
+/* What the transports share (wm_transport.h): keeping the first failure, and the message
+ * that reports it. The backends use it; choosing one is wm_transport_open.c's (above both). */
 #include "io/wm_transport.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int wm_transport_make(const wm_transport_target *t, int timeout_ms, int64_t *last, char *err,
-                      size_t errlen) {
-  *last = 0;
-  if (t->kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_make(t, timeout_ms, err, errlen);
-  return wm_transport_nats_make(t, last, err, errlen);
-}
-
-wm_transport *wm_transport_open(const wm_transport_config *cfg, char *err, size_t errlen) {
-  if (cfg->target.kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_open(cfg, err, errlen);
-  return wm_transport_nats_open(cfg, err, errlen);
-}
 
 void wm_transport_free(wm_transport *t) {
   if (t) t->vt->free(t);

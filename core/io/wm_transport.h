@@ -126,7 +126,7 @@ void wm_transport_fail(wm_transport *t, const char *fmt, ...)
  * WM_ERR. */
 int wm_transport_error(wm_op *op, const wm_transport *t);
 
-/* The backends (wm_transport.c chooses by kind). */
+/* The backends (wm_transport_open.c chooses by kind). */
 wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err, size_t errlen);
 wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, size_t errlen);
 int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, char *err, size_t errlen);
