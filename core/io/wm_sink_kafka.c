@@ -195,8 +195,7 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
                                        .props = cfg->props, .nprops = cfg->nprops},
                             .name = op->name, .label = "write_kafka"};
   if (!(k->t = wm_transport_kafka_open(&tc, e, sizeof e))) {
-    if (strcmp(e, "out of memory") == 0) wm_ctx_error(ctx, "out of memory creating '%s'", name);
-    else wm_ctx_error(ctx, "%s: %s", name, e);
+    wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }
   return op;

@@ -151,8 +151,7 @@ wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg)
                             .subjects = cfg->subjects, .nsubjects = cfg->nsubjects};
   char e[700];
   if (!(k->t = wm_transport_nats_open(&tc, e, sizeof e))) {
-    if (strcmp(e, "out of memory") == 0) wm_ctx_error(ctx, "out of memory creating '%s'", name);
-    else wm_ctx_error(ctx, "%s: %s", name, e);
+    wm_ctx_error(ctx, "%s: %s", name, e);
     return NULL;
   }
   return op;

@@ -187,8 +187,7 @@ wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_co
   wm_transport_config tc = {.target = cfg->target, .name = op->name, .label = "key_by through", .ordered = 1};
   char e[700];
   if (!(w->t = wm_transport_open(&tc, e, sizeof e))) {
-    if (strcmp(e, "out of memory") == 0) wm_ctx_error(ctx, "out of memory creating '%s'", name);
-    else wm_ctx_error(ctx, "%s: %s", op->name, e);
+    wm_ctx_error(ctx, "%s: %s", op->name, e);
     return NULL; /* the op (and w) are freed with the context */
   }
   return op;
