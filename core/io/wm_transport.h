@@ -1,7 +1,8 @@
 /* A transport: the writing side of a partitioned log, one interface for Kafka
  * (wm_transport_kafka.c, a librdkafka producer) and NATS JetStream (wm_transport_nats.c,
  * asynchronous publishes), used by write_kafka, write_nats and the repartitioning writer of
- * key_by{through = ...} (wm_through.c), none of which names the other's client library.
+ * key_by{through = ...} (wm_through.c), none of which calls a client library itself (the sinks
+ * open their own backend, the repartitioning writer either: wm_transport_open.c).
  *
  * What every backend does the same way:
  * - send: a message (value, key, partition or subject, timestamp, headers) handed to the
@@ -17,7 +18,8 @@
  * `ordered` (the repartitioning writer: its readers drop a record whose sequence number is
  * not after the last one read) asks that the messages of one partition land in the order
  * sent: Kafka's idempotent producer; on NATS a message the server answered with an error
- * fails the transport rather than being sent again (after later ones). Otherwise (the
+ * fails the transport rather than being sent again (after later ones), and a publish has no
+ * acknowledgement deadline of its own. Otherwise (the
  * sinks) NATS sends again what was not acknowledged within 5 s, with the same headers
  * (write_nats's Nats-Msg-Id de-duplicates), riding out server pauses and restarts until
  * timeout_ms passes without any acknowledgement. */
