@@ -97,6 +97,7 @@ build = {
         "bindings/lwm_report.c",
         "bindings/lwm_state.c",
         "bindings/lwm_task.c",
+        "bindings/lwm_testenv.c",
         "bindings/lwm_through.c",
         "bindings/lwm_time.c",
         "bindings/lwm_timeline.c",
