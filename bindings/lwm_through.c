@@ -19,7 +19,7 @@ static void read_target(lua_State *L, int idx, wm_through_target *t, const char 
   memset(t, 0, sizeof *t);
   *props = NULL;
   const char *kind = lwm_get_str(L, idx, "kind");
-  t->kind = kind && strcmp(kind, "nats") == 0 ? WM_THROUGH_NATS : WM_THROUGH_KAFKA;
+  t->kind = kind && strcmp(kind, "nats") == 0 ? WM_TRANSPORT_NATS : WM_TRANSPORT_KAFKA;
   t->partitions = (int)lwm_get_int(L, idx, "partitions", 1);
   t->brokers = lwm_get_str(L, idx, "brokers");
   t->topic = lwm_get_str(L, idx, "topic");
@@ -50,7 +50,7 @@ int lwm_through_ensure(lua_State *L) {
   char err[1024];
   int64_t last = 0;
   lua_Integer timeout = lwm_get_int(L, 1, "timeout", ENSURE_TIMEOUT_MS);
-  int rc = wm_through_ensure(&t, timeout > 0 && timeout < INT32_MAX ? (int)timeout : ENSURE_TIMEOUT_MS, &last,
+  int rc = wm_transport_make(&t, timeout > 0 && timeout < INT32_MAX ? (int)timeout : ENSURE_TIMEOUT_MS, &last,
                              err, sizeof err);
   free(props);
   if (rc != 0) {

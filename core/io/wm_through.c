@@ -1,20 +1,15 @@
-/* Repartitioning through a partitioned log (wm_through.h): the writer sink, the reader's
- * tap, and making the intermediate topic or stream. */
+/* Repartitioning through a partitioned log (wm_through.h): the writer sink, which sends
+ * through a transport (wm_transport.h: Kafka or NATS alike), and the reader's tap. */
 #include "io/wm_through.h"
 
-#include <librdkafka/rdkafka.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/wm_statefmt.h"
-#include "io/wm_kafka.h"
-#include "io/wm_nats.h"
 #include "io/wm_partsrc.h"
 #include "time/wm_time.h"
 
-#define THR_FLUSH_MS 60000
 #define THR_MAGIC 'w'
 #define THR_VERSION 1
 
@@ -32,152 +27,11 @@ static uint32_t fnv1a32(const char *s, size_t n) {
   return h;
 }
 
-/* ---- the intermediate topic or stream ---------------------------------------------------- */
-
-/* A client of the brokers for the admin and metadata requests (destroy it); NULL with err. */
-static rd_kafka_t *kafka_client(const wm_through_target *t, char *err, size_t errlen) {
-  char e[512];
-  rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, e, sizeof e);
-  if (!conf) {
-    snprintf(err, errlen, "%s", e);
-    return NULL;
-  }
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
-  if (!rk) {
-    rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka client for %s: %s", t->brokers, e);
-  }
-  return rk;
-}
-
-/* Creates the topic with the admin API. 0, or -1 with err. */
-static int kafka_create(const wm_through_target *t, int timeout_ms, char *err, size_t errlen) {
-  char e[512];
-  rd_kafka_t *rk = kafka_client(t, err, errlen);
-  if (!rk) return -1;
-  int rc = -1;
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(t->topic, t->partitions, t->replication, e, sizeof e);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  if (!nt || !q || !ao) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers, nt ? "out of memory" : e);
-    goto done;
-  }
-  rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, e, sizeof e);
-  rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
-  const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
-  if (!ev || !res) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: no answer in %d ms", t->topic, t->brokers,
-             timeout_ms);
-  } else if (rd_kafka_event_error(ev)) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
-             rd_kafka_event_error_string(ev));
-  } else {
-    size_t cnt = 0;
-    const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
-    rd_kafka_resp_err_t te = cnt ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (te && te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) /* another thread or process made it */
-      snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
-               rd_kafka_topic_result_error_string(tr[0]) ? rd_kafka_topic_result_error_string(tr[0])
-                                                          : rd_kafka_err2str(te));
-    else
-      rc = 0;
-  }
-  if (ev) rd_kafka_event_destroy(ev);
-done:
-  if (ao) rd_kafka_AdminOptions_destroy(ao);
-  if (q) rd_kafka_queue_destroy(q);
-  if (nt) rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_destroy(rk);
-  return rc;
-}
-
-/* The partitions of the topic from the metadata of every topic (asking for the topic
- * itself would make a broker that creates topics on demand create it with its default
- * count): *n = 0 when it does not exist. 0, or -1 with err. */
-static int kafka_count(const wm_through_target *t, int timeout_ms, int *n, char *err, size_t errlen) {
-  rd_kafka_t *rk = kafka_client(t, err, errlen);
-  if (!rk) return -1;
-  const struct rd_kafka_metadata *md = NULL;
-  rd_kafka_resp_err_t r = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
-  int rc = 0;
-  *n = 0;
-  if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    snprintf(err, errlen, "cannot reach the Kafka brokers at %s: %s", t->brokers, rd_kafka_err2str(r));
-    rc = -1;
-  } else {
-    for (int i = 0; i < md->topic_cnt; i++)
-      if (strcmp(md->topics[i].topic, t->topic) == 0 && !md->topics[i].err) *n = md->topics[i].partition_cnt;
-  }
-  if (md) rd_kafka_metadata_destroy(md);
-  rd_kafka_destroy(rk);
-  return rc;
-}
-
-static int kafka_ensure(const wm_through_target *t, int timeout_ms, char *err, size_t errlen) {
-  int n = 0;
-  if (kafka_count(t, timeout_ms, &n, err, errlen) != 0) return -1;
-  if (n == 0) {
-    if (kafka_create(t, timeout_ms, err, errlen) != 0) return -1;
-    char e[1024]; /* now asked by name: the brokers know it */
-    if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, e, sizeof e) != 0) {
-      snprintf(err, errlen, "%s", e);
-      return -1;
-    }
-  }
-  if (n == t->partitions) return 0;
-  snprintf(err, errlen, "topic '%s' on %s has %d partitions, not %d", t->topic, t->brokers, n, t->partitions);
-  return -1;
-}
-
-static int nats_ensure(const wm_through_target *t, int64_t *last, char *err, size_t errlen) {
-  natsConnection *nc;
-  jsCtx *js;
-  if (wm_nats_connect(t->url, NULL, &nc, &js, err, errlen) != 0) return -1;
-  jsStreamInfo *si = NULL;
-  jsErrCode jerr = 0;
-  char why[300];
-  natsStatus s = js_GetStreamInfo(&si, js, t->stream, NULL, &jerr);
-  if (s == NATS_NOT_FOUND) {
-    char subj[600];
-    snprintf(subj, sizeof subj, "%s.*", t->subject);
-    const char *subjects[1] = {subj};
-    jsStreamConfig sc;
-    jsStreamConfig_Init(&sc);
-    sc.Name = t->stream;
-    sc.Subjects = subjects;
-    sc.SubjectsLen = 1;
-    jerr = 0;
-    s = js_AddStream(&si, js, &sc, NULL, &jerr);
-    if (s != NATS_OK && jerr == JSStreamNameExistErr) { /* another thread or process made it */
-      jerr = 0;
-      s = js_GetStreamInfo(&si, js, t->stream, NULL, &jerr);
-    }
-    if (s != NATS_OK)
-      snprintf(err, errlen, "cannot create stream '%s' on %s: %s", t->stream, t->url,
-               wm_nats_why(s, jerr, why, sizeof why));
-  } else if (s != NATS_OK) {
-    snprintf(err, errlen, "stream '%s' on %s: %s", t->stream, t->url, wm_nats_why(s, jerr, why, sizeof why));
-  }
-  if (s == NATS_OK && si) *last = (int64_t)si->State.LastSeq;
-  if (si) jsStreamInfo_Destroy(si);
-  wm_nats_close(nc, js);
-  return s == NATS_OK ? 0 : -1;
-}
-
-int wm_through_ensure(const wm_through_target *t, int timeout_ms, int64_t *last, char *err,
-                      size_t errlen) {
-  *last = 0;
-  if (t->kind == WM_THROUGH_KAFKA) return kafka_ensure(t, timeout_ms, err, errlen);
-  return nats_ensure(t, last, err, errlen);
-}
-
 /* ---- the writer ------------------------------------------------------------------------------ */
 
 typedef struct twriter {
-  wm_through_target t;   /* strings owned */
-  char *brokers, *topic, *url, *stream, *subject, **props;
+  wm_transport *t;       /* ordered: a partition's messages land in the order sent */
+  int partitions;
   wm_keysel key;
   wm_codec_host codec;
   int writer, writers;
@@ -185,48 +39,7 @@ typedef struct twriter {
   uint64_t mk;           /* markers sent since the last record */
   int ended;             /* the end was sent */
   wm_buf msg, text;
-  /* Kafka */
-  rd_kafka_t *rk;
-  int kfailed;
-  uint64_t unflushed;    /* messages produced since the last flush */
-  /* NATS */
-  natsConnection *nc;
-  jsCtx *js;
-  char *who;
-  char **subjects;       /* per partition */
-  atomic_int nfailed;    /* set by libnats' thread */
-  char why[512];         /* written before the failure flag is set */
 } twriter;
-
-static int tw_failure(wm_op *op) {
-  twriter *w = op->impl;
-  if (w->t.kind == WM_THROUGH_KAFKA)
-    return wm_ctx_error(op->ctx, "%s: cannot deliver to topic '%s' at %s: %s", op->name, w->topic, w->brokers,
-                        w->why);
-  return wm_ctx_error(op->ctx, "%s: cannot publish to stream '%s' at %s: %s", op->name, w->stream, w->url,
-                      w->why);
-}
-
-static int tw_failed(twriter *w) {
-  return w->t.kind == WM_THROUGH_KAFKA ? w->kfailed : atomic_load(&w->nfailed);
-}
-
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-  (void)rk;
-  twriter *w = opaque;
-  if (m->err && !w->kfailed) {
-    snprintf(w->why, sizeof w->why, "%s", rd_kafka_err2str(m->err));
-    w->kfailed = 1;
-  }
-}
-
-static void on_pub_error(jsCtx *js, jsPubAckErr *pae, void *closure) {
-  (void)js;
-  twriter *w = closure;
-  if (atomic_load(&w->nfailed)) return;
-  snprintf(w->why, sizeof w->why, "%s", pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
-  atomic_store(&w->nfailed, 1);
-}
 
 /* The message's head in w->msg. */
 static void tw_head(twriter *w, char kind, uint64_t seq, int64_t time) {
@@ -246,78 +59,17 @@ static int tw_send(wm_op *op, twriter *w, int p, uint64_t seq, int64_t ts) {
   char wh[48], sh[24];
   snprintf(wh, sizeof wh, "%d/%d", w->writer, w->writers);
   snprintf(sh, sizeof sh, "%llu", (unsigned long long)seq);
-  if (w->t.kind == WM_THROUGH_KAFKA) {
-    rd_kafka_poll(w->rk, 0); /* delivery reports */
-    int64_t mts = ts == WM_TIME_MIN || ts == WM_TIME_MAX || ts < 0 ? 0 : ts;
-    for (;;) {
-      if (w->kfailed) return tw_failure(op);
-#if defined(__clang__) /* see wm_sink_kafka.c */
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wint-to-void-pointer-cast"
-#endif
-      rd_kafka_resp_err_t e = rd_kafka_producev(
-          w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(w->msg.data, w->msg.len), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_TIMESTAMP(mts),
-          RD_KAFKA_V_HEADER("wm-writer", wh, -1), RD_KAFKA_V_HEADER("wm-seq", sh, -1), RD_KAFKA_V_END);
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
-      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        w->unflushed++;
-        return WM_OK;
-      }
-      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        snprintf(w->why, sizeof w->why, "%s", rd_kafka_err2str(e));
-        w->kfailed = 1;
-        return tw_failure(op);
-      }
-      rd_kafka_poll(w->rk, 100); /* backpressure: wait for deliveries */
-    }
-  }
-  if (atomic_load(&w->nfailed)) return tw_failure(op);
-  natsMsg *m = NULL;
-  natsStatus s = natsMsg_Create(&m, w->subjects[p], NULL, w->msg.data, (int)w->msg.len);
-  if (s == NATS_OK) s = natsMsgHeader_Set(m, "wm-writer", wh);
-  if (s == NATS_OK) s = natsMsgHeader_Set(m, "wm-seq", sh);
-  if (s == NATS_OK) s = js_PublishMsgAsync(w->js, &m, NULL);
-  if (m) natsMsg_Destroy(m); /* left to us when the publish failed */
-  if (s != NATS_OK) {
-    char why[300];
-    snprintf(w->why, sizeof w->why, "%s", wm_nats_why(s, 0, why, sizeof why));
-    atomic_store(&w->nfailed, 1);
-    return tw_failure(op);
-  }
-  return WM_OK;
-}
-
-/* Waits until the log has every message sent so far. */
-static int tw_complete(wm_op *op, twriter *w) {
-  if (w->t.kind == WM_THROUGH_KAFKA) {
-    if (!w->rk || !w->unflushed) return w->kfailed ? tw_failure(op) : WM_OK; /* nothing to wait for */
-    rd_kafka_resp_err_t e = rd_kafka_flush(w->rk, THR_FLUSH_MS);
-    if (!e) w->unflushed = 0;
-    if (e && !w->kfailed) {
-      snprintf(w->why, sizeof w->why, "%s", rd_kafka_err2str(e));
-      w->kfailed = 1;
-    }
-  } else if (w->js) {
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = THR_FLUSH_MS;
-    natsStatus s = js_PublishAsyncComplete(w->js, &po);
-    if (s != NATS_OK && !atomic_load(&w->nfailed)) {
-      snprintf(w->why, sizeof w->why, "%s while waiting for the acknowledgements", natsStatus_GetText(s));
-      atomic_store(&w->nfailed, 1);
-    }
-  }
-  return tw_failed(w) ? tw_failure(op) : WM_OK;
+  const char *hdr[4] = {"wm-writer", wh, "wm-seq", sh};
+  wm_transport_msg m = {.data = w->msg.data, .len = w->msg.len, .partition = p, .ts = ts, .headers = hdr,
+                        .nheaders = 4};
+  return wm_transport_send(w->t, &m) == WM_OK ? WM_OK : wm_transport_error(op, w->t);
 }
 
 /* A marker to every partition, at position (records sent, its number since the last). */
 static int tw_marker(wm_op *op, twriter *w, char kind, int64_t time) {
   tw_head(w, kind, w->seq, time);
   wm_codec_put_uvar(&w->msg, w->mk + 1);
-  for (int p = 0; p < w->t.partitions; p++)
+  for (int p = 0; p < w->partitions; p++)
     if (tw_send(op, w, p, w->seq, WM_TIME_MIN) != WM_OK) return WM_ERR;
   w->mk++;
   return WM_OK;
@@ -331,7 +83,7 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_clear(&w->text);
   wm_format_value(&w->text, &key, 0, op->ctx->host.format, op->ctx->host.ud);
   if (w->text.oom) return wm_ctx_error(op->ctx, "out of memory in '%s'", op->name);
-  int p = (int)(fnv1a32(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->t.partitions);
+  int p = (int)(fnv1a32(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->partitions);
   uint64_t seq = w->seq + 1;
   tw_head(w, K_RECORD, seq, ts);
   wm_encoder enc; /* a schema per message: every message is read on its own (replays, restores) */
@@ -353,13 +105,18 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return WM_OK;
 }
 
+/* Waits until the log has every message sent so far. */
+static int tw_complete(wm_op *op, twriter *w, int what) {
+  return wm_transport_complete(w->t, what) == WM_OK ? WM_OK : wm_transport_error(op, w->t);
+}
+
 static int tw_watermark(wm_op *op, int64_t wm) {
   twriter *w = op->impl;
   if (wm != WM_TIME_MAX) return tw_marker(op, w, K_WATERMARK, wm);
   if (w->ended) return WM_OK;
   if (tw_marker(op, w, K_END, wm) != WM_OK) return WM_ERR;
   w->ended = 1;
-  return tw_complete(op, w);
+  return tw_complete(op, w, WM_TRANSPORT_END);
 }
 
 static int tw_status(wm_op *op, bool idle) {
@@ -373,7 +130,7 @@ static int tw_status(wm_op *op, bool idle) {
  * number, ended). */
 static int tw_snapshot(wm_op *op, wm_state_io *io) {
   twriter *w = op->impl;
-  if (tw_complete(op, w) != WM_OK) return WM_ERR;
+  if (tw_complete(op, w, WM_TRANSPORT_CHECKPOINT) != WM_OK) return WM_ERR;
   wm_state_put_header(io, 'R');
   wm_state_put_u(io, w->seq);
   wm_state_put_u(io, w->mk);
@@ -400,79 +157,16 @@ static int tw_restore(wm_op *op, wm_state_io *io) {
 static void tw_free(wm_op *op) {
   twriter *w = op->impl;
   if (!w) return;
-  if (w->rk) rd_kafka_destroy(w->rk);
-  wm_nats_close(w->nc, w->js);
+  wm_transport_free(w->t);
   if (w->key.free) w->key.free(w->key.ud);
   wm_buf_free(&w->msg);
   wm_buf_free(&w->text);
-  for (int i = 0; w->subjects && i < w->t.partitions; i++) free(w->subjects[i]);
-  free(w->subjects);
-  for (int i = 0; w->props && i < w->t.nprops; i++) free(w->props[i]);
-  free(w->props);
-  free(w->brokers);
-  free(w->topic);
-  free(w->url);
-  free(w->stream);
-  free(w->subject);
-  free(w->who);
   free(w);
 }
 
 static const wm_op_vt twriter_vt = {.kind = "through_write", .record = tw_record,
                                     .watermark = tw_watermark, .status = tw_status,
                                     .snapshot = tw_snapshot, .restore = tw_restore, .free = tw_free};
-
-static char *dup_or_null(const char *s, int *oom) {
-  if (!s) return NULL;
-  char *d = strdup(s);
-  if (!d) *oom = 1;
-  return d;
-}
-
-static int tw_connect(wm_op *op, twriter *w) {
-  wm_ctx *ctx = op->ctx;
-  char e[600];
-  if (w->t.kind == WM_THROUGH_KAFKA) {
-    static const char *const sets[] = {"message.timeout.ms", "30000", "linger.ms", "5",
-                                       "enable.idempotence", "true"}; /* in order per partition */
-    rd_kafka_conf_t *conf = wm_kafka_conf(w->brokers, sets, 6, (const char *const *)w->props, w->t.nprops,
-                                          e, sizeof e);
-    if (!conf) return wm_ctx_error(ctx, "%s: %s", op->name, e);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_opaque(conf, w);
-    w->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
-    if (!w->rk) {
-      rd_kafka_conf_destroy(conf);
-      return wm_ctx_error(ctx, "%s: cannot create a Kafka producer for %s: %s", op->name, w->brokers, e);
-    }
-    /* the topic's leaders now: the first records then need not wait for them (about a
-     * second on the first flush otherwise) */
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(w->rk, w->topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t r = rkt ? rd_kafka_metadata(w->rk, 0, rkt, &md, 10000) : rd_kafka_last_error();
-    if (md) rd_kafka_metadata_destroy(md);
-    if (rkt) rd_kafka_topic_destroy(rkt);
-    if (r != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return wm_ctx_error(ctx, "%s: cannot reach the Kafka brokers at %s: %s", op->name, w->brokers,
-                          rd_kafka_err2str(r));
-    return WM_OK;
-  }
-  if (!(w->who = wm_nats_who(op->name, w->url))) return wm_ctx_error(ctx, "out of memory");
-  if (wm_nats_connect(w->url, w->who, &w->nc, &w->js, e, sizeof e) != 0)
-    return wm_ctx_error(ctx, "%s: %s", op->name, e);
-  jsCtx_Destroy(w->js); /* again, with the error handler of asynchronous publishes */
-  w->js = NULL;
-  jsOptions jo;
-  jsOptions_Init(&jo);
-  jo.PublishAsync.ErrHandler = on_pub_error;
-  jo.PublishAsync.ErrHandlerClosure = w;
-  jo.PublishAsync.MaxPending = 4096;
-  jo.PublishAsync.StallWait = THR_FLUSH_MS; /* a full window is backpressure, not a failure */
-  natsStatus s = natsConnection_JetStream(&w->js, w->nc, &jo);
-  if (s != NATS_OK)
-    return wm_ctx_error(ctx, "%s: no JetStream at %s: %s", op->name, w->url, natsStatus_GetText(s));
-  return WM_OK;
-}
 
 wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_config *cfg) {
   twriter *w = calloc(1, sizeof *w);
@@ -484,36 +178,18 @@ wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_co
     return NULL;
   }
   w->key = cfg->key; /* owned from now on */
-  w->t = cfg->target;
+  w->partitions = cfg->target.partitions;
   w->codec = cfg->codec;
   w->writer = cfg->writer;
   w->writers = cfg->writers;
-  atomic_init(&w->nfailed, 0);
   wm_buf_init(&w->msg);
   wm_buf_init(&w->text);
-  int oom = 0;
-  w->brokers = dup_or_null(cfg->target.brokers, &oom);
-  w->topic = dup_or_null(cfg->target.topic, &oom);
-  w->url = dup_or_null(cfg->target.url, &oom);
-  w->stream = dup_or_null(cfg->target.stream, &oom);
-  w->subject = dup_or_null(cfg->target.subject, &oom);
-  int np = w->t.partitions, nprops = w->t.nprops;
-  w->t.nprops = 0; /* counts what is copied, for tw_free */
-  if (nprops > 0 && !oom && !(w->props = calloc((size_t)nprops, sizeof *w->props))) oom = 1;
-  for (int i = 0; !oom && i < nprops; i++, w->t.nprops++) w->props[i] = dup_or_null(cfg->target.props[i], &oom);
-  w->t.partitions = 0;
-  if (!oom && w->t.kind == WM_THROUGH_NATS && !(w->subjects = calloc((size_t)np, sizeof *w->subjects))) oom = 1;
-  for (int p = 0; !oom && w->subjects && p < np; p++, w->t.partitions++) {
-    char subj[600];
-    snprintf(subj, sizeof subj, "%s.%d", w->subject, p);
-    w->subjects[p] = dup_or_null(subj, &oom);
-  }
-  w->t.partitions = np;
-  if (oom) {
-    wm_ctx_error(ctx, "out of memory creating '%s'", name);
+  wm_transport_config tc = {.target = cfg->target, .name = op->name, .label = "key_by through", .ordered = 1};
+  char e[700];
+  if (!(w->t = wm_transport_open(&tc, e, sizeof e))) {
+    wm_ctx_error(ctx, "%s: %s", op->name, e);
     return NULL; /* the op (and w) are freed with the context */
   }
-  if (tw_connect(op, w) != WM_OK) return NULL;
   return op;
 }
 

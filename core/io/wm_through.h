@@ -36,28 +36,11 @@
 
 #include "base/wm_codec.h"
 #include "io/wm_conn.h"
+#include "io/wm_transport.h"
 #include "ops/wm_keys.h"
 
-enum { WM_THROUGH_KAFKA = 1, WM_THROUGH_NATS = 2 };
-
-/* The intermediate topic or stream. */
-typedef struct wm_through_target {
-  int kind;                  /* WM_THROUGH_KAFKA or WM_THROUGH_NATS */
-  int partitions;            /* n */
-  const char *brokers, *topic; /* Kafka */
-  const char *const *props;  /* librdkafka properties: name, value, ... */
-  int nprops;
-  int replication;           /* Kafka: the replication factor of a topic made here (-1: the
-                                brokers' default) */
-  const char *url, *stream, *subject; /* NATS: partition p is the subject "<subject>.<p>" */
-} wm_through_target;
-
-/* Makes the topic (Kafka admin API, n partitions) or the stream (on "<subject>.*") when it
- * is missing; a Kafka topic with another number of partitions is an error. NATS: *last is
- * the stream's last sequence now (0 when empty). 0, or -1 with err ("cannot reach the
- * Kafka brokers at ...", "topic 'x' on ... has 2 partitions, not 4"). */
-int wm_through_ensure(const wm_through_target *t, int timeout_ms, int64_t *last, char *err,
-                      size_t errlen);
+/* The intermediate topic or stream (made when the job is built: wm_transport_make). */
+typedef wm_transport_target wm_through_target;
 
 typedef struct wm_through_writer_config {
   wm_through_target target; /* strings copied */
@@ -66,7 +49,7 @@ typedef struct wm_through_writer_config {
   int writer, writers;      /* writer i (from 0) of W */
 } wm_through_writer_config;
 
-/* The write side's sink. Connects here (an unreachable server fails the build, naming
+/* The write side's sink, on an ordered transport. Connects here (an unreachable server fails the build, naming
  * the operator). NULL on failure (message in ctx->err). */
 wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_config *cfg);
 

@@ -27,6 +27,7 @@ static const struct {
     {"member", test_member},
     {"jsonw", test_jsonw},
     {"through", test_through},
+    {"transport", test_transport},
     {"exec", test_exec},
     {"metrics", test_metrics},
     {"twoin", test_twoin},
