@@ -89,9 +89,7 @@ local bad_type = NS(function(t) return "type " .. t:upper():match("%a+") end,
   (ci("ARRAY") + ci("MAP") + ci("ROW") + ci("MULTISET") + ci("VARBINARY") + ci("BINARY") + ci("BYTES")
    + ci("DATE") + ci("TIME") + ci("RAW") + ci("INTERVAL") + ci("STRUCTURED")) * -idchar)
 -- statements
-local unsupported_stmt = NS("CREATE FUNCTION (from Lua: env:create_function)", W("CREATE")
-    * (W("TEMPORARY") * W("SYSTEM") ^ -1) ^ -1 * W("FUNCTION"))
-  + NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
+local unsupported_stmt = NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
   + NS("CREATE DATABASE", W("CREATE") * W("DATABASE"))
   + NS("DROP", W("DROP")) + NS("ALTER", W("ALTER")) + NS("SHOW", W("SHOW"))
   + NS("DESCRIBE", W("DESCRIBE") + W("DESC")) + NS("USE", W("USE"))
@@ -205,7 +203,7 @@ end
 
 local G = {
   "stmt",
-  stmt = unsupported_stmt + V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
+  stmt = unsupported_stmt + V("create_function") + V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
     + V("query_stmt"),
 
   -- CREATE TABLE
@@ -246,6 +244,18 @@ local G = {
   prop = Ct(Cp() * string_lit * T("=") * string_lit) / function(t)
     return {pos = t[1], key = t[2], value = t[3]}
   end,
+
+  -- CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] f AS 'module.name' LANGUAGE LUA
+  create_function = Ct(Cg_pos("create_function") * K("CREATE")
+    * (K("TEMPORARY") * (ci("SYSTEM") * -idchar * ws) ^ -1) ^ -1 * ci("FUNCTION") * -idchar * ws
+    * (K("IF") * K("NOT") * ci("EXISTS") * -idchar * ws * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
+    * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * K("AS") * lpeg.Cg(Cp(), "class_pos") * lpeg.Cg(string_lit, "class")
+    * (W("LANGUAGE") * (K("LUA") + NS(function(t)
+        return "LANGUAGE " .. t:upper():gsub("%s+$", "") .. " (functions are written in Lua: LANGUAGE LUA)"
+      end, idstart * idchar ^ 0 * ws))
+      + NS("CREATE FUNCTION without LANGUAGE LUA (Java classes; functions are written in Lua)"))
+    * (NS("CREATE FUNCTION ... USING JAR", W("USING")) + P(true))),
 
   -- CREATE VIEW
   create_view = Ct(Cg_pos("create_view") * K("CREATE") * (K("TEMPORARY") ^ -1) * K("VIEW")
