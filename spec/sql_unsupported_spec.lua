@@ -36,10 +36,12 @@ local cases = {
   -- OVER windows and Top-N
   {"OVER windows", "SELECT a, COUNT(*) OVER (PARTITION BY b ORDER BY rt) FROM t", "2:20"},
   {"OVER windows", "SELECT a, SUM(a) OVER w FROM t WINDOW w AS (PARTITION BY b ORDER BY rt)", "2:18"},
-  {"Top-N (ROW_NUMBER() OVER ...)",
-   "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY b ORDER BY a DESC) AS rn FROM t) WHERE rn <= 3",
-   "2:39"},
-  {"Top-N (ROW_NUMBER() OVER ...)", "SELECT RANK() OVER (ORDER BY a) FROM t", "2:15"},
+  {"RANK() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))",
+   "SELECT * FROM (SELECT *, RANK() OVER (PARTITION BY b ORDER BY a DESC) AS rn FROM t) WHERE rn <= 3", "2:33"},
+  {"DENSE_RANK() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))",
+   "SELECT DENSE_RANK() OVER (ORDER BY a) FROM t", "2:21"},
+  {"ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY ... ORDER BY ...))",
+   "SELECT ROW_NUMBER() OVER (ORDER BY a ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "2:21"},
   {"WINDOW clause (named OVER windows)", "SELECT a FROM t WINDOW w AS (PARTITION BY b)", "2:17"},
   -- MATCH_RECOGNIZE
   {"MATCH_RECOGNIZE", "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY b ORDER BY rt MEASURES A.a AS x "

@@ -509,6 +509,10 @@ compile_node = function(e, scope)
     if WINDOW_PROPS[e.name] then
       errors.raise(src, e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_"))
     end
+    if e.over then
+      errors.raise(src, e.pos, "not supported yet: ROW_NUMBER() OVER (...) here: it is an item of a query that "
+        .. "an outer query filters on it, WHERE rn <= N (Top-N) or rn = 1 (deduplication)")
+    end
     if e.name == "CURRENT_WATERMARK" and scope.current_watermark then
       return scope.current_watermark(e)
     end

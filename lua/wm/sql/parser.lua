@@ -352,13 +352,25 @@ local G = {
   call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
       * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
-      * (Cp() * (W("OVER") * #(P("(") + idstart) * Cc("over") + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
-    / function(pos, name, mode, args, after, what)
+      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over")
+        + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
+    / function(pos, name, mode, args, after, what, spec)
       local up = name:upper()
+      if what == "over_spec" then
+        if up == "ROW_NUMBER" then
+          if #args > 0 or mode then errors.raise(cur_src, pos, "ROW_NUMBER takes no arguments") end
+          spec.pos = after
+          return {tag = "call", pos = pos, name = up, args = args, over = spec}
+        end
+        what = "over"
+      end
       if what == "over" then
-        local topn = up == "ROW_NUMBER" or up == "RANK" or up == "DENSE_RANK"
+        local topn = up == "RANK" or up == "DENSE_RANK"
         errors.raise(cur_src, after, "not supported yet: %s",
-          topn and "Top-N (ROW_NUMBER() OVER ...)" or "OVER windows")
+          topn and up .. "() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))"
+          or up == "ROW_NUMBER" and "ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY "
+            .. "... ORDER BY ...))"
+          or "OVER windows")
       elseif what == "filter" then
         errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
       end
@@ -368,6 +380,15 @@ local G = {
       return {tag = "call", pos = pos, name = name:upper(), args = args,
               star = mode == "star" or nil, distinct = mode == "distinct" or nil}
     end,
+  -- OVER (PARTITION BY e, ... ORDER BY e [ASC|DESC], ...) of ROW_NUMBER()
+  over_spec = T("(") * Ct((ci("PARTITION") * -idchar * ws * K("BY")
+      * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "partition")) ^ -1
+    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1)
+    * T(")"),
+  order_item = Ct(lpeg.Cg(V("expr"), "expr") * (ci("ASC") * -idchar * ws + ci("DESC") * -idchar * ws
+      * lpeg.Cg(Cc(true), "desc")) ^ -1
+    * (ci("NULLS") * -idchar * ws * lpeg.Cg(C(ci("FIRST") + ci("LAST")) / string.upper, "nulls") * -idchar * ws)
+      ^ -1),
   column = (Cp() * ident * (T(".") * ident) ^ -1) / function(pos, a, b)
     if b then return {tag = "col", pos = pos, qual = a, name = b} end
     return {tag = "col", pos = pos, name = a}

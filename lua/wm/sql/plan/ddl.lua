@@ -95,7 +95,7 @@ function Planner:create_view(st)
   local saved, saved_checking = self.env, self.checking
   self.env, self.checking = self:scratch_env(), true
   self.view_plans = self.view_plans + 1
-  local ok, e = pcall(self.plan_query, self, st.query)
+  local ok, e = pcall(self.plan_query, self, st.query, true)
   self.env, self.checking = saved, saved_checking
   if not ok then error(e, 0) end
   if st.columns and #st.columns ~= #e.cols then
