@@ -97,6 +97,15 @@ function Planner:plan_rank_input(q, idx)
   return out
 end
 
+-- Where an expression starts in the script (a binary node's position is its operator's).
+local function start_pos(e)
+  while e.tag == "bin" or e.tag == "like" or e.tag == "between" or e.tag == "in" or e.tag == "isnull"
+      or e.tag == "isbool" do
+    e = e[1]
+  end
+  return e.pos
+end
+
 -- The N of a condition `rn <= N`, `rn < N`, `rn = 1` (or with the sides swapped), else nil.
 local FLIP = {["<="] = ">=", ["<"] = ">", [">="] = "<=", [">"] = "<", ["="] = "="}
 local function rank_bound(self, c, rn)
@@ -111,13 +120,13 @@ local function rank_bound(self, c, rn)
   elseif op == "<" then n = lit.value - 1
   elseif op == "=" then
     if lit.value ~= 1 then
-      self:err(c.pos, "not supported yet: %s = %d (a rank range that does not start at 1)", rn, lit.value)
+      self:err(start_pos(c), "not supported yet: %s = %d (a rank range that does not start at 1)", rn, lit.value)
     end
     n = 1
   else
     return nil
   end
-  if n < 1 then self:err(c.pos, "this condition keeps no row: %s starts at 1", rn) end
+  if n < 1 then self:err(start_pos(c), "this condition keeps no row: %s starts at 1", rn) end
   return n
 end
 
@@ -139,7 +148,7 @@ function Planner:apply_rank(q, rel)
       n = b
     else
       if mentions(c, rn) then
-        self:err(c.pos, "not supported yet: this condition on %s (a Top-N takes one: %s <= N, %s < N or %s = 1)", rn,
+        self:err(start_pos(c), "not supported yet: this condition on %s (a Top-N takes one: %s <= N, %s < N or %s = 1)", rn,
           rn, rn, rn)
       end
       rest = rest and {tag = "bin", op = "AND", pos = c.pos, rest, c} or c
