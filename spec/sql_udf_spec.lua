@@ -33,6 +33,17 @@ M.fragile = {args = {"INT"}, returns = "BIGINT",
   accumulate = function(acc, v) if v == 4 then error("four!") end acc.n = acc.n + 1 end,
   get_value = function(acc) return acc.n end}
 M.plain = function(s) return "<" .. tostring(s) .. ">" end
+M.upto = {args = {"INT"}, returns = {"i INT", "sq BIGINT"}, eval = function(emit, n)
+  for i = 1, n - 1 do emit({i = i, sq = i * i}) end
+end}
+M.letters = {args = {"STRING"}, returns = {"c STRING"}, eval = function(emit, s)
+  for ch in s:gmatch(".") do emit(ch) end
+end}
+M.badrows = {returns = {"n INT"}, eval = function(emit) emit("x") end}
+M.failing = {args = {"INT"}, returns = {"n INT"}, eval = function(emit, v)
+  emit(v)
+  if v == 2 then error("no two") end
+end}
 return M
 ]]
 
@@ -48,9 +59,13 @@ CREATE FUNCTION sumsq AS 'udfs.sumsq' LANGUAGE LUA;
 CREATE FUNCTION joined AS 'udfs.joined' LANGUAGE LUA;
 CREATE FUNCTION fragile AS 'udfs.fragile' LANGUAGE LUA;
 CREATE TEMPORARY SYSTEM FUNCTION IF NOT EXISTS plain AS 'udfs.plain' LANGUAGE LUA;
+CREATE FUNCTION upto AS 'udfs.upto' LANGUAGE LUA;
+CREATE FUNCTION letters AS 'udfs.letters' LANGUAGE LUA;
+CREATE FUNCTION badrows AS 'udfs.badrows' LANGUAGE LUA;
+CREATE FUNCTION failing AS 'udfs.failing' LANGUAGE LUA;
 ]]
--- the first line after DDL (it has 11)
-local L = 12
+-- the first line after DDL (it has 15)
+local L = 16
 
 local function run(query)
   return sql_run.run(DDL .. query, {["s.csv"] = DATA, ["udfs.lua"] = UDFS})
@@ -184,7 +199,8 @@ describe("SQL user functions", function()
       err)
   end)
 
-  it("register_function and register_aggregate_function from Lua, for the scripts planned after them", function()
+  it("register_function, register_aggregate_function, register_table_function: for the scripts planned after",
+    function()
     local dir = h.tmpdir()
     h.finally(function() h.rmdir(dir) end)
     local f = assert(io.open(dir .. "/s.csv", "w"))
@@ -203,6 +219,8 @@ sql.register_aggregate_function("span", {
   merge = function(a, b) a.lo = math.min(a.lo, b.lo); a.hi = math.max(a.hi, b.hi) end,
   get_value = function(acc) return acc.hi - acc.lo end,
 }, {args = {"BIGINT"}, returns = "BIGINT"})
+sql.register_table_function("chars", function(emit, s) for c in s:gmatch(".") do emit({c = c}) end end,
+  {args = {"STRING"}, returns = {"c STRING"}})
 for _, bad in ipairs{{"x", function() end, {args = {"NUMBERS"}}}, {"upper", function() end}, {"1x", function() end}} do
   local ok, e = pcall(sql.register_function, bad[1], bad[2], bad[3])
   io.stderr:write(tostring(e), "\n")
@@ -215,6 +233,7 @@ CREATE TABLE t (k STRING, v INT, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3), WATER
   WITH ('connector' = 'filesystem', 'path' = 's.csv', 'format' = 'csv');
 SELECT shout(k, v) FROM t WHERE v < 3;
 SELECT k, span(ts) FROM t GROUP BY SESSION(rt, INTERVAL '3' SECOND), k;
+SELECT c || '?' FROM t, LATERAL TABLE(chars(CAST(v AS STRING) || k)) WHERE v = 1;
 ]], {name = "job.sql", dir = %q})
 sql.unregister_function("shout")
 ok, e = pcall(sql.plan, "CREATE TABLE u (k STRING) WITH ('connector' = 'stdin', 'format' = 'csv'); SELECT shout(k, 1) FROM u")
@@ -226,8 +245,12 @@ io.stderr:write(tostring(e), "\n")
     local first = {}
     for _, l in ipairs(lines(out)) do if l:match("!") then first[#first + 1] = l end end
     assert.are.same({"+I[A!]", "+I[B!!]"}, first)
-    local spans = {}
-    for _, l in ipairs(lines(out)) do if not l:match("!") then spans[#spans + 1] = l end end
+    local spans, chars = {}, {}
+    for _, l in ipairs(lines(out)) do
+      if l:match("%?") then chars[#chars + 1] = l elseif not l:match("!") then spans[#spans + 1] = l end
+    end
+    -- chars('1a') emits 1 and a
+    assert.are.same({"+I[1?]", "+I[a?]"}, chars)
     table.sort(spans)
     assert.are.same({"+I[a, 0]", "+I[a, 2000]", "+I[b, 0]", "+I[b, 0]"}, spans)
     local e = lines(err)
@@ -244,6 +267,69 @@ io.stderr:write(tostring(e), "\n")
     assert.are.equal("", out)
     assert.are.equal("job.sql:" .. L .. ":11: aggregate function 'sumsq' has no merge method: a SESSION window merges "
       .. "accumulators, it needs merge(acc, other)\n", err)
+  end)
+end)
+
+describe("SQL table functions", function()
+  it("FROM t, LATERAL TABLE(f(x)) AS T(a, b): each row joined with every row f emits; none drops the row",
+    function()
+    -- upto(v) emits (i, i * i) for i = 1 .. v - 1: a 1 none; b 2 (1, 1); a 3 (1, 1), (2, 4); the
+    -- WHERE (after the join) drops b 4 and a 5
+    local out, err, code = run("SELECT k, v, i, sq FROM t, LATERAL TABLE(upto(v)) AS T(i, sq) WHERE v <= 3;\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[b, 2, 1, 1]\n+I[a, 3, 1, 1]\n+I[a, 3, 2, 4]\n", out)
+    -- all the rows, summed per key, each joined row one update: b 2 gives 1 (b: 1); a 3 gives
+    -- 1, 4 (a: 1, 5); b 4 gives 1, 4, 9 (b: 2, 6, 15); a 5 gives 1, 4, 9, 16 (a: 6, 10, 19, 35)
+    out, err, code = run("SELECT k, SUM(sq) AS s FROM t CROSS JOIN LATERAL TABLE(upto(v)) AS T(i, sq) GROUP BY k;\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal(table.concat({"+I[b, 1]", "+I[a, 1]", "-U[a, 1]", "+U[a, 5]",
+      "-U[b, 1]", "+U[b, 2]", "-U[b, 2]", "+U[b, 6]", "-U[b, 6]", "+U[b, 15]",
+      "-U[a, 5]", "+U[a, 6]", "-U[a, 6]", "+U[a, 10]", "-U[a, 10]", "+U[a, 19]", "-U[a, 19]", "+U[a, 35]"}, "\n")
+      .. "\n", out)
+  end)
+
+  it("LEFT JOIN LATERAL TABLE(...) ON TRUE keeps a row f emits nothing for, with NULLs; one column by value",
+    function()
+    local out, err, code = run("SELECT k, v, T.i FROM t LEFT JOIN LATERAL TABLE(upto(v)) AS T(i, sq) ON TRUE "
+      .. "WHERE v <= 2;\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[a, 1, <NULL>]\n+I[b, 2, 1]\n", out)
+    -- letters emits each character as a value; its column is c (no alias list)
+    out, err, code = run("SELECT c FROM t JOIN LATERAL TABLE(letters(tag(k, v))) ON TRUE WHERE v = 1;\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[a]\n+I[#]\n+I[1]\n", out)
+  end)
+
+  it("table function errors: planning (not a table function, types, columns, ON) and run time", function()
+    local cases = {
+      {"SELECT * FROM t, LATERAL TABLE(tag(k, v));", L .. ":32: 'tag' is not a table function (LATERAL TABLE takes "
+        .. "one registered with register_table_function or CREATE FUNCTION)"},
+      {"SELECT * FROM t, LATERAL TABLE(nope(k));", L .. ":32: unknown table function 'NOPE'"},
+      {"SELECT * FROM t, LATERAL TABLE(upto(k));", L .. ":37: function 'upto': argument 1 must be INT, got STRING "
+        .. "(declared upto(INT))"},
+      {"SELECT * FROM t, LATERAL TABLE(upto(v)) AS T(i);", L .. ":44: T names 1 column, but function 'upto' gives 2"},
+      {"SELECT * FROM t, LATERAL TABLE(upto(v)) AS T(k, s);", L .. ":44: column 'k' of function 'upto' is also a "
+        .. "column of the table: rename it (AS T(a, ...))"},
+      {"SELECT * FROM t LEFT JOIN LATERAL TABLE(upto(v)) AS T(i, s) ON v > 1;", L .. ":64: LEFT JOIN LATERAL "
+        .. "TABLE(...) takes ON TRUE"},
+    }
+    for _, c in ipairs(cases) do
+      local out, err, code = run(c[1] .. "\n")
+      assert.are.equal(1, code, c[1])
+      assert.are.equal("", out, c[1])
+      assert.are.equal("job.sql:" .. c[2] .. "\n", err, c[1])
+    end
+    local out, err, code = run("SELECT n FROM t, LATERAL TABLE(failing(v));\n")
+    assert.are.equal(1, code)
+    -- a 1 emits 1; b 2 emits 2 (which reaches the sink before the error), then raises
+    assert.are.equal("+I[1]\n+I[2]\n", out)
+    assert.matches("^job%.sql:" .. L .. ":32: function 'failing' failed: [^\n]*udfs%.lua:%d+: no two\n", err)
+    assert.matches("while reading s%.csv:2", err)
+    out, err, code = run("SELECT n FROM t, LATERAL TABLE(badrows());\n")
+    assert.are.equal(1, code)
+    assert.are.equal("", out)
+    assert.matches("^job%.sql:" .. L .. ":32: function 'badrows' emitted string \"x\" for column 'n', which is "
+      .. "declared INT\n", err)
   end)
 end)
 

@@ -65,7 +65,7 @@ function M.define(kind, name, impl, opts, what, level)
   end
   opts = opts or (type(impl) == "table" and impl) or {}
   local def = {kind = kind, name = name, upper = name:upper()}
-  if kind == "scalar" then
+  if kind == "scalar" or kind == "table" then
     local fn = impl
     if type(impl) == "table" then fn = impl.eval end
     if type(fn) ~= "function" then
@@ -87,8 +87,32 @@ function M.define(kind, name, impl, opts, what, level)
   else
     error(what .. ": unknown kind " .. tostring(kind), level)
   end
-  def.args, def.returns = check_types(what, opts, level)
+  if kind == "table" then
+    def.args = check_types(what, {args = opts.args}, level)
+    def.columns = M.columns_of(opts.returns, what, level + 1)
+  else
+    def.args, def.returns = check_types(what, opts, level)
+  end
   return def
+end
+
+--- The columns a table function declares: `returns = {"word STRING", "n INT"}` (absent: one
+-- STRING column named f0, Flink's name).
+function M.columns_of(returns, what, level)
+  if returns == nil then return {{name = "f0", type = "STRING"}} end
+  if type(returns) ~= "table" or #returns == 0 then
+    error(what .. ": returns must be a list of columns {\"name TYPE\", ...}", level + 1)
+  end
+  local cols, seen = {}, {}
+  for i, s in ipairs(returns) do
+    local name, ty = tostring(s):match("^%s*([%a_][%w_]*)%s+(.-)%s*$")
+    local t = name and M.type_of(ty)
+    if not t then error(string.format("%s: column %d: expected \"name TYPE\", got '%s'", what, i, tostring(s)), level + 1) end
+    if seen[name] then error(string.format("%s: column '%s' is declared twice", what, name), level + 1) end
+    seen[name] = true
+    cols[i] = {name = name, type = t}
+  end
+  return cols
 end
 
 local BUILTIN_AGGS = {COUNT = true, SUM = true, MIN = true, MAX = true, AVG = true}
@@ -150,6 +174,7 @@ local R = values.runtime
 -- The message of an error raised inside a user function, with the traceback of the user's
 -- frames (up to the frame that called it from the SQL layer).
 local function handler(e)
+  if type(e) == "table" and errors.is(e) then return e end -- already an SQL error (with its place)
   local msg = type(e) == "table" and errors.is(e) and e.message or tostring(e)
   local tb = debug.traceback("", 2)
   local kept = {}
@@ -162,14 +187,15 @@ local function handler(e)
 end
 
 local function failed(def, where, what, msg)
+  if type(msg) == "table" and errors.is(msg) then error(msg, 0) end
   values.fail(where, string.format("function '%s' failed%s: %s", def.name, what, msg))
 end
 
 -- Checks the Lua type of a result against the declared SQL type; a DOUBLE may be given as
--- an integer (made a float).
-local function result_of(def, where, v)
+-- an integer (made a float). `col`: the value is one a table function emitted for it.
+local function result_of(def, where, v, t, col)
   if v == nil then return nil end
-  local t = def.returns
+  t = t or def.returns
   local lt = type(v)
   if t == "STRING" then
     if lt == "string" then return v end
@@ -180,8 +206,39 @@ local function result_of(def, where, v)
   elseif math.type(v) == "integer" then
     return v
   end
-  values.fail(where, string.format("function '%s' returned %s %s, but it is declared to return %s",
-    def.name, math.type(v) or lt, lt == "string" and string.format("%q", v) or tostring(v), show(t)))
+  local shown = (math.type(v) or lt) .. " " .. (lt == "string" and string.format("%q", v) or tostring(v))
+  if col then
+    values.fail(where, string.format("function '%s' emitted %s for column '%s', which is declared %s", def.name,
+      shown, col, show(t)))
+  end
+  values.fail(where, string.format("function '%s' returned %s, but it is declared to return %s", def.name, shown,
+    show(t)))
+end
+
+--- Calls a table function for one row: `fn(emit, args...)`; each `emit(v)` gives a row of its
+-- columns, as a table (by column name, or a list in their order) or, for one column, the
+-- value. `out(values)` takes each row as a list of the column values. `args` is a list.
+function M.call_table(def, where, args, n, out)
+  local cols = def.columns
+  local nc = #cols
+  local function emit(v)
+    local row = {}
+    if type(v) == "table" then
+      for i = 1, nc do
+        local x = v[cols[i].name]
+        if x == nil then x = v[i] end
+        row[i] = result_of(def, where, x, cols[i].type, cols[i].name)
+      end
+    elseif nc == 1 then
+      row[1] = result_of(def, where, v, cols[1].type, cols[1].name)
+    else
+      values.fail(where, string.format("function '%s' emitted %s, but a row of its %d columns is a table",
+        def.name, type(v), nc))
+    end
+    out(row)
+  end
+  local ok, e = xpcall(def.fn, handler, emit, table.unpack(args, 1, n))
+  if not ok then failed(def, where, "", e) end
 end
 
 --- Calls a scalar function from compiled SQL: `R_udf_call(def, where, args...)`.

@@ -98,7 +98,25 @@ function M.register_aggregate_function(name, spec, opts)
   functions.add(functions.global, d, "register_aggregate_function", 2)
 end
 
---- Removes a function registered with register_function or register_aggregate_function.
+--- Registers a table function written in Lua for every script planned after it (Flink's
+-- TableFunction), used as `FROM t, LATERAL TABLE(f(x)) AS T(a, b)` (or `CROSS JOIN LATERAL
+-- TABLE(...)`, `LEFT JOIN LATERAL TABLE(...) ON TRUE`): each row of t is joined with every row
+-- the function emits for it.
+-- @tparam string name the name in SQL
+-- @tparam function fn `fn(emit, args...)`; `emit(row)` for each row: a table by column name,
+--   a list in the columns' order, or (one column) the value
+-- @tparam[opt] table opts `args` as for register_function; `returns`: its columns, a list of
+--   "name TYPE" (default one STRING column `f0`)
+-- @usage require("wm.sql").register_table_function("split", function(emit, s)
+--   for w in s:gmatch("%S+") do emit({w, #w}) end
+-- end, {args = {"STRING"}, returns = {"word STRING", "len INT"}})
+function M.register_table_function(name, fn, opts)
+  local d = functions.define("table", name, fn, opts or {}, "register_table_function", 2)
+  functions.add(functions.global, d, "register_table_function", 2)
+end
+
+--- Removes a function registered with register_function, register_aggregate_function or
+-- register_table_function.
 -- @tparam string name its name
 -- @usage require("wm.sql").unregister_function("greet")
 function M.unregister_function(name)

@@ -73,7 +73,9 @@ local function join_name(text)
 end
 -- what may follow a table in FROM and is not supported: a join, a temporal table, pattern
 -- recognition, set operations and clauses after the query
-local after_table = NS(join_name, join_kw)
+-- (the joins of a table function, `CROSS JOIN LATERAL TABLE(...)` and the like, are V"lateral")
+local lateral_join = (W("CROSS") + W("INNER") + W("LEFT") * W("OUTER") ^ -1) ^ -1 * W("JOIN") * W("LATERAL")
+local after_table = -lateral_join * NS(join_name, join_kw)
   + NS("FOR SYSTEM_TIME AS OF (temporal joins)", W("FOR") * W("SYSTEM_TIME"))
   + NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
@@ -288,8 +290,8 @@ local G = {
   select = Ct(Cg_pos("select") * K("SELECT") * (K("DISTINCT") * lpeg.Cg(Cc(true), "distinct") + K("ALL")) ^ -1
     * lpeg.Cg(Ct(V("item") * (T(",") * V("item")) ^ 0), "items")
     * (NS("SELECT without FROM", #(P(";") + -P(1) + W("UNION"))) + K("FROM")) * lpeg.Cg(V("from_item"), "from")
-    * (P(",") * ws * NS("LATERAL TABLE (table functions)", W("LATERAL"))
-      + NS("joins (FROM a, b)", #(P(",") * ws * (idstart + P("`") + P("(")))) + P(true))
+    * (lpeg.Cg(V("lateral"), "lateral")
+      + NS("joins (FROM a, b)", #(P(",") * ws * -W("LATERAL") * (idstart + P("`") + P("(")))) + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
     * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
     * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
@@ -301,9 +303,17 @@ local G = {
   from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
       + P("(") * ws * NS("VALUES", W("VALUES"))
       + V("tvf") + V("subquery") + V("table_ref"))
-    * (after_table + P(true)) * ((K("AS") ^ -1) * ident) ^ -1 * (after_table + P(true))
+    * (after_table + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_table + P(true))
     / function(f, alias) f.alias = alias; return f end,
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
+  -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
+  -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`
+  lateral = Ct(Cg_pos("lateral") * (T(",") + (K("CROSS") + ci("INNER") * -idchar * ws) ^ -1 * K("JOIN")
+      + ci("LEFT") * -idchar * ws * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * lpeg.Cg(Cc(true), "left"))
+    * ci("LATERAL") * -idchar * ws * K("TABLE") * T("(") * lpeg.Cg(collapse(V("call")), "call") * T(")")
+    * ((K("AS") ^ -1) * lpeg.Cg(Cp(), "alias_pos") * lpeg.Cg(ident, "alias")
+      * (T("(") * lpeg.Cg(Ct(ident * (T(",") * ident) ^ 0), "columns") * T(")")) ^ -1) ^ -1
+    * (K("ON") * lpeg.Cg(Cp(), "on_pos") * lpeg.Cg(V("expr"), "on")) ^ -1),
   subquery = collapse(Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")"))),
   tvf = Ct(Cg_pos("tvf") * K("TABLE") * T("(") * lpeg.Cg(Cp(), "fn_pos") * lpeg.Cg(ident / string.upper, "fn")
     * T("(") * K("TABLE") * lpeg.Cg(Cp(), "table_pos") * lpeg.Cg(V("qname"), "table") * T(",")

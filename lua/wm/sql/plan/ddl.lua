@@ -69,7 +69,8 @@ end
 
 --- CREATE FUNCTION name AS 'module.name' LANGUAGE LUA: `require(module)[name]` (the script's
 -- folder first on the search path) is a function (a scalar function of any arguments giving
--- a STRING), or a table: `{eval = fn, args = {...}, returns = "T"}` (scalar) or
+-- a STRING), or a table: `{eval = fn, args = {...}, returns = "T"}` (scalar),
+-- `{eval = fn, args = {...}, returns = {"name TYPE", ...}}` (table function: eval(emit, ...)) or
 -- `{create_accumulator = ..., accumulate = ..., get_value = ..., args = ..., returns = ...}`.
 function Planner:create_function(st)
   local upper = st.name:upper()
@@ -79,7 +80,9 @@ function Planner:create_function(st)
   end
   local v, why = functions.load(st.class, self.src.dir)
   if v == nil then self:err(st.class_pos, "CREATE FUNCTION %s: cannot load '%s': %s", st.name, st.class, why) end
-  local kind = type(v) == "table" and v.create_accumulator ~= nil and "aggregate" or "scalar"
+  local kind = "scalar"
+  if type(v) == "table" and v.create_accumulator ~= nil then kind = "aggregate"
+  elseif type(v) == "table" and type(v.returns) == "table" then kind = "table" end
   local ok, def = pcall(functions.define, kind, st.name, v, nil, "CREATE FUNCTION " .. st.name)
   if ok then ok, def = pcall(functions.add, self.udfs, def, "CREATE FUNCTION " .. st.name) end
   if not ok then self:err(st.class_pos, "%s", (tostring(def):gsub("^[^:\n]*%.lua:%d+: ", ""))) end

@@ -5,6 +5,7 @@ local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local rank = require("wm.sql.plan.rank")
+require("wm.sql.plan.lateral")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -53,6 +54,7 @@ function Planner:plan_select(q)
   local rel = self:plan_from(q.from)
   if rel.rank then q, rel = self:apply_rank(q, rel) end
   local aliases = {[rel.alias or ""] = true}
+  if q.lateral then rel = self:plan_lateral(rel, q.lateral, aliases) end
   -- WHERE
   if q.where then
     if has_agg(q.where) then
