@@ -236,7 +236,8 @@ SELECT k, span(ts) FROM t GROUP BY SESSION(rt, INTERVAL '3' SECOND), k;
 SELECT c || '?' FROM t, LATERAL TABLE(chars(CAST(v AS STRING) || k)) WHERE v = 1;
 ]], {name = "job.sql", dir = %q})
 sql.unregister_function("shout")
-ok, e = pcall(sql.plan, "CREATE TABLE u (k STRING) WITH ('connector' = 'stdin', 'format' = 'csv'); SELECT shout(k, 1) FROM u")
+ok, e = pcall(sql.plan,
+  "CREATE TABLE u (k STRING) WITH ('connector' = 'stdin', 'format' = 'csv'); SELECT shout(k, 1) FROM u")
 io.stderr:write(tostring(e), "\n")
 ]==], dir))
     assert.are.equal(0, code, err)

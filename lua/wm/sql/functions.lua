@@ -40,7 +40,9 @@ local function check_types(what, opts, level)
     args = {}
     for i, s in ipairs(opts.args) do
       args[i] = M.type_of(s)
-      if not args[i] then error(string.format("%s: unknown type '%s' (argument %d)", what, tostring(s), i), level + 1) end
+      if not args[i] then
+        error(string.format("%s: unknown type '%s' (argument %d)", what, tostring(s), i), level + 1)
+      end
     end
   end
   local ret = opts.returns == nil and "STRING" or M.type_of(opts.returns)
@@ -107,7 +109,9 @@ function M.columns_of(returns, what, level)
   for i, s in ipairs(returns) do
     local name, ty = tostring(s):match("^%s*([%a_][%w_]*)%s+(.-)%s*$")
     local t = name and M.type_of(ty)
-    if not t then error(string.format("%s: column %d: expected \"name TYPE\", got '%s'", what, i, tostring(s)), level + 1) end
+    if not t then
+      error(string.format("%s: column %d: expected \"name TYPE\", got '%s'", what, i, tostring(s)), level + 1)
+    end
     if seen[name] then error(string.format("%s: column '%s' is declared twice", what, name), level + 1) end
     seen[name] = true
     cols[i] = {name = name, type = t}
@@ -180,7 +184,9 @@ local function handler(e)
   local kept = {}
   for line in tb:gmatch("[^\n]+") do
     if line:find("wm/sql/functions.lua", 1, true) or line:find("in function 'xpcall'", 1, true) then break end
-    if not line:match("^stack traceback:") and not line:find("[C]: in function 'error'", 1, true) then kept[#kept + 1] = line end
+    if not line:match("^stack traceback:") and not line:find("[C]: in function 'error'", 1, true) then
+      kept[#kept + 1] = line
+    end
   end
   if #kept > 0 then msg = msg .. "\nstack traceback:\n" .. table.concat(kept, "\n") end
   return msg

@@ -205,7 +205,8 @@ end
 
 local G = {
   "stmt",
-  stmt = unsupported_stmt + V("create_function") + V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
+  stmt = unsupported_stmt + V("create_function") + V("create_table") + V("create_view") + V("insert") + V("set")
+    + V("reset") + V("explain")
     + V("query_stmt"),
 
   -- CREATE TABLE

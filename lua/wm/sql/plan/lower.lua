@@ -339,9 +339,10 @@ function lower.deduplicate(stream, spec)
     local prev = st.row
     if prev ~= nil then
       local pt, t = prev[tf], r[tf]
+      -- (times are never NULL nor NaN: a rowtime is an integer)
       if keep_last then
-        if not (pt <= t) then return end
-      elseif not (t < pt) then
+        if pt > t then return end
+      elseif t >= pt then
         return
       end
     end

@@ -8,7 +8,6 @@
 -- `rn = 1`, ORDER BY a time attribute and no `rn` read, it is a deduplication (keep the first
 -- row per key for ASC, the last for DESC); otherwise a Top-N.
 -- @module wm.sql.plan.rank
-local expr = require("wm.sql.expr")
 local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 
@@ -148,8 +147,8 @@ function Planner:apply_rank(q, rel)
       n = b
     else
       if mentions(c, rn) then
-        self:err(start_pos(c), "not supported yet: this condition on %s (a Top-N takes one: %s <= N, %s < N or %s = 1)", rn,
-          rn, rn, rn)
+        self:err(start_pos(c), "not supported yet: this condition on %s (a Top-N takes one: %s <= N, %s < N or "
+          .. "%s = 1)", rn, rn, rn, rn)
       end
       rest = rest and {tag = "bin", op = "AND", pos = c.pos, rest, c} or c
     end
