@@ -4,7 +4,6 @@
 local h = require("helper")
 local sql_run = require("sql_run")
 
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 local DDL = [[
 SET 'pipeline.auto-watermark-interval' = '0';
@@ -203,33 +202,12 @@ env:execute()
 ]]
 
   it("a job with a deduplication and a Top-N stopped by SIGTERM resumes where it stopped", function()
-    local f = assert(io.open(dir .. "/ref.lua", "w"))
-    f:write((job:gsub("RATE", "nil")))
-    f:close()
-    local ref, err, code = h.wmrun(q(dir .. "/ref.lua"))
-    assert.are.equal(0, code, err)
+    local ref, part, rest = sql_run.stop_and_resume(dir, job)
     -- hand-worked: the last row of k0 is i = 1500, v = 55500 % 101 = 51 (101 * 549 = 55449);
     -- k0's top reaches v = 100 where 37 i = -1 (mod 101): i = 30 (mod 101) (71 is the inverse
     -- of 37, 37 * 71 = 2627 = 26 * 101 + 1), and i % 4 = 0: i = 232 (232 * 37 = 8584 = 84 * 101 + 100)
     assert.matches("%+U%[k0, 51%]\n", ref)
     assert.matches("%+U%[k0, 100, 1%]\n", ref)
-    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
-    local p = h.bg_job(dir, (job:gsub("RATE", "1000")), ck)
-    h.finally(p.kill)
-    h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
-    p.signal("TERM")
-    local rc = p.wait()
-    local perr = h.read_or_empty(p.err)
-    assert.are.equal(0, rc, perr)
-    assert.matches("stopped by SIGTERM with checkpoint %d+", perr)
-    local part = h.read(p.out)
-    assert.is_true(#part > 0 and #part < #ref)
-    local fast = assert(io.open(p.job, "w"))
-    fast:write((job:gsub("RATE", "nil")))
-    fast:close()
-    local rest, err2, code2 = h.wmrun(ck .. q(p.job))
-    assert.are.equal(0, code2, err2)
-    assert.matches("resuming from checkpoint", err2)
     -- one instance, one order: exactly the uninterrupted changelog (a lost state would print
     -- +I rows again for keys already seen)
     assert.are.equal(ref, part .. rest)

@@ -6,7 +6,6 @@
 local h = require("helper")
 local sql_run = require("sql_run")
 
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 -- k,v,ts: windows of 5 s hold [a 1, b 2, a 3] and [b 4, a 5]
 local DATA = "a,1,1000\nb,2,2000\na,3,3000\nb,4,6000\na,5,7000\n"
@@ -77,6 +76,16 @@ local function lines(text)
   return t
 end
 
+-- Each {query, "line:col: message"} stops before anything runs, with that message.
+local function planning_errors(cases)
+  for _, c in ipairs(cases) do
+    local out, err, code = run(c[1] .. "\n")
+    assert.are.equal(1, code, c[1])
+    assert.are.equal("", out, c[1])
+    assert.are.equal("job.sql:" .. c[2] .. "\n", err, c[1])
+  end
+end
+
 describe("SQL user functions", function()
   it("a scalar function from CREATE FUNCTION runs in SELECT and WHERE; an untyped one takes anything", function()
     local out, err, code = run("SELECT tag(k, v) AS t, plain(v) AS p FROM t WHERE tag(k, v) <> 'b#2';\n")
@@ -144,12 +153,7 @@ describe("SQL user functions", function()
       {"SELECT boom(ts) FROM t;", L .. ":13: function 'boom': argument 1 must be INT, got BIGINT (declared boom(INT))"},
       {"SELECT k, nosuch(v) FROM t;", L .. ":11: unknown function 'NOSUCH'"},
     }
-    for _, c in ipairs(cases) do
-      local out, err, code = run(c[1] .. "\n")
-      assert.are.equal(1, code, c[1])
-      assert.are.equal("", out, c[1])
-      assert.are.equal("job.sql:" .. c[2] .. "\n", err, c[1])
-    end
+    planning_errors(cases)
   end)
 
   it("CREATE FUNCTION errors: a missing module or name, a built-in name, a function defined twice", function()
@@ -314,12 +318,7 @@ describe("SQL table functions", function()
       {"SELECT * FROM t LEFT JOIN LATERAL TABLE(upto(v)) AS T(i, s) ON v > 1;", L .. ":64: LEFT JOIN LATERAL "
         .. "TABLE(...) takes ON TRUE"},
     }
-    for _, c in ipairs(cases) do
-      local out, err, code = run(c[1] .. "\n")
-      assert.are.equal(1, code, c[1])
-      assert.are.equal("", out, c[1])
-      assert.are.equal("job.sql:" .. c[2] .. "\n", err, c[1])
-    end
+    planning_errors(cases)
     local out, err, code = run("SELECT n FROM t, LATERAL TABLE(failing(v));\n")
     assert.are.equal(1, code)
     -- a 1 emits 1; b 2 emits 2 (which reaches the sink before the error), then raises
@@ -364,34 +363,13 @@ env:execute()
 ]]
 
   it("a job with a Lua aggregate function stopped by SIGTERM resumes where it stopped", function()
-    local f = assert(io.open(dir .. "/ref.lua", "w"))
-    f:write((job:gsub("RATE", "nil")))
-    f:close()
-    local ref, err, code = h.wmrun(q(dir .. "/ref.lua"))
-    assert.are.equal(0, code, err)
+    local ref, part, rest = sql_run.stop_and_resume(dir, job)
     -- the hand-worked figures (generate's i runs from 1): key k0 takes i = 3, 6, ..., 1500, i.e.
     -- i = 3j for j = 1..500; v = 3j % 5 cycles through 3, 1, 4, 2, 0 (squares 9+1+16+4+0 = 30):
     -- 100 cycles, 3000, so its last result is 3000 * 1000 + 500. Window [0, 1 s) (ts = 10 i):
     -- i <= 99, j = 1..33: 6 cycles (180) then j = 31, 32, 33: v = 3, 1, 4 (26): 206 * 1000 + 33
     assert.matches("%+U%[k0, 3000500%]\n", ref)
     assert.matches("%+I%[k0, 206033, 1970%-01%-01 00:00:01%.000%]\n", ref)
-    local ck = "--checkpoint-dir " .. q(dir .. "/ck") .. " "
-    local p = h.bg_job(dir, (job:gsub("RATE", "1000")), ck)
-    h.finally(p.kill)
-    h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
-    p.signal("TERM")
-    local rc = p.wait()
-    local perr = h.read_or_empty(p.err)
-    assert.are.equal(0, rc, perr)
-    assert.matches("stopped by SIGTERM with checkpoint %d+", perr)
-    local part = h.read(p.out)
-    assert.is_true(#part > 0 and #part < #ref)
-    local fast = assert(io.open(p.job, "w"))
-    fast:write((job:gsub("RATE", "nil")))
-    fast:close()
-    local rest, err2, code2 = h.wmrun(ck .. q(p.job))
-    assert.are.equal(0, code2, err2)
-    assert.matches("resuming from checkpoint", err2)
     -- one instance, one order: the two runs print exactly the uninterrupted changelog (an
     -- accumulator started again from zero would print +I rows again, and other sums)
     assert.are.equal(ref, part .. rest)
