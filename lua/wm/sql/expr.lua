@@ -8,7 +8,6 @@
 -- @module wm.sql.expr
 local errors = require("wm.sql.errors")
 local values = require("wm.sql.values")
-require("wm.sql.functions") -- its run-time helpers (R.udf_call) are in the chunk header below
 
 local M = {}
 

@@ -247,14 +247,16 @@ function M.call_table(def, where, args, n, out)
   if not ok then failed(def, where, "", e) end
 end
 
---- Calls a scalar function from compiled SQL: `R_udf_call(def, where, args...)`.
-function R.udf_call(def, where, ...)
+--- Calls scalar function `def` for the call at `where` ("job.sql:3:8").
+function M.call_scalar(def, where, ...)
   local ok, v = xpcall(def.fn, handler, ...)
   if not ok then failed(def, where, "", v) end
   return result_of(def, where, v)
 end
+local call_scalar = M.call_scalar
 
---- The Lua source of a call of scalar function `def` (for expr.FUNCS-like entries).
+--- The Lua source of a call of scalar function `def` (for expr.FUNCS-like entries): compiled
+-- code calls `R_hoisted[i](where, args...)`, a closure over the definition.
 -- @treturn table `{min, max, gen}`, as expr.FUNCS entries are
 function M.scalar_entry(def)
   local ref
@@ -263,13 +265,13 @@ function M.scalar_entry(def)
     M.check_call(src, def, node, t)
     if not ref then
       local h = R.hoisted
-      h[#h + 1] = def
+      h[#h + 1] = function(where, ...) return call_scalar(def, where, ...) end
       ref = "R_hoisted[" .. #h .. "]"
     end
     local l, c = errors.line_col(src.text or "", node.pos or 1)
     local where = string.format("%q", (src.name or "sql") .. ":" .. l .. ":" .. c)
     local args = #a > 0 and (", " .. require("wm.sql.expr").arglist(a)) or ""
-    return "R_udf_call(" .. ref .. ", " .. where .. args .. ")", def.returns
+    return ref .. "(" .. where .. args .. ")", def.returns
   end}
 end
 

@@ -364,6 +364,6 @@ function R.truth(v) return v == true end
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
 
--- Functions written in Lua: R.udf_call (wm.sql.functions).
+-- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 
 return M
