@@ -275,6 +275,33 @@ io.stderr:write(tostring(e), "\n")
   end)
 end)
 
+describe("SQL user functions of one env (Table API)", function()
+  it("env:create_aggregate_function and env:create_function in sql_query, with a Top-N over them", function()
+    local wm = require("wm")
+    local env = wm.env{watermark_interval = 0}
+    local s = env:from_elements({k = "a", v = 1}, {k = "a", v = 3}, {k = "b", v = 2}, {k = "a", v = 2})
+    env:create_temporary_view("t", s, {"k:STRING", "v:INT"})
+    env:create_aggregate_function("total", {create_accumulator = function() return 0 end,
+      accumulate = function(acc, v) return acc + v end, get_value = function(acc) return acc end},
+      {args = {"INT"}, returns = "BIGINT"})
+    env:create_function("twice", function(v) return 2 * v end, {args = {"BIGINT"}, returns = "BIGINT"})
+    local tot = env:sql_query("SELECT k, twice(total(v)) AS s FROM t GROUP BY k"):to_retract_stream():collect()
+    -- the highest v per key (Top-1 on v, not a time: AppendOnlyTopN, -D then +I)
+    local top = env:sql_query("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) "
+      .. "AS rn FROM t) WHERE rn <= 1"):to_retract_stream():collect()
+    local ok, err = pcall(env.sql_query, env, "SELECT twice(k) FROM t")
+    assert.is_false(ok)
+    assert.matches("SQL:1:14: function 'twice': argument 1 must be BIGINT, got STRING", err)
+    env:execute()
+    -- a: 1, 1+3 = 4, 4+2 = 6, doubled; b: 2, doubled
+    assert.are.same({{true, {k = "a", s = 2}}, {false, {k = "a", s = 2}}, {true, {k = "a", s = 8}},
+      {true, {k = "b", s = 4}}, {false, {k = "a", s = 8}}, {true, {k = "a", s = 12}}}, tot)
+    -- a 1 in; a 3 pushes it out; b 2 in; a 2 does not sort before a 3
+    assert.are.same({{true, {k = "a", v = 1}}, {false, {k = "a", v = 1}}, {true, {k = "a", v = 3}},
+      {true, {k = "b", v = 2}}}, top)
+  end)
+end)
+
 describe("SQL table functions", function()
   it("FROM t, LATERAL TABLE(f(x)) AS T(a, b): each row joined with every row f emits; none drops the row",
     function()

@@ -109,6 +109,7 @@ end
 -- `allow_rank`: the query may give a relation that still carries its rank (wm.sql.plan.rank),
 -- when the caller is a FROM that an outer query filters.
 function Planner:plan_query(q, allow_rank)
+  expr.user_functions = self.udfs -- its aggregate functions are aggregates (every way in plans a query)
   if q.tag == "union" then
     local first = self:check_no_rank(self:plan_select(q[1]))
     local rels = {first}
