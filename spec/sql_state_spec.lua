@@ -2,6 +2,7 @@
 -- keeps its groups in the checkpoint, and its updating result is partitioned by key, so that
 -- each key's -U/+U stay in order in one instance.
 local h = require("helper")
+local sql_run = require("sql_run")
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -43,30 +44,8 @@ env:execute()
     local par = threads == 2 and "-p 2 --threads 2 " or ""
     it("a GROUP BY without a window resumes from its checkpoint (SIGTERM, resume)"
        .. (threads == 2 and " (-p 2 --threads 2)" or ""), function()
-      local ref_job = dir .. "/ref.lua"
-      local f = assert(io.open(ref_job, "w"))
-      f:write((job:gsub("RATE", "nil")))
-      f:close()
-      local ref, err, code = h.wmrun(par .. q(ref_job))
-      assert.are.equal(0, code, err)
-      local ck = par .. "--checkpoint-dir " .. q(dir .. "/ck") .. " "
-      local p = h.bg_job(dir, (job:gsub("RATE", "1000")), ck)
-      h.finally(p.kill)
-      h.wait_for(function() return h.read_or_empty(p.err):find("started\n", 1, true) end, "the job to run", 60)
-      p.signal("TERM")
-      local rc = p.wait()
-      local perr = h.read_or_empty(p.err)
-      assert.are.equal(0, rc, perr)
-      assert.matches("stopped by SIGTERM with checkpoint %d+", perr)
-      local part = h.read(p.out)
-      assert.is_true(#part > 0 and #part < #ref)
+      local ref, part, rest = sql_run.stop_and_resume(dir, job, par)
       -- resumed: the rest of the changelog; no group starts again from zero
-      local fast = assert(io.open(p.job, "w"))
-      fast:write((job:gsub("RATE", "nil")))
-      fast:close()
-      local rest, err2, code2 = h.wmrun(ck .. q(p.job))
-      assert.are.equal(0, code2, err2)
-      assert.matches("resuming from checkpoint", err2)
       for _, l in ipairs(lines_of(rest)) do
         assert.is_nil(l:match("%+I%[k%d, 1,"), "a group started again from zero: " .. l)
       end

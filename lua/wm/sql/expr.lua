@@ -25,6 +25,22 @@ for w in pairs(WINDOW_FNS) do
 end
 M.WINDOW_PROPS = WINDOW_PROPS
 
+--- The user functions of the script being planned (name -> definition, wm.sql.functions):
+-- the planner sets it before each statement, so that its aggregate functions are aggregates.
+M.user_functions = {}
+
+--- The definition of a user aggregate function named `name`, if there is one.
+function M.user_agg(name)
+  local d = M.user_functions[name]
+  if d and d.kind == "aggregate" then return d end
+  return nil
+end
+
+--- True when `e` is a call of an aggregate function (built-in or user-defined).
+function M.is_agg_call(e)
+  return e.tag == "call" and (AGGS[e.name] or M.user_agg(e.name)) and not e.over and true or false
+end
+
 --- The SQL type name of a parsed type node (`VARCHAR(10)` -> STRING, ...).
 function M.type_name(t, src)
   local n = t.name
@@ -85,7 +101,7 @@ end
 --- Calls fn(node) on every aggregate call in e (not inside another aggregate).
 function M.each_agg(e, fn)
   if type(e) ~= "table" then return end
-  if e.tag == "call" and AGGS[e.name] then return fn(e) end
+  if M.is_agg_call(e) then return fn(e) end
   for i = 1, #e do M.each_agg(e[i], fn) end
   for _, k in ipairs({"args", "list"}) do
     if e[k] then for _, a in ipairs(e[k]) do M.each_agg(a, fn) end end
@@ -483,7 +499,7 @@ compile_node = function(e, scope)
     if t == "NULL" then return "nil", to end
     return string.format("R_cast(%s, %q, %q, %s, %s)", a, t, to, tostring(e.try), where(src, e)), to
   elseif tag == "call" then
-    if AGGS[e.name] then
+    if M.is_agg_call(e) then
       errors.raise(src, e.pos, "aggregate function %s is not allowed %s", e.name, scope.agg_where or "here")
     end
     if WINDOW_FNS[e.name] then
@@ -491,6 +507,10 @@ compile_node = function(e, scope)
     end
     if WINDOW_PROPS[e.name] then
       errors.raise(src, e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_"))
+    end
+    if e.over then
+      errors.raise(src, e.pos, "not supported yet: ROW_NUMBER() OVER (...) here: it is an item of a query that "
+        .. "an outer query filters on it, WHERE rn <= N (Top-N) or rn = 1 (deduplication)")
     end
     if e.name == "CURRENT_WATERMARK" and scope.current_watermark then
       return scope.current_watermark(e)

@@ -73,7 +73,9 @@ local function join_name(text)
 end
 -- what may follow a table in FROM and is not supported: a join, a temporal table, pattern
 -- recognition, set operations and clauses after the query
-local after_table = NS(join_name, join_kw)
+-- (the joins of a table function, `CROSS JOIN LATERAL TABLE(...)` and the like, are V"lateral")
+local lateral_join = (W("CROSS") + W("INNER") + W("LEFT") * W("OUTER") ^ -1) ^ -1 * W("JOIN") * W("LATERAL")
+local after_table = -lateral_join * NS(join_name, join_kw)
   + NS("FOR SYSTEM_TIME AS OF (temporal joins)", W("FOR") * W("SYSTEM_TIME"))
   + NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
@@ -89,9 +91,7 @@ local bad_type = NS(function(t) return "type " .. t:upper():match("%a+") end,
   (ci("ARRAY") + ci("MAP") + ci("ROW") + ci("MULTISET") + ci("VARBINARY") + ci("BINARY") + ci("BYTES")
    + ci("DATE") + ci("TIME") + ci("RAW") + ci("INTERVAL") + ci("STRUCTURED")) * -idchar)
 -- statements
-local unsupported_stmt = NS("CREATE FUNCTION (from Lua: env:create_function)", W("CREATE")
-    * (W("TEMPORARY") * W("SYSTEM") ^ -1) ^ -1 * W("FUNCTION"))
-  + NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
+local unsupported_stmt = NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
   + NS("CREATE DATABASE", W("CREATE") * W("DATABASE"))
   + NS("DROP", W("DROP")) + NS("ALTER", W("ALTER")) + NS("SHOW", W("SHOW"))
   + NS("DESCRIBE", W("DESCRIBE") + W("DESC")) + NS("USE", W("USE"))
@@ -205,7 +205,8 @@ end
 
 local G = {
   "stmt",
-  stmt = unsupported_stmt + V("create_table") + V("create_view") + V("insert") + V("set") + V("reset") + V("explain")
+  stmt = unsupported_stmt + V("create_function") + V("create_table") + V("create_view") + V("insert") + V("set")
+    + V("reset") + V("explain")
     + V("query_stmt"),
 
   -- CREATE TABLE
@@ -247,6 +248,18 @@ local G = {
     return {pos = t[1], key = t[2], value = t[3]}
   end,
 
+  -- CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] f AS 'module.name' LANGUAGE LUA
+  create_function = Ct(Cg_pos("create_function") * K("CREATE")
+    * (K("TEMPORARY") * (ci("SYSTEM") * -idchar * ws) ^ -1) ^ -1 * ci("FUNCTION") * -idchar * ws
+    * (K("IF") * K("NOT") * ci("EXISTS") * -idchar * ws * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
+    * lpeg.Cg(Cp(), "name_pos") * lpeg.Cg(V("qname"), "name")
+    * K("AS") * lpeg.Cg(Cp(), "class_pos") * lpeg.Cg(string_lit, "class")
+    * (W("LANGUAGE") * (K("LUA") + NS(function(t)
+        return "LANGUAGE " .. t:upper():gsub("%s+$", "") .. " (functions are written in Lua: LANGUAGE LUA)"
+      end, idstart * idchar ^ 0 * ws))
+      + NS("CREATE FUNCTION without LANGUAGE LUA (Java classes; functions are written in Lua)"))
+    * (NS("CREATE FUNCTION ... USING JAR", W("USING")) + P(true))),
+
   -- CREATE VIEW
   create_view = Ct(Cg_pos("create_view") * K("CREATE") * (K("TEMPORARY") ^ -1) * K("VIEW")
     * (K("IF") * K("NOT") * K("EXISTS") * lpeg.Cg(Cc(true), "if_not_exists")) ^ -1
@@ -278,8 +291,8 @@ local G = {
   select = Ct(Cg_pos("select") * K("SELECT") * (K("DISTINCT") * lpeg.Cg(Cc(true), "distinct") + K("ALL")) ^ -1
     * lpeg.Cg(Ct(V("item") * (T(",") * V("item")) ^ 0), "items")
     * (NS("SELECT without FROM", #(P(";") + -P(1) + W("UNION"))) + K("FROM")) * lpeg.Cg(V("from_item"), "from")
-    * (P(",") * ws * NS("LATERAL TABLE (table functions)", W("LATERAL"))
-      + NS("joins (FROM a, b)", #(P(",") * ws * (idstart + P("`") + P("(")))) + P(true))
+    * (lpeg.Cg(V("lateral"), "lateral")
+      + NS("joins (FROM a, b)", #(P(",") * ws * -W("LATERAL") * (idstart + P("`") + P("(")))) + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
     * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
     * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
@@ -291,9 +304,17 @@ local G = {
   from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
       + P("(") * ws * NS("VALUES", W("VALUES"))
       + V("tvf") + V("subquery") + V("table_ref"))
-    * (after_table + P(true)) * ((K("AS") ^ -1) * ident) ^ -1 * (after_table + P(true))
+    * (after_table + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_table + P(true))
     / function(f, alias) f.alias = alias; return f end,
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
+  -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
+  -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`
+  lateral = Ct(Cg_pos("lateral") * (T(",") + (K("CROSS") + ci("INNER") * -idchar * ws) ^ -1 * K("JOIN")
+      + ci("LEFT") * -idchar * ws * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * lpeg.Cg(Cc(true), "left"))
+    * ci("LATERAL") * -idchar * ws * K("TABLE") * T("(") * lpeg.Cg(collapse(V("call")), "call") * T(")")
+    * ((K("AS") ^ -1) * lpeg.Cg(Cp(), "alias_pos") * lpeg.Cg(ident, "alias")
+      * (T("(") * lpeg.Cg(Ct(ident * (T(",") * ident) ^ 0), "columns") * T(")")) ^ -1) ^ -1
+    * (K("ON") * lpeg.Cg(Cp(), "on_pos") * lpeg.Cg(V("expr"), "on")) ^ -1),
   subquery = collapse(Ct(Cg_pos("subquery") * T("(") * lpeg.Cg(V("query"), "query") * T(")"))),
   tvf = Ct(Cg_pos("tvf") * K("TABLE") * T("(") * lpeg.Cg(Cp(), "fn_pos") * lpeg.Cg(ident / string.upper, "fn")
     * T("(") * K("TABLE") * lpeg.Cg(Cp(), "table_pos") * lpeg.Cg(V("qname"), "table") * T(",")
@@ -342,13 +363,25 @@ local G = {
   call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
       * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
-      * (Cp() * (W("OVER") * #(P("(") + idstart) * Cc("over") + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
-    / function(pos, name, mode, args, after, what)
+      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over")
+        + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
+    / function(pos, name, mode, args, after, what, spec)
       local up = name:upper()
+      if what == "over_spec" then
+        if up == "ROW_NUMBER" then
+          if #args > 0 or mode then errors.raise(cur_src, pos, "ROW_NUMBER takes no arguments") end
+          spec.pos = after
+          return {tag = "call", pos = pos, name = up, args = args, over = spec}
+        end
+        what = "over"
+      end
       if what == "over" then
-        local topn = up == "ROW_NUMBER" or up == "RANK" or up == "DENSE_RANK"
+        local topn = up == "RANK" or up == "DENSE_RANK"
         errors.raise(cur_src, after, "not supported yet: %s",
-          topn and "Top-N (ROW_NUMBER() OVER ...)" or "OVER windows")
+          topn and up .. "() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))"
+          or up == "ROW_NUMBER" and "ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY "
+            .. "... ORDER BY ...))"
+          or "OVER windows")
       elseif what == "filter" then
         errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
       end
@@ -358,6 +391,15 @@ local G = {
       return {tag = "call", pos = pos, name = name:upper(), args = args,
               star = mode == "star" or nil, distinct = mode == "distinct" or nil}
     end,
+  -- OVER (PARTITION BY e, ... ORDER BY e [ASC|DESC], ...) of ROW_NUMBER()
+  over_spec = T("(") * Ct((ci("PARTITION") * -idchar * ws * K("BY")
+      * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "partition")) ^ -1
+    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1)
+    * T(")"),
+  order_item = Ct(lpeg.Cg(V("expr"), "expr") * (ci("ASC") * -idchar * ws + ci("DESC") * -idchar * ws
+      * lpeg.Cg(Cc(true), "desc")) ^ -1
+    * (ci("NULLS") * -idchar * ws * lpeg.Cg(C(ci("FIRST") + ci("LAST")) / string.upper, "nulls") * -idchar * ws)
+      ^ -1),
   column = (Cp() * ident * (T(".") * ident) ^ -1) / function(pos, a, b)
     if b then return {tag = "col", pos = pos, qual = a, name = b} end
     return {tag = "col", pos = pos, name = a}

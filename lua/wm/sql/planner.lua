@@ -15,6 +15,7 @@
 -- @module wm.sql.planner
 local wm = require("wm.datastream") -- not the facade `wm`, which loads the Table API
 local base = require("wm.sql.plan.base")
+local functions = require("wm.sql.functions")
 require("wm.sql.plan.ddl")
 require("wm.sql.plan.from")
 require("wm.sql.plan.select")
@@ -32,10 +33,20 @@ M.lower = require("wm.sql.plan.lower")
 -- @tparam[opt] table opts {env = an existing wm env}
 -- `view_plans` counts how often a view's query was planned (at its CREATE VIEW, and once per
 -- use in a query): linear in the script, never once per view per view that reads it.
+-- `udfs` are the user functions the script sees (name -> definition, wm.sql.functions): its
+-- own (CREATE FUNCTION, env:create_function), then those registered for every script
+-- (wm.sql.register_function...); `functions` gives the scalar ones to wm.sql.expr.
 function M.new(src, opts)
   opts = opts or {}
+  local udfs = setmetatable({}, {__index = functions.global})
+  local scalars = setmetatable({}, {__index = function(_, name)
+    local d = udfs[name]
+    if not d or d.kind ~= "scalar" then return nil end
+    d.entry = d.entry or functions.scalar_entry(d)
+    return d.entry
+  end})
   return setmetatable({src = src, tables = {}, views = {}, settings = {}, env = opts.env,
-                       queries = 0, view_plans = 0, functions = opts.functions or {}}, Planner)
+                       queries = 0, view_plans = 0, functions = scalars, udfs = udfs}, Planner)
 end
 
 -- The env, created at the first query from the SET options seen so far.

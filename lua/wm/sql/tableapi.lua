@@ -234,28 +234,30 @@ end
 -- arguments (nil for NULL) and returns the value (nil for NULL).
 -- @tparam string name the function's name in SQL (letters, digits, _)
 -- @tparam function fn `fn(args...) -> value`
--- @tparam[opt] table opts `returns` (the SQL type of the result, default "STRING")
--- @usage env:create_function("score", function(s) return #s * 2 end, {returns = "INT"})
+-- @tparam[opt] table opts `args` (the SQL types of the arguments, checked when a query is
+--   planned; absent: any arguments), `returns` (the SQL type of the result, default "STRING")
+-- @usage env:create_function("score", function(s) return #s * 2 end, {args = {"STRING"}, returns = "INT"})
 function Env:create_function(name, fn, opts)
-  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-    error("create_function: expected a name, got " .. tostring(name), 2)
-  end
-  base.check_fn(fn, "create_function")
-  opts = opts or {}
-  local p = planner_of(self)
-  local expr, values = require("wm.sql.expr"), require("wm.sql.values")
-  local ret = opts.returns or "STRING"
-  local ok, rt = pcall(expr.type_name, {name = SQL_TYPES[ret] or ret:upper():gsub("%(.*%)", "")}, p.src)
-  if not ok then error("create_function: unknown result type '" .. tostring(ret) .. "'", 2) end
-  local upper = name:upper()
-  if expr.FUNCS[upper] then error("create_function: '" .. name .. "' is a built-in function", 2) end
-  values.runtime.udf_count = (values.runtime.udf_count or 0) + 1
-  local id = upper .. "#" .. values.runtime.udf_count
-  values.runtime.udfs[id] = fn
-  p.functions[upper] = {0, 254, function(_, _, a)
-    local args = #a > 0 and (", " .. table.concat(a, ", ")) or ""
-    return string.format("R_udf(%q%s)", id, args), rt
-  end}
+  local functions = require("wm.sql.functions")
+  local def = functions.define("scalar", name, base.check_fn(fn, "create_function"), opts or {}, "create_function", 2)
+  functions.add(planner_of(self).udfs, def, "create_function", 2)
+end
+
+--- An aggregate function written in Lua, usable in SQL as NAME(args) in GROUP BY queries and
+-- windows (Flink's AggregateFunction): `spec` has `create_accumulator()`, `accumulate(acc,
+-- args...)`, `get_value(acc)`, and optionally `retract(acc, args...)` (needed over an updating
+-- input) and `merge(acc, other)` (needed by SESSION windows). `accumulate`, `retract` and
+-- `merge` return the new accumulator, or nothing when they changed it in place.
+-- @tparam string name the function's name in SQL
+-- @tparam table spec the methods
+-- @tparam[opt] table opts `args`, `returns` as for create_function
+-- @usage env:create_aggregate_function("longest", {create_accumulator = function() return {} end,
+--   accumulate = function(acc, s) if s and #s > #(acc.v or "") then acc.v = s end end,
+--   get_value = function(acc) return acc.v end}, {args = {"STRING"}, returns = "STRING"})
+function Env:create_aggregate_function(name, spec, opts)
+  local functions = require("wm.sql.functions")
+  local def = functions.define("aggregate", name, spec, opts, "create_aggregate_function", 2)
+  functions.add(planner_of(self).udfs, def, "create_aggregate_function", 2)
 end
 
 -- Table API ---------------------------------------------------------------------------

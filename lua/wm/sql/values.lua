@@ -364,9 +364,6 @@ function R.truth(v) return v == true end
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
 
--- Scalar functions written in Lua (env:create_function): registered under a name unique to
--- the planner that declared them.
-R.udfs = {}
-function R.udf(id, ...) return R.udfs[id](...) end
+-- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 
 return M

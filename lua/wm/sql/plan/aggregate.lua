@@ -3,6 +3,7 @@
 local errors = require("wm.sql.errors")
 local expr = require("wm.sql.expr")
 local aggs = require("wm.sql.aggs")
+local functions = require("wm.sql.functions")
 local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
@@ -53,6 +54,40 @@ local function fast_window_agg(cols, keys, agg_list, window)
     return key_fields, {agg = a.name:lower(), field = field}
   end
   return key_fields, nil
+end
+
+-- The arguments of a call of a user aggregate function: checked against its declaration,
+-- compiled into one function of the row giving nothing (no argument), the value (one) or a
+-- list (several).
+function Planner:udaf_args(udaf, a, row_scope)
+  if a.star then self:err(a.pos, "%s(*) is not allowed; only COUNT(*)", a.name) end
+  if a.distinct then self:err(a.pos, "not supported yet: DISTINCT on a user aggregate function (%s)", udaf.name) end
+  local fns, types = {}, {}
+  for j, x in ipairs(a.args) do fns[j], types[j] = compile_fn(self, x, row_scope) end
+  functions.check_call(self.src, udaf, a, types)
+  local n = #fns
+  if n == 0 then return function() return nil end end
+  if n == 1 then return fns[1] end
+  return function(r)
+    local t = {}
+    for j = 1, n do t[j] = fns[j](r) end
+    return t
+  end
+end
+
+-- A user aggregate function as an aggregate of wm.sql.aggs' shape; the methods the plan needs
+-- (retract over an updating input, merge for session windows) must be there.
+function Planner:udaf_make(a, updating, window)
+  local d = a.udaf
+  if updating and not d.retract then
+    self:err(a.pos, "aggregate function '%s' has no retract method: over an updating input (the result of a "
+      .. "GROUP BY) it needs retract(acc, ...)", d.name)
+  end
+  if window and window.kind == "session" and not d.merge then
+    self:err(a.pos, "aggregate function '%s' has no merge method: a SESSION window merges accumulators, it needs "
+      .. "merge(acc, other)", d.name)
+  end
+  return functions.make_aggregate(d, a.nargs, a.where)
 end
 
 function Planner:plan_aggregate(q, rel, items, aliases)
@@ -113,6 +148,16 @@ function Planner:plan_aggregate(q, rel, items, aliases)
       local sg = expr.sig(a)
       if agg_sigs[sg] then return end
       local argfn, at = function() return true end, nil
+      local udaf = expr.user_agg(a.name)
+      if udaf then
+        local i = #agg_list + 1
+        argfns[i] = self:udaf_args(udaf, a, row_scope)
+        local l, c = errors.line_col(src.text, a.pos)
+        agg_list[i] = {name = a.name, udaf = udaf, nargs = #a.args, pos = a.pos, result_type = udaf.returns,
+                       where = src.name .. ":" .. l .. ":" .. c}
+        agg_sigs[sg] = i
+        return
+      end
       if a.star then
         if a.name ~= "COUNT" then self:err(a.pos, "%s(*) is not allowed; only COUNT(*)", a.name) end
       else
@@ -136,7 +181,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   scope.match = function(e)
     local ks = key_sigs[expr.sig(e)]
     if ks then return "k[" .. ks .. "]", key_types[ks] end
-    if e.tag == "call" and expr.AGGS[e.name] then
+    if expr.is_agg_call(e) then
       local i = agg_sigs[expr.sig(e)]
       return "a[" .. i .. "]", agg_list[i].result_type
     end
@@ -190,7 +235,11 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     lineof(self, q.pos))
   local made = {}
   for i, a in ipairs(agg_list) do
-    made[i] = aggs.make(a.name, {star = a.star, distinct = a.distinct, type = a.type, retract = rel.updating})
+    if a.udaf then
+      made[i] = self:udaf_make(a, rel.updating, window)
+    else
+      made[i] = aggs.make(a.name, {star = a.star, distinct = a.distinct, type = a.type, retract = rel.updating})
+    end
   end
   if window then
     if rel.updating then self:err(q.pos, "a windowed GROUP BY cannot consume an updating input") end

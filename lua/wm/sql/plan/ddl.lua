@@ -3,6 +3,7 @@
 local wm = require("wm.datastream") -- not the facade `wm`, which loads the Table API
 local expr = require("wm.sql.expr")
 local connectors = require("wm.sql.connectors")
+local functions = require("wm.sql.functions")
 local Planner = require("wm.sql.plan.base").Planner
 
 local function props_of(self, list)
@@ -66,6 +67,27 @@ function Planner:create_table(st)
   self.tables[st.name] = t
 end
 
+--- CREATE FUNCTION name AS 'module.name' LANGUAGE LUA: `require(module)[name]` (the script's
+-- folder first on the search path) is a function (a scalar function of any arguments giving
+-- a STRING), or a table: `{eval = fn, args = {...}, returns = "T"}` (scalar),
+-- `{eval = fn, args = {...}, returns = {"name TYPE", ...}}` (table function: eval(emit, ...)) or
+-- `{create_accumulator = ..., accumulate = ..., get_value = ..., args = ..., returns = ...}`.
+function Planner:create_function(st)
+  local upper = st.name:upper()
+  if rawget(self.udfs, upper) then
+    if st.if_not_exists then return end
+    self:err(st.name_pos, "function '%s' already exists", st.name)
+  end
+  local v, why = functions.load(st.class, self.src.dir)
+  if v == nil then self:err(st.class_pos, "CREATE FUNCTION %s: cannot load '%s': %s", st.name, st.class, why) end
+  local kind = "scalar"
+  if type(v) == "table" and v.create_accumulator ~= nil then kind = "aggregate"
+  elseif type(v) == "table" and type(v.returns) == "table" then kind = "table" end
+  local ok, def = pcall(functions.define, kind, st.name, v, nil, "CREATE FUNCTION " .. st.name)
+  if ok then ok, def = pcall(functions.add, self.udfs, def, "CREATE FUNCTION " .. st.name) end
+  if not ok then self:err(st.class_pos, "%s", (tostring(def):gsub("^[^:\n]*%.lua:%d+: ", ""))) end
+end
+
 function Planner:create_view(st)
   if self.tables[st.name] or self.views[st.name] then
     if st.if_not_exists then return end
@@ -76,7 +98,7 @@ function Planner:create_view(st)
   local saved, saved_checking = self.env, self.checking
   self.env, self.checking = self:scratch_env(), true
   self.view_plans = self.view_plans + 1
-  local ok, e = pcall(self.plan_query, self, st.query)
+  local ok, e = pcall(self.plan_query, self, st.query, true)
   self.env, self.checking = saved, saved_checking
   if not ok then error(e, 0) end
   if st.columns and #st.columns ~= #e.cols then

@@ -37,8 +37,9 @@ function Planner:scan(name, pos)
   end
   if v then
     self.view_plans = self.view_plans + 1
-    local rel = self:plan_query(v.query)
+    local rel = self:plan_query(v.query, true)
     if v.columns then
+      if rel.rank then self:err(pos, "not supported yet: a column list on a view of a ROW_NUMBER() query") end
       local ren = {}
       for i, c in ipairs(rel.cols) do ren[i] = {from = c.name, to = v.columns[i]} end
       return self:rename(rel, ren)
@@ -163,7 +164,7 @@ function Planner:plan_from(f)
   if f.tag == "table" then
     rel = self:scan(f.name, f.pos)
   elseif f.tag == "subquery" then
-    rel = self:plan_query(f.query)
+    rel = self:plan_query(f.query, true)
   elseif f.tag == "tvf" then
     local scanned = self:scan(f.table, f.table_pos)
     local rc = check_rowtime(self, scanned, f.column, f.column_pos)

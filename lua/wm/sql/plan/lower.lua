@@ -287,6 +287,141 @@ function lower.group_aggregate(stream, spec)
   end):name("group aggregate")
 end
 
+---------------------------------------------------------------------------------------------
+-- Deduplication and Top-N (wm.sql.plan.rank). Rows come with hidden fields: `$p1`... the
+-- PARTITION BY values, `$o1`... the ORDER BY values. The state of a partition key is the
+-- keyed process function's `ctx.state` (checkpointed): the row kept (deduplication) or the
+-- sorted list of the top N rows (Top-N), copies of their visible and ORDER BY fields.
+
+-- The key_by key of the partition fields: one string (type and value of each, NULL a key of
+-- its own); no PARTITION BY is one key.
+local function partition_key(parts)
+  local n = #parts
+  if n == 0 then return function() return "" end end
+  return function(r)
+    local t = {}
+    for i = 1, n do
+      local v = r[parts[i]]
+      t[i] = v == nil and NULL_KEY or (type(v) .. ":" .. tostring(v))
+    end
+    return table.concat(t, "\1")
+  end
+end
+
+-- keep(r): the row to keep in state; shape(kept[, rn]): the visible row (with rn if asked).
+local function rank_rows(spec)
+  local visible, orders, rn = spec.visible, spec.orders, spec.rn
+  local function keep(r)
+    local o = {}
+    for _, f in ipairs(visible) do o[f] = r[f] end
+    for _, x in ipairs(orders) do o[x.field] = r[x.field] end
+    return o
+  end
+  local function shape(k, n)
+    local o = {}
+    for _, f in ipairs(visible) do o[f] = k[f] end
+    if rn then o[rn] = n end
+    return o
+  end
+  return keep, shape
+end
+
+--- Deduplication on a time attribute (Flink's RowTimeDeduplicateFunction): per key, the first
+-- row (ORDER BY rt ASC: a row replaces the kept one when its time is strictly smaller) or the
+-- last (DESC: when its time is larger or equal). The first row of a key is +I; a replacement
+-- is -U of the kept row, +U of the new one.
+-- spec: parts, orders (one, on the time attribute), visible, keep_last
+function lower.deduplicate(stream, spec)
+  local keep, shape = rank_rows(spec)
+  local tf, keep_last = spec.orders[1].field, spec.keep_last
+  return stream:key_by(partition_key(spec.parts)):process(function(r, ctx, emit)
+    local st = ctx.state
+    local prev = st.row
+    if prev ~= nil then
+      local pt, t = prev[tf], r[tf]
+      -- (times are never NULL nor NaN: a rowtime is an integer)
+      if keep_last then
+        if pt > t then return end
+      elseif t >= pt then
+        return
+      end
+    end
+    local row = keep(r)
+    st.row = row
+    if prev == nil then
+      emit({k = "+I", r = shape(row)})
+    else
+      emit({k = "-U", r = shape(prev)})
+      emit({k = "+U", r = shape(row)})
+    end
+  end):name(keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)")
+end
+
+-- a sorts before b under the ORDER BY (NULL first ascending, last descending, unless the
+-- ORDER BY says NULLS FIRST/LAST)
+local function order_less(orders)
+  return function(a, b)
+    for _, o in ipairs(orders) do
+      local x, y = a[o.field], b[o.field]
+      if x ~= y then
+        local nulls_first = o.nulls == "FIRST" or (o.nulls == nil and not o.desc)
+        if x == nil then return nulls_first end
+        if y == nil then return not nulls_first end
+        if o.desc then return y < x end
+        return x < y
+      end
+    end
+    return false
+  end
+end
+
+--- Top-N over an append-only input (Flink's AppendOnlyTopNFunction): per key the N first rows
+-- in the ORDER BY, rows of equal sort keys in their order of arrival. A row that does not sort
+-- before the last of a full top N changes nothing. Without rn: a row that enters is +I, and
+-- the row it pushes out -D (before it). With rn: the rows from the new one's place down
+-- shift one rank, each rank's change a -U of the row that was there and a +U of the row now
+-- there, and the last rank +I when the top was not full.
+-- spec: parts, orders, visible, n, rn (the name of the rank column, when it is read)
+function lower.top_n(stream, spec)
+  local keep, shape = rank_rows(spec)
+  local less, n, with_rn, visible = order_less(spec.orders), spec.n, spec.rn ~= nil, spec.visible
+  local function same(a, b)
+    for _, f in ipairs(visible) do if a[f] ~= b[f] then return false end end
+    return true
+  end
+  return stream:key_by(partition_key(spec.parts)):process(function(r, ctx, emit)
+    local st = ctx.state
+    local buf = st.buf
+    if buf == nil then
+      buf = {}
+      st.buf = buf
+    end
+    local size = #buf
+    if size >= n and not less(r, buf[size]) then return end
+    -- its place: after every row that does not sort after it
+    local p = size + 1
+    while p > 1 and less(r, buf[p - 1]) do p = p - 1 end
+    local row = keep(r)
+    table.insert(buf, p, row)
+    if not with_rn then
+      if #buf > n then
+        local last = table.remove(buf)
+        if same(last, row) then return end
+        emit({k = "-D", r = shape(last)})
+      end
+      emit({k = "+I", r = shape(row)})
+      return
+    end
+    local m = math.min(#buf, n + 1)
+    for j = p + 1, m do
+      emit({k = "-U", r = shape(buf[j], j - 1)})
+      emit({k = "+U", r = shape(buf[j - 1], j - 1)})
+    end
+    if m <= n then emit({k = "+I", r = shape(buf[m], m)}) end
+    while #buf > n do table.remove(buf) end
+  end):name("top-" .. n)
+end
+
 --- Prints a relation as Flink's print sink does: `+I[...]`, `-U[...]`, `+U[...]`, `-D[...]`.
 function lower.print_changelog(rel, prefix)
   local fmt = values.row_formatter(rel.cols)

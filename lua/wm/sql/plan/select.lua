@@ -4,6 +4,8 @@ local expr = require("wm.sql.expr")
 local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
+local rank = require("wm.sql.plan.rank")
+require("wm.sql.plan.lateral")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -47,8 +49,12 @@ function Planner.projection(_self, items, scope, pos)
 end
 
 function Planner:plan_select(q)
+  local ri = rank.rank_item(q)
+  if ri then return self:plan_rank_input(q, ri) end
   local rel = self:plan_from(q.from)
+  if rel.rank then q, rel = self:apply_rank(q, rel) end
   local aliases = {[rel.alias or ""] = true}
+  if q.lateral then rel = self:plan_lateral(rel, q.lateral, aliases) end
   -- WHERE
   if q.where then
     if has_agg(q.where) then
@@ -100,13 +106,16 @@ function Planner:plan_select(q)
   return rel_of(stream, cols, rel.updating)
 end
 
-function Planner:plan_query(q)
+-- `allow_rank`: the query may give a relation that still carries its rank (wm.sql.plan.rank),
+-- when the caller is a FROM that an outer query filters.
+function Planner:plan_query(q, allow_rank)
+  expr.user_functions = self.udfs -- its aggregate functions are aggregates (every way in plans a query)
   if q.tag == "union" then
-    local first = self:plan_select(q[1])
+    local first = self:check_no_rank(self:plan_select(q[1]))
     local rels = {first}
     local updating = first.updating
     for i = 2, #q do
-      local r = self:plan_select(q[i])
+      local r = self:check_no_rank(self:plan_select(q[i]))
       if #r.cols ~= #first.cols then
         self:err(q[i].pos, "UNION ALL: this query gives %d columns, the first gives %d", #r.cols, #first.cols)
       end
@@ -132,5 +141,7 @@ function Planner:plan_query(q)
     for j, c in ipairs(first.cols) do cols[j] = {name = c.name, type = c.type} end
     return rel_of(streams[1]:union(table.unpack(streams, 2)), cols, updating)
   end
-  return self:plan_select(q)
+  local rel = self:plan_select(q)
+  if not allow_rank then self:check_no_rank(rel) end
+  return rel
 end

@@ -58,7 +58,9 @@ end
 
 --- Runs (plans) one statement.
 function Planner:statement(st)
+  expr.user_functions = self.udfs -- its aggregate functions are aggregates
   local tag = st.tag
+  if tag == "create_function" then return self:create_function(st) end
   if tag == "create_table" then return self:create_table(st) end
   if tag == "create_view" then return self:create_view(st) end
   if tag == "set" then return self:set(st) end
