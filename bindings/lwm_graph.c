@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "exec/wm_exchange.h"
+#include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
+#include "lwm_join.h"
 
 typedef struct built {
   int n;        /* instances */
@@ -123,6 +125,7 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
       lwm_build_windows(B, node, kind, name, where, &op) ||
       lwm_build_time(B, node, kind, name, where, &op) ||
       lwm_build_keyed(B, node, kind, name, where, &op) ||
+      lwm_build_join(B, node, kind, name, where, &op) ||
       lwm_build_conn(B, node, kind, name, where, &op) ||
       lwm_build_through(B, node, kind, name, where, &op))
     return op;
@@ -502,7 +505,11 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       lua_pop(L, 1);
       if ((two || bcast) && k == 2)
         for (int j = 0; j < p; j++)
-          if (me->ops[j]) wm_keyedop_set_second_input(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+          if (me->ops[j]) {
+            int first2 = cs->nin[me->gid0 + (uint32_t)j];
+            if (wm_op_is_ijoin(me->ops[j])) wm_ijoin_set_second_input(me->ops[j], first2);
+            else wm_keyedop_set_second_input(me->ops[j], first2);
+          }
       if (two && k == 2) {
         lua_getfield(L, node, "key");
         lua_getfield(L, node, "key2");

@@ -18,6 +18,7 @@
 #include "io/wm_source.h"
 #include "time/wm_timer.h"
 #include "lwm.h"
+#include "lwm_join.h"
 #include "lwm_timeline.h"
 
 #define HARNESS_MT "wm.Harness"
@@ -490,6 +491,7 @@ static int l_metrics(lua_State *L) {
       lua_pushinteger(L, (lua_Integer)wm_winop_open_windows(op));
       lua_setfield(L, -2, "open_windows");
     }
+    lwm_join_metrics(L, op);
     if (wm_op_is_keyedop(op)) {
       lua_pushinteger(L, (lua_Integer)wm_keyedop_keys(op));
       lua_setfield(L, -2, "keys");

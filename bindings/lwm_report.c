@@ -6,6 +6,8 @@
 #include "io/wm_conn.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
+#include "lwm_join.h"
+#include "ops/wm_ijoin.h"
 
 static void fmt_time(char *buf, size_t n, int64_t t) {
   if (t == WM_TIME_MIN) snprintf(buf, n, "MIN");
@@ -17,6 +19,7 @@ static void fmt_time(char *buf, size_t n, int64_t t) {
 long long lwm_op_state(const wm_op *op) {
   if (strcmp(op->vt->kind, "window") == 0) return (long long)wm_winop_open_windows(op);
   if (wm_op_is_keyedop(op)) return (long long)wm_keyedop_keys(op);
+  if (wm_op_is_ijoin(op)) return (long long)wm_ijoin_keys(op);
   return -1;
 }
 
@@ -56,6 +59,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
         fprintf(f, "side output '%s' of '%s': %llu record%s\n", op->ports[p].tag, op->name,
                 (unsigned long long)op->ports[p].records, op->ports[p].records == 1 ? "" : "s");
   }
+  for (size_t i = 0; i < B->ctx.nops; i++) lwm_join_report(B->ctx.ops[i], f); /* per side */
   for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
     if (B->ctx.ops[i]->m.parse_errors)
       fprintf(f, "parse errors: %llu in '%s'\n",
