@@ -8,7 +8,7 @@
 local base = require("wm.base")
 local duration = require("wm.duration")
 
-local KeyedStream = base.KeyedStream
+local Stream, KeyedStream = base.Stream, base.KeyedStream
 
 local M = {}
 
@@ -44,7 +44,7 @@ end})
 function KeyedStream:interval_join(other)
   local s = self.stream
   local mt = getmetatable(other)
-  if mt == base.Stream then
+  if mt == Stream then
     error("interval_join: the other stream is not keyed; key both (a:key_by(k1):interval_join(b:key_by(k2)))", 2)
   end
   if mt ~= KeyedStream then
@@ -62,9 +62,10 @@ function KeyedStream:interval_join(other)
   return j
 end
 
---- An interval join needs a keyed stream on both sides.
--- @local
-function base.Stream:interval_join()
+--- An interval join needs a keyed stream on both sides: on a stream that is not keyed this is
+-- an error that says so (key it first, `s:key_by(k):interval_join(...)`).
+-- @usage a:key_by("id"):interval_join(b:key_by("id")) -- not a:interval_join(...)
+function Stream:interval_join()
   error("interval_join: key this stream first (a:key_by(k1):interval_join(b:key_by(k2)))", 2)
 end
 
@@ -98,6 +99,7 @@ end
 
 --- Makes the lower bound exclusive (`l.ts + lower < r.ts`).
 -- @treturn IntervalJoined this join
+-- @usage j:between(0, 10):lower_bound_exclusive() -- 0 < r.ts - l.ts <= 10
 function IntervalJoined:lower_bound_exclusive()
   self.lower_exclusive = 1
   return self
@@ -105,6 +107,7 @@ end
 
 --- Makes the upper bound exclusive (`r.ts < l.ts + upper`).
 -- @treturn IntervalJoined this join
+-- @usage j:between(0, 10):upper_bound_exclusive() -- 0 <= r.ts - l.ts < 10
 function IntervalJoined:upper_bound_exclusive()
   self.upper_exclusive = 1
   return self
@@ -121,6 +124,9 @@ end
 -- are dropped and counted (`--metrics`: "late left").
 -- @tparam string tag
 -- @treturn IntervalJoined this join
+-- @usage local j = a:key_by("id"):interval_join(b:key_by("id")):between(0, 10)
+--   :side_output_left_late_data("late a"):process(fn)
+-- j:get_side_output("late a"):print("late")
 function IntervalJoined:side_output_left_late_data(tag)
   return late_tag(self, tag, "side_output_left_late_data", "late_left")
 end
@@ -128,6 +134,7 @@ end
 --- The same for late right records.
 -- @tparam string tag
 -- @treturn IntervalJoined this join
+-- @usage j:between(0, "10min"):side_output_right_late_data("late clicks")
 function IntervalJoined:side_output_right_late_data(tag)
   return late_tag(self, tag, "side_output_right_late_data", "late_right")
 end
