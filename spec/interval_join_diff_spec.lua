@@ -8,10 +8,10 @@
 --
 --  * "late": D = 30 ms with jitter up to 20 ms, so some records are late (1130 of 12000,
 --    with 3357 pairs, for the seed below). At -p 1 the join sees the records in the file's
---    order, and after each record the watermark max(t) - D - 1: the model computes W, the late records (ts < W, W not MIN), the
---    cleanup (a record goes at the first advance of W to its cleanup time or beyond, made
---    after it arrived) and the order of the output exactly; the output is compared line by
---    line, in order.
+--    order, and after each record the watermark max(t) - D - 1: the model computes W, the
+--    late records (ts < W, W not MIN), the cleanup (a record goes at the first advance of W
+--    to its cleanup time or beyond made after it arrived) and the order of the output
+--    exactly; the output is compared line by line, in order.
 --  * "free": D = 40 ms with jitter up to 20 ms, so every record's timestamp is ABOVE the
 --    watermark of all the records before it in the file (t >= clock - 20 > clock + 20 - 41).
 --    At -p 3 and on two threads the join sees another interleaving of the two sides and a
@@ -135,7 +135,7 @@ end]], i, i, c.lower, c.upper, c.lex and ":lower_bound_exclusive()" or "",
   return table.concat(lines, "\n") .. "\n"
 end
 
-local function data_set(seed, jitter, D)
+local function data_set(seed, jitter)
   math.randomseed(seed)
   local rand = math.random
   local cs = configs(rand)
@@ -167,7 +167,7 @@ end
 describe("interval_join against a model", function()
   it("600 random cases with late records, at -p 1, in the exact order", function()
     local D = 30
-    local cs, list, path = data_set(2801, 20, D)
+    local cs, list, path = data_set(2801, 20)
     local want, late = model(list, cs, D)
     assert.is_true(late > 1000, "late records: " .. late)
     assert.is_true(pairs_count(want) > 1000, "pairs: " .. pairs_count(want))
@@ -185,7 +185,7 @@ describe("interval_join against a model", function()
 
   it("600 random cases where no record can be late, at -p 1, -p 3 and --threads 2", function()
     local D = 40
-    local cs, list, path = data_set(2802, 20, D)
+    local cs, list, path = data_set(2802, 20)
     local want, late = model(list, cs, D)
     assert.are.equal(0, late) -- the premise (see the top of the file)
     assert.is_true(pairs_count(want) > 3000, "pairs: " .. pairs_count(want))

@@ -65,7 +65,7 @@ end
 --- An interval join needs a keyed stream on both sides: on a stream that is not keyed this is
 -- an error that says so (key it first, `s:key_by(k):interval_join(...)`).
 -- @usage a:key_by("id"):interval_join(b:key_by("id")) -- not a:interval_join(...)
-function Stream:interval_join()
+function Stream.interval_join(_self)
   error("interval_join: key this stream first (a:key_by(k1):interval_join(b:key_by(k2)))", 2)
 end
 
@@ -165,7 +165,8 @@ end
 base.extend("prepare", "interval_join", function(env, level)
   for _, j in ipairs(env._ijoins or {}) do
     if not rawget(j, "done") then
-      error("interval_join at " .. j.where .. " has no " .. (rawget(j, "lower") and "" or ":between(lower, upper) and no ")
+      local what = rawget(j, "lower") and "" or ":between(lower, upper) and no "
+      error("interval_join at " .. j.where .. " has no " .. what
         .. ":process(fn(left, right, ctx, out)): it would join nothing", level + 1)
     end
   end
