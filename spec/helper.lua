@@ -251,4 +251,24 @@ function M.finally(fn)
   list[#list + 1] = fn
 end
 
+--- Runs `job` (arg[1]: the record at which it stops itself with SIGTERM, 0: never; arg[2]:
+--- its output file) once uninterrupted, then with checkpoints in dir stopped at `stop_at` and
+--- resumed; checks that the resumed file is the uninterrupted one's and returns it.
+function M.stop_and_resume(dir, job, stop_at)
+  local assert = require("luassert") -- (busted's assert, outside a spec file)
+  local whole, part = dir .. "/whole.txt", dir .. "/part.txt"
+  local _, err, code = M.wmrun(M.shell_quote(job) .. " 0 " .. M.shell_quote(whole))
+  assert.are.equal(0, code, err)
+  local ck = "--checkpoint-dir " .. M.shell_quote(dir .. "/ck") .. " "
+  _, err, code = M.wmrun(ck .. M.shell_quote(job) .. " " .. stop_at .. " " .. M.shell_quote(part))
+  assert.are.equal(0, code, err)
+  assert.matches("checkpoint", err)
+  assert.is_true(#M.read(part) < #M.read(whole), "the first run stopped early")
+  _, err, code = M.wmrun(ck .. M.shell_quote(job) .. " 0 " .. M.shell_quote(part))
+  assert.are.equal(0, code, err)
+  assert.matches("resum", err)
+  assert.are.equal(M.read(whole), M.read(part))
+  return M.read(part)
+end
+
 return M

@@ -5,6 +5,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_statefmt.h"
+#include "ops/wm_keyidx.h"
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
@@ -38,8 +39,7 @@ typedef struct ijoin {
   uint32_t nk, capk;  /* slots used (live or free), allocated */
   uint32_t free_head; /* first free slot + 1 (0: none) */
   uint32_t nlive;
-  uint32_t *idx;      /* open addressing, linear probing: slot + 1; 0 = empty */
-  size_t capidx;
+  wm_keyidx ix;       /* key -> slot */
   wm_timers *q;       /* cleanup timers, event time */
   uint64_t seq;       /* the order of timers of one time: registration order */
   int first2;         /* the first channel of the right input */
@@ -61,50 +61,19 @@ static int64_t cleanup_at(const ijoin *s, int side, int64_t ts) {
 
 /* ---- keys ---------------------------------------------------------------------------- */
 
-static size_t idx_find(const ijoin *s, const wm_value *key, uint64_t h, int *found) {
-  size_t mask = s->capidx - 1, i = h & mask;
-  for (;;) {
-    uint32_t v = s->idx[i];
-    if (v == 0) {
-      *found = 0;
-      return i;
-    }
-    const jkey *e = &s->k[v - 1];
-    if (e->hash == h && wm_key_equal(&e->key, key)) {
-      *found = 1;
-      return i;
-    }
-    i = (i + 1) & mask;
-  }
+static const wm_value *slot_key(void *ud, uint32_t i, uint64_t *hash) {
+  const jkey *e = &((const ijoin *)ud)->k[i];
+  *hash = e->hash;
+  return &e->key;
 }
 
-static int idx_grow(ijoin *s) {
-  size_t cap = s->capidx * 2;
-  uint32_t *n = calloc(cap, sizeof *n);
-  if (!n) return -1;
-  free(s->idx);
-  s->idx = n;
-  s->capidx = cap;
-  for (uint32_t i = 0; i < s->nk; i++) {
-    if (!s->k[i].live) continue;
-    int found;
-    n[idx_find(s, &s->k[i].key, s->k[i].hash, &found)] = i + 1;
-  }
-  return 0;
-}
-
-/* The slot of key; created when missing (*out), unless create is 0 (then UINT32_MAX). */
+/* The slot of key, created when missing. */
 static int key_slot(wm_op *op, ijoin *s, const wm_value *key, uint32_t *out) {
   uint64_t h = wm_key_hash(key);
-  int found;
-  size_t at = idx_find(s, key, h, &found);
-  if (found) {
-    *out = s->idx[at] - 1;
+  uint32_t found = wm_keyidx_find(&s->ix, key, h);
+  if (found != WM_KEYIDX_NONE) {
+    *out = found;
     return WM_OK;
-  }
-  if ((size_t)(s->nlive + 1) * 4 >= s->capidx * 3) {
-    if (idx_grow(s) != 0) return wm_ctx_error(op->ctx, "out of memory in the interval join");
-    at = idx_find(s, key, h, &found);
   }
   uint32_t slot = 0;
   if (s->free_head) {
@@ -122,36 +91,23 @@ static int key_slot(wm_op *op, ijoin *s, const wm_value *key, uint32_t *out) {
   }
   jkey *e = &s->k[slot];
   memset(e, 0, sizeof *e);
-  if (wm_value_copy(&op->ctx->host, &e->key, key) != 0) {
+  e->hash = h;
+  if (wm_value_copy(&op->ctx->host, &e->key, key) != 0 || wm_keyidx_add(&s->ix, slot) != 0) {
+    wm_value_release(&op->ctx->host, &e->key);
     e->next_free = s->free_head;
     s->free_head = slot + 1;
     return wm_ctx_error(op->ctx, "out of memory in the interval join");
   }
-  e->hash = h;
   e->live = 1;
-  s->idx[at] = slot + 1;
   s->nlive++;
   *out = slot;
   return WM_OK;
 }
 
-/* Frees the slot of a key whose buffers are both empty (backward-shift deletion). */
+/* Frees the slot of a key whose buffers are both empty. */
 static void key_drop(wm_op *op, ijoin *s, uint32_t slot) {
   jkey *e = &s->k[slot];
-  int found;
-  size_t i = idx_find(s, &e->key, e->hash, &found), mask = s->capidx - 1, j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (s->idx[j] == 0) break;
-    size_t home = s->k[s->idx[j] - 1].hash & mask;
-    /* the entry at j may move to i when its home is not in (i, j] (cyclically) */
-    int between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-    if (!between) {
-      s->idx[i] = s->idx[j];
-      i = j;
-    }
-  }
-  s->idx[i] = 0;
+  wm_keyidx_remove(&s->ix, slot);
   wm_value_release(&op->ctx->host, &e->key);
   free(e->b[0].r);
   free(e->b[1].r);
@@ -314,7 +270,7 @@ static void ij_free(wm_op *op) {
   if (!s) return;
   release_keys(op, s);
   free(s->k);
-  free(s->idx);
+  wm_keyidx_free(&s->ix);
   wm_timers_free(s->q);
   free(s->tag[0]);
   free(s->tag[1]);
@@ -412,12 +368,10 @@ static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r) {
     e->live = 1; /* (from here on release_keys frees what it holds) */
     if (!wm_key_valid(&e->key)) return wm_state_bad(r, "a key that is not a scalar");
     e->hash = wm_key_hash(&e->key);
-    int found;
-    if ((size_t)(s->nlive + 1) * 4 >= s->capidx * 3 && idx_grow(s) != 0)
+    if (wm_keyidx_find(&s->ix, &e->key, e->hash) != WM_KEYIDX_NONE)
+      return wm_state_bad(r, "a key appears twice");
+    if (wm_keyidx_add(&s->ix, (uint32_t)i) != 0)
       return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    size_t at = idx_find(s, &e->key, e->hash, &found);
-    if (found) return wm_state_bad(r, "a key appears twice");
-    s->idx[at] = (uint32_t)i + 1;
     s->nlive++;
     for (int d = 0; d < 2; d++) {
       uint64_t n;
@@ -461,7 +415,7 @@ static int ij_restore(wm_op *op, wm_state_io *io) {
   s->k = NULL;
   s->nk = s->capk = s->free_head = s->nlive = 0;
   s->nbuf[0] = s->nbuf[1] = 0;
-  memset(s->idx, 0, s->capidx * sizeof *s->idx);
+  wm_keyidx_clear(&s->ix);
   wm_timers *q = wm_timers_new();
   if (q) {
     wm_timers_free(s->q);
@@ -507,10 +461,8 @@ wm_op *wm_ijoin_new(wm_ctx *ctx, const char *name, wm_ijoin_config *cfg) {
     /* Flink moves an exclusive bound inwards by 1 ms and then needs no more checks */
     s->lo = cfg->lower_exclusive ? sat_add(cfg->lower, 1) : cfg->lower;
     s->hi = cfg->upper_exclusive ? sat_add(cfg->upper, -1) : cfg->upper;
-    s->capidx = 16;
-    s->idx = calloc(s->capidx, sizeof *s->idx);
     s->q = wm_timers_new();
-    ok = s->idx && s->q;
+    ok = wm_keyidx_init(&s->ix, slot_key, s) == 0 && s->q;
     for (int d = 0; d < 2 && ok; d++)
       if (cfg->late_tag[d] && !(s->tag[d] = dup_str(cfg->late_tag[d]))) ok = 0;
     if (ok) op = wm_op_new(ctx, &ijoin_vt, s, name);
@@ -522,7 +474,7 @@ wm_op *wm_ijoin_new(wm_ctx *ctx, const char *name, wm_ijoin_config *cfg) {
   }
   if (!op) {
     if (s) {
-      free(s->idx);
+      wm_keyidx_free(&s->ix);
       wm_timers_free(s->q);
       free(s->tag[0]);
       free(s->tag[1]);

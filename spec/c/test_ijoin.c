@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "ops/wm_ijoin.h"
+#include "ops/wm_keyidx.h"
 #include "time/wm_time.h"
 #include "test.h"
 
@@ -283,7 +284,61 @@ static void extremes(void) {
   teardown(&f);
 }
 
+/* The key index under random adds and removes (backward-shift deletion), against a plain
+ * scan of the entries: keys are integers 0..299 in 64 entries, many colliding in 16 places. */
+typedef struct kent {
+  wm_value key;
+  uint64_t hash;
+  int live;
+} kent;
+
+static const wm_value *kent_key(void *ud, uint32_t i, uint64_t *hash) {
+  const kent *e = &((const kent *)ud)[i];
+  *hash = e->hash;
+  return &e->key;
+}
+
+static void keyidx_random(void) {
+  T.current = "keyidx: random adds and removes";
+  kent ents[64];
+  memset(ents, 0, sizeof ents);
+  wm_keyidx x;
+  CHECK_I64(wm_keyidx_init(&x, kent_key, ents), 0);
+  uint64_t rng = 28;
+  int bad = 0;
+  for (int step = 0; step < 20000; step++) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    int64_t k = (int64_t)((rng >> 33) % 300);
+    wm_value key = wm_int(k);
+    uint64_t h = wm_key_hash(&key) & (step < 10000 ? 0xf : ~0ULL); /* collisions, then not */
+    uint32_t want = WM_KEYIDX_NONE, free_at = WM_KEYIDX_NONE;
+    for (uint32_t i = 0; i < 64; i++) {
+      if (ents[i].live && ents[i].key.u.i == k) want = i;
+      if (!ents[i].live && free_at == WM_KEYIDX_NONE) free_at = i;
+    }
+    if (step == 10000) { /* other hashes: empty everything */
+      wm_keyidx_clear(&x);
+      for (int i = 0; i < 64; i++) ents[i].live = 0;
+      continue;
+    }
+    if (wm_keyidx_find(&x, &key, h) != want) bad++;
+    if (want != WM_KEYIDX_NONE) {
+      wm_keyidx_remove(&x, want);
+      ents[want].live = 0;
+    } else if (free_at != WM_KEYIDX_NONE) {
+      ents[free_at] = (kent){key, h, 1};
+      if (wm_keyidx_add(&x, free_at) != 0) bad++;
+    }
+  }
+  CHECK_I64(bad, 0);
+  size_t live = 0;
+  for (int i = 0; i < 64; i++) live += ents[i].live;
+  CHECK_I64(x.n, live);
+  wm_keyidx_free(&x);
+}
+
 void test_ijoin(void) {
+  keyidx_random();
   bounds_and_order();
   late_records();
   errors();
