@@ -43,6 +43,7 @@ typedef struct ijoin {
   wm_timers *q;       /* cleanup timers, event time */
   uint64_t seq;       /* the order of timers of one time: registration order */
   int first2;         /* the first channel of the right input */
+  const wm_field *key1[2]; /* key_by of one field per side: read inline (wm_keysel_field1) */
   uint64_t late[2];   /* late records per side */
   size_t nbuf[2];     /* records buffered per side */
 } ijoin;
@@ -172,7 +173,10 @@ static int ij_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   ijoin *s = op->impl;
   int side = s->first2 > 0 && chan >= s->first2;
   wm_value key;
-  if (wm_keysel_key(side ? &s->cfg.keysel2 : &s->cfg.keysel, op, rec, &key) != WM_OK)
+  const wm_value *kf = s->key1[side] ? wm_field_peek(s->key1[side], rec) : NULL;
+  if (kf && (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR))
+    key = *kf; /* what the field's selector would give, and a valid key */
+  else if (wm_keysel_key(side ? &s->cfg.keysel2 : &s->cfg.keysel, op, rec, &key) != WM_OK)
     return WM_ERR;
   if (ts == WM_TIME_MIN) return no_timestamp(op, side, rec);
   if (op->wm != WM_TIME_MIN && ts < op->wm) { /* late: joins nothing, is not kept */
@@ -461,6 +465,8 @@ wm_op *wm_ijoin_new(wm_ctx *ctx, const char *name, wm_ijoin_config *cfg) {
     /* Flink moves an exclusive bound inwards by 1 ms and then needs no more checks */
     s->lo = cfg->lower_exclusive ? sat_add(cfg->lower, 1) : cfg->lower;
     s->hi = cfg->upper_exclusive ? sat_add(cfg->upper, -1) : cfg->upper;
+    s->key1[0] = wm_keysel_field1(&s->cfg.keysel);
+    s->key1[1] = wm_keysel_field1(&s->cfg.keysel2);
     s->q = wm_timers_new();
     ok = wm_keyidx_init(&s->ix, slot_key, s) == 0 && s->q;
     for (int d = 0; d < 2 && ok; d++)
