@@ -14,14 +14,16 @@
 #             Prints the best wall and CPU (user + system) seconds of REPEATS runs and
 #             records/s = 2N / CPU seconds (one core: the job runs on one thread).
 #  bytes      the watermark held back (out-of-orderness 10^6 h) and between(0, 0) on
-#             -r 1 -k 100000 files: every record stays buffered until the end of input.
+#             -r RATE -k 100000 files (RATE records per ms, default 50; -r 1 gives every
+#             record a millisecond, so a cleanup timer, of its own): every record stays
+#             buffered until the end of input.
 #             Peak RSS (GNU time %M) at N1 and N2 records per side; the bytes per buffered
 #             record are (RSS(N2) - RSS(N1)) / (2 (N2 - N1)): everything a kept record costs
 #             (its parse_csv row of 3 fields with its id string, the join's 24-byte entry and
 #             its array's spare room, the cleanup timer), with the fixed costs taken out.
 #
-#   bench/interval_join.sh [-r REPEATS] [-n RECORDS] [-m "N1 N2"]
-#                                       (default: -r 3, -n 1000000, -m "250000 1000000")
+#   bench/interval_join.sh [-r REPEATS] [-n RECORDS] [-m "N1 N2"] [-t RATE]
+#                               (default: -r 3, -n 1000000, -m "250000 1000000", -t 50)
 #
 # Figures of one run only compare with each other: the machine and its load change between
 # runs. WMRUN names the wmrun to measure (default build/wmrun: run make first); data go to
@@ -32,13 +34,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 out=${BENCH_DIR:-/tmp/wmrun-bench}
 wmrun=${WMRUN:-$root/build/wmrun}
-repeats=3 records=1000000 mem="250000 1000000"
-while getopts "r:n:m:" opt; do
+repeats=3 records=1000000 mem="250000 1000000" rate=50
+while getopts "r:n:m:t:" opt; do
     case $opt in
     r) repeats=$OPTARG ;;
     n) records=$OPTARG ;;
     m) mem=$OPTARG ;;
-    *) sed -n '2,28p' "$0" >&2; exit 2 ;;
+    t) rate=$OPTARG ;;
+    *) sed -n '2,31p' "$0" >&2; exit 2 ;;
     esac
 done
 [ -x "$wmrun" ] || { echo "interval_join.sh: $wmrun not found: run make first" >&2; exit 2; }
@@ -82,12 +85,12 @@ for c in "pairs:-20 20 1s join" "few pairs:1000 1000 1s join" "no join:0 0 1s un
 done
 
 read -r n1 n2 <<< "$mem"
-printf '\n%-28s %10s\n' "all records buffered" "peak KB"
+printf '\n%-28s %10s\n' "all buffered, $rate per ms" "peak KB"
 declare -A peak
 for n in $n1 $n2; do
-    l=$out/ijoin_mem_left_$n.csv r=$out/ijoin_mem_right_$n.csv
-    [ -s "$l" ] || "$out/gen" -n "$n" -k 100000 -r 1 -d 0 -s 1 > "$l"
-    [ -s "$r" ] || "$out/gen" -n "$n" -k 100000 -r 1 -d 0 -s 2 > "$r"
+    l=$out/ijoin_mem_left_${n}_$rate.csv r=$out/ijoin_mem_right_${n}_$rate.csv
+    [ -s "$l" ] || "$out/gen" -n "$n" -k 100000 -r "$rate" -d 0 -s 1 > "$l"
+    [ -s "$r" ] || "$out/gen" -n "$n" -k 100000 -r "$rate" -d 0 -s 2 > "$r"
     read -r _ _ kb < <(best_time "$wmrun" "$job" "$l" "$r" 0 0 1000000h join) || exit 1
     peak[$n]=$kb
     printf '%-28s %10s\n' "$n per side" "$kb"
