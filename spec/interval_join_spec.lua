@@ -451,6 +451,23 @@ describe("interval_join in wmrun", function()
       assert.are.equal(1, code)
       assert.matches("interval_join at [^\n]*%.lua:4 has no :process", err)
     end)
+    it("keys of different types on the two sides", function()
+      -- 1 and "1" never meet: the first key of each side decides the side's key type
+      local _, err, code = h.run_job([[
+        local wm = require('wm')
+        local env = wm.env{}
+        local st = wm.watermarks.monotonous():with_timestamp_field("t")
+        local a = env:from_elements({k = 1, t = 1}):assign_timestamps_and_watermarks(st)
+        local b = env:from_elements({k = "1", t = 1}):assign_timestamps_and_watermarks(st)
+        a:key_by("k"):interval_join(b:key_by("k")):between(0, 1)
+          :process(function(l, r, ctx, out) out(1) end):print()
+        env:execute()
+      ]])
+      assert.are.equal(1, code)
+      assert.matches("the keys of the interval join's two inputs have different types: the left "
+        .. "input's are numbers (first 1), the right input's strings (first \"1\")", err, 1, true)
+      assert.matches("interval join (", err, 1, true)
+    end)
     it("negative bounds may be duration strings with a sign", function()
       local out, err, code = h.run_job([[
         local wm = require('wm')

@@ -1,5 +1,6 @@
 #include "ops/wm_ijoin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,10 @@ typedef struct ijoin {
   uint64_t seq;       /* the order of timers of one time: registration order */
   int first2;         /* the first channel of the right input */
   const wm_field *key1[2]; /* key_by of one field per side: read inline (wm_keysel_field1) */
+  /* the type of each side's first key (0: none yet; key_class) and the key as print shows
+   * it: two sides whose keys differ in type would never meet (an error, as in Flink) */
+  int kclass[2];
+  char kfirst[2][80];
   uint64_t late[2];   /* late records per side */
   size_t nbuf[2];     /* records buffered per side */
 } ijoin;
@@ -169,6 +174,38 @@ static int no_timestamp(wm_op *op, int side, const wm_value *rec) {
   return WM_ERR;
 }
 
+/* What kind of value a key is: 1 a number, 2 a string, 3 a composite key, 4 a boolean. */
+static int key_class(const wm_value *k) {
+  if (k->type == WM_INT || k->type == WM_FLOAT) return 1;
+  if (k->type == WM_BOOL) return 4;
+  return (k->flags & WM_VF_COMPOSITE) ? 3 : 2;
+}
+
+/* The first key of a side: its type must be the other side's first key's. */
+static int first_key(wm_op *op, ijoin *s, int side, const wm_value *key, const wm_value *rec) {
+  static const char *const names[] = {"", "numbers", "strings", "composite keys (of several fields)",
+                                      "booleans"};
+  s->kclass[side] = key_class(key);
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, key, &b);
+  const char *q = s->kclass[side] == 2 ? "\"" : "";
+  snprintf(s->kfirst[side], sizeof s->kfirst[side], "%s%.60s%s", q, b.data ? b.data : "", q);
+  wm_buf_free(&b);
+  int o = !side;
+  if (!s->kclass[o] || s->kclass[o] == s->kclass[side]) return WM_OK;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  wm_ctx_error(op->ctx, "the keys of the interval join's two inputs have different types: the "
+                        "left input's are %s (first %s), the right input's %s (first %s); keys "
+                        "of different types never meet (key both inputs to one type, e.g. with "
+                        "tonumber or tostring in the key function), at record %s",
+               names[s->kclass[0]], s->kfirst[0], names[s->kclass[1]], s->kfirst[1],
+               b.data ? b.data : "");
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
 static int ij_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   ijoin *s = op->impl;
   int side = s->first2 > 0 && chan >= s->first2;
@@ -178,6 +215,7 @@ static int ij_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     key = *kf; /* what the field's selector would give, and a valid key */
   else if (wm_keysel_key(side ? &s->cfg.keysel2 : &s->cfg.keysel, op, rec, &key) != WM_OK)
     return WM_ERR;
+  if (!s->kclass[side] && first_key(op, s, side, &key, rec) != WM_OK) return WM_ERR;
   if (ts == WM_TIME_MIN) return no_timestamp(op, side, rec);
   if (op->wm != WM_TIME_MIN && ts < op->wm) { /* late: joins nothing, is not kept */
     s->late[side]++;

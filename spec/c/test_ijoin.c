@@ -16,6 +16,10 @@ static int key_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
     *key = wm_nil();
     return WM_OK;
   }
+  if (rec->u.i < 0) { /* a string key */
+    *key = wm_cstr("neg", 3);
+    return WM_OK;
+  }
   *key = wm_int(rec->u.i / 100);
   return WM_OK;
 }
@@ -179,6 +183,14 @@ static void errors(void) {
   wm_value s = wm_cstr("x", 1); /* key_fn gives nil */
   CHECK_I64(wm_op_input_record(f.j, 0, &s, 5), WM_ERR);
   CHECK(strstr(f.ctx.err, "key is nil") != NULL);
+  teardown(&f);
+  /* the first keys of the two sides: a number and a string never meet */
+  setup(&f, 0, 10, false, false, 0);
+  CHECK_I64(L(&f, 101, 5), WM_OK);
+  CHECK_I64(L(&f, -1, 5), WM_OK); /* a second key type on one side: allowed */
+  CHECK_I64(R(&f, -2, 5), WM_ERR);
+  CHECK(strstr(f.ctx.err, "left input's are numbers (first 1), the right input's strings "
+                          "(first \"neg\")") != NULL);
   teardown(&f);
 }
 
