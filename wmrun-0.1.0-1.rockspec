@@ -67,6 +67,7 @@ build = {
         "core/ops/wm_agg.c",
         "core/ops/wm_keyedop.c",
         "core/ops/wm_ijoin.c",
+        "core/ops/wm_keyidx.c",
         "core/ops/wm_keys.c",
         "core/ops/wm_trigger.c",
         "core/ops/wm_tsop.c",

@@ -230,7 +230,7 @@ static int ij_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (key_slot(op, s, &key, &slot) != WM_OK) return WM_ERR;
   jkey *e = &s->k[slot];
   jbuf *mine = &e->b[side];
-  wm_value v;
+  wm_value v = wm_nil();
   if (wm_value_copy(&op->ctx->host, &v, rec) != 0 || jbuf_insert(mine, ts, v, &at) != 0) {
     if (v.type != WM_NIL) wm_value_release(&op->ctx->host, &v);
     if (mine->hi == mine->lo && e->b[!side].hi == e->b[!side].lo) key_drop(op, s, slot);
