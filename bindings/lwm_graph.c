@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "exec/wm_exchange.h"
+#include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
 #include "lwm_conn.h"
 #include "lwm_graph.h"
 #include "lwm_io.h"
+#include "lwm_join.h"
 #include "lwm_keyed.h"
 #include "lwm_ops.h"
 #include "lwm_plan.h"
@@ -133,6 +135,7 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
       lwm_build_windows(B, node, kind, name, where, &op) ||
       lwm_build_time(B, node, kind, name, where, &op) ||
       lwm_build_keyed(B, node, kind, name, where, &op) ||
+      lwm_build_join(B, node, kind, name, where, &op) ||
       lwm_build_conn(B, node, kind, name, where, &op) ||
       lwm_build_wjoin(B, node, kind, name, where, &op) ||
       lwm_build_through(B, node, kind, name, where, &op))
@@ -513,7 +516,11 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       lua_pop(L, 1);
       if ((two || bcast) && k == 2)
         for (int j = 0; j < p; j++)
-          if (me->ops[j]) wm_keyedop_set_second_input(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+          if (me->ops[j]) {
+            int first2 = cs->nin[me->gid0 + (uint32_t)j];
+            if (wm_op_is_ijoin(me->ops[j])) wm_ijoin_set_second_input(me->ops[j], first2);
+            else wm_keyedop_set_second_input(me->ops[j], first2);
+          }
       /* any operator of two inputs (but a union, whose inputs are alike) is a two-input
        * operator: the graph counts and traces its inputs apart (wm_op_set_two_inputs) */
       if (nin == 2 && k == 2 && strcmp(kind, "union") != 0)

@@ -18,6 +18,7 @@
 #include "lwm_ckpt.h"
 #include "lwm_graph.h"
 #include "lwm_harness.h"
+#include "lwm_join.h"
 #include "lwm_plan.h"
 #include "lwm_report.h"
 #include "lwm_timeline.h"
@@ -434,6 +435,7 @@ static int l_metrics(lua_State *L) {
       }
       lua_setfield(L, -2, "inputs");
     }
+    lwm_join_metrics(L, op);
     if (wm_op_is_keyedop(op)) {
       lua_pushinteger(L, (lua_Integer)wm_keyedop_keys(op));
       lua_setfield(L, -2, "keys");

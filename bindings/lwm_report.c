@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "io/wm_conn.h"
+#include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
 #include "lwm_report.h"
@@ -24,10 +25,21 @@ void lwm_input_wm_text(const wm_op *op, int k, char *buf, size_t n) {
   if (idle) snprintf(buf + strlen(buf), n - strlen(buf), " idle");
 }
 
+/* The --metrics line of an interval join ("interval join '...': late left N, ..."). */
+static void join_report(const wm_op *op, FILE *f) {
+  if (!wm_op_is_ijoin(op)) return;
+  fprintf(f, "interval join '%s': late left %llu, late right %llu; buffered left %zu, right "
+             "%zu, keys %zu\n",
+          op->name, (unsigned long long)wm_ijoin_late(op, 0),
+          (unsigned long long)wm_ijoin_late(op, 1), wm_ijoin_buffered(op, 0),
+          wm_ijoin_buffered(op, 1), wm_ijoin_keys(op));
+}
+
 /* What an operator holds: open windows of a window operator, keys of a keyed one. */
 long long lwm_op_state(const wm_op *op) {
   if (strcmp(op->vt->kind, "window") == 0) return (long long)wm_winop_open_windows(op);
   if (wm_op_is_keyedop(op)) return (long long)wm_keyedop_keys(op);
+  if (wm_op_is_ijoin(op)) return (long long)wm_ijoin_keys(op);
   return -1;
 }
 
@@ -84,6 +96,7 @@ void lwm_print_metrics(lwm_bridge *B, FILE *f) {
       fprintf(f, ", %llu expired (state_ttl)", (unsigned long long)wm_keyedop_expired(op));
     fputc('\n', f);
   }
+  for (size_t i = 0; i < B->ctx.nops; i++) join_report(B->ctx.ops[i], f); /* per side */
   for (size_t i = 0; i < B->ctx.nops; i++) /* parse_csv/parse_json with on_error = "skip" */
     if (B->ctx.ops[i]->m.parse_errors)
       fprintf(f, "parse errors: %llu in '%s'\n",

@@ -254,7 +254,7 @@ end
 --- Runs the job file `job` (arg[1]: the record at which it stops itself with SIGTERM, 0:
 --- never; arg[2]: its output file) once uninterrupted, then with checkpoints in `dir` stopped
 --- at `stop_at` and resumed; checks that the resumed file is the uninterrupted one's and
---- returns it (spec/connect_spec.lua, spec/window_join_spec.lua).
+--- returns it (connect, window join and interval join specs).
 function M.stop_and_resume(dir, job, stop_at)
   local assert = require("luassert")
   local whole, part = dir .. "/whole.txt", dir .. "/part.txt"

@@ -88,3 +88,15 @@ fail:
   fieldkeys_free(k);
   return -1;
 }
+
+int wm_keysel_key(const wm_keysel *ks, wm_op *op, const wm_value *rec, wm_value *key) {
+  if (ks->fn(ks->ud, op, rec, key) != WM_OK) return WM_ERR;
+  if (wm_key_valid(key)) return WM_OK;
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  wm_ctx_error(op->ctx, "key is %s (a key must be a string, number or boolean) for record %s",
+               key->type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return WM_ERR;
+}

@@ -26,4 +26,9 @@ int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n);
  * selector for anything else (a missing field, another type: the selector's error). */
 const wm_field *wm_keysel_field1(const wm_keysel *ks);
 
+/* The key of rec through ks, checked: a key that is nil or not a scalar is an error naming
+ * the record ("key is nil (a key must be a string, number or boolean) for record ...").
+ * *key is borrowed as for ks->fn. WM_OK or WM_ERR (message in op->ctx->err). */
+int wm_keysel_key(const wm_keysel *ks, wm_op *op, const wm_value *rec, wm_value *key);
+
 #endif

@@ -12,6 +12,7 @@ require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)
 require("wm.through")    -- key_by(k, {through = ...}): repartitioning through a log
 local connect = require("wm.connect") -- connected streams (two inputs)
 local window_join = require("wm.window_join") -- window join and co-group
+require("wm.interval_join") -- a:key_by(k1):interval_join(b:key_by(k2))
 require("wm.scaleout")   -- execute() of a job with a scale_out source (docs/scaleout.md)
 require("wm.lab.replay") -- execute() of a job with read_lines{arrival = ...} (docs/lab.md)
 -- (wm.connectors, wm.through, wm.scaleout and wm.lab.replay add to methods of the modules

@@ -68,6 +68,7 @@ void test_timer(void);
 void test_winop(void);
 void test_value(void);
 void test_keyedop(void);
+void test_ijoin(void);
 void test_winmerge(void);
 void test_sessions(void);
 void test_mt(void);

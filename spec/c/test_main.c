@@ -19,6 +19,7 @@ static const struct {
     {"time", test_time},     {"window", test_window}, {"watermark", test_watermark},
     {"timer", test_timer},   {"winop", test_winop},   {"value", test_value},
     {"keyedop", test_keyedop}, {"winmerge", test_winmerge},
+    {"ijoin", test_ijoin},
     {"sessions", test_sessions}, {"mt", test_mt},
     {"ckpt", test_ckpt},       {"graph", test_graph},   {"io", test_io},
     {"snapshot", test_snapshot}, {"pool", test_pool},

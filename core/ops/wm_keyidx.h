@@ -1,0 +1,40 @@
+/* An index from keys to the entries of an owner's array (open addressing, linear probing,
+ * deletion by backward shift): the owner keeps its entries (each with its key and the key's
+ * hash, wm_key_hash) wherever it likes and says how to read them; the index holds entry
+ * numbers only. Used by the interval join (ops/wm_ijoin.c); a keyed operator that frees
+ * its keys can use it the same way. */
+#ifndef WM_KEYIDX_H
+#define WM_KEYIDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wm_value.h"
+
+/* The key and hash of entry i of the owner (ud). */
+typedef const wm_value *(*wm_keyidx_key_fn)(void *ud, uint32_t i, uint64_t *hash);
+
+typedef struct wm_keyidx {
+  uint32_t *at; /* entry + 1; 0 = empty */
+  size_t cap;   /* a power of two */
+  size_t n;
+  wm_keyidx_key_fn key;
+  void *ud;
+} wm_keyidx;
+
+#define WM_KEYIDX_NONE UINT32_MAX
+
+/* 0, or -1 when out of memory. */
+int wm_keyidx_init(wm_keyidx *x, wm_keyidx_key_fn key, void *ud);
+void wm_keyidx_free(wm_keyidx *x);
+/* Empties the index (keeps its memory). */
+void wm_keyidx_clear(wm_keyidx *x);
+/* The entry of key (h = wm_key_hash(key)), or WM_KEYIDX_NONE. */
+uint32_t wm_keyidx_find(const wm_keyidx *x, const wm_value *key, uint64_t h);
+/* Adds entry i (its key must not be in the index yet; the owner's key function must give
+ * it). 0, or -1 when out of memory (nothing added). */
+int wm_keyidx_add(wm_keyidx *x, uint32_t i);
+/* Removes entry i, whose key is in the index. */
+void wm_keyidx_remove(wm_keyidx *x, uint32_t i);
+
+#endif
