@@ -1,0 +1,473 @@
+/* The window operator: what a record does to a window. */
+#include "ops/wm_winop_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+#include "graph/wm_observe.h"
+
+/* ---- contents and firing ------------------------------------------------------------ */
+
+/* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
+int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e) {
+  wext *x = XO(e);
+  if (x->nitems < x->capitems) return WM_OK;
+  uint32_t cap = x->capitems ? x->capitems * 2 : 4;
+  wm_value *n = realloc(x->items, cap * sizeof *n);
+  if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
+  x->items = n;
+  if (s->cfg.evictor.kind) {
+    int64_t *t = realloc(x->its, cap * sizeof *t);
+    if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
+    x->its = t;
+  }
+  x->capitems = cap;
+  return WM_OK;
+}
+
+static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
+  if (s->list) {
+    wext *x = XO(e);
+    if (wm_wo_items_reserve(op, s, e) != WM_OK) return WM_ERR;
+    if (wm_value_copy(&op->ctx->host, &x->items[x->nitems], rec) != 0)
+      return wm_ctx_error(op->ctx, "out of memory in window state");
+    if (x->its) x->its[x->nitems] = ts;
+    x->nitems++;
+    return WM_OK;
+  }
+  if (e->inl) {
+    /* sum, min, max with a first record: add reads only aux (acc is only the first) */
+    wm_value none = wm_nil();
+    int rc = s->cfg.fn.add(s->cfg.fn.ud, op, &none, &e->aux, rec);
+    wm_value_release(&op->ctx->host, &none);
+    return rc;
+  }
+  if (s->inl_ok && e->aux.type == WM_NIL && wm_wo_inline_first(op, s, (uint32_t)(e - s->e), rec))
+    return WM_OK;
+  return s->cfg.fn.add(s->cfg.fn.ud, op, &CO(e)->acc, &e->aux, rec);
+}
+
+/* ---- the operator ------------------------------------------------------------------- */
+
+static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+  const wm_value *v;
+  wm_value *aux = &s->e[i].aux;
+  if (s->sum_field && aux->type == WM_INT && (v = wm_field_peek(s->sum_field, rec)) &&
+      v->type == WM_INT) {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+  } else if (add_record(op, s, &s->e[i], rec, ts) != WM_OK) {
+    return WM_ERR;
+  }
+  if (s->fast) { /* EventTimeTrigger.onElement: a late firing, or wait for the timer */
+    if (max_ts_of(s->e[i].w) <= op->wm) return wm_wo_emit_window(op, s, i);
+    return WM_OK;
+  }
+  wm_trigger_ctx c;
+  wm_wo_tctx_init(op, s, i, &c);
+  return wm_wo_act(op, s, i, s->trig->vt->on_element(s->trig, &c, rec, ts));
+}
+
+/* by_chan: rec, from a channel before the one entry i's first record came from, becomes
+ * the window's first record (what a single reader would have seen first); the aggregate
+ * folds the window's in after rec's value, as adding the records in that order would. */
+static int first_replace(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+  wentry *e = &s->e[i];
+  const wm_host *h = &op->ctx->host;
+  wm_value later = e->aux; /* sum, min, max: a number, nothing owned */
+  wm_value key = wm_nil();
+  if (e->inl) {
+    /* the key's bytes after the first 8 are packed with the record: keep them */
+    keybuf kb;
+    if (e->klen > 8 && wm_value_copy(h, &key, key_of(s, i, &kb)) != 0)
+      return wm_ctx_error(op->ctx, "out of memory in window state");
+    memset(CO(e), 0, sizeof *CO(e));
+    e->inl = 0;
+    CO(e)->key = key;
+  } else {
+    wm_value_release(h, &CO(e)->acc);
+  }
+  e->aux = wm_nil();
+  if (add_record(op, s, e, rec, ts) != WM_OK) return WM_ERR;
+  wm_agg_combine(s->pane_agg, &e->aux, &later);
+  return WM_OK;
+}
+
+/* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
+ * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
+static inline int window_add(wm_op *op, winop *s, const wm_value *key, wm_window w, uint32_t i,
+                             int created, const wm_value *rec, int64_t ts) {
+  int64_t mts = max_ts_of(w);
+  wm_observe_window(op, key, ts, w, created);
+  if (created) {
+    if (s->fast && mts > op->wm) {
+      s->e[i].fire = 1;
+      if (wm_wo_push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+    }
+    if (wm_wo_push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+  }
+  if (s->by_chan) {
+    if (created || entry_empty(s, &s->e[i])) {
+      s->fch[i] = (uint8_t)s->chan;
+    } else if (s->chan < s->fch[i]) { /* an earlier part of the input: its record is first */
+      s->fch[i] = (uint8_t)s->chan;
+      if (first_replace(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+      if (mts <= op->wm) return wm_wo_emit_window(op, s, i); /* as on_element: a late firing */
+      return WM_OK;
+    }
+  }
+  return on_element(op, s, i, rec, ts);
+}
+
+static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                                uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
+  uint32_t i = 0;
+  int created = 0;
+  if (entry_get(op, s, kp, h, w, &i, &created) != WM_OK) return WM_ERR;
+  return window_add(op, s, key, w, i, created, rec, ts);
+}
+
+/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
+ * fit panes and the state went back to one entry per window (the caller then adds it as
+ * without panes). *any: some window took it. */
+static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                       uint64_t khash, const wm_value *rec, int64_t ts, int *any) {
+  int64_t W = op->wm, slide = s->cfg.assigner.slide;
+  const wm_value *v = NULL;
+  wm_value got = wm_int(1); /* count() */
+  if (s->pane_field) {
+    v = wm_field_peek(s->pane_field, rec);
+    /* not a row of the schema seen last: the general read (resolves the field) */
+    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, &got, op->ctx->err,
+                           sizeof op->ctx->err) == 0)
+      v = &got;
+    if (!v || v->type != WM_INT) return wm_wo_unpane(op, s) == WM_OK ? 1 : WM_ERR;
+  } else {
+    v = &got;
+  }
+  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop) {
+    /* a record outside the last one's pane: its windows (every ts of a pane has the same) */
+    size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
+    int64_t ps = WM_TIME_MIN;
+    int fits = n > 0;
+    for (size_t k = 0; k < n; k++) {
+      fits = fits && s->wins[k].stop - s->wins[k].start == s->cfg.assigner.size;
+      if (s->wins[k].start > ps) ps = s->wins[k].start;
+    }
+    if (!fits) return wm_wo_unpane(op, s) == WM_OK ? 1 : WM_ERR;
+    s->pc = (wm_window){ps, ps + slide};
+    s->pn = n;
+    s->pc_clean = cleanup_of(s, (wm_window){ps, ps + s->cfg.assigner.size});
+    s->pc_ok = true;
+  }
+  if (s->pc_clean <= W) return WM_OK; /* every window of the record is late */
+  *any = 1;
+  wm_window pw = s->pc;
+  uint32_t p;
+  int created;
+  if (entry_get(op, s, kp, entry_hash(s, khash, pw), pw, &p, &created) != WM_OK) return WM_ERR;
+  if (created) s->npane++;
+  if (created || WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {
+    /* a new pane may start windows of this key: their markers and timers, in order */
+    for (size_t k = 0; k < s->pn; k++) {
+      wm_window w = s->wins[k];
+      if (cleanup_of(s, w) <= W) continue; /* late window: skip */
+      if (!created) {
+        wm_observe_window(op, key, ts, w, 0);
+        continue;
+      }
+      uint32_t i;
+      int wc;
+      if (entry_get(op, s, kp, entry_hash(s, khash, w), w, &i, &wc) != WM_OK) return WM_ERR;
+      wm_observe_window(op, key, ts, w, wc);
+      if (!wc) continue;
+      int64_t mts = max_ts_of(w);
+      if (mts > W) {
+        s->e[i].fire = 1;
+        if (wm_wo_push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+      }
+      if (wm_wo_push_cleanup(op, s, i) != WM_OK) return WM_ERR;
+    }
+  }
+  wm_value *aux = &s->e[p].aux;
+  if (aux->type != WM_INT) return add_record(op, s, &s->e[p], rec, ts); /* the first */
+  if (s->pane_agg == WM_AGG_MIN) {
+    if (v->u.i < aux->u.i) aux->u.i = v->u.i;
+  } else if (s->pane_agg == WM_AGG_MAX) {
+    if (v->u.i > aux->u.i) aux->u.i = v->u.i;
+  } else {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* sum, count: wraps */
+  }
+  return WM_OK;
+}
+
+/* A record whose timestamp is none (MIN) or outside the range the assigner's windows can
+ * hold (wm_assigner_ts_range; gap: a dynamic session gap, else 0). */
+static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t ts, int64_t gap) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  const char *r = b.data ? b.data : "";
+  if (ts == WM_TIME_MIN) {
+    wm_ctx_error(op->ctx,
+                 "record has no timestamp (math.mininteger); did you forget "
+                 "assign_timestamps_and_watermarks? (an event-time window needs one): %s",
+                 r);
+  } else {
+    int64_t hi = gap > 0 ? WM_TIME_MAX - gap : s->ts_hi;
+    wm_ctx_error(op->ctx,
+                 "record timestamp %lld is outside the range of these windows, %lld to %lld "
+                 "(beyond it a window's bounds overflow; docs/windows.md, \"Valid "
+                 "timestamps\"): %s",
+                 (long long)ts, (long long)s->ts_lo, (long long)hi, r);
+  }
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
+/* The entry of window w and a string key of n <= 8 bytes (prefix pre) whose entry hash is
+ * h, as idx_find would find it in one pass: the entry's index + 1; 0 when the probe reached
+ * an empty slot first (*at: that slot, where idx_find would insert); TOMB at a tombstone
+ * (merging windows only: the caller leaves it to the general path). */
+static inline uint32_t short_find(const winop *s, uint64_t h, wm_window w, size_t n,
+                                  uint64_t pre, size_t *at) {
+  size_t mask = s->capidx - 1, i = home_of(h, mask);
+  for (;; i = (i + 1) & mask) {
+    uint64_t sv = s->idx[i];
+    uint32_t ent = slot_ent(sv);
+    if (ent == 0 || ent == TOMB) {
+      *at = i;
+      return ent;
+    }
+    if ((sv >> 32) != (h >> 32)) continue;
+    const wentry *e = &s->e[ent - 1];
+    if (e->hash == h && win_eq(e->w, w) && e->kcls == KEY_STR && e->klen == n && e->kpre == pre)
+      return ent;
+  }
+}
+
+/* tumble_hit's new window: out of line, so that the hit keeps a small frame. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int tumble_new(wm_op *op, winop *s, const wm_value *kf, uint64_t pre, uint64_t h,
+                      size_t at, const wm_value *rec, int64_t ts) {
+  kprobe kp = {kf, pre, kf->u.s->len, KEY_STR};
+  uint32_t i;
+  if (wm_wo_entry_new(op, s, &kp, h, s->tw, at, &i) != WM_OK) return WM_ERR;
+  return window_add(op, s, kf, s->tw, i, 1, rec, ts);
+}
+
+/* The common record of a tumbling event-time window with the default trigger, sum of an
+ * integer field and a key_by of one string field of up to 8 bytes, not late. What the
+ * general path below does for it, in one pass without its calls (kprobe, hashes,
+ * entry_get, add_to_window, on_element): the same lookup, the same sum, the same late
+ * firing; a new window is created at the slot the lookup ended on, as entry_get would, and
+ * then added to as add_to_window does. Returns 1 (nothing done) for anything else: a late
+ * record, an index that must grow, a record of another schema, a key or value of another
+ * type, a record of an earlier channel than the window's first (by_chan), a timeline. */
+static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  const wm_value *kf = wm_field_peek(s->key1, rec), *v = wm_field_peek(s->sum_field, rec);
+  if (!kf || !v || kf->type != WM_STR || kf->flags || v->type != WM_INT) return 1;
+  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
+  if (!s->tw_ok || ts < s->tw.start || ts >= s->tw.stop || s->tw_clean <= op->wm) return 1;
+  if ((s->usedidx + 1) * 4 >= s->capidx * 3 || WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    return 1;
+  size_t n = kf->u.s->len;
+  if (n > 8) return 1;
+  uint64_t pre = str_pre(kf->u.s->data, n);
+  uint64_t kh = short_key_bits(pre, n, KEY_STR);
+  wm_window w = s->tw;
+  uint64_t h = entry_hash(s, kh, w);
+  size_t at = 0;
+  uint32_t ent = short_find(s, h, w, n, pre, &at);
+  if (ent == 0) /* a new window, at the slot idx_find would give (no tombstones seen) */
+    return tumble_new(op, s, kf, pre, h, at, rec, ts);
+  if (ent == TOMB) return 1;
+  wentry *e = &s->e[ent - 1];
+  if (e->aux.type != WM_INT || (s->by_chan && s->chan < s->fch[ent - 1])) return 1;
+  e->aux.u.i = (int64_t)((uint64_t)e->aux.u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
+  if (max_ts_of(w) <= op->wm) return wm_wo_emit_window(op, s, ent - 1); /* a late firing */
+  return WM_OK;
+}
+
+/* The common record of a sliding window in pane mode keyed by one string field of up to 8
+ * bytes: its pane (the one of the last record) exists and holds an integer, which the
+ * record's value (or 1 for count) is folded into, as pane_record does for it without its
+ * calls. Returns 1 (nothing done) for anything else: another pane, a pane to create (its
+ * windows' markers and timers), a late record, a key or value of another type, a row of
+ * another schema, a timeline. */
+static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  const wm_value *kf = wm_field_peek(s->key1, rec), *v = NULL;
+  if (!kf || kf->type != WM_STR || kf->flags) return 1;
+  if (s->pane_field && (!(v = wm_field_peek(s->pane_field, rec)) || v->type != WM_INT)) return 1;
+  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
+  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop || s->pc_clean <= op->wm) return 1;
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) return 1;
+  size_t n = kf->u.s->len;
+  if (n > 8) return 1;
+  uint64_t pre = str_pre(kf->u.s->data, n);
+  uint64_t h = entry_hash(s, short_key_bits(pre, n, KEY_STR), s->pc);
+  size_t at = 0;
+  uint32_t ent = short_find(s, h, s->pc, n, pre, &at);
+  if (ent == 0 || ent == TOMB) return 1; /* a new pane: pane_record makes it */
+  wm_value *aux = &s->e[ent - 1].aux;
+  if (aux->type != WM_INT) return 1; /* its first record: add_record */
+  int64_t x = v ? v->u.i : 1;
+  if (s->pane_agg == WM_AGG_MIN) {
+    if (x < aux->u.i) aux->u.i = x;
+  } else if (s->pane_agg == WM_AGG_MAX) {
+    if (x > aux->u.i) aux->u.i = x;
+  } else {
+    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)x); /* sum, count: wraps */
+  }
+  return WM_OK;
+}
+
+int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  winop *s = op->impl;
+  s->chan = chan < 255 ? chan : 255;
+  wm_ctx *ctx = op->ctx;
+  if (s->tfast) {
+    int rc = tumble_hit(op, s, rec, ts);
+    if (rc != 1) return rc;
+  } else if (s->panes && s->key1) {
+    int rc = pane_hit(op, s, rec, ts);
+    if (rc != 1) return rc;
+  }
+  if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
+  wm_value key;
+  const wm_value *kf;
+  if (s->key1 && (kf = wm_field_peek(s->key1, rec)) &&
+      (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR)) {
+    key = *kf; /* what fieldkeys_fn would give, and a valid key */
+  } else {
+    if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
+  }
+  if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
+    wm_buf b;
+    wm_buf_init(&b);
+    wm_op_format_record(op, rec, &b);
+    wm_ctx_error(ctx, "key is %s (a key must be a string, number or boolean) for record %s",
+                 key.type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
+    wm_buf_free(&b);
+    return WM_ERR;
+  }
+  kprobe kp = kprobe_of(&key);
+  uint64_t khash = key_hash_of(&kp);
+  int64_t at_ts = s->cfg.assigner.processing_time ? wm_ctx_now(ctx) : ts;
+  int64_t W = op->wm;
+  int any = 0, rc;
+  if (s->merging) {
+    wm_assigner a = s->cfg.assigner;
+    if (s->cfg.gapfn.fn) {
+      if (s->cfg.gapfn.fn(s->cfg.gapfn.ud, op, rec, ts, &a.gap) != WM_OK) return WM_ERR;
+      if (s->event_time && ts > WM_TIME_MAX - a.gap) return bad_timestamp(op, s, rec, ts, a.gap);
+    }
+    wm_assigner_assign(&a, at_ts, s->wins);
+    uint32_t i = 0;
+    int skip = 0;
+    /* the key may be borrowed from a Lua call: merging calls no Lua before it is copied */
+    if (wm_wo_merge_add(op, s, &kp, khash, s->wins[0], &i, &skip) != WM_OK) return WM_ERR;
+    if (!skip) {
+      any = 1;
+      wm_observe_window(op, &key, ts, s->e[i].w, 0);
+      if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
+    }
+  } else if (s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* one window; consecutive records usually share it: the assigner runs only when the
+     * record leaves the last window (exact: every ts in [start, stop) has this window,
+     * unless it was cut at MIN or MAX, which is never cached) */
+    if (!s->tw_ok || at_ts < s->tw.start || at_ts >= s->tw.stop) {
+      wm_assigner_assign(&s->cfg.assigner, at_ts, &s->tw);
+      s->tw_ok = s->tw.start != WM_TIME_MIN && s->tw.stop != WM_TIME_MAX &&
+                 s->tw.stop - s->tw.start == s->cfg.assigner.size;
+      s->tw_clean = cleanup_of(s, s->tw);
+    }
+    wm_window w = s->tw;
+    if (!(s->event_time && s->tw_clean <= W)) { /* else a late window: skip */
+      any = 1;
+      if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, w), w, rec, ts) != WM_OK)
+        return WM_ERR;
+    }
+  } else if (s->panes &&
+             (rc = pane_record(op, s, &kp, &key, khash, rec, ts, &any)) != 1) {
+    if (rc != WM_OK) return WM_ERR;
+  } else {
+    size_t n = wm_assigner_assign(&s->cfg.assigner, at_ts, s->wins);
+    for (size_t k = 0; k < n; k++) s->whash[k] = entry_hash(s, khash, s->wins[k]);
+    if (n > 1) {
+      /* several windows per record (sliding): their lookups are independent cache misses;
+       * start them all (index slots, then the entries they name) before the first one is
+       * needed, so that they overlap instead of queueing. Only hints: a stale address is
+       * never dereferenced. */
+      size_t mask = s->capidx - 1;
+      for (size_t k = 0; k < n; k++) __builtin_prefetch(&s->idx[home_of(s->whash[k], mask)]);
+      for (size_t k = 0; k < n; k++) {
+        uint32_t ent = slot_ent(s->idx[home_of(s->whash[k], mask)]);
+        if (ent != 0 && ent != TOMB) __builtin_prefetch(&s->e[ent - 1]);
+      }
+    }
+    for (size_t k = 0; k < n; k++) {
+      wm_window w = s->wins[k];
+      if (s->event_time && cleanup_of(s, w) <= W) continue; /* late window: skip */
+      any = 1;
+      if (add_to_window(op, s, &kp, &key, s->whash[k], w, rec, ts) != WM_OK) return WM_ERR;
+    }
+  }
+  if (!any && s->event_time && s->cfg.late_as_partial && s->fast &&
+      s->cfg.assigner.kind == WM_WA_TUMBLING) {
+    /* its window's partial of one record (at the window's end, as a firing emits it):
+     * the function's state after adding this record alone */
+    wm_value acc = wm_nil(), aux = wm_nil();
+    rc = s->cfg.fn.add(s->cfg.fn.ud, op, &acc, &aux, rec);
+    if (rc == WM_OK) {
+      wm_fire f = {.key = &key, .window = s->tw, .max_ts = max_ts_of(s->tw), .watermark = W,
+                   .acc = &acc, .aux = &aux};
+      rc = s->cfg.fn.fire(s->cfg.fn.ud, op, &f);
+    }
+    wm_value_release(&ctx->host, &acc);
+    wm_value_release(&ctx->host, &aux);
+    return rc;
+  }
+  if (!any && s->event_time && wm_time_add_sat(ts, s->cfg.lateness) <= W) {
+    wm_observe_late(op, &key, ts, s->cfg.lateness, s->late_port > 0 ? s->late_tag : NULL);
+    if (s->late_port > 0) {
+      op->m.late_side += op->ports[s->late_port].side; /* not the pre-aggregation's own port */
+      return wm_op_emit(op, s->late_port, rec, ts);
+    }
+    op->m.late_dropped++;
+  }
+  return WM_OK;
+}
+
+const char *wm_winop_key_field(const wm_op *op) {
+  if (op->vt != &wm_wo_vt) return NULL;
+  const winop *s = op->impl;
+  return s->tfast ? s->key1->name : NULL;
+}
+
+/* hot entries of 64 bytes and index slots: past about 4 MB, beyond a core's L2 */
+#define HINT_MIN_WINDOWS 65536u
+
+bool wm_winop_wants_hints(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->nlive >= HINT_MIN_WINDOWS;
+}
+
+int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uint64_t *h) {
+  winop *s = op->impl;
+  if (n > 8 || !s->tw_ok || ts < s->tw.start || ts >= s->tw.stop) return -1;
+  uint64_t pre = str_pre(key, n);
+  uint64_t kh = short_key_bits(pre, n, KEY_STR);
+  *h = entry_hash(s, kh, s->tw);
+  __builtin_prefetch(&s->idx[home_of(*h, s->capidx - 1)]);
+  return 0;
+}
+
+void wm_winop_prefetch_entry(wm_op *op, uint64_t h) {
+  winop *s = op->impl;
+  uint64_t v = s->idx[home_of(h, s->capidx - 1)]; /* the index may have grown: a hint only */
+  uint32_t ent = slot_ent(v);
+  if (ent != 0 && ent != TOMB && (v >> 32) == (h >> 32)) __builtin_prefetch(&s->e[ent - 1]);
+}
