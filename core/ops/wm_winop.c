@@ -214,6 +214,17 @@ int wm_winop_chan(const wm_op *op) {
   return s->chan;
 }
 
+void wm_winop_set_fast_paths(wm_op *op, bool on) {
+  winop *s = op->impl;
+  s->hit_tumble = on && s->tfast;
+  s->hit_pane = on && s->panes_ok && s->key1;
+}
+
+uint64_t wm_winop_fast_hits(const wm_op *op) {
+  const winop *s = op->impl;
+  return s->hits;
+}
+
 size_t wm_winop_open_windows(const wm_op *op) {
   const winop *s = op->impl;
   return s->nlive - s->npane;
@@ -306,6 +317,8 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
                  s->cfg.evictor.kind == 0 && (s->pane_agg == WM_AGG_SUM ||
                  s->pane_agg == WM_AGG_MIN || s->pane_agg == WM_AGG_MAX);
   }
+  s->hit_tumble = s->tfast;
+  s->hit_pane = s->panes_ok && s->key1;
   s->idx = calloc(s->capidx, sizeof *s->idx);
   s->timers = wm_timers_new();
   s->ptimers = wm_timers_new();

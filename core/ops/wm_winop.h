@@ -63,6 +63,13 @@ void wm_winop_config_free(wm_winop_config *cfg);
  * local pre-aggregation in channel order, bindings/lwm_ops.c). */
 int wm_winop_chan(const wm_op *op);
 
+/* Tests: with on false, every record takes the general path (wm_winop_record.c), not the
+ * fast paths derived from it (on by default), so that a test can run a stream both ways
+ * and compare what comes out. Changes no result. */
+void wm_winop_set_fast_paths(wm_op *op, bool on);
+/* Records a fast path took so far (tests: that the fast paths ran at all). */
+uint64_t wm_winop_fast_hits(const wm_op *op);
+
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
 /* Lookahead for a record that will come soon (a hint, changes nothing): for an operator on

@@ -21,6 +21,14 @@
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
+/* A step of the record path: inlined wherever it is called, so that the fast paths, which
+ * call the general path's steps (wm_winop_record.c), pay no call for them. */
+#if defined(__GNUC__)
+#define WO_STEP static inline __attribute__((always_inline))
+#else
+#define WO_STEP static inline
+#endif
+
 /* ---- window state ------------------------------------------------------------------
  *
  * A slab of entries, one per (key, window), with an open-addressing index. Windows that
@@ -151,23 +159,23 @@ static inline void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f, keybuf 
   return pre;
 }
 
-static inline kprobe kprobe_of(const wm_value *key) {
+WO_STEP kprobe kprobe_of(const wm_value *key) {
   kprobe k = {key, 0, 0, KEY_OTHER};
   if (wm_value_is_string(key)) {
     size_t n;
     const char *b = wm_value_str(key, &n);
     k.pre = str_pre(b, n);
-    k.len = (uint32_t)n;
+    k.len = n < KLEN_MAX ? (uint32_t)n : KLEN_MAX; /* as an entry's klen */
     k.cls = (key->flags & WM_VF_COMPOSITE) ? KEY_COMPOSITE : KEY_STR;
   }
   return k;
 }
 
 /* c: e's cold part, read only for keys that are not strings or longer than 8 bytes */
-static inline bool key_matches(const wentry *e, const wcold *c, const kprobe *k) {
+WO_STEP bool key_matches(const wentry *e, const wcold *c, const kprobe *k) {
   if (e->kcls != k->cls) return false;
   if (k->cls == KEY_OTHER) return wm_key_equal(&c->key, k->key);
-  if (e->klen != (k->len < KLEN_MAX ? k->len : KLEN_MAX) || e->kpre != k->pre) return false;
+  if (e->klen != k->len || e->kpre != k->pre) return false;
   if (k->len <= 8) return true;
   if (e->inl) { /* the rest of the key is at the start of the packed record */
     size_t n;
@@ -205,6 +213,9 @@ typedef struct winop {
   const wm_field *key1;      /* key_by of one field: read it inline (wm_keysel_field1) */
   const wm_field *sum_field; /* the built-in sum: add integers inline (wm_winfn_sum_field) */
   bool tfast;         /* tumbling, default trigger, key1 and sum_field: tumble_hit first */
+  bool hit_tumble;    /* tfast and the fast paths on (wm_winop_set_fast_paths) */
+  bool hit_pane;      /* panes_ok, key1 and the fast paths on: pane_hit first */
+  uint64_t hits;      /* records a fast path took (wm_winop_fast_hits) */
   bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
   wm_window tw;
   int64_t tw_clean;   /* cleanup_of(tw) */
@@ -310,7 +321,7 @@ static inline size_t home_of(uint64_t h, size_t mask) { return (size_t)(h >> 32)
 
 /* The slot of (key, w) in the index (merging windows: of key): found (1) or where to
  * insert (0). */
-static inline size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window w, int *found) {
+WO_STEP size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window w, int *found) {
   size_t mask = s->capidx - 1, i = home_of(h, mask), tomb = SIZE_MAX;
   for (;;) {
     uint64_t v = s->idx[i];
@@ -389,7 +400,7 @@ static inline bool entry_empty(const winop *s, const wentry *e) {
 
 /* Finds or creates the state of (key, w) (windows that do not merge); h is
  * entry_hash(key, w). */
-static inline int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_window w,
+WO_STEP int entry_get(wm_op *op, winop *s, const kprobe *key, uint64_t h, wm_window w,
                      uint32_t *out, int *created) {
   /* wm_wo_idx_reserve's test first: the call only when the index must grow */
   if ((s->usedidx + 1) * 4 >= s->capidx * 3 && wm_wo_idx_reserve(op, s) != WM_OK) return WM_ERR;

@@ -50,7 +50,7 @@ static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64
 
 /* ---- the operator ------------------------------------------------------------------- */
 
-static int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
+WO_STEP int on_element(wm_op *op, winop *s, uint32_t i, const wm_value *rec, int64_t ts) {
   const wm_value *v;
   wm_value *aux = &s->e[i].aux;
   if (s->sum_field && aux->type == WM_INT && (v = wm_field_peek(s->sum_field, rec)) &&
@@ -95,11 +95,11 @@ static int first_replace(wm_op *op, winop *s, uint32_t i, const wm_value *rec, i
 
 /* Adds a record to the (key, w) window of a non-merging assigner, creating its state and
  * timers on first use (the default trigger's timer at max_ts, the cleanup timer). */
-static inline int window_add(wm_op *op, winop *s, const wm_value *key, wm_window w, uint32_t i,
+WO_STEP int window_add(wm_op *op, winop *s, const wm_value *key, wm_window w, uint32_t i,
                              int created, const wm_value *rec, int64_t ts) {
-  int64_t mts = max_ts_of(w);
   wm_observe_window(op, key, ts, w, created);
   if (created) {
+    int64_t mts = max_ts_of(w);
     if (s->fast && mts > op->wm) {
       s->e[i].fire = 1;
       if (wm_wo_push_event(op, s, i, mts) != WM_OK) return WM_ERR;
@@ -112,14 +112,14 @@ static inline int window_add(wm_op *op, winop *s, const wm_value *key, wm_window
     } else if (s->chan < s->fch[i]) { /* an earlier part of the input: its record is first */
       s->fch[i] = (uint8_t)s->chan;
       if (first_replace(op, s, i, rec, ts) != WM_OK) return WM_ERR;
-      if (mts <= op->wm) return wm_wo_emit_window(op, s, i); /* as on_element: a late firing */
+      if (max_ts_of(w) <= op->wm) return wm_wo_emit_window(op, s, i); /* as on_element: a late firing */
       return WM_OK;
     }
   }
   return on_element(op, s, i, rec, ts);
 }
 
-static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+WO_STEP int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
                                 uint64_t h, wm_window w, const wm_value *rec, int64_t ts) {
   uint32_t i = 0;
   int created = 0;
@@ -127,68 +127,135 @@ static inline int add_to_window(wm_op *op, winop *s, const kprobe *kp, const wm_
   return window_add(op, s, key, w, i, created, rec, ts);
 }
 
-/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
- * fit panes and the state went back to one entry per window (the caller then adds it as
- * without panes). *any: some window took it. */
-static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
-                       uint64_t khash, const wm_value *rec, int64_t ts, int *any) {
-  int64_t W = op->wm, slide = s->cfg.assigner.slide;
-  const wm_value *v = NULL;
-  wm_value got = wm_int(1); /* count() */
+/* ---- the steps of a record -------------------------------------------------------------
+ *
+ * What a record does to a window is written once, as the steps below, which wm_wo_record
+ * (the general path) calls in this order: the timestamp's range (ts_ok), the key
+ * (key_peek, else the key selector), its probe and hash (kprobe_of, key_hash_of), then per
+ * assigner the window (tumble_late; pane_value and pane_window; the assigner), and the
+ * window's state (add_to_window: entry_get, then window_add: timers, first records by
+ * channel, on_element; pane_add). The fast paths, tumble_hit and pane_hit, call the same
+ * steps in the same order for the records they take, and only skip the dispatch between
+ * them: whatever a step would refuse (a timestamp out of range, a key that is no short
+ * string, a late window, a value that does not fit panes) they leave, untouched, to the
+ * general path (return 1). The differential test (spec/c/test_winop_diff.c) runs random
+ * streams both ways and compares every output and every snapshot. */
+
+/* Whether ts is one the windows can hold (event time; else any). */
+WO_STEP bool ts_ok(const winop *s, int64_t ts) {
+  return !(s->event_time && (ts < s->ts_lo || ts > s->ts_hi));
+}
+
+/* The key of a key_by of one field, read inline: true with *key set when the field holds
+ * a string or an integer (what fieldkeys_fn would give, and a valid key); false: the key
+ * selector decides. */
+WO_STEP bool key_peek(const winop *s, const wm_value *rec, wm_value *key) {
+  const wm_value *kf;
+  if (!s->key1 || !(kf = wm_field_peek(s->key1, rec)) ||
+      !(kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR))
+    return false;
+  *key = *kf;
+  return true;
+}
+
+/* A key the fast paths take: a plain string of up to 8 bytes (all in the entry's hot part). */
+WO_STEP bool key_short(const wm_value *key) {
+  return key->type == WM_STR && !key->flags && key->u.s->len <= 8;
+}
+
+/* Tumbling windows: makes s->tw the window of at_ts, and whether it is late (event time:
+ * cleaned up already). Consecutive records usually share a window: the assigner runs only
+ * when the record leaves the last one (exact: every ts in [start, stop) has this window,
+ * unless it was cut at MIN or MAX, which is never cached). */
+WO_STEP bool tumble_late(wm_op *op, winop *s, int64_t at_ts) {
+  if (!s->tw_ok || at_ts < s->tw.start || at_ts >= s->tw.stop) {
+    wm_assigner_assign(&s->cfg.assigner, at_ts, &s->tw);
+    s->tw_ok = s->tw.start != WM_TIME_MIN && s->tw.stop != WM_TIME_MAX &&
+               s->tw.stop - s->tw.start == s->cfg.assigner.size;
+    s->tw_clean = cleanup_of(s, s->tw);
+  }
+  return s->event_time && s->tw_clean <= op->wm;
+}
+
+/* Panes: the integer a record adds to its pane (its field's, or 1 for count()); NULL when
+ * it has none (the state then goes back to one entry per window). got: room for it. */
+WO_STEP const wm_value *pane_value(wm_op *op, winop *s, const wm_value *rec,
+                                         wm_value *got) {
+  const wm_value *v = got;
+  *got = wm_int(1); /* count() */
   if (s->pane_field) {
     v = wm_field_peek(s->pane_field, rec);
     /* not a row of the schema seen last: the general read (resolves the field) */
-    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, &got, op->ctx->err,
+    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, got, op->ctx->err,
                            sizeof op->ctx->err) == 0)
-      v = &got;
-    if (!v || v->type != WM_INT) return wm_wo_unpane(op, s) == WM_OK ? 1 : WM_ERR;
-  } else {
-    v = &got;
+      v = got;
   }
-  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop) {
-    /* a record outside the last one's pane: its windows (every ts of a pane has the same) */
-    size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
-    int64_t ps = WM_TIME_MIN;
-    int fits = n > 0;
-    for (size_t k = 0; k < n; k++) {
-      fits = fits && s->wins[k].stop - s->wins[k].start == s->cfg.assigner.size;
-      if (s->wins[k].start > ps) ps = s->wins[k].start;
+  return v && v->type == WM_INT ? v : NULL;
+}
+
+/* Panes: makes s->pc the pane of ts and s->wins its s->pn windows (every ts of a pane has
+ * the same); false, changing nothing, when they do not fit panes (a window cut at the ends
+ * of time). */
+WO_STEP bool pane_window(winop *s, int64_t ts) {
+  if (s->pc_ok && ts >= s->pc.start && ts < s->pc.stop) return true;
+  size_t n = wm_assigner_assign(&s->cfg.assigner, ts, s->wins);
+  int64_t ps = WM_TIME_MIN;
+  int fits = n > 0;
+  for (size_t k = 0; k < n; k++) {
+    fits = fits && s->wins[k].stop - s->wins[k].start == s->cfg.assigner.size;
+    if (s->wins[k].start > ps) ps = s->wins[k].start;
+  }
+  if (!fits) return false;
+  s->pc = (wm_window){ps, ps + s->cfg.assigner.slide};
+  s->pn = n;
+  s->pc_clean = cleanup_of(s, (wm_window){ps, ps + s->cfg.assigner.size});
+  s->pc_ok = true;
+  return true;
+}
+
+/* A new pane p may start windows of this key: their markers and timers, in order (and,
+ * observed, the windows the record is in). Out of line: rare, and the hit keeps a small
+ * frame. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int pane_open(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                     uint64_t khash, int64_t ts, int created) {
+  int64_t W = op->wm;
+  for (size_t k = 0; k < s->pn; k++) {
+    wm_window w = s->wins[k];
+    if (cleanup_of(s, w) <= W) continue; /* late window: skip */
+    if (!created) {
+      wm_observe_window(op, key, ts, w, 0);
+      continue;
     }
-    if (!fits) return wm_wo_unpane(op, s) == WM_OK ? 1 : WM_ERR;
-    s->pc = (wm_window){ps, ps + slide};
-    s->pn = n;
-    s->pc_clean = cleanup_of(s, (wm_window){ps, ps + s->cfg.assigner.size});
-    s->pc_ok = true;
+    uint32_t i;
+    int wc;
+    if (entry_get(op, s, kp, entry_hash(s, khash, w), w, &i, &wc) != WM_OK) return WM_ERR;
+    wm_observe_window(op, key, ts, w, wc);
+    if (!wc) continue;
+    int64_t mts = max_ts_of(w);
+    if (mts > W) {
+      s->e[i].fire = 1;
+      if (wm_wo_push_event(op, s, i, mts) != WM_OK) return WM_ERR;
+    }
+    if (wm_wo_push_cleanup(op, s, i) != WM_OK) return WM_ERR;
   }
-  if (s->pc_clean <= W) return WM_OK; /* every window of the record is late */
-  *any = 1;
+  return WM_OK;
+}
+
+/* Panes: adds a record of value v to its pane s->pc (not late), creating the pane, and the
+ * markers and timers of the windows it starts, on first use. */
+WO_STEP int pane_add(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                           uint64_t khash, const wm_value *v, const wm_value *rec, int64_t ts) {
   wm_window pw = s->pc;
   uint32_t p;
   int created;
   if (entry_get(op, s, kp, entry_hash(s, khash, pw), pw, &p, &created) != WM_OK) return WM_ERR;
   if (created) s->npane++;
-  if (created || WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {
-    /* a new pane may start windows of this key: their markers and timers, in order */
-    for (size_t k = 0; k < s->pn; k++) {
-      wm_window w = s->wins[k];
-      if (cleanup_of(s, w) <= W) continue; /* late window: skip */
-      if (!created) {
-        wm_observe_window(op, key, ts, w, 0);
-        continue;
-      }
-      uint32_t i;
-      int wc;
-      if (entry_get(op, s, kp, entry_hash(s, khash, w), w, &i, &wc) != WM_OK) return WM_ERR;
-      wm_observe_window(op, key, ts, w, wc);
-      if (!wc) continue;
-      int64_t mts = max_ts_of(w);
-      if (mts > W) {
-        s->e[i].fire = 1;
-        if (wm_wo_push_event(op, s, i, mts) != WM_OK) return WM_ERR;
-      }
-      if (wm_wo_push_cleanup(op, s, i) != WM_OK) return WM_ERR;
-    }
-  }
+  if ((created || WM_OBS_UNLIKELY(op->ctx->observe != NULL)) &&
+      pane_open(op, s, kp, key, khash, ts, created) != WM_OK)
+    return WM_ERR;
   wm_value *aux = &s->e[p].aux;
   if (aux->type != WM_INT) return add_record(op, s, &s->e[p], rec, ts); /* the first */
   if (s->pane_agg == WM_AGG_MIN) {
@@ -199,6 +266,19 @@ static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *ke
     aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)v->u.i); /* sum, count: wraps */
   }
   return WM_OK;
+}
+
+/* A record of a sliding window in pane mode: WM_OK, WM_ERR, or 1 when the record does not
+ * fit panes and the state went back to one entry per window (the caller then adds it as
+ * without panes). *any: some window took it. */
+static int pane_record(wm_op *op, winop *s, const kprobe *kp, const wm_value *key,
+                       uint64_t khash, const wm_value *rec, int64_t ts, int *any) {
+  wm_value got;
+  const wm_value *v = pane_value(op, s, rec, &got);
+  if (!v || !pane_window(s, ts)) return wm_wo_unpane(op, s) == WM_OK ? 1 : WM_ERR;
+  if (s->pc_clean <= op->wm) return WM_OK; /* every window of the record is late */
+  *any = 1;
+  return pane_add(op, s, kp, key, khash, v, rec, ts);
 }
 
 /* A record whose timestamp is none (MIN) or outside the range the assigner's windows can
@@ -225,125 +305,50 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   return WM_ERR;
 }
 
-/* The entry of window w and a string key of n <= 8 bytes (prefix pre) whose entry hash is
- * h, as idx_find would find it in one pass: the entry's index + 1; 0 when the probe reached
- * an empty slot first (*at: that slot, where idx_find would insert); TOMB at a tombstone
- * (merging windows only: the caller leaves it to the general path). */
-static inline uint32_t short_find(const winop *s, uint64_t h, wm_window w, size_t n,
-                                  uint64_t pre, size_t *at) {
-  size_t mask = s->capidx - 1, i = home_of(h, mask);
-  for (;; i = (i + 1) & mask) {
-    uint64_t sv = s->idx[i];
-    uint32_t ent = slot_ent(sv);
-    if (ent == 0 || ent == TOMB) {
-      *at = i;
-      return ent;
-    }
-    if ((sv >> 32) != (h >> 32)) continue;
-    const wentry *e = &s->e[ent - 1];
-    if (e->hash == h && win_eq(e->w, w) && e->kcls == KEY_STR && e->klen == n && e->kpre == pre)
-      return ent;
-  }
+
+/* ---- the fast paths --------------------------------------------------------------------
+ *
+ * For the common record of the two commonest shapes, the general path's steps without its
+ * dispatch (the key selector, the key's checks, the assigner's kind, the late record's
+ * tail). Each returns 1, having changed nothing the general path would not change the same
+ * way, for a record it leaves to the general path. */
+
+/* Tumbling event-time windows, the default trigger, a key_by of one field (s->tfast): a
+ * record with a short string key, in range, of a window that is not late. */
+static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  wm_value key;
+  if (!ts_ok(s, ts) || !key_peek(s, rec, &key) || !key_short(&key)) return 1;
+  kprobe kp = kprobe_of(&key);
+  uint64_t khash = key_hash_of(&kp);
+  if (tumble_late(op, s, ts)) return 1;
+  return add_to_window(op, s, &kp, &key, entry_hash(s, khash, s->tw), s->tw, rec, ts);
 }
 
-/* tumble_hit's new window: out of line, so that the hit keeps a small frame. */
+/* Sliding windows in pane mode keyed by one field: a record with a short string key, in
+ * range, whose value fits its pane, and whose pane is not late. */
+static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
+  wm_value key, got;
+  const wm_value *v;
+  if (!ts_ok(s, ts) || !key_peek(s, rec, &key) || !key_short(&key)) return 1;
+  kprobe kp = kprobe_of(&key);
+  uint64_t khash = key_hash_of(&kp);
+  if (!(v = pane_value(op, s, rec, &got)) || !pane_window(s, ts) || s->pc_clean <= op->wm)
+    return 1;
+  return pane_add(op, s, &kp, &key, khash, v, rec, ts);
+}
+
+/* ---- the general path ------------------------------------------------------------------ */
+
+/* Out of line: the fast paths then run in a small frame of their own. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static int tumble_new(wm_op *op, winop *s, const wm_value *kf, uint64_t pre, uint64_t h,
-                      size_t at, const wm_value *rec, int64_t ts) {
-  kprobe kp = {kf, pre, kf->u.s->len, KEY_STR};
-  uint32_t i;
-  if (wm_wo_entry_new(op, s, &kp, h, s->tw, at, &i) != WM_OK) return WM_ERR;
-  return window_add(op, s, kf, s->tw, i, 1, rec, ts);
-}
-
-/* The common record of a tumbling event-time window with the default trigger, sum of an
- * integer field and a key_by of one string field of up to 8 bytes, not late. What the
- * general path below does for it, in one pass without its calls (kprobe, hashes,
- * entry_get, add_to_window, on_element): the same lookup, the same sum, the same late
- * firing; a new window is created at the slot the lookup ended on, as entry_get would, and
- * then added to as add_to_window does. Returns 1 (nothing done) for anything else: a late
- * record, an index that must grow, a record of another schema, a key or value of another
- * type, a record of an earlier channel than the window's first (by_chan), a timeline. */
-static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
-  const wm_value *kf = wm_field_peek(s->key1, rec), *v = wm_field_peek(s->sum_field, rec);
-  if (!kf || !v || kf->type != WM_STR || kf->flags || v->type != WM_INT) return 1;
-  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
-  if (!s->tw_ok || ts < s->tw.start || ts >= s->tw.stop || s->tw_clean <= op->wm) return 1;
-  if ((s->usedidx + 1) * 4 >= s->capidx * 3 || WM_OBS_UNLIKELY(op->ctx->observe != NULL))
-    return 1;
-  size_t n = kf->u.s->len;
-  if (n > 8) return 1;
-  uint64_t pre = str_pre(kf->u.s->data, n);
-  uint64_t kh = short_key_bits(pre, n, KEY_STR);
-  wm_window w = s->tw;
-  uint64_t h = entry_hash(s, kh, w);
-  size_t at = 0;
-  uint32_t ent = short_find(s, h, w, n, pre, &at);
-  if (ent == 0) /* a new window, at the slot idx_find would give (no tombstones seen) */
-    return tumble_new(op, s, kf, pre, h, at, rec, ts);
-  if (ent == TOMB) return 1;
-  wentry *e = &s->e[ent - 1];
-  if (e->aux.type != WM_INT || (s->by_chan && s->chan < s->fch[ent - 1])) return 1;
-  e->aux.u.i = (int64_t)((uint64_t)e->aux.u.i + (uint64_t)v->u.i); /* as builtin_add: wraps */
-  if (max_ts_of(w) <= op->wm) return wm_wo_emit_window(op, s, ent - 1); /* a late firing */
-  return WM_OK;
-}
-
-/* The common record of a sliding window in pane mode keyed by one string field of up to 8
- * bytes: its pane (the one of the last record) exists and holds an integer, which the
- * record's value (or 1 for count) is folded into, as pane_record does for it without its
- * calls. Returns 1 (nothing done) for anything else: another pane, a pane to create (its
- * windows' markers and timers), a late record, a key or value of another type, a row of
- * another schema, a timeline. */
-static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
-  const wm_value *kf = wm_field_peek(s->key1, rec), *v = NULL;
-  if (!kf || kf->type != WM_STR || kf->flags) return 1;
-  if (s->pane_field && (!(v = wm_field_peek(s->pane_field, rec)) || v->type != WM_INT)) return 1;
-  if (ts < s->ts_lo || ts > s->ts_hi) return 1; /* bad_timestamp's, below */
-  if (!s->pc_ok || ts < s->pc.start || ts >= s->pc.stop || s->pc_clean <= op->wm) return 1;
-  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) return 1;
-  size_t n = kf->u.s->len;
-  if (n > 8) return 1;
-  uint64_t pre = str_pre(kf->u.s->data, n);
-  uint64_t h = entry_hash(s, short_key_bits(pre, n, KEY_STR), s->pc);
-  size_t at = 0;
-  uint32_t ent = short_find(s, h, s->pc, n, pre, &at);
-  if (ent == 0 || ent == TOMB) return 1; /* a new pane: pane_record makes it */
-  wm_value *aux = &s->e[ent - 1].aux;
-  if (aux->type != WM_INT) return 1; /* its first record: add_record */
-  int64_t x = v ? v->u.i : 1;
-  if (s->pane_agg == WM_AGG_MIN) {
-    if (x < aux->u.i) aux->u.i = x;
-  } else if (s->pane_agg == WM_AGG_MAX) {
-    if (x > aux->u.i) aux->u.i = x;
-  } else {
-    aux->u.i = (int64_t)((uint64_t)aux->u.i + (uint64_t)x); /* sum, count: wraps */
-  }
-  return WM_OK;
-}
-
-int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  winop *s = op->impl;
-  s->chan = chan < 255 ? chan : 255;
+static int record_general(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
   wm_ctx *ctx = op->ctx;
-  if (s->tfast) {
-    int rc = tumble_hit(op, s, rec, ts);
-    if (rc != 1) return rc;
-  } else if (s->panes && s->key1) {
-    int rc = pane_hit(op, s, rec, ts);
-    if (rc != 1) return rc;
-  }
-  if (s->event_time && (ts < s->ts_lo || ts > s->ts_hi)) return bad_timestamp(op, s, rec, ts, 0);
+  if (!ts_ok(s, ts)) return bad_timestamp(op, s, rec, ts, 0);
   wm_value key;
-  const wm_value *kf;
-  if (s->key1 && (kf = wm_field_peek(s->key1, rec)) &&
-      (kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR)) {
-    key = *kf; /* what fieldkeys_fn would give, and a valid key */
-  } else {
-    if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
-  }
+  if (!key_peek(s, rec, &key) && s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK)
+    return WM_ERR;
   if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
     wm_buf b;
     wm_buf_init(&b);
@@ -375,19 +380,9 @@ int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       if (on_element(op, s, i, rec, ts) != WM_OK) return WM_ERR;
     }
   } else if (s->cfg.assigner.kind == WM_WA_TUMBLING) {
-    /* one window; consecutive records usually share it: the assigner runs only when the
-     * record leaves the last window (exact: every ts in [start, stop) has this window,
-     * unless it was cut at MIN or MAX, which is never cached) */
-    if (!s->tw_ok || at_ts < s->tw.start || at_ts >= s->tw.stop) {
-      wm_assigner_assign(&s->cfg.assigner, at_ts, &s->tw);
-      s->tw_ok = s->tw.start != WM_TIME_MIN && s->tw.stop != WM_TIME_MAX &&
-                 s->tw.stop - s->tw.start == s->cfg.assigner.size;
-      s->tw_clean = cleanup_of(s, s->tw);
-    }
-    wm_window w = s->tw;
-    if (!(s->event_time && s->tw_clean <= W)) { /* else a late window: skip */
+    if (!tumble_late(op, s, at_ts)) { /* else a late window: skip */
       any = 1;
-      if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, w), w, rec, ts) != WM_OK)
+      if (add_to_window(op, s, &kp, &key, entry_hash(s, khash, s->tw), s->tw, rec, ts) != WM_OK)
         return WM_ERR;
     }
   } else if (s->panes &&
@@ -439,6 +434,19 @@ int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     op->m.late_dropped++;
   }
   return WM_OK;
+}
+
+int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  winop *s = op->impl;
+  s->chan = chan < 255 ? chan : 255;
+  int rc = 1;
+  if (s->hit_tumble) rc = tumble_hit(op, s, rec, ts);
+  else if (s->hit_pane && s->panes) rc = pane_hit(op, s, rec, ts);
+  if (rc != 1) {
+    s->hits++;
+    return rc;
+  }
+  return record_general(op, s, rec, ts);
 }
 
 const char *wm_winop_key_field(const wm_op *op) {
