@@ -199,7 +199,7 @@ void wm_wo_free(wm_op *op) {
   free(s);
 }
 
-const wm_op_vt wm_wo_vt = {
+static const wm_op_vt winop_vt = {
     .kind = "window",
     .record = wm_wo_record,
     .watermark = winop_watermark,
@@ -207,6 +207,8 @@ const wm_op_vt wm_wo_vt = {
     .free = wm_wo_free,
     .snapshot = wm_wo_snapshot,
     .restore = wm_wo_restore,
+    .ahead_wants = wm_wo_ahead_wants,
+    .ahead = wm_wo_ahead,
 };
 
 int wm_winop_chan(const wm_op *op) {
@@ -327,7 +329,7 @@ wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
   if (!s->trig || !s->idx || !s->timers || !s->ptimers || !s->wins || !s->whash) goto oom;
   if (s->cfg.late_tag && !(s->late_tag = strdup(s->cfg.late_tag))) goto oom;
   s->cfg.late_tag = s->late_tag;
-  wm_op *op = wm_op_new(ctx, &wm_wo_vt, s, name);
+  wm_op *op = wm_op_new(ctx, &winop_vt, s, name);
   if (!op) goto oom;
   if (s->late_tag && (s->late_port = wm_op_port(op, s->late_tag)) < 0) {
     wm_ctx_error(ctx, "out of memory");

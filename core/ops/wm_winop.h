@@ -72,19 +72,6 @@ uint64_t wm_winop_fast_hits(const wm_op *op);
 
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
-/* Lookahead for a record that will come soon (a hint, changes nothing): for an operator on
- * tumble_hit's path (a tumbling sum keyed by one string field), the name of that field, else
- * NULL. */
-const char *wm_winop_key_field(const wm_op *op);
-/* The hint itself: the hash of (key of n bytes, the window of ts) in *h, and its index
- * slot prefetched; 0, or -1 when the record would not take tumble_hit's path. */
-int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uint64_t *h);
-/* Whether hints pay: the window state has outgrown the caches (at 10^4 open windows it
- * stays in the L2, and reading the lines ahead costs more than the misses it hides). */
-bool wm_winop_wants_hints(const wm_op *op);
-/* Prefetches the entry the index slot of hash h names (the slot, prefetched before, is
- * read). */
-void wm_winop_prefetch_entry(wm_op *op, uint64_t h);
 /* Number of panes held (sliding windows kept in panes, wm_winop.c "panes"; 0 otherwise):
  * not counted by wm_winop_open_windows. */
 size_t wm_winop_open_panes(const wm_op *op);

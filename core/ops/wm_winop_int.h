@@ -216,6 +216,9 @@ typedef struct winop {
   bool hit_tumble;    /* tfast and the fast paths on (wm_winop_set_fast_paths) */
   bool hit_pane;      /* panes_ok, key1 and the fast paths on: pane_hit first */
   uint64_t hits;      /* records a fast path took (wm_winop_fast_hits) */
+  uint32_t nahead;    /* lookahead: hints taken; the last WM_AHEAD of them: */
+  uint64_t ring[WM_AHEAD]; /* their entry hashes */
+  uint8_t ring_ok[WM_AHEAD]; /* whether each was prefetched */
   bool tw_ok;         /* tumbling: tw is the window of the last record (not cut at MIN or MAX) */
   wm_window tw;
   int64_t tw_clean;   /* cleanup_of(tw) */
@@ -349,10 +352,11 @@ int wm_wo_emit_window(wm_op *op, winop *s, uint32_t i);
 void wm_wo_free(wm_op *op);
 /* Acts on a trigger's result for entry i (fires, purges). */
 int wm_wo_act(wm_op *op, winop *s, uint32_t i, int res);
-extern const wm_op_vt wm_wo_vt;
 /* the record path (wm_winop_record.c) */
 int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
 int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e);
+bool wm_wo_ahead_wants(wm_op *op, wm_ahead *a);
+size_t wm_wo_ahead(wm_op *op, const wm_hint *h, size_t n);
 /* the state: slab and index (wm_winop_state.c) */
 int wm_wo_idx_reserve(wm_op *op, winop *s);
 int wm_wo_hot_grow(winop *s, uint32_t cap);

@@ -449,33 +449,49 @@ int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return record_general(op, s, rec, ts);
 }
 
-const char *wm_winop_key_field(const wm_op *op) {
-  if (op->vt != &wm_wo_vt) return NULL;
-  const winop *s = op->impl;
-  return s->tfast ? s->key1->name : NULL;
-}
+/* ---- lookahead ---------------------------------------------------------------------------
+ *
+ * Hints of records coming (wm_op_vt.ahead): for an operator on tumble_hit's path whose
+ * state has outgrown the caches, the index slot of each hinted (key, window) is prefetched,
+ * and the entry the slot names once the slot has had time to arrive (WM_AHEAD / 2 hints
+ * later). Only hints: a stale slot is never dereferenced. */
 
-/* hot entries of 64 bytes and index slots: past about 4 MB, beyond a core's L2 */
+/* hot entries of 64 bytes and index slots: past about 4 MB, beyond a core's L2 (below it,
+ * reading the lines ahead costs more than the misses it hides) */
 #define HINT_MIN_WINDOWS 65536u
 
-bool wm_winop_wants_hints(const wm_op *op) {
+bool wm_wo_ahead_wants(wm_op *op, wm_ahead *a) {
   const winop *s = op->impl;
-  return s->nlive >= HINT_MIN_WINDOWS;
+  if (!s->tfast || s->nlive < HINT_MIN_WINDOWS) return false;
+  a->to = op;
+  a->key = s->key1->name;
+  a->want_ts = true;
+  return true;
 }
 
-int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uint64_t *h) {
+size_t wm_wo_ahead(wm_op *op, const wm_hint *h, size_t n) {
   winop *s = op->impl;
-  if (n > 8 || !s->tw_ok || ts < s->tw.start || ts >= s->tw.stop) return -1;
-  uint64_t pre = str_pre(key, n);
-  uint64_t kh = short_key_bits(pre, n, KEY_STR);
-  *h = entry_hash(s, kh, s->tw);
-  __builtin_prefetch(&s->idx[home_of(*h, s->capidx - 1)]);
-  return 0;
-}
-
-void wm_winop_prefetch_entry(wm_op *op, uint64_t h) {
-  winop *s = op->impl;
-  uint64_t v = s->idx[home_of(h, s->capidx - 1)]; /* the index may have grown: a hint only */
-  uint32_t ent = slot_ent(v);
-  if (ent != 0 && ent != TOMB && (v >> 32) == (h >> 32)) __builtin_prefetch(&s->e[ent - 1]);
+  size_t used = 0, mask = s->capidx - 1;
+  for (size_t k = 0; k < n; k++) {
+    uint32_t slot = s->nahead++ % WM_AHEAD;
+    bool ok = h[k].key && h[k].n <= 8 && s->tw_ok && h[k].ts >= s->tw.start &&
+              h[k].ts < s->tw.stop;
+    if (ok) {
+      uint64_t pre = str_pre(h[k].key, h[k].n);
+      s->ring[slot] = entry_hash(s, short_key_bits(pre, h[k].n, KEY_STR), s->tw);
+      __builtin_prefetch(&s->idx[home_of(s->ring[slot], mask)]);
+    }
+    s->ring_ok[slot] = ok;
+    used += ok;
+    if (s->nahead > WM_AHEAD / 2) {
+      uint32_t j = (s->nahead - 1 - WM_AHEAD / 2) % WM_AHEAD;
+      if (s->ring_ok[j]) {
+        uint64_t v = s->idx[home_of(s->ring[j], mask)];
+        uint32_t ent = slot_ent(v);
+        if (ent != 0 && ent != TOMB && (v >> 32) == (s->ring[j] >> 32))
+          __builtin_prefetch(&s->e[ent - 1]);
+      }
+    }
+  }
+  return used;
 }
