@@ -142,18 +142,6 @@ static inline uint64_t str_pre(const char *b, size_t n) {
     }
 #else
     memcpy(&pre, b, n);
-/* f for entry e (not inl); kb: where its key may be rebuilt */
-static inline void fire_init(wm_op *op, winop *s, wentry *e, wm_fire *f, keybuf *kb) {
-  f->key = key_of(s, (uint32_t)(e - s->e), kb);
-  f->window = e->w;
-  f->max_ts = max_ts_of(e->w);
-  f->watermark = op->wm;
-  f->acc = &CO(e)->acc;
-  f->aux = &e->aux;
-  f->items = s->x ? XO(e)->items : NULL;
-  f->nitems = s->x ? XO(e)->nitems : 0;
-}
-
 #endif
   }
   return pre;
