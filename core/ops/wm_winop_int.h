@@ -1,11 +1,15 @@
 /* The window operator's insides, shared by its files (internal: only core/ops/wm_winop*.c
  * include this). The files, one concern each:
- *   wm_winop.c          the operator: construction, vtable, firing, emit, freeing
+ *   wm_winop.c          the operator: construction, vtable, watermarks, freeing
  *   wm_winop_record.c   what a record does to a window (the general path and the fast paths
  *                       derived from it), lookahead hints
- *   wm_winop_state.c    the keyed window state: the slab of entries and its index
+ *   wm_winop_fire.c     firing: emitting a window's result, acting on triggers, timer groups
+ *   wm_winop_state.c    the keyed window state: the slab of entries, its index, a merging
+ *                       key's sessions (a treap), list-mode records
  *   wm_winop_timers.c   timer queues, cleanup and wake-up timers, the triggers' timer service
- *   wm_winop_session.c  merging (session) windows: a key's sessions, merge_add
+ *   wm_winop_session.c  merging (session) windows: merge_add
+ * They call one another one way only, bottom first: state, timers, first, panes, fire,
+ * session, record, ckpt, wm_winop.c (spec/layers.lua checks that no two call each other).
  *   wm_winop_panes.c    sliding windows kept in panes
  *   wm_winop_first.c    first records packed inline
  *   wm_winop_ckpt.c     the checkpoint format
@@ -17,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/wm_winop.h"
+#include "ops/wm_winop_config.h"
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
@@ -335,16 +339,16 @@ WO_STEP size_t idx_find(const winop *s, const kprobe *key, uint64_t h, wm_window
 }
 /* ---- between the operator's files --------------------------------------------------- */
 
-/* the operator (wm_winop.c): firing and freeing */
-int wm_wo_emit_window(wm_op *op, winop *s, uint32_t i);
-void wm_wo_free(wm_op *op);
-/* Acts on a trigger's result for entry i (fires, purges). */
-int wm_wo_act(wm_op *op, winop *s, uint32_t i, int res);
 /* the record path (wm_winop_record.c) */
 int wm_wo_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
-int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e);
 bool wm_wo_ahead_wants(wm_op *op, wm_ahead *a);
 size_t wm_wo_ahead(wm_op *op, const wm_hint *h, size_t n);
+/* firing (wm_winop_fire.c) */
+int wm_wo_emit_window(wm_op *op, winop *s, uint32_t i);
+/* Acts on a trigger's result for entry i (fires, purges). */
+int wm_wo_act(wm_op *op, winop *s, uint32_t i, int res);
+/* Fires the timers of queue q (of domain) up to upto. */
+int wm_wo_drain(wm_op *op, winop *s, wm_timers *q, int domain, int64_t upto);
 /* the state: slab and index (wm_winop_state.c) */
 int wm_wo_idx_reserve(wm_op *op, winop *s);
 int wm_wo_hot_grow(winop *s, uint32_t cap);
@@ -352,9 +356,10 @@ void wm_wo_entry_purge(wm_op *op, winop *s, wentry *e);
 void wm_wo_entry_delete(wm_op *op, winop *s, uint32_t i);
 int wm_wo_entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window w, size_t at,
                     uint32_t *out);
-/* a key's sessions (wm_winop_session.c) */
+int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e);
 void wm_wo_klink(wext *x, uint32_t i, uint32_t prev, uint32_t next, uint32_t *root);
 void wm_wo_kunlink(wext *x, uint32_t i, uint32_t *root);
+/* merging (session) windows (wm_winop_session.c) */
 int wm_wo_merge_add(wm_op *op, winop *s, const kprobe *key, uint64_t khash, wm_window w,
                     uint32_t *out, int *skip);
 /* timers and the triggers' timer service (wm_winop_timers.c) */

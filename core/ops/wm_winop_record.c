@@ -7,25 +7,6 @@
 #include "base/wm_buf.h"
 #include "graph/wm_observe.h"
 
-/* ---- contents and firing ------------------------------------------------------------ */
-
-/* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
-int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e) {
-  wext *x = XO(e);
-  if (x->nitems < x->capitems) return WM_OK;
-  uint32_t cap = x->capitems ? x->capitems * 2 : 4;
-  wm_value *n = realloc(x->items, cap * sizeof *n);
-  if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
-  x->items = n;
-  if (s->cfg.evictor.kind) {
-    int64_t *t = realloc(x->its, cap * sizeof *t);
-    if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
-    x->its = t;
-  }
-  x->capitems = cap;
-  return WM_OK;
-}
-
 static int add_record(wm_op *op, winop *s, wentry *e, const wm_value *rec, int64_t ts) {
   if (s->list) {
     wext *x = XO(e);
@@ -304,7 +285,6 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
   wm_buf_free(&b);
   return WM_ERR;
 }
-
 
 /* ---- the fast paths --------------------------------------------------------------------
  *

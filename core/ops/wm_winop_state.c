@@ -209,3 +209,102 @@ int wm_wo_entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window 
   *out = i;
   return WM_OK;
 }
+
+/* ---- a key's sessions ----------------------------------------------------------------
+ *
+ * The windows of one key of a merging operator never intersect (wm_wo_merge_add merges those
+ * that do), so their order by start is their order by stop too. They form a treap: a
+ * binary search tree by start whose nodes are heap-ordered by a priority drawn from their
+ * slot number (kpri: a fixed function, so the shape follows from the windows alone), with
+ * the root in the index, threaded in order by knext and kprev. Finding where a record's
+ * window goes is a descent of expected O(log n) for n open sessions of the key, linking
+ * and unlinking an entry O(log n) expected: a key with 40 000 open sessions costs a record
+ * about what a key with one does (issue 34: the sorted chain this replaced was walked from
+ * the key's earliest window on every record, and on every deletion). */
+
+static uint32_t kpri(uint32_t i) {
+  return (uint32_t)(mix((uint64_t)i + 0x9e3779b97f4a7c15ULL) >> 32);
+}
+
+/* whether entry a belongs above entry b (a strict order: ties by slot) */
+static bool kabove(uint32_t a, uint32_t b) {
+  uint32_t pa = kpri(a), pb = kpri(b);
+  return pa != pb ? pa > pb : a < b;
+}
+
+/* Rotates entry i above its parent; *root follows when i becomes the root. */
+static void krotate_up(wext *x, uint32_t i, uint32_t *root) {
+  uint32_t p = x[i].kup, g = x[p].kup, b;
+  if (x[p].kl == i) {
+    b = x[i].kr;
+    x[p].kl = b;
+    x[i].kr = p;
+  } else {
+    b = x[i].kl;
+    x[p].kr = b;
+    x[i].kl = p;
+  }
+  if (b != NONE) x[b].kup = p;
+  x[p].kup = i;
+  x[i].kup = g;
+  if (g == NONE) *root = i;
+  else if (x[g].kl == p) x[g].kl = i;
+  else x[g].kr = i;
+}
+
+/* Links entry i into the treap of root *root (NONE: empty) between its neighbours by start,
+ * prev and next (NONE at either end). */
+void wm_wo_klink(wext *x, uint32_t i, uint32_t prev, uint32_t next, uint32_t *root) {
+  x[i].kl = x[i].kr = NONE;
+  x[i].kprev = prev;
+  x[i].knext = next;
+  if (prev != NONE) x[prev].knext = i;
+  if (next != NONE) x[next].kprev = i;
+  if (*root == NONE) {
+    x[i].kup = NONE;
+    *root = i;
+    return;
+  }
+  /* a leaf next to its in-order neighbour: prev's right child if it has none, else next's
+   * left child (next is then the leftmost entry of prev's right subtree) */
+  if (prev != NONE && x[prev].kr == NONE) {
+    x[prev].kr = i;
+    x[i].kup = prev;
+  } else {
+    x[next].kl = i;
+    x[i].kup = next;
+  }
+  while (x[i].kup != NONE && kabove(i, x[i].kup)) krotate_up(x, i, root);
+}
+
+/* Unlinks entry i from the treap of root *root (NONE once it is empty). */
+void wm_wo_kunlink(wext *x, uint32_t i, uint32_t *root) {
+  while (x[i].kl != NONE && x[i].kr != NONE)
+    krotate_up(x, kabove(x[i].kl, x[i].kr) ? x[i].kl : x[i].kr, root);
+  uint32_t c = x[i].kl != NONE ? x[i].kl : x[i].kr, p = x[i].kup;
+  if (c != NONE) x[c].kup = p;
+  if (p == NONE) *root = c;
+  else if (x[p].kl == i) x[p].kl = c;
+  else x[p].kr = c;
+  if (x[i].kprev != NONE) x[x[i].kprev].knext = x[i].knext;
+  if (x[i].knext != NONE) x[x[i].knext].kprev = x[i].kprev;
+  knone(&x[i]);
+}
+
+/* Room for one more record in a list-mode window (and its timestamp, with an evictor). */
+int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e) {
+  wext *x = XO(e);
+  if (x->nitems < x->capitems) return WM_OK;
+  uint32_t cap = x->capitems ? x->capitems * 2 : 4;
+  wm_value *n = realloc(x->items, cap * sizeof *n);
+  if (!n) return wm_ctx_error(op->ctx, "out of memory in window state");
+  x->items = n;
+  if (s->cfg.evictor.kind) {
+    int64_t *t = realloc(x->its, cap * sizeof *t);
+    if (!t) return wm_ctx_error(op->ctx, "out of memory in window state");
+    x->its = t;
+  }
+  x->capitems = cap;
+  return WM_OK;
+}
+
