@@ -118,8 +118,9 @@ typedef struct wm_op_vt {
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
    * op takes hints now of records on their way to it, and what they must carry, in *a
    * (zeroed by the caller); an operator before it asks once per batch of records, with
-   * wm_op_ahead_wants. ahead: n hints, in the order their records will come, for a->to
-   * (op itself or an operator after it, as ahead_wants said); returns how many it used. */
+   * wm_op_ahead_wants. ahead: n hints (1 to WM_AHEAD), in the order their records will
+   * come, for a->to (op itself or an operator after it, as ahead_wants said); returns how
+   * many it used. */
   bool (*ahead_wants)(wm_op *op, wm_ahead *a);
   size_t (*ahead)(wm_op *op, const wm_hint *h, size_t n);
 } wm_op_vt;

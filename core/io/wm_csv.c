@@ -649,12 +649,8 @@ static void ahead_line(const parser *p, const char *line, size_t n, wm_hint *k) 
 static size_t parser_ahead(wm_op *op, const wm_hint *lines, size_t n) {
   parser *p = op->impl;
   wm_hint k[WM_AHEAD];
-  size_t used = 0;
-  for (size_t at = 0; at < n; at += WM_AHEAD) {
-    size_t m = n - at < WM_AHEAD ? n - at : WM_AHEAD;
-    for (size_t j = 0; j < m; j++) ahead_line(p, lines[at + j].key, lines[at + j].n, &k[j]);
-    used += p->ahead_to->vt->ahead(p->ahead_to, k, m);
-  }
+  for (size_t j = 0; j < n; j++) ahead_line(p, lines[j].key, lines[j].n, &k[j]);
+  size_t used = p->ahead_to->vt->ahead(p->ahead_to, k, n);
   p->hints += used;
   return used;
 }

@@ -127,16 +127,15 @@ WO_STEP bool ts_ok(const winop *s, int64_t ts) {
   return !(s->event_time && (ts < s->ts_lo || ts > s->ts_hi));
 }
 
-/* The key of a key_by of one field, read inline: true with *key set when the field holds
- * a string or an integer (what fieldkeys_fn would give, and a valid key); false: the key
- * selector decides. */
-WO_STEP bool key_peek(const winop *s, const wm_value *rec, wm_value *key) {
+/* The key of a key_by of one field, read inline: the field's value when it holds a string
+ * or an integer (what fieldkeys_fn would give, and a valid key; borrowed from rec), else
+ * NULL: the key selector decides. */
+WO_STEP const wm_value *key_peek(const winop *s, const wm_value *rec) {
   const wm_value *kf;
   if (!s->key1 || !(kf = wm_field_peek(s->key1, rec)) ||
       !(kf->type == WM_STR || kf->type == WM_INT || kf->type == WM_CSTR))
-    return false;
-  *key = *kf;
-  return true;
+    return NULL;
+  return kf;
 }
 
 /* A key the fast paths take: a plain string of up to 8 bytes (all in the entry's hot part). */
@@ -296,25 +295,25 @@ static int bad_timestamp(wm_op *op, const winop *s, const wm_value *rec, int64_t
 /* Tumbling event-time windows, the default trigger, a key_by of one field (s->tfast): a
  * record with a short string key, in range, of a window that is not late. */
 static inline int tumble_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
-  wm_value key;
-  if (!ts_ok(s, ts) || !key_peek(s, rec, &key) || !key_short(&key)) return 1;
-  kprobe kp = kprobe_of(&key);
+  const wm_value *key;
+  if (!ts_ok(s, ts) || !(key = key_peek(s, rec)) || !key_short(key)) return 1;
+  kprobe kp = kprobe_of(key);
   uint64_t khash = key_hash_of(&kp);
   if (tumble_late(op, s, ts)) return 1;
-  return add_to_window(op, s, &kp, &key, entry_hash(s, khash, s->tw), s->tw, rec, ts);
+  return add_to_window(op, s, &kp, key, entry_hash(s, khash, s->tw), s->tw, rec, ts);
 }
 
 /* Sliding windows in pane mode keyed by one field: a record with a short string key, in
  * range, whose value fits its pane, and whose pane is not late. */
 static inline int pane_hit(wm_op *op, winop *s, const wm_value *rec, int64_t ts) {
-  wm_value key, got;
-  const wm_value *v;
-  if (!ts_ok(s, ts) || !key_peek(s, rec, &key) || !key_short(&key)) return 1;
-  kprobe kp = kprobe_of(&key);
+  wm_value got;
+  const wm_value *key, *v;
+  if (!ts_ok(s, ts) || !(key = key_peek(s, rec)) || !key_short(key)) return 1;
+  kprobe kp = kprobe_of(key);
   uint64_t khash = key_hash_of(&kp);
   if (!(v = pane_value(op, s, rec, &got)) || !pane_window(s, ts) || s->pc_clean <= op->wm)
     return 1;
-  return pane_add(op, s, &kp, &key, khash, v, rec, ts);
+  return pane_add(op, s, &kp, key, khash, v, rec, ts);
 }
 
 /* ---- the general path ------------------------------------------------------------------ */
@@ -327,8 +326,9 @@ static int record_general(wm_op *op, winop *s, const wm_value *rec, int64_t ts) 
   wm_ctx *ctx = op->ctx;
   if (!ts_ok(s, ts)) return bad_timestamp(op, s, rec, ts, 0);
   wm_value key;
-  if (!key_peek(s, rec, &key) && s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK)
-    return WM_ERR;
+  const wm_value *kf = key_peek(s, rec);
+  if (kf) key = *kf;
+  else if (s->cfg.keysel.fn(s->cfg.keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
   if (WM_OBS_UNLIKELY(!wm_key_valid(&key))) {
     wm_buf b;
     wm_buf_init(&b);
@@ -451,27 +451,30 @@ bool wm_wo_ahead_wants(wm_op *op, wm_ahead *a) {
 
 size_t wm_wo_ahead(wm_op *op, const wm_hint *h, size_t n) {
   winop *s = op->impl;
+  const uint64_t *idx = s->idx;
+  const wentry *e = s->e;
   size_t used = 0, mask = s->capidx - 1;
+  wm_window tw = s->tw;
+  bool tw_ok = s->tw_ok;
+  uint32_t na = s->nahead;
   for (size_t k = 0; k < n; k++) {
-    uint32_t slot = s->nahead++ % WM_AHEAD;
-    bool ok = h[k].key && h[k].n <= 8 && s->tw_ok && h[k].ts >= s->tw.start &&
-              h[k].ts < s->tw.stop;
-    if (ok) {
-      uint64_t pre = str_pre(h[k].key, h[k].n);
-      s->ring[slot] = entry_hash(s, short_key_bits(pre, h[k].n, KEY_STR), s->tw);
-      __builtin_prefetch(&s->idx[home_of(s->ring[slot], mask)]);
+    uint32_t slot = na++ % WM_AHEAD;
+    uint8_t ok = 0;
+    if (h[k].key && h[k].n <= 8 && tw_ok && h[k].ts >= tw.start && h[k].ts < tw.stop) {
+      uint64_t hh = entry_hash(s, short_key_bits(str_pre(h[k].key, h[k].n), h[k].n, KEY_STR), tw);
+      s->ring[slot] = hh;
+      __builtin_prefetch(&idx[home_of(hh, mask)]);
+      ok = 1;
     }
     s->ring_ok[slot] = ok;
     used += ok;
-    if (s->nahead > WM_AHEAD / 2) {
-      uint32_t j = (s->nahead - 1 - WM_AHEAD / 2) % WM_AHEAD;
-      if (s->ring_ok[j]) {
-        uint64_t v = s->idx[home_of(s->ring[j], mask)];
-        uint32_t ent = slot_ent(v);
-        if (ent != 0 && ent != TOMB && (v >> 32) == (s->ring[j] >> 32))
-          __builtin_prefetch(&s->e[ent - 1]);
-      }
+    uint32_t j = (na - 1 - WM_AHEAD / 2) % WM_AHEAD;
+    if (na > WM_AHEAD / 2 && s->ring_ok[j]) {
+      uint64_t hj = s->ring[j], v = idx[home_of(hj, mask)];
+      uint32_t ent = slot_ent(v);
+      if (ent != 0 && ent != TOMB && (v >> 32) == (hj >> 32)) __builtin_prefetch(&e[ent - 1]);
     }
   }
+  s->nahead = na;
   return used;
 }
