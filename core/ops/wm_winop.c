@@ -28,12 +28,7 @@ static int winop_processing_time(wm_op *op, int64_t t) {
 static void winop_free(wm_op *op) {
   winop *s = op->impl;
   if (!s) return;
-  for (uint32_t i = 0; i < s->ne; i++)
-    if (s->e[i].live) wm_wo_entry_delete(op, s, i);
-  free(s->e_raw);
-  free(s->c);
-  free(s->x);
-  free(s->fch);
+  wm_wo_slab_clear(op, s);
   free(s->idx);
   if (s->fire_row) wm_row_release(&op->ctx->host, s->fire_row);
   free(s->fire_cap);

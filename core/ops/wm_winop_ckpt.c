@@ -418,19 +418,7 @@ static int restore_body(wm_state_rd *r, winop *s) {
 
 /* Back to the empty state the operator was built with. */
 static int reset_state(wm_op *op, winop *s) {
-  for (uint32_t i = 0; i < s->ne; i++)
-    if (s->e[i].live) wm_wo_entry_delete(op, s, i);
-  free(s->e_raw);
-  free(s->c);
-  free(s->x);
-  free(s->fch);
-  s->e = NULL;
-  s->e_raw = NULL;
-  s->c = NULL;
-  s->x = NULL;
-  s->fch = NULL;
-  s->ne = s->cape = s->nlive = 0;
-  s->free_head = NONE;
+  wm_wo_slab_clear(op, s);
   s->usedidx = 0;
   s->pt_flushing = false;
   s->panes = s->panes_ok;

@@ -354,6 +354,7 @@ int wm_wo_idx_reserve(wm_op *op, winop *s);
 int wm_wo_hot_grow(winop *s, uint32_t cap);
 void wm_wo_entry_purge(wm_op *op, winop *s, wentry *e);
 void wm_wo_entry_delete(wm_op *op, winop *s, uint32_t i);
+void wm_wo_slab_clear(wm_op *op, winop *s);
 int wm_wo_entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window w, size_t at,
                     uint32_t *out);
 int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e);

@@ -308,3 +308,20 @@ int wm_wo_items_reserve(wm_op *op, winop *s, wentry *e) {
   return WM_OK;
 }
 
+/* Deletes every live entry and frees the slab's arrays (the index stays), leaving an empty
+ * slab: for freeing the operator and for a failed restore. */
+void wm_wo_slab_clear(wm_op *op, winop *s) {
+  for (uint32_t i = 0; i < s->ne; i++)
+    if (s->e[i].live) wm_wo_entry_delete(op, s, i);
+  free(s->e_raw);
+  free(s->c);
+  free(s->x);
+  free(s->fch);
+  s->e = NULL;
+  s->e_raw = NULL;
+  s->c = NULL;
+  s->x = NULL;
+  s->fch = NULL;
+  s->ne = s->cape = s->nlive = 0;
+  s->free_head = NONE;
+}
