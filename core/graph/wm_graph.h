@@ -18,6 +18,8 @@
 #include "time/wm_watermark.h"
 
 typedef struct wm_op wm_op;
+typedef struct wm_ahead wm_ahead; /* lookahead, below */
+typedef struct wm_hint wm_hint;
 typedef struct wm_ctx wm_ctx;
 typedef struct wm_state_io wm_state_io; /* graph/wm_state.h */
 
@@ -114,7 +116,39 @@ typedef struct wm_op_vt {
    * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->err. */
   int (*snapshot)(wm_op *op, wm_state_io *io);
   int (*restore)(wm_op *op, wm_state_io *io);
+  /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
+   * op takes hints now of records on their way to it, and what they must carry, in *a
+   * (zeroed by the caller); an operator before it asks once per batch of records, with
+   * wm_op_ahead_wants. ahead: n hints (1 to WM_AHEAD), in the order their records will
+   * come, for a->to (op itself or an operator after it, as ahead_wants said); returns how
+   * many it used. */
+  bool (*ahead_wants)(wm_op *op, wm_ahead *a);
+  size_t (*ahead)(wm_op *op, const wm_hint *h, size_t n);
 } wm_op_vt;
+
+/* Lookahead: an operator may tell the operator after it, ahead of time, of records that are
+ * coming (their keys and timestamps), so that it can prefetch their state; operators meet
+ * only at these hooks, never by each other's types. An operator that passes records on
+ * unchanged in the fields asked for may answer ahead_wants for the one after it (filling in
+ * what it knows: a timestamp assigner names the field the timestamp comes from). */
+struct wm_ahead {
+  wm_op *to;         /* where the hints go (its vt->ahead) */
+  const char *key;   /* the field whose string bytes a hint carries as key; NULL: the record
+                        itself (a string record: a line) */
+  bool want_ts;      /* hints carry the record's timestamp, ... */
+  const char *ts;    /* ... read from this integer field (ms); NULL: not known yet */
+};
+
+/* One hint: a record coming. key NULL: one that will come but could not be read (its place
+ * in the order counts). */
+struct wm_hint {
+  const char *key;
+  size_t n;
+  int64_t ts;
+};
+
+/* How many records ahead hints are given. */
+#define WM_AHEAD 8
 
 typedef struct wm_edge {
   wm_op *to;
@@ -239,6 +273,17 @@ int wm_op_input_watermark(wm_op *op, int chan, int64_t wm);
 int wm_op_input_status(wm_op *op, int chan, bool idle);
 static inline int wm_op_input_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return wm_op_deliver(op, chan, rec, ts);
+}
+
+/* The operator op's main port leads to alone (one edge), else NULL. */
+static inline wm_op *wm_op_next(const wm_op *op) {
+  return op->ports[0].n == 1 ? op->ports[0].edges[0].to : NULL;
+}
+
+/* Whether op (NULL: none) takes lookahead hints now, and what they must carry in *a. */
+static inline bool wm_op_ahead_wants(wm_op *op, wm_ahead *a) {
+  *a = (wm_ahead){0};
+  return op && op->vt->ahead_wants && op->vt->ahead_wants(op, a) && a->to && a->to->vt->ahead;
 }
 
 #endif

@@ -9,8 +9,6 @@
 
 #include "base/wm_buf.h"
 #include "io/wm_source.h"
-#include "ops/wm_tsop.h"
-#include "ops/wm_winop.h"
 #include "time/wm_time.h"
 
 /* ---- the parse operator -------------------------------------------------------------- */
@@ -22,14 +20,10 @@ typedef struct parser {
   wm_schema *err_schema;  /* {error, line, text} */
   uint64_t seen;          /* lines seen: the line number when no source publishes one */
   int header_done;        /* without a source position: the first line was skipped */
-  /* lookahead (wm_parse_lookahead): 0 not looked at yet, 1 on, -1 off */
-  int ahead_on;
-  wm_op *ahead_win;       /* the window operator the hints go to */
+  /* lookahead (parser_ahead_wants): the operator the hints go to, the columns they read */
+  wm_op *ahead_to;
   uint32_t kcol, tcol;    /* the key's and the timestamp's columns */
-  uint32_t nahead;        /* lines hinted */
-  uint64_t hints;         /* of them, with the window's slot prefetched */
-  uint64_t ring[WM_PARSE_AHEAD];  /* their hashes (wm_winop_prefetch_slot) */
-  uint8_t ring_ok[WM_PARSE_AHEAD];
+  uint64_t hints;         /* lines hinted that the operator after used */
 } parser;
 
 static void parser_free(wm_op *op) {
@@ -132,10 +126,15 @@ static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   return rc;
 }
 
+static bool parser_ahead_wants(wm_op *op, wm_ahead *a);
+static size_t parser_ahead(wm_op *op, const wm_hint *lines, size_t n);
+
 static const wm_op_vt parser_vt = {
     .kind = "parse",
     .record = parser_record,
     .free = parser_free,
+    .ahead_wants = parser_ahead_wants,
+    .ahead = parser_ahead,
 };
 
 wm_op *wm_parse_new(wm_ctx *ctx, const char *name, wm_parse_config *cfg) {
@@ -595,75 +594,65 @@ fail:
   return -1;
 }
 
-/* ---- lookahead ----------------------------------------------------------------------- */
+/* ---- lookahead -----------------------------------------------------------------------
+ *
+ * Hints of lines coming (from the framer before the parse) become hints of keys and
+ * timestamps for the operator that asked for them after it (wm_op_vt.ahead_wants): a CSV
+ * parse reads the asked string column and integer column of each line, as the decoder
+ * will, without decoding the rest. */
 
-bool wm_op_is_parse(const wm_op *op) { return op->vt == &parser_vt; }
-
-/* Whether op's lines go on to a window that takes hints: a CSV parse, then
- * with_timestamp_field of an integer column, then a window keyed by a string column. */
-static void ahead_resolve(wm_op *op, parser *p) {
-  p->ahead_on = -1;
-  if (p->cfg.dec.decode != csv_decode || op->ports[0].n != 1) return;
-  const csvdec *d = p->cfg.dec.ud;
-  wm_op *t = op->ports[0].edges[0].to;
-  const char *tf = wm_op_is_tsop(t) ? wm_tsop_ms_field(t) : NULL;
-  if (!tf || t->ports[0].n != 1) return;
-  wm_op *w = t->ports[0].edges[0].to;
-  const char *kf = wm_winop_key_field(w);
-  if (!kf) return;
-  int kc = wm_schema_find(d->schema, kf), tc = wm_schema_find(d->schema, tf);
-  if (kc < 0 || tc < 0 || d->schema->types[kc] != WM_FT_STRING ||
-      d->schema->types[tc] != WM_FT_INTEGER)
-    return;
+static bool parser_ahead_wants(wm_op *op, wm_ahead *a) {
+  parser *p = op->impl;
+  wm_ahead d;
+  if (p->cfg.dec.decode != csv_decode || !wm_op_ahead_wants(wm_op_next(op), &d) || !d.key ||
+      !d.ts)
+    return false;
+  const csvdec *dec = p->cfg.dec.ud;
+  int kc = wm_schema_find(dec->schema, d.key), tc = wm_schema_find(dec->schema, d.ts);
+  if (kc < 0 || tc < 0 || dec->schema->types[kc] != WM_FT_STRING ||
+      dec->schema->types[tc] != WM_FT_INTEGER)
+    return false;
   p->kcol = (uint32_t)kc;
   p->tcol = (uint32_t)tc;
-  p->ahead_win = w;
-  p->ahead_on = 1;
+  p->ahead_to = d.to;
+  a->to = op; /* the lines themselves */
+  return true;
 }
 
-uint64_t wm_parse_lookahead_hints(const wm_op *op) { return ((const parser *)op->impl)->hints; }
-
-bool wm_parse_wants_lookahead(wm_op *op) {
-  parser *p = op->impl;
-  if (p->ahead_on == 0) ahead_resolve(op, p);
-  return p->ahead_on > 0 && wm_winop_wants_hints(p->ahead_win);
-}
-
-void wm_parse_lookahead(wm_op *op, const char *line, size_t n) {
-  parser *p = op->impl;
-  if (p->ahead_on <= 0) {
-    if (p->ahead_on < 0) return;
-    ahead_resolve(op, p);
-    if (p->ahead_on < 0) return;
-  }
+/* The key and timestamp columns of one line into *k (k->key NULL: not readable so). */
+static void ahead_line(const parser *p, const char *line, size_t n, wm_hint *k) {
   const csvdec *d = p->cfg.dec.ud;
   const char *c = line, *end = line + n, *ks = NULL;
   size_t kn = 0;
   uint64_t ts = 0;
-  uint32_t last = p->kcol > p->tcol ? p->kcol : p->tcol, slot = p->nahead++ % WM_PARSE_AHEAD;
-  int ok = 0;
+  uint32_t last = p->kcol > p->tcol ? p->kcol : p->tcol;
+  k->key = NULL;
   for (uint32_t i = 0;; i++) {
     const char *f = c;
     if (i == p->tcol) {
       c = scan_digits(c, end, &ts);
-      if (c == f || c - f > 18 || (c < end && *c != d->sep)) break;
+      if (c == f || c - f > 18 || (c < end && *c != d->sep)) return;
     } else {
-      if (c < end && *c == '"') break;
+      if (c < end && *c == '"') return;
       c = find_sep(c, end, d->sep);
       if (i == p->kcol) ks = f, kn = (size_t)(c - f);
     }
     if (i == last) {
-      ok = wm_winop_prefetch_slot(p->ahead_win, ks, kn, (int64_t)ts, &p->ring[slot]) == 0;
-      break;
+      *k = (wm_hint){ks, kn, (int64_t)ts};
+      return;
     }
-    if (c == end) break;
+    if (c == end) return;
     c++;
   }
-  p->ring_ok[slot] = (uint8_t)ok;
-  p->hints += (uint64_t)ok;
-  /* the line hinted WM_PARSE_AHEAD / 2 calls ago: its slot has had time to arrive */
-  if (p->nahead > WM_PARSE_AHEAD / 2) {
-    uint32_t j = (p->nahead - 1 - WM_PARSE_AHEAD / 2) % WM_PARSE_AHEAD;
-    if (p->ring_ok[j]) wm_winop_prefetch_entry(p->ahead_win, p->ring[j]);
-  }
 }
+
+static size_t parser_ahead(wm_op *op, const wm_hint *lines, size_t n) {
+  parser *p = op->impl;
+  wm_hint k[WM_AHEAD];
+  for (size_t j = 0; j < n; j++) ahead_line(p, lines[j].key, lines[j].n, &k[j]);
+  size_t used = p->ahead_to->vt->ahead(p->ahead_to, k, n);
+  p->hints += used;
+  return used;
+}
+
+uint64_t wm_parse_lookahead_hints(const wm_op *op) { return ((const parser *)op->impl)->hints; }

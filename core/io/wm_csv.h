@@ -55,19 +55,7 @@ typedef struct wm_csv_field {
  * nothing per line. 0, or -1 on allocation failure. */
 int wm_decoder_csv(wm_decoder *d, const wm_csv_field *fields, uint32_t n, char sep);
 
-/* True for a parse operator (wm_parse_new). */
-bool wm_op_is_parse(const wm_op *op);
-/* Lookahead, a hint that changes nothing: a line that the parse operator op will be given
- * soon, in the order of the lines. When op is a CSV parse followed by
- * with_timestamp_field and a window on tumble_hit's path (wm_winop_key_field), the line's
- * key and timestamp are read and the window's index slot prefetched; the entry the slot
- * names is prefetched for the line given WM_PARSE_AHEAD / 2 calls before. */
-void wm_parse_lookahead(wm_op *op, const char *line, size_t n);
-/* Whether op takes lookahead now (a framer asks once per buffer): a chain as above whose
- * window state has outgrown the caches (wm_winop_wants_hints). */
-bool wm_parse_wants_lookahead(wm_op *op);
-/* Lines whose window slot a lookahead hint prefetched (tests). */
+/* Lines whose lookahead hints (wm_op_vt.ahead) the operator after the parse used (tests). */
 uint64_t wm_parse_lookahead_hints(const wm_op *op);
-#define WM_PARSE_AHEAD 8
 
 #endif

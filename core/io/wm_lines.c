@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/wm_csv.h"
 #include "time/wm_time.h"
 
 /* ---- handle lifetimes ------------------------------------------------------------------- */
@@ -56,13 +55,15 @@ static int too_long(wm_srchead *h, wm_framer *f) {
 
 int wm_framer_feed(wm_srchead *h, wm_framer *f, const char *data, size_t n) {
   const char *p = data, *end = data + n;
-  /* lookahead: a parse operator reading the lines that wants it (asked once per buffer) is
-   * told of each whole line of the buffer WM_PARSE_AHEAD lines before it gets it (a hint:
-   * wm_parse_lookahead); q is the first line not told yet, ahead the lines told from p on */
-  wm_op *la = h->op->ports[0].n == 1 && wm_op_is_parse(h->op->ports[0].edges[0].to)
-                  ? h->op->ports[0].edges[0].to
+  /* lookahead: when the operator after the source takes hints of the lines themselves
+   * (asked once per buffer, wm_op_ahead_wants), it is told of each whole line of the buffer
+   * WM_AHEAD lines before it gets it; q is the first line not told yet, ahead the lines
+   * told from p on */
+  wm_ahead want;
+  wm_op *la = wm_op_ahead_wants(wm_op_next(h->op), &want) && !want.key && !want.want_ts
+                  ? want.to
                   : NULL;
-  if (la && !wm_parse_wants_lookahead(la)) la = NULL;
+  wm_hint told[WM_AHEAD];
   const char *q = p;
   unsigned ahead = 0;
   while (p < end && !h->stopped) {
@@ -88,16 +89,18 @@ int wm_framer_feed(wm_srchead *h, wm_framer *f, const char *data, size_t n) {
     } else {
       if (la) {
         if (q <= p) q = p, ahead = 0;
-        while (ahead < WM_PARSE_AHEAD && q < end) {
+        size_t nt = 0;
+        while (ahead < WM_AHEAD && q < end) {
           const char *qe = memchr(q, '\n', (size_t)(end - q));
           if (!qe) {
             q = end;
             break;
           }
-          wm_parse_lookahead(la, q, (size_t)(qe - q));
+          told[nt++] = (wm_hint){q, (size_t)(qe - q), 0};
           q = qe + 1;
           ahead++;
         }
+        if (nt) la->vt->ahead(la, told, nt);
         if (ahead) ahead--;
       }
       rc = emit_line(h, f, p, part, 1);

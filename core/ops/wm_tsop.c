@@ -288,6 +288,17 @@ static int tsop_restore(wm_op *op, wm_state_io *io) {
   return WM_OK;
 }
 
+/* Lookahead: hints that ask for the record's timestamp get it from the field this
+ * operator reads it from (with_timestamp_field in ms); the hints go past it, to the
+ * operator that asked. */
+static bool tsop_ahead_wants(wm_op *op, wm_ahead *a) {
+  const tsop *s = op->impl;
+  if (!s->tsfield || s->cfg.ingestion || s->cfg.custom.on_event) return false;
+  if (!wm_op_ahead_wants(wm_op_next(op), a) || !a->want_ts || a->ts) return false;
+  a->ts = s->tsfield->name;
+  return true;
+}
+
 static const wm_op_vt tsop_vt = {
     .kind = "timestamps/watermarks",
     .record = tsop_record,
@@ -296,14 +307,10 @@ static const wm_op_vt tsop_vt = {
     .free = tsop_free,
     .snapshot = tsop_snapshot,
     .restore = tsop_restore,
+    .ahead_wants = tsop_ahead_wants,
 };
 
 bool wm_op_is_tsop(const wm_op *op) { return op->vt == &tsop_vt; }
-const char *wm_tsop_ms_field(const wm_op *op) {
-  const tsop *s = op->impl;
-  if (op->vt != &tsop_vt || !s->tsfield || s->cfg.ingestion || s->cfg.custom.on_event) return NULL;
-  return s->tsfield->name;
-}
 int64_t wm_tsop_interval(const wm_op *op) { return ((const tsop *)op->impl)->cfg.interval; }
 int64_t wm_tsop_idle_timeout(const wm_op *op) {
   return ((const tsop *)op->impl)->cfg.idle_timeout;

@@ -95,8 +95,5 @@ int64_t wm_tsop_last_watermark(const wm_op *op);
 bool wm_tsop_is_custom(const wm_op *op);
 int wm_tsop_builtin(const wm_op *op);
 bool wm_op_is_tsop(const wm_op *op);
-/* The field of with_timestamp_field in milliseconds (no ingestion time, no custom
- * generator), else NULL: its records' timestamps are that integer field. */
-const char *wm_tsop_ms_field(const wm_op *op);
 
 #endif

@@ -5,49 +5,7 @@
 #define WM_WINOP_H
 
 #include "graph/wm_graph.h"
-#include "ops/wm_agg.h"
-#include "ops/wm_keys.h"
-#include "ops/wm_trigger.h"
-#include "time/wm_window.h"
-
-/* A dynamic session gap: the gap (ms) of the session window that record rec (at ts)
- * opens. Returns WM_OK, or WM_ERR with the message in op->ctx->err. */
-typedef struct wm_gapfn {
-  int (*fn)(void *ud, wm_op *op, const wm_value *rec, int64_t ts, int64_t *gap);
-  void (*free)(void *ud);
-  void *ud;
-} wm_gapfn;
-
-typedef struct wm_winop_config {
-  wm_assigner assigner;
-  int64_t lateness;     /* allowed lateness, ms (>= 0) */
-  const char *late_tag; /* side output for late records; NULL: drop and count */
-  wm_keysel keysel;     /* owned by the operator from now on */
-  wm_winfn fn;          /* owned by the operator from now on */
-  wm_trigger *trigger;  /* owned; NULL: the assigner's default (event_time, processing_time,
-                           or never for global windows) */
-  wm_evictor evictor;   /* owned; kind 0: none */
-  wm_gapfn gapfn;       /* owned; session windows with a dynamic gap (assigner.gap = -1) */
-  /* 1: each input channel delivers its records in the order a single reader would have
-   * seen them, channel 0 first (the parts of one file, or the partials of a local
-   * pre-aggregation of such parts: docs/performance.md, "Pre-aggregation"). A window's
-   * first record, the one sum, min and max emit, is then the one of the lowest channel
-   * that reached it, not the first to arrive. Only with tumbling windows, the default
-   * trigger and the built-in sum, min or max (else ignored); at most 255 channels. */
-  int first_by_chan;
-  /* 1: a record late for a tumbling window of the default trigger leaves on the main port
-   * as the window function's result for that record alone, at the window's end (a local
-   * pre-aggregation of count(): the window it feeds adds the partial counts up) */
-  int late_as_partial;
-  /* 1: the operator merges partials (config text, so that a checkpoint of a job without
-   * pre-aggregation is not restored into one with it, or back) */
-  int merges_partials;
-  /* What the window function's state means, checked by a restore (docs/checkpoints.md,
-   * "A changed window function"): e.g. "reduce (Lua function at job.lua:12)" or "reduce
-   * (version 2 of uid sums)". Empty: a built-in's is its aggregation and field ("sum(vc)",
-   * "count"), any other function's is not checked. */
-  char meaning[200];
-} wm_winop_config;
+#include "ops/wm_winop_config.h"
 
 /* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,
  * cfg->evictor and cfg->gapfn even on failure. NULL on failure (message in ctx->err).
@@ -63,21 +21,15 @@ void wm_winop_config_free(wm_winop_config *cfg);
  * local pre-aggregation in channel order, bindings/lwm_ops.c). */
 int wm_winop_chan(const wm_op *op);
 
+/* Tests: with on false, every record takes the general path (wm_winop_record.c), not the
+ * fast paths derived from it (on by default), so that a test can run a stream both ways
+ * and compare what comes out. Changes no result. */
+void wm_winop_set_fast_paths(wm_op *op, bool on);
+/* Records a fast path took so far (tests: that the fast paths ran at all). */
+uint64_t wm_winop_fast_hits(const wm_op *op);
+
 /* Number of (key, window) states currently held (the "open windows" metric). */
 size_t wm_winop_open_windows(const wm_op *op);
-/* Lookahead for a record that will come soon (a hint, changes nothing): for an operator on
- * tumble_hit's path (a tumbling sum keyed by one string field), the name of that field, else
- * NULL. */
-const char *wm_winop_key_field(const wm_op *op);
-/* The hint itself: the hash of (key of n bytes, the window of ts) in *h, and its index
- * slot prefetched; 0, or -1 when the record would not take tumble_hit's path. */
-int wm_winop_prefetch_slot(wm_op *op, const char *key, size_t n, int64_t ts, uint64_t *h);
-/* Whether hints pay: the window state has outgrown the caches (at 10^4 open windows it
- * stays in the L2, and reading the lines ahead costs more than the misses it hides). */
-bool wm_winop_wants_hints(const wm_op *op);
-/* Prefetches the entry the index slot of hash h names (the slot, prefetched before, is
- * read). */
-void wm_winop_prefetch_entry(wm_op *op, uint64_t h);
 /* Number of panes held (sliding windows kept in panes, wm_winop.c "panes"; 0 otherwise):
  * not counted by wm_winop_open_windows. */
 size_t wm_winop_open_panes(const wm_op *op);

@@ -66,6 +66,7 @@ void test_window(void);
 void test_watermark(void);
 void test_timer(void);
 void test_winop(void);
+void test_winop_diff(void);
 void test_value(void);
 void test_keyedop(void);
 void test_ijoin(void);

@@ -24,6 +24,7 @@ static const struct {
     {"ckpt", test_ckpt},       {"graph", test_graph},   {"io", test_io},
     {"snapshot", test_snapshot}, {"pool", test_pool},
     {"panes", test_panes},
+    {"winop_diff", test_winop_diff},
     {"conn", test_conn},
     {"member", test_member},
     {"jsonw", test_jsonw},
