@@ -76,5 +76,6 @@ void test_snapshot(void);
 void test_pool(void);
 void test_panes(void);
 void test_jsonw(void);
+void test_nexmark(void);
 
 #endif

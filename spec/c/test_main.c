@@ -29,6 +29,7 @@ static const struct {
     {"through", test_through},
     {"exec", test_exec},
     {"metrics", test_metrics},
+    {"nexmark", test_nexmark},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
