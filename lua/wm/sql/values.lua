@@ -364,6 +364,10 @@ function R.truth(v) return v == true end
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
 
+-- A ROW column that is NULL (the nexmark source's `bid` of a person event): its fields are
+-- read from this empty table, so they are NULL too.
+R.NOROW = setmetatable({}, {__newindex = function() error("internal error: NOROW is read-only", 2) end})
+
 -- Scalar functions written in Lua (env:create_function): registered under a name unique to
 -- the planner that declared them.
 R.udfs = {}
