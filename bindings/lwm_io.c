@@ -796,7 +796,11 @@ static wm_op *build_nexmark(lwm_bridge *B, int node, const char *name) {
   lua_getfield(L, node, "rate");
   double rate = lua_isnumber(L, -1) ? (double)lua_tonumber(L, -1) : 0;
   lua_pop(L, 1);
-  return wm_src_nexmark_new(wm_exec_host(B->exec), name, &c, rate);
+  /* parallel: instance k of n makes every n-th event from the k-th (wm_src_nexmark.h) */
+  lua_getfield(L, node, "parallel");
+  int parts = lua_toboolean(L, -1) && B->parallelism > 1 ? B->parallelism : 1;
+  lua_pop(L, 1);
+  return wm_src_nexmark_new(wm_exec_host(B->exec), name, &c, rate, parts > 1 ? B->instance - 1 : 0, parts);
 }
 
 /* ---- the builder ----------------------------------------------------------------------- */

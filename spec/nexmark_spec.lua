@@ -124,11 +124,25 @@ describe("env:nexmark", function()
     assert.matches("rate must be a number of events per second", err, 1, true)
   end)
 
-  it("is one instance: set_parallelism(2) says so", function()
+  it("is one instance unless parallel; parallel instances share out the same events", function()
     local _, err, code = h.run_job("local wm = require('wm')\nlocal env = wm.env()\n"
       .. "env:nexmark{events = 1}:set_parallelism(2):print()\nenv:execute()\n")
     assert.are.equal(1, code)
     assert.matches("cannot run in parallel: one nexmark sequence", err, 1, true)
+    local _, one = collect("{events = 500, seed = 2}")
+    for _, args in ipairs({"-p 3", "-p 2 --threads 2"}) do
+      local out, err2, code2 = h.run_job([[
+        local wm = require("wm")
+        local env = wm.env()
+        env:nexmark{events = 500, seed = 2, parallel = true}:print()
+        env:execute()
+      ]], args)
+      assert.are.equal(0, code2, err2)
+      local a, b = lines_of(one), lines_of((out:gsub("%f[^\n%z]%d+> ", "")))
+      table.sort(a)
+      table.sort(b)
+      assert.are.same(a, b)
+    end
   end)
 
   it("checkpoints its position: a stopped and resumed job writes the same events", function()

@@ -13,8 +13,9 @@
 typedef struct nexsrc {
   wm_srchead h; /* first */
   wm_nexmark *gen;
-  int64_t count;   /* events emitted: the next one is wm_nexmark_event(gen, count) */
-  double rate;     /* events per second; 0 = as fast as possible */
+  int64_t count;   /* the next event is wm_nexmark_event(gen, count) */
+  int64_t part, parts; /* this instance makes the events of count part, part + parts, ... */
+  double rate;     /* events per second of this part; 0 = as fast as possible */
   uint64_t t0;     /* rate: loop time at which event `c0` was due */
   int64_t c0;
   int clock_set;
@@ -93,12 +94,12 @@ static int64_t nex_step(nexsrc *s) {
       s->t0 = now;
       s->c0 = s->count;
     }
-    /* event c0 + k is due at t0 + k / rate: a steady rate, whatever the timer's jitter */
-    int64_t due = s->c0 + (int64_t)((double)(now - s->t0) * s->rate / 1000.0) + 1;
-    n = due - s->count;
+    /* the k-th event from c0 is due at t0 + k / rate: a steady rate, whatever the timer's jitter */
+    int64_t due = (int64_t)((double)(now - s->t0) * s->rate / 1000.0) + 1;
+    n = due - (s->count - s->c0) / s->parts;
     if (n > BATCH) n = BATCH;
     if (n <= 0) {
-      int64_t wait = (int64_t)((double)(s->count - s->c0) * 1000.0 / s->rate) - (int64_t)(now - s->t0);
+      int64_t wait = (int64_t)((double)((s->count - s->c0) / s->parts) * 1000.0 / s->rate) - (int64_t)(now - s->t0);
       return wait > 0 ? wait : 1;
     }
   }
@@ -109,15 +110,15 @@ static int64_t nex_step(nexsrc *s) {
       wm_ctx_error(s->h.op->ctx, "out of memory generating nexmark events");
       return -2;
     }
-    s->count++;
-    s->pos.line = (uint64_t)s->count;
+    s->pos.line = (uint64_t)s->count + 1; /* event n of the whole sequence, from 1 */
+    s->count += s->parts;
     int rc = wm_source_emit(s->h.op, &s->pos, &v, WM_TIME_MIN);
     wm_value_release(NULL, &v);
     if (rc != WM_OK) return -2;
   }
   if (s->count >= limit) return -1;
   if (s->rate > 0) {
-    int64_t wait = (int64_t)((double)(s->count - s->c0) * 1000.0 / s->rate) -
+    int64_t wait = (int64_t)((double)((s->count - s->c0) / s->parts) * 1000.0 / s->rate) -
                    (int64_t)(uv_now(s->h.host->loop) - s->t0);
     return wait > 0 ? wait : 0;
   }
@@ -189,8 +190,10 @@ static void nex_pause(wm_op *op, wm_io_host *host, int paused) {
   }
 }
 
-/* ---- checkpoints: version 1, 'N', the count and the configuration's hash (8 bytes each,
- * little-endian) ---------------------------------------------------------------------- */
+/* ---- checkpoints: version 1, 'N', the next count, the configuration's hash, the part and
+ * the number of parts (8 bytes each, little-endian) ------------------------------------ */
+
+#define SNAP_LEN 34
 
 static void put64(wm_buf *b, uint64_t v) {
   for (int i = 0; i < 8; i++) wm_buf_addc(b, (char)(v >> (8 * i)));
@@ -207,18 +210,27 @@ static int nex_snapshot(wm_op *op, wm_buf *out) {
   wm_buf_addc(out, 'N');
   put64(out, (uint64_t)s->count);
   put64(out, wm_nexmark_config_hash(wm_nexmark_cfg(s->gen)));
+  put64(out, (uint64_t)s->part);
+  put64(out, (uint64_t)s->parts);
   return out->oom ? wm_ctx_error(op->ctx, "out of memory writing a checkpoint") : WM_OK;
 }
 
 static int nex_restore(wm_op *op, const char *data, size_t n) {
   nexsrc *s = op->impl;
   const unsigned char *p = (const unsigned char *)data;
-  if (n != 18 || p[0] != 1 || p[1] != 'N' || get64(p + 2) > (uint64_t)INT64_MAX)
+  if (n != SNAP_LEN || p[0] != 1 || p[1] != 'N' || get64(p + 2) > (uint64_t)INT64_MAX)
     return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' is not one of a nexmark "
                                  "source (%zu bytes)", op->name, n);
   if (get64(p + 10) != wm_nexmark_config_hash(wm_nexmark_cfg(s->gen)))
     return wm_ctx_error(op->ctx, "the checkpoint of '%s' was taken with other nexmark options: restore it "
                                  "with the options it ran with", op->name);
+  if ((int64_t)get64(p + 26) != s->parts)
+    return wm_ctx_error(op->ctx, "the checkpoint of '%s' was taken at parallelism %llu, not %lld: restore it "
+                                 "at the parallelism it ran with", op->name, (unsigned long long)get64(p + 26),
+                        (long long)s->parts);
+  if ((int64_t)get64(p + 18) != s->part || (int64_t)get64(p + 2) % s->parts != s->part)
+    return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' is another instance's",
+                        op->name);
   s->count = (int64_t)get64(p + 2);
   s->clock_set = 0;
   return WM_OK;
@@ -227,9 +239,9 @@ static int nex_restore(wm_op *op, const char *data, size_t n) {
 static void nex_describe(wm_op *op, const char *data, size_t n, wm_buf *out) {
   (void)op;
   const unsigned char *p = (const unsigned char *)data;
-  if (n != 18 || p[0] != 1 || p[1] != 'N') return;
+  if (n != SNAP_LEN || p[0] != 1 || p[1] != 'N') return;
   char tmp[64];
-  snprintf(tmp, sizeof tmp, "%llu events emitted", (unsigned long long)get64(p + 2));
+  snprintf(tmp, sizeof tmp, "next event %llu", (unsigned long long)get64(p + 2) + 1);
   wm_buf_adds(out, tmp);
 }
 
@@ -241,7 +253,8 @@ static const wm_source_vt nex_svt = {.start = nex_start,
                                      .restore = nex_restore,
                                      .describe = nex_describe};
 
-wm_op *wm_src_nexmark_new(wm_io_host *host, const char *name, const wm_nexmark_config *cfg, double rate) {
+wm_op *wm_src_nexmark_new(wm_io_host *host, const char *name, const wm_nexmark_config *cfg, double rate,
+                          int part, int parts) {
   const char *why = wm_nexmark_config_check(cfg);
   if (why) {
     wm_ctx_error(host->ctx, "%s: %s", name ? name : "nexmark", why);
@@ -250,6 +263,10 @@ wm_op *wm_src_nexmark_new(wm_io_host *host, const char *name, const wm_nexmark_c
   if (!(rate >= 0 && rate <= 1e9)) {
     wm_ctx_error(host->ctx, "%s: the rate must be from 0 (as fast as possible) to 1e9 events per second",
                  name ? name : "nexmark");
+    return NULL;
+  }
+  if (parts < 1 || part < 0 || part >= parts) {
+    wm_ctx_error(host->ctx, "%s: bad part %d of %d", name ? name : "nexmark", part, parts);
     return NULL;
   }
   nexsrc *s = calloc(1, sizeof *s);
@@ -266,7 +283,9 @@ wm_op *wm_src_nexmark_new(wm_io_host *host, const char *name, const wm_nexmark_c
     wm_ctx_error(host->ctx, "out of memory");
     return NULL;
   }
-  s->rate = rate;
+  s->rate = rate / parts;
+  s->part = s->count = part;
+  s->parts = parts;
   s->pos.origin = "nexmark";
   s->pos.unit = "event";
   return wm_src_op(host, &nex_vt, &nex_svt, &s->h, name ? name : "nexmark");

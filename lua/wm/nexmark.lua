@@ -29,7 +29,7 @@ M.INT_OPTIONS = {
   seed = {0, math.mininteger, math.maxinteger},
 }
 
-local KNOWN = {rate = true, max_emit_speed = true, name = true}
+local KNOWN = {rate = true, max_emit_speed = true, name = true, parallel = true}
 for k in pairs(M.INT_OPTIONS) do KNOWN[k] = true end
 
 --- Checks the options of env:nexmark (errors at `level` name the option); a table of them
@@ -67,6 +67,10 @@ function M.options(opts, level)
     error("nexmark: name must be a string, got " .. type(opts.name), level + 1)
   end
   o.name = opts.name or "nexmark"
+  if opts.parallel ~= nil and type(opts.parallel) ~= "boolean" then
+    error("nexmark: parallel must be a boolean, got " .. tostring(opts.parallel), level + 1)
+  end
+  o.parallel = opts.parallel or nil
   return o
 end
 
@@ -74,7 +78,9 @@ end
 -- records `{event_type = 0|1|2, person = {...}, auction = {...}, bid = {...}, dateTime = ms}`
 -- where only the sub-record of the event's type is present (0 person, 1 auction, 2 bid), as
 -- in Flink's nexmark DDL. The same options give the same events (a fixed base time and a seed);
--- the source checkpoints its position and resumes the same sequence. One instance.
+-- the source checkpoints its position and resumes the same sequence. One instance, unless
+-- `parallel`: then instance k of n emits events k, k + n, k + 2n, ... (all of them together
+-- the events of one instance, whatever n).
 -- @tparam[opt] table opts `events` (how many, 0 or absent: unbounded), `rate` (events per
 --   second of the wall clock; absent, 0 or math.huge: as fast as possible), `max_emit_speed`
 --   (false: at the pace of the event times, `event_rate`), `event_rate` (events per second of
@@ -82,13 +88,16 @@ end
 --   0), `person_proportion`, `auction_proportion`, `bid_proportion` (1, 3, 46),
 --   `hot_auction_ratio`, `hot_bidder_ratio`, `hot_seller_ratio` (2, 4, 4), `person_avg_size`,
 --   `auction_avg_size`, `bid_avg_size` (bytes: 200, 500, 100), `in_flight_auctions` (100),
---   `active_people` (1000), `out_of_order_group` (1: in order), `name`
+--   `active_people` (1000), `out_of_order_group` (1: in order), `parallel` (true: one share
+--   of the events per instance, at `rate / n` each), `name`
 -- @treturn Stream
 -- @usage env:nexmark{events = 1000, seed = 7}:filter(function(e) return e.event_type == 2 end)
 function Env:nexmark(opts)
   local o = M.options(opts, 2)
-  o.max_parallelism = 1
-  o.one_instance = "one nexmark sequence (the events are not split between instances)"
+  if not o.parallel then
+    o.max_parallelism = 1
+    o.one_instance = "one nexmark sequence (parallel = true splits it between instances)"
+  end
   return stream(self, self:_node("nexmark", {}, o))
 end
 

@@ -273,8 +273,8 @@ static int note_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 }
 static const wm_op_vt note_vt = {.kind = "note", .record = note_record};
 
-static int run_source(const wm_nexmark_config *c, const wm_buf *restore, int64_t snap_at, wm_buf *seen,
-                      wm_buf *snap, char *err, size_t errlen) {
+static int run_source(const wm_nexmark_config *c, int part, int parts, const wm_buf *restore, int64_t snap_at,
+                      wm_buf *seen, wm_buf *snap, char *err, size_t errlen) {
   wm_ctx ctx;
   wm_ctx_init(&ctx);
   wm_exec_config cfg = {0};
@@ -282,7 +282,7 @@ static int run_source(const wm_nexmark_config *c, const wm_buf *restore, int64_t
   noter ns = {.snap_at = snap_at};
   wm_buf_init(&ns.seen);
   wm_buf_init(&ns.snap);
-  wm_op *src = wm_src_nexmark_new(wm_exec_host(e), "nexmark", c, 0);
+  wm_op *src = wm_src_nexmark_new(wm_exec_host(e), "nexmark", c, 0, part, parts);
   wm_op *sink = wm_op_new(&ctx, &note_vt, &ns, "sink");
   ns.e = e;
   ns.src = src;
@@ -310,12 +310,12 @@ static void test_source(void) {
   wm_buf_init(&snap);
   wm_buf_init(&rest);
   char err[512];
-  CHECK(run_source(&c, NULL, 60, &all, &snap, err, sizeof err) == WM_OK);
+  CHECK(run_source(&c, 0, 1, NULL, 60, &all, &snap, err, sizeof err) == WM_OK);
   wm_buf_addc(&all, 0);
-  CHECK(snap.len == 18);
+  CHECK(snap.len == 34);
   /* 150 events, the last one numbered 150 */
   CHECK(strstr(all.data, ";150:") != NULL && strstr(all.data, ";151:") == NULL);
-  CHECK(run_source(&c, &snap, 0, &rest, NULL, err, sizeof err) == WM_OK);
+  CHECK(run_source(&c, 0, 1, &snap, 0, &rest, NULL, err, sizeof err) == WM_OK);
   wm_buf_addc(&rest, 0);
   /* the restored run emits events 61..150, as the first run did after its 60th */
   const char *from61 = strstr(all.data, ";61:");
@@ -324,12 +324,41 @@ static void test_source(void) {
   /* another configuration refuses the checkpoint, naming the source */
   c.seed = 6;
   wm_buf_clear(&rest);
-  CHECK(run_source(&c, &snap, 0, &rest, NULL, err, sizeof err) == WM_ERR);
+  CHECK(run_source(&c, 0, 1, &snap, 0, &rest, NULL, err, sizeof err) == WM_ERR);
   CHECK(strstr(err, "other nexmark options") != NULL && strstr(err, "'nexmark'") != NULL);
   /* a bad configuration is an error at creation */
   c.hot_auction_ratio = 0;
-  CHECK(run_source(&c, NULL, 0, &rest, NULL, err, sizeof err) == WM_ERR);
+  CHECK(run_source(&c, 0, 1, NULL, 0, &rest, NULL, err, sizeof err) == WM_ERR);
   CHECK(strstr(err, "hot ratios") != NULL);
+  /* two parts: events 1, 3, 5, ... and 2, 4, 6, ...: together the events of one part */
+  c.hot_auction_ratio = 2;
+  c.seed = 5;
+  wm_buf p0, p1;
+  wm_buf_init(&p0);
+  wm_buf_init(&p1);
+  CHECK(run_source(&c, 0, 2, NULL, 0, &p0, NULL, err, sizeof err) == WM_OK);
+  CHECK(run_source(&c, 1, 2, NULL, 0, &p1, NULL, err, sizeof err) == WM_OK);
+  wm_buf merged;
+  wm_buf_init(&merged);
+  wm_buf_addc(&p0, 0);
+  wm_buf_addc(&p1, 0);
+  char *a = p0.data, *b = p1.data;
+  for (int i = 0; i < 150; i++) { /* alternate: one record of each */
+    char **q = i % 2 == 0 ? &a : &b;
+    char *end = strchr(*q, ';');
+    if (!end) break;
+    wm_buf_add(&merged, *q, (size_t)(end - *q) + 1);
+    *q = end + 1;
+  }
+  wm_buf_addc(&merged, 0);
+  CHECK_STR(merged.data, all.data);
+  /* a checkpoint of one part is refused by a source of two */
+  wm_buf_clear(&rest);
+  CHECK(run_source(&c, 0, 2, &snap, 0, &rest, NULL, err, sizeof err) == WM_ERR);
+  CHECK(strstr(err, "parallelism 1, not 2") != NULL);
+  wm_buf_free(&p0);
+  wm_buf_free(&p1);
+  wm_buf_free(&merged);
   wm_buf_free(&all);
   wm_buf_free(&snap);
   wm_buf_free(&rest);

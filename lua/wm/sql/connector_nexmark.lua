@@ -135,6 +135,8 @@ function M.check(p, t)
     t.idle_ms = p:duration_option(k, props[k], pos[k])
   end
   o.name = "nexmark (" .. t.name .. ")"
+  -- as Flink's nexmark source, one per instance: each emits its share of the events
+  o.parallel = true
   t.nexmark = o
   -- the columns: a subset of Flink's DDL, with its names and types
   for _, c in ipairs(t.physical) do
