@@ -9,7 +9,7 @@ local root = h.root
 -- The modules that define or extend methods of a class.
 local MODULES = {"wm.stream", "wm.io", "wm.keyed", "wm.windowed", "wm.connectors", "wm.through",
   "wm.scaleout", "wm.lab.replay", "wm.watermarks", "wm.triggers", "wm.evictors", "wm.sql.tableapi",
-  "wm.sql.planner", "wm.testing", "wm.lab", "wm.connect"}
+  "wm.sql.planner", "wm.testing", "wm.lab", "wm.connect", "wm.nexmark"}
 
 local function run(order, extra_path)
   local cmd = "lua5.4 '" .. root .. "/spec/methods_check.lua' '" .. root .. "' " .. table.concat(order, " ")
