@@ -1,11 +1,11 @@
 #!/bin/sh
 # The Nexmark benchmark: the generator alone (bench/nexmark_gen.c: core/io/wm_nexmark.c making
 # and releasing rows, one core), the nexmark source in wmrun into a C sink (write_lines to
-# /dev/null, JSON formatted in C), and the Nexmark queries of examples/nexmark (q0, q1, q2, with
+# /dev/null, JSON formatted in C), and the Nexmark queries of examples/nexmark (q0, q1, q2, q11, with
 # Flink's 'blackhole' sink) at -p 1 on one thread and at -p 2 --threads 2. Prints events per
 # second: the events the source generated (all kinds) over the run's wall time, as Flink's
 # nexmark reports throughput, and over its CPU time (user + system: what other work on a shared
-# machine disturbs less).
+# machine disturbs less). q11 runs with the examples' 'first-event.rate' = '100'.
 # usage: bench/nexmark.sh [-n EVENTS] [-r REPEATS]     (default 2000000 events, best of 3)
 # Outputs go to $BENCH_DIR (default /tmp/wmrun-bench). Run `make` first.
 set -eu
@@ -53,7 +53,7 @@ env:nexmark{events = $N, seed = 1}:write_lines("/dev/null")
 env:execute()
 LUA
 row "source -> write_lines (1 core)" "$(best "$WMRUN" "$D/nexmark_src.lua")"
-for q in q0 q1 q2; do
+for q in q0 q1 q2 q11; do
   # the example with Flink's sink and N events
   sed -e "s/'events.num' = '[0-9]*'/'events.num' = '$N'/" -e "s/'connector' = 'print'/'connector' = 'blackhole'/" \
     "examples/nexmark/$q.sql" > "$D/nexmark_$q.sql"
