@@ -53,21 +53,7 @@ end
 -- Runs `job` (arg[1]: the record at which it stops itself with SIGTERM, 0: never; arg[2]:
 -- its output file) once uninterrupted, then with checkpoints in dir stopped at `stop_at` and
 -- resumed; checks that the resumed file is the uninterrupted one's and returns it.
-local function stop_and_resume(dir, job, stop_at)
-  local whole, part = dir .. "/whole.txt", dir .. "/part.txt"
-  local _, err, code = h.wmrun(h.shell_quote(job) .. " 0 " .. h.shell_quote(whole))
-  assert.are.equal(0, code, err)
-  local ck = "--checkpoint-dir " .. h.shell_quote(dir .. "/ck") .. " "
-  _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " " .. stop_at .. " " .. h.shell_quote(part))
-  assert.are.equal(0, code, err)
-  assert.matches("checkpoint", err)
-  assert.is_true(#h.read(part) < #h.read(whole), "the first run stopped early")
-  _, err, code = h.wmrun(ck .. h.shell_quote(job) .. " 0 " .. h.shell_quote(part))
-  assert.are.equal(0, code, err)
-  assert.matches("resum", err)
-  assert.are.equal(h.read(whole), h.read(part))
-  return h.read(part)
-end
+local stop_and_resume = h.stop_and_resume
 
 describe("connect", function()
   it("keyed connected streams: both inputs share one state and timer service per key", function()

@@ -251,4 +251,24 @@ function M.finally(fn)
   list[#list + 1] = fn
 end
 
+--- Runs `job` (a script taking `stop_at out_file` arguments that stops itself with SIGTERM at
+--- stop_at; 0 = never) once whole, then with checkpoints in dir/ck stopped at stop_at and
+--- resumed: asserts that the two runs together wrote what the whole run did. Returns it.
+function M.stop_and_resume(dir, job, stop_at)
+  local A = spec_env and spec_env.assert or assert
+  local whole, part = dir .. "/whole.txt", dir .. "/part.txt"
+  local _, err, code = M.wmrun(shell_quote(job) .. " 0 " .. shell_quote(whole))
+  A.are.equal(0, code, err)
+  local ck = "--checkpoint-dir " .. shell_quote(dir .. "/ck") .. " "
+  _, err, code = M.wmrun(ck .. shell_quote(job) .. " " .. stop_at .. " " .. shell_quote(part))
+  A.are.equal(0, code, err)
+  A.matches("checkpoint", err)
+  A.is_true(#M.read(part) < #M.read(whole), "the first run stopped early")
+  _, err, code = M.wmrun(ck .. shell_quote(job) .. " 0 " .. shell_quote(part))
+  A.are.equal(0, code, err)
+  A.matches("resum", err)
+  A.are.equal(M.read(whole), M.read(part))
+  return M.read(part)
+end
+
 return M
