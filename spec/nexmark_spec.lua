@@ -220,6 +220,15 @@ CREATE TABLE datagen (
     local _, err2, code2 = sql("'connector' = 'nexmark'", "SELECT bid.prize FROM datagen;")
     assert.are.equal(1, code2)
     assert.matches("the ROW column 'bid' has no field 'prize'", err2, 1, true)
+    -- a qualifier that is no ROW column, in the computed column (auction is not declared;
+    -- 'auction.' starts at column 111 of line 1)
+    local p2 = h.write_tmp("CREATE TABLE d (event_type INT, bid ROW<`dateTime` TIMESTAMP(3)>, `dateTime` AS "
+      .. "CASE WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END) "
+      .. "WITH ('connector' = 'nexmark');\nSELECT event_type FROM d;\n", ".sql")
+    local _, err4, code4 = h.wmrun("--sql " .. h.shell_quote(p2))
+    os.remove(p2)
+    assert.are.equal(1, code4)
+    assert.matches("1:111: unknown column 'auction' (in auction.dateTime)", err4, 1, true)
     local _, err3, code3 = sql("'connector' = 'nexmark'", "SELECT bid FROM datagen;")
     assert.are.equal(1, code3)
     assert.matches("not supported yet: the ROW column 'bid' as a value", err3, 1, true)

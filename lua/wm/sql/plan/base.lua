@@ -93,6 +93,10 @@ function Planner:row_scope(cols, _, alias_names)
         end
         raise(src, n.pos, "unknown column '%s'%s", n.name, hint)
       end
+      if c.type == nil and n.qual then
+        -- a qualifier that is neither a table nor a ROW column, on the column being computed
+        raise(src, n.pos, "unknown column '%s' (in %s.%s)", n.qual, n.qual, n.name)
+      end
       if c.type == nil then raise(src, n.pos, "column '%s' is used before it is defined", n.name) end
       if c.fields then
         raise(src, n.pos, "not supported yet: the ROW column '%s' as a value (use its fields, e.g. %s.%s)",
