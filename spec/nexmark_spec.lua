@@ -97,6 +97,15 @@ describe("env:nexmark", function()
     assert.is_true(differ)
   end)
 
+  it("paced by a rate (or at the event times' pace) gives the same events", function()
+    -- what the pace does to time is bench/nexmark.sh's business; here: the same events, all
+    local _, fast = collect("{events = 60, seed = 5}")
+    local _, paced = collect("{events = 60, seed = 5, rate = 50000}")
+    local _, at_event_rate = collect("{events = 60, seed = 5, event_rate = 100000, max_emit_speed = false}")
+    assert.are.equal(fast, paced)
+    assert.are.equal(60, #lines_of(at_event_rate))
+  end)
+
   it("takes Flink's options: proportions, base time, event rate", function()
     -- 2:1:1: ids 2..9 -> rem 2 auction, 3 bid, 0/1 person
     local list = collect("{events = 8, person_proportion = 2, auction_proportion = 1, bid_proportion = 1, "
