@@ -221,7 +221,7 @@ static wm_value shared(wm_str *s) {
 
 static int make_person(wm_nexmark *g, int64_t id, rng *r, int64_t ts, wm_row *p) {
   const wm_nexmark_config *c = &g->c;
-  char email[32], card[20];
+  char email[32], card[24]; /* 4 x "dddd " and a NUL; the last space is not part of it */
   int64_t first = rng_int(r, NFIRST);
   wm_str *name = g->names[first * NLAST + rng_int(r, NLAST)];
   size_t n1 = next_string(r, 7, ' ', email);
