@@ -191,11 +191,15 @@ CREATE TABLE datagen (
     WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND
 ) WITH (%s);
 ]]
-  local function sql(with, query)
-    local p = h.write_tmp(string.format(DDL, with) .. query, ".sql")
+  -- runs an SQL script: stdout, stderr, exit code
+  local function script(text)
+    local p = h.write_tmp(text, ".sql")
     local out, err, code = h.wmrun("--sql " .. h.shell_quote(p))
     os.remove(p)
     return out, err, code
+  end
+  local function sql(with, query)
+    return script(string.format(DDL, with) .. query)
   end
 
   it("reads nested fields of ROW columns; the other kinds' rows are NULL", function()
@@ -220,10 +224,8 @@ CREATE TABLE datagen (
   end)
 
   it("checks the columns against the generator's schema", function()
-    local p = h.write_tmp("CREATE TABLE d (event_type INT, bid ROW<auction BIGINT, prise BIGINT>) "
-      .. "WITH ('connector' = 'nexmark');\nSELECT event_type FROM d;\n", ".sql")
-    local _, err, code = h.wmrun("--sql " .. h.shell_quote(p))
-    os.remove(p)
+    local _, err, code = script("CREATE TABLE d (event_type INT, bid ROW<auction BIGINT, prise BIGINT>) "
+      .. "WITH ('connector' = 'nexmark');\nSELECT event_type FROM d;\n")
     assert.are.equal(1, code)
     assert.matches("the nexmark bid row has no field 'prise'", err, 1, true)
     local _, err2, code2 = sql("'connector' = 'nexmark'", "SELECT bid.prize FROM datagen;")
@@ -231,11 +233,9 @@ CREATE TABLE datagen (
     assert.matches("the ROW column 'bid' has no field 'prize'", err2, 1, true)
     -- a qualifier that is no ROW column, in the computed column (auction is not declared;
     -- 'auction.' starts at column 111 of line 1)
-    local p2 = h.write_tmp("CREATE TABLE d (event_type INT, bid ROW<`dateTime` TIMESTAMP(3)>, `dateTime` AS "
-      .. "CASE WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END) "
-      .. "WITH ('connector' = 'nexmark');\nSELECT event_type FROM d;\n", ".sql")
-    local _, err4, code4 = h.wmrun("--sql " .. h.shell_quote(p2))
-    os.remove(p2)
+    local _, err4, code4 = script("CREATE TABLE d (event_type INT, bid ROW<`dateTime` TIMESTAMP(3)>, "
+      .. "`dateTime` AS CASE WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END) "
+      .. "WITH ('connector' = 'nexmark');\nSELECT event_type FROM d;\n")
     assert.are.equal(1, code4)
     assert.matches("1:111: unknown column 'auction' (in auction.dateTime)", err4, 1, true)
     local _, err3, code3 = sql("'connector' = 'nexmark'", "SELECT bid FROM datagen;")
