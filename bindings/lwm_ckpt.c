@@ -111,7 +111,8 @@ static int run_sources(lwm_bridge *B, int env, int positions) {
   wm_buf_init(&b);
   for (size_t i = 0; rc == WM_OK && i < B->ctx.nops; i++) {
     wm_op *op = B->ctx.ops[i];
-    if (op->nin != 0 || (strcmp(op->vt->kind, "generate") != 0 && strcmp(op->vt->kind, "source") != 0))
+    if (op->nin != 0 || (strcmp(op->vt->kind, "generate") != 0 && strcmp(op->vt->kind, "source") != 0 &&
+                          strcmp(op->vt->kind, "nexmark") != 0))
       continue;
     wm_buf_clear(&b);
     rc = wm_exec_snapshot_source(B->exec, op, &b);

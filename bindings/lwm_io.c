@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/wm_csv.h"
+#include "io/wm_src_nexmark.h"
 #include "lwm.h"
 #include "lwm_codec.h"
 #include "lwm_io.h"
@@ -774,6 +775,38 @@ static wm_op *build_luasrc(lwm_bridge *B, int node, const char *name, const char
   return lwm_source_new(B, custom ? &source_vt : &generate_vt, &s->oi, name, &luasrc_svt);
 }
 
+/* ---- env:nexmark: the options were checked by wm.io (lua/wm/nexmark.lua) -------------- */
+
+static wm_op *build_nexmark(lwm_bridge *B, int node, const char *name) {
+  lua_State *L = B->L;
+  wm_nexmark_config c;
+  wm_nexmark_config_default(&c);
+  c.events = (int64_t)lwm_get_int(L, node, "events", c.events);
+  c.event_rate = (int64_t)lwm_get_int(L, node, "event_rate", c.event_rate);
+  c.person_proportion = (int)lwm_get_int(L, node, "person_proportion", c.person_proportion);
+  c.auction_proportion = (int)lwm_get_int(L, node, "auction_proportion", c.auction_proportion);
+  c.bid_proportion = (int)lwm_get_int(L, node, "bid_proportion", c.bid_proportion);
+  c.hot_auction_ratio = (int)lwm_get_int(L, node, "hot_auction_ratio", c.hot_auction_ratio);
+  c.hot_bidders_ratio = (int)lwm_get_int(L, node, "hot_bidder_ratio", c.hot_bidders_ratio);
+  c.hot_sellers_ratio = (int)lwm_get_int(L, node, "hot_seller_ratio", c.hot_sellers_ratio);
+  c.avg_person_size = (int)lwm_get_int(L, node, "person_avg_size", c.avg_person_size);
+  c.avg_auction_size = (int)lwm_get_int(L, node, "auction_avg_size", c.avg_auction_size);
+  c.avg_bid_size = (int)lwm_get_int(L, node, "bid_avg_size", c.avg_bid_size);
+  c.in_flight_auctions = (int)lwm_get_int(L, node, "in_flight_auctions", c.in_flight_auctions);
+  c.active_people = (int)lwm_get_int(L, node, "active_people", c.active_people);
+  c.out_of_order_group = (int64_t)lwm_get_int(L, node, "out_of_order_group", c.out_of_order_group);
+  c.base_time = (int64_t)lwm_get_int(L, node, "base_time", c.base_time);
+  c.seed = (uint64_t)lwm_get_int(L, node, "seed", 0);
+  lua_getfield(L, node, "rate");
+  double rate = lua_isnumber(L, -1) ? (double)lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  /* parallel: instance k of n makes every n-th event from the k-th (wm_src_nexmark.h) */
+  lua_getfield(L, node, "parallel");
+  int parts = lua_toboolean(L, -1) && B->parallelism > 1 ? B->parallelism : 1;
+  lua_pop(L, 1);
+  return wm_src_nexmark_new(wm_exec_host(B->exec), name, &c, rate, parts > 1 ? B->instance - 1 : 0, parts);
+}
+
 /* ---- the builder ----------------------------------------------------------------------- */
 
 static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
@@ -791,6 +824,10 @@ static int build_io_more(lwm_bridge *B, int node, const char *kind, const char *
                         .quiet = quiet};
     *op = kind[0] == 's' ? wm_socket_lines_new(wm_exec_host(B->exec), name, &tc)
                          : wm_listen_lines_new(wm_exec_host(B->exec), name, &tc);
+    return 1;
+  }
+  if (strcmp(kind, "nexmark") == 0) {
+    *op = build_nexmark(B, node, name);
     return 1;
   }
   if (strcmp(kind, "generate") == 0 || strcmp(kind, "source") == 0) {

@@ -40,7 +40,7 @@ M.LUA_LAYERS = {
   {"base", {"^wm%.base$"}},
   {"areas", {"^wm%.stream$", "^wm%.io$", "^wm%.keyed$", "^wm%.windowed$", "^wm%.triggers$",
              "^wm%.connect$", "^wm%.window_join$",
-             "^wm%.interval_join$"}},
+             "^wm%.interval_join$", "^wm%.nexmark$"}},
   {"extensions", {"^wm%.connectors$", "^wm%.through$", "^wm%.scaleout$", "^wm%.lab%.replay$"}},
   {"datastream", {"^wm%.datastream$"}},
   {"sql", {"^wm%.sql$", "^wm%.sql%."}},

@@ -10,7 +10,7 @@ local root = h.root
 local MODULES = {"wm.stream", "wm.io", "wm.keyed", "wm.windowed", "wm.connectors", "wm.through",
   "wm.scaleout", "wm.lab.replay", "wm.watermarks", "wm.triggers", "wm.evictors", "wm.sql.tableapi",
   "wm.sql.planner", "wm.testing", "wm.lab", "wm.connect", "wm.window_join",
-  "wm.interval_join"}
+  "wm.interval_join", "wm.nexmark"}
 
 local function run(order, extra_path)
   local cmd = "lua5.4 '" .. root .. "/spec/methods_check.lua' '" .. root .. "' " .. table.concat(order, " ")

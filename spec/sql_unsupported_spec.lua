@@ -87,7 +87,8 @@ local cases = {
   {"type DATE", "CREATE TABLE c (d DATE) WITH ('connector' = 'print')", "2:19"},
   {"type ARRAY", "CREATE TABLE c (d ARRAY<INT>) WITH ('connector' = 'print')", "2:19"},
   {"type MAP", "SELECT CAST(b AS MAP<STRING, INT>) FROM t", "2:18"},
-  {"type ROW", "CREATE TABLE c (r ROW<x INT>) WITH ('connector' = 'print')", "2:19"},
+  -- ROW<...> columns are supported (the nexmark connector's); a type inside them is checked
+  {"type ARRAY", "CREATE TABLE c (r ROW<x ARRAY<INT>>) WITH ('connector' = 'print')", "2:25"},
   {"type BYTES", "CREATE TABLE c (r BYTES) WITH ('connector' = 'print')", "2:19"},
   {"INTERVAL ... YEAR/MONTH", "SELECT a FROM t WHERE a > INTERVAL '1' YEAR", "2:40"},
   {"DROP", "DROP TABLE t", "2:1"},

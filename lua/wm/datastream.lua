@@ -6,6 +6,7 @@ local core = require("wm.core")
 local base = require("wm.base")
 require("wm.stream")   -- transformations, key_by, side outputs
 require("wm.io")       -- sources, parsers and sinks
+require("wm.nexmark")  -- env:nexmark, the Nexmark event generator
 require("wm.keyed")    -- keyed process functions, rolling aggregations
 require("wm.windowed") -- windows on keyed streams
 require("wm.connectors") -- Kafka and NATS JetStream (docs/connectors.md)

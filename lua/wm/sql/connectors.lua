@@ -15,6 +15,8 @@ local errors = require("wm.sql.errors")
 -- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
 -- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
+-- 'nexmark': a generator in C whose rows need no format (wm.sql.connector_nexmark)
+local NEXMARK = require("wm.sql.connector_nexmark")
 
 local M = {}
 local check_writable, base_watermark_strategy
@@ -40,13 +42,15 @@ end
 function M.check(p, t)
   local props, pos = t.props, t.props_pos
   local c = props.connector
+  if c == "nexmark" then return NEXMARK.check(p, t) end
   local ext = EXTRA[c]
   for k in pairs(props) do
     if not KNOWN[k] and not (ext and ext.options(k)) then p:err(pos[k], "unknown option '%s' for a table", k) end
   end
   if not c then p:err(t.pos, "table '%s' needs 'connector' in its WITH options", t.name) end
   if not SOURCES[c] and not SINKS[c] and not ext then
-    p:err(pos.connector, "unknown connector '%s' (filesystem, stdin, socket, kafka, nats, print, blackhole)", c)
+    p:err(pos.connector, "unknown connector '%s' (filesystem, stdin, socket, kafka, nats, nexmark, print, "
+      .. "blackhole)", c)
   end
   if ext then ext.check(p, t) end
   t.sink_only = not SOURCES[c] and not ext
@@ -248,14 +252,17 @@ local function line_parser(t)
 end
 
 -- Computed columns: one compiled function that adds them to a row.
-local function computed_fn(p, t)
+local function computed_fn(p, t, skip_aliases)
   if #t.computed == 0 then return nil end
   local scope = p:row_scope(t.cols)
   local lines = {}
   for _, c in ipairs(t.computed) do
-    local s = expr.compile(c.expr, scope)
-    lines[#lines + 1] = string.format("r[%q] = %s", c.name, s)
+    if not (skip_aliases and c.field) then
+      local s = expr.compile(c.expr, scope)
+      lines[#lines + 1] = string.format("r[%q] = %s", c.name, s)
+    end
   end
+  if #lines == 0 then return nil end
   local l = errors.line_col(p.src.text, t.pos)
   return expr.load("function(r) " .. table.concat(lines, "; ") .. " return r end", p.src.name .. ":" .. l)
 end
@@ -339,6 +346,16 @@ function M.source(p, t, env)
   local props = t.props
   local c = props.connector
   local lines
+  if c == "nexmark" then
+    local rows = NEXMARK.source(p, t, env)
+    -- the computed columns that are not aliases of a field of the rows (Flink's dateTime is one)
+    local computed = computed_fn(p, t, true)
+    if computed then rows = rows:map(computed):name("computed columns (" .. t.name .. ")") end
+    if t.watermark then
+      rows = rows:assign_timestamps_and_watermarks(watermark_strategy(p, t)):name("watermarks (" .. t.name .. ")")
+    end
+    return rows
+  end
   if c == "filesystem" then
     local path = resolve_path(p, props.path)
     local f = io.open(path, "r")

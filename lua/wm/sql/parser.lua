@@ -88,7 +88,7 @@ local after_query = NS("ORDER BY", W("ORDER") * #W("BY"))
   + after_table
 -- unsupported types: `type X`
 local bad_type = NS(function(t) return "type " .. t:upper():match("%a+") end,
-  (ci("ARRAY") + ci("MAP") + ci("ROW") + ci("MULTISET") + ci("VARBINARY") + ci("BINARY") + ci("BYTES")
+  (ci("ARRAY") + ci("MAP") + ci("MULTISET") + ci("VARBINARY") + ci("BINARY") + ci("BYTES")
    + ci("DATE") + ci("TIME") + ci("RAW") + ci("INTERVAL") + ci("STRUCTURED")) * -idchar)
 -- statements
 local unsupported_stmt = NS("CREATE CATALOG", W("CREATE") * W("CATALOG"))
@@ -242,7 +242,12 @@ local G = {
       if ltz then t.name = "TIMESTAMP_LTZ" end
       return t
     end
+    -- ROW<name type, ...> or ROW(name type, ...): a column of named fields (bid.price)
+    + (Cp() * ci("ROW") * -idchar * ws * (T("<") * V("row_fields") * T(">") + T("(") * V("row_fields") * T(")")))
+      / function(pos, fields) return {pos = pos, name = "ROW", fields = fields} end
     + bad_type,
+  row_fields = Ct(V("row_field") * (T(",") * V("row_field")) ^ 0),
+  row_field = (Cp() * ident * V("type")) / function(pos, name, t) return {pos = pos, name = name, type = t} end,
   props = T("(") * Ct(V("prop") * (T(",") * V("prop")) ^ 0) * T(")"),
   prop = Ct(Cp() * string_lit * T("=") * string_lit) / function(t)
     return {pos = t[1], key = t[2], value = t[3]}

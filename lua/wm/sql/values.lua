@@ -366,4 +366,8 @@ function R.cur_wm() return R.wm.now end
 
 -- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 
+-- A ROW column that is NULL (the nexmark source's `bid` of a person event): its fields are
+-- read from this empty table, so they are NULL too.
+R.NOROW = setmetatable({}, {__newindex = function() error("internal error: NOROW is read-only", 2) end})
+
 return M

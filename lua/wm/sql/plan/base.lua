@@ -71,6 +71,17 @@ function Planner:row_scope(cols, _, alias_names)
       return "R_cur_wm()", c.type
     end,
     column = function(n)
+      -- a field of a ROW column (Flink's nexmark DDL: bid.price) unless a table is so named
+      local rc = n.qual and by[n.qual]
+      if rc and rc.fields and not (alias_names and alias_names[n.qual]) then
+        local f = rc.fields[n.name]
+        if not f then
+          raise(src, n.pos, "the ROW column '%s' has no field '%s' (it has %s)", n.qual, n.name,
+            M.field_list(rc.fields))
+        end
+        -- a row of another event type has the column nil: its fields are NULL
+        return string.format("(r[%q] or R_NOROW)[%q]", rc.field or rc.name, n.name), f.type
+      end
       if n.qual and alias_names and not alias_names[n.qual] then
         raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
       end
@@ -82,13 +93,28 @@ function Planner:row_scope(cols, _, alias_names)
         end
         raise(src, n.pos, "unknown column '%s'%s", n.name, hint)
       end
+      if c.type == nil and n.qual then
+        -- a qualifier that is neither a table nor a ROW column, on the column being computed
+        raise(src, n.pos, "unknown column '%s' (in %s.%s)", n.qual, n.qual, n.name)
+      end
       if c.type == nil then raise(src, n.pos, "column '%s' is used before it is defined", n.name) end
+      if c.fields then
+        raise(src, n.pos, "not supported yet: the ROW column '%s' as a value (use its fields, e.g. %s.%s)",
+          n.name, n.name, c.fields[1].name)
+      end
       return string.format("r[%q]", c.field or c.name), c.type
     end,
   }
   return scope
 end
 
+
+--- The names of a ROW column's fields, for messages.
+function M.field_list(fields)
+  local names = {}
+  for i, f in ipairs(fields) do names[i] = f.name end
+  return table.concat(names, ", ")
+end
 
 --- Compiles an expression into `function(r) return <e> end`; returns it and its type.
 function M.compile_fn(self, e, scope, pos)

@@ -15,6 +15,19 @@ local function props_of(self, list)
   return p, pos
 end
 
+-- The fields of a ROW<...> column: a list of {name, type} and by name (scalar types only).
+local function row_fields(self, ty)
+  local fields = {}
+  for _, f in ipairs(ty.fields) do
+    if f.type.name == "ROW" then self:err(f.type.pos, "not supported yet: a ROW inside a ROW") end
+    if fields[f.name] then self:err(f.pos, "field '%s' is declared twice in the ROW", f.name) end
+    local fd = {name = f.name, type = expr.type_name(f.type, self.src)}
+    fields[#fields + 1] = fd
+    fields[f.name] = fd
+  end
+  return fields
+end
+
 function Planner:create_table(st)
   if self.tables[st.name] or self.views[st.name] then
     if st.if_not_exists then return end
@@ -25,7 +38,11 @@ function Planner:create_table(st)
     if el.tag == "column" or el.tag == "computed" then
       if t.byname[el.name] then self:err(el.pos, "column '%s' is declared twice", el.name) end
       local c = {name = el.name, pos = el.pos}
-      if el.tag == "column" then
+      if el.tag == "column" and el.type.name == "ROW" then
+        c.type, c.fields = "ROW", row_fields(self, el.type)
+        c.not_null = el.not_null
+        t.physical[#t.physical + 1] = c
+      elseif el.tag == "column" then
         c.type = expr.type_name(el.type, self.src)
         c.not_null = el.not_null
         t.physical[#t.physical + 1] = c

@@ -23,7 +23,8 @@ function Planner:scan(name, pos)
     local stream = connectors.source(self, t, self:get_env(pos))
     local cols = {}
     for i, c in ipairs(t.cols) do
-      cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull}
+      cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull,
+                 fields = c.fields}
     end
     return rel_of(stream, cols, false)
   end
