@@ -332,6 +332,26 @@ env:execute()
 ]], {".txt"}, {threads = threads})
   end)
 
+  -- A window join and a co-group: both sides come from one source split by a field, each
+  -- record out of order by 1.5 s at most against a 2 s bound, so no record is late at the join
+  -- whatever the interleaving of its two inputs (its watermark is the minimum of both, never
+  -- ahead of the source's when a record left it): the pairs and groups do not depend on the
+  -- schedule, only their order on two threads does (compared sorted).
+  it("a window join and a co-group killed 20 times" .. at, function()
+    gen_csv(dir .. "/in.csv", 8000, 12, 50)
+    kill_and_compare(csv_job("2s"):gsub("env:read_lines", "local both = env:read_lines", 1) .. [[
+local left = both:filter(function(r) return r.vc % 2 == 1 end):set_parallelism(1)
+local right = both:filter(function(r) return r.vc % 2 == 0 end):set_parallelism(1)
+left:join(right):where("id"):equal_to("id"):window(wm.windows.tumbling("2s"))
+  :apply(function(l, r) return string.format("j %s %d %d %d", l.id, l.ts, r.ts, l.vc + r.vc) end)
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+left:co_group(right):where("id"):equal_to("id"):window(wm.windows.sliding("3s", "1s"))
+  :apply(function(key, ls, rs, out) out(string.format("g %s %d %d", key, #ls, #rs)) end)
+  :write_lines(dir .. "/" .. arg[1] .. ".cg", "text"):set_parallelism(1)
+env:execute()
+]], {".txt", ".cg"}, {threads = threads, sorted = true})
+  end)
+
   it("a SQL job (filesystem source and sink, a tumbling window) killed 20 times" .. at .. "", function()
     gen_csv(dir .. "/in.csv", 8000, 8)
     local sql = dir .. "/job.sql"
