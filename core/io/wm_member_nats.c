@@ -46,6 +46,8 @@ typedef struct member_nats {
 
 static int64_t now_ms(void) { return (int64_t)(uv_hrtime() / 1000000u); }
 
+#define BIND_MS 10000 /* how long binding the lease bucket may take (set_wait) */
+
 static int push(member_nats *m, int kind, int s, int p) {
   if (m->qhead > 0 && m->qhead == m->qn) m->qhead = m->qn = 0;
   if (m->qn == m->qcap) {
@@ -417,7 +419,14 @@ static int set_wait(member_nats *m, char *err, size_t errlen) {
   jsCtx *js = NULL;
   kvStore *kv = NULL;
   natsStatus st = natsConnection_JetStream(&js, m->nc, &o);
-  if (st == NATS_OK) st = js_KeyValue(&kv, js, m->bucket);
+  /* binding asks the server for the bucket's stream once: on a loaded machine that one
+   * request may take longer than a heartbeat's wait, so it is tried again for up to
+   * BIND_MS before the group gives up (the requests after it keep the short wait) */
+  int64_t t0 = now_ms();
+  if (st == NATS_OK) {
+    do st = js_KeyValue(&kv, js, m->bucket);
+    while (st == NATS_TIMEOUT && now_ms() - t0 < BIND_MS);
+  }
   if (st != NATS_OK) {
     char why[300];
     snprintf(err, errlen, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
