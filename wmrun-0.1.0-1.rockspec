@@ -72,6 +72,7 @@ build = {
         "core/ops/wm_tsop.c",
         "core/ops/wm_winop.c",
         "core/state/wm_ckpt.c",
+        "core/state/wm_ckpt_local.c",
         "core/time/wm_time.c",
         "core/time/wm_timer.c",
         "core/time/wm_watermark.c",
