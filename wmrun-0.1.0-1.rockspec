@@ -73,6 +73,8 @@ build = {
         "core/ops/wm_winop.c",
         "core/state/wm_ckpt.c",
         "core/state/wm_ckpt_local.c",
+        "core/state/wm_ckpt_nats.c",
+        "core/state/wm_crc.c",
         "core/time/wm_time.c",
         "core/time/wm_timer.c",
         "core/time/wm_watermark.c",

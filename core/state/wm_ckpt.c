@@ -3,7 +3,6 @@
  * (wm_ckpt_store.h). Readers trust nothing they read. */
 #include "state/wm_ckpt.h"
 #include "state/wm_ckpt_store.h"
-#include "state/wm_crc_table.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -53,26 +52,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
-}
-
-/* ---- CRC-32 ------------------------------------------------------------------------ */
-
-/* Slicing by 8 (eight bytes per step through the tables of wm_crc_table.h): about 10x the
- * bit-by-bit loop, which made a 50 MB checkpoint's CRCs take most of its restore. */
-uint32_t wm_crc32(uint32_t crc, const void *data, size_t len) {
-  const uint8_t *p = data;
-  const uint32_t(*t)[256] = wm_crc_table;
-  crc = ~crc;
-  while (len >= 8) {
-    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                         (uint32_t)p[3] << 24);
-    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-          t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
-    p += 8;
-    len -= 8;
-  }
-  while (len--) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-  return ~crc;
 }
 
 /* ---- little-endian fields ------------------------------------------------------------ */
@@ -132,9 +111,11 @@ wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t e
     return NULL;
   }
   const char *colon = dir ? strstr(dir, "://") : NULL;
+  if (colon && !strncmp(dir, "nats://", 7))
+    return wm_ckpt_store_new(wm_ckpt_nats_open(dir, err, errlen), keep, err, errlen);
   if (colon) {
     seterr(err, errlen, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
-                        "(a checkpoint directory is a path)", dir, (int)(colon - dir), dir);
+                        "(a checkpoint directory is a path, a NATS store nats://HOST:PORT/BUCKET)", dir, (int)(colon - dir), dir);
     return NULL;
   }
   return wm_ckpt_store_new(wm_ckpt_local_open(dir, err, errlen), keep, err, errlen);

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "state/wm_crc.h"
+
 #define WM_CKPT_VERSION 1u
 
 typedef struct wm_ckpt_store wm_ckpt_store;
@@ -88,8 +90,5 @@ const char *wm_ckpt_reader_part_name(const wm_ckpt_reader *r, size_t i);
 int wm_ckpt_get(wm_ckpt_reader *r, const char *name, uint8_t **data, size_t *len, char *err,
                 size_t errlen);
 void wm_ckpt_reader_free(wm_ckpt_reader *r);
-
-/* CRC-32 (IEEE 802.3, as zlib's crc32), continued from crc (start with 0). */
-uint32_t wm_crc32(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -60,5 +60,9 @@ struct wm_ckpt_backend {
 /* The local directory store (wm_ckpt_local.c): creates dir and its parents when missing and
  * claims it (flock of dir/LOCK, holding "pid P host H"). NULL with a message in err. */
 wm_ckpt_backend *wm_ckpt_local_open(const char *dir, char *err, size_t errlen);
+/* The NATS JetStream store (wm_ckpt_nats.c) at nats://HOST:PORT/BUCKET[/PATH]: connects,
+ * makes its stream and KV bucket when missing and claims the key of PATH (taking it over
+ * from any earlier holder, whose next `complete` is then refused). NULL with a message. */
+wm_ckpt_backend *wm_ckpt_nats_open(const char *url, char *err, size_t errlen);
 
 #endif
