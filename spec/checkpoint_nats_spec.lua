@@ -149,6 +149,24 @@ env:execute()
     os.remove(jb)
   end)
 
+  -- nats-server 2.9 writes a message to its file before it acknowledges it (and syncs every
+  -- 60 s): its process killed with SIGKILL right after the job's final checkpoint keeps it
+  it("a checkpoint survives the server killed with SIGKILL and started again", function()
+    local jp = dir .. "/job.lua"
+    local f = assert(io.open(jp, "w"))
+    f:write(gen())
+    f:close()
+    local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. q(jp) .. " >/dev/null"
+    local _, err, code = h.sh(run)
+    assert.are.equal(0, code, err)
+    os.execute("kill -KILL " .. nats.pid)
+    h.wait_for(function() return nats:exited() end, "nats-server to end", 60)
+    nats:start_again()
+    local _, err2, code2 = h.sh(run)
+    assert.are.equal(0, code2, err2)
+    assert.matches("checkpoint %d+ in nats://127%.0%.0%.1:%d+/ck %([%d.]+ s old%) is of a run that ended", err2)
+  end)
+
   describe("damaged or foreign data", function()
     -- runs the generated job to its end with the store (3 checkpoints kept); stderr
     local function run_to_end(args)

@@ -176,7 +176,7 @@ static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errl
 /* Writes r with compare-and-set on rev (0: the key must not exist). 0 written, 1 someone
  * changed it since (read again), -1 with a message. */
 static int rec_write(nats_store *s, const rec *r, uint64_t rev, char *err, size_t errlen) {
-  size_t cap = 512 + r->n * 48;
+  size_t cap = 512 + r->n * 64; /* a line is at most 9 + 20 + 1 + 20 + 1 bytes */
   char *v = malloc(cap);
   if (!v) {
     seterr(err, errlen, "out of memory");
