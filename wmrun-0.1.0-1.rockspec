@@ -74,6 +74,7 @@ build = {
         "core/state/wm_ckpt.c",
         "core/state/wm_ckpt_local.c",
         "core/state/wm_ckpt_nats.c",
+        "core/state/wm_ckpt_util.c",
         "core/state/wm_crc.c",
         "core/time/wm_time.c",
         "core/time/wm_timer.c",

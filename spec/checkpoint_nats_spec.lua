@@ -113,9 +113,7 @@ env:execute()
     assert.matches("stopped by SIGTERM with checkpoint %d+ in nats://", h.read_or_empty(p.err))
     local first = h.read(a .. "/out")
     assert.is_true(#first > 0 and #first < #ref, #first .. " bytes of " .. #ref)
-    local f = assert(io.open(b .. "/job.lua", "w"))
-    f:write(gen())
-    f:close()
+    K.write(b .. "/job.lua", gen())
     local out, err, code = wmrun_in(b, "--checkpoint-dir " .. q(store) .. " job.lua")
     assert.are.equal(0, code, err)
     assert.matches("wmrun: resuming from checkpoint %d+ in nats://127%.0%.0%.1:%d+/ck", err)
@@ -153,9 +151,7 @@ env:execute()
   -- 60 s): its process killed with SIGKILL right after the job's final checkpoint keeps it
   it("a checkpoint survives the server killed with SIGKILL and started again", function()
     local jp = dir .. "/job.lua"
-    local f = assert(io.open(jp, "w"))
-    f:write(gen())
-    f:close()
+    K.write(jp, gen())
     local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. q(jp) .. " >/dev/null"
     local _, err, code = h.sh(run)
     assert.are.equal(0, code, err)
@@ -171,9 +167,7 @@ env:execute()
     -- runs the generated job to its end with the store (3 checkpoints kept); stderr
     local function run_to_end(args)
       local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write(gen())
-      f:close()
+      K.write(jp, gen())
       local _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. (args or "")
         .. " " .. q(jp) .. " >/dev/null")
       return err, code
@@ -231,9 +225,7 @@ env:execute()
 
     it("a URL without a bucket, or with a bad one, is refused naming it", function()
       local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write(gen())
-      f:close()
+      K.write(jp, gen())
       local _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(nats.url) .. " " .. q(jp))
       assert.are.equal(1, code, err)
       assert.is_truthy(err:find(nats.url .. ": give it as nats://HOST:PORT/BUCKET", 1, true), err)
@@ -246,10 +238,8 @@ env:execute()
   describe("the store's URL", function()
     it("is taken by wm.env{checkpoint = {dir = ...}}", function()
       local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write((gen():gsub("wm.env{ watermark_interval = 0 }", string.format(
+      K.write(jp, (gen():gsub("wm.env{ watermark_interval = 0 }", string.format(
         "wm.env{ watermark_interval = 0, checkpoint = {dir = %q, interval = \"10ms\"} }", store))))
-      f:close()
       local _, err, code = h.sh(h.wmrun_path() .. " " .. q(jp) .. " >/dev/null")
       assert.are.equal(0, code, err)
       _, err, code = h.sh(h.wmrun_path() .. " " .. q(jp) .. " >/dev/null")
@@ -260,16 +250,12 @@ env:execute()
     end)
 
     it("is taken by wmrun --sql --checkpoint-dir", function()
-      local f = assert(io.open(dir .. "/in.csv", "w"))
-      f:write("a,1000,1\nb,2000,2\na,7000,3\n")
-      f:close()
-      f = assert(io.open(dir .. "/job.sql", "w"))
-      f:write([[
+      K.write(dir .. "/in.csv", "a,1000,1\nb,2000,2\na,7000,3\n")
+      K.write(dir .. "/job.sql", [[
 CREATE TABLE src (id STRING, ts BIGINT, vc INT) WITH ('connector' = 'filesystem', 'path' = 'in.csv', 'format' = 'csv');
 CREATE TABLE out (id STRING, vc INT) WITH ('connector' = 'filesystem', 'path' = 'out.csv', 'format' = 'csv');
 INSERT INTO out SELECT id, vc FROM src WHERE vc > 1;
 ]])
-      f:close()
       local _, err, code = wmrun_in(dir, "--sql --checkpoint-dir " .. q(store) .. " job.sql")
       assert.are.equal(0, code, err)
       assert.are.equal("b,2\na,3\n", h.read(dir .. "/out.csv")) -- the rows with vc > 1
@@ -283,15 +269,13 @@ INSERT INTO out SELECT id, vc FROM src WHERE vc > 1;
     it("is refused with scale_out, which keeps its tasks in a folder", function()
       publish(nats.url, "EV", "ev.0.x", "a", "ev.>")
       local jp = dir .. "/job.lua"
-      local f = assert(io.open(jp, "w"))
-      f:write(string.format([[
+      K.write(jp, string.format([[
 local wm = require("wm")
 local env = wm.env{}
 env:read_nats{url = %q, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g", scale_out = true}
   :print()
 env:execute()
 ]], nats.url))
-      f:close()
       local _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. q(jp))
       assert.are_not.equal(0, code)
       assert.is_truthy(err:find("job.lua:3: read_nats: scale_out keeps each partition's task in a folder of its "

@@ -16,13 +16,7 @@ describe("checkpoints", function()
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmdir(dir) end)
 
-  local function job(text)
-    local p = dir .. "/job.lua"
-    local f = assert(io.open(p, "w"))
-    f:write(text)
-    f:close()
-    return p
-  end
+  local function job(text) return K.job(dir, text) end
 
   local function kill_and_compare(text, outs, opts)
     return K.kill_and_compare(dir, text, outs, opts)

@@ -39,14 +39,16 @@ end
 
 M.q, M.now_ms = q, now_ms
 
--- Writes text to dir/job.lua; its path.
-function M.job(dir, text)
-  local p = dir .. "/job.lua"
-  local f = assert(io.open(p, "w"))
+-- Writes text to the file path; path.
+function M.write(path, text)
+  local f = assert(io.open(path, "w"))
   f:write(text)
   f:close()
-  return p
+  return path
 end
+
+-- Writes text to dir/job.lua; its path.
+function M.job(dir, text) return M.write(dir .. "/job.lua", text) end
 
 -- The reference run (no checkpoints), timed; then `kills` runs killed at random moments
 -- and one run per crash point, each resuming where the last complete checkpoint left off;

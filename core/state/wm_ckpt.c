@@ -3,9 +3,9 @@
  * (wm_ckpt_store.h). Readers trust nothing they read. */
 #include "state/wm_ckpt.h"
 #include "state/wm_ckpt_store.h"
+#include "state/wm_ckpt_util.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,33 +46,6 @@ struct wm_ckpt_reader {
   size_t n;
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-/* ---- little-endian fields ------------------------------------------------------------ */
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 static int valid_name(const char *name) {
   size_t n = strlen(name);
   if (n == 0 || n > NAME_MAX_LEN || !strcmp(name, "MANIFEST") || name[0] == '.') return 0;
@@ -90,13 +63,13 @@ static int valid_name(const char *name) {
 wm_ckpt_store *wm_ckpt_store_new(wm_ckpt_backend *b, int keep, char *err, size_t errlen) {
   if (!b) return NULL;
   if (keep < 1) {
-    seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
+    wm_ckpt_seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
     b->vt->free(b);
     return NULL;
   }
   wm_ckpt_store *s = calloc(1, sizeof *s);
   if (!s) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     b->vt->free(b);
     return NULL;
   }
@@ -107,14 +80,14 @@ wm_ckpt_store *wm_ckpt_store_new(wm_ckpt_backend *b, int keep, char *err, size_t
 
 wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen) {
   if (keep < 1) {
-    seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
+    wm_ckpt_seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
     return NULL;
   }
   const char *colon = dir ? strstr(dir, "://") : NULL;
   if (colon && !strncmp(dir, "nats://", 7))
     return wm_ckpt_store_new(wm_ckpt_nats_open(dir, err, errlen), keep, err, errlen);
   if (colon) {
-    seterr(err, errlen, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
                         "(a checkpoint directory is a path, a NATS store nats://HOST:PORT/BUCKET)", dir, (int)(colon - dir), dir);
     return NULL;
   }
@@ -167,7 +140,7 @@ int wm_ckpt_clear(wm_ckpt_store *s, char *err, size_t errlen) {
 wm_ckpt_writer *wm_ckpt_begin(wm_ckpt_store *s, uint64_t id, char *err, size_t errlen) {
   wm_ckpt_writer *w = calloc(1, sizeof *w);
   if (!w) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return NULL;
   }
   w->s = s;
@@ -182,19 +155,19 @@ wm_ckpt_writer *wm_ckpt_begin(wm_ckpt_store *s, uint64_t id, char *err, size_t e
 int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t len, char *err,
                 size_t errlen) {
   if (!valid_name(name)) {
-    seterr(err, errlen, "bad checkpoint part name '%s'", name);
+    wm_ckpt_seterr(err, errlen, "bad checkpoint part name '%s'", name);
     return -1;
   }
   for (size_t i = 0; i < w->n; i++)
     if (!strcmp(w->parts[i].name, name)) {
-      seterr(err, errlen, "checkpoint part '%s' written twice", name);
+      wm_ckpt_seterr(err, errlen, "checkpoint part '%s' written twice", name);
       return -1;
     }
   if (w->n == w->cap) {
     size_t nc = w->cap ? w->cap * 2 : 8;
     part_info *g = realloc(w->parts, nc * sizeof *g);
     if (!g) {
-      seterr(err, errlen, "out of memory");
+      wm_ckpt_seterr(err, errlen, "out of memory");
       return -1;
     }
     w->parts = g;
@@ -203,14 +176,14 @@ int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t le
   uint8_t head[PART_HEADER];
   uint32_t crc = wm_crc32(0, data, len);
   memcpy(head, PART_MAGIC, 4);
-  put32(head + 4, WM_CKPT_VERSION);
-  put64(head + 8, (uint64_t)len);
-  put32(head + 16, crc);
+  wm_put32(head + 4, WM_CKPT_VERSION);
+  wm_put64(head + 8, (uint64_t)len);
+  wm_put32(head + 16, crc);
   wm_ckpt_backend *b = w->s->b;
   if (b->vt->put(b, w->id, name, head, sizeof head, data, len, err, errlen) != 0) return -1;
   part_info *p = &w->parts[w->n];
   if (!(p->name = strdup(name))) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   p->len = len;
@@ -248,20 +221,20 @@ static uint8_t *manifest(const wm_ckpt_writer *w, const void *meta, size_t metal
   if (!m) return NULL;
   uint8_t *p = m;
   memcpy(p, MAN_MAGIC, 4), p += 4;
-  put32(p, WM_CKPT_VERSION), p += 4;
-  put64(p, w->id), p += 8;
-  put64(p, created_ms), p += 8;
-  put64(p, metalen), p += 8;
+  wm_put32(p, WM_CKPT_VERSION), p += 4;
+  wm_put64(p, w->id), p += 8;
+  wm_put64(p, created_ms), p += 8;
+  wm_put64(p, metalen), p += 8;
   if (metalen) memcpy(p, meta, metalen), p += metalen;
-  put32(p, (uint32_t)w->n), p += 4;
+  wm_put32(p, (uint32_t)w->n), p += 4;
   for (size_t i = 0; i < w->n; i++) {
     size_t nl = strlen(w->parts[i].name);
     p[0] = (uint8_t)nl, p[1] = (uint8_t)(nl >> 8), p += 2;
     memcpy(p, w->parts[i].name, nl), p += nl;
-    put64(p, w->parts[i].len), p += 8;
-    put32(p, w->parts[i].crc), p += 4;
+    wm_put64(p, w->parts[i].len), p += 8;
+    wm_put32(p, w->parts[i].crc), p += 4;
   }
-  put32(p, wm_crc32(0, m, (size_t)(p - m))), p += 4;
+  wm_put32(p, wm_crc32(0, m, (size_t)(p - m))), p += 4;
   *len = (size_t)(p - m);
   return m;
 }
@@ -273,11 +246,11 @@ int wm_ckpt_commit(wm_ckpt_writer *w, const void *meta, size_t metalen, uint64_t
   size_t mlen = 0;
   wm_ckpt_store *s = w->s;
   if (metalen > MAX_META) {
-    seterr(err, errlen, "checkpoint metadata of %zu bytes is too large", metalen);
+    wm_ckpt_seterr(err, errlen, "checkpoint metadata of %zu bytes is too large", metalen);
     goto out;
   }
   if (!(m = manifest(w, meta, metalen, created_ms, &mlen))) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     goto out;
   }
   rc = s->b->vt->complete(s->b, w->id, m, mlen, s->crash_before_rename, err, errlen);
@@ -300,62 +273,62 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
   size_t n;
   wm_ckpt_backend *b = r->s->b;
   int got = b->vt->get(b, r->id, MANIFEST, MAX_META + 64u * MAX_PARTS, &m, &n, err, errlen);
-  if (got == 0) seterr(err, errlen, "no MANIFEST (the checkpoint was not finished)");
+  if (got == 0) wm_ckpt_seterr(err, errlen, "no MANIFEST (the checkpoint was not finished)");
   if (got != 1) return -1;
   const uint8_t *p = m, *end = m + n;
 #define NEED(k)                                                        \
   do {                                                                 \
     if ((size_t)(end - p) < (size_t)(k)) {                             \
-      seterr(err, errlen, "MANIFEST is truncated (%zu bytes)", n);     \
+      wm_ckpt_seterr(err, errlen, "MANIFEST is truncated (%zu bytes)", n);     \
       goto bad;                                                        \
     }                                                                  \
   } while (0)
   if (n >= 4 && memcmp(p, MAN_MAGIC, 4) != 0) {
-    seterr(err, errlen, "MANIFEST is not a wmrun checkpoint manifest");
+    wm_ckpt_seterr(err, errlen, "MANIFEST is not a wmrun checkpoint manifest");
     goto bad;
   }
   NEED(4 + 4 + 4);
-  if (get32(end - 4) != wm_crc32(0, m, n - 4)) {
-    seterr(err, errlen, "MANIFEST fails its CRC check (damaged)");
+  if (wm_get32(end - 4) != wm_crc32(0, m, n - 4)) {
+    wm_ckpt_seterr(err, errlen, "MANIFEST fails its CRC check (damaged)");
     goto bad;
   }
   end -= 4;
   p += 4;
-  if (get32(p) != WM_CKPT_VERSION) {
-    seterr(err, errlen, "MANIFEST has format version %u; this wmrun reads version %u", get32(p),
+  if (wm_get32(p) != WM_CKPT_VERSION) {
+    wm_ckpt_seterr(err, errlen, "MANIFEST has format version %u; this wmrun reads version %u", wm_get32(p),
            WM_CKPT_VERSION);
     goto bad;
   }
   p += 4;
   NEED(24);
-  uint64_t id = get64(p), created = get64(p + 8), metalen = get64(p + 16);
+  uint64_t id = wm_get64(p), created = wm_get64(p + 8), metalen = wm_get64(p + 16);
   p += 24;
   if (id != r->id) {
-    seterr(err, errlen, "MANIFEST names checkpoint %" PRIu64 ", its directory %" PRIu64, id, r->id);
+    wm_ckpt_seterr(err, errlen, "MANIFEST names checkpoint %" PRIu64 ", its directory %" PRIu64, id, r->id);
     goto bad;
   }
   if (metalen > MAX_META) {
-    seterr(err, errlen, "MANIFEST metadata length %" PRIu64 " is out of range", metalen);
+    wm_ckpt_seterr(err, errlen, "MANIFEST metadata length %" PRIu64 " is out of range", metalen);
     goto bad;
   }
   NEED(metalen);
   r->created_ms = created;
   r->metalen = (size_t)metalen;
   if (!(r->meta = malloc(r->metalen ? r->metalen : 1))) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     goto bad;
   }
   memcpy(r->meta, p, r->metalen);
   p += r->metalen;
   NEED(4);
-  uint32_t np = get32(p);
+  uint32_t np = wm_get32(p);
   p += 4;
   if (np > MAX_PARTS || np > (size_t)(end - p) / 14) {
-    seterr(err, errlen, "MANIFEST part count %u is out of range", np);
+    wm_ckpt_seterr(err, errlen, "MANIFEST part count %u is out of range", np);
     goto bad;
   }
   if (!(r->parts = calloc(np ? np : 1, sizeof *r->parts))) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     goto bad;
   }
   for (uint32_t i = 0; i < np; i++) {
@@ -365,24 +338,24 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
     NEED(nl + 12);
     char *name = malloc(nl + 1);
     if (!name) {
-      seterr(err, errlen, "out of memory");
+      wm_ckpt_seterr(err, errlen, "out of memory");
       goto bad;
     }
     memcpy(name, p, nl);
     name[nl] = '\0';
     p += nl;
     r->parts[r->n].name = name;
-    r->parts[r->n].len = get64(p);
-    r->parts[r->n].crc = get32(p + 8);
+    r->parts[r->n].len = wm_get64(p);
+    r->parts[r->n].crc = wm_get32(p + 8);
     r->n++;
     p += 12;
     if (strlen(name) != nl || !valid_name(name)) {
-      seterr(err, errlen, "MANIFEST names a bad part");
+      wm_ckpt_seterr(err, errlen, "MANIFEST names a bad part");
       goto bad;
     }
   }
   if (p != end) {
-    seterr(err, errlen, "MANIFEST has %zu bytes after its last part", (size_t)(end - p));
+    wm_ckpt_seterr(err, errlen, "MANIFEST has %zu bytes after its last part", (size_t)(end - p));
     goto bad;
   }
 #undef NEED
@@ -401,23 +374,23 @@ static int read_part(wm_ckpt_reader *r, size_t i, uint8_t **data, size_t *len, c
   size_t n;
   char sub[512];
   if (pi->len > SIZE_MAX - PART_HEADER) {
-    seterr(err, errlen, "part %s: too large", pi->name);
+    wm_ckpt_seterr(err, errlen, "part %s: too large", pi->name);
     return -1;
   }
   wm_ckpt_backend *b = r->s->b;
   int got = b->vt->get(b, r->id, pi->name, (size_t)pi->len + PART_HEADER, &f, &n, sub, sizeof sub);
   if (got != 1) {
-    seterr(err, errlen, "part %s: %s", pi->name, got == 0 ? "missing (the MANIFEST names it)" : sub);
+    wm_ckpt_seterr(err, errlen, "part %s: %s", pi->name, got == 0 ? "missing (the MANIFEST names it)" : sub);
     return -1;
   }
   const char *why = NULL;
   if (n < PART_HEADER || memcmp(f, PART_MAGIC, 4) != 0) why = "not a wmrun checkpoint part";
-  else if (get32(f + 4) != WM_CKPT_VERSION) why = "unknown format version";
-  else if (get64(f + 8) != pi->len || n - PART_HEADER != pi->len) why = "truncated or wrong length";
-  else if (get32(f + 16) != pi->crc || wm_crc32(0, f + PART_HEADER, n - PART_HEADER) != pi->crc)
+  else if (wm_get32(f + 4) != WM_CKPT_VERSION) why = "unknown format version";
+  else if (wm_get64(f + 8) != pi->len || n - PART_HEADER != pi->len) why = "truncated or wrong length";
+  else if (wm_get32(f + 16) != pi->crc || wm_crc32(0, f + PART_HEADER, n - PART_HEADER) != pi->crc)
     why = "fails its CRC check (damaged)";
   if (why) {
-    seterr(err, errlen, "part %s: %s", pi->name, why);
+    wm_ckpt_seterr(err, errlen, "part %s: %s", pi->name, why);
     free(f);
     return -1;
   }
@@ -439,7 +412,7 @@ static wm_ckpt_reader *reader_new(wm_ckpt_store *s, uint64_t id) {
 static wm_ckpt_reader *open_checked(wm_ckpt_store *s, uint64_t id, char *err, size_t errlen) {
   wm_ckpt_reader *r = reader_new(s, id);
   if (!r) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return NULL;
   }
   if (load_manifest(r, err, errlen) != 0) goto bad;

@@ -4,12 +4,12 @@
  * flock()ed for the store's life: the claim, which no other process can take over while this
  * one lives (the kernel drops it when the process ends, however it ends). */
 #include "state/wm_ckpt_store.h"
+#include "state/wm_ckpt_util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +26,6 @@ typedef struct local_store {
   char *dir;
   int lock_fd; /* DIR/LOCK, flock()ed for the store's life */
 } local_store;
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static char *join(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -84,24 +76,24 @@ static int write_file(const char *dir, const char *name, const void *head, size_
   char *tmp = join(dir, tmpname), *final = join(dir, name);
   int rc = -1;
   if (!tmp || !final) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     goto out;
   }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    seterr(err, errlen, "%s: %s", tmp, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "%s: %s", tmp, strerror(errno));
     goto out;
   }
   if (write_all(fd, head, headlen) != 0 || (bodylen && write_all(fd, body, bodylen) != 0) ||
       fsync(fd) != 0) {
-    seterr(err, errlen, "%s: %s", tmp, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "%s: %s", tmp, strerror(errno));
     close(fd);
     unlink(tmp);
     goto out;
   }
   if (crash) _exit(99); /* wm_ckpt_store_crash_before_rename */
   if (close(fd) != 0 || rename(tmp, final) != 0) {
-    seterr(err, errlen, "%s: %s", final, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "%s: %s", final, strerror(errno));
     unlink(tmp);
     goto out;
   }
@@ -121,17 +113,17 @@ static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, 
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
     if (errno == ENOENT) return 0;
-    seterr(err, errlen, "%s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    seterr(err, errlen, "%s: not a regular file", path);
+    wm_ckpt_seterr(err, errlen, "%s: not a regular file", path);
     close(fd);
     return -1;
   }
   if ((uint64_t)st.st_size > max) {
-    seterr(err, errlen, "%s: %lld bytes, more than the %zu a checkpoint file may have", path,
+    wm_ckpt_seterr(err, errlen, "%s: %lld bytes, more than the %zu a checkpoint file may have", path,
            (long long)st.st_size, max);
     close(fd);
     return -1;
@@ -139,7 +131,7 @@ static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, 
   size_t n = (size_t)st.st_size;
   uint8_t *buf = malloc(n ? n : 1);
   if (!buf) {
-    seterr(err, errlen, "out of memory reading %s", path);
+    wm_ckpt_seterr(err, errlen, "out of memory reading %s", path);
     close(fd);
     return -1;
   }
@@ -152,7 +144,7 @@ static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, 
   }
   close(fd);
   if (got != n) {
-    seterr(err, errlen, "%s: short read", path);
+    wm_ckpt_seterr(err, errlen, "%s: short read", path);
     free(buf);
     return -1;
   }
@@ -218,12 +210,12 @@ static void lock_holder(int fd, char *out, size_t n) {
 static int take_lock(local_store *s, char *err, size_t errlen) {
   char *path = join(s->dir, LOCK_NAME);
   if (!path) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    seterr(err, errlen, "cannot open the lock file %s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "cannot open the lock file %s: %s", path, strerror(errno));
     free(path);
     return -1;
   }
@@ -235,12 +227,12 @@ static int take_lock(local_store *s, char *err, size_t errlen) {
     if (e == EWOULDBLOCK) {
       char who[300];
       lock_holder(fd, who, sizeof who);
-      seterr(err, errlen, "checkpoint directory %s is in use by another job (%s; lock file %s): "
+      wm_ckpt_seterr(err, errlen, "checkpoint directory %s is in use by another job (%s; lock file %s): "
                           "two jobs on one checkpoint directory would take and resume each "
                           "other's checkpoints; stop that job first, or give this one another "
                           "--checkpoint-dir", s->dir, who, path);
     } else {
-      seterr(err, errlen, "cannot lock %s (one job at a time per checkpoint directory): %s",
+      wm_ckpt_seterr(err, errlen, "cannot lock %s (one job at a time per checkpoint directory): %s",
              path, strerror(e));
     }
     close(fd);
@@ -253,7 +245,7 @@ static int take_lock(local_store *s, char *err, size_t errlen) {
   int n = snprintf(line, sizeof line, "pid %ld host %s\n", (long)getpid(), host);
   if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
   if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != (ssize_t)n) {
-    seterr(err, errlen, "cannot write the lock file %s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "cannot write the lock file %s: %s", path, strerror(errno));
     close(fd);
     free(path);
     return -1;
@@ -269,13 +261,13 @@ static int local_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen
   local_store *s = (local_store *)b;
   char *path = ckpt_path(s, id);
   if (!path) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   remove_tree(path); /* what a crashed attempt at this id left */
   int rc = 0;
   if (mkdir(path, 0755) != 0) {
-    seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
     rc = -1;
   }
   free(path);
@@ -286,7 +278,7 @@ static int local_put(wm_ckpt_backend *b, uint64_t id, const char *name, const vo
                      size_t headlen, const void *body, size_t bodylen, char *err, size_t errlen) {
   char *path = ckpt_path((local_store *)b, id);
   if (!path) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   int rc = write_file(path, name, head, headlen, body, bodylen, 0, err, errlen);
@@ -299,18 +291,18 @@ static int local_complete(wm_ckpt_backend *b, uint64_t id, const void *manifest,
   local_store *s = (local_store *)b;
   char *path = ckpt_path(s, id);
   if (!path) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   int rc = -1;
   /* the parts' renames reach the disk before the MANIFEST's */
   if (fsync_dir(path) != 0) {
-    seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
     goto out;
   }
   if (write_file(path, "MANIFEST", manifest, len, NULL, 0, crash, err, errlen) != 0) goto out;
   if (fsync_dir(path) != 0 || fsync_dir(s->dir) != 0) {
-    seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
     goto out;
   }
   rc = 0;
@@ -326,7 +318,7 @@ static int local_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t m
   char *dir = ckpt_path((local_store *)b, id), *path = dir ? join(dir, name) : NULL;
   free(dir);
   if (!path) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   int rc = read_file(path, max, data, len, err, errlen);
@@ -352,7 +344,7 @@ static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, 
   *n = 0;
   DIR *d = opendir(s->dir);
   if (!d) {
-    seterr(err, errlen, "checkpoint directory %s: %s", s->dir, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", s->dir, strerror(errno));
     return -1;
   }
   size_t cap = 0;
@@ -368,7 +360,7 @@ static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, 
         free(*ids);
         *ids = NULL;
         *n = 0;
-        seterr(err, errlen, "out of memory");
+        wm_ckpt_seterr(err, errlen, "out of memory");
         return -1;
       }
       *ids = g;
@@ -383,14 +375,14 @@ static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, 
 static int local_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
   char *p = ckpt_path((local_store *)b, id);
   if (!p) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   remove_tree(p);
   struct stat st;
   int rc = 0;
   if (stat(p, &st) == 0) {
-    seterr(err, errlen, "cannot remove checkpoint %s", p);
+    wm_ckpt_seterr(err, errlen, "cannot remove checkpoint %s", p);
     rc = -1;
   }
   free(p);
@@ -417,26 +409,26 @@ static const wm_ckpt_backend_vt local_vt = {
 
 wm_ckpt_backend *wm_ckpt_local_open(const char *dir, char *err, size_t errlen) {
   if (!dir || !*dir) {
-    seterr(err, errlen, "checkpoint directory is empty");
+    wm_ckpt_seterr(err, errlen, "checkpoint directory is empty");
     return NULL;
   }
   if (mkdirs(dir) != 0) {
-    seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
     return NULL;
   }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    seterr(err, errlen, "checkpoint directory %s: not a directory", dir);
+    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: not a directory", dir);
     return NULL;
   }
   if (access(dir, W_OK | X_OK) != 0) {
-    seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
+    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
     return NULL;
   }
   local_store *s = calloc(1, sizeof *s);
   if (!s || !(s->dir = strdup(dir))) {
     free(s);
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return NULL;
   }
   s->base.vt = &local_vt;

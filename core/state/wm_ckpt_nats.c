@@ -18,10 +18,10 @@
  * checkpoint id's objects are those of the epoch its line names. */
 #include "io/wm_nats.h"
 #include "state/wm_crc.h"
+#include "state/wm_ckpt_util.h"
 #include "state/wm_ckpt_store.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,31 +50,6 @@ typedef struct nats_store {
   uint64_t epoch; /* this process's claim */
   rec seen;       /* the key as last read (for the epochs of complete ids) */
 } nats_store;
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
 
 static const char *last_error(natsStatus s, char *buf, size_t n) {
   natsStatus ls;
@@ -108,7 +83,7 @@ static int rec_parse(const char *v, size_t len, rec *r, char *why, size_t whylen
   memset(r, 0, sizeof *r);
   size_t hl = strlen(REC_HEAD);
   if (len < hl || memcmp(v, REC_HEAD, hl) != 0 || memchr(v, '\0', len)) {
-    seterr(why, whylen, "it holds something wmrun did not write (it begins '%.20s')",
+    wm_ckpt_seterr(why, whylen, "it holds something wmrun did not write (it begins '%.20s')",
            len ? v : "");
     return -1;
   }
@@ -131,7 +106,7 @@ static int rec_parse(const char *v, size_t len, rec *r, char *why, size_t whylen
     } else {
       if (sscanf(buf, "complete %llu %llu%n", &a, &b, &used) != 2 || (size_t)used != ll) goto bad;
       if (rec_add(r, a, b) != 0) {
-        seterr(why, whylen, "out of memory");
+        wm_ckpt_seterr(why, whylen, "out of memory");
         rec_free(r);
         return -1;
       }
@@ -142,7 +117,7 @@ static int rec_parse(const char *v, size_t len, rec *r, char *why, size_t whylen
   if (p != end || line < 3) goto bad;
   return 0;
 bad:
-  seterr(why, whylen, "its line %d is not what wmrun writes", line);
+  wm_ckpt_seterr(why, whylen, "its line %d is not what wmrun writes", line);
   rec_free(r);
   return -1;
 }
@@ -154,7 +129,7 @@ static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errl
   if (st == NATS_NOT_FOUND) return 0;
   if (st != NATS_OK) {
     char why[300];
-    seterr(err, errlen, "checkpoint store %s: cannot read key '%s' of bucket '%s': %s", s->url,
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot read key '%s' of bucket '%s': %s", s->url,
            s->key, s->bucket, last_error(st, why, sizeof why));
     return -1;
   }
@@ -166,7 +141,7 @@ static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errl
   if (len < 0 || (size_t)len > REC_MAX) snprintf(why, sizeof why, "it is %d bytes long", len);
   kvEntry_Destroy(e);
   if (rc != 0) {
-    seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' is not wmrun's: %s (give "
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' is not wmrun's: %s (give "
                         "the store another bucket or path)", s->url, s->key, s->bucket, why);
     return -1;
   }
@@ -179,7 +154,7 @@ static int rec_write(nats_store *s, const rec *r, uint64_t rev, char *err, size_
   size_t cap = 512 + r->n * 64; /* a line is at most 9 + 20 + 1 + 20 + 1 bytes */
   char *v = malloc(cap);
   if (!v) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   size_t len = (size_t)snprintf(v, cap, "%sepoch %" PRIu64 " %s\n", REC_HEAD, r->epoch, r->holder);
@@ -194,13 +169,13 @@ static int rec_write(nats_store *s, const rec *r, uint64_t rev, char *err, size_
   char why[300];
   last_error(st, why, sizeof why);
   if (strstr(why, "wrong last sequence") || strstr(why, "key exists")) return 1;
-  seterr(err, errlen, "checkpoint store %s: cannot write key '%s' of bucket '%s': %s", s->url,
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot write key '%s' of bucket '%s': %s", s->url,
          s->key, s->bucket, why);
   return -1;
 }
 
 static int fenced(nats_store *s, const rec *r, uint64_t id, char *err, size_t errlen) {
-  seterr(err, errlen, "checkpoint store %s was taken over by another process (%s, epoch %" PRIu64
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s was taken over by another process (%s, epoch %" PRIu64
                       "; this process holds epoch %" PRIu64 "): this process lost its claim "
                       "and does not complete checkpoint %" PRIu64, s->url,
          r->holder[0] ? r->holder : "unknown", r->epoch, s->epoch, id);
@@ -229,7 +204,7 @@ static int publish(nats_store *s, const char *subj, const void *data, size_t len
   jsPubAck_Destroy(pa);
   if (st == NATS_OK) return 0;
   char why[300];
-  seterr(err, errlen, "checkpoint store %s: cannot store %s: %s", s->url, subj,
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot store %s: %s", s->url, subj,
          wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
@@ -240,7 +215,7 @@ static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_
   size_t total = hl + bl, nchunks = (total + CHUNK - 1) / CHUNK;
   uint8_t *buf = malloc(total ? total : 1);
   if (!buf) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   if (hl) memcpy(buf, head, hl);
@@ -252,18 +227,18 @@ static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_
     char *subj = subject(s, id, s->epoch, name, tail);
     size_t off = k * CHUNK, n = total - off < CHUNK ? total - off : CHUNK;
     rc = subj ? publish(s, subj, buf + off, n, err, errlen) : -1;
-    if (!subj) seterr(err, errlen, "out of memory");
+    if (!subj) wm_ckpt_seterr(err, errlen, "out of memory");
     free(subj);
   }
   if (rc == 0) {
     uint8_t end[END_LEN];
     memcpy(end, END_MAGIC, 8);
-    put64(end + 8, total);
-    put32(end + 16, (uint32_t)nchunks);
-    put32(end + 20, wm_crc32(0, buf, total));
+    wm_put64(end + 8, total);
+    wm_put32(end + 16, (uint32_t)nchunks);
+    wm_put32(end + 20, wm_crc32(0, buf, total));
     char *subj = subject(s, id, s->epoch, name, "end");
     rc = subj ? publish(s, subj, end, sizeof end, err, errlen) : -1;
-    if (!subj) seterr(err, errlen, "out of memory");
+    if (!subj) wm_ckpt_seterr(err, errlen, "out of memory");
     free(subj);
   }
   free(buf);
@@ -277,7 +252,7 @@ static int last_msg(nats_store *s, const char *subj, natsMsg **msg, char *err, s
   if (st == NATS_NOT_FOUND) return 0;
   if (st == NATS_OK) return 1;
   char why[300];
-  seterr(err, errlen, "cannot read %s: %s", subj, wm_nats_why(st, jerr, why, sizeof why));
+  wm_ckpt_seterr(err, errlen, "cannot read %s: %s", subj, wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
 
@@ -285,7 +260,7 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
                       uint8_t **data, size_t *len, char *err, size_t errlen) {
   char *subj = subject(s, id, epoch, name, "end");
   if (!subj) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   natsMsg *m = NULL;
@@ -296,23 +271,23 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
   int el = natsMsg_GetDataLength(m);
   if (el != END_LEN || memcmp(e, END_MAGIC, 8) != 0) {
     natsMsg_Destroy(m);
-    seterr(err, errlen, "its end marker is not a wmrun checkpoint object's");
+    wm_ckpt_seterr(err, errlen, "its end marker is not a wmrun checkpoint object's");
     return -1;
   }
-  uint64_t total = get64(e + 8);
-  uint32_t nchunks = get32(e + 16), crc = get32(e + 20);
+  uint64_t total = wm_get64(e + 8);
+  uint32_t nchunks = wm_get32(e + 16), crc = wm_get32(e + 20);
   natsMsg_Destroy(m);
   if (total > max) {
-    seterr(err, errlen, "%" PRIu64 " bytes, more than the %zu it may have", total, max);
+    wm_ckpt_seterr(err, errlen, "%" PRIu64 " bytes, more than the %zu it may have", total, max);
     return -1;
   }
   if ((uint64_t)nchunks != (total + CHUNK - 1) / CHUNK) {
-    seterr(err, errlen, "its end marker names %u chunks for %" PRIu64 " bytes", nchunks, total);
+    wm_ckpt_seterr(err, errlen, "its end marker names %u chunks for %" PRIu64 " bytes", nchunks, total);
     return -1;
   }
   uint8_t *buf = malloc(total ? (size_t)total : 1);
   if (!buf) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   for (uint32_t k = 0; k < nchunks; k++) {
@@ -320,12 +295,12 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
     snprintf(tail, sizeof tail, "%u", k);
     char *cs = subject(s, id, epoch, name, tail);
     got = cs ? last_msg(s, cs, &m, err, errlen) : -1;
-    if (!cs) seterr(err, errlen, "out of memory");
+    if (!cs) wm_ckpt_seterr(err, errlen, "out of memory");
     free(cs);
     size_t off = (size_t)k * CHUNK, want = total - off < CHUNK ? (size_t)total - off : CHUNK;
-    if (got == 0) seterr(err, errlen, "its chunk %u is missing", k);
+    if (got == 0) wm_ckpt_seterr(err, errlen, "its chunk %u is missing", k);
     if (got == 1 && (size_t)natsMsg_GetDataLength(m) != want) {
-      seterr(err, errlen, "its chunk %u has %d bytes, not %zu", k, natsMsg_GetDataLength(m), want);
+      wm_ckpt_seterr(err, errlen, "its chunk %u has %d bytes, not %zu", k, natsMsg_GetDataLength(m), want);
       got = -1;
     }
     if (got == 1) memcpy(buf + off, natsMsg_GetData(m), want);
@@ -338,7 +313,7 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
   }
   if (wm_crc32(0, buf, (size_t)total) != crc) {
     free(buf);
-    seterr(err, errlen, "its chunks fail the CRC of its end marker (damaged)");
+    wm_ckpt_seterr(err, errlen, "its chunks fail the CRC of its end marker (damaged)");
     return -1;
   }
   *data = buf;
@@ -355,7 +330,7 @@ static int purge(nats_store *s, const char *filter, char *err, size_t errlen) {
   natsStatus st = js_PurgeStream(s->js, s->stream, &o, &jerr);
   if (st == NATS_OK) return 0;
   char why[300];
-  seterr(err, errlen, "checkpoint store %s: cannot purge %s: %s", s->url, filter,
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot purge %s: %s", s->url, filter,
          wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
@@ -393,7 +368,7 @@ static int nats_complete(wm_ckpt_backend *b, uint64_t id, const void *manifest, 
     int got = rec_read(s, &r, &rev, err, errlen);
     if (got < 0) return -1;
     if (got == 0) {
-      seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' was deleted while this "
+      wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' was deleted while this "
                           "process held it", s->url, s->key, s->bucket);
       return -1;
     }
@@ -403,12 +378,12 @@ static int nats_complete(wm_ckpt_backend *b, uint64_t id, const void *manifest, 
       return -1;
     }
     int rc = rec_add(&r, id, s->epoch);
-    if (rc != 0) seterr(err, errlen, "out of memory");
+    if (rc != 0) wm_ckpt_seterr(err, errlen, "out of memory");
     if (rc == 0) rc = rec_write(s, &r, rev, err, errlen);
     rec_free(&r);
     if (rc <= 0) return rc;
   }
-  seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
@@ -430,7 +405,7 @@ static int nats_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t ma
   }
   char sub[400];
   int got = get_object(s, id, epoch, name, max, data, len, sub, sizeof sub);
-  if (got < 0) seterr(err, errlen, "object %s of checkpoint %" PRIu64 " (epoch %" PRIu64 "): %s",
+  if (got < 0) wm_ckpt_seterr(err, errlen, "object %s of checkpoint %" PRIu64 " (epoch %" PRIu64 "): %s",
                       name, id, epoch, sub);
   return got;
 }
@@ -449,7 +424,7 @@ static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, s
   natsStatus st = js_GetStreamInfo(&si, s->js, s->stream, &o, &jerr);
   if (st != NATS_OK) {
     char why[300];
-    seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
            wm_nats_why(st, jerr, why, sizeof why));
     return -1;
   }
@@ -457,7 +432,7 @@ static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, s
   uint64_t *a = malloc(sizeof *a * (size_t)(cnt + 1));
   if (!a) {
     jsStreamInfo_Destroy(si);
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   size_t pl = strlen(s->prefix);
@@ -503,7 +478,7 @@ static int nats_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen
     snprintf(filter, sizeof filter, "%s.%" PRIu64 ".>", s->prefix, id);
     return purge(s, filter, err, errlen);
   }
-  seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
@@ -544,21 +519,21 @@ static int name_char(char c) {
 static int parse_url(nats_store *s, const char *url, char *err, size_t errlen) {
   const char *hp = url + 7, *slash = strchr(hp, '/');
   if (strncmp(url, "nats://", 7) != 0 || !slash || slash == hp || !slash[1]) {
-    seterr(err, errlen, "checkpoint store %s: give it as nats://HOST:PORT/BUCKET (a bucket "
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: give it as nats://HOST:PORT/BUCKET (a bucket "
                         "name after the server)", url);
     return -1;
   }
   const char *bk = slash + 1, *bend = bk;
   while (name_char(*bend)) bend++;
   if (bend == bk || (*bend && *bend != '/')) {
-    seterr(err, errlen, "checkpoint store %s: the bucket name may hold only letters, digits, "
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: the bucket name may hold only letters, digits, "
                         "'_' and '-'", url);
     return -1;
   }
   const char *path = *bend ? bend + 1 : "";
   for (const char *p = path; *p; p++)
     if (!name_char(*p) && !(*p == '/' && p > path && p[-1] != '/' && p[1])) {
-      seterr(err, errlen, "checkpoint store %s: the path after the bucket may hold only "
+      wm_ckpt_seterr(err, errlen, "checkpoint store %s: the path after the bucket may hold only "
                           "letters, digits, '_', '-' and single '/' between names", url);
       return -1;
     }
@@ -569,7 +544,7 @@ static int parse_url(nats_store *s, const char *url, char *err, size_t errlen) {
   s->stream = malloc(strlen(s->bucket ? s->bucket : "") + 8);
   s->prefix = malloc(strlen(s->bucket ? s->bucket : "") + pl + 16);
   if (!s->server || !s->bucket || !s->key || !s->stream || !s->prefix) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return -1;
   }
   sprintf(s->stream, "WMCK_%s", s->bucket);
@@ -592,13 +567,13 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
       int ours = si->Config && si->Config->SubjectsLen == 1 && !strcmp(si->Config->Subjects[0], subj);
       jsStreamInfo_Destroy(si);
       if (ours) break;
-      seterr(err, errlen, "checkpoint store %s: the stream '%s' on %s is not wmrun's checkpoint "
+      wm_ckpt_seterr(err, errlen, "checkpoint store %s: the stream '%s' on %s is not wmrun's checkpoint "
                           "stream (its subjects are not just %s): give the store another bucket",
              s->url, s->stream, s->server, subj);
       return -1;
     }
     if (st != NATS_NOT_FOUND) {
-      seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
+      wm_ckpt_seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
              wm_nats_why(st, jerr, why, sizeof why));
       return -1;
     }
@@ -613,7 +588,7 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
     jsStreamInfo_Destroy(si);
     if (st == NATS_OK) break;
     if (tries == 1) { /* made by another process at the same moment is read again above */
-      seterr(err, errlen, "checkpoint store %s: cannot make the stream '%s': %s", s->url,
+      wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot make the stream '%s': %s", s->url,
              s->stream, wm_nats_why(st, jerr, why, sizeof why));
       return -1;
     }
@@ -629,7 +604,7 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
     if (st != NATS_OK) st = js_KeyValue(&s->kv, s->js, s->bucket);
   }
   if (st != NATS_OK) {
-    seterr(err, errlen, "checkpoint store %s: KV bucket '%s': %s", s->url, s->bucket,
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: KV bucket '%s': %s", s->url, s->bucket,
            last_error(st, why, sizeof why));
     return -1;
   }
@@ -658,7 +633,7 @@ static int claim(nats_store *s, char *err, size_t errlen) {
       return 0;
     }
   }
-  seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
@@ -666,19 +641,19 @@ wm_ckpt_backend *wm_ckpt_nats_open(const char *url, char *err, size_t errlen) {
   nats_store *s = calloc(1, sizeof *s);
   if (!s || !(s->url = strdup(url))) {
     free(s);
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     return NULL;
   }
   s->base.vt = &nats_vt;
   s->base.name = s->url;
   if (parse_url(s, url, err, errlen) != 0) goto bad;
   if (!(s->who = wm_nats_who("checkpoint store", s->server))) {
-    seterr(err, errlen, "out of memory");
+    wm_ckpt_seterr(err, errlen, "out of memory");
     goto bad;
   }
   char sub[400];
   if (wm_nats_connect(s->server, s->who, &s->nc, &s->js, sub, sizeof sub) != 0) {
-    seterr(err, errlen, "checkpoint store %s: %s", url, sub);
+    wm_ckpt_seterr(err, errlen, "checkpoint store %s: %s", url, sub);
     goto bad;
   }
   if (open_stream(s, err, errlen) != 0 || claim(s, err, errlen) != 0) goto bad;
