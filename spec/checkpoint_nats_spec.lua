@@ -163,6 +163,21 @@ env:execute()
     assert.matches("checkpoint %d+ in nats://127%.0%.0%.1:%d+/ck %([%d.]+ s old%) is of a run that ended", err2)
   end)
 
+  it("--fresh removes the store's checkpoints and starts over", function()
+    local jp = K.write(dir .. "/job.lua", gen())
+    local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " --checkpoint-interval 1ms "
+    local ref, err, code = h.sh(run .. q(jp))
+    assert.are.equal(0, code, err)
+    assert.is_true(#ref > 0)
+    local out2, err2, code2 = h.sh(run .. q(jp))
+    assert.are.equal(0, code2, err2)
+    assert.are.equal("", out2) -- the run had ended: nothing to do
+    local out3, err3, code3 = h.sh(run .. "--fresh " .. q(jp))
+    assert.are.equal(0, code3, err3)
+    assert.is_nil(err3:find("resuming", 1, true), err3)
+    assert.are.equal(ref, out3) -- the whole output again
+  end)
+
   describe("damaged or foreign data", function()
     -- runs the generated job to its end with the store (3 checkpoints kept); stderr
     local function run_to_end(args)
