@@ -178,6 +178,38 @@ env:execute()
     assert.are.equal(ref, out3) -- the whole output again
   end)
 
+  -- the ids of the checkpoints whose messages are in the store's stream, read with read_nats
+  local function ids_in_stream()
+    local p = h.write_tmp(string.format([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = %q, stream = "WMCK_ck", subject = "wmck.ck.default.>", bounded = "latest", metadata = true}
+  :map(function(m) return m.subject:match("^wmck%%.ck%%.default%%.(%%d+)%%.") end)
+  :print()
+env:execute()
+]], nats.url), ".lua")
+    local out, err, code = h.sh(h.wmrun_path() .. " " .. q(p))
+    os.remove(p)
+    assert.are.equal(0, code, err)
+    local seen, ids = {}, {}
+    for id in out:gmatch("%d+") do
+      if not seen[id] then seen[id], ids[#ids + 1] = true, tonumber(id) end
+    end
+    table.sort(ids)
+    return ids
+  end
+
+  it("keeps the newest 3 complete checkpoints and purges the messages of the others", function()
+    local jp = K.write(dir .. "/job.lua", gen())
+    local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " "
+    local _, err, code = h.sh(run .. "--checkpoint-interval 1ms " .. q(jp) .. " >/dev/null")
+    assert.are.equal(0, code, err)
+    local _, err2 = h.sh(run .. q(jp))
+    local final = tonumber(err2:match("checkpoint (%d+) in nats://%S+ %(.-%) is of a run that ended"))
+    assert.is_true(final and final >= 5, err2) -- more than 3 were taken
+    assert.are.same({final - 2, final - 1, final}, ids_in_stream())
+  end)
+
   describe("damaged or foreign data", function()
     -- runs the generated job to its end with the store (3 checkpoints kept); stderr
     local function run_to_end(args)
