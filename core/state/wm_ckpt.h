@@ -1,5 +1,6 @@
-/* Checkpoint storage: a directory of checkpoints, each one a directory of named parts (one
- * per operator instance or source) and a MANIFEST written last.
+/* Checkpoints: each one a set of named parts (one per operator instance or source) and a
+ * MANIFEST written last, kept in a store (wm_ckpt_store.h: the local directory below, or
+ * another store behind the same interface).
  *
  *   DIR/chk-00000000000000000017/<part>   a part: magic, version, length, CRC-32, payload
  *   DIR/chk-00000000000000000017/MANIFEST  the parts' names, lengths and CRCs, the job's
@@ -21,11 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "state/wm_crc.h"
+
 #define WM_CKPT_VERSION 1u
 
 typedef struct wm_ckpt_store wm_ckpt_store;
 typedef struct wm_ckpt_writer wm_ckpt_writer;
 typedef struct wm_ckpt_reader wm_ckpt_reader;
+struct wm_ckpt_backend;
 
 /* A warning about a checkpoint that was skipped (damaged, incomplete). ud is the caller's. */
 typedef void (*wm_ckpt_warn_fn)(void *ud, const char *message);
@@ -36,10 +40,14 @@ typedef void (*wm_ckpt_warn_fn)(void *ud, const char *message);
  * freed: a second store on it, in this process or another, is refused with a message naming
  * the holder; the kernel drops the lock when its process ends, however it ends. */
 wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen);
+/* The checkpoints in store b (wm_ckpt_store.h), which the result owns (b is freed on a
+ * failure too; NULL b gives NULL, for wm_ckpt_store_new(open(..., err), keep, err)). */
+wm_ckpt_store *wm_ckpt_store_new(struct wm_ckpt_backend *b, int keep, char *err, size_t errlen);
 void wm_ckpt_store_free(wm_ckpt_store *s);
+/* The store's name in messages (the directory). */
 const char *wm_ckpt_store_dir(const wm_ckpt_store *s);
 /* For crash tests: the next commit ends the process (_exit(99)) once its MANIFEST is
- * written and synced under its temporary name, before the rename. */
+ * written and synced under its temporary name, before the rename (the store's atomic step). */
 void wm_ckpt_store_crash_before_rename(wm_ckpt_store *s);
 
 /* Starts checkpoint `id` (ids increase; use wm_ckpt_next_id). NULL with a message in err. */
@@ -50,7 +58,9 @@ int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t le
                 size_t errlen);
 /* Writes the MANIFEST (with meta, borrowed: the job's shape and whatever the caller needs
  * to see before reading parts) and makes the checkpoint complete; then prunes. Frees w,
- * whatever the result. 0, or -1 with a message (the checkpoint is then not complete). */
+ * whatever the result. 0, or -1 with a message (the checkpoint is then not complete, and
+ * what it wrote is removed): a store claimed by another process since this one opened it
+ * (the fence, wm_ckpt_store.h) refuses. */
 int wm_ckpt_commit(wm_ckpt_writer *w, const void *meta, size_t metalen, uint64_t created_ms,
                    char *err, size_t errlen);
 /* Drops an unfinished checkpoint (removes what it wrote). Frees w. */
@@ -80,8 +90,5 @@ const char *wm_ckpt_reader_part_name(const wm_ckpt_reader *r, size_t i);
 int wm_ckpt_get(wm_ckpt_reader *r, const char *name, uint8_t **data, size_t *len, char *err,
                 size_t errlen);
 void wm_ckpt_reader_free(wm_ckpt_reader *r);
-
-/* CRC-32 (IEEE 802.3, as zlib's crc32), continued from crc (start with 0). */
-uint32_t wm_crc32(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -1,5 +1,5 @@
 /* CRC-32 (IEEE 802.3) tables for slicing by 8, generated once (a Python loop over the
- * polynomial 0xEDB88320; wm_crc32 in wm_ckpt.c is checked against zlib's values in
+ * polynomial 0xEDB88320; wm_crc32 in wm_crc.c is checked against zlib's values in
  * spec/c). Table k maps a byte to its CRC after k more zero bytes. */
 #ifndef WM_CRC_TABLE_H
 #define WM_CRC_TABLE_H

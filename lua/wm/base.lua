@@ -277,7 +277,7 @@ function M.env(opts)
       end
     end
     if type(ck.dir) ~= "string" or ck.dir == "" then
-      error("env checkpoint: dir must be a folder name (a string), got " .. type(ck.dir), 2)
+      error("env checkpoint: dir must be a folder name or a store's URL (a string), got " .. type(ck.dir), 2)
     end
     local iv = ck.interval == nil and 10000 or duration.ms(ck.interval, "env checkpoint interval", 2)
     if iv < 0 then error("env checkpoint: interval must not be negative", 2) end

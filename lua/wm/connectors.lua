@@ -245,6 +245,11 @@ local function check_scale_out(env, call, opts, level)
     error(call .. ": scale_out needs --checkpoint-dir (or wm.env{checkpoint = {dir = ...}}): a folder "
       .. "that every process of the group reaches, where each partition's task keeps its state", level + 1)
   end
+  if env.checkpoint.dir:match("^%a[%w+.-]*://") then
+    error(call .. ": scale_out keeps each partition's task in a folder of its checkpoint folder "
+      .. "(task-<name>), and " .. env.checkpoint.dir .. " is a checkpoint store, not a folder: scale_out "
+      .. "with a NATS store is not supported yet (docs/scaleout.md); give --checkpoint-dir a folder", level + 1)
+  end
   for _, n in ipairs(env.nodes) do
     if n.scale_out then
       error(call .. ": a job has one scale_out source; " .. n.name .. " (" .. n.where .. ") is one already",
