@@ -71,6 +71,8 @@ function Planner:row_scope(cols, _, alias_names)
       return "R_cur_wm()", c.type
     end,
     column = function(n)
+      local join = alias_names and alias_names["\0join"]
+      if join then n = join.resolve(n) end -- a column of a join's table (wm.sql.plan.join)
       if n.qual and alias_names and not alias_names[n.qual] then
         raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
       end
