@@ -168,8 +168,8 @@ function Planner:plan_join(q)
       local s2, c2 = ref(c[2])
       if s1 and s2 and s1 ~= s2 then
         if s1 == rside then c1, c2 = c2, c1 end
-        if c1.name == "window_start" and c2.name == "window_start" then window_eq = c.pos end
-        lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c.pos
+        if c1.name == "window_start" and c2.name == "window_start" then window_eq = c[1].pos end
+        lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c[1].pos
         used = true
       end
     elseif c.tag == "between" and not c.neg then
