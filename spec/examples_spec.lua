@@ -54,7 +54,17 @@ local function expected_outputs(title, sub, ext, args, at_least)
         local out, err, code = h.wmrun(args .. ' "' .. dir .. "/" .. name .. ext .. '"')
         assert.are.equal("", err)
         assert.are.equal(0, code)
-        assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
+        local want = h.read(dir .. "/" .. name .. ".expected")
+        if sub == "sql" and name:match("join") then
+          -- a SQL join of two sources: its rows come as the pairs meet, in an order that depends on
+          -- how the sources' records interleave (the set does not): compare the lines sorted
+          local a, b = lines(out), lines(want)
+          table.sort(a)
+          table.sort(b)
+          assert.are.same(b, a)
+        else
+          assert.are.equal(want, out)
+        end
       end)
     end
   end)
