@@ -84,15 +84,10 @@ local table_rest = NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
 local after_table = -lateral_join * NS(join_name, join_kw) + temporal + table_rest
 -- after a table in FROM: `[INNER] JOIN t ON ...` and `, t` are joins of V"join"
 -- (wm.sql.plan.join); the other joins stop here
-local inner_join = W("INNER") ^ -1 * W("JOIN")
-local function outer_join_name(text)
-  local n = join_name(text)
-  if n:find("LEFT") or n:find("RIGHT") or n:find("FULL") then
-    return n .. " (outer joins; inner interval joins are supported)"
-  end
-  return n
-end
-local after_from = -lateral_join * -inner_join * NS(outer_join_name, join_kw) + temporal + table_rest
+local inner_join = (W("INNER") + W("LEFT") + W("RIGHT") + W("FULL")) ^ -1 * W("OUTER") ^ -1 * W("JOIN")
+local after_from = NS(function(t) return join_name(t) .. " LATERAL" end,
+    (W("RIGHT") + W("FULL")) * W("OUTER") ^ -1 * W("JOIN") * #W("LATERAL"))
+  + -lateral_join * -inner_join * NS(join_name, join_kw) + temporal + table_rest
 local after_query = NS("ORDER BY", W("ORDER") * #W("BY"))
   + NS("LIMIT", W("LIMIT"))
   + NS("UNION without ALL (use UNION ALL with SELECT DISTINCT)", W("UNION") * -W("ALL"))
@@ -317,9 +312,11 @@ local G = {
     * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_from + P(true))
     / function(f, alias) f.alias = alias; return f end,
   -- a join of FROM (wm.sql.plan.join): `, t [AS] x` (its condition in WHERE) or
-  -- `[INNER] JOIN t [AS] x ON condition`
+  -- `[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN t [AS] x ON condition`
   join = Ct(Cg_pos("join") * (T(",") * -W("LATERAL") * lpeg.Cg(Cc("comma"), "kind")
-      + (ci("INNER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL") * lpeg.Cg(Cc("inner"), "kind"))
+      + (ci("INNER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL") * lpeg.Cg(Cc("inner"), "kind")
+      + lpeg.Cg(C(ci("LEFT") + ci("RIGHT") + ci("FULL")) / string.upper, "kind") * -idchar * ws
+        * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL"))
     * lpeg.Cg(V("from_item"), "item")
     * (K("ON") * lpeg.Cg(V("expr"), "on")) ^ -1),
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),

@@ -159,7 +159,9 @@ function M.materialize_tvf(rel)
       end
     end)
   end
-  return rel_of(stream, cols, false)
+  local out = rel_of(stream, cols, false)
+  out.window = w -- (for a window join, wm.sql.plan.join)
+  return out
 end
 
 local check_rowtime = M.check_rowtime

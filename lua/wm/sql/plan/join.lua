@@ -9,6 +9,7 @@ local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local lower = require("wm.sql.plan.lower")
+local windows = require("wm.windows")
 
 local Planner, rel_of = base.Planner, base.rel_of
 
@@ -130,13 +131,17 @@ function Planner:plan_join(q)
     return nil
   end
 
-  -- (for an inner join a condition of ON and one of WHERE mean the same)
-  local all = conjuncts(q.where, conjuncts(j.on, {}))
-  local rest = {}
+  -- (for an inner join a condition of ON and one of WHERE mean the same; an outer join takes
+  -- only equalities in ON)
+  local all = conjuncts(j.on, {})
+  local on_n = #all
+  conjuncts(q.where, all)
+  local outer = j.kind ~= "comma" and j.kind ~= "inner" and j.kind
+  local rest, rest_on = {}, nil
   local lkeys, rkeys, key_pos = {}, {}, {}
   local dlo, dhi -- bounds of left.ts - right.ts, in ms, inclusive
   local times = {} -- the time attribute of each side the bounds use
-  local window_eq
+  local ws_eq, we_eq -- the positions of L.window_start = R.window_start, of ... window_end
   local function bound(pos, p, pc, poff, op, q_, qc, qoff)
     -- p.ts + poff  op  q.ts + qoff
     for _, x in ipairs{{p, pc}, {q_, qc}} do
@@ -161,15 +166,20 @@ function Planner:plan_join(q)
       if not dhi or v < dhi then dhi = v end
     end
   end
-  for _, c in ipairs(all) do
+  for i, c in ipairs(all) do
     local used = false
     if c.tag == "bin" and c.op == "=" then
       local s1, c1 = ref(c[1])
       local s2, c2 = ref(c[2])
       if s1 and s2 and s1 ~= s2 then
         if s1 == rside then c1, c2 = c2, c1 end
-        if c1.name == "window_start" and c2.name == "window_start" then window_eq = c[1].pos end
-        lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c[1].pos
+        if c1.name == "window_start" and c2.name == "window_start" then
+          ws_eq = ws_eq or c[1].pos
+        elseif c1.name == "window_end" and c2.name == "window_end" then
+          we_eq = we_eq or c[1].pos
+        else
+          lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c[1].pos
+        end
         used = true
       end
     elseif c.tag == "between" and not c.neg then
@@ -189,18 +199,46 @@ function Planner:plan_join(q)
         used = true
       end
     end
-    if not used then rest[#rest + 1] = c end
+    if not used then
+      rest[#rest + 1] = c
+      if i <= on_n then rest_on = rest_on or c end
+    end
   end
-  if window_eq then
-    self:err(window_eq, "not supported yet: window joins (ON L.window_start = R.window_start AND "
-      .. "L.window_end = R.window_end ...)")
+  local wjoin = ws_eq or we_eq
+  if wjoin then
+    local w1, w2 = L.window, R.window
+    if not (ws_eq and we_eq) then
+      self:err(wjoin, "a window join needs both L.window_start = R.window_start and L.window_end = R.window_end")
+    end
+    if not w1 or not w2 then
+      self:err(wjoin, "not supported yet: window joins of inputs that are not window table functions (the %s "
+        .. "input is not TABLE(TUMBLE(...)) nor a query passing its window_start and window_end through)",
+        w1 and "right" or "left")
+    end
+    if w1.kind ~= w2.kind or w1.size ~= w2.size or w1.slide ~= w2.slide then
+      self:err(wjoin, "the two inputs of a window join must have the same windows (here %s of %d ms and %s of %d ms)",
+        w1.kind, w1.size, w2.kind, w2.size)
+    end
+    if w1.kind ~= "tumble" then
+      self:err(wjoin, "not supported yet: window joins on %s windows (TUMBLE is supported)", w1.kind:upper())
+    end
+    if dlo or dhi then
+      self:err(j.pos, "not supported yet: a time condition beside the windows of a window join")
+    end
+    if outer and rest_on then
+      self:err(rest_on.pos, "not supported yet: a condition other than equalities in the ON of an outer window "
+        .. "join (put it in WHERE to filter the joined rows)")
+    end
+  elseif outer then
+    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins and window joins "
+      .. "are supported)", outer)
   end
-  if not dlo or not dhi then
+  if not wjoin and (not dlo or not dhi) then
     self:err(j.pos, "not supported yet: regular joins (this join has no time condition that bounds one "
       .. "table's time attribute by the other's on both sides; an interval join needs one: "
       .. "a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE)")
   end
-  if dlo > dhi then
+  if not wjoin and dlo > dhi then
     self:err(j.pos, "the interval join's time condition never holds: it asks for %d ms <= %s%s - %s%s <= %d ms",
       dlo, aL and aL .. "." or "", times[lside].name, aR and aR .. "." or "", times[rside].name, dhi)
   end
@@ -233,20 +271,27 @@ function Planner:plan_join(q)
     end
   end
   local ls, rs = L.stream, R.stream
-  if #kfields > 0 then
+  if #kfields > 0 and not wjoin then
     ls = ls:filter(no_null(1)):name("join keys not NULL (left)")
     rs = rs:filter(no_null(2)):name("join keys not NULL (right)")
   end
   local nl, nr = #lcopy, #rcopy
-  local joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
+  local function merge(l, r)
+    local o = {}
+    if l then for i = 1, nl do local x = lcopy[i] o[x.to] = l[x.from] end end
+    if r then for i = 1, nr do local x = rcopy[i] o[x.to] = r[x.from] end end
+    return o
+  end
+  local joined
+  if wjoin then
+    joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
+    for _, c in ipairs(cols) do c.rowtime = nil end
+  else
+    joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
     -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi
     :between(-dhi, -dlo)
-    :process(function(l, r, _, out)
-      local o = {}
-      for i = 1, nl do local x = lcopy[i] o[x.to] = l[x.from] end
-      for i = 1, nr do local x = rcopy[i] o[x.to] = r[x.from] end
-      out(o)
-    end)
+    :process(function(l, r, _, out) out(merge(l, r)) end)
+  end
   local rel = rel_of(joined, cols, false)
 
   local src = self.src
@@ -276,6 +321,50 @@ function Planner:plan_join(q)
   for k, v in pairs(q) do q2[k] = v end
   q2.where, q2.joins = and_of(rest), nil
   return rel, q2
+end
+
+--- A window join of two window TVFs' rows (TUMBLE: each row's window is the tumbling window of
+-- its time): a co-group per key and window, fired when the watermark passes the window's end,
+-- as Flink's WindowJoinOperator. Rows of a window that fired are late: dropped and counted by
+-- the window operator. INNER gives every pair; LEFT/RIGHT/FULL also the rows of a side that
+-- met nothing, the other side's columns NULL. A row with a NULL key meets nothing.
+function Planner.window_join(_self, L, R, spec)
+  local kfields, merge, outer = spec.kfields, spec.merge, spec.outer
+  local keep_left = outer == "LEFT" or outer == "FULL"
+  local keep_right = outer == "RIGHT" or outer == "FULL"
+  local nk = #kfields
+  local function null_key(row, side)
+    for i = 1, nk do if row[kfields[i][side]] == nil then return true end end
+    return false
+  end
+  -- the key: one string (type and value of each key column), so that a NULL key (a row of an
+  -- outer join that meets nothing) is of the keys' type
+  local function key_of(fns)
+    return function(r)
+      local t = {}
+      for i = 1, nk do
+        local v = fns[i](r)
+        t[i] = v == nil and "\0NULL" or type(v) .. ":" .. tostring(v)
+      end
+      return table.concat(t, "\1")
+    end
+  end
+  return L.stream:co_group(R.stream):where(key_of(spec.lfns)):equal_to(key_of(spec.rfns))
+    :window(windows.tumbling(L.window.size))
+    :apply(function(_, lefts, rights, out)
+      local nl, nr = #lefts, #rights
+      -- (rows of one group have equal keys: a NULL in one is a NULL in all)
+      local meet = nl > 0 and nr > 0 and not null_key(lefts[1], 1)
+      if meet then
+        for i = 1, nl do
+          local l = lefts[i]
+          for k = 1, nr do out(merge(l, rights[k])) end
+        end
+        return
+      end
+      if keep_left then for i = 1, nl do out(merge(lefts[i], nil)) end end
+      if keep_right then for i = 1, nr do out(merge(nil, rights[i])) end end
+    end)
 end
 
 return M

@@ -99,6 +99,7 @@ function Planner:plan_select(q)
     for _, it in ipairs(items) do if has_agg(it.expr) then grouped = true end end
   end
   if grouped then return self:plan_aggregate(q, rel, items, aliases) end
+  local tvf_window = rel.tvf and rel.tvf.window
   if rel.tvf then rel = materialize_tvf(rel) end
   -- plain projection
   local scope = self:row_scope(rel.cols, nil, aliases)
@@ -117,7 +118,15 @@ function Planner:plan_select(q)
   else
     stream = lower.map_rows(rel.stream, rel.updating, f)
   end
-  return rel_of(stream, cols, rel.updating)
+  local out = rel_of(stream, cols, rel.updating)
+  -- the rows of a window TVF passed through with their window_start and window_end: a window
+  -- join may join them (wm.sql.plan.join)
+  local passed = {}
+  for _, it in ipairs(items) do
+    if it.expr.tag == "col" and it.expr.name == it.name then passed[it.name] = true end
+  end
+  if tvf_window and passed.window_start and passed.window_end then out.window = tvf_window end
+  return out
 end
 
 -- `allow_rank`: the query may give a relation that still carries its rank (wm.sql.plan.rank),
