@@ -206,8 +206,8 @@ describe("SQL joins wmrun does not have", function()
   end)
 
   it("outer, cross, temporal and lookup joins at their position", function()
-    assert.are.equal(("job.sql:%d:19: not supported yet: LEFT JOIN (outer joins; inner interval joins are "
-      .. "supported)\n"):format(L), err_of("SELECT * FROM A a LEFT JOIN B b ON a.id = b.id AND a.ts BETWEEN b.ts AND "
+    assert.are.equal(("job.sql:%d:19: not supported yet: LEFT JOIN (outer interval joins; inner interval joins "
+      .. "and window joins are supported)\n"):format(L), err_of("SELECT * FROM A a LEFT JOIN B b ON a.id = b.id AND a.ts BETWEEN b.ts AND "
       .. "b.ts + INTERVAL '1' SECOND;\n"))
     assert.are.equal(("job.sql:%d:19: not supported yet: CROSS JOIN\n"):format(L),
       err_of("SELECT * FROM A a CROSS JOIN B b;\n"))
@@ -215,11 +215,11 @@ describe("SQL joins wmrun does not have", function()
       :format(L), err_of("SELECT * FROM A a JOIN B FOR SYSTEM_TIME AS OF a.ts AS b ON a.id = b.id;\n"))
   end)
 
-  it("window joins, three tables, updating inputs, ROW_NUMBER over a join", function()
-    assert.are.equal(("job.sql:%d:20: not supported yet: window joins (ON L.window_start = R.window_start AND "
-      .. "L.window_end = R.window_end ...)\n"):format(L + 2), err_of([[
-SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L
-JOIN (SELECT * FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R
+  it("window joins on HOP, three tables, updating inputs, ROW_NUMBER over a join", function()
+    assert.are.equal(("job.sql:%d:20: not supported yet: window joins on HOP windows (TUMBLE is supported)\n")
+      :format(L + 2), err_of([[
+SELECT * FROM (SELECT * FROM TABLE(HOP(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) L
+JOIN (SELECT * FROM TABLE(HOP(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) R
 ON L.id = R.id AND L.window_start = R.window_start AND L.window_end = R.window_end;
 ]]))
     assert.matches(("^job.sql:%d:23: not supported yet: joins of more than two tables"):format(L),
@@ -262,5 +262,107 @@ describe("SQL interval joins: errors", function()
     assert.are.equal(("job.sql:%d:22: the interval join's time condition never holds: it asks for 2000 ms <= "
       .. "a.ts - b.ts <= 1000 ms\n"):format(L), err_of("SELECT a.id FROM A a JOIN B b ON a.id = b.id AND a.ts "
       .. "BETWEEN b.ts + INTERVAL '2' SECOND AND b.ts + INTERVAL '1' SECOND;\n"))
+  end)
+end)
+
+describe("SQL window joins (TUMBLE)", function()
+  -- 5 s windows. A: a1 id 1 at 1 s, a2 id 2 at 2 s, a3 id 1 at 4.999 s (all in [0, 5));
+  -- a4 id 1 at 5 s, a5 NULL id at 6 s, a6 id 3 at 7 s (in [5, 10)).
+  -- B: b1 id 1 at 3 s ([0, 5)); b4 NULL id at 6 s... in time order: b2 id 2 at 5 s, b4 NULL at
+  -- 6 s, b3 id 1 at 9.999 s (all in [5, 10)).
+  -- Per window and id: [0,5) id 1: a1, a3 / b1 -> a1-b1, a3-b1; id 2: a2 / nothing.
+  -- [5,10) id 1: a4 / b3 -> a4-b3; id 2: nothing / b2; id 3: a6 / nothing; NULL: a5 / b4 (a NULL
+  -- key meets nothing)
+  local WA = "1,a1,1000\n2,a2,2000\n1,a3,4999\n1,a4,5000\n,a5,6000\n3,a6,7000\n"
+  local WB = "1,b1,3000\n2,b2,5000\n,b4,6000\n1,b3,9999\n"
+  local function wrun(kind, args)
+    local out, err, code = sql_run.run(DDL .. [[
+SELECT L.name, R.name, L.window_start, R.window_end
+FROM (SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L
+]] .. kind .. [[ (SELECT * FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R
+ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.id;
+]], {["a.csv"] = WA, ["b.csv"] = WB}, {args = args})
+    assert.are.equal(0, code, err)
+    return sorted(out)
+  end
+  local T0, T5, T10 = "1970-01-01 00:00:00.000", "1970-01-01 00:00:05.000", "1970-01-01 00:00:10.000"
+  local INNER = {
+    ("+I[a1, b1, %s, %s]"):format(T0, T5), ("+I[a3, b1, %s, %s]"):format(T0, T5),
+    ("+I[a4, b3, %s, %s]"):format(T5, T10)}
+  local LEFT_ONLY = {
+    ("+I[a2, <NULL>, %s, <NULL>]"):format(T0), ("+I[a5, <NULL>, %s, <NULL>]"):format(T5),
+    ("+I[a6, <NULL>, %s, <NULL>]"):format(T5)}
+  local RIGHT_ONLY = {("+I[<NULL>, b2, <NULL>, %s]"):format(T10), ("+I[<NULL>, b4, <NULL>, %s]"):format(T10)}
+  local function union(...)
+    local t = {}
+    for _, l in ipairs{...} do for _, x in ipairs(l) do t[#t + 1] = x end end
+    table.sort(t)
+    return t
+  end
+
+  it("JOIN pairs the rows of one window and key", function()
+    assert.are.same(union(INNER), wrun("JOIN"))
+  end)
+  it("LEFT, RIGHT and FULL JOIN add the rows that met nothing, padded with NULL", function()
+    assert.are.same(union(INNER, LEFT_ONLY), wrun("LEFT JOIN"))
+    assert.are.same(union(INNER, RIGHT_ONLY), wrun("RIGHT OUTER JOIN"))
+    assert.are.same(union(INNER, LEFT_ONLY, RIGHT_ONLY), wrun("FULL OUTER JOIN"))
+  end)
+  it("gives the same rows at -p 2 --threads 2", function()
+    assert.are.same(union(INNER, LEFT_ONLY, RIGHT_ONLY), wrun("FULL JOIN", "-p 2 --threads 2"))
+  end)
+
+  it("drops and counts a row of a window that has fired", function()
+    local dir = h.tmpdir()
+    local job = dir .. "/job.lua"
+    local f = assert(io.open(job, "w"))
+    -- one source split in two, watermark: the previous row's time - 1 ms. a1 1 s and b1 2 s in
+    -- [0, 5); a2 at 12 s moves the watermark to 11.999 s: [0, 5) fires (a1-b1); b2 at 3 s is
+    -- then late for [0, 5): dropped, counted; b3 at 14 s meets a2 in [10, 15)
+    f:write([=[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local s = env:from_elements(
+  {side = "a", id = 1, name = "a1", ts = 1000}, {side = "b", id = 1, name = "b1", ts = 2000},
+  {side = "a", id = 1, name = "a2", ts = 12000}, {side = "b", id = 1, name = "b2", ts = 3000},
+  {side = "b", id = 1, name = "b3", ts = 14000})
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("0ms"):with_timestamp_field("ts"))
+env:create_temporary_view("A", s:filter(function(r) return r.side == "a" end), {"id:INT", "name:STRING", "rt:rowtime"})
+env:create_temporary_view("B", s:filter(function(r) return r.side == "b" end), {"id:INT", "name:STRING", "rt:rowtime"})
+env:execute_sql([[SELECT L.name, R.name FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(rt), INTERVAL '5' SECOND)) L
+  JOIN TABLE(TUMBLE(TABLE B, DESCRIPTOR(rt), INTERVAL '5' SECOND)) R
+  ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.id]])
+env:execute()
+]=])
+    f:close()
+    local out, err, code = h.wmrun("--metrics " .. h.shell_quote(job))
+    h.rmdir(dir)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[a1, b1]\n+I[a2, b3]\n", out)
+    -- the window operator's row: 5 in, 2 out, ..., late dropped 1
+    assert.matches("tumbling window co_group %([^)]*job.lua:10%)%s+5%s+2%s+0%s+MAX%s+1%s", err)
+  end)
+
+  it("says what is wrong with a window join, at its position", function()
+    local function err_of(q)
+      local out, err, code = run(q)
+      assert.are_not.equal(0, code, out)
+      return err
+    end
+    local TA = "(SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L\n"
+    local TB = "(SELECT * FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '%d' SECOND))) R\n"
+    assert.are.equal(("job.sql:%d:4: a window join needs both L.window_start = R.window_start and L.window_end = "
+      .. "R.window_end\n"):format(L + 2), err_of("SELECT * FROM " .. TA .. "JOIN " .. TB:format(5)
+      .. "ON L.window_start = R.window_start AND L.id = R.id;\n"))
+    assert.are.equal(("job.sql:%d:4: the two inputs of a window join must have the same windows (here tumble of "
+      .. "5000 ms and tumble of 10000 ms)\n"):format(L + 2), err_of("SELECT * FROM " .. TA .. "JOIN "
+      .. TB:format(10) .. "ON L.window_start = R.window_start AND L.window_end = R.window_end;\n"))
+    assert.matches(("^job.sql:%d:%d: not supported yet: a condition other than equalities in the ON of an outer "
+      .. "window join"):format(L + 2, 72), err_of("SELECT * FROM " .. TA .. "LEFT JOIN " .. TB:format(5)
+      .. "ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.ms < R.ms;\n"))
+    assert.matches(("^job.sql:%d:4: not supported yet: window joins of inputs that are not window table "
+      .. "functions"):format(L + 3), err_of("SELECT * FROM " .. TA .. "JOIN (SELECT id, window_start, window_end, "
+      .. "COUNT(*) AS n\nFROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY id, window_start, "
+      .. "window_end) R\nON L.window_start = R.window_start AND L.window_end = R.window_end;\n"))
   end)
 end)

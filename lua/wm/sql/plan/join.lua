@@ -35,6 +35,12 @@ end
 
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<="}
 
+-- Where an expression starts in the script (a binary node's own position is its operator's).
+local function start_pos(e)
+  while type(e[1]) == "table" and e[1].pos do e = e[1] end
+  return e.pos
+end
+
 local function find_col(rel, name)
   for _, c in ipairs(rel.cols) do if c.name == name then return c end end
 end
@@ -226,7 +232,7 @@ function Planner:plan_join(q)
       self:err(j.pos, "not supported yet: a time condition beside the windows of a window join")
     end
     if outer and rest_on then
-      self:err(rest_on.pos, "not supported yet: a condition other than equalities in the ON of an outer window "
+      self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
   elseif outer then
