@@ -207,7 +207,8 @@ describe("SQL joins wmrun does not have", function()
 
   it("outer, cross, temporal and lookup joins at their position", function()
     assert.are.equal(("job.sql:%d:19: not supported yet: LEFT JOIN (outer interval joins; inner interval joins "
-      .. "and window joins are supported)\n"):format(L), err_of("SELECT * FROM A a LEFT JOIN B b ON a.id = b.id AND a.ts BETWEEN b.ts AND "
+      .. "and window joins are supported)\n"):format(L),
+      err_of("SELECT * FROM A a LEFT JOIN B b ON a.id = b.id AND a.ts BETWEEN b.ts AND "
       .. "b.ts + INTERVAL '1' SECOND;\n"))
     assert.are.equal(("job.sql:%d:19: not supported yet: CROSS JOIN\n"):format(L),
       err_of("SELECT * FROM A a CROSS JOIN B b;\n"))
@@ -253,7 +254,8 @@ describe("SQL interval joins: errors", function()
       .. "b.id)\n"):format(L), err_of("SELECT id FROM A a JOIN B b" .. ON))
     assert.are.equal(("job.sql:%d:8: unknown table 'x' (in x.id; the join's tables are a and b)\n"):format(L),
       err_of("SELECT x.id FROM A a JOIN B b" .. ON))
-    assert.are.equal(("job.sql:%d:8: unknown column 'a.nope'\n"):format(L), err_of("SELECT a.nope FROM A a JOIN B b" .. ON))
+    assert.are.equal(("job.sql:%d:8: unknown column 'a.nope'\n"):format(L),
+      err_of("SELECT a.nope FROM A a JOIN B b" .. ON))
     assert.are.equal(("job.sql:%d:20: both tables of the join are called 'a': give one another name (a AS x)\n")
       :format(L), err_of("SELECT * FROM A a, B a WHERE a.id = a.id;\n"))
     assert.are.equal(("job.sql:%d:34: the join compares name (STRING) with id (INT): the keys of a join must be "

@@ -32,7 +32,9 @@ function Planner:expand_items(q, cols, alias)
     if it.tag == "star" and it.qual and type(alias) == "table" then
       local side = alias[it.qual]
       if not side then self:err(it.pos, "unknown table '%s'", it.qual) end
-      for _, c in ipairs(side.list) do add({tag = "col", name = c.out, pos = it.pos, resolved = true}, c.name, it.pos) end
+      for _, c in ipairs(side.list) do
+        add({tag = "col", name = c.out, pos = it.pos, resolved = true}, c.name, it.pos)
+      end
     elseif it.tag == "star" then
       if it.qual and it.qual ~= alias then self:err(it.pos, "unknown table '%s'", it.qual) end
       for _, c in ipairs(cols) do add({tag = "col", name = c.name, pos = it.pos, resolved = true}, c.name, it.pos) end
