@@ -147,48 +147,6 @@ env:execute()
   end)
 end)
 
-describe("SQL interval joins: checkpoints", function()
-  local dir
-  before_each(function() dir = h.tmpdir() end)
-  after_each(function() h.rmdir(dir) end)
-
-  -- RATE records a second, i = 1..1500 at i * 10 ms, id = i % 5: even i go to A, odd ones to B.
-  -- A row i meets the B rows j of its id within 100 ms: |i - j| <= 10, i - j a multiple of 5
-  -- and odd, so j = i - 5 and j = i + 5. Pairs (i, i + 5): even i from 2 to 1494, 747;
-  -- (i, i - 5): even i from 6 to 1500, 748; 1495 in all.
-  local job = [[
-local wm = require("wm")
-local env = wm.env{watermark_interval = 0}
-local s = env:generate(function(i)
-    if i == 300 and RATE then io.stderr:write("started\n") end
-    return {id = i % 5, i = i, ts = i * 10}
-  end, {count = 1500, rate = RATE}):set_parallelism(1)
-  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("0ms"):with_timestamp_field("ts"))
-env:create_temporary_view("A", s:filter(function(r) return r.i % 2 == 0 end), {"id:INT", "i:INT", "rt:rowtime"})
-env:create_temporary_view("B", s:filter(function(r) return r.i % 2 == 1 end), {"id:INT", "i:INT", "rt:rowtime"})
-env:execute_sql("SELECT a.i, b.i FROM A a JOIN B b ON a.id = b.id "
-  .. "AND a.rt BETWEEN b.rt - INTERVAL '100' MILLISECOND AND b.rt + INTERVAL '100' MILLISECOND")
-env:execute()
-]]
-
-  it("a job with an interval join stopped by SIGTERM resumes where it stopped (its kept rows restored)", function()
-    local ref, part, rest = sql_run.stop_and_resume(dir, job)
-    local n = 0
-    for l in ref:gmatch("[^\n]+") do
-      n = n + 1
-      local x, y = l:match("^%+I%[(%d+), (%d+)%]$")
-      assert.is_truthy(x, l)
-      assert.are.equal(5, math.abs(tonumber(x) - tonumber(y)), l)
-    end
-    assert.are.equal(1495, n)
-    assert.matches("%+I%[2, 7%]\n", ref)
-    assert.matches("%+I%[1500, 1495%]\n", ref)
-    -- one instance, one order: exactly the uninterrupted output (a lost kept row would lose
-    -- the pairs it makes after the resume)
-    assert.are.equal(ref, part .. rest)
-  end)
-end)
-
 describe("SQL joins wmrun does not have", function()
   local function err_of(query)
     local out, err, code = run(query)
@@ -369,46 +327,68 @@ env:execute()
   end)
 end)
 
-describe("SQL window joins: checkpoints", function()
+describe("SQL joins: checkpoints", function()
   local dir
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmdir(dir) end)
 
-  -- RATE records a second, i = 1..1500 at i * 10 ms, id = i % 3: even i go to A, odd ones to B;
-  -- 100 ms windows hold i = 10 k .. 10 k + 9. A pair: an even and an odd i of one window and id.
-  local job = [[
+  -- RATE records a second, i = 1..1500 at i * 10 ms, id = i % MOD: even i go to A, odd ones
+  -- to B; QUERY joins them
+  local function job(mod, query)
+    local text = ([[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
 local s = env:generate(function(i)
     if i == 300 and RATE then io.stderr:write("started\n") end
-    return {id = i % 3, i = i, ts = i * 10}
+    return {id = i % MOD, i = i, ts = i * 10}
   end, {count = 1500, rate = RATE}):set_parallelism(1)
   :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("0ms"):with_timestamp_field("ts"))
 env:create_temporary_view("A", s:filter(function(r) return r.i % 2 == 0 end), {"id:INT", "i:INT", "rt:rowtime"})
 env:create_temporary_view("B", s:filter(function(r) return r.i % 2 == 1 end), {"id:INT", "i:INT", "rt:rowtime"})
-env:execute_sql("SELECT L.i, R.i FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(rt), INTERVAL '100' MILLISECOND)) L "
-  .. "JOIN TABLE(TUMBLE(TABLE B, DESCRIPTOR(rt), INTERVAL '100' MILLISECOND)) R "
-  .. "ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.id")
+env:execute_sql("QUERY")
 env:execute()
-]]
+]]):gsub("MOD", mod):gsub("QUERY", query)
+    return text
+  end
+  -- the pairs of the output, each checked by `ok(x, y)`; their number
+  local function pairs_of(out, ok)
+    local n = 0
+    for l in out:gmatch("[^\n]+") do
+      n = n + 1
+      local x, y = l:match("^%+I%[(%d+), (%d+)%]$")
+      assert.is_truthy(x, l)
+      assert.is_true(ok(tonumber(x), tonumber(y)), l)
+    end
+    return n
+  end
 
-  it("a job with a window join stopped by SIGTERM resumes where it stopped (its windows restored)", function()
-    local ref, part, rest = sql_run.stop_and_resume(dir, job)
-    -- the pairs, counted here over the numbers alone
+  it("an interval join stopped by SIGTERM resumes where it stopped (its kept rows restored)", function()
+    -- id = i % 5. A row i meets the B rows j of its id within 100 ms: |i - j| <= 10, i - j a
+    -- multiple of 5 and odd, so j = i - 5 and j = i + 5. Pairs (i, i + 5): even i from 2 to
+    -- 1494, 747; (i, i - 5): even i from 6 to 1500, 748; 1495 in all.
+    local ref, part, rest = sql_run.stop_and_resume(dir, job(5, "SELECT a.i, b.i FROM A a JOIN B b ON a.id = b.id "
+      .. "AND a.rt BETWEEN b.rt - INTERVAL '100' MILLISECOND AND b.rt + INTERVAL '100' MILLISECOND"))
+    assert.are.equal(1495, pairs_of(ref, function(x, y) return math.abs(x - y) == 5 end))
+    assert.matches("%+I%[2, 7%]\n", ref)
+    assert.matches("%+I%[1500, 1495%]\n", ref)
+    -- one instance, one order: exactly the uninterrupted output (a lost kept row would lose
+    -- the pairs it makes after the resume)
+    assert.are.equal(ref, part .. rest)
+  end)
+
+  it("a window join stopped by SIGTERM resumes where it stopped (its windows restored)", function()
+    -- id = i % 3; 100 ms windows hold i = 10 k .. 10 k + 9: a pair is an even and an odd i of
+    -- one window and id, counted here over the numbers alone
+    local ref, part, rest = sql_run.stop_and_resume(dir, job(3, "SELECT L.i, R.i FROM TABLE(TUMBLE(TABLE A, "
+      .. "DESCRIPTOR(rt), INTERVAL '100' MILLISECOND)) L JOIN TABLE(TUMBLE(TABLE B, DESCRIPTOR(rt), INTERVAL '100' "
+      .. "MILLISECOND)) R ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.id"))
     local want = 0
     for a = 2, 1500, 2 do
       for b = 1, 1499, 2 do
         if a // 10 == b // 10 and a % 3 == b % 3 then want = want + 1 end
       end
     end
-    local n = 0
-    for l in ref:gmatch("[^\n]+") do
-      n = n + 1
-      local x, y = l:match("^%+I%[(%d+), (%d+)%]$")
-      x, y = tonumber(x), tonumber(y)
-      assert.is_true(x // 10 == y // 10 and x % 3 == y % 3, l)
-    end
-    assert.are.equal(want, n)
+    assert.are.equal(want, pairs_of(ref, function(x, y) return x // 10 == y // 10 and x % 3 == y % 3 end))
     assert.are.equal(ref, part .. rest)
   end)
 end)
