@@ -159,6 +159,7 @@ build = {
     ["wm.sql.plan.base"] = "lua/wm/sql/plan/base.lua",
     ["wm.sql.plan.ddl"] = "lua/wm/sql/plan/ddl.lua",
     ["wm.sql.plan.from"] = "lua/wm/sql/plan/from.lua",
+    ["wm.sql.plan.join"] = "lua/wm/sql/plan/join.lua",
     ["wm.sql.plan.lateral"] = "lua/wm/sql/plan/lateral.lua",
     ["wm.sql.plan.lower"] = "lua/wm/sql/plan/lower.lua",
     ["wm.sql.plan.rank"] = "lua/wm/sql/plan/rank.lua",

@@ -7,6 +7,14 @@ local function lines(s)
   return t
 end
 
+-- the same lines, in any order
+local function same_lines(want, out)
+  local a, b = lines(out), lines(want)
+  table.sort(a)
+  table.sort(b)
+  assert.are.same(b, a)
+end
+
 describe("examples with an expected output", function()
   local dir = h.root .. "/examples/expected"
   local p = io.popen('ls "' .. dir .. '"')
@@ -26,11 +34,7 @@ describe("examples with an expected output", function()
         local want = h.read(dir .. "/" .. name .. ".expected")
         if name:match("parallel") then
           -- the instance prefix depends on the key's hash: compare without it
-          out = out:gsub("%f[^\n%z]%d+> ", "")
-          local a, b = lines(out), lines(want)
-          table.sort(a)
-          table.sort(b)
-          assert.are.same(b, a)
+          same_lines(want, (out:gsub("%f[^\n%z]%d+> ", "")))
         else
           assert.are.equal(want, out)
         end
@@ -54,7 +58,14 @@ local function expected_outputs(title, sub, ext, args, at_least)
         local out, err, code = h.wmrun(args .. ' "' .. dir .. "/" .. name .. ext .. '"')
         assert.are.equal("", err)
         assert.are.equal(0, code)
-        assert.are.equal(h.read(dir .. "/" .. name .. ".expected"), out)
+        local want = h.read(dir .. "/" .. name .. ".expected")
+        if sub == "sql" and name:match("join") then
+          -- a SQL join of two sources: its rows come as the pairs meet, in an order that depends on
+          -- how the sources' records interleave (the set does not): compare the lines sorted
+          same_lines(want, out)
+        else
+          assert.are.equal(want, out)
+        end
       end)
     end
   end)

@@ -75,13 +75,19 @@ end
 -- recognition, set operations and clauses after the query
 -- (the joins of a table function, `CROSS JOIN LATERAL TABLE(...)` and the like, are V"lateral")
 local lateral_join = (W("CROSS") + W("INNER") + W("LEFT") * W("OUTER") ^ -1) ^ -1 * W("JOIN") * W("LATERAL")
-local after_table = -lateral_join * NS(join_name, join_kw)
-  + NS("FOR SYSTEM_TIME AS OF (temporal joins)", W("FOR") * W("SYSTEM_TIME"))
-  + NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
+local temporal = NS("FOR SYSTEM_TIME AS OF (temporal and lookup joins)", W("FOR") * W("SYSTEM_TIME"))
+local table_rest = NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("INTERSECT", W("INTERSECT") * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("OFFSET / FETCH", W("OFFSET") * #R("09") + W("FETCH") * #(W("FIRST") + W("NEXT")))
   + NS("WINDOW clause (named OVER windows)", W("WINDOW") * #(idstart + P("`")))
+local after_table = -lateral_join * NS(join_name, join_kw) + temporal + table_rest
+-- after a table in FROM: `[INNER] JOIN t ON ...` and `, t` are joins of V"join"
+-- (wm.sql.plan.join); the other joins stop here
+local inner_join = (W("INNER") + W("LEFT") + W("RIGHT") + W("FULL")) ^ -1 * W("OUTER") ^ -1 * W("JOIN")
+local after_from = NS(function(t) return join_name(t) .. " LATERAL" end,
+    (W("RIGHT") + W("FULL")) * W("OUTER") ^ -1 * W("JOIN") * #W("LATERAL"))
+  + -lateral_join * -inner_join * NS(join_name, join_kw) + temporal + table_rest
 local after_query = NS("ORDER BY", W("ORDER") * #W("BY"))
   + NS("LIMIT", W("LIMIT"))
   + NS("UNION without ALL (use UNION ALL with SELECT DISTINCT)", W("UNION") * -W("ALL"))
@@ -296,8 +302,7 @@ local G = {
   select = Ct(Cg_pos("select") * K("SELECT") * (K("DISTINCT") * lpeg.Cg(Cc(true), "distinct") + K("ALL")) ^ -1
     * lpeg.Cg(Ct(V("item") * (T(",") * V("item")) ^ 0), "items")
     * (NS("SELECT without FROM", #(P(";") + -P(1) + W("UNION"))) + K("FROM")) * lpeg.Cg(V("from_item"), "from")
-    * (lpeg.Cg(V("lateral"), "lateral")
-      + NS("joins (FROM a, b)", #(P(",") * ws * -W("LATERAL") * (idstart + P("`") + P("(")))) + P(true))
+    * (lpeg.Cg(V("lateral"), "lateral") + lpeg.Cg(Ct(V("join") ^ 1), "joins") + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
     * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
     * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
@@ -309,8 +314,16 @@ local G = {
   from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
       + P("(") * ws * NS("VALUES", W("VALUES"))
       + V("tvf") + V("subquery") + V("table_ref"))
-    * (after_table + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_table + P(true))
+    * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_from + P(true))
     / function(f, alias) f.alias = alias; return f end,
+  -- a join of FROM (wm.sql.plan.join): `, t [AS] x` (its condition in WHERE) or
+  -- `[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN t [AS] x ON condition`
+  join = Ct(Cg_pos("join") * (T(",") * -W("LATERAL") * lpeg.Cg(Cc("comma"), "kind")
+      + (ci("INNER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL") * lpeg.Cg(Cc("inner"), "kind")
+      + lpeg.Cg(C(ci("LEFT") + ci("RIGHT") + ci("FULL")) / string.upper, "kind") * -idchar * ws
+        * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL"))
+    * lpeg.Cg(V("from_item"), "item")
+    * (K("ON") * lpeg.Cg(V("expr"), "on")) ^ -1),
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
   -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
   -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`

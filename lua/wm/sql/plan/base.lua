@@ -71,6 +71,8 @@ function Planner:row_scope(cols, _, alias_names)
       return "R_cur_wm()", c.type
     end,
     column = function(n)
+      local join = alias_names and alias_names["\0join"]
+      if join then n = join.resolve(n) end -- a column of a join's table (wm.sql.plan.join)
       -- a field of a ROW column (Flink's nexmark DDL: bid.price) unless a table is so named
       local rc = n.qual and by[n.qual]
       if rc and rc.fields and not (alias_names and alias_names[n.qual]) then

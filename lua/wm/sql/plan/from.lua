@@ -101,6 +101,10 @@ function M.check_rowtime(self, rel, name, pos)
   local c
   for _, x in ipairs(rel.cols) do if x.name == name then c = x end end
   if not c then self:err(pos, "unknown column '%s'", name) end
+  if c.rowtime == "join" then
+    self:err(pos, "not supported yet: windows on the time attribute '%s' of an interval join's result (the "
+      .. "join's output watermark is not held back; docs/sql.md, \"Interval joins\")", name)
+  end
   if not c.rowtime then
     self:err(pos, "column '%s' is not a time attribute: windows need a rowtime column declared with "
       .. "WATERMARK FOR %s AS ...", name, name)
@@ -156,7 +160,9 @@ function M.materialize_tvf(rel)
       end
     end)
   end
-  return rel_of(stream, cols, false)
+  local out = rel_of(stream, cols, false)
+  out.window = w -- (for a window join, wm.sql.plan.join)
+  return out
 end
 
 local check_rowtime = M.check_rowtime

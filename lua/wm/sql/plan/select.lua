@@ -6,6 +6,7 @@ local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local rank = require("wm.sql.plan.rank")
 require("wm.sql.plan.lateral")
+require("wm.sql.plan.join")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -18,6 +19,7 @@ local function item_name(item, i)
 end
 
 -- The select list with stars expanded: {expr, name, pos}.
+-- `alias`: the FROM's name, or the names of a join's tables (wm.sql.plan.join)
 function Planner:expand_items(q, cols, alias)
   local out, used = {}, {}
   local function add(e, name, pos)
@@ -27,9 +29,15 @@ function Planner:expand_items(q, cols, alias)
     out[#out + 1] = {expr = e, name = name, pos = pos}
   end
   for i, it in ipairs(q.items) do
-    if it.tag == "star" then
+    if it.tag == "star" and it.qual and type(alias) == "table" then
+      local side = alias[it.qual]
+      if not side then self:err(it.pos, "unknown table '%s'", it.qual) end
+      for _, c in ipairs(side.list) do
+        add({tag = "col", name = c.out, pos = it.pos, resolved = true}, c.name, it.pos)
+      end
+    elseif it.tag == "star" then
       if it.qual and it.qual ~= alias then self:err(it.pos, "unknown table '%s'", it.qual) end
-      for _, c in ipairs(cols) do add({tag = "col", name = c.name, pos = it.pos}, c.name, it.pos) end
+      for _, c in ipairs(cols) do add({tag = "col", name = c.name, pos = it.pos, resolved = true}, c.name, it.pos) end
     else
       add(it.expr, item_name(it, i), it.pos)
     end
@@ -50,10 +58,18 @@ end
 
 function Planner:plan_select(q)
   local ri = rank.rank_item(q)
+  if ri and q.joins then
+    self:err(q.items[ri].pos, "not supported yet: ROW_NUMBER() over a join (make the join a view, and rank the view)")
+  end
   if ri then return self:plan_rank_input(q, ri) end
-  local rel = self:plan_from(q.from)
+  local rel
+  if q.joins then
+    rel, q = self:plan_join(q)
+  else
+    rel = self:plan_from(q.from)
+  end
   if rel.rank then q, rel = self:apply_rank(q, rel) end
-  local aliases = {[rel.alias or ""] = true}
+  local aliases = rel.join and rel.join.aliases or {[rel.alias or ""] = true}
   if q.lateral then rel = self:plan_lateral(rel, q.lateral, aliases) end
   -- WHERE
   if q.where then
@@ -79,12 +95,13 @@ function Planner:plan_select(q)
       rel.stream = rel.stream:filter(f)
     end
   end
-  local items = self:expand_items(q, rel.cols, rel.alias)
+  local items = self:expand_items(q, rel.cols, rel.join and rel.join.quals or rel.alias)
   local grouped = q.group_by or q.distinct or q.having
   if not grouped then
     for _, it in ipairs(items) do if has_agg(it.expr) then grouped = true end end
   end
   if grouped then return self:plan_aggregate(q, rel, items, aliases) end
+  local tvf_window = rel.tvf and rel.tvf.window
   if rel.tvf then rel = materialize_tvf(rel) end
   -- plain projection
   local scope = self:row_scope(rel.cols, nil, aliases)
@@ -92,7 +109,7 @@ function Planner:plan_select(q)
   -- a column passed through keeps its time attribute
   for i, it in ipairs(items) do
     if it.expr.tag == "col" and not rel.updating then
-      for _, c in ipairs(rel.cols) do if c.name == it.expr.name and c.rowtime then cols[i].rowtime = true end end
+      for _, c in ipairs(rel.cols) do if c.name == it.expr.name and c.rowtime then cols[i].rowtime = c.rowtime end end
     end
   end
   local f = expr.load("function(r) return " .. body .. " end", lineof(self, q.pos))
@@ -103,7 +120,15 @@ function Planner:plan_select(q)
   else
     stream = lower.map_rows(rel.stream, rel.updating, f)
   end
-  return rel_of(stream, cols, rel.updating)
+  local out = rel_of(stream, cols, rel.updating)
+  -- the rows of a window TVF passed through with their window_start and window_end: a window
+  -- join may join them (wm.sql.plan.join)
+  local passed = {}
+  for _, it in ipairs(items) do
+    if it.expr.tag == "col" and it.expr.name == it.name then passed[it.name] = true end
+  end
+  if tvf_window and passed.window_start and passed.window_end then out.window = tvf_window end
+  return out
 end
 
 -- `allow_rank`: the query may give a relation that still carries its rank (wm.sql.plan.rank),
