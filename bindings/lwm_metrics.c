@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/wm_ckptrun.h"
 #include "exec/wm_mboard.h"
 #include "exec/wm_metrics_http.h"
 #include "exec/wm_mt.h"
@@ -98,6 +99,13 @@ static void on_progress(uv_timer_t *t) { progress_draw(t->data, 0); }
 
 static void on_progress_closed(uv_handle_t *h) { free(h); }
 
+/* The checkpoint series: the coordinator's stats (the job's, shared by its threads). */
+static void ck_stats(void *ud, wm_mboard_ckpt *out) {
+  wm_ckptrun_stats st;
+  wm_ckptrun_stats_get(ud, &st);
+  *out = (wm_mboard_ckpt){st.taken, st.last_ms, st.last_bytes};
+}
+
 /* A thread other than 0 with the endpoint on: its snapshots for the board. */
 typedef struct publisher {
   uv_timer_t timer; /* first: freed in its close callback */
@@ -159,7 +167,7 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
     if (!board) rc = wm_ctx_error(&B->ctx, "out of memory starting the metrics endpoint");
     else if (!s->http) rc = WM_ERR;
     if (s->http) {
-      wm_mboard_set_checkpoints(board, ck);
+      if (ck) wm_mboard_set_checkpoints(board, ck_stats, (void *)ck);
       wm_metrics_http_set_board(s->http, board, B->thread);
     }
     if (s->http) fprintf(stderr, "wmrun: metrics on http://%s%s%s:%d/metrics\n", strchr(host, ':') ? "[" : "",

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <uv.h>
 
-#include "exec/wm_ckptrun.h"
 #include "ops/wm_keyedop.h"
 #include "ops/wm_winop.h"
 #include "time/wm_time.h"
@@ -47,7 +46,8 @@ struct wm_mboard {
   int n;
   snap *front; /* the published snapshots, read under mu */
   snap *back;  /* each thread's own, filled without the lock */
-  const wm_ckptrun *ck;
+  void (*ck_get)(void *ud, wm_mboard_ckpt *out); /* NULL: no checkpoints */
+  void *ck_ud;
 };
 
 static void snap_free(snap *s) {
@@ -182,7 +182,11 @@ int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx) {
   return WM_OK;
 }
 
-void wm_mboard_set_checkpoints(wm_mboard *b, const wm_ckptrun *ck) { b->ck = ck; }
+void wm_mboard_set_checkpoints(wm_mboard *b, void (*get)(void *ud, wm_mboard_ckpt *out),
+                               void *ud) {
+  b->ck_get = get;
+  b->ck_ud = ud;
+}
 
 /* ---- the text format ------------------------------------------------------------------ */
 
@@ -299,10 +303,9 @@ static void add_inputs(wm_buf *b, const view *v) {
   }
 }
 
-/* The job's checkpoints (one coordinator's stats: they are the job's). */
-static void add_checkpoints(wm_buf *b, const wm_ckptrun *ck) {
-  wm_ckptrun_stats st;
-  wm_ckptrun_stats_get(ck, &st);
+/* The job's checkpoints. */
+static void add_checkpoints(wm_buf *b, const wm_mboard_ckpt *ck) {
+  wm_mboard_ckpt st = *ck;
   add_header(b, "wmrun_checkpoints_total", "counter",
              "Checkpoints this run committed (the one before the first record included).");
   wm_buf_adds(b, "wmrun_checkpoints_total ");
@@ -323,7 +326,7 @@ static void add_checkpoints(wm_buf *b, const wm_ckptrun *ck) {
   wm_buf_addc(b, '\n');
 }
 
-static void format_view(wm_buf *b, const view *v, const wm_ckptrun *ck, int64_t now) {
+static void format_view(wm_buf *b, const view *v, const wm_mboard_ckpt *ck, int64_t now) {
   static const struct {
     const char *name, *help;
   } counters[NCOUNT] = {
@@ -396,9 +399,11 @@ static void format_view(wm_buf *b, const view *v, const wm_ckptrun *ck, int64_t 
 }
 
 void wm_mboard_format(wm_buf *out, wm_mboard *b, int64_t now) {
+  wm_mboard_ckpt ck;
+  if (b->ck_get) b->ck_get(b->ck_ud, &ck);
   uv_mutex_lock(&b->mu);
   view v = {b->front, b->n, b->n > 1};
-  format_view(out, &v, b->ck, now);
+  format_view(out, &v, b->ck_get ? &ck : NULL, now);
   uv_mutex_unlock(&b->mu);
 }
 

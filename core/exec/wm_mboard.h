@@ -22,7 +22,6 @@
 #include "base/wm_buf.h"
 #include "graph/wm_graph.h"
 
-struct wm_ckptrun;
 typedef struct wm_mboard wm_mboard;
 
 #define WM_MBOARD_EVERY_MS 100
@@ -37,9 +36,17 @@ int wm_mboard_threads(const wm_mboard *b);
  * stays). */
 int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx);
 
-/* The checkpoint coordinator whose stats (wm_ckptrun_stats_get) give the checkpoint
- * series; NULL: none. Set it before serving; it must outlive the serving. */
-void wm_mboard_set_checkpoints(wm_mboard *b, const struct wm_ckptrun *ck);
+/* The job's checkpoints so far, for the checkpoint series. */
+typedef struct wm_mboard_ckpt {
+  uint64_t taken;      /* committed by this run */
+  double last_ms;      /* the last one's duration */
+  uint64_t last_bytes; /* the last one's size */
+} wm_mboard_ckpt;
+/* get (called from the serving thread at each request) fills in the job's checkpoints (the
+ * bindings read exec/wm_ckptrun.h's wm_ckptrun_stats_get); NULL: no checkpoints, no
+ * series. Set it before serving; ud must outlive the serving. */
+void wm_mboard_set_checkpoints(wm_mboard *b, void (*get)(void *ud, wm_mboard_ckpt *out),
+                               void *ud);
 
 /* Appends every thread's latest snapshot in the Prometheus text format (version 0.0.4);
  * now is the processing time (ms) the watermark lag is measured from. A thread that has

@@ -18,6 +18,9 @@ static int rec_noop(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 }
 static const wm_op_vt plain_vt = {.kind = "map", .record = rec_noop};
 
+/* the checkpoint stats the bindings would read from the coordinator */
+static void fake_ckpt(void *ud, wm_mboard_ckpt *out) { *out = *(const wm_mboard_ckpt *)ud; }
+
 static int has(const wm_buf *b, const char *s) { return b->data && strstr(b->data, s) != NULL; }
 
 /* A thread of its own: creates its context, publishes it WM records_in at a time up to
@@ -102,6 +105,22 @@ void test_mboard(void) {
   /* one family header each, not one per thread */
   const char *first = strstr(out.data, "# TYPE wmrun_records_in_total");
   CHECK(first && !strstr(first + 1, "# TYPE wmrun_records_in_total"));
+
+  /* checkpoints: none committed yet, then 3, the last 1234 bytes in 2.5 ms */
+  wm_mboard_ckpt ck = {0, 0, 0};
+  wm_mboard_set_checkpoints(b, fake_ckpt, &ck);
+  wm_buf_clear(&out);
+  wm_mboard_format(&out, b, 0);
+  CHECK(has(&out, "# TYPE wmrun_checkpoints_total counter\nwmrun_checkpoints_total 0\n"));
+  CHECK(has(&out, "\nwmrun_checkpoint_duration_seconds NaN\n"));
+  CHECK(has(&out, "# TYPE wmrun_checkpoint_bytes gauge\nwmrun_checkpoint_bytes NaN\n"));
+  ck = (wm_mboard_ckpt){3, 2.5, 1234};
+  wm_buf_clear(&out);
+  wm_mboard_format(&out, b, 0);
+  CHECK(has(&out, "\nwmrun_checkpoints_total 3\n"));
+  CHECK(has(&out, "\nwmrun_checkpoint_duration_seconds 0.0025\n"));
+  CHECK(has(&out, "\nwmrun_checkpoint_bytes 1234\n"));
+  wm_mboard_set_checkpoints(b, NULL, NULL);
 
   /* one context alone: no thread label */
   wm_buf_clear(&out);
