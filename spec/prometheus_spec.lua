@@ -60,19 +60,6 @@ local function sum(body, metric, pattern)
   return total, n
 end
 
-local function used(port)
-  local hex = string.format(":%04X ", port)
-  return (h.read_or_empty("/proc/net/tcp") .. h.read_or_empty("/proc/net/tcp6")):find(hex, 1, true) ~= nil
-end
-
-local function free_port()
-  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)"), 16) % 100000)
-  for _ = 1, 200 do
-    local p = math.random(20000, 60000)
-    if not used(p) then return p end
-  end
-  error("no free port")
-end
 
 -- a prometheus server scraping 127.0.0.1:target every second; .port is its own
 local function prometheus(target)
@@ -87,7 +74,7 @@ scrape_configs:
       - targets: ["127.0.0.1:%d"]
 ]], target))
   f:close()
-  local port = free_port()
+  local port = h.free_port()
   local s = services.start("exec prometheus --config.file=" .. q(dir .. "/prometheus.yml")
     .. " --storage.tsdb.path=" .. q(dir .. "/data") .. " --web.listen-address=127.0.0.1:" .. port,
     dir, function(sv)

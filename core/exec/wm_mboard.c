@@ -303,6 +303,17 @@ static void add_inputs(wm_buf *b, const view *v) {
   }
 }
 
+/* One sample per operator of a kind: what: 0 a window operator's open windows, 1 a keyed
+ * operator's keys, 2 the keys its state_ttl expired. */
+static void add_held(wm_buf *b, const view *v, const char *metric, int what) {
+  EACH_OP(v, t, o) {
+    if (what == 0 ? !o->window : !o->keyed) continue;
+    add_series(b, v, t, o, metric, NULL, NULL);
+    wm_buf_add_int(b, (int64_t)(what == 0 ? o->windows : what == 1 ? o->keys : o->expired));
+    wm_buf_addc(b, '\n');
+  }
+}
+
 /* The job's checkpoints. */
 static void add_checkpoints(wm_buf *b, const wm_mboard_ckpt *ck) {
   wm_mboard_ckpt st = *ck;
@@ -358,42 +369,28 @@ static void format_view(wm_buf *b, const view *v, const wm_mboard_ckpt *ck, int6
       wm_buf_addc(b, '\n');
     }
   }
-  add_header(b, "wmrun_watermark_seconds", "gauge",
-             "The operator's current input watermark, seconds since the epoch (NaN: none yet; "
-             "+Inf: the input has ended).");
-  EACH_OP(v, t, o) {
-    add_series(b, v, t, o, "wmrun_watermark_seconds", NULL, NULL);
-    add_wm(b, o->wm, 0, now);
-  }
-  add_header(b, "wmrun_watermark_lag_seconds", "gauge",
-             "Processing time minus the operator's watermark, seconds (NaN: no watermark yet; 0 "
-             "once the input has ended).");
-  EACH_OP(v, t, o) {
-    add_series(b, v, t, o, "wmrun_watermark_lag_seconds", NULL, NULL);
-    add_wm(b, o->wm, 1, now);
+  static const char *const wms[2][2] = {
+      {"wmrun_watermark_seconds",
+       "The operator's current input watermark, seconds since the epoch (NaN: none yet; +Inf: "
+       "the input has ended)."},
+      {"wmrun_watermark_lag_seconds",
+       "Processing time minus the operator's watermark, seconds (NaN: no watermark yet; 0 once "
+       "the input has ended)."},
+  };
+  for (int lag = 0; lag < 2; lag++) {
+    add_header(b, wms[lag][0], "gauge", wms[lag][1]);
+    EACH_OP(v, t, o) {
+      add_series(b, v, t, o, wms[lag][0], NULL, NULL);
+      add_wm(b, o->wm, lag, now);
+    }
   }
   add_header(b, "wmrun_open_windows", "gauge", "(key, window) states a window operator holds.");
-  EACH_OP(v, t, o) {
-    if (!o->window) continue;
-    add_series(b, v, t, o, "wmrun_open_windows", NULL, NULL);
-    wm_buf_add_int(b, (int64_t)o->windows);
-    wm_buf_addc(b, '\n');
-  }
+  add_held(b, v, "wmrun_open_windows", 0);
   add_header(b, "wmrun_keys", "gauge", "Keys a keyed operator holds (with state or timers).");
-  EACH_OP(v, t, o) {
-    if (!o->keyed) continue;
-    add_series(b, v, t, o, "wmrun_keys", NULL, NULL);
-    wm_buf_add_int(b, (int64_t)o->keys);
-    wm_buf_addc(b, '\n');
-  }
+  add_held(b, v, "wmrun_keys", 1);
   add_header(b, "wmrun_keys_expired_total", "counter",
              "Keys whose state a keyed operator's state_ttl dropped.");
-  EACH_OP(v, t, o) {
-    if (!o->keyed) continue;
-    add_series(b, v, t, o, "wmrun_keys_expired_total", NULL, NULL);
-    wm_buf_add_int(b, (int64_t)o->expired);
-    wm_buf_addc(b, '\n');
-  }
+  add_held(b, v, "wmrun_keys_expired_total", 2);
   add_inputs(b, v);
   if (ck) add_checkpoints(b, ck);
 }
