@@ -14,6 +14,8 @@ DEBIAN_PKGS += lua-check cppcheck lua-ldoc
 DEBIAN_PKGS += librdkafka-dev libnats-dev nats-server
 # kcat: the Kafka quick start of docs/connectors.md produces its input with it (and its spec)
 DEBIAN_PKGS += kcat
+# the Prometheus spec: promtool checks /metrics, a real server scrapes a job (docs/metrics.md)
+DEBIAN_PKGS += prometheus
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

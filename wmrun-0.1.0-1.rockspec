@@ -43,6 +43,7 @@ build = {
         "core/exec/wm_ckptrun.c",
         "core/exec/wm_exchange.c",
         "core/exec/wm_exec.c",
+        "core/exec/wm_mboard.c",
         "core/exec/wm_metrics_http.c",
         "core/exec/wm_mt.c",
         "core/exec/wm_super.c",

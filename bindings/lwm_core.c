@@ -282,8 +282,8 @@ static int build_and_run(lwm_bridge *B, int env) {
     else if (resumed == 0) rc = wm_ckptrun_take(ck, 0);
     if (rc == WM_OK) rc = wm_ckptrun_start(ck);
   }
-  if (rc == WM_OK && B->thread == 0 && resumed != 2)
-    rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc);
+  if (rc == WM_OK && resumed != 2) /* every thread: the others publish their metrics */
+    rc = lwm_services_start(B, env, wm_exec_loop(B->exec), ck, &svc);
   if (rc == WM_OK && B->thread == 0 && resumed != 2) rc = watch_start(&w, wm_exec_loop(B->exec));
   if (rc == WM_OK && resumed != 2) {
     rc = wm_exec_run(B->exec);

@@ -1,14 +1,20 @@
 /* What a running job shows of itself besides --metrics: the Prometheus endpoint
  * (--metrics-port, env metrics = {port, host}; core/exec/wm_metrics_http.c) and the progress
- * line on stderr (--progress; docs/metrics.md). Both run on thread 0's loop, see that
- * thread's operators, and close their handles in the executor's on_end hook. */
+ * line on stderr (--progress; docs/metrics.md). Both run on thread 0's loop and close their
+ * handles in the executor's on_end hook. The endpoint shows every thread's operators: each
+ * other thread publishes a snapshot of its own to the job's board (exec/wm_mboard.h) from
+ * its loop every WM_MBOARD_EVERY_MS and at its end; thread 0 publishes its own at each
+ * request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/wm_ckptrun.h"
+#include "exec/wm_mboard.h"
 #include "exec/wm_metrics_http.h"
+#include "exec/wm_mt.h"
 #include "io/wm_io.h"
 #include "ops/wm_tsop.h"
 #include "time/wm_time.h"
@@ -93,20 +99,78 @@ static void on_progress(uv_timer_t *t) { progress_draw(t->data, 0); }
 
 static void on_progress_closed(uv_handle_t *h) { free(h); }
 
-int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s) {
+/* The checkpoint series: the coordinator's stats (the job's, shared by its threads). */
+static void ck_stats(void *ud, wm_mboard_ckpt *out) {
+  wm_ckptrun_stats st;
+  wm_ckptrun_stats_get(ud, &st);
+  *out = (wm_mboard_ckpt){st.taken, st.last_ms, st.last_bytes};
+}
+
+/* A thread other than 0 with the endpoint on: its snapshots for the board. */
+typedef struct publisher {
+  uv_timer_t timer; /* first: freed in its close callback */
+  lwm_bridge *B;
+  wm_mboard *board;
+} publisher;
+
+static void on_publish(uv_timer_t *t) {
+  publisher *p = t->data;
+  wm_mboard_publish(p->board, p->B->thread, &p->B->ctx); /* out of memory: the last one stays */
+}
+
+static void on_publisher_closed(uv_handle_t *h) { free(h); }
+
+static int publisher_start(lwm_bridge *B, uv_loop_t *loop, wm_mboard *board, lwm_services *s) {
+  publisher *p = calloc(1, sizeof *p);
+  int urc = p ? uv_timer_init(loop, &p->timer) : UV_ENOMEM;
+  if (urc != 0) {
+    free(p);
+    return wm_ctx_error(&B->ctx, "cannot start publishing thread %d's metrics: %s",
+                        B->thread + 1, uv_strerror(urc));
+  }
+  p->B = B;
+  p->board = board;
+  p->timer.data = p;
+  s->publisher = p;
+  wm_mboard_publish(board, B->thread, &B->ctx); /* its operators, before the first record */
+  if ((urc = uv_timer_start(&p->timer, on_publish, WM_MBOARD_EVERY_MS, WM_MBOARD_EVERY_MS)) != 0)
+    return wm_ctx_error(&B->ctx, "cannot start publishing thread %d's metrics: %s",
+                        B->thread + 1, uv_strerror(urc));
+  uv_unref((uv_handle_t *)&p->timer); /* the sources keep the loop alive */
+  return WM_OK;
+}
+
+int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_ckptrun *ck,
+                       lwm_services *s) {
   lua_State *L = B->L;
   memset(s, 0, sizeof *s);
   int rc = WM_OK;
   lua_getfield(L, env, "metrics_http");
+  if (lua_istable(L, -1) && B->thread != 0) {
+    rc = publisher_start(B, loop, wm_mt_job_board(B->mtjob), s);
+    lua_pop(L, 1);
+    if (rc != WM_OK) lwm_services_end(s);
+    return rc; /* thread 0 serves; the progress line is thread 0's too */
+  }
+  if (B->thread != 0) {
+    lua_pop(L, 1);
+    return WM_OK;
+  }
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "port");
     lua_getfield(L, -2, "host");
     int port = (int)lua_tointeger(L, -2);
     const char *host = lua_isstring(L, -1) ? lua_tostring(L, -1) : "127.0.0.1";
     int bound = 0;
-    s->http = wm_metrics_http_start(loop, &B->ctx, host, port, &bound);
-    if (!s->http) rc = WM_ERR;
-    else fprintf(stderr, "wmrun: metrics on http://%s%s%s:%d/metrics\n", strchr(host, ':') ? "[" : "",
+    wm_mboard *board = B->mtjob ? wm_mt_job_board(B->mtjob) : (s->own_board = wm_mboard_new(1));
+    s->http = board ? wm_metrics_http_start(loop, &B->ctx, host, port, &bound) : NULL;
+    if (!board) rc = wm_ctx_error(&B->ctx, "out of memory starting the metrics endpoint");
+    else if (!s->http) rc = WM_ERR;
+    if (s->http) {
+      if (ck) wm_mboard_set_checkpoints(board, ck_stats, (void *)ck);
+      wm_metrics_http_set_board(s->http, board, B->thread);
+    }
+    if (s->http) fprintf(stderr, "wmrun: metrics on http://%s%s%s:%d/metrics\n", strchr(host, ':') ? "[" : "",
                  host, strchr(host, ':') ? "]" : "", bound);
     lua_pop(L, 2);
   }
@@ -141,8 +205,16 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s)
 void lwm_services_end(void *ud) {
   lwm_services *s = ud;
   if (s->http) {
-    wm_metrics_http_stop(s->http);
+    wm_metrics_http_stop(s->http); /* no request is answered after this */
     s->http = NULL;
+  }
+  wm_mboard_free(s->own_board);
+  s->own_board = NULL;
+  if (s->publisher) {
+    publisher *p = s->publisher;
+    wm_mboard_publish(p->board, p->B->thread, &p->B->ctx); /* the thread's final figures */
+    uv_close((uv_handle_t *)&p->timer, on_publisher_closed);
+    s->publisher = NULL;
   }
   if (s->task) {
     lwm_task_status_end(s->task);

@@ -167,6 +167,21 @@ function M.wait_for(fn, what, seconds)
   error("timed out waiting for " .. what)
 end
 
+--- A TCP port nobody uses right now (none in /proc/net/tcp or tcp6), for a server a spec
+--- starts that cannot pick its own.
+function M.free_port()
+  local function used(port)
+    local hex = string.format(":%04X ", port)
+    return (M.read_or_empty("/proc/net/tcp") .. M.read_or_empty("/proc/net/tcp6")):find(hex, 1, true) ~= nil
+  end
+  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)"), 16) % 100000)
+  for _ = 1, 200 do
+    local p = math.random(20000, 60000)
+    if not used(p) then return p end
+  end
+  error("no free port")
+end
+
 --- Removes a directory made by M.tmpdir (and what is in it).
 function M.rmdir(dir)
   assert(dir:sub(1, #M.tmp_base() + 1) == M.tmp_base() .. "/", dir)

@@ -32,20 +32,7 @@ local function listening(port)
   return false
 end
 
-local function used(port)
-  local hex = string.format(":%04X ", port)
-  return (read_or_empty("/proc/net/tcp") .. read_or_empty("/proc/net/tcp6")):find(hex, 1, true) ~= nil
-end
-
---- A port nobody uses right now.
-local function free_port()
-  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)"), 16) % 100000)
-  for _ = 1, 200 do
-    local p = math.random(20000, 60000)
-    if not used(p) then return p end
-  end
-  error("no free port")
-end
+local free_port = h.free_port
 
 --- Starts a shell command in the background; returns a handle with pid, wait(), done().
 local function bg(cmd)

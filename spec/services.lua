@@ -103,6 +103,10 @@ local function start(cmd, dir, ready, what, stdin)
   return s, v
 end
 
+-- start(cmd, dir, ready(service) -> value or nil, what[, stdin]) -> service, value: for a
+-- server a spec starts itself (spec/prometheus_spec.lua)
+M.start = start
+
 --- Starts librdkafka's mock cluster with topics {"name:partitions", ...}; `.bootstrap` is
 -- its address. It ends by itself after 10 minutes at the latest. Its standard input is a
 -- FIFO of its directory, opened for reading and writing (so it never sees its end), where

@@ -12,9 +12,6 @@
 #include <sys/resource.h>
 #endif
 
-#include "ops/wm_keyedop.h"
-#include "ops/wm_winop.h"
-#include "time/wm_time.h"
 
 #define REQ_MAX 8192
 
@@ -36,6 +33,8 @@ struct wm_metrics_http {
   uv_tcp_t listener; /* first */
   uv_timer_t sweep;  /* times out connections (on_sweep); runs while there are some */
   wm_ctx *ctx;
+  wm_mboard *board; /* NULL: ctx's operators only (wm_metrics_http_set_board) */
+  int thread;       /* the board's thread that ctx is */
   conn *conns;
   int active;   /* connections open and not refused (at most WM_METRICS_MAX_CONNS) */
   int handles;  /* open handles (listener and connections) whose close callback is pending */
@@ -43,178 +42,6 @@ struct wm_metrics_http {
   int listener_open;
   int sweep_open;
 };
-
-/* ---- the text format ------------------------------------------------------------------ */
-
-static void add_escaped(wm_buf *b, const char *v) {
-  for (const char *c = v; *c; c++) {
-    if (*c == '\\') wm_buf_adds(b, "\\\\");
-    else if (*c == '"') wm_buf_adds(b, "\\\"");
-    else if (*c == '\n') wm_buf_adds(b, "\\n");
-    else wm_buf_addc(b, *c);
-  }
-}
-
-static void add_label(wm_buf *b, const char *name) {
-  wm_buf_adds(b, "{operator=\"");
-  add_escaped(b, name);
-  wm_buf_adds(b, "\"} ");
-}
-
-static void add_header(wm_buf *b, const char *metric, const char *type, const char *help) {
-  wm_buf_adds(b, "# HELP ");
-  wm_buf_adds(b, metric);
-  wm_buf_addc(b, ' ');
-  wm_buf_adds(b, help);
-  wm_buf_adds(b, "\n# TYPE ");
-  wm_buf_adds(b, metric);
-  wm_buf_addc(b, ' ');
-  wm_buf_adds(b, type);
-  wm_buf_addc(b, '\n');
-}
-
-static void add_sample(wm_buf *b, const char *metric, const wm_op *op) {
-  wm_buf_adds(b, metric);
-  add_label(b, op->name);
-}
-
-/* Every operator's watermark (lag = 0) or processing time minus it (lag = 1). */
-static void add_watermarks(wm_buf *b, const wm_ctx *ctx, const char *metric, int lag, int64_t now) {
-  for (size_t i = 0; i < ctx->nops; i++) {
-    const wm_op *op = ctx->ops[i];
-    add_sample(b, metric, op);
-    if (op->wm == WM_TIME_MIN) wm_buf_adds(b, "NaN");
-    else if (op->wm == WM_TIME_MAX) wm_buf_adds(b, lag ? "0" : "+Inf");
-    else wm_buf_add_int(b, lag ? wm_time_sub_sat(now, op->wm) : op->wm);
-    wm_buf_addc(b, '\n');
-  }
-}
-
-static int is_window(const wm_op *op) { return strcmp(op->vt->kind, "window") == 0; }
-
-/* One sample per operator of a kind: what: 0 a window operator's open windows, 1 a keyed
- * operator's keys, 2 the keys its state_ttl expired. */
-static void add_per_op(wm_buf *b, const wm_ctx *ctx, const char *metric, int what) {
-  for (size_t i = 0; i < ctx->nops; i++) {
-    const wm_op *op = ctx->ops[i];
-    if (what == 0 ? !is_window(op) : !wm_op_is_keyedop(op)) continue;
-    add_sample(b, metric, op);
-    wm_buf_add_int(b, what == 0   ? (int64_t)wm_winop_open_windows(op)
-                      : what == 1 ? (int64_t)wm_keyedop_keys(op)
-                                  : (int64_t)wm_keyedop_expired(op));
-    wm_buf_addc(b, '\n');
-  }
-}
-
-/* A two-input operator's figures per input (label input: "1" or "2"). */
-static void add_inputs(wm_buf *b, const wm_ctx *ctx) {
-  static const struct {
-    const char *name, *type, *help;
-    size_t off; /* in wm_input_metrics; SIZE_MAX: the input's own watermark */
-  } m[] = {
-      {"wmrun_input_records_total", "counter",
-       "Records that reached a two-input operator on this input.",
-       offsetof(wm_input_metrics, records)},
-      {"wmrun_input_late_records_dropped_total", "counter",
-       "Late records of this input a two-input operator dropped.",
-       offsetof(wm_input_metrics, late_dropped)},
-      {"wmrun_input_late_records_side_output_total", "counter",
-       "Late records of this input a two-input operator sent to a side output.",
-       offsetof(wm_input_metrics, late_side)},
-      {"wmrun_input_watermark_milliseconds", "gauge",
-       "The own watermark of this input of a two-input operator (the minimum over its active "
-       "channels; the operator's is the minimum of both inputs), ms since the epoch (NaN: none "
-       "yet; +Inf: the input has ended).",
-       SIZE_MAX},
-  };
-  for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
-    add_header(b, m[k].name, m[k].type, m[k].help);
-    for (size_t i = 0; i < ctx->nops; i++) {
-      const wm_op *op = ctx->ops[i];
-      for (int in = 0; in < 2 && op->in2 != INT_MAX; in++) {
-        wm_buf_adds(b, m[k].name);
-        wm_buf_adds(b, "{operator=\"");
-        add_escaped(b, op->name);
-        wm_buf_adds(b, in == 0 ? "\",input=\"1\"} " : "\",input=\"2\"} ");
-        if (m[k].off != SIZE_MAX) {
-          uint64_t v;
-          memcpy(&v, (const char *)&op->m.in[in] + m[k].off, sizeof v);
-          wm_buf_add_int(b, (int64_t)v);
-        } else {
-          bool idle;
-          int64_t w = wm_op_input_wm(op, in, &idle);
-          if (w == WM_TIME_MIN) wm_buf_adds(b, "NaN");
-          else if (w == WM_TIME_MAX) wm_buf_adds(b, "+Inf");
-          else wm_buf_add_int(b, w);
-        }
-        wm_buf_addc(b, '\n');
-      }
-    }
-  }
-}
-
-void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now) {
-  static const struct {
-    const char *name, *help;
-    size_t off;
-  } counters[] = {
-      {"wmrun_records_in_total", "Records that reached the operator.",
-       offsetof(wm_op_metrics, records_in)},
-      {"wmrun_records_out_total",
-       "Records the operator emitted on its main output (side outputs: "
-       "wmrun_side_output_records_total).",
-       offsetof(wm_op_metrics, records_out)},
-      {"wmrun_late_records_dropped_total",
-       "Records too late for any window, dropped (not sent to a side output).",
-       offsetof(wm_op_metrics, late_dropped)},
-      {"wmrun_late_records_side_output_total",
-       "Records too late for any window, sent to the late side output.",
-       offsetof(wm_op_metrics, late_side)},
-  };
-  for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
-    add_header(b, counters[k].name, "counter", counters[k].help);
-    for (size_t i = 0; i < ctx->nops; i++) {
-      const wm_op *op = ctx->ops[i];
-      uint64_t v;
-      memcpy(&v, (const char *)&op->m + counters[k].off, sizeof v);
-      add_sample(b, counters[k].name, op);
-      wm_buf_add_int(b, (int64_t)v);
-      wm_buf_addc(b, '\n');
-    }
-  }
-  add_header(b, "wmrun_side_output_records_total", "counter",
-             "Records the operator emitted on a side output (label output: its tag).");
-  for (size_t i = 0; i < ctx->nops; i++) {
-    const wm_op *op = ctx->ops[i];
-    for (int p = 1; p < op->nports; p++) {
-      if (!op->ports[p].side) continue;
-      wm_buf_adds(b, "wmrun_side_output_records_total{operator=\"");
-      add_escaped(b, op->name);
-      wm_buf_adds(b, "\",output=\"");
-      add_escaped(b, op->ports[p].tag);
-      wm_buf_adds(b, "\"} ");
-      wm_buf_add_int(b, (int64_t)op->ports[p].records);
-      wm_buf_addc(b, '\n');
-    }
-  }
-  add_header(b, "wmrun_watermark_milliseconds", "gauge",
-             "The operator's current input watermark, ms since the epoch (NaN: none yet; "
-             "+Inf: the input has ended).");
-  add_watermarks(b, ctx, "wmrun_watermark_milliseconds", 0, now);
-  add_header(b, "wmrun_watermark_lag_milliseconds", "gauge",
-             "Processing time minus the operator's watermark, ms (NaN: no watermark yet; 0 once "
-             "the input has ended).");
-  add_watermarks(b, ctx, "wmrun_watermark_lag_milliseconds", 1, now);
-  add_header(b, "wmrun_open_windows", "gauge",
-             "(key, window) states a window operator holds.");
-  add_per_op(b, ctx, "wmrun_open_windows", 0);
-  add_header(b, "wmrun_keys", "gauge", "Keys a keyed operator holds (with state or timers).");
-  add_per_op(b, ctx, "wmrun_keys", 1);
-  add_header(b, "wmrun_keys_expired_total", "counter",
-             "Keys whose state a keyed operator's state_ttl dropped.");
-  add_per_op(b, ctx, "wmrun_keys_expired_total", 2);
-  add_inputs(b, ctx);
-}
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
@@ -359,7 +186,14 @@ static void answer(conn *c, wm_metrics_req q) {
   case WM_MREQ_HEAD: {
     wm_buf body;
     wm_buf_init(&body);
-    wm_metrics_format(&body, c->srv->ctx, wm_ctx_now(c->srv->ctx));
+    wm_metrics_http *m = c->srv;
+    if (m->board) {
+      /* this thread's figures as they are now; the others' as they last published them */
+      wm_mboard_publish(m->board, m->thread, m->ctx);
+      wm_mboard_format(&body, m->board, wm_ctx_now(m->ctx));
+    } else {
+      wm_metrics_format(&body, m->ctx, wm_ctx_now(m->ctx));
+    }
     respond(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8", &body, q == WM_MREQ_HEAD);
     wm_buf_free(&body);
     break;
@@ -521,6 +355,11 @@ wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char 
                                          : ntohs(((struct sockaddr_in *)&got)->sin_port);
   }
   return m;
+}
+
+void wm_metrics_http_set_board(wm_metrics_http *m, wm_mboard *board, int thread) {
+  m->board = board;
+  m->thread = thread;
 }
 
 void wm_metrics_http_stop(wm_metrics_http *m) {

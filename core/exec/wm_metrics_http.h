@@ -1,13 +1,10 @@
 /* Prometheus metrics over HTTP on the executor's libuv loop (wmrun --metrics-port, the env
  * option metrics = {port = ..., host = ...}; docs/metrics.md).
  *
- * GET /metrics answers the text exposition format (version 0.0.4) with, per operator of
- * the context (label `operator`): wmrun_records_in_total, wmrun_records_out_total,
- * wmrun_late_records_dropped_total, wmrun_watermark_milliseconds (NaN before the first
- * watermark, +Inf once the input has ended), wmrun_watermark_lag_milliseconds (processing
- * time minus the watermark), wmrun_open_windows for window operators, and wmrun_keys and
- * wmrun_keys_expired_total for keyed operators. Each request is
- * answered from the loop's thread, between batches: the numbers are consistent. Handles do
+ * GET /metrics answers the text exposition format (version 0.0.4) of exec/wm_mboard.h:
+ * per operator instance (labels operator, subtask, and thread with several threads) its
+ * counts, watermark and lag, windows and keys held, and the job's checkpoints. Each request
+ * is answered from the loop's thread, between batches: the numbers are consistent. Handles do
  * not keep the loop alive; their memory is freed in their close callbacks.
  *
  * The endpoint never takes what the job needs: at most WM_METRICS_MAX_CONNS
@@ -23,6 +20,7 @@
 #include <uv.h>
 
 #include "base/wm_buf.h"
+#include "exec/wm_mboard.h"
 #include "graph/wm_graph.h"
 
 typedef struct wm_metrics_http wm_metrics_http;
@@ -59,8 +57,9 @@ wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char 
  * have run (run the loop after this). NULL is allowed. */
 void wm_metrics_http_stop(wm_metrics_http *m);
 
-/* Appends the metrics of ctx's operators in the Prometheus text format; now is the
- * processing time (ms) the lag is measured from. */
-void wm_metrics_format(wm_buf *b, const wm_ctx *ctx, int64_t now);
+/* Serves the board's snapshots (every thread's, exec/wm_mboard.h) instead of ctx's
+ * operators alone; ctx is the board's thread `thread`, published afresh at each request.
+ * The board must outlive the server. (wm_metrics_format, for ctx alone: wm_mboard.h.) */
+void wm_metrics_http_set_board(wm_metrics_http *m, wm_mboard *board, int thread);
 
 #endif

@@ -43,6 +43,7 @@ struct wm_mt_job {
   uv_mutex_t out_mu;
   _Atomic uint64_t ck_req; /* the newest checkpoint asked for */
   void *shared;            /* the coordinators' (wm_mt_job_shared) */
+  wm_mboard *board;        /* every thread's metrics snapshots (wm_mt_job_board) */
   void (*shared_free)(void *);
 };
 
@@ -125,6 +126,11 @@ wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) 
     return NULL;
   }
   j->n = n;
+  if (!(j->board = wm_mboard_new(n))) {
+    snprintf(err, errlen, "out of memory creating the threads' metrics");
+    wm_mt_job_free(j);
+    return NULL;
+  }
   for (int a = 0; a < n; a++)
     for (int b = 0; b < n; b++)
       if (a != b && (!(j->q[a * n + b] = wm_spsc_new(queue_batches)) ||
@@ -161,8 +167,11 @@ void wm_mt_job_free(wm_mt_job *j) {
   free(j->w);
   free(j->fp);
   if (j->shared && j->shared_free) j->shared_free(j->shared);
+  wm_mboard_free(j->board);
   free(j);
 }
+
+wm_mboard *wm_mt_job_board(wm_mt_job *j) { return j->board; }
 
 void *wm_mt_job_shared(wm_mt_job *j, void *(*make)(void *arg), void *arg, void (*free_fn)(void *)) {
   uv_mutex_lock(&j->mu);

@@ -30,6 +30,7 @@
 
 #include "base/wm_codec.h"
 #include "exec/wm_exec.h"
+#include "exec/wm_mboard.h"
 #include "graph/wm_graph.h"
 
 typedef struct wm_mt_job wm_mt_job;
@@ -58,6 +59,8 @@ int wm_mt_job_barrier(wm_mt_job *j, int thread, int ok, uint64_t fp);
 /* For a thread that will never call wm_mt_job_barrier (it could not be started):
  * counts it as arrived with a failed build, without waiting. */
 void wm_mt_job_absent(wm_mt_job *j, int thread);
+/* The board every thread publishes its metrics snapshot to (exec/wm_mboard.h). */
+wm_mboard *wm_mt_job_board(wm_mt_job *j);
 /* Serialises output that threads share (per-thread metrics). */
 void wm_mt_job_lock(wm_mt_job *j);
 void wm_mt_job_unlock(wm_mt_job *j);

@@ -478,8 +478,8 @@ static void ttl_processing_case(void) {
   wm_buf m; /* the Prometheus series of keyed operators */
   wm_buf_init(&m);
   wm_metrics_format(&m, &f.ctx, ttl_now);
-  CHECK(m.data && strstr(m.data, "\nwmrun_keys{operator=\"keyed\"} 1\n") != NULL);
-  CHECK(strstr(m.data, "\nwmrun_keys_expired_total{operator=\"keyed\"} 5\n") != NULL);
+  CHECK(m.data && strstr(m.data, "\nwmrun_keys{operator=\"keyed\",subtask=\"1\"} 1\n") != NULL);
+  CHECK(strstr(m.data, "\nwmrun_keys_expired_total{operator=\"keyed\",subtask=\"1\"} 5\n") != NULL);
   CHECK(strstr(m.data, "wmrun_keys{operator=\"capture\"}") == NULL);
   wm_buf_free(&m);
   kfix_close(&f);

@@ -32,6 +32,7 @@ static const struct {
     {"transport", test_transport},
     {"exec", test_exec},
     {"metrics", test_metrics},
+    {"mboard", test_mboard},
     {"twoin", test_twoin},
     {"nexmark", test_nexmark},
 };

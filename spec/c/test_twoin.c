@@ -194,14 +194,14 @@ void test_twoin(void) {
   wm_buf_init(&pm);
   wm_metrics_format(&pm, &ctx, 0);
   wm_buf_addc(&pm, '\0');
-  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",input=\"1\"} 4\n") != NULL);
-  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",input=\"2\"} 3\n") != NULL);
-  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",input=\"1\"} 1\n"));
-  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",input=\"2\"} 0\n"));
-  CHECK(strstr(pm.data, "wmrun_input_late_records_side_output_total{operator=\"join\",input=\"2\"} 1\n"));
-  CHECK(strstr(pm.data, "wmrun_input_watermark_milliseconds{operator=\"join\",input=\"1\"} 20\n"));
-  CHECK(strstr(pm.data, "wmrun_input_watermark_milliseconds{operator=\"join\",input=\"2\"} 5\n"));
-  CHECK(strstr(pm.data, "{operator=\"s1a\",input=") == NULL);
+  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",subtask=\"1\",input=\"1\"} 4\n") != NULL);
+  CHECK(strstr(pm.data, "wmrun_input_records_total{operator=\"join\",subtask=\"1\",input=\"2\"} 3\n") != NULL);
+  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",subtask=\"1\",input=\"1\"} 1\n"));
+  CHECK(strstr(pm.data, "wmrun_input_late_records_dropped_total{operator=\"join\",subtask=\"1\",input=\"2\"} 0\n"));
+  CHECK(strstr(pm.data, "wmrun_input_late_records_side_output_total{operator=\"join\",subtask=\"1\",input=\"2\"} 1\n"));
+  CHECK(strstr(pm.data, "wmrun_input_watermark_seconds{operator=\"join\",subtask=\"1\",input=\"1\"} 0.020\n"));
+  CHECK(strstr(pm.data, "wmrun_input_watermark_seconds{operator=\"join\",subtask=\"1\",input=\"2\"} 0.005\n"));
+  CHECK(strstr(pm.data, "{operator=\"s1a\",subtask=\"1\",input=") == NULL);
   wm_buf_free(&pm);
 
   /* the graph's checkpoint part keeps the per-input counts */
