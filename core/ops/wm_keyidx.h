@@ -1,8 +1,11 @@
 /* An index from keys to the entries of an owner's array (open addressing, linear probing,
  * deletion by backward shift): the owner keeps its entries (each with its key and the key's
  * hash, wm_key_hash) wherever it likes and says how to read them; the index holds entry
- * numbers only. Used by the interval join (ops/wm_ijoin.c); a keyed operator that frees
- * its keys can use it the same way. */
+ * numbers only. The core's one table from keys to entries: the interval join
+ * (ops/wm_ijoin.c) and the keyed process (ops/wm_keyedop.c) use it; its hashes are wm_key_hash
+ * (mixing: base/wm_hash.h). Tables that keep their own, and why, say so where they are: the
+ * window operator's index (ops/wm_winop_int.h), timers (time/wm_timer.c), the timeline's
+ * (timeline/wm_timeline.c). */
 #ifndef WM_KEYIDX_H
 #define WM_KEYIDX_H
 
