@@ -9,7 +9,6 @@
 #include "base/wm_hash.h"
 #include "graph/wm_observe.h"
 #include "time/wm_time.h"
-#include "ops/wm_tsop.h"
 #include "time/wm_window.h"
 
 #define KEY_OTHER WM_TL_KEY_OTHER
@@ -220,7 +219,7 @@ static void tl_trace(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
   wm_timeline *tl = ud;
   if (!status) {
     int si = -1;
-    if (chan < 0 && wm_op_is_tsop(op)) si = series_of(tl, op, 0);
+    if (chan < 0 && wm_op_wmsource(op)) si = series_of(tl, op, 0);
     else if (chan >= 0 && is_window_op(op)) si = series_of(tl, op, 1);
     if (si >= 0) {
       uint64_t x = new_wm == WM_TIME_MAX ? tl->nrec : tl->cur_x;
