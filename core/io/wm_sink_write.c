@@ -383,7 +383,7 @@ static int tail_hash(const char *path, uint64_t len, file_id *id) {
     errno = 0;
     return 0;
   }
-  unsigned char buf[TAIL_BYTES];
+  unsigned char buf[TAIL_BYTES] = {0}; /* (cppcheck cannot see that the loop fills it) */
   size_t got = 0;
   while (got < n) {
     ssize_t k = pread(fd, buf + got, (size_t)n - got, (off_t)(len - n + got));
