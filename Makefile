@@ -215,7 +215,7 @@ $(BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.h $(CORE_OBJ)
 	@$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(shell pkg-config --libs libuv 2>/dev/null) $(CONN_LIBS) -lm
 
 # Each thing once (docs/install.md): the binary; the Lua part where both wmrun and lua5.4
-# find it (share/lua/5.4/wm); the C module for lua5.4 (lib/lua/5.4/wm/core.so); the man
+# find it (share/lua/5.4/wm, with the timeline page's script wm/timeline/page.js); the C module for lua5.4 (lib/lua/5.4/wm/core.so); the man
 # page; the docs and examples (share/doc/wmrun).
 LUADIR_I = $(DESTDIR)$(PREFIX)/share/lua/5.4
 CMODDIR_I = $(DESTDIR)$(PREFIX)/lib/lua/5.4
@@ -226,7 +226,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(LUADIR_I)/wm $(CMODDIR_I)/wm $(MANDIR_I) $(DOCDIR_I)/docs/img
 	install -m 755 $(WMRUN) $(DESTDIR)$(PREFIX)/bin/wmrun
 	install -m 755 $(BUILD)/wmrun-kafka-dev $(DESTDIR)$(PREFIX)/bin/wmrun-kafka-dev
-	@cd lua && find wm -name '*.lua' | sort | while read -r f; do \
+	@cd lua && find wm -name '*.lua' -o -name '*.js' | sort | while read -r f; do \
 	  install -D -m 644 "$$f" "$(LUADIR_I)/$$f" || exit 1; done
 	install -m 755 $(MODULE) $(CMODDIR_I)/wm/core.so
 	install -m 644 $(MANPAGE) $(MANDIR_I)/wmrun.1

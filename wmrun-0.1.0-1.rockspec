@@ -172,11 +172,20 @@ build = {
     ["wm.stream"] = "lua/wm/stream.lua",
     ["wm.testing"] = "lua/wm/testing.lua",
     ["wm.through"] = "lua/wm/through.lua",
-    ["wm.timeline"] = "lua/wm/timeline.lua",
+    ["wm.timeline"] = "lua/wm/timeline/init.lua",
+    ["wm.timeline.lanes"] = "lua/wm/timeline/lanes.lua",
+    ["wm.timeline.legend"] = "lua/wm/timeline/legend.lua",
+    ["wm.timeline.panel"] = "lua/wm/timeline/panel.lua",
+    ["wm.timeline.scales"] = "lua/wm/timeline/scales.lua",
+    ["wm.timeline.text"] = "lua/wm/timeline/text.lua",
     ["wm.triggers"] = "lua/wm/triggers.lua",
     ["wm.watermarks"] = "lua/wm/watermarks.lua",
     ["wm.window_join"] = "lua/wm/window_join.lua",
     ["wm.windowed"] = "lua/wm/windowed.lua",
     ["wm.windows"] = "lua/wm/windows.lua",
+  },
+  -- not a module: the timeline page's script, read by wm.timeline from beside its init.lua
+  install = {
+    lua = {["wm.timeline.page"] = "lua/wm/timeline/page.js"},
   },
 }

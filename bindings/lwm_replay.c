@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_hash.h"
+
 #include "graph/wm_observe.h"
 #include "io/wm_csv.h"
 #include "io/wm_source.h"
@@ -520,10 +522,8 @@ typedef struct lab_run {
 } lab_run;
 
 static uint64_t lat_hash(const wm_value *key, wm_window w) {
-  uint64_t h = wm_key_hash(key) ^ ((uint64_t)w.start * 0x9E3779B97F4A7C15ull);
-  h ^= (uint64_t)w.stop * 0xC2B2AE3D27D4EB4Full;
-  h ^= h >> 29;
-  return h;
+  return wm_mix64(wm_key_hash(key) ^ ((uint64_t)w.start * WM_HASH_GOLDEN) ^
+                  ((uint64_t)w.stop * WM_HASH_ODD2));
 }
 
 /* The entry of (key, w), or NULL; *slot: where it is or would go. */

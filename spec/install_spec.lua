@@ -64,6 +64,30 @@ describe("make install", function()
     assert.are.equal(h.read(h.root .. "/examples/expected/a_tumbling_in_order.expected"), out)
   end)
 
+  -- the timeline page's script is a file beside wm/timeline/init.lua (not a Lua module): it is
+  -- installed, and the installed wmrun reads it from there into the page it draws
+  it("installs the timeline page's script and the installed wmrun puts it into a page", function()
+    local has = {}
+    for _, f in ipairs(installed) do has[f] = true end
+    assert.is_true(has["share/lua/5.4/wm/timeline/page.js"])
+    local ex = prefix .. "/share/doc/wmrun/examples"
+    local page = h.tmpdir() .. "/t.html"
+    -- without LUA_PATH (make exports the source tree's): the installed library only
+    local _, err, code = h.sh("cd " .. q(ex) .. " && env -u LUA_PATH -u LUA_CPATH "
+      .. q(prefix .. "/bin/wmrun") .. " --timeline " .. q(page) .. " a_tumbling_in_order.lua")
+    assert.are.equal(0, code, err)
+    local js = h.read(h.root .. "/lua/wm/timeline/page.js")
+    while js:match("^//") do js = js:gsub("^//[^\n]*\n", "", 1) end
+    assert.is_truthy(h.read(page):find("<script>" .. js .. "</script>", 1, true))
+    -- and it is the installed copy that is read: without it, no page
+    os.remove(prefix .. "/share/lua/5.4/wm/timeline/page.js")
+    local _, err2, code2 = h.sh("cd " .. q(ex) .. " && env -u LUA_PATH -u LUA_CPATH "
+      .. q(prefix .. "/bin/wmrun") .. " --timeline " .. q(page) .. " a_tumbling_in_order.lua")
+    assert.are_not.equal(0, code2)
+    assert.is_truthy(err2:find("page.js", 1, true), err2)
+    installed = files(prefix)
+  end)
+
   it("lua5.4 requires wm from the installed tree", function()
     local lp = prefix .. "/share/lua/5.4/?.lua;" .. prefix .. "/share/lua/5.4/?/init.lua"
     local cp = prefix .. "/lib/lua/5.4/?.so"

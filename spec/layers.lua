@@ -35,7 +35,7 @@ M.BINDING_LAYERS = {
 -- (the first that matches places a module): a module requires only modules of its own layer
 -- or below.
 M.LUA_LAYERS = {
-  {"leaves", {"^wm%.duration$", "^wm%.format$", "^wm%.json$", "^wm%.timeline$", "^wm%.lab%.plot$",
+  {"leaves", {"^wm%.duration$", "^wm%.format$", "^wm%.json$", "^wm%.timeline$", "^wm%.timeline%.", "^wm%.lab%.plot$",
               "^wm%.windows$", "^wm%.watermarks$", "^wm%.evictors$"}},
   {"base", {"^wm%.base$"}},
   {"areas", {"^wm%.stream$", "^wm%.io$", "^wm%.keyed$", "^wm%.windowed$", "^wm%.triggers$",

@@ -79,6 +79,12 @@ assert(package.searchpath("wm.core", package.cpath):find(%q, 1, true) == 1)
 local env = wm.env{watermark_interval = 0}
 local out = env:from_elements(1, 2, 3):map(function(x) return x * 10 end):collect()
 env:execute()
+-- the timeline's page script is installed beside wm.timeline and found there
+local page = require("wm.timeline").render({{title = "t", arrivals = 0, keys = {}, records = {},
+  lates = {}, marks = {}, windows = {}, series = {}, stats = {records = 0, late_dropped = 0,
+  late_side = 0, firings = 0, late_firings = 0, cleanups = 0, records_shown = 0,
+  mean_firing_delay = 0, delay_samples = 0}}}, {html = true})
+assert(page:find("<script>(function(){", 1, true), "no page script")
 print(wm.version, table.concat(out, ","))
 ]], tree, tree, tree, tree)
     local f = assert(io.open(dir .. "/check.lua", "w"))

@@ -4,16 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-uint32_t wm_fnv1a32(const void *p, size_t n) {
-  const unsigned char *b = p;
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 16777619u;
-  }
-  return h;
-}
-
 uint32_t wm_partition(const void *key, size_t n, uint32_t count) {
   return count ? wm_fnv1a32(key, n) % count : 0;
 }

@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* FNV-1a, 32 bits (offset basis 2166136261, prime 16777619) of n bytes. */
-uint32_t wm_fnv1a32(const void *p, size_t n);
+#include "base/wm_hash.h" /* wm_fnv1a32 */
 
 /* The partition of a key among count (>= 1) partitions: wm_fnv1a32(key) % count. */
 uint32_t wm_partition(const void *key, size_t n, uint32_t count);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_hash.h"
+
 wm_str *wm_str_new(const char *s, size_t len) {
   if (len > UINT32_MAX - 1) return NULL;
   wm_str *str = malloc(sizeof *str + len + 1);
@@ -91,12 +93,9 @@ bool wm_key_equal(const wm_value *a, const wm_value *b) {
 }
 
 uint64_t wm_hash_bytes(const void *p, size_t n, uint64_t seed) {
-  const unsigned char *s = p;
-  uint64_t h = 1469598103934665603ULL ^ seed;
-  for (size_t i = 0; i < n; i++) {
-    h ^= s[i];
-    h *= 1099511628211ULL;
-  }
+  /* FNV-1a from 1469598103934665603 (FNV's basis a digit short, kept: this hash places
+   * keys on instances, base/wm_hash.h) */
+  uint64_t h = wm_fnv1a64_from(1469598103934665603ULL ^ seed, p, n);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;

@@ -11,7 +11,6 @@
 #include "base/wm_buf.h"
 #include "time/wm_timer.h"
 #include "time/wm_time.h"
-#include "ops/wm_tsop.h"
 
 typedef struct srcent {
   wm_op *op;
@@ -41,8 +40,8 @@ struct wm_exec {
   int sig_seen;
   srcent *srcs;
   int nsrc, ndone;
-  wm_op **tsops;
-  int ntsops;
+  wm_op **periodic_ops; /* the operators with a period (vt->period), driven by one timer */
+  int nperiodic_ops;
   int failed, draining, aborted, finished, saved;
   /* processing-time timers: payload = index of the operator in ctx->ops */
   wm_timers *pt;
@@ -133,7 +132,7 @@ void wm_exec_free(wm_exec *e) {
   }
   free(e->srcs);
   free(e->flushers);
-  free(e->tsops);
+  free(e->periodic_ops);
   wm_timers_free(e->pt);
   free(e);
 }
@@ -409,11 +408,10 @@ static void on_periodic(uv_timer_t *t) {
   wm_exec *e = t->data;
   if (e->failed) return;
   int64_t now = wm_ctx_now(e->ctx);
-  for (int i = 0; i < e->ntsops; i++) {
-    wm_op *op = e->tsops[i];
+  for (int i = 0; i < e->nperiodic_ops; i++) {
+    wm_op *op = e->periodic_ops[i];
     if (op->ended) continue;
-    int rc = wm_tsop_check_idle(op, now);
-    if (rc == WM_OK && !wm_tsop_is_idle(op) && wm_tsop_interval(op) > 0) rc = wm_tsop_periodic(op);
+    int rc = op->vt->on_period(op, now);
     if (rc != WM_OK) {
       wm_exec_fail(e);
       return;
@@ -556,22 +554,18 @@ int wm_exec_watch_signals(wm_exec *e) {
 int wm_exec_run(wm_exec *e) {
   wm_ctx *ctx = e->ctx;
   int rc;
-  for (size_t i = 0; i < ctx->nops; i++) {
-    if (!wm_op_is_tsop(ctx->ops[i])) continue;
-    wm_op **n = realloc(e->tsops, (size_t)(e->ntsops + 1) * sizeof *n);
-    if (!n) return wm_ctx_error(ctx, "out of memory");
-    e->tsops = n;
-    n[e->ntsops++] = ctx->ops[i];
-  }
-  /* the periodic timer drives periodic watermarks and idleness checks */
+  /* the periodic timer drives every operator's periodic work (vt->period, on_period: the
+   * assigners' periodic watermarks and idleness checks), at the shortest period */
   int64_t period = 0;
-  for (int i = 0; i < e->ntsops; i++) {
-    int64_t iv = wm_tsop_interval(e->tsops[i]), idle = wm_tsop_idle_timeout(e->tsops[i]);
-    if (iv > 0 && (period == 0 || iv < period)) period = iv;
-    if (idle > 0) {
-      int64_t p = idle / 4 > 0 ? idle / 4 : 1;
-      if (period == 0 || p < period) period = p;
-    }
+  for (size_t i = 0; i < ctx->nops; i++) {
+    wm_op *op = ctx->ops[i];
+    int64_t p = op->vt->period && op->vt->on_period ? op->vt->period(op) : 0;
+    if (p <= 0) continue;
+    wm_op **n = realloc(e->periodic_ops, (size_t)(e->nperiodic_ops + 1) * sizeof *n);
+    if (!n) return wm_ctx_error(ctx, "out of memory");
+    e->periodic_ops = n;
+    n[e->nperiodic_ops++] = op;
+    if (period == 0 || p < period) period = p;
   }
   if (period > 0) {
     if ((rc = uv_timer_init(&e->loop, &e->periodic)) != 0)

@@ -19,6 +19,7 @@
 
 typedef struct wm_op wm_op;
 typedef struct wm_ahead wm_ahead; /* lookahead, below */
+typedef struct wm_wmsource wm_wmsource; /* a watermark source's capability, below */
 typedef struct wm_hint wm_hint;
 typedef struct wm_ctx wm_ctx;
 typedef struct wm_state_io wm_state_io; /* graph/wm_state.h */
@@ -124,7 +125,31 @@ typedef struct wm_op_vt {
    * many it used. */
   bool (*ahead_wants)(wm_op *op, wm_ahead *a);
   size_t (*ahead)(wm_op *op, const wm_hint *h, size_t n);
+  /* Periodic work (optional; the timestamp assigner's periodic watermarks and idleness
+   * checks): period gives, once before the run, how often the operator wants on_period
+   * (ms; 0: never); the executor calls on_period(op, now) on a wall-clock timer of the
+   * shortest period of all operators, for every operator with a period that has not ended.
+   * WM_OK or WM_ERR (the job fails). */
+  int64_t (*period)(const wm_op *op);
+  int (*on_period)(wm_op *op, int64_t now);
+  /* A watermark source (optional: NULL for operators that forward watermarks): an operator
+   * that makes the watermarks of its output itself; sources ask it (wm_op_wmsource). */
+  const wm_wmsource *wmsource;
 } wm_op_vt;
+
+/* What an operator that makes watermarks (vt->wmsource) answers the operators before it: a
+ * partitioned source, whose partitions each have one, and the timeline, which draws them. */
+struct wm_wmsource {
+  /* The last watermark it forwarded (WM_TIME_MIN before the first). */
+  int64_t (*last_watermark)(const wm_op *op);
+  /* Whether its output is idle now. */
+  bool (*idle)(const wm_op *op);
+  /* Its input is paused (backpressure, watermark alignment), not silent: idleness does not
+   * advance while held; released as many times as held, the timeout starts again. */
+  void (*hold_idleness)(wm_op *op, bool hold);
+  /* Marks its output idle (a partition another instance owns). WM_OK or WM_ERR. */
+  int (*mark_idle)(wm_op *op);
+};
 
 /* Lookahead: an operator may tell the operator after it, ahead of time, of records that are
  * coming (their keys and timestamps), so that it can prefetch their state; operators meet
@@ -278,6 +303,11 @@ static inline int wm_op_input_record(wm_op *op, int chan, const wm_value *rec, i
 /* The operator op's main port leads to alone (one edge), else NULL. */
 static inline wm_op *wm_op_next(const wm_op *op) {
   return op->ports[0].n == 1 ? op->ports[0].edges[0].to : NULL;
+}
+
+/* op's watermark-source capability, or NULL (op NULL: none). */
+static inline const wm_wmsource *wm_op_wmsource(const wm_op *op) {
+  return op ? op->vt->wmsource : NULL;
 }
 
 /* Whether op (NULL: none) takes lookahead hints now, and what they must carry in *a. */

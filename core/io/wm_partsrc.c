@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/wm_codec.h"
-#include "ops/wm_tsop.h"
 #include "time/wm_time.h"
 
 /* Records read per turn of the loop before other handles get their turn. */
@@ -60,17 +59,24 @@ int wm_partsrc_commit(wm_op *op) {
 
 /* The watermark of partition i as its own assigner made it: MIN without one. */
 static int64_t part_wm(const wm_part *p) {
-  return p->assigner ? wm_tsop_last_watermark(p->assigner) : WM_TIME_MIN;
+  return p->assigner ? wm_op_wmsource(p->assigner)->last_watermark(p->assigner) : WM_TIME_MIN;
 }
 
-static int part_idle(const wm_part *p) { return p->assigner && wm_tsop_is_idle(p->assigner); }
+static int part_idle(const wm_part *p) {
+  return p->assigner && wm_op_wmsource(p->assigner)->idle(p->assigner);
+}
 
-/* The assigner reading a port through forward operators (parse_csv, map, ...), if any. */
+static void part_hold(wm_op *assigner, bool hold) {
+  if (assigner) wm_op_wmsource(assigner)->hold_idleness(assigner, hold);
+}
+
+/* The assigner (an operator that makes watermarks: vt->wmsource) reading a port through
+ * forward operators (parse_csv, map, ...), if any. */
 static wm_op *find_assigner(wm_op *op, int port) {
   if (port <= 0 || port >= op->nports || op->ports[port].n != 1) return NULL;
   wm_op *to = op->ports[port].edges[0].to;
   for (int hops = 0; to && hops < 16; hops++) {
-    if (wm_op_is_tsop(to)) return to;
+    if (wm_op_wmsource(to)) return to;
     if (to->nin != 1 || to->nports < 1 || to->ports[0].n != 1) return NULL;
     to = to->ports[0].edges[0].to;
   }
@@ -124,7 +130,7 @@ static void align_update(wm_partsrc *s) {
     wm_part *p = &s->parts[i];
     int ahead = !p->done && part_wm(p) > limit;
     if (ahead && !p->align_paused) p->pauses++;
-    if (ahead != p->align_paused && p->assigner) wm_tsop_hold_idleness(p->assigner, ahead);
+    if (ahead != p->align_paused) part_hold(p->assigner, ahead);
     p->align_paused = ahead;
   }
 }
@@ -343,7 +349,7 @@ static int partsrc_start(wm_op *op, wm_io_host *host) {
     for (int i = 0; i < s->n; i++) mine |= s->parts[i].port == port;
     if (mine) continue;
     wm_op *a = find_assigner(op, port);
-    int rc = a ? wm_tsop_mark_idle(a) : end_port(op, port);
+    int rc = a ? wm_op_wmsource(a)->mark_idle(a) : end_port(op, port);
     if (rc != WM_OK) return rc;
   }
   for (int i = 0; i < s->n; i++) {
@@ -366,7 +372,7 @@ static void partsrc_pause(wm_op *op, wm_io_host *host, int paused) {
   wm_partsrc *s = op->impl;
   if (paused != s->paused) /* backpressure: the partitions are paused, not silent */
     for (int i = 0; i < s->n; i++)
-      if (s->parts[i].assigner) wm_tsop_hold_idleness(s->parts[i].assigner, paused);
+      part_hold(s->parts[i].assigner, paused);
   s->paused = paused;
   if (paused) {
     if (s->timer_open) uv_timer_stop(&s->timer);

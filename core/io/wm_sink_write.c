@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "base/wm_jsonw.h"
+#include "base/wm_hash.h"
 #include "graph/wm_statefmt.h"
 #include "io/wm_lines.h"
 #include "time/wm_time.h"
@@ -382,7 +383,7 @@ static int tail_hash(const char *path, uint64_t len, file_id *id) {
     errno = 0;
     return 0;
   }
-  unsigned char buf[TAIL_BYTES];
+  unsigned char buf[TAIL_BYTES] = {0}; /* (cppcheck cannot see that the loop fills it) */
   size_t got = 0;
   while (got < n) {
     ssize_t k = pread(fd, buf + got, (size_t)n - got, (off_t)(len - n + got));
@@ -395,10 +396,8 @@ static int tail_hash(const char *path, uint64_t len, file_id *id) {
     got += (size_t)k;
   }
   close(fd);
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 1099511628211ull;
   id->hashed = n;
-  id->hash = h;
+  id->hash = wm_fnv1a64(buf, got);
   return 0;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_hash.h"
+
 #include "graph/wm_statefmt.h"
 #include "io/wm_partsrc.h"
 #include "time/wm_time.h"
@@ -15,17 +17,8 @@
 
 enum { K_RECORD = 'R', K_WATERMARK = 'W', K_IDLE = 'I', K_ACTIVE = 'A', K_END = 'E' };
 
-/* FNV-1a, 32 bits: the partition of a key is fnv1a32(the key as print shows it) mod n, as
- * NATS's partition() subject mapping computes it (and wm.partition, which is to replace
- * this copy). */
-static uint32_t fnv1a32(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (uint8_t)s[i];
-    h *= 16777619u;
-  }
-  return h;
-}
+/* The partition of a key is wm_fnv1a32(the key as print shows it) mod n, as NATS's
+ * partition() subject mapping computes it (base/wm_hash.h, as wm.partition does). */
 
 /* ---- the writer ------------------------------------------------------------------------------ */
 
@@ -83,7 +76,7 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   wm_buf_clear(&w->text);
   wm_format_value(&w->text, &key, 0, op->ctx->host.format, op->ctx->host.ud);
   if (w->text.oom) return wm_ctx_error(op->ctx, "out of memory in '%s'", op->name);
-  int p = (int)(fnv1a32(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->partitions);
+  int p = (int)(wm_fnv1a32(w->text.data ? w->text.data : "", w->text.len) % (uint32_t)w->partitions);
   uint64_t seq = w->seq + 1;
   tw_head(w, K_RECORD, seq, ts);
   wm_encoder enc; /* a schema per message: every message is read on its own (replays, restores) */

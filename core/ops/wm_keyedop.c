@@ -6,6 +6,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_statefmt.h"
+#include "ops/wm_keyidx.h"
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
@@ -31,8 +32,7 @@ typedef struct keyedop {
   uint32_t nlive;
   uint32_t *freel; /* places of removed keys, reused first */
   uint32_t nfree, capfree;
-  uint32_t *idx; /* linear probing: entry index + 1; 0 = empty (backward-shift deletion) */
-  size_t capidx;
+  wm_keyidx ix; /* key -> place (the core's table with deletion, ops/wm_keyidx.h) */
   wm_timers *q[2];
   uint64_t seq;
   int64_t cur;  /* the entry being processed, -1 outside callbacks */
@@ -49,70 +49,20 @@ static int tset_find(const tset *s, int64_t t) {
   return -1;
 }
 
-static size_t idx_find(const keyedop *s, const wm_value *key, uint64_t h, int *found) {
-  size_t mask = s->capidx - 1, i = h & mask;
-  for (;;) {
-    uint32_t v = s->idx[i];
-    if (v == 0) {
-      *found = 0;
-      return i;
-    }
-    const kentry *e = &s->e[v - 1];
-    if (e->hash == h && wm_key_equal(&e->key, key)) {
-      *found = 1;
-      return i;
-    }
-    i = (i + 1) & mask;
-  }
-}
-
-static int idx_grow(keyedop *s) {
-  size_t cap = s->capidx * 2;
-  uint32_t *n = calloc(cap, sizeof *n);
-  if (!n) return -1;
-  free(s->idx);
-  s->idx = n;
-  s->capidx = cap;
-  for (uint32_t i = 0; i < s->ne; i++) {
-    if (!s->e[i].live) continue;
-    int found;
-    n[idx_find(s, &s->e[i].key, s->e[i].hash, &found)] = i + 1;
-  }
-  return 0;
-}
-
-/* Empties index slot `at` and shifts back the entries of its probe run that may move into
- * it (no tombstones: lookups stay as short as if the key had never been there). */
-static void idx_remove(keyedop *s, size_t at) {
-  size_t mask = s->capidx - 1, i = at, j = at;
-  s->idx[i] = 0;
-  for (;;) {
-    j = (j + 1) & mask;
-    uint32_t v = s->idx[j];
-    if (v == 0) return;
-    size_t home = s->e[v - 1].hash & mask;
-    /* the entry at j stays when its home lies cyclically in (i, j] */
-    if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
-    s->idx[i] = v;
-    s->idx[j] = 0;
-    i = j;
-  }
+static const wm_value *place_key(void *ud, uint32_t i, uint64_t *hash) {
+  const kentry *e = &((const keyedop *)ud)->e[i];
+  *hash = e->hash;
+  return &e->key;
 }
 
 /* The entry of key, created when missing. */
 static int entry_get(wm_op *op, keyedop *s, const wm_value *key, uint32_t *out) {
   uint64_t h = wm_key_hash(key);
-  int found;
-  size_t at = idx_find(s, key, h, &found);
-  if (found) {
-    *out = s->idx[at] - 1;
+  uint32_t i = wm_keyidx_find(&s->ix, key, h);
+  if (i != WM_KEYIDX_NONE) {
+    *out = i;
     return WM_OK;
   }
-  if ((size_t)(s->nlive + 1) * 4 >= s->capidx * 3) {
-    if (idx_grow(s) != 0) return wm_ctx_error(op->ctx, "out of memory in keyed state");
-    at = idx_find(s, key, h, &found);
-  }
-  uint32_t i;
   if (s->nfree) {
     i = s->freel[s->nfree - 1];
   } else {
@@ -134,11 +84,14 @@ static int entry_get(wm_op *op, keyedop *s, const wm_value *key, uint32_t *out) 
   if (wm_value_copy(&op->ctx->host, &e->key, key) != 0)
     return wm_ctx_error(op->ctx, "out of memory in keyed state");
   e->hash = h;
+  if (wm_keyidx_add(&s->ix, i) != 0) {
+    wm_value_release(&op->ctx->host, &e->key);
+    return wm_ctx_error(op->ctx, "out of memory in keyed state");
+  }
   e->live = 1;
   if (s->nfree) s->nfree--;
   else s->ne++;
   s->nlive++;
-  s->idx[at] = i + 1;
   *out = i;
   return WM_OK;
 }
@@ -157,9 +110,7 @@ static void entry_release(const wm_host *h, kentry *e) {
 /* Removes entry i (not the one being processed): memory freed, the place reused. */
 static void entry_remove(wm_op *op, keyedop *s, uint32_t i) {
   kentry *e = &s->e[i];
-  int found;
-  size_t at = idx_find(s, &e->key, e->hash, &found);
-  if (found) idx_remove(s, at);
+  wm_keyidx_remove(&s->ix, i);
   entry_release(&op->ctx->host, e);
   e->live = 0;
   e->gen++; /* queue entries of the key that was here never fire for the next one */
@@ -479,7 +430,7 @@ static void keyed_free(wm_op *op) {
   release_entries(op, s);
   free(s->e);
   free(s->freel);
-  free(s->idx);
+  wm_keyidx_free(&s->ix);
   wm_timers_free(s->q[0]);
   wm_timers_free(s->q[1]);
   if (s->cfg.keysel.free) s->cfg.keysel.free(s->cfg.keysel.ud);
@@ -722,7 +673,7 @@ static int keyed_restore(wm_op *op, wm_state_io *io) {
   /* back to the empty operator it was built as: no half-restored state stays */
   release_entries(op, s);
   s->ne = s->nlive = s->nfree = 0;
-  memset(s->idx, 0, s->capidx * sizeof *s->idx);
+  wm_keyidx_clear(&s->ix);
   wm_timers *q0 = wm_timers_new(), *q1 = wm_timers_new();
   if (q0 && q1) {
     wm_timers_free(s->q[0]);
@@ -754,15 +705,14 @@ wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg) {
   if (s) {
     s->cfg = *cfg;
     s->cur = -1;
-    s->capidx = 16;
-    s->idx = calloc(s->capidx, sizeof *s->idx);
+    int ix = wm_keyidx_init(&s->ix, place_key, s);
     s->q[0] = wm_timers_new();
     s->q[1] = wm_timers_new();
-    if (s->idx && s->q[0] && s->q[1]) op = wm_op_new(ctx, &keyed_vt, s, name);
+    if (ix == 0 && s->q[0] && s->q[1]) op = wm_op_new(ctx, &keyed_vt, s, name);
   }
   if (!op) {
     if (s) {
-      free(s->idx);
+      wm_keyidx_free(&s->ix);
       wm_timers_free(s->q[0]);
       wm_timers_free(s->q[1]);
       free(s);

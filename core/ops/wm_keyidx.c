@@ -22,31 +22,6 @@ void wm_keyidx_clear(wm_keyidx *x) {
   x->n = 0;
 }
 
-/* The place of key: its entry's (*found 1), or the empty place where it would go. */
-static size_t place(const wm_keyidx *x, const wm_value *key, uint64_t h, int *found) {
-  size_t mask = x->cap - 1, p = h & mask;
-  for (;;) {
-    uint32_t v = x->at[p];
-    if (v == 0) {
-      *found = 0;
-      return p;
-    }
-    uint64_t eh;
-    const wm_value *ek = x->key(x->ud, v - 1, &eh);
-    if (eh == h && wm_key_equal(ek, key)) {
-      *found = 1;
-      return p;
-    }
-    p = (p + 1) & mask;
-  }
-}
-
-uint32_t wm_keyidx_find(const wm_keyidx *x, const wm_value *key, uint64_t h) {
-  int found;
-  size_t p = place(x, key, h, &found);
-  return found ? x->at[p] - 1 : WM_KEYIDX_NONE;
-}
-
 static int grow(wm_keyidx *x) {
   size_t cap = x->cap * 2, mask = cap - 1;
   uint32_t *n = calloc(cap, sizeof *n);
@@ -81,7 +56,7 @@ void wm_keyidx_remove(wm_keyidx *x, uint32_t i) {
   uint64_t h;
   const wm_value *key = x->key(x->ud, i, &h);
   int found;
-  size_t p = place(x, key, h, &found), mask = x->cap - 1, q = p;
+  size_t p = wm_keyidx_place(x, key, h, &found), mask = x->cap - 1, q = p;
   if (!found) return;
   for (;;) { /* move back every entry after p that may stand at p */
     q = (q + 1) & mask;

@@ -299,6 +299,34 @@ static bool tsop_ahead_wants(wm_op *op, wm_ahead *a) {
   return true;
 }
 
+/* The executor's period: the watermark interval, and a quarter of the idle timeout (at
+ * least 1 ms) so that idleness is seen within a quarter of it. */
+static int64_t tsop_period(const wm_op *op) {
+  const tsop *s = op->impl;
+  int64_t period = 0, iv = s->cfg.interval, idle = s->cfg.idle_timeout;
+  if (iv > 0) period = iv;
+  if (idle > 0) {
+    int64_t p = idle / 4 > 0 ? idle / 4 : 1;
+    if (period == 0 || p < period) period = p;
+  }
+  return period;
+}
+
+static int tsop_on_period(wm_op *op, int64_t now) {
+  int rc = wm_tsop_check_idle(op, now);
+  if (rc == WM_OK && !wm_tsop_is_idle(op) && wm_tsop_interval(op) > 0) rc = wm_tsop_periodic(op);
+  return rc;
+}
+
+static bool tsop_idle(const wm_op *op) { return wm_tsop_is_idle(op); }
+
+static const wm_wmsource tsop_wmsource = {
+    .last_watermark = wm_tsop_last_watermark,
+    .idle = tsop_idle,
+    .hold_idleness = wm_tsop_hold_idleness,
+    .mark_idle = wm_tsop_mark_idle,
+};
+
 static const wm_op_vt tsop_vt = {
     .kind = "timestamps/watermarks",
     .record = tsop_record,
@@ -308,6 +336,9 @@ static const wm_op_vt tsop_vt = {
     .snapshot = tsop_snapshot,
     .restore = tsop_restore,
     .ahead_wants = tsop_ahead_wants,
+    .period = tsop_period,
+    .on_period = tsop_on_period,
+    .wmsource = &tsop_wmsource,
 };
 
 bool wm_op_is_tsop(const wm_op *op) { return op->vt == &tsop_vt; }

@@ -223,7 +223,7 @@ int wm_wo_entry_new(wm_op *op, winop *s, const kprobe *k, uint64_t h, wm_window 
  * the key's earliest window on every record, and on every deletion). */
 
 static uint32_t kpri(uint32_t i) {
-  return (uint32_t)(mix((uint64_t)i + 0x9e3779b97f4a7c15ULL) >> 32);
+  return (uint32_t)(wm_mix64((uint64_t)i + WM_HASH_GOLDEN) >> 32);
 }
 
 /* whether entry a belongs above entry b (a strict order: ties by slot) */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_hash.h"
+
 typedef struct group {
   int64_t t;
   wm_timer_entry *items;
@@ -17,21 +19,16 @@ struct wm_timers {
   size_t nfree;
   uint32_t *heap; /* group indexes, min-heap by t */
   size_t nheap, capheap;
-  uint32_t *index; /* open addressing: t -> group index + 1 (0 = empty, UINT32_MAX = tombstone) */
+  /* open addressing: t -> group index + 1 (0 = empty, UINT32_MAX = tombstone), hashed with
+   * wm_mix64 (base/wm_hash.h). Its own table, not ops/wm_keyidx.h: the key is a bare int64
+   * (no wm_value to compare) and this layer is below ops. */
+  uint32_t *index;
   size_t capindex, usedindex; /* usedindex counts live and tombstones */
   size_t nentries;
   group popped; /* the group handed out by the last pop */
 };
 
 #define TOMB UINT32_MAX
-
-static uint64_t thash(int64_t t) {
-  uint64_t x = (uint64_t)t;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
 
 wm_timers *wm_timers_new(void) {
   wm_timers *q = calloc(1, sizeof *q);
@@ -57,7 +54,7 @@ size_t wm_timers_groups(const wm_timers *q) { return q->nheap; }
 size_t wm_timers_size(const wm_timers *q) { return q->nentries; }
 
 static size_t index_find(const wm_timers *q, int64_t t, int *found) {
-  size_t mask = q->capindex - 1, i = thash(t) & mask, tomb = SIZE_MAX;
+  size_t mask = q->capindex - 1, i = wm_mix64((uint64_t)t) & mask, tomb = SIZE_MAX;
   for (;;) {
     uint32_t g = q->index[i];
     if (g == 0) { *found = 0; return tomb != SIZE_MAX ? tomb : i; }

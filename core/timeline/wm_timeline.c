@@ -6,15 +6,18 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_hash.h"
 #include "graph/wm_observe.h"
 #include "time/wm_time.h"
-#include "ops/wm_tsop.h"
 #include "time/wm_window.h"
 
 #define KEY_OTHER WM_TL_KEY_OTHER
 #define KEY_NONE WM_TL_KEY_NONE
 #define KEY_TEXT 48
-#define KEY_INDEX 128 /* open-addressing index of the key texts (> 2 * WM_TL_KEYS) */
+/* open-addressing index of the key texts (> 2 * WM_TL_KEYS), FNV-1a of the text: fixed size,
+ * never deleted from, int16 slots; the bands' table (wins) is keyed by (series, window, x),
+ * not by a key: neither is ops/wm_keyidx.h's shape. Both hash with base/wm_hash.h. */
+#define KEY_INDEX 128
 #define MAX_SERIES 32
 
 enum { MK_FIRE = WM_TL_FIRE, MK_LATE_FIRE = WM_TL_LATE_FIRE, MK_CLEANUP = WM_TL_CLEANUP };
@@ -114,8 +117,7 @@ static int16_t key_id(wm_timeline *tl, const wm_value *k) {
   if (!k) return KEY_NONE;
   char text[KEY_TEXT];
   key_text(k, text, sizeof text);
-  uint32_t h = 2166136261u; /* FNV-1a */
-  for (const char *c = text; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
+  uint32_t h = wm_fnv1a32(text, strlen(text));
   for (size_t i = h % KEY_INDEX;; i = (i + 1) % KEY_INDEX) {
     int16_t e = tl->key_index[i];
     if (e == 0) {
@@ -217,7 +219,7 @@ static void tl_trace(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
   wm_timeline *tl = ud;
   if (!status) {
     int si = -1;
-    if (chan < 0 && wm_op_is_tsop(op)) si = series_of(tl, op, 0);
+    if (chan < 0 && wm_op_wmsource(op)) si = series_of(tl, op, 0);
     else if (chan >= 0 && is_window_op(op)) si = series_of(tl, op, 1);
     if (si >= 0) {
       uint64_t x = new_wm == WM_TIME_MAX ? tl->nrec : tl->cur_x;
@@ -236,17 +238,8 @@ static void tl_trace(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_
   if (tl->prev_trace) tl->prev_trace(tl->prev_trace_ud, op, chan, old_wm, new_wm, status);
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 31;
-  x *= 0x7fb5d329728ea185ULL;
-  x ^= x >> 27;
-  x *= 0x81dadef4bc2dd44dULL;
-  x ^= x >> 33;
-  return x;
-}
-
 static uint64_t win_hash(int si, wm_window w) {
-  return mix64((uint64_t)w.start * 0x9e3779b97f4a7c15ULL ^ mix64((uint64_t)w.stop) ^
+  return wm_mix64((uint64_t)w.start * WM_HASH_GOLDEN ^ wm_mix64((uint64_t)w.stop) ^
                (uint64_t)si);
 }
 
@@ -382,7 +375,7 @@ static void *list_push(wm_timeline *tl, tl_list *l) {
  * them, and then every other key's lane goes empty). */
 static tl_mark *mark_push(wm_timeline *tl, int si, wm_window w, uint64_t x) {
   tl_list *l = &tl->marks;
-  uint64_t h = mix64(win_hash(si, w) ^ (x * 0x9e3779b97f4a7c15ULL)) >> 8;
+  uint64_t h = wm_mix64(win_hash(si, w) ^ (x * WM_HASH_GOLDEN)) >> 8;
   l->seen++;
   if (h % l->stride != 0) return NULL;
   while (l->n == l->limit) { /* keep the marks of about half of the moments */
@@ -391,7 +384,7 @@ static tl_mark *mark_push(wm_timeline *tl, int si, wm_window w, uint64_t x) {
     tl_mark *a = l->a;
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++)
-      if ((mix64(win_hash(a[i].series, a[i].w) ^ (a[i].x * 0x9e3779b97f4a7c15ULL)) >> 8) %
+      if ((wm_mix64(win_hash(a[i].series, a[i].w) ^ (a[i].x * WM_HASH_GOLDEN)) >> 8) %
               l->stride == 0)
         a[k++] = a[i];
     l->n = k;

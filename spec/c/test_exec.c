@@ -339,6 +339,80 @@ static void test_small_buffers(const char *dir) {
   remove(out2);
 }
 
+/* ---- periodic work through the operator's hooks ---------------------------------------
+ * The executor drives vt->period / vt->on_period of any operator, not only of the timestamp
+ * assigner: an operator of its own kind asking for 2 ms gets on_period with a clock that does
+ * not go back, and stops the run on its third call; one whose period is 0 and one that has
+ * ended are never called. (Without the hook the source would stay open: the guard timer
+ * then ends the run after 5 s and the count checks fail.) */
+
+typedef struct ticker {
+  wm_exec *e;
+  fakesrc *src;
+  int64_t period;
+  int calls;
+  int64_t last_now;
+  int went_back;
+} ticker;
+
+static void end_source(wm_exec *e, fakesrc *src) {
+  if (!src->keep_open) return;
+  wm_io_source_done(wm_exec_host(e), src->op);
+  fake_stop(src->op, wm_exec_host(e), 1);
+}
+
+static int64_t tick_period(const wm_op *op) { return ((const ticker *)op->impl)->period; }
+static int tick_on_period(wm_op *op, int64_t now) {
+  ticker *t = op->impl;
+  if (t->calls && now < t->last_now) t->went_back = 1;
+  t->last_now = now;
+  if (++t->calls == 3) end_source(t->e, t->src);
+  return WM_OK;
+}
+static const wm_op_vt tick_vt = {.kind = "ticker", .period = tick_period, .on_period = tick_on_period};
+
+static void on_guard(uv_timer_t *t) {
+  ticker *k = t->data;
+  end_source(k->e, k->src);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void test_periodic_hook(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {0};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  fakesrc a = {.e = e};
+  ticker k = {.e = e, .src = &a, .period = 2}, never = {.e = e, .src = &a, .period = 0},
+         ended = {.e = e, .src = &a, .period = 1};
+  wm_op *oa = wm_op_new(&ctx, &fake_vt, &a, "source");
+  wm_op *ok = wm_op_new(&ctx, &tick_vt, &k, "ticker");
+  wm_op *on = wm_op_new(&ctx, &tick_vt, &never, "no period");
+  wm_op *oe = wm_op_new(&ctx, &tick_vt, &ended, "ended");
+  a.op = oa;
+  CHECK(oa && ok && on && oe && wm_ctx_prepare(&ctx) == WM_OK);
+  oe->ended = 1;
+  CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0);
+  CHECK(uv_async_init(wm_exec_loop(e), &a.keep, NULL) == 0);
+  a.keep_open = 1;
+  uv_timer_t guard;
+  CHECK(uv_timer_init(wm_exec_loop(e), &guard) == 0);
+  guard.data = &k;
+  CHECK(uv_timer_start(&guard, on_guard, 5000, 0) == 0);
+  uv_unref((uv_handle_t *)&guard);
+  int rc = wm_exec_run(e);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  CHECK(rc == WM_OK);
+  CHECK_I64(k.calls, 3);
+  CHECK(!k.went_back);
+  CHECK_I64(never.calls, 0);
+  CHECK_I64(ended.calls, 0);
+  if (!uv_is_closing((uv_handle_t *)&guard)) uv_close((uv_handle_t *)&guard, NULL);
+  uv_run(wm_exec_loop(e), UV_RUN_NOWAIT);
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
 void test_exec(void) {
   char dir[] = "/tmp/wm_test_exec.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -352,4 +426,5 @@ void test_exec(void) {
   test_open_source_at_end();
   test_stall(0);
   test_stall(1);
+  test_periodic_hook();
 }

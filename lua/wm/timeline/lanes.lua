@@ -1,0 +1,143 @@
+--- The timeline picture's lanes under the plot: one per key, with its firings (and their
+-- values) and its late records.
+-- @module wm.timeline.lanes
+
+local fmt = string.format
+
+local T = require("wm.timeline.text")
+local LABEL_CHARS = T.LABEL_CHARS
+local CHAR_W = T.CHAR_W
+local esc = T.esc
+local cut = T.cut
+local fmt_ts = T.fmt_ts
+local fmt_win = T.fmt_win
+local key_colour_class = T.key_colour_class
+local key_name = T.key_name
+local short_value = T.short_value
+local S = require("wm.timeline.scales")
+local px = S.px
+
+-- The lanes: one per key (in the order keys appeared), then the other keys, then the
+-- firings and late records whose key is unknown.
+local function lanes_of(tl)
+  local used = {}
+  for _, m in ipairs(tl.marks) do if m.kind ~= "cleanup" then used[m.key or -1] = true end end
+  for _, l in ipairs(tl.lates) do used[l.key or -1] = true end
+  local lanes, index = {}, {}
+  for k = 1, #tl.keys do
+    if used[k] then lanes[#lanes + 1] = {key = k, name = tl.keys[k]}; index[k] = #lanes end
+  end
+  if used[0] then lanes[#lanes + 1] = {key = 0, name = "other keys"}; index[0] = #lanes end
+  if used[-1] then lanes[#lanes + 1] = {key = nil, name = "(no key)"}; index[-1] = #lanes end
+  return lanes, index
+end
+
+local function lane_height(n) return n <= 16 and 20 or 14 end
+
+-- Hides value labels that would overlap the previous shown one of their lane or a mark
+-- (the page's script does the same again after every zoom). xs: the marks' x, sorted.
+local function place_values(vals, xs, limit)
+  for _, v in ipairs(vals) do
+    if v.x + v.w > limit then -- no room on the right (the end of input): on the left
+      v.x, v.dx = v.x - 16 - v.w, v.dx - 16 - v.w
+    end
+  end
+  table.sort(vals, function(a, b) return a.x < b.x end)
+  local right, j = -math.huge, 1
+  for _, v in ipairs(vals) do
+    while xs[j] and xs[j] <= v.x do j = j + 1 end
+    v.shown = v.x >= right and not (xs[j] and xs[j] - 8 < v.x + v.w)
+    if v.shown then right = v.x + v.w + 6 end
+  end
+end
+
+-- Draws the lanes of panel p (layout: lanes, lane_index, lh, lanes_top, from the panel).
+local function draw(w, tl, p, layout)
+  local lanes, lane_index, lh, lanes_top = layout.lanes, layout.lane_index, layout.lh, layout.lanes_top
+  -- the lanes: every firing of every key, with its value, and the late records
+  w('<g class="lanes">\n')
+  local lane_items = {}
+  for i = 1, #lanes do lane_items[i] = {} end
+  for _, m in ipairs(tl.marks) do
+    if m.kind ~= "cleanup" then
+      local items = lane_items[lane_index[m.key or -1]]
+      items[#items + 1] = {m = m}
+    end
+  end
+  for _, l in ipairs(tl.lates) do
+    local items = lane_items[lane_index[l.key or -1]]
+    items[#items + 1] = {l = l}
+  end
+  for i, lane in ipairs(lanes) do
+    local y = lanes_top + (i - 1) * lh + lh / 2
+    local title = lane.key and key_name(tl, lane.key) or "firings whose key is unknown"
+    w('<g class="lane" data-key="%s">\n', esc(lane.name))
+    w('<rect class="lane-bg%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>', i % 2 == 0
+      and " even" or "", p.L, y - lh / 2, p.W, lh)
+    w('<circle class="%s" cx="%.1f" cy="%.1f" r="3.5"/><text class="lane-label" x="%.1f" ' ..
+      'y="%.1f" text-anchor="end">%s<title>key %s</title></text>\n', key_colour_class(lane.key),
+      p.L - 8, y, p.L - 15, y + 4, esc(cut(lane.name, LABEL_CHARS - 3)), esc(title))
+    -- several items at one x (a watermark that closes many windows) sit side by side
+    local items = lane_items[i]
+    table.sort(items, function(a, b)
+      local ea, eb = a.m or a.l, b.m or b.l
+      local xa, xb = px(p, ea.x, ea.t), px(p, eb.x, eb.t)
+      if xa ~= xb then return xa < xb end
+      return (ea.stop or ea.ts) < (eb.stop or eb.ts)
+    end)
+    local vals, xs, lastx, dodge = {}, {}, nil, 0
+    w('<g class="zx" clip-path="url(#%s)">\n', p.clip)
+    for _, it in ipairs(items) do
+      local e = it.m or it.l
+      local x = px(p, e.x, e.t)
+      if lastx and x - lastx < 0.05 then dodge = dodge + 9 else dodge = 0 end
+      lastx = x
+      xs[#xs + 1] = x + dodge
+      local dx = dodge > 0 and fmt(' data-dx="%d"', dodge) or ""
+      if it.l then
+        w('<circle class="late %s"%s cx="%.1f" cy="%.1f" r="4"><title>%s</title></circle>\n',
+          e.side and "side" or "dropped", dx, x + dodge, y, e.title)
+      else
+        local m = e
+        local head = fmt("key %s: %s", esc(key_name(tl, m.key) or "unknown"),
+          fmt_win(m.start, m.stop, p.epoch))
+        local what = m.kind == "fire" and
+          fmt("fired on time: the watermark reached %s", fmt_ts(m.wm, p.epoch)) or
+          fmt("fired late (a late record within the allowed lateness; watermark %s)",
+            fmt_ts(m.wm, p.epoch))
+        local value = m.value and fmt(". Result: %s", esc(m.value)) or ""
+        if m.kind == "fire" then
+          w('<path class="fire ontime"%s d="M%.1f %.1fl-5 -8.5h10z"><title>%s %s%s</title></path>\n',
+            dx, x + dodge, y + 4.5, head, what, value)
+        else
+          w('<path class="fire late"%s d="M%.1f %.1fl5 5l-5 5l-5 -5z"><title>%s %s%s</title></path>\n',
+            dx, x + dodge, y - 5, head, what, value)
+        end
+        local sv = short_value(m.value, key_name(tl, m.key))
+        if sv then
+          vals[#vals + 1] = {x = x + dodge + 7, w = (utf8.len(sv) or #sv) * CHAR_W, text = sv,
+            dx = dodge + 7}
+        end
+      end
+    end
+    table.sort(xs)
+    place_values(vals, xs, p.L + p.W)
+    for _, v in ipairs(vals) do
+      w('<text class="val" data-dx="%.1f" data-w="%.0f" x="%.1f" y="%.1f"%s>%s</text>\n', v.dx,
+        v.w, v.x, y + 3.5, v.shown and "" or ' style="display:none"', esc(v.text))
+    end
+    w("</g>\n</g>\n")
+  end
+  if #lanes > 0 then
+    w('<text class="lh" x="%.1f" y="%.1f">firings and late records by key%s</text>\n',
+      p.L, lanes_top - 8, #tl.keys > 0 and " (hover for the window and the result)" or "")
+  end
+  w("</g>\n") -- lanes
+end
+
+return {
+  lanes_of = lanes_of,
+  lane_height = lane_height,
+  place_values = place_values,
+  draw = draw,
+}
