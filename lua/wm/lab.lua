@@ -27,7 +27,74 @@ Lab.__index = Lab
 
 --- The columns of a result row, in the order of the table and of the JSON lines.
 M.COLUMNS = {"name", "records", "late", "dropped", "late_firings", "lag_p50", "lag_p99",
-             "lag_max", "latency_p50", "latency_p99", "latency_max"}
+             "lag_max", "latency_p50", "latency_p99", "latency_max", "first_final", "admit_p99",
+             "admit_p999", "admit_max", "top_late_key"}
+
+-- The upper bounds (ms, exclusive) of the lateness histogram's buckets; the last bucket
+-- holds the rest (`>= 10min`).
+M.LATENESS_BUCKETS = {10, 100, 1000, 10000, 60000, 600000}
+
+-- A key as the breakdown names it: a string or number as is, a composite key's fields joined
+-- by ",", a missing key "?".
+local function key_text(k)
+  if k == false or k == nil then return "?" end
+  if type(k) == "table" then
+    local parts = {}
+    for i, x in ipairs(k) do parts[i] = tostring(x) end
+    return table.concat(parts, ",")
+  end
+  return tostring(k)
+end
+
+--- Adds the breakdown of the late records to a result of the replay (`lab:run` does):
+-- `late_by_key` (`{key, late}` per key, most late records first, then by key),
+-- `top_late_key` ("key n"), `lateness_hist` (`{lt, n}` per bucket of M.LATENESS_BUCKETS;
+-- `lt` nil for the last), `admit_p99`, `admit_p999`, `admit_max` (the smallest allowed
+-- lateness that admits 99 %, 99.9 %, all of the late records: nearest rank of the lateness,
+-- plus 1), `first_final` (the share of fired windows no record reached after their first
+-- firing; nil when none fired).
+-- @tparam table r a result with `late_lateness`, `late_keys`, `first_firings`, `damaged_windows`
+-- @treturn table r
+-- @usage local r = wm.lab.breakdown{late_lateness = {0, 500}, late_keys = {"a", "a"}}
+-- print(r.top_late_key, r.admit_max) --> a 2   501
+function M.breakdown(r)
+  local lat, keys = r.late_lateness or {}, r.late_keys or {}
+  local per, order = {}, {}
+  for i = 1, #keys do
+    local k = key_text(keys[i])
+    if not per[k] then per[k] = 0; order[#order + 1] = k end
+    per[k] = per[k] + 1
+  end
+  table.sort(order, function(a, b)
+    if per[a] ~= per[b] then return per[a] > per[b] end
+    return a < b
+  end)
+  local by_key = {}
+  for i, k in ipairs(order) do by_key[i] = {key = k, late = per[k]} end
+  r.late_by_key = by_key
+  r.top_late_key = by_key[1] and (by_key[1].key .. " " .. by_key[1].late) or nil
+  local hist = {}
+  for i, b in ipairs(M.LATENESS_BUCKETS) do hist[i] = {lt = b, n = 0} end
+  hist[#hist + 1] = {n = 0}
+  for _, l in ipairs(lat) do
+    local i = 1
+    while M.LATENESS_BUCKETS[i] and l >= M.LATENESS_BUCKETS[i] do i = i + 1 end
+    hist[i].n = hist[i].n + 1
+  end
+  r.lateness_hist = hist
+  local sorted = {table.unpack(lat)}
+  table.sort(sorted)
+  local n = #sorted
+  local function admit(per_mille) -- nearest rank, then + 1: the lateness is W - (end - 1)
+    if n == 0 then return nil end
+    local rank = math.max(1, (per_mille * n + 999) // 1000)
+    return math.max(0, sorted[rank] + 1)
+  end
+  r.admit_p99, r.admit_p999, r.admit_max = admit(990), admit(999), admit(1000)
+  local f = r.first_firings or 0
+  r.first_final = f > 0 and (f - (r.damaged_windows or 0)) / f or nil
+  return r
+end
 
 --- A duration as a short label: "0ms", "250ms", "2s", "1min".
 -- @tparam integer ms
@@ -236,6 +303,7 @@ function Lab:run(opts)
       error(string.format("wm.lab: candidate '%s': %s", cand.name, tostring(r)), 0)
     end
     r.name = cand.name
+    M.breakdown(r)
     if opts.keep_output then r.output = h:output() end
     h:close()
     results[i] = r
@@ -245,7 +313,18 @@ end
 
 -- The table's text: a header line, then one row per result.
 local HEAD = {"candidate", "records", "late", "dropped", "late firings", "lag p50", "lag p99",
-              "lag max", "latency p50", "latency p99", "latency max"}
+              "lag max", "latency p50", "latency p99", "latency max", "first final", "admit p99",
+              "admit p99.9", "admit all", "top late key"}
+
+-- A share as the table prints it: "99.25%".
+local function percent(x) return string.format("%.2f%%", 100 * x) end
+
+-- A lateness bucket's label: "<10ms", "<1s", ">=10min".
+local function bucket_label(i)
+  local b = M.LATENESS_BUCKETS[i]
+  if b then return "<" .. M.label(b) end
+  return ">=" .. M.label(M.LATENESS_BUCKETS[#M.LATENESS_BUCKETS])
+end
 
 --- The results as the table `wmrun lab` prints (times in ms; "-" when there is no sample).
 -- @tparam table results from `lab:run()`
@@ -255,7 +334,10 @@ function Lab:table(results)
   local cells = {HEAD}
   for _, r in ipairs(results) do
     local row = {}
-    for k, col in ipairs(M.COLUMNS) do row[k] = r[col] == nil and "-" or tostring(r[col]) end
+    for k, col in ipairs(M.COLUMNS) do
+      local v = r[col]
+      row[k] = v == nil and "-" or col == "first_final" and percent(v) or tostring(v)
+    end
     cells[#cells + 1] = row
   end
   local width = {}
@@ -274,6 +356,26 @@ function Lab:table(results)
       parts[k] = k == 1 and (c .. string.rep(" ", width[k] - #c)) or (string.rep(" ", width[k] - #c) .. c)
     end
     out[#out + 1] = table.concat(parts, "  ")
+  end
+  -- the breakdown of the late records: per key (top 3) and how late
+  local lines = {}
+  for _, r in ipairs(results) do
+    if r.late_by_key and #r.late_by_key > 0 then
+      local ks = {}
+      for i = 1, math.min(3, #r.late_by_key) do
+        ks[i] = r.late_by_key[i].key .. " " .. r.late_by_key[i].late
+      end
+      if #r.late_by_key > 3 then ks[#ks + 1] = "(" .. (#r.late_by_key - 3) .. " more keys)" end
+      local hs = {}
+      for i, b in ipairs(r.lateness_hist) do hs[i] = bucket_label(i) .. " " .. b.n end
+      lines[#lines + 1] = string.format("%s%s  by key: %s;  lateness: %s", r.name,
+        string.rep(" ", width[1] - #r.name), table.concat(ks, ", "), table.concat(hs, " "))
+    end
+  end
+  if #lines > 0 then
+    out[#out + 1] = "late records by key (most first) and lateness (how far the watermark was past "
+      .. "the end of the record's window)"
+    for _, l in ipairs(lines) do out[#out + 1] = l end
   end
   return table.concat(out, "\n") .. "\n"
 end
@@ -297,11 +399,22 @@ function Lab.json(_self, results)
     local parts = {}
     local cols = {table.unpack(M.COLUMNS)}
     cols[#cols + 1] = "latency_windows"
+    cols[#cols + 1] = "first_firings"
+    cols[#cols + 1] = "damaged_windows"
     for _, col in ipairs(cols) do
       local v = r[col]
+      if math.type(v) == "float" then v = string.format("%.6g", v) end
       parts[#parts + 1] = json_string(col) .. ":" ..
-        (v == nil and "null" or type(v) == "string" and json_string(v) or tostring(v))
+        (v == nil and "null" or col ~= "first_final" and type(v) == "string" and json_string(v) or tostring(v))
     end
+    local ks = {}
+    for i, e in ipairs(r.late_by_key or {}) do ks[i] = "[" .. json_string(e.key) .. "," .. e.late .. "]" end
+    parts[#parts + 1] = '"late_by_key":[' .. table.concat(ks, ",") .. "]"
+    local hs = {}
+    for i, b in ipairs(r.lateness_hist or {}) do
+      hs[i] = "{" .. (b.lt and ('"lt":' .. b.lt .. ",") or "") .. '"n":' .. b.n .. "}" -- the last: no lt
+    end
+    parts[#parts + 1] = '"lateness_hist":[' .. table.concat(hs, ",") .. "]"
     out[#out + 1] = "{" .. table.concat(parts, ",") .. "}"
   end
   return table.concat(out, "\n") .. "\n"
