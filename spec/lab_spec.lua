@@ -225,6 +225,50 @@ describe("wm.lab figures", function()
     assert.are.same({10, 90, 900, 0, 0, 0, 0}, n)
   end)
 
+  -- Under the replay a generator's out:current_processing_time() is the arrival clock: the
+  -- records' arrivals in on_event, and in on_periodic_emit the emissions due from t0 = 100
+  -- every 200 ms up to the last arrival plus the drain (2600 + 200): 300, 500, ..., 2700, and
+  -- once more when the input ends (at 2800, after the drain), as Flink's assigner does on finish.
+  it("generators read the replay's virtual clock", function()
+    local events, periodic = {}, {}
+    local gen = wm.watermarks.for_generator(function()
+      return {
+        on_event = function(_, _, _, out) events[#events + 1] = out:current_processing_time() end,
+        on_periodic_emit = function(_, out) periodic[#periodic + 1] = out:current_processing_time() end,
+      }
+    end)
+    lab_on(path, {strategies = {g = gen}}):run()
+    assert.are.same({100, 950, 1000, 1250, 1600, 1700, 2200, 2600}, events)
+    local want = {}
+    for t = 300, 2700, 200 do want[#want + 1] = t end
+    want[#want + 1] = 2800
+    assert.are.same(want, periodic)
+  end)
+
+  -- with_idle_advance scored by the lab. a,100 at 100; a,900 at 900; a,1100 at 3000 (a quiet
+  -- gap). Emissions at 300, 500, ... (t0 = 100).
+  -- bounded 0: W = 899 from 1100 until the record at 3000; at 3100 W = 1099 fires a [0,1000)
+  --   (last on-time record at 900): latency 2200; nothing late.
+  -- idle advance 500ms: quiet since 900; 1100: 899, 1300: 899 (quiet 400), 1500: quiet 600:
+  --   1500 - 501 = 999 fires a [0,1000): latency 600. The clock runs on: at 2900 W = 2399, so
+  --   the record ts 1100 at 3000 is late for [1000,2000) (1999 <= 2399), lateness 400, dropped
+  --   (admitted by 401). [1000,2000) never fired: the one first firing stays final.
+  it("scores bounded_out_of_orderness(d):with_idle_advance(d2)", function()
+    local f = dir .. "/stall.csv"
+    write(f, "a,100,1,100\na,900,1,900\na,1100,1,3000\n")
+    local r = by_name(lab_on(f, {strategies = {
+      bounded = wm.watermarks.bounded_out_of_orderness(0),
+      idle = wm.watermarks.bounded_out_of_orderness(0):with_idle_advance("500ms"),
+      sweep = {wm.watermarks.bounded_out_of_orderness(0):with_idle_advance("500ms")},
+    }}):run())
+    local b, i = r.bounded, r.idle
+    assert.are.same({0, 0, 2200, 1}, {b.late, b.dropped, b.latency_p50, b.latency_windows})
+    assert.are.same({1, 1, 600, 1}, {i.late, i.dropped, i.latency_p50, i.latency_windows})
+    assert.are.same({401, "a 1", 1, 0, 1.0}, {i.admit_max, i.top_late_key, i.first_firings,
+      i.damaged_windows, i.first_final})
+    assert.are.equal(600, r["sweep 0ms idle 500ms"].latency_p50)
+  end)
+
   it("a file out of arrival order is replayed in arrival order", function()
     local lines = {}
     for l in EVENTS:gmatch("[^\n]+") do table.insert(lines, 1, l) end
