@@ -366,7 +366,8 @@ function Lab:table(results)
       for i = 1, math.min(3, #r.late_by_key) do
         ks[i] = r.late_by_key[i].key .. " " .. r.late_by_key[i].late
       end
-      if #r.late_by_key > 3 then ks[#ks + 1] = "(" .. (#r.late_by_key - 3) .. " more keys)" end
+      local more = #r.late_by_key - 3
+      if more > 0 then ks[#ks + 1] = "(" .. more .. (more == 1 and " more key)" or " more keys)") end
       local hs = {}
       for i, b in ipairs(r.lateness_hist) do hs[i] = bucket_label(i) .. " " .. b.n end
       lines[#lines + 1] = string.format("%s%s  by key: %s;  lateness: %s", r.name,
