@@ -269,6 +269,39 @@ describe("wm.lab figures", function()
     assert.are.equal(600, r["sweep 0ms idle 500ms"].latency_p50)
   end)
 
+  -- tune: bounded d in [0, 1000], no late record allowed, minimise lag_max. By hand (the
+  -- first test's reasoning): the record ts 700 at 1700 finds W = 1500 - d - 1 (the emission at
+  -- 1700, after the record ts 1500 at 1600): late iff W >= 999 iff d <= 500. For d >= 501 the
+  -- largest lag is at 2200: 2099 - (1500 - d - 1) = 600 + d (at 2600 it is 400 + d). So the
+  -- grid 0, 250, 500 is infeasible, 750 gives 1350, 1000 gives 1600, and the optimum is d = 501
+  -- (1101), found by golden section between 500 and 1000 in far fewer than 1001 replays.
+  it("tune: a coarse grid, then golden section, to the best feasible parameter", function()
+    local lab = lab_on(path)
+    local t = lab:tune{strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+      params = {d = {0, "1s"}}, constraint = {late = 0}, objective = "lag_max"}
+    assert.are.same({d = 501}, t.best.params)
+    assert.are.equal(1101, t.best.value)
+    assert.are.equal(1101, t.best.row.lag_max)
+    local grid = {}
+    for _, st in ipairs(t.path) do
+      if st.phase == "grid" then grid[#grid + 1] = {st.params.d, st.feasible, st.value} end
+    end
+    assert.are.same({{0, false, math.huge}, {250, false, math.huge}, {500, false, math.huge},
+      {750, true, 1350}, {1000, true, 1600}}, grid)
+    assert.is_true(t.replays <= 30, t.replays)
+    assert.matches("^grid   d=0ms +infeasible %(late 1, dropped 1%)\n", t.report)
+    assert.matches("best   d=501ms +1101 %(" .. t.replays .. " replays%)\n$", t.report)
+    -- the same through wm.lab.tune, with a function as constraint and objective
+    local u = wm.lab.tune{lab = lab, strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+      params = {d = {0, 1000}}, constraint = function(r) return r.late == 0 end,
+      objective = function(r) return r.lag_max end}
+    assert.are.same({d = 501}, u.best.params)
+    assert.has_error(function() lab:tune{strategy = 1, params = {d = {0, 1}}} end,
+      "wm.lab: tune: strategy must be a function(params) that returns a strategy")
+    assert.has_error(function() lab:tune{strategy = print, params = {d = {5, 1}}} end,
+      "wm.lab: tune: params.d: min 5 > max 1")
+  end)
+
   it("a file out of arrival order is replayed in arrival order", function()
     local lines = {}
     for l in EVENTS:gmatch("[^\n]+") do table.insert(lines, 1, l) end

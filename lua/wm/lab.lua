@@ -286,12 +286,18 @@ end
 -- io.write(lab:table(results))
 function Lab:run(opts)
   opts = opts or {}
-  local data = self:data()
-  local w = self.window
+  self:data()
   local rows = {{name = "perfect"}}
   for _, c in ipairs(self.candidates) do rows[#rows + 1] = c end
   local results = {}
-  for i, cand in ipairs(rows) do
+  for i, cand in ipairs(rows) do results[i] = self:_replay(cand, opts) end
+  return results
+end
+
+-- Replays one candidate ({name, strategy}; strategy nil: the perfect watermark): its row.
+function Lab:_replay(cand, opts)
+  local data, w = self:data(), self.window
+  do
     local h = self:_harness(cand)
     local ok, r = pcall(h._h.replay, h._h, data, {
       perfect = cand.strategy == nil, keep_output = opts.keep_output,
@@ -307,9 +313,189 @@ function Lab:run(opts)
     M.breakdown(r)
     if opts.keep_output then r.output = h:output() end
     h:close()
-    results[i] = r
+    return r
   end
-  return results
+end
+
+-- ---- tuning ----------------------------------------------------------------------------
+
+local PHI = (math.sqrt(5) - 1) / 2
+
+-- The tune spec, checked: params in a fixed (sorted) order, each {name, lo, hi} in ms.
+local function tune_spec(spec, level)
+  if type(spec) ~= "table" then fail("tune: expected a table", level) end
+  local known = {strategy = true, params = true, objective = true, constraint = true, grid = true,
+                 tolerance = true, out = true, lab = true}
+  for k in pairs(spec) do
+    if not known[k] then fail("tune: unknown field '" .. tostring(k) .. "'", level) end
+  end
+  if type(spec.strategy) ~= "function" then
+    fail("tune: strategy must be a function(params) that returns a strategy", level)
+  end
+  if type(spec.params) ~= "table" or next(spec.params) == nil then
+    fail("tune: params must name at least one parameter: {d = {min, max}}", level)
+  end
+  local params = {}
+  for name, range in pairs(spec.params) do
+    if type(name) ~= "string" or type(range) ~= "table" or range[1] == nil or range[2] == nil then
+      fail("tune: params." .. tostring(name) .. " must be {min, max}", level)
+    end
+    local lo = duration.ms(range[1], "tune params." .. name, level)
+    local hi = duration.ms(range[2], "tune params." .. name, level)
+    if lo > hi then fail(string.format("tune: params.%s: min %d > max %d", name, lo, hi), level) end
+    params[#params + 1] = {name = name, lo = lo, hi = hi}
+  end
+  table.sort(params, function(a, b) return a.name < b.name end)
+  local objective = spec.objective or "latency_p99"
+  if type(objective) == "string" then
+    local col = objective
+    objective = function(r) return r[col] end
+  elseif type(objective) ~= "function" then
+    fail("tune: objective must be a column name (minimised) or a function(row) -> number", level)
+  end
+  local constraint = spec.constraint
+  if type(constraint) == "table" then
+    local c = constraint
+    for k in pairs(c) do
+      if k ~= "late" and k ~= "dropped" then
+        fail("tune: constraint: unknown field '" .. tostring(k) .. "' (late, dropped: the largest share)", level)
+      end
+    end
+    constraint = function(r)
+      return (c.late == nil or r.late <= c.late * r.records) and
+             (c.dropped == nil or r.dropped <= c.dropped * r.records)
+    end
+  elseif constraint ~= nil and type(constraint) ~= "function" then
+    fail("tune: constraint must be a function(row) -> boolean or {late = share}", level)
+  end
+  local grid = spec.grid or 5
+  if math.type(grid) ~= "integer" or grid < 2 then fail("tune: grid must be an integer >= 2", level) end
+  local tol = duration.ms(spec.tolerance or 1, "tune tolerance", level)
+  if tol < 1 then fail("tune: tolerance must be at least 1 ms", level) end
+  return params, objective, constraint or function() return true end, grid, tol
+end
+
+--- Searches the parameters of a strategy for the best one under a constraint (also
+-- `wm.lab.tune{lab = lab, ...}`): a coarse grid over every parameter, then a golden-section
+-- search of each parameter in turn (the others fixed at their best) between the grid points
+-- around the best one, down to `tolerance`. Each step is a replay of the lab's data; a
+-- parameter vector already replayed is not replayed again.
+-- @tparam table spec `strategy` (`function(params) -> strategy`, params by name in ms),
+--   `params` (`{name = {min, max}}`, durations), `objective` (a column to minimise, default
+--   `"latency_p99"`, or `function(row) -> number`), `constraint` (`function(row) -> boolean` or
+--   `{late = share, dropped = share}`: at most that share of the records), `grid` (points per
+--   parameter, default 5), `tolerance` (ms, default 1), `out` (a file to write each step to)
+-- @treturn table `best` (`params`, `row`, `value`), `path` (every step: `phase` "grid" or
+--   the parameter searched, `params`, `value`, `feasible`), `replays`, `report` (the path as text)
+-- @usage local t = lab:tune{strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+--   params = {d = {0, "5s"}}, constraint = {late = 0.001}}
+-- io.write(t.report)
+function Lab:tune(spec)
+  local params, objective, constraint, grid, tol = tune_spec(spec, 3)
+  local memo, path, replays = {}, {}, 0
+  local lines = {}
+  local function say(line)
+    lines[#lines + 1] = line
+    if spec.out then spec.out:write(line, "\n") end
+  end
+  local function describe(p)
+    local parts = {}
+    for i, q in ipairs(params) do parts[i] = q.name .. "=" .. M.label(p[q.name]) end
+    return table.concat(parts, " ")
+  end
+  -- the value of p: the objective when feasible, else +inf (with the row)
+  local function eval(p, phase)
+    local key = describe(p)
+    local m = memo[key]
+    if not m then
+      local s = spec.strategy(p)
+      if not is_strategy(s) then fail("tune: strategy(" .. key .. ") did not return a strategy", 3) end
+      local r = self:_replay({name = key, strategy = s}, {})
+      replays = replays + 1
+      local ok = constraint(r) and true or false
+      local v = ok and objective(r) or math.huge
+      if type(v) ~= "number" then v = math.huge end -- no sample (nothing fired on time)
+      m = {row = r, value = v, feasible = ok}
+      memo[key] = m
+      local pc = {}
+      for k, x in pairs(p) do pc[k] = x end
+      path[#path + 1] = {phase = phase, params = pc, value = v, feasible = ok}
+      say(string.format("%-6s %-28s %s", phase, key, ok and (v == math.huge and "no value" or tostring(v))
+        or string.format("infeasible (late %d, dropped %d)", r.late, r.dropped)))
+    end
+    return m.value, m
+  end
+  local function copy(p) local c = {} for k, v in pairs(p) do c[k] = v end return c end
+  local function points(q)
+    local list = {}
+    for i = 0, grid - 1 do
+      local x = q.lo + (q.hi - q.lo) * i // (grid - 1)
+      if list[#list] ~= x then list[#list + 1] = x end
+    end
+    return list
+  end
+  -- 1. the coarse grid (every combination)
+  local best, bestv = nil, math.huge
+  local function walk(i, p)
+    if i > #params then
+      local v = eval(p, "grid")
+      if best == nil or v < bestv then best, bestv = copy(p), v end
+      return
+    end
+    for _, x in ipairs(points(params[i])) do
+      p[params[i].name] = x
+      walk(i + 1, p)
+    end
+  end
+  walk(1, {})
+  -- 2. golden section per parameter, within one grid step of the best on either side
+  for _, q in ipairs(params) do
+    local step = (q.hi - q.lo) // (grid - 1)
+    local a, b = math.max(q.lo, best[q.name] - step), math.min(q.hi, best[q.name] + step)
+    local function f(x)
+      local p = copy(best)
+      p[q.name] = x
+      return (eval(p, q.name)), p
+    end
+    local c, d = math.floor(b - PHI * (b - a) + 0.5), math.floor(a + PHI * (b - a) + 0.5)
+    local fc, fd = f(c), f(d)
+    while b - a > 4 * tol do
+      if fc <= fd then
+        b, d, fd = d, c, fc
+        c = math.floor(b - PHI * (b - a) + 0.5)
+        fc = f(c)
+      else
+        a, c, fc = c, d, fd
+        d = math.floor(a + PHI * (b - a) + 0.5)
+        fd = f(d)
+      end
+      if c >= d then break end
+    end
+    -- the last few points of the bracket, every tolerance (golden section rounds to whole ms)
+    local xs = {}
+    for x = a, b, tol do xs[#xs + 1] = x end
+    if xs[#xs] ~= b then xs[#xs + 1] = b end
+    for _, x in ipairs(xs) do
+      local v, p = f(x)
+      if v < bestv then best, bestv = p, v end
+    end
+  end
+  local m = memo[describe(best)]
+  say(string.format("best   %-28s %s (%d replays)", describe(best),
+    m.feasible and tostring(m.value) or "none feasible", replays))
+  return {best = {params = best, row = m.row, value = m.value, feasible = m.feasible}, path = path,
+          replays = replays, report = table.concat(lines, "\n") .. "\n"}
+end
+
+--- `lab:tune(spec)` with the lab as `spec.lab`.
+-- @tparam table spec as Lab:tune's, and `lab`
+-- @treturn table as Lab:tune's
+-- @usage local t = wm.lab.tune{lab = lab, strategy = make, params = {d = {0, "5s"}}}
+function M.tune(spec)
+  if type(spec) ~= "table" or getmetatable(spec.lab) ~= Lab then
+    fail("tune: spec.lab must be a lab (wm.lab{...})", 2)
+  end
+  return spec.lab:tune(spec)
 end
 
 -- The table's text: a header line, then one row per result.
