@@ -488,6 +488,8 @@ typedef struct lat_ent { /* an open window: when its last on-time record arrived
   wm_window w;
   int64_t last;
   int used;
+  int fired;   /* its first firing happened (the entry stays: a later record damages it) */
+  int damaged; /* a record of it came after its first firing (dropped or a late firing) */
 } lat_ent;
 
 typedef struct i64vec {
@@ -516,6 +518,9 @@ typedef struct lab_run {
   int oom;
   int cur_dropped;    /* the record being pushed was dropped */
   uint64_t dropped, late_firings, end_firings;
+  uint64_t first_firings, damaged; /* windows fired, and of them those a late record reached */
+  wm_value cur_key;   /* the key of the record being pushed (owned), when has_key */
+  int has_key;
   lat_ent *tab;       /* open addressing, linear probing; cap a power of two */
   size_t cap, used;
   i64vec latency;
@@ -558,28 +563,18 @@ static int lat_grow(lab_run *R) {
   return 0;
 }
 
-/* Deletes slot i (backward-shift deletion keeps probe chains whole). */
-static void lat_delete(lab_run *R, size_t i) {
-  size_t mask = R->cap - 1;
-  wm_value_release(&R->H->B.ctx.host, &R->tab[i].key);
-  R->tab[i].used = 0;
-  R->used--;
-  for (size_t j = (i + 1) & mask; R->tab[j].used; j = (j + 1) & mask) {
-    size_t home = (size_t)R->tab[j].h & mask;
-    /* move j back into the hole at i when its home is not in (i, j] */
-    if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-      R->tab[i] = R->tab[j];
-      R->tab[j].used = 0;
-      i = j;
-    }
-  }
-}
-
 static void lab_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   lab_run *R = ud;
   if (R->prev) R->prev(R->prev_ud, op, ev);
   if (op != R->winop || R->oom) return;
   size_t slot;
+  if ((ev->kind == WM_OBS_WINDOW || ev->kind == WM_OBS_LATE) && ev->key && !R->has_key) {
+    if (wm_value_copy(&R->H->B.ctx.host, &R->cur_key, ev->key) != 0) {
+      R->oom = 1;
+      return;
+    }
+    R->has_key = 1;
+  }
   switch (ev->kind) {
   case WM_OBS_WINDOW: {
     /* an on-time record (the window has not fired yet): the window's last so far */
@@ -607,13 +602,15 @@ static void lab_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   case WM_OBS_FIRE:
     if (ev->flag) {
       R->late_firings++;
-    } else if (R->ended) {
-      R->end_firings++;
-    } else if (R->cap) {
+      break;
+    }
+    R->first_firings++;
+    if (R->ended) R->end_firings++;
+    if (R->cap) {
       lat_ent *e = lat_find(R, ev->key, ev->window, lat_hash(ev->key, ev->window), &slot);
-      if (e) { /* the window's first on-time firing */
-        if (i64_push(&R->latency, R->H->now - e->last) != 0) R->oom = 1;
-        lat_delete(R, slot);
+      if (e && !e->fired) { /* the window's first on-time firing */
+        if (!R->ended && i64_push(&R->latency, R->H->now - e->last) != 0) R->oom = 1;
+        e->fired = 1;
       }
     }
     break;
@@ -716,7 +713,45 @@ typedef struct replay_out {
   uint64_t mark_seen;
   int64_t *ct, *cw, *cp; /* curve: arrival, watermark, perfect watermark */
   size_t ncurve;
+  i64vec lateness;     /* per late record: W - (end - 1) of its earliest-ending window */
+  wm_value *lkeys;     /* per late record: its key (owned; nil when unknown) */
+  size_t nlkeys, caplkeys;
 } replay_out;
+
+/* Notes late record i: how far the watermark W was past its first window's end and its key,
+ * and marks each of its windows (of the record's key) that had fired before it as damaged. */
+static int note_late(lab_run *R, replay_out *out, const replay_opts *o, int64_t W, int64_t ts,
+                     int64_t first_stop) {
+  if (i64_push(&out->lateness, sub_sat(W, first_stop - 1)) != 0) return -1;
+  if (out->nlkeys == out->caplkeys) {
+    size_t nc = out->caplkeys ? out->caplkeys * 2 : 64;
+    wm_value *nk = realloc(out->lkeys, nc * sizeof *nk);
+    if (!nk) return -1;
+    out->lkeys = nk;
+    out->caplkeys = nc;
+  }
+  wm_value *k = &out->lkeys[out->nlkeys++];
+  if (!R->has_key) {
+    *k = wm_nil();
+    return 0;
+  }
+  if (wm_value_copy(&R->H->B.ctx.host, k, &R->cur_key) != 0) {
+    out->nlkeys--;
+    return -1;
+  }
+  if (!R->cap) return 0;
+  /* the record's windows, earliest-ending first, while the watermark had passed their end */
+  for (int64_t stop = first_stop; stop - o->size <= ts && stop - 1 <= W; stop += o->slide) {
+    wm_window w = {stop - o->size, stop};
+    size_t slot;
+    lat_ent *e = lat_find(R, &R->cur_key, w, lat_hash(&R->cur_key, w), &slot);
+    if (e && e->fired && !e->damaged) {
+      e->damaged = 1;
+      R->damaged++;
+    }
+  }
+  return 0;
+}
 
 static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run *R,
                        replay_out *out) {
@@ -743,13 +778,18 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
       if (next_curve <= i) next_curve = i + 1;
     }
     int late = 0;
+    int64_t stop = 0;
     if (win && o->size > 0) { /* the end of the record's earliest-ending window */
       int64_t last = ts - (ts - o->offset - floor_div(ts - o->offset, o->slide) * o->slide);
       int64_t j = floor_div(last - ts + o->size - 1, o->slide);
-      int64_t stop = last - j * o->slide + o->size;
+      stop = last - j * o->slide + o->size;
       late = W >= stop - 1;
     }
     R->cur_dropped = 0;
+    if (R->has_key) {
+      wm_value_release(&ctx->host, &R->cur_key);
+      R->has_key = 0;
+    }
     wm_value v = wm_cstr(D->text + D->off[i], D->len[i]);
     rc = wm_op_input_record(H->input, 0, &v, ts);
     if (rc != WM_OK) {
@@ -758,6 +798,7 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
     }
     if (late || R->cur_dropped) {
       out->late++;
+      if (o->size > 0 && note_late(R, out, o, W, ts, stop) != 0) R->oom = 1;
       uint64_t s = out->mark_seen++;
       if (out->marks && s % out->mark_stride == 0) {
         if (out->nmarks == o->marks) { /* full: keep every other one, sample half as often */
@@ -885,6 +926,19 @@ int lwm_h_replay(lua_State *L) {
     lua_setfield(L, t, "latency_windows");
     lua_pushinteger(L, (lua_Integer)R.end_firings);
     lua_setfield(L, t, "end_firings");
+    lua_pushinteger(L, (lua_Integer)R.first_firings);
+    lua_setfield(L, t, "first_firings");
+    lua_pushinteger(L, (lua_Integer)R.damaged);
+    lua_setfield(L, t, "damaged_windows");
+    push_i64_list(L, out.lateness.v, out.lateness.n);
+    lua_setfield(L, t, "late_lateness");
+    lua_createtable(L, (int)out.nlkeys, 0);
+    for (size_t k = 0; k < out.nlkeys; k++) {
+      if (out.lkeys[k].type == WM_NIL) lua_pushboolean(L, 0);
+      else lwm_push_value(&H->B, &out.lkeys[k]);
+      lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    lua_setfield(L, t, "late_keys");
     set_percentiles(L, t, "lag", out.lag, D->n);
     set_percentiles(L, t, "latency", R.latency.v, R.latency.n);
     if (o.curve) {
@@ -920,6 +974,10 @@ int lwm_h_replay(lua_State *L) {
   for (size_t i = 0; i < R.cap; i++)
     if (R.tab[i].used) wm_value_release(&H->B.ctx.host, &R.tab[i].key);
   free(R.tab);
+  if (R.has_key) wm_value_release(&H->B.ctx.host, &R.cur_key);
+  for (size_t k = 0; k < out.nlkeys; k++) wm_value_release(&H->B.ctx.host, &out.lkeys[k]);
+  free(out.lkeys);
+  free(out.lateness.v);
   free(R.latency.v);
   free(out.lag);
   free(out.ct);

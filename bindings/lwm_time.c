@@ -39,6 +39,14 @@ static int l_gen_idle(lua_State *L) {
   return lwm_callback_done(B, L, rc);
 }
 
+/* out:current_processing_time(): the job's processing-time clock (virtual under an arrival
+ * replay and in wm.testing, the wall clock otherwise) */
+static int l_gen_now(lua_State *L) {
+  genlua *g = lua_touserdata(L, lua_upvalueindex(1));
+  lua_pushinteger(L, (lua_Integer)wm_ctx_now(&g->oi.B->ctx));
+  return 1;
+}
+
 static int gen_event(void *ud, wm_op *op, const wm_value *rec, int64_t ts) {
   genlua *g = ud;
   lwm_bridge *B = g->oi.B;
@@ -92,7 +100,10 @@ static int wmgen_lua(wm_wmgen *gen, lwm_opinfo *oi, const lwm_hooks *hooks) {
   }
   g->oi.fn2 = lwm_store_fn(B); /* on_event */
   g->oi.fn = lwm_store_fn(B); /* the generator itself */
-  lua_createtable(L, 0, 3); /* out */
+  lua_createtable(L, 0, 4); /* out */
+  lua_pushlightuserdata(L, g);
+  lua_pushcclosure(L, l_gen_now, 1);
+  lua_setfield(L, -2, "current_processing_time");
   lua_pushlightuserdata(L, g);
   lua_pushcclosure(L, l_gen_emit, 1);
   lua_setfield(L, -2, "emit_watermark");

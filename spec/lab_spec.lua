@@ -144,6 +144,164 @@ describe("wm.lab figures", function()
     assert.are.equal(0, r.perfect.late)
   end)
 
+  -- The breakdown (docs/lab.md, "The breakdown of the late records"), on the same replay.
+  -- bounded 0: the one late record (a, ts 700, at 1700) finds W = 1499; its window [0,1000)
+  -- ends at 999: lateness 1499 - 999 = 500, admitted by an allowed lateness of 501 (p99,
+  -- p99.9 and all: one sample). Windows fired first: a [0,1000), a and b [1000,2000) (on
+  -- time), a and b [2000,3000) (at the end): 5; a [0,1000) fired before the record: 4 of 5
+  -- are final. bounded 500ms: W = 999 at 1700: lateness 0, admitted by 1; 4 of 5 final.
+  -- perfect: nothing late, all 5 final.
+  it("breaks the late records down by key and lateness; first-firing completeness", function()
+    local r = by_name(lab_on(path):run())
+    local b0, b5 = r["bounded 0ms"], r["bounded 500ms"]
+    assert.are.same({{key = "a", late = 1}}, b0.late_by_key)
+    assert.are.equal("a 1", b0.top_late_key)
+    assert.are.same({501, 501, 501}, {b0.admit_p99, b0.admit_p999, b0.admit_max})
+    assert.are.same({0, 0, 1, 0, 0, 0, 0}, (function(t)
+      local n = {}
+      for i, x in ipairs(t) do n[i] = x.n end
+      return n
+    end)(b0.lateness_hist))
+    assert.are.same({5, 1, 0.8}, {b0.first_firings, b0.damaged_windows, b0.first_final})
+    assert.are.same({1, 1, 1}, {b5.admit_p99, b5.admit_p999, b5.admit_max})
+    assert.are.same({5, 1, 0.8}, {b5.first_firings, b5.damaged_windows, b5.first_final})
+    assert.are.same({5, 0, 1.0}, {r.perfect.first_firings, r.perfect.damaged_windows, r.perfect.first_final})
+    assert.are.same({}, r.perfect.late_by_key)
+    assert.is_nil(r.perfect.admit_max)
+    -- with 1 s of allowed lateness the record fires a [0,1000) again: still not final
+    local l = by_name(lab_on(path, {allowed_lateness = "1s"}):run())["bounded 0ms"]
+    assert.are.same({5, 1, 0.8, 1}, {l.first_firings, l.damaged_windows, l.first_final, l.late_firings})
+  end)
+
+  -- Sliding 2 s / 1 s: key a's windows are [-1000,1000), [0,2000), [1000,3000), [2000,4000)
+  -- (4), b's [0,2000), [1000,3000), [2000,4000) (3): 7 first firings. bounded 0: ts 700 at
+  -- 1700 finds W = 1499: past [-1000,1000) (fired at 1300: damaged, lateness 500) but not
+  -- [0,2000): 6 of 7 final.
+  it("sliding windows: only the windows that had fired are damaged", function()
+    local b0 = by_name(lab_on(path, {window = wm.windows.sliding("2s", "1s")}):run())["bounded 0ms"]
+    assert.are.same({7, 1, 501}, {b0.first_firings, b0.damaged_windows, b0.admit_max})
+  end)
+
+  -- key, ts, value, arrival; bounded 0 with watermark_interval 0 (a watermark max_ts - 1
+  -- after every record), tumbling 1 s. W before each record: MIN, 999, 1999, 1999, 1999,
+  -- 3499, 3499, 3499.
+  --   y,1500 finds 1999 >= 1999 (window [1000,2000)): late, lateness 0; y never fired there
+  --   x,1200: late, lateness 0; x [1000,2000) fired at the second record: damaged
+  --   x,500: [0,1000): lateness 3499 - 999 = 2500; x never had that window: not damaged
+  --   y,2100: [2000,3000): lateness 500; x,2999: lateness 500, x [2000,3000) damaged
+  -- late 5: x 3, y 2; lateness sorted 0 0 500 500 2500: <10ms 2, <1s 2, <10s 1; admit p99 =
+  -- rank ceil(0.99 * 5) = 5th + 1 = 2501, p99.9 and all too. First firings: x [1000,2000),
+  -- [2000,3000) (on time), [3000,4000) (end): 3, two damaged: 1/3 final.
+  it("names the key with the most late records first", function()
+    local f = dir .. "/keys.csv"
+    write(f, "x,1000,1,1000\nx,2000,1,1001\ny,1500,1,1002\nx,1200,1,1003\nx,3500,1,1004\n"
+      .. "x,500,1,1005\ny,2100,1,1006\nx,2999,1,1007\n")
+    local r = by_name(lab_on(f, {watermark_interval = 0,
+      strategies = {b = wm.watermarks.bounded_out_of_orderness(0)}}):run()).b
+    assert.are.same({{key = "x", late = 3}, {key = "y", late = 2}}, r.late_by_key)
+    assert.are.equal(5, r.late)
+    local n = {}
+    for i, x in ipairs(r.lateness_hist) do n[i] = x.n end
+    assert.are.same({2, 0, 2, 1, 0, 0, 0}, n)
+    assert.are.same({2501, 2501, 2501}, {r.admit_p99, r.admit_p999, r.admit_max})
+    assert.are.same({3, 2}, {r.first_firings, r.damaged_windows})
+    assert.are.equal(1 / 3, r.first_final)
+    -- a composite key is named by its fields joined with ","
+    local c = by_name(lab_on(f, {watermark_interval = 0, key = {"k", "v"},
+      strategies = {b = wm.watermarks.bounded_out_of_orderness(0)}}):run()).b
+    assert.are.equal("x,1 3", c.top_late_key)
+  end)
+
+  -- Nearest rank on 1000 latenesses 0..999: p99 = the 990th (989) + 1, p99.9 = the 999th
+  -- (998) + 1, all = 999 + 1.
+  it("admit p99 / p99.9 / all are nearest ranks of the lateness, plus 1", function()
+    local lat, keys = {}, {}
+    for i = 1, 1000 do lat[i], keys[i] = 1000 - i, "k" end
+    local r = wm.lab.breakdown({late_lateness = lat, late_keys = keys, first_firings = 0})
+    assert.are.same({990, 999, 1000}, {r.admit_p99, r.admit_p999, r.admit_max})
+    assert.is_nil(r.first_final)
+    local n = {}
+    for i, x in ipairs(r.lateness_hist) do n[i] = x.n end
+    assert.are.same({10, 90, 900, 0, 0, 0, 0}, n)
+  end)
+
+  -- Under the replay a generator's out:current_processing_time() is the arrival clock: the
+  -- records' arrivals in on_event, and in on_periodic_emit the emissions due from t0 = 100
+  -- every 200 ms up to the last arrival plus the drain (2600 + 200): 300, 500, ..., 2700, and
+  -- once more when the input ends (at 2800, after the drain), as Flink's assigner does on finish.
+  it("generators read the replay's virtual clock", function()
+    local events, periodic = {}, {}
+    local gen = wm.watermarks.for_generator(function()
+      return {
+        on_event = function(_, _, _, out) events[#events + 1] = out:current_processing_time() end,
+        on_periodic_emit = function(_, out) periodic[#periodic + 1] = out:current_processing_time() end,
+      }
+    end)
+    lab_on(path, {strategies = {g = gen}}):run()
+    assert.are.same({100, 950, 1000, 1250, 1600, 1700, 2200, 2600}, events)
+    local want = {}
+    for t = 300, 2700, 200 do want[#want + 1] = t end
+    want[#want + 1] = 2800
+    assert.are.same(want, periodic)
+  end)
+
+  -- with_idle_advance scored by the lab. a,100 at 100; a,900 at 900; a,1100 at 3000 (a quiet
+  -- gap). Emissions at 300, 500, ... (t0 = 100).
+  -- bounded 0: W = 899 from 1100 until the record at 3000; at 3100 W = 1099 fires a [0,1000)
+  --   (last on-time record at 900): latency 2200; nothing late.
+  -- idle advance 500ms: quiet since 900; 1100: 899, 1300: 899 (quiet 400), 1500: quiet 600:
+  --   1500 - 501 = 999 fires a [0,1000): latency 600. The clock runs on: at 2900 W = 2399, so
+  --   the record ts 1100 at 3000 is late for [1000,2000) (1999 <= 2399), lateness 400, dropped
+  --   (admitted by 401). [1000,2000) never fired: the one first firing stays final.
+  it("scores bounded_out_of_orderness(d):with_idle_advance(d2)", function()
+    local f = dir .. "/stall.csv"
+    write(f, "a,100,1,100\na,900,1,900\na,1100,1,3000\n")
+    local r = by_name(lab_on(f, {strategies = {
+      bounded = wm.watermarks.bounded_out_of_orderness(0),
+      idle = wm.watermarks.bounded_out_of_orderness(0):with_idle_advance("500ms"),
+      sweep = {wm.watermarks.bounded_out_of_orderness(0):with_idle_advance("500ms")},
+    }}):run())
+    local b, i = r.bounded, r.idle
+    assert.are.same({0, 0, 2200, 1}, {b.late, b.dropped, b.latency_p50, b.latency_windows})
+    assert.are.same({1, 1, 600, 1}, {i.late, i.dropped, i.latency_p50, i.latency_windows})
+    assert.are.same({401, "a 1", 1, 0, 1.0}, {i.admit_max, i.top_late_key, i.first_firings,
+      i.damaged_windows, i.first_final})
+    assert.are.equal(600, r["sweep 0ms idle 500ms"].latency_p50)
+  end)
+
+  -- tune: bounded d in [0, 1000], no late record allowed, minimise lag_max. By hand (the
+  -- first test's reasoning): the record ts 700 at 1700 finds W = 1500 - d - 1 (the emission at
+  -- 1700, after the record ts 1500 at 1600): late iff W >= 999 iff d <= 500. For d >= 501 the
+  -- largest lag is at 2200: 2099 - (1500 - d - 1) = 600 + d (at 2600 it is 400 + d). So the
+  -- grid 0, 250, 500 is infeasible, 750 gives 1350, 1000 gives 1600, and the optimum is d = 501
+  -- (1101), found by golden section between 500 and 1000 in far fewer than 1001 replays.
+  it("tune: a coarse grid, then golden section, to the best feasible parameter", function()
+    local lab = lab_on(path)
+    local t = lab:tune{strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+      params = {d = {0, "1s"}}, constraint = {late = 0}, objective = "lag_max"}
+    assert.are.same({d = 501}, t.best.params)
+    assert.are.equal(1101, t.best.value)
+    assert.are.equal(1101, t.best.row.lag_max)
+    local grid = {}
+    for _, st in ipairs(t.path) do
+      if st.phase == "grid" then grid[#grid + 1] = {st.params.d, st.feasible, st.value} end
+    end
+    assert.are.same({{0, false, math.huge}, {250, false, math.huge}, {500, false, math.huge},
+      {750, true, 1350}, {1000, true, 1600}}, grid)
+    assert.is_true(t.replays <= 30, t.replays)
+    assert.matches("^grid   d=0ms +infeasible %(late 1, dropped 1%)\n", t.report)
+    assert.matches("best   d=501ms +1101 %(" .. t.replays .. " replays%)\n$", t.report)
+    -- the same through wm.lab.tune, with a function as constraint and objective
+    local u = wm.lab.tune{lab = lab, strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+      params = {d = {0, 1000}}, constraint = function(r) return r.late == 0 end,
+      objective = function(r) return r.lag_max end}
+    assert.are.same({d = 501}, u.best.params)
+    assert.has_error(function() lab:tune{strategy = 1, params = {d = {0, 1}}} end,
+      "wm.lab: tune: strategy must be a function(params) that returns a strategy")
+    assert.has_error(function() lab:tune{strategy = print, params = {d = {5, 1}}} end,
+      "wm.lab: tune: params.d: min 5 > max 1")
+  end)
+
   it("a file out of arrival order is replayed in arrival order", function()
     local lines = {}
     for l in EVENTS:gmatch("[^\n]+") do table.insert(lines, 1, l) end
@@ -300,13 +458,19 @@ return wm.lab{
     assert.are.equal(0, code)
     local rows = {}
     for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l end
-    assert.are.equal(5, #rows)
+    assert.are.equal(8, #rows)
     assert.matches("^8 records, tumbling 1s windows", rows[1])
-    assert.matches("^candidate +records +late +dropped +late firings +lag p50", rows[2])
-    assert.are.same({"perfect", "8", "0", "0", "0", "0", "0", "0", "100", "450", "450"},
-      {rows[3]:match("^(%S+)" .. string.rep("%s+(%S+)", 10) .. "$")})
-    assert.matches("^bounded 0 +8 +1 +1 +0 +0 +600 +600 +700 +1050 +1050$", rows[4])
-    assert.matches("^sweep 500ms +8 +1 +1 +0 +200 +1100 +1100 +1100 +1450 +1450$", rows[5])
+    assert.matches("^candidate +records +late +dropped +late firings +lag p50 .* latency max +first final "
+      .. "+admit p99 +admit p99.9 +admit all +top late key$", rows[2])
+    assert.are.same({"perfect", "8", "0", "0", "0", "0", "0", "0", "100", "450", "450", "100.00%", "-", "-",
+      "-", "-"}, {rows[3]:match("^(%S+)" .. string.rep("%s+(%S+)", 15) .. "$")})
+    -- the breakdown figures: see "breaks the late records down by key and lateness" above
+    assert.matches("^bounded 0 +8 +1 +1 +0 +0 +600 +600 +700 +1050 +1050 +80.00%% +501 +501 +501 +a 1$", rows[4])
+    assert.matches("^sweep 500ms +8 +1 +1 +0 +200 +1100 +1100 +1100 +1450 +1450 +80.00%% +1 +1 +1 +a 1$", rows[5])
+    assert.matches("^late records by key", rows[6])
+    assert.are.equal("bounded 0    by key: a 1;  lateness: <10ms 0 <100ms 0 <1s 1 <10s 0 <1min 0 <10min 0 >=10min 0",
+      rows[7])
+    assert.matches("^sweep 500ms  by key: a 1;  lateness: <10ms 1 <100ms 0", rows[8])
   end)
 
   it("--json prints one object per line with the documented fields", function()
@@ -319,7 +483,10 @@ return wm.lab{
     assert.are.equal(3, #rows)
     assert.are.same({name = "bounded 0", records = 8, late = 1, dropped = 1, late_firings = 0,
       lag_p50 = 0, lag_p99 = 600, lag_max = 600, latency_p50 = 700, latency_p99 = 1050,
-      latency_max = 1050, latency_windows = 3}, rows[2])
+      latency_max = 1050, latency_windows = 3, first_firings = 5, damaged_windows = 1, first_final = 0.8,
+      admit_p99 = 501, admit_p999 = 501, admit_max = 501, top_late_key = "a 1", late_by_key = {{"a", 1}},
+      lateness_hist = {{lt = 10, n = 0}, {lt = 100, n = 0}, {lt = 1000, n = 1}, {lt = 10000, n = 0},
+        {lt = 60000, n = 0}, {lt = 600000, n = 0}, {n = 0}}}, rows[2])
     assert.are.equal("perfect", rows[1].name)
   end)
 
@@ -431,6 +598,9 @@ describe("wmrun lab --plot", function()
     -- one late record per bounded candidate, marked on its curve
     local _, crosses = page:gsub('class="late"', "")
     assert.are.equal(2, crosses)
+    -- the breakdown in the table (bounded 0: 80.00 % final, admitted by 501, key a) and tooltip
+    assert.truthy(page:find("<td>80.00%</td><td>501</td><td>501</td><td>501</td><td>a 1</td>", 1, true))
+    assert.truthy(page:find("most late records: a 1; allowed lateness admitting 99% / all: 501 / 501 ms", 1, true))
   end)
 
   it("refuses a file name that is not .html", function()

@@ -435,3 +435,136 @@ describe("no timestamp (math.mininteger)", function()
     assert.matches("that value is the end of input", tostring(e), 1, true)
   end)
 end)
+
+describe("processing time in generators: out:current_processing_time()", function()
+  -- The harness's virtual clock starts at 1000; periodic emissions every 100 ms (1100, 1200).
+  it("is the harness's virtual clock in on_event and on_periodic_emit", function()
+    local seen = {}
+    local h = gen_harness(function()
+      return {
+        on_event = function(_, _, _, out) seen[#seen + 1] = "event " .. out:current_processing_time() end,
+        on_periodic_emit = function(_, out) seen[#seen + 1] = "periodic " .. out:current_processing_time() end,
+      }
+    end, {watermark_interval = 100, processing_time = 1000})
+    h:push({id = "a", vc = 1}, 5)
+    h:advance_processing_time(250)
+    h:push({id = "a", vc = 1}, 6)
+    assert.are.same({"event 1000", "periodic 1100", "periodic 1200", "event 1250"}, seen)
+  end)
+
+  -- A hand-written wall-clock-assisted generator: after 300 ms without a record the watermark
+  -- follows the clock, now - 300. Clock from 0, interval 100; a record ts 50 at 0.
+  --   100: quiet 100 -> max - 1 = 49;  200: 49;  300: quiet 300 -> 300 - 300 = 0, but 49 is
+  --   higher: 49;  400: 100;  500: 200. A record ts 60 at 550: quiet again from 550 (600: 200,
+  --   700: 200, 800: 800 - 550 = 250 < 300: 200, 900: 900 - 300 = 600).
+  it("lets a generator advance with the clock while its input is quiet", function()
+    local wms = {}
+    local h = gen_harness(function()
+      return {max = math.mininteger, last = 0,
+        on_event = function(self, _, ts, out)
+          self.max, self.last = math.max(self.max, ts), out:current_processing_time()
+        end,
+        on_periodic_emit = function(self, out)
+          local now = out:current_processing_time()
+          local w = self.max - 1
+          if now - self.last >= 300 and now - 300 > w then w = now - 300 end
+          out:emit_watermark(w)
+        end}
+    end, {watermark_interval = 100, processing_time = 0})
+    h:push({id = "a", vc = 1}, 50)
+    for _ = 1, 5 do
+      h:advance_processing_time(100)
+      wms[#wms + 1] = h:current_watermark()
+    end
+    h:advance_processing_time(50)
+    h:push({id = "a", vc = 1}, 60)
+    for _ = 1, 4 do
+      h:advance_processing_time(100)
+      wms[#wms + 1] = h:current_watermark()
+    end
+    assert.are.same({49, 49, 49, 100, 200, 200, 200, 200, 600}, wms)
+  end)
+
+  it("is the wall clock in a live job", function()
+    local dir = helper.tmpdir()
+    local job = dir .. "/job.lua"
+    local f = assert(io.open(job, "w"))
+    f:write([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:from_elements({id = "a", t = 1})
+  :assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+    return {on_event = function(_, _, _, out) print("now", out:current_processing_time()) end}
+  end):with_timestamp_field("t"))
+  :filter(function() return false end):print()
+env:execute()
+]])
+    f:close()
+    local before = os.time() * 1000
+    local out, err, code = helper.wmrun("'" .. job .. "'")
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    local now = assert(tonumber(out:match("now%s+(%-?%d+)")))
+    -- the wall clock in ms: not before the job started (to the second), not a day after
+    assert.is_true(now >= before - 1000 and now < before + 86400000, tostring(now))
+  end)
+end)
+
+describe("bounded_out_of_orderness(d):with_idle_advance(d2)", function()
+  local function harness(strategy)
+    return T.harness(function(input)
+      return input:assign_timestamps_and_watermarks(strategy):key_by("id"):window(wm.windows.tumbling(1000)):count()
+    end, {watermark_interval = 200, processing_time = 10000})
+  end
+
+  -- Clock from 10000, emissions every 200 ms; bound 100, quiet time 500. A record ts 10050 at
+  -- 10000: 10200: 10050 - 101 = 9949 (quiet 200); 10400: 9949 (quiet 400); 10600: quiet 600
+  -- >= 500: 10600 - 501 = 10099; 10800: 10299; ... 11600: 11099 fires [10000, 11000).
+  it("advances to now - d2 - 1 once no record came for d2", function()
+    local h = harness(wm.watermarks.bounded_out_of_orderness(100):with_idle_advance(500))
+    h:push({id = "a"}, 10050)
+    local wms = {}
+    for _ = 1, 4 do
+      h:advance_processing_time(200)
+      wms[#wms + 1] = h:current_watermark()
+    end
+    assert.are.same({9949, 9949, 10099, 10299}, wms)
+    assert.are.same({}, h:output())
+    h:advance_processing_time(800)
+    assert.are.equal(11099, h:current_watermark())
+    assert.are.same(1, #h:output())
+  end)
+
+  -- Without records nothing is emitted; with records flowing (one every 200 ms) it is the
+  -- bounded strategy: ts 10000 at 10000, 10200 at 10200 (emission due at 10200 first: 9899).
+  it("is the bounded strategy while records flow, and emits nothing before the first", function()
+    local h = harness(wm.watermarks.bounded_out_of_orderness(100):with_idle_advance(500))
+    h:advance_processing_time(2000)
+    assert.are.equal(math.mininteger, h:current_watermark())
+    h:push({id = "a"}, 12000)
+    h:advance_processing_time(200)
+    assert.are.equal(11899, h:current_watermark())
+    h:push({id = "a"}, 12200)
+    h:advance_processing_time(200)
+    assert.are.equal(12099, h:current_watermark())
+  end)
+
+  it("checkpoints its state: a restored harness gives the same watermarks", function()
+    local s = wm.watermarks.bounded_out_of_orderness(100):with_idle_advance(500)
+    local h = harness(s)
+    h:push({id = "a"}, 10050)
+    local snap = h:snapshot()
+    local r = harness(s)
+    r:restore(snap)
+    r:advance_processing_time(600) -- 10600: quiet 600 since the record (restored: last = 10000)
+    assert.are.equal(10099, r:current_watermark())
+  end)
+
+  it("refuses what it cannot assist, naming it", function()
+    assert.has_error(function() wm.watermarks.no_watermarks():with_idle_advance(500) end,
+      "with_idle_advance: only for bounded_out_of_orderness(d) or monotonous(), got a strategy of kind 'none'")
+    assert.has_error(function() wm.watermarks.monotonous():with_idle_advance(0) end,
+      "with_idle_advance: the quiet time must be positive, got 0")
+  end)
+end)

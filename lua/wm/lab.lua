@@ -27,7 +27,74 @@ Lab.__index = Lab
 
 --- The columns of a result row, in the order of the table and of the JSON lines.
 M.COLUMNS = {"name", "records", "late", "dropped", "late_firings", "lag_p50", "lag_p99",
-             "lag_max", "latency_p50", "latency_p99", "latency_max"}
+             "lag_max", "latency_p50", "latency_p99", "latency_max", "first_final", "admit_p99",
+             "admit_p999", "admit_max", "top_late_key"}
+
+-- The upper bounds (ms, exclusive) of the lateness histogram's buckets; the last bucket
+-- holds the rest (`>= 10min`).
+M.LATENESS_BUCKETS = {10, 100, 1000, 10000, 60000, 600000}
+
+-- A key as the breakdown names it: a string or number as is, a composite key's fields joined
+-- by ",", a missing key "?".
+local function key_text(k)
+  if k == false or k == nil then return "?" end
+  if type(k) == "table" then
+    local parts = {}
+    for i, x in ipairs(k) do parts[i] = tostring(x) end
+    return table.concat(parts, ",")
+  end
+  return tostring(k)
+end
+
+--- Adds the breakdown of the late records to a result of the replay (`lab:run` does):
+-- `late_by_key` (`{key, late}` per key, most late records first, then by key),
+-- `top_late_key` ("key n"), `lateness_hist` (`{lt, n}` per bucket of M.LATENESS_BUCKETS;
+-- `lt` nil for the last), `admit_p99`, `admit_p999`, `admit_max` (the smallest allowed
+-- lateness that admits 99 %, 99.9 %, all of the late records: nearest rank of the lateness,
+-- plus 1), `first_final` (the share of fired windows no record reached after their first
+-- firing; nil when none fired).
+-- @tparam table r a result with `late_lateness`, `late_keys`, `first_firings`, `damaged_windows`
+-- @treturn table r
+-- @usage local r = wm.lab.breakdown{late_lateness = {0, 500}, late_keys = {"a", "a"}}
+-- print(r.top_late_key, r.admit_max) --> a 2   501
+function M.breakdown(r)
+  local lat, keys = r.late_lateness or {}, r.late_keys or {}
+  local per, order = {}, {}
+  for i = 1, #keys do
+    local k = key_text(keys[i])
+    if not per[k] then per[k] = 0; order[#order + 1] = k end
+    per[k] = per[k] + 1
+  end
+  table.sort(order, function(a, b)
+    if per[a] ~= per[b] then return per[a] > per[b] end
+    return a < b
+  end)
+  local by_key = {}
+  for i, k in ipairs(order) do by_key[i] = {key = k, late = per[k]} end
+  r.late_by_key = by_key
+  r.top_late_key = by_key[1] and (by_key[1].key .. " " .. by_key[1].late) or nil
+  local hist = {}
+  for i, b in ipairs(M.LATENESS_BUCKETS) do hist[i] = {lt = b, n = 0} end
+  hist[#hist + 1] = {n = 0}
+  for _, l in ipairs(lat) do
+    local i = 1
+    while M.LATENESS_BUCKETS[i] and l >= M.LATENESS_BUCKETS[i] do i = i + 1 end
+    hist[i].n = hist[i].n + 1
+  end
+  r.lateness_hist = hist
+  local sorted = {table.unpack(lat)}
+  table.sort(sorted)
+  local n = #sorted
+  local function admit(per_mille) -- nearest rank, then + 1: the lateness is W - (end - 1)
+    if n == 0 then return nil end
+    local rank = math.max(1, (per_mille * n + 999) // 1000)
+    return math.max(0, sorted[rank] + 1)
+  end
+  r.admit_p99, r.admit_p999, r.admit_max = admit(990), admit(999), admit(1000)
+  local f = r.first_firings or 0
+  r.first_final = f > 0 and (f - (r.damaged_windows or 0)) / f or nil
+  return r
+end
 
 --- A duration as a short label: "0ms", "250ms", "2s", "1min".
 -- @tparam integer ms
@@ -94,7 +161,8 @@ local function candidates(strategies, level)
         if not is_strategy(x) then
           fail(string.format("strategies['%s'][%d] is not a strategy from wm.watermarks", name, i), level + 1)
         end
-        local label = x.lab_label or (x.kind == "bounded" and M.label(x.delay)) or ("#" .. i)
+        local label = x.lab_label or (x.kind == "bounded" and M.label(x.delay))
+          or (x.idle_advance and (M.label(x.bound) .. " idle " .. M.label(x.idle_advance))) or ("#" .. i)
         add(name .. " " .. label, x)
       end
     else
@@ -218,12 +286,18 @@ end
 -- io.write(lab:table(results))
 function Lab:run(opts)
   opts = opts or {}
-  local data = self:data()
-  local w = self.window
+  self:data()
   local rows = {{name = "perfect"}}
   for _, c in ipairs(self.candidates) do rows[#rows + 1] = c end
   local results = {}
-  for i, cand in ipairs(rows) do
+  for i, cand in ipairs(rows) do results[i] = self:_replay(cand, opts) end
+  return results
+end
+
+-- Replays one candidate ({name, strategy}; strategy nil: the perfect watermark): its row.
+function Lab:_replay(cand, opts)
+  local data, w = self:data(), self.window
+  do
     local h = self:_harness(cand)
     local ok, r = pcall(h._h.replay, h._h, data, {
       perfect = cand.strategy == nil, keep_output = opts.keep_output,
@@ -236,16 +310,208 @@ function Lab:run(opts)
       error(string.format("wm.lab: candidate '%s': %s", cand.name, tostring(r)), 0)
     end
     r.name = cand.name
+    M.breakdown(r)
     if opts.keep_output then r.output = h:output() end
     h:close()
-    results[i] = r
+    return r
   end
-  return results
+end
+
+-- ---- tuning ----------------------------------------------------------------------------
+
+local PHI = (math.sqrt(5) - 1) / 2
+
+-- The tune spec, checked: params in a fixed (sorted) order, each {name, lo, hi} in ms.
+local function tune_spec(spec, level)
+  if type(spec) ~= "table" then fail("tune: expected a table", level) end
+  local known = {strategy = true, params = true, objective = true, constraint = true, grid = true,
+                 tolerance = true, out = true, lab = true}
+  for k in pairs(spec) do
+    if not known[k] then fail("tune: unknown field '" .. tostring(k) .. "'", level) end
+  end
+  if type(spec.strategy) ~= "function" then
+    fail("tune: strategy must be a function(params) that returns a strategy", level)
+  end
+  if type(spec.params) ~= "table" or next(spec.params) == nil then
+    fail("tune: params must name at least one parameter: {d = {min, max}}", level)
+  end
+  local params = {}
+  for name, range in pairs(spec.params) do
+    if type(name) ~= "string" or type(range) ~= "table" or range[1] == nil or range[2] == nil then
+      fail("tune: params." .. tostring(name) .. " must be {min, max}", level)
+    end
+    local lo = duration.ms(range[1], "tune params." .. name, level)
+    local hi = duration.ms(range[2], "tune params." .. name, level)
+    if lo > hi then fail(string.format("tune: params.%s: min %d > max %d", name, lo, hi), level) end
+    params[#params + 1] = {name = name, lo = lo, hi = hi}
+  end
+  table.sort(params, function(a, b) return a.name < b.name end)
+  local objective = spec.objective or "latency_p99"
+  if type(objective) == "string" then
+    local col = objective
+    objective = function(r) return r[col] end
+  elseif type(objective) ~= "function" then
+    fail("tune: objective must be a column name (minimised) or a function(row) -> number", level)
+  end
+  local constraint = spec.constraint
+  if type(constraint) == "table" then
+    local c = constraint
+    for k in pairs(c) do
+      if k ~= "late" and k ~= "dropped" then
+        fail("tune: constraint: unknown field '" .. tostring(k) .. "' (late, dropped: the largest share)", level)
+      end
+    end
+    constraint = function(r)
+      return (c.late == nil or r.late <= c.late * r.records) and
+             (c.dropped == nil or r.dropped <= c.dropped * r.records)
+    end
+  elseif constraint ~= nil and type(constraint) ~= "function" then
+    fail("tune: constraint must be a function(row) -> boolean or {late = share}", level)
+  end
+  local grid = spec.grid or 5
+  if math.type(grid) ~= "integer" or grid < 2 then fail("tune: grid must be an integer >= 2", level) end
+  local tol = duration.ms(spec.tolerance or 1, "tune tolerance", level)
+  if tol < 1 then fail("tune: tolerance must be at least 1 ms", level) end
+  return params, objective, constraint or function() return true end, grid, tol
+end
+
+--- Searches the parameters of a strategy for the best one under a constraint (also
+-- `wm.lab.tune{lab = lab, ...}`): a coarse grid over every parameter, then a golden-section
+-- search of each parameter in turn (the others fixed at their best) between the grid points
+-- around the best one, down to `tolerance`. Each step is a replay of the lab's data; a
+-- parameter vector already replayed is not replayed again.
+-- @tparam table spec `strategy` (`function(params) -> strategy`, params by name in ms),
+--   `params` (`{name = {min, max}}`, durations), `objective` (a column to minimise, default
+--   `"latency_p99"`, or `function(row) -> number`), `constraint` (`function(row) -> boolean` or
+--   `{late = share, dropped = share}`: at most that share of the records), `grid` (points per
+--   parameter, default 5), `tolerance` (ms, default 1), `out` (a file to write each step to)
+-- @treturn table `best` (`params`, `row`, `value`), `path` (every step: `phase` "grid" or
+--   the parameter searched, `params`, `value`, `feasible`), `replays`, `report` (the path as text)
+-- @usage local t = lab:tune{strategy = function(p) return wm.watermarks.bounded_out_of_orderness(p.d) end,
+--   params = {d = {0, "5s"}}, constraint = {late = 0.001}}
+-- io.write(t.report)
+function Lab:tune(spec)
+  local params, objective, constraint, grid, tol = tune_spec(spec, 3)
+  local memo, path, replays = {}, {}, 0
+  local lines = {}
+  local function say(line)
+    lines[#lines + 1] = line
+    if spec.out then spec.out:write(line, "\n") end
+  end
+  local function describe(p)
+    local parts = {}
+    for i, q in ipairs(params) do parts[i] = q.name .. "=" .. M.label(p[q.name]) end
+    return table.concat(parts, " ")
+  end
+  -- the value of p: the objective when feasible, else +inf (with the row)
+  local function eval(p, phase)
+    local key = describe(p)
+    local m = memo[key]
+    if not m then
+      local s = spec.strategy(p)
+      if not is_strategy(s) then fail("tune: strategy(" .. key .. ") did not return a strategy", 3) end
+      local r = self:_replay({name = key, strategy = s}, {})
+      replays = replays + 1
+      local ok = constraint(r) and true or false
+      local v = ok and objective(r) or math.huge
+      if type(v) ~= "number" then v = math.huge end -- no sample (nothing fired on time)
+      m = {row = r, value = v, feasible = ok}
+      memo[key] = m
+      local pc = {}
+      for k, x in pairs(p) do pc[k] = x end
+      path[#path + 1] = {phase = phase, params = pc, value = v, feasible = ok}
+      say(string.format("%-6s %-28s %s", phase, key, ok and (v == math.huge and "no value" or tostring(v))
+        or string.format("infeasible (late %d, dropped %d)", r.late, r.dropped)))
+    end
+    return m.value, m
+  end
+  local function copy(p) local c = {} for k, v in pairs(p) do c[k] = v end return c end
+  local function points(q)
+    local list = {}
+    for i = 0, grid - 1 do
+      local x = q.lo + (q.hi - q.lo) * i // (grid - 1)
+      if list[#list] ~= x then list[#list + 1] = x end
+    end
+    return list
+  end
+  -- 1. the coarse grid (every combination)
+  local best, bestv = nil, math.huge
+  local function walk(i, p)
+    if i > #params then
+      local v = eval(p, "grid")
+      if best == nil or v < bestv then best, bestv = copy(p), v end
+      return
+    end
+    for _, x in ipairs(points(params[i])) do
+      p[params[i].name] = x
+      walk(i + 1, p)
+    end
+  end
+  walk(1, {})
+  -- 2. golden section per parameter, within one grid step of the best on either side
+  for _, q in ipairs(params) do
+    local step = (q.hi - q.lo) // (grid - 1)
+    local a, b = math.max(q.lo, best[q.name] - step), math.min(q.hi, best[q.name] + step)
+    local function f(x)
+      local p = copy(best)
+      p[q.name] = x
+      return (eval(p, q.name)), p
+    end
+    local c, d = math.floor(b - PHI * (b - a) + 0.5), math.floor(a + PHI * (b - a) + 0.5)
+    local fc, fd = f(c), f(d)
+    while b - a > 4 * tol do
+      if fc <= fd then
+        b, d, fd = d, c, fc
+        c = math.floor(b - PHI * (b - a) + 0.5)
+        fc = f(c)
+      else
+        a, c, fc = c, d, fd
+        d = math.floor(a + PHI * (b - a) + 0.5)
+        fd = f(d)
+      end
+      if c >= d then break end
+    end
+    -- the last few points of the bracket, every tolerance (golden section rounds to whole ms)
+    local xs = {}
+    for x = a, b, tol do xs[#xs + 1] = x end
+    if xs[#xs] ~= b then xs[#xs + 1] = b end
+    for _, x in ipairs(xs) do
+      local v, p = f(x)
+      if v < bestv then best, bestv = p, v end
+    end
+  end
+  local m = memo[describe(best)]
+  say(string.format("best   %-28s %s (%d replays)", describe(best),
+    m.feasible and tostring(m.value) or "none feasible", replays))
+  return {best = {params = best, row = m.row, value = m.value, feasible = m.feasible}, path = path,
+          replays = replays, report = table.concat(lines, "\n") .. "\n"}
+end
+
+--- `lab:tune(spec)` with the lab as `spec.lab`.
+-- @tparam table spec as Lab:tune's, and `lab`
+-- @treturn table as Lab:tune's
+-- @usage local t = wm.lab.tune{lab = lab, strategy = make, params = {d = {0, "5s"}}}
+function M.tune(spec)
+  if type(spec) ~= "table" or getmetatable(spec.lab) ~= Lab then
+    fail("tune: spec.lab must be a lab (wm.lab{...})", 2)
+  end
+  return spec.lab:tune(spec)
 end
 
 -- The table's text: a header line, then one row per result.
 local HEAD = {"candidate", "records", "late", "dropped", "late firings", "lag p50", "lag p99",
-              "lag max", "latency p50", "latency p99", "latency max"}
+              "lag max", "latency p50", "latency p99", "latency max", "first final", "admit p99",
+              "admit p99.9", "admit all", "top late key"}
+
+-- A share as the table prints it: "99.25%".
+local function percent(x) return string.format("%.2f%%", 100 * x) end
+
+-- A lateness bucket's label: "<10ms", "<1s", ">=10min".
+local function bucket_label(i)
+  local b = M.LATENESS_BUCKETS[i]
+  if b then return "<" .. M.label(b) end
+  return ">=" .. M.label(M.LATENESS_BUCKETS[#M.LATENESS_BUCKETS])
+end
 
 --- The results as the table `wmrun lab` prints (times in ms; "-" when there is no sample).
 -- @tparam table results from `lab:run()`
@@ -255,7 +521,10 @@ function Lab:table(results)
   local cells = {HEAD}
   for _, r in ipairs(results) do
     local row = {}
-    for k, col in ipairs(M.COLUMNS) do row[k] = r[col] == nil and "-" or tostring(r[col]) end
+    for k, col in ipairs(M.COLUMNS) do
+      local v = r[col]
+      row[k] = v == nil and "-" or col == "first_final" and percent(v) or tostring(v)
+    end
     cells[#cells + 1] = row
   end
   local width = {}
@@ -274,6 +543,27 @@ function Lab:table(results)
       parts[k] = k == 1 and (c .. string.rep(" ", width[k] - #c)) or (string.rep(" ", width[k] - #c) .. c)
     end
     out[#out + 1] = table.concat(parts, "  ")
+  end
+  -- the breakdown of the late records: per key (top 3) and how late
+  local lines = {}
+  for _, r in ipairs(results) do
+    if r.late_by_key and #r.late_by_key > 0 then
+      local ks = {}
+      for i = 1, math.min(3, #r.late_by_key) do
+        ks[i] = r.late_by_key[i].key .. " " .. r.late_by_key[i].late
+      end
+      local more = #r.late_by_key - 3
+      if more > 0 then ks[#ks + 1] = "(" .. more .. (more == 1 and " more key)" or " more keys)") end
+      local hs = {}
+      for i, b in ipairs(r.lateness_hist) do hs[i] = bucket_label(i) .. " " .. b.n end
+      lines[#lines + 1] = string.format("%s%s  by key: %s;  lateness: %s", r.name,
+        string.rep(" ", width[1] - #r.name), table.concat(ks, ", "), table.concat(hs, " "))
+    end
+  end
+  if #lines > 0 then
+    out[#out + 1] = "late records by key (most first) and lateness (how far the watermark was past "
+      .. "the end of the record's window)"
+    for _, l in ipairs(lines) do out[#out + 1] = l end
   end
   return table.concat(out, "\n") .. "\n"
 end
@@ -297,11 +587,22 @@ function Lab.json(_self, results)
     local parts = {}
     local cols = {table.unpack(M.COLUMNS)}
     cols[#cols + 1] = "latency_windows"
+    cols[#cols + 1] = "first_firings"
+    cols[#cols + 1] = "damaged_windows"
     for _, col in ipairs(cols) do
       local v = r[col]
+      if math.type(v) == "float" then v = string.format("%.6g", v) end
       parts[#parts + 1] = json_string(col) .. ":" ..
-        (v == nil and "null" or type(v) == "string" and json_string(v) or tostring(v))
+        (v == nil and "null" or col ~= "first_final" and type(v) == "string" and json_string(v) or tostring(v))
     end
+    local ks = {}
+    for i, e in ipairs(r.late_by_key or {}) do ks[i] = "[" .. json_string(e.key) .. "," .. e.late .. "]" end
+    parts[#parts + 1] = '"late_by_key":[' .. table.concat(ks, ",") .. "]"
+    local hs = {}
+    for i, b in ipairs(r.lateness_hist or {}) do
+      hs[i] = "{" .. (b.lt and ('"lt":' .. b.lt .. ",") or "") .. '"n":' .. b.n .. "}" -- the last: no lt
+    end
+    parts[#parts + 1] = '"lateness_hist":[' .. table.concat(hs, ",") .. "]"
     out[#out + 1] = "{" .. table.concat(parts, ",") .. "}"
   end
   return table.concat(out, "\n") .. "\n"

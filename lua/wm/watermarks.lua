@@ -56,6 +56,50 @@ function Strategy:with_idleness(d)
   return s
 end
 
+--- Wall-clock assistance for a bounded strategy (`bounded_out_of_orderness(d)` or
+-- `monotonous()`): at a periodic emission, when no record has arrived for `d2` ms of
+-- processing time, the watermark advances with the clock to `now - d2 - 1` (when that is
+-- higher than `max_ts - d - 1`); with records flowing it is the bounded strategy's. Before the
+-- first record nothing is emitted. It runs as a generator (docs/watermarks.md, "Wall-clock
+-- assistance"): asked at every interval, its state in checkpoints. It assumes event time
+-- follows processing time (a source whose clock lags by more than `d2` sees its records
+-- late after a pause).
+-- @tparam integer|string d2 the quiet time, and how far the watermark trails the clock
+-- @treturn Strategy a new strategy
+-- @usage wm.watermarks.bounded_out_of_orderness("500ms"):with_idle_advance("5s"):with_timestamp_field("ts")
+function Strategy:with_idle_advance(d2)
+  if self.kind ~= "bounded" then
+    error("with_idle_advance: only for bounded_out_of_orderness(d) or monotonous(), got a strategy of kind '"
+      .. tostring(self.kind) .. "'", 2)
+  end
+  local quiet = duration.ms(d2, "with_idle_advance", 2)
+  if quiet <= 0 then error("with_idle_advance: the quiet time must be positive, got " .. tostring(d2), 2) end
+  local d, min = self.delay, math.mininteger
+  local s = strategy({})
+  for k, v in pairs(self) do s[k] = v end
+  s.kind, s.delay, s.bound, s.idle_advance = "custom", 0, d, quiet
+  local info = debug.getinfo(2, "Sl")
+  s.gen_where = info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?"
+  s.factory = function()
+    return {
+      max = min, last = nil,
+      on_event = function(g, _, ts, out)
+        if ts > g.max then g.max = ts end
+        g.last = out:current_processing_time()
+      end,
+      on_periodic_emit = function(g, out)
+        if g.last == nil then return end
+        if g.max - d - 1 > min then out:emit_watermark(g.max - d - 1) end
+        local now = out:current_processing_time()
+        if now - g.last >= quiet and now - quiet - 1 > min then out:emit_watermark(now - quiet - 1) end
+      end,
+      snapshot = function(g) return {max = g.max, last = g.last} end,
+      restore = function(g, t) g.max, g.last = t.max, t.last end,
+    }
+  end
+  return s
+end
+
 --- Watermarks that trail the highest timestamp seen by `d`: emits `max_ts - d - 1`.
 -- @tparam integer|string d the bound on out-of-orderness
 -- @treturn Strategy
@@ -90,7 +134,9 @@ end
 -- `on_event(self, record, ts, out)` (called after the record is forwarded) and/or
 -- `on_periodic_emit(self, out)` (every watermark_interval; after every record when it is 0);
 -- `out:emit_watermark(t)` (an integer; forwarded only when greater than the last one),
--- `out:mark_idle()`, `out:mark_active()`. `ctx.subtask` and `ctx.parallelism` tell the
+-- `out:mark_idle()`, `out:mark_active()`, `out:current_processing_time()` (the job's
+-- processing-time clock in ms: virtual under an arrival replay, in `wmrun lab` and in
+-- `wm.testing`, the wall clock otherwise). `ctx.subtask` and `ctx.parallelism` tell the
 -- instance who it is. See docs/watermarks.md.
 -- @tparam function factory called once per parallel assigner instance
 -- @treturn Strategy

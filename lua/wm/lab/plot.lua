@@ -73,10 +73,12 @@ end
 
 local function tooltip(r)
   return string.format("%s\nrecords %d, late %d (%.2f%% complete), dropped %d, late firings %d\n" ..
-    "lag p50/p99/max %s / %s / %s ms\nlatency p50/p99/max %s / %s / %s ms (%d windows)",
+    "lag p50/p99/max %s / %s / %s ms\nlatency p50/p99/max %s / %s / %s ms (%d windows)%s",
     r.name, r.records, r.late, completeness(r), r.dropped, r.late_firings, fmt(r.lag_p50),
     fmt(r.lag_p99), fmt(r.lag_max), fmt(r.latency_p50), fmt(r.latency_p99), fmt(r.latency_max),
-    r.latency_windows or 0)
+    r.latency_windows or 0, r.top_late_key and string.format(
+      "\nmost late records: %s; allowed lateness admitting 99%% / all: %s / %s ms",
+      r.top_late_key, fmt(r.admit_p99), fmt(r.admit_max)) or "")
 end
 
 -- A frame: plot area inside w x h with margins; returns sx, sy (data -> pixels) helpers.
@@ -315,13 +317,18 @@ function M.html(lab, results, title)
   for i = 2, #results do colors[i] = COLORS[(i - 2) % #COLORS + 1] end
   local rows = {}
   local cols = {"records", "late", "dropped", "late_firings", "lag_p50", "lag_p99", "lag_max",
-                "latency_p50", "latency_p99", "latency_max"}
+                "latency_p50", "latency_p99", "latency_max", "first_final", "admit_p99", "admit_p999",
+                "admit_max", "top_late_key"}
   local front = {}
   for _, p in ipairs(pareto(results)) do front[p.i] = true end
   for i, r in ipairs(results) do
     local cells = {string.format('<td class="name"><span class="sw" style="background:%s"></span>%s%s</td>',
       colors[i], esc(r.name), front[i] and " &#9675;" or "")}
-    for _, c in ipairs(cols) do cells[#cells + 1] = "<td>" .. esc(fmt(r[c])) .. "</td>" end
+    for _, c in ipairs(cols) do
+      local v = r[c]
+      if c == "first_final" and v then v = string.format("%.2f%%", 100 * v) end
+      cells[#cells + 1] = "<td>" .. esc(fmt(v)) .. "</td>"
+    end
     rows[#rows + 1] = string.format('<tr class="cand c%d" data-c="%d">%s</tr>', i, i, table.concat(cells))
   end
   local summary = lab:table(results):match("^[^\n]*")
@@ -352,7 +359,8 @@ function M.html(lab, results, title)
     '<div class="row">', pareto_svg(results, colors), curves_svg(results, colors), '</div>',
     '<table><tr><th style="text-align:left">candidate (&#9675; Pareto front)</th><th>records</th><th>late</th>' ..
       '<th>dropped</th><th>late firings</th><th>lag p50</th><th>lag p99</th><th>lag max</th>' ..
-      '<th>latency p50</th><th>latency p99</th><th>latency max</th></tr>',
+      '<th>latency p50</th><th>latency p99</th><th>latency max</th><th>first final</th>' ..
+      '<th>admit p99</th><th>admit p99.9</th><th>admit all</th><th>top late key</th></tr>',
     table.concat(rows, "\n"),
     '</table>',
     '<p class="sub">Times in ms. lag = perfect watermark - watermark, sampled at every arrival; ' ..
