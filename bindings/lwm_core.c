@@ -283,7 +283,7 @@ static int build_and_run(lwm_bridge *B, int env) {
     if (rc == WM_OK) rc = wm_ckptrun_start(ck);
   }
   if (rc == WM_OK && B->thread == 0 && resumed != 2)
-    rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc);
+    rc = lwm_services_start(B, env, wm_exec_loop(B->exec), &svc, ck);
   if (rc == WM_OK && B->thread == 0 && resumed != 2) rc = watch_start(&w, wm_exec_loop(B->exec));
   if (rc == WM_OK && resumed != 2) {
     rc = wm_exec_run(B->exec);

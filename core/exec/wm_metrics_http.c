@@ -36,6 +36,12 @@ struct wm_metrics_http {
   uv_tcp_t listener; /* first */
   uv_timer_t sweep;  /* times out connections (on_sweep); runs while there are some */
   wm_ctx *ctx;
+  struct route {
+    const char *path, *type;
+    void (*fn)(wm_buf *body, void *ud);
+    void *ud;
+  } routes[WM_METRICS_MAX_ROUTES]; /* besides /metrics (wm_metrics_http_route) */
+  int nroutes;
   conn *conns;
   int active;   /* connections open and not refused (at most WM_METRICS_MAX_CONNS) */
   int handles;  /* open handles (listener and connections) whose close callback is pending */
@@ -240,7 +246,8 @@ static int request_line_ok(const char *r, size_t n, size_t *mlen, const char **t
          r[i + 6] == '.' && r[i + 7] >= '0' && r[i + 7] <= '9';
 }
 
-wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
+wm_metrics_req wm_metrics_parse_target(const char *r, size_t n, size_t max, const char **path,
+                                       size_t *plen) {
   /* control characters (a NUL byte, ...) are never part of a request, whatever comes next */
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)r[i];
@@ -262,10 +269,19 @@ wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
   int get = mlen == 3 && memcmp(r, "GET", 3) == 0;
   int head = mlen == 4 && memcmp(r, "HEAD", 4) == 0;
   if (!get && !head) return WM_MREQ_METHOD;
-  size_t plen = strcspn(target, "? ");
-  if (plen > tlen) plen = tlen;
-  if (plen != 8 || memcmp(target, "/metrics", 8) != 0) return WM_MREQ_NOT_FOUND;
+  *plen = strcspn(target, "? ");
+  if (*plen > tlen) *plen = tlen;
+  *path = target;
   return get ? WM_MREQ_GET : WM_MREQ_HEAD;
+}
+
+wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
+  const char *path;
+  size_t plen;
+  wm_metrics_req q = wm_metrics_parse_target(r, n, max, &path, &plen);
+  if ((q == WM_MREQ_GET || q == WM_MREQ_HEAD) && (plen != 8 || memcmp(path, "/metrics", 8) != 0))
+    return WM_MREQ_NOT_FOUND;
+  return q;
 }
 
 /* ---- descriptors ------------------------------------------------------------------------- */
@@ -353,11 +369,31 @@ static void respond_text(conn *c, const char *status, const char *text) {
   wm_buf_free(&body);
 }
 
-static void answer(conn *c, wm_metrics_req q) {
+/* The route for a path of another page than /metrics; NULL: none. */
+static const struct route *find_route(const wm_metrics_http *m, const char *path, size_t plen) {
+  for (int i = 0; i < m->nroutes; i++)
+    if (strlen(m->routes[i].path) == plen && memcmp(m->routes[i].path, path, plen) == 0)
+      return &m->routes[i];
+  return NULL;
+}
+
+static void answer(conn *c, wm_metrics_req q, const char *path, size_t plen) {
+  const struct route *rt = NULL;
+  if ((q == WM_MREQ_GET || q == WM_MREQ_HEAD) && !(plen == 8 && memcmp(path, "/metrics", 8) == 0)) {
+    rt = find_route(c->srv, path, plen);
+    if (!rt) q = WM_MREQ_NOT_FOUND;
+  }
   switch (q) {
   case WM_MREQ_GET:
   case WM_MREQ_HEAD: {
     wm_buf body;
+    if (rt) {
+      wm_buf_init(&body);
+      rt->fn(&body, rt->ud);
+      respond(c, "200 OK", rt->type, &body, q == WM_MREQ_HEAD);
+      wm_buf_free(&body);
+      break;
+    }
     wm_buf_init(&body);
     wm_metrics_format(&body, c->srv->ctx, wm_ctx_now(c->srv->ctx));
     respond(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8", &body, q == WM_MREQ_HEAD);
@@ -396,8 +432,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   c->len += (size_t)nread;
   c->req[c->len] = '\0';
-  wm_metrics_req q = wm_metrics_parse_request(c->req, c->len, sizeof c->req - 1);
-  if (q != WM_MREQ_MORE) answer(c, q);
+  const char *path = NULL;
+  size_t plen = 0;
+  wm_metrics_req q = wm_metrics_parse_target(c->req, c->len, sizeof c->req - 1, &path, &plen);
+  if (q != WM_MREQ_MORE) answer(c, q, path, plen);
 }
 
 /* Every WM_METRICS_SWEEP_MS: a connection older than WM_METRICS_TIMEOUT_MS (a request not
@@ -521,6 +559,13 @@ wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char 
                                          : ntohs(((struct sockaddr_in *)&got)->sin_port);
   }
   return m;
+}
+
+int wm_metrics_http_route(wm_metrics_http *m, const char *path, const char *type,
+                          void (*fn)(wm_buf *body, void *ud), void *ud) {
+  if (m->nroutes == WM_METRICS_MAX_ROUTES) return WM_ERR;
+  m->routes[m->nroutes++] = (struct route){.path = path, .type = type, .fn = fn, .ud = ud};
+  return WM_OK;
 }
 
 void wm_metrics_http_stop(wm_metrics_http *m) {
