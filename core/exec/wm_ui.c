@@ -128,7 +128,7 @@ static void add_edges(wm_buf *b, const wm_ctx *ctx) {
         kv_int(b, "chan", op->ports[p].edges[e].chan, 1);
         key(b, "port");
         add_tag(b, op->ports[p].tag);
-        wm_buf_addc(b, '}');
+        wm_buf_adds(b, op->ports[p].side ? ",\"side\":true}" : ",\"side\":false}");
       }
     }
   }

@@ -26,8 +26,9 @@ typedef struct wm_ui_job {
  * operators [{id, name, kind, records_in, records_out, late_dropped, late_side, watermark,
  * lag_ms, channels [{watermark, idle}], keys?, keys_expired?, windows?, inputs? (two-input
  * operators: [{records, late_dropped, late_side, watermark, idle}] for inputs 1 and 2),
- * side_outputs [{tag, records}]}] and edges [{from, to, chan, port}] (ids are indexes in
- * operators; port null for the main output). A watermark is null before the first and
+ * side_outputs [{tag, records}]}] and edges [{from, to, chan, port, side}] (ids are indexes
+ * in operators; port null for the main output, side: a user's side output; with several
+ * threads only the edges between ctx's operators). A watermark is null before the first and
  * "end" once its input has ended; lag_ms is null before the first and 0 at the end. */
 void wm_ui_json(wm_buf *b, const wm_ctx *ctx, const wm_ui_job *job);
 
