@@ -33,6 +33,7 @@ static const struct {
     {"exec", test_exec},
     {"metrics", test_metrics},
     {"twoin", test_twoin},
+    {"ui", test_ui},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
