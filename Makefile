@@ -14,6 +14,8 @@ DEBIAN_PKGS += lua-check cppcheck lua-ldoc
 DEBIAN_PKGS += librdkafka-dev libnats-dev nats-server
 # kcat: the Kafka quick start of docs/connectors.md produces its input with it (and its spec)
 DEBIAN_PKGS += kcat
+# chromium: spec/ui_spec.lua opens the live view (wmrun --ui) in it, headless
+DEBIAN_PKGS += chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
