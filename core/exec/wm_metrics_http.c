@@ -401,7 +401,8 @@ static void answer(conn *c, wm_metrics_req q, const char *path, size_t plen) {
     break;
   }
   case WM_MREQ_NOT_FOUND:
-    respond_text(c, "404 Not Found", "not found: the metrics are at /metrics\n");
+    respond_text(c, "404 Not Found", c->srv->nroutes ? "not found: the live view is at /\n"
+                                                     : "not found: the metrics are at /metrics\n");
     break;
   case WM_MREQ_METHOD:
     respond_text(c, "405 Method Not Allowed", "only GET /metrics is served here\n");

@@ -116,7 +116,8 @@ function drawGraph(job) {
     var a = pos[e.from], b = pos[e.to], p = document.createElementNS(NS, "path");
     var x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
     if (x2 <= x1) { x2 = b.x + W / 2; y2 = b.y; }
-    p.setAttribute("d", "M" + x1 + "," + y1 + " C" + (x1 + gx / 2) + "," + y1 + " " + (x2 - gx / 2) + "," + y2 + " " + x2 + "," + y2);
+    p.setAttribute("d", "M" + x1 + "," + y1 + " C" + (x1 + gx / 2) + "," + y1 + " " +
+      (x2 - gx / 2) + "," + y2 + " " + x2 + "," + y2);
     p.setAttribute("class", "edge" + (e.side ? " side" : ""));
     svg.appendChild(p);
   });
