@@ -49,14 +49,11 @@ env:execute()
 local function start(text, args)
   local dir = h.tmpdir()
   local job = h.bg_job(dir, text, args)
-  local p = {dir = dir, job = job}
-  p.pid = job.pid()
-  p.ui = tonumber(h.wait_for(function()
-    return h.read_or_empty(job.err):match("live view on http://127%.0%.0%.1:(%d+)/\n")
-  end, "the live view's port on stderr"))
-  p.port = tonumber(h.wait_for(function()
-    return h.read_or_empty(job.err):match("listening on 127%.0%.0%.1:(%d+)")
-  end, "the listening port on stderr"))
+  local p = {dir = dir, job = job, pid = job.pid()}
+  -- the ports wmrun prints on stderr: the view's and the source's
+  for k, pat in pairs{ui = "live view on http://127%.0%.0%.1:(%d+)/\n", port = "listening on 127%.0%.0%.1:(%d+)"} do
+    p[k] = tonumber(h.wait_for(function() return h.read_or_empty(job.err):match(pat) end, pat))
+  end
   return p
 end
 
@@ -82,6 +79,14 @@ local function op_named(job, prefix)
   end
 end
 
+-- /api/job once the operator named prefix... has counted n records in
+local function job_when(port, prefix, n)
+  return h.wait_for(function()
+    local j = job_json(port)
+    if op_named(j, prefix).records_in == n then return j end
+  end, prefix .. " to see " .. n .. " records")
+end
+
 -- the page as Chromium has run it: its DOM after up to 2 s of (virtual) time
 local function dom(port)
   local out, err, code = h.sh_plain("timeout 60 chromium --headless --no-sandbox --disable-gpu "
@@ -105,10 +110,7 @@ describe("live view", function()
     local p = start(string.format(JOB, ""), "--ui 0")
     h.finally(p.job.kill)
     send(p, "a,1\na,7\na,12\na,2\n")
-    local job = h.wait_for(function()
-      local j = job_json(p.ui)
-      if op_named(j, "print").records_in == 2 then return j end
-    end, "print to see 2 records")
+    local job = job_when(p.ui, "print", 2)
     local head, page = get(p.ui, "/")
     local mhead, metrics = get(p.ui, "/metrics") -- the same server serves Prometheus too
     local nhead = get(p.ui, "/nothing")
@@ -197,10 +199,7 @@ describe("live view", function()
     local p = start(JOB2, "--ui 0")
     h.finally(p.job.kill)
     send(p, "1,10\n2,10\n1,100\n2,20\n")
-    local job = h.wait_for(function()
-      local j = job_json(p.ui)
-      if op_named(j, "co").records_in == 4 then return j end
-    end, "the connect to see 4 records")
+    local job = job_when(p.ui, "co", 4)
     local co = op_named(job, "co")
     assert.are.equal(2, #co.inputs)
     assert.are.same({records = 2, late_dropped = 0, late_side = 0, watermark = 99, idle = false},
