@@ -211,6 +211,27 @@ describe("live view", function()
     assert.are.equal(1, co.keys)
   end)
 
+  it("shows the checkpoints the run takes", function()
+    -- a source paced at 5 records a second: checkpoints every 100 ms while it runs
+    local dir = h.tmpdir()
+    local job = h.bg_job(dir, 'local env = require("wm").env{}\n'
+      .. 'env:generate(function(i) return i end, {count = 1000000, rate = 5}):print()\nenv:execute()\n',
+      "--ui 0 --checkpoint-dir " .. dir .. "/ck --checkpoint-interval 100ms")
+    h.finally(job.kill)
+    local port = tonumber(h.wait_for(function()
+      return h.read_or_empty(job.err):match("live view on http://127%.0%.0%.1:(%d+)/\n")
+    end, "the live view's port"))
+    local ck = h.wait_for(function()
+      local c = job_json(port).checkpoints
+      if c ~= cjson.null and c.taken >= 2 then return c end
+    end, "two checkpoints", 60)
+    -- a fresh run: checkpoint 1 is the one before the first record, each one numbered on
+    assert.are.equal(ck.taken, ck.last_id)
+    assert.are.equal(0, ck.restored_id)
+    assert.is_true(ck.last_bytes > 0)
+    assert.is_true(ck.last_ms > 0 and ck.max_ms >= ck.last_ms and ck.total_ms >= ck.max_ms)
+  end)
+
   it("with --threads it shows thread 0's operators and says so", function()
     local p = start(string.format(JOB, ""), "--ui 0 -p 2 --threads 2")
     h.finally(p.job.kill)
