@@ -16,6 +16,8 @@ DEBIAN_PKGS += librdkafka-dev libnats-dev nats-server
 DEBIAN_PKGS += kcat
 # the Prometheus spec: promtool checks /metrics, a real server scrapes a job (docs/metrics.md)
 DEBIAN_PKGS += prometheus
+# chromium: spec/ui_spec.lua opens the live view (wmrun --ui) in it, headless
+DEBIAN_PKGS += chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

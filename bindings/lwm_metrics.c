@@ -4,7 +4,8 @@
  * handles in the executor's on_end hook. The endpoint shows every thread's operators: each
  * other thread publishes a snapshot of its own to the job's board (exec/wm_mboard.h) from
  * its loop every WM_MBOARD_EVERY_MS and at its end; thread 0 publishes its own at each
- * request. */
+ * request. The live view (--ui, env ui = {port, host}) is the same server with the page at
+ * / and core/exec/wm_ui.c's JSON at /api/job, on thread 0 (it shows that thread's operators). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "exec/wm_mboard.h"
 #include "exec/wm_metrics_http.h"
 #include "exec/wm_mt.h"
+#include "exec/wm_ui.h"
 #include "io/wm_io.h"
 #include "ops/wm_tsop.h"
 #include "time/wm_time.h"
@@ -140,6 +142,86 @@ static int publisher_start(lwm_bridge *B, uv_loop_t *loop, wm_mboard *board, lwm
   return WM_OK;
 }
 
+
+/* The live view: its page (env.ui_http.page, copied) and what its JSON shows. */
+typedef struct lwm_ui {
+  lwm_bridge *B;
+  wm_ui_job job;
+  char *name;
+  size_t page_len;
+  char page[]; /* NUL-terminated */
+} lwm_ui;
+
+static void ui_page(wm_buf *body, void *ud) {
+  lwm_ui *u = ud;
+  wm_buf_add(body, u->page, u->page_len);
+}
+
+static void ui_json(wm_buf *body, void *ud) {
+  lwm_ui *u = ud;
+  wm_ui_json(body, &u->B->ctx, &u->job);
+}
+
+static void ui_free(lwm_ui *u) {
+  if (!u) return;
+  free(u->name);
+  free(u);
+}
+
+/* "wmrun: live view on http://HOST:PORT/" */
+static void print_url(const char *what, const char *host, int port, const char *path) {
+  int v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "wmrun: %s on http://%s%s%s:%d%s\n", what, v6 ? "[" : "", host, v6 ? "]" : "",
+          port, path);
+}
+
+/* Starts the live view (env.ui_http at the top of the stack: {port, host, page}). */
+static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
+                    const struct wm_ckptrun *ckpt) {
+  lua_State *L = B->L;
+  lua_getfield(L, -1, "port");
+  lua_getfield(L, -2, "host");
+  lua_getfield(L, -3, "page");
+  int port = (int)lua_tointeger(L, -3);
+  const char *host = lua_isstring(L, -2) ? lua_tostring(L, -2) : "127.0.0.1";
+  size_t plen = 0;
+  const char *page = lua_isstring(L, -1) ? lua_tolstring(L, -1, &plen) : "";
+  lwm_ui *u = malloc(sizeof *u + plen + 1);
+  int rc = WM_OK;
+  if (!u) {
+    rc = wm_ctx_error(&B->ctx, "out of memory");
+  } else {
+    memcpy(u->page, page, plen + 1);
+    u->page_len = plen;
+    u->B = B;
+    /* the job's name: the argument of env:execute, next to the env on the stack */
+    const char *name = lua_isstring(L, env + 1) ? lua_tostring(L, env + 1) : "wmrun job";
+    u->name = strdup(name);
+    lua_getfield(L, env, "parallelism");
+    int par = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 1;
+    lua_pop(L, 1);
+    u->job = (wm_ui_job){.name = u->name, .parallelism = par,
+                         .threads = B->nthreads > 0 ? B->nthreads : 1, .thread = B->thread,
+                         .exec = B->exec, .ckpt = ckpt, .start_ms = uv_now(loop)};
+    int bound = 0;
+    if (!u->name) rc = wm_ctx_error(&B->ctx, "out of memory");
+    else if (!(s->ui = wm_metrics_http_start(loop, &B->ctx, host, port, &bound))) {
+      char why[sizeof B->ctx.err];
+      memcpy(why, B->ctx.err, sizeof why);
+      rc = wm_ctx_error(&B->ctx, "the live view (--ui): %s", why);
+    } else if (wm_metrics_http_route(s->ui, "/", "text/html; charset=utf-8", ui_page, u) != WM_OK ||
+               wm_metrics_http_route(s->ui, "/api/job", "application/json", ui_json, u) != WM_OK) {
+      rc = wm_ctx_error(&B->ctx, "the live view (--ui): too many routes");
+    } else {
+      print_url("live view", host, bound, "/");
+    }
+  }
+  if (rc != WM_OK) ui_free(u);
+  else s->uiv = u;
+  lua_pop(L, 3);
+  return rc;
+}
+
 int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_ckptrun *ck,
                        lwm_services *s) {
   lua_State *L = B->L;
@@ -174,6 +256,9 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
                  host, strchr(host, ':') ? "]" : "", bound);
     lua_pop(L, 2);
   }
+  lua_pop(L, 1);
+  lua_getfield(L, env, "ui_http"); /* nil unless asked: nothing runs, nothing is allocated */
+  if (rc == WM_OK && lua_istable(L, -1)) rc = ui_start(B, env, loop, s, ck);
   lua_pop(L, 1);
   if (rc == WM_OK) rc = lwm_task_status_start(B, loop, &s->task);
   lua_getfield(L, env, "progress"); /* true: --progress; false: --no-progress; nil: a terminal */
@@ -216,6 +301,12 @@ void lwm_services_end(void *ud) {
     uv_close((uv_handle_t *)&p->timer, on_publisher_closed);
     s->publisher = NULL;
   }
+  if (s->ui) { /* no route runs once stopped: its connections read no more */
+    wm_metrics_http_stop(s->ui);
+    s->ui = NULL;
+  }
+  ui_free(s->uiv);
+  s->uiv = NULL;
   if (s->task) {
     lwm_task_status_end(s->task);
     s->task = NULL;

@@ -4,7 +4,8 @@
 
 #include "lwm.h"
 
-/* The Prometheus endpoint (env.metrics_http) and the progress line (env.progress) of a run,
+/* The Prometheus endpoint (env.metrics_http), the live view (env.ui_http) and the progress
+ * line (env.progress) of a run,
  * on thread 0's loop (lwm_metrics.c); on the other threads of a job, the publishing of their
  * metrics for the endpoint. Call start on every thread; ck: the run's checkpoint
  * coordinator (NULL: none), for the checkpoint series. start: WM_OK or WM_ERR; end (the
@@ -13,6 +14,8 @@
 struct wm_ckptrun;
 typedef struct lwm_services {
   struct wm_metrics_http *http;
+  struct wm_metrics_http *ui;   /* the live view (env.ui_http): the same server, more routes */
+  struct lwm_ui *uiv;           /* its page and job (lwm_metrics.c) */
   struct wm_mboard *own_board;  /* one thread: the endpoint's board */
   struct publisher *publisher;  /* threads 2..n: their snapshots for thread 1's endpoint */
   struct progress *progress;

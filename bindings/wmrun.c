@@ -46,6 +46,8 @@ static void usage(FILE *f) {
           "  --metrics                   print per-operator counts on stderr at the end\n"
           "  --metrics-port PORT         serve Prometheus metrics at http://127.0.0.1:PORT/metrics\n"
           "                              while the job runs (0 = any free port, printed on stderr)\n"
+          "  --ui PORT                   serve a live view of the job at http://127.0.0.1:PORT/\n"
+          "                              (its JSON at /api/job; 0 = any free port, printed)\n"
           "  --progress, --no-progress   show (or never show) a progress line on stderr (default:\n"
           "                              when stderr is a terminal and the job runs over 1 s)\n"
           "  --sql                       run a SQL script (docs/sql.md) instead of a Lua job\n"
@@ -85,6 +87,7 @@ typedef struct options {
   lua_Integer threads; /* -1 = not given */
   int trace, metrics, no_drain;
   int metrics_port; /* --metrics-port; -1 = not given */
+  int ui_port;      /* --ui; -1 = not given */
   int progress;     /* --progress 1, --no-progress 0, -1 = not given */
   const char *ck_dir;  /* --checkpoint-dir */
   int64_t ck_interval; /* --checkpoint-interval; -1 = not given */
@@ -280,6 +283,10 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, o->metrics_port);
     lua_setfield(L, -2, "metrics_port");
   }
+  if (o->ui_port >= 0) {
+    lua_pushinteger(L, o->ui_port);
+    lua_setfield(L, -2, "ui_port");
+  }
   if (o->progress >= 0) {
     lua_pushboolean(L, o->progress);
     lua_setfield(L, -2, "progress");
@@ -410,6 +417,7 @@ int main(int argc, char **argv) {
   o.backoff = -1;
   o.threads = -1;
   o.metrics_port = -1;
+  o.ui_port = -1;
   o.progress = -1;
   o.argc = argc;
   o.argv = argv;
@@ -436,15 +444,18 @@ int main(int argc, char **argv) {
       o.metrics = 1;
     } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
       o.progress = a[2] == 'p';
-    } else if (strcmp(a, "--metrics-port") == 0) {
+    } else if (strcmp(a, "--metrics-port") == 0 || strcmp(a, "--ui") == 0) {
       const char *v = argv[++i];
       char *end;
       long p = v ? strtol(v, &end, 10) : -1;
+      int ui = a[2] == 'u';
       if (!v || !*v || *end || p < 0 || p > 65535) {
-        fprintf(stderr, "%s: bad metrics port '%s' (expected 0 to 65535)\n", progname, v ? v : "");
+        fprintf(stderr, "%s: bad %s port '%s' (expected 0 to 65535)\n", progname,
+                ui ? "--ui" : "metrics", v ? v : "");
         return 2;
       }
-      o.metrics_port = (int)p;
+      if (ui) o.ui_port = (int)p;
+      else o.metrics_port = (int)p;
     } else if (strcmp(a, "--sql") == 0) {
       o.sql = 1;
     } else if (strcmp(a, "--no-drain") == 0) {

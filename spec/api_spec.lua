@@ -29,7 +29,7 @@ describe("wm.env", function()
   end)
   it("rejects unknown options and bad values with clear messages", function()
     assert.has_error(function() wm.env{paralelism = 2} end,
-      "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, checkpoint, "
+      "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, ui, checkpoint, "
         .. "pre_aggregate, stall_timeout, backpressure)")
     assert.has_error(function() wm.env{stall_timeout = -1} end, "env: stall_timeout must not be negative")
     assert.has_error(function() wm.env{backpressure = "1MiB"} end,

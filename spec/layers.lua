@@ -36,7 +36,7 @@ M.BINDING_LAYERS = {
 -- or below.
 M.LUA_LAYERS = {
   {"leaves", {"^wm%.duration$", "^wm%.format$", "^wm%.json$", "^wm%.timeline$", "^wm%.timeline%.", "^wm%.lab%.plot$",
-              "^wm%.windows$", "^wm%.watermarks$", "^wm%.evictors$"}},
+              "^wm%.windows$", "^wm%.watermarks$", "^wm%.evictors$", "^wm%.uipage$"}},
   {"base", {"^wm%.base$"}},
   {"areas", {"^wm%.stream$", "^wm%.io$", "^wm%.keyed$", "^wm%.windowed$", "^wm%.triggers$",
              "^wm%.connect$", "^wm%.window_join$",

@@ -53,6 +53,7 @@ struct wm_exec {
   int paused;
   int pressure_busy; /* inside wm_exec_pressure (a nested report only counts) */
   uint64_t pressure_moves; /* reports that changed the total: progress while paused */
+  uint64_t paused_at, paused_ms; /* uv_now when the sources last paused; ms paused before */
   int writing;             /* asynchronous writes in flight (wm_io_writing) */
   struct flusher {
     void (*fn)(void *ud, int paused);
@@ -440,6 +441,9 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
                          : e->pressure > (int64_t)e->cfg.pressure_high;
     if (want == e->paused) break;
     e->paused = want;
+    uv_update_time(&e->loop);
+    if (want) e->paused_at = uv_now(&e->loop);
+    else e->paused_ms += uv_now(&e->loop) - e->paused_at;
     for (int i = 0; i < e->nsrc; i++)
       if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
     /* paused, what the sinks gather is written at once: nothing else would drain it */
@@ -449,6 +453,12 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
 }
 
 int64_t wm_exec_pressure_bytes(const wm_exec *e) { return e->pressure; }
+
+uint64_t wm_exec_paused_ms(wm_exec *e) {
+  if (!e->paused) return e->paused_ms;
+  uv_update_time(&e->loop);
+  return e->paused_ms + (uv_now(&e->loop) - e->paused_at);
+}
 
 /* "'a', 'b'": the sources that have not ended, with the state of backpressure. */
 static void describe_open_sources(const wm_exec *e, wm_buf *b) {

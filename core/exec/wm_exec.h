@@ -125,4 +125,6 @@ void wm_exec_pressure(wm_exec *exec, int64_t delta);
 int wm_exec_paused(const wm_exec *exec);
 /* The bytes the sinks have reported queued (the sum of every delta so far). */
 int64_t wm_exec_pressure_bytes(const wm_exec *exec);
+/* The time the sources have spent paused by backpressure so far, ms (the live view). */
+uint64_t wm_exec_paused_ms(wm_exec *exec);
 #endif

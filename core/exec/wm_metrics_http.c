@@ -35,6 +35,12 @@ struct wm_metrics_http {
   wm_ctx *ctx;
   wm_mboard *board; /* NULL: ctx's operators only (wm_metrics_http_set_board) */
   int thread;       /* the board's thread that ctx is */
+  struct route {
+    const char *path, *type;
+    void (*fn)(wm_buf *body, void *ud);
+    void *ud;
+  } routes[WM_METRICS_MAX_ROUTES]; /* besides /metrics (wm_metrics_http_route) */
+  int nroutes;
   conn *conns;
   int active;   /* connections open and not refused (at most WM_METRICS_MAX_CONNS) */
   int handles;  /* open handles (listener and connections) whose close callback is pending */
@@ -67,7 +73,8 @@ static int request_line_ok(const char *r, size_t n, size_t *mlen, const char **t
          r[i + 6] == '.' && r[i + 7] >= '0' && r[i + 7] <= '9';
 }
 
-wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
+wm_metrics_req wm_metrics_parse_target(const char *r, size_t n, size_t max, const char **path,
+                                       size_t *plen) {
   /* control characters (a NUL byte, ...) are never part of a request, whatever comes next */
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)r[i];
@@ -89,10 +96,19 @@ wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
   int get = mlen == 3 && memcmp(r, "GET", 3) == 0;
   int head = mlen == 4 && memcmp(r, "HEAD", 4) == 0;
   if (!get && !head) return WM_MREQ_METHOD;
-  size_t plen = strcspn(target, "? ");
-  if (plen > tlen) plen = tlen;
-  if (plen != 8 || memcmp(target, "/metrics", 8) != 0) return WM_MREQ_NOT_FOUND;
+  *plen = strcspn(target, "? ");
+  if (*plen > tlen) *plen = tlen;
+  *path = target;
   return get ? WM_MREQ_GET : WM_MREQ_HEAD;
+}
+
+wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max) {
+  const char *path;
+  size_t plen;
+  wm_metrics_req q = wm_metrics_parse_target(r, n, max, &path, &plen);
+  if ((q == WM_MREQ_GET || q == WM_MREQ_HEAD) && (plen != 8 || memcmp(path, "/metrics", 8) != 0))
+    return WM_MREQ_NOT_FOUND;
+  return q;
 }
 
 /* ---- descriptors ------------------------------------------------------------------------- */
@@ -180,11 +196,31 @@ static void respond_text(conn *c, const char *status, const char *text) {
   wm_buf_free(&body);
 }
 
-static void answer(conn *c, wm_metrics_req q) {
+/* The route for a path of another page than /metrics; NULL: none. */
+static const struct route *find_route(const wm_metrics_http *m, const char *path, size_t plen) {
+  for (int i = 0; i < m->nroutes; i++)
+    if (strlen(m->routes[i].path) == plen && memcmp(m->routes[i].path, path, plen) == 0)
+      return &m->routes[i];
+  return NULL;
+}
+
+static void answer(conn *c, wm_metrics_req q, const char *path, size_t plen) {
+  const struct route *rt = NULL;
+  if ((q == WM_MREQ_GET || q == WM_MREQ_HEAD) && !(plen == 8 && memcmp(path, "/metrics", 8) == 0)) {
+    rt = find_route(c->srv, path, plen);
+    if (!rt) q = WM_MREQ_NOT_FOUND;
+  }
   switch (q) {
   case WM_MREQ_GET:
   case WM_MREQ_HEAD: {
     wm_buf body;
+    if (rt) {
+      wm_buf_init(&body);
+      rt->fn(&body, rt->ud);
+      respond(c, "200 OK", rt->type, &body, q == WM_MREQ_HEAD);
+      wm_buf_free(&body);
+      break;
+    }
     wm_buf_init(&body);
     wm_metrics_http *m = c->srv;
     if (m->board) {
@@ -199,7 +235,8 @@ static void answer(conn *c, wm_metrics_req q) {
     break;
   }
   case WM_MREQ_NOT_FOUND:
-    respond_text(c, "404 Not Found", "not found: the metrics are at /metrics\n");
+    respond_text(c, "404 Not Found", c->srv->nroutes ? "not found: the live view is at /\n"
+                                                     : "not found: the metrics are at /metrics\n");
     break;
   case WM_MREQ_METHOD:
     respond_text(c, "405 Method Not Allowed", "only GET /metrics is served here\n");
@@ -230,8 +267,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
   c->len += (size_t)nread;
   c->req[c->len] = '\0';
-  wm_metrics_req q = wm_metrics_parse_request(c->req, c->len, sizeof c->req - 1);
-  if (q != WM_MREQ_MORE) answer(c, q);
+  const char *path = NULL;
+  size_t plen = 0;
+  wm_metrics_req q = wm_metrics_parse_target(c->req, c->len, sizeof c->req - 1, &path, &plen);
+  if (q != WM_MREQ_MORE) answer(c, q, path, plen);
 }
 
 /* Every WM_METRICS_SWEEP_MS: a connection older than WM_METRICS_TIMEOUT_MS (a request not
@@ -360,6 +399,13 @@ wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char 
 void wm_metrics_http_set_board(wm_metrics_http *m, wm_mboard *board, int thread) {
   m->board = board;
   m->thread = thread;
+}
+
+int wm_metrics_http_route(wm_metrics_http *m, const char *path, const char *type,
+                          void (*fn)(wm_buf *body, void *ud), void *ud) {
+  if (m->nroutes == WM_METRICS_MAX_ROUTES) return WM_ERR;
+  m->routes[m->nroutes++] = (struct route){.path = path, .type = type, .fn = fn, .ud = ud};
+  return WM_OK;
 }
 
 void wm_metrics_http_stop(wm_metrics_http *m) {

@@ -29,6 +29,7 @@ typedef struct wm_metrics_http wm_metrics_http;
 #define WM_METRICS_FD_RESERVE 16
 #define WM_METRICS_TIMEOUT_MS 5000
 #define WM_METRICS_SWEEP_MS 250
+#define WM_METRICS_MAX_ROUTES 4
 
 /* What a request (the bytes received so far) asks for. */
 typedef enum wm_metrics_req {
@@ -46,12 +47,23 @@ typedef enum wm_metrics_req {
  * at an empty line. Decided as soon as the bytes allow: a control character or a bad request
  * line is WM_MREQ_BAD before the headers end. */
 wm_metrics_req wm_metrics_parse_request(const char *r, size_t n, size_t max);
+/* The same for a server of several paths: GET and HEAD of any path are WM_MREQ_GET and
+ * WM_MREQ_HEAD, with *path, *plen the target's path (before '?'), pointing into r. */
+wm_metrics_req wm_metrics_parse_target(const char *r, size_t n, size_t max, const char **path,
+                                       size_t *plen);
 
 /* Listens on host:port (port 0: a free port) of loop, serving ctx's operators; *bound (when
  * not NULL) gets the port. NULL on failure, with a message naming host and port in
  * ctx->err. */
 wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char *host, int port,
                                        int *bound);
+
+/* Serves GET and HEAD of path (besides /metrics) with fn's body, of content type type (the
+ * live view, wmrun --ui: "/", "/api/job"; exec/wm_ui.h): fn runs on the loop's thread,
+ * between batches, like /metrics. path, type and ud must outlive m. Any other path is 404.
+ * WM_OK, or WM_ERR past WM_METRICS_MAX_ROUTES. */
+int wm_metrics_http_route(wm_metrics_http *m, const char *path, const char *type,
+                          void (*fn)(wm_buf *body, void *ud), void *ud);
 
 /* Closes the listener and every connection; the memory goes when their close callbacks
  * have run (run the loop after this). NULL is allowed. */

@@ -234,6 +234,8 @@ end
 --   instances spread over n threads, 0 = one per core; needs wmrun, see docs/parallelism.md),
 --   `metrics` ({port = PORT, host = "127.0.0.1"}: Prometheus metrics at /metrics while the job
 --   runs, port 0 = any free one; see docs/metrics.md),
+--   `ui` ({port = PORT, host = "127.0.0.1"}: a live view of the job at / and its JSON at
+--   /api/job while the job runs; wmrun's --ui overrides the port; see docs/metrics.md "Live view"),
 --   `checkpoint` (`{dir = DIR, interval = "10s"}`: checkpoints in DIR, resumed from at the next
 --   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it),
 --   `pre_aggregate` (default true: built-in sum/min/max windows over a file read in parts
@@ -253,19 +255,21 @@ function M.env(opts)
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
       and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate"
-      and k ~= "stall_timeout" and k ~= "backpressure" then
+      and k ~= "stall_timeout" and k ~= "backpressure" and k ~= "ui" then
       error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, "
-        .. "threads, metrics, checkpoint, pre_aggregate, stall_timeout, backpressure)", 2)
+        .. "threads, metrics, ui, checkpoint, pre_aggregate, stall_timeout, backpressure)", 2)
     end
   end
-  local mh = opts.metrics
-  if mh ~= nil then
-    if type(mh) ~= "table" or math.type(mh.port) ~= "integer" or mh.port < 0 or mh.port > 65535
-      or (mh.host ~= nil and type(mh.host) ~= "string") then
-      error("env: metrics must be {port = 0 to 65535, host = \"127.0.0.1\"}, got " .. tostring(mh), 2)
+  local function endpoint(name, e)
+    if e == nil then return nil end
+    if type(e) ~= "table" or math.type(e.port) ~= "integer" or e.port < 0 or e.port > 65535
+      or (e.host ~= nil and type(e.host) ~= "string") then
+      error("env: " .. name .. " must be {port = 0 to 65535, host = \"127.0.0.1\"}, got " .. tostring(e), 3)
     end
-    mh = {port = mh.port, host = mh.host or "127.0.0.1"}
+    return {port = e.port, host = e.host or "127.0.0.1"}
   end
+  local mh = endpoint("metrics", opts.metrics)
+  local ui = endpoint("ui", opts.ui)
   local ck = opts.checkpoint
   if ck ~= nil then
     if type(ck) ~= "table" then
@@ -327,6 +331,8 @@ function M.env(opts)
   if o.threads then threads = o.threads end
   if o.stall_timeout then stall = o.stall_timeout end
   if o.metrics_port then mh = {port = o.metrics_port, host = mh and mh.host or "127.0.0.1"} end
+  if o.ui_port then ui = {port = o.ui_port, host = ui and ui.host or "127.0.0.1"} end
+  if ui then ui.page = require("wm.uipage") end -- only when asked: nothing is loaded otherwise
   if o.checkpoint_dir then
     ck = {dir = o.checkpoint_dir, interval = o.checkpoint_interval or (ck and ck.interval) or 10000}
   elseif ck and o.checkpoint_interval then
@@ -339,7 +345,7 @@ function M.env(opts)
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
-                       no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh,
+                       no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh, ui_http = ui,
                        progress = o.progress, stall_timeout = stall, restart_backoff = o.restart_backoff,
                        pressure_high = bp and bp.high, pressure_low = bp and (bp.low or bp.high // 4)}, Env)
 end

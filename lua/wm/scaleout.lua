@@ -118,6 +118,7 @@ local function run_task(env, name, task)
   local dir = ck.dir .. "/task-" .. task.name
   env.checkpoint = {dir = dir, interval = ck.interval, fresh = false, allow_state_change = ck.allow_state_change}
   env.metrics_http = nil -- every task on its own port would collide
+  env.ui_http = nil
   env.progress = false -- its stderr is the supervisor's pipe
   for _, n in ipairs(env.nodes) do
     if file_sink(n) then n.path = M.task_path(n.path, task.name) end

@@ -61,6 +61,7 @@ void test_conn(void);
 void test_member(void);
 void test_metrics(void);
 void test_mboard(void);
+void test_ui(void);
 void test_through(void);
 void test_transport(void);
 void test_window(void);

@@ -230,6 +230,8 @@ static void test_stall(int writing) {
   CHECK(uv_async_init(wm_exec_loop(e), &a.keep, NULL) == 0);
   a.keep_open = 1;
   slowsink s = {.e = e, .src = &a};
+  CHECK_I64((int64_t)wm_exec_paused_ms(e), 0); /* never paused yet */
+  uint64_t t0 = uv_now(wm_exec_loop(e)); /* the slow write ends at t0 + 320 or later */
   if (writing) {
     CHECK(uv_timer_init(wm_exec_loop(e), &s.tm) == 0);
     s.tm.data = &s;
@@ -237,10 +239,17 @@ static void test_stall(int writing) {
     wm_io_writing(wm_exec_host(e), 1);
   }
   wm_exec_pressure(e, (int64_t)4 << 20);
+  uv_update_time(wm_exec_loop(e));
+  uint64_t t1 = uv_now(wm_exec_loop(e)); /* the sources paused at t1 or before */
   int rc = wm_exec_run(e);
   if (writing) {
     CHECK(rc == WM_OK);
     CHECK(s.done);
+    /* paused from before t1 until the write's end (t0 + 320 or later): the live view's
+     * "time paused" (wm_exec_paused_ms) is at least the difference, and stays once resumed */
+    uint64_t paused = wm_exec_paused_ms(e);
+    CHECK((int64_t)paused >= (int64_t)(t0 + 320) - (int64_t)t1);
+    CHECK_I64((int64_t)wm_exec_paused_ms(e), (int64_t)paused);
     if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
   } else {
     CHECK(rc == WM_ERR);

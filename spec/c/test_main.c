@@ -35,6 +35,7 @@ static const struct {
     {"mboard", test_mboard},
     {"twoin", test_twoin},
     {"nexmark", test_nexmark},
+    {"ui", test_ui},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
