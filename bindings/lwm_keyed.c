@@ -58,7 +58,7 @@ static int l_kp_timer(lua_State *L) {
   if (which == 0) k->oi.B->event_time = 1;
   int rc = which < 2 ? wm_keyedop_register(k->op, domain, t)
                      : wm_keyedop_delete(k->op, domain, t);
-  if (rc != WM_OK) return luaL_error(L, "%s: %s", fname, k->oi.B->ctx.err);
+  if (rc != WM_OK) return luaL_error(L, "%s: %s", fname, wm_ctx_errtext(&k->oi.B->ctx));
   return 0;
 }
 

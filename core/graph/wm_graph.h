@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_error.h"
 #include "base/wm_value.h"
 #include "time/wm_watermark.h"
 
@@ -24,7 +25,7 @@ typedef struct wm_ctx wm_ctx;
 typedef struct wm_state_io wm_state_io; /* graph/wm_state.h */
 
 #define WM_OK 0
-#define WM_ERR (-1)   /* failure; the message is in ctx->err */
+#define WM_ERR (-1)   /* failure; its message and parts are in ctx->error */
 #define WM_STOP (-2)  /* a clean stop was requested (not an error) */
 
 /* Watermark tracing: called for every watermark advance and status change of an operator
@@ -48,7 +49,7 @@ typedef struct wm_pos {
 /* Everything a job's core state hangs off; one per executor thread. */
 struct wm_ctx {
   wm_host host;
-  char err[4096];
+  wm_error error;            /* the last failure (base/wm_error.h) */
   uint64_t seq;              /* creation sequence for (key, window) pairs */
   int64_t (*now)(void *ud);  /* processing-time clock (ms); the harness makes it virtual */
   void *now_ud;
@@ -74,25 +75,34 @@ struct wm_ctx {
 void wm_ctx_init(wm_ctx *ctx);
 /* Frees every operator of the context. */
 void wm_ctx_free(wm_ctx *ctx);
-/* Formats a message into ctx->err and returns WM_ERR. */
+/* A new failure with this message (no parts yet); returns WM_ERR. */
 int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Appends text to ctx->err (e.g. "\n  in operator ..."); returns WM_ERR. */
+/* Appends text at the end of the failure (wm_error_vappend); returns WM_ERR. */
 int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Adds a line of context (e.g. "\n  while reading data.csv:17") to ctx->err, before a
- * traceback if the message has one; returns WM_ERR. */
+/* Adds a line of context (e.g. "\n  restoring part op-1.0 of the checkpoint") after the
+ * parts so far, before a traceback; returns WM_ERR. */
 int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The message was just written into ctx->error.msg by a function of the (char *err, size_t
+ * errlen) kind (wm_field_get, wm_ckpt_put, ...): a new failure, the parts of an old one
+ * dropped; returns WM_ERR. */
+static inline int wm_ctx_error_took(wm_ctx *ctx) {
+  wm_error_took(&ctx->error);
+  return WM_ERR;
+}
+/* The failure as text, formatted from its parts (for the top: bindings, wmrun, tests). */
+static inline const char *wm_ctx_errtext(wm_ctx *ctx) { return wm_error_format(&ctx->error); }
 static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
 /* Asks for op->vt->processing_time(op, t) at wall-clock (ctx->now) time t. Timers are not
  * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */
