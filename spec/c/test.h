@@ -80,5 +80,6 @@ void test_pool(void);
 void test_panes(void);
 void test_jsonw(void);
 void test_twoin(void);
+void test_error(void);
 
 #endif

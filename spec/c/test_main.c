@@ -33,6 +33,7 @@ static const struct {
     {"exec", test_exec},
     {"metrics", test_metrics},
     {"twoin", test_twoin},
+    {"error", test_error},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
