@@ -262,7 +262,8 @@ static int write_part_locked(wm_ckptrun *c) {
     if (rc == WM_OK &&
         wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
       rc = wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
-    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len, ctx->error.msg, sizeof ctx->error.msg) != 0)
+    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len,
+                                ctx->error.msg, sizeof ctx->error.msg) != 0)
       rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
     wm_buf_adds(m, "source ");

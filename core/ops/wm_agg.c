@@ -193,8 +193,9 @@ static int builtin_fire(void *ud, wm_op *op, const wm_fire *f) {
   case WM_AGG_MIN_BY:
   case WM_AGG_MAX_BY: return wm_op_emit(op, 0, f->acc, f->max_ts);
   default:
-    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, ctx->error.msg, sizeof ctx->error.msg) != 0) {
-    wm_ctx_error_took(ctx);
+    if (wm_field_with(h, &b->field, f->acc, f->aux, &out,
+                      ctx->error.msg, sizeof ctx->error.msg) != 0) {
+      wm_ctx_error_took(ctx);
       wm_buf buf;
       wm_buf_init(&buf);
       wm_op_format_record(op, f->acc, &buf);
