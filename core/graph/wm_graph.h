@@ -248,8 +248,8 @@ static inline int wm_op_deliver(wm_op *to, int chan, const wm_value *rec, int64_
 /* Emits a record on a port: calls every downstream operator of that port. rec is
  * borrowed for the call. */
 int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts);
-/* Adds "in operator 'to'" to a failure's message once (the innermost failing operator);
- * returns rc. */
+/* On WM_ERR, names `to` as the failure's operator part unless one is named already (the
+ * innermost failing operator; printed "in operator 'to'"); returns rc. */
 int wm_op_failed(wm_op *to, int rc);
 /* wm_op_emit_all, with the usual case inline (one edge, no observer): a chain of operators
  * is then a chain of direct calls, without a frame of wm_op_emit_all's between each two. */
