@@ -503,7 +503,7 @@ void lwm_leave(lwm_bridge *B, const lwm_frame *f) {
 
 int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc) {
   if (rc == WM_OK) return 0;
-  B->downstream_failed = 1; /* outer frames keep the message already in B->ctx.err */
+  B->downstream_failed = 1; /* outer frames keep the message already in B->ctx.error */
   return luaL_error(L, "downstream operator failed");
 }
 

@@ -112,7 +112,7 @@ static wm_op *capture_new(harness *H, wm_op *from, int port, const char *tag) {
  * failure flag. lwm_h_pump lets the sinks make progress: at once what is ready, then, while
  * the sinks hold more than the executor's high mark (backpressure: a live job would stop
  * reading), until they have written enough; at the end (final), until every sink has
- * written everything and closed. A sink's failure (message in ctx.err) is WM_ERR. */
+ * written everything and closed. A sink's failure (message in ctx.error) is WM_ERR. */
 int lwm_h_pump(harness *H, int final) {
   wm_exec *e = H->B.exec;
   if (!e) return WM_OK;
@@ -160,7 +160,7 @@ harness *lwm_h_begin(lua_State *L, lwm_frame *fr) {
   return H;
 }
 
-/* Ends a method: on failure raises the pipeline's error (message in ctx.err). */
+/* Ends a method: on failure raises the pipeline's error (message in ctx.error). */
 int lwm_h_end(lua_State *L, harness *H, lwm_frame *fr, int rc, int nres) {
   if (rc != WM_OK) {
     H->failed = 1;

@@ -649,7 +649,7 @@ static int follow_job(wm_mt_local *l) {
 }
 
 static void fail_here(wm_mt_local *l) {
-  wm_exec_fail(l->exec); /* our stop() reports ctx->err to the job */
+  wm_exec_fail(l->exec); /* our stop() reports ctx->error to the job */
 }
 
 static void on_wake(uv_async_t *h) {

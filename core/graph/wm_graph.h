@@ -123,7 +123,7 @@ typedef struct wm_op_vt {
   /* Checkpoint hooks (architecture.md: every operator exposes them; the contract is in
    * graph/wm_state.h). NULL: the operator keeps no state across records (map, filter,
    * print, ...); the checkpoint work fills them operator by operator. Called through
-   * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->err. */
+   * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->error. */
   int (*snapshot)(wm_op *op, wm_state_io *io);
   int (*restore)(wm_op *op, wm_state_io *io);
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
@@ -213,7 +213,7 @@ struct wm_op {
 wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);
 /* Gives op a stable id: its checkpoint part is then named after it, not after its place in
  * the plan (graph/wm_snapshot.h). Letters, digits, '.', '_' and '-', at most 120 bytes,
- * unique in the context. WM_OK, or WM_ERR with the reason in ctx->err. */
+ * unique in the context. WM_OK, or WM_ERR with the reason in ctx->error. */
 int wm_op_set_uid(wm_op *op, const char *uid);
 /* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
 int wm_op_port(wm_op *op, const char *tag);

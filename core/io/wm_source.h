@@ -55,7 +55,7 @@ struct wm_io_host {
   int (*add_source)(wm_io_host *h, wm_op *op, const wm_source_vt *vt);
   /* the source's input has ended: the end-of-input watermark goes down its chain */
   void (*source_done)(wm_io_host *h, wm_op *src);
-  /* a source or sink failed (message in ctx->err): stops the job */
+  /* a source or sink failed (message in ctx->error): stops the job */
   void (*fail)(wm_io_host *h);
   /* after each batch of records (GC stepping, signal checks) */
   void (*batch_done)(wm_io_host *h);
