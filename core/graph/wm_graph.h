@@ -49,7 +49,6 @@ typedef struct wm_pos {
 /* Everything a job's core state hangs off; one per executor thread. */
 struct wm_ctx {
   wm_host host;
-  wm_error error;            /* the last failure (base/wm_error.h) */
   uint64_t seq;              /* creation sequence for (key, window) pairs */
   int64_t (*now)(void *ud);  /* processing-time clock (ms); the harness makes it virtual */
   void *now_ud;
@@ -69,6 +68,7 @@ struct wm_ctx {
    * checkpoint's (wmrun --allow-state-change); state_changes counts those accepted. */
   int allow_state_change;
   int state_changes;
+  wm_error error; /* the last failure (base/wm_error.h); last: the hot fields stay together */
 };
 
 /* Initialises a context with the wall clock; 0. */
