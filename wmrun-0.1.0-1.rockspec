@@ -35,6 +35,7 @@ build = {
       sources = {
         "core/base/wm_buf.c",
         "core/base/wm_codec.c",
+        "core/base/wm_error.c",
         "core/base/wm_jsonw.c",
         "core/base/wm_partition.c",
         "core/base/wm_pool.c",

@@ -42,7 +42,7 @@ typedef struct lwm_bridge {
   uint32_t nslots, capslots, nfree;
   wm_ctx ctx;
   wm_exec *exec;
-  int downstream_failed; /* an emit from inside a Lua callback failed (message in ctx.err) */
+  int downstream_failed; /* an emit from inside a Lua callback failed (message in ctx.error) */
   int instance, parallelism; /* the instance being built (1-based) and its operator's count */
   /* the multi-core executor (lwm_mt.c): this thread's part (NULL on one thread), the
    * thread's index (0-based) and count, and a fingerprint of the graph built */
@@ -111,7 +111,7 @@ void lwm_register(lwm_bridge *B);
 void lwm_unregister(lwm_bridge *B);
 void lwm_enter(lwm_bridge *B, lua_State *L, lwm_frame *f);
 /* The end of a C callback that emitted into the core: 0, or, when rc failed, a Lua error
- * that unwinds the user's function (the real message stays in B->ctx.err). */
+ * that unwinds the user's function (the real message stays in B->ctx.error). */
 int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc);
 void lwm_leave(lwm_bridge *B, const lwm_frame *f);
 
@@ -138,7 +138,7 @@ void lwm_format_lua(lua_State *L, int idx, wm_buf *b, int json, int depth);
 
 /* Calls the function at fns[fn] with nargs arguments already pushed above it (the
  * function must be pushed first with lwm_push_fn). On error, writes the message into
- * B->ctx.err naming the operator and (when rec is given) the record, and returns WM_ERR.
+ * B->ctx.error naming the operator and (when rec is given) the record, and returns WM_ERR.
  * Leaves nres results on success. */
 void lwm_push_fn(lwm_bridge *B, int fn);
 /* Stores the value on top of the stack in the fns table (popped); its index. */

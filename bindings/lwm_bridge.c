@@ -503,7 +503,7 @@ void lwm_leave(lwm_bridge *B, const lwm_frame *f) {
 
 int lwm_callback_done(lwm_bridge *B, lua_State *L, int rc) {
   if (rc == WM_OK) return 0;
-  B->downstream_failed = 1; /* outer frames keep the message already in B->ctx.err */
+  B->downstream_failed = 1; /* outer frames keep the message already in B->ctx.error */
   return luaL_error(L, "downstream operator failed");
 }
 
@@ -537,6 +537,7 @@ int lwm_emit_arg(lwm_bridge *B, lua_State *L, wm_op *op, int port, int arg, int6
   return lwm_callback_done(B, L, rc);
 }
 
+/* The record part of the failure: as print shows it, cut after 400 bytes. */
 static void add_record(lwm_bridge *B, const wm_value *rec) {
   wm_buf b;
   wm_buf_init(&b);
@@ -544,10 +545,9 @@ static void add_record(lwm_bridge *B, const wm_value *rec) {
   if (b.len > 400) {
     b.len = 400;
     b.data[b.len] = '\0';
-    wm_ctx_error_append(&B->ctx, "\n  on record %s...", b.data);
-  } else {
-    wm_ctx_error_append(&B->ctx, "\n  on record %s", b.data ? b.data : "");
+    wm_buf_adds(&b, "...");
   }
+  wm_error_set_record(&B->ctx.error, b.data && !b.oom ? b.data : "");
   wm_buf_free(&b);
 }
 
@@ -558,7 +558,8 @@ int lwm_op_error(lwm_opinfo *oi, const wm_value *rec, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  wm_ctx_error(&B->ctx, "%s: %s\n  in operator '%s'", oi->where, msg, oi->op ? oi->op->name : "?");
+  wm_ctx_error(&B->ctx, "%s: %s", oi->where, msg);
+  wm_error_set_op(&B->ctx.error, oi->op ? oi->op->name : "?");
   if (rec) add_record(B, rec);
   return WM_ERR;
 }
@@ -584,9 +585,11 @@ int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
     if (!m) m = "(error object is not a string)";
     const char *tb = strstr(m, "\nstack traceback:");
     int head = tb ? (int)(tb - m) : (int)strlen(m);
-    wm_ctx_error(&B->ctx, "%.*s\n  in operator '%s'", head, m, oi->op ? oi->op->name : "?");
+    /* the host splits Lua's text: the message, and the traceback as an opaque part */
+    wm_ctx_error(&B->ctx, "%.*s", head, m);
+    wm_error_set_op(&B->ctx.error, oi->op ? oi->op->name : "?");
     if (rec) add_record(B, rec);
-    if (tb) wm_ctx_error_append(&B->ctx, "%s", tb);
+    if (tb) wm_error_set_trace(&B->ctx.error, tb, strlen(tb));
   }
   B->downstream_failed = 1; /* outer Lua frames keep this message */
   lua_pop(L, 1);

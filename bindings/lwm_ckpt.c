@@ -135,7 +135,7 @@ int lwm_checkpoint_sources(lua_State *L) {
   lwm_bridge_init(B, L); /* 3 msgh, 4 slots, 5 fns */
   int rc = run_sources(B, 1, lua_istable(L, 2) ? 2 : 0);
   if (rc == WM_OK) lua_replace(L, 2); /* the positions, below the bridge's slots */
-  else lua_pushstring(L, B->ctx.err);
+  else lua_pushstring(L, wm_ctx_errtext(&B->ctx));
   if (rc != WM_OK) lua_replace(L, 2);
   wm_ctx_free(&B->ctx);
   wm_exec_free(B->exec);

@@ -6,7 +6,7 @@
 
 /* Checkpoints of B's prepared context with the bindings' codec (lwm_ckpt.c): pushes the
  * parts of a snapshot as a table {[part name] = bytes}; restores from such a table at idx
- * (before the first record). WM_OK, or WM_ERR with the message in B->ctx.err (nothing
+ * (before the first record). WM_OK, or WM_ERR with the message in B->ctx.error (nothing
  * pushed). instance: as for wm_ctx_snapshot (the executor thread's index, 0 on one). */
 int lwm_snapshot_parts(lwm_bridge *B, int instance);
 int lwm_restore_parts(lwm_bridge *B, int instance, int idx);

@@ -388,7 +388,7 @@ static int l_execute(lua_State *L) {
      * very reason) leaves its own message instead of unwinding past the frees below */
     static const char interrupted[] = "wmrun: interrupted";
     lua_pushcfunction(L, push_job_error);
-    lua_pushlightuserdata(L, rc == WM_STOP ? (void *)interrupted : (void *)B->ctx.err);
+    lua_pushlightuserdata(L, rc == WM_STOP ? (void *)interrupted : (void *)wm_ctx_errtext(&B->ctx));
     lua_pushboolean(L, rc != WM_STOP);
     lua_pcall(L, 2, 1, 0); /* the message, or the memory error's */
   }

@@ -112,7 +112,7 @@ static wm_op *capture_new(harness *H, wm_op *from, int port, const char *tag) {
  * failure flag. lwm_h_pump lets the sinks make progress: at once what is ready, then, while
  * the sinks hold more than the executor's high mark (backpressure: a live job would stop
  * reading), until they have written enough; at the end (final), until every sink has
- * written everything and closed. A sink's failure (message in ctx.err) is WM_ERR. */
+ * written everything and closed. A sink's failure (message in ctx.error) is WM_ERR. */
 int lwm_h_pump(harness *H, int final) {
   wm_exec *e = H->B.exec;
   if (!e) return WM_OK;
@@ -154,18 +154,18 @@ harness *lwm_h_begin(lua_State *L, lwm_frame *fr) {
   harness *H = luaL_checkudata(L, 1, HARNESS_MT);
   if (H->closed) luaL_error(L, "the harness is closed");
   if (!H->ready) luaL_error(L, "the harness could not be built");
-  if (H->failed) luaL_error(L, "the harness failed earlier: %s", H->B.ctx.err);
+  if (H->failed) luaL_error(L, "the harness failed earlier: %s", wm_ctx_errtext(&H->B.ctx));
   H->B.downstream_failed = 0;
   lwm_enter(&H->B, L, fr);
   return H;
 }
 
-/* Ends a method: on failure raises the pipeline's error (message in ctx.err). */
+/* Ends a method: on failure raises the pipeline's error (message in ctx.error). */
 int lwm_h_end(lua_State *L, harness *H, lwm_frame *fr, int rc, int nres) {
   if (rc != WM_OK) {
     H->failed = 1;
     lwm_leave(&H->B, fr);
-    lua_pushstring(L, H->B.ctx.err);
+    lua_pushstring(L, wm_ctx_errtext(&H->B.ctx));
     return lua_error(L);
   }
   /* results were pushed above the frame: move them down before leaving */
@@ -514,7 +514,7 @@ static int l_snapshot(lua_State *L) {
   if (rc == WM_OK) rc = lwm_snapshot_parts(&H->B, 0);
   if (rc != WM_OK) {
     lwm_leave(&H->B, &fr);
-    lua_pushstring(L, H->B.ctx.err); /* the harness goes on: nothing changed */
+    lua_pushstring(L, wm_ctx_errtext(&H->B.ctx)); /* the harness goes on: nothing changed */
     return lua_error(L);
   }
   lua_pushinteger(L, (lua_Integer)H->now);
@@ -581,7 +581,7 @@ int lwm_harness_new(lua_State *L) {
   wm_exec_config ecfg = {.watermark_interval = H->interval};
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   if (!B->exec) {
-    lua_pushstring(L, B->ctx.err);
+    lua_pushstring(L, wm_ctx_errtext(&B->ctx));
     h_free(L, H);
     return lua_error(L);
   }
@@ -688,7 +688,7 @@ int lwm_harness_new(lua_State *L) {
     H->next_periodic[H->ntsops++] = wm_time_add_sat(H->now, H->interval);
   }
   if (rc != WM_OK) {
-    lua_pushstring(L, B->ctx.err);
+    lua_pushstring(L, wm_ctx_errtext(&B->ctx));
     h_free(L, H);
     return lua_error(L);
   }

@@ -49,7 +49,7 @@ int lwm_harness_new(lua_State *L);
 void lwm_harness_open(lua_State *L);
 /* Starts a method on harness argument 1 (raises when it is closed, unbuilt or failed). */
 harness *lwm_h_begin(lua_State *L, lwm_frame *fr);
-/* Ends a method: on failure raises the pipeline's error (message in ctx.err), else returns
+/* Ends a method: on failure raises the pipeline's error (message in ctx.error), else returns
  * the nres results pushed above the frame. */
 int lwm_h_end(lua_State *L, harness *H, lwm_frame *fr, int rc, int nres);
 /* Lets the asynchronous sinks make progress (final: until they have written everything). */

@@ -7,7 +7,7 @@
 #include "lwm.h"
 
 /* The interval join (node kind "interval_join"): returns 1 and sets *op (NULL on failure,
- * message in B->ctx.err) when it knows the kind, else 0. */
+ * message in B->ctx.error) when it knows the kind, else 0. */
 int lwm_build_join(lwm_bridge *B, int node, const char *kind, const char *name,
                    const char *where, wm_op **op);
 /* h:metrics() fields of a join operator (keys, buffered_left, buffered_right, late_left,

@@ -58,7 +58,7 @@ static int l_kp_timer(lua_State *L) {
   if (which == 0) k->oi.B->event_time = 1;
   int rc = which < 2 ? wm_keyedop_register(k->op, domain, t)
                      : wm_keyedop_delete(k->op, domain, t);
-  if (rc != WM_OK) return luaL_error(L, "%s: %s", fname, k->oi.B->ctx.err);
+  if (rc != WM_OK) return luaL_error(L, "%s: %s", fname, wm_ctx_errtext(&k->oi.B->ctx));
   return 0;
 }
 
@@ -356,7 +356,7 @@ static int l_kp_bcast_no_timer(lua_State *L) {
 }
 
 /* Makes the broadcast state of k, the ctx of process_broadcast_element, and sets the
- * read-only view on ctx (at the top of the stack). 0, or -1 with ctx->err set. */
+ * read-only view on ctx (at the top of the stack). 0, or -1 with ctx->error set. */
 static int bcast_setup(lwm_bridge *B, kproc *k) {
   lua_State *L = B->L;
   int ctx = lua_gettop(L);

@@ -206,8 +206,8 @@ static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
     int bound = 0;
     if (!u->name) rc = wm_ctx_error(&B->ctx, "out of memory");
     else if (!(s->ui = wm_metrics_http_start(loop, &B->ctx, host, port, &bound))) {
-      char why[sizeof B->ctx.err];
-      memcpy(why, B->ctx.err, sizeof why);
+      char why[1024];
+      snprintf(why, sizeof why, "%s", wm_ctx_errtext(&B->ctx));
       rc = wm_ctx_error(&B->ctx, "the live view (--ui): %s", why);
     } else if (wm_metrics_http_route(s->ui, "/", "text/html; charset=utf-8", ui_page, u) != WM_OK ||
                wm_metrics_http_route(s->ui, "/api/job", "application/json", ui_json, u) != WM_OK) {

@@ -182,14 +182,14 @@ int lwm_mt_prepare(lua_State *L, int env, lwm_mt_run **runp, wm_mt_job **jobp, i
 
 int lwm_mt_finish(lwm_bridge *B, lwm_mt_run *run, int rc) {
   wm_mt_job *job = B->mtjob;
-  if (rc == WM_ERR && B->ctx.err[0]) wm_mt_job_fail(job, B->ctx.err);
+  if (rc == WM_ERR && B->ctx.error.msg[0]) wm_mt_job_fail(job, wm_ctx_errtext(&B->ctx));
   else if (rc == WM_STOP) wm_mt_job_abort(job);
   if (!run) return rc; /* a worker: thread 1 reports */
   for (int t = 1; t < run->n; t++)
     if (run->w[t].started) uv_thread_join(&run->w[t].tid);
   int st = wm_mt_job_state(job);
   if (st == 1) {
-    snprintf(B->ctx.err, sizeof B->ctx.err, "%s", wm_mt_job_error(job));
+    wm_ctx_error(&B->ctx, "%s", wm_mt_job_error(job));
     rc = WM_ERR;
   } else if (st == 2) {
     rc = WM_STOP;
@@ -215,13 +215,13 @@ int lwm_mt_attach(lwm_bridge *B) {
 }
 
 int lwm_mt_barrier(lwm_bridge *B, int rc) {
-  if (rc != WM_OK && B->ctx.err[0]) {
+  if (rc != WM_OK && B->ctx.error.msg[0]) {
     char msg[4200];
-    snprintf(msg, sizeof msg, "%s", B->ctx.err);
+    snprintf(msg, sizeof msg, "%s", wm_ctx_errtext(&B->ctx));
     wm_mt_job_fail(B->mtjob, msg);
   }
   if (wm_mt_job_barrier(B->mtjob, B->thread, rc == WM_OK, B->fingerprint) != 0) {
-    B->ctx.err[0] = '\0'; /* the job's message is the one to report */
+    wm_error_clear(&B->ctx.error); /* the job's message is the one to report */
     return WM_ERR;
   }
   return rc;

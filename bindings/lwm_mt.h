@@ -25,7 +25,7 @@ int lwm_mt_prepare(lua_State *L, int env, lwm_mt_run **run, struct wm_mt_job **j
                    int *nthreads);
 /* After the run: reports this thread's result to the job; on thread 1 (run != NULL) also
  * waits for every thread, frees the job and returns the job's result (message in
- * B->ctx.err). */
+ * B->ctx.error). */
 int lwm_mt_finish(lwm_bridge *B, lwm_mt_run *run, int rc);
 /* Ends a worker's job script after its execute() (raises a private error value). */
 int lwm_mt_stop_script(lua_State *L);

@@ -11,7 +11,7 @@ wm_op *lwm_pass_new(lwm_bridge *B, const char *name);
 /* vt->free of operators whose impl is (or starts with) an lwm_opinfo. */
 void lwm_op_free_info(wm_op *op);
 /* A source operator whose impl starts with oi (owned from now on, freed on failure): creates
- * it, points oi->op at it and registers its driver. NULL on failure (message in ctx.err). */
+ * it, points oi->op at it and registers its driver. NULL on failure (message in ctx.error). */
 wm_op *lwm_source_new(lwm_bridge *B, const wm_op_vt *vt, lwm_opinfo *oi, const char *name,
                       const wm_source_vt *svt);
 wm_op *lwm_elements_new(lwm_bridge *B, lwm_opinfo *oi, const char *name, lua_Integer count);

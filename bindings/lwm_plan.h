@@ -23,7 +23,7 @@ int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *
                         wm_keysel *ks);
 
 /* Reads the methods snapshot and restore of the object at idx (with its metamethods); both
- * or neither must be functions. 0, or -1 with "<where>: <what>: ..." in B->ctx.err. */
+ * or neither must be functions. 0, or -1 with "<where>: <what>: ..." in B->ctx.error. */
 int lwm_hooks_read(lwm_bridge *B, int idx, lwm_hooks *h, const char *what, const char *where);
 /* oi->hooks.self:snapshot() as an owned value *out (it must return a table), and
  * self:restore(t) with t pushed from state; ud is an lwm_opinfo (or a struct that starts
@@ -38,7 +38,7 @@ void lwm_note_uncheckpointable(lwm_bridge *B, const char *part, const char *wher
                                const char *fix);
 /* Called by the checkpoint coordinator before the first record when checkpointing is on,
  * after the build: WM_OK when every Lua part of the job built in B can be checkpointed,
- * else WM_ERR with the message in B->ctx.err naming each part, its job line and the fix
+ * else WM_ERR with the message in B->ctx.error naming each part, its job line and the fix
  * ("give it snapshot(self) and restore(self, t) methods"). */
 int lwm_check_checkpointable(lwm_bridge *B);
 

@@ -71,7 +71,7 @@ int lwm_signal_watch_new(lua_State *L) {
   wm_exec_config cfg = {.watermark_interval = 0};
   W->exec = wm_exec_new(&W->ctx, &cfg);
   if (!W->exec || wm_exec_watch_signals(W->exec) != WM_OK) {
-    lua_pushstring(L, W->ctx.err);
+    lua_pushstring(L, wm_ctx_errtext(&W->ctx));
     if (W->exec) wm_exec_free(W->exec);
     W->exec = NULL;
     wm_ctx_free(&W->ctx);
@@ -242,7 +242,7 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
         goto done_ctx;
       }
       if (d != 0 && d != 1) {
-        snprintf(err, errlen, "%.900s", ctx.err);
+        snprintf(err, errlen, "%.900s", wm_ctx_errtext(&ctx));
         goto done_ctx;
       }
       int bad = -1;

@@ -111,6 +111,10 @@ static int l_supervise(lua_State *L) {
   nats_ud nud = {.url = lwm_get_str(L, 1, "url"), .partitions = nshares ? shares : NULL,
                  .subjects = nsubjects ? subjects : NULL,
                  .lease_ms = (long long)lwm_get_int(L, 1, "lease_ms", 0)};
+  /* a child's stderr lines that are not its failure's message: Lua's traceback header
+   * (the lines under it are indented) and the notice every restarted child prints first */
+  static const char *const quiet_lines[] = {"stack traceback:", "wmrun: resuming from checkpoint ",
+                                            NULL};
   wm_super_config cfg = {.exe = exe,
                          .args = args,
                          .nargs = nargs,
@@ -124,7 +128,8 @@ static int l_supervise(lua_State *L) {
                          .member_new = is_nats ? nats_member : kafka_member,
                          .member_ud = is_nats ? (void *)&nud : (void *)&kud,
                          .metrics = lua_getfield(L, 1, "metrics") != LUA_TNIL && lua_toboolean(L, -1),
-                         .log = stderr};
+                         .log = stderr,
+                         .quiet_lines = quiet_lines};
   lua_pop(L, 1);
   cfg.backoff_ms = lwm_get_int(L, 1, "backoff_ms", 0);
   char err[1024];

@@ -39,7 +39,7 @@ static int l_tr_timer(lua_State *L) {
   if (domain == WM_DOMAIN_EVENT) t->oi.B->event_time = 1;
   if (wm_trigger_register(t->cur, domain, time) != WM_OK) {
     t->oi.B->downstream_failed = 1;
-    return luaL_error(L, "%s", t->oi.B->ctx.err);
+    return luaL_error(L, "%s", wm_ctx_errtext(&t->oi.B->ctx));
   }
   return 0;
 }
@@ -153,7 +153,7 @@ static const wm_trigger_vt trlua_nomerge_vt = {"custom", trl_element, trl_event,
 
 static wm_trigger *custom_trigger(lwm_bridge *B, int spec, const char *where) {
   lua_State *L = B->L;
-  B->ctx.err[0] = '\0'; /* NULL with no message: out of memory */
+  wm_error_clear(&B->ctx.error); /* NULL with no message: out of memory */
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   if (!oi) return NULL;
   trlua *t = realloc(oi, sizeof *t);
@@ -227,7 +227,7 @@ static wm_trigger *build_trigger(lwm_bridge *B, int idx, const char *where) {
     t = wm_trigger_purging(inner);
   } else if (strcmp(kind, "custom") == 0) {
     t = custom_trigger(B, idx, where);
-    if (!t && B->ctx.err[0]) return NULL; /* the message is set */
+    if (!t && B->ctx.error.msg[0]) return NULL; /* the message is set */
   } else {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
       if (strcmp(kind, kinds[i].name) == 0) {
@@ -667,8 +667,8 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
   wm_op *op = wm_winop_new(&B->ctx, name, cfg); /* it takes the parts, even when it fails */
   free(cfg);
   if (!op) { /* the core's message names the operator; add the line */
-    char msg[sizeof B->ctx.err];
-    memcpy(msg, B->ctx.err, sizeof msg);
+    char msg[WM_ERROR_MSG];
+    memcpy(msg, wm_ctx_errtext(&B->ctx), sizeof msg);
     wm_ctx_error(&B->ctx, "%s: %s", where, msg);
   }
   return op;

@@ -12,7 +12,7 @@ enum { LWM_PRE_FIRST = 1, LWM_PRE_COUNT = 2, LWM_PRE_REDUCE = 3, LWM_PRE_AGG = 4
  * (lwm_graph.c): the same assigner, key and function (Lua ones without their process
  * function, emitting partials), no lateness, and records that are late for it emitted on
  * port *late_port (sum, min, max) or as partials of one record (count, reduce, aggregate;
- * *late_port 0) instead of dropped. NULL on failure (ctx.err). */
+ * *late_port 0) instead of dropped. NULL on failure (ctx.error). */
 wm_op *lwm_build_preagg(lwm_bridge *B, int node, int kind, const char *name, const char *where,
                         int *late_port);
 int lwm_build_windows(lwm_bridge *B, int node, const char *kind, const char *name,

@@ -103,8 +103,8 @@ static int tag_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   }
   wm_value key;
   if (t->ks.fn(t->ks.ud, op, rec, &key) != WM_OK) { /* the selector's message, at the join's line */
-    char msg[sizeof op->ctx->err];
-    memcpy(msg, op->ctx->err, sizeof msg);
+    char msg[WM_ERROR_MSG];
+    memcpy(msg, wm_ctx_errtext(op->ctx), sizeof msg);
     return wm_ctx_error(op->ctx, "%s: %s: the %s's key: %s", t->where, t->what, SIDE_NAME[t->side], msg);
   }
   if (check_key(op, t, &key, rec) != WM_OK) return WM_ERR;

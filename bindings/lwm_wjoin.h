@@ -4,7 +4,7 @@
 
 #include "lwm.h"
 
-/* The "join_tag" node of each input: 1 and *op set (NULL on failure, message in B->ctx.err)
+/* The "join_tag" node of each input: 1 and *op set (NULL on failure, message in B->ctx.error)
  * when it knows the node kind, 0 when it does not (as every area's builder, lwm_io.h). */
 int lwm_build_wjoin(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                     wm_op **op);

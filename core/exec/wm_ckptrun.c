@@ -40,7 +40,9 @@ typedef struct ck_shared {
   int final, savepoint;
   int arrived;          /* with barriers: threads whose part is complete */
   int sync_arrived, bad; /* at the rendezvous of take_sync; one could not write its part */
-  char why[sizeof(((wm_ctx *)0)->err)];
+  char why[WM_ERROR_MSG];
+  int why_whole;        /* why is a thread's whole failure (it names the checkpoint), not a
+                           reason of the store's to prefix with the folder */
   wm_buf meta;
   uint64_t bytes, t0;
   /* the sync rendezvous (before the first record, at the end); ready: threads past their
@@ -227,6 +229,7 @@ static int wait_locked(ck_shared *sh) {
 
 /* Starts checkpoint sh->next_id (under mu). */
 static int begin_locked(ck_shared *sh, int final, int async) {
+  sh->why_whole = 0;
   sh->w = wm_ckpt_begin(sh->store, sh->next_id, sh->why, sizeof sh->why);
   if (!sh->w) return WM_ERR;
   sh->id = sh->next_id;
@@ -259,8 +262,9 @@ static int write_part_locked(wm_ckptrun *c) {
     if (rc == WM_OK &&
         wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
       rc = wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
-    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len, ctx->err, sizeof ctx->err) != 0)
-      rc = WM_ERR;
+    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len,
+                                ctx->error.msg, sizeof ctx->error.msg) != 0)
+      rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
     wm_buf_adds(m, "source ");
     wm_buf_adds(m, name + 4);
@@ -293,7 +297,7 @@ static int write_part_locked(wm_ckptrun *c) {
  * The sources of the other threads are committed from this one, so the message goes into
  * a buffer of the coordinator's: their contexts belong to their own running threads. */
 static void commit_sources_locked(ck_shared *sh) {
-  char err[sizeof(((wm_ctx *)0)->err)];
+  char err[WM_ERROR_MSG];
   for (int t = 0; t < sh->n; t++) {
     struct wm_ckptrun *m = sh->members[t];
     if (!m) continue;
@@ -328,11 +332,13 @@ static int commit_locked(ck_shared *sh) {
     wm_buf_free(&head);
     wm_ckpt_abort(w);
     snprintf(sh->why, sizeof sh->why, "out of memory");
+    sh->why_whole = 0;
     return WM_ERR;
   }
   if (crash == CRASH_AFTER_PARTS) _exit(99);
   if (crash == CRASH_BEFORE_MANIFEST) wm_ckpt_store_crash_before_rename(sh->store);
   sh->bytes += head.len;
+  sh->why_whole = 0;
   int rc = wm_ckpt_commit(w, head.data, head.len, wall_ms(), sh->why, sizeof sh->why);
   wm_buf_free(&head);
   if (rc != 0) return WM_ERR;
@@ -397,7 +403,8 @@ static int take_sync(wm_ckptrun *c, int final, int ok) {
     sh->bad = 1;
   } else if (write_part_locked(c) != WM_OK) {
     sh->bad = 1;
-    snprintf(sh->why, sizeof sh->why, "%s", c->ctx->err);
+    snprintf(sh->why, sizeof sh->why, "%s", wm_ctx_errtext(c->ctx));
+    sh->why_whole = 1; /* write_part_locked added "while taking checkpoint" */
   }
   int st = sh->job ? wm_mt_job_state(sh->job) : 0;
   if (++sh->sync_arrived == sh->n) {
@@ -419,8 +426,8 @@ static int take_sync(wm_ckptrun *c, int final, int ok) {
       }
   }
   int rc = ok ? sh->last_rc : WM_OK;
-  if (rc != WM_OK && strcmp(c->ctx->err, sh->why) != 0) {
-    if (strstr(sh->why, "\n  while taking checkpoint")) wm_ctx_error(c->ctx, "%s", sh->why);
+  if (rc != WM_OK && strcmp(wm_ctx_errtext(c->ctx), sh->why) != 0) {
+    if (sh->why_whole) wm_ctx_error(c->ctx, "%s", sh->why);
     else set_err(c, sh->why);
   }
   report_locked(c);
@@ -490,7 +497,8 @@ static int hook_channel(void *ud, uint64_t id, int from, const void *data, size_
   int rc = WM_OK;
   if (sh->w && sh->async && sh->id == id) {
     sh->bytes += len;
-    if (wm_ckpt_put(sh->w, name, data, len, c->ctx->err, sizeof c->ctx->err) != 0) rc = WM_ERR;
+    if (wm_ckpt_put(sh->w, name, data, len, c->ctx->error.msg, sizeof c->ctx->error.msg) != 0)
+      rc = wm_ctx_error_took(c->ctx);
   }
   uv_mutex_unlock(&sh->mu);
   return rc;
@@ -547,7 +555,7 @@ static const char *meta_field(const char *meta, size_t len, const char *key, siz
 }
 
 static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
-  char msg[sizeof c->ctx->err];
+  char msg[WM_ERROR_MSG];
   snprintf(msg, sizeof msg, "%s", why);
   wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s: %s\n  (run with "
                        "--fresh to start over and replace the checkpoints; docs/checkpoints.md)",
@@ -613,7 +621,7 @@ static int restore(wm_ckptrun *c) {
   ctx->allow_state_change = c->cfg.allow_state_change;
   ctx->state_changes = 0;
   if (wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np) != WM_OK) {
-    refuse(c, id, ctx->err);
+    refuse(c, id, wm_ctx_errtext(ctx));
     goto out;
   }
   if (ctx->state_changes && c->cfg.instance == 0) /* thread 1 says it for every thread */
@@ -638,7 +646,7 @@ static int restore(wm_ckptrun *c) {
       goto out;
     }
     if (wm_exec_restore_source(c->exec, src, (const char *)parts[k].data, parts[k].len) != WM_OK) {
-      refuse(c, id, ctx->err);
+      refuse(c, id, wm_ctx_errtext(ctx));
       goto out;
     }
   }
@@ -656,7 +664,7 @@ static int restore(wm_ckptrun *c) {
     }
     int from = atoi(pn + 5);
     if (wm_mt_replay_channel(c->mt, from, parts[k].data, parts[k].len) != WM_OK) {
-      refuse(c, id, ctx->err);
+      refuse(c, id, wm_ctx_errtext(ctx));
       goto out;
     }
   }
@@ -688,7 +696,7 @@ static int restore(wm_ckptrun *c) {
   if (final) {
     /* the run that wrote it may have been killed before the group's offsets had its
      * positions (Kafka's commits are asynchronous): commit them again, for monitoring */
-    char cerr[sizeof ctx->err];
+    char cerr[WM_ERROR_MSG];
     for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
       wm_op *src = wm_exec_source_op(c->exec, i);
       if (wm_op_is_partsrc(src) && wm_partsrc_commit_final(src, cerr, sizeof cerr) != WM_OK)

@@ -58,14 +58,14 @@ typedef struct wm_ckptrun_config {
 } wm_ckptrun_config;
 
 /* Opens the store (cfg->dir, copied; --fresh empties it). NULL with the message in the
- * executor's ctx->err. */
+ * executor's ctx->error. */
 wm_ckptrun *wm_ckptrun_new(wm_exec *exec, const wm_ckptrun_config *cfg);
 void wm_ckptrun_free(wm_ckptrun *c);
 
 /* After the graph is built and prepared, before the run: restores the newest complete
  * checkpoint, when there is one, and says so on cfg->log. 0 nothing to restore, 1
  * restored, 2 the checkpoint is final (nothing left to do: do not run), -1 refused (the
- * message, naming the checkpoint, in ctx->err). */
+ * message, naming the checkpoint, in ctx->error). */
 int wm_ckptrun_restore(wm_ckptrun *c);
 
 /* Schedules the checkpoints on the executor (wm_exec_set_checkpoints: every interval, and
@@ -74,7 +74,7 @@ int wm_ckptrun_start(wm_ckptrun *c);
 
 /* Takes a checkpoint now (between records); final: the job has ended. With several
  * threads every thread calls it, in the same order (before the first record, at the end);
- * the last to arrive commits. WM_OK or WM_ERR (the message in ctx->err; nothing is
+ * the last to arrive commits. WM_OK or WM_ERR (the message in ctx->error; nothing is
  * committed). */
 int wm_ckptrun_take(wm_ckptrun *c, int final);
 /* The final checkpoint after the run; ok = 0: this thread's run failed (every thread

@@ -12,7 +12,7 @@ typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN, WM_XCH_BROADCAST } wm_xch_mo
 
 /* An exchange to n downstream instances. With WM_XCH_HASH, keysel (owned from now on)
  * picks instance wm_key_hash(key) mod n. Ports 1..n (tags "\1#1".."\1#n") lead to the
- * instances; port 0 is unused. NULL on failure (message in ctx->err). */
+ * instances; port 0 is unused. NULL on failure (message in ctx->error). */
 wm_op *wm_exchange_new(wm_ctx *ctx, const char *name, int mode, int n, wm_keysel *keysel);
 /* The port that leads to instance i (0-based). */
 int wm_exchange_port(const wm_op *op, int i);

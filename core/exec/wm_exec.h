@@ -49,7 +49,7 @@ typedef struct wm_exec_config {
 
 #define WM_EXEC_STALL_TIMEOUT 60000
 
-/* NULL on failure (message in ctx->err). */
+/* NULL on failure (message in ctx->error). */
 wm_exec *wm_exec_new(wm_ctx *ctx, const wm_exec_config *cfg);
 void wm_exec_free(wm_exec *exec);
 uv_loop_t *wm_exec_loop(wm_exec *exec);
@@ -63,7 +63,7 @@ wm_io_host *wm_exec_host(wm_exec *exec);
 int wm_exec_add_source(wm_exec *exec, wm_op *op, const wm_source_vt *vt);
 
 /* A source's position for a checkpoint (its vt->snapshot), appended to out; restore reads
- * it back before the run. WM_OK, or WM_ERR (ctx->err) when op is not a registered source,
+ * it back before the run. WM_OK, or WM_ERR (ctx->error) when op is not a registered source,
  * cannot be checkpointed yet, or the data does not fit it. */
 int wm_exec_snapshot_source(wm_exec *exec, wm_op *op, wm_buf *out);
 int wm_exec_restore_source(wm_exec *exec, wm_op *op, const char *data, size_t n);
@@ -74,19 +74,19 @@ wm_op *wm_exec_source_op(const wm_exec *exec, int i);
 /* The driver of a registered source (NULL: op is none). */
 const wm_source_vt *wm_exec_source_vt(const wm_exec *exec, const wm_op *op);
 
-/* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->err;
+/* Runs every source until all are done. WM_OK; WM_ERR with the message in ctx->error;
  * WM_STOP when stopped by a second signal. */
 int wm_exec_run(wm_exec *exec);
 
 /* A source has ended its input: emits WM_TIME_MAX down its chain. */
 void wm_exec_source_done(wm_exec *exec, wm_op *src);
-/* A source or callback failed (message in ctx->err): stops the job. */
+/* A source or callback failed (message in ctx->error): stops the job. */
 void wm_exec_fail(wm_exec *exec);
 /* Call after a batch of records (GC stepping, signal checks). */
 void wm_exec_batch_done(wm_exec *exec);
 /* Whether the job is stopping (failed or drained). */
 int wm_exec_stopping(const wm_exec *exec);
-/* Whether it failed (message in ctx->err), not drained or stopped by a signal. */
+/* Whether it failed (message in ctx->error), not drained or stopped by a signal. */
 int wm_exec_failed(const wm_exec *exec);
 /* For a host that drives the loop itself (the test harness replaying a recorded job):
  * watches SIGINT, SIGTERM and SIGHUP as wm_exec_run does with handle_signals. The host asks

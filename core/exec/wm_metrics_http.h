@@ -54,7 +54,7 @@ wm_metrics_req wm_metrics_parse_target(const char *r, size_t n, size_t max, cons
 
 /* Listens on host:port (port 0: a free port) of loop, serving ctx's operators; *bound (when
  * not NULL) gets the port. NULL on failure, with a message naming host and port in
- * ctx->err. */
+ * ctx->error. */
 wm_metrics_http *wm_metrics_http_start(uv_loop_t *loop, wm_ctx *ctx, const char *host, int port,
                                        int *bound);
 

@@ -519,8 +519,7 @@ static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, 
       l->ctx->pos = kind == MSG_RECORD_POS ? &ip->pos : NULL;
       rc = wm_op_input_record(op, (int)chan, &v, t);
       l->ctx->pos = outer;
-      if (rc == WM_ERR && !strstr(l->ctx->err, "\n  in operator '")) /* as wm_op_emit does */
-        wm_ctx_error_context(l->ctx, "\n  in operator '%s'", op->name);
+      if (rc == WM_ERR) wm_op_failed(op, rc); /* names the operator, as wm_op_emit does */
       if (rc == WM_ERR && kind == MSG_RECORD_POS) wm_pos_add_context(l->ctx, &ip->pos);
       wm_value_release(&l->ctx->host, &v);
       break;
@@ -659,7 +658,7 @@ static int follow_job(wm_mt_local *l) {
 }
 
 static void fail_here(wm_mt_local *l) {
-  wm_exec_fail(l->exec); /* our stop() reports ctx->err to the job */
+  wm_exec_fail(l->exec); /* our stop() reports ctx->error to the job */
 }
 
 static void on_wake(uv_async_t *h) {
@@ -731,9 +730,9 @@ static void recv_stop(wm_op *src, wm_io_host *host, int finish) {
   if (finish) return; /* a drain: the remote inputs end when their sources do */
   if (!l->stopping) {
     l->stopping = 1;
-    if (l->ctx->err[0]) {
+    if (l->ctx->error.msg[0]) {
       char msg[4200];
-      snprintf(msg, sizeof msg, "%s", l->ctx->err);
+      snprintf(msg, sizeof msg, "%s", wm_ctx_errtext(l->ctx));
       wm_mt_job_fail(l->job, msg);
     } else {
       wm_mt_job_abort(l->job);

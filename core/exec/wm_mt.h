@@ -70,7 +70,7 @@ void wm_mt_job_unlock(wm_mt_job *j);
 /* The part of thread `thread` (0-based) on its executor: opens the wake-up handle on the
  * executor's loop and registers the receiver as a source. Call it before building, from
  * the thread that runs exec. ch: the host's codec hooks (copied). NULL on failure
- * (message in the executor's ctx->err). */
+ * (message in the executor's ctx->error). */
 wm_mt_local *wm_mt_local_new(wm_mt_job *j, int thread, wm_exec *exec, const wm_codec_host *ch);
 /* After wm_exec_run has returned (or instead of it, after a failed build). */
 void wm_mt_local_free(wm_mt_local *l);
@@ -83,7 +83,7 @@ void wm_mt_add_remote_input(wm_mt_local *l);
 /* An operator that sends what it receives to channel chan of instance gid on thread
  * `thread`; connect the upstream to it. name: the operator's name (e.g. "to thread 2:
  * window (job.lua:9) 2/2"); from: the upstream operator's name, for errors. NULL on
- * failure (message in ctx->err). */
+ * failure (message in ctx->error). */
 wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int thread,
                         uint32_t gid, int chan);
 
@@ -102,7 +102,7 @@ wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int 
  * before the run. */
 typedef struct wm_mt_ckpt_hooks {
   /* This thread's snapshot for checkpoint id (between two events): the coordinator writes
-   * the thread's parts. WM_OK or WM_ERR (ctx->err; the job fails). */
+   * the thread's parts. WM_OK or WM_ERR (ctx->error; the job fails). */
   int (*snapshot)(void *ud, uint64_t id);
   /* The state of the channel from thread `from` (its messages after this thread's cut). */
   int (*put_channel)(void *ud, uint64_t id, int from, const void *data, size_t len);
@@ -114,7 +114,7 @@ void wm_mt_set_checkpoints(wm_mt_local *l, const wm_mt_ckpt_hooks *h);
 /* Asks every thread for checkpoint id (ids increase); wakes them. */
 void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id);
 /* Replays a channel state (put_channel's bytes) into this thread's operators: after the
- * restore, before the run. WM_OK or WM_ERR (ctx->err). */
+ * restore, before the run. WM_OK or WM_ERR (ctx->error). */
 int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len);
 /* The receiver of thread l (a registered source: its position is how many remote channels
  * have ended). */

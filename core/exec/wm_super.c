@@ -150,12 +150,14 @@ static void err_line(child *c, const char *s, size_t n) {
   fwrite(s, 1, n, log);
   fputc('\n', log);
   fflush(log);
-  /* the message, not the traceback under it, nor the notice of a resume (which every
-   * restarted child prints first, and which says nothing of why it failed) */
-  static const char resuming[] = "wmrun: resuming from checkpoint ";
-  if (n == 0 || s[0] == '\t' || s[0] == ' ' || (n >= 16 && memcmp(s, "stack traceback:", 16) == 0) ||
-      (n >= sizeof resuming - 1 && memcmp(s, resuming, sizeof resuming - 1) == 0))
-    return;
+  /* the message, not the indented lines under it, nor the lines the host calls quiet (its
+   * traceback's header; the notice of a resume, which every restarted child prints first
+   * and which says nothing of why it failed) */
+  if (n == 0 || s[0] == '\t' || s[0] == ' ') return;
+  for (const char *const *q = t->S->cfg->quiet_lines; q && *q; q++) {
+    size_t k = strlen(*q);
+    if (n >= k && memcmp(s, *q, k) == 0) return;
+  }
   size_t k = n < sizeof t->last - 1 ? n : sizeof t->last - 1;
   memcpy(t->last, s, k);
   t->last[k] = '\0';

@@ -47,6 +47,10 @@ typedef struct wm_super_config {
   int metrics;                 /* print the table of partitions at the end */
   int64_t backoff_ms;          /* a failed task's first back-off (doubling); 0: 200 ms */
   FILE *log;                   /* stderr */
+  /* Beginnings of a child's stderr lines that are not a failure's message (NULL-ended; NULL:
+   * none): the host's traceback header, the notice of a resume. The supervisor keeps the last
+   * other line that is not indented as the task's failure; it knows no language's text. */
+  const char *const *quiet_lines;
 } wm_super_config;
 
 /* The task name of partition `pname` ("events/2") for execute() call `index`, into buf. */

@@ -48,35 +48,24 @@ int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t) {
 int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+  wm_error_vset(&ctx->error, fmt, ap);
   va_end(ap);
   return WM_ERR;
 }
 
 int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...) {
-  size_t len = strlen(ctx->err);
   va_list ap;
   va_start(ap, fmt);
-  if (len < sizeof ctx->err - 1) vsnprintf(ctx->err + len, sizeof ctx->err - len, fmt, ap);
+  wm_error_vappend(&ctx->error, fmt, ap);
   va_end(ap);
   return WM_ERR;
 }
 
 int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...) {
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  wm_error_vcontext(&ctx->error, fmt, ap);
   va_end(ap);
-  char *tb = strstr(ctx->err, "\nstack traceback:");
-  size_t len = strlen(ctx->err), add = strlen(line);
-  if (len + add + 1 > sizeof ctx->err) return WM_ERR;
-  if (!tb) {
-    memcpy(ctx->err + len, line, add + 1);
-  } else {
-    memmove(tb + add, tb, (size_t)(ctx->err + len - tb) + 1);
-    memcpy(tb, line, add);
-  }
   return WM_ERR;
 }
 
@@ -164,11 +153,10 @@ int wm_ctx_prepare(wm_ctx *ctx) {
 }
 
 /* Names the operator whose record or watermark failed, once: the innermost failing operator
- * is the first to return, so it is the one named. Errors from Lua functions name theirs
- * already. */
+ * is the first to return, so it is the one named (wm_error keeps the first operator part;
+ * errors from Lua functions set theirs already). */
 static int name_failure(wm_op *op, int rc) {
-  if (rc == WM_ERR && !strstr(op->ctx->err, "\n  in operator '"))
-    wm_ctx_error_context(op->ctx, "\n  in operator '%s'", op->name);
+  if (rc == WM_ERR) wm_error_set_op(&op->ctx->error, op->name);
   return rc;
 }
 

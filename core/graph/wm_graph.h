@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_error.h"
 #include "base/wm_value.h"
 #include "time/wm_watermark.h"
 
@@ -25,7 +26,7 @@ typedef struct wm_ctx wm_ctx;
 typedef struct wm_state_io wm_state_io; /* graph/wm_state.h */
 
 #define WM_OK 0
-#define WM_ERR (-1)   /* failure; the message is in ctx->err */
+#define WM_ERR (-1)   /* failure; its message and parts are in ctx->error */
 #define WM_STOP (-2)  /* a clean stop was requested (not an error) */
 
 /* Watermark tracing: called for every watermark advance and status change of an operator
@@ -49,7 +50,6 @@ typedef struct wm_pos {
 /* Everything a job's core state hangs off; one per executor thread. */
 struct wm_ctx {
   wm_host host;
-  char err[4096];
   uint64_t seq;              /* creation sequence for (key, window) pairs */
   int64_t (*now)(void *ud);  /* processing-time clock (ms); the harness makes it virtual */
   void *now_ud;
@@ -69,31 +69,41 @@ struct wm_ctx {
    * checkpoint's (wmrun --allow-state-change); state_changes counts those accepted. */
   int allow_state_change;
   int state_changes;
+  wm_error error; /* the last failure (base/wm_error.h); last: the hot fields stay together */
 };
 
 /* Initialises a context with the wall clock; 0. */
 void wm_ctx_init(wm_ctx *ctx);
 /* Frees every operator of the context. */
 void wm_ctx_free(wm_ctx *ctx);
-/* Formats a message into ctx->err and returns WM_ERR. */
+/* A new failure with this message (no parts yet); returns WM_ERR. */
 int wm_ctx_error(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Appends text to ctx->err (e.g. "\n  in operator ..."); returns WM_ERR. */
+/* Appends text at the end of the failure (wm_error_vappend); returns WM_ERR. */
 int wm_ctx_error_append(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Adds a line of context (e.g. "\n  while reading data.csv:17") to ctx->err, before a
- * traceback if the message has one; returns WM_ERR. */
+/* Adds a line of context (e.g. "\n  restoring part op-1.0 of the checkpoint") after the
+ * parts so far, before a traceback; returns WM_ERR. */
 int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The message was just written into ctx->error.msg by a function of the (char *err, size_t
+ * errlen) kind (wm_field_get, wm_ckpt_put, ...): a new failure, the parts of an old one
+ * dropped; returns WM_ERR. */
+static inline int wm_ctx_error_took(wm_ctx *ctx) {
+  wm_error_took(&ctx->error);
+  return WM_ERR;
+}
+/* The failure as text, formatted from its parts (for the top: bindings, wmrun, tests). */
+static inline const char *wm_ctx_errtext(wm_ctx *ctx) { return wm_error_format(&ctx->error); }
 static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
 /* Asks for op->vt->processing_time(op, t) at wall-clock (ctx->now) time t. Timers are not
  * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */
@@ -114,7 +124,7 @@ typedef struct wm_op_vt {
   /* Checkpoint hooks (architecture.md: every operator exposes them; the contract is in
    * graph/wm_state.h). NULL: the operator keeps no state across records (map, filter,
    * print, ...); the checkpoint work fills them operator by operator. Called through
-   * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->err. */
+   * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->error. */
   int (*snapshot)(wm_op *op, wm_state_io *io);
   int (*restore)(wm_op *op, wm_state_io *io);
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
@@ -228,7 +238,7 @@ struct wm_op {
 wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);
 /* Gives op a stable id: its checkpoint part is then named after it, not after its place in
  * the plan (graph/wm_snapshot.h). Letters, digits, '.', '_' and '-', at most 120 bytes,
- * unique in the context. WM_OK, or WM_ERR with the reason in ctx->err. */
+ * unique in the context. WM_OK, or WM_ERR with the reason in ctx->error. */
 int wm_op_set_uid(wm_op *op, const char *uid);
 /* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
 int wm_op_port(wm_op *op, const char *tag);
@@ -263,8 +273,8 @@ static inline int wm_op_deliver(wm_op *to, int chan, const wm_value *rec, int64_
 /* Emits a record on a port: calls every downstream operator of that port. rec is
  * borrowed for the call. */
 int wm_op_emit_all(wm_op *op, int port, const wm_value *rec, int64_t ts);
-/* Adds "in operator 'to'" to a failure's message once (the innermost failing operator);
- * returns rc. */
+/* On WM_ERR, names `to` as the failure's operator part unless one is named already (the
+ * innermost failing operator; printed "in operator 'to'"); returns rc. */
 int wm_op_failed(wm_op *to, int rc);
 /* wm_op_emit_all, with the usual case inline (one edge, no observer): a chain of operators
  * is then a chain of direct calls, without a frame of wm_op_emit_all's between each two. */

@@ -41,7 +41,7 @@ typedef struct wm_part {
 int wm_op_part_name(const wm_op *op, size_t pos, int instance, char *out, size_t n);
 
 /* The graph section of op (appended to b), and its restore from exactly those bytes
- * (refused, with the reason in op->ctx->err, when the kind or the number of input channels
+ * (refused, with the reason in op->ctx->error, when the kind or the number of input channels
  * differ, or the bytes are damaged). */
 int wm_op_snapshot_graph(wm_op *op, wm_buf *b);
 int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len);
@@ -49,14 +49,14 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len);
 /* Snapshots every operator of ctx (prepared, between two records) and hands each part to
  * put, in plan order. codec: how host (Lua) values are written (NULL: none). Taking one
  * before the first record checks that every operator can be snapshot (e.g. a custom
- * generator without snapshot hooks is refused). WM_OK, or WM_ERR with ctx->err. */
+ * generator without snapshot hooks is refused). WM_OK, or WM_ERR with ctx->error. */
 int wm_ctx_snapshot(wm_ctx *ctx, int instance, const wm_codec_host *codec, wm_part_put_fn put,
                     void *ud);
 /* Restores every operator of ctx (prepared, freshly built, before the first record) from
  * parts (the whole checkpoint may be given: parts of other instances, and parts that are
  * not named op-* or uid-*, are ignored). Refused when an operator has no part or a part
  * of this instance names no operator (the plan's shape differs), or a part is refused by
- * its operator. WM_OK, or WM_ERR with ctx->err. */
+ * its operator. WM_OK, or WM_ERR with ctx->error. */
 int wm_ctx_restore(wm_ctx *ctx, int instance, const wm_codec_host *codec, const wm_part *parts,
                    size_t nparts);
 

@@ -15,7 +15,7 @@
  * the same operator of the same plan wrote; it replaces the state the operator was built
  * with. Values decoded with wm_decode_value(io->dec, &op->ctx->host, io->codec, ...) are
  * then owned by the operator. Truncated, corrupt or other-version bytes are WM_ERR with
- * the reason in op->ctx->err (wm_op_restore adds the operator's name).
+ * the reason in op->ctx->error (wm_op_restore adds the operator's name).
  *
  * Both return WM_OK or WM_ERR. The checkpoint code stores each operator instance's bytes as
  * one part of a checkpoint (state/wm_ckpt.h), after the graph's own state of the operator

@@ -94,7 +94,7 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
  * Flink does after each completed checkpoint, for monitoring; NATS: nothing, its positions
  * live in checkpoints only). For the checkpoint coordinator, once a checkpoint holding
  * these positions is complete: it commits the positions of the last snapshot (never
- * one read after it). WM_OK or WM_ERR (message in ctx->err). */
+ * one read after it). WM_OK or WM_ERR (message in ctx->error). */
 int wm_partsrc_commit(wm_op *op);
 /* The same with the message in err, and nothing of op's context touched: what the
  * coordinator calls, from whichever thread completed the checkpoint (under its lock, which

@@ -55,9 +55,10 @@ static int parse_error(wm_op *op, parser *p, const char *line, size_t n, const c
     wm_buf b;
     wm_buf_init(&b);
     if (pos) wm_pos_format(&b, pos);
-    if (pos)
+    if (pos) {
       wm_ctx_error(ctx, "%s: %s", b.data ? b.data : "", msg);
-    else
+      wm_error_pos_shown(&ctx->error); /* the message starts with it */
+    } else
       wm_ctx_error(ctx, "line %llu: %s", (unsigned long long)lineno, msg);
     wm_buf_clear(&b);
     add_excerpt(&b, line, n);
@@ -96,8 +97,9 @@ static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_buf b;
     wm_buf_init(&b);
     wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
-    wm_ctx_error(ctx, "%s expects lines (strings), got the record %s\n  in operator '%s'",
-                 p->what, b.data ? b.data : "", op->name);
+    wm_ctx_error(ctx, "%s expects lines (strings), got the record %s", p->what,
+                 b.data ? b.data : "");
+    wm_error_set_op(&ctx->error, op->name);
     wm_buf_free(&b);
     return WM_ERR;
   }

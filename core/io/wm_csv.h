@@ -24,7 +24,7 @@ enum { WM_PARSE_FAIL = 0, WM_PARSE_SKIP = 1, WM_PARSE_SIDE = 2 };
 typedef struct wm_decoder {
   /* Decodes line s (n bytes, borrowed for the call) into *out, which the caller releases.
    * Returns 0; 1 when the line is malformed (a message in err, without position, e.g.
-   * "field 'ts': 'abc' is not an integer"); WM_ERR for any other failure (ctx->err). */
+   * "field 'ts': 'abc' is not an integer"); WM_ERR for any other failure (ctx->error). */
   int (*decode)(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
                 size_t errlen);
   void (*free)(void *ud);
@@ -40,7 +40,7 @@ typedef struct wm_parse_config {
   const char *what;   /* "parse_csv" or "parse_json", for messages */
 } wm_parse_config;
 
-/* The parse operator; NULL on failure (message in ctx->err). */
+/* The parse operator; NULL on failure (message in ctx->error). */
 wm_op *wm_parse_new(wm_ctx *ctx, const char *name, wm_parse_config *cfg);
 
 /* One column of a CSV line. */

@@ -52,7 +52,7 @@ int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen) {
 }
 
 int wm_partsrc_commit(wm_op *op) {
-  char err[sizeof op->ctx->err];
+  char err[WM_ERROR_MSG];
   if (wm_partsrc_commit_to(op, err, sizeof err) == WM_OK) return WM_OK;
   return wm_ctx_error(op->ctx, "%s", err);
 }

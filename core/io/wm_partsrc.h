@@ -27,7 +27,7 @@ typedef struct wm_partsrc wm_partsrc;
 
 typedef struct wm_partsrc_hooks {
   /* Makes partition i's next record ready: 1 ready, 0 none yet (sets parts[i].done when
-   * the partition has ended), WM_ERR on failure (message in ctx->err). */
+   * the partition has ended), WM_ERR on failure (message in ctx->error). */
   int (*peek)(wm_partsrc *s, int i);
   /* Emits the ready record of partition i (wm_op_emit on parts[i].port) and moves on.
    * WM_OK, WM_ERR or WM_STOP. */
@@ -73,7 +73,7 @@ struct wm_partsrc {
 
 /* Creates the operator of a partitioned source: impl (size bytes, zeroed, beginning with
  * a wm_partsrc) is allocated here and owned by the operator. kind: "read_kafka" or
- * "read_nats". NULL on failure (message in ctx->err). */
+ * "read_nats". NULL on failure (message in ctx->error). */
 wm_partsrc *wm_partsrc_new(wm_io_host *host, const char *name, const char *kind,
                            const wm_partsrc_config *cfg, const wm_partsrc_hooks *hooks,
                            size_t size);
@@ -87,7 +87,7 @@ int wm_partsrc_emit_record(wm_partsrc *s, int i, const wm_value *rec, int64_t ts
  * (copied into the row). */
 int wm_partsrc_emit_row(wm_partsrc *s, int i, wm_schema *schema, const wm_value *fields,
                         int64_t ts, int64_t at);
-/* Fails the job with the message in ctx->err (closes the client). */
+/* Fails the job with the message in ctx->error (closes the client). */
 void wm_partsrc_fail(wm_partsrc *s);
 
 #endif

@@ -2,7 +2,6 @@
 #include "io/wm_source.h"
 
 #include <stdio.h>
-#include <string.h>
 
 int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
@@ -31,9 +30,7 @@ void wm_pos_add_context(wm_ctx *ctx, const wm_pos *pos) {
   wm_buf b;
   wm_buf_init(&b);
   wm_pos_format(&b, pos);
-  /* parse errors already start with the position ("data.csv:17: field ...") */
-  if (b.data && !(strncmp(ctx->err, b.data, b.len) == 0 && ctx->err[b.len] == ':') &&
-      !strstr(ctx->err, "\n  while reading "))
-    wm_ctx_error_context(ctx, "\n  while reading %s", b.data);
+  /* kept once (the innermost); none when the message starts with it (wm_error_pos_shown) */
+  if (b.data) wm_error_set_pos(&ctx->error, b.data);
   wm_buf_free(&b);
 }

@@ -55,7 +55,7 @@ struct wm_io_host {
   int (*add_source)(wm_io_host *h, wm_op *op, const wm_source_vt *vt);
   /* the source's input has ended: the end-of-input watermark goes down its chain */
   void (*source_done)(wm_io_host *h, wm_op *src);
-  /* a source or sink failed (message in ctx->err): stops the job */
+  /* a source or sink failed (message in ctx->error): stops the job */
   void (*fail)(wm_io_host *h);
   /* after each batch of records (GC stepping, signal checks) */
   void (*batch_done)(wm_io_host *h);
@@ -88,8 +88,8 @@ static inline int wm_io_add_flusher(wm_io_host *h, void (*fn)(void *ud, int paus
 int wm_source_record(wm_op *op, int chan, const wm_value *rec, int64_t ts);
 
 /* Emits rec (borrowed) from source op with its position pos (borrowed; published in
- * ctx->pos during the call). On failure adds "\n  while reading <position>" to ctx->err,
- * unless the message already starts with the position. Returns wm_op_emit's result. */
+ * ctx->pos during the call). On failure adds the position part ("while reading <position>")
+ * to ctx->error (wm_pos_add_context). Returns wm_op_emit's result. */
 static inline int wm_source_emit_port(wm_op *src, int port, const wm_pos *pos,
                                       const wm_value *rec, int64_t ts);
 static inline int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *rec,
@@ -97,8 +97,8 @@ static inline int wm_source_emit(wm_op *src, const wm_pos *pos, const wm_value *
   return wm_source_emit_port(src, 0, pos, rec, ts);
 }
 
-/* Adds "\n  while reading <position>" to ctx->err, unless the message already starts with
- * the position (parse errors do: "data.csv:17: field ..."). */
+/* Adds the position part ("\n  while reading <position>") to ctx->error, unless it has one
+ * (a parse error that starts with the position marks it with wm_error_pos_shown). */
 void wm_pos_add_context(wm_ctx *ctx, const wm_pos *pos);
 
 /* The same on output port `port` (a partitioned source: one port per partition). Inline:

@@ -50,7 +50,7 @@ typedef struct wm_through_writer_config {
 } wm_through_writer_config;
 
 /* The write side's sink, on an ordered transport. Connects here (an unreachable server fails the build, naming
- * the operator). NULL on failure (message in ctx->err). */
+ * the operator). NULL on failure (message in ctx->error). */
 wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_config *cfg);
 
 /* The read side's tap over the nparts partitions a source instance reads, written by

@@ -39,7 +39,7 @@ typedef struct wm_ijoin_config {
   wm_ijoin_fn fn; /* owned */
 } wm_ijoin_config;
 
-/* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
+/* NULL on failure (message in ctx->error); takes ownership of cfg's parts even then. */
 wm_op *wm_ijoin_new(wm_ctx *ctx, const char *name, wm_ijoin_config *cfg);
 bool wm_op_is_ijoin(const wm_op *op);
 /* Input channels from `first2` on are the right input's. Call once the left input is

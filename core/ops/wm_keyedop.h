@@ -81,7 +81,7 @@ typedef struct wm_keyedop_config {
   wm_state_ttl ttl; /* process mode: the state's time to live (ttl.ttl 0: none) */
 } wm_keyedop_config;
 
-/* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
+/* NULL on failure (message in ctx->error); takes ownership of cfg's parts even then. */
 wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg);
 bool wm_op_is_keyedop(const wm_op *op);
 /* Keyed connected streams: input channels from `first2` on are the second input's (its

@@ -9,7 +9,7 @@
 #include "graph/wm_graph.h"
 
 /* Extracts the key of a record. *key is borrowed: valid until the next call of fn or
- * until rec dies. Returns WM_OK or WM_ERR (message in op->ctx->err). */
+ * until rec dies. Returns WM_OK or WM_ERR (message in op->ctx->error). */
 typedef struct wm_keysel {
   int (*fn)(void *ud, wm_op *op, const wm_value *rec, wm_value *key);
   void (*free)(void *ud);
@@ -28,7 +28,7 @@ const wm_field *wm_keysel_field1(const wm_keysel *ks);
 
 /* The key of rec through ks, checked: a key that is nil or not a scalar is an error naming
  * the record ("key is nil (a key must be a string, number or boolean) for record ...").
- * *key is borrowed as for ks->fn. WM_OK or WM_ERR (message in op->ctx->err). */
+ * *key is borrowed as for ks->fn. WM_OK or WM_ERR (message in op->ctx->error). */
 int wm_keysel_key(const wm_keysel *ks, wm_op *op, const wm_value *rec, wm_value *key);
 
 #endif

@@ -48,7 +48,7 @@ typedef struct wm_tsop_config {
                         * follow the clock (now - 1 on each periodic emit); tsx unused */
 } wm_tsop_config;
 
-/* NULL on failure (message in ctx->err); takes ownership of cfg's parts even then. */
+/* NULL on failure (message in ctx->error); takes ownership of cfg's parts even then. */
 wm_op *wm_tsop_new(wm_ctx *ctx, const char *name, wm_tsop_config *cfg);
 /* The periodic emit (called by the executor every interval, or by the harness). */
 int wm_tsop_periodic(wm_op *op);

@@ -8,7 +8,7 @@
 #include "ops/wm_winop_config.h"
 
 /* A keyed window operator. Takes ownership of cfg->keysel, cfg->fn, cfg->trigger,
- * cfg->evictor and cfg->gapfn even on failure. NULL on failure (message in ctx->err).
+ * cfg->evictor and cfg->gapfn even on failure. NULL on failure (message in ctx->error).
  * Session windows need a function that merges (fn.merge, or list mode) and a trigger that
  * can merge. */
 wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg);

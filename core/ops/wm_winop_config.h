@@ -10,7 +10,7 @@
 #include "time/wm_window.h"
 
 /* A dynamic session gap: the gap (ms) of the session window that record rec (at ts)
- * opens. Returns WM_OK, or WM_ERR with the message in op->ctx->err. */
+ * opens. Returns WM_OK, or WM_ERR with the message in op->ctx->error. */
 typedef struct wm_gapfn {
   int (*fn)(void *ud, wm_op *op, const wm_value *rec, int64_t ts, int64_t *gap);
   void (*free)(void *ud);

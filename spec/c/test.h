@@ -84,5 +84,6 @@ void test_panes(void);
 void test_jsonw(void);
 void test_twoin(void);
 void test_nexmark(void);
+void test_error(void);
 
 #endif

@@ -124,9 +124,9 @@ static int sink_cycle(const char *path, const void *state, size_t len, wm_buf *s
     rc = state ? op->vt->restore(op, &io) : WM_OK;
     if (rc == WM_OK && snap) rc = op->vt->snapshot(op, &io);
   }
-  size_t n = strlen(ctx.err);
+  size_t n = strlen(wm_ctx_errtext(&ctx));
   if (n >= errlen) n = errlen - 1;
-  memcpy(err, ctx.err, n);
+  memcpy(err, wm_ctx_errtext(&ctx), n);
   err[n] = '\0';
   wm_ctx_free(&ctx);
   wm_exec_free(e);

@@ -61,12 +61,12 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_buf_free(&cut);
     rd_kafka_mock_push_request_errors(ks->mc, 8 /* OffsetCommit */, 1,
                                       RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
-    snprintf(op->ctx->err, sizeof op->ctx->err, "untouched");
+    snprintf(op->ctx->error.msg, sizeof op->ctx->error.msg, "untouched");
     char err[600] = "";
     CHECK(wm_partsrc_commit_to(ks->src, err, sizeof err) == WM_OK);
     CHECK_STR(err, "");
-    CHECK_STR(op->ctx->err, "untouched");
-    op->ctx->err[0] = 0;
+    CHECK_STR(wm_ctx_errtext(op->ctx), "untouched");
+    op->ctx->error.msg[0] = 0;
   }
   return WM_OK;
 }
@@ -112,7 +112,7 @@ static int run_kafka_mc(rd_kafka_mock_cluster_t *mc, const char *brokers, int st
   if (src && sink && wm_op_connect(src, 0, sink) >= 0 && wm_ctx_prepare(&ctx) == WM_OK &&
       (!restore || wm_exec_restore_source(e, src, restore->data, restore->len) == WM_OK))
     rc = wm_exec_run(e);
-  if (rc != WM_OK) fprintf(stderr, "run_kafka: %s\n", ctx.err);
+  if (rc != WM_OK) fprintf(stderr, "run_kafka: %s\n", wm_ctx_errtext(&ctx));
   CHECK_I64(wm_partsrc_count(src), 2);
   wm_ctx_free(&ctx);
   wm_exec_free(e);

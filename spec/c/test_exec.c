@@ -70,7 +70,7 @@ static void test_fanout_files(const char *dir) {
     CHECK(wm_ctx_prepare(&ctx) == WM_OK);
     int rc = wm_exec_run(e);
     CHECK(rc == WM_OK);
-    if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+    if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
     CHECK_I64(wm_exec_pressure_bytes(e), 0);
     CHECK_I64(wm_exec_paused(e), 0);
     long sum1, sum2;
@@ -187,8 +187,8 @@ static void test_open_source_at_end(void) {
   CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0);
   wm_exec_pressure(e, (int64_t)4 << 20);
   CHECK(wm_exec_run(e) == WM_ERR);
-  CHECK(strstr(ctx.err, "the job stopped with sources still open: 'stuck source'") != NULL);
-  CHECK(strstr(ctx.err, "paused by backpressure: 4194304 bytes") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "the job stopped with sources still open: 'stuck source'") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "paused by backpressure: 4194304 bytes") != NULL);
   wm_ctx_free(&ctx);
   wm_exec_free(e);
 }
@@ -250,11 +250,11 @@ static void test_stall(int writing) {
     uint64_t paused = wm_exec_paused_ms(e);
     CHECK((int64_t)paused >= (int64_t)(t0 + 320) - (int64_t)t1);
     CHECK_I64((int64_t)wm_exec_paused_ms(e), (int64_t)paused);
-    if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+    if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
   } else {
     CHECK(rc == WM_ERR);
-    CHECK(strstr(ctx.err, "no progress for 40 ms") != NULL);
-    CHECK(strstr(ctx.err, "'paused source' (paused by backpressure") != NULL);
+    CHECK(strstr(wm_ctx_errtext(&ctx), "no progress for 40 ms") != NULL);
+    CHECK(strstr(wm_ctx_errtext(&ctx), "'paused source' (paused by backpressure") != NULL);
   }
   wm_ctx_free(&ctx);
   wm_exec_free(e);
@@ -336,7 +336,7 @@ static void test_small_buffers(const char *dir) {
   CHECK(wm_exec_add_source(e, s.op, &idle_svt) == 0);
   int rc = wm_exec_run(e);
   CHECK(rc == WM_OK);
-  if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
   long sum;
   CHECK_I64(count_lines(out1, &sum), 3000);
   CHECK_I64(sum, 3000L * 3001 / 2);
@@ -410,7 +410,7 @@ static void test_periodic_hook(void) {
   CHECK(uv_timer_start(&guard, on_guard, 5000, 0) == 0);
   uv_unref((uv_handle_t *)&guard);
   int rc = wm_exec_run(e);
-  if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
   CHECK(rc == WM_OK);
   CHECK_I64(k.calls, 3);
   CHECK(!k.went_back);

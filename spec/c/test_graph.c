@@ -67,7 +67,7 @@ void test_graph(void) {
   /* a corrupt state is the operator's error, and names it */
   io.len = 1;
   CHECK_I64(wm_op_restore(sb, &io), WM_ERR);
-  CHECK(strstr(ctx.err, "bad counter state") && strstr(ctx.err, "in operator 'b'"));
+  CHECK(strstr(wm_ctx_errtext(&ctx), "bad counter state") && strstr(wm_ctx_errtext(&ctx), "in operator 'b'"));
 
   /* no hooks: nothing written, only an empty state restores */
   size_t before = out.len;
@@ -78,7 +78,7 @@ void test_graph(void) {
   io.data = (const uint8_t *)out.data;
   io.len = out.len;
   CHECK_I64(wm_op_restore(st, &io), WM_ERR);
-  CHECK(strstr(ctx.err, "'stateless (job.lua:3)' keeps no state") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "'stateless (job.lua:3)' keeps no state") != NULL);
 
   wm_buf_free(&out);
   wm_encoder_free(&enc);

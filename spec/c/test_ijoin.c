@@ -178,18 +178,18 @@ static void errors(void) {
   T.current = "ijoin: MIN timestamp, bad key";
   setup(&f, 0, 10, false, false, 0);
   CHECK_I64(R(&f, 101, WM_TIME_MIN), WM_ERR);
-  CHECK(strstr(f.ctx.err, "record has no timestamp (math.mininteger)") != NULL);
-  CHECK(strstr(f.ctx.err, "right input, record 101") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&f.ctx), "record has no timestamp (math.mininteger)") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&f.ctx), "right input, record 101") != NULL);
   wm_value s = wm_cstr("x", 1); /* key_fn gives nil */
   CHECK_I64(wm_op_input_record(f.j, 0, &s, 5), WM_ERR);
-  CHECK(strstr(f.ctx.err, "key is nil") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&f.ctx), "key is nil") != NULL);
   teardown(&f);
   /* the first keys of the two sides: a number and a string never meet */
   setup(&f, 0, 10, false, false, 0);
   CHECK_I64(L(&f, 101, 5), WM_OK);
   CHECK_I64(L(&f, -1, 5), WM_OK); /* a second key type on one side: allowed */
   CHECK_I64(R(&f, -2, 5), WM_ERR);
-  CHECK(strstr(f.ctx.err, "left input's are numbers (first 1), the right input's strings "
+  CHECK(strstr(wm_ctx_errtext(&f.ctx), "left input's are numbers (first 1), the right input's strings "
                           "(first \"neg\")") != NULL);
   teardown(&f);
 }

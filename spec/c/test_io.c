@@ -81,7 +81,7 @@ static int run_part(const char *path, size_t chunk, int part, int parts, const w
       (!restore || wm_exec_restore_source(e, src, restore->data, restore->len) == WM_OK))
     rc = wm_exec_run(e);
   CHECK(ctx.pos == NULL); /* published only while a record is emitted */
-  snprintf(err, errlen, "%s", ctx.err);
+  snprintf(err, errlen, "%s", wm_ctx_errtext(&ctx));
   /* the context first, the executor second (bindings do it in this order) */
   wm_ctx_free(&ctx);
   wm_exec_free(e);
@@ -321,8 +321,8 @@ static void test_socket_reset(void) {
     if (rrc != WM_ERR) fprintf(stderr, "  rc %d seen %s\n", rrc, ps.seen.data ? ps.seen.data : "");
     char want[128];
     snprintf(want, sizeof want, "cannot read 127.0.0.1:%d: connection reset by peer", port);
-    CHECK(strstr(ctx.err, want) != NULL);
-    if (!strstr(ctx.err, want)) fprintf(stderr, "  got: %s\n", ctx.err);
+    CHECK(strstr(wm_ctx_errtext(&ctx), want) != NULL);
+    if (!strstr(wm_ctx_errtext(&ctx), want)) fprintf(stderr, "  got: %s\n", wm_ctx_errtext(&ctx));
     CHECK_STR(ps.seen.data, "1@0:a;2@2:b;"); /* the cut line "part" is no record */
   }
   wm_exec_free(e); /* the executor first this time: the order does not matter */
@@ -391,10 +391,10 @@ static void test_chunk_range(void) {
   wm_exec *e = wm_exec_new(&ctx, &cfg);
   wm_lines_config lc = {.path = "-", .chunk = (size_t)-1};
   CHECK(wm_lines_new(wm_exec_host(e), "read_lines (job.lua:3)", &lc) == NULL);
-  CHECK(strstr(ctx.err, "read_lines (job.lua:3): chunk must be at most 67108864 bytes (64 MiB)") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "read_lines (job.lua:3): chunk must be at most 67108864 bytes (64 MiB)") != NULL);
   wm_tcp_config tc = {.host = "127.0.0.1", .port = 1, .chunk = ((size_t)64 << 20) + 1};
   CHECK(wm_socket_lines_new(wm_exec_host(e), "socket_lines", &tc) == NULL);
-  CHECK(strstr(ctx.err, "socket_lines: chunk must be at most") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "socket_lines: chunk must be at most") != NULL);
   wm_ctx_free(&ctx);
   wm_exec_free(e);
 }
@@ -565,7 +565,7 @@ static void test_lookahead(void) {
     }
     if (bad) {
       CHECK_I64(rc, WM_ERR);
-      CHECK(strstr(ctx.err, "data.csv:70008: field 'ts': '2x00' is not an integer") != NULL);
+      CHECK(strstr(wm_ctx_errtext(&ctx), "data.csv:70008: field 'ts': '2x00' is not an integer") != NULL);
     } else {
       CHECK_I64(rc, WM_OK);
       CHECK(wm_parse_lookahead_hints(parse) > K / 2);

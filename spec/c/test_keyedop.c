@@ -235,7 +235,7 @@ static int bcast_element2(void *ud, wm_op *op, const wm_value *key, wm_value *st
   CHECK(key->type == WM_NIL);
   wm_value v = wm_int(-rec->u.i);
   CHECK_I64(wm_keyedop_register(op, WM_TIME_EVENT, ts), WM_ERR); /* no key: no timers */
-  op->ctx->err[0] = 0;
+  op->ctx->error.msg[0] = 0;
   return wm_op_emit(op, 0, &v, ts);
 }
 
@@ -528,7 +528,7 @@ static void ttl_event_case(void) {
   CHECK_I64(wm_keyedop_keys(f.k), 0);
   /* a record without a timestamp cannot age a state by event time */
   CHECK_I64(push(&f, 100, WM_TIME_MIN), WM_ERR);
-  CHECK(strstr(f.ctx.err, "state_ttl with time = \"event\"") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&f.ctx), "state_ttl with time = \"event\"") != NULL);
   kfix_close(&f);
 }
 
@@ -550,20 +550,20 @@ static void ttl_checkpoint_case(void) {
   /* a checkpoint with a TTL into a job without, and one without into a job with: refused */
   kfix_open(&g, NULL);
   CHECK_I64(snap_restore(&f, &g), WM_ERR);
-  CHECK(strstr(g.ctx.err, "with a state_ttl") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&g.ctx), "with a state_ttl") != NULL);
   kfix_close(&g);
   kfix h;
   kfix_open(&h, NULL);
   CHECK_I64(push(&h, 100, 1), WM_OK);
   kfix_open(&g, &ttl);
   CHECK_I64(snap_restore(&h, &g), WM_ERR);
-  CHECK(strstr(g.ctx.err, "without a state_ttl") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&g.ctx), "without a state_ttl") != NULL);
   kfix_close(&g);
   /* another time domain: refused */
   wm_state_ttl ev = {100, WM_TTL_ON_CREATE_AND_WRITE, WM_TIME_EVENT};
   kfix_open(&g, &ev);
   CHECK_I64(snap_restore(&f, &g), WM_ERR);
-  CHECK(strstr(g.ctx.err, "processing time") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&g.ctx), "processing time") != NULL);
   kfix_close(&g);
   kfix_close(&h);
   kfix_close(&f);
@@ -596,7 +596,7 @@ static void key_kinds_case(void) {
   CHECK_I64(wm_op_input_record(k, 0, &r, 1), WM_OK);
   CHECK_I64(wm_op_input_record(k, 0, &r, 1), WM_OK);
   CHECK_I64(wm_op_input_record(k, 1, &r, 1), WM_ERR);
-  CHECK(strstr(ctx.err, "the second input's key is a string (\"7\") for record 700, and the "
+  CHECK(strstr(wm_ctx_errtext(&ctx), "the second input's key is a string (\"7\") for record 700, and the "
                         "first input's keys are a number") != NULL);
   wm_ctx_free(&ctx);
 }

@@ -36,6 +36,7 @@ static const struct {
     {"twoin", test_twoin},
     {"nexmark", test_nexmark},
     {"ui", test_ui},
+    {"error", test_error},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

@@ -290,7 +290,7 @@ static int run_source(const wm_nexmark_config *c, int part, int parts, const wm_
   if (src && sink && wm_op_connect(src, 0, sink) >= 0 && wm_ctx_prepare(&ctx) == WM_OK &&
       (!restore || wm_exec_restore_source(e, src, restore->data, restore->len) == WM_OK))
     rc = wm_exec_run(e);
-  snprintf(err, errlen, "%.500s", ctx.err);
+  snprintf(err, errlen, "%.500s", wm_ctx_errtext(&ctx));
   wm_ctx_free(&ctx);
   wm_exec_free(e);
   wm_buf_add(seen, ns.seen.data ? ns.seen.data : "", ns.seen.len);

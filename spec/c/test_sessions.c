@@ -241,7 +241,7 @@ static size_t session_case(uint64_t seed, int agg, int trig, int lateness_on) {
   if (rc == WM_OK) rc = wm_op_input_watermark(w, 0, WM_TIME_MAX);
   m_watermark(&m, WM_TIME_MAX);
   CHECK_I64(rc, WM_OK);
-  if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
   const char *got = out.out.data ? out.out.data : "", *want = m.out.data ? m.out.data : "";
   if (strcmp(got, want) == 0) {
     T.passed++;

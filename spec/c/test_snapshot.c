@@ -204,7 +204,7 @@ static int run(plan *p, const ev *evs, size_t from, size_t to) {
     }
     if (rc != WM_OK) {
       if (p->quiet) return rc;
-      fprintf(stderr, "FAIL %s: event %zu: %s\n", T.current, k, p->ctx.err);
+      fprintf(stderr, "FAIL %s: event %zu: %s\n", T.current, k, wm_ctx_errtext(&p->ctx));
       T.failed++;
       return rc;
     }
@@ -273,7 +273,7 @@ static size_t roundtrip(build_fn build, const ev *evs, size_t n, const char *exp
     parts ps = {0};
     if (run(&a, evs, 0, cut) != WM_OK) break;
     if (wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps) != WM_OK) {
-      fprintf(stderr, "FAIL %s: snapshot at %zu: %s\n", T.current, cut, a.ctx.err);
+      fprintf(stderr, "FAIL %s: snapshot at %zu: %s\n", T.current, cut, wm_ctx_errtext(&a.ctx));
       T.failed++;
       plan_free(&a);
       break;
@@ -287,7 +287,7 @@ static size_t roundtrip(build_fn build, const ev *evs, size_t n, const char *exp
     b.now = now; /* the clock goes on where it was */
     wm_buf_add(&b.out, a.out.data ? a.out.data : "", prefix);
     if (wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n) != WM_OK) {
-      fprintf(stderr, "FAIL %s: restore at %zu: %s\n", T.current, cut, b.ctx.err);
+      fprintf(stderr, "FAIL %s: restore at %zu: %s\n", T.current, cut, wm_ctx_errtext(&b.ctx));
       T.failed++;
     } else {
       run(&b, evs, cut, n);
@@ -328,9 +328,9 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
       plan_init(&b, build);
       if (wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n) == WM_OK) {
         accepted++;
-      } else if (!strstr(b.ctx.err, "damaged checkpoint state") ||
-                 !strstr(b.ctx.err, orig.name)) {
-        if (!unclear) fprintf(stderr, "unclear: %s\n", b.ctx.err);
+      } else if (!strstr(wm_ctx_errtext(&b.ctx), "damaged checkpoint state") ||
+                 !strstr(wm_ctx_errtext(&b.ctx), orig.name)) {
+        if (!unclear) fprintf(stderr, "unclear: %s\n", wm_ctx_errtext(&b.ctx));
         unclear++;
       }
       plan_free(&b);
@@ -362,7 +362,7 @@ static void damage(build_fn build, const ev *evs, size_t nevs, size_t cut) {
     plan b;
     plan_init(&b, build);
     CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
-    CHECK(strstr(b.ctx.err, "format version 2") != NULL);
+    CHECK(strstr(wm_ctx_errtext(&b.ctx), "format version 2") != NULL);
     plan_free(&b);
     ((uint8_t *)ps.p[k].data)[at] = WM_STATE_VERSION;
   }
@@ -671,9 +671,9 @@ static void rolling_changed(void) {
   rolling_agg = WM_AGG_MAX;
   plan_init(&b, build_rolling);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
-  CHECK(strstr(b.ctx.err, "the rolling aggregation changed since the checkpoint: its state was "
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "the rolling aggregation changed since the checkpoint: its state was "
                           "made by\n    sum(vc)\n  and this job's is\n    max(vc)\n") != NULL);
-  CHECK(strstr(b.ctx.err, "--allow-state-change") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "--allow-state-change") != NULL);
   plan_free(&b);
   plan_init(&b, build_rolling);
   b.ctx.allow_state_change = 1;
@@ -792,8 +792,8 @@ static void custom_generator(void) {
   plan_init(&a, build_custom);
   parts ps = {0};
   CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_ERR);
-  CHECK(strstr(a.ctx.err, "custom watermark generator has no snapshot method") != NULL);
-  CHECK(strstr(a.ctx.err, "in operator 'custom timestamps'") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&a.ctx), "custom watermark generator has no snapshot method") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&a.ctx), "in operator 'custom timestamps'") != NULL);
   parts_free(&ps);
   plan_free(&a);
 }
@@ -829,7 +829,7 @@ static void shape(void) {
   plan b;
   plan_init(&b, build_window);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n - 1), WM_ERR);
-  CHECK_STR(b.ctx.err, "the checkpoint holds no state for operator 'late sink' (part op-4.0): the "
+  CHECK_STR(wm_ctx_errtext(&b.ctx), "the checkpoint holds no state for operator 'late sink' (part op-4.0): the "
                        "job changed since the checkpoint (give operators a stable id with uid, "
                        "docs/checkpoints.md)");
   plan_free(&b);
@@ -844,7 +844,7 @@ static void shape(void) {
   more[7] = (wm_part){"op-5.0", ps.p[1].data, 3};
   plan_init(&b, build_window);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, more, 8), WM_ERR);
-  CHECK_STR(b.ctx.err, "the checkpoint holds the state of an operator this job does not have "
+  CHECK_STR(wm_ctx_errtext(&b.ctx), "the checkpoint holds the state of an operator this job does not have "
                        "(part op-5.0): the job changed since the checkpoint (docs/checkpoints.md)");
   plan_free(&b);
   /* another operator at that place */
@@ -854,19 +854,19 @@ static void shape(void) {
   swapped[1].len = ps.p[2].len;
   plan_init(&b, build_window);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, swapped, 5), WM_ERR);
-  CHECK(strstr(b.ctx.err, "the checkpoint holds a 'window' operator where this job has "
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "the checkpoint holds a 'window' operator where this job has "
                           "'source', a 'source'") != NULL);
-  CHECK(strstr(b.ctx.err, "restoring part op-1.0") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "restoring part op-1.0") != NULL);
   plan_free(&b);
   /* the window operator changed */
   cur_w = &shape_w2;
   plan_init(&b, build_window);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
-  CHECK(strstr(b.ctx.err, "the checkpoint's window operator differs from this job's: it was\n"
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "the checkpoint's window operator differs from this job's: it was\n"
                           "    tumbling size 5000 slide 0 offset 0 gap 0, lateness 2000, "
                           "incremental, no evictor, trigger event_time 0\n  and is now\n"
                           "    tumbling size 10000 ") != NULL);
-  CHECK(strstr(b.ctx.err, "in operator 'window'") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "in operator 'window'") != NULL);
   plan_free(&b);
   /* the window function changed (sum -> max, sum -> count): refused, naming both, unless a
    * change is allowed (--allow-state-change), which is counted */
@@ -874,12 +874,12 @@ static void shape(void) {
     cur_w = k == 0 ? &shape_w_max : &shape_w_count;
     plan_init(&b, build_window);
     CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
-    CHECK(strstr(b.ctx.err, k == 0 ? "the window function changed since the checkpoint: its state "
+    CHECK(strstr(wm_ctx_errtext(&b.ctx), k == 0 ? "the window function changed since the checkpoint: its state "
                                      "was made by\n    sum(vc)\n  and this job's is\n    max(vc)\n"
                                    : "its state was made by\n    sum(vc)\n  and this job's is\n    "
                                      "count\n") != NULL);
-    CHECK(strstr(b.ctx.err, "--allow-state-change") != NULL);
-    CHECK(strstr(b.ctx.err, "in operator 'window'") != NULL);
+    CHECK(strstr(wm_ctx_errtext(&b.ctx), "--allow-state-change") != NULL);
+    CHECK(strstr(wm_ctx_errtext(&b.ctx), "in operator 'window'") != NULL);
     plan_free(&b);
     plan_init(&b, build_window);
     b.ctx.allow_state_change = 1;
@@ -928,7 +928,7 @@ static void shape(void) {
   plan_init(&b, build_window);
   run(&b, tumble_evs, 0, 1);
   CHECK_I64(wm_ctx_restore(&b.ctx, 0, cur_codec, ps.p, ps.n), WM_ERR);
-  CHECK(strstr(b.ctx.err, "a checkpoint is restored only into a new operator") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&b.ctx), "a checkpoint is restored only into a new operator") != NULL);
   plan_free(&b);
   parts_free(&ps);
   plan_free(&a);
@@ -937,9 +937,9 @@ static void shape(void) {
   CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
   CHECK_STR(ps.p[2].name, "uid-sums.0");
   CHECK_I64(wm_op_set_uid(a.ctx.ops[3], "sums"), WM_ERR);
-  CHECK_STR(a.ctx.err, "uid 'sums' of operator 'sink' is already the uid of 'window'");
+  CHECK_STR(wm_ctx_errtext(&a.ctx), "uid 'sums' of operator 'sink' is already the uid of 'window'");
   CHECK_I64(wm_op_set_uid(a.ctx.ops[3], "a b"), WM_ERR);
-  CHECK_STR(a.ctx.err, "bad uid 'a b' for operator 'sink' (a uid is 1 to 120 letters, digits, "
+  CHECK_STR(wm_ctx_errtext(&a.ctx), "bad uid 'a b' for operator 'sink' (a uid is 1 to 120 letters, digits, "
                        "'.', '_' or '-')");
   parts_free(&ps);
   plan_free(&a);
@@ -1120,7 +1120,7 @@ static void host_values(void) {
   run(&a, bad, 0, 2);
   parts ps = {0};
   CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_ERR);
-  CHECK_STR(a.ctx.err, "cannot checkpoint a window's accumulator: a function cannot be "
+  CHECK_STR(wm_ctx_errtext(&a.ctx), "cannot checkpoint a window's accumulator: a function cannot be "
                        "checkpointed\n  in operator 'window'");
   parts_free(&ps);
   plan_free(&a);
@@ -1128,7 +1128,7 @@ static void host_values(void) {
   plan_init(&a, build_host);
   run(&a, bad, 0, 1);
   CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_ERR);
-  CHECK(strstr(a.ctx.err, "cannot checkpoint a window's accumulator") != NULL);
+  CHECK(strstr(wm_ctx_errtext(&a.ctx), "cannot checkpoint a window's accumulator") != NULL);
   parts_free(&ps);
   plan_free(&a);
   CHECK_I64(fh_live(), 0);

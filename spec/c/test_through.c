@@ -145,7 +145,7 @@ static int run(const char *brokers, const char *topic, int writers, const wm_buf
   if (src && sink && wm_op_connect(src, 0, sink) >= 0 && wm_ctx_prepare(&ctx) == WM_OK &&
       (!restore || wm_exec_restore_source(e, src, restore->data, restore->len) == WM_OK))
     rc = wm_exec_run(e);
-  snprintf(err, errlen, "%.1000s", rc == WM_OK ? "" : ctx.err);
+  snprintf(err, errlen, "%.1000s", rc == WM_OK ? "" : wm_ctx_errtext(&ctx));
   if (dups) *dups = src ? wm_through_duplicates(src) : 0;
   wm_ctx_free(&ctx);
   wm_exec_free(e);

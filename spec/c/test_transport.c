@@ -119,7 +119,7 @@ static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
   CHECK(wm_transport_failed(t));
   CHECK(wm_transport_error(op, t) == WM_ERR);
   snprintf(want, sizeof want, "w: cannot deliver to topic 't' at %s: Local: Unknown partition", brokers);
-  CHECK_STR(ctx.err, want);
+  CHECK_STR(wm_ctx_errtext(&ctx), want);
   wm_transport_fail(t, "a later failure");
   CHECK(wm_transport_send(t, &a) == WM_ERR);
   CHECK_STR(t->why, "Local: Unknown partition");
@@ -137,7 +137,7 @@ static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
   CHECK(wm_transport_error(op, t) == WM_ERR);
   snprintf(want, sizeof want, "w: cannot deliver to topic 't' at %s: Broker: Topic authorization failed",
            brokers);
-  CHECK_STR(ctx.err, want);
+  CHECK_STR(wm_ctx_errtext(&ctx), want);
   CHECK(wm_transport_send(t, &b) == WM_ERR); /* failed for good */
   wm_transport_free(t);
 

@@ -243,7 +243,7 @@ static void run_case(const wcase *c) {
       rc = vadvance(&clk, w, st->t);
     }
     CHECK_I64(rc, WM_OK);
-    if (rc != WM_OK) fprintf(stderr, "  %s\n", ctx.err);
+    if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
   }
   CHECK_STR(main.out.data ? main.out.data : "", c->expect);
   if (c->expect_late) CHECK_STR(late.out.data ? late.out.data : "", c->expect_late);
@@ -373,7 +373,7 @@ static void bad_configs(void) {
       want = "slide";
     }
     CHECK(wm_winop_new(&ctx, "w", &cfg) == NULL);
-    CHECK(strstr(ctx.err, want) != NULL);
+    CHECK(strstr(wm_ctx_errtext(&ctx), want) != NULL);
     wm_ctx_free(&ctx);
   }
   CHECK(wm_trigger_new(WM_TRIG_COUNT, 0) == NULL);

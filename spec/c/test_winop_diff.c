@@ -200,8 +200,8 @@ static wm_value make_record(uint64_t *st, wm_schema *s1, wm_schema *s2, int64_t 
 static bool run_stream(const dcase *c, uint64_t seed, int n, uint64_t *hits) {
   side a, b;
   if (build(&a, c, true) != WM_OK || build(&b, c, false) != WM_OK) {
-    fprintf(stderr, "FAIL %s: %s: cannot build: %s %s\n", T.current, c->name, a.ctx.err,
-            b.ctx.err);
+    fprintf(stderr, "FAIL %s: %s: cannot build: %s %s\n", T.current, c->name, wm_ctx_errtext(&a.ctx),
+            wm_ctx_errtext(&b.ctx));
     T.failed++;
     return false;
   }
