@@ -311,6 +311,27 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.same(want, got)
   end)
 
+  it("q14 calculation (a Lua function for Flink's Java CountChar, HOUR, a filter on 0.908 * price)", function()
+    local want = {}
+    for _, b in ipairs(bids()) do
+      local p = 0.908 * b.price
+      if p > 1000000 and p < 50000000 then
+        local hour = b.dateTime // 3600000 % 24
+        local kind = (hour >= 8 and hour <= 18) and "dayTime"
+          or (hour <= 6 or hour >= 20) and "nightTime" or "otherTime"
+        local _, c = b.extra:gsub("c", "")
+        want[#want + 1] = {b.auction, b.bidder, p, kind .. ", " .. ts(b.dateTime) .. ", " .. b.extra, c}
+      end
+    end
+    local got = lines_of((run_sql(EX .. "q14.sql")))
+    assert.is_true(#want > 1000 and #want < #bids())
+    assert.are.equal(#want, #got)
+    for i, w in ipairs(want) do
+      local a, bidder, price, rest, c = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*), (%d+)%]$")
+      assert.are.same(w, {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}, got[i])
+    end
+  end)
+
   -- A changelog applied to a table: +I/+U add a row, -U/-D take one away (which must be
   -- there); the rows left, sorted.
   local function apply_changelog(lines)

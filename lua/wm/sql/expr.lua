@@ -214,6 +214,12 @@ FUNCS.TO_TIMESTAMP = {1, 1, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
   return "R_cast(" .. a[1] .. ", 'STRING', 'TIMESTAMP', false, " .. where(src, n) .. ")", "TIMESTAMP"
 end}
+-- HOUR(ts): the hour of the day, 0..23 (BIGINT, as Flink's); TIMESTAMP_LTZ in the session's
+-- time zone, which is UTC only
+FUNCS.HOUR = {1, 1, function(src, n, a, t)
+  want(src, n, 1, t[1], TEMPORAL, "a TIMESTAMP")
+  return "R_hour(" .. a[1] .. ")", "BIGINT"
+end}
 M.FUNCS = FUNCS
 
 local BINOPS = {["="] = "R_eq", ["<>"] = "R_ne", ["<"] = "R_lt", ["<="] = "R_le", [">"] = "R_gt", [">="] = "R_ge"}

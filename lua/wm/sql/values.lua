@@ -283,6 +283,7 @@ function R.substring(s, start, len, where)
   return sub(start, start + len - 1)
 end
 function R.trim(s) if s == nil then return nil end return trim(s) end
+function R.hour(ts) if ts == nil then return nil end return ts // 3600000 % 24 end
 function R.abs(a) if a == nil then return nil end return math.abs(a) end
 function R.coalesce(...)
   for i = 1, select("#", ...) do
