@@ -332,6 +332,19 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     end
   end)
 
+  it("q22 URL directories (SPLIT_INDEX(url, '/', 3..5))", function()
+    -- the url's pieces between '/' (https:, '', host, dir1, dir2, dir3, ...), from 0
+    local want = {}
+    for _, b in ipairs(bids()) do
+      local pieces = {}
+      for piece in (b.url .. "/"):gmatch("([^/]*)/") do pieces[#pieces + 1] = piece end
+      want[#want + 1] = string.format("+I[%d, %d, %d, %s, %s, %s, %s]", b.auction, b.bidder, b.price,
+        b.channel, pieces[4] or "<NULL>", pieces[5] or "<NULL>", pieces[6] or "<NULL>")
+    end
+    assert.are.equal(9200, #want)
+    assert.are.same(want, lines_of((run_sql(EX .. "q22.sql"))))
+  end)
+
   -- A changelog applied to a table: +I/+U add a row, -U/-D take one away (which must be
   -- there); the rows left, sorted.
   local function apply_changelog(lines)

@@ -81,6 +81,19 @@ describe("SQL statements", function()
     assert.matches("job.sql:2:19: HOUR: argument 1 must be a TIMESTAMP, got BIGINT", err, 1, true)
   end)
 
+  it("SPLIT_INDEX counts empty pieces, is NULL past the end, for a negative index and for ''", function()
+    -- by hand, Flink's rule (commons-lang splitByWholeSeparatorPreserveAllTokens): a/b/c -> a b c;
+    -- a//b -> a '' b; /a -> '' a; a/ -> a ''; '' -> no pieces; x::y::z at '::' -> x y z
+    local out = ok_run([[
+      CREATE TABLE t (s STRING, i INT) WITH ('connector' = 'filesystem', 'path' = 't.csv', 'format' = 'csv');
+      SELECT s, i, SPLIT_INDEX(s, '/', i), SPLIT_INDEX('x::y::z', '::', i), SPLIT_INDEX('', '/', 0) FROM t;]],
+      {["t.csv"] = "a/b/c,0\na/b/c,2\na/b/c,3\na//b,1\n/a,0\na/,1\na/b,-1\n"})
+    assert.are.equal(
+      "+I[a/b/c, 0, a, x, <NULL>]\n+I[a/b/c, 2, c, z, <NULL>]\n+I[a/b/c, 3, <NULL>, <NULL>, <NULL>]\n" ..
+      "+I[a//b, 1, , y, <NULL>]\n+I[/a, 0, , x, <NULL>]\n+I[a/, 1, , y, <NULL>]\n" ..
+      "+I[a/b, -1, <NULL>, <NULL>, <NULL>]\n", out)
+  end)
+
   it("GROUP BY TUMBLE with TUMBLE_START/END/ROWTIME fires per window at the watermark", function()
     -- watermark = max(rt) - 1 s; windows of 5 s: [0,5) a:{3,2} b:{5}; [5,10) a:{7}; [10,15) b:{1}
     local out = ok_run(DDL .. [[
