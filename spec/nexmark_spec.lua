@@ -311,6 +311,104 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.same(want, got)
   end)
 
+  it("q14 calculation (a Lua function for Flink's Java CountChar, HOUR, a filter on 0.908 * price)", function()
+    local want = {}
+    for _, b in ipairs(bids()) do
+      local p = 0.908 * b.price
+      if p > 1000000 and p < 50000000 then
+        local hour = b.dateTime // 3600000 % 24
+        local kind = (hour >= 8 and hour <= 18) and "dayTime"
+          or (hour <= 6 or hour >= 20) and "nightTime" or "otherTime"
+        local _, c = b.extra:gsub("c", "")
+        want[#want + 1] = {b.auction, b.bidder, p, kind .. ", " .. ts(b.dateTime) .. ", " .. b.extra, c}
+      end
+    end
+    local got = lines_of((run_sql(EX .. "q14.sql")))
+    assert.is_true(#want > 1000 and #want < #bids())
+    assert.are.equal(#want, #got)
+    for i, w in ipairs(want) do
+      local a, bidder, price, rest, c = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*), (%d+)%]$")
+      assert.are.same(w, {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}, got[i])
+    end
+  end)
+
+  it("q22 URL directories (SPLIT_INDEX(url, '/', 3..5))", function()
+    -- the url's pieces between '/' (https:, '', host, dir1, dir2, dir3, ...), from 0
+    local want = {}
+    for _, b in ipairs(bids()) do
+      local pieces = {}
+      for piece in (b.url .. "/"):gmatch("([^/]*)/") do pieces[#pieces + 1] = piece end
+      want[#want + 1] = string.format("+I[%d, %d, %d, %s, %s, %s, %s]", b.auction, b.bidder, b.price,
+        b.channel, pieces[4] or "<NULL>", pieces[5] or "<NULL>", pieces[6] or "<NULL>")
+    end
+    assert.are.equal(9200, #want)
+    assert.are.same(want, lines_of((run_sql(EX .. "q22.sql"))))
+  end)
+
+  -- A changelog applied to a table: +I/+U add a row, -U/-D take one away (which must be
+  -- there); the rows left, sorted.
+  local function apply_changelog(lines)
+    local rows = {}
+    for _, l in ipairs(lines) do
+      local kind, row = l:match("^([+-][IUD])(%[.*%])$")
+      assert.is_not_nil(kind, l)
+      if kind == "+I" or kind == "+U" then
+        rows[row] = (rows[row] or 0) + 1
+      else
+        assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
+        rows[row] = rows[row] - 1
+      end
+    end
+    local out = {}
+    for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
+    table.sort(out)
+    return out
+  end
+
+  local function bid_row(b)
+    return string.format("[%d, %d, %d, %s, %s, %s, %s", b.auction, b.bidder, b.price, b.channel,
+      b.url, ts(b.dateTime), b.extra)
+  end
+
+  it("q18 last bid per bidder and auction (deduplication, keep the last row)", function()
+    -- Flink's rowtime deduplication keeping the last row: a bid replaces the kept one when its
+    -- time is >= the kept one's (a later bid at the same ms wins)
+    local last, keys = {}, 0
+    for _, b in ipairs(bids()) do
+      local k = b.bidder .. "/" .. b.auction
+      if not last[k] then keys = keys + 1 end
+      if not last[k] or b.dateTime >= last[k].dateTime then last[k] = b end
+    end
+    local want = {}
+    for _, b in pairs(last) do want[#want + 1] = bid_row(b) .. "]" end
+    table.sort(want)
+    local got = lines_of((run_sql(EX .. "q18.sql")))
+    assert.is_true(keys > 1000 and keys < #bids()) -- some pairs bid more than once
+    assert.are.same(want, apply_changelog(got))
+  end)
+
+  it("q19 top 10 bids per auction (Top-N with the row number)", function()
+    -- Flink's append-only Top-N: per auction the 10 highest prices, a bid after the bids of the
+    -- same price (arrival order breaks ties), numbered 1..10
+    local per, order = {}, {}
+    for _, b in ipairs(bids()) do
+      if not per[b.auction] then per[b.auction] = {}; order[#order + 1] = b.auction end
+      local list = per[b.auction]
+      local i = #list + 1
+      while i > 1 and list[i - 1].price < b.price do i = i - 1 end
+      table.insert(list, i, b)
+      list[11] = nil
+    end
+    local want = {}
+    for _, a in ipairs(order) do
+      for rank, b in ipairs(per[a]) do want[#want + 1] = bid_row(b) .. ", " .. rank .. "]" end
+    end
+    table.sort(want)
+    local got = lines_of((run_sql(EX .. "q19.sql")))
+    assert.is_true(#want > 1000)
+    assert.are.same(want, apply_changelog(got))
+  end)
+
   it("q2 and q11 give the same rows at -p 2 --threads 2", function()
     for _, q in ipairs({"q2", "q11"}) do
       local one = run_sql(EX .. q .. ".sql", "--watermark-interval 0")

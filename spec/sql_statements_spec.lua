@@ -66,6 +66,34 @@ describe("SQL statements", function()
       "+I[lisi, <NULL>, <NULL>, FALSE, 4, isi, lisi-x, TRUE, <NULL>, <NULL>, -1, TRUE]\n", out)
   end)
 
+  it("HOUR gives the hour of the day of a TIMESTAMP or TIMESTAMP_LTZ (UTC), NULL of NULL", function()
+    -- by hand: 0 ms -> 0; 13 h + 5 ms -> 13; 1 ms before a day -> 23; -1 ms (1969-12-31
+    -- 23:59:59.999) -> 23; an empty ms -> NULL; TO_TIMESTAMP('2016-04-27 11:34:20') -> 11
+    local out = ok_run([[
+      CREATE TABLE t (ms BIGINT) WITH ('connector' = 'filesystem', 'path' = 't.csv', 'format' = 'csv');
+      SELECT ms, HOUR(TO_TIMESTAMP_LTZ(ms, 3)), HOUR(TO_TIMESTAMP('2016-04-27 11:34:20')) FROM t;]],
+      {["t.csv"] = "0\n46800005\n86399999\n-1\n\n"})
+    assert.are.equal(
+      "+I[0, 0, 11]\n+I[46800005, 13, 11]\n+I[86399999, 23, 11]\n+I[-1, 23, 11]\n+I[<NULL>, <NULL>, 11]\n", out)
+    local err = fail_run([[
+      CREATE TABLE t (ms BIGINT) WITH ('connector' = 'filesystem', 'path' = 't.csv', 'format' = 'csv');
+      SELECT HOUR(ms) FROM t;]], {["t.csv"] = "0\n"})
+    assert.matches("job.sql:2:19: HOUR: argument 1 must be a TIMESTAMP, got BIGINT", err, 1, true)
+  end)
+
+  it("SPLIT_INDEX counts empty pieces, is NULL past the end, for a negative index and for ''", function()
+    -- by hand, Flink's rule (commons-lang splitByWholeSeparatorPreserveAllTokens): a/b/c -> a b c;
+    -- a//b -> a '' b; /a -> '' a; a/ -> a ''; '' -> no pieces; x::y::z at '::' -> x y z
+    local out = ok_run([[
+      CREATE TABLE t (s STRING, i INT) WITH ('connector' = 'filesystem', 'path' = 't.csv', 'format' = 'csv');
+      SELECT s, i, SPLIT_INDEX(s, '/', i), SPLIT_INDEX('x::y::z', '::', i), SPLIT_INDEX('', '/', 0) FROM t;]],
+      {["t.csv"] = "a/b/c,0\na/b/c,2\na/b/c,3\na//b,1\n/a,0\na/,1\na/b,-1\n"})
+    assert.are.equal(
+      "+I[a/b/c, 0, a, x, <NULL>]\n+I[a/b/c, 2, c, z, <NULL>]\n+I[a/b/c, 3, <NULL>, <NULL>, <NULL>]\n" ..
+      "+I[a//b, 1, , y, <NULL>]\n+I[/a, 0, , x, <NULL>]\n+I[a/, 1, , y, <NULL>]\n" ..
+      "+I[a/b, -1, <NULL>, <NULL>, <NULL>]\n", out)
+  end)
+
   it("GROUP BY TUMBLE with TUMBLE_START/END/ROWTIME fires per window at the watermark", function()
     -- watermark = max(rt) - 1 s; windows of 5 s: [0,5) a:{3,2} b:{5}; [5,10) a:{7}; [10,15) b:{1}
     local out = ok_run(DDL .. [[

@@ -214,6 +214,19 @@ FUNCS.TO_TIMESTAMP = {1, 1, function(src, n, a, t)
   want(src, n, 1, t[1], STR, "a STRING")
   return "R_cast(" .. a[1] .. ", 'STRING', 'TIMESTAMP', false, " .. where(src, n) .. ")", "TIMESTAMP"
 end}
+-- HOUR(ts): the hour of the day, 0..23 (BIGINT, as Flink's); TIMESTAMP_LTZ in the session's
+-- time zone, which is UTC only
+FUNCS.HOUR = {1, 1, function(src, n, a, t)
+  want(src, n, 1, t[1], TEMPORAL, "a TIMESTAMP")
+  return "R_hour(" .. a[1] .. ")", "BIGINT"
+end}
+-- SPLIT_INDEX(s, sep, i): the i-th (from 0) piece of s split at every sep, NULL past the end
+FUNCS.SPLIT_INDEX = {3, 3, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING")
+  want(src, n, 2, t[2], STR, "a STRING")
+  want(src, n, 3, t[3], {INT = true, BIGINT = true}, "an integer")
+  return "R_split_index(" .. a[1] .. ", " .. a[2] .. ", " .. a[3] .. ")", "STRING"
+end}
 M.FUNCS = FUNCS
 
 local BINOPS = {["="] = "R_eq", ["<>"] = "R_ne", ["<"] = "R_lt", ["<="] = "R_le", [">"] = "R_gt", [">="] = "R_ge"}

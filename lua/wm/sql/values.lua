@@ -283,6 +283,22 @@ function R.substring(s, start, len, where)
   return sub(start, start + len - 1)
 end
 function R.trim(s) if s == nil then return nil end return trim(s) end
+function R.hour(ts) if ts == nil then return nil end return ts // 3600000 % 24 end
+-- Flink's SPLIT_INDEX (commons-lang splitByWholeSeparatorPreserveAllTokens): empty pieces
+-- count, "" has no pieces, an empty separator splits at each whitespace character
+function R.split_index(s, sep, i)
+  if s == nil or sep == nil or i == nil or i < 0 or s == "" then return nil end
+  local pat, plain = sep, true
+  if sep == "" then pat, plain = "%s", false end
+  local beg = 1
+  for _ = 1, i do
+    local _, e = s:find(pat, beg, plain)
+    if not e then return nil end
+    beg = e + 1
+  end
+  local e = s:find(pat, beg, plain)
+  return s:sub(beg, e and e - 1 or #s)
+end
 function R.abs(a) if a == nil then return nil end return math.abs(a) end
 function R.coalesce(...)
   for i = 1, select("#", ...) do
