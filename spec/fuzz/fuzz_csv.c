@@ -105,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(line);
     if (rc != WM_OK) {
       ASSERT(on_error == WM_PARSE_FAIL);
-      ASSERT(strncmp(ctx.err, "line ", 5) == 0 && strstr(ctx.err, " in parse_csv 'parse_csv'"));
+      ASSERT(strncmp(wm_ctx_errtext(&ctx), "line ", 5) == 0 &&
+             strstr(wm_ctx_errtext(&ctx), " in parse_csv 'parse_csv'"));
       failed = 1;
       break;
     }
