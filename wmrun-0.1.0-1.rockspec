@@ -47,6 +47,7 @@ build = {
         "core/exec/wm_mboard.c",
         "core/exec/wm_metrics_http.c",
         "core/exec/wm_mt.c",
+        "core/exec/wm_mt_job.c",
         "core/exec/wm_super.c",
         "core/exec/wm_ui.c",
         "core/graph/wm_graph.c",

@@ -31,39 +31,10 @@
 #include "base/wm_codec.h"
 #include "exec/wm_exec.h"
 #include "exec/wm_mboard.h"
+#include "exec/wm_mt_job.h"
 #include "graph/wm_graph.h"
 
-typedef struct wm_mt_job wm_mt_job;
 typedef struct wm_mt_local wm_mt_local;
-
-/* ---- the job (shared by the threads) ---------------------------------------------- */
-
-/* A job of n threads with queues of queue_batches batches. NULL on failure (message in
- * err). Free it with wm_mt_job_free once every thread has finished. */
-wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen);
-void wm_mt_job_free(wm_mt_job *j);
-int wm_mt_job_threads(const wm_mt_job *j);
-/* Records a failure (the first message wins) and wakes every thread, which stops. */
-void wm_mt_job_fail(wm_mt_job *j, const char *msg);
-/* An abort (a second signal): every thread stops, the job is interrupted, not failed. */
-void wm_mt_job_abort(wm_mt_job *j);
-/* 0 running, 1 failed, 2 aborted, 3 stopped after a checkpoint (wm_mt_job_saved). */
-int wm_mt_job_state(wm_mt_job *j);
-/* The failure message; read it once every thread has finished. */
-const char *wm_mt_job_error(wm_mt_job *j);
-/* Every thread calls this once, after building its part of the graph: ok = 0 when the
- * build failed; fp = a fingerprint of the graph it built (it must be the same on every
- * thread). Waits for all threads. 0 when every thread built the same graph; -1 otherwise
- * (the job has failed; a mismatch is reported in the job's message). */
-int wm_mt_job_barrier(wm_mt_job *j, int thread, int ok, uint64_t fp);
-/* For a thread that will never call wm_mt_job_barrier (it could not be started):
- * counts it as arrived with a failed build, without waiting. */
-void wm_mt_job_absent(wm_mt_job *j, int thread);
-/* The board every thread publishes its metrics snapshot to (exec/wm_mboard.h). */
-wm_mboard *wm_mt_job_board(wm_mt_job *j);
-/* Serialises output that threads share (per-thread metrics). */
-void wm_mt_job_lock(wm_mt_job *j);
-void wm_mt_job_unlock(wm_mt_job *j);
 
 /* ---- one thread's part ------------------------------------------------------------ */
 
@@ -111,18 +82,11 @@ typedef struct wm_mt_ckpt_hooks {
   void *ud;
 } wm_mt_ckpt_hooks;
 void wm_mt_set_checkpoints(wm_mt_local *l, const wm_mt_ckpt_hooks *h);
-/* Asks every thread for checkpoint id (ids increase); wakes them. */
-void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id);
 /* Replays a channel state (put_channel's bytes) into this thread's operators: after the
  * restore, before the run. WM_OK or WM_ERR (ctx->error). */
 int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len);
 /* The receiver of thread l (a registered source: its position is how many remote channels
  * have ended). */
 wm_op *wm_mt_receiver(wm_mt_local *l);
-/* A stop after a checkpoint (SIGTERM): every thread stops as wm_exec_stop_saved does. */
-void wm_mt_job_saved(wm_mt_job *j);
-/* One object shared by the coordinators of a job's threads: the first caller makes it
- * with make(arg); the job frees it with free_fn. */
-void *wm_mt_job_shared(wm_mt_job *j, void *(*make)(void *arg), void *arg, void (*free_fn)(void *));
 
 #endif
