@@ -7,8 +7,6 @@
 #include <string.h>
 #include <uv.h>
 
-#include "ops/wm_keyedop.h"
-#include "ops/wm_winop.h"
 #include "time/wm_time.h"
 
 /* ---- snapshots --------------------------------------------------------------------------- */
@@ -92,7 +90,6 @@ static size_t add_name(snap *s, const char *name) {
   return at;
 }
 
-static int is_window(const wm_op *op) { return strcmp(op->vt->kind, "window") == 0; }
 
 /* Fills s from ctx's operators (the caller's thread is ctx's). 0 or -1 (out of memory). */
 static int snap_take(snap *s, const wm_ctx *ctx) {
@@ -111,13 +108,13 @@ static int snap_take(snap *s, const wm_ctx *ctx) {
     o->c[C_LATE_DROPPED] = op->m.late_dropped;
     o->c[C_LATE_SIDE] = op->m.late_side;
     o->wm = op->wm;
-    o->window = (unsigned char)is_window(op);
-    o->keyed = (unsigned char)wm_op_is_keyedop(op);
-    if (o->window) o->windows = wm_winop_open_windows(op);
-    if (o->keyed) {
-      o->keys = wm_keyedop_keys(op);
-      o->expired = wm_keyedop_expired(op);
-    }
+    wm_op_gauges g;
+    wm_op_gauges_get(op, &g);
+    o->window = (unsigned char)g.has_windows;
+    o->keyed = (unsigned char)g.has_keys;
+    o->windows = g.windows;
+    o->keys = g.keys;
+    o->expired = g.keys_expired;
     o->two = op->in2 != INT_MAX;
     for (int in = 0; in < 2 && o->two; in++) {
       bool idle;

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "ops/wm_keyedop.h"
-#include "ops/wm_winop.h"
 #include "time/wm_time.h"
 
 static void key(wm_buf *b, const char *k) {
@@ -73,14 +71,16 @@ static void add_op(wm_buf *b, const wm_ctx *ctx, size_t i, int64_t now) {
     wm_buf_adds(b, op->comb.ch[c].idle ? ",\"idle\":true}" : ",\"idle\":false}");
   }
   wm_buf_addc(b, ']');
-  if (wm_op_is_keyedop(op)) {
+  wm_op_gauges g;
+  wm_op_gauges_get(op, &g);
+  if (g.has_keys) {
     wm_buf_addc(b, ',');
-    kv_int(b, "keys", (int64_t)wm_keyedop_keys(op), 1);
-    kv_int(b, "keys_expired", (int64_t)wm_keyedop_expired(op), 0);
+    kv_int(b, "keys", (int64_t)g.keys, 1);
+    kv_int(b, "keys_expired", (int64_t)g.keys_expired, 0);
   }
-  if (strcmp(op->vt->kind, "window") == 0) {
+  if (g.has_windows) {
     wm_buf_addc(b, ',');
-    kv_int(b, "windows", (int64_t)wm_winop_open_windows(op), 0);
+    kv_int(b, "windows", (int64_t)g.windows, 0);
   }
   if (op->in2 != INT_MAX) {
     wm_buf_adds(b, ",\"inputs\":[");

@@ -304,6 +304,11 @@ int wm_op_emit_status(wm_op *op, bool idle) {
   return WM_OK;
 }
 
+void wm_op_gauges_get(const wm_op *op, wm_op_gauges *g) {
+  memset(g, 0, sizeof *g);
+  if (op->vt->gauges) op->vt->gauges(op, g);
+}
+
 int wm_op_snapshot(wm_op *op, wm_state_io *io) {
   if (!op->vt->snapshot) return WM_OK;
   return name_failure(op, op->vt->snapshot(op, io));

@@ -109,6 +109,8 @@ static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }
  * coalesced here: an operator that needs it keeps its own set. WM_OK or WM_ERR. */
 int wm_ctx_register_processing_timer(wm_ctx *ctx, wm_op *op, int64_t t);
 
+struct wm_op_gauges;
+
 typedef struct wm_op_vt {
   const char *kind;
   /* A record on input channel chan; rec is borrowed for the call. */
@@ -145,7 +147,20 @@ typedef struct wm_op_vt {
   /* A watermark source (optional: NULL for operators that forward watermarks): an operator
    * that makes the watermarks of its output itself; sources ask it (wm_op_wmsource). */
   const wm_wmsource *wmsource;
+  /* What the operator holds, for metrics and the live view (optional: NULL holds nothing
+   * worth showing): fills the fields that apply and sets their flags (wm_op_gauges). */
+  void (*gauges)(const wm_op *op, struct wm_op_gauges *g);
 } wm_op_vt;
+
+/* An operator's state in numbers (vt->gauges): open (key, window) states of a window
+ * operator; keys held, and keys whose state a state_ttl dropped, of a keyed one. */
+typedef struct wm_op_gauges {
+  bool has_windows, has_keys;
+  uint64_t windows, keys, keys_expired;
+} wm_op_gauges;
+
+/* op's gauges (all zero and no flag set when it has none). */
+void wm_op_gauges_get(const wm_op *op, wm_op_gauges *g);
 
 /* What an operator that makes watermarks (vt->wmsource) answers the operators before it: a
  * partitioned source, whose partitions each have one, and the timeline, which draws them. */

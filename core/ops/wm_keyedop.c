@@ -687,8 +687,15 @@ static int keyed_restore(wm_op *op, wm_state_io *io) {
   return WM_ERR;
 }
 
+static void keyed_gauges(const wm_op *op, wm_op_gauges *g) {
+  g->has_keys = true;
+  g->keys = wm_keyedop_keys(op);
+  g->keys_expired = wm_keyedop_expired(op);
+}
+
 static const wm_op_vt keyed_vt = {
     .kind = "keyed process",
+    .gauges = keyed_gauges,
     .record = keyed_record,
     .watermark = keyed_watermark,
     .processing_time = keyed_processing_time,

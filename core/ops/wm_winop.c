@@ -47,8 +47,14 @@ static void winop_free(wm_op *op) {
   free(s);
 }
 
+static void winop_gauges(const wm_op *op, wm_op_gauges *g) {
+  g->has_windows = true;
+  g->windows = wm_winop_open_windows(op);
+}
+
 static const wm_op_vt winop_vt = {
     .kind = "window",
+    .gauges = winop_gauges,
     .record = wm_wo_record,
     .watermark = winop_watermark,
     .processing_time = winop_processing_time,
