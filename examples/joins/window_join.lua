@@ -6,18 +6,21 @@
 --     clicks it holds, also the sessions with no click or no view.
 -- docs/joins.md ("Window join and co-group") works the output out by hand.
 --
--- views.csv: user,time (s),page    ad_clicks.csv: user,time (s),ad
+-- views_clicks.csv, in time order: view,user,time (s),page  or  click,user,time (s),ad
+-- (one file split in two, so that the two inputs reach the joins in one fixed order and the
+-- output's lines come in the same order on every run)
 local wm = require("wm")
 
 local here = arg[0]:match("^(.*)/") or "."
 local env = wm.env{watermark_interval = 0}
 local by_time = wm.watermarks.monotonous():with_timestamp_field("ts", 1000)
 
-local views = env:read_lines(here .. "/data/views.csv")
-  :parse_csv{"user", "ts:integer", "page"}
+local lines = env:read_lines(here .. "/data/views_clicks.csv")
+local views = lines:filter(function(l) return l:sub(1, 5) == "view," end)
+  :parse_csv{"kind", "user", "ts:integer", "page"}
   :assign_timestamps_and_watermarks(by_time)
-local clicks = env:read_lines(here .. "/data/ad_clicks.csv")
-  :parse_csv{"user", "ts:integer", "ad"}
+local clicks = lines:filter(function(l) return l:sub(1, 6) == "click," end)
+  :parse_csv{"kind", "user", "ts:integer", "ad"}
   :assign_timestamps_and_watermarks(by_time)
 
 -- every view and click of one user in one minute
