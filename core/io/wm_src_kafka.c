@@ -362,6 +362,22 @@ static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
           rd_kafka_err2str(err));
 }
 
+/* The last snapshot's positions as a list of offsets to commit (partitions no checkpoint
+ * covers a record of are left out). NULL when out of memory (message in err). */
+static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, char *err, size_t errlen) {
+  wm_partsrc *s = &k->ps;
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
+  if (!l) {
+    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
+    return NULL;
+  }
+  for (int i = 0; i < s->n; i++) {
+    if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
+    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
+  }
+  return l;
+}
+
 /* The positions as the group's committed offsets. Asynchronous: called from any thread
  * (the coordinator's, under its lock, after a completed checkpoint), it reads the
  * snapshot's positions and hands them to librdkafka (thread-safe), which sends them in
@@ -372,15 +388,8 @@ static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
 static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
-  if (!l) {
-    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
-    return WM_ERR;
-  }
-  for (int i = 0; i < s->n; i++) {
-    if (s->parts[i].snap <= 0) continue; /* no checkpoint covers a record of it yet */
-    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
-  }
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  if (!l) return WM_ERR;
   rd_kafka_resp_err_t e =
       l->cnt ? rd_kafka_commit_queue(k->rk, l, k->cq, on_kafka_commit, k) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
@@ -399,15 +408,8 @@ static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
 static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
-  if (!l) {
-    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
-    return WM_ERR;
-  }
-  for (int i = 0; i < s->n; i++) {
-    if (s->parts[i].snap <= 0) continue;
-    rd_kafka_topic_partition_list_add(l, k->topics[i], k->partition[i])->offset = s->parts[i].snap - 1;
-  }
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  if (!l) return WM_ERR;
   if (l->cnt == 0) {
     rd_kafka_topic_partition_list_destroy(l);
     return WM_OK;
