@@ -89,6 +89,28 @@ describe("SQL regular joins", function()
       run("SELECT L.v, COUNT(R.w) AS n FROM L LEFT JOIN R ON L.id = R.id GROUP BY L.v"))
   end)
 
+  it("ROW_NUMBER() over a regular join (Top-N of its rows)", function()
+    -- the pairs a-x (2) and a-y (5) of id 1; per id the first by w DESC: a-x, then a-y (y > x):
+    -- +I[a, x]; y takes the place: -D[a, x], +I[a, y]
+    assert.are.same({"+I[a, x]", "-D[a, x]", "+I[a, y]"}, run([==[
+SELECT v, w FROM (SELECT L.v, R.w, ROW_NUMBER() OVER (PARTITION BY L.id ORDER BY R.w DESC) AS rn
+  FROM L JOIN R ON L.id = R.id) WHERE rn <= 1]==]))
+  end)
+
+  it("a window join of an updating input is not supported yet, at the input", function()
+    local _, err, code = sql_run.run([==[
+CREATE TABLE A (id INT, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts)
+  WITH ('connector' = 'filesystem', 'path' = 'a.csv', 'format' = 'csv');
+SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND))) a
+JOIN (SELECT id, window_start, window_end, COUNT(*) AS n
+      FROM (SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND)))
+      GROUP BY id, window_start, window_end) b
+ON a.id = b.id AND a.window_start = b.window_start AND a.window_end = b.window_end;
+]==], {["a.csv"] = "1,1000\n"})
+    assert.are.equal(1, code)
+    assert.matches("job.sql:4:6: not supported yet: window joins of an updating input (the right input", err, 1, true)
+  end)
+
   it("SET of a bad table.exec.state.ttl is an error naming it", function()
     local _, err, code = h.run_job(string.format(JOB, "SET 'table.exec.state.ttl' = 'soon'"))
     assert.are.equal(1, code)

@@ -209,9 +209,8 @@ function Planner:plan_join(q)
     end
   end
   local wjoin = ws_eq or we_eq
-  -- a regular join (wm.sql.plan.regular_join): no time bounds on both sides, an outer join
-  -- that is no window join, or an updating input
-  local regular = not wjoin and (outer or not dlo or not dhi or L.updating or R.updating) and true or false
+  -- a regular join (wm.sql.plan.regular_join): no time bounds on both sides, or an updating input
+  local regular = not wjoin and (not dlo or not dhi or L.updating or R.updating) and true or false
   local on_rest
   if regular then
     lkeys, rkeys, key_pos, rest, on_rest = regular_join.classify(all, on_n, outer, ref, rside)
@@ -246,6 +245,9 @@ function Planner:plan_join(q)
       self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
+  elseif outer and not regular then
+    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins, window joins "
+      .. "and regular joins are supported)", outer)
   end
   if not wjoin and not regular and dlo > dhi then
     self:err(j.pos, "the interval join's time condition never holds: it asks for %d ms <= %s%s - %s%s <= %d ms",
