@@ -314,7 +314,8 @@ function Planner:plan_join(q)
   end
   local aliases = {["\0join"] = {resolve = resolve, quals = quals, src = src}}
   for a in pairs(quals) do aliases[a] = true end
-  local joined, updating = nil, false
+  local joined
+  local updating = false
   if regular then
     joined, updating = self:regular_join{L = L, R = R, lfns = lfns, rfns = rfns, kfields = kfields, merge = merge,
                                          outer = outer, on_rest = on_rest, cols = cols, aliases = aliases}
