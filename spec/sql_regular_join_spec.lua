@@ -165,8 +165,8 @@ local wm = require("wm")
 local env = wm.env{}
 local s = env:generate(function(i)
     if i == 300 and RATE then io.stderr:write("started\n") end
-    return {side = i % 3, id = i % 7, v = i}
-  end, {count = 600, rate = RATE}):set_parallelism(1)
+    return {side = i % 3, id = i % 50, v = i}
+  end, {count = 2000, rate = RATE}):set_parallelism(1)
 env:create_temporary_view("L", s:filter(function(r) return r.side == 0 end), {"id:INT", "v:INT"})
 env:create_temporary_view("R", s:filter(function(r) return r.side ~= 0 end), {"id:INT", "v:INT"})
 env:execute_sql("SELECT L.v, R.v AS w FROM L LEFT JOIN R ON L.id = R.id AND R.v > L.v")
