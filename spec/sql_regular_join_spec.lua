@@ -152,6 +152,44 @@ describe("SQL regular joins: table.exec.state.ttl", function()
   end)
 end)
 
+describe("table.exec.state.ttl on a GROUP BY and a Top-N (the key's state)", function()
+  -- a harness over one table T (k, v); the query's changelog as "+[k, x]" / "-[k, x]"
+  local function harness(query, col)
+    local hs = wm.testing.harness(function(input)
+      local env = input.env
+      env:create_temporary_view("T", input, {"k:STRING", "v:INT"})
+      env:execute_sql("SET 'table.exec.state.ttl' = '10 s'")
+      return env:sql_query(query):to_retract_stream()
+        :map(function(e) return (e[1] and "+" or "-") .. "[" .. e[2].k .. ", " .. tostring(e[2][col]) .. "]" end)
+    end)
+    return hs, function(t, rec)
+      hs:advance_processing_time(t - hs:processing_time())
+      hs:push(rec, t)
+    end
+  end
+
+  it("GROUP BY: a group not written for the TTL starts again from nothing", function()
+    local hs, at = harness("SELECT k, COUNT(*) AS n FROM T GROUP BY k", "n")
+    at(0, {k = "a", v = 1})     -- +[a, 1]
+    at(5000, {k = "a", v = 1})  -- -[a, 1] +[a, 2]; a written at 5 s
+    at(14000, {k = "b", v = 1}) -- +[b, 1]
+    at(15000, {k = "a", v = 1}) -- a gone (5 s + 10 s <= 15 s): +[a, 1]
+    at(20000, {k = "b", v = 1}) -- b (14 s) still there: -[b, 1] +[b, 2]
+    assert.are.same({"+[a, 1]", "-[a, 1]", "+[a, 2]", "+[b, 1]", "+[a, 1]", "-[b, 1]", "+[b, 2]"}, hs:output())
+  end)
+
+  it("Top-N: a row that enters the top renews it, one that does not only reads it", function()
+    local hs, at = harness("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) "
+      .. "AS rn FROM T) WHERE rn <= 1", "v")
+    at(0, {k = "a", v = 5})      -- +[a, 5], written at 0 s
+    at(5000, {k = "a", v = 3})   -- below 5: nothing, not a write
+    at(10000, {k = "a", v = 4})  -- the top (0 s + 10 s <= 10 s) is gone: 4 is first: +[a, 4]
+    at(12000, {k = "a", v = 6})  -- 6 beats 4: -[a, 4] +[a, 6]; a row that enters writes: 12 s
+    at(21000, {k = "a", v = 1})  -- the top is there (12 s + 10 s > 21 s): below 6, nothing
+    assert.are.same({"+[a, 5]", "+[a, 4]", "-[a, 4]", "+[a, 6]"}, hs:output())
+  end)
+end)
+
 describe("SQL regular joins: checkpoints", function()
   local dir
   before_each(function() dir = h.tmpdir() end)

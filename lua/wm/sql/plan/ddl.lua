@@ -171,6 +171,16 @@ function Planner:set(st)
   s._pos[st.key] = st.key_pos
 end
 
+--- `table.exec.state.ttl` as set so far: its milliseconds, or nil when it is not set or '0'
+-- (the state of regular joins, GROUP BY without a window, deduplication and Top-N expires).
+function Planner:state_ttl()
+  local v = self.settings["table.exec.state.ttl"]
+  if not v then return nil end
+  local ms = self:duration_option("table.exec.state.ttl", v, self.settings._pos["table.exec.state.ttl"])
+  if ms == 0 then return nil end
+  return ms
+end
+
 --- RESET 'key' (a key wmrun implements) or RESET (all).
 function Planner:reset(st)
   if not st.key then

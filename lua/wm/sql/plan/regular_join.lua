@@ -285,11 +285,7 @@ function Planner:regular_join(ctx)
     for i, c in ipairs(rel.cols) do t[i] = c.field or c.name end
     return t
   end
-  local ttl = self.settings["table.exec.state.ttl"]
-  if ttl then
-    ttl = self:duration_option("table.exec.state.ttl", ttl, self.settings._pos["table.exec.state.ttl"])
-    if ttl == 0 then ttl = nil end
-  end
+  local ttl = self:state_ttl()
   local stream = M.lower(ls, rs, {
     lkey = key_fn(ctx.lfns), rkey = key_fn(ctx.rfns), lnull = lnull, rnull = rnull,
     lfields = fields(L), rfields = fields(R), lupd = L.updating, rupd = R.updating,
