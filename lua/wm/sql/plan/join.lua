@@ -2,8 +2,9 @@
 -- condition bounds one table's time attribute by the other's on both sides (Flink SQL's
 -- interval join: `a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE`, or
 -- `>=`/`>`/`<=`/`<` pairs) runs on the DataStream interval join (wm.interval_join), keyed by
--- the equalities of the two tables' columns. The other joins are `not supported yet` at the
--- join's position (docs/sql.md, "Joins").
+-- the equalities of the two tables' columns. A join without such bounds, or with an updating
+-- input, is a regular join (wm.sql.plan.regular_join). The other joins are `not supported yet`
+-- at the join's position (docs/sql.md, "Joins").
 -- @module wm.sql.plan.join
 local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
