@@ -107,67 +107,69 @@ function M.lower(ls, rs, spec)
   local upd = {spec.lupd, spec.rupd}
   local NAMES = {"L", "R"}
 
-  -- the rows of a side that have not expired (a new list when some had: the caller writes it)
-  local function live(list, now)
-    local keep, gone = nil, false
-    for i, e in ipairs(list) do
+  -- A side's rows for a key: `{m = {[row id] = entry}, s = the next entry's number}`, an entry
+  -- `{r = row, n = count, a = matches (outer side), t = last write (with a TTL), s = number}`;
+  -- the numbers keep the order the rows came in, in which a row meets them (each entry is in
+  -- one table only: a checkpoint copies tables, it would part two references to one).
+
+  -- drops the rows of a side that expired; true when some did
+  local function expire(side, now)
+    local gone = false
+    for id, e in pairs(side.m) do
       if e.t + ttl <= now then
-        if not gone then
-          gone = true
-          keep = table.move(list, 1, i - 1, 1, {})
-        end
-      elseif gone then
-        keep[#keep + 1] = e
+        side.m[id] = nil
+        gone = true
       end
     end
-    if gone then return keep, true end
-    return list, false
+    return gone
   end
+  local function by_number(a, b) return a.s < b.s end
 
-  local function process(side, x, ctx, emit)
+  local function process(sx, x, ctx, emit)
     local row, kind
-    if upd[side] then row, kind = x.r, x.k else row, kind = x, "+I" end
-    local oside = 3 - side
+    if upd[sx] then row, kind = x.r, x.k else row, kind = x, "+I" end
+    local ox = 3 - sx
     local st = ctx.state
-    local mine, other = st[NAMES[side]], st[NAMES[oside]]
+    local mine, other = st[NAMES[sx]], st[NAMES[ox]]
     local now
     if ttl then
       now = ctx.timer_service:current_processing_time()
-      local changed
-      if mine then
-        mine, changed = live(mine, now)
-        if changed then st[NAMES[side]] = mine[1] and mine or nil end
+      if mine and expire(mine, now) then
+        if next(mine.m) == nil then mine = nil end
+        st[NAMES[sx]] = mine
       end
-      if other then
-        other, changed = live(other, now)
-        if changed then st[NAMES[oside]] = other[1] and other or nil end
+      if other and expire(other, now) then
+        if next(other.m) == nil then other = nil end
+        st[NAMES[ox]] = other
       end
     end
     local function pair(o, k)
-      local j = side == 1 and merge(row, o) or merge(o, row)
+      local j = sx == 1 and merge(row, o) or merge(o, row)
       if upd_out then emit({k = k, r = j}) else emit(j) end
     end
     local function pad(r, k, s)
       local j = s == 1 and merge(r, nil) or merge(nil, r)
       emit({k = k, r = j}) -- (a padded row only comes out of an outer join: updating)
     end
-    -- the rows of the other side this row meets (each once; `n` times in the multiset)
+    -- the rows of the other side this row meets, in the order they came (each once; `n` times
+    -- in the multiset)
     local met, nmet = {}, 0
-    if other and not nulls[side](row) then
-      for _, e in ipairs(other) do
-        if not cond or cond(side == 1 and merge(row, e.r) or merge(e.r, row)) then
+    if other and not nulls[sx](row) then
+      for _, e in pairs(other.m) do
+        if not cond or cond(sx == 1 and merge(row, e.r) or merge(e.r, row)) then
           met[#met + 1] = e
           nmet = nmet + e.n
         end
       end
+      if #met > 1 then table.sort(met, by_number) end
     end
-    local in_outer, o_outer = outer[side], outer[oside]
+    local in_outer, o_outer = outer[sx], outer[ox]
     local touched = false -- a row of the other side changed its number of matches
-    local id = ids[side](row)
+    local id = ids[sx](row)
     if kind == "+I" or kind == "+U" then
       if o_outer then
         for _, e in ipairs(met) do
-          if e.a == 0 then for _ = 1, e.n do pad(e.r, "-D", oside) end end
+          if e.a == 0 then for _ = 1, e.n do pad(e.r, "-D", ox) end end
           e.a = e.a + 1
           if ttl then e.t = now end
           touched = true
@@ -175,53 +177,50 @@ function M.lower(ls, rs, spec)
       end
       local k = (in_outer or o_outer) and "+I" or kind
       if nmet == 0 and in_outer then
-        pad(row, "+I", side)
+        pad(row, "+I", sx)
       else
         for _, e in ipairs(met) do for _ = 1, e.n do pair(e.r, k) end end
       end
       -- add the row to its side
-      mine = mine or {}
-      local found
-      for _, e in ipairs(mine) do if e.id == id then found = e break end end
+      mine = mine or {m = {}, s = 1}
+      local found = mine.m[id]
       if found then
         found.n = found.n + 1
         if in_outer then found.a = nmet end
         if ttl then found.t = now end
       else
-        mine[#mine + 1] = {id = id, r = row, n = 1, a = in_outer and nmet or nil, t = now}
+        mine.m[id] = {r = row, n = 1, a = in_outer and nmet or nil, t = now, s = mine.s}
+        mine.s = mine.s + 1
       end
-      st[NAMES[side]] = mine
+      st[NAMES[sx]] = mine
     else -- -U, -D
-      if mine then
-        for i, e in ipairs(mine) do
-          if e.id == id then
-            if e.n > 1 then
-              e.n = e.n - 1
-              if ttl then e.t = now end
-            else
-              table.remove(mine, i)
-            end
-            st[NAMES[side]] = mine[1] and mine or nil
-            break
-          end
+      local e = mine and mine.m[id]
+      if e then
+        if e.n > 1 then
+          e.n = e.n - 1
+          if ttl then e.t = now end
+        else
+          mine.m[id] = nil
+          if next(mine.m) == nil then mine = nil end
         end
+        st[NAMES[sx]] = mine
       end
       if nmet == 0 then
-        if in_outer then pad(row, "-D", side) end
+        if in_outer then pad(row, "-D", sx) end
       else
         local k = in_outer and "-D" or kind
-        for _, e in ipairs(met) do for _ = 1, e.n do pair(e.r, k) end end
+        for _, o in ipairs(met) do for _ = 1, o.n do pair(o.r, k) end end
         if o_outer then
-          for _, e in ipairs(met) do
-            if e.a == 1 then for _ = 1, e.n do pad(e.r, "+I", oside) end end
-            e.a = e.a - 1
-            if ttl then e.t = now end
+          for _, o in ipairs(met) do
+            if o.a == 1 then for _ = 1, o.n do pad(o.r, "+I", ox) end end
+            o.a = o.a - 1
+            if ttl then o.t = now end
             touched = true
           end
         end
       end
     end
-    if touched then st[NAMES[oside]] = other end -- (a write: with a TTL, renews the key)
+    if touched then st[NAMES[ox]] = other end -- (a write: with a TTL, renews the key)
   end
 
   local function key_of(f, u)
