@@ -2,13 +2,15 @@
 -- condition bounds one table's time attribute by the other's on both sides (Flink SQL's
 -- interval join: `a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE`, or
 -- `>=`/`>`/`<=`/`<` pairs) runs on the DataStream interval join (wm.interval_join), keyed by
--- the equalities of the two tables' columns. The other joins are `not supported yet` at the
--- join's position (docs/sql.md, "Joins").
+-- the equalities of the two tables' columns. A join without such bounds, or with an updating
+-- input, is a regular join (wm.sql.plan.regular_join). The other joins are `not supported yet`
+-- at the join's position (docs/sql.md, "Joins").
 -- @module wm.sql.plan.join
 local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local lower = require("wm.sql.plan.lower")
+local regular_join = require("wm.sql.plan.regular_join")
 local windows = require("wm.windows")
 
 local Planner, rel_of = base.Planner, base.rel_of
@@ -54,10 +56,7 @@ function Planner:join_input(f, what)
     rel.alias = alias
   end
   if rel.rank then self:check_no_rank(rel) end
-  if rel.updating then
-    self:err(f.pos, "not supported yet: joins of an updating input (the %s of the join is the result of a "
-      .. "GROUP BY, a deduplication or a Top-N: regular joins with retractions)", what)
-  end
+  rel.join_pos, rel.join_what = f.pos, what -- (an updating input: a regular join, wm.sql.plan.regular_join)
   return rel
 end
 
@@ -211,7 +210,19 @@ function Planner:plan_join(q)
     end
   end
   local wjoin = ws_eq or we_eq
+  -- a regular join (wm.sql.plan.regular_join): no time bounds on both sides, or an updating input
+  local regular = not wjoin and (not dlo or not dhi or L.updating or R.updating) and true or false
+  local on_rest
+  if regular then
+    lkeys, rkeys, key_pos, rest, on_rest = regular_join.classify(all, on_n, outer, ref, rside)
+  end
   if wjoin then
+    for _, x in ipairs{L, R} do
+      if x.updating then
+        self:err(x.join_pos, "not supported yet: window joins of an updating input (the %s of the join is the "
+          .. "result of a GROUP BY, a deduplication or a Top-N)", x.join_what)
+      end
+    end
     local w1, w2 = L.window, R.window
     if not (ws_eq and we_eq) then
       self:err(wjoin, "a window join needs both L.window_start = R.window_start and L.window_end = R.window_end")
@@ -235,16 +246,11 @@ function Planner:plan_join(q)
       self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
-  elseif outer then
-    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins and window joins "
-      .. "are supported)", outer)
+  elseif outer and not regular then
+    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins, window joins "
+      .. "and regular joins are supported)", outer)
   end
-  if not wjoin and (not dlo or not dhi) then
-    self:err(j.pos, "not supported yet: regular joins (this join has no time condition that bounds one "
-      .. "table's time attribute by the other's on both sides; an interval join needs one: "
-      .. "a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE)")
-  end
-  if not wjoin and dlo > dhi then
+  if not wjoin and not regular and dlo > dhi then
     self:err(j.pos, "the interval join's time condition never holds: it asks for %d ms <= %s%s - %s%s <= %d ms",
       dlo, aL and aL .. "." or "", times[lside].name, aR and aR .. "." or "", times[rside].name, dhi)
   end
@@ -277,7 +283,7 @@ function Planner:plan_join(q)
     end
   end
   local ls, rs = L.stream, R.stream
-  if #kfields > 0 and not wjoin then
+  if #kfields > 0 and not wjoin and not regular then
     ls = ls:filter(no_null(1)):name("join keys not NULL (left)")
     rs = rs:filter(no_null(2)):name("join keys not NULL (right)")
   end
@@ -288,18 +294,6 @@ function Planner:plan_join(q)
     if r then for i = 1, nr do local x = rcopy[i] o[x.to] = r[x.from] end end
     return o
   end
-  local joined
-  if wjoin then
-    joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
-    for _, c in ipairs(cols) do c.rowtime = nil end
-  else
-    joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
-    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi
-    :between(-dhi, -dlo)
-    :process(function(l, r, _, out) out(merge(l, r)) end)
-  end
-  local rel = rel_of(joined, cols, false)
-
   local src = self.src
   local function resolve(n)
     if n.resolved then return n end -- a column of `*`: the joined row's
@@ -321,6 +315,23 @@ function Planner:plan_join(q)
   end
   local aliases = {["\0join"] = {resolve = resolve, quals = quals, src = src}}
   for a in pairs(quals) do aliases[a] = true end
+  local joined
+  local updating = false
+  if regular then
+    joined, updating = self:regular_join{L = L, R = R, lfns = lfns, rfns = rfns, kfields = kfields, merge = merge,
+                                         outer = outer, on_rest = on_rest, cols = cols, aliases = aliases}
+    for _, c in ipairs(cols) do c.rowtime = nil end -- (as in Flink: a regular join's result has no time attribute)
+  elseif wjoin then
+    joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
+    for _, c in ipairs(cols) do c.rowtime = nil end
+  else
+    joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
+    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi
+    :between(-dhi, -dlo)
+    :process(function(l, r, _, out) out(merge(l, r)) end)
+  end
+  local rel = rel_of(joined, cols, updating)
+
   rel.join = {aliases = aliases, quals = quals}
 
   local q2 = {}
