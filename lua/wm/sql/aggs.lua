@@ -94,4 +94,28 @@ function M.make(name, opts)
   error("unknown aggregate " .. tostring(name), 0)
 end
 
+--- The value an argument function gives for a row that an aggregate's FILTER (WHERE ...)
+-- leaves out: `filtered` makes an aggregate skip it.
+M.SKIP = setmetatable({}, {__tostring = function() return "SKIP" end})
+
+--- `agg` with FILTER (WHERE ...): rows whose argument is M.SKIP are not added (nor retracted).
+function M.filtered(agg)
+  local SKIP, add, retract = M.SKIP, agg.add, agg.retract
+  return {
+    init = agg.init, merge = agg.merge, result = agg.result,
+    add = function(s, v) if v == SKIP then return s end return add(s, v) end,
+    retract = function(s, v) if v == SKIP then return s end return retract(s, v) end,
+  }
+end
+
+--- The argument function of an aggregate with FILTER (WHERE cond): M.SKIP when `cond(r)` is
+-- not TRUE, else `argfn(r)`.
+function M.filter_arg(argfn, cond)
+  local SKIP = M.SKIP
+  return function(r)
+    if cond(r) ~= true then return SKIP end
+    return argfn(r)
+  end
+end
+
 return M

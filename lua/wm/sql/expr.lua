@@ -95,6 +95,8 @@ function M.sig_of(e)
   if e.operand then parts[#parts + 1] = "o" .. M.sig(e.operand) end
   if e.else_ then parts[#parts + 1] = "e" .. M.sig(e.else_) end
   if e.type and type(e.type) == "table" then parts[#parts + 1] = e.type.name end
+  if e.filter then parts[#parts + 1] = "f" .. M.sig(e.filter) end -- agg(...) FILTER (WHERE ...)
+  if e.over then parts[#parts + 1] = "w" .. tostring(e.over) end -- agg(...) OVER (...): each its own
   return "(" .. table.concat(parts, " ") .. ")"
 end
 
@@ -226,6 +228,32 @@ FUNCS.SPLIT_INDEX = {3, 3, function(src, n, a, t)
   want(src, n, 2, t[2], STR, "a STRING")
   want(src, n, 3, t[3], {INT = true, BIGINT = true}, "an integer")
   return "R_split_index(" .. a[1] .. ", " .. a[2] .. ", " .. a[3] .. ")", "STRING"
+end}
+-- REGEXP_EXTRACT(s, regex[, index]): group `index` of the first match (wm.sql.regex); a
+-- literal pattern is checked here
+FUNCS.REGEXP_EXTRACT = {2, 3, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING")
+  want(src, n, 2, t[2], STR, "a STRING")
+  if a[3] then want(src, n, 3, t[3], {INT = true, BIGINT = true}, "an integer") end
+  local p = n.args[2]
+  if p.tag == "lit" and p.type == "STRING" then
+    local ok, err = require("wm.sql.regex").compile(p.value)
+    if not ok then errors.raise(src, p.pos, "REGEXP_EXTRACT: not supported yet: %s", err) end
+  end
+  return "R_regexp_extract(" .. a[1] .. ", " .. a[2] .. ", " .. (a[3] or "0") .. ", " .. where(src, n) .. ")",
+    "STRING"
+end}
+-- DATE_FORMAT(ts, 'yyyy-MM-dd'): the time as text (UTC, the session's only time zone); a
+-- literal pattern is checked here
+FUNCS.DATE_FORMAT = {2, 2, function(src, n, a, t)
+  want(src, n, 1, t[1], {TIMESTAMP = true, TIMESTAMP_LTZ = true, STRING = true}, "a TIMESTAMP or a STRING")
+  want(src, n, 2, t[2], STR, "a STRING")
+  local p = n.args[2]
+  if p.tag == "lit" and p.type == "STRING" then
+    local ok, err = values.date_pattern(p.value)
+    if not ok then errors.raise(src, p.pos, "DATE_FORMAT: %s", err) end
+  end
+  return "R_date_format(" .. a[1] .. ", " .. a[2] .. ", " .. where(src, n) .. ")", "STRING"
 end}
 M.FUNCS = FUNCS
 

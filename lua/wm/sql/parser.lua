@@ -80,7 +80,7 @@ local table_rest = NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("INTERSECT", W("INTERSECT") * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("OFFSET / FETCH", W("OFFSET") * #R("09") + W("FETCH") * #(W("FIRST") + W("NEXT")))
-  + NS("WINDOW clause (named OVER windows)", W("WINDOW") * #(idstart + P("`")))
+  + NS("WINDOW clause (named OVER windows: write the window in OVER (...))", W("WINDOW") * #(idstart + P("`")))
 local after_table = -lateral_join * NS(join_name, join_kw) + temporal + table_rest
 -- after a table in FROM: `[INNER] JOIN t ON ...` and `, t` are joins of V"join"
 -- (wm.sql.plan.join); the other joins stop here
@@ -381,17 +381,27 @@ local G = {
   call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
       * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
-      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over")
-        + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
-    / function(pos, name, mode, args, after, what, spec)
+      * (Cp() * W("FILTER") * T("(") * K("WHERE") * V("expr") * T(")") + Cc(false) * Cc(false))
+      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over"))
+        + Cc(false)))
+    / function(pos, name, mode, args, fpos, filter, after, what, spec)
       local up = name:upper()
       if what == "over_spec" then
         if up == "ROW_NUMBER" then
           if #args > 0 or mode then errors.raise(cur_src, pos, "ROW_NUMBER takes no arguments") end
+          if spec.frame then
+            errors.raise(cur_src, spec.frame.pos, "not supported yet: ROW_NUMBER() OVER with a frame (it takes "
+              .. "(PARTITION BY ... ORDER BY ...))")
+          end
+          if filter then errors.raise(cur_src, fpos, "ROW_NUMBER takes no FILTER") end
           spec.pos = after
           return {tag = "call", pos = pos, name = up, args = args, over = spec}
         end
-        what = "over"
+        -- an aggregate over a window of rows (wm.sql.plan.over)
+        spec.pos = after
+        return {tag = "call", pos = pos, name = up, args = args, star = mode == "star" or nil,
+                distinct = mode == "distinct" or nil, over = spec, filter = filter or nil,
+                filter_pos = fpos or nil}
       end
       if what == "over" then
         local topn = up == "RANK" or up == "DENSE_RANK"
@@ -399,21 +409,31 @@ local G = {
           topn and up .. "() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))"
           or up == "ROW_NUMBER" and "ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY "
             .. "... ORDER BY ...))"
-          or "OVER windows")
-      elseif what == "filter" then
-        errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
+          or "named OVER windows (OVER w): write the window in OVER (...)")
       end
       if up == "PROCTIME" then
         errors.raise(cur_src, pos, "not supported yet: PROCTIME() (processing-time attributes)")
       end
       return {tag = "call", pos = pos, name = name:upper(), args = args,
-              star = mode == "star" or nil, distinct = mode == "distinct" or nil}
+              star = mode == "star" or nil, distinct = mode == "distinct" or nil, filter = filter or nil,
+              filter_pos = fpos or nil}
     end,
   -- OVER (PARTITION BY e, ... ORDER BY e [ASC|DESC], ...) of ROW_NUMBER()
   over_spec = T("(") * Ct((ci("PARTITION") * -idchar * ws * K("BY")
       * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "partition")) ^ -1
-    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1)
+    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1
+    * lpeg.Cg(V("frame"), "frame") ^ -1)
     * T(")"),
+  -- ROWS|RANGE BETWEEN <start> AND CURRENT ROW, or ROWS|RANGE <start> (wm.sql.plan.over)
+  frame = Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(C(ci("ROWS") + ci("RANGE")) / string.upper, "unit") * -idchar * ws
+    * (K("BETWEEN") * V("frame_start") * K("AND") * (ci("CURRENT") * ws * ci("ROW") * -idchar * ws
+        + NS("OVER frames that end after the current row (... FOLLOWING)", P(true)))
+      + V("frame_start"))),
+  frame_start = lpeg.Cg(Cp(), "start_pos") * (ci("UNBOUNDED") * ws * ci("PRECEDING") * -idchar * ws
+      * lpeg.Cg(Cc(true), "unbounded")
+    + ci("CURRENT") * ws * ci("ROW") * -idchar * ws * lpeg.Cg(Cc(true), "current")
+    + lpeg.Cg(V("literal"), "preceding") * (ci("PRECEDING") * -idchar * ws
+      + NS("OVER frames that start after the current row (... FOLLOWING)", P(true)))),
   order_item = Ct(lpeg.Cg(V("expr"), "expr") * (ci("ASC") * -idchar * ws + ci("DESC") * -idchar * ws
       * lpeg.Cg(Cc(true), "desc")) ^ -1
     * (ci("NULLS") * -idchar * ws * lpeg.Cg(C(ci("FIRST") + ci("LAST")) / string.upper, "nulls") * -idchar * ws)

@@ -7,6 +7,7 @@ local from = require("wm.sql.plan.from")
 local rank = require("wm.sql.plan.rank")
 require("wm.sql.plan.lateral")
 require("wm.sql.plan.join")
+local over = require("wm.sql.plan.over")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -58,6 +59,7 @@ end
 
 function Planner:plan_select(q)
   local ri = rank.rank_item(q)
+  if over.has_over(q) then return self:plan_over(q, ri) end
   if ri and q.joins then
     self:err(q.items[ri].pos, "not supported yet: ROW_NUMBER() over a join (make the join a view, and rank the view)")
   end
