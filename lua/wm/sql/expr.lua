@@ -549,12 +549,30 @@ compile_node = function(e, scope)
     if WINDOW_PROPS[e.name] then
       errors.raise(src, e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_"))
     end
+    if e.over and e.name ~= "ROW_NUMBER" then
+      errors.raise(src, e.pos, "not supported yet: %s(...) OVER (...) here (an OVER aggregate is an item of a "
+        .. "SELECT without GROUP BY, wm.sql.plan.over)", e.name)
+    end
     if e.over then
       errors.raise(src, e.pos, "not supported yet: ROW_NUMBER() OVER (...) here: it is an item of a query that "
         .. "an outer query filters on it, WHERE rn <= N (Top-N) or rn = 1 (deduplication)")
     end
+    if e.filter then
+      errors.raise(src, e.filter_pos, "FILTER (WHERE ...) is for aggregate functions, not %s", e.name)
+    end
     if e.name == "CURRENT_WATERMARK" and scope.current_watermark then
       return scope.current_watermark(e)
+    end
+    -- PROCTIME(): the processing time of the operator that evaluates it (wm.sql.plan.proctime),
+    -- in a SELECT list only (a scope with proctime_ok)
+    if e.name == "PROCTIME" then
+      if #e.args > 0 or e.star or e.distinct then errors.raise(src, e.pos, "PROCTIME takes no arguments") end
+      if not scope.proctime_ok then
+        errors.raise(src, e.pos, "not supported yet: PROCTIME() here (it is an item of a SELECT without GROUP BY, "
+          .. "as in CREATE VIEW v AS SELECT *, PROCTIME() AS pt FROM t)")
+      end
+      scope.uses_proctime = true
+      return "R_proctime()", "TIMESTAMP_LTZ"
     end
     local f = FUNCS[e.name]
     if not f and scope.functions and scope.functions[e.name] then f = scope.functions[e.name] end

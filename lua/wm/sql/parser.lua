@@ -398,6 +398,9 @@ local G = {
           return {tag = "call", pos = pos, name = up, args = args, over = spec}
         end
         -- an aggregate over a window of rows (wm.sql.plan.over)
+        if up == "RANK" or up == "DENSE_RANK" then what = "over" end
+      end
+      if what == "over_spec" then
         spec.pos = after
         return {tag = "call", pos = pos, name = up, args = args, star = mode == "star" or nil,
                 distinct = mode == "distinct" or nil, over = spec, filter = filter or nil,
@@ -410,9 +413,6 @@ local G = {
           or up == "ROW_NUMBER" and "ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY "
             .. "... ORDER BY ...))"
           or "named OVER windows (OVER w): write the window in OVER (...)")
-      end
-      if up == "PROCTIME" then
-        errors.raise(cur_src, pos, "not supported yet: PROCTIME() (processing-time attributes)")
       end
       return {tag = "call", pos = pos, name = name:upper(), args = args,
               star = mode == "star" or nil, distinct = mode == "distinct" or nil, filter = filter or nil,

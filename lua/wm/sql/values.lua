@@ -459,6 +459,8 @@ function R.truth(v) return v == true end
 -- before the first watermark) right before it calls the compiled function.
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
+-- PROCTIME(): the operator that evaluates it sets `R.wm.proc` (wm.sql.plan.proctime)
+function R.proctime() return R.wm.proc end
 
 -- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 

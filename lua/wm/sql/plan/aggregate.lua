@@ -115,6 +115,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
       local rest = {table.unpack(g.args, 2)}
       window = self:window_spec(g.name, rest, g.pos)
       window.rowtime, window.rowtime_field = a1.name, rc.field or a1.name
+      window.processing = rc.proctime
       window_call = g
     elseif rel.tvf and g.tag == "col" and (g.name == "window_start" or g.name == "window_end") then
       tvf_props[g.name] = true
@@ -253,7 +254,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     if rel.updating then self:err(q.pos, "a windowed GROUP BY cannot consume an updating input") end
     local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
-                  having = q.having ~= nil}
+                  having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
     return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
   end

@@ -123,7 +123,8 @@ function Planner:create_view(st)
   end
   local schema = {}
   for i, c in ipairs(e.cols) do
-    schema[i] = {name = st.columns and st.columns[i] or c.name, type = c.type, rowtime = c.rowtime}
+    schema[i] = {name = st.columns and st.columns[i] or c.name, type = c.type, rowtime = c.rowtime,
+                 proctime = c.proctime}
   end
   self.views[st.name] = {query = st.query, columns = st.columns, schema = schema, updating = e.updating}
 end
