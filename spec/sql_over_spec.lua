@@ -261,3 +261,69 @@ env:execute()
     assert.are.same(a, b)
   end)
 end)
+
+describe("SQL filesystem sink PARTITIONED BY", function()
+  -- the files under `dir`: relative path -> text
+  local function files_of(dir)
+    local out = {}
+    local p = io.popen("cd '" .. dir .. "' && find . -type f | sort")
+    for f in p:lines() do
+      local fh = assert(io.open(dir .. "/" .. f))
+      out[f:sub(3)] = fh:read("a")
+      fh:close()
+    end
+    p:close()
+    return out
+  end
+
+  local SRC = [[
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE src (a INT, dt STRING, hm STRING, ts STRING, rt AS TO_TIMESTAMP(ts), WATERMARK FOR rt AS rt)
+  WITH ('connector' = 'filesystem', 'path' = 'src.csv', 'format' = 'csv');
+CREATE TABLE out (a INT, dt STRING, hm STRING) PARTITIONED BY (dt, hm) WITH (
+  'connector' = 'filesystem', 'path' = 'file://out/', 'format' = 'csv',
+  'sink.partition-commit.trigger' = 'partition-time', 'sink.partition-commit.delay' = '1 min',
+  'sink.partition-commit.policy.kind' = 'success-file',
+  'partition.time-extractor.timestamp-pattern' = '$dt $hm:00');
+]]
+
+  it("writes a folder per partition, commits it when the watermark passes its time + delay", function()
+    -- the watermark is the last row's time - 1 ms:
+    --   1 at 10:00:05 into hm=10:00; 2 at 10:01:10 (W 10:01:09.999): 10:00 + 1 min has passed:
+    --   hm=10:00 commits (part-0-0: 1, _SUCCESS); 3 at 10:00:30 into the committed hm=10:00: a new
+    --   file, committed at the next watermark (10:02:29.999, after 4): part-0-1: 3; hm=10:01
+    --   (2 and 4) commits at 10:02:00 and at the end
+    local src = "1,2020-01-01,10:00,2020-01-01 10:00:05\n2,2020-01-01,10:01,2020-01-01 10:01:10\n"
+      .. "3,2020-01-01,10:00,2020-01-01 10:00:30\n4,2020-01-01,10:01,2020-01-01 10:02:30\n"
+    local got
+    local out, err, code = sql_run.run(SRC .. "INSERT INTO out SELECT a, dt, hm FROM src;\n", {["src.csv"] = src},
+      {after = function(dir) got = files_of(dir .. "/out") end})
+    assert.are.equal(0, code, err)
+    assert.are.equal("", out)
+    assert.are.same({
+      ["dt=2020-01-01/hm=10%3A00/part-0-0"] = "1\n", ["dt=2020-01-01/hm=10%3A00/part-0-1"] = "3\n",
+      ["dt=2020-01-01/hm=10%3A00/_SUCCESS"] = "",
+      ["dt=2020-01-01/hm=10%3A01/part-0-0"] = "2\n4\n", ["dt=2020-01-01/hm=10%3A01/_SUCCESS"] = "",
+    }, got)
+  end)
+
+  it("says what is wrong with a partitioned table, at its position", function()
+    local function err_of(ddl)
+      local _, err, code = sql_run.run("CREATE TABLE src (a INT) WITH ('connector' = 'filesystem', 'path' = 's.csv', "
+        .. "'format' = 'csv');\n" .. ddl .. "\nINSERT INTO out SELECT a, 'x' FROM src;\n", {["s.csv"] = ""})
+      assert.are.equal(1, code)
+      return (err:gsub("\n$", ""))
+    end
+    assert.are.equal("job.sql:2:36: PARTITIONED BY is for the filesystem connector (this table's is 'print')",
+      err_of("CREATE TABLE out (a INT, b STRING) PARTITIONED BY (b) WITH ('connector' = 'print');"))
+    assert.are.equal("job.sql:2:52: PARTITIONED BY: the table has no column 'c'",
+      err_of("CREATE TABLE out (a INT, b STRING) PARTITIONED BY (c) WITH ('connector' = 'filesystem', "
+        .. "'path' = 'o', 'format' = 'csv');"))
+    assert.are.equal("job.sql:2:102: unknown option 'sink.partition-commit.delay' for a table (it is an option of a "
+      .. "table PARTITIONED BY (...))", err_of("CREATE TABLE out (a INT, b STRING) WITH ('connector' = 'filesystem', "
+        .. "'path' = 'o', 'format' = 'csv', 'sink.partition-commit.delay' = '1 min');"))
+    assert.are.equal("job.sql:2:121: not supported yet: 'sink.partition-commit.policy.kind' = 'metastore' (wmrun has "
+      .. "'success-file')", err_of("CREATE TABLE out (a INT, b STRING) PARTITIONED BY (b) WITH ('connector' = "
+        .. "'filesystem', 'path' = 'o', 'format' = 'csv', 'sink.partition-commit.policy.kind' = 'metastore');"))
+  end)
+end)

@@ -223,7 +223,9 @@ local G = {
       * W("SELECT"))) + P(true))
     * T("(") * lpeg.Cg(Ct(V("table_elem") * (T(",") * V("table_elem")) ^ 0), "elems") * T(")")
     * (K("COMMENT") * string_lit) ^ -1
-    * (NS("PARTITIONED BY", W("PARTITIONED") * #W("BY")) + P(true))
+    -- PARTITIONED BY (a, b): the filesystem sink's partition folders (wm.sql.connector_fs_partitioned)
+    * (lpeg.Cg(Ct(lpeg.Cg(Cp(), "pos") * W("PARTITIONED") * W("BY") * T("(")
+        * Ct(Cp() * ident) * (T(",") * Ct(Cp() * ident)) ^ 0 * T(")")), "partitioned")) ^ -1
     * (K("WITH") * lpeg.Cg(V("props"), "with")) ^ -1
     * (NS("CREATE TABLE ... AS SELECT", W("AS") * #W("SELECT")) + NS("CREATE TABLE ... LIKE", W("LIKE"))
       + P(true))),
