@@ -231,6 +231,11 @@ describe("SQL PROCTIME()", function()
     assert.are.equal(("job.sql:%d:23: not supported yet: PROCTIME() here (it is an item of a SELECT without GROUP "
       .. "BY, as in CREATE VIEW v AS SELECT *, PROCTIME() AS pt FROM t)"):format(L),
       fails("SELECT k FROM t WHERE PROCTIME() IS NOT NULL;\n"))
+    -- nor in a computed column (PROCTIME() at column 30 of the CREATE TABLE's line)
+    local _, err, code = sql_run.run("CREATE TABLE c (a INT, pt AS PROCTIME()) WITH ('connector' = 'filesystem', "
+      .. "'path' = 'c.csv', 'format' = 'csv');\nSELECT a FROM c;\n", {["c.csv"] = ""})
+    assert.are.equal(1, code)
+    assert.matches("^job.sql:1:30: not supported yet: PROCTIME%(%) here", err)
   end)
 end)
 

@@ -84,11 +84,8 @@ local cases = {
   {"CREATE TABLE ... AS SELECT",
    "CREATE TABLE c (a INT) WITH ('connector' = 'print') AS SELECT a FROM t", "2:53"},
   {"CREATE TABLE ... LIKE", "CREATE TABLE c (x INT) WITH ('connector' = 'print') LIKE t", "2:53"},
-  {"PARTITIONED BY", "CREATE TABLE c (a INT) PARTITIONED BY (a) WITH ('connector' = 'print')", "2:24"},
   {"METADATA columns", "CREATE TABLE c (a INT, ts TIMESTAMP(3) METADATA FROM 'timestamp') "
     .. "WITH ('connector' = 'kafka')", "2:40"},
-  {"PROCTIME() (processing-time attributes)", "CREATE TABLE c (a INT, pt AS PROCTIME()) WITH ('connector' = 'print')",
-   "2:30"},
   {"type DATE", "CREATE TABLE c (d DATE) WITH ('connector' = 'print')", "2:19"},
   {"type ARRAY", "CREATE TABLE c (d ARRAY<INT>) WITH ('connector' = 'print')", "2:19"},
   {"type MAP", "SELECT CAST(b AS MAP<STRING, INT>) FROM t", "2:18"},
