@@ -106,6 +106,17 @@ describe("SQL OVER aggregations", function()
     assert.are.same(want, two)
   end)
 
+  it("OVER w names a window of the query's WINDOW clause (after WHERE); an unknown name is an error", function()
+    -- the same rows as ROWS BETWEEN 1 PRECEDING above (the first test), by name
+    local out = ok("SELECT k, v, SUM(v) OVER w AS s, COUNT(*) OVER w FROM t WHERE v > 0 "
+      .. "WINDOW w AS (PARTITION BY k ORDER BY rt ROWS BETWEEN 1 PRECEDING AND CURRENT ROW);\n")
+    table.sort(out)
+    assert.are.same({"+I[a, 1, 1, 1]", "+I[a, 2, 3, 2]", "+I[a, 3, 5, 2]", "+I[a, 4, 7, 2]", "+I[a, 6, 10, 2]",
+      "+I[b, 10, 10, 1]", "+I[b, 20, 30, 2]"}, out)
+    assert.are.equal(("job.sql:%d:18: unknown window 'x' (no WINDOW x AS (...) in this query)"):format(L),
+      fails("SELECT k, SUM(v) OVER x FROM t AS tt WINDOW w AS (PARTITION BY k ORDER BY rt);\n"))
+  end)
+
   it("says what it does not take, at its position", function()
     local function at(line, col, msg) return ("job.sql:%d:%d: %s"):format(L + line, col, msg) end
     assert.are.equal(at(0, 44, "not supported yet: OVER windows that differ in one query (this one and the one "

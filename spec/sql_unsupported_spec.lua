@@ -37,8 +37,6 @@ local cases = {
    "SELECT a, COUNT(*) OVER (PARTITION BY b ORDER BY rt ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM t", "2:82"},
   {"OVER frames that start after the current row (... FOLLOWING)",
    "SELECT SUM(a) OVER (ORDER BY rt ROWS BETWEEN 1 FOLLOWING AND 2 FOLLOWING) FROM t", "2:48"},
-  {"named OVER windows (OVER w): write the window in OVER (...)",
-   "SELECT a, SUM(a) OVER w FROM t WINDOW w AS (PARTITION BY b ORDER BY rt)", "2:18"},
   {"RANK() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))",
    "SELECT * FROM (SELECT *, RANK() OVER (PARTITION BY b ORDER BY a DESC) AS rn FROM t) WHERE rn <= 3", "2:33"},
   {"DENSE_RANK() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))",
@@ -47,8 +45,8 @@ local cases = {
    "SELECT ROW_NUMBER() OVER (ORDER BY a ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "2:38"},
   {"ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY ... ORDER BY ...))",
    "SELECT ROW_NUMBER() OVER w FROM t", "2:21"},
-  {"WINDOW clause (named OVER windows: write the window in OVER (...))",
-   "SELECT a FROM t WINDOW w AS (PARTITION BY b)", "2:17"},
+  {"WINDOW clause without a window (WINDOW w AS (PARTITION BY ... ORDER BY ...))",
+   "SELECT a FROM t WINDOW w", "2:17"},
   -- MATCH_RECOGNIZE
   {"MATCH_RECOGNIZE", "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY b ORDER BY rt MEASURES A.a AS x "
     .. "PATTERN (A B) DEFINE A AS A.a > 1)", "2:17"},

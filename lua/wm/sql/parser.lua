@@ -80,7 +80,9 @@ local table_rest = NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("INTERSECT", W("INTERSECT") * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("OFFSET / FETCH", W("OFFSET") * #R("09") + W("FETCH") * #(W("FIRST") + W("NEXT")))
-  + NS("WINDOW clause (named OVER windows: write the window in OVER (...))", W("WINDOW") * #(idstart + P("`")))
+  + NS("WINDOW clause without a window (WINDOW w AS (PARTITION BY ... ORDER BY ...))",
+    -(W("WINDOW") * (idstart * idchar ^ 0 + P("`") * (1 - P("`")) ^ 1 * P("`")) * ws * W("AS") * P("("))
+    * W("WINDOW") * #(idstart + P("`")))
 local after_table = -lateral_join * NS(join_name, join_kw) + temporal + table_rest
 -- after a table in FROM: `[INNER] JOIN t ON ...` and `, t` are joins of V"join"
 -- (wm.sql.plan.join); the other joins stop here
@@ -307,7 +309,10 @@ local G = {
     * (lpeg.Cg(V("lateral"), "lateral") + lpeg.Cg(Ct(V("join") ^ 1), "joins") + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
     * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
-    * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
+    * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1
+    -- WINDOW w AS (PARTITION BY ... ORDER BY ... frame), ...: windows that OVER w names
+    * (W("WINDOW") * lpeg.Cg(Ct(V("named_window") * (T(",") * V("named_window")) ^ 0), "windows")) ^ -1),
+  named_window = Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(ident, "name") * K("AS") * lpeg.Cg(V("over_spec"), "spec")),
   item = Ct(Cg_pos("star") * T("*"))
     + Ct(Cg_pos("star") * lpeg.Cg(ident, "qual") * T(".") * T("*"))
     + Ct(Cg_pos("item") * lpeg.Cg(V("expr"), "expr") * ((K("AS") ^ -1) * lpeg.Cg(ident, "alias")) ^ -1),
@@ -316,7 +321,8 @@ local G = {
   from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
       + P("(") * ws * NS("VALUES", W("VALUES"))
       + V("tvf") + V("subquery") + V("table_ref"))
-    * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_from + P(true))
+    * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * -(W("WINDOW") * ident * W("AS")) * ident) ^ -1
+    * (after_from + P(true))
     / function(f, alias) f.alias = alias; return f end,
   -- a join of FROM (wm.sql.plan.join): `, t [AS] x` (its condition in WHERE) or
   -- `[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN t [AS] x ON condition`
@@ -384,10 +390,19 @@ local G = {
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
       * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
       * (Cp() * W("FILTER") * T("(") * K("WHERE") * V("expr") * T(")") + Cc(false) * Cc(false))
-      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over"))
+      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec")
+          + W("OVER") * Cc("over_name") * Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(ident, "name"))
+          + W("OVER") * #(P("(") + idstart) * Cc("over"))
         + Cc(false)))
     / function(pos, name, mode, args, fpos, filter, after, what, spec)
       local up = name:upper()
+      if what == "over_name" and up ~= "ROW_NUMBER" and up ~= "RANK" and up ~= "DENSE_RANK" then
+        -- OVER w: the SELECT's WINDOW w AS (...) (wm.sql.plan.over resolves it)
+        spec = {named = spec.name, pos = spec.pos}
+        what = "over_spec"
+      elseif what == "over_name" then
+        what = "over"
+      end
       if what == "over_spec" then
         if up == "ROW_NUMBER" then
           if #args > 0 or mode then errors.raise(cur_src, pos, "ROW_NUMBER takes no arguments") end

@@ -96,6 +96,21 @@ function Planner:plan_over(q, rank_idx)
   for _, it in ipairs(q.items) do
     if it.tag == "item" then each_over(it.expr, function(c) calls[#calls + 1] = c end) end
   end
+  -- OVER w: the window of `WINDOW w AS (...)`
+  local named = {}
+  for _, nw in ipairs(q.windows or {}) do
+    if named[nw.name] then self:err(nw.pos, "the window '%s' is defined twice", nw.name) end
+    nw.spec.pos = nw.pos
+    named[nw.name] = nw.spec
+  end
+  for _, c in ipairs(calls) do
+    if c.over.named then
+      local w = named[c.over.named]
+      if not w then self:err(c.over.pos, "unknown window '%s' (no WINDOW %s AS (...) in this query)", c.over.named,
+        c.over.named) end
+      c.over = w
+    end
+  end
   if q.where then
     each_over(q.where, function(c) self:err(c.pos, "OVER aggregates are not allowed in WHERE") end)
   end
