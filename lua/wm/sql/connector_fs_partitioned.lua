@@ -15,8 +15,9 @@
 -- first row's plus the delay; rows that come after the commit go to a new file, and the
 -- partition commits again. Part files are numbered per partition from the state, so that a job
 -- resumed from a checkpoint writes the files it had written after the checkpoint again, under
--- the same names: commits and the end of input roll at the same rows again (no row lost or
--- twice), a roll by the rollover interval may fall elsewhere in the resumed run.
+-- the same names: no row is lost, none doubled when the rolls fall at the same rows again (the
+-- end of input; commits by a per-row watermark); a roll at another row (a periodic watermark,
+-- the rollover interval) may leave a file of the first run beside them (docs/sql.md).
 -- @module wm.sql.connector_fs_partitioned
 local M = {}
 
