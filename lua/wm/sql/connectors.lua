@@ -20,6 +20,7 @@ local NEXMARK = require("wm.sql.connector_nexmark")
 
 local M = {}
 local check_writable, base_watermark_strategy
+local FS_PARTITIONED = require("wm.sql.connector_fs_partitioned")
 
 local KNOWN = {
   connector = true, path = true, format = true, hostname = true, port = true,
@@ -45,7 +46,10 @@ function M.check(p, t)
   if c == "nexmark" then return NEXMARK.check(p, t) end
   local ext = EXTRA[c]
   for k in pairs(props) do
-    if not KNOWN[k] and not (ext and ext.options(k)) then p:err(pos[k], "unknown option '%s' for a table", k) end
+    if not KNOWN[k] and not (ext and ext.options(k)) and not (t.partitioned and FS_PARTITIONED.OPTIONS[k]) then
+      p:err(pos[k], "unknown option '%s' for a table%s", k, FS_PARTITIONED.OPTIONS[k]
+        and " (it is an option of a table PARTITIONED BY (...))" or "")
+    end
   end
   if not c then p:err(t.pos, "table '%s' needs 'connector' in its WITH options", t.name) end
   if not SOURCES[c] and not SINKS[c] and not ext then
@@ -55,6 +59,9 @@ function M.check(p, t)
   if ext then ext.check(p, t) end
   t.sink_only = not SOURCES[c] and not ext
   if c == "filesystem" and not props.path then p:err(pos.connector, "the filesystem connector needs 'path'") end
+  if t.partitioned then
+    FS_PARTITIONED.check(p, t, function(key, value, vpos) return p:duration_option(key, value, vpos) end)
+  end
   if c == "socket" and (not props.hostname or not props.port) then
     p:err(pos.connector, "the socket connector needs 'hostname' and 'port'")
   end
@@ -458,6 +465,13 @@ function M.sink(p, t, rel, st, print_changelog)
   end
   if c == "stdin" or c == "socket" then p:err(st.name_pos, "connector '%s' cannot be written to", c) end
   local cols = rel.cols
+  local part = t.fs_partition
+  if part then -- (the partition columns are in the folders' names, not in the files)
+    local pcols = {}
+    for _, name in ipairs(part.cols) do pcols[name] = true end
+    cols = {}
+    for _, col in ipairs(rel.cols) do if not pcols[col.name] then cols[#cols + 1] = col end end
+  end
   local fmt
   if t.props.format == "json" then
     fmt = function(r)
@@ -481,6 +495,15 @@ function M.sink(p, t, rel, st, print_changelog)
   end
   if EXTRA[c] then
     EXTRA[c].sink(p, t, rel.stream:map(fmt))
+    return
+  end
+  if part then
+    local types = {}
+    for _, col in ipairs(rel.cols) do types[col.name] = col.type end
+    local where = p.src.name .. ":" .. errors.line_col(p.src.text, st.pos)
+    FS_PARTITIONED.sink(rel.stream, resolve_path(p, (t.props.path:gsub("^file://", ""):gsub("(.)/+$", "%1"))),
+      part, fmt, function(v, name) return values.to_string(v, types[name]) end, values.parse_timestamp,
+      function(msg) error("table '" .. t.name .. "' (INSERT INTO at " .. where .. "): " .. msg, 0) end)
     return
   end
   local path = resolve_path(p, t.props.path)

@@ -95,6 +95,8 @@ function M.sig_of(e)
   if e.operand then parts[#parts + 1] = "o" .. M.sig(e.operand) end
   if e.else_ then parts[#parts + 1] = "e" .. M.sig(e.else_) end
   if e.type and type(e.type) == "table" then parts[#parts + 1] = e.type.name end
+  if e.filter then parts[#parts + 1] = "f" .. M.sig(e.filter) end -- agg(...) FILTER (WHERE ...)
+  if e.over then parts[#parts + 1] = "w" .. tostring(e.over) end -- agg(...) OVER (...): each its own
   return "(" .. table.concat(parts, " ") .. ")"
 end
 
@@ -226,6 +228,32 @@ FUNCS.SPLIT_INDEX = {3, 3, function(src, n, a, t)
   want(src, n, 2, t[2], STR, "a STRING")
   want(src, n, 3, t[3], {INT = true, BIGINT = true}, "an integer")
   return "R_split_index(" .. a[1] .. ", " .. a[2] .. ", " .. a[3] .. ")", "STRING"
+end}
+-- REGEXP_EXTRACT(s, regex[, index]): group `index` of the first match (wm.sql.regex); a
+-- literal pattern is checked here
+FUNCS.REGEXP_EXTRACT = {2, 3, function(src, n, a, t)
+  want(src, n, 1, t[1], STR, "a STRING")
+  want(src, n, 2, t[2], STR, "a STRING")
+  if a[3] then want(src, n, 3, t[3], {INT = true, BIGINT = true}, "an integer") end
+  local p = n.args[2]
+  if p.tag == "lit" and p.type == "STRING" then
+    local ok, err = require("wm.sql.regex").compile(p.value)
+    if not ok then errors.raise(src, p.pos, "REGEXP_EXTRACT: not supported yet: %s", err) end
+  end
+  return "R_regexp_extract(" .. a[1] .. ", " .. a[2] .. ", " .. (a[3] or "0") .. ", " .. where(src, n) .. ")",
+    "STRING"
+end}
+-- DATE_FORMAT(ts, 'yyyy-MM-dd'): the time as text (UTC, the session's only time zone); a
+-- literal pattern is checked here
+FUNCS.DATE_FORMAT = {2, 2, function(src, n, a, t)
+  want(src, n, 1, t[1], {TIMESTAMP = true, TIMESTAMP_LTZ = true, STRING = true}, "a TIMESTAMP or a STRING")
+  want(src, n, 2, t[2], STR, "a STRING")
+  local p = n.args[2]
+  if p.tag == "lit" and p.type == "STRING" then
+    local ok, err = values.date_pattern(p.value)
+    if not ok then errors.raise(src, p.pos, "DATE_FORMAT: %s", err) end
+  end
+  return "R_date_format(" .. a[1] .. ", " .. a[2] .. ", " .. where(src, n) .. ")", "STRING"
 end}
 M.FUNCS = FUNCS
 
@@ -521,12 +549,30 @@ compile_node = function(e, scope)
     if WINDOW_PROPS[e.name] then
       errors.raise(src, e.pos, "%s needs GROUP BY %s(...)", e.name, e.name:match("^(%u+)_"))
     end
+    if e.over and e.name ~= "ROW_NUMBER" then
+      errors.raise(src, e.pos, "not supported yet: %s(...) OVER (...) here (an OVER aggregate is an item of a "
+        .. "SELECT without GROUP BY, wm.sql.plan.over)", e.name)
+    end
     if e.over then
       errors.raise(src, e.pos, "not supported yet: ROW_NUMBER() OVER (...) here: it is an item of a query that "
         .. "an outer query filters on it, WHERE rn <= N (Top-N) or rn = 1 (deduplication)")
     end
+    if e.filter then
+      errors.raise(src, e.filter_pos, "FILTER (WHERE ...) is for aggregate functions, not %s", e.name)
+    end
     if e.name == "CURRENT_WATERMARK" and scope.current_watermark then
       return scope.current_watermark(e)
+    end
+    -- PROCTIME(): the processing time of the operator that evaluates it (wm.sql.plan.proctime),
+    -- in a SELECT list only (a scope with proctime_ok)
+    if e.name == "PROCTIME" then
+      if #e.args > 0 or e.star or e.distinct then errors.raise(src, e.pos, "PROCTIME takes no arguments") end
+      if not scope.proctime_ok then
+        errors.raise(src, e.pos, "not supported yet: PROCTIME() here (it is an item of a SELECT without GROUP BY, "
+          .. "as in CREATE VIEW v AS SELECT *, PROCTIME() AS pt FROM t)")
+      end
+      scope.uses_proctime = true
+      return "R_proctime()", "TIMESTAMP_LTZ"
     end
     local f = FUNCS[e.name]
     if not f and scope.functions and scope.functions[e.name] then f = scope.functions[e.name] end

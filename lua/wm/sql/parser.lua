@@ -80,7 +80,9 @@ local table_rest = NS("MATCH_RECOGNIZE", W("MATCH_RECOGNIZE") * #P("("))
   + NS("EXCEPT", (W("EXCEPT") + W("MINUS")) * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("INTERSECT", W("INTERSECT") * #(W("SELECT") + W("ALL") + W("DISTINCT") + P("(")))
   + NS("OFFSET / FETCH", W("OFFSET") * #R("09") + W("FETCH") * #(W("FIRST") + W("NEXT")))
-  + NS("WINDOW clause (named OVER windows)", W("WINDOW") * #(idstart + P("`")))
+  + NS("WINDOW clause without a window (WINDOW w AS (PARTITION BY ... ORDER BY ...))",
+    -(W("WINDOW") * (idstart * idchar ^ 0 + P("`") * (1 - P("`")) ^ 1 * P("`")) * ws * W("AS") * P("("))
+    * W("WINDOW") * #(idstart + P("`")))
 local after_table = -lateral_join * NS(join_name, join_kw) + temporal + table_rest
 -- after a table in FROM: `[INNER] JOIN t ON ...` and `, t` are joins of V"join"
 -- (wm.sql.plan.join); the other joins stop here
@@ -223,7 +225,9 @@ local G = {
       * W("SELECT"))) + P(true))
     * T("(") * lpeg.Cg(Ct(V("table_elem") * (T(",") * V("table_elem")) ^ 0), "elems") * T(")")
     * (K("COMMENT") * string_lit) ^ -1
-    * (NS("PARTITIONED BY", W("PARTITIONED") * #W("BY")) + P(true))
+    -- PARTITIONED BY (a, b): the filesystem sink's partition folders (wm.sql.connector_fs_partitioned)
+    * (lpeg.Cg(Ct(lpeg.Cg(Cp(), "pos") * W("PARTITIONED") * W("BY") * T("(")
+        * Ct(Cp() * ident) * (T(",") * Ct(Cp() * ident)) ^ 0 * T(")")), "partitioned")) ^ -1
     * (K("WITH") * lpeg.Cg(V("props"), "with")) ^ -1
     * (NS("CREATE TABLE ... AS SELECT", W("AS") * #W("SELECT")) + NS("CREATE TABLE ... LIKE", W("LIKE"))
       + P(true))),
@@ -305,7 +309,10 @@ local G = {
     * (lpeg.Cg(V("lateral"), "lateral") + lpeg.Cg(Ct(V("join") ^ 1), "joins") + P(true))
     * (K("WHERE") * lpeg.Cg(V("expr"), "where")) ^ -1
     * (K("GROUP") * K("BY") * lpeg.Cg(Ct(V("group_item") * (T(",") * V("group_item")) ^ 0), "group_by")) ^ -1
-    * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1),
+    * (K("HAVING") * lpeg.Cg(V("expr"), "having")) ^ -1
+    -- WINDOW w AS (PARTITION BY ... ORDER BY ... frame), ...: windows that OVER w names
+    * (W("WINDOW") * lpeg.Cg(Ct(V("named_window") * (T(",") * V("named_window")) ^ 0), "windows")) ^ -1),
+  named_window = Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(ident, "name") * K("AS") * lpeg.Cg(V("over_spec"), "spec")),
   item = Ct(Cg_pos("star") * T("*"))
     + Ct(Cg_pos("star") * lpeg.Cg(ident, "qual") * T(".") * T("*"))
     + Ct(Cg_pos("item") * lpeg.Cg(V("expr"), "expr") * ((K("AS") ^ -1) * lpeg.Cg(ident, "alias")) ^ -1),
@@ -314,7 +321,8 @@ local G = {
   from_item = (NS("LATERAL TABLE (table functions)", W("LATERAL")) + NS("UNNEST", W("UNNEST") * #P("("))
       + P("(") * ws * NS("VALUES", W("VALUES"))
       + V("tvf") + V("subquery") + V("table_ref"))
-    * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * ident) ^ -1 * (after_from + P(true))
+    * (after_from + P(true)) * ((K("AS") ^ -1) * -join_kw * -(W("WINDOW") * ident * W("AS")) * ident) ^ -1
+    * (after_from + P(true))
     / function(f, alias) f.alias = alias; return f end,
   -- a join of FROM (wm.sql.plan.join): `, t [AS] x` (its condition in WHERE) or
   -- `[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN t [AS] x ON condition`
@@ -381,17 +389,39 @@ local G = {
   call = (Cp() * (plain_ident + C(ci("LEFT") + ci("RIGHT"))) * ws * T("(")
       * (T("*") * Cc("star") + K("DISTINCT") * Cc("distinct") + Cc(false))
       * Ct((V("expr") * (T(",") * V("expr")) ^ 0) ^ -1) * T(")")
-      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec") + W("OVER") * #(P("(") + idstart) * Cc("over")
-        + W("FILTER") * #P("(") * Cc("filter")) + Cc(false)))
-    / function(pos, name, mode, args, after, what, spec)
+      * (Cp() * W("FILTER") * T("(") * K("WHERE") * V("expr") * T(")") + Cc(false) * Cc(false))
+      * (Cp() * (W("OVER") * Cc("over_spec") * V("over_spec")
+          + W("OVER") * Cc("over_name") * Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(ident, "name"))
+          + W("OVER") * #(P("(") + idstart) * Cc("over"))
+        + Cc(false)))
+    / function(pos, name, mode, args, fpos, filter, after, what, spec)
       local up = name:upper()
+      if what == "over_name" and up ~= "ROW_NUMBER" and up ~= "RANK" and up ~= "DENSE_RANK" then
+        -- OVER w: the SELECT's WINDOW w AS (...) (wm.sql.plan.over resolves it)
+        spec = {named = spec.name, pos = spec.pos}
+        what = "over_spec"
+      elseif what == "over_name" then
+        what = "over"
+      end
       if what == "over_spec" then
         if up == "ROW_NUMBER" then
           if #args > 0 or mode then errors.raise(cur_src, pos, "ROW_NUMBER takes no arguments") end
+          if spec.frame then
+            errors.raise(cur_src, spec.frame.pos, "not supported yet: ROW_NUMBER() OVER with a frame (it takes "
+              .. "(PARTITION BY ... ORDER BY ...))")
+          end
+          if filter then errors.raise(cur_src, fpos, "ROW_NUMBER takes no FILTER") end
           spec.pos = after
           return {tag = "call", pos = pos, name = up, args = args, over = spec}
         end
-        what = "over"
+        -- an aggregate over a window of rows (wm.sql.plan.over)
+        if up == "RANK" or up == "DENSE_RANK" then what = "over" end
+      end
+      if what == "over_spec" then
+        spec.pos = after
+        return {tag = "call", pos = pos, name = up, args = args, star = mode == "star" or nil,
+                distinct = mode == "distinct" or nil, over = spec, filter = filter or nil,
+                filter_pos = fpos or nil}
       end
       if what == "over" then
         local topn = up == "RANK" or up == "DENSE_RANK"
@@ -399,21 +429,28 @@ local G = {
           topn and up .. "() (Top-N and deduplication take ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...))"
           or up == "ROW_NUMBER" and "ROW_NUMBER() OVER with a frame or a named window (it takes (PARTITION BY "
             .. "... ORDER BY ...))"
-          or "OVER windows")
-      elseif what == "filter" then
-        errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
-      end
-      if up == "PROCTIME" then
-        errors.raise(cur_src, pos, "not supported yet: PROCTIME() (processing-time attributes)")
+          or "named OVER windows (OVER w): write the window in OVER (...)")
       end
       return {tag = "call", pos = pos, name = name:upper(), args = args,
-              star = mode == "star" or nil, distinct = mode == "distinct" or nil}
+              star = mode == "star" or nil, distinct = mode == "distinct" or nil, filter = filter or nil,
+              filter_pos = fpos or nil}
     end,
   -- OVER (PARTITION BY e, ... ORDER BY e [ASC|DESC], ...) of ROW_NUMBER()
   over_spec = T("(") * Ct((ci("PARTITION") * -idchar * ws * K("BY")
       * lpeg.Cg(Ct(V("expr") * (T(",") * V("expr")) ^ 0), "partition")) ^ -1
-    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1)
+    * (K("ORDER") * K("BY") * lpeg.Cg(Ct(V("order_item") * (T(",") * V("order_item")) ^ 0), "order")) ^ -1
+    * lpeg.Cg(V("frame"), "frame") ^ -1)
     * T(")"),
+  -- ROWS|RANGE BETWEEN <start> AND CURRENT ROW, or ROWS|RANGE <start> (wm.sql.plan.over)
+  frame = Ct(lpeg.Cg(Cp(), "pos") * lpeg.Cg(C(ci("ROWS") + ci("RANGE")) / string.upper, "unit") * -idchar * ws
+    * (K("BETWEEN") * V("frame_start") * K("AND") * (ci("CURRENT") * ws * ci("ROW") * -idchar * ws
+        + NS("OVER frames that end after the current row (... FOLLOWING)", P(true)))
+      + V("frame_start"))),
+  frame_start = lpeg.Cg(Cp(), "start_pos") * (ci("UNBOUNDED") * ws * ci("PRECEDING") * -idchar * ws
+      * lpeg.Cg(Cc(true), "unbounded")
+    + ci("CURRENT") * ws * ci("ROW") * -idchar * ws * lpeg.Cg(Cc(true), "current")
+    + lpeg.Cg(V("literal"), "preceding") * (ci("PRECEDING") * -idchar * ws
+      + NS("OVER frames that start after the current row (... FOLLOWING)", P(true)))),
   order_item = Ct(lpeg.Cg(V("expr"), "expr") * (ci("ASC") * -idchar * ws + ci("DESC") * -idchar * ws
       * lpeg.Cg(Cc(true), "desc")) ^ -1
     * (ci("NULLS") * -idchar * ws * lpeg.Cg(C(ci("FIRST") + ci("LAST")) / string.upper, "nulls") * -idchar * ws)

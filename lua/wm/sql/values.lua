@@ -188,6 +188,53 @@ function M.parse(text, t)
   return nil, "cannot parse a " .. tostring(t)
 end
 
+-- The pieces of a DATE_FORMAT pattern (Java's DateTimeFormatter letters y M d H h m s S a,
+-- quoted text 'x', '' a quote, other characters as they are): strings and functions of
+-- (os.date's table, milliseconds); nil and a message for a letter it does not take.
+function M.date_pattern(fmt)
+  local pieces, i, n = {}, 1, #fmt
+  local function pad(v, w) return string.format("%0" .. w .. "d", v) end
+  while i <= n do
+    local c = fmt:sub(i, i)
+    if c == "'" then
+      if fmt:sub(i + 1, i + 1) == "'" then
+        pieces[#pieces + 1] = "'"
+        i = i + 2
+      else
+        local j = fmt:find("'", i + 1, true)
+        if not j then return nil, "an unclosed quote in the pattern '" .. fmt .. "'" end
+        pieces[#pieces + 1] = fmt:sub(i + 1, j - 1)
+        i = j + 1
+      end
+    elseif c:match("%a") then
+      local j = i
+      while fmt:sub(j + 1, j + 1) == c do j = j + 1 end
+      local w = j - i + 1
+      local f
+      if c == "y" then
+        f = w == 2 and function(d) return pad(d.year % 100, 2) end or function(d) return pad(d.year, w) end
+      elseif c == "M" and w <= 2 then f = function(d) return pad(d.month, w) end
+      elseif c == "d" then f = function(d) return pad(d.day, w) end
+      elseif c == "H" then f = function(d) return pad(d.hour, w) end
+      elseif c == "h" then f = function(d) return pad((d.hour + 11) % 12 + 1, w) end
+      elseif c == "m" then f = function(d) return pad(d.min, w) end
+      elseif c == "s" then f = function(d) return pad(d.sec, w) end
+      elseif c == "S" and w <= 3 then f = function(_, ms) return pad(ms, 3):sub(1, w) end
+      elseif c == "a" and w == 1 then f = function(d) return d.hour < 12 and "AM" or "PM" end
+      else
+        return nil, "not supported yet: the pattern letters '" .. fmt:sub(i, j) .. "' in '" .. fmt
+          .. "' (yyyy, yy, M, MM, d, dd, H, HH, h, hh, m, mm, s, ss, S, SS, SSS, a)"
+      end
+      pieces[#pieces + 1] = f
+      i = j + 1
+    else
+      pieces[#pieces + 1] = c
+      i = i + 1
+    end
+  end
+  return pieces
+end
+
 ---------------------------------------------------------------------------------------------
 -- Run-time helpers for compiled expressions: every one propagates NULL (nil)
 
@@ -299,6 +346,39 @@ function R.split_index(s, sep, i)
   local e = s:find(pat, beg, plain)
   return s:sub(beg, e and e - 1 or #s)
 end
+-- REGEXP_EXTRACT (wm.sql.regex): at most 64 patterns compiled at a time
+local regex_cache, regex_cached = {}, 0
+function R.regexp_extract(s, pat, index, where)
+  if pat ~= nil and not regex_cache[pat] then
+    regex_cached = regex_cached + 1
+    if regex_cached > 64 then regex_cache, regex_cached = {}, 1 end
+  end
+  return require("wm.sql.regex").extract(regex_cache, s, pat, index, function(msg) fail(where, msg) end)
+end
+-- DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'): the pattern compiled once into pieces (M.date_pattern)
+local date_cache = {}
+function R.date_format(ts, fmt, where)
+  if ts == nil or fmt == nil then return nil end
+  if type(ts) == "string" then
+    ts = M.parse_timestamp(ts)
+    if ts == nil then return nil end
+  end
+  local pieces = date_cache[fmt]
+  if not pieces then
+    local err
+    pieces, err = M.date_pattern(fmt)
+    if not pieces then fail(where, "DATE_FORMAT: " .. err) end
+    date_cache[fmt] = pieces
+  end
+  local secs = ts // 1000
+  local d = os.date("!*t", secs)
+  local parts = {}
+  for i, p in ipairs(pieces) do
+    if type(p) == "string" then parts[i] = p
+    else parts[i] = p(d, ts % 1000) end
+  end
+  return table.concat(parts)
+end
 function R.abs(a) if a == nil then return nil end return math.abs(a) end
 function R.coalesce(...)
   for i = 1, select("#", ...) do
@@ -379,6 +459,8 @@ function R.truth(v) return v == true end
 -- before the first watermark) right before it calls the compiled function.
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
+-- PROCTIME(): the operator that evaluates it sets `R.wm.proc` (wm.sql.plan.proctime)
+function R.proctime() return R.wm.proc end
 
 -- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 

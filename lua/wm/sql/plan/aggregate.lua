@@ -43,7 +43,7 @@ local function fast_window_agg(cols, keys, agg_list, window)
   if key_fields and #key_fields == 0 then key_fields = nil end
   if #agg_list ~= 1 or window.kind == "cumulate" then return key_fields, nil end
   local a = agg_list[1]
-  if a.distinct then return key_fields, nil end
+  if a.distinct or a.filter then return key_fields, nil end
   local arg = not a.star and a.arg or nil
   local field, ftype
   if arg then field, ftype = nonnull_column(cols, arg) end
@@ -115,6 +115,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
       local rest = {table.unpack(g.args, 2)}
       window = self:window_spec(g.name, rest, g.pos)
       window.rowtime, window.rowtime_field = a1.name, rc.field or a1.name
+      window.processing = rc.proctime
       window_call = g
     elseif rel.tvf and g.tag == "col" and (g.name == "window_start" or g.name == "window_end") then
       tvf_props[g.name] = true
@@ -149,16 +150,13 @@ function Planner:plan_aggregate(q, rel, items, aliases)
       if agg_sigs[sg] then return end
       local argfn, at = function() return true end, nil
       local udaf = expr.user_agg(a.name)
+      local i = #agg_list + 1
       if udaf then
-        local i = #agg_list + 1
         argfns[i] = self:udaf_args(udaf, a, row_scope)
         local l, c = errors.line_col(src.text, a.pos)
         agg_list[i] = {name = a.name, udaf = udaf, nargs = #a.args, pos = a.pos, result_type = udaf.returns,
                        where = src.name .. ":" .. l .. ":" .. c}
-        agg_sigs[sg] = i
-        return
-      end
-      if a.star then
+      elseif a.star then
         if a.name ~= "COUNT" then self:err(a.pos, "%s(*) is not allowed; only COUNT(*)", a.name) end
       else
         if #a.args ~= 1 then self:err(a.pos, "%s takes one argument", a.name) end
@@ -167,11 +165,21 @@ function Planner:plan_aggregate(q, rel, items, aliases)
           self:err(a.args[1].pos, "%s needs a numeric argument, got %s", a.name, expr.show(at))
         end
       end
-      local i = #agg_list + 1
-      agg_list[i] = {name = a.name, distinct = a.distinct, star = a.star, type = at, arg = a.args and a.args[1],
-                     result_type = aggs.result_type(a.name, at or "BIGINT")}
-      argfns[i] = argfn
+      if not udaf then
+        agg_list[i] = {name = a.name, distinct = a.distinct, star = a.star, type = at, arg = a.args and a.args[1],
+                       result_type = aggs.result_type(a.name, at or "BIGINT")}
+        argfns[i] = argfn
+      end
       agg_sigs[sg] = i
+      -- FILTER (WHERE cond): the argument is aggs.SKIP for the rows it leaves out
+      if a.filter then
+        local cond, ct = compile_fn(self, a.filter, row_scope, a.filter.pos)
+        if ct ~= "BOOLEAN" and ct ~= "NULL" then
+          self:err(a.filter_pos, "FILTER needs a BOOLEAN condition, got %s", expr.show(ct))
+        end
+        agg_list[i].filter = true
+        argfns[i] = aggs.filter_arg(argfns[i], cond)
+      end
     end)
   end
   for _, it in ipairs(items) do collect(it.expr) end
@@ -240,12 +248,13 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     else
       made[i] = aggs.make(a.name, {star = a.star, distinct = a.distinct, type = a.type, retract = rel.updating})
     end
+    if a.filter then made[i] = aggs.filtered(made[i]) end
   end
   if window then
     if rel.updating then self:err(q.pos, "a windowed GROUP BY cannot consume an updating input") end
     local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
-                  having = q.having ~= nil}
+                  having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
     return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
   end

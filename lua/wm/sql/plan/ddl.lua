@@ -80,6 +80,10 @@ function Planner:create_table(st)
   local props, ppos = props_of(self, st.with)
   if not st.with then self:err(st.pos, "CREATE TABLE needs WITH ('connector' = ...)") end
   t.props, t.props_pos = props, ppos
+  if st.partitioned then
+    t.partitioned = {pos = st.partitioned.pos}
+    for i, c in ipairs(st.partitioned) do t.partitioned[i] = {pos = c[1], name = c[2]} end
+  end
   connectors.check(self, t)
   self.tables[st.name] = t
 end
@@ -123,7 +127,8 @@ function Planner:create_view(st)
   end
   local schema = {}
   for i, c in ipairs(e.cols) do
-    schema[i] = {name = st.columns and st.columns[i] or c.name, type = c.type, rowtime = c.rowtime}
+    schema[i] = {name = st.columns and st.columns[i] or c.name, type = c.type, rowtime = c.rowtime,
+                 proctime = c.proctime}
   end
   self.views[st.name] = {query = st.query, columns = st.columns, schema = schema, updating = e.updating}
 end

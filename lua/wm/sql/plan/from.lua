@@ -33,7 +33,9 @@ function Planner:scan(name, pos)
     -- checking another view's query: this view was checked at its CREATE VIEW; an empty
     -- stream with its columns stands in for it
     local cols = {}
-    for i, c in ipairs(v.schema) do cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime} end
+    for i, c in ipairs(v.schema) do
+      cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, proctime = c.proctime}
+    end
     return rel_of(self:get_env(pos):from_elements(), cols, v.updating)
   end
   if v then
@@ -53,7 +55,9 @@ end
 -- Renames columns (a map over rows).
 function Planner.rename(_self, rel, ren)
   local cols = {}
-  for i, c in ipairs(rel.cols) do cols[i] = {name = ren[i].to, type = c.type, rowtime = c.rowtime} end
+  for i, c in ipairs(rel.cols) do
+    cols[i] = {name = ren[i].to, type = c.type, rowtime = c.rowtime, proctime = c.proctime}
+  end
   local function f(r)
     local o = {}
     for _, x in ipairs(ren) do o[x.to] = r[x.from] end
@@ -105,7 +109,7 @@ function M.check_rowtime(self, rel, name, pos)
     self:err(pos, "not supported yet: windows on the time attribute '%s' of an interval join's result (the "
       .. "join's output watermark is not held back; docs/sql.md, \"Interval joins\")", name)
   end
-  if not c.rowtime then
+  if not c.rowtime and not c.proctime then
     self:err(pos, "column '%s' is not a time attribute: windows need a rowtime column declared with "
       .. "WATERMARK FOR %s AS ...", name, name)
   end
@@ -179,6 +183,7 @@ function Planner:plan_from(f)
       self:err(f.fn_pos, "the SESSION window table function is not supported: use GROUP BY SESSION(...)")
     end
     local w = self:window_spec(f.fn, f.args, f.fn_pos)
+    w.processing = rc.proctime -- (PROCTIME(), wm.sql.plan.proctime)
     rel = rel_of(scanned.stream, {}, false)
     rel.base_cols = scanned.cols
     for i, c in ipairs(scanned.cols) do rel.cols[i] = {name = c.name, type = c.type} end

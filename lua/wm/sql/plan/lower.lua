@@ -75,9 +75,10 @@ end
 -- @return the stream of result rows
 -- The window assigner of a spec (hop and cumulate both on sliding windows).
 local function assigner_of(spec)
-  if spec.kind == "tumble" then return windows.tumbling(spec.size) end
-  if spec.kind == "session" then return windows.session(spec.gap) end
-  return windows.sliding(spec.size, spec.slide)
+  local p = spec.processing and "_processing" or "" -- (PROCTIME(), wm.sql.plan.proctime)
+  if spec.kind == "tumble" then return windows["tumbling" .. p](spec.size) end
+  if spec.kind == "session" then return windows["session" .. p](spec.gap) end
+  return windows["sliding" .. p](spec.size, spec.slide)
 end
 
 -- The keyed stream of a windowed aggregation: key_by("field") / key_by({fields}) in C when
@@ -143,7 +144,7 @@ function lower.window_aggregate(stream, spec)
   local create, add, merge, results = window_acc(spec)
   local out = spec.out
   local result
-  if spec.kind == "tumble" then
+  if spec.kind == "tumble" and not spec.processing then
     local size = spec.size
     local s = keyed:window(windows.tumbling(size)):aggregate({
       create = create, add = add,
@@ -153,7 +154,7 @@ function lower.window_aggregate(stream, spec)
       end,
     })
     result = s
-  elseif spec.kind == "session" then
+  elseif spec.kind == "session" and not spec.processing then
     local gap = spec.gap
     result = keyed:window(windows.session(gap)):aggregate({
       create = create, add = add, merge = merge,
@@ -166,7 +167,9 @@ function lower.window_aggregate(stream, spec)
     local size, slide = spec.size, spec.slide
     local cumulate = spec.kind == "cumulate"
     local rt = spec.rowtime
-    result = keyed:window(windows.sliding(size, slide)):process(function(_, ctx, records, emit)
+    -- (processing-time windows of any kind too: their bounds are the window's, not the rows')
+    local assigner = spec.processing and assigner_of(spec) or windows.sliding(size, slide)
+    result = keyed:window(assigner):process(function(_, ctx, records, emit)
       local w = ctx.window
       local start = w.start
       if cumulate then start = ((w.stop - 1) // size) * size end

@@ -18,7 +18,7 @@ local Planner, rel_of = base.Planner, base.rel_of
 function M.rank_item(q)
   if q.tag ~= "select" then return nil end
   for i, it in ipairs(q.items) do
-    if it.tag == "item" and it.expr.tag == "call" and it.expr.over then return i end
+    if it.tag == "item" and it.expr.tag == "call" and it.expr.over and it.expr.name == "ROW_NUMBER" then return i end
   end
   return nil
 end
@@ -52,7 +52,7 @@ function Planner:plan_rank_input(q, idx)
   local call = it.expr
   local over = call.over
   for i, x in ipairs(q.items) do
-    if i ~= idx and x.tag == "item" and x.expr.tag == "call" and x.expr.over then
+    if i ~= idx and x.tag == "item" and x.expr.tag == "call" and x.expr.over and x.expr.name == "ROW_NUMBER" then
       self:err(x.expr.pos, "not supported yet: two ROW_NUMBER() items in one query")
     end
   end

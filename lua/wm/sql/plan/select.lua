@@ -7,6 +7,7 @@ local from = require("wm.sql.plan.from")
 local rank = require("wm.sql.plan.rank")
 require("wm.sql.plan.lateral")
 require("wm.sql.plan.join")
+local over = require("wm.sql.plan.over")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -58,6 +59,7 @@ end
 
 function Planner:plan_select(q)
   local ri = rank.rank_item(q)
+  if over.has_over(q) then return self:plan_over(q, ri) end
   if ri then return self:plan_rank_input(q, ri) end
   local rel
   if q.joins then
@@ -102,16 +104,24 @@ function Planner:plan_select(q)
   if rel.tvf then rel = materialize_tvf(rel) end
   -- plain projection
   local scope = self:row_scope(rel.cols, nil, aliases)
+  scope.proctime_ok = not rel.updating
   local body, cols = self:projection(items, scope)
   -- a column passed through keeps its time attribute
   for i, it in ipairs(items) do
     if it.expr.tag == "col" and not rel.updating then
-      for _, c in ipairs(rel.cols) do if c.name == it.expr.name and c.rowtime then cols[i].rowtime = c.rowtime end end
+      for _, c in ipairs(rel.cols) do
+        if c.name == it.expr.name and c.rowtime then cols[i].rowtime = c.rowtime end
+        if c.name == it.expr.name and c.proctime then cols[i].proctime = true end
+      end
     end
+    if it.expr.tag == "call" and it.expr.name == "PROCTIME" then cols[i].proctime = true end
   end
   local f = expr.load("function(r) return " .. body .. " end", lineof(self, q.pos))
   local stream
-  if scope.uses_watermark then
+  if scope.uses_proctime then
+    if scope.uses_watermark then self:err(q.pos, "not supported yet: PROCTIME() with CURRENT_WATERMARK") end
+    stream = require("wm.sql.plan.proctime").with_proctime(rel.stream, f)
+  elseif scope.uses_watermark then
     if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
     stream = lower.with_watermark(rel.stream, f, false)
   else
