@@ -224,7 +224,8 @@ describe("savepoints", function()
     K.write(part, bytes:sub(1, i - 1) .. string.char((bytes:byte(i) + 1) % 256) .. bytes:sub(i + 1))
     _, err, code = wmrun(dir, "--checkpoint-dir ck4 --from-savepoint bad v2.lua")
     assert.are.equal(1, code, err)
-    assert.matches("wmrun: savepoint bad cannot be used: checkpoint %d+ in bad is skipped: part uid%-sums%.0: .*CRC", err)
+    assert.matches("wmrun: savepoint bad cannot be used: checkpoint %d+ in bad is skipped: part uid%-sums%.0: .*CRC",
+      err)
     -- a MANIFEST cut in half
     os.execute("rm -rf " .. q(dir .. "/bad") .. " && cp -r " .. q(dir .. "/sp") .. " " .. q(dir .. "/bad"))
     local man = dir .. "/bad/" .. chk .. "/MANIFEST"

@@ -172,7 +172,10 @@ static int plist_add(plist *l, const char *name, const void *data, size_t len) {
     return l->oom = 1, -1;
   }
   if (len) memcpy(d, data, len);
-  l->v[l->n++] = (wm_part){nm, d, len};
+  wm_part *pt = &l->v[l->n++];
+  pt->name = nm;
+  pt->data = d;
+  pt->len = len;
   return 0;
 }
 
