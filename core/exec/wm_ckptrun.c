@@ -548,7 +548,7 @@ static int hook_done(void *ud, uint64_t id) {
 }
 
 /* wmrun savepoint's request (SIGUSR2, or one left before the handler was there): the next
- * checkpoint to complete is copied to its target (serve_request_locked); one is asked for
+ * checkpoint to complete is copied to its target (wm_savepoint_serve); one is asked for
  * now. */
 static void check_request(wm_ckptrun *c, int now) {
   ck_shared *sh = c->sh;
@@ -636,10 +636,12 @@ static int restore(wm_ckptrun *c) {
   if (c->cfg.from_savepoint) {
     uv_mutex_lock(&c->sh->mu); /* one store open at a time: its lock is the process's */
     int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, err, sizeof err);
-    if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint))) sp = -1;
+    if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint)))
+      sp = -1, snprintf(err, sizeof err, "out of memory");
     if (sp < 0) {
-      uv_mutex_unlock(&c->sh->mu);
       wm_ckpt_reader_free(r);
+      wm_ckpt_store_free(sps);
+      uv_mutex_unlock(&c->sh->mu);
       return wm_ctx_error(ctx, "%s", err), -1;
     }
     locked = 1; /* until the parts are read */
