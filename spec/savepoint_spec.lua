@@ -256,6 +256,38 @@ describe("savepoints", function()
     assert.matches("%-%-from%-savepoint needs checkpoints: give %-%-checkpoint%-dir", err)
   end)
 
+  it("at --threads 2 a savepoint restores the job it was taken of, and refuses a changed one", function()
+    local job = start_v1(dir, "-p 2 --threads 2")
+    local _, err, code = wmrun(dir, "savepoint ck sp")
+    assert.are.equal(0, code, err)
+    job.kill()
+    job.wait()
+    K.write(dir .. "/go", "")
+    _, err, code = wmrun(dir, "-p 2 --threads 2 --checkpoint-dir ck2 --from-savepoint sp v2.lua")
+    assert.are.equal(1, code, err)
+    assert.matches("with %-%-threads above 1 a savepoint restores only the job it was taken of", err)
+    _, err, code = wmrun(dir, "-p 2 --threads 2 --checkpoint-dir ck3 --from-savepoint sp v1.lua")
+    assert.are.equal(0, code, err)
+    assert.matches("resuming from checkpoint %d+ in savepoint sp", err)
+    -- every window of the input came out, each once, and the sums hold the records of both
+    -- sides of the cut (their order and the "ts" kept from their first record depend on the
+    -- threads' schedule)
+    local n, total = 0, 0
+    for l in h.read(dir .. "/out.txt"):gmatch("[^\n]+") do
+      n = n + 1
+      total = total + tonumber(l:match('"vc":(%d+)'))
+    end
+    local windows, want, want_total = {}, 0, 0
+    for _, l in ipairs(lines) do
+      local k, ts, vc = l:match("^([^,]+),(%d+),(%d+)")
+      if not windows[k .. "|" .. tonumber(ts) // SIZE] then want = want + 1 end
+      windows[k .. "|" .. tonumber(ts) // SIZE] = true
+      want_total = want_total + tonumber(vc)
+    end
+    assert.are.equal(want, n)
+    assert.are.equal(want_total, total)
+  end)
+
   it("wmrun savepoint without a running job says so", function()
     local _, err, code = wmrun(dir, "savepoint ck sp")
     assert.are.equal(1, code)

@@ -607,8 +607,12 @@ static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
   char msg[WM_ERROR_MSG];
   snprintf(msg, sizeof msg, "%s", why);
   wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s%s: %s\n  (%s)", id,
-               c->rsp ? "savepoint " : "", c->rname, msg, c->rsp ? "docs/checkpoints.md, \"Savepoints\""
-               : "run with --fresh to start over and replace the checkpoints; docs/checkpoints.md");
+               c->rsp ? "savepoint " : "", c->rname, msg,
+               !c->rsp ? "run with --fresh to start over and replace the checkpoints; docs/checkpoints.md"
+               : c->cfg.threads > 1 ? "with --threads above 1 a savepoint restores only the job it was "
+                                      "taken of: change a job from one taken at --threads 1; "
+                                      "docs/checkpoints.md, \"Savepoints\""
+                                    : "docs/checkpoints.md, \"Savepoints\"");
   return -1;
 }
 
