@@ -212,6 +212,11 @@ static wm_ckptrun *checkpoint_open(lwm_bridge *B, int env, int trace, wm_codec_h
     lua_pop(L, 1);
     lua_getfield(L, t, "allow_state_change");
     cfg.allow_state_change = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    cfg.from_savepoint = lwm_get_str(L, t, "from_savepoint"); /* savepoints (wm_savepoint.h) */
+    cfg.stop_savepoint = lwm_get_str(L, t, "stop_with_savepoint");
+    lua_getfield(L, t, "allow_non_restored_state");
+    cfg.allow_non_restored = lua_toboolean(L, -1);
     lua_getfield(L, LUA_REGISTRYINDEX, "wm.core.job");
     cfg.job = lua_tostring(L, -1);
     lwm_codec_host(B, codec); /* Lua values (tables in records, states, accumulators) */

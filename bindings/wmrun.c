@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "time/wm_time.h"
+#include "exec/wm_savepoint.h"
 #include "lwm.h"
 #include "lwm_mt.h"
 #include "lwm_alloc.h"
@@ -33,6 +34,7 @@ static void usage(FILE *f) {
           "usage: %s [options] job.lua [args...]\n"
           "       %s [options] --sql job.sql\n"
           "       %s lab LAB.lua [--json] [--plot out.html]   (docs/lab.md)\n"
+          "       %s savepoint CHECKPOINT_DIR TARGET [--timeout D]   (docs/checkpoints.md)\n"
           "Runs an event-time stream-processing job written in Lua (job.lua '-': read the\n"
           "job from standard input).\n\n"
           "options:\n"
@@ -64,6 +66,12 @@ static void usage(FILE *f) {
           "  --allow-state-change        with --checkpoint-dir: resume even when a window's function\n"
           "                              changed since the checkpoint (its open windows go on from\n"
           "                              the state the old function made)\n"
+          "  --from-savepoint PATH       with --checkpoint-dir: start from the savepoint PATH (a\n"
+          "                              folder or nats:// URL; operators matched by uid)\n"
+          "  --allow-non-restored-state  with --from-savepoint: drop the savepoint's state of\n"
+          "                              operators this job no longer has\n"
+          "  --stop-with-savepoint TARGET  with --checkpoint-dir: SIGTERM also writes a savepoint\n"
+          "                              into TARGET (a new folder, or a nats:// URL)\n"
           "  --restart-backoff D         scale_out: wait D before starting a failed task again,\n"
           "                              doubling each time (default 200ms; docs/scaleout.md)\n"
           "  --timeline FILE             draw the run (records, watermarks, windows, late data)\n"
@@ -74,7 +82,7 @@ static void usage(FILE *f) {
           "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
           "Exit status: 0 success, 1 the job failed, 2 bad usage.\n",
-          progname, progname, progname);
+          progname, progname, progname, progname);
 }
 
 typedef struct options {
@@ -95,6 +103,8 @@ typedef struct options {
   int64_t backoff;     /* --restart-backoff; -1 = not given */
   int fresh;
   int allow_state_change; /* --allow-state-change */
+  const char *from_sp, *stop_sp; /* --from-savepoint, --stop-with-savepoint */
+  int allow_non_restored;        /* --allow-non-restored-state */
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
@@ -311,6 +321,16 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "fresh");
   lua_pushboolean(L, o->allow_state_change);
   lua_setfield(L, -2, "allow_state_change");
+  if (o->from_sp) {
+    lua_pushstring(L, o->from_sp);
+    lua_setfield(L, -2, "from_savepoint");
+  }
+  if (o->stop_sp) {
+    lua_pushstring(L, o->stop_sp);
+    lua_setfield(L, -2, "stop_with_savepoint");
+  }
+  lua_pushboolean(L, o->allow_non_restored);
+  lua_setfield(L, -2, "allow_non_restored_state");
   if (o->tl) {
     lua_pushlightuserdata(L, o->tl);
     lua_setfield(L, -2, "timeline");
@@ -401,6 +421,41 @@ static int duration_opt(const char *name, const char *a, char **argv, int *i, in
   return 0;
 }
 
+/* wmrun savepoint CHECKPOINT_DIR TARGET [--timeout D]: asks the job running on that
+ * checkpoint directory for a savepoint into TARGET and waits for it (exec/wm_savepoint.h). */
+static int savepoint_main(int argc, char **argv) {
+  const char *pos[2] = {NULL, NULL};
+  int npos = 0;
+  int64_t timeout = 60000;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--timeout") == 0 || strncmp(argv[i], "--timeout=", 10) == 0) {
+      if (duration_opt("--timeout", argv[i], argv, &i, &timeout) != 0) return 2;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "%s: savepoint: unknown option '%s'\n", progname, argv[i]);
+      return 2;
+    } else if (npos < 2) {
+      pos[npos++] = argv[i];
+    } else {
+      fprintf(stderr, "%s: savepoint: one checkpoint directory and one target, got '%s' too\n",
+              progname, argv[i]);
+      return 2;
+    }
+  }
+  if (npos != 2) {
+    fprintf(stderr, "%s: savepoint: usage: %s savepoint CHECKPOINT_DIR TARGET [--timeout D] (the "
+                    "running job's --checkpoint-dir, and a new folder or nats:// URL)\n",
+            progname, progname);
+    return 2;
+  }
+  char msg[1200];
+  if (wm_savepoint_request(pos[0], pos[1], timeout, msg, sizeof msg) != 0) {
+    fprintf(stderr, "%s: savepoint: %s\n", progname, msg);
+    return 1;
+  }
+  printf("%s\n", msg);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   /* SIGUSR1 asks for the metrics; until the job's loop handles it (uv_signal_start), its
    * default action would end the process: one sent while the job starts is ignored */
@@ -409,6 +464,9 @@ int main(int argc, char **argv) {
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
   if (sigaction(SIGUSR1, &ign, NULL) != 0) perror("wmrun: sigaction(SIGUSR1)");
+  /* SIGUSR2: wmrun savepoint's request, handled once checkpoints run (exec/wm_savepoint.h) */
+  if (sigaction(SIGUSR2, &ign, NULL) != 0) perror("wmrun: sigaction(SIGUSR2)");
+  if (argc > 1 && strcmp(argv[1], "savepoint") == 0) return savepoint_main(argc, argv);
   options o;
   memset(&o, 0, sizeof o);
   o.wm_interval = -1;
@@ -464,6 +522,17 @@ int main(int argc, char **argv) {
       o.fresh = 1;
     } else if (strcmp(a, "--allow-state-change") == 0) {
       o.allow_state_change = 1;
+    } else if (strcmp(a, "--allow-non-restored-state") == 0) {
+      o.allow_non_restored = 1;
+    } else if (strcmp(a, "--from-savepoint") == 0 || strcmp(a, "--stop-with-savepoint") == 0) {
+      const char *v = argv[++i];
+      if (!v || !*v) {
+        fprintf(stderr, "%s: %s needs a savepoint's folder or URL\n", progname, a);
+        usage(stderr);
+        return 2;
+      }
+      if (a[2] == 'f') o.from_sp = v;
+      else o.stop_sp = v;
     } else if (strcmp(a, "--checkpoint-dir") == 0 || strncmp(a, "--checkpoint-dir=", 17) == 0) {
       const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
       if (!v || !*v) {

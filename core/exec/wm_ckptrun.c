@@ -14,6 +14,7 @@
 #include "graph/wm_obs.h"
 #include "io/wm_conn.h"
 #include "graph/wm_snapshot.h"
+#include "exec/wm_savepoint.h"
 #include "state/wm_ckpt.h"
 
 #define META_HEAD "wmrun checkpoint 1\n"
@@ -58,6 +59,9 @@ typedef struct ck_shared {
   /* every thread's coordinator (by instance), for the commits after a checkpoint */
   struct wm_ckptrun **members;
   int commit_warned;    /* a failed group commit was reported */
+  /* savepoints: a request of wmrun savepoint (served by the next commit), the target of
+   * --stop-with-savepoint, and the savepoint this run's history started from */
+  char *sp_target, *sp_nonce, *stop_sp, *origin;
 } ck_shared;
 
 struct wm_ckptrun {
@@ -69,6 +73,10 @@ struct wm_ckptrun {
   int own_sh;
   wm_mt_local *mt;
   uint64_t reported; /* checkpoints taken that this thread's observer has been told of */
+  uv_signal_t usr2;  /* thread 1 with a local dir: wmrun savepoint's requests */
+  int usr2_open;
+  const char *rname; /* what is restored: dir, or the savepoint (messages) */
+  int rsp;           /* restoring a savepoint */
 };
 
 static uint64_t wall_ms(void) {
@@ -92,6 +100,10 @@ static void shared_free(void *p) {
   free(sh->dir);
   free(sh->jobname);
   free(sh->members);
+  free(sh->sp_target);
+  free(sh->sp_nonce);
+  free(sh->stop_sp);
+  free(sh->origin);
   free(sh);
 }
 
@@ -108,7 +120,8 @@ static void *shared_make(void *arg) {
   sh->dir = strdup(c->dir);
   sh->jobname = strdup(c->job);
   sh->members = calloc((size_t)sh->n, sizeof *sh->members);
-  if (!sh->dir || !sh->jobname || !sh->members) {
+  if (c->cfg.stop_savepoint) sh->stop_sp = strdup(c->cfg.stop_savepoint);
+  if (!sh->dir || !sh->jobname || !sh->members || (c->cfg.stop_savepoint && !sh->stop_sp)) {
     shared_free(sh);
     return NULL;
   }
@@ -184,6 +197,10 @@ void wm_ckptrun_free(wm_ckptrun *c) {
     if (c->cfg.instance >= 0 && c->cfg.instance < c->sh->n && c->sh->members[c->cfg.instance] == c)
       c->sh->members[c->cfg.instance] = NULL;
     uv_mutex_unlock(&c->sh->mu);
+  }
+  if (c->usr2_open && !uv_is_closing((uv_handle_t *)&c->usr2)) { /* a run that never ran */
+    uv_close((uv_handle_t *)&c->usr2, NULL);
+    uv_run(wm_exec_loop(c->exec), UV_RUN_NOWAIT);
   }
   if (c->own_sh) shared_free(c->sh);
   free(c->dir);
@@ -325,6 +342,11 @@ static int commit_locked(ck_shared *sh) {
   wm_buf_adds(&head, "\nthreads ");
   wm_buf_add_int(&head, sh->n);
   wm_buf_addc(&head, '\n');
+  if (sh->origin) {
+    wm_buf_adds(&head, "from-savepoint ");
+    wm_buf_adds(&head, sh->origin);
+    wm_buf_addc(&head, '\n');
+  }
   wm_buf_add(&head, sh->meta.data ? sh->meta.data : "", sh->meta.len);
   wm_ckpt_writer *w = sh->w;
   sh->w = NULL;
@@ -357,7 +379,13 @@ static int commit_locked(ck_shared *sh) {
   if (sh->trace)
     fprintf(sh->log, "[checkpoint] %" PRIu64 "%s: %llu bytes in %.1f ms, alignment %.1f ms\n",
             sh->id, sh->final ? " (final)" : "", (unsigned long long)sh->bytes, ms, st->align_ms);
-  if (sh->savepoint && !sh->final) {
+  if (sh->sp_target) /* wmrun savepoint's request */
+    wm_savepoint_serve(sh->store, sh->dir, sh->jobname, &sh->sp_target, &sh->sp_nonce, sh->log);
+  if (sh->savepoint && !sh->final && sh->stop_sp) { /* --stop-with-savepoint */
+    if (wm_savepoint_stop(sh->store, sh->dir, sh->stop_sp, sh->id, sh->log, sh->why, sizeof sh->why) != 0)
+      return WM_ERR;
+    if (sh->job) wm_mt_job_saved(sh->job);
+  } else if (sh->savepoint && !sh->final) {
     fprintf(sh->log, "wmrun: stopped by SIGTERM with checkpoint %" PRIu64 " in %s (run again "
                      "with the same --checkpoint-dir to resume)\n", sh->id, sh->dir);
     if (sh->job) wm_mt_job_saved(sh->job);
@@ -519,7 +547,28 @@ static int hook_done(void *ud, uint64_t id) {
   return rc;
 }
 
+/* wmrun savepoint's request (SIGUSR2, or one left before the handler was there): the next
+ * checkpoint to complete is copied to its target (wm_savepoint_serve); one is asked for
+ * now. */
+static void check_request(wm_ckptrun *c, int now) {
+  ck_shared *sh = c->sh;
+  uv_mutex_lock(&sh->mu);
+  int got = wm_savepoint_next_request(c->dir, &sh->sp_target, &sh->sp_nonce, c->cfg.log);
+  uv_mutex_unlock(&sh->mu);
+  if (got && now && take_periodic(c) != WM_OK) wm_exec_fail(c->exec);
+}
+
+static void on_usr2(uv_signal_t *h, int signum) {
+  (void)signum;
+  check_request(h->data, 1);
+}
+
 int wm_ckptrun_start(wm_ckptrun *c) {
+  if (c->cfg.instance == 0 && !strstr(c->dir, "://")) {
+    if (wm_savepoint_watch(wm_exec_loop(c->exec), &c->usr2, &c->usr2_open, on_usr2, c) != WM_OK)
+      return wm_ctx_error(c->ctx, "cannot watch SIGUSR2 (wmrun savepoint's requests)");
+    check_request(c, c->sh->n == 1); /* sent before the handler was there */
+  }
   if (c->mt) {
     wm_mt_ckpt_hooks h = {.snapshot = hook_snapshot, .put_channel = hook_channel,
                           .done = hook_done, .ud = c};
@@ -557,9 +606,13 @@ static const char *meta_field(const char *meta, size_t len, const char *key, siz
 static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
   char msg[WM_ERROR_MSG];
   snprintf(msg, sizeof msg, "%s", why);
-  wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s: %s\n  (run with "
-                       "--fresh to start over and replace the checkpoints; docs/checkpoints.md)",
-               id, c->dir, msg);
+  wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s%s: %s\n  (%s)", id,
+               c->rsp ? "savepoint " : "", c->rname, msg,
+               !c->rsp ? "run with --fresh to start over and replace the checkpoints; docs/checkpoints.md"
+               : c->cfg.threads > 1 ? "with --threads above 1 a savepoint restores only the job it was "
+                                      "taken of: change a job from one taken at --threads 1; "
+                                      "docs/checkpoints.md, \"Savepoints\""
+                                    : "docs/checkpoints.md, \"Savepoints\"");
   return -1;
 }
 
@@ -579,8 +632,27 @@ static int restore(wm_ckptrun *c) {
   wm_ctx *ctx = c->ctx;
   char err[600];
   wm_ckpt_reader *r = NULL;
+  wm_ckpt_store *sps = NULL; /* --from-savepoint: the savepoint's store */
+  int locked = 0;
+  c->rname = c->dir;
   int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, err, sizeof err);
   if (got < 0) return set_err(c, err), -1;
+  if (c->cfg.from_savepoint) {
+    uv_mutex_lock(&c->sh->mu); /* one store open at a time: its lock is the process's */
+    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, err, sizeof err);
+    if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint)))
+      sp = -1, snprintf(err, sizeof err, "out of memory");
+    if (sp < 0) {
+      wm_ckpt_reader_free(r);
+      wm_ckpt_store_free(sps);
+      uv_mutex_unlock(&c->sh->mu);
+      return wm_ctx_error(ctx, "%s", err), -1;
+    }
+    locked = 1; /* until the parts are read */
+    c->rsp = sp;
+    c->rname = sp ? c->cfg.from_savepoint : c->dir;
+    got = 1;
+  }
   if (got == 0) return 0;
   uint64_t id = wm_ckpt_reader_id(r);
   size_t mlen;
@@ -617,6 +689,24 @@ static int restore(wm_ckptrun *c) {
     }
     parts[i].data = data;
     parts[i].len = len;
+  }
+  if (locked) {
+    wm_ckpt_store_free(sps);
+    sps = NULL;
+    uv_mutex_unlock(&c->sh->mu);
+    locked = 0;
+  }
+  const char *origin = meta_field(meta, mlen, "from-savepoint", &n);
+  uv_mutex_lock(&c->sh->mu); /* a history that started from a savepoint: later ones say so */
+  if (origin && !c->rsp && !c->sh->origin) c->sh->origin = strndup(origin, n);
+  uv_mutex_unlock(&c->sh->mu);
+  if (c->rsp && c->cfg.threads <= 1) { /* a savepoint: its parts fitted to this job by uid */
+    if (wm_savepoint_refit(ctx, c->exec, c->cfg.codec, meta, mlen, &parts, &np,
+                           c->cfg.allow_non_restored, c->rname, c->cfg.log) != WM_OK) {
+      refuse(c, id, wm_ctx_errtext(ctx));
+      goto out;
+    }
+    c->rsp = 2; /* the names are owned too */
   }
   ctx->allow_state_change = c->cfg.allow_state_change;
   ctx->state_changes = 0;
@@ -679,8 +769,8 @@ static int restore(wm_ckptrun *c) {
                         "ended: its input was read to the end, so there is nothing new to do "
                         "(--fresh starts over)\n", id, c->dir, age);
   } else {
-    fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s, taken %.1f s ago\n",
-            id, c->dir, age);
+    fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s%s, taken %.1f s ago\n",
+            id, c->rsp ? "savepoint " : "", c->rname, age);
     /* the sources' positions, as the MANIFEST lists them */
     const char *p = meta, *end = meta + mlen;
     while (p < end) {
@@ -710,10 +800,19 @@ static int restore(wm_ckptrun *c) {
   uv_mutex_unlock(&c->sh->mu);
   ret = final ? 2 : 1;
 out:
-  if (parts)
-    for (size_t i = 0; i < np; i++) free((void *)parts[i].data);
-  free(parts);
+  if (c->rsp == 2) {
+    wm_savepoint_parts_free(parts, np);
+  } else {
+    if (parts)
+      for (size_t i = 0; i < np; i++) free((void *)parts[i].data);
+    free(parts);
+  }
   wm_ckpt_reader_free(r);
+  if (locked) {
+    wm_ckpt_store_free(sps);
+    uv_mutex_unlock(&c->sh->mu);
+  }
+  c->rsp = 0;
   return ret;
 }
 

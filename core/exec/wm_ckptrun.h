@@ -55,6 +55,13 @@ typedef struct wm_ckptrun_config {
    * process ends with _exit(99); NULL: never. The bindings pass WM_CKPT_CRASH
    * (bindings/lwm_testenv.h). */
   const char *crash;
+  /* savepoints (exec/wm_savepoint.h, docs/checkpoints.md "Savepoints"): restore from this
+   * one when dir holds no checkpoint (wmrun --from-savepoint), refusing its state that no
+   * operator takes unless allow_non_restored; on SIGTERM also write a savepoint there
+   * (--stop-with-savepoint). A local dir also takes requests of wmrun savepoint (SIGUSR2). */
+  const char *from_savepoint;
+  int allow_non_restored;
+  const char *stop_savepoint;
 } wm_ckptrun_config;
 
 /* Opens the store (cfg->dir, copied; --fresh empties it). NULL with the message in the

@@ -341,6 +341,11 @@ function M.env(opts)
   if ck then
     ck.fresh = o.fresh
     ck.allow_state_change = o.allow_state_change
+    ck.from_savepoint, ck.stop_with_savepoint = o.from_savepoint, o.stop_with_savepoint
+    ck.allow_non_restored_state = o.allow_non_restored_state
+  elseif o.from_savepoint or o.stop_with_savepoint then
+    error((o.from_savepoint and "--from-savepoint" or "--stop-with-savepoint")
+      .. " needs checkpoints: give --checkpoint-dir (the resumed job's checkpoints go there)", 2)
   end
   return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,

@@ -77,6 +77,7 @@ void test_sessions(void);
 void test_mt(void);
 void test_ckpt(void);
 void test_ckpt_store(void);
+void test_savepoint(void);
 void test_graph(void);
 void test_snapshot(void);
 void test_pool(void);
