@@ -103,7 +103,7 @@ function M.check_rowtime(self, rel, name, pos)
   if not c then self:err(pos, "unknown column '%s'", name) end
   if c.rowtime == "join" then
     self:err(pos, "not supported yet: windows on the time attribute '%s' of an interval join's result (the "
-      .. "join's output watermark is not held back; docs/sql.md, \"Interval joins\")", name)
+      .. "join's rows carry the later of their two times, not this column's; docs/sql.md, \"Interval joins\")", name)
   end
   if not c.rowtime then
     self:err(pos, "column '%s' is not a time attribute: windows need a rowtime column declared with "

@@ -139,11 +139,16 @@ function Planner:plan_join(q)
 
   -- (for an inner join a condition of ON and one of WHERE mean the same; an outer join takes
   -- only equalities in ON)
+  local outer = j.kind ~= "comma" and j.kind ~= "inner" and j.kind
   local all = conjuncts(j.on, {})
   local on_n = #all
-  conjuncts(q.where, all)
-  local outer = j.kind ~= "comma" and j.kind ~= "inner" and j.kind
   local rest, rest_on = {}, nil
+  if outer then
+    -- (an outer join's WHERE filters its result: its conditions are no keys nor bounds)
+    conjuncts(q.where, rest)
+  else
+    conjuncts(q.where, all)
+  end
   local lkeys, rkeys, key_pos = {}, {}, {}
   local dlo, dhi -- bounds of left.ts - right.ts, in ms, inclusive
   local times = {} -- the time attribute of each side the bounds use
@@ -235,9 +240,9 @@ function Planner:plan_join(q)
       self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
-  elseif outer then
-    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins and window joins "
-      .. "are supported)", outer)
+  elseif outer and rest_on and dlo and dhi then
+    self:err(start_pos(rest_on), "not supported yet: a condition other than equalities and the time bounds in the "
+      .. "ON of an outer interval join (put it in WHERE to filter the joined rows)")
   end
   if not wjoin and (not dlo or not dhi) then
     self:err(j.pos, "not supported yet: regular joins (this join has no time condition that bounds one "
@@ -277,7 +282,18 @@ function Planner:plan_join(q)
     end
   end
   local ls, rs = L.stream, R.stream
+  local keep_left = outer == "LEFT" or outer == "FULL"
+  local keep_right = outer == "RIGHT" or outer == "FULL"
+  local lnull, rnull -- an outer side's rows with a NULL key: they meet nothing, padded at once
   if #kfields > 0 and not wjoin then
+    if keep_left then
+      local ok = no_null(1)
+      lnull = ls:filter(function(r) return not ok(r) end):name("join key NULL (left)")
+    end
+    if keep_right then
+      local ok = no_null(2)
+      rnull = rs:filter(function(r) return not ok(r) end):name("join key NULL (right)")
+    end
     ls = ls:filter(no_null(1)):name("join keys not NULL (left)")
     rs = rs:filter(no_null(2)):name("join keys not NULL (right)")
   end
@@ -293,10 +309,17 @@ function Planner:plan_join(q)
     joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
     for _, c in ipairs(cols) do c.rowtime = nil end
   else
-    joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
-    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi
-    :between(-dhi, -dlo)
-    :process(function(l, r, _, out) out(merge(l, r)) end)
+    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi; the output
+    -- watermark is held back by max(-dlo, dhi), as Flink SQL's interval join (its
+    -- TimeIntervalJoin's getMaxOutputDelay: an outer side's row padded when the watermark
+    -- passes its bound still comes before the watermark it is behind)
+    local ij = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
+      :between(-dhi, -dlo)
+    ij:_outer(keep_left, keep_right, math.max(-dlo, dhi))
+    joined = ij:process(function(l, r, _, out) out(merge(l, r)) end)
+    if outer then joined:name(outer:lower() .. " outer interval join") end
+    if lnull then joined = joined:union(lnull:map(function(l) return merge(l, nil) end)) end
+    if rnull then joined = joined:union(rnull:map(function(r) return merge(nil, r) end)) end
   end
   local rel = rel_of(joined, cols, false)
 
