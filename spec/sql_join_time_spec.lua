@@ -155,3 +155,61 @@ env:execute()
         .. "AND b.ts + INTERVAL '1' SECOND;\n"))
   end)
 end)
+
+describe("SQL window joins on HOP and CUMULATE", function()
+  local function q(fn)
+    return ([[
+SELECT L.name, R.name, L.window_start, L.window_end
+FROM (SELECT * FROM TABLE(FN(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) L
+FULL JOIN (SELECT * FROM TABLE(FN(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) R
+ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.id;
+]]):gsub("FN", fn), nil
+  end
+  local function t(s) return ("1970-01-01 00:00:%02d.000"):format(s) end
+  local function row(a, b, s, e)
+    if not s then return ("+I[%s, %s, <NULL>, <NULL>]"):format(a, b) end
+    return ("+I[%s, %s, %s, %s]"):format(a, b, t(s), t(e))
+  end
+  local function sorted_list(list)
+    table.sort(list)
+    return list
+  end
+  -- HOP, slide 5 s, size 10 s: a row at t is in [s, s + 10) for s the multiple of 5 <= t and
+  -- the one before. a1 (id 1, 10 s): [10, 20), [5, 15); b2 (4.999 s): [0, 10), [-5, 5);
+  -- b1 (5 s): [5, 15), [0, 10); b3 (15 s), b4 (15.001 s): [15, 25), [10, 20); a2, b5 (id 2,
+  -- 20 s): [20, 30), [15, 25); a3 (id 3, 30 s): [30, 40), [25, 35); a4, b6 (NULL, 40 s):
+  -- [40, 50), [35, 45). Per window and id: a1-b1 in [5, 15), a1-b3 and a1-b4 in [10, 20), a2-b5
+  -- in [15, 25) and [20, 30); every other row of a window alone (a NULL id meets nothing).
+  local HOP = sorted_list{
+    row("a1", "b1", 5, 15), row("a1", "b3", 10, 20), row("a1", "b4", 10, 20), row("a2", "b5", 15, 25),
+    row("a2", "b5", 20, 30), row("a3", "<NULL>", 25, 35), row("a3", "<NULL>", 30, 40),
+    row("a4", "<NULL>", 35, 45), row("a4", "<NULL>", 40, 50),
+    row("<NULL>", "b2"), row("<NULL>", "b2"), row("<NULL>", "b1"), row("<NULL>", "b3"), row("<NULL>", "b4"),
+    row("<NULL>", "b6"), row("<NULL>", "b6")}
+
+  it("HOP: each window the rows belong to, FULL JOIN padding", function()
+    assert.are.same(HOP, ok_sorted(q("HOP")))
+  end)
+
+  it("HOP gives the same rows at -p 2 --threads 2", function()
+    assert.are.same(HOP, ok_sorted(q("HOP"), "-p 2 --threads 2"))
+  end)
+
+  it("CUMULATE: windows growing by the step within the size", function()
+    -- step 5 s, size 10 s: a row at t is in [s, e) for s the multiple of 10 <= t and every e a
+    -- multiple of 5 with t < e <= s + 10. a1: [10, 15), [10, 20); b2: [0, 5), [0, 10); b1:
+    -- [0, 10); b3, b4: [10, 20); a2, b5: [20, 25), [20, 30); a3: [30, 35), [30, 40); a4, b6:
+    -- [40, 45), [40, 50). a1 is alone in [10, 15), meets b3 and b4 in [10, 20)
+    assert.are.same(sorted_list{
+      row("a1", "<NULL>", 10, 15), row("a1", "b3", 10, 20), row("a1", "b4", 10, 20),
+      row("a2", "b5", 20, 25), row("a2", "b5", 20, 30), row("a3", "<NULL>", 30, 35),
+      row("a3", "<NULL>", 30, 40), row("a4", "<NULL>", 40, 45), row("a4", "<NULL>", 40, 50),
+      row("<NULL>", "b2"), row("<NULL>", "b2"), row("<NULL>", "b1"), row("<NULL>", "b6"), row("<NULL>", "b6")},
+      ok_sorted(q("CUMULATE")))
+  end)
+
+  it("the two inputs must have the same windows", function()
+    assert.matches(("^job.sql:%d:%d: the two inputs of a window join must have the same windows"):format(L + 3, 4),
+      err_of((q("HOP"):gsub("(JOIN %(SELECT %* FROM TABLE%()HOP", "%1CUMULATE"))))
+  end)
+end)

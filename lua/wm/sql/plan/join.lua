@@ -230,9 +230,6 @@ function Planner:plan_join(q)
       self:err(wjoin, "the two inputs of a window join must have the same windows (here %s of %d ms and %s of %d ms)",
         w1.kind, w1.size, w2.kind, w2.size)
     end
-    if w1.kind ~= "tumble" then
-      self:err(wjoin, "not supported yet: window joins on %s windows (TUMBLE is supported)", w1.kind:upper())
-    end
     if dlo or dhi then
       self:err(j.pos, "not supported yet: a time condition beside the windows of a window join")
     end
@@ -353,7 +350,8 @@ function Planner:plan_join(q)
 end
 
 --- A window join of two window TVFs' rows (TUMBLE: each row's window is the tumbling window of
--- its time): a co-group per key and window, fired when the watermark passes the window's end,
+-- its time; HOP, CUMULATE: sliding windows, below): a co-group per key and window, fired when
+-- the watermark passes the window's end,
 -- as Flink's WindowJoinOperator. Rows of a window that fired are late: dropped and counted by
 -- the window operator. INNER gives every pair; LEFT/RIGHT/FULL also the rows of a side that
 -- met nothing, the other side's columns NULL. A row with a NULL key meets nothing.
@@ -378,9 +376,29 @@ function Planner.window_join(_self, L, R, spec)
       return table.concat(t, "\1")
     end
   end
+  local w = L.window
+  local assigner, only = windows.tumbling(w.size), nil
+  if w.kind ~= "tumble" then
+    -- HOP and CUMULATE: the rows come once per window they belong to (window_start,
+    -- window_end); the sliding windows of the same slide (CUMULATE: of its step) that end
+    -- where they end fire when Flink's window join fires them, and each keeps the copies of
+    -- its own window: those whose window_end is its end
+    assigner = windows.sliding(w.size, w.slide)
+    local lend = (find_col(L, "window_end") or {}).field or "window_end"
+    local rend = (find_col(R, "window_end") or {}).field or "window_end"
+    only = function(list, field, stop)
+      local t = {}
+      for i = 1, #list do local r = list[i] if r[field] == stop then t[#t + 1] = r end end
+      return t
+    end
+    only = {fn = only, l = lend, r = rend}
+  end
   return L.stream:co_group(R.stream):where(key_of(spec.lfns)):equal_to(key_of(spec.rfns))
-    :window(windows.tumbling(L.window.size))
-    :apply(function(_, lefts, rights, out)
+    :window(assigner)
+    :apply(function(_, lefts, rights, out, win)
+      if only then
+        lefts, rights = only.fn(lefts, only.l, win.stop), only.fn(rights, only.r, win.stop)
+      end
       local nl, nr = #lefts, #rights
       -- (rows of one group have equal keys: a NULL in one is a NULL in all)
       local meet = nl > 0 and nr > 0 and not null_key(lefts[1], 1)
