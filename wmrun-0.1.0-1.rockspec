@@ -170,6 +170,7 @@ build = {
     ["wm.sql.plan.rank"] = "lua/wm/sql/plan/rank.lua",
     ["wm.sql.plan.select"] = "lua/wm/sql/plan/select.lua",
     ["wm.sql.plan.statements"] = "lua/wm/sql/plan/statements.lua",
+    ["wm.sql.plan.temporal_join"] = "lua/wm/sql/plan/temporal_join.lua",
     ["wm.sql.planner"] = "lua/wm/sql/planner.lua",
     ["wm.sql.tableapi"] = "lua/wm/sql/tableapi.lua",
     ["wm.sql.values"] = "lua/wm/sql/values.lua",

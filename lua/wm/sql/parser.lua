@@ -324,7 +324,10 @@ local G = {
         * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL"))
     * lpeg.Cg(V("from_item"), "item")
     * (K("ON") * lpeg.Cg(V("expr"), "on")) ^ -1),
-  table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
+  -- (`t FOR SYSTEM_TIME AS OF x.ts`: a temporal or lookup join's table, wm.sql.plan.temporal_join)
+  table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")
+    * (ci("FOR") * -idchar * ws * ci("SYSTEM_TIME") * -idchar * ws * K("AS") * ci("OF") * -idchar * ws
+      * lpeg.Cg(V("expr"), "as_of")) ^ -1),
   -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
   -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`
   lateral = Ct(Cg_pos("lateral") * (T(",") + (K("CROSS") + ci("INNER") * -idchar * ws) ^ -1 * K("JOIN")
@@ -402,9 +405,6 @@ local G = {
           or "OVER windows")
       elseif what == "filter" then
         errors.raise(cur_src, after, "not supported yet: FILTER (WHERE ...) on an aggregate")
-      end
-      if up == "PROCTIME" then
-        errors.raise(cur_src, pos, "not supported yet: PROCTIME() (processing-time attributes)")
       end
       return {tag = "call", pos = pos, name = name:upper(), args = args,
               star = mode == "star" or nil, distinct = mode == "distinct" or nil}

@@ -55,6 +55,8 @@ function Planner:create_table(st)
     elseif el.tag == "watermark" then
       if t.watermark then self:err(el.pos, "a table has at most one WATERMARK") end
       t.watermark = el
+    elseif el.tag == "pkey" then -- (a versioned table's key: wm.sql.plan.temporal_join)
+      t.pkey, t.pkey_pos = {table.unpack(el)}, el.pos
     end
   end
   -- type the computed columns (they see the physical ones and earlier computed ones)

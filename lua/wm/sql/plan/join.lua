@@ -10,6 +10,7 @@ local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local lower = require("wm.sql.plan.lower")
 local windows = require("wm.windows")
+require("wm.sql.plan.temporal_join") -- (FOR SYSTEM_TIME AS OF: Planner:plan_system_time_join)
 
 local Planner, rel_of = base.Planner, base.rel_of
 
@@ -66,6 +67,7 @@ end
 -- as its WHERE.
 function Planner:plan_join(q)
   local j = q.joins[1]
+  if j.item.as_of then return self:plan_system_time_join(q) end -- (wm.sql.plan.temporal_join)
   if #q.joins > 1 then
     self:err(q.joins[2].pos, "not supported yet: joins of more than two tables (join two in a view, "
       .. "then join the view with the third)")

@@ -110,7 +110,10 @@ function Planner:plan_select(q)
   for i, it in ipairs(items) do
     if it.expr.tag == "col" and not rel.updating then
       for _, c in ipairs(rel.cols) do if c.name == it.expr.name and c.rowtime then cols[i].rowtime = c.rowtime end end
+      for _, c in ipairs(rel.cols) do if c.name == it.expr.name and c.proctime then cols[i].proctime = true end end
     end
+    -- PROCTIME(): a processing-time attribute (a lookup join's AS OF, wm.sql.plan.temporal_join)
+    if it.expr.tag == "call" and it.expr.name == "PROCTIME" then cols[i].proctime = true end
   end
   local f = expr.load("function(r) return " .. body .. " end", lineof(self, q.pos))
   local stream
