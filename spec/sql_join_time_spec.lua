@@ -213,3 +213,189 @@ ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.
       err_of((q("HOP"):gsub("(JOIN %(SELECT %* FROM TABLE%()HOP", "%1CUMULATE"))))
   end)
 end)
+
+describe("SQL event-time temporal joins", function()
+  local TDDL = [[
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE orders (id INT, cur STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts)
+  WITH ('connector' = 'filesystem', 'path' = 'orders.csv', 'format' = 'csv');
+CREATE TABLE rates (cur STRING, rate DOUBLE, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts,
+  PRIMARY KEY (cur) NOT ENFORCED)
+  WITH ('connector' = 'filesystem', 'path' = 'rates.csv', 'format' = 'csv');
+CREATE VIEW last_rates AS SELECT cur, rate, ts FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY cur ORDER BY ts DESC) AS rn FROM rates) WHERE rn = 1;
+]]
+  -- versions (each file in time order): EUR 1.0 from 1 s, GBP 2.0 from 2 s, EUR 1.1 from 5 s,
+  -- EUR 1.2 from 9 s. Orders: 1 EUR at 0.5 s (before any EUR version), 2 EUR at 1 s (the
+  -- version of 1 s: at or before), 3 GBP at 3 s, 4 EUR at 6 s (1.1), 5 EUR at 9 s (1.2), 6 USD
+  -- at 9.5 s (no USD). The two files are read side by side in any interleaving: an order waits
+  -- for the watermark (the minimum of both) to reach its time, so the result does not depend on it.
+  local FILES = {["orders.csv"] = "1,EUR,500\n2,EUR,1000\n3,GBP,3000\n4,EUR,6000\n5,EUR,9000\n6,USD,9500\n",
+                 ["rates.csv"] = "EUR,1.0,1000\nGBP,2.0,2000\nEUR,1.1,5000\nEUR,1.2,9000\n"}
+  local function trun(query, args)
+    local out, err, code = sql_run.run(TDDL .. query, {["orders.csv"] = FILES["orders.csv"],
+      ["rates.csv"] = FILES["rates.csv"]}, {args = args})
+    assert.are.equal(0, code, err)
+    return sorted(out)
+  end
+  local INNER = {"+I[2, EUR, 1.0]", "+I[3, GBP, 2.0]", "+I[4, EUR, 1.1]", "+I[5, EUR, 1.2]"}
+
+  it("a table with a PRIMARY KEY and a WATERMARK: the version valid at the order's time", function()
+    assert.are.same(INNER, trun("SELECT o.id, o.cur, r.rate FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts "
+      .. "AS r ON o.cur = r.cur;\n"))
+  end)
+
+  it("LEFT JOIN pads an order without a version at its time", function()
+    local want = {"+I[1, EUR, <NULL>]", "+I[6, USD, <NULL>]"}
+    for _, x in ipairs(INNER) do want[#want + 1] = x end
+    table.sort(want)
+    assert.are.same(want, trun("SELECT o.id, o.cur, r.rate FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF "
+      .. "o.ts AS r ON o.cur = r.cur;\n"))
+  end)
+
+  it("a view keeping the last row per key is versioned, and -p 2 --threads 2 gives the same", function()
+    local q = "SELECT o.id, o.cur, r.rate FROM orders o JOIN last_rates FOR SYSTEM_TIME AS OF o.ts AS r "
+      .. "ON o.cur = r.cur;\n"
+    assert.are.same(INNER, trun(q))
+    assert.are.same(INNER, trun(q, "-p 2 --threads 2"))
+  end)
+
+  it("an ON condition beyond the keys decides which version meets (LEFT: padded otherwise)", function()
+    -- r.rate > 1.05: orders 1 and 2 (EUR 1.0 or none) padded, 3 (2.0), 4 (1.1), 5 (1.2)
+    assert.are.same({"+I[1, <NULL>]", "+I[2, <NULL>]", "+I[3, 2.0]", "+I[4, 1.1]", "+I[5, 1.2]", "+I[6, <NULL>]"},
+      trun("SELECT o.id, r.rate FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+        .. "ON o.cur = r.cur AND r.rate > 1.05;\n"))
+  end)
+
+  it("a probe row waits for the watermark: a version that comes after it, at an earlier time, meets it", function()
+    -- one source split in two, watermarks 2 s behind the largest time (bounded out of
+    -- orderness): order o1 EUR at 5 s (W 2.999 s); version EUR 1.5 at 4 s comes next (in time:
+    -- 4 s > W); order o2 EUR at 3.5 s; then v at 8 s: W 5.999 s, o1 and o2 meet what is valid
+    -- at their times: 1.5 (4 s <= 5 s) and nothing (LEFT: padded; 4 s > 3.5 s). Looked up at
+    -- once, o1 would have met nothing.
+    local out, err, code = lua_job([=[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+local s = env:from_elements(
+  {side = "o", id = "o1", cur = "EUR", ts = 5000}, {side = "r", cur = "EUR", rate = 1.5, ts = 4000},
+  {side = "o", id = "o2", cur = "EUR", ts = 3500}, {side = "r", cur = "GBP", rate = 9.0, ts = 8000})
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"))
+env:create_temporary_view("O", s:filter(function(r) return r.side == "o" end),
+  {"id:STRING", "cur:STRING", "rt:rowtime"})
+env:create_temporary_view("V", s:filter(function(r) return r.side == "r" end),
+  {"cur:STRING", "rate:DOUBLE", "rt:rowtime"})
+env:execute_sql([[CREATE VIEW rates AS SELECT cur, rate, rt FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY cur ORDER BY rt DESC) AS rn FROM V) WHERE rn = 1]])
+env:execute_sql([[SELECT o.id, r.rate FROM O o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.rt AS r ON o.cur = r.cur]])
+env:execute()
+]=])
+    assert.are.equal(0, code, err)
+    -- (the timers fire in time order: o2 at 3.5 s, then o1 at 5 s)
+    assert.are.equal("+I[o2, <NULL>]\n+I[o1, 1.5]\n", out)
+  end)
+
+  it("says what is not a versioned table, and which joins are not temporal ones", function()
+    local function terr(query)
+      local out, err, code = sql_run.run(TDDL .. query, FILES)
+      assert.are_not.equal(0, code, out)
+      return err
+    end
+    local l = 9 -- the query's line
+    assert.are.equal(("job.sql:%d:32: 'orders' is not a versioned table: an event-time temporal join needs a PRIMARY "
+      .. "KEY (...) NOT ENFORCED and a WATERMARK on the table (or a view that keeps the last row per key)\n"):format(l),
+      terr("SELECT o.id FROM orders o JOIN orders FOR SYSTEM_TIME AS OF o.ts AS x ON o.id = x.id;\n"))
+    assert.are.equal(("job.sql:%d:27: a join FOR SYSTEM_TIME AS OF is INNER or LEFT (Flink's temporal and lookup "
+      .. "joins), not FULL\n"):format(l),
+      terr("SELECT o.id FROM orders o FULL JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur;\n"))
+    assert.are.equal(("job.sql:%d:60: FOR SYSTEM_TIME AS OF needs a time attribute: 'ms' is neither a rowtime "
+      .. "(WATERMARK FOR ...: an event-time temporal join) nor PROCTIME() (a lookup join)\n"):format(l),
+      terr("SELECT o.id FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ms AS r ON o.cur = r.cur;\n"))
+    assert.are.equal(("job.sql:%d:27: an event-time temporal join's ON must compare the versioned table's key "
+      .. "'r.cur' (its PRIMARY KEY: cur)\n"):format(l),
+      terr("SELECT o.id FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.ms = r.ms;\n"))
+  end)
+end)
+
+describe("SQL lookup joins", function()
+  local LDDL = [[
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE O (id INT, k BIGINT) WITH ('connector' = 'filesystem', 'path' = 'o.csv', 'format' = 'csv');
+CREATE TABLE side (k BIGINT, v STRING) WITH ('connector' = 'filesystem', 'path' = 'side.csv', 'format' = 'csv');
+]]
+  local FILES = {["o.csv"] = "1,1\n2,2\n3,5\n4,\n5,11\n", ["side.csv"] = "1,one\n2,two\n2,deux\n3,three\n"}
+  local function lrun(query, args)
+    local out, err, code = sql_run.run(LDDL .. query, {["o.csv"] = FILES["o.csv"], ["side.csv"] = FILES["side.csv"]},
+      {args = args})
+    assert.are.equal(0, code, err)
+    return sorted(out)
+  end
+
+  it("JOIN a filesystem table FOR SYSTEM_TIME AS OF PROCTIME(): every row of the key", function()
+    -- k 1: one; k 2: two and deux (two rows of one key); k 5, NULL and 11: none
+    assert.are.same({"+I[1, one]", "+I[2, deux]", "+I[2, two]"}, lrun("SELECT o.id, s.v FROM (SELECT *, "
+      .. "PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k;\n"))
+  end)
+
+  it("LEFT JOIN pads the rows without a match; a key may be an expression (Nexmark q13's MOD)", function()
+    -- MOD(k, 10): 1 -> one, 2 -> two, deux, 5 -> none, NULL -> none, 11 -> 1: one
+    assert.are.same({"+I[1, one]", "+I[2, deux]", "+I[2, two]", "+I[3, <NULL>]", "+I[4, <NULL>]", "+I[5, one]"},
+      lrun("SELECT o.id, s.v FROM (SELECT *, PROCTIME() AS p FROM O) o LEFT JOIN side FOR SYSTEM_TIME AS OF o.p "
+        .. "AS s ON MOD(o.k, 10) = s.k;\n"))
+    assert.are.same({"+I[1, one]", "+I[2, deux]", "+I[2, two]", "+I[3, <NULL>]", "+I[4, <NULL>]", "+I[5, one]"},
+      lrun("SELECT o.id, s.v FROM (SELECT *, PROCTIME() AS p FROM O) o LEFT JOIN side FOR SYSTEM_TIME AS OF o.p "
+        .. "AS s ON MOD(o.k, 10) = s.k;\n", "-p 2 --threads 2"))
+  end)
+
+  it("reads the file again once 'lookup.join.cache.ttl' has passed (driven by a test clock)", function()
+    -- the lookup's clock (wm.sql.plan.temporal_join.clock, called once per probe) gives 1 s,
+    -- 2 s, ...; at the second probe the file changes to "uno". ttl 2.5 s: probe 1 (1 s) reads
+    -- the file (next read at 3.5 s), probes 2 and 3 use what it read, probe 4 (4 s) reads it
+    -- again (next at 6.5 s), probe 5 uses that: one, one, one, uno, uno
+    local dir = h.tmpdir()
+    local side = dir .. "/side.csv"
+    local f = assert(io.open(side, "w"))
+    f:write("1,one\n")
+    f:close()
+    local out, err, code = lua_job(([=[
+local wm = require("wm")
+local tj = require("wm.sql.plan.temporal_join")
+local n = 0
+tj.clock = function(who)
+  if who ~= "lookup" then return 0 end
+  n = n + 1
+  if n == 2 then
+    local f = assert(io.open(SIDE, "w"))
+    f:write("1,uno\n")
+    f:close()
+  end
+  return n * 1000
+end
+local env = wm.env{watermark_interval = 0}
+local s = env:from_elements({id = 1, k = 1}, {id = 2, k = 1}, {id = 3, k = 1}, {id = 4, k = 1}, {id = 5, k = 1})
+env:create_temporary_view("O", s, {"id:INT", "k:BIGINT"})
+env:execute_sql([[CREATE TABLE side (k BIGINT, v STRING) WITH ('connector' = 'filesystem', 'path' = ']] .. SIDE
+  .. [[', 'format' = 'csv', 'lookup.join.cache.ttl' = '2500 ms')]])
+env:execute_sql([[SELECT o.id, s.v FROM (SELECT *, PROCTIME() AS p FROM O) o
+  JOIN side FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k]])
+env:execute()
+]=]):gsub("SIDE", string.format("%q", side)), nil)
+    h.rmdir(dir)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[1, one]\n+I[2, one]\n+I[3, one]\n+I[4, uno]\n+I[5, uno]\n", out)
+  end)
+
+  it("says what it cannot look up, at its position", function()
+    local function lerr(query)
+      local out, err, code = sql_run.run(LDDL .. query, FILES)
+      assert.are_not.equal(0, code, out)
+      return err
+    end
+    assert.are.equal("job.sql:4:101: bad duration 'soon' for 'lookup.join.cache.ttl' (e.g. '1 s', '500 ms', '1 min'; "
+      .. "'0' turns it off)\n", lerr("CREATE TABLE t2 (k BIGINT) WITH ('connector' = 'filesystem', 'path' = "
+      .. "'side.csv', 'format' = 'csv', 'lookup.join.cache.ttl' = 'soon');\nSELECT o.id FROM (SELECT *, PROCTIME() "
+      .. "AS p FROM O) o JOIN t2 FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k;\n"))
+    assert.are.equal("job.sql:4:55: a join FOR SYSTEM_TIME AS OF needs an equality of the two tables in its ON "
+      .. "(o.k = t.k)\n", lerr("SELECT o.id FROM (SELECT *, PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME "
+      .. "AS OF o.p AS s ON o.k > s.k;\n"))
+  end)
+end)
