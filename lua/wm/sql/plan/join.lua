@@ -35,6 +35,7 @@ local function and_of(list)
 end
 
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<="}
+local WBOUND = {window_start = "start", window_end = "end"}
 
 -- Where an expression starts in the script (a binary node's own position is its operator's).
 local function start_pos(e)
@@ -186,9 +187,11 @@ function Planner:plan_join(q)
       local s2, c2 = ref(c[2])
       if s1 and s2 and s1 ~= s2 then
         if s1 == rside then c1, c2 = c2, c1 end
-        if c1.name == "window_start" and c2.name == "window_start" then
+        -- (a window's bounds: window_start and window_end, or a window aggregate's under other names)
+        local b1, b2 = c1.wbound or WBOUND[c1.name], c2.wbound or WBOUND[c2.name]
+        if b1 == "start" and b2 == "start" then
           ws_eq = ws_eq or c[1].pos
-        elseif c1.name == "window_end" and c2.name == "window_end" then
+        elseif b1 == "end" and b2 == "end" then
           we_eq = we_eq or c[1].pos
         else
           lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c[1].pos
@@ -386,8 +389,11 @@ function Planner.window_join(_self, L, R, spec)
     -- where they end fire when Flink's window join fires them, and each keeps the copies of
     -- its own window: those whose window_end is its end
     assigner = windows.sliding(w.size, w.slide)
-    local lend = (find_col(L, "window_end") or {}).field or "window_end"
-    local rend = (find_col(R, "window_end") or {}).field or "window_end"
+    local function end_field(rel)
+      for _, c in ipairs(rel.cols) do if c.wbound == "end" then return c.field or c.name end end
+      return (find_col(rel, "window_end") or {}).field or "window_end"
+    end
+    local lend, rend = end_field(L), end_field(R)
     only = function(list, field, stop)
       local t = {}
       for i = 1, #list do local r = list[i] if r[field] == stop then t[#t + 1] = r end end
