@@ -208,6 +208,18 @@ ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.id = R.
       ok_sorted(q("CUMULATE")))
   end)
 
+  it("a window aggregation's rows join on their window bounds, under any name (Nexmark q8)", function()
+    -- 5 s windows: B's counts per id and window: id 1 [0, 5) 1 (b2), [5, 10) 1 (b1), [15, 20) 2
+    -- (b3, b4); id 2 [20, 25) 1 (b5); NULL [40, 45) 1. A's rows: a1 (id 1) in [10, 15): no
+    -- count; a2 (id 2) in [20, 25): 1; a3 (id 3): none; a4 (NULL) meets nothing
+    assert.are.same({"+I[a2, 1]"}, ok_sorted([[
+SELECT L.name, R.n FROM (SELECT * FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L
+JOIN (SELECT id, window_start AS s, window_end AS e, COUNT(*) AS n
+  FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY id, window_start, window_end) R
+ON L.window_start = R.s AND L.window_end = R.e AND L.id = R.id;
+]]))
+  end)
+
   it("the two inputs must have the same windows", function()
     assert.matches(("^job.sql:%d:%d: the two inputs of a window join must have the same windows"):format(L + 3, 4),
       err_of((q("HOP"):gsub("(JOIN %(SELECT %* FROM TABLE%()HOP", "%1CUMULATE"))))
@@ -397,5 +409,22 @@ env:execute()
     assert.are.equal("job.sql:4:55: a join FOR SYSTEM_TIME AS OF needs an equality of the two tables in its ON "
       .. "(o.k = t.k)\n", lerr("SELECT o.id FROM (SELECT *, PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME "
       .. "AS OF o.p AS s ON o.k > s.k;\n"))
+  end)
+end)
+
+describe("a Lua key function giving a composite key", function()
+  it("keys a window by its list of values (the key selector read the list at a moved index)", function()
+    -- keys {1, "x"} (two rows) and {1, "y"} (one) in one 10 ms window; this crashed before
+    local out, err, code = lua_job([=[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:from_elements({a = 1, b = "x", ts = 1}, {a = 1, b = "y", ts = 2}, {a = 1, b = "x", ts = 3})
+  :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("ts"))
+  :key_by(function(r) return {r.a, r.b} end):window(wm.windows.tumbling(10))
+  :process(function(key, ctx, records, out) out({a = key[1], b = key[2], n = #records}) end):print()
+env:execute()
+]=])
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"a":1,"b":"x","n":2}\n{"a":1,"b":"y","n":1}\n', out)
   end)
 end)

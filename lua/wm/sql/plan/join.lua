@@ -126,6 +126,8 @@ function Planner:plan_join(q)
     local side, c = ref(e)
     if side then
       if c.rowtime then return side, c, 0 end
+      -- a window aggregate's window_end: the row's time + 1 ms (wm.sql.plan.aggregate)
+      if c.ts_offset and not side.rel.updating then return side, c, c.ts_offset end
       return nil
     end
     if e.tag == "bin" and (e.op == "+" or e.op == "-") then
