@@ -348,6 +348,12 @@ CREATE TABLE side (k BIGINT, v STRING) WITH ('connector' = 'filesystem', 'path' 
       .. "PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k;\n"))
   end)
 
+  it("a PROCTIME() column of the table's DDL is a processing-time attribute too", function()
+    assert.are.same({"+I[1, one]", "+I[2, deux]", "+I[2, two]"}, lrun("CREATE TABLE O2 (id INT, k BIGINT, "
+      .. "p AS PROCTIME()) WITH ('connector' = 'filesystem', 'path' = 'o.csv', 'format' = 'csv');\n"
+      .. "SELECT o.id, s.v FROM O2 o JOIN side FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k;\n"))
+  end)
+
   it("LEFT JOIN pads the rows without a match; a key may be an expression (Nexmark q13's MOD)", function()
     -- MOD(k, 10): 1 -> one, 2 -> two, deux, 5 -> none, NULL -> none, 11 -> 1: one
     assert.are.same({"+I[1, one]", "+I[2, deux]", "+I[2, two]", "+I[3, <NULL>]", "+I[4, <NULL>]", "+I[5, one]"},
@@ -406,6 +412,9 @@ env:execute()
       .. "'0' turns it off)\n", lerr("CREATE TABLE t2 (k BIGINT) WITH ('connector' = 'filesystem', 'path' = "
       .. "'side.csv', 'format' = 'csv', 'lookup.join.cache.ttl' = 'soon');\nSELECT o.id FROM (SELECT *, PROCTIME() "
       .. "AS p FROM O) o JOIN t2 FOR SYSTEM_TIME AS OF o.p AS s ON o.k = s.k;\n"))
+    assert.are.equal("job.sql:4:17: not supported yet: FOR SYSTEM_TIME AS OF outside a join (temporal and lookup "
+      .. "joins: JOIN t FOR SYSTEM_TIME AS OF x.ts)\n", lerr("SELECT * FROM O FOR SYSTEM_TIME AS OF "
+      .. "TIMESTAMP '2020-01-01 00:00:00';\n"))
     assert.are.equal("job.sql:4:55: a join FOR SYSTEM_TIME AS OF needs an equality of the two tables in its ON "
       .. "(o.k = t.k)\n", lerr("SELECT o.id FROM (SELECT *, PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME "
       .. "AS OF o.p AS s ON o.k > s.k;\n"))

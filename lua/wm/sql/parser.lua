@@ -326,7 +326,8 @@ local G = {
     * (K("ON") * lpeg.Cg(V("expr"), "on")) ^ -1),
   -- (`t FOR SYSTEM_TIME AS OF x.ts`: a temporal or lookup join's table, wm.sql.plan.temporal_join)
   table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")
-    * (ci("FOR") * -idchar * ws * ci("SYSTEM_TIME") * -idchar * ws * K("AS") * ci("OF") * -idchar * ws
+    * (lpeg.Cg(Cp(), "as_of_pos") * ci("FOR") * -idchar * ws * ci("SYSTEM_TIME") * -idchar * ws * K("AS")
+      * ci("OF") * -idchar * ws
       * lpeg.Cg(V("expr"), "as_of")) ^ -1),
   -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
   -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`

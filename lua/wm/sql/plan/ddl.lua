@@ -49,6 +49,8 @@ function Planner:create_table(st)
       else
         c.expr = el.expr
         t.computed[#t.computed + 1] = c
+        -- `pt AS PROCTIME()`: a processing-time attribute (a lookup join's AS OF)
+        if el.expr.tag == "call" and el.expr.name == "PROCTIME" then c.proctime = true end
       end
       t.cols[#t.cols + 1] = c
       t.byname[el.name] = c

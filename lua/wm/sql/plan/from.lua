@@ -24,7 +24,7 @@ function Planner:scan(name, pos)
     local cols = {}
     for i, c in ipairs(t.cols) do
       cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull,
-                 fields = c.fields}
+                 fields = c.fields, proctime = c.proctime}
     end
     return rel_of(stream, cols, false)
   end
@@ -168,6 +168,10 @@ end
 local check_rowtime = M.check_rowtime
 function Planner:plan_from(f)
   local rel
+  if f.as_of then
+    self:err(f.as_of_pos, "not supported yet: FOR SYSTEM_TIME AS OF outside a join (temporal and lookup joins: "
+      .. "JOIN t FOR SYSTEM_TIME AS OF x.ts)")
+  end
   if f.tag == "table" then
     rel = self:scan(f.name, f.pos)
   elseif f.tag == "subquery" then
