@@ -421,7 +421,9 @@ function M.read_all(p, t)
   local ddl = p.src.name .. ":" .. errors.line_col(p.src.text, t.pos)
   return function()
     local f, why = io.open(path, "r")
-    if not f then values.fail(ddl, string.format("lookup join: cannot read '%s' (table '%s'): %s", path, t.name, why)) end
+    if not f then
+      values.fail(ddl, string.format("lookup join: cannot read '%s' (table '%s'): %s", path, t.name, why))
+    end
     local rows, n = {}, 0
     for line in f:lines() do
       n = n + 1

@@ -222,9 +222,11 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     if e.tag == "call" and e.name:match("_ROWTIME$") then cols[i].rowtime = true end
     if e.tag == "col" and e.name == "window_time" and window then cols[i].rowtime = true end
     -- the window's bounds under any name: a window join may join on them (wm.sql.plan.join)
-    if window and ((e.tag == "col" and e.name == "window_start" and rel.tvf) or (e.tag == "call" and e.name:match("_START$"))) then
+    local tvf_col = window and rel.tvf and e.tag == "col" and e.name
+    local call = window and e.tag == "call" and e.name
+    if tvf_col == "window_start" or (call and call:match("_START$")) then
       cols[i].wbound = "start"
-    elseif window and ((e.tag == "col" and e.name == "window_end" and rel.tvf) or (e.tag == "call" and e.name:match("_END$"))) then
+    elseif tvf_col == "window_end" or (call and call:match("_END$")) then
       cols[i].wbound = "end"
     end
   end

@@ -222,7 +222,9 @@ local function split_on(self, j, L, R, aL, aR, row)
     local e = rest[1]
     for i = 2, #rest do e = {tag = "bin", op = "AND", pos = rest[i].pos, e, rest[i]} end
     local f, t = base.compile_fn(self, e, self:row_scope(row.cols, nil, row.aliases), start_pos(e))
-    if t ~= "BOOLEAN" and t ~= "NULL" then self:err(start_pos(e), "the ON condition must be a BOOLEAN, got %s", expr.show(t)) end
+    if t ~= "BOOLEAN" and t ~= "NULL" then
+      self:err(start_pos(e), "the ON condition must be a BOOLEAN, got %s", expr.show(t))
+    end
     cond = f
   end
   local rfns = {}
@@ -441,7 +443,7 @@ function Planner:temporal_join(_q, j, L, aL, aR, tc)
     end,
     -- at time t (the watermark reached it): the left rows up to t meet their versions, in
     -- time order (equal times in arrival order); the versions before the one valid at t go
-    on_timer = function(t, ctx, out)
+    on_timer = function(now, ctx, out)
       local st = ctx.state
       local vs = st.versions or {}
       local lefts = st.lefts
@@ -449,7 +451,7 @@ function Planner:temporal_join(_q, j, L, aL, aR, tc)
         local due, keep = {}, {}
         for i = 1, #lefts do
           local l = lefts[i]
-          if l[ltime] <= t then due[#due + 1] = {l = l, i = i} else keep[#keep + 1] = l end
+          if l[ltime] <= now then due[#due + 1] = {l = l, i = i} else keep[#keep + 1] = l end
         end
         if #due > 0 then
           table.sort(due, function(a, b)
@@ -462,7 +464,7 @@ function Planner:temporal_join(_q, j, L, aL, aR, tc)
         end
       end
       local last = 0
-      for i = 1, #vs do if vs[i].t <= t then last = i end end
+      for i = 1, #vs do if vs[i].t <= now then last = i end end
       if last > 1 then
         local nv = {}
         for i = last, #vs do nv[#nv + 1] = vs[i] end
@@ -470,7 +472,7 @@ function Planner:temporal_join(_q, j, L, aL, aR, tc)
         st.versions = vs
       end
       -- a deleted key whose deletion is the only version left holds nothing
-      if #vs == 1 and vs[1].r == false and vs[1].t <= t then st.versions = nil end
+      if #vs == 1 and vs[1].r == false and vs[1].t <= now then st.versions = nil end
     end,
   }:name((outer and "left " or "") .. "temporal join (" .. name .. ")")
   return finish(stream, row)
