@@ -169,6 +169,7 @@ build = {
     ["wm.sql.plan.lower"] = "lua/wm/sql/plan/lower.lua",
     ["wm.sql.plan.rank"] = "lua/wm/sql/plan/rank.lua",
     ["wm.sql.plan.select"] = "lua/wm/sql/plan/select.lua",
+    ["wm.sql.plan.semi_join"] = "lua/wm/sql/plan/semi_join.lua",
     ["wm.sql.plan.statements"] = "lua/wm/sql/plan/statements.lua",
     ["wm.sql.plan.temporal_join"] = "lua/wm/sql/plan/temporal_join.lua",
     ["wm.sql.planner"] = "lua/wm/sql/planner.lua",

@@ -7,6 +7,7 @@ local from = require("wm.sql.plan.from")
 local rank = require("wm.sql.plan.rank")
 require("wm.sql.plan.lateral")
 require("wm.sql.plan.join")
+local semi_join = require("wm.sql.plan.semi_join")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -65,6 +66,8 @@ function Planner:plan_select(q)
   local rel
   if q.joins then
     rel, q = self:plan_join(q)
+  elseif q.where and semi_join.has_subquery(q.where) then -- EXISTS / IN (SELECT ...)
+    rel, q = self:plan_semi_join(q)
   else
     rel = self:plan_from(q.from)
   end
