@@ -168,6 +168,7 @@ build = {
     ["wm.sql.plan.lateral"] = "lua/wm/sql/plan/lateral.lua",
     ["wm.sql.plan.lower"] = "lua/wm/sql/plan/lower.lua",
     ["wm.sql.plan.rank"] = "lua/wm/sql/plan/rank.lua",
+    ["wm.sql.plan.regular_join"] = "lua/wm/sql/plan/regular_join.lua",
     ["wm.sql.plan.select"] = "lua/wm/sql/plan/select.lua",
     ["wm.sql.plan.semi_join"] = "lua/wm/sql/plan/semi_join.lua",
     ["wm.sql.plan.statements"] = "lua/wm/sql/plan/statements.lua",

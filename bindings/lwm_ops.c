@@ -388,22 +388,24 @@ static int keysel_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
   lwm_bridge *B = oi->B;
   lua_State *L = B->L;
   oi->op = op;
-  luaL_checkstack(L, 4, "wmrun: key selector");
   lwm_push_fn(B, oi->fn);
   lwm_push_arg(B, oi, rec);
   if (lwm_call(oi, 1, 1, rec) != WM_OK) return WM_ERR;
   int t = lua_type(L, -1);
   if (t == LUA_TTABLE) { /* a list of scalars: a composite key */
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    int list = lua_gettop(L); /* the parts pile up above it */
     wm_value parts[16];
     if (n < 1 || n > 16) {
       lua_pop(L, 1);
       return lwm_op_error(oi, rec, "key selector returned a table that is not a list of 1 to 16 values");
     }
-    luaL_checkstack(L, (int)n + 1, "wmrun: key selector"); /* (its parts stay on the stack) */
-    int list = lua_gettop(L);
+    if (!lua_checkstack(L, (int)n)) {
+      lua_pop(L, 1);
+      return wm_ctx_error(&B->ctx, "out of memory");
+    }
     for (lua_Integer i = 1; i <= n; i++) {
-      lua_rawgeti(L, list, i); /* (the list's own index: the parts before pile up above it) */
+      lua_rawgeti(L, list, i);
       lwm_to_value(B, -1, &parts[i - 1]);
       if (!wm_key_valid(&parts[i - 1])) {
         if (parts[i - 1].type == WM_SLOT) wm_value_release(&B->ctx.host, &parts[i - 1]);

@@ -208,3 +208,17 @@ describe("rolling keyed aggregations", function()
                     end, data))
   end)
 end)
+
+describe("composite keys from a key function", function()
+  it("a key function giving a list of several values keys by all of them (no crash)", function()
+    -- keys {1, "x"}, {1, "y"}, {1, "x"}: the third record folds into the first's key
+    local h = require("wm").testing.harness(function(i)
+      return i:key_by(function(r) return {r.a, r.b} end)
+        :reduce(function(acc, r) return {a = r.a, b = r.b, v = acc.v + r.v} end)
+    end)
+    for i, r in ipairs({{a = 1, b = "x", v = 1}, {a = 1, b = "y", v = 2}, {a = 1, b = "x", v = 3}}) do
+      h:push(r, i)
+    end
+    assert.are.same({{a = 1, b = "x", v = 1}, {a = 1, b = "y", v = 2}, {a = 1, b = "x", v = 4}}, h:output())
+  end)
+end)

@@ -518,3 +518,152 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     end
   end)
 end)
+
+-- q3, q4, q5, q9, q20: regular joins (wm.sql.plan.regular_join) and what reads their changelogs,
+-- against results computed here in plain Lua over the dumped events.
+describe("Nexmark join queries (examples/nexmark) against results computed in Lua", function()
+  local function of_kind(k, field)
+    local out = {}
+    for _, e in ipairs(events()) do if e.event_type == k then out[#out + 1] = e[field] end end
+    return out
+  end
+
+  -- A changelog applied to a table (the `N> ` of a parallel run taken off): +I/+U add a row,
+  -- -U/-D take one away (which must be there); the rows left, sorted, and the count of each kind.
+  local function apply_log(text)
+    local rows, kinds = {}, {}
+    for _, l in ipairs(lines_of(text)) do
+      local kind, row = l:gsub("^%d+> ", ""):match("^([+-][IUD])(%[.*%])$")
+      assert.is_not_nil(kind, l)
+      kinds[kind] = (kinds[kind] or 0) + 1
+      if kind == "+I" or kind == "+U" then
+        rows[row] = (rows[row] or 0) + 1
+      else
+        assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
+        rows[row] = rows[row] - 1
+      end
+    end
+    local out = {}
+    for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
+    table.sort(out)
+    return out, kinds
+  end
+
+  -- Runs qN at -p 1 and at -p 2 --threads 2; both must give `want` (sorted rows `[...]`).
+  local function check(q, want, append_only)
+    table.sort(want)
+    for _, args in ipairs({"", "-p 2 --threads 2"}) do
+      local rows, kinds = apply_log(run_sql(EX .. q .. ".sql", args))
+      if append_only then
+        assert.are.same({"+I"}, (function() local k = {} for x in pairs(kinds) do k[#k + 1] = x end return k end)(),
+          q .. " " .. args .. ": an inner join of append-only inputs gives only +I rows")
+      end
+      assert.are.same(want, rows, q .. " " .. args)
+    end
+  end
+
+  local function auctions_by_id()
+    local by = {}
+    for _, a in ipairs(of_kind(1, "auction")) do by[a.id] = a end
+    return by
+  end
+
+  it("q3 local item suggestion (auction JOIN person ON seller = id, a filter)", function()
+    local persons = {}
+    for _, p in ipairs(of_kind(0, "person")) do persons[p.id] = p end
+    local want = {}
+    for _, a in ipairs(of_kind(1, "auction")) do
+      local p = persons[a.seller]
+      if a.category == 10 and p and (p.state == "OR" or p.state == "ID" or p.state == "CA") then
+        want[#want + 1] = string.format("[%s, %s, %s, %d]", p.name, p.city, p.state, a.id)
+      end
+    end
+    assert.is_true(#want > 20)
+    check("q3", want, true)
+  end)
+
+  it("q20 bids with their auction's details (category 10)", function()
+    local auctions = auctions_by_id()
+    local want = {}
+    for _, b in ipairs(of_kind(2, "bid")) do
+      local a = auctions[b.auction]
+      if a and a.category == 10 then
+        want[#want + 1] = string.format("[%d, %d, %d, %s, %s, %s, %s, %s, %s, %d, %d, %s, %s, %d, %d, %s]",
+          b.auction, b.bidder, b.price, b.channel, b.url, ts(b.dateTime), b.extra, a.itemName, a.description,
+          a.initialBid, a.reserve, ts(a.dateTime), ts(a.expires), a.seller, a.category, a.extra)
+      end
+    end
+    assert.is_true(#want > 500)
+    check("q20", want, true)
+  end)
+
+  -- per auction id, the bids between its start and its end (both included), in arrival order
+  local function bids_in_auction()
+    local auctions = auctions_by_id()
+    local per = {}
+    for _, b in ipairs(of_kind(2, "bid")) do
+      local a = auctions[b.auction]
+      if a and b.dateTime >= a.dateTime and b.dateTime <= a.expires then
+        per[a.id] = per[a.id] or {}
+        table.insert(per[a.id], b)
+      end
+    end
+    return per, auctions
+  end
+
+  it("q4 average winning price per category (a join, MAX per auction, AVG over its changelog)", function()
+    local per, auctions = bids_in_auction()
+    local sum, n = {}, {}
+    for id, list in pairs(per) do
+      local best = 0
+      for _, b in ipairs(list) do if b.price > best then best = b.price end end
+      local c = auctions[id].category
+      sum[c], n[c] = (sum[c] or 0) + best, (n[c] or 0) + 1
+    end
+    local want = {}
+    -- AVG of a BIGINT is a BIGINT (Java's long division; the prices are positive)
+    for c, s in pairs(sum) do want[#want + 1] = string.format("[%d, %d]", c, s // n[c]) end
+    assert.is_true(#want >= 5)
+    check("q4", want)
+  end)
+
+  it("q9 winning bid per auction (a join, then ROW_NUMBER() <= 1 by price DESC, dateTime ASC)", function()
+    local per, auctions = bids_in_auction()
+    local want = {}
+    for id, list in pairs(per) do
+      local best = list[1]
+      for _, b in ipairs(list) do
+        -- a later bid takes the place only when it sorts strictly before (Top-N: ties keep
+        -- the first to arrive)
+        if b.price > best.price or (b.price == best.price and b.dateTime < best.dateTime) then best = b end
+      end
+      local a = auctions[id]
+      want[#want + 1] = string.format("[%d, %s, %s, %d, %d, %s, %s, %d, %d, %s, %d, %d, %d, %s, %s]",
+        a.id, a.itemName, a.description, a.initialBid, a.reserve, ts(a.dateTime), ts(a.expires), a.seller,
+        a.category, a.extra, best.auction, best.bidder, best.price, ts(best.dateTime), best.extra)
+    end
+    assert.is_true(#want > 100)
+    check("q9", want)
+  end)
+
+  it("q5 hot items (per 10 s window sliding by 2 s, the auctions with the most bids)", function()
+    local size, slide = 10000, 2000
+    local counts = {} -- window start -> auction -> bids
+    for _, b in ipairs(of_kind(2, "bid")) do
+      local s = b.dateTime - b.dateTime % slide
+      while s > b.dateTime - size do
+        counts[s] = counts[s] or {}
+        counts[s][b.auction] = (counts[s][b.auction] or 0) + 1
+        s = s - slide
+      end
+    end
+    local want = {}
+    for _, per in pairs(counts) do
+      local max = 0
+      for _, c in pairs(per) do if c > max then max = c end end
+      for a, c in pairs(per) do if c >= max then want[#want + 1] = string.format("[%d, %d]", a, c) end end
+    end
+    assert.is_true(#want >= 40)
+    check("q5", want)
+  end)
+end)

@@ -20,17 +20,17 @@ describe("SQL SET", function()
     assert.are.equal(1, code)
     assert.are.equal("job.sql:1:5: SET 'table.exec.mini-batch.enabled': wmrun does not implement this option (it "
       .. "implements 'execution.runtime-mode', 'parallelism.default', 'pipeline.auto-watermark-interval', "
-      .. "'table.exec.source.idle-timeout', 'table.local-time-zone')\n", err)
+      .. "'table.exec.source.idle-timeout', 'table.local-time-zone', 'table.exec.state.ttl')\n", err)
     _, err, code = sql_run.run(T .. "SET 'sql-client.execution.result-mode' = 'tableau';\n" .. SELECT, IN)
     assert.are.equal(1, code)
     assert.matches("^job.sql:3:5: SET 'sql%-client.execution.result%-mode': wmrun does not implement", err)
     -- the unquoted form, and RESET of such a key
-    _, err, code = sql_run.run("SET table.exec.state.ttl = 1h;\n" .. T .. SELECT, IN)
+    _, err, code = sql_run.run("SET table.optimizer.join-reorder-enabled = true;\n" .. T .. SELECT, IN)
     assert.are.equal(1, code)
-    assert.matches("^job.sql:1:5: SET 'table.exec.state.ttl': wmrun does not implement", err)
-    _, err, code = sql_run.run("RESET 'table.exec.state.ttl';\n" .. T .. SELECT, IN)
+    assert.matches("^job.sql:1:5: SET 'table.optimizer.join%-reorder%-enabled': wmrun does not implement", err)
+    _, err, code = sql_run.run("RESET 'table.optimizer.join-reorder-enabled';\n" .. T .. SELECT, IN)
     assert.are.equal(1, code)
-    assert.matches("^job.sql:1:7: RESET 'table.exec.state.ttl': wmrun does not implement", err)
+    assert.matches("^job.sql:1:7: RESET 'table.optimizer.join%-reorder%-enabled': wmrun does not implement", err)
   end)
 
   it("the implemented keys are accepted; bad values are errors", function()

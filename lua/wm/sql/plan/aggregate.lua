@@ -267,6 +267,6 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     return res
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
-                out = function(k, a) return out(k, a, nil, nil) end}
+                out = function(k, a) return out(k, a, nil, nil) end, ttl = self:state_ttl()}
   return rel_of(lower.group_aggregate(rel.stream, spec), cols, true)
 end

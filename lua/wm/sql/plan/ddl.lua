@@ -135,7 +135,8 @@ end
 -- The SET keys wmrun implements (docs/sql.md, "Options"); any other key is an error, so that
 -- a setting never looks applied when it is not.
 local SET_KEYS = {"execution.runtime-mode", "parallelism.default", "pipeline.auto-watermark-interval",
-  "table.exec.source.idle-timeout", "table.local-time-zone"}
+  "table.exec.source.idle-timeout", "table.local-time-zone",
+  "table.exec.state.ttl"}
 local SET_KNOWN = {}
 for _, k in ipairs(SET_KEYS) do SET_KNOWN[k] = true end
 
@@ -169,8 +170,19 @@ function Planner:set(st)
     self:err(st.key_pos, "only 'streaming' is supported for execution.runtime-mode (got '%s')", st.value)
   end
   if st.key == "table.exec.source.idle-timeout" then self:duration_option(st.key, st.value, st.key_pos) end
+  if st.key == "table.exec.state.ttl" then self:duration_option(st.key, st.value, st.key_pos) end
   s[st.key] = st.value
   s._pos[st.key] = st.key_pos
+end
+
+--- `table.exec.state.ttl` as set so far: its milliseconds, or nil when it is not set or '0'
+-- (the state of regular joins, GROUP BY without a window, deduplication and Top-N expires).
+function Planner:state_ttl()
+  local v = self.settings["table.exec.state.ttl"]
+  if not v then return nil end
+  local ms = self:duration_option("table.exec.state.ttl", v, self.settings._pos["table.exec.state.ttl"])
+  if ms == 0 then return nil end
+  return ms
 end
 
 --- RESET 'key' (a key wmrun implements) or RESET (all).

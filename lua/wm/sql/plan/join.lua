@@ -2,13 +2,15 @@
 -- condition bounds one table's time attribute by the other's on both sides (Flink SQL's
 -- interval join: `a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE`, or
 -- `>=`/`>`/`<=`/`<` pairs) runs on the DataStream interval join (wm.interval_join), keyed by
--- the equalities of the two tables' columns. The other joins are `not supported yet` at the
--- join's position (docs/sql.md, "Joins").
+-- the equalities of the two tables' columns. A join without such bounds, or with an updating
+-- input, is a regular join (wm.sql.plan.regular_join). The other joins are `not supported yet`
+-- at the join's position (docs/sql.md, "Joins").
 -- @module wm.sql.plan.join
 local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 local lower = require("wm.sql.plan.lower")
+local regular_join = require("wm.sql.plan.regular_join")
 local windows = require("wm.windows")
 require("wm.sql.plan.temporal_join") -- (FOR SYSTEM_TIME AS OF: Planner:plan_system_time_join)
 
@@ -56,10 +58,7 @@ function Planner:join_input(f, what)
     rel.alias = alias
   end
   if rel.rank then self:check_no_rank(rel) end
-  if rel.updating then
-    self:err(f.pos, "not supported yet: joins of an updating input (the %s of the join is the result of a "
-      .. "GROUP BY, a deduplication or a Top-N: regular joins with retractions)", what)
-  end
+  rel.join_pos, rel.join_what = f.pos, what -- (an updating input: a regular join, wm.sql.plan.regular_join)
   return rel
 end
 
@@ -144,16 +143,11 @@ function Planner:plan_join(q)
 
   -- (for an inner join a condition of ON and one of WHERE mean the same; an outer join takes
   -- only equalities in ON)
-  local outer = j.kind ~= "comma" and j.kind ~= "inner" and j.kind
   local all = conjuncts(j.on, {})
   local on_n = #all
+  conjuncts(q.where, all)
+  local outer = j.kind ~= "comma" and j.kind ~= "inner" and j.kind
   local rest, rest_on = {}, nil
-  if outer then
-    -- (an outer join's WHERE filters its result: its conditions are no keys nor bounds)
-    conjuncts(q.where, rest)
-  else
-    conjuncts(q.where, all)
-  end
   local lkeys, rkeys, key_pos = {}, {}, {}
   local dlo, dhi -- bounds of left.ts - right.ts, in ms, inclusive
   local times = {} -- the time attribute of each side the bounds use
@@ -184,7 +178,11 @@ function Planner:plan_join(q)
   end
   for i, c in ipairs(all) do
     local used = false
-    if c.tag == "bin" and c.op == "=" then
+    -- (an outer join's WHERE filters its result: no keys, bounds nor windows there)
+    local where_of_outer = outer and i > on_n
+    if where_of_outer then
+      used = false
+    elseif c.tag == "bin" and c.op == "=" then
       local s1, c1 = ref(c[1])
       local s2, c2 = ref(c[2])
       if s1 and s2 and s1 ~= s2 then
@@ -223,7 +221,19 @@ function Planner:plan_join(q)
     end
   end
   local wjoin = ws_eq or we_eq
+  -- a regular join (wm.sql.plan.regular_join): no time bounds on both sides, or an updating input
+  local regular = not wjoin and (not dlo or not dhi or L.updating or R.updating) and true or false
+  local on_rest
+  if regular then
+    lkeys, rkeys, key_pos, rest, on_rest = regular_join.classify(all, on_n, outer, ref, rside)
+  end
   if wjoin then
+    for _, x in ipairs{L, R} do
+      if x.updating then
+        self:err(x.join_pos, "not supported yet: window joins of an updating input (the %s of the join is the "
+          .. "result of a GROUP BY, a deduplication or a Top-N)", x.join_what)
+      end
+    end
     local w1, w2 = L.window, R.window
     if not (ws_eq and we_eq) then
       self:err(wjoin, "a window join needs both L.window_start = R.window_start and L.window_end = R.window_end")
@@ -244,16 +254,11 @@ function Planner:plan_join(q)
       self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
-  elseif outer and rest_on and dlo and dhi then
+  elseif outer and not regular and rest_on then
     self:err(start_pos(rest_on), "not supported yet: a condition other than equalities and the time bounds in the "
       .. "ON of an outer interval join (put it in WHERE to filter the joined rows)")
   end
-  if not wjoin and (not dlo or not dhi) then
-    self:err(j.pos, "not supported yet: regular joins (this join has no time condition that bounds one "
-      .. "table's time attribute by the other's on both sides; an interval join needs one: "
-      .. "a.ts BETWEEN b.ts - INTERVAL '5' MINUTE AND b.ts + INTERVAL '5' MINUTE)")
-  end
-  if not wjoin and dlo > dhi then
+  if not wjoin and not regular and dlo > dhi then
     self:err(j.pos, "the interval join's time condition never holds: it asks for %d ms <= %s%s - %s%s <= %d ms",
       dlo, aL and aL .. "." or "", times[lside].name, aR and aR .. "." or "", times[rside].name, dhi)
   end
@@ -289,7 +294,7 @@ function Planner:plan_join(q)
   local keep_left = outer == "LEFT" or outer == "FULL"
   local keep_right = outer == "RIGHT" or outer == "FULL"
   local lnull, rnull -- an outer side's rows with a NULL key: they meet nothing, padded at once
-  if #kfields > 0 and not wjoin then
+  if #kfields > 0 and not wjoin and not regular then
     if keep_left then
       local ok = no_null(1)
       lnull = ls:filter(function(r) return not ok(r) end):name("join key NULL (left)")
@@ -308,25 +313,6 @@ function Planner:plan_join(q)
     if r then for i = 1, nr do local x = rcopy[i] o[x.to] = r[x.from] end end
     return o
   end
-  local joined
-  if wjoin then
-    joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
-    for _, c in ipairs(cols) do c.rowtime = nil end
-  else
-    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi; the output
-    -- watermark is held back by max(-dlo, dhi), as Flink SQL's interval join (its
-    -- TimeIntervalJoin's getMaxOutputDelay: an outer side's row padded when the watermark
-    -- passes its bound still comes before the watermark it is behind)
-    local ij = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
-      :between(-dhi, -dlo)
-    ij:_outer(keep_left, keep_right, math.max(-dlo, dhi))
-    joined = ij:process(function(l, r, _, out) out(merge(l, r)) end)
-    if outer then joined:name(outer:lower() .. " outer interval join") end
-    if lnull then joined = joined:union(lnull:map(function(l) return merge(l, nil) end)) end
-    if rnull then joined = joined:union(rnull:map(function(r) return merge(nil, r) end)) end
-  end
-  local rel = rel_of(joined, cols, false)
-
   local src = self.src
   local function resolve(n)
     if n.resolved then return n end -- a column of `*`: the joined row's
@@ -348,6 +334,30 @@ function Planner:plan_join(q)
   end
   local aliases = {["\0join"] = {resolve = resolve, quals = quals, src = src}}
   for a in pairs(quals) do aliases[a] = true end
+  local joined
+  local updating = false
+  if regular then
+    joined, updating = self:regular_join{L = L, R = R, lfns = lfns, rfns = rfns, kfields = kfields, merge = merge,
+                                         outer = outer, on_rest = on_rest, cols = cols, aliases = aliases}
+    for _, c in ipairs(cols) do c.rowtime = nil end -- (as in Flink: a regular join's result has no time attribute)
+  elseif wjoin then
+    joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
+    for _, c in ipairs(cols) do c.rowtime = nil end
+  else
+    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi; the output
+    -- watermark is held back by max(-dlo, dhi), as Flink SQL's interval join (its
+    -- TimeIntervalJoin's getMaxOutputDelay: an outer side's row padded when the watermark
+    -- passes its bound still comes before the watermark it is behind)
+    local ij = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
+      :between(-dhi, -dlo)
+    ij:_outer(keep_left, keep_right, math.max(-dlo, dhi))
+    joined = ij:process(function(l, r, _, out) out(merge(l, r)) end)
+    if outer then joined:name(outer:lower() .. " outer interval join") end
+    if lnull then joined = joined:union(lnull:map(function(l) return merge(l, nil) end)) end
+    if rnull then joined = joined:union(rnull:map(function(r) return merge(nil, r) end)) end
+  end
+  local rel = rel_of(joined, cols, updating)
+
   rel.join = {aliases = aliases, quals = quals}
 
   local q2 = {}

@@ -214,6 +214,15 @@ function lower.with_watermark(stream, fn, is_filter)
   end):name(is_filter and "filter (CURRENT_WATERMARK)" or "map (CURRENT_WATERMARK)")
 end
 
+-- `keyed:process(fn)`, with `table.exec.state.ttl` (`ttl` ms, or nil) as the key's state_ttl:
+-- a key's state not written for ttl on the processing-time clock is gone (Flink's
+-- OnCreateAndWrite for the state of its GROUP BY, deduplication and Top-N).
+local function keyed_process(keyed, fn, ttl)
+  if not ttl then return keyed:process(fn) end
+  return keyed:process{process_element = fn,
+                       state_ttl = {ttl = ttl, update = "on_create_and_write", time = "processing"}}
+end
+
 --- Non-windowed aggregation: a keyed process function that emits a changelog. Rules as
 -- Flink's GroupAggFunction: +I for a new key, -U/+U when the result changes (nothing when it
 -- does not), -D when the last row of a key is retracted. The stream is keyed by the group
@@ -221,7 +230,7 @@ end
 -- order, and reaches the operators after it through forward edges. A group's state (its
 -- keys, aggregate states, row count and last result) lives in `ctx.state`, which the engine
 -- checkpoints (docs/checkpoints.md).
--- spec: keyfns, aggs, argfns, updating_input, out(keys, aggs) -> row or false
+-- spec: keyfns, aggs, argfns, updating_input, out(keys, aggs) -> row or false, ttl (ms or nil)
 function lower.group_aggregate(stream, spec)
   local keyfns, list, argfns, out = spec.keyfns, spec.aggs, spec.argfns, spec.out
   local nk, na = #keyfns, #list
@@ -246,7 +255,7 @@ function lower.group_aggregate(stream, spec)
     local row = out(keys, a)
     if row then emit({k = kind, r = row}) end
   end
-  return stream:key_by(key_of):process(function(e, ctx, emit)
+  return keyed_process(stream:key_by(key_of), function(e, ctx, emit)
     local r, sign = e, 1
     if updating then
       r = e.r
@@ -284,7 +293,7 @@ function lower.group_aggregate(stream, spec)
       emit_row(emit, "+U", g.keys, a)
     end
     g.prev = a
-  end):name("group aggregate")
+  end, spec.ttl):name("group aggregate")
 end
 
 ---------------------------------------------------------------------------------------------
@@ -334,7 +343,7 @@ end
 function lower.deduplicate(stream, spec)
   local keep, shape = rank_rows(spec)
   local tf, keep_last = spec.orders[1].field, spec.keep_last
-  return stream:key_by(partition_key(spec.parts)):process(function(r, ctx, emit)
+  return keyed_process(stream:key_by(partition_key(spec.parts)), function(r, ctx, emit)
     local st = ctx.state
     local prev = st.row
     if prev ~= nil then
@@ -354,7 +363,7 @@ function lower.deduplicate(stream, spec)
       emit({k = "-U", r = shape(prev)})
       emit({k = "+U", r = shape(row)})
     end
-  end):name(keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)")
+  end, spec.ttl):name(keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)")
 end
 
 -- a sorts before b under the ORDER BY (NULL first ascending, last descending, unless the
@@ -389,7 +398,7 @@ function lower.top_n(stream, spec)
     for _, f in ipairs(visible) do if a[f] ~= b[f] then return false end end
     return true
   end
-  return stream:key_by(partition_key(spec.parts)):process(function(r, ctx, emit)
+  return keyed_process(stream:key_by(partition_key(spec.parts)), function(r, ctx, emit)
     local st = ctx.state
     local buf = st.buf
     if buf == nil then
@@ -403,6 +412,7 @@ function lower.top_n(stream, spec)
     while p > 1 and less(r, buf[p - 1]) do p = p - 1 end
     local row = keep(r)
     table.insert(buf, p, row)
+    st.buf = buf -- (a write: with a TTL, renews the key's state)
     if not with_rn then
       if #buf > n then
         local last = table.remove(buf)
@@ -419,7 +429,7 @@ function lower.top_n(stream, spec)
     end
     if m <= n then emit({k = "+I", r = shape(buf[m], m)}) end
     while #buf > n do table.remove(buf) end
-  end):name("top-" .. n)
+  end, spec.ttl):name("top-" .. n)
 end
 
 --- Prints a relation as Flink's print sink does: `+I[...]`, `-U[...]`, `+U[...]`, `-D[...]`.

@@ -168,7 +168,7 @@ function Planner:apply_rank(q, rel)
   for i, c in ipairs(rel.cols) do if with_rn or c.name ~= rn then cols[#cols + 1] = rel.cols[i] end end
   local stream
   local lspec = {parts = spec.parts, orders = spec.orders, visible = spec.visible, n = n,
-                 rn = with_rn and rn or nil}
+                 rn = with_rn and rn or nil, ttl = self:state_ttl()}
   if n == 1 and not with_rn and spec.time_order then
     lspec.keep_last = spec.orders[1].desc
     stream = lower.deduplicate(spec.stream, lspec)

@@ -59,9 +59,6 @@ end
 
 function Planner:plan_select(q)
   local ri = rank.rank_item(q)
-  if ri and q.joins then
-    self:err(q.items[ri].pos, "not supported yet: ROW_NUMBER() over a join (make the join a view, and rank the view)")
-  end
   if ri then return self:plan_rank_input(q, ri) end
   local rel
   if q.joins then
