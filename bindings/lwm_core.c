@@ -450,8 +450,19 @@ static int l_reads_arg_only(lua_State *L) {
   return 1;
 }
 
+/* core.wall_ms() -> the wall clock in ms since the epoch (SQL's PROCTIME(), a lookup join's
+ * cache) */
+static int l_wall_ms(lua_State *L) {
+  uv_timeval64_t tv;
+  int rc = uv_gettimeofday(&tv);
+  if (rc != 0) return luaL_error(L, "uv_gettimeofday: %s", uv_strerror(rc));
+  lua_pushinteger(L, (lua_Integer)(tv.tv_sec * 1000 + tv.tv_usec / 1000));
+  return 1;
+}
+
 static const luaL_Reg core_funcs[] = {
     {"_reads_arg_only", l_reads_arg_only},
+    {"wall_ms", l_wall_ms},
     {"execute", l_execute},
     {"duration", l_duration},
     {"format", l_format},

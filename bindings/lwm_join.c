@@ -44,11 +44,13 @@ static int ij_join(void *ud, wm_op *op, const wm_value *key, const wm_value *lef
   lwm_bridge *B = k->oi.B;
   lua_State *L = B->L;
   k->op = k->oi.op = op;
-  k->ts = lts > rts ? lts : rts;
+  k->ts = lts > rts ? lts : rts; /* (an outer join's padded record: the other is MIN) */
   luaL_checkstack(L, 8, "wmrun: interval join");
   lwm_push_fn(B, k->oi.fn);
-  lwm_push_value(B, left);
-  lwm_push_value(B, right);
+  if (left) lwm_push_value(B, left);
+  else lua_pushnil(L);
+  if (right) lwm_push_value(B, right);
+  else lua_pushnil(L);
   lwm_push_fn(B, k->oi.fn3);
   set_int(L, "left_timestamp", lts);
   set_int(L, "right_timestamp", rts);
@@ -56,7 +58,7 @@ static int ij_join(void *ud, wm_op *op, const wm_value *key, const wm_value *lef
   lwm_push_value(B, key);
   lua_setfield(L, -2, "key");
   lwm_push_fn(B, k->oi.fn4);
-  return lwm_call(&k->oi, 4, 0, lts >= rts ? left : right);
+  return lwm_call(&k->oi, 4, 0, right == NULL || (left && lts >= rts) ? left : right);
 }
 
 static void free_keysel(void *ud) {
@@ -100,6 +102,9 @@ static wm_op *build_interval_join(lwm_bridge *B, int node, const char *name, con
   cfg.upper_exclusive = lwm_get_int(L, node, "upper_exclusive", 0) != 0;
   cfg.late_tag[0] = lwm_get_str(L, node, "late_left");
   cfg.late_tag[1] = lwm_get_str(L, node, "late_right");
+  cfg.outer[0] = lwm_get_int(L, node, "outer_left", 0) != 0;
+  cfg.outer[1] = lwm_get_int(L, node, "outer_right", 0) != 0;
+  cfg.wm_delay = (int64_t)lwm_get_int(L, node, "watermark_delay", 0);
   lwm_opinfo *oi = lwm_opinfo_new(B, where);
   jproc *k = oi ? realloc(oi, sizeof *k) : NULL;
   lwm_pending *pp = k ? lwm_pending_add(B, lwm_opinfo_free, k) : NULL;

@@ -263,7 +263,8 @@ static int wj_fire(void *ud, wm_op *op, const wm_fire *f) {
     lua_pushvalue(L, lefts);
     lua_pushvalue(L, rights);
     lwm_push_fn(B, outfn);
-    int rc = lwm_call(oi, 4, 0, NULL);
+    lwm_push_window(L, f->window, f->max_ts); /* (a fifth argument: the window) */
+    int rc = lwm_call(oi, 5, 0, NULL);
     lua_settop(L, base);
     return rc;
   }

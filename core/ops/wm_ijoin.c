@@ -10,10 +10,11 @@
 #include "time/wm_time.h"
 #include "time/wm_timer.h"
 
-/* A kept record: 24 bytes here, plus what its value holds (a Lua table's slot, a row). */
+/* A kept record: 32 bytes here, plus what its value holds (a Lua table's slot, a row). */
 typedef struct jrec {
   int64_t ts;
-  wm_value v; /* owned */
+  wm_value v;      /* owned */
+  uint8_t matched; /* it met a record of the other side (for an outer join) */
 } jrec;
 
 /* A side's records of one key, r[lo..hi) sorted by (ts, arrival); cleanup removes from
@@ -51,6 +52,7 @@ typedef struct ijoin {
   char kfirst[2][80];
   uint64_t late[2];   /* late records per side */
   size_t nbuf[2];     /* records buffered per side */
+  int64_t wm_out;     /* the last watermark passed on when held back (wm_delay > 0) */
 } ijoin;
 
 static int64_t sat_add(int64_t a, int64_t b) {
@@ -156,6 +158,7 @@ static int jbuf_insert(jbuf *b, int64_t t, wm_value v, uint32_t *at) {
   memmove(b->r + pos + 1, b->r + pos, (b->hi - pos) * sizeof *b->r);
   b->r[pos].ts = t;
   b->r[pos].v = v;
+  b->r[pos].matched = 0;
   b->hi++;
   *at = pos;
   return 0;
@@ -249,26 +252,39 @@ static int ij_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   int64_t from = side ? sat_add(ts, -s->hi) : sat_add(ts, s->lo);
   int64_t to = side ? sat_add(ts, -s->lo) : sat_add(ts, s->hi);
   if (s->lo > s->hi) return WM_OK; /* exclusive bounds of lower == upper: nothing meets */
-  for (uint32_t i = jbuf_bound(other, from, 0); i < other->hi && other->r[i].ts <= to; i++) {
-    const jrec *o = &other->r[i];
+  uint32_t i = jbuf_bound(other, from, 0);
+  if (i < other->hi && other->r[i].ts <= to) mine->r[at].matched = 1;
+  for (; i < other->hi && other->r[i].ts <= to; i++) {
+    jrec *o = &e->b[!side].r[i];
+    o->matched = 1;
     int rc = side ? s->cfg.fn.join(s->cfg.fn.ud, op, &e->key, &o->v, o->ts, rec, ts)
                   : s->cfg.fn.join(s->cfg.fn.ud, op, &e->key, rec, ts, &o->v, o->ts);
     if (rc != WM_OK) return rc;
+    /* (the function may not touch the join's state: e and other stay valid) */
   }
   return WM_OK;
 }
 
-/* A cleanup timer: the side's records whose cleanup time is t go. */
-static void cleanup(wm_op *op, ijoin *s, int64_t t, uint64_t payload) {
+/* A cleanup timer: the side's records whose cleanup time is t go (an outer side's that met
+ * nothing to the join function first, padded). */
+static int cleanup(wm_op *op, ijoin *s, int64_t t, uint64_t payload) {
   uint32_t slot = (uint32_t)(payload / 2);
   int side = (int)(payload % 2);
-  if (slot >= s->nk || !s->k[slot].live) return; /* (never: a key with a timer has records) */
+  if (slot >= s->nk || !s->k[slot].live) return WM_OK; /* (never: a key with a timer has records) */
   jkey *e = &s->k[slot];
   jbuf *b = &e->b[side];
   uint32_t a = b->lo;
   while (a < b->hi && cleanup_at(s, side, b->r[a].ts) < t) a++;
   uint32_t z = a;
   while (z < b->hi && cleanup_at(s, side, b->r[z].ts) == t) z++;
+  if (s->cfg.outer[side])
+    for (uint32_t i = a; i < z; i++) {
+      const jrec *r = &e->b[side].r[i];
+      if (r->matched) continue;
+      int rc = side ? s->cfg.fn.join(s->cfg.fn.ud, op, &e->key, NULL, WM_TIME_MIN, &r->v, r->ts)
+                    : s->cfg.fn.join(s->cfg.fn.ud, op, &e->key, &r->v, r->ts, NULL, WM_TIME_MIN);
+      if (rc != WM_OK) return rc;
+    }
   for (uint32_t i = a; i < z; i++) wm_value_release(&op->ctx->host, &b->r[i].v);
   s->nbuf[side] -= z - a;
   if (a == b->lo) {
@@ -282,6 +298,7 @@ static void cleanup(wm_op *op, ijoin *s, int64_t t, uint64_t payload) {
     memset(b, 0, sizeof *b);
     if (e->b[!side].lo == e->b[!side].hi) key_drop(op, s, slot);
   }
+  return WM_OK;
 }
 
 static int ij_watermark(wm_op *op, int64_t W) {
@@ -290,8 +307,13 @@ static int ij_watermark(wm_op *op, int64_t W) {
   const wm_timer_entry *ents;
   size_t n;
   while (wm_timers_pop(s->q, W, &t, &ents, &n))
-    for (size_t i = 0; i < n; i++) cleanup(op, s, t, ents[i].payload);
-  return wm_op_emit_watermark(op, W);
+    for (size_t i = 0; i < n; i++)
+      if (cleanup(op, s, t, ents[i].payload) != WM_OK) return WM_ERR;
+  if (W == WM_TIME_MIN || W == WM_TIME_MAX || s->cfg.wm_delay <= 0) return wm_op_emit_watermark(op, W);
+  int64_t out = sat_add(W, -s->cfg.wm_delay);
+  if (out <= s->wm_out) return WM_OK; /* (held back: nothing new to pass on yet) */
+  s->wm_out = out;
+  return wm_op_emit_watermark(op, out);
 }
 
 static void release_keys(wm_op *op, ijoin *s) {
@@ -326,7 +348,7 @@ static void ij_free(wm_op *op) {
  * version, 'J', the bounds in effect (lower, upper: inclusive), the timer sequence, the
  * late counts (left, right), the number of key slots, then per slot whether it is live and,
  * if so, its key and per side (left, right) the count of its records and each record's
- * timestamp and value in (ts, arrival) order; then the cleanup timers (time/wm_timer.h
+ * timestamp and value (and, for an outer join, whether it met one) in (ts, arrival) order; then the cleanup timers (time/wm_timer.h
  * order, payload = slot * 2 + side). Slots keep their numbers, so the timers need none
  * rewritten. */
 
@@ -351,6 +373,7 @@ static int ij_snapshot(wm_op *op, wm_state_io *io) {
         if (wm_state_put_value(op, io, &e->b[d].r[j].v, d ? "a right record" : "a left record") !=
             WM_OK)
           return WM_ERR;
+        if (s->cfg.outer[0] || s->cfg.outer[1]) wm_state_put_u(io, e->b[d].r[j].matched);
       }
     }
   }
@@ -429,6 +452,18 @@ static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r) {
         if (j > 0 && ts < b->r[b->hi - 1].ts)
           return wm_state_bad(r, "a key's records out of timestamp order");
         if (wm_state_get_value(r, &b->r[b->hi].v, "a kept record") != WM_OK) return WM_ERR;
+        uint64_t m = 0;
+        b->r[b->hi].matched = 0;
+        if ((s->cfg.outer[0] || s->cfg.outer[1]) &&
+            wm_state_get_u(r, &m, "whether a kept record met one") != WM_OK) {
+          wm_value_release(h, &b->r[b->hi].v);
+          return WM_ERR;
+        }
+        if (m > 1) {
+          wm_value_release(h, &b->r[b->hi].v);
+          return wm_state_bad(r, "a kept record's flag is %llu", (unsigned long long)m);
+        }
+        b->r[b->hi].matched = (uint8_t)m;
         b->r[b->hi++].ts = ts;
         s->nbuf[d]++;
       }
@@ -500,6 +535,7 @@ wm_op *wm_ijoin_new(wm_ctx *ctx, const char *name, wm_ijoin_config *cfg) {
   if (s) {
     s->cfg = *cfg;
     s->cfg.late_tag[0] = s->cfg.late_tag[1] = NULL;
+    s->wm_out = WM_TIME_MIN;
     /* Flink moves an exclusive bound inwards by 1 ms and then needs no more checks */
     s->lo = cfg->lower_exclusive ? sat_add(cfg->lower, 1) : cfg->lower;
     s->hi = cfg->upper_exclusive ? sat_add(cfg->upper, -1) : cfg->upper;

@@ -12,6 +12,12 @@
  * when lower >= 0); one event-time timer per (key, side, timestamp), fired at W >= t. A
  * key whose two buffers are empty holds no memory. A record without a timestamp (MIN) is
  * an error.
+ *
+ * Outer (Flink SQL's TimeIntervalJoin, LEFT/RIGHT/FULL): with cfg.outer[side], a kept record
+ * of that side that met nothing goes to the join function with the other side NULL (its
+ * timestamp MIN) when its cleanup time comes, before the watermark is passed on. The output
+ * watermark is the input watermark minus cfg.wm_delay (>= 0; Flink's
+ * KeyedCoProcessOperatorWithWatermarkDelay), MIN and MAX unchanged.
  */
 #ifndef WM_IJOIN_H
 #define WM_IJOIN_H
@@ -20,7 +26,9 @@
 #include "ops/wm_keys.h"
 
 /* The join function: called once per pair; key, left and right are borrowed for the call.
- * It emits its results itself (wm_op_emit on op, usually at max(lts, rts)). */
+ * It emits its results itself (wm_op_emit on op, usually at max(lts, rts)). An outer join
+ * calls it with left or right NULL (and its timestamp WM_TIME_MIN) for a record that met
+ * nothing. */
 typedef struct wm_ijoin_fn {
   int (*join)(void *ud, wm_op *op, const wm_value *key, const wm_value *left, int64_t lts,
               const wm_value *right, int64_t rts);
@@ -37,6 +45,8 @@ typedef struct wm_ijoin_config {
    * of that side are dropped and counted */
   const char *late_tag[2];
   wm_ijoin_fn fn; /* owned */
+  bool outer[2];   /* emit the records of that side that met nothing, padded (NULL other) */
+  int64_t wm_delay; /* the output watermark is held back by this much (>= 0) */
 } wm_ijoin_config;
 
 /* NULL on failure (message in ctx->error); takes ownership of cfg's parts even then. */

@@ -139,6 +139,16 @@ function IntervalJoined:side_output_right_late_data(tag)
   return late_tag(self, tag, "side_output_right_late_data", "late_right")
 end
 
+-- (wm.sql's outer interval joins, Flink SQL's TimeIntervalJoin; not a DataStream method, as
+-- Flink's DataStream interval join has none): a kept record of an outer side that met nothing
+-- goes to the function with the other side nil when the watermark lets it go, and the output
+-- watermark is held back by `delay` ms (the SQL join's time attributes stay valid after it).
+function IntervalJoined:_outer(left, right, delay)
+  self.outer_left, self.outer_right = left and 1 or nil, right and 1 or nil
+  self.watermark_delay = delay
+  return self
+end
+
 --- The join function (Flink's `ProcessJoinFunction`): `fn(left, right, ctx, out)` once per
 -- pair that meets, with `ctx.left_timestamp`, `ctx.right_timestamp`, `ctx.timestamp` (the
 -- larger, the timestamp of what `out(v)` emits), `ctx.key`, and `ctx:output(tag, v)`.
@@ -157,7 +167,8 @@ function IntervalJoined:process(fn)
   local node = self.env:_node("interval_join", {self.a.node, self.b.node}, {
     key = self.ka, key2 = self.kb, fn = fn, lower = self.lower, upper = self.upper,
     lower_exclusive = g("lower_exclusive"), upper_exclusive = g("upper_exclusive"),
-    late_left = g("late_left"), late_right = g("late_right"), name = "interval join"})
+    late_left = g("late_left"), late_right = g("late_right"), outer_left = g("outer_left"),
+    outer_right = g("outer_right"), watermark_delay = g("watermark_delay"), name = "interval join"})
   return base.stream(self.env, node)
 end
 

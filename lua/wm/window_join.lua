@@ -174,7 +174,8 @@ end
 
 --- The function the windows' records meet in. A join: `fn(left, right) -> value` for every
 -- pair of one key in one window (a `nil` result emits nothing); a co-group:
--- `fn(key, lefts, rights, out)` once per key and window, `out(value)` any number of times.
+-- `fn(key, lefts, rights, out, window)` once per key and window, `out(value)` any number of
+-- times, `window` the window fired (`start`, `stop`, `max_timestamp`).
 -- Results carry the window's max timestamp. The order: a window's records of each input in
 -- the order they came (semantics.md §10; a session window that merged holds the earlier
 -- session's records first).

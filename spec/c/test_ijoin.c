@@ -29,7 +29,8 @@ static int join_fn(void *ud, wm_op *op, const wm_value *key, const wm_value *l, 
   int *calls = ud;
   (*calls)++;
   (void)key;
-  wm_value v = wm_int(l->u.i * 10000 + r->u.i);
+  /* (an outer join's padded record: the missing side counts as 0) */
+  wm_value v = wm_int((l ? l->u.i : 0) * 10000 + (r ? r->u.i : 0));
   return wm_op_emit(op, 0, &v, lts > rts ? lts : rts);
 }
 
@@ -349,7 +350,103 @@ static void keyidx_random(void) {
   wm_keyidx_free(&x);
 }
 
+/* A sink that writes its records as capture does and its watermarks as "W w" lines. */
+static int wcap_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  capture *c = op->impl;
+  wm_buf_add_int(&c->out, ts);
+  wm_buf_addc(&c->out, ' ');
+  wm_format_value(&c->out, rec, 0, NULL, NULL);
+  wm_buf_addc(&c->out, '\n');
+  return WM_OK;
+}
+static int wcap_watermark(wm_op *op, int64_t w) {
+  capture *c = op->impl;
+  wm_buf_adds(&c->out, "W ");
+  wm_buf_add_int(&c->out, w);
+  wm_buf_addc(&c->out, '\n');
+  return WM_OK;
+}
+static const wm_op_vt wcap_vt = {.kind = "capture", .record = wcap_record, .watermark = wcap_watermark};
+
+/* An outer join between(lo, hi): outer sides, the watermark held back by delay. */
+static void setup_outer(fixture *f, int64_t lo, int64_t hi, bool ol, bool orr, int64_t delay) {
+  memset(f, 0, sizeof *f);
+  wm_ctx_init(&f->ctx);
+  wm_buf_init(&f->out.out);
+  wm_buf_init(&f->late.out);
+  wm_ijoin_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.keysel2.fn = key_fn;
+  cfg.lower = lo;
+  cfg.upper = hi;
+  cfg.outer[0] = ol;
+  cfg.outer[1] = orr;
+  cfg.wm_delay = delay;
+  cfg.fn.join = join_fn;
+  cfg.fn.ud = &f->calls;
+  f->j = wm_ijoin_new(&f->ctx, "ijoin", &cfg);
+  CHECK(f->j != NULL);
+  wm_op *a = wm_op_new(&f->ctx, &src_vt, NULL, "left");
+  wm_op *b = wm_op_new(&f->ctx, &src_vt, NULL, "right");
+  wm_op_connect(a, 0, f->j);
+  wm_ijoin_set_second_input(f->j, 1);
+  wm_op_connect(b, 0, f->j);
+  wm_op_connect(f->j, 0, wm_op_new(&f->ctx, &wcap_vt, &f->out, "out"));
+  CHECK_I64(wm_ctx_prepare(&f->ctx), WM_OK);
+}
+
+static void outer(void) {
+  fixture f;
+  T.current = "ijoin: FULL outer, padding at cleanup, the watermark held back";
+  /* r meets l when l.ts - 2 <= r.ts <= l.ts + 3; a left record goes at l.ts + 3, a right one
+   * at r.ts + 2; the watermark held back by max(3, 2) = 3 (Flink SQL's rule) */
+  setup_outer(&f, -2, 3, true, true, 3);
+  L(&f, 101, 10);
+  R(&f, 102, 8); /* meets 101 */
+  L(&f, 103, 20);
+  R(&f, 104, 30); /* 103 meets [18, 23]: not 30 */
+  CHECK_STR(out(&f), "10 1010102\n");
+  clear(&f);
+  /* W 22: 101 (at 13) and 102 (at 10) go, both met: nothing; out 22 - 3 */
+  W(&f, 22);
+  CHECK_STR(out(&f), "W 19\n");
+  clear(&f);
+  /* W 23: 103 goes, met nothing: padded at its own time, before the watermark */
+  W(&f, 23);
+  CHECK_STR(out(&f), "20 1030000\nW 20\n");
+  clear(&f);
+  /* 105 at 28 (in time) meets [26, 31]: 104 at 30; the pair carries 30 */
+  L(&f, 105, 28);
+  CHECK_STR(out(&f), "30 1050104\n");
+  clear(&f);
+  /* W 40: 105 (at 31) and 104 (at 32) go, both met: nothing */
+  W(&f, 40);
+  CHECK_STR(out(&f), "W 37\n");
+  clear(&f);
+  /* late (39 < 40): dropped and counted, never padded */
+  L(&f, 106, 39);
+  R(&f, 107, 41); /* in time, meets nothing: padded when W reaches 43 */
+  W(&f, 42);
+  CHECK_STR(out(&f), "W 39\n");
+  clear(&f);
+  CHECK_I64(wm_ijoin_late(f.j, 0), 1);
+  /* the end: MAX passes unchanged, after the last padding */
+  W(&f, WM_TIME_MAX);
+  CHECK_STR(out(&f), "41 107\nW 9223372036854775807\n");
+  teardown(&f);
+
+  T.current = "ijoin: LEFT outer pads the left side only; no delay keeps the watermark";
+  setup_outer(&f, 0, 5, true, false, 0);
+  L(&f, 101, 10);
+  R(&f, 202, 10); /* another key: meets nothing, not padded */
+  W(&f, 15);
+  CHECK_STR(out(&f), "10 1010000\nW 15\n");
+  teardown(&f);
+}
+
 void test_ijoin(void) {
+  outer();
   keyidx_random();
   bounds_and_order();
   late_records();

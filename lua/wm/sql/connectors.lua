@@ -27,6 +27,7 @@ local KNOWN = {
   ["csv.field-delimiter"] = true, ["csv.ignore-parse-errors"] = true, ["csv.null-literal"] = true,
   ["csv.allow-comments"] = true, ["json.ignore-parse-errors"] = true, ["print-identifier"] = true,
   ["source.monitor-interval"] = true, ["scan.watermark.idle-timeout"] = true,
+  ["lookup.join.cache.ttl"] = true, -- (a lookup join's table: wm.sql.plan.temporal_join)
 }
 local SOURCES = {filesystem = true, stdin = true, socket = true}
 local SINKS = {filesystem = true, print = true, blackhole = true, stdout = true}
@@ -415,6 +416,41 @@ function M.source(p, t, env)
     rows = rows:assign_timestamps_and_watermarks(watermark_strategy(p, t)):name("watermarks (" .. t.name .. ")")
   end
   return rows
+end
+
+--- A filesystem table read whole, as a lookup join reads it (wm.sql.plan.temporal_join):
+-- a function that reads the file now and gives its rows (computed columns included); a line
+-- it cannot parse stops the job with the file and line, unless the format ignores parse errors.
+function M.read_all(p, t)
+  local path = resolve_path(p, t.props.path)
+  local parse, computed = line_parser(t), computed_fn(p, t)
+  local ignore, comments, fmt = t.ignore_errors, t.allow_comments, t.props.format
+  local ddl = p.src.name .. ":" .. errors.line_col(p.src.text, t.pos)
+  return function()
+    local f, why = io.open(path, "r")
+    if not f then
+      values.fail(ddl, string.format("lookup join: cannot read '%s' (table '%s'): %s", path, t.name, why))
+    end
+    local rows, n = {}, 0
+    for line in f:lines() do
+      n = n + 1
+      if line ~= "" and not (comments and line:sub(1, 1) == "#") then
+        local r, err = parse(line)
+        if r == nil then
+          if not ignore then
+            f:close()
+            values.fail(ddl, string.format("cannot parse %s:%d for table '%s': %s (set '%s.ignore-parse-errors' = "
+              .. "'true' to skip such lines)", path, n, t.name, err, fmt))
+          end
+        else
+          if computed then r = computed(r) end
+          rows[#rows + 1] = r
+        end
+      end
+    end
+    f:close()
+    return rows
+  end
 end
 
 local function json_value(v, ty)

@@ -586,6 +586,11 @@ compile_node = function(e, scope)
     for i, x in ipairs(e.args) do a[i], t[i] = compile(x, scope) end
     return f[3](src, e, a, t)
   end
+  if tag == "exists" or tag == "in_query" then
+    errors.raise(src, e.pos, "not supported yet: subqueries in expressions (EXISTS and IN (SELECT ...) make a "
+      .. "semi or anti window join: WHERE EXISTS (SELECT ... WHERE L.window_start = R.window_start AND "
+      .. "L.window_end = R.window_end ...))")
+  end
   errors.raise(src, e.pos, "unsupported expression (%s)", tostring(tag))
 end
 function M.compile(e, scope)

@@ -165,6 +165,7 @@ local function apply_tail(e, tail)
   if k == "like" then return {tag = "like", pos = tail.pos, neg = tail[1], e, tail[2]} end
   if k == "between" then return {tag = "between", pos = tail.pos, neg = tail[1], e, tail[2], tail[3]} end
   if k == "in" then return {tag = "in", pos = tail.pos, neg = tail[1], e, list = tail[2]} end
+  if k == "in_query" then return {tag = "in_query", pos = tail.pos, neg = tail[1], e, query = tail[2]} end
   return e
 end
 
@@ -332,7 +333,11 @@ local G = {
         * (ci("OUTER") * -idchar * ws) ^ -1 * K("JOIN") * -W("LATERAL"))
     * lpeg.Cg(V("from_item"), "item")
     * (K("ON") * lpeg.Cg(V("expr"), "on")) ^ -1),
-  table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")),
+  -- (`t FOR SYSTEM_TIME AS OF x.ts`: a temporal or lookup join's table, wm.sql.plan.temporal_join)
+  table_ref = Ct(Cg_pos("table") * lpeg.Cg(V("qname"), "name")
+    * (lpeg.Cg(Cp(), "as_of_pos") * ci("FOR") * -idchar * ws * ci("SYSTEM_TIME") * -idchar * ws * K("AS")
+      * ci("OF") * -idchar * ws
+      * lpeg.Cg(V("expr"), "as_of")) ^ -1),
   -- a table function: `, LATERAL TABLE(f(x)) [AS] T(a, ...)`, `[CROSS|INNER] JOIN LATERAL
   -- TABLE(...) [ON TRUE]`, `LEFT [OUTER] JOIN LATERAL TABLE(...) ... ON TRUE`
   lateral = Ct(Cg_pos("lateral") * (T(",") + (K("CROSS") + ci("INNER") * -idchar * ws) ^ -1 * K("JOIN")
@@ -359,13 +364,18 @@ local G = {
     + (Cp() * K("IS") * Cc("isbool") * neg * (K("TRUE") * Cc(true) + K("FALSE") * Cc(false))) / cmp_tail
     + (Cp() * Cc("like") * neg * K("LIKE") * V("concat")) / cmp_tail
     + (Cp() * Cc("between") * neg * K("BETWEEN") * V("concat") * K("AND") * V("concat")) / cmp_tail
+    -- (`x IN (SELECT ...)`: a semi window join's, wm.sql.plan.semi_join)
+    + (Cp() * Cc("in_query") * neg * K("IN") * T("(") * #W("SELECT") * collapse(V("query")) * T(")")) / cmp_tail
     + (Cp() * Cc("in") * neg * K("IN") * T("(") * collapse(Ct(V("expr") * (T(",") * V("expr")) ^ 0)) * T(")"))
       / cmp_tail,
   concat = Ct(V("add") * (Cp() * C(P("||")) * ws * V("add")) ^ 0) / fold,
   add = Ct(V("mul") * (Cp() * C(S("+-")) * ws * V("mul")) ^ 0) / fold,
   mul = Ct(V("unary") * (Cp() * C(S("*/%")) * ws * V("unary")) ^ 0) / fold,
   unary = (Ct((Cp() * C(S("-+")) * ws) ^ 0) * V("primary")) / fold_unary,
-  primary = NS("subqueries in expressions", #(W("SELECT") + P("(") * ws * W("SELECT") + W("EXISTS") * P("(")))
+  -- (`EXISTS (SELECT ...)`: a semi or anti window join's, wm.sql.plan.semi_join)
+  primary = collapse(Ct(Cg_pos("exists") * ci("EXISTS") * ws * T("(") * #W("SELECT") * lpeg.Cg(V("query"), "query")
+      * T(")")))
+    + NS("subqueries in expressions", #(W("SELECT") + P("(") * ws * W("SELECT") + W("EXISTS") * P("(")))
     + V("literal") + collapse(V("case")) + collapse(V("cast")) + collapse(V("call")) + V("column")
     + collapse(T("(") * V("expr") * T(")")),
   literal = (Cp() * number) / num_node

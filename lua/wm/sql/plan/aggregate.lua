@@ -229,6 +229,14 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     local e = it.expr
     if e.tag == "call" and e.name:match("_ROWTIME$") then cols[i].rowtime = true end
     if e.tag == "col" and e.name == "window_time" and window then cols[i].rowtime = true end
+    -- the window's bounds under any name: a window join may join on them (wm.sql.plan.join)
+    local tvf_col = window and rel.tvf and e.tag == "col" and e.name
+    local call = window and e.tag == "call" and e.name
+    if tvf_col == "window_start" or (call and call:match("_START$")) then
+      cols[i].wbound = "start"
+    elseif tvf_col == "window_end" or (call and call:match("_END$")) then
+      cols[i].wbound = "end"
+    end
   end
   local having_src = "true"
   if q.having then
@@ -256,7 +264,16 @@ function Planner:plan_aggregate(q, rel, items, aliases)
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
-    return rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
+    local res = rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
+    local has = {}
+    for _, c in ipairs(cols) do if c.wbound then has[c.wbound] = true end end
+    if has.start and has["end"] and window.kind ~= "session" then
+      res.window = {kind = window.kind, size = window.size, slide = window.slide}
+    end
+    -- the rows carry end - 1: their window_end is a time of theirs 1 ms later (an interval
+    -- join may bound by it, as Nexmark q7 does; wm.sql.plan.join)
+    for _, c in ipairs(cols) do if c.wbound == "end" then c.ts_offset = 1 end end
+    return res
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
                 out = function(k, a) return out(k, a, nil, nil) end, ttl = self:state_ttl()}

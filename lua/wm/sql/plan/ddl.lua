@@ -49,12 +49,16 @@ function Planner:create_table(st)
       else
         c.expr = el.expr
         t.computed[#t.computed + 1] = c
+        -- `pt AS PROCTIME()`: a processing-time attribute (a lookup join's AS OF)
+        if el.expr.tag == "call" and el.expr.name == "PROCTIME" then c.proctime = true end
       end
       t.cols[#t.cols + 1] = c
       t.byname[el.name] = c
     elseif el.tag == "watermark" then
       if t.watermark then self:err(el.pos, "a table has at most one WATERMARK") end
       t.watermark = el
+    elseif el.tag == "pkey" then -- (a versioned table's key: wm.sql.plan.temporal_join)
+      t.pkey, t.pkey_pos = {table.unpack(el)}, el.pos
     end
   end
   -- type the computed columns (they see the physical ones and earlier computed ones)

@@ -24,7 +24,7 @@ function Planner:scan(name, pos)
     local cols = {}
     for i, c in ipairs(t.cols) do
       cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull,
-                 fields = c.fields}
+                 fields = c.fields, proctime = c.proctime}
     end
     return rel_of(stream, cols, false)
   end
@@ -107,7 +107,7 @@ function M.check_rowtime(self, rel, name, pos)
   if not c then self:err(pos, "unknown column '%s'", name) end
   if c.rowtime == "join" then
     self:err(pos, "not supported yet: windows on the time attribute '%s' of an interval join's result (the "
-      .. "join's output watermark is not held back; docs/sql.md, \"Interval joins\")", name)
+      .. "join's rows carry the later of their two times, not this column's; docs/sql.md, \"Interval joins\")", name)
   end
   if not c.rowtime and not c.proctime then
     self:err(pos, "column '%s' is not a time attribute: windows need a rowtime column declared with "
@@ -172,6 +172,10 @@ end
 local check_rowtime = M.check_rowtime
 function Planner:plan_from(f)
   local rel
+  if f.as_of then
+    self:err(f.as_of_pos, "not supported yet: FOR SYSTEM_TIME AS OF outside a join (temporal and lookup joins: "
+      .. "JOIN t FOR SYSTEM_TIME AS OF x.ts)")
+  end
   if f.tag == "table" then
     rel = self:scan(f.name, f.pos)
   elseif f.tag == "subquery" then

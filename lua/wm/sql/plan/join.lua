@@ -12,6 +12,7 @@ local from = require("wm.sql.plan.from")
 local lower = require("wm.sql.plan.lower")
 local regular_join = require("wm.sql.plan.regular_join")
 local windows = require("wm.windows")
+require("wm.sql.plan.temporal_join") -- (FOR SYSTEM_TIME AS OF: Planner:plan_system_time_join)
 
 local Planner, rel_of = base.Planner, base.rel_of
 
@@ -36,6 +37,7 @@ local function and_of(list)
 end
 
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<="}
+local WBOUND = {window_start = "start", window_end = "end"}
 
 -- Where an expression starts in the script (a binary node's own position is its operator's).
 local function start_pos(e)
@@ -65,6 +67,7 @@ end
 -- as its WHERE.
 function Planner:plan_join(q)
   local j = q.joins[1]
+  if j.item.as_of then return self:plan_system_time_join(q) end -- (wm.sql.plan.temporal_join)
   if #q.joins > 1 then
     self:err(q.joins[2].pos, "not supported yet: joins of more than two tables (join two in a view, "
       .. "then join the view with the third)")
@@ -122,6 +125,8 @@ function Planner:plan_join(q)
     local side, c = ref(e)
     if side then
       if c.rowtime then return side, c, 0 end
+      -- a window aggregate's window_end: the row's time + 1 ms (wm.sql.plan.aggregate)
+      if c.ts_offset and not side.rel.updating then return side, c, c.ts_offset end
       return nil
     end
     if e.tag == "bin" and (e.op == "+" or e.op == "-") then
@@ -173,14 +178,20 @@ function Planner:plan_join(q)
   end
   for i, c in ipairs(all) do
     local used = false
-    if c.tag == "bin" and c.op == "=" then
+    -- (an outer join's WHERE filters its result: no keys, bounds nor windows there)
+    local where_of_outer = outer and i > on_n
+    if where_of_outer then
+      used = false
+    elseif c.tag == "bin" and c.op == "=" then
       local s1, c1 = ref(c[1])
       local s2, c2 = ref(c[2])
       if s1 and s2 and s1 ~= s2 then
         if s1 == rside then c1, c2 = c2, c1 end
-        if c1.name == "window_start" and c2.name == "window_start" then
+        -- (a window's bounds: window_start and window_end, or a window aggregate's under other names)
+        local b1, b2 = c1.wbound or WBOUND[c1.name], c2.wbound or WBOUND[c2.name]
+        if b1 == "start" and b2 == "start" then
           ws_eq = ws_eq or c[1].pos
-        elseif c1.name == "window_end" and c2.name == "window_end" then
+        elseif b1 == "end" and b2 == "end" then
           we_eq = we_eq or c[1].pos
         else
           lkeys[#lkeys + 1], rkeys[#rkeys + 1], key_pos[#key_pos + 1] = c1, c2, c[1].pos
@@ -236,9 +247,6 @@ function Planner:plan_join(q)
       self:err(wjoin, "the two inputs of a window join must have the same windows (here %s of %d ms and %s of %d ms)",
         w1.kind, w1.size, w2.kind, w2.size)
     end
-    if w1.kind ~= "tumble" then
-      self:err(wjoin, "not supported yet: window joins on %s windows (TUMBLE is supported)", w1.kind:upper())
-    end
     if dlo or dhi then
       self:err(j.pos, "not supported yet: a time condition beside the windows of a window join")
     end
@@ -246,9 +254,9 @@ function Planner:plan_join(q)
       self:err(start_pos(rest_on), "not supported yet: a condition other than equalities in the ON of an outer window "
         .. "join (put it in WHERE to filter the joined rows)")
     end
-  elseif outer and not regular then
-    self:err(j.pos, "not supported yet: %s JOIN (outer interval joins; inner interval joins, window joins "
-      .. "and regular joins are supported)", outer)
+  elseif outer and not regular and rest_on then
+    self:err(start_pos(rest_on), "not supported yet: a condition other than equalities and the time bounds in the "
+      .. "ON of an outer interval join (put it in WHERE to filter the joined rows)")
   end
   if not wjoin and not regular and dlo > dhi then
     self:err(j.pos, "the interval join's time condition never holds: it asks for %d ms <= %s%s - %s%s <= %d ms",
@@ -283,7 +291,18 @@ function Planner:plan_join(q)
     end
   end
   local ls, rs = L.stream, R.stream
+  local keep_left = outer == "LEFT" or outer == "FULL"
+  local keep_right = outer == "RIGHT" or outer == "FULL"
+  local lnull, rnull -- an outer side's rows with a NULL key: they meet nothing, padded at once
   if #kfields > 0 and not wjoin and not regular then
+    if keep_left then
+      local ok = no_null(1)
+      lnull = ls:filter(function(r) return not ok(r) end):name("join key NULL (left)")
+    end
+    if keep_right then
+      local ok = no_null(2)
+      rnull = rs:filter(function(r) return not ok(r) end):name("join key NULL (right)")
+    end
     ls = ls:filter(no_null(1)):name("join keys not NULL (left)")
     rs = rs:filter(no_null(2)):name("join keys not NULL (right)")
   end
@@ -325,10 +344,17 @@ function Planner:plan_join(q)
     joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})
     for _, c in ipairs(cols) do c.rowtime = nil end
   else
-    joined = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
-    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi
-    :between(-dhi, -dlo)
-    :process(function(l, r, _, out) out(merge(l, r)) end)
+    -- the right row r meets the left row l when dlo <= l.ts - r.ts <= dhi; the output
+    -- watermark is held back by max(-dlo, dhi), as Flink SQL's interval join (its
+    -- TimeIntervalJoin's getMaxOutputDelay: an outer side's row padded when the watermark
+    -- passes its bound still comes before the watermark it is behind)
+    local ij = ls:key_by(lower.key_fn(lfns)):interval_join(rs:key_by(lower.key_fn(rfns)))
+      :between(-dhi, -dlo)
+    ij:_outer(keep_left, keep_right, math.max(-dlo, dhi))
+    joined = ij:process(function(l, r, _, out) out(merge(l, r)) end)
+    if outer then joined:name(outer:lower() .. " outer interval join") end
+    if lnull then joined = joined:union(lnull:map(function(l) return merge(l, nil) end)) end
+    if rnull then joined = joined:union(rnull:map(function(r) return merge(nil, r) end)) end
   end
   local rel = rel_of(joined, cols, updating)
 
@@ -341,7 +367,8 @@ function Planner:plan_join(q)
 end
 
 --- A window join of two window TVFs' rows (TUMBLE: each row's window is the tumbling window of
--- its time): a co-group per key and window, fired when the watermark passes the window's end,
+-- its time; HOP, CUMULATE: sliding windows, below): a co-group per key and window, fired when
+-- the watermark passes the window's end,
 -- as Flink's WindowJoinOperator. Rows of a window that fired are late: dropped and counted by
 -- the window operator. INNER gives every pair; LEFT/RIGHT/FULL also the rows of a side that
 -- met nothing, the other side's columns NULL. A row with a NULL key meets nothing.
@@ -366,9 +393,32 @@ function Planner.window_join(_self, L, R, spec)
       return table.concat(t, "\1")
     end
   end
+  local w = L.window
+  local assigner, only = windows.tumbling(w.size), nil
+  if w.kind ~= "tumble" then
+    -- HOP and CUMULATE: the rows come once per window they belong to (window_start,
+    -- window_end); the sliding windows of the same slide (CUMULATE: of its step) that end
+    -- where they end fire when Flink's window join fires them, and each keeps the copies of
+    -- its own window: those whose window_end is its end
+    assigner = windows.sliding(w.size, w.slide)
+    local function end_field(rel)
+      for _, c in ipairs(rel.cols) do if c.wbound == "end" then return c.field or c.name end end
+      return (find_col(rel, "window_end") or {}).field or "window_end"
+    end
+    local lend, rend = end_field(L), end_field(R)
+    only = function(list, field, stop)
+      local t = {}
+      for i = 1, #list do local r = list[i] if r[field] == stop then t[#t + 1] = r end end
+      return t
+    end
+    only = {fn = only, l = lend, r = rend}
+  end
   return L.stream:co_group(R.stream):where(key_of(spec.lfns)):equal_to(key_of(spec.rfns))
-    :window(windows.tumbling(L.window.size))
-    :apply(function(_, lefts, rights, out)
+    :window(assigner)
+    :apply(function(_, lefts, rights, out, win)
+      if only then
+        lefts, rights = only.fn(lefts, only.l, win.stop), only.fn(rights, only.r, win.stop)
+      end
       local nl, nr = #lefts, #rights
       -- (rows of one group have equal keys: a NULL in one is a NULL in all)
       local meet = nl > 0 and nr > 0 and not null_key(lefts[1], 1)

@@ -8,6 +8,7 @@ local rank = require("wm.sql.plan.rank")
 require("wm.sql.plan.lateral")
 require("wm.sql.plan.join")
 local over = require("wm.sql.plan.over")
+local semi_join = require("wm.sql.plan.semi_join")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -64,6 +65,8 @@ function Planner:plan_select(q)
   local rel
   if q.joins then
     rel, q = self:plan_join(q)
+  elseif q.where and semi_join.has_subquery(q.where) then -- EXISTS / IN (SELECT ...)
+    rel, q = self:plan_semi_join(q)
   else
     rel = self:plan_from(q.from)
   end
