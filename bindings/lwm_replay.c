@@ -509,6 +509,16 @@ static int i64_push(i64vec *a, int64_t x) {
   return 0;
 }
 
+/* Sessions: the windows of a key that have fired, disjoint and in order (a window that
+ * fires again, extended, replaces those it covers). */
+typedef struct sess_key {
+  uint64_t h;
+  wm_value key; /* owned */
+  wm_window *w;
+  size_t n, cap;
+  int used;
+} sess_key;
+
 typedef struct lab_run {
   harness *H;
   const wm_op *winop;
@@ -524,6 +534,9 @@ typedef struct lab_run {
   lat_ent *tab;       /* open addressing, linear probing; cap a power of two */
   size_t cap, used;
   i64vec latency;
+  int64_t gap;        /* session windows: the gap (0: time windows) */
+  sess_key *sk;       /* sessions: the fired windows per key (open addressing) */
+  size_t skcap, skused;
 } lab_run;
 
 static uint64_t lat_hash(const wm_value *key, wm_window w) {
@@ -560,6 +573,93 @@ static int lat_grow(lab_run *R) {
   free(R->tab);
   R->tab = nt;
   R->cap = nc;
+  return 0;
+}
+
+/* Sessions: the fired windows of key (created when add), or NULL (none, or out of memory:
+ * *oom set). */
+static sess_key *sess_of(lab_run *R, const wm_value *key, int add, int *oom) {
+  if (!R->skcap && !add) return NULL;
+  if ((R->skused + 1) * 2 > R->skcap) {
+    if (!add) goto find;
+    size_t nc = R->skcap ? R->skcap * 2 : 64;
+    sess_key *nt = calloc(nc, sizeof *nt);
+    if (!nt) {
+      *oom = 1;
+      return NULL;
+    }
+    for (size_t i = 0; i < R->skcap; i++) {
+      if (!R->sk[i].used) continue;
+      size_t j = (size_t)R->sk[i].h & (nc - 1);
+      while (nt[j].used) j = (j + 1) & (nc - 1);
+      nt[j] = R->sk[i];
+    }
+    free(R->sk);
+    R->sk = nt;
+    R->skcap = nc;
+  }
+find:;
+  uint64_t h = wm_mix64(wm_key_hash(key));
+  size_t mask = R->skcap - 1, i = (size_t)h & mask;
+  for (;; i = (i + 1) & mask) {
+    sess_key *e = &R->sk[i];
+    if (!e->used) break;
+    if (e->h == h && wm_key_equal(&e->key, key)) return e;
+  }
+  if (!add) return NULL;
+  sess_key *e = &R->sk[i];
+  if (wm_value_copy(&R->H->B.ctx.host, &e->key, key) != 0) {
+    *oom = 1;
+    return NULL;
+  }
+  e->h = h;
+  e->used = 1;
+  R->skused++;
+  return e;
+}
+
+/* The index of the first fired window of k that stops at or after t (k->n when none). */
+static size_t sess_first(const sess_key *k, int64_t t) {
+  size_t lo = 0, hi = k->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (k->w[mid].stop < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Sessions: window w of key fired; it replaces the fired windows it covers. */
+static int sess_fired(lab_run *R, const wm_value *key, wm_window w) {
+  int oom = 0;
+  sess_key *k = sess_of(R, key, 1, &oom);
+  if (!k) return -1;
+  size_t a = sess_first(k, w.start), b = a;
+  while (b < k->n && k->w[b].start >= w.start && k->w[b].stop <= w.stop) {
+    /* a fired window that fires again grown (a late firing): its first result changed */
+    size_t slot;
+    lat_ent *e = R->cap ? lat_find(R, key, k->w[b], lat_hash(key, k->w[b]), &slot) : NULL;
+    if (e && e->fired && !e->damaged) {
+      e->damaged = 1;
+      R->damaged++;
+    }
+    b++;
+  }
+  if (b == a) { /* insert at a */
+    if (k->n == k->cap) {
+      size_t nc = k->cap ? k->cap * 2 : 8;
+      wm_window *nw = realloc(k->w, nc * sizeof *nw);
+      if (!nw) return -1;
+      k->w = nw;
+      k->cap = nc;
+    }
+    memmove(k->w + a + 1, k->w + a, (k->n - a) * sizeof *k->w);
+    k->n++;
+  } else if (b > a + 1) { /* w covers several: keep one slot */
+    memmove(k->w + a + 1, k->w + b, (k->n - b) * sizeof *k->w);
+    k->n -= b - a - 1;
+  }
+  k->w[a] = w;
   return 0;
 }
 
@@ -600,6 +700,7 @@ static void lab_observe(void *ud, const wm_op *op, const wm_obs *ev) {
     break;
   }
   case WM_OBS_FIRE:
+    if (R->gap > 0 && ev->key && sess_fired(R, ev->key, ev->window) != 0) R->oom = 1;
     if (ev->flag) {
       R->late_firings++;
       break;
@@ -695,6 +796,7 @@ typedef struct replay_opts {
   int perfect;         /* push the perfect watermark after every record */
   int64_t size, slide, offset; /* the time windows (size 0: unknown, lateness from events) */
   int64_t drain;       /* after the last arrival, run the clock this much longer */
+  int64_t gap;         /* session windows: their gap (size 0) */
   size_t curve;        /* points of the watermark curve to return */
   size_t marks;        /* late records to return at most */
 } replay_opts;
@@ -753,12 +855,55 @@ static int note_late(lab_run *R, replay_out *out, const replay_opts *o, int64_t 
   return 0;
 }
 
+/* Sessions, after record (ts) was pushed with the watermark at W: it is late when it was
+ * dropped, or when its window [ts, ts + gap) touches a window of its key that had fired (it
+ * came after its session's result: a late firing, an extension that fires again, or a
+ * session split in two). Each such fired window is damaged. 1 when late (its lateness,
+ * W - (ts + gap - 1) but at least 0, and key noted), 0 when not, -1 out of memory. */
+static int note_late_session(lab_run *R, replay_out *out, int64_t W, int64_t ts) {
+  int touched = 0, oom = 0;
+  sess_key *k = R->has_key ? sess_of(R, &R->cur_key, 0, &oom) : NULL;
+  int64_t stop = wm_time_add_sat(ts, R->gap);
+  if (k) {
+    for (size_t j = sess_first(k, ts); j < k->n && k->w[j].start <= stop; j++) {
+      touched = 1;
+      if (!R->cap) continue;
+      size_t slot;
+      lat_ent *e = lat_find(R, &R->cur_key, k->w[j], lat_hash(&R->cur_key, k->w[j]), &slot);
+      if (e && e->fired && !e->damaged) {
+        e->damaged = 1;
+        R->damaged++;
+      }
+    }
+  }
+  if (!touched && !R->cur_dropped) return 0;
+  int64_t l = sub_sat(W, stop - 1);
+  if (i64_push(&out->lateness, l > 0 ? l : 0) != 0) return -1;
+  if (out->nlkeys == out->caplkeys) {
+    size_t nc = out->caplkeys ? out->caplkeys * 2 : 64;
+    wm_value *nk = realloc(out->lkeys, nc * sizeof *nk);
+    if (!nk) return -1;
+    out->lkeys = nk;
+    out->caplkeys = nc;
+  }
+  wm_value *kv = &out->lkeys[out->nlkeys++];
+  *kv = wm_nil();
+  if (R->has_key && wm_value_copy(&R->H->B.ctx.host, kv, &R->cur_key) != 0) {
+    out->nlkeys--;
+    return -1;
+  }
+  return 1;
+}
+
 static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run *R,
                        replay_out *out) {
   wm_ctx *ctx = &H->B.ctx;
   wm_op *win = (wm_op *)R->winop;
   int rc = WM_OK;
-  int64_t floor_wm = D->n ? D->perfect[0] : 0, last_perfect = WM_TIME_MIN;
+  /* sessions: a record at the end of a fired session would still merge into it (windows
+   * that touch merge), so their perfect watermark is one less: min(ts still to come) - 2 */
+#define PERFECT(k) (R->gap > 0 ? sub_sat(D->perfect[k], 1) : D->perfect[k])
+  int64_t floor_wm = D->n ? PERFECT(0) : 0, last_perfect = WM_TIME_MIN;
   size_t next_curve = 0, curve_k = 0;
   for (size_t i = 0; i < D->n && rc == WM_OK; i++) {
     if ((rc = lwm_h_advance_to(H, D->arrival[i])) != WM_OK) break;
@@ -768,11 +913,11 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
     }
     int64_t W = win ? win->wm : WM_TIME_MIN, ts = D->ts[i];
     int64_t weff = W > floor_wm ? W : floor_wm;
-    out->lag[i] = sub_sat(D->perfect[i], weff);
+    out->lag[i] = sub_sat(PERFECT(i), weff);
     if (out->ct && i == next_curve) {
       out->ct[curve_k] = D->arrival[i];
       out->cw[curve_k] = weff;
-      out->cp[curve_k] = D->perfect[i];
+      out->cp[curve_k] = PERFECT(i);
       curve_k++;
       next_curve = curve_k < o->curve ? (size_t)((double)curve_k * (double)D->n / (double)o->curve) : D->n;
       if (next_curve <= i) next_curve = i + 1;
@@ -796,9 +941,18 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
       wm_ctx_error_context(ctx, "\n  while replaying %s:%u", D->path ? D->path : "?", D->lineno[i]);
       break;
     }
-    if (late || R->cur_dropped) {
+    if (win && R->gap > 0) {
+      int l = note_late_session(R, out, W, ts);
+      if (l < 0) R->oom = 1;
+      late = l > 0;
+    }
+    if (R->gap == 0 && (late || R->cur_dropped)) {
       out->late++;
       if (o->size > 0 && note_late(R, out, o, W, ts, stop) != 0) R->oom = 1;
+    } else if (late) {
+      out->late++;
+    }
+    if (late || R->cur_dropped) {
       uint64_t s = out->mark_seen++;
       if (out->marks && s % out->mark_stride == 0) {
         if (out->nmarks == o->marks) { /* full: keep every other one, sample half as often */
@@ -808,11 +962,11 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
           out->mark_stride *= 2;
         }
         if (s % out->mark_stride == 0)
-          out->marks[out->nmarks++] = (mark){D->arrival[i], ts, weff, D->perfect[i], R->cur_dropped};
+          out->marks[out->nmarks++] = (mark){D->arrival[i], ts, weff, PERFECT(i), R->cur_dropped};
       }
     }
-    if (o->perfect && i + 1 < D->n && D->perfect[i + 1] > last_perfect) {
-      last_perfect = D->perfect[i + 1];
+    if (o->perfect && i + 1 < D->n && PERFECT(i + 1) > last_perfect) {
+      last_perfect = PERFECT(i + 1);
       rc = wm_op_input_watermark(H->input, 0, last_perfect);
     }
     if (R->oom) rc = wm_ctx_error(ctx, "out of memory");
@@ -830,6 +984,7 @@ static int replay_loop(harness *H, replay_data *D, const replay_opts *o, lab_run
   }
   if (rc == WM_OK && R->oom) rc = wm_ctx_error(ctx, "out of memory");
   return rc;
+#undef PERFECT
 }
 
 static void push_i64_list(lua_State *L, const int64_t *a, size_t n) {
@@ -840,7 +995,8 @@ static void push_i64_list(lua_State *L, const int64_t *a, size_t n) {
   }
 }
 
-/* h:replay(data, {perfect, keep_output, size, slide, offset, drain, curve, marks}) -> figures
+/* h:replay(data, {perfect, keep_output, size, slide, offset, gap, drain, curve, marks}) -> figures
+ * (gap: session windows of that gap, size 0)
  * Replays data into the harness: for each record in arrival order, the virtual clock moves
  * to its arrival (running what comes due: timers, idleness, periodic watermarks), then the
  * line is pushed; after the last one the clock runs `drain` ms more, then the input ends. */
@@ -860,6 +1016,7 @@ int lwm_h_replay(lua_State *L) {
   o.slide = (int64_t)lwm_get_int(L, 3, "slide", o.size);
   o.offset = (int64_t)lwm_get_int(L, 3, "offset", 0);
   o.drain = (int64_t)lwm_get_int(L, 3, "drain", 0);
+  o.gap = (int64_t)lwm_get_int(L, 3, "gap", 0);
   o.curve = (size_t)lwm_get_int(L, 3, "curve", 0);
   o.marks = (size_t)lwm_get_int(L, 3, "marks", 0);
   lua_getfield(L, 3, "watch");
@@ -868,12 +1025,14 @@ int lwm_h_replay(lua_State *L) {
   luaL_argcheck(L, !W || W->exec, 3, "the signal watch is closed");
   luaL_argcheck(L, o.size >= 0 && (o.size == 0 || (o.slide > 0 && o.slide <= o.size)), 3,
                 "bad window size or slide");
+  luaL_argcheck(L, o.gap >= 0 && (o.gap == 0 || o.size == 0), 3, "bad session gap");
   if (H->finished) return luaL_error(L, "replay: the harness's input has ended already");
   H = lwm_h_begin(L, &fr);
   lab_run R;
   memset(&R, 0, sizeof R);
   R.H = H;
   R.winop = find_winop(H);
+  R.gap = o.gap;
   replay_out out;
   memset(&out, 0, sizeof out);
   out.mark_stride = 1;
@@ -974,6 +1133,12 @@ int lwm_h_replay(lua_State *L) {
   for (size_t i = 0; i < R.cap; i++)
     if (R.tab[i].used) wm_value_release(&H->B.ctx.host, &R.tab[i].key);
   free(R.tab);
+  for (size_t i = 0; i < R.skcap; i++)
+    if (R.sk[i].used) {
+      wm_value_release(&H->B.ctx.host, &R.sk[i].key);
+      free(R.sk[i].w);
+    }
+  free(R.sk);
   if (R.has_key) wm_value_release(&H->B.ctx.host, &R.cur_key);
   for (size_t k = 0; k < out.nlkeys; k++) wm_value_release(&H->B.ctx.host, &out.lkeys[k]);
   free(out.lkeys);

@@ -108,6 +108,53 @@ end
 
 local function fail(msg, level) error("wm.lab: " .. msg, level + 1) end
 
+-- "avg:field" as an aggregate with a merge (sessions merge): {sum, n} -> sum / n.
+local function avg_of(field)
+  return {
+    create = function() return {0, 0} end,
+    add = function(a, r)
+      local v = r[field]
+      if type(v) ~= "number" then error("avg: field '" .. field .. "' is " .. tostring(v) .. ", not a number", 0) end
+      a[1], a[2] = a[1] + v, a[2] + 1
+      return a
+    end,
+    result = function(a) return a[1] / a[2] end,
+    merge = function(a, b) return {a[1] + b[1], a[2] + b[2]} end,
+  }
+end
+
+--- The window function of a lab spec's `aggregate`, as a function of the windowed stream.
+-- `nil` or `"count"`: `count()`; `"sum:f"`, `"min:f"`, `"max:f"`, `"min_by:f"`, `"max_by:f"`
+-- (computed in C), `"avg:f"` (the mean of field f); a function `fn(windowed) -> stream`
+-- (`reduce`, `aggregate`, `process`, ...).
+-- @param a the spec's `aggregate`
+-- @tparam[opt=2] integer level the error level
+-- @treturn function `fn(windowed) -> stream`
+-- @usage local f = wm.lab.aggregate_fn("sum:v")
+function M.aggregate_fn(a, level)
+  level = level or 2
+  if a == nil or a == "count" then return function(w) return w:count() end end
+  if type(a) == "function" then
+    return function(w)
+      local s = a(w)
+      if type(s) ~= "table" or not s.node or s.node.kind ~= "window" then
+        error("wm.lab: aggregate: the function must return the windowed stream's result "
+          .. "(e.g. w:reduce(fn)), got " .. tostring(s), 0)
+      end
+      return s
+    end
+  end
+  if type(a) == "string" then
+    local fn, field = a:match("^([%w_]+):([%w_]+)$")
+    if fn == "avg" then return function(w) return w:aggregate(avg_of(field)) end end
+    if fn == "sum" or fn == "min" or fn == "max" or fn == "min_by" or fn == "max_by" then
+      return function(w) return w[fn](w, field) end
+    end
+  end
+  fail("aggregate must be \"count\", \"sum:field\" (min, max, min_by, max_by, avg) or a function(windowed) "
+    .. "-> stream, got " .. (type(a) == "string" and string.format("%q", a) or type(a)), level + 1)
+end
+
 --- A sweep: one strategy per value, `make(value)`, each labelled with its value (durations
 -- as M.label writes them), for a list entry of `strategies`.
 -- @tparam function make e.g. `wm.watermarks.bounded_out_of_orderness`
@@ -177,7 +224,8 @@ end
 -- @tparam table spec `input = {path, fields, timestamp, arrival[, sep][, header]}` (fields as
 --   `parse_csv`'s columns; timestamp and arrival name integer columns in ms; a relative path
 --   is relative to the lab file under `wmrun lab`, to the current directory otherwise), `key`
---   (as `key_by`), `window` (a tumbling or sliding event-time assigner), `allowed_lateness`
+--   (as `key_by`), `window` (a tumbling, sliding or session event-time assigner; a session
+--   with a fixed gap), `aggregate` (M.aggregate_fn: "count" by default), `allowed_lateness`
 --   (default 0), `watermark_interval` (default 200 ms; 0 = after every record), `drain` (how
 --   long the clock runs on after the last arrival before the input ends; default the
 --   watermark interval), `strategies` (name -> strategy, or a list of strategies: a sweep)
@@ -190,7 +238,8 @@ function M.new(spec, level)
   level = level or 2
   if type(spec) ~= "table" then fail("expected a table, got " .. type(spec), level) end
   local known = {input = true, key = true, window = true, allowed_lateness = true,
-                 watermark_interval = true, strategies = true, drain = true, title = true}
+                 watermark_interval = true, strategies = true, drain = true, title = true,
+                 aggregate = true}
   for k in pairs(spec) do
     if not known[k] then fail("unknown field '" .. tostring(k) .. "'", level) end
   end
@@ -223,9 +272,15 @@ function M.new(spec, level)
   end
   if spec.key == nil then fail("key is missing (a field name, a list of them, or a function)", level) end
   local w = spec.window
-  if type(w) ~= "table" or (w.kind ~= "tumbling" and w.kind ~= "sliding") then
-    fail("window must be wm.windows.tumbling(...) or wm.windows.sliding(...)", level)
+  if type(w) ~= "table" or (w.kind ~= "tumbling" and w.kind ~= "sliding" and w.kind ~= "session")
+      or w.processing_time then
+    fail("window must be an event-time wm.windows.tumbling(...), sliding(...) or session(...)", level)
   end
+  if w.kind == "session" and not w.gap then
+    fail("window: a session window of the lab needs a fixed gap (wm.windows.session(\"5s\")), "
+      .. "not a function: its figures are defined by the gap (docs/lab.md)", level)
+  end
+  local aggregate = M.aggregate_fn(spec.aggregate, level)
   local L = duration.ms(spec.allowed_lateness or 0, "wm.lab allowed_lateness", level)
   if L < 0 then fail("allowed_lateness must not be negative", level) end
   local wi = duration.ms(spec.watermark_interval == nil and 200 or spec.watermark_interval,
@@ -237,7 +292,9 @@ function M.new(spec, level)
     path = input.path, csv = csv, parse_node = node,
     timestamp = input.timestamp, arrival = input.arrival,
     key = spec.key, window = w, allowed_lateness = L, watermark_interval = wi, drain = drain,
-    title = spec.title,
+    title = spec.title, aggregate = aggregate,
+    aggregate_label = type(spec.aggregate) == "string" and spec.aggregate or
+      (spec.aggregate == nil and "count" or "custom"),
     candidates = candidates(spec.strategies, level),
   }, Lab)
 end
@@ -270,7 +327,7 @@ function Lab:_harness(cand)
     if cand.strategy then
       s = s:assign_timestamps_and_watermarks(cand.strategy:with_timestamp_field(lab.timestamp))
     end
-    return s:key_by(lab.key):window(lab.window):allowed_lateness(lab.allowed_lateness):count()
+    return lab.aggregate(s:key_by(lab.key):window(lab.window):allowed_lateness(lab.allowed_lateness))
   end, {watermark_interval = self.watermark_interval, processing_time = select(3, self:data():get(1)),
         title = cand.name})
 end
@@ -301,7 +358,8 @@ function Lab:_replay(cand, opts)
     local h = self:_harness(cand)
     local ok, r = pcall(h._h.replay, h._h, data, {
       perfect = cand.strategy == nil, keep_output = opts.keep_output,
-      size = w.size, slide = w.slide or w.size, offset = w.offset or 0,
+      size = w.kind ~= "session" and w.size or 0, slide = w.slide or w.size or 0, offset = w.offset or 0,
+      gap = w.kind == "session" and w.gap or nil,
       drain = self.drain, curve = opts.curve, marks = opts.marks, watch = self._watch})
     if not ok then
       h:close()
@@ -533,9 +591,11 @@ function Lab:table(results)
   end
   local out = {}
   local w = self.window
-  out[1] = string.format("%d records, %s %s windows, allowed lateness %s, watermark interval %s (times in ms)",
+  out[1] = string.format("%d records, %s %s windows%s, allowed lateness %s, watermark interval %s (times in ms)",
     self:data():count(), w.kind,
-    w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide)) or M.label(w.size),
+    w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide))
+      or w.kind == "session" and ("gap " .. M.label(w.gap)) or M.label(w.size),
+    self.aggregate_label == "count" and "" or (", " .. self.aggregate_label),
     M.label(self.allowed_lateness), M.label(self.watermark_interval))
   for _, row in ipairs(cells) do
     local parts = {}
