@@ -434,6 +434,67 @@ describe("wm.lab: session windows and any aggregate", function()
   end)
 end)
 
+describe("built-in strategies in the lab: per_key_minimum, percentile_delay", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmdir(dir) end)
+
+  -- x sends every 500 ms (ts = arrival); y sends at 150, then stalls: its record ts 900
+  -- arrives at 2200. Tumbling 1 s, interval 200 (emissions at 300, 500, ...).
+  -- per_key_minimum("k", 0): min(max_x, max_y) - 1 stays at y's 149 until 2300 (then 899):
+  --   no window fires before the end: nothing late, no latency sample.
+  -- with quiet 500: y (last record at 150) is quiet from 650 on: at 700 the watermark is
+  --   x's 600 - 1 = 599; the emission due at 1100 comes before x,1100 (599); at 1300 1099
+  --   fires x [0,1000) (last record at 600: latency 700) and y [0,1000) (at 150: 1150); at
+  --   1700 1599. y,900 arrives at 2200: y is back (min 899 < 1599: nothing emitted), and
+  --   the record is late (W 1599 >= 999) and dropped, lateness 600 (admit 601). At 2700 y is
+  --   quiet again (2700 - 2200 >= 500): 2599 fires x [1000,2000) (last at 1600: 1100).
+  --   latency {700, 1150, 1100}: p50 = 2nd = 1100, max 1150.
+  it("per_key_minimum holds at the slowest key; with quiet it drops a stalled one", function()
+    write(dir .. "/pk.csv", "x,100,1,100\ny,150,1,150\nx,600,1,600\nx,1100,1,1100\nx,1600,1,1600\n"
+      .. "x,2100,1,2100\ny,900,1,2200\nx,2600,1,2600\n")
+    local r = by_name(wm.lab{
+      input = {path = dir .. "/pk.csv", fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.tumbling("1s"), watermark_interval = 200,
+      strategies = {pk = {wm.watermarks.per_key_minimum("k", 0), wm.watermarks.per_key_minimum("k", 0, 500)}},
+    }:run())
+    local a, b = r["pk 0ms"], r["pk 0ms quiet 500ms"]
+    assert.are.same({0, 0, 0}, {a.late, a.dropped, a.latency_windows})
+    assert.are.same({1, 1, 601, "y 1"}, {b.late, b.dropped, b.admit_max, b.top_late_key})
+    assert.are.same({3, 1100, 1150}, {b.latency_windows, b.latency_p50, b.latency_max})
+  end)
+
+  -- percentile_delay(p, 4): records (ts at arrival) 1000 at 1000, 800 at 1050, 1500 at
+  -- 1500, 1100 at 1550; out-of-orderness 0, 200, 0, 400. Emissions at 1200 and 1400: sample
+  -- {0, 200}: p50 = 1st = 0, p99 = 2nd = 200: 1000 - 0 - 1 = 999, 1000 - 200 - 1 = 799. At
+  -- 1600: {0, 200, 0, 400} sorted 0 0 200 400: p50 = 2nd = 0: 1499; p99 = 4th = 400: 1099.
+  -- A fifth record (2000 at 1700, out-of-orderness 0) replaces the first (the sample holds 4):
+  -- {200, 0, 400, 0} at 1800: p50 0 -> 1999, p99 400 -> 1599.
+  it("percentile_delay trails the highest timestamp by a percentile of the disorder", function()
+    local function wms(p)
+      local th = wm.testing.harness(function(input)
+        return input:assign_timestamps_and_watermarks(wm.watermarks.percentile_delay(p, 4):with_timestamp_field("ts"))
+      end, {watermark_interval = 200, processing_time = 1000})
+      local got = {}
+      local function at(t)
+        th:advance_processing_time(t - th:processing_time())
+      end
+      for _, e in ipairs({{1000, 1000}, {800, 1050}, {1200}, {1400}, {1500, 1500}, {1100, 1550}, {1600},
+                          {2000, 1700}, {1800}}) do
+        at(e[2] or e[1])
+        if e[2] then th:push({ts = e[1]}, e[1]) else got[#got + 1] = th:current_watermark() end
+      end
+      th:close()
+      return got
+    end
+    assert.are.same({999, 999, 1499, 1999}, wms(0.5))
+    assert.are.same({799, 799, 1099, 1599}, wms(0.99))
+    local ok, err = pcall(wm.watermarks.percentile_delay, 99)
+    assert.is_false(ok)
+    assert.matches("p must be a fraction in (0, 1]", err, 1, true)
+  end)
+end)
+
 describe("arrival replay", function()
   local path
   with_events(function(_d, p) path = p end)

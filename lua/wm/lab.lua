@@ -208,7 +208,7 @@ local function candidates(strategies, level)
         if not is_strategy(x) then
           fail(string.format("strategies['%s'][%d] is not a strategy from wm.watermarks", name, i), level + 1)
         end
-        local label = x.lab_label or (x.kind == "bounded" and M.label(x.delay))
+        local label = x.lab_label or x.lab_name or (x.kind == "bounded" and M.label(x.delay))
           or (x.idle_advance and (M.label(x.bound) .. " idle " .. M.label(x.idle_advance))) or ("#" .. i)
         add(name .. " " .. label, x)
       end
