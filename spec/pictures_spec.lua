@@ -154,3 +154,82 @@ describe("the lab's page in Chromium", function()
     assert.is_true(n > 0)
   end)
 end)
+
+-- The timeline (`wmrun --timeline`, --timeline-x time) of a replayed job: key a sends ts 0
+-- to 2000 every 100 ms (arrival ts + 1000), then 6 old records (ts 100 to 600) arrive
+-- together at 3500, and key b's two old records at 4000: all late (bounded 500 ms, tumbling
+-- 1 s: the watermark is past 1000 by then) and dropped.
+local TL_JOB = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = "200ms"}
+env:read_lines(arg[1], {arrival = "arrival"})
+  :parse_csv{"k", "ts:integer", "v:integer", "arrival:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("500ms"):with_timestamp_field("ts"))
+  :key_by("k"):window(wm.windows.tumbling("1s")):count()
+  :sink(function() end)
+env:execute()
+]]
+
+describe("the timeline in Chromium", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  local function timeline(lines, name)
+    write(dir .. "/job.lua", TL_JOB)
+    write(dir .. "/" .. name .. ".csv", table.concat(lines, "\n") .. "\n")
+    local _, err, code = h.wmrun("--timeline '" .. dir .. "/" .. name .. ".html' --timeline-x time '" .. dir
+      .. "/job.lua' '" .. dir .. "/" .. name .. ".csv'")
+    assert.are.equal(0, code, err)
+    return dir .. "/" .. name .. ".html"
+  end
+
+  -- the lanes' x ticks: {v = processing time, pos = pixel, text}
+  local function lane_ticks(d)
+    local out = {}
+    for v, x, text in d:gmatch('<g class="xt" data%-lv="0" data%-n="%d+" data%-v="([^"]*)"><text class="tick" '
+        .. 'x="([^"]*)"[^>]*>([^<]*)') do
+      out[#out + 1] = {v = tonumber(v), pos = tonumber(x), text = text}
+    end
+    return out
+  end
+
+  it("crowded late records: a count mark at their arrival, a pair stacked, no script error", function()
+    local lines = {}
+    for i = 0, 20 do lines[#lines + 1] = string.format("a,%d,1,%d", i * 100, i * 100 + 1000) end
+    for i = 1, 6 do lines[#lines + 1] = string.format("a,%d,1,3500", i * 100) end
+    lines[#lines + 1] = "b,300,1,4000"
+    lines[#lines + 1] = "b,400,1,4000"
+    local d = dom(timeline(lines, "crowd"), function(t) return t:find('data-ready="1"', 1, true) ~= nil end)
+    assert.is_nil(d:match('<html[^>]-data%-errors="([^"]*)"'))
+    local tk = lane_ticks(d)
+    assert.is_true(#tk >= 5)
+    for _, t in ipairs(tk) do assert.is_truthy(t.text == "0" or t.text:match("^%+[%d.]+ s$"), t.text) end
+    local lanes = d:match('<g class="lanes">.*')
+    local n, cx = lanes:match('<circle class="count has%-late" data%-n="(%d+)" cx="([^"]*)"')
+    assert.are.equal("6", n)
+    assert.is_true(math.abs(tonumber(cx) - pixel(tk, 3500, id)) < 1)
+    local lane_b = lanes:match('<g class="lane" data%-key="b">(.-)<text class="lh"')
+    local pair = {}
+    for x, y in lane_b:gmatch('<circle class="late dropped" cx="([^"]*)" cy="([^"]*)"') do
+      pair[#pair + 1] = {tonumber(x), tonumber(y)}
+    end
+    assert.are.equal(2, #pair)
+    for _, p in ipairs(pair) do assert.is_true(math.abs(p[1] - pixel(tk, 4000, id)) < 1) end
+    assert.are_not.equal(pair[1][2], pair[2][2]) -- stacked, not on top of each other
+  end)
+
+  -- A run of 29 minutes: about ten round ticks, in minutes (no Chromium needed: the ticks
+  -- are in the page as written).
+  it("--timeline-x time: ticks that fit a 29-minute run, in one unit", function()
+    local lines = {}
+    for i = 0, 29 do lines[#lines + 1] = string.format("a,%d,1,%d", i * 60000, i * 60000 + 1000) end
+    local page = h.read(timeline(lines, "long"))
+    local tk = lane_ticks(page)
+    assert.is_true(#tk >= 5 and #tk <= 16, #tk .. " ticks")
+    for i, t in ipairs(tk) do
+      if i == 1 then assert.are.equal("0", t.text)
+      else assert.is_truthy(t.text:match("^%+%d+ min$"), t.text) end
+    end
+  end)
+end)

@@ -171,7 +171,7 @@ local function axes(w, p, tl, bottom)
     w('<g class="zx xaxis" clip-path="url(#%s%s)">\n', p.clip, pass == 1 and "" or "-axis")
     for _, t in ipairs(ticks) do
       local x = p.L + (t.v - p.x0) / (p.x1 - p.x0) * p.W
-      local attrs = fmt('data-lv="%d" data-n="%d"%s', t.lv, t.n,
+      local attrs = fmt('data-lv="%d" data-n="%d" data-v="%.17g"%s', t.lv, t.n, t.v,
         t.lv > 0 and ' style="display:none"' or "")
       if pass == 1 then
         w('<line class="xt grid%s" %s x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>\n',
