@@ -84,24 +84,43 @@ local function draw(w, tl, p, layout)
       if xa ~= xb then return xa < xb end
       return (ea.stop or ea.ts) < (eb.stop or eb.ts)
     end)
-    -- items at their true x; up to 3 within 4 px of each other are stacked vertically, more
-    -- are one count mark (the number, at the middle one's x; its tooltip tells what they are)
+    -- items at their true x. Within 16 px: up to 3 items are drawn each (those within 4 px of
+    -- each other stacked vertically), more are one count mark (the number, at the middle
+    -- one's x, at least 15 px after the previous count mark; its tooltip tells what they are)
     local vals, xs = {}, {}
     w('<g class="zx" clip-path="url(#%s)">\n', p.clip)
     local groups, g = {}, nil
     for _, it in ipairs(items) do
       local e = it.m or it.l
       local x = px(p, e.x, e.t)
-      if not g or x - g.x0 >= 4 then
+      if not g or x - g.x0 >= 16 then
         g = {x0 = x}
         groups[#groups + 1] = g
       end
       g[#g + 1] = {it = it, x = x}
     end
-    local STACK = {0, -6, 6}
-    for _, grp in ipairs(groups) do
+    local split = {}
+    for _, grp in ipairs(groups) do -- a few items: each drawn, stacked within 4 px
       if #grp > 3 then
-        local mid = grp[(#grp + 1) // 2].x
+        split[#split + 1] = grp
+      else
+        local sub
+        for _, o in ipairs(grp) do
+          if not sub or o.x - sub.x0 >= 4 then
+            sub = {x0 = o.x, few = true}
+            split[#split + 1] = sub
+          end
+          sub[#sub + 1] = o
+        end
+      end
+    end
+    groups = split
+    local STACK = {0, -6, 6}
+    local last_count = -math.huge
+    for _, grp in ipairs(groups) do
+      if not grp.few then
+        local mid = math.max(grp[(#grp + 1) // 2].x, last_count + 15)
+        last_count = mid
         local n_late, n_side, n_fire, n_lfire = 0, 0, 0, 0
         for _, o in ipairs(grp) do
           local e = o.it.m or o.it.l
@@ -115,7 +134,7 @@ local function draw(w, tl, p, layout)
         if n_fire > 0 then parts[#parts + 1] = fmt("%d firings on time", n_fire) end
         if n_lfire > 0 then parts[#parts + 1] = fmt("%d late firings", n_lfire) end
         xs[#xs + 1] = mid
-        w('<circle class="count%s" data-n="%d" cx="%.1f" cy="%.1f" r="7"><title>%d here (zoom in to see '
+        w('<circle class="count%s" data-n="%d" cx="%.1f" cy="%.1f" r="6.5"><title>%d here (zoom in to see '
           .. 'them apart): %s</title></circle><text class="count-n" x="%.1f" y="%.1f" text-anchor="middle">'
           .. '%s</text>\n', n_late + n_side > 0 and " has-late" or "", #grp, mid, y, #grp,
           table.concat(parts, ", "), mid, y + 3, #grp > 99 and "99+" or tostring(#grp))
