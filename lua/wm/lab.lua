@@ -246,13 +246,30 @@ function M.new(spec, level)
   local input = spec.input
   if type(input) ~= "table" then fail("input must be a table {path = ..., fields = ...}", level) end
   for k in pairs(input) do
-    if not ({path = true, fields = true, timestamp = true, arrival = true, sep = true, header = true})[k] then
+    if not ({path = true, fields = true, timestamp = true, arrival = true, sep = true, header = true,
+             kafka = true})[k] then
       fail("input: unknown field '" .. tostring(k) .. "'", level)
     end
   end
-  if type(input.path) ~= "string" then fail("input.path must be a file name", level) end
+  local kafka = input.kafka
+  if kafka ~= nil then -- a recorded topic: arrival = each message's timestamp
+    if type(kafka) ~= "table" or type(kafka.brokers) ~= "string" or type(kafka.topic) ~= "string" then
+      fail("input.kafka must be {brokers = \"host:port\", topic = \"name\"[, properties][, timeout]}", level)
+    end
+    for k in pairs(kafka) do
+      if not ({brokers = true, topic = true, properties = true, timeout = true})[k] then
+        fail("input.kafka: unknown field '" .. tostring(k) .. "'", level)
+      end
+    end
+    if input.path ~= nil or input.arrival ~= nil or input.header then
+      fail("input.kafka replaces input.path and input.arrival (the arrival is each message's timestamp) "
+        .. "and its values have no header", level)
+    end
+  elseif type(input.path) ~= "string" then
+    fail("input.path must be a file name (or input.kafka a topic)", level)
+  end
   if type(input.fields) ~= "table" then fail("input.fields must be a list of columns, as parse_csv's", level) end
-  for _, f in ipairs({"timestamp", "arrival"}) do
+  for _, f in ipairs(kafka and {"timestamp"} or {"timestamp", "arrival"}) do
     if type(input[f]) ~= "string" then fail("input." .. f .. " must name a column", level) end
   end
   -- the columns, checked by parse_csv itself
@@ -262,7 +279,7 @@ function M.new(spec, level)
   if not ok then fail("input.fields: " .. tostring(probe):gsub("^[^:]*:%d+: ", ""), level) end
   local node = probe.node
   node.header = input.header and true or false
-  for _, f in ipairs({"timestamp", "arrival"}) do
+  for _, f in ipairs(kafka and {"timestamp"} or {"timestamp", "arrival"}) do
     local col
     for _, c in ipairs(node.fields) do if c.name == input[f] then col = c end end
     if not col then fail(string.format("input.%s: no column '%s' in input.fields", f, input[f]), level) end
@@ -289,7 +306,7 @@ function M.new(spec, level)
   local drain = duration.ms(spec.drain == nil and wi or spec.drain, "wm.lab drain", level)
   if drain < 0 then fail("drain must not be negative", level) end
   return setmetatable({
-    path = input.path, csv = csv, parse_node = node,
+    path = input.path or ("kafka topic '" .. kafka.topic .. "'"), kafka = kafka, csv = csv, parse_node = node,
     timestamp = input.timestamp, arrival = input.arrival,
     key = spec.key, window = w, allowed_lateness = L, watermark_interval = wi, drain = drain,
     title = spec.title, aggregate = aggregate,
@@ -305,6 +322,7 @@ setmetatable(M, {__call = function(_, spec) return M.new(spec, 3) end})
 -- @treturn userdata the replay data (`:count()` records)
 -- @usage print(lab:data():count() .. " records")
 function Lab:data()
+  if not self._data and self.kafka then self._data = self:_kafka_data() end
   if not self._data then
     local path = self.path
     if self.base_dir and path:sub(1, 1) ~= "/" then path = self.base_dir .. "/" .. path end
@@ -317,6 +335,45 @@ function Lab:data()
     self._data = d
   end
   return self._data
+end
+
+-- input.kafka: the topic read once, from the earliest offsets to the end offsets found at the
+-- start (read_kafka{bounded = "latest", metadata = true}), each message's value a line and
+-- its timestamp (the broker's LogAppendTime when the topic keeps one, else the producer's
+-- CreateTime) its arrival; lines that arrived at the same millisecond keep the order read
+-- (partition by partition). Errors name the topic, partition and offset of the message.
+function Lab:_kafka_data()
+  require("wm.connectors")
+  local k = self.kafka
+  local env = wm.env{}
+  local got = env:read_kafka{brokers = k.brokers, topic = k.topic, start = "earliest", bounded = "latest",
+    metadata = true, properties = k.properties, timeout = k.timeout}:collect()
+  local ok, err = pcall(env.execute, env, "wm.lab input")
+  if not ok then error("wm.lab: input.kafka: " .. tostring(err), 0) end
+  if #got == 0 then error("wm.lab: kafka topic '" .. k.topic .. "' at " .. k.brokers .. " holds no messages", 0) end
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "wb"))
+  local arrivals, where = {}, {}
+  for i, m in ipairs(got) do
+    where[i] = string.format("kafka topic '%s' partition %d offset %d", k.topic, m.partition, m.offset)
+    local v = tostring(m.value)
+    if v:find("[\r\n]") or math.type(m.timestamp) ~= "integer" then
+      f:close()
+      os.remove(tmp)
+      error("wm.lab: " .. where[i] .. (math.type(m.timestamp) ~= "integer" and ": the message has no timestamp"
+        or ": the value holds a line break (one record a message, as parse_csv reads it)"), 0)
+    end
+    f:write(v, "\n")
+    arrivals[i] = m.timestamp
+  end
+  f:close()
+  local okd, d = pcall(core.replay_data, tmp, self.parse_node, self.timestamp, arrivals, self._watch)
+  os.remove(tmp)
+  if not okd then
+    local msg = tostring(d):gsub(tmp:gsub("%p", "%%%0") .. ":(%d+)", function(n) return where[tonumber(n)] end)
+    error("wm.lab: " .. msg, 0)
+  end
+  return d
 end
 
 -- The pipeline of one candidate (strategy nil: the perfect watermark, pushed by the replay).
