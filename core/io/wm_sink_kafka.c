@@ -196,8 +196,8 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
   wm_transport_config tc = {.target = {.kind = WM_TRANSPORT_KAFKA, .brokers = cfg->brokers, .topic = cfg->topic,
                                        .props = cfg->props, .nprops = cfg->nprops},
                             .name = op->name, .label = "write_kafka"};
-  if (!(k->t = wm_transport_kafka_open(&tc, e, sizeof e))) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (!(k->t = wm_transport_kafka_open(&tc, &ctx->error))) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   return op;
