@@ -640,23 +640,22 @@ static int get_field_protected(lua_State *L) {
 }
 
 /* The error of a protected call, on top of the stack (popped), into err. */
-static void field_error(lua_State *L, const char *what, const char *name, char *err,
-                        size_t errlen) {
+static void field_error(lua_State *L, const char *what, const char *name, wm_error *err) {
   const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
   if (m)
-    snprintf(err, errlen, "%s field '%s' of the record raised an error: %s", what, name, m);
+    wm_error_set(err, "%s field '%s' of the record raised an error: %s", what, name, m);
   else
-    snprintf(err, errlen, "%s field '%s' of the record raised an error (a %s value)", what, name,
-             luaL_typename(L, -1));
+    wm_error_set(err, "%s field '%s' of the record raised an error (a %s value)", what, name,
+                 luaL_typename(L, -1));
   lua_pop(L, 1);
 }
 
 static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_value *out,
-                          char *err, size_t errlen) {
+                          wm_error *err) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   if (lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
-    snprintf(err, errlen, "cannot read field '%s' of a %s (expected a table record)", name,
+    wm_error_set(err, "cannot read field '%s' of a %s (expected a table record)", name,
              luaL_typename(L, -1));
     lua_pop(L, 1);
     return -1;
@@ -668,7 +667,7 @@ static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_va
     lua_pushvalue(L, -2);
     lua_pushlightuserdata(L, (void *)name);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-      field_error(L, "reading", name, err, errlen);
+      field_error(L, "reading", name, err);
       lua_pop(L, 1);
       return -1;
     }
@@ -689,7 +688,7 @@ static int host_get_field(void *ud, const wm_value *rec, const char *name, wm_va
   }
   case LUA_TNUMBER: lwm_to_value(B, -1, out); break;
   default:
-    snprintf(err, errlen, "field '%s' is a %s, not a string, number or boolean", name,
+    wm_error_set(err, "field '%s' is a %s, not a string, number or boolean", name,
              luaL_typename(L, -1));
     lua_pop(L, 2);
     return -1;
@@ -716,12 +715,12 @@ static int with_field_protected(lua_State *L) {
 }
 
 static int host_with_field(void *ud, const wm_value *rec, const char *name, const wm_value *val,
-                           wm_value *out, char *err, size_t errlen) {
+                           wm_value *out, wm_error *err) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   lua_rawgeti(L, B->slots, rec->u.slot);
   if (lua_type(L, -1) != LUA_TTABLE) {
-    snprintf(err, errlen, "cannot set field '%s' of a %s", name, luaL_typename(L, -1));
+    wm_error_set(err, "cannot set field '%s' of a %s", name, luaL_typename(L, -1));
     lua_pop(L, 1);
     return -1;
   }
@@ -733,7 +732,7 @@ static int host_with_field(void *ud, const wm_value *rec, const char *name, cons
     lua_pushlightuserdata(L, (void *)name);
     lwm_push_value(B, val);
     if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-      field_error(L, "setting", name, err, errlen);
+      field_error(L, "setting", name, err);
       lua_pop(L, 1);
       return -1;
     }
@@ -751,7 +750,7 @@ static int host_with_field(void *ud, const wm_value *rec, const char *name, cons
   uint32_t s = lwm_slot_new(B, -1);
   lua_pop(L, 2);
   if (!s) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   *out = wm_nil();

@@ -12,6 +12,8 @@
 #include "lwm_graph.h"
 #include "lwm_harness.h"
 #include "lwm_replay.h"
+#include "lwm_replay_data.h"
+#include "lwm_sigwatch.h"
 #include "lwm_metrics.h"
 #include "lwm_mt.h"
 #include "lwm_plan.h"

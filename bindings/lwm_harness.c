@@ -5,7 +5,8 @@
  * fns) are registered under the bridge's address and pushed again at the start of every
  * method with lwm_enter, because each method runs on its own stack frame. User value 1
  * keeps the plan (operator names and tags point into it) alive. wm.lab's arrival replay
- * (h:replay, h:replay_inputs, core.replay_data, core.signal_watch) is in lwm_replay.c.
+ * (h:replay, h:replay_inputs) is in lwm_replay.c, its data sets (core.replay_data) in
+ * lwm_replay_data.c, its measures in lwm_lab_measure.c, core.signal_watch in lwm_sigwatch.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

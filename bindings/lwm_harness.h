@@ -1,8 +1,8 @@
-/* wm.testing's harness, shared by its two files: lwm_harness.c (the harness: building it,
- * h:push and the other calls, the virtual clock, outputs, metrics, checkpoints) and
- * lwm_replay.c (wm.lab's arrival replay: recorded data sets, h:replay, h:replay_inputs, and
- * core.signal_watch). Internal to the bindings; lwm_replay.c calls lwm_harness.c, never
- * the other way (spec/layers_spec.lua): it adds its methods to the harness's metatable. */
+/* wm.testing's harness, shared by lwm_harness.c (the harness: building it, h:push and the
+ * other calls, the virtual clock, outputs, metrics, checkpoints), lwm_replay.c (wm.lab's
+ * arrival replay: h:replay, h:replay_inputs) and lwm_lab_measure.c (the lab's measures).
+ * Internal to the bindings; those two call lwm_harness.c, never the other way
+ * (spec/layers_spec.lua): lwm_replay.c adds its methods to the harness's metatable. */
 #ifndef LWM_HARNESS_H
 #define LWM_HARNESS_H
 
@@ -37,12 +37,6 @@ typedef struct harness {
   int discard;     /* h:replay without keep_output: results are not stored */
 } harness;
 
-#define SIGWATCH_MT "wm.sigwatch"
-typedef struct sigwatch {
-  wm_ctx ctx;
-  wm_exec *exec; /* NULL once closed */
-} sigwatch;
-
 /* ---- lwm_harness.c ---- */
 /* wm.core.harness(env, opts) and the harness's metatable. */
 int lwm_harness_new(lua_State *L);
@@ -58,12 +52,5 @@ int lwm_h_pump(harness *H, int final);
 int lwm_h_advance_to(harness *H, int64_t upto);
 /* A signal during a replay: sets H->draining or H->aborted. */
 void lwm_h_replay_signalled(harness *H);
-
-/* ---- lwm_replay.c ---- */
-/* "interrupted by SIGINT" (SIGTERM, SIGHUP) */
-const char *lwm_sig_text(int sig);
-/* h:replay(data, opts) and h:replay_inputs({data, ...}[, opts]) */
-int lwm_h_replay(lua_State *L);
-int lwm_h_replay_inputs(lua_State *L);
 
 #endif

@@ -83,9 +83,9 @@ static void worker_main(void *arg) {
                     "script and must reach the same execute()";
   }
   if (!w->arrived) { /* the script failed, or ended, before its execute() */
-    char text[4200];
-    snprintf(text, sizeof text, "thread %d: %s", w->thread + 1, msg);
-    wm_mt_job_fail(w->job, text);
+    wm_error e;
+    wm_error_set(&e, "thread %d: %s", w->thread + 1, msg);
+    wm_mt_job_fail(w->job, &e);
     wm_mt_job_barrier(w->job, w->thread, 0, 0);
   }
   if (L) lwm_close_state(L);
@@ -150,8 +150,7 @@ int lwm_mt_prepare(lua_State *L, int env, lwm_mt_run **runp, wm_mt_job **jobp, i
                          "thread runs the job script again); use threads = 1 here", n);
   lwm_mt_run *run = calloc(1, sizeof *run);
   worker *ws = calloc((size_t)n, sizeof *ws);
-  char err[256];
-  wm_mt_job *job = run && ws ? wm_mt_job_new(n, 64, err, sizeof err) : NULL;
+  wm_mt_job *job = run && ws ? wm_mt_job_new(n, 64, NULL) : NULL;
   if (!job) {
     free(run);
     free(ws);
@@ -168,9 +167,9 @@ int lwm_mt_prepare(lua_State *L, int env, lwm_mt_run **runp, wm_mt_job **jobp, i
     if (uv_thread_create(&ws[t].tid, worker_main, &ws[t]) == 0) {
       ws[t].started = 1;
     } else {
-      char msg[128];
-      snprintf(msg, sizeof msg, "cannot start thread %d", t + 1);
-      wm_mt_job_fail(job, msg);
+      wm_error e;
+      wm_error_set(&e, "cannot start thread %d", t + 1);
+      wm_mt_job_fail(job, &e);
       wm_mt_job_absent(job, t);
     }
   }
@@ -182,14 +181,14 @@ int lwm_mt_prepare(lua_State *L, int env, lwm_mt_run **runp, wm_mt_job **jobp, i
 
 int lwm_mt_finish(lwm_bridge *B, lwm_mt_run *run, int rc) {
   wm_mt_job *job = B->mtjob;
-  if (rc == WM_ERR && B->ctx.error.msg[0]) wm_mt_job_fail(job, wm_ctx_errtext(&B->ctx));
+  if (rc == WM_ERR && B->ctx.error.msg[0]) wm_mt_job_fail(job, &B->ctx.error);
   else if (rc == WM_STOP) wm_mt_job_abort(job);
   if (!run) return rc; /* a worker: thread 1 reports */
   for (int t = 1; t < run->n; t++)
     if (run->w[t].started) uv_thread_join(&run->w[t].tid);
   int st = wm_mt_job_state(job);
   if (st == 1) {
-    wm_ctx_error(&B->ctx, "%s", wm_mt_job_error(job));
+    B->ctx.error = *wm_mt_job_error(job); /* the failing thread's parts, formatted at the top */
     rc = WM_ERR;
   } else if (st == 2) {
     rc = WM_STOP;
@@ -215,11 +214,7 @@ int lwm_mt_attach(lwm_bridge *B) {
 }
 
 int lwm_mt_barrier(lwm_bridge *B, int rc) {
-  if (rc != WM_OK && B->ctx.error.msg[0]) {
-    char msg[4200];
-    snprintf(msg, sizeof msg, "%s", wm_ctx_errtext(&B->ctx));
-    wm_mt_job_fail(B->mtjob, msg);
-  }
+  if (rc != WM_OK && B->ctx.error.msg[0]) wm_mt_job_fail(B->mtjob, &B->ctx.error);
   if (wm_mt_job_barrier(B->mtjob, B->thread, rc == WM_OK, B->fingerprint) != 0) {
     wm_error_clear(&B->ctx.error); /* the job's message is the one to report */
     return WM_ERR;

@@ -536,9 +536,7 @@ static int win_add_chan(winlua *w, wm_op *op, wm_value *acc, const wm_value *rec
   lua_State *L = B->L;
   lua_Integer c = (lua_Integer)wm_winop_chan(op) + 1;
   wm_value part;
-  if (wm_field_get(&B->ctx.host, &w->accf, rec, &part,
-                   B->ctx.error.msg, sizeof B->ctx.error.msg) != 0)
-    return wm_ctx_error_took(&B->ctx);
+  if (wm_field_get(&B->ctx.host, &w->accf, rec, &part, &B->ctx.error) != 0) return WM_ERR;
   if (acc->type == WM_NIL) {
     lua_createtable(L, 2, 2);
     if (set_acc(B, acc) != 0) return wm_ctx_error(&B->ctx, "out of memory");

@@ -32,10 +32,17 @@ typedef struct kafka_ud {
   int nprops;
 } kafka_ud;
 
-static wm_member *kafka_member(const wm_member_common *c, void *ud, char *err, size_t errlen) {
+/* The membership backends still write a buffer: their message into the supervisor's wm_error. */
+static wm_member *member_made(wm_member *m, const char *why, wm_error *err) {
+  if (!m) wm_error_set(err, "%s", why);
+  return m;
+}
+
+static wm_member *kafka_member(const wm_member_common *c, void *ud, wm_error *err) {
   kafka_ud *k = ud;
   wm_member_kafka_config kc = {.c = *c, .brokers = k->brokers, .props = k->props, .nprops = k->nprops};
-  return wm_member_kafka_new(&kc, err, errlen);
+  char why[1024];
+  return member_made(wm_member_kafka_new(&kc, why, sizeof why), why, err);
 }
 
 typedef struct nats_ud {
@@ -45,11 +52,12 @@ typedef struct nats_ud {
   long long lease_ms;
 } nats_ud;
 
-static wm_member *nats_member(const wm_member_common *c, void *ud, char *err, size_t errlen) {
+static wm_member *nats_member(const wm_member_common *c, void *ud, wm_error *err) {
   nats_ud *n = ud;
   wm_member_nats_config nc = {.c = *c, .url = n->url, .partitions = n->partitions, .subjects = n->subjects,
                               .lease_ms = n->lease_ms};
-  return wm_member_nats_new(&nc, err, errlen);
+  char why[1024];
+  return member_made(wm_member_nats_new(&nc, why, sizeof why), why, err);
 }
 
 /* The strings of the list field k of the table at idx (borrowed from it); *n set. NULL
@@ -132,13 +140,11 @@ static int l_supervise(lua_State *L) {
                          .quiet_lines = quiet_lines};
   lua_pop(L, 1);
   cfg.backoff_ms = lwm_get_int(L, 1, "backoff_ms", 0);
-  char err[1024];
+  wm_error err;
   int rc = 0;
-  if (cfg.ckdir && mkdir(cfg.ckdir, 0777) != 0 && errno != EEXIST) {
-    snprintf(err, sizeof err, "cannot create the checkpoint folder %s: %s", cfg.ckdir, strerror(errno));
-    rc = -1;
-  }
-  if (rc == 0) rc = wm_super_run(&cfg, err, sizeof err);
+  if (cfg.ckdir && mkdir(cfg.ckdir, 0777) != 0 && errno != EEXIST)
+    rc = wm_error_set(&err, "cannot create the checkpoint folder %s: %s", cfg.ckdir, strerror(errno));
+  if (rc == 0) rc = wm_super_run(&cfg, &err);
   free(shares);
   free(subjects);
   free(sources);
@@ -147,7 +153,7 @@ static int l_supervise(lua_State *L) {
   free(counts);
   if (rc != 0) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "scale_out: %s", err);
+    lua_pushfstring(L, "scale_out: %s", wm_error_format(&err));
     return 2;
   }
   lua_pushboolean(L, 1);

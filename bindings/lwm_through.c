@@ -47,15 +47,15 @@ int lwm_through_ensure(lua_State *L) {
   wm_through_target t;
   const char **props;
   read_target(L, 1, &t, &props);
-  char err[1024];
+  wm_error err;
   int64_t last = 0;
   lua_Integer timeout = lwm_get_int(L, 1, "timeout", ENSURE_TIMEOUT_MS);
   int rc = wm_transport_make(&t, timeout > 0 && timeout < INT32_MAX ? (int)timeout : ENSURE_TIMEOUT_MS, &last,
-                             err, sizeof err);
+                             &err);
   free(props);
   if (rc != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, wm_error_format(&err));
     return 2;
   }
   lua_pushinteger(L, (lua_Integer)last);

@@ -312,6 +312,189 @@ describe("wm.lab figures", function()
   end)
 end)
 
+describe("wm.lab: session windows and any aggregate", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmdir(dir) end)
+
+  -- key, ts, value, arrival; sessions with a gap of 500 ms; watermark_interval 0 (bounded 0
+  -- emits max_ts - 1 after every record). docs/lab.md, "Session windows".
+  local SESS = "a,100,1,100\na,300,2,200\nb,400,5,300\na,1000,3,400\na,750,4,500\n"
+    .. "b,200,1,600\nb,2000,1,700\na,2100,1,800\n"
+
+  local function sess_lab(path, over)
+    local spec = {
+      input = {path = path, fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.session("500ms"), watermark_interval = 0,
+      strategies = {b = wm.watermarks.bounded_out_of_orderness(0)},
+    }
+    for k, v in pairs(over or {}) do spec[k] = v end
+    return wm.lab(spec)
+  end
+
+  -- By hand. bounded 0: W before each record: MIN, 99, 299, 399, 999, 999, 999, 1999.
+  --   1-3: a [100,600) then [100,800) (a,300), b [400,900).
+  --   4 (a,1000 at 400): a [1000,1500); then W = 999 fires a [100,800) (its last record
+  --     arrived at 200: latency 200) and b [400,900) (at 300: 100).
+  --   5 (a,750 at 500): [750,1250) touches the fired a [100,800): late (not dropped: it
+  --     merges with a [1000,1500) into [750,1500)); lateness max(0, 999 - 1249) = 0;
+  --     a [100,800) damaged.
+  --   6 (b,200 at 600): [200,700) touches the fired b [400,900), whose state is gone (no
+  --     allowed lateness), and ends at 699 <= 999: dropped; lateness 999 - 699 = 300.
+  --   7 (b,2000 at 700): W = 1999 fires a [750,1500) (last record at 500: latency 200).
+  --   end: b [2000,2500) and a [2100,2600) fire (not sampled).
+  -- late 2, dropped 1, no late firing; first firings 5 (2 at the end), 2 damaged: 60 %;
+  -- latency {200, 100, 200}: p50 = 2nd = 200, p99 = max = 200; admit: lateness 0, 300 ->
+  -- 301 (p99: rank ceil(1.98) = 2). Perfect (sessions: min(ts to come) - 2):
+  --   98, 198, 198, 198, 198, 198, 1998, 2098; lag = P - max(W, 98):
+  --   0, 99, -101, -201, -801, -801, 999, 99: sorted, p50 = 4th = -101, p99 = max = 999.
+  -- perfect: after record 6 (at 600) W = 1998 fires a [100,1500) (last record, a,750, at
+  -- 500: latency 100) and b [200,900) (b,200 at 600: 0): latency p50 0, p99 100; 4 first
+  -- firings, nothing late.
+  it("late, dropped, damaged sessions, latency and lag, by hand", function()
+    write(dir .. "/s.csv", SESS)
+    local r = by_name(sess_lab(dir .. "/s.csv"):run{keep_output = true})
+    local b = r.b
+    assert.are.same({8, 2, 1, 0, 200, 200, 200}, {b.records, b.late, b.dropped, b.late_firings,
+      b.latency_p50, b.latency_p99, b.latency_max})
+    assert.are.same({-101, 999, 999}, {b.lag_p50, b.lag_p99, b.lag_max})
+    assert.are.same({5, 2, 2, 0.6}, {b.first_firings, b.end_firings, b.damaged_windows, b.first_final})
+    assert.are.same({{key = "a", late = 1}, {key = "b", late = 1}}, b.late_by_key)
+    assert.are.same({301, 301}, {b.admit_p99, b.admit_max})
+    local p = r.perfect
+    assert.are.same({0, 0, 0, 100, 100, 0, 0, 4, 1.0}, {p.late, p.dropped, p.latency_p50, p.latency_p99,
+      p.latency_max, p.lag_p50, p.lag_max, p.first_firings, p.first_final})
+    local got = {}
+    for _, o in ipairs(b.output) do got[#got + 1] = o.key .. "[" .. o.start .. "," .. o.stop .. ")=" .. o.count end
+    assert.are.same({"a[100,800)=2", "b[400,900)=1", "a[750,1500)=2", "b[2000,2500)=1", "a[2100,2600)=1"}, got)
+  end)
+
+  -- With 1 s of allowed lateness the fired sessions keep their state: a,750 merges a
+  -- [100,800) and [1000,1500) into [100,1500), whose end (1499) the watermark has not
+  -- passed: not a late firing, but a second result of the session (it fires at 700,
+  -- latency 200). b,200 merges into b [400,900) (W 999 >= 899): a late firing of [200,900).
+  -- late 2 (both touched a fired session), dropped 0, late firings 1; a [100,800) and
+  -- b [400,900) damaged; first firings: a [100,800), b [400,900), a [100,1500), and the 2
+  -- at the end: 5.
+  it("allowed lateness: a late firing, and an extended session that fires again", function()
+    write(dir .. "/s.csv", SESS)
+    local b = by_name(sess_lab(dir .. "/s.csv", {allowed_lateness = "1s"}):run{keep_output = true}).b
+    assert.are.same({2, 0, 1, 5, 2}, {b.late, b.dropped, b.late_firings, b.first_firings, b.damaged_windows})
+    local got = {}
+    for _, o in ipairs(b.output) do got[#got + 1] = o.key .. "[" .. o.start .. "," .. o.stop .. ")=" .. o.count end
+    assert.are.same({"a[100,800)=2", "b[400,900)=1", "b[200,900)=2", "a[100,1500)=4", "b[2000,2500)=1",
+      "a[2100,2600)=1"}, got)
+  end)
+
+  -- a,100 then a,600: [600,1100) touches [100,600), so they merge. The perfect watermark of
+  -- sessions stays one below the next timestamp's - 1 (597 after the first record), so
+  -- [100,600) (end 599) does not fire before a,600 arrives: nothing late.
+  it("the perfect watermark of sessions waits for a record that touches the session", function()
+    write(dir .. "/t.csv", "a,100,1,100\na,600,1,200\n")
+    local r = by_name(sess_lab(dir .. "/t.csv"):run{keep_output = true})
+    assert.are.same({0, 1, 1}, {r.perfect.late, r.perfect.first_firings, #r.perfect.output})
+    assert.are.equal(2, r.perfect.output[1].count)
+  end)
+
+  -- The aggregate changes the results, not the figures (they are the window operator's).
+  -- Tumbling 1 s over EVENTS (a,900 with value 3), bounded 0ms: a [0,1000) gets ts 100,
+  -- 900 and 300 (values 1, 3, 1; ts 700 is dropped): sum 5, avg 5/3, max 3; the others one
+  -- record of value 1 each.
+  it("sum, avg and a function as the aggregate", function()
+    write(dir .. "/e.csv", EVENTS:gsub("a,900,1,950", "a,900,3,950"))
+    local base = {window = wm.windows.tumbling("1s"), watermark_interval = "200ms"}
+    local function run(agg)
+      base.aggregate = agg
+      return by_name(sess_lab(dir .. "/e.csv", base):run{keep_output = true}).b
+    end
+    local c, s, a = run(nil), run("sum:v"), run("avg:v")
+    local f = run(function(w) return w:reduce(function(x, y) return {k = x.k, v = math.max(x.v, y.v)} end) end)
+    assert.are.same(figures(c), figures(s))
+    assert.are.same(figures(c), figures(a))
+    assert.are.same(figures(c), figures(f))
+    assert.are.same({1, 1}, {s.late, s.dropped})
+    local sums = {}
+    for i, o in ipairs(s.output) do sums[i] = o.v end
+    assert.are.same({5, 1, 1, 1, 1}, sums)
+    assert.are.same({5 / 3, 1.0, 1.0, 1.0, 1.0}, a.output)
+    assert.are.equal(3, f.output[1].v)
+  end)
+
+  it("refuses a session gap function, processing-time windows and a bad aggregate", function()
+    local p = dir .. "/x.csv"
+    local ok, err = pcall(sess_lab, p, {window = wm.windows.session(function() return 5 end)})
+    assert.is_false(ok)
+    assert.matches("a session window of the lab needs a fixed gap", err, 1, true)
+    ok, err = pcall(sess_lab, p, {window = wm.windows.tumbling_processing("1s")})
+    assert.is_false(ok)
+    assert.matches("window must be an event-time", err, 1, true)
+    ok, err = pcall(sess_lab, p, {aggregate = "median:v"})
+    assert.is_false(ok)
+    assert.matches('aggregate must be "count", "sum:field"', err, 1, true)
+  end)
+end)
+
+describe("built-in strategies in the lab: per_key_minimum, percentile_delay", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmdir(dir) end)
+
+  -- x sends every 500 ms (ts = arrival); y sends at 150, then stalls: its record ts 900
+  -- arrives at 2200. Tumbling 1 s, interval 200 (emissions at 300, 500, ...).
+  -- per_key_minimum("k", 0): min(max_x, max_y) - 1 stays at y's 149 until 2300 (then 899):
+  --   no window fires before the end: nothing late, no latency sample.
+  -- with quiet 500: y (last record at 150) is quiet from 650 on: at 700 the watermark is
+  --   x's 600 - 1 = 599; the emission due at 1100 comes before x,1100 (599); at 1300 1099
+  --   fires x [0,1000) (last record at 600: latency 700) and y [0,1000) (at 150: 1150); at
+  --   1700 1599. y,900 arrives at 2200: y is back (min 899 < 1599: nothing emitted), and
+  --   the record is late (W 1599 >= 999) and dropped, lateness 600 (admit 601). At 2700 y is
+  --   quiet again (2700 - 2200 >= 500): 2599 fires x [1000,2000) (last at 1600: 1100).
+  --   latency {700, 1150, 1100}: p50 = 2nd = 1100, max 1150.
+  it("per_key_minimum holds at the slowest key; with quiet it drops a stalled one", function()
+    write(dir .. "/pk.csv", "x,100,1,100\ny,150,1,150\nx,600,1,600\nx,1100,1,1100\nx,1600,1,1600\n"
+      .. "x,2100,1,2100\ny,900,1,2200\nx,2600,1,2600\n")
+    local r = by_name(wm.lab{
+      input = {path = dir .. "/pk.csv", fields = FIELDS, timestamp = "ts", arrival = "arrival"},
+      key = "k", window = wm.windows.tumbling("1s"), watermark_interval = 200,
+      strategies = {pk = {wm.watermarks.per_key_minimum("k", 0), wm.watermarks.per_key_minimum("k", 0, 500)}},
+    }:run())
+    local a, b = r["pk 0ms"], r["pk 0ms quiet 500ms"]
+    assert.are.same({0, 0, 0}, {a.late, a.dropped, a.latency_windows})
+    assert.are.same({1, 1, 601, "y 1"}, {b.late, b.dropped, b.admit_max, b.top_late_key})
+    assert.are.same({3, 1100, 1150}, {b.latency_windows, b.latency_p50, b.latency_max})
+  end)
+
+  -- percentile_delay(p, 4): records (ts at arrival) 1000 at 1000, 800 at 1050, 1500 at
+  -- 1500, 1100 at 1550; out-of-orderness 0, 200, 0, 400. Emissions at 1200 and 1400: sample
+  -- {0, 200}: p50 = 1st = 0, p99 = 2nd = 200: 1000 - 0 - 1 = 999, 1000 - 200 - 1 = 799. At
+  -- 1600: {0, 200, 0, 400} sorted 0 0 200 400: p50 = 2nd = 0: 1499; p99 = 4th = 400: 1099.
+  -- A fifth record (2000 at 1700, out-of-orderness 0) replaces the first (the sample holds 4):
+  -- {200, 0, 400, 0} at 1800: p50 0 -> 1999, p99 400 -> 1599.
+  it("percentile_delay trails the highest timestamp by a percentile of the disorder", function()
+    local function wms(p)
+      local th = wm.testing.harness(function(input)
+        return input:assign_timestamps_and_watermarks(wm.watermarks.percentile_delay(p, 4):with_timestamp_field("ts"))
+      end, {watermark_interval = 200, processing_time = 1000})
+      local got = {}
+      local function at(t)
+        th:advance_processing_time(t - th:processing_time())
+      end
+      for _, e in ipairs({{1000, 1000}, {800, 1050}, {1200}, {1400}, {1500, 1500}, {1100, 1550}, {1600},
+                          {2000, 1700}, {1800}}) do
+        at(e[2] or e[1])
+        if e[2] then th:push({ts = e[1]}, e[1]) else got[#got + 1] = th:current_watermark() end
+      end
+      th:close()
+      return got
+    end
+    assert.are.same({999, 999, 1499, 1999}, wms(0.5))
+    assert.are.same({799, 799, 1099, 1599}, wms(0.99))
+    local ok, err = pcall(wm.watermarks.percentile_delay, 99)
+    assert.is_false(ok)
+    assert.matches("p must be a fraction in (0, 1]", err, 1, true)
+  end)
+end)
+
 describe("arrival replay", function()
   local path
   with_events(function(_d, p) path = p end)
@@ -403,9 +586,9 @@ describe("wm.lab errors", function()
   end)
 
   it("rejects other windows, a candidate named perfect and non-strategies", function()
-    local ok, err = pcall(wm.lab, spec("x.csv", {window = wm.windows.session("1s")}))
+    local ok, err = pcall(wm.lab, spec("x.csv", {window = wm.windows.global()}))
     assert.is_false(ok)
-    assert.matches("window must be wm.windows.tumbling", err, 1, true)
+    assert.matches("window must be an event-time wm.windows.tumbling", err, 1, true)
     ok, err = pcall(wm.lab, spec("x.csv", {strategies = {perfect = wm.watermarks.monotonous()}}))
     assert.is_false(ok)
     assert.matches("two candidates are named 'perfect'", err, 1, true)
@@ -727,5 +910,81 @@ print(table.concat(seen, " "))
     _, err, code = job('{arrival = 5}', WINDOWS)
     assert.are.equal(1, code)
     assert.matches("read_lines: arrival must be a column name or a function", err, 1, true)
+  end)
+end)
+
+describe("wm.lab with a recorded Kafka topic as input", function()
+  -- (the jobs and the lab run in wmrun, as the connector specs' jobs do: librdkafka's threads
+  -- end with their process)
+  local services = require("services")
+  local cjson = require("cjson")
+  local k, dir
+  before_each(function()
+    k = services.kafka{"lab:1", "bad:1"}
+    dir = tmpdir()
+  end)
+  after_each(function()
+    k:stop()
+    rmdir(dir)
+  end)
+
+  -- messages: the values of EVENTS without their arrival column, each produced with its
+  -- arrival as its timestamp (the mock keeps the producer's CreateTime); read back, the
+  -- timestamps are the arrivals, so the figures are those of EVENTS worked out by hand at the
+  -- top of this file.
+  local function produce(topic, lines)
+    write(dir .. "/in.txt", table.concat(lines, "\n") .. "\n")
+    write(dir .. "/produce.lua", [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1])
+  :assign_timestamps_and_watermarks(wm.watermarks.no_watermarks():with_timestamp_assigner(function(l)
+    return tonumber(l:match("(%d+)$"))
+  end))
+  :map(function(l) return (l:gsub(",%d+$", "")) end)
+  :write_kafka{brokers = arg[2], topic = arg[3], format = "text"}
+env:execute()
+]])
+    local _, err, code = h.wmrun(string.format("'%s/produce.lua' '%s/in.txt' '%s' %s", dir, dir, k.bootstrap, topic))
+    assert.are.equal(0, code, err)
+  end
+
+  local function lab(topic)
+    write(dir .. "/lab.lua", string.format([[
+local wm = require("wm")
+return wm.lab{
+  input = {kafka = {brokers = %q, topic = %q}, fields = {"k", "ts:integer", "v:integer"}, timestamp = "ts"},
+  key = "k", window = wm.windows.tumbling("1s"), watermark_interval = "200ms",
+  strategies = {bounded = {wm.watermarks.bounded_out_of_orderness(0), wm.watermarks.bounded_out_of_orderness("500ms")}},
+}
+]], k.bootstrap, topic))
+    return h.wmrun("lab '" .. dir .. "/lab.lua' --json")
+  end
+
+  it("arrival = each message's timestamp: the figures of the recorded file", function()
+    local lines = {}
+    for l in EVENTS:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    produce("lab", lines)
+    local out, err, code = lab("lab")
+    assert.are.equal(0, code, err)
+    local r = {}
+    for l in out:gmatch("[^\n]+") do
+      local row = cjson.decode(l)
+      r[row.name] = row
+    end
+    assert.are.same({8, 0, 0, 0, 0, 0, 0, 100, 450, 450}, figures(r.perfect))
+    assert.are.same({8, 1, 1, 0, 0, 600, 600, 700, 1050, 1050}, figures(r["bounded 0ms"]))
+    assert.are.same({8, 1, 1, 0, 200, 1100, 1100, 1100, 1450, 1450}, figures(r["bounded 500ms"]))
+  end)
+
+  it("a bad message is named by its topic, partition and offset", function()
+    produce("bad", {"a,100,1,100", "a,x,1,200"})
+    local _, err, code = lab("bad")
+    assert.are.equal(1, code)
+    assert.matches("kafka topic 'bad' partition 0 offset 1: field 'ts': 'x' is not an integer", err, 1, true)
+    local ok, e = pcall(wm.lab, {input = {kafka = {brokers = "x", topic = "t"}, path = "a.csv", fields = {"ts:integer"},
+      timestamp = "ts"}, key = "k", window = wm.windows.tumbling("1s"), strategies = {m = wm.watermarks.monotonous()}})
+    assert.is_false(ok)
+    assert.matches("input.kafka replaces input.path and input.arrival", e, 1, true)
   end)
 end)

@@ -27,7 +27,8 @@ M.BINDING_LAYERS = {
   {"plan", {"lwm_plan"}},
   {"builders", {"lwm_io", "lwm_window", "lwm_wjoin", "lwm_join", "lwm_time", "lwm_keyed", "lwm_conn", "lwm_through"}},
   {"graph", {"lwm_graph"}},
-  {"runs", {"lwm_ckpt", "lwm_harness", "lwm_replay", "lwm_mt", "lwm_metrics", "lwm_task"}},
+  {"runs", {"lwm_ckpt", "lwm_harness", "lwm_replay", "lwm_mt", "lwm_metrics", "lwm_task", "lwm_sigwatch",
+            "lwm_replay_data", "lwm_lab_measure"}},
   {"top", {"lwm_core", "wmrun"}},
 }
 

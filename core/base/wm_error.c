@@ -27,6 +27,15 @@ void wm_error_vset(wm_error *e, const char *fmt, va_list ap) {
   memcpy(e->msg, m, strlen(m) + 1);
 }
 
+int wm_error_set(wm_error *e, const char *fmt, ...) {
+  if (!e) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  wm_error_vset(e, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
 static int has(const wm_error *e, int kind) {
   for (int i = 0; i < e->nparts; i++)
     if (e->part[i].kind == kind) return 1;

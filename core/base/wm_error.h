@@ -18,6 +18,13 @@
  *   <lines added after the traceback> tail
  *
  * Parts other than the traceback keep the order they were added in (innermost first).
+ *
+ * The one error convention of the core: a function that can fail returns WM_ERR (or -1, or
+ * NULL) and fills the wm_error it was given, its context's (ctx->error, wm_ctx_error) or the
+ * caller's (a `wm_error *err` parameter, for functions that have no context: the checkpoint
+ * stores, the transports, the supervisor, the job of the threads); it never writes
+ * formatted text into a caller's buffer. A wm_error holds no pointers (its parts are offsets
+ * into its own buffer), so it is passed between threads by value: a struct copy.
  */
 #ifndef WM_ERROR_H
 #define WM_ERROR_H
@@ -54,6 +61,12 @@ typedef struct wm_error {
 void wm_error_clear(wm_error *e);
 /* A new failure: the message, no parts. */
 void wm_error_vset(wm_error *e, const char *fmt, va_list ap);
+/* As wm_error_vset; returns -1. Nothing when e is NULL (a caller that wants no message). */
+int wm_error_set(wm_error *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* The message was written into e->msg directly: the parts of an earlier failure dropped. */
 void wm_error_took(wm_error *e);
 /* Adds a part of a kind (WM_EPART_*). An operator or a position is kept once: the first one

@@ -199,8 +199,7 @@ void wm_row_release(const wm_host *h, wm_row *r) {
   free(r);
 }
 
-int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *out, char *err,
-                 size_t errlen) {
+int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *out, wm_error *err) {
   if (rec->type == WM_ROW) {
     const wm_row *r = rec->u.row;
     if (f->schema != r->schema) {
@@ -211,13 +210,13 @@ int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *o
     return 0;
   }
   if (rec->type == WM_SLOT && h && h->get_field)
-    return h->get_field(h->ud, rec, f->name, out, err, errlen);
-  snprintf(err, errlen, "cannot read field '%s': the record is not a table", f->name);
+    return h->get_field(h->ud, rec, f->name, out, err);
+  wm_error_set(err, "cannot read field '%s': the record is not a table", f->name);
   return -1;
 }
 
 int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_value *val,
-                  wm_value *out, char *err, size_t errlen) {
+                  wm_value *out, wm_error *err) {
   if (rec->type == WM_ROW) {
     const wm_row *r = rec->u.row;
     if (f->schema != r->schema) {
@@ -225,16 +224,16 @@ int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_v
       f->index = wm_schema_find(r->schema, f->name);
     }
     if (f->index < 0) {
-      snprintf(err, errlen, "record has no field '%s'", f->name);
+      wm_error_set(err, "record has no field '%s'", f->name);
       return -1;
     }
     wm_row *n = wm_row_new(r->schema);
-    if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!n) { wm_error_set(err, "out of memory"); return -1; }
     for (uint32_t i = 0; i < r->schema->nfields; i++) {
       const wm_value *src = (int)i == f->index ? val : &r->fields[i];
       if (wm_value_copy(h, &n->fields[i], src) != 0) {
         wm_row_release(h, n);
-        snprintf(err, errlen, "out of memory");
+        wm_error_set(err, "out of memory");
         return -1;
       }
     }
@@ -242,8 +241,8 @@ int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_v
     return 0;
   }
   if (rec->type == WM_SLOT && h && h->with_field)
-    return h->with_field(h->ud, rec, f->name, val, out, err, errlen);
-  snprintf(err, errlen, "cannot set field '%s': the record is not a table", f->name);
+    return h->with_field(h->ud, rec, f->name, val, out, err);
+  wm_error_set(err, "cannot set field '%s': the record is not a table", f->name);
   return -1;
 }
 

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_error.h"
+
 typedef enum {
   WM_NIL = 0,
   WM_BOOL,
@@ -69,12 +71,11 @@ struct wm_host {
   void (*retain)(void *ud, uint32_t slot);
   void (*release)(void *ud, uint32_t slot);
   /* Reads field `name` of a host record into *out (borrowed while rec is alive).
-   * Returns 0, or -1 with a message in err when rec is not a record. */
-  int (*get_field)(void *ud, const wm_value *rec, const char *name, wm_value *out, char *err,
-                   size_t errlen);
+   * Returns 0, or -1 with a message in *err (NULL: none wanted) when rec is not a record. */
+  int (*get_field)(void *ud, const wm_value *rec, const char *name, wm_value *out, wm_error *err);
   /* A new owned record: a shallow copy of rec with field `name` set to val. */
   int (*with_field)(void *ud, const wm_value *rec, const char *name, const wm_value *val,
-                    wm_value *out, char *err, size_t errlen);
+                    wm_value *out, wm_error *err);
   /* Appends a WM_SLOT value as `print` shows it (json != 0: as inside a table). */
   void (*format)(void *ud, struct wm_buf *b, const wm_value *v, int json);
 };
@@ -161,9 +162,9 @@ typedef struct wm_field {
 } wm_field;
 
 /* Reads field f of rec into *out (borrowed while rec is alive). Rows are read in C, host
- * records through the host. Returns 0; -1 with a message in err. A missing field is nil. */
-int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *out, char *err,
-                 size_t errlen);
+ * records through the host. Returns 0; -1 with a message in *err (NULL: none wanted). A
+ * missing field is nil. */
+int wm_field_get(const wm_host *h, wm_field *f, const wm_value *rec, wm_value *out, wm_error *err);
 /* The hot path of wm_field_get: a pointer to field f of rec when rec is a row of the
  * schema f last resolved and has the field, else NULL (then call wm_field_get). */
 static inline const wm_value *wm_field_peek(const wm_field *f, const wm_value *rec) {
@@ -174,7 +175,7 @@ static inline const wm_value *wm_field_peek(const wm_field *f, const wm_value *r
 
 /* A new owned record equal to rec with field f set to val (val is copied). */
 int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_value *val,
-                  wm_value *out, char *err, size_t errlen);
+                  wm_value *out, wm_error *err);
 
 /* ---- Composite keys ---------------------------------------------------------------- */
 

@@ -30,7 +30,7 @@ typedef struct ck_shared {
   int n;                /* threads */
   wm_mt_job *job;       /* NULL with one thread */
   wm_ckpt_store *store;
-  char err[600];        /* opening the store failed (every thread reports it) */
+  wm_error err;         /* opening the store failed (every thread reports it) */
   uint64_t next_id;
   int crash;
   long crash_at, attempts;
@@ -125,8 +125,8 @@ static void *shared_make(void *arg) {
     shared_free(sh);
     return NULL;
   }
-  sh->store = wm_ckpt_store_open(c->dir, c->cfg.keep > 0 ? c->cfg.keep : 3, sh->err, sizeof sh->err);
-  if (sh->store && c->cfg.fresh && wm_ckpt_clear(sh->store, sh->err, sizeof sh->err) != 0) {
+  sh->store = wm_ckpt_store_open(c->dir, c->cfg.keep > 0 ? c->cfg.keep : 3, &sh->err);
+  if (sh->store && c->cfg.fresh && wm_ckpt_clear(sh->store, &sh->err) != 0) {
     wm_ckpt_store_free(sh->store);
     sh->store = NULL;
   }
@@ -181,7 +181,7 @@ wm_ckptrun *wm_ckptrun_new(wm_exec *exec, const wm_ckptrun_config *cfg) {
   uv_mutex_lock(&c->sh->mu);
   c->sh->job = job;
   if (c->cfg.instance >= 0 && c->cfg.instance < c->sh->n) c->sh->members[c->cfg.instance] = c;
-  int rc = c->sh->store ? parse_crash(c, c->sh) : wm_ctx_error(ctx, "%s", c->sh->err);
+  int rc = c->sh->store ? parse_crash(c, c->sh) : wm_ctx_error(ctx, "%s", c->sh->err.msg);
   uv_mutex_unlock(&c->sh->mu);
   if (rc != WM_OK) {
     wm_ckptrun_free(c);
@@ -215,7 +215,10 @@ static int put_part(void *ud, const char *name, const void *data, size_t len, ch
   wm_ckptrun *c = ((void **)ud)[0];
   wm_ckpt_writer *w = ((void **)ud)[1];
   c->sh->bytes += len;
-  return wm_ckpt_put(w, name, data, len, err, errlen);
+  wm_error e;
+  if (wm_ckpt_put(w, name, data, len, &e) == 0) return 0;
+  snprintf(err, errlen, "%s", e.msg); /* the snapshot's callback still takes a buffer */
+  return -1;
 }
 
 /* The place of op in its context (the "P" of part names). */
@@ -244,11 +247,18 @@ static int wait_locked(ck_shared *sh) {
   return sh->job && wm_mt_job_state(sh->job) == 1 ? -1 : 0;
 }
 
+/* The store's failure e as the checkpoint's failure (sh->why, under mu); returns WM_ERR. */
+static int why_from(ck_shared *sh, const wm_error *e) {
+  snprintf(sh->why, sizeof sh->why, "%s", e->msg);
+  return WM_ERR;
+}
+
 /* Starts checkpoint sh->next_id (under mu). */
 static int begin_locked(ck_shared *sh, int final, int async) {
   sh->why_whole = 0;
-  sh->w = wm_ckpt_begin(sh->store, sh->next_id, sh->why, sizeof sh->why);
-  if (!sh->w) return WM_ERR;
+  wm_error e;
+  sh->w = wm_ckpt_begin(sh->store, sh->next_id, &e);
+  if (!sh->w) return why_from(sh, &e);
   sh->id = sh->next_id;
   sh->final = final;
   sh->async = async;
@@ -361,9 +371,10 @@ static int commit_locked(ck_shared *sh) {
   if (crash == CRASH_BEFORE_MANIFEST) wm_ckpt_store_crash_before_rename(sh->store);
   sh->bytes += head.len;
   sh->why_whole = 0;
-  int rc = wm_ckpt_commit(w, head.data, head.len, wall_ms(), sh->why, sizeof sh->why);
+  wm_error e;
+  int rc = wm_ckpt_commit(w, head.data, head.len, wall_ms(), &e);
   wm_buf_free(&head);
-  if (rc != 0) return WM_ERR;
+  if (rc != 0) return why_from(sh, &e);
   if (crash == CRASH_AFTER_MANIFEST) _exit(99);
   commit_sources_locked(sh);
   sh->next_id = sh->id + 1;
@@ -525,8 +536,7 @@ static int hook_channel(void *ud, uint64_t id, int from, const void *data, size_
   int rc = WM_OK;
   if (sh->w && sh->async && sh->id == id) {
     sh->bytes += len;
-    if (wm_ckpt_put(sh->w, name, data, len, c->ctx->error.msg, sizeof c->ctx->error.msg) != 0)
-      rc = wm_ctx_error_took(c->ctx);
+    if (wm_ckpt_put(sh->w, name, data, len, &c->ctx->error) != 0) rc = WM_ERR;
   }
   uv_mutex_unlock(&sh->mu);
   return rc;
@@ -630,23 +640,24 @@ int wm_ckptrun_restore(wm_ckptrun *c) {
 
 static int restore(wm_ckptrun *c) {
   wm_ctx *ctx = c->ctx;
-  char err[600];
+  wm_error err;
   wm_ckpt_reader *r = NULL;
   wm_ckpt_store *sps = NULL; /* --from-savepoint: the savepoint's store */
   int locked = 0;
+  char sperr[600];
   c->rname = c->dir;
-  int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, err, sizeof err);
-  if (got < 0) return set_err(c, err), -1;
+  int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, &err);
+  if (got < 0) return set_err(c, err.msg), -1;
   if (c->cfg.from_savepoint) {
     uv_mutex_lock(&c->sh->mu); /* one store open at a time: its lock is the process's */
-    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, err, sizeof err);
+    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, sperr, sizeof sperr);
     if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint)))
-      sp = -1, snprintf(err, sizeof err, "out of memory");
+      sp = -1, snprintf(sperr, sizeof sperr, "out of memory");
     if (sp < 0) {
       wm_ckpt_reader_free(r);
       wm_ckpt_store_free(sps);
       uv_mutex_unlock(&c->sh->mu);
-      return wm_ctx_error(ctx, "%s", err), -1;
+      return wm_ctx_error(ctx, "%s", sperr), -1;
     }
     locked = 1; /* until the parts are read */
     c->rsp = sp;
@@ -682,9 +693,9 @@ static int restore(wm_ckptrun *c) {
     uint8_t *data;
     size_t len;
     parts[i].name = wm_ckpt_reader_part_name(r, i);
-    int g = wm_ckpt_get(r, parts[i].name, &data, &len, err, sizeof err);
+    int g = wm_ckpt_get(r, parts[i].name, &data, &len, &err);
     if (g != 1) {
-      refuse(c, id, g == 0 ? "a part listed in its MANIFEST is missing" : err);
+      refuse(c, id, g == 0 ? "a part listed in its MANIFEST is missing" : err.msg);
       goto out;
     }
     parts[i].data = data;

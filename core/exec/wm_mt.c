@@ -549,9 +549,7 @@ static void recv_stop(wm_op *src, wm_io_host *host, int finish) {
   if (!l->stopping) {
     l->stopping = 1;
     if (l->ctx->error.msg[0]) {
-      char msg[4200];
-      snprintf(msg, sizeof msg, "%s", wm_ctx_errtext(l->ctx));
-      wm_mt_job_fail(l->job, msg);
+      wm_mt_job_fail(l->job, &l->ctx->error);
     } else {
       wm_mt_job_abort(l->job);
     }

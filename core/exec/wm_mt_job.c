@@ -9,7 +9,7 @@
 /* ---- the job ---------------------------------------------------------------------- */
 
 
-wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) {
+wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, wm_error *err) {
   wm_mt_job *j = calloc(1, sizeof *j);
   if (!j || !(j->q = calloc((size_t)(n * n), sizeof *j->q)) ||
       !(j->ret = calloc((size_t)(n * n), sizeof *j->ret)) ||
@@ -20,12 +20,12 @@ wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) 
       free(j->w);
     }
     free(j);
-    snprintf(err, errlen, "out of memory creating the threads' queues");
+    wm_error_set(err, "out of memory creating the threads' queues");
     return NULL;
   }
   j->n = n;
   if (!(j->board = wm_mboard_new(n))) {
-    snprintf(err, errlen, "out of memory creating the threads' metrics");
+    wm_error_set(err, "out of memory creating the threads' metrics");
     wm_mt_job_free(j);
     return NULL;
   }
@@ -33,13 +33,13 @@ wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen) 
     for (int b = 0; b < n; b++)
       if (a != b && (!(j->q[a * n + b] = wm_spsc_new(queue_batches)) ||
                      !(j->ret[a * n + b] = wm_spsc_new(queue_batches)))) {
-        snprintf(err, errlen, "out of memory creating the threads' queues");
+        wm_error_set(err, "out of memory creating the threads' queues");
         j->n = n;
         wm_mt_job_free(j);
         return NULL;
       }
   if (uv_mutex_init(&j->mu) != 0 || uv_mutex_init(&j->out_mu) != 0 || uv_cond_init(&j->cond) != 0) {
-    snprintf(err, errlen, "cannot create the job's locks");
+    wm_error_set(err, "cannot create the job's locks");
     abort(); /* not expected on Linux; nothing sensible to unwind */
   }
   for (int i = 0; i < n; i++)
@@ -98,11 +98,11 @@ void wm_mt_wake(wm_mt_job *j, int t) {
   uv_mutex_unlock(&w->mu);
 }
 
-static void set_state(wm_mt_job *j, int state, const char *msg) {
+static void set_state(wm_mt_job *j, int state, const wm_error *e) {
   uv_mutex_lock(&j->mu);
   int first = atomic_load(&j->state) == 0;
   if (first) {
-    if (msg) snprintf(j->err, sizeof j->err, "%s", msg);
+    if (e) j->err = *e;
     atomic_store(&j->state, state);
   }
   uv_mutex_unlock(&j->mu);
@@ -110,11 +110,11 @@ static void set_state(wm_mt_job *j, int state, const char *msg) {
     for (int t = 0; t < j->n; t++) wm_mt_wake(j, t);
 }
 
-void wm_mt_job_fail(wm_mt_job *j, const char *msg) { set_state(j, 1, msg); }
+void wm_mt_job_fail(wm_mt_job *j, const wm_error *e) { set_state(j, 1, e); }
 void wm_mt_job_saved(wm_mt_job *j) { set_state(j, 3, NULL); }
 void wm_mt_job_abort(wm_mt_job *j) { set_state(j, 2, NULL); }
 int wm_mt_job_state(wm_mt_job *j) { return atomic_load(&j->state); }
-const char *wm_mt_job_error(wm_mt_job *j) { return j->err; }
+const wm_error *wm_mt_job_error(wm_mt_job *j) { return &j->err; }
 void wm_mt_job_lock(wm_mt_job *j) { uv_mutex_lock(&j->out_mu); }
 void wm_mt_job_unlock(wm_mt_job *j) { uv_mutex_unlock(&j->out_mu); }
 
@@ -133,12 +133,12 @@ int wm_mt_job_barrier(wm_mt_job *j, int thread, int ok, uint64_t fp) {
     }
   uv_mutex_unlock(&j->mu);
   if (diff > 0) {
-    char msg[400];
-    snprintf(msg, sizeof msg,
-             "thread %d built a different job than thread 1: every thread runs the job script, "
-             "and its top-level code must build the same job each time (see docs/parallelism.md)",
-             diff + 1);
-    wm_mt_job_fail(j, msg);
+    wm_error e;
+    wm_error_set(&e,
+                 "thread %d built a different job than thread 1: every thread runs the job script, "
+                 "and its top-level code must build the same job each time (see docs/parallelism.md)",
+                 diff + 1);
+    wm_mt_job_fail(j, &e);
   }
   return rc;
 }

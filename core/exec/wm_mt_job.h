@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/wm_error.h"
 #include "base/wm_spsc.h"
 #include "exec/wm_mboard.h"
 
@@ -36,7 +37,7 @@ struct wm_mt_job {
   int arrived, bad;
   uint64_t *fp;
   _Atomic int state; /* 0 running, 1 failed, 2 aborted, 3 stopped after a checkpoint */
-  char err[4096];
+  wm_error err;      /* the first failure, copied in by wm_mt_job_fail */
   uv_mutex_t out_mu;
   _Atomic uint64_t ck_req; /* the newest checkpoint asked for */
   void *shared;            /* the coordinators' (wm_mt_job_shared) */
@@ -53,18 +54,19 @@ typedef struct batch {
 /* ---- the job (shared by the threads) ---------------------------------------------- */
 
 /* A job of n threads with queues of queue_batches batches. NULL on failure (message in
- * err). Free it with wm_mt_job_free once every thread has finished. */
-wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, char *err, size_t errlen);
+ * *err). Free it with wm_mt_job_free once every thread has finished. */
+wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, wm_error *err);
 void wm_mt_job_free(wm_mt_job *j);
 int wm_mt_job_threads(const wm_mt_job *j);
-/* Records a failure (the first message wins) and wakes every thread, which stops. */
-void wm_mt_job_fail(wm_mt_job *j, const char *msg);
+/* Records a failure (the first one wins) and wakes every thread, which stops. The failure
+ * is copied with its parts (a wm_error is a value): the thread keeps its own. */
+void wm_mt_job_fail(wm_mt_job *j, const wm_error *e);
 /* An abort (a second signal): every thread stops, the job is interrupted, not failed. */
 void wm_mt_job_abort(wm_mt_job *j);
 /* 0 running, 1 failed, 2 aborted, 3 stopped after a checkpoint (wm_mt_job_saved). */
 int wm_mt_job_state(wm_mt_job *j);
-/* The failure message; read it once every thread has finished. */
-const char *wm_mt_job_error(wm_mt_job *j);
+/* The failure, with its parts; read it (copy it) once every thread has finished. */
+const wm_error *wm_mt_job_error(wm_mt_job *j);
 /* Every thread calls this once, after building its part of the graph: ok = 0 when the
  * build failed; fp = a fingerprint of the graph it built (it must be the same on every
  * thread). Waits for all threads. 0 when every thread built the same graph; -1 otherwise

@@ -21,16 +21,17 @@ static int is_url(const char *p) { return strstr(p, "://") != NULL; }
 int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *target,
                        uint64_t *id, char *err, size_t errlen) {
   wm_ckpt_reader *r = NULL;
-  char why[600];
-  int got = wm_ckpt_open_latest(from, NULL, NULL, &r, why, sizeof why);
+  wm_error we;
+  wm_error_clear(&we);
+  int got = wm_ckpt_open_latest(from, NULL, NULL, &r, &we);
   if (got <= 0) {
-    snprintf(err, errlen, "%s", got < 0 ? why : "there is no complete checkpoint to copy");
+    snprintf(err, errlen, "%s", got < 0 ? we.msg : "there is no complete checkpoint to copy");
     return -1;
   }
   *id = wm_ckpt_reader_id(r);
-  wm_ckpt_store *to = wm_ckpt_store_open(target, 1, why, sizeof why);
+  wm_ckpt_store *to = wm_ckpt_store_open(target, 1, &we);
   if (!to) {
-    snprintf(err, errlen, "%s", why);
+    snprintf(err, errlen, "%s", we.msg);
     wm_ckpt_reader_free(r);
     return -1;
   }
@@ -43,20 +44,26 @@ int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *t
                           "place of its own", target);
     goto out;
   }
-  if (!(w = wm_ckpt_begin(to, *id, err, errlen))) goto out;
+  if (!(w = wm_ckpt_begin(to, *id, &we))) {
+    snprintf(err, errlen, "%s", we.msg);
+    goto out;
+  }
   for (size_t i = 0; i < wm_ckpt_reader_nparts(r); i++) {
     const char *name = wm_ckpt_reader_part_name(r, i);
     uint8_t *data = NULL;
     size_t len = 0;
-    int g = wm_ckpt_get(r, name, &data, &len, why, sizeof why);
+    int g = wm_ckpt_get(r, name, &data, &len, &we);
     if (g != 1) {
-      snprintf(err, errlen, "checkpoint %" PRIu64 ": %s", *id, g == 0 ? "a part is missing" : why);
+      snprintf(err, errlen, "checkpoint %" PRIu64 ": %s", *id, g == 0 ? "a part is missing" : we.msg);
       free(data);
       goto out;
     }
-    int p = wm_ckpt_put(w, name, data, len, err, errlen);
+    int p = wm_ckpt_put(w, name, data, len, &we);
     free(data);
-    if (p != 0) goto out;
+    if (p != 0) {
+      snprintf(err, errlen, "%s", we.msg);
+      goto out;
+    }
   }
   size_t mlen;
   const char *m = wm_ckpt_reader_meta(r, &mlen);
@@ -70,7 +77,8 @@ int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *t
     snprintf(err, errlen, "out of memory");
     goto out;
   }
-  rc = wm_ckpt_commit(w, meta.data, meta.len, wm_ckpt_reader_created_ms(r), err, errlen);
+  rc = wm_ckpt_commit(w, meta.data, meta.len, wm_ckpt_reader_created_ms(r), &we);
+  if (rc != 0) snprintf(err, errlen, "%s", we.msg);
   w = NULL; /* commit frees it */
 out:
   if (w) wm_ckpt_abort(w);
@@ -102,17 +110,18 @@ int wm_savepoint_open(const char *path, wm_ckpt_store **store, wm_ckpt_reader **
              errno == ENOENT || !S_ISDIR(st.st_mode) ? "no such directory" : strerror(errno));
     return -1;
   }
-  char why[900];
-  wm_ckpt_store *s = wm_ckpt_store_open(path, 1, why, sizeof why);
+  wm_error we;
+  wm_error_clear(&we);
+  wm_ckpt_store *s = wm_ckpt_store_open(path, 1, &we);
   if (!s) {
-    snprintf(err, errlen, "savepoint %s: %s", path, why);
+    snprintf(err, errlen, "savepoint %s: %s", path, we.msg);
     return -1;
   }
   warns w = {{0}};
-  int got = wm_ckpt_open_latest(s, on_warn, &w, out, why, sizeof why);
+  int got = wm_ckpt_open_latest(s, on_warn, &w, out, &we);
   if (got != 1) {
     snprintf(err, errlen, "savepoint %s cannot be used: %s", path,
-             got < 0 ? why : w.text[0] ? w.text : "it holds no savepoint (no complete checkpoint)");
+             got < 0 ? we.msg : w.text[0] ? w.text : "it holds no savepoint (no complete checkpoint)");
     wm_ckpt_store_free(s);
     return -1;
   }

@@ -589,10 +589,10 @@ static void on_usr1(uv_signal_t *h, int sig) {
 
 static void notify(void *arg) { uv_async_send(arg); }
 
-int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
+int wm_super_run(const wm_super_config *cfg, wm_error *err) {
   wm_super *S = calloc(1, sizeof *S);
   if (!S) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   S->cfg = cfg;
@@ -602,7 +602,7 @@ int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
   S->first = calloc((size_t)(cfg->member.nsources > 0 ? cfg->member.nsources : 1), sizeof *S->first);
   int rc = S->tasks && S->first ? uv_loop_init(&S->loop) : UV_ENOMEM;
   if (rc != 0) {
-    snprintf(err, errlen, "cannot start the supervisor: %s", uv_strerror(rc));
+    wm_error_set(err, "cannot start the supervisor: %s", uv_strerror(rc));
     free(S->tasks);
     free(S->first);
     free(S);
@@ -630,7 +630,7 @@ int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
   r[4] = uv_timer_init(&S->loop, &S->tick);
   for (int i = 0; i < 5; i++)
     if (r[i] != 0) { /* cannot happen with a fresh loop; nothing to unwind but the loop */
-      snprintf(err, errlen, "cannot start the supervisor: %s", uv_strerror(r[i]));
+      wm_error_set(err, "cannot start the supervisor: %s", uv_strerror(r[i]));
       uv_loop_close(&S->loop);
       free(S->tasks);
       free(S->first);
@@ -651,9 +651,9 @@ int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
   mc.notify = notify;
   mc.notify_arg = &S->async;
   if (!S->failed) {
-    char e[512];
-    S->m = cfg->member_new(&mc, cfg->member_ud, e, sizeof e);
-    if (!S->m) fail(S, "%s", e);
+    wm_error e;
+    S->m = cfg->member_new(&mc, cfg->member_ud, &e);
+    if (!S->m) fail(S, "%s", e.msg);
     /* a backend that renews its leases from poll asks to be polled this often (wm_member.h) */
     else if (S->m->poll_ms > 0 && S->m->poll_ms < TICK_MS &&
              (rc = uv_timer_start(&S->tick, on_tick, (uint64_t)S->m->poll_ms, (uint64_t)S->m->poll_ms)) != 0)
@@ -662,7 +662,7 @@ int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen) {
   check_done(S);
   uv_run(&S->loop, UV_RUN_DEFAULT);
   int res = S->failed ? -1 : 0;
-  if (S->failed) snprintf(err, errlen, "%s", S->err);
+  if (S->failed) wm_error_set(err, "%s", S->err);
   uv_loop_close(&S->loop);
   free(S->tasks);
   free(S->first);

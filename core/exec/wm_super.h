@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/wm_error.h"
 #include "io/wm_member.h"
 
 typedef struct wm_super_config {
@@ -42,7 +43,7 @@ typedef struct wm_super_config {
   int node;                    /* the source's plan node */
   wm_member_common member;     /* group, sources, counts (notify is the supervisor's) */
   /* Creates the membership backend on c (borrowed); NULL with err. */
-  wm_member *(*member_new)(const wm_member_common *c, void *ud, char *err, size_t errlen);
+  wm_member *(*member_new)(const wm_member_common *c, void *ud, wm_error *err);
   void *member_ud;
   int metrics;                 /* print the table of partitions at the end */
   int64_t backoff_ms;          /* a failed task's first back-off (doubling); 0: 200 ms */
@@ -58,6 +59,6 @@ void wm_super_task_name(int index, const char *pname, char *buf, size_t n);
 
 /* Runs the supervisor until it is stopped (SIGTERM/SIGINT) or every partition has ended:
  * 0; -1 with err when it fails (the group, a task failing 5 times in a row). */
-int wm_super_run(const wm_super_config *cfg, char *err, size_t errlen);
+int wm_super_run(const wm_super_config *cfg, wm_error *err);
 
 #endif

@@ -95,9 +95,10 @@ int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* The message was just written into ctx->error.msg by a function of the (char *err, size_t
- * errlen) kind (wm_field_get, wm_ckpt_put, ...): a new failure, the parts of an old one
- * dropped; returns WM_ERR. */
+/* The message was just written into ctx->error.msg by a function that still takes a
+ * (char *err, size_t errlen) buffer (the snapshot's put callback, wm_snapshot.h): a new
+ * failure, the parts of an old one dropped; returns WM_ERR. Functions that take a wm_error *
+ * are given &ctx->error and need nothing more. */
 static inline int wm_ctx_error_took(wm_ctx *ctx) {
   wm_error_took(&ctx->error);
   return WM_ERR;

@@ -38,9 +38,7 @@ static int ksink_key(wm_op *op, ksink *k, const wm_value *rec, int *has) {
     *has = 1;
   } else if (k->key_name) {
     wm_value v;
-    if (wm_field_get(&op->ctx->host, &k->key_field, rec, &v,
-                     op->ctx->error.msg, sizeof op->ctx->error.msg) != 0)
-      return wm_ctx_error_took(op->ctx);
+    if (wm_field_get(&op->ctx->host, &k->key_field, rec, &v, &op->ctx->error) != 0) return WM_ERR;
     if (v.type == WM_NIL) return WM_OK;
     wm_format_value(&k->key, &v, 0, op->ctx->host.format, op->ctx->host.ud);
     *has = 1;
@@ -64,9 +62,7 @@ static int ksink_partition(wm_op *op, ksink *k, const wm_value *rec, int *part) 
     if (end != k->key.data && *end == 0) v = wm_int(p);
     else v = wm_cstr(k->key.data, strlen(k->key.data));
   } else if (k->part_name) {
-    if (wm_field_get(&op->ctx->host, &k->part_field, rec, &v,
-                     op->ctx->error.msg, sizeof op->ctx->error.msg) != 0)
-      return wm_ctx_error_took(op->ctx);
+    if (wm_field_get(&op->ctx->host, &k->part_field, rec, &v, &op->ctx->error) != 0) return WM_ERR;
   } else {
     return WM_OK;
   }
@@ -196,8 +192,8 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
   wm_transport_config tc = {.target = {.kind = WM_TRANSPORT_KAFKA, .brokers = cfg->brokers, .topic = cfg->topic,
                                        .props = cfg->props, .nprops = cfg->nprops},
                             .name = op->name, .label = "write_kafka"};
-  if (!(k->t = wm_transport_kafka_open(&tc, e, sizeof e))) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (!(k->t = wm_transport_kafka_open(&tc, &ctx->error))) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   return op;

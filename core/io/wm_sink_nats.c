@@ -53,9 +53,8 @@ static int nsink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (wm_buf_reserve(&k->val, 1) != 0 || k->val.oom)
     return wm_ctx_error(op->ctx, "out of memory in sink '%s'", op->name);
   if (!k->ensured) {
-    char err[1024];
-    int rc = k->t->vt->ensure(k->t, subject, k->restored == 0, err, sizeof err);
-    if (rc < 0) return wm_ctx_error(op->ctx, "%s: %s", op->name, err);
+    int rc = k->t->vt->ensure(k->t, subject, k->restored == 0, &op->ctx->error);
+    if (rc < 0) return wm_ctx_error(op->ctx, "%s: %s", op->name, op->ctx->error.msg);
     if (rc > 0)
       return wm_ctx_error(op->ctx, "%s: stream '%s' does not exist at %s, but the checkpoint restored says "
                           "this sink had written %llu records to it: it was deleted since. Not making a "
@@ -149,9 +148,8 @@ wm_op *wm_nats_sink_new(wm_ctx *ctx, const char *name, wm_nats_sink_config *cfg)
                                        .subject = cfg->subject},
                             .name = op->name, .label = "write_nats", .timeout_ms = cfg->timeout_ms,
                             .subjects = cfg->subjects, .nsubjects = cfg->nsubjects};
-  char e[700];
-  if (!(k->t = wm_transport_nats_open(&tc, e, sizeof e))) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (!(k->t = wm_transport_nats_open(&tc, &ctx->error))) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   return op;

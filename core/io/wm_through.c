@@ -178,9 +178,8 @@ wm_op *wm_through_writer_new(wm_ctx *ctx, const char *name, wm_through_writer_co
   wm_buf_init(&w->msg);
   wm_buf_init(&w->text);
   wm_transport_config tc = {.target = cfg->target, .name = op->name, .label = "key_by through", .ordered = 1};
-  char e[700];
-  if (!(w->t = wm_transport_open(&tc, e, sizeof e))) {
-    wm_ctx_error(ctx, "%s: %s", op->name, e);
+  if (!(w->t = wm_transport_open(&tc, &ctx->error))) {
+    wm_ctx_error(ctx, "%s: %s", op->name, ctx->error.msg);
     return NULL; /* the op (and w) are freed with the context */
   }
   return op;

@@ -56,8 +56,7 @@ typedef struct wm_transport_target {
  * is missing; a Kafka topic with another number of partitions is an error. NATS: *last is
  * the stream's last sequence now (0 when empty). 0, or -1 with err ("cannot reach the
  * Kafka brokers at ...", "topic 'x' on ... has 2 partitions, not 4"). */
-int wm_transport_make(const wm_transport_target *t, int timeout_ms, int64_t *last, char *err,
-                      size_t errlen);
+int wm_transport_make(const wm_transport_target *t, int timeout_ms, int64_t *last, wm_error *err);
 
 typedef struct wm_transport_config {
   wm_transport_target target; /* strings copied */
@@ -87,7 +86,7 @@ typedef struct wm_transport_vt {
    * when the job is built): made on cfg.subjects, or the target's subject, or the wildcard
    * of `subject`'s first token ("ev.>"), unless `create` is 0. Waits while the server does
    * not answer, up to the timeout. 0; 1: missing and not made; -1 with err. */
-  int (*ensure)(wm_transport *t, const char *subject, int create, char *err, size_t errlen);
+  int (*ensure)(wm_transport *t, const char *subject, int create, wm_error *err);
   /* WM_OK, or WM_ERR with t->why (report it with wm_transport_error). */
   int (*send)(wm_transport *t, const wm_transport_msg *m);
   /* Waits until every message sent is acknowledged. WM_OK, or WM_ERR with t->why. */
@@ -109,7 +108,7 @@ struct wm_transport {
 /* Connects (Kafka: makes the producer and learns the topic's leaders; NATS: connects, with
  * a JetStream context for asynchronous publishes). NULL with err ("cannot create a Kafka
  * producer for ...", "cannot connect to nats://...: ...", "out of memory"). */
-wm_transport *wm_transport_open(const wm_transport_config *cfg, char *err, size_t errlen);
+wm_transport *wm_transport_open(const wm_transport_config *cfg, wm_error *err);
 
 static inline int wm_transport_send(wm_transport *t, const wm_transport_msg *m) { return t->vt->send(t, m); }
 static inline int wm_transport_complete(wm_transport *t, int what) { return t->vt->complete(t, what); }
@@ -129,10 +128,10 @@ void wm_transport_fail(wm_transport *t, const char *fmt, ...)
 int wm_transport_error(wm_op *op, const wm_transport *t);
 
 /* The backends (wm_transport_open.c chooses by kind). */
-wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err, size_t errlen);
-wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, size_t errlen);
-int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, char *err, size_t errlen);
-int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, char *err, size_t errlen);
+wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, wm_error *err);
+wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, wm_error *err);
+int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, wm_error *err);
+int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, wm_error *err);
 /* Fills in what every backend shares (strings copied); -1 when out of memory. */
 int wm_transport_init(wm_transport *t, const wm_transport_vt *vt, const char *verb, const char *dest,
                       const char *server, const char *label);

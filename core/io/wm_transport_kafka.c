@@ -37,8 +37,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   if (m->err) wm_transport_fail(&k->base, "%s", rd_kafka_err2str(m->err));
 }
 
-static int kt_ensure(wm_transport *t, const char *subject, int create, char *err, size_t errlen) {
-  (void)t, (void)subject, (void)create, (void)err, (void)errlen;
+static int kt_ensure(wm_transport *t, const char *subject, int create, wm_error *err) {
+  (void)t, (void)subject, (void)create, (void)err;
   return 0; /* the topic was checked when the job was built */
 }
 
@@ -125,17 +125,17 @@ static void kt_free(wm_transport *t) {
 static const wm_transport_vt kt_vt = {.ensure = kt_ensure, .send = kt_send, .complete = kt_complete,
                                       .free = kt_free};
 
-wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err, size_t errlen) {
+wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, wm_error *err) {
   const wm_transport_target *tg = &cfg->target;
   ktrans *k = calloc(1, sizeof *k);
   if (!k) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   if (wm_transport_init(&k->base, &kt_vt, "deliver to topic", tg->topic, tg->brokers, cfg->label) != 0 ||
       !(k->topic = strdup(tg->topic))) {
     kt_free(&k->base);
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   /* the idempotent producer keeps the order of a partition's messages through retries */
@@ -146,7 +146,7 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err,
                                         sizeof e);
   if (!conf) {
     kt_free(&k->base);
-    snprintf(err, errlen, "%s", e);
+    wm_error_set(err, "%s", e);
     return NULL;
   }
   char mt[32];
@@ -159,7 +159,7 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err,
   k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
   if (!k->rk) {
     rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka producer for %s: %s", tg->brokers, e);
+    wm_error_set(err, "cannot create a Kafka producer for %s: %s", tg->brokers, e);
     kt_free(&k->base);
     return NULL;
   }
@@ -171,7 +171,7 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err,
   if (md) rd_kafka_metadata_destroy(md);
   if (rkt) rd_kafka_topic_destroy(rkt);
   if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    snprintf(err, errlen, "cannot reach the Kafka brokers at %s: %s", tg->brokers, rd_kafka_err2str(r));
+    wm_error_set(err, "cannot reach the Kafka brokers at %s: %s", tg->brokers, rd_kafka_err2str(r));
     kt_free(&k->base);
     return NULL;
   }
@@ -181,31 +181,31 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, char *err,
 /* ---- making the topic of a repartitioning step ------------------------------------------ */
 
 /* A client of the brokers for the admin and metadata requests (destroy it); NULL with err. */
-static rd_kafka_t *kafka_client(const wm_transport_target *t, char *err, size_t errlen) {
+static rd_kafka_t *kafka_client(const wm_transport_target *t, wm_error *err) {
   char e[512];
   rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, e, sizeof e);
   if (!conf) {
-    snprintf(err, errlen, "%s", e);
+    wm_error_set(err, "%s", e);
     return NULL;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka client for %s: %s", t->brokers, e);
+    wm_error_set(err, "cannot create a Kafka client for %s: %s", t->brokers, e);
   }
   return rk;
 }
 /* Creates the topic with the admin API. 0, or -1 with err. */
-static int kafka_create(const wm_transport_target *t, int timeout_ms, char *err, size_t errlen) {
+static int kafka_create(const wm_transport_target *t, int timeout_ms, wm_error *err) {
   char e[512];
-  rd_kafka_t *rk = kafka_client(t, err, errlen);
+  rd_kafka_t *rk = kafka_client(t, err);
   if (!rk) return -1;
   int rc = -1;
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(t->topic, t->partitions, t->replication, e, sizeof e);
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
   rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
   if (!nt || !q || !ao) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers, nt ? "out of memory" : e);
+    wm_error_set(err, "cannot create topic '%s' on %s: %s", t->topic, t->brokers, nt ? "out of memory" : e);
     goto done;
   }
   rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, e, sizeof e);
@@ -213,17 +213,17 @@ static int kafka_create(const wm_transport_target *t, int timeout_ms, char *err,
   rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
   const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
   if (!ev || !res) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: no answer in %d ms", t->topic, t->brokers,
+    wm_error_set(err, "cannot create topic '%s' on %s: no answer in %d ms", t->topic, t->brokers,
              timeout_ms);
   } else if (rd_kafka_event_error(ev)) {
-    snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
+    wm_error_set(err, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
              rd_kafka_event_error_string(ev));
   } else {
     size_t cnt = 0;
     const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
     rd_kafka_resp_err_t te = cnt ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (te && te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) /* another thread or process made it */
-      snprintf(err, errlen, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
+      wm_error_set(err, "cannot create topic '%s' on %s: %s", t->topic, t->brokers,
                rd_kafka_topic_result_error_string(tr[0]) ? rd_kafka_topic_result_error_string(tr[0])
                                                           : rd_kafka_err2str(te));
     else
@@ -241,15 +241,15 @@ done:
 /* The partitions of the topic from the metadata of every topic (asking for the topic
  * itself would make a broker that creates topics on demand create it with its default
  * count): *n = 0 when it does not exist. 0, or -1 with err. */
-static int kafka_count(const wm_transport_target *t, int timeout_ms, int *n, char *err, size_t errlen) {
-  rd_kafka_t *rk = kafka_client(t, err, errlen);
+static int kafka_count(const wm_transport_target *t, int timeout_ms, int *n, wm_error *err) {
+  rd_kafka_t *rk = kafka_client(t, err);
   if (!rk) return -1;
   const struct rd_kafka_metadata *md = NULL;
   rd_kafka_resp_err_t r = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
   int rc = 0;
   *n = 0;
   if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    snprintf(err, errlen, "cannot reach the Kafka brokers at %s: %s", t->brokers, rd_kafka_err2str(r));
+    wm_error_set(err, "cannot reach the Kafka brokers at %s: %s", t->brokers, rd_kafka_err2str(r));
     rc = -1;
   } else {
     for (int i = 0; i < md->topic_cnt; i++)
@@ -260,19 +260,19 @@ static int kafka_count(const wm_transport_target *t, int timeout_ms, int *n, cha
   return rc;
 }
 
-int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, char *err, size_t errlen) {
+int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, wm_error *err) {
   int n = 0;
-  if (kafka_count(t, timeout_ms, &n, err, errlen) != 0) return -1;
+  if (kafka_count(t, timeout_ms, &n, err) != 0) return -1;
   if (n == 0) {
-    if (kafka_create(t, timeout_ms, err, errlen) != 0) return -1;
+    if (kafka_create(t, timeout_ms, err) != 0) return -1;
     char e[1024]; /* now asked by name: the brokers know it */
     if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, e, sizeof e) != 0) {
-      snprintf(err, errlen, "%s", e);
+      wm_error_set(err, "%s", e);
       return -1;
     }
   }
   if (n == t->partitions) return 0;
-  snprintf(err, errlen, "topic '%s' on %s has %d partitions, not %d", t->topic, t->brokers, n, t->partitions);
+  wm_error_set(err, "topic '%s' on %s has %d partitions, not %d", t->topic, t->brokers, n, t->partitions);
   return -1;
 }
 

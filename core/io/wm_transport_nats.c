@@ -208,7 +208,7 @@ static int nt_resend(ntrans *k) {
   return rc;
 }
 
-static int nt_ensure(wm_transport *t, const char *first_subject, int create, char *err, size_t errlen) {
+static int nt_ensure(wm_transport *t, const char *first_subject, int create, wm_error *err) {
   ntrans *k = (ntrans *)t;
   jsStreamInfo *si = NULL;
   jsErrCode jerr = 0;
@@ -222,7 +222,7 @@ static int nt_ensure(wm_transport *t, const char *first_subject, int create, cha
     si = NULL;
     if (s == NATS_OK || s == NATS_NOT_FOUND || !retryable(s, jerr)) break;
     if ((double)(now_ns() - t0) / 1e6 >= (double)k->timeout_ms) {
-      snprintf(err, errlen, "stream '%s' at %s: %s (for %.1f s: %s's timeout)", k->stream, k->url,
+      wm_error_set(err, "stream '%s' at %s: %s (for %.1f s: %s's timeout)", k->stream, k->url,
                wm_nats_why(s, jerr, why, sizeof why), (double)(now_ns() - t0) / 1e9, t->label);
       return -1;
     }
@@ -230,7 +230,7 @@ static int nt_ensure(wm_transport *t, const char *first_subject, int create, cha
   }
   if (s == NATS_OK) return 0;
   if (s != NATS_NOT_FOUND) {
-    snprintf(err, errlen, "stream '%s' at %s: %s", k->stream, k->url, wm_nats_why(s, jerr, why, sizeof why));
+    wm_error_set(err, "stream '%s' at %s: %s", k->stream, k->url, wm_nats_why(s, jerr, why, sizeof why));
     return -1;
   }
   if (!create) return 1;
@@ -256,7 +256,7 @@ static int nt_ensure(wm_transport *t, const char *first_subject, int create, cha
   s = js_AddStream(&si, k->js, &sc, NULL, &jerr);
   if (si) jsStreamInfo_Destroy(si);
   if (s != NATS_OK) {
-    snprintf(err, errlen, "cannot create stream '%s' at %s: %s", k->stream, k->url,
+    wm_error_set(err, "cannot create stream '%s' at %s: %s", k->stream, k->url,
              wm_nats_why(s, jerr, why, sizeof why));
     return -1;
   }
@@ -344,11 +344,19 @@ static char *dup_or_null(const char *s, int *oom) {
   return d;
 }
 
-wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, size_t errlen) {
+/* wm_nats_connect (shared with the NATS source, which still writes a buffer) into a wm_error. */
+static int nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, wm_error *err) {
+  char why[1024];
+  if (wm_nats_connect(url, who, nc, js, why, sizeof why) == 0) return 0;
+  wm_error_set(err, "%s", why);
+  return -1;
+}
+
+wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, wm_error *err) {
   const wm_transport_target *tg = &cfg->target;
   ntrans *k = calloc(1, sizeof *k);
   if (!k) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   int oom = wm_transport_init(&k->base, &nt_vt, "publish to stream", tg->stream, tg->url, cfg->label) != 0;
@@ -360,7 +368,7 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, 
   k->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : NT_TIMEOUT_MS;
   k->progress_at = now_ns();
   if (uv_mutex_init(&k->mu) != 0) {
-    snprintf(err, errlen, "cannot create a mutex");
+    wm_error_set(err, "cannot create a mutex");
     nt_free(&k->base);
     return NULL;
   }
@@ -380,11 +388,11 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, 
     k->parts[p] = dup_or_null(subj, &oom);
   }
   if (oom) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     nt_free(&k->base);
     return NULL;
   }
-  if (wm_nats_connect(tg->url, k->who, &k->nc, &k->js, err, errlen) != 0) {
+  if (nats_connect(tg->url, k->who, &k->nc, &k->js, err) != 0) {
     nt_free(&k->base);
     return NULL;
   }
@@ -399,7 +407,7 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, 
   jo.PublishAsync.StallWait = NT_STALL_MS;
   natsStatus s = natsConnection_JetStream(&k->js, k->nc, &jo);
   if (s != NATS_OK) {
-    snprintf(err, errlen, "no JetStream at %s: %s", tg->url, natsStatus_GetText(s));
+    wm_error_set(err, "no JetStream at %s: %s", tg->url, natsStatus_GetText(s));
     nt_free(&k->base);
     return NULL;
   }
@@ -408,10 +416,10 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, char *err, 
 
 /* ---- making the stream of a repartitioning step ------------------------------------------ */
 
-int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, char *err, size_t errlen) {
+int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, wm_error *err) {
   natsConnection *nc;
   jsCtx *js;
-  if (wm_nats_connect(t->url, NULL, &nc, &js, err, errlen) != 0) return -1;
+  if (nats_connect(t->url, NULL, &nc, &js, err) != 0) return -1;
   jsStreamInfo *si = NULL;
   jsErrCode jerr = 0;
   char why[300];
@@ -432,10 +440,10 @@ int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, char *er
       s = js_GetStreamInfo(&si, js, t->stream, NULL, &jerr);
     }
     if (s != NATS_OK)
-      snprintf(err, errlen, "cannot create stream '%s' on %s: %s", t->stream, t->url,
+      wm_error_set(err, "cannot create stream '%s' on %s: %s", t->stream, t->url,
                wm_nats_why(s, jerr, why, sizeof why));
   } else if (s != NATS_OK) {
-    snprintf(err, errlen, "stream '%s' on %s: %s", t->stream, t->url, wm_nats_why(s, jerr, why, sizeof why));
+    wm_error_set(err, "stream '%s' on %s: %s", t->stream, t->url, wm_nats_why(s, jerr, why, sizeof why));
   }
   if (s == NATS_OK && si) *last = (int64_t)si->State.LastSeq;
   if (si) jsStreamInfo_Destroy(si);

@@ -2,14 +2,13 @@
  * write to either (the repartitioning writer); the sinks call their own backend. */
 #include "io/wm_transport.h"
 
-int wm_transport_make(const wm_transport_target *t, int timeout_ms, int64_t *last, char *err,
-                      size_t errlen) {
+int wm_transport_make(const wm_transport_target *t, int timeout_ms, int64_t *last, wm_error *err) {
   *last = 0;
-  if (t->kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_make(t, timeout_ms, err, errlen);
-  return wm_transport_nats_make(t, last, err, errlen);
+  if (t->kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_make(t, timeout_ms, err);
+  return wm_transport_nats_make(t, last, err);
 }
 
-wm_transport *wm_transport_open(const wm_transport_config *cfg, char *err, size_t errlen) {
-  if (cfg->target.kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_open(cfg, err, errlen);
-  return wm_transport_nats_open(cfg, err, errlen);
+wm_transport *wm_transport_open(const wm_transport_config *cfg, wm_error *err) {
+  if (cfg->target.kind == WM_TRANSPORT_KAFKA) return wm_transport_kafka_open(cfg, err);
+  return wm_transport_nats_open(cfg, err);
 }

@@ -22,8 +22,7 @@ static const char *const agg_names[] = {"", "sum", "min", "max", "min_by", "max_
 static int num_of(wm_op *op, builtin *b, const wm_value *rec, wm_value *out) {
   wm_ctx *ctx = op->ctx;
   wm_buf buf;
-  if (wm_field_get(&ctx->host, &b->field, rec, out, ctx->error.msg, sizeof ctx->error.msg) != 0) {
-    wm_ctx_error_took(ctx);
+  if (wm_field_get(&ctx->host, &b->field, rec, out, &ctx->error) != 0) {
     wm_buf_init(&buf); /* the host's message (a Lua table's __index raised, ...): the record */
     wm_op_format_record(op, rec, &buf);
     wm_ctx_error_append(ctx, " (%s('%s') on record %s)", agg_names[b->agg], b->field_name,
@@ -193,9 +192,7 @@ static int builtin_fire(void *ud, wm_op *op, const wm_fire *f) {
   case WM_AGG_MIN_BY:
   case WM_AGG_MAX_BY: return wm_op_emit(op, 0, f->acc, f->max_ts);
   default:
-    if (wm_field_with(h, &b->field, f->acc, f->aux, &out,
-                      ctx->error.msg, sizeof ctx->error.msg) != 0) {
-      wm_ctx_error_took(ctx);
+    if (wm_field_with(h, &b->field, f->acc, f->aux, &out, &ctx->error) != 0) {
       wm_buf buf;
       wm_buf_init(&buf);
       wm_op_format_record(op, f->acc, &buf);

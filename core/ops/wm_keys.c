@@ -29,9 +29,7 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
   fieldkeys *k = ud;
   wm_ctx *ctx = op->ctx;
   for (size_t i = 0; i < k->n; i++) {
-    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i],
-                     ctx->error.msg, sizeof ctx->error.msg) != 0) {
-      wm_ctx_error_took(ctx);
+    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i], &ctx->error) != 0) {
       wm_buf b;
       wm_buf_init(&b);
       wm_op_format_record(op, rec, &b);

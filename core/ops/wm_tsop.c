@@ -409,8 +409,7 @@ static int fieldts_fn(void *ud, wm_op *op, const wm_value *rec, int64_t prev, in
   fieldts *f = ud;
   wm_ctx *ctx = op->ctx;
   wm_value v;
-  if (wm_field_get(&ctx->host, &f->f, rec, &v, ctx->error.msg, sizeof ctx->error.msg) != 0) {
-    wm_ctx_error_took(ctx);
+  if (wm_field_get(&ctx->host, &f->f, rec, &v, &ctx->error) != 0) {
     wm_buf b; /* the host's message (a Lua table's __index raised, ...): the record */
     wm_buf_init(&b);
     wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);

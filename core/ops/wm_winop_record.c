@@ -166,8 +166,8 @@ WO_STEP const wm_value *pane_value(wm_op *op, winop *s, const wm_value *rec,
   if (s->pane_field) {
     v = wm_field_peek(s->pane_field, rec);
     /* not a row of the schema seen last: the general read (resolves the field) */
-    char why[160]; /* a failure is not this path's: the general path reports it */
-    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, got, why, sizeof why) == 0)
+    /* a failure is not this path's (no message): the general path reports it */
+    if (!v && wm_field_get(&op->ctx->host, s->pane_field, rec, got, NULL) == 0)
       v = got;
   }
   return v && v->type == WM_INT ? v : NULL;

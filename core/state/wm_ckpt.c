@@ -60,16 +60,16 @@ static int valid_name(const char *name) {
 
 /* ---- the store --------------------------------------------------------------------------- */
 
-wm_ckpt_store *wm_ckpt_store_new(wm_ckpt_backend *b, int keep, char *err, size_t errlen) {
+wm_ckpt_store *wm_ckpt_store_new(wm_ckpt_backend *b, int keep, wm_error *err) {
   if (!b) return NULL;
   if (keep < 1) {
-    wm_ckpt_seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
+    wm_error_set(err, "checkpoints to keep must be at least 1 (got %d)", keep);
     b->vt->free(b);
     return NULL;
   }
   wm_ckpt_store *s = calloc(1, sizeof *s);
   if (!s) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     b->vt->free(b);
     return NULL;
   }
@@ -78,20 +78,20 @@ wm_ckpt_store *wm_ckpt_store_new(wm_ckpt_backend *b, int keep, char *err, size_t
   return s;
 }
 
-wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, char *err, size_t errlen) {
+wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, wm_error *err) {
   if (keep < 1) {
-    wm_ckpt_seterr(err, errlen, "checkpoints to keep must be at least 1 (got %d)", keep);
+    wm_error_set(err, "checkpoints to keep must be at least 1 (got %d)", keep);
     return NULL;
   }
   const char *colon = dir ? strstr(dir, "://") : NULL;
   if (colon && !strncmp(dir, "nats://", 7))
-    return wm_ckpt_store_new(wm_ckpt_nats_open(dir, err, errlen), keep, err, errlen);
+    return wm_ckpt_store_new(wm_ckpt_nats_open(dir, err), keep, err);
   if (colon) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
+    wm_error_set(err, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
                         "(a checkpoint directory is a path, a NATS store nats://HOST:PORT/BUCKET)", dir, (int)(colon - dir), dir);
     return NULL;
   }
-  return wm_ckpt_store_new(wm_ckpt_local_open(dir, err, errlen), keep, err, errlen);
+  return wm_ckpt_store_new(wm_ckpt_local_open(dir, err), keep, err);
 }
 
 void wm_ckpt_store_free(wm_ckpt_store *s) {
@@ -109,8 +109,8 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 /* The ids present in the store, newest first. -1 on error. */
-static int list_ids(wm_ckpt_store *s, uint64_t **ids, size_t *n, char *err, size_t errlen) {
-  if (s->b->vt->list(s->b, ids, n, err, errlen) != 0) return -1;
+static int list_ids(wm_ckpt_store *s, uint64_t **ids, size_t *n, wm_error *err) {
+  if (s->b->vt->list(s->b, ids, n, err) != 0) return -1;
   if (*n) qsort(*ids, *n, sizeof **ids, cmp_desc);
   return 0;
 }
@@ -118,56 +118,54 @@ static int list_ids(wm_ckpt_store *s, uint64_t **ids, size_t *n, char *err, size
 uint64_t wm_ckpt_next_id(wm_ckpt_store *s) {
   uint64_t *ids;
   size_t n;
-  char err[8];
-  if (list_ids(s, &ids, &n, err, sizeof err) != 0) return 1;
+  if (list_ids(s, &ids, &n, NULL) != 0) return 1;
   uint64_t next = n ? ids[0] + 1 : 1;
   free(ids);
   return next;
 }
 
-int wm_ckpt_clear(wm_ckpt_store *s, char *err, size_t errlen) {
+int wm_ckpt_clear(wm_ckpt_store *s, wm_error *err) {
   uint64_t *ids;
   size_t n;
-  if (list_ids(s, &ids, &n, err, errlen) != 0) return -1;
+  if (list_ids(s, &ids, &n, err) != 0) return -1;
   int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) rc = s->b->vt->remove(s->b, ids[i], err, errlen);
+  for (size_t i = 0; i < n && rc == 0; i++) rc = s->b->vt->remove(s->b, ids[i], err);
   free(ids);
   return rc;
 }
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-wm_ckpt_writer *wm_ckpt_begin(wm_ckpt_store *s, uint64_t id, char *err, size_t errlen) {
+wm_ckpt_writer *wm_ckpt_begin(wm_ckpt_store *s, uint64_t id, wm_error *err) {
   wm_ckpt_writer *w = calloc(1, sizeof *w);
   if (!w) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   w->s = s;
   w->id = id;
-  if (s->b->vt->begin(s->b, id, err, errlen) != 0) {
+  if (s->b->vt->begin(s->b, id, err) != 0) {
     free(w);
     return NULL;
   }
   return w;
 }
 
-int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t len, char *err,
-                size_t errlen) {
+int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t len, wm_error *err) {
   if (!valid_name(name)) {
-    wm_ckpt_seterr(err, errlen, "bad checkpoint part name '%s'", name);
+    wm_error_set(err, "bad checkpoint part name '%s'", name);
     return -1;
   }
   for (size_t i = 0; i < w->n; i++)
     if (!strcmp(w->parts[i].name, name)) {
-      wm_ckpt_seterr(err, errlen, "checkpoint part '%s' written twice", name);
+      wm_error_set(err, "checkpoint part '%s' written twice", name);
       return -1;
     }
   if (w->n == w->cap) {
     size_t nc = w->cap ? w->cap * 2 : 8;
     part_info *g = realloc(w->parts, nc * sizeof *g);
     if (!g) {
-      wm_ckpt_seterr(err, errlen, "out of memory");
+      wm_error_set(err, "out of memory");
       return -1;
     }
     w->parts = g;
@@ -180,10 +178,10 @@ int wm_ckpt_put(wm_ckpt_writer *w, const char *name, const void *data, size_t le
   wm_put64(head + 8, (uint64_t)len);
   wm_put32(head + 16, crc);
   wm_ckpt_backend *b = w->s->b;
-  if (b->vt->put(b, w->id, name, head, sizeof head, data, len, err, errlen) != 0) return -1;
+  if (b->vt->put(b, w->id, name, head, sizeof head, data, len, err) != 0) return -1;
   part_info *p = &w->parts[w->n];
   if (!(p->name = strdup(name))) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   p->len = len;
@@ -204,8 +202,7 @@ static void writer_free(wm_ckpt_writer *w) {
 
 void wm_ckpt_abort(wm_ckpt_writer *w) {
   if (!w) return;
-  char err[8];
-  w->s->b->vt->remove(w->s->b, w->id, err, sizeof err);
+  w->s->b->vt->remove(w->s->b, w->id, NULL);
   writer_free(w);
 }
 
@@ -240,26 +237,23 @@ static uint8_t *manifest(const wm_ckpt_writer *w, const void *meta, size_t metal
 }
 
 int wm_ckpt_commit(wm_ckpt_writer *w, const void *meta, size_t metalen, uint64_t created_ms,
-                   char *err, size_t errlen) {
+                   wm_error *err) {
   int rc = -1;
   uint8_t *m = NULL;
   size_t mlen = 0;
   wm_ckpt_store *s = w->s;
   if (metalen > MAX_META) {
-    wm_ckpt_seterr(err, errlen, "checkpoint metadata of %zu bytes is too large", metalen);
+    wm_error_set(err, "checkpoint metadata of %zu bytes is too large", metalen);
     goto out;
   }
   if (!(m = manifest(w, meta, metalen, created_ms, &mlen))) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto out;
   }
-  rc = s->b->vt->complete(s->b, w->id, m, mlen, s->crash_before_rename, err, errlen);
+  rc = s->b->vt->complete(s->b, w->id, m, mlen, s->crash_before_rename, err);
 out:
   free(m);
-  if (rc != 0) {
-    char e2[8];
-    s->b->vt->remove(s->b, w->id, e2, sizeof e2);
-  }
+  if (rc != 0) s->b->vt->remove(s->b, w->id, NULL);
   writer_free(w);
   if (rc == 0) prune(s);
   return rc;
@@ -268,34 +262,34 @@ out:
 /* ---- reading ------------------------------------------------------------------------------ */
 
 /* Loads and checks the MANIFEST of checkpoint r->id into r. 0, or -1 with a message. */
-static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
+static int load_manifest(wm_ckpt_reader *r, wm_error *err) {
   uint8_t *m;
   size_t n;
   wm_ckpt_backend *b = r->s->b;
-  int got = b->vt->get(b, r->id, MANIFEST, MAX_META + 64u * MAX_PARTS, &m, &n, err, errlen);
-  if (got == 0) wm_ckpt_seterr(err, errlen, "no MANIFEST (the checkpoint was not finished)");
+  int got = b->vt->get(b, r->id, MANIFEST, MAX_META + 64u * MAX_PARTS, &m, &n, err);
+  if (got == 0) wm_error_set(err, "no MANIFEST (the checkpoint was not finished)");
   if (got != 1) return -1;
   const uint8_t *p = m, *end = m + n;
 #define NEED(k)                                                        \
   do {                                                                 \
     if ((size_t)(end - p) < (size_t)(k)) {                             \
-      wm_ckpt_seterr(err, errlen, "MANIFEST is truncated (%zu bytes)", n);     \
+      wm_error_set(err, "MANIFEST is truncated (%zu bytes)", n);     \
       goto bad;                                                        \
     }                                                                  \
   } while (0)
   if (n >= 4 && memcmp(p, MAN_MAGIC, 4) != 0) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST is not a wmrun checkpoint manifest");
+    wm_error_set(err, "MANIFEST is not a wmrun checkpoint manifest");
     goto bad;
   }
   NEED(4 + 4 + 4);
   if (wm_get32(end - 4) != wm_crc32(0, m, n - 4)) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST fails its CRC check (damaged)");
+    wm_error_set(err, "MANIFEST fails its CRC check (damaged)");
     goto bad;
   }
   end -= 4;
   p += 4;
   if (wm_get32(p) != WM_CKPT_VERSION) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST has format version %u; this wmrun reads version %u", wm_get32(p),
+    wm_error_set(err, "MANIFEST has format version %u; this wmrun reads version %u", wm_get32(p),
            WM_CKPT_VERSION);
     goto bad;
   }
@@ -304,18 +298,18 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
   uint64_t id = wm_get64(p), created = wm_get64(p + 8), metalen = wm_get64(p + 16);
   p += 24;
   if (id != r->id) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST names checkpoint %" PRIu64 ", its directory %" PRIu64, id, r->id);
+    wm_error_set(err, "MANIFEST names checkpoint %" PRIu64 ", its directory %" PRIu64, id, r->id);
     goto bad;
   }
   if (metalen > MAX_META) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST metadata length %" PRIu64 " is out of range", metalen);
+    wm_error_set(err, "MANIFEST metadata length %" PRIu64 " is out of range", metalen);
     goto bad;
   }
   NEED(metalen);
   r->created_ms = created;
   r->metalen = (size_t)metalen;
   if (!(r->meta = malloc(r->metalen ? r->metalen : 1))) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto bad;
   }
   memcpy(r->meta, p, r->metalen);
@@ -324,11 +318,11 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
   uint32_t np = wm_get32(p);
   p += 4;
   if (np > MAX_PARTS || np > (size_t)(end - p) / 14) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST part count %u is out of range", np);
+    wm_error_set(err, "MANIFEST part count %u is out of range", np);
     goto bad;
   }
   if (!(r->parts = calloc(np ? np : 1, sizeof *r->parts))) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto bad;
   }
   for (uint32_t i = 0; i < np; i++) {
@@ -338,7 +332,7 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
     NEED(nl + 12);
     char *name = malloc(nl + 1);
     if (!name) {
-      wm_ckpt_seterr(err, errlen, "out of memory");
+      wm_error_set(err, "out of memory");
       goto bad;
     }
     memcpy(name, p, nl);
@@ -350,12 +344,12 @@ static int load_manifest(wm_ckpt_reader *r, char *err, size_t errlen) {
     r->n++;
     p += 12;
     if (strlen(name) != nl || !valid_name(name)) {
-      wm_ckpt_seterr(err, errlen, "MANIFEST names a bad part");
+      wm_error_set(err, "MANIFEST names a bad part");
       goto bad;
     }
   }
   if (p != end) {
-    wm_ckpt_seterr(err, errlen, "MANIFEST has %zu bytes after its last part", (size_t)(end - p));
+    wm_error_set(err, "MANIFEST has %zu bytes after its last part", (size_t)(end - p));
     goto bad;
   }
 #undef NEED
@@ -367,20 +361,19 @@ bad:
 }
 
 /* Reads part i of r, checked. 0, or -1 with a message. */
-static int read_part(wm_ckpt_reader *r, size_t i, uint8_t **data, size_t *len, char *err,
-                     size_t errlen) {
+static int read_part(wm_ckpt_reader *r, size_t i, uint8_t **data, size_t *len, wm_error *err) {
   const part_info *pi = &r->parts[i];
   uint8_t *f;
   size_t n;
-  char sub[512];
+  wm_error sub;
   if (pi->len > SIZE_MAX - PART_HEADER) {
-    wm_ckpt_seterr(err, errlen, "part %s: too large", pi->name);
+    wm_error_set(err, "part %s: too large", pi->name);
     return -1;
   }
   wm_ckpt_backend *b = r->s->b;
-  int got = b->vt->get(b, r->id, pi->name, (size_t)pi->len + PART_HEADER, &f, &n, sub, sizeof sub);
+  int got = b->vt->get(b, r->id, pi->name, (size_t)pi->len + PART_HEADER, &f, &n, &sub);
   if (got != 1) {
-    wm_ckpt_seterr(err, errlen, "part %s: %s", pi->name, got == 0 ? "missing (the MANIFEST names it)" : sub);
+    wm_error_set(err, "part %s: %s", pi->name, got == 0 ? "missing (the MANIFEST names it)" : sub.msg);
     return -1;
   }
   const char *why = NULL;
@@ -390,7 +383,7 @@ static int read_part(wm_ckpt_reader *r, size_t i, uint8_t **data, size_t *len, c
   else if (wm_get32(f + 16) != pi->crc || wm_crc32(0, f + PART_HEADER, n - PART_HEADER) != pi->crc)
     why = "fails its CRC check (damaged)";
   if (why) {
-    wm_ckpt_seterr(err, errlen, "part %s: %s", pi->name, why);
+    wm_error_set(err, "part %s: %s", pi->name, why);
     free(f);
     return -1;
   }
@@ -409,17 +402,17 @@ static wm_ckpt_reader *reader_new(wm_ckpt_store *s, uint64_t id) {
 }
 
 /* Opens checkpoint id with every part checked. NULL with a message. */
-static wm_ckpt_reader *open_checked(wm_ckpt_store *s, uint64_t id, char *err, size_t errlen) {
+static wm_ckpt_reader *open_checked(wm_ckpt_store *s, uint64_t id, wm_error *err) {
   wm_ckpt_reader *r = reader_new(s, id);
   if (!r) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
-  if (load_manifest(r, err, errlen) != 0) goto bad;
+  if (load_manifest(r, err) != 0) goto bad;
   for (size_t i = 0; i < r->n; i++) {
     uint8_t *d;
     size_t n;
-    if (read_part(r, i, &d, &n, err, errlen) != 0) goto bad;
+    if (read_part(r, i, &d, &n, err) != 0) goto bad;
     free(d);
   }
   return r;
@@ -429,21 +422,21 @@ bad:
 }
 
 int wm_ckpt_open_latest(wm_ckpt_store *s, wm_ckpt_warn_fn warn, void *ud, wm_ckpt_reader **out,
-                        char *err, size_t errlen) {
+                        wm_error *err) {
   *out = NULL;
   uint64_t *ids;
   size_t n;
-  if (list_ids(s, &ids, &n, err, errlen) != 0) return -1;
+  if (list_ids(s, &ids, &n, err) != 0) return -1;
   int found = 0;
   for (size_t i = 0; i < n && !found; i++) {
-    char why[600];
-    wm_ckpt_reader *r = open_checked(s, ids[i], why, sizeof why);
+    wm_error why;
+    wm_ckpt_reader *r = open_checked(s, ids[i], &why);
     if (r) {
       *out = r;
       found = 1;
     } else if (warn) {
       char msg[900];
-      snprintf(msg, sizeof msg, "checkpoint %" PRIu64 " in %s is skipped: %s", ids[i], s->b->name, why);
+      snprintf(msg, sizeof msg, "checkpoint %" PRIu64 " in %s is skipped: %.600s", ids[i], s->b->name, why.msg);
       warn(ud, msg);
     }
   }
@@ -462,12 +455,11 @@ const char *wm_ckpt_reader_part_name(const wm_ckpt_reader *r, size_t i) {
   return i < r->n ? r->parts[i].name : NULL;
 }
 
-int wm_ckpt_get(wm_ckpt_reader *r, const char *name, uint8_t **data, size_t *len, char *err,
-                size_t errlen) {
+int wm_ckpt_get(wm_ckpt_reader *r, const char *name, uint8_t **data, size_t *len, wm_error *err) {
   *data = NULL;
   *len = 0;
   for (size_t i = 0; i < r->n; i++)
-    if (!strcmp(r->parts[i].name, name)) return read_part(r, i, data, len, err, errlen) ? -1 : 1;
+    if (!strcmp(r->parts[i].name, name)) return read_part(r, i, data, len, err) ? -1 : 1;
   return 0;
 }
 
@@ -483,17 +475,15 @@ void wm_ckpt_reader_free(wm_ckpt_reader *r) {
 static void prune(wm_ckpt_store *s) {
   uint64_t *ids;
   size_t n;
-  char err[8];
-  if (list_ids(s, &ids, &n, err, sizeof err) != 0) return;
+  if (list_ids(s, &ids, &n, NULL) != 0) return;
   int kept = 0;
   size_t i = 0;
   for (; i < n && kept < s->keep; i++) {
     wm_ckpt_reader *r = reader_new(s, ids[i]);
-    char why[256];
-    if (r && load_manifest(r, why, sizeof why) == 0) kept++;
+    if (r && load_manifest(r, NULL) == 0) kept++;
     wm_ckpt_reader_free(r);
   }
   if (kept == s->keep)
-    for (; i < n; i++) s->b->vt->remove(s->b, ids[i], err, sizeof err);
+    for (; i < n; i++) s->b->vt->remove(s->b, ids[i], NULL);
   free(ids);
 }

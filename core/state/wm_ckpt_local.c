@@ -70,30 +70,30 @@ static int fsync_dir(const char *path) {
 
 /* Writes head then body to dir/name through dir/.tmp-name, fsynced, renamed. */
 static int write_file(const char *dir, const char *name, const void *head, size_t headlen,
-                      const void *body, size_t bodylen, int crash, char *err, size_t errlen) {
+                      const void *body, size_t bodylen, int crash, wm_error *err) {
   char tmpname[NAME_MAX_LEN + 8];
   snprintf(tmpname, sizeof tmpname, ".tmp-%s", name);
   char *tmp = join(dir, tmpname), *final = join(dir, name);
   int rc = -1;
   if (!tmp || !final) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto out;
   }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    wm_ckpt_seterr(err, errlen, "%s: %s", tmp, strerror(errno));
+    wm_error_set(err, "%s: %s", tmp, strerror(errno));
     goto out;
   }
   if (write_all(fd, head, headlen) != 0 || (bodylen && write_all(fd, body, bodylen) != 0) ||
       fsync(fd) != 0) {
-    wm_ckpt_seterr(err, errlen, "%s: %s", tmp, strerror(errno));
+    wm_error_set(err, "%s: %s", tmp, strerror(errno));
     close(fd);
     unlink(tmp);
     goto out;
   }
   if (crash) _exit(99); /* wm_ckpt_store_crash_before_rename */
   if (close(fd) != 0 || rename(tmp, final) != 0) {
-    wm_ckpt_seterr(err, errlen, "%s: %s", final, strerror(errno));
+    wm_error_set(err, "%s: %s", final, strerror(errno));
     unlink(tmp);
     goto out;
   }
@@ -106,24 +106,23 @@ out:
 
 /* Reads a whole file (at most max bytes). 1, 0 when there is no such file, or -1 with a
  * message. */
-static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, char *err,
-                     size_t errlen) {
+static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, wm_error *err) {
   *data = NULL;
   *len = 0;
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
     if (errno == ENOENT) return 0;
-    wm_ckpt_seterr(err, errlen, "%s: %s", path, strerror(errno));
+    wm_error_set(err, "%s: %s", path, strerror(errno));
     return -1;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    wm_ckpt_seterr(err, errlen, "%s: not a regular file", path);
+    wm_error_set(err, "%s: not a regular file", path);
     close(fd);
     return -1;
   }
   if ((uint64_t)st.st_size > max) {
-    wm_ckpt_seterr(err, errlen, "%s: %lld bytes, more than the %zu a checkpoint file may have", path,
+    wm_error_set(err, "%s: %lld bytes, more than the %zu a checkpoint file may have", path,
            (long long)st.st_size, max);
     close(fd);
     return -1;
@@ -131,7 +130,7 @@ static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, 
   size_t n = (size_t)st.st_size;
   uint8_t *buf = malloc(n ? n : 1);
   if (!buf) {
-    wm_ckpt_seterr(err, errlen, "out of memory reading %s", path);
+    wm_error_set(err, "out of memory reading %s", path);
     close(fd);
     return -1;
   }
@@ -144,7 +143,7 @@ static int read_file(const char *path, size_t max, uint8_t **data, size_t *len, 
   }
   close(fd);
   if (got != n) {
-    wm_ckpt_seterr(err, errlen, "%s: short read", path);
+    wm_error_set(err, "%s: short read", path);
     free(buf);
     return -1;
   }
@@ -207,15 +206,15 @@ static void lock_holder(int fd, char *out, size_t n) {
   snprintf(out, n, "%s", ok ? buf : "unknown: its lock file is being written");
 }
 
-static int take_lock(local_store *s, char *err, size_t errlen) {
+static int take_lock(local_store *s, wm_error *err) {
   char *path = join(s->dir, LOCK_NAME);
   if (!path) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    wm_ckpt_seterr(err, errlen, "cannot open the lock file %s: %s", path, strerror(errno));
+    wm_error_set(err, "cannot open the lock file %s: %s", path, strerror(errno));
     free(path);
     return -1;
   }
@@ -227,12 +226,12 @@ static int take_lock(local_store *s, char *err, size_t errlen) {
     if (e == EWOULDBLOCK) {
       char who[300];
       lock_holder(fd, who, sizeof who);
-      wm_ckpt_seterr(err, errlen, "checkpoint directory %s is in use by another job (%s; lock file %s): "
+      wm_error_set(err, "checkpoint directory %s is in use by another job (%s; lock file %s): "
                           "two jobs on one checkpoint directory would take and resume each "
                           "other's checkpoints; stop that job first, or give this one another "
                           "--checkpoint-dir", s->dir, who, path);
     } else {
-      wm_ckpt_seterr(err, errlen, "cannot lock %s (one job at a time per checkpoint directory): %s",
+      wm_error_set(err, "cannot lock %s (one job at a time per checkpoint directory): %s",
              path, strerror(e));
     }
     close(fd);
@@ -245,7 +244,7 @@ static int take_lock(local_store *s, char *err, size_t errlen) {
   int n = snprintf(line, sizeof line, "pid %ld host %s\n", (long)getpid(), host);
   if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
   if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != (ssize_t)n) {
-    wm_ckpt_seterr(err, errlen, "cannot write the lock file %s: %s", path, strerror(errno));
+    wm_error_set(err, "cannot write the lock file %s: %s", path, strerror(errno));
     close(fd);
     free(path);
     return -1;
@@ -257,17 +256,17 @@ static int take_lock(local_store *s, char *err, size_t errlen) {
 
 /* ---- the operations ------------------------------------------------------------------------ */
 
-static int local_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
+static int local_begin(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
   local_store *s = (local_store *)b;
   char *path = ckpt_path(s, id);
   if (!path) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   remove_tree(path); /* what a crashed attempt at this id left */
   int rc = 0;
   if (mkdir(path, 0755) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_error_set(err, "checkpoint %s: %s", path, strerror(errno));
     rc = -1;
   }
   free(path);
@@ -275,34 +274,34 @@ static int local_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen
 }
 
 static int local_put(wm_ckpt_backend *b, uint64_t id, const char *name, const void *head,
-                     size_t headlen, const void *body, size_t bodylen, char *err, size_t errlen) {
+                     size_t headlen, const void *body, size_t bodylen, wm_error *err) {
   char *path = ckpt_path((local_store *)b, id);
   if (!path) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
-  int rc = write_file(path, name, head, headlen, body, bodylen, 0, err, errlen);
+  int rc = write_file(path, name, head, headlen, body, bodylen, 0, err);
   free(path);
   return rc;
 }
 
 static int local_complete(wm_ckpt_backend *b, uint64_t id, const void *manifest, size_t len,
-                          int crash, char *err, size_t errlen) {
+                          int crash, wm_error *err) {
   local_store *s = (local_store *)b;
   char *path = ckpt_path(s, id);
   if (!path) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   int rc = -1;
   /* the parts' renames reach the disk before the MANIFEST's */
   if (fsync_dir(path) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_error_set(err, "checkpoint %s: %s", path, strerror(errno));
     goto out;
   }
-  if (write_file(path, "MANIFEST", manifest, len, NULL, 0, crash, err, errlen) != 0) goto out;
+  if (write_file(path, "MANIFEST", manifest, len, NULL, 0, crash, err) != 0) goto out;
   if (fsync_dir(path) != 0 || fsync_dir(s->dir) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+    wm_error_set(err, "checkpoint %s: %s", path, strerror(errno));
     goto out;
   }
   rc = 0;
@@ -312,16 +311,16 @@ out:
 }
 
 static int local_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max,
-                     uint8_t **data, size_t *len, char *err, size_t errlen) {
+                     uint8_t **data, size_t *len, wm_error *err) {
   *data = NULL;
   *len = 0;
   char *dir = ckpt_path((local_store *)b, id), *path = dir ? join(dir, name) : NULL;
   free(dir);
   if (!path) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
-  int rc = read_file(path, max, data, len, err, errlen);
+  int rc = read_file(path, max, data, len, err);
   free(path);
   return rc;
 }
@@ -338,13 +337,13 @@ static int parse_id(const char *name, uint64_t *id) {
 }
 
 /* The ids of the DIR/chk-<20 digits> entries; other names are ignored. */
-static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, size_t errlen) {
+static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, wm_error *err) {
   local_store *s = (local_store *)b;
   *ids = NULL;
   *n = 0;
   DIR *d = opendir(s->dir);
   if (!d) {
-    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", s->dir, strerror(errno));
+    wm_error_set(err, "checkpoint directory %s: %s", s->dir, strerror(errno));
     return -1;
   }
   size_t cap = 0;
@@ -360,7 +359,7 @@ static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, 
         free(*ids);
         *ids = NULL;
         *n = 0;
-        wm_ckpt_seterr(err, errlen, "out of memory");
+        wm_error_set(err, "out of memory");
         return -1;
       }
       *ids = g;
@@ -372,17 +371,17 @@ static int local_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, 
   return 0;
 }
 
-static int local_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
+static int local_remove(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
   char *p = ckpt_path((local_store *)b, id);
   if (!p) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   remove_tree(p);
   struct stat st;
   int rc = 0;
   if (stat(p, &st) == 0) {
-    wm_ckpt_seterr(err, errlen, "cannot remove checkpoint %s", p);
+    wm_error_set(err, "cannot remove checkpoint %s", p);
     rc = -1;
   }
   free(p);
@@ -407,34 +406,34 @@ static const wm_ckpt_backend_vt local_vt = {
     .free = local_free,
 };
 
-wm_ckpt_backend *wm_ckpt_local_open(const char *dir, char *err, size_t errlen) {
+wm_ckpt_backend *wm_ckpt_local_open(const char *dir, wm_error *err) {
   if (!dir || !*dir) {
-    wm_ckpt_seterr(err, errlen, "checkpoint directory is empty");
+    wm_error_set(err, "checkpoint directory is empty");
     return NULL;
   }
   if (mkdirs(dir) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
+    wm_error_set(err, "checkpoint directory %s: %s", dir, strerror(errno));
     return NULL;
   }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: not a directory", dir);
+    wm_error_set(err, "checkpoint directory %s: not a directory", dir);
     return NULL;
   }
   if (access(dir, W_OK | X_OK) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint directory %s: %s", dir, strerror(errno));
+    wm_error_set(err, "checkpoint directory %s: %s", dir, strerror(errno));
     return NULL;
   }
   local_store *s = calloc(1, sizeof *s);
   if (!s || !(s->dir = strdup(dir))) {
     free(s);
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   s->base.vt = &local_vt;
   s->base.name = s->dir;
   s->lock_fd = -1;
-  if (take_lock(s, err, errlen) != 0) {
+  if (take_lock(s, err) != 0) {
     local_free(&s->base);
     return NULL;
   }

@@ -123,13 +123,13 @@ bad:
 }
 
 /* Reads the key: 1 and *r, *rev; 0 when there is no key; -1 with a message. */
-static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errlen) {
+static int rec_read(nats_store *s, rec *r, uint64_t *rev, wm_error *err) {
   kvEntry *e = NULL;
   natsStatus st = kvStore_Get(&e, s->kv, s->key);
   if (st == NATS_NOT_FOUND) return 0;
   if (st != NATS_OK) {
     char why[300];
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot read key '%s' of bucket '%s': %s", s->url,
+    wm_error_set(err, "checkpoint store %s: cannot read key '%s' of bucket '%s': %s", s->url,
            s->key, s->bucket, last_error(st, why, sizeof why));
     return -1;
   }
@@ -141,7 +141,7 @@ static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errl
   if (len < 0 || (size_t)len > REC_MAX) snprintf(why, sizeof why, "it is %d bytes long", len);
   kvEntry_Destroy(e);
   if (rc != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' is not wmrun's: %s (give "
+    wm_error_set(err, "checkpoint store %s: key '%s' of bucket '%s' is not wmrun's: %s (give "
                         "the store another bucket or path)", s->url, s->key, s->bucket, why);
     return -1;
   }
@@ -150,11 +150,11 @@ static int rec_read(nats_store *s, rec *r, uint64_t *rev, char *err, size_t errl
 
 /* Writes r with compare-and-set on rev (0: the key must not exist). 0 written, 1 someone
  * changed it since (read again), -1 with a message. */
-static int rec_write(nats_store *s, const rec *r, uint64_t rev, char *err, size_t errlen) {
+static int rec_write(nats_store *s, const rec *r, uint64_t rev, wm_error *err) {
   size_t cap = 512 + r->n * 64; /* a line is at most 9 + 20 + 1 + 20 + 1 bytes */
   char *v = malloc(cap);
   if (!v) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   size_t len = (size_t)snprintf(v, cap, "%sepoch %" PRIu64 " %s\n", REC_HEAD, r->epoch, r->holder);
@@ -169,13 +169,13 @@ static int rec_write(nats_store *s, const rec *r, uint64_t rev, char *err, size_
   char why[300];
   last_error(st, why, sizeof why);
   if (strstr(why, "wrong last sequence") || strstr(why, "key exists")) return 1;
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot write key '%s' of bucket '%s': %s", s->url,
+  wm_error_set(err, "checkpoint store %s: cannot write key '%s' of bucket '%s': %s", s->url,
          s->key, s->bucket, why);
   return -1;
 }
 
-static int fenced(nats_store *s, const rec *r, uint64_t id, char *err, size_t errlen) {
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s was taken over by another process (%s, epoch %" PRIu64
+static int fenced(nats_store *s, const rec *r, uint64_t id, wm_error *err) {
+  wm_error_set(err, "checkpoint store %s was taken over by another process (%s, epoch %" PRIu64
                       "; this process holds epoch %" PRIu64 "): this process lost its claim "
                       "and does not complete checkpoint %" PRIu64, s->url,
          r->holder[0] ? r->holder : "unknown", r->epoch, s->epoch, id);
@@ -196,26 +196,25 @@ static char *subject(const nats_store *s, uint64_t id, uint64_t epoch, const cha
   return subj;
 }
 
-static int publish(nats_store *s, const char *subj, const void *data, size_t len, char *err,
-                   size_t errlen) {
+static int publish(nats_store *s, const char *subj, const void *data, size_t len, wm_error *err) {
   jsPubAck *pa = NULL;
   jsErrCode jerr = 0;
   natsStatus st = js_Publish(&pa, s->js, subj, data, (int)len, NULL, &jerr);
   jsPubAck_Destroy(pa);
   if (st == NATS_OK) return 0;
   char why[300];
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot store %s: %s", s->url, subj,
+  wm_error_set(err, "checkpoint store %s: cannot store %s: %s", s->url, subj,
          wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
 
 /* Stores head+body as object name of (id, s->epoch): chunks, then the end marker. */
 static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_t *head,
-                      size_t hl, const uint8_t *body, size_t bl, char *err, size_t errlen) {
+                      size_t hl, const uint8_t *body, size_t bl, wm_error *err) {
   size_t total = hl + bl, nchunks = (total + CHUNK - 1) / CHUNK;
   uint8_t *buf = malloc(total ? total : 1);
   if (!buf) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   if (hl) memcpy(buf, head, hl);
@@ -226,8 +225,8 @@ static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_
     snprintf(tail, sizeof tail, "%zu", k);
     char *subj = subject(s, id, s->epoch, name, tail);
     size_t off = k * CHUNK, n = total - off < CHUNK ? total - off : CHUNK;
-    rc = subj ? publish(s, subj, buf + off, n, err, errlen) : -1;
-    if (!subj) wm_ckpt_seterr(err, errlen, "out of memory");
+    rc = subj ? publish(s, subj, buf + off, n, err) : -1;
+    if (!subj) wm_error_set(err, "out of memory");
     free(subj);
   }
   if (rc == 0) {
@@ -237,8 +236,8 @@ static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_
     wm_put32(end + 16, (uint32_t)nchunks);
     wm_put32(end + 20, wm_crc32(0, buf, total));
     char *subj = subject(s, id, s->epoch, name, "end");
-    rc = subj ? publish(s, subj, end, sizeof end, err, errlen) : -1;
-    if (!subj) wm_ckpt_seterr(err, errlen, "out of memory");
+    rc = subj ? publish(s, subj, end, sizeof end, err) : -1;
+    if (!subj) wm_error_set(err, "out of memory");
     free(subj);
   }
   free(buf);
@@ -246,61 +245,61 @@ static int put_object(nats_store *s, uint64_t id, const char *name, const uint8_
 }
 
 /* The last message on subj: 1 and *msg, 0 none, -1 with a message. */
-static int last_msg(nats_store *s, const char *subj, natsMsg **msg, char *err, size_t errlen) {
+static int last_msg(nats_store *s, const char *subj, natsMsg **msg, wm_error *err) {
   jsErrCode jerr = 0;
   natsStatus st = js_GetLastMsg(msg, s->js, s->stream, subj, NULL, &jerr);
   if (st == NATS_NOT_FOUND) return 0;
   if (st == NATS_OK) return 1;
   char why[300];
-  wm_ckpt_seterr(err, errlen, "cannot read %s: %s", subj, wm_nats_why(st, jerr, why, sizeof why));
+  wm_error_set(err, "cannot read %s: %s", subj, wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
 
 static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *name, size_t max,
-                      uint8_t **data, size_t *len, char *err, size_t errlen) {
+                      uint8_t **data, size_t *len, wm_error *err) {
   char *subj = subject(s, id, epoch, name, "end");
   if (!subj) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   natsMsg *m = NULL;
-  int got = last_msg(s, subj, &m, err, errlen);
+  int got = last_msg(s, subj, &m, err);
   free(subj);
   if (got != 1) return got;
   const uint8_t *e = (const uint8_t *)natsMsg_GetData(m);
   int el = natsMsg_GetDataLength(m);
   if (el != END_LEN || memcmp(e, END_MAGIC, 8) != 0) {
     natsMsg_Destroy(m);
-    wm_ckpt_seterr(err, errlen, "its end marker is not a wmrun checkpoint object's");
+    wm_error_set(err, "its end marker is not a wmrun checkpoint object's");
     return -1;
   }
   uint64_t total = wm_get64(e + 8);
   uint32_t nchunks = wm_get32(e + 16), crc = wm_get32(e + 20);
   natsMsg_Destroy(m);
   if (total > max) {
-    wm_ckpt_seterr(err, errlen, "%" PRIu64 " bytes, more than the %zu it may have", total, max);
+    wm_error_set(err, "%" PRIu64 " bytes, more than the %zu it may have", total, max);
     return -1;
   }
   if ((uint64_t)nchunks != (total + CHUNK - 1) / CHUNK) {
-    wm_ckpt_seterr(err, errlen, "its end marker names %u chunks for %" PRIu64 " bytes", nchunks, total);
+    wm_error_set(err, "its end marker names %u chunks for %" PRIu64 " bytes", nchunks, total);
     return -1;
   }
   uint8_t *buf = malloc(total ? (size_t)total : 1);
   if (!buf) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   for (uint32_t k = 0; k < nchunks; k++) {
     char tail[24];
     snprintf(tail, sizeof tail, "%u", k);
     char *cs = subject(s, id, epoch, name, tail);
-    got = cs ? last_msg(s, cs, &m, err, errlen) : -1;
-    if (!cs) wm_ckpt_seterr(err, errlen, "out of memory");
+    got = cs ? last_msg(s, cs, &m, err) : -1;
+    if (!cs) wm_error_set(err, "out of memory");
     free(cs);
     size_t off = (size_t)k * CHUNK, want = total - off < CHUNK ? (size_t)total - off : CHUNK;
-    if (got == 0) wm_ckpt_seterr(err, errlen, "its chunk %u is missing", k);
+    if (got == 0) wm_error_set(err, "its chunk %u is missing", k);
     if (got == 1 && (size_t)natsMsg_GetDataLength(m) != want) {
-      wm_ckpt_seterr(err, errlen, "its chunk %u has %d bytes, not %zu", k, natsMsg_GetDataLength(m), want);
+      wm_error_set(err, "its chunk %u has %d bytes, not %zu", k, natsMsg_GetDataLength(m), want);
       got = -1;
     }
     if (got == 1) memcpy(buf + off, natsMsg_GetData(m), want);
@@ -313,7 +312,7 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
   }
   if (wm_crc32(0, buf, (size_t)total) != crc) {
     free(buf);
-    wm_ckpt_seterr(err, errlen, "its chunks fail the CRC of its end marker (damaged)");
+    wm_error_set(err, "its chunks fail the CRC of its end marker (damaged)");
     return -1;
   }
   *data = buf;
@@ -322,7 +321,7 @@ static int get_object(nats_store *s, uint64_t id, uint64_t epoch, const char *na
 }
 
 /* Purges the messages on filter. */
-static int purge(nats_store *s, const char *filter, char *err, size_t errlen) {
+static int purge(nats_store *s, const char *filter, wm_error *err) {
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Purge.Subject = filter;
@@ -330,7 +329,7 @@ static int purge(nats_store *s, const char *filter, char *err, size_t errlen) {
   natsStatus st = js_PurgeStream(s->js, s->stream, &o, &jerr);
   if (st == NATS_OK) return 0;
   char why[300];
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot purge %s: %s", s->url, filter,
+  wm_error_set(err, "checkpoint store %s: cannot purge %s: %s", s->url, filter,
          wm_nats_why(st, jerr, why, sizeof why));
   return -1;
 }
@@ -344,51 +343,51 @@ static uint64_t epoch_of(const rec *r, uint64_t id) {
   return 0;
 }
 
-static int nats_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
+static int nats_begin(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
   nats_store *s = (nats_store *)b;
   char filter[512];
   /* only this epoch's: another process's objects under the same id are not ours to touch */
   snprintf(filter, sizeof filter, "%s.%" PRIu64 ".%" PRIu64 ".>", s->prefix, id, s->epoch);
-  return purge(s, filter, err, errlen);
+  return purge(s, filter, err);
 }
 
 static int nats_put(wm_ckpt_backend *b, uint64_t id, const char *name, const void *head,
-                    size_t headlen, const void *body, size_t bodylen, char *err, size_t errlen) {
-  return put_object((nats_store *)b, id, name, head, headlen, body, bodylen, err, errlen);
+                    size_t headlen, const void *body, size_t bodylen, wm_error *err) {
+  return put_object((nats_store *)b, id, name, head, headlen, body, bodylen, err);
 }
 
 static int nats_complete(wm_ckpt_backend *b, uint64_t id, const void *manifest, size_t len,
-                         int crash, char *err, size_t errlen) {
+                         int crash, wm_error *err) {
   nats_store *s = (nats_store *)b;
-  if (put_object(s, id, "MANIFEST", manifest, len, NULL, 0, err, errlen) != 0) return -1;
+  if (put_object(s, id, "MANIFEST", manifest, len, NULL, 0, err) != 0) return -1;
   if (crash) _exit(99); /* wm_ckpt_store_crash_before_rename: written, not yet complete */
   for (int tries = 0; tries < CAS_TRIES; tries++) {
     rec r;
     uint64_t rev = 0;
-    int got = rec_read(s, &r, &rev, err, errlen);
+    int got = rec_read(s, &r, &rev, err);
     if (got < 0) return -1;
     if (got == 0) {
-      wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' of bucket '%s' was deleted while this "
+      wm_error_set(err, "checkpoint store %s: key '%s' of bucket '%s' was deleted while this "
                           "process held it", s->url, s->key, s->bucket);
       return -1;
     }
     if (r.epoch != s->epoch) {
-      fenced(s, &r, id, err, errlen);
+      fenced(s, &r, id, err);
       rec_free(&r);
       return -1;
     }
     int rc = rec_add(&r, id, s->epoch);
-    if (rc != 0) wm_ckpt_seterr(err, errlen, "out of memory");
-    if (rc == 0) rc = rec_write(s, &r, rev, err, errlen);
+    if (rc != 0) wm_error_set(err, "out of memory");
+    if (rc == 0) rc = rec_write(s, &r, rev, err);
     rec_free(&r);
     if (rc <= 0) return rc;
   }
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_error_set(err, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
 static int nats_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max,
-                    uint8_t **data, size_t *len, char *err, size_t errlen) {
+                    uint8_t **data, size_t *len, wm_error *err) {
   nats_store *s = (nats_store *)b;
   *data = NULL;
   *len = 0;
@@ -396,21 +395,21 @@ static int nats_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t ma
   if (!epoch) { /* a MANIFEST is read from the key as it is now */
     rec r;
     uint64_t rev;
-    int got = rec_read(s, &r, &rev, err, errlen);
+    int got = rec_read(s, &r, &rev, err);
     if (got <= 0) return got;
     rec_free(&s->seen);
     s->seen = r;
     epoch = epoch_of(&s->seen, id);
     if (!epoch) return 0; /* not complete */
   }
-  char sub[400];
-  int got = get_object(s, id, epoch, name, max, data, len, sub, sizeof sub);
-  if (got < 0) wm_ckpt_seterr(err, errlen, "object %s of checkpoint %" PRIu64 " (epoch %" PRIu64 "): %s",
-                      name, id, epoch, sub);
+  wm_error sub;
+  int got = get_object(s, id, epoch, name, max, data, len, &sub);
+  if (got < 0) wm_error_set(err, "object %s of checkpoint %" PRIu64 " (epoch %" PRIu64 "): %s",
+                            name, id, epoch, sub.msg);
   return got;
 }
 
-static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, size_t errlen) {
+static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, wm_error *err) {
   nats_store *s = (nats_store *)b;
   *ids = NULL;
   *n = 0;
@@ -424,7 +423,7 @@ static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, s
   natsStatus st = js_GetStreamInfo(&si, s->js, s->stream, &o, &jerr);
   if (st != NATS_OK) {
     char why[300];
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
+    wm_error_set(err, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
            wm_nats_why(st, jerr, why, sizeof why));
     return -1;
   }
@@ -432,7 +431,7 @@ static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, s
   uint64_t *a = malloc(sizeof *a * (size_t)(cnt + 1));
   if (!a) {
     jsStreamInfo_Destroy(si);
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   size_t pl = strlen(s->prefix);
@@ -451,18 +450,18 @@ static int nats_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, s
   return 0;
 }
 
-static int nats_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
+static int nats_remove(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
   nats_store *s = (nats_store *)b;
   char filter[512];
   for (int tries = 0; tries < CAS_TRIES; tries++) {
     rec r;
     uint64_t rev = 0;
-    int got = rec_read(s, &r, &rev, err, errlen);
+    int got = rec_read(s, &r, &rev, err);
     if (got < 0) return -1;
     if (got == 0 || r.epoch != s->epoch) { /* not ours any more: only our own objects */
       rec_free(&r);
       snprintf(filter, sizeof filter, "%s.%" PRIu64 ".%" PRIu64 ".>", s->prefix, id, s->epoch);
-      return purge(s, filter, err, errlen);
+      return purge(s, filter, err);
     }
     size_t k = 0, j = 0;
     for (; k < r.n; k++)
@@ -470,15 +469,15 @@ static int nats_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen
     int rc = 0;
     if (j != r.n) { /* off the list first: a reader never sees it half purged */
       r.n = j;
-      rc = rec_write(s, &r, rev, err, errlen);
+      rc = rec_write(s, &r, rev, err);
     }
     rec_free(&r);
     if (rc < 0) return -1;
     if (rc == 1) continue;
     snprintf(filter, sizeof filter, "%s.%" PRIu64 ".>", s->prefix, id);
-    return purge(s, filter, err, errlen);
+    return purge(s, filter, err);
   }
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_error_set(err, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
@@ -516,24 +515,24 @@ static int name_char(char c) {
 }
 
 /* Splits nats://HOST:PORT/BUCKET[/PATH] into s. 0, or -1 with a message. */
-static int parse_url(nats_store *s, const char *url, char *err, size_t errlen) {
+static int parse_url(nats_store *s, const char *url, wm_error *err) {
   const char *hp = url + 7, *slash = strchr(hp, '/');
   if (strncmp(url, "nats://", 7) != 0 || !slash || slash == hp || !slash[1]) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: give it as nats://HOST:PORT/BUCKET (a bucket "
+    wm_error_set(err, "checkpoint store %s: give it as nats://HOST:PORT/BUCKET (a bucket "
                         "name after the server)", url);
     return -1;
   }
   const char *bk = slash + 1, *bend = bk;
   while (name_char(*bend)) bend++;
   if (bend == bk || (*bend && *bend != '/')) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: the bucket name may hold only letters, digits, "
+    wm_error_set(err, "checkpoint store %s: the bucket name may hold only letters, digits, "
                         "'_' and '-'", url);
     return -1;
   }
   const char *path = *bend ? bend + 1 : "";
   for (const char *p = path; *p; p++)
     if (!name_char(*p) && !(*p == '/' && p > path && p[-1] != '/' && p[1])) {
-      wm_ckpt_seterr(err, errlen, "checkpoint store %s: the path after the bucket may hold only "
+      wm_error_set(err, "checkpoint store %s: the path after the bucket may hold only "
                           "letters, digits, '_', '-' and single '/' between names", url);
       return -1;
     }
@@ -544,7 +543,7 @@ static int parse_url(nats_store *s, const char *url, char *err, size_t errlen) {
   s->stream = malloc(strlen(s->bucket ? s->bucket : "") + 8);
   s->prefix = malloc(strlen(s->bucket ? s->bucket : "") + pl + 16);
   if (!s->server || !s->bucket || !s->key || !s->stream || !s->prefix) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   sprintf(s->stream, "WMCK_%s", s->bucket);
@@ -556,7 +555,7 @@ static int parse_url(nats_store *s, const char *url, char *err, size_t errlen) {
 
 /* The stream WMCK_<BUCKET> (made when missing; one of that name but not wmrun's is refused)
  * and the KV bucket. */
-static int open_stream(nats_store *s, char *err, size_t errlen) {
+static int open_stream(nats_store *s, wm_error *err) {
   char subj[200], why[300];
   snprintf(subj, sizeof subj, "wmck.%s.>", s->bucket);
   for (int tries = 0; tries < 2; tries++) {
@@ -567,13 +566,13 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
       int ours = si->Config && si->Config->SubjectsLen == 1 && !strcmp(si->Config->Subjects[0], subj);
       jsStreamInfo_Destroy(si);
       if (ours) break;
-      wm_ckpt_seterr(err, errlen, "checkpoint store %s: the stream '%s' on %s is not wmrun's checkpoint "
+      wm_error_set(err, "checkpoint store %s: the stream '%s' on %s is not wmrun's checkpoint "
                           "stream (its subjects are not just %s): give the store another bucket",
              s->url, s->stream, s->server, subj);
       return -1;
     }
     if (st != NATS_NOT_FOUND) {
-      wm_ckpt_seterr(err, errlen, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
+      wm_error_set(err, "checkpoint store %s: stream '%s': %s", s->url, s->stream,
              wm_nats_why(st, jerr, why, sizeof why));
       return -1;
     }
@@ -588,7 +587,7 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
     jsStreamInfo_Destroy(si);
     if (st == NATS_OK) break;
     if (tries == 1) { /* made by another process at the same moment is read again above */
-      wm_ckpt_seterr(err, errlen, "checkpoint store %s: cannot make the stream '%s': %s", s->url,
+      wm_error_set(err, "checkpoint store %s: cannot make the stream '%s': %s", s->url,
              s->stream, wm_nats_why(st, jerr, why, sizeof why));
       return -1;
     }
@@ -604,7 +603,7 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
     if (st != NATS_OK) st = js_KeyValue(&s->kv, s->js, s->bucket);
   }
   if (st != NATS_OK) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: KV bucket '%s': %s", s->url, s->bucket,
+    wm_error_set(err, "checkpoint store %s: KV bucket '%s': %s", s->url, s->bucket,
            last_error(st, why, sizeof why));
     return -1;
   }
@@ -612,19 +611,19 @@ static int open_stream(nats_store *s, char *err, size_t errlen) {
 }
 
 /* Claims the key: its epoch + 1 with this process as holder. */
-static int claim(nats_store *s, char *err, size_t errlen) {
+static int claim(nats_store *s, wm_error *err) {
   char host[256] = "?";
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
   host[sizeof host - 1] = '\0';
   for (int tries = 0; tries < CAS_TRIES; tries++) {
     rec r;
     uint64_t rev = 0;
-    int got = rec_read(s, &r, &rev, err, errlen);
+    int got = rec_read(s, &r, &rev, err);
     if (got < 0) return -1;
     if (got == 0) memset(&r, 0, sizeof r);
     r.epoch++;
     snprintf(r.holder, sizeof r.holder, "pid %ld host %.200s", (long)getpid(), host);
-    int rc = rec_write(s, &r, got ? rev : 0, err, errlen);
+    int rc = rec_write(s, &r, got ? rev : 0, err);
     uint64_t epoch = r.epoch;
     rec_free(&r);
     if (rc < 0) return -1;
@@ -633,30 +632,30 @@ static int claim(nats_store *s, char *err, size_t errlen) {
       return 0;
     }
   }
-  wm_ckpt_seterr(err, errlen, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
+  wm_error_set(err, "checkpoint store %s: key '%s' kept changing", s->url, s->key);
   return -1;
 }
 
-wm_ckpt_backend *wm_ckpt_nats_open(const char *url, char *err, size_t errlen) {
+wm_ckpt_backend *wm_ckpt_nats_open(const char *url, wm_error *err) {
   nats_store *s = calloc(1, sizeof *s);
   if (!s || !(s->url = strdup(url))) {
     free(s);
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   s->base.vt = &nats_vt;
   s->base.name = s->url;
-  if (parse_url(s, url, err, errlen) != 0) goto bad;
+  if (parse_url(s, url, err) != 0) goto bad;
   if (!(s->who = wm_nats_who("checkpoint store", s->server))) {
-    wm_ckpt_seterr(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto bad;
   }
   char sub[400];
   if (wm_nats_connect(s->server, s->who, &s->nc, &s->js, sub, sizeof sub) != 0) {
-    wm_ckpt_seterr(err, errlen, "checkpoint store %s: %s", url, sub);
+    wm_error_set(err, "checkpoint store %s: %s", url, sub);
     goto bad;
   }
-  if (open_stream(s, err, errlen) != 0 || claim(s, err, errlen) != 0) goto bad;
+  if (open_stream(s, err) != 0 || claim(s, err) != 0) goto bad;
   return &s->base;
 bad:
   nats_free(&s->base);

@@ -20,33 +20,36 @@
  *     one id (pruning, an aborted attempt).
  *
  * Everything read back is untrusted: wm_ckpt.c checks lengths and CRCs, a store only bounds
- * what it reads by `max`. Errors are 0 / -1 with a message in the caller's buffer. */
+ * what it reads by `max`. Errors are 0 / -1 with the message in the caller's wm_error (NULL: no
+ * message wanted). */
 #ifndef WM_CKPT_STORE_H
 #define WM_CKPT_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_error.h"
+
 typedef struct wm_ckpt_backend wm_ckpt_backend;
 
 typedef struct wm_ckpt_backend_vt {
   /* Makes id ready to be written: removes what a crashed attempt at it left. */
-  int (*begin)(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen);
+  int (*begin)(wm_ckpt_backend *b, uint64_t id, wm_error *err);
   /* Puts object name of checkpoint id: the bytes head then body (both borrowed). */
   int (*put)(wm_ckpt_backend *b, uint64_t id, const char *name, const void *head, size_t headlen,
-             const void *body, size_t bodylen, char *err, size_t errlen);
+             const void *body, size_t bodylen, wm_error *err);
   /* The atomic step: stores the MANIFEST of id, fenced (above). With crash set the process
    * ends (_exit(99)) once the MANIFEST is written but before it is made visible (tests). */
   int (*complete)(wm_ckpt_backend *b, uint64_t id, const void *manifest, size_t len, int crash,
-                  char *err, size_t errlen);
+                  wm_error *err);
   /* Reads object name of id (at most max bytes) into *data (malloc'ed, the caller frees) and
    * *len: 1 read, 0 no such object, -1 a failure or more than max bytes (message). */
   int (*get)(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max, uint8_t **data,
-             size_t *len, char *err, size_t errlen);
+             size_t *len, wm_error *err);
   /* The ids that hold any object, in *ids (malloc'ed) and *n. */
-  int (*list)(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, size_t errlen);
+  int (*list)(wm_ckpt_backend *b, uint64_t **ids, size_t *n, wm_error *err);
   /* Removes every object of id (absent is not an error). */
-  int (*remove)(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen);
+  int (*remove)(wm_ckpt_backend *b, uint64_t id, wm_error *err);
   /* Releases the claim and frees b. */
   void (*free)(wm_ckpt_backend *b);
 } wm_ckpt_backend_vt;
@@ -59,10 +62,10 @@ struct wm_ckpt_backend {
 
 /* The local directory store (wm_ckpt_local.c): creates dir and its parents when missing and
  * claims it (flock of dir/LOCK, holding "pid P host H"). NULL with a message in err. */
-wm_ckpt_backend *wm_ckpt_local_open(const char *dir, char *err, size_t errlen);
+wm_ckpt_backend *wm_ckpt_local_open(const char *dir, wm_error *err);
 /* The NATS JetStream store (wm_ckpt_nats.c) at nats://HOST:PORT/BUCKET[/PATH]: connects,
  * makes its stream and KV bucket when missing and claims the key of PATH (taking it over
  * from any earlier holder, whose next `complete` is then refused). NULL with a message. */
-wm_ckpt_backend *wm_ckpt_nats_open(const char *url, char *err, size_t errlen);
+wm_ckpt_backend *wm_ckpt_nats_open(const char *url, wm_error *err);
 
 #endif

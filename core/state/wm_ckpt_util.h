@@ -1,5 +1,6 @@
-/* What the checkpoint modules share (wm_ckpt.c and its stores): a message into the caller's
- * error buffer, and the little-endian fields of their formats. */
+/* What the checkpoint modules share (wm_ckpt.c and its stores): a clause of a message into a
+ * scratch buffer (the stores' APIs fill a wm_error), and the little-endian fields of their
+ * formats. */
 #ifndef WM_CKPT_UTIL_H
 #define WM_CKPT_UTIL_H
 

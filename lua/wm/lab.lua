@@ -108,6 +108,53 @@ end
 
 local function fail(msg, level) error("wm.lab: " .. msg, level + 1) end
 
+-- "avg:field" as an aggregate with a merge (sessions merge): {sum, n} -> sum / n.
+local function avg_of(field)
+  return {
+    create = function() return {0, 0} end,
+    add = function(a, r)
+      local v = r[field]
+      if type(v) ~= "number" then error("avg: field '" .. field .. "' is " .. tostring(v) .. ", not a number", 0) end
+      a[1], a[2] = a[1] + v, a[2] + 1
+      return a
+    end,
+    result = function(a) return a[1] / a[2] end,
+    merge = function(a, b) return {a[1] + b[1], a[2] + b[2]} end,
+  }
+end
+
+--- The window function of a lab spec's `aggregate`, as a function of the windowed stream.
+-- `nil` or `"count"`: `count()`; `"sum:f"`, `"min:f"`, `"max:f"`, `"min_by:f"`, `"max_by:f"`
+-- (computed in C), `"avg:f"` (the mean of field f); a function `fn(windowed) -> stream`
+-- (`reduce`, `aggregate`, `process`, ...).
+-- @param a the spec's `aggregate`
+-- @tparam[opt=2] integer level the error level
+-- @treturn function `fn(windowed) -> stream`
+-- @usage local f = wm.lab.aggregate_fn("sum:v")
+function M.aggregate_fn(a, level)
+  level = level or 2
+  if a == nil or a == "count" then return function(w) return w:count() end end
+  if type(a) == "function" then
+    return function(w)
+      local s = a(w)
+      if type(s) ~= "table" or not s.node or s.node.kind ~= "window" then
+        error("wm.lab: aggregate: the function must return the windowed stream's result "
+          .. "(e.g. w:reduce(fn)), got " .. tostring(s), 0)
+      end
+      return s
+    end
+  end
+  if type(a) == "string" then
+    local fn, field = a:match("^([%w_]+):([%w_]+)$")
+    if fn == "avg" then return function(w) return w:aggregate(avg_of(field)) end end
+    if fn == "sum" or fn == "min" or fn == "max" or fn == "min_by" or fn == "max_by" then
+      return function(w) return w[fn](w, field) end
+    end
+  end
+  fail("aggregate must be \"count\", \"sum:field\" (min, max, min_by, max_by, avg) or a function(windowed) "
+    .. "-> stream, got " .. (type(a) == "string" and string.format("%q", a) or type(a)), level + 1)
+end
+
 --- A sweep: one strategy per value, `make(value)`, each labelled with its value (durations
 -- as M.label writes them), for a list entry of `strategies`.
 -- @tparam function make e.g. `wm.watermarks.bounded_out_of_orderness`
@@ -161,7 +208,7 @@ local function candidates(strategies, level)
         if not is_strategy(x) then
           fail(string.format("strategies['%s'][%d] is not a strategy from wm.watermarks", name, i), level + 1)
         end
-        local label = x.lab_label or (x.kind == "bounded" and M.label(x.delay))
+        local label = x.lab_label or x.lab_name or (x.kind == "bounded" and M.label(x.delay))
           or (x.idle_advance and (M.label(x.bound) .. " idle " .. M.label(x.idle_advance))) or ("#" .. i)
         add(name .. " " .. label, x)
       end
@@ -177,7 +224,8 @@ end
 -- @tparam table spec `input = {path, fields, timestamp, arrival[, sep][, header]}` (fields as
 --   `parse_csv`'s columns; timestamp and arrival name integer columns in ms; a relative path
 --   is relative to the lab file under `wmrun lab`, to the current directory otherwise), `key`
---   (as `key_by`), `window` (a tumbling or sliding event-time assigner), `allowed_lateness`
+--   (as `key_by`), `window` (a tumbling, sliding or session event-time assigner; a session
+--   with a fixed gap), `aggregate` (M.aggregate_fn: "count" by default), `allowed_lateness`
 --   (default 0), `watermark_interval` (default 200 ms; 0 = after every record), `drain` (how
 --   long the clock runs on after the last arrival before the input ends; default the
 --   watermark interval), `strategies` (name -> strategy, or a list of strategies: a sweep)
@@ -190,20 +238,38 @@ function M.new(spec, level)
   level = level or 2
   if type(spec) ~= "table" then fail("expected a table, got " .. type(spec), level) end
   local known = {input = true, key = true, window = true, allowed_lateness = true,
-                 watermark_interval = true, strategies = true, drain = true, title = true}
+                 watermark_interval = true, strategies = true, drain = true, title = true,
+                 aggregate = true}
   for k in pairs(spec) do
     if not known[k] then fail("unknown field '" .. tostring(k) .. "'", level) end
   end
   local input = spec.input
   if type(input) ~= "table" then fail("input must be a table {path = ..., fields = ...}", level) end
   for k in pairs(input) do
-    if not ({path = true, fields = true, timestamp = true, arrival = true, sep = true, header = true})[k] then
+    if not ({path = true, fields = true, timestamp = true, arrival = true, sep = true, header = true,
+             kafka = true})[k] then
       fail("input: unknown field '" .. tostring(k) .. "'", level)
     end
   end
-  if type(input.path) ~= "string" then fail("input.path must be a file name", level) end
+  local kafka = input.kafka
+  if kafka ~= nil then -- a recorded topic: arrival = each message's timestamp
+    if type(kafka) ~= "table" or type(kafka.brokers) ~= "string" or type(kafka.topic) ~= "string" then
+      fail("input.kafka must be {brokers = \"host:port\", topic = \"name\"[, properties][, timeout]}", level)
+    end
+    for k in pairs(kafka) do
+      if not ({brokers = true, topic = true, properties = true, timeout = true})[k] then
+        fail("input.kafka: unknown field '" .. tostring(k) .. "'", level)
+      end
+    end
+    if input.path ~= nil or input.arrival ~= nil or input.header then
+      fail("input.kafka replaces input.path and input.arrival (the arrival is each message's timestamp) "
+        .. "and its values have no header", level)
+    end
+  elseif type(input.path) ~= "string" then
+    fail("input.path must be a file name (or input.kafka a topic)", level)
+  end
   if type(input.fields) ~= "table" then fail("input.fields must be a list of columns, as parse_csv's", level) end
-  for _, f in ipairs({"timestamp", "arrival"}) do
+  for _, f in ipairs(kafka and {"timestamp"} or {"timestamp", "arrival"}) do
     if type(input[f]) ~= "string" then fail("input." .. f .. " must name a column", level) end
   end
   -- the columns, checked by parse_csv itself
@@ -213,7 +279,7 @@ function M.new(spec, level)
   if not ok then fail("input.fields: " .. tostring(probe):gsub("^[^:]*:%d+: ", ""), level) end
   local node = probe.node
   node.header = input.header and true or false
-  for _, f in ipairs({"timestamp", "arrival"}) do
+  for _, f in ipairs(kafka and {"timestamp"} or {"timestamp", "arrival"}) do
     local col
     for _, c in ipairs(node.fields) do if c.name == input[f] then col = c end end
     if not col then fail(string.format("input.%s: no column '%s' in input.fields", f, input[f]), level) end
@@ -223,9 +289,15 @@ function M.new(spec, level)
   end
   if spec.key == nil then fail("key is missing (a field name, a list of them, or a function)", level) end
   local w = spec.window
-  if type(w) ~= "table" or (w.kind ~= "tumbling" and w.kind ~= "sliding") then
-    fail("window must be wm.windows.tumbling(...) or wm.windows.sliding(...)", level)
+  if type(w) ~= "table" or (w.kind ~= "tumbling" and w.kind ~= "sliding" and w.kind ~= "session")
+      or w.processing_time then
+    fail("window must be an event-time wm.windows.tumbling(...), sliding(...) or session(...)", level)
   end
+  if w.kind == "session" and not w.gap then
+    fail("window: a session window of the lab needs a fixed gap (wm.windows.session(\"5s\")), "
+      .. "not a function: its figures are defined by the gap (docs/lab.md)", level)
+  end
+  local aggregate = M.aggregate_fn(spec.aggregate, level)
   local L = duration.ms(spec.allowed_lateness or 0, "wm.lab allowed_lateness", level)
   if L < 0 then fail("allowed_lateness must not be negative", level) end
   local wi = duration.ms(spec.watermark_interval == nil and 200 or spec.watermark_interval,
@@ -234,10 +306,12 @@ function M.new(spec, level)
   local drain = duration.ms(spec.drain == nil and wi or spec.drain, "wm.lab drain", level)
   if drain < 0 then fail("drain must not be negative", level) end
   return setmetatable({
-    path = input.path, csv = csv, parse_node = node,
+    path = input.path or ("kafka topic '" .. kafka.topic .. "'"), kafka = kafka, csv = csv, parse_node = node,
     timestamp = input.timestamp, arrival = input.arrival,
     key = spec.key, window = w, allowed_lateness = L, watermark_interval = wi, drain = drain,
-    title = spec.title,
+    title = spec.title, aggregate = aggregate,
+    aggregate_label = type(spec.aggregate) == "string" and spec.aggregate or
+      (spec.aggregate == nil and "count" or "custom"),
     candidates = candidates(spec.strategies, level),
   }, Lab)
 end
@@ -248,6 +322,7 @@ setmetatable(M, {__call = function(_, spec) return M.new(spec, 3) end})
 -- @treturn userdata the replay data (`:count()` records)
 -- @usage print(lab:data():count() .. " records")
 function Lab:data()
+  if not self._data and self.kafka then self._data = self:_kafka_data() end
   if not self._data then
     local path = self.path
     if self.base_dir and path:sub(1, 1) ~= "/" then path = self.base_dir .. "/" .. path end
@@ -262,6 +337,45 @@ function Lab:data()
   return self._data
 end
 
+-- input.kafka: the topic read once, from the earliest offsets to the end offsets found at the
+-- start (read_kafka{bounded = "latest", metadata = true}), each message's value a line and
+-- its timestamp (the broker's LogAppendTime when the topic keeps one, else the producer's
+-- CreateTime) its arrival; lines that arrived at the same millisecond keep the order read
+-- (partition by partition). Errors name the topic, partition and offset of the message.
+function Lab:_kafka_data()
+  require("wm.connectors")
+  local k = self.kafka
+  local env = wm.env{}
+  local got = env:read_kafka{brokers = k.brokers, topic = k.topic, start = "earliest", bounded = "latest",
+    metadata = true, properties = k.properties, timeout = k.timeout}:collect()
+  local ok, err = pcall(env.execute, env, "wm.lab input")
+  if not ok then error("wm.lab: input.kafka: " .. tostring(err), 0) end
+  if #got == 0 then error("wm.lab: kafka topic '" .. k.topic .. "' at " .. k.brokers .. " holds no messages", 0) end
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "wb"))
+  local arrivals, where = {}, {}
+  for i, m in ipairs(got) do
+    where[i] = string.format("kafka topic '%s' partition %d offset %d", k.topic, m.partition, m.offset)
+    local v = tostring(m.value)
+    if v:find("[\r\n]") or math.type(m.timestamp) ~= "integer" then
+      f:close()
+      os.remove(tmp)
+      error("wm.lab: " .. where[i] .. (math.type(m.timestamp) ~= "integer" and ": the message has no timestamp"
+        or ": the value holds a line break (one record a message, as parse_csv reads it)"), 0)
+    end
+    f:write(v, "\n")
+    arrivals[i] = m.timestamp
+  end
+  f:close()
+  local okd, d = pcall(core.replay_data, tmp, self.parse_node, self.timestamp, arrivals, self._watch)
+  os.remove(tmp)
+  if not okd then
+    local msg = tostring(d):gsub(tmp:gsub("%p", "%%%0") .. ":(%d+)", function(n) return where[tonumber(n)] end)
+    error("wm.lab: " .. msg, 0)
+  end
+  return d
+end
+
 -- The pipeline of one candidate (strategy nil: the perfect watermark, pushed by the replay).
 function Lab:_harness(cand)
   local lab = self
@@ -270,7 +384,7 @@ function Lab:_harness(cand)
     if cand.strategy then
       s = s:assign_timestamps_and_watermarks(cand.strategy:with_timestamp_field(lab.timestamp))
     end
-    return s:key_by(lab.key):window(lab.window):allowed_lateness(lab.allowed_lateness):count()
+    return lab.aggregate(s:key_by(lab.key):window(lab.window):allowed_lateness(lab.allowed_lateness))
   end, {watermark_interval = self.watermark_interval, processing_time = select(3, self:data():get(1)),
         title = cand.name})
 end
@@ -301,7 +415,8 @@ function Lab:_replay(cand, opts)
     local h = self:_harness(cand)
     local ok, r = pcall(h._h.replay, h._h, data, {
       perfect = cand.strategy == nil, keep_output = opts.keep_output,
-      size = w.size, slide = w.slide or w.size, offset = w.offset or 0,
+      size = w.kind ~= "session" and w.size or 0, slide = w.slide or w.size or 0, offset = w.offset or 0,
+      gap = w.kind == "session" and w.gap or nil,
       drain = self.drain, curve = opts.curve, marks = opts.marks, watch = self._watch})
     if not ok then
       h:close()
@@ -533,9 +648,11 @@ function Lab:table(results)
   end
   local out = {}
   local w = self.window
-  out[1] = string.format("%d records, %s %s windows, allowed lateness %s, watermark interval %s (times in ms)",
+  out[1] = string.format("%d records, %s %s windows%s, allowed lateness %s, watermark interval %s (times in ms)",
     self:data():count(), w.kind,
-    w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide)) or M.label(w.size),
+    w.kind == "sliding" and (M.label(w.size) .. "/" .. M.label(w.slide))
+      or w.kind == "session" and ("gap " .. M.label(w.gap)) or M.label(w.size),
+    self.aggregate_label == "count" and "" or (", " .. self.aggregate_label),
     M.label(self.allowed_lateness), M.label(self.watermark_interval))
   for _, row in ipairs(cells) do
     local parts = {}

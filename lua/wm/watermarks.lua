@@ -154,5 +154,112 @@ function M.for_generator(factory)
   return strategy({kind = "custom", delay = 0, factory = factory, gen_where = gen_where})
 end
 
+--- Per-key watermarks combined by minimum, with liveness: the watermark is the lowest of
+-- every key's own highest timestamp, minus `d`, minus 1 (`min_k max_ts(k) - d - 1`), so a
+-- slow or skewed source (a key: a source, a partition, a sensor) holds it back instead of
+-- seeing its records late. With `quiet`, a key that has sent nothing for `quiet` ms of
+-- processing time (`out:current_processing_time()`: virtual in a replay, the lab and
+-- `wm.testing`) drops out of the minimum, so a stalled source stops holding the others;
+-- its next record brings it back (records it held are then late when the others' watermark
+-- has passed them). When every key is quiet the watermark holds. Emitted at each periodic
+-- emission (docs/watermarks.md, "Per-key watermarks"); its state (per key: highest
+-- timestamp, last arrival) is in checkpoints. A generator: keys must be strings or numbers.
+-- @tparam string|function key a field of the record, or `fn(record) -> key`
+-- @tparam[opt=0] integer|string d the bound on each key's own out-of-orderness
+-- @tparam[opt] integer|string quiet drop a key from the minimum after this long without records
+-- @treturn Strategy
+-- @usage wm.watermarks.per_key_minimum("source", "100ms", "2s"):with_timestamp_field("ts")
+function M.per_key_minimum(key, d, quiet)
+  if type(key) ~= "string" and type(key) ~= "function" then
+    error("per_key_minimum: key must be a field name or a function(record) -> key, got " .. type(key), 2)
+  end
+  local delay = duration.ms(d or 0, "per_key_minimum", 2)
+  if delay < 0 then error("per_key_minimum: the bound must not be negative, got " .. tostring(d), 2) end
+  local q = quiet ~= nil and duration.ms(quiet, "per_key_minimum quiet", 2) or nil
+  if q and q <= 0 then error("per_key_minimum: the quiet time must be positive, got " .. tostring(quiet), 2) end
+  local keyfn = type(key) == "function" and key or function(r) return r[key] end
+  local info = debug.getinfo(2, "Sl")
+  local s = strategy({kind = "custom", delay = 0,
+    gen_where = info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?",
+    lab_name = M.describe_duration(delay) .. (q and (" quiet " .. M.describe_duration(q)) or "")})
+  s.factory = function()
+    return {
+      max = {}, last = {},
+      on_event = function(g, r, ts, out)
+        local k = keyfn(r)
+        if k == nil then return end
+        local m = g.max[k]
+        if not m or ts > m then g.max[k] = ts end
+        g.last[k] = out:current_processing_time()
+      end,
+      on_periodic_emit = function(g, out)
+        local now, low = q and out:current_processing_time(), nil
+        for k, m in pairs(g.max) do
+          if (not q or now - g.last[k] < q) and (not low or m < low) then low = m end
+        end
+        if low and low - delay - 1 > math.mininteger then out:emit_watermark(low - delay - 1) end
+      end,
+      snapshot = function(g) return {max = g.max, last = g.last} end,
+      restore = function(g, t) g.max, g.last = t.max, t.last end,
+    }
+  end
+  return s
+end
+
+--- A percentile-adaptive delay: the watermark trails the highest timestamp by the `p`-th
+-- percentile (nearest rank) of the out-of-orderness of the last `sample` records, where a
+-- record's out-of-orderness is how far it was behind the highest timestamp seen before it
+-- (0 when it was the highest): `max_ts - q_p - 1`, recomputed at each periodic emission.
+-- The delay follows the disorder instead of being fixed in advance; a burst of stragglers
+-- raises it after they come (they are late first). Its state (the sample) is in checkpoints.
+-- @tparam number p the percentile, a fraction in (0, 1] (0.99 for p99)
+-- @tparam[opt=1000] integer sample how many of the latest records the percentile is taken over
+-- @treturn Strategy
+-- @usage wm.watermarks.percentile_delay(0.99, 2000):with_timestamp_field("ts")
+function M.percentile_delay(p, sample)
+  if type(p) ~= "number" or p <= 0 or p > 1 then
+    error("percentile_delay: p must be a fraction in (0, 1] (0.99 for p99), got " .. tostring(p), 2)
+  end
+  sample = sample or 1000
+  if math.type(sample) ~= "integer" or sample < 1 then
+    error("percentile_delay: sample must be a positive integer, got " .. tostring(sample), 2)
+  end
+  local info = debug.getinfo(2, "Sl")
+  local s = strategy({kind = "custom", delay = 0,
+    gen_where = info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?",
+    lab_name = string.format("p%s of %d", (string.format("%.4g", p * 100)), sample)})
+  s.factory = function()
+    return {
+      max = nil, ring = {}, at = 1,
+      on_event = function(g, _, ts)
+        local behind = g.max and g.max - ts or 0
+        g.ring[g.at] = behind > 0 and behind or 0
+        g.at = g.at % sample + 1
+        if not g.max or ts > g.max then g.max = ts end
+      end,
+      on_periodic_emit = function(g, out)
+        if not g.max then return end
+        local sorted = {table.unpack(g.ring)}
+        table.sort(sorted)
+        local q = sorted[math.max(1, math.ceil(#sorted * p - 1e-9))]
+        if g.max - q - 1 > math.mininteger then out:emit_watermark(g.max - q - 1) end
+      end,
+      snapshot = function(g) return {max = g.max, ring = g.ring, at = g.at} end,
+      restore = function(g, t) g.max, g.ring, g.at = t.max, t.ring, t.at end,
+    }
+  end
+  return s
+end
+
+--- A duration as a short label ("0ms", "250ms", "2s"), for candidate names.
+-- @tparam integer ms
+-- @treturn string
+-- @usage wm.watermarks.describe_duration(2000) --> "2s"
+function M.describe_duration(ms)
+  if ms ~= 0 and ms % 60000 == 0 then return (ms // 60000) .. "min" end
+  if ms ~= 0 and ms % 1000 == 0 then return (ms // 1000) .. "s" end
+  return ms .. "ms"
+end
+
 M.Strategy = Strategy
 return M

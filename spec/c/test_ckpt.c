@@ -50,16 +50,17 @@ static int count_checkpoints(const char *dir) {
 
 /* Commits checkpoint id with parts "a" = text, "b" = "B", meta = "meta<id>". */
 static int commit_one(wm_ckpt_store *s, uint64_t id, const char *text) {
-  char err[256], meta[32];
-  wm_ckpt_writer *w = wm_ckpt_begin(s, id, err, sizeof err);
+  wm_error err;
+  char meta[32];
+  wm_ckpt_writer *w = wm_ckpt_begin(s, id, &err);
   if (!w) return -1;
-  if (wm_ckpt_put(w, "a", text, strlen(text), err, sizeof err) != 0 ||
-      wm_ckpt_put(w, "b", "B", 1, err, sizeof err) != 0) {
+  if (wm_ckpt_put(w, "a", text, strlen(text), &err) != 0 ||
+      wm_ckpt_put(w, "b", "B", 1, &err) != 0) {
     wm_ckpt_abort(w);
     return -1;
   }
   snprintf(meta, sizeof meta, "meta%llu", (unsigned long long)id);
-  return wm_ckpt_commit(w, meta, strlen(meta), 1000 + id, err, sizeof err);
+  return wm_ckpt_commit(w, meta, strlen(meta), 1000 + id, &err);
 }
 
 static char *part_path(const char *dir, uint64_t id, const char *name) {
@@ -81,9 +82,9 @@ static void flip_byte(const char *path, long off) {
 /* Opens the latest and returns its id (0 when none), with the warnings in *w. */
 static uint64_t latest_id(wm_ckpt_store *s, warnings *w) {
   wm_ckpt_reader *r;
-  char err[256];
+  wm_error err;
   memset(w, 0, sizeof *w);
-  int rc = wm_ckpt_open_latest(s, on_warn, w, &r, err, sizeof err);
+  int rc = wm_ckpt_open_latest(s, on_warn, w, &r, &err);
   if (rc != 1) return 0;
   uint64_t id = wm_ckpt_reader_id(r);
   wm_ckpt_reader_free(r);
@@ -248,9 +249,10 @@ void test_ckpt(void) {
   char *dir = tmpdir();
   CHECK(dir != NULL);
   if (!dir) return;
-  char err[512], sub[600];
+  wm_error err;
+  char sub[600];
   snprintf(sub, sizeof sub, "%s/nested/store", dir);
-  wm_ckpt_store *s = wm_ckpt_store_open(sub, 3, err, sizeof err);
+  wm_ckpt_store *s = wm_ckpt_store_open(sub, 3, &err);
   CHECK(s != NULL);
   if (!s) return;
   CHECK(wm_ckpt_next_id(s) == 1);
@@ -260,7 +262,7 @@ void test_ckpt(void) {
   CHECK(wm_ckpt_next_id(s) == 2);
   wm_ckpt_reader *r = NULL;
   warnings w;
-  CHECK_I64(wm_ckpt_open_latest(s, on_warn, &w, &r, err, sizeof err), 1);
+  CHECK_I64(wm_ckpt_open_latest(s, on_warn, &w, &r, &err), 1);
   if (r) {
     CHECK(wm_ckpt_reader_id(r) == 1);
     CHECK(wm_ckpt_reader_created_ms(r) == 1001);
@@ -271,23 +273,23 @@ void test_ckpt(void) {
     CHECK_STR(wm_ckpt_reader_part_name(r, 0), "a");
     uint8_t *d;
     size_t n;
-    CHECK_I64(wm_ckpt_get(r, "a", &d, &n, err, sizeof err), 1);
+    CHECK_I64(wm_ckpt_get(r, "a", &d, &n, &err), 1);
     CHECK(n == 5 && memcmp(d, "hello", 5) == 0);
     free(d);
-    CHECK_I64(wm_ckpt_get(r, "nope", &d, &n, err, sizeof err), 0);
+    CHECK_I64(wm_ckpt_get(r, "nope", &d, &n, &err), 0);
     wm_ckpt_reader_free(r);
   }
 
   /* part names: checked, unique */
-  wm_ckpt_writer *wr = wm_ckpt_begin(s, 2, err, sizeof err);
+  wm_ckpt_writer *wr = wm_ckpt_begin(s, 2, &err);
   CHECK(wr != NULL);
   if (wr) {
-    CHECK_I64(wm_ckpt_put(wr, "../x", "", 0, err, sizeof err), -1);
-    CHECK(strstr(err, "bad checkpoint part name") != NULL);
-    CHECK_I64(wm_ckpt_put(wr, "MANIFEST", "", 0, err, sizeof err), -1);
-    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, err, sizeof err), 0);
-    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, err, sizeof err), -1);
-    CHECK(strstr(err, "written twice") != NULL);
+    CHECK_I64(wm_ckpt_put(wr, "../x", "", 0, &err), -1);
+    CHECK(strstr(err.msg, "bad checkpoint part name") != NULL);
+    CHECK_I64(wm_ckpt_put(wr, "MANIFEST", "", 0, &err), -1);
+    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, &err), 0);
+    CHECK_I64(wm_ckpt_put(wr, "op-1.0", "", 0, &err), -1);
+    CHECK(strstr(err.msg, "written twice") != NULL);
     wm_ckpt_abort(wr);
   }
   CHECK_I64(count_checkpoints(sub), 1);
@@ -298,9 +300,9 @@ void test_ckpt(void) {
   CHECK(latest_id(s, &w) == 5 && w.n == 0);
 
   /* an unfinished newest one (a crash before the MANIFEST rename) is skipped with a warning */
-  wr = wm_ckpt_begin(s, 6, err, sizeof err);
+  wr = wm_ckpt_begin(s, 6, &err);
   CHECK(wr != NULL);
-  if (wr) CHECK_I64(wm_ckpt_put(wr, "a", "new", 3, err, sizeof err), 0);
+  if (wr) CHECK_I64(wm_ckpt_put(wr, "a", "new", 3, &err), 0);
   CHECK(latest_id(s, &w) == 5);
   CHECK(w.n == 1 && strstr(w.last, "checkpoint 6") && strstr(w.last, "not finished"));
   if (wr) wm_ckpt_abort(wr);
@@ -353,13 +355,13 @@ void test_ckpt(void) {
     char host[256] = "", want[400];
     CHECK(gethostname(host, sizeof host) == 0);
     snprintf(want, sizeof want, "(pid %ld host %s;", (long)getpid(), host);
-    char err2[1024];
-    wm_ckpt_store *s2 = wm_ckpt_store_open(sub, 3, err2, sizeof err2);
+    wm_error err2;
+    wm_ckpt_store *s2 = wm_ckpt_store_open(sub, 3, &err2);
     CHECK(s2 == NULL);
-    CHECK(strstr(err2, "is in use by another job") != NULL);
-    CHECK(strstr(err2, want) != NULL);
-    CHECK(strstr(err2, "/nested/store/LOCK") != NULL);
-    CHECK(strstr(err2, "--checkpoint-dir") != NULL);
+    CHECK(strstr(err2.msg, "is in use by another job") != NULL);
+    CHECK(strstr(err2.msg, want) != NULL);
+    CHECK(strstr(err2.msg, "/nested/store/LOCK") != NULL);
+    CHECK(strstr(err2.msg, "--checkpoint-dir") != NULL);
     wm_ckpt_store_free(s2);
     /* --fresh is refused too (it clears through a store): the first one's checkpoints stay */
     CHECK_I64(count_checkpoints(sub) > 0, 1);
@@ -368,17 +370,17 @@ void test_ckpt(void) {
   /* store errors */
   wm_ckpt_store_free(s);
   {
-    wm_ckpt_store *s3 = wm_ckpt_store_open(sub, 3, err, sizeof err);
+    wm_ckpt_store *s3 = wm_ckpt_store_open(sub, 3, &err);
     CHECK(s3 != NULL);
     wm_ckpt_store_free(s3);
   }
-  CHECK(wm_ckpt_store_open(sub, 0, err, sizeof err) == NULL);
-  CHECK(strstr(err, "at least 1") != NULL);
+  CHECK(wm_ckpt_store_open(sub, 0, &err) == NULL);
+  CHECK(strstr(err.msg, "at least 1") != NULL);
   snprintf(sub, sizeof sub, "%s/file", dir);
   f = fopen(sub, "w");
   if (f) fclose(f);
-  CHECK(wm_ckpt_store_open(sub, 3, err, sizeof err) == NULL);
-  CHECK(strstr(err, sub) != NULL);
+  CHECK(wm_ckpt_store_open(sub, 3, &err) == NULL);
+  CHECK(strstr(err.msg, sub) != NULL);
   test_sink_identity(dir);
   test_sink_snapshots_in_flight(dir);
   rm_rf(dir);

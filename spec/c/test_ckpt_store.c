@@ -58,8 +58,8 @@ static int mem_store_obj(mem_world *w, uint64_t id, const char *name, const void
   return 0;
 }
 
-static int mem_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
-  (void)err, (void)errlen;
+static int mem_remove(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
+  (void)err;
   mem_world *w = ((mem_store *)b)->w;
   for (int i = 0; i < w->n;)
     if (w->objs[i].id == id) {
@@ -71,42 +71,42 @@ static int mem_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen)
   return 0;
 }
 
-static int mem_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
-  return mem_remove(b, id, err, errlen);
+static int mem_begin(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
+  return mem_remove(b, id, err);
 }
 
 static int mem_put(wm_ckpt_backend *b, uint64_t id, const char *name, const void *head,
-                   size_t headlen, const void *body, size_t bodylen, char *err, size_t errlen) {
+                   size_t headlen, const void *body, size_t bodylen, wm_error *err) {
   if (mem_store_obj(((mem_store *)b)->w, id, name, head, headlen, body, bodylen) != 0) {
-    snprintf(err, errlen, "memory store full");
+    wm_error_set(err, "memory store full");
     return -1;
   }
   return 0;
 }
 
 static int mem_complete(wm_ckpt_backend *b, uint64_t id, const void *m, size_t len, int crash,
-                        char *err, size_t errlen) {
+                        wm_error *err) {
   (void)crash;
   mem_store *s = (mem_store *)b;
   if (s->epoch != s->w->epoch) {
-    snprintf(err, errlen, "store %s was taken over (epoch %llu, this process holds %llu)",
+    wm_error_set(err, "store %s was taken over (epoch %llu, this process holds %llu)",
              b->name, (unsigned long long)s->w->epoch, (unsigned long long)s->epoch);
     return -1;
   }
-  return mem_put(b, id, "MANIFEST", m, len, NULL, 0, err, errlen);
+  return mem_put(b, id, "MANIFEST", m, len, NULL, 0, err);
 }
 
 static int mem_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max, uint8_t **data,
-                   size_t *len, char *err, size_t errlen) {
+                   size_t *len, wm_error *err) {
   mem_world *w = ((mem_store *)b)->w;
   if (w->fail) {
-    snprintf(err, errlen, "%s", w->fail);
+    wm_error_set(err, "%s", w->fail);
     return -1;
   }
   mem_obj *o = mem_find(w, id, name);
   if (!o) return 0;
   if (o->len > max) {
-    snprintf(err, errlen, "too large");
+    wm_error_set(err, "too large");
     return -1;
   }
   *data = malloc(o->len + 1);
@@ -116,8 +116,8 @@ static int mem_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max
   return 1;
 }
 
-static int mem_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, size_t errlen) {
-  (void)err, (void)errlen;
+static int mem_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, wm_error *err) {
+  (void)err;
   mem_world *w = ((mem_store *)b)->w;
   *ids = malloc(sizeof **ids * 65);
   *n = 0;
@@ -143,8 +143,8 @@ static wm_ckpt_store *mem_open(mem_world *w, int keep) {
   s->base.name = "mem";
   s->w = w;
   s->epoch = ++w->epoch;
-  char err[128];
-  return wm_ckpt_store_new(&s->base, keep, err, sizeof err);
+  wm_error err;
+  return wm_ckpt_store_new(&s->base, keep, &err);
 }
 
 static void mem_clear(mem_world *w) {
@@ -152,15 +152,15 @@ static void mem_clear(mem_world *w) {
   w->n = 0;
 }
 
-static int commit(wm_ckpt_store *s, uint64_t id, const char *text, char *err, size_t errlen) {
-  wm_ckpt_writer *w = wm_ckpt_begin(s, id, err, errlen);
+static int commit(wm_ckpt_store *s, uint64_t id, const char *text, wm_error *err) {
+  wm_ckpt_writer *w = wm_ckpt_begin(s, id, err);
   if (!w) return -1;
-  if (wm_ckpt_put(w, "a", text, strlen(text), err, errlen) != 0 ||
-      wm_ckpt_put(w, "b", "B", 1, err, errlen) != 0) {
+  if (wm_ckpt_put(w, "a", text, strlen(text), err) != 0 ||
+      wm_ckpt_put(w, "b", "B", 1, err) != 0) {
     wm_ckpt_abort(w);
     return -1;
   }
-  return wm_ckpt_commit(w, "meta", 4, 1000 + id, err, errlen);
+  return wm_ckpt_commit(w, "meta", 4, 1000 + id, err);
 }
 
 typedef struct warns {
@@ -176,9 +176,9 @@ static void on_warn(void *ud, const char *msg) {
 
 static uint64_t latest(wm_ckpt_store *s, warns *w) {
   wm_ckpt_reader *r = NULL;
-  char err[256];
+  wm_error err;
   memset(w, 0, sizeof *w);
-  if (wm_ckpt_open_latest(s, on_warn, w, &r, err, sizeof err) != 1) return 0;
+  if (wm_ckpt_open_latest(s, on_warn, w, &r, &err) != 1) return 0;
   uint64_t id = wm_ckpt_reader_id(r);
   wm_ckpt_reader_free(r);
   return id;
@@ -196,12 +196,12 @@ static const uint8_t hello_part[] = {'W', 'M', 'C', 'P', 1, 0, 0, 0, 5, 0, 0, 0,
                                      0x86, 0xa6, 0x10, 0x36, 'h', 'e', 'l', 'l', 'o'};
 
 static void test_format_and_fence(mem_world *world) {
-  char err[512];
+  wm_error err;
   wm_ckpt_store *a = mem_open(world, 2);
   CHECK(a != NULL);
   if (!a) return;
   CHECK_STR(wm_ckpt_store_dir(a), "mem");
-  CHECK_I64(commit(a, 1, "hello", err, sizeof err), 0);
+  CHECK_I64(commit(a, 1, "hello", &err), 0);
   mem_obj *o = mem_find(world, 1, "a");
   CHECK(o && o->len == sizeof hello_part && !memcmp(o->data, hello_part, sizeof hello_part));
   /* the MANIFEST: magic, version, id, created, metalen, "meta", 2 parts (name length, name,
@@ -219,22 +219,22 @@ static void test_format_and_fence(mem_world *world) {
    * checkpoint is refused at its complete step, leaves nothing, and b never sees it */
   wm_ckpt_store *b = mem_open(world, 2);
   CHECK(b != NULL);
-  wm_ckpt_writer *wr = wm_ckpt_begin(a, 2, err, sizeof err);
+  wm_ckpt_writer *wr = wm_ckpt_begin(a, 2, &err);
   CHECK(wr != NULL);
   if (wr) {
-    CHECK_I64(wm_ckpt_put(wr, "a", "stale", 5, err, sizeof err), 0);
-    CHECK_I64(wm_ckpt_commit(wr, "m", 1, 5, err, sizeof err), -1);
-    CHECK(strstr(err, "taken over (epoch 2, this process holds 1)") != NULL);
+    CHECK_I64(wm_ckpt_put(wr, "a", "stale", 5, &err), 0);
+    CHECK_I64(wm_ckpt_commit(wr, "m", 1, 5, &err), -1);
+    CHECK(strstr(err.msg, "taken over (epoch 2, this process holds 1)") != NULL);
   }
   CHECK(!has_id(world, 2));
   if (b) {
     CHECK(latest(b, &w) == 1);
     CHECK(wm_ckpt_next_id(b) == 2);
-    CHECK_I64(commit(b, 2, "two", err, sizeof err), 0);
+    CHECK_I64(commit(b, 2, "two", &err), 0);
     CHECK(latest(b, &w) == 2);
   }
   /* and a stays fenced */
-  CHECK_I64(commit(a, 3, "x", err, sizeof err), -1);
+  CHECK_I64(commit(a, 3, "x", &err), -1);
   CHECK(!has_id(world, 3));
   wm_ckpt_store_free(a);
 
@@ -245,9 +245,9 @@ static void test_format_and_fence(mem_world *world) {
     CHECK_I64(mem_store_obj(world, 3, "a", "u", 1, NULL, 0), 0);
     CHECK(latest(b, &w) == 2 && w.n == 1 && strstr(w.last, "checkpoint 3 in mem is skipped") &&
           strstr(w.last, "not finished"));
-    CHECK_I64(commit(b, 4, "four", err, sizeof err), 0);
+    CHECK_I64(commit(b, 4, "four", &err), 0);
     CHECK(has_id(world, 1) == 0 && has_id(world, 2) && has_id(world, 3) && has_id(world, 4));
-    CHECK_I64(commit(b, 5, "five", err, sizeof err), 0);
+    CHECK_I64(commit(b, 5, "five", &err), 0);
     CHECK(!has_id(world, 2) && !has_id(world, 3) && has_id(world, 4) && has_id(world, 5));
 
     /* foreign and damaged objects: skipped with the reason, never read past their end */
@@ -260,7 +260,7 @@ static void test_format_and_fence(mem_world *world) {
     CHECK(latest(b, &w) == 0 && strstr(w.last, "part b: not a wmrun checkpoint part"));
     mem_store_obj(world, 7, "MANIFEST", "{\"json\": 1}", 11, NULL, 0);
     CHECK(latest(b, &w) == 0 && w.n == 3 && strstr(w.last, "checkpoint 4"));
-    CHECK_I64(commit(b, 8, "eight", err, sizeof err), 0);
+    CHECK_I64(commit(b, 8, "eight", &err), 0);
     o = mem_find(world, 8, "b");
     if (o) snprintf(o->name, sizeof o->name, "c"); /* a part the MANIFEST names is missing */
     /* 8 and 5 have sound MANIFESTs, so pruning counted them and removed 4 (pruning reads
@@ -277,17 +277,17 @@ static void test_format_and_fence(mem_world *world) {
 }
 
 static void test_missing_part(mem_world *world) {
-  char err[256];
+  wm_error err;
   wm_ckpt_store *s = mem_open(world, 3);
   CHECK(s != NULL);
   if (!s) return;
-  CHECK_I64(commit(s, 1, "one", err, sizeof err), 0);
+  CHECK_I64(commit(s, 1, "one", &err), 0);
   mem_obj *o = mem_find(world, 1, "b");
   if (o) snprintf(o->name, sizeof o->name, "c");
   warns w;
   CHECK(latest(s, &w) == 0 && strstr(w.last, "part b: missing"));
   /* clear removes everything */
-  CHECK_I64(wm_ckpt_clear(s, err, sizeof err), 0);
+  CHECK_I64(wm_ckpt_clear(s, &err), 0);
   CHECK_I64(world->n, 0);
   wm_ckpt_store_free(s);
 }
@@ -305,18 +305,19 @@ static char *read_all(const char *path, size_t *len) {
  * docs/checkpoints.md): the same commit into memory and into a directory. */
 static void test_local_bytes(mem_world *world) {
   const char *base = getenv("TMPDIR");
-  char dir[512], err[512], path[700];
+  char dir[512], path[700];
+  wm_error err;
   snprintf(dir, sizeof dir, "%s/wm-ckstore-XXXXXX", base && *base ? base : "/tmp");
   if (!mkdtemp(dir)) {
     CHECK(0);
     return;
   }
-  wm_ckpt_store *l = wm_ckpt_store_open(dir, 3, err, sizeof err);
+  wm_ckpt_store *l = wm_ckpt_store_open(dir, 3, &err);
   wm_ckpt_store *m = mem_open(world, 3);
   CHECK(l != NULL && m != NULL);
   if (l && m) {
-    CHECK_I64(commit(l, 1, "hello", err, sizeof err), 0);
-    CHECK_I64(commit(m, 1, "hello", err, sizeof err), 0);
+    CHECK_I64(commit(l, 1, "hello", &err), 0);
+    CHECK_I64(commit(m, 1, "hello", &err), 0);
     const char *names[] = {"a", "b", "MANIFEST"};
     for (int i = 0; i < 3; i++) {
       snprintf(path, sizeof path, "%s/chk-00000000000000000001/%s", dir, names[i]);
@@ -337,8 +338,8 @@ static void test_local_bytes(mem_world *world) {
   /* a URL of an unknown store is not a directory: refused, and no directory "s3:" made */
   char cwd[512];
   if (getcwd(cwd, sizeof cwd) && chdir(dir) == 0) {
-    CHECK(wm_ckpt_store_open("s3://bucket/ck", 3, err, sizeof err) == NULL);
-    CHECK(strstr(err, "s3://bucket/ck") && strstr(err, "'s3://'"));
+    CHECK(wm_ckpt_store_open("s3://bucket/ck", 3, &err) == NULL);
+    CHECK(strstr(err.msg, "s3://bucket/ck") && strstr(err.msg, "'s3://'"));
     struct stat st;
     CHECK(stat("s3:", &st) != 0);
     if (chdir(cwd) != 0) CHECK(0);

@@ -20,16 +20,18 @@ static char *sp_tmpdir(void) {
 
 /* Checkpoint id with parts "uid-a.0" = text and "op-1.0" = "B", meta "wmrun checkpoint 1\n...". */
 static int commit(wm_ckpt_store *s, uint64_t id, const char *text) {
-  char err[256], meta[64];
-  wm_ckpt_writer *w = wm_ckpt_begin(s, id, err, sizeof err);
+  char meta[64];
+  wm_error err;
+  wm_error_clear(&err);
+  wm_ckpt_writer *w = wm_ckpt_begin(s, id, &err);
   if (!w) return -1;
-  if (wm_ckpt_put(w, "uid-a.0", text, strlen(text), err, sizeof err) != 0 ||
-      wm_ckpt_put(w, "op-1.0", "B", 1, err, sizeof err) != 0) {
+  if (wm_ckpt_put(w, "uid-a.0", text, strlen(text), &err) != 0 ||
+      wm_ckpt_put(w, "op-1.0", "B", 1, &err) != 0) {
     wm_ckpt_abort(w);
     return -1;
   }
   snprintf(meta, sizeof meta, "wmrun checkpoint 1\nthreads 1\nid %llu\n", (unsigned long long)id);
-  return wm_ckpt_commit(w, meta, strlen(meta), 5000 + id, err, sizeof err);
+  return wm_ckpt_commit(w, meta, strlen(meta), 5000 + id, &err);
 }
 
 void test_savepoint(void) {
@@ -39,7 +41,9 @@ void test_savepoint(void) {
   char ck[600], sp[600], err[1200];
   snprintf(ck, sizeof ck, "%s/ck", dir);
   snprintf(sp, sizeof sp, "%s/sp", dir);
-  wm_ckpt_store *s = wm_ckpt_store_open(ck, 3, err, sizeof err);
+  wm_error we;
+  wm_error_clear(&we);
+  wm_ckpt_store *s = wm_ckpt_store_open(ck, 3, &we);
   CHECK(s != NULL);
   if (!s) return;
   CHECK_I64(commit(s, 1, "first"), 0);
@@ -62,7 +66,7 @@ void test_savepoint(void) {
     CHECK(ml == strlen(want) && memcmp(m, want, ml) == 0);
     uint8_t *data = NULL;
     size_t len = 0;
-    CHECK_I64(wm_ckpt_get(r, "uid-a.0", &data, &len, err, sizeof err), 1);
+    CHECK_I64(wm_ckpt_get(r, "uid-a.0", &data, &len, &we), 1);
     CHECK(len == 12 && data && memcmp(data, "second state", 12) == 0);
     free(data);
   }

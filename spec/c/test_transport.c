@@ -68,19 +68,20 @@ static void read_back(const char *brokers, const char *topic, int partition, wm_
 }
 
 static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
-  char err[1024], want[1024];
+  wm_error err;
+  char want[1024];
   int64_t last = -1;
   /* making a topic that exists (the mock has no controller for the admin API): its count is
    * checked, and another count is refused */
   CHECK(rd_kafka_mock_topic_create(mc, "t", 3, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
   wm_transport_target tg = {.kind = WM_TRANSPORT_KAFKA, .partitions = 3, .brokers = brokers, .topic = "t",
                             .replication = -1};
-  CHECK(wm_transport_make(&tg, 10000, &last, err, sizeof err) == 0);
+  CHECK(wm_transport_make(&tg, 10000, &last, &err) == 0);
   CHECK_I64(last, 0);
   tg.partitions = 2;
-  CHECK(wm_transport_make(&tg, 10000, &last, err, sizeof err) == -1);
+  CHECK(wm_transport_make(&tg, 10000, &last, &err) == -1);
   snprintf(want, sizeof want, "topic 't' on %s has 3 partitions, not 2", brokers);
-  CHECK_STR(err, want);
+  CHECK_STR(err.msg, want);
   tg.partitions = 3;
 
   wm_ctx ctx;
@@ -91,7 +92,7 @@ static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
 
   /* messages: what was sent is what a consumer reads */
   wm_transport_config cfg = {.target = tg, .name = "w", .label = "key_by through", .ordered = 1};
-  wm_transport *t = wm_transport_open(&cfg, err, sizeof err);
+  wm_transport *t = wm_transport_open(&cfg, &err);
   CHECK(t != NULL);
   if (!t) return;
   CHECK(wm_transport_complete(t, WM_TRANSPORT_END) == WM_OK); /* nothing sent: nothing to wait for */
@@ -128,7 +129,7 @@ static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
   /* a delivery the broker refuses: the send is taken, complete reports the delivery report */
   cfg.ordered = 0;
   cfg.label = "write_kafka";
-  t = wm_transport_open(&cfg, err, sizeof err);
+  t = wm_transport_open(&cfg, &err);
   CHECK(t != NULL);
   if (!t) return;
   rd_kafka_mock_push_request_errors(mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
@@ -145,8 +146,8 @@ static void kafka_cases(rd_kafka_mock_cluster_t *mc, const char *brokers) {
   const char *props[2] = {"no.such.property", "1"};
   cfg.target.props = props;
   cfg.target.nprops = 2;
-  CHECK(wm_transport_open(&cfg, err, sizeof err) == NULL);
-  CHECK(strstr(err, "no.such.property") != NULL);
+  CHECK(wm_transport_open(&cfg, &err) == NULL);
+  CHECK(strstr(err.msg, "no.such.property") != NULL);
   wm_ctx_free(&ctx);
 }
 
@@ -159,13 +160,13 @@ void test_transport(void) {
     rd_kafka_destroy(p);
   }
   /* NATS: nothing listens on port 1 */
-  char err[1024];
+  wm_error err;
   wm_transport_config cfg = {.target = {.kind = WM_TRANSPORT_NATS, .partitions = 2, .url = "nats://127.0.0.1:1",
                                         .stream = "S", .subject = "s"},
                              .name = "w", .label = "key_by through", .ordered = 1};
-  CHECK(wm_transport_open(&cfg, err, sizeof err) == NULL);
-  CHECK(strncmp(err, "cannot connect to nats://127.0.0.1:1: ", 38) == 0);
+  CHECK(wm_transport_open(&cfg, &err) == NULL);
+  CHECK(strncmp(err.msg, "cannot connect to nats://127.0.0.1:1: ", 38) == 0);
   int64_t last = -1;
-  CHECK(wm_transport_make(&cfg.target, 1000, &last, err, sizeof err) == -1);
-  CHECK(strncmp(err, "cannot connect to nats://127.0.0.1:1: ", 38) == 0);
+  CHECK(wm_transport_make(&cfg.target, 1000, &last, &err) == -1);
+  CHECK(strncmp(err.msg, "cannot connect to nats://127.0.0.1:1: ", 38) == 0);
 }

@@ -121,11 +121,11 @@ void test_value(void) {
   /* field access and with_field on rows, in C */
   wm_field fld = {.name = "vc", .index = -1};
   wm_value got, out;
-  char err[128];
-  CHECK_I64(wm_field_get(NULL, &fld, &rv, &got, err, sizeof err), 0);
+  wm_error err;
+  CHECK_I64(wm_field_get(NULL, &fld, &rv, &got, &err), 0);
   CHECK_I64(got.u.i, 3);
   wm_value nine = wm_int(9);
-  CHECK_I64(wm_field_with(NULL, &fld, &rv, &nine, &out, err, sizeof err), 0);
+  CHECK_I64(wm_field_with(NULL, &fld, &rv, &nine, &out, &err), 0);
   CHECK_I64(out.u.row->fields[0].u.i, 9);
   CHECK_I64(r->fields[0].u.i, 3); /* the original is unchanged */
   wm_value_release(NULL, &out);

@@ -19,23 +19,23 @@ typedef struct fz_store {
   size_t manlen, partlen;
 } fz_store;
 
-static int fz_begin(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
-  (void)b, (void)id, (void)err, (void)errlen;
+static int fz_begin(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
+  (void)b, (void)id, (void)err;
   return -1; /* read only */
 }
 static int fz_put(wm_ckpt_backend *b, uint64_t id, const char *name, const void *h, size_t hl,
-                  const void *d, size_t dl, char *err, size_t errlen) {
-  (void)b, (void)id, (void)name, (void)h, (void)hl, (void)d, (void)dl, (void)err, (void)errlen;
+                  const void *d, size_t dl, wm_error *err) {
+  (void)b, (void)id, (void)name, (void)h, (void)hl, (void)d, (void)dl, (void)err;
   return -1;
 }
 static int fz_complete(wm_ckpt_backend *b, uint64_t id, const void *m, size_t len, int crash,
-                       char *err, size_t errlen) {
-  (void)b, (void)id, (void)m, (void)len, (void)crash, (void)err, (void)errlen;
+                       wm_error *err) {
+  (void)b, (void)id, (void)m, (void)len, (void)crash, (void)err;
   return -1;
 }
 static int fz_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max, uint8_t **data,
-                  size_t *len, char *err, size_t errlen) {
-  (void)err, (void)errlen;
+                  size_t *len, wm_error *err) {
+  (void)err;
   fz_store *s = (fz_store *)b;
   ASSERT(id == 1);
   int man = !strcmp(name, "MANIFEST");
@@ -48,16 +48,16 @@ static int fz_get(wm_ckpt_backend *b, uint64_t id, const char *name, size_t max,
   *len = n;
   return 1;
 }
-static int fz_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, char *err, size_t errlen) {
-  (void)b, (void)err, (void)errlen;
+static int fz_list(wm_ckpt_backend *b, uint64_t **ids, size_t *n, wm_error *err) {
+  (void)b, (void)err;
   *ids = malloc(sizeof **ids);
   ASSERT(*ids != NULL);
   (*ids)[0] = 1;
   *n = 1;
   return 0;
 }
-static int fz_remove(wm_ckpt_backend *b, uint64_t id, char *err, size_t errlen) {
-  (void)b, (void)id, (void)err, (void)errlen;
+static int fz_remove(wm_ckpt_backend *b, uint64_t id, wm_error *err) {
+  (void)b, (void)id, (void)err;
   return 0;
 }
 static void fz_free(wm_ckpt_backend *b) { free(b); }
@@ -82,12 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   s->base.vt = &fz_vt;
   s->base.name = "fuzz";
   s->man = data, s->manlen = k, s->part = data + k, s->partlen = size - k;
-  char err[512];
-  wm_ckpt_store *st = wm_ckpt_store_new(&s->base, 3, err, sizeof err);
+  wm_error err;
+  wm_ckpt_store *st = wm_ckpt_store_new(&s->base, 3, &err);
   ASSERT(st != NULL);
   wm_ckpt_reader *r = NULL;
   warned = 0;
-  int rc = wm_ckpt_open_latest(st, on_warn, NULL, &r, err, sizeof err);
+  int rc = wm_ckpt_open_latest(st, on_warn, NULL, &r, &err);
   ASSERT(rc == 0 || rc == 1);
   ASSERT(rc == 1 ? r != NULL && warned == 0 : r == NULL && warned == 1);
   if (r) {
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < wm_ckpt_reader_nparts(r); i++) {
       uint8_t *d = NULL;
       size_t n = 0;
-      ASSERT(wm_ckpt_get(r, wm_ckpt_reader_part_name(r, i), &d, &n, err, sizeof err) == 1);
+      ASSERT(wm_ckpt_get(r, wm_ckpt_reader_part_name(r, i), &d, &n, &err) == 1);
       ASSERT(n + 20 == s->partlen); /* the part's header, then its payload */
       free(d);
     }
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       named |= !strcmp(wm_ckpt_reader_part_name(r, i), other);
     uint8_t *d = NULL;
     size_t n;
-    ASSERT(wm_ckpt_get(r, other, &d, &n, err, sizeof err) == (named ? 1 : 0));
+    ASSERT(wm_ckpt_get(r, other, &d, &n, &err) == (named ? 1 : 0));
     free(d);
     wm_ckpt_reader_free(r);
   }

@@ -42,6 +42,8 @@ local CSS = "text{font-family:sans-serif;font-size:12px;fill:#222}" ..
   ".ckpt-n{font-size:10px;fill:#6a3d9a}" ..
   ".late.side{fill:#fff;stroke:#d62020;stroke-width:2.4}" ..
   ".late.dropped{fill:#d62020;stroke:#7a0000}" ..
+  ".count{fill:#fff;stroke:#555;stroke-width:1.5}.count.has-late{stroke:#d62020;stroke-width:2}" ..
+  ".count-n{font-size:8.5px;font-weight:bold;fill:#222;pointer-events:none}" ..
   ".lane-bg{fill:#fafafa}.lane-bg.even{fill:#f1f3f6}.lane-label{font-size:11px}" ..
   ".val{font-size:10px;fill:#333}.lname{font-size:10.5px;fill:#555}"
 

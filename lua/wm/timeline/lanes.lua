@@ -77,7 +77,6 @@ local function draw(w, tl, p, layout)
     w('<circle class="%s" cx="%.1f" cy="%.1f" r="3.5"/><text class="lane-label" x="%.1f" ' ..
       'y="%.1f" text-anchor="end">%s<title>key %s</title></text>\n', key_colour_class(lane.key),
       p.L - 8, y, p.L - 15, y + 4, esc(cut(lane.name, LABEL_CHARS - 3)), esc(title))
-    -- several items at one x (a watermark that closes many windows) sit side by side
     local items = lane_items[i]
     table.sort(items, function(a, b)
       local ea, eb = a.m or a.l, b.m or b.l
@@ -85,38 +84,89 @@ local function draw(w, tl, p, layout)
       if xa ~= xb then return xa < xb end
       return (ea.stop or ea.ts) < (eb.stop or eb.ts)
     end)
-    local vals, xs, lastx, dodge = {}, {}, nil, 0
+    -- items at their true x. Within 16 px: up to 3 items are drawn each (those within 4 px of
+    -- each other stacked vertically), more are one count mark (the number, at the middle
+    -- one's x, at least 15 px after the previous count mark; its tooltip tells what they are)
+    local vals, xs = {}, {}
     w('<g class="zx" clip-path="url(#%s)">\n', p.clip)
+    local groups, g = {}, nil
     for _, it in ipairs(items) do
       local e = it.m or it.l
       local x = px(p, e.x, e.t)
-      if lastx and x - lastx < 0.05 then dodge = dodge + 9 else dodge = 0 end
-      lastx = x
-      xs[#xs + 1] = x + dodge
-      local dx = dodge > 0 and fmt(' data-dx="%d"', dodge) or ""
-      if it.l then
-        w('<circle class="late %s"%s cx="%.1f" cy="%.1f" r="4"><title>%s</title></circle>\n',
-          e.side and "side" or "dropped", dx, x + dodge, y, e.title)
+      if not g or x - g.x0 >= 16 then
+        g = {x0 = x}
+        groups[#groups + 1] = g
+      end
+      g[#g + 1] = {it = it, x = x}
+    end
+    local split = {}
+    for _, grp in ipairs(groups) do -- a few items: each drawn, stacked within 4 px
+      if #grp > 3 then
+        split[#split + 1] = grp
       else
-        local m = e
-        local head = fmt("key %s: %s", esc(key_name(tl, m.key) or "unknown"),
-          fmt_win(m.start, m.stop, p.epoch))
-        local what = m.kind == "fire" and
-          fmt("fired on time: the watermark reached %s", fmt_ts(m.wm, p.epoch)) or
-          fmt("fired late (a late record within the allowed lateness; watermark %s)",
-            fmt_ts(m.wm, p.epoch))
-        local value = m.value and fmt(". Result: %s", esc(m.value)) or ""
-        if m.kind == "fire" then
-          w('<path class="fire ontime"%s d="M%.1f %.1fl-5 -8.5h10z"><title>%s %s%s</title></path>\n',
-            dx, x + dodge, y + 4.5, head, what, value)
-        else
-          w('<path class="fire late"%s d="M%.1f %.1fl5 5l-5 5l-5 -5z"><title>%s %s%s</title></path>\n',
-            dx, x + dodge, y - 5, head, what, value)
+        local sub
+        for _, o in ipairs(grp) do
+          if not sub or o.x - sub.x0 >= 4 then
+            sub = {x0 = o.x, few = true}
+            split[#split + 1] = sub
+          end
+          sub[#sub + 1] = o
         end
-        local sv = short_value(m.value, key_name(tl, m.key))
-        if sv then
-          vals[#vals + 1] = {x = x + dodge + 7, w = (utf8.len(sv) or #sv) * CHAR_W, text = sv,
-            dx = dodge + 7}
+      end
+    end
+    groups = split
+    local STACK = {0, -6, 6}
+    local last_count = -math.huge
+    for _, grp in ipairs(groups) do
+      if not grp.few then
+        local mid = math.max(grp[(#grp + 1) // 2].x, last_count + 15)
+        last_count = mid
+        local n_late, n_side, n_fire, n_lfire = 0, 0, 0, 0
+        for _, o in ipairs(grp) do
+          local e = o.it.m or o.it.l
+          if o.it.l then
+            if e.side then n_side = n_side + 1 else n_late = n_late + 1 end
+          elseif e.kind == "fire" then n_fire = n_fire + 1 else n_lfire = n_lfire + 1 end
+        end
+        local parts = {}
+        if n_late > 0 then parts[#parts + 1] = fmt("%d late records dropped", n_late) end
+        if n_side > 0 then parts[#parts + 1] = fmt("%d late records to the side output", n_side) end
+        if n_fire > 0 then parts[#parts + 1] = fmt("%d firings on time", n_fire) end
+        if n_lfire > 0 then parts[#parts + 1] = fmt("%d late firings", n_lfire) end
+        xs[#xs + 1] = mid
+        w('<circle class="count%s" data-n="%d" cx="%.1f" cy="%.1f" r="6.5"><title>%d here (zoom in to see '
+          .. 'them apart): %s</title></circle><text class="count-n" x="%.1f" y="%.1f" text-anchor="middle">'
+          .. '%s</text>\n', n_late + n_side > 0 and " has-late" or "", #grp, mid, y, #grp,
+          table.concat(parts, ", "), mid, y + 3, #grp > 99 and "99+" or tostring(#grp))
+      else
+        for j, o in ipairs(grp) do
+          local it, x, yy = o.it, o.x, y + STACK[j]
+          local e = it.m or it.l
+          xs[#xs + 1] = x
+          if it.l then
+            w('<circle class="late %s" cx="%.1f" cy="%.1f" r="4"><title>%s</title></circle>\n',
+              e.side and "side" or "dropped", x, yy, e.title)
+          else
+            local m = e
+            local head = fmt("key %s: %s", esc(key_name(tl, m.key) or "unknown"),
+              fmt_win(m.start, m.stop, p.epoch))
+            local what = m.kind == "fire" and
+              fmt("fired on time: the watermark reached %s", fmt_ts(m.wm, p.epoch)) or
+              fmt("fired late (a late record within the allowed lateness; watermark %s)",
+                fmt_ts(m.wm, p.epoch))
+            local value = m.value and fmt(". Result: %s", esc(m.value)) or ""
+            if m.kind == "fire" then
+              w('<path class="fire ontime" d="M%.1f %.1fl-5 -8.5h10z"><title>%s %s%s</title></path>\n',
+                x, yy + 4.5, head, what, value)
+            else
+              w('<path class="fire late" d="M%.1f %.1fl5 5l-5 5l-5 -5z"><title>%s %s%s</title></path>\n',
+                x, yy - 5, head, what, value)
+            end
+            local sv = #grp == 1 and short_value(m.value, key_name(tl, m.key))
+            if sv then
+              vals[#vals + 1] = {x = x + 7, w = (utf8.len(sv) or #sv) * CHAR_W, text = sv, dx = 7}
+            end
+          end
         end
       end
     end

@@ -3,6 +3,7 @@
 // reset: every element under a .zx group is moved by rewriting its x coordinates; the denser
 // x ticks and the value labels that have room are shown (the value labels as
 // wm.timeline.lanes' place_values places them at first).
+window.onerror=function(m){var d=document.documentElement;d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+m+';');};
 (function(){
 document.querySelectorAll('g.panel').forEach(function(p){
 var svg=p.ownerSVGElement,L=+p.getAttribute('data-l'),W=+p.getAttribute('data-w'),k=1,tx=0,els=[],drag=null;
@@ -36,3 +37,4 @@ p.addEventListener('mousedown',function(ev){drag={x:sx(ev),tx:tx};ev.preventDefa
 window.addEventListener('mousemove',function(ev){if(!drag)return;tx=drag.tx+sx(ev)-drag.x;clamp();apply();});
 window.addEventListener('mouseup',function(){drag=null;});
 p.addEventListener('dblclick',function(){k=1;tx=0;apply();});});})();
+document.documentElement.setAttribute('data-ready','1');

@@ -86,8 +86,29 @@ local function time_at(tl, x)
   return r[lo].t
 end
 
+-- Durations that make round time ticks (ms).
+local TIME_STEPS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000,
+                    120000, 300000, 600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000}
+
+-- The round duration step that gives about n ticks over span ms.
+local function time_step(span, n)
+  for _, st in ipairs(TIME_STEPS) do
+    if span / st <= n then return st end
+  end
+  return nice_step(span, n)
+end
+
+-- The one unit of a processing-time axis spanning span ms: "ms", "s" or "min", and its ms.
+local function time_unit(span)
+  if span >= 120000 then return "min", 60000 end
+  if span >= 1000 then return "s", 1000 end
+  return "ms", 1
+end
+
 -- x ticks at three densities (about 10, 50 and 250 over the width): the page's script
--- shows the denser ones as the view is zoomed in (data-n: ticks of that density).
+-- shows the denser ones as the view is zoomed in (data-n: ticks of that density). On a
+-- processing-time axis (--timeline-x time) the ticks are round durations after the first
+-- arrival (or round clock times), labelled in one unit for the whole axis.
 local function x_ticks(p, tl)
   local out, seen = {}, {}
   local tspan
@@ -96,10 +117,14 @@ local function x_ticks(p, tl)
   end
   -- (a file read in a few milliseconds has no processing time worth a label)
   local tstep = tspan and tspan >= 100 and nice_step(tspan, 10)
+  local unit, udiv = time_unit(p.x1 - p.x0)
   for lv, n in ipairs({10, 50, 250}) do
-    local xs = nice_step(p.x1 - p.x0, n)
+    local xs = p.xmode == "time" and time_step(p.x1 - p.x0, n) or nice_step(p.x1 - p.x0, n)
     if p.xmode ~= "time" and xs < 1 then break end
     local v = math.ceil(p.x0 / xs) * xs
+    if p.xmode == "time" and not epoch_like(p.first) then -- round durations after the first arrival
+      v = p.first + math.ceil((p.x0 - p.first) / xs) * xs
+    end
     while v <= p.x1 do
       local key = fmt("%.6g", v)
       if not seen[key] then
@@ -115,7 +140,8 @@ local function x_ticks(p, tl)
         elseif epoch_like(p.first) then
           label = clock(math.floor(v + 0.5), xs < 1000)
         else
-          label = math.abs(v - p.first) < 0.5 and "0" or "+" .. fmt_dur(v - p.first, xs)
+          label = math.abs(v - p.first) < 0.5 and "0" or fmt("+%s %s", fmt("%.3f", (v - p.first) / udiv)
+            :gsub("0+$", ""):gsub("%.$", ""), unit)
         end
         out[#out + 1] = {v = v, lv = lv - 1, n = n, label = label, sub = sub}
       end
@@ -145,7 +171,7 @@ local function axes(w, p, tl, bottom)
     w('<g class="zx xaxis" clip-path="url(#%s%s)">\n', p.clip, pass == 1 and "" or "-axis")
     for _, t in ipairs(ticks) do
       local x = p.L + (t.v - p.x0) / (p.x1 - p.x0) * p.W
-      local attrs = fmt('data-lv="%d" data-n="%d"%s', t.lv, t.n,
+      local attrs = fmt('data-lv="%d" data-n="%d" data-v="%.17g"%s', t.lv, t.n, t.v,
         t.lv > 0 and ' style="display:none"' or "")
       if pass == 1 then
         w('<line class="xt grid%s" %s x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>\n',
