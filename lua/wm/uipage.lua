@@ -30,7 +30,7 @@ th,td{text-align:right;padding:4px 8px;border-bottom:1px solid #eef0f3;white-spa
 th{font-size:12px;color:#4a5568}
 td.name,th.name{text-align:left;white-space:normal}
 td small{color:#6b7280;display:block}
-svg text{font:12px system-ui,sans-serif}
+svg text{font:12px system-ui,sans-serif}svg text.band{fill:#6b7280;font-weight:600}
 .node rect{fill:#e8f0fe;stroke:#4a6fa5}.node.src rect{fill:#e6f4ea;stroke:#2e7d32}
 .node.hot rect{fill:#fdecea;stroke:#b71c1c}
 .edge{stroke:#8a94a6;fill:none;marker-end:url(#arrow)}.edge.side{stroke-dasharray:4 3}
@@ -108,15 +108,25 @@ function drawGraph(job) {
     job.edges.forEach(function (e) {
       if (depth[e.to] < depth[e.from] + 1 && depth[e.from] + 1 < ops.length) depth[e.to] = depth[e.from] + 1;
     });
-  var rows = [], pos = [], W = 190, H = 46, gx = 40, gy = 14;
-  for (i = 0; i < ops.length; i++) {
-    var d = depth[i];
-    rows[d] = (rows[d] || 0) + 1;
-    pos[i] = {x: 10 + d * (W + gx), y: 10 + (rows[d] - 1) * (H + gy)};
-  }
-  var maxRows = Math.max.apply(null, rows.map(function (r) { return r || 0; }).concat([1]));
-  svg.setAttribute("height", 20 + maxRows * (H + gy));
-  svg.setAttribute("viewBox", "0 0 " + Math.max(400, 20 + rows.length * (W + gx)) + " " + (20 + maxRows * (H + gy)));
+  /* a band per thread (its operators' edges stay inside it), columns by depth */
+  var pos = [], W = 190, H = 46, gx = 40, gy = 14, lab = job.threads > 1 ? 18 : 0, top = 10, cols = 1;
+  var threads = [], bands = [];
+  ops.forEach(function (op) { if (threads.indexOf(op.thread) < 0) threads.push(op.thread); });
+  threads.forEach(function (t) {
+    var rows = [], n = 0;
+    for (i = 0; i < ops.length; i++) {
+      if (ops[i].thread !== t) continue;
+      var d = depth[i];
+      rows[d] = (rows[d] || 0) + 1;
+      pos[i] = {x: 10 + d * (W + gx), y: top + lab + (rows[d] - 1) * (H + gy)};
+      if (rows[d] > n) n = rows[d];
+      if (d + 1 > cols) cols = d + 1;
+    }
+    bands.push({thread: t, y: top});
+    top += lab + n * (H + gy) + (lab ? 8 : 0);
+  });
+  svg.setAttribute("height", top + 10);
+  svg.setAttribute("viewBox", "0 0 " + Math.max(400, 20 + cols * (W + gx)) + " " + (top + 10));
   svg.innerHTML = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" ' +
     'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="#8a94a6"/></marker></defs>';
   var NS = "http://www.w3.org/2000/svg", links = job.edges.slice();
@@ -126,6 +136,12 @@ function drawGraph(job) {
     if (m) ops.forEach(function (o, j) {
       if (o.name === "from other threads (thread " + m[1] + ")") links.push({from: i, to: j, side: true});
     });
+  });
+  if (lab) bands.forEach(function (b) {
+    var t = document.createElementNS(NS, "text");
+    t.setAttribute("x", 10); t.setAttribute("y", b.y + 12); t.setAttribute("class", "band");
+    t.textContent = "thread " + b.thread;
+    svg.appendChild(t);
   });
   links.forEach(function (e) {
     var a = pos[e.from], b = pos[e.to], p = document.createElementNS(NS, "path");
