@@ -135,6 +135,7 @@ static int publisher_start(lwm_bridge *B, uv_loop_t *loop, wm_mboard *board, lwm
   p->board = board;
   p->timer.data = p;
   s->publisher = p;
+  wm_mboard_set_exec(board, B->thread, B->exec); /* its backpressure in its snapshots */
   wm_mboard_publish(board, B->thread, &B->ctx); /* its operators, before the first record */
   if ((urc = uv_timer_start(&p->timer, on_publish, WM_MBOARD_EVERY_MS, WM_MBOARD_EVERY_MS)) != 0)
     return wm_ctx_error(&B->ctx, "cannot start publishing thread %d's metrics: %s",
@@ -253,6 +254,7 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
   if (ui || lua_istable(L, -1)) {
     board = B->mtjob ? wm_mt_job_board(B->mtjob) : (s->own_board = wm_mboard_new(1));
     if (!board) rc = wm_ctx_error(&B->ctx, "out of memory starting the metrics endpoint");
+    else wm_mboard_set_exec(board, B->thread, B->exec);
   }
   if (rc == WM_OK && lua_istable(L, -1)) {
     lua_getfield(L, -1, "port");

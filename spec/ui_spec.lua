@@ -289,6 +289,10 @@ describe("live view", function()
     end, "the print instances to see 3 records")
     assert.are.equal(2, job.threads)
     assert.is_nil(job.thread)
+    -- each thread's backpressure, from its snapshot: 5 lines never pause a source
+    assert.are.same({{thread = 1, paused = false, paused_ms = 0, queued_bytes = 0},
+      {thread = 2, paused = false, paused_ms = 0, queued_bytes = 0}}, job.threads_backpressure)
+    assert.are.same({paused = false, paused_ms = 0, queued_bytes = 0}, job.backpressure)
     for name, want in pairs(BY_HAND) do
       for k = 1, 2 do
         local op = instance(job, name, k)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "exec/wm_exec.h"
 #include "io/wm_conn.h"
 #include "time/wm_time.h"
 
@@ -24,6 +25,7 @@ struct wm_mboard {
   int n;
   snap *front; /* the published snapshots, read under mu */
   snap *back;  /* each thread's own, filled without the lock */
+  wm_exec **exec; /* each thread's executor (wm_mboard_set_exec): read by that thread only */
   void (*ck_get)(void *ud, wm_mboard_ckpt *out); /* NULL: no checkpoints */
   void *ck_ud;
 };
@@ -160,9 +162,11 @@ wm_mboard *wm_mboard_new(int n) {
   b->n = n;
   b->front = calloc((size_t)n, sizeof *b->front);
   b->back = calloc((size_t)n, sizeof *b->back);
-  if (!b->front || !b->back || uv_mutex_init(&b->mu) != 0) {
+  b->exec = calloc((size_t)n, sizeof *b->exec);
+  if (!b->front || !b->back || !b->exec || uv_mutex_init(&b->mu) != 0) {
     free(b->front);
     free(b->back);
+    free(b->exec);
     free(b);
     return NULL;
   }
@@ -181,6 +185,7 @@ void wm_mboard_free(wm_mboard *b) {
   }
   free(b->front);
   free(b->back);
+  free(b->exec);
   uv_mutex_destroy(&b->mu);
   free(b);
 }
@@ -191,6 +196,11 @@ int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx) {
   if (thread < 0 || thread >= b->n) return WM_ERR;
   snap *mine = &b->back[thread];
   if (snap_take(mine, ctx) != 0) return WM_ERR;
+  wm_exec *e = b->exec[thread];
+  mine->bp = e != NULL;
+  mine->bp_paused = e && wm_exec_paused(e);
+  mine->bp_paused_ms = e ? wm_exec_paused_ms(e) : 0;
+  mine->bp_queued = e ? wm_exec_pressure_bytes(e) : 0;
   mine->valid = 1;
   uv_mutex_lock(&b->mu);
   snap t = b->front[thread];
@@ -198,6 +208,10 @@ int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx) {
   *mine = t; /* the old one: filled again next time */
   uv_mutex_unlock(&b->mu);
   return WM_OK;
+}
+
+void wm_mboard_set_exec(wm_mboard *b, int thread, wm_exec *e) {
+  if (thread >= 0 && thread < b->n) b->exec[thread] = e;
 }
 
 void wm_mboard_read(wm_mboard *b, void (*fn)(void *ud, const wm_msnap *s, int n), void *ud) {

@@ -85,6 +85,10 @@ typedef struct wm_msnap {
   size_t nedges, capedges;
   wm_msnap_lag *lags;
   size_t nlags, caplags;
+  bool bp;        /* the thread's backpressure is known (wm_mboard_set_exec): */
+  bool bp_paused; /* its sources are paused now, */
+  uint64_t bp_paused_ms; /* have been paused in all (ms), */
+  int64_t bp_queued;     /* bytes its sinks and channels have queued */
   int valid; /* published at least once */
 } wm_msnap;
 
@@ -99,6 +103,11 @@ int wm_mboard_threads(const wm_mboard *b);
  * board's for that thread. WM_OK, or WM_ERR when out of memory (the previous snapshot
  * stays). */
 int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx);
+
+struct wm_exec;
+/* From thread `thread` only, before it publishes: the executor whose backpressure its
+ * snapshots carry (wm_exec_paused, _paused_ms, _pressure_bytes), or NULL (none). */
+void wm_mboard_set_exec(wm_mboard *b, int thread, struct wm_exec *e);
 
 /* The job's checkpoints so far, for the checkpoint series. */
 typedef struct wm_mboard_ckpt {

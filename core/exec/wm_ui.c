@@ -228,10 +228,46 @@ static void add_totals(wm_buf *b, const wm_msnap *s, int n) {
   wm_buf_addc(b, ']');
 }
 
+/* The sources' backpressure: over the threads (paused on any, the longest paused time, the
+ * bytes queued summed) and, with several threads, per thread. Nothing when no thread's is
+ * known. */
+static void add_backpressure(wm_buf *b, const wm_msnap *s, int n) {
+  int known = 0, paused = 0;
+  uint64_t ms = 0;
+  int64_t queued = 0;
+  for (int t = 0; t < n; t++) {
+    if (!s[t].valid || !s[t].bp) continue;
+    known = 1;
+    paused |= s[t].bp_paused;
+    if (s[t].bp_paused_ms > ms) ms = s[t].bp_paused_ms;
+    queued += s[t].bp_queued;
+  }
+  if (!known) return;
+  wm_buf_adds(b, paused ? ",\"backpressure\":{\"paused\":true," : ",\"backpressure\":{\"paused\":false,");
+  kv_int(b, "paused_ms", (int64_t)ms, 1);
+  kv_int(b, "queued_bytes", queued, 0);
+  wm_buf_addc(b, '}');
+  if (n < 2) return;
+  wm_buf_adds(b, ",\"threads_backpressure\":[");
+  int first = 1;
+  for (int t = 0; t < n; t++) {
+    if (!s[t].valid || !s[t].bp) continue;
+    wm_buf_adds(b, first ? "{" : ",{");
+    first = 0;
+    kv_int(b, "thread", t + 1, 1);
+    wm_buf_adds(b, s[t].bp_paused ? "\"paused\":true," : "\"paused\":false,");
+    kv_int(b, "paused_ms", (int64_t)s[t].bp_paused_ms, 1);
+    kv_int(b, "queued_bytes", s[t].bp_queued, 0);
+    wm_buf_addc(b, '}');
+  }
+  wm_buf_addc(b, ']');
+}
+
 static void add_snapshots(void *ud, const wm_msnap *s, int n) {
   const job_view *v = ud;
   wm_buf *b = v->b;
   int64_t id = 0;
+  add_backpressure(b, s, n);
   wm_buf_adds(b, ",\"operators\":[");
   for (int t = 0; t < n; t++) {
     for (size_t i = 0; i < s[t].nops; i++, id++) {
@@ -252,15 +288,7 @@ void wm_ui_json(wm_buf *b, wm_mboard *board, int64_t now, const wm_ui_job *job) 
   kv_int(b, "parallelism", job->parallelism, 1);
   kv_int(b, "threads", job->threads, 1);
   kv_int(b, "now", now, 1);
-  if (job->exec) {
-    wm_exec *e = job->exec;
-    kv_int(b, "uptime_ms", (int64_t)(uv_now(wm_exec_loop(e)) - job->start_ms), 1);
-    wm_buf_adds(b, wm_exec_paused(e) ? "\"backpressure\":{\"paused\":true,"
-                                     : "\"backpressure\":{\"paused\":false,");
-    kv_int(b, "paused_ms", (int64_t)wm_exec_paused_ms(e), 1);
-    kv_int(b, "queued_bytes", wm_exec_pressure_bytes(e), 0);
-    wm_buf_adds(b, "},");
-  }
+  if (job->exec) kv_int(b, "uptime_ms", (int64_t)(uv_now(wm_exec_loop(job->exec)) - job->start_ms), 1);
   key(b, "checkpoints");
   if (job->ckpt) {
     wm_ckptrun_stats st;

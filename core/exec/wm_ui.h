@@ -17,13 +17,16 @@ typedef struct wm_ui_job {
   const char *name;     /* the job's name (NULL: "wmrun job") */
   int parallelism;      /* env.parallelism */
   int threads;          /* threads running the job (1: the deterministic schedule) */
-  wm_exec *exec;        /* backpressure: the serving thread's (NULL: not shown) */
+  wm_exec *exec;        /* the serving thread's, for uptime_ms (NULL: not shown) */
   const wm_ckptrun *ckpt; /* checkpoints (NULL: not enabled) */
   uint64_t start_ms;    /* uv_now at the start: uptime_ms is measured from it */
 } wm_ui_job;
 
 /* Appends the JSON object of the job: name, parallelism, threads, now (the processing time
- * lag_ms is measured from, ms), uptime_ms, backpressure {paused, paused_ms, queued_bytes},
+ * lag_ms is measured from, ms), uptime_ms, backpressure {paused, paused_ms, queued_bytes}
+ * over the threads whose snapshots carry it (wm_mboard_set_exec: paused on any, the longest
+ * paused time, the bytes summed), with several threads threads_backpressure [{thread,
+ * paused, paused_ms, queued_bytes}],
  * checkpoints (null or {taken, last_id, last_ms, total_ms, max_ms, last_bytes, restored_id}),
  * operators: every thread's, thread by thread, from the board's latest snapshots
  * [{id, name, operator (the name without " k/n"), subtask (k, 1-based), thread (1-based),

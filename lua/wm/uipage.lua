@@ -182,11 +182,13 @@ function render(job, t) {
   if (job.threads > 1) {
     note.hidden = false;
     note.textContent = "This job runs on " + job.threads + " threads: every thread's operators are shown, " +
-      "each thread's figures as it last published them (at most 0.1 s old); backpressure is thread 1's.";
+      "each thread's figures as it last published them (at most 0.1 s old).";
   }
   var bp = job.backpressure;
   if (bp) {
-    $("bp-paused").textContent = bp.paused ? "paused" : "running";
+    var tb = job.threads_backpressure;
+    $("bp-paused").textContent = (bp.paused ? "paused" : "running") + (tb && bp.paused ? " (thread " +
+      tb.filter(function (x) { return x.paused; }).map(function (x) { return x.thread; }).join(", ") + ")" : "");
     $("bp-time").textContent = ms(bp.paused_ms);
     $("bp-bytes").textContent = bytes(bp.queued_bytes);
   }
