@@ -313,7 +313,9 @@ describe("live view", function()
     for _, e in ipairs(job.edges) do
       local a, b = job.operators[e.from + 1], job.operators[e.to + 1]
       assert.are.equal(a.thread, b.thread)
-      if a.operator:match("^parse ") and b.operator:match("^big ") then pf[#pf + 1] = ("%d>%d"):format(a.subtask, b.subtask) end
+      if a.operator:match("^parse ") and b.operator:match("^big ") then
+        pf[#pf + 1] = ("%d>%d"):format(a.subtask, b.subtask)
+      end
     end
     table.sort(pf)
     assert.are.same({"1>1", "2>2"}, pf)
