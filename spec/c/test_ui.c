@@ -1,7 +1,9 @@
 /* The live view (wmrun --ui): the server's routing of several paths
  * (wm_metrics_parse_target) and the JSON of /api/job (exec/wm_ui.h) for a small graph whose
  * every figure is set by the test. */
+#include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "base/wm_buf.h"
 #include "exec/wm_mboard.h"
@@ -31,6 +33,31 @@ static void check_target(const char *r, wm_metrics_req want, const char *path) {
     CHECK_I64((int64_t)n, (int64_t)strlen(path));
     CHECK(p && memcmp(p, path, n) == 0);
   }
+}
+
+/* A thread of its own publishing thread 2's snapshot of "s 2/2" -> "w 2/2" after each of
+ * `upto` records, while the test's thread makes the JSON (make tsan checks the locking). */
+typedef struct ui_worker {
+  wm_mboard *board;
+  int upto, rc;
+} ui_worker;
+
+static void ui_worker_main(void *arg) {
+  ui_worker *w = arg;
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  ctx.now = now_5000;
+  wm_op *s = wm_op_new(&ctx, &pass_vt, NULL, "s 2/2"), *o = wm_op_new(&ctx, &pass_vt, NULL, "w 2/2");
+  if (!s || !o || (s->nin = 1, wm_op_connect(s, 0, o)) != 0 || wm_ctx_prepare(&ctx) != WM_OK) {
+    w->rc = WM_ERR;
+    wm_ctx_free(&ctx);
+    return;
+  }
+  wm_value v = wm_int(0);
+  for (int i = 0; i < w->upto; i++)
+    if (wm_op_input_record(s, 0, &v, i) != WM_OK || wm_mboard_publish(w->board, 1, &ctx) != WM_OK)
+      w->rc = WM_ERR;
+  wm_ctx_free(&ctx);
 }
 
 /* Two threads, each with instance k of "s" -> "w": every thread's operators, numbered
@@ -73,6 +100,29 @@ static void test_ui_threads(void) {
                          "{\"operator\":\"w\",\"subtasks\":2,\"records_in\":3,\"records_out\":3,"
                          "\"late_dropped\":0,\"late_side\":0,\"watermark\":1000}]}") != NULL);
   CHECK(!buf.oom);
+  /* thread 2 publishes while this one reads: every JSON sees a count it published, never
+   * going back, and at the end its last */
+  ui_worker w = {board, 1000, WM_OK};
+  uv_thread_t tid;
+  CHECK_I64(uv_thread_create(&tid, ui_worker_main, &w), 0);
+  const char *key = "\"name\":\"w 2/2\",\"operator\":\"w\",\"subtask\":2,\"thread\":2,\"kind\":\"pass\","
+                    "\"records_in\":";
+  long last = 0;
+  int backwards = 0;
+  for (int i = 0; i < 200; i++) {
+    buf.len = 0;
+    wm_ui_json(&buf, board, 5000, &job);
+    const char *p = strstr(buf.data, key);
+    long n = p ? strtol(p + strlen(key), NULL, 10) : -1;
+    if (n < last) backwards = 1;
+    if (n > last) last = n;
+  }
+  uv_thread_join(&tid);
+  CHECK_I64(w.rc, WM_OK);
+  CHECK_I64(backwards, 0);
+  buf.len = 0;
+  wm_ui_json(&buf, board, 5000, &job);
+  CHECK(strstr(buf.data, "\"thread\":2,\"kind\":\"pass\",\"records_in\":1000,") != NULL);
   wm_buf_free(&buf);
   wm_mboard_free(board);
   for (int t = 0; t < 2; t++) wm_ctx_free(&ctx[t]);
