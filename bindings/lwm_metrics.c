@@ -5,7 +5,8 @@
  * other thread publishes a snapshot of its own to the job's board (exec/wm_mboard.h) from
  * its loop every WM_MBOARD_EVERY_MS and at its end; thread 0 publishes its own at each
  * request. The live view (--ui, env ui = {port, host}) is the same server with the page at
- * / and core/exec/wm_ui.c's JSON at /api/job, on thread 0 (it shows that thread's operators). */
+ * / and core/exec/wm_ui.c's JSON at /api/job, on thread 0: it reads the same board (every
+ * thread's operators; the other threads publish for it as for the endpoint). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,7 @@ static int publisher_start(lwm_bridge *B, uv_loop_t *loop, wm_mboard *board, lwm
   p->board = board;
   p->timer.data = p;
   s->publisher = p;
+  wm_mboard_set_exec(board, B->thread, B->exec); /* its backpressure in its snapshots */
   wm_mboard_publish(board, B->thread, &B->ctx); /* its operators, before the first record */
   if ((urc = uv_timer_start(&p->timer, on_publish, WM_MBOARD_EVERY_MS, WM_MBOARD_EVERY_MS)) != 0)
     return wm_ctx_error(&B->ctx, "cannot start publishing thread %d's metrics: %s",
@@ -146,6 +148,7 @@ static int publisher_start(lwm_bridge *B, uv_loop_t *loop, wm_mboard *board, lwm
 /* The live view: its page (env.ui_http.page, copied) and what its JSON shows. */
 typedef struct lwm_ui {
   lwm_bridge *B;
+  wm_mboard *board;
   wm_ui_job job;
   char *name;
   size_t page_len;
@@ -159,7 +162,9 @@ static void ui_page(wm_buf *body, void *ud) {
 
 static void ui_json(wm_buf *body, void *ud) {
   lwm_ui *u = ud;
-  wm_ui_json(body, &u->B->ctx, &u->job);
+  wm_mboard_publish(u->board, u->B->thread, &u->B->ctx); /* this thread's, fresh; out of
+                                                          * memory: the last one stays */
+  wm_ui_json(body, u->board, wm_ctx_now(&u->B->ctx), &u->job);
 }
 
 static void ui_free(lwm_ui *u) {
@@ -177,7 +182,7 @@ static void print_url(const char *what, const char *host, int port, const char *
 
 /* Starts the live view (env.ui_http at the top of the stack: {port, host, page}). */
 static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
-                    const struct wm_ckptrun *ckpt) {
+                    const struct wm_ckptrun *ckpt, wm_mboard *board) {
   lua_State *L = B->L;
   lua_getfield(L, -1, "port");
   lua_getfield(L, -2, "host");
@@ -194,6 +199,7 @@ static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
     memcpy(u->page, page, plen + 1);
     u->page_len = plen;
     u->B = B;
+    u->board = board;
     /* the job's name: the argument of env:execute, next to the env on the stack */
     const char *name = lua_isstring(L, env + 1) ? lua_tostring(L, env + 1) : "wmrun job";
     u->name = strdup(name);
@@ -201,7 +207,7 @@ static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
     int par = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 1;
     lua_pop(L, 1);
     u->job = (wm_ui_job){.name = u->name, .parallelism = par,
-                         .threads = B->nthreads > 0 ? B->nthreads : 1, .thread = B->thread,
+                         .threads = B->nthreads > 0 ? B->nthreads : 1,
                          .exec = B->exec, .ckpt = ckpt, .start_ms = uv_now(loop)};
     int bound = 0;
     if (!u->name) rc = wm_ctx_error(&B->ctx, "out of memory");
@@ -213,6 +219,8 @@ static int ui_start(lwm_bridge *B, int env, uv_loop_t *loop, lwm_services *s,
                wm_metrics_http_route(s->ui, "/api/job", "application/json", ui_json, u) != WM_OK) {
       rc = wm_ctx_error(&B->ctx, "the live view (--ui): too many routes");
     } else {
+      if (ckpt) wm_mboard_set_checkpoints(board, ck_stats, (void *)ckpt);
+      wm_metrics_http_set_board(s->ui, board, B->thread); /* its /metrics: every thread's */
       print_url("live view", host, bound, "/");
     }
   }
@@ -227,8 +235,11 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
   lua_State *L = B->L;
   memset(s, 0, sizeof *s);
   int rc = WM_OK;
+  lua_getfield(L, env, "ui_http");
+  int ui = lua_istable(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, env, "metrics_http");
-  if (lua_istable(L, -1) && B->thread != 0) {
+  if ((ui || lua_istable(L, -1)) && B->thread != 0) {
     rc = publisher_start(B, loop, wm_mt_job_board(B->mtjob), s);
     lua_pop(L, 1);
     if (rc != WM_OK) lwm_services_end(s);
@@ -238,16 +249,21 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
     lua_pop(L, 1);
     return WM_OK;
   }
-  if (lua_istable(L, -1)) {
+  /* the board thread 0 serves from: the job's (threads), or one of its own */
+  wm_mboard *board = NULL;
+  if (ui || lua_istable(L, -1)) {
+    board = B->mtjob ? wm_mt_job_board(B->mtjob) : (s->own_board = wm_mboard_new(1));
+    if (!board) rc = wm_ctx_error(&B->ctx, "out of memory starting the metrics endpoint");
+    else wm_mboard_set_exec(board, B->thread, B->exec);
+  }
+  if (rc == WM_OK && lua_istable(L, -1)) {
     lua_getfield(L, -1, "port");
     lua_getfield(L, -2, "host");
     int port = (int)lua_tointeger(L, -2);
     const char *host = lua_isstring(L, -1) ? lua_tostring(L, -1) : "127.0.0.1";
     int bound = 0;
-    wm_mboard *board = B->mtjob ? wm_mt_job_board(B->mtjob) : (s->own_board = wm_mboard_new(1));
-    s->http = board ? wm_metrics_http_start(loop, &B->ctx, host, port, &bound) : NULL;
-    if (!board) rc = wm_ctx_error(&B->ctx, "out of memory starting the metrics endpoint");
-    else if (!s->http) rc = WM_ERR;
+    s->http = wm_metrics_http_start(loop, &B->ctx, host, port, &bound);
+    if (!s->http) rc = WM_ERR;
     if (s->http) {
       if (ck) wm_mboard_set_checkpoints(board, ck_stats, (void *)ck);
       wm_metrics_http_set_board(s->http, board, B->thread);
@@ -258,7 +274,7 @@ int lwm_services_start(lwm_bridge *B, int env, uv_loop_t *loop, const struct wm_
   }
   lua_pop(L, 1);
   lua_getfield(L, env, "ui_http"); /* nil unless asked: nothing runs, nothing is allocated */
-  if (rc == WM_OK && lua_istable(L, -1)) rc = ui_start(B, env, loop, s, ck);
+  if (rc == WM_OK && ui) rc = ui_start(B, env, loop, s, ck, board);
   lua_pop(L, 1);
   if (rc == WM_OK) rc = lwm_task_status_start(B, loop, &s->task);
   lua_getfield(L, env, "progress"); /* true: --progress; false: --no-progress; nil: a terminal */
@@ -293,8 +309,6 @@ void lwm_services_end(void *ud) {
     wm_metrics_http_stop(s->http); /* no request is answered after this */
     s->http = NULL;
   }
-  wm_mboard_free(s->own_board);
-  s->own_board = NULL;
   if (s->publisher) {
     publisher *p = s->publisher;
     wm_mboard_publish(p->board, p->B->thread, &p->B->ctx); /* the thread's final figures */
@@ -307,6 +321,8 @@ void lwm_services_end(void *ud) {
   }
   ui_free(s->uiv);
   s->uiv = NULL;
+  wm_mboard_free(s->own_board); /* no server reads it any more */
+  s->own_board = NULL;
   if (s->task) {
     lwm_task_status_end(s->task);
     s->task = NULL;

@@ -46,6 +46,22 @@ a:key_by(function() return 1 end):connect(b:key_by(function() return 1 end)):pro
 env:execute()
 ]]
 
+-- On two threads at parallelism 2: the socket's lines go round robin (rebalance, from
+-- instance 1) to parse's instances, instance k on thread k; parse, big and print are chained
+-- (forward) on each. By hand, lines 1 20 3 40 50: parse 1/2 gets 1 3 50, parse 2/2 20 40;
+-- big (v > 10) passes 50 on 1/2 and 20 40 on 2/2; print gets 1 and 2.
+local JOB3 = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:listen_lines("127.0.0.1", 0):rebalance()
+  :parse_csv{"v:integer"}:name("parse")
+  :filter(function(r) return r.v > 10 end):name("big")
+  :print()
+env:execute("threads job")
+]]
+-- {records_in, records_out} of instance 1 and 2
+local BY_HAND = {parse = {{3, 3}, {2, 2}}, big = {{3, 1}, {2, 2}}, print = {{1, 0}, {2, 0}}}
+
 local function start(text, args)
   local dir = h.tmpdir()
   local job = h.bg_job(dir, text, args)
@@ -79,6 +95,19 @@ local function op_named(job, prefix)
   end
 end
 
+-- instance k of the operator whose name starts with "prefix "
+local function instance(job, prefix, k)
+  for _, op in ipairs(job.operators) do
+    if op.operator:sub(1, #prefix + 1) == prefix .. " " and op.subtask == k then return op end
+  end
+end
+
+local function total(job, prefix)
+  for _, t in ipairs(job.totals) do
+    if t.operator:sub(1, #prefix + 1) == prefix .. " " then return t end
+  end
+end
+
 -- /api/job once the operator named prefix... has counted n records in
 local function job_when(port, prefix, n)
   return h.wait_for(function()
@@ -88,6 +117,18 @@ local function job_when(port, prefix, n)
 end
 
 -- the page as Chromium has run it: its DOM after up to 2 s of (virtual) time
+local function cells(row)
+  local r = {}
+  for f, v in row:gmatch('<td data%-f="([%w_]+)"[^>]*>([^<]*)') do r[f] = v end
+  return r
+end
+
+-- the totals row of the operator whose name starts with "prefix "
+local function dom_total(d, prefix)
+  local row = d:match('<tr data%-total="' .. prefix:gsub("%p", "%%%0") .. ' [^"]*">(.-)</tr>')
+  return row and cells(row)
+end
+
 local function dom(port)
   local out, err, code = h.sh_plain("timeout 60 chromium --headless --no-sandbox --disable-gpu "
     .. "--virtual-time-budget=2000 --dump-dom http://127.0.0.1:" .. port .. "/ 2>/dev/null")
@@ -95,12 +136,13 @@ local function dom(port)
   return out
 end
 
--- the row of the operator whose name starts with prefix: {field = text, watermark_ms = ...}
-local function dom_row(d, prefix)
-  local row = d:match('<tr data%-op="' .. prefix:gsub("%p", "%%%0") .. '[^"]*">(.-)</tr>')
+-- the row of the operator whose name starts with prefix (and runs on thread `thread`, when
+-- given): {field = text, watermark_ms = ...}
+local function dom_row(d, prefix, thread)
+  local row = d:match('<tr data%-op="' .. prefix:gsub("%p", "%%%0") .. '[^"]*" data%-thread="'
+    .. (thread or "%d+") .. '">(.-)</tr>')
   if not row then return nil end
-  local r = {}
-  for f, v in row:gmatch('<td data%-f="([%w_]+)"[^>]*>([^<]*)') do r[f] = v end
+  local r = cells(row)
   r.watermark_ms = row:match('data%-f="watermark" data%-ms="([^"]*)"')
   return r
 end
@@ -232,20 +274,73 @@ describe("live view", function()
     assert.is_true(ck.last_ms > 0 and ck.max_ms >= ck.last_ms and ck.total_ms >= ck.max_ms)
   end)
 
-  it("with --threads it shows thread 0's operators and says so", function()
-    local p = start(string.format(JOB, ""), "--ui 0 -p 2 --threads 2")
+  it("with --threads 2 it shows every thread's operators, per subtask and in total", function()
+    local p = start(JOB3, "--ui 0 -p 2 --threads 2")
     h.finally(p.job.kill)
-    local job = job_json(p.ui)
-    local _, page = get(p.ui, "/")
+    send(p, "1\n20\n3\n40\n50\n")
+    -- every thread publishes its snapshot every 100 ms: wait for both print instances' 3
+    local job = h.wait_for(function()
+      local j = job_json(p.ui)
+      local n = 0
+      for _, op in ipairs(j.operators) do
+        if op.operator:match("^print ") then n = n + op.records_in end
+      end
+      if n == 3 then return j end
+    end, "the print instances to see 3 records")
     assert.are.equal(2, job.threads)
-    assert.are.equal(0, job.thread)
-    assert.are.equal(2, job.parallelism)
-    -- instance 1 of each operator runs on thread 0 (instance k on thread k - 1 mod 2)
-    assert.is_truthy(op_named(job, "win (") and op_named(job, "win (").name:match(" 1/2$"))
-    for _, op in ipairs(job.operators) do -- (the exchange "to thread 2: win 2/2" sends to it)
-      if not op.name:match("^to thread") then assert.is_nil(op.name:match(" 2/2$")) end
+    assert.is_nil(job.thread)
+    -- each thread's backpressure, from its snapshot: 5 lines never pause a source
+    assert.are.same({{thread = 1, paused = false, paused_ms = 0, queued_bytes = 0},
+      {thread = 2, paused = false, paused_ms = 0, queued_bytes = 0}}, job.threads_backpressure)
+    assert.are.same({paused = false, paused_ms = 0, queued_bytes = 0}, job.backpressure)
+    for name, want in pairs(BY_HAND) do
+      for k = 1, 2 do
+        local op = instance(job, name, k)
+        assert.is_truthy(op, name .. " " .. k .. "/2")
+        assert.are.equal(k, op.subtask)
+        assert.are.equal(k, op.thread) -- instance k on thread k
+        assert.are.same(want[k], {op.records_in, op.records_out}, name .. " " .. k .. "/2")
+      end
+      local t = total(job, name)
+      assert.are.same({2, want[1][1] + want[2][1], want[1][2] + want[2][2]},
+        {t.subtasks, t.records_in, t.records_out}, name)
     end
-    assert.matches("shown are thread", page, 1, true)
+    -- the source: one instance, on thread 1, its 5 lines
+    local src = op_named(job, "listen_lines")
+    assert.are.same({1, 5}, {src.thread, src.records_out})
+    -- edges stay inside a thread: parse k -> filter k on thread k
+    local pf = {}
+    for _, e in ipairs(job.edges) do
+      local a, b = job.operators[e.from + 1], job.operators[e.to + 1]
+      assert.are.equal(a.thread, b.thread)
+      if a.operator:match("^parse ") and b.operator:match("^big ") then
+        pf[#pf + 1] = ("%d>%d"):format(a.subtask, b.subtask)
+      end
+    end
+    table.sort(pf)
+    assert.are.same({"1>1", "2>2"}, pf)
+    -- the page: a row per instance (with its thread), a row per operator's total
+    local d
+    for _ = 1, 10 do
+      local got = dom(p.ui)
+      local r = dom_row(got, "print", 2)
+      if r and r.records_in == "2" and dom_row(got, "print", 1) and dom_row(got, "print", 1).records_in == "1" then
+        d = got
+        break
+      end
+    end
+    assert.is_truthy(d, "the page never showed both print instances' records")
+    for name, want in pairs(BY_HAND) do
+      for k = 1, 2 do
+        local r = dom_row(d, name, k)
+        assert.are.same({tostring(k), tostring(k), tostring(want[k][1]), tostring(want[k][2])},
+          {r.subtask, r.thread, r.records_in, r.records_out}, name .. " " .. k)
+      end
+      local t = dom_total(d, name)
+      assert.are.same({"2", tostring(want[1][1] + want[2][1]), tostring(want[1][2] + want[2][2])},
+        {t.subtasks, t.records_in, t.records_out}, name)
+    end
+    assert.matches("every thread's operators are shown", d, 1, true)
   end)
 
   it("wm.env{ui = {...}} serves it too; bad options and ports are errors", function()

@@ -7,43 +7,25 @@
 #include <string.h>
 #include <uv.h>
 
+#include "exec/wm_exec.h"
+#include "io/wm_conn.h"
 #include "time/wm_time.h"
 
 /* ---- snapshots --------------------------------------------------------------------------- */
 
-enum { C_IN, C_OUT, C_LATE_DROPPED, C_LATE_SIDE, NCOUNT };
+enum { C_IN = WM_MS_IN, C_OUT = WM_MS_OUT, C_LATE_DROPPED = WM_MS_LATE_DROPPED,
+       C_LATE_SIDE = WM_MS_LATE_SIDE, NCOUNT = WM_MS_NCOUNT };
 
-typedef struct snap_op {
-  size_t name, base_len; /* name: offset in names; base_len: its length without " k/n" */
-  int subtask;
-  unsigned char window, keyed, two;
-  uint64_t c[NCOUNT];
-  int64_t wm;
-  uint64_t windows, keys, expired;
-  wm_input_metrics in[2];
-  int64_t in_wm[2];
-  size_t side0, nside; /* its side outputs: sides[side0 .. side0 + nside) */
-} snap_op;
-
-typedef struct snap_side {
-  size_t tag; /* offset in names */
-  uint64_t records;
-} snap_side;
-
-typedef struct snap {
-  wm_buf names; /* NUL-terminated names and tags */
-  snap_op *ops;
-  size_t nops, capops;
-  snap_side *sides;
-  size_t nsides, capsides;
-  int valid; /* published at least once */
-} snap;
+typedef wm_msnap snap;
+typedef wm_msnap_op snap_op;
+typedef wm_msnap_side snap_side;
 
 struct wm_mboard {
   uv_mutex_t mu;
   int n;
   snap *front; /* the published snapshots, read under mu */
   snap *back;  /* each thread's own, filled without the lock */
+  wm_exec **exec; /* each thread's executor (wm_mboard_set_exec): read by that thread only */
   void (*ck_get)(void *ud, wm_mboard_ckpt *out); /* NULL: no checkpoints */
   void *ck_ud;
 };
@@ -52,6 +34,9 @@ static void snap_free(snap *s) {
   wm_buf_free(&s->names);
   free(s->ops);
   free(s->sides);
+  free(s->chans);
+  free(s->edges);
+  free(s->lags);
 }
 
 /* Grows *p (elements of size sz) to hold need; 0 or -1. */
@@ -91,16 +76,60 @@ static size_t add_name(snap *s, const char *name) {
 }
 
 
+/* Makes room for one more element in *p (n used of *cap): 0 or -1. */
+#define ROOM(p, n, cap) grow((void **)&(p), &(cap), (n) + 1, sizeof *(p))
+
+/* The instance's channels, edges, side outputs and (a partitioned source) partitions' lag.
+ * 0 or -1 (out of memory). */
+static int snap_lists(snap *s, snap_op *o, const wm_op *op) {
+  o->chan0 = s->nchans;
+  for (int c = 0; c < op->comb.n; c++) {
+    if (ROOM(s->chans, s->nchans, s->capchans) != 0) return -1;
+    s->chans[s->nchans++] = (wm_msnap_chan){op->comb.ch[c].wm, op->comb.ch[c].idle};
+    o->nchan++;
+  }
+  o->side0 = s->nsides;
+  o->edge0 = s->nedges;
+  for (int p = 0; p < op->nports; p++) {
+    const wm_port *pt = &op->ports[p];
+    size_t tag = pt->tag ? add_name(s, pt->tag) : SIZE_MAX;
+    if (p > 0 && pt->side) {
+      if (ROOM(s->sides, s->nsides, s->capsides) != 0) return -1;
+      s->sides[s->nsides++] = (snap_side){tag, pt->records};
+      o->nside++;
+    }
+    for (int e = 0; e < pt->n; e++) {
+      if (ROOM(s->edges, s->nedges, s->capedges) != 0) return -1;
+      s->edges[s->nedges++] = (wm_msnap_edge){(uintptr_t)pt->edges[e].to, pt->edges[e].chan, tag,
+                                              pt->side};
+      o->nedge++;
+    }
+  }
+  o->lag0 = s->nlags;
+  int np = wm_partsrc_count(op);
+  for (int i = 0; i < np; i++) {
+    const char *part;
+    int64_t pos, lag;
+    if (wm_partsrc_position(op, i, &part, &pos) != 0) continue;
+    if (ROOM(s->lags, s->nlags, s->caplags) != 0) return -1;
+    s->lags[s->nlags++] = (wm_msnap_lag){add_name(s, part), wm_partsrc_lag(op, i, &lag) == 1 ? lag : -1};
+    o->nlag++;
+  }
+  return 0;
+}
+
 /* Fills s from ctx's operators (the caller's thread is ctx's). 0 or -1 (out of memory). */
 static int snap_take(snap *s, const wm_ctx *ctx) {
   wm_buf_clear(&s->names);
   s->names.oom = 0;
-  s->nops = s->nsides = 0;
+  s->nops = s->nsides = s->nchans = s->nedges = s->nlags = 0;
   if (grow((void **)&s->ops, &s->capops, ctx->nops, sizeof *s->ops) != 0) return -1;
   for (size_t i = 0; i < ctx->nops; i++) {
     const wm_op *op = ctx->ops[i];
     snap_op *o = &s->ops[s->nops++];
     memset(o, 0, sizeof *o);
+    o->id = (uintptr_t)op;
+    o->kind = op->vt->kind;
     o->name = add_name(s, op->name);
     o->base_len = split_instance(op->name, &o->subtask);
     o->c[C_IN] = op->m.records_in;
@@ -110,24 +139,18 @@ static int snap_take(snap *s, const wm_ctx *ctx) {
     o->wm = op->wm;
     wm_op_gauges g;
     wm_op_gauges_get(op, &g);
-    o->window = (unsigned char)g.has_windows;
-    o->keyed = (unsigned char)g.has_keys;
+    o->window = g.has_windows;
+    o->keyed = g.has_keys;
     o->windows = g.windows;
     o->keys = g.keys;
     o->expired = g.keys_expired;
     o->two = op->in2 != INT_MAX;
+    o->source = op->nin == 0;
     for (int in = 0; in < 2 && o->two; in++) {
-      bool idle;
       o->in[in] = op->m.in[in];
-      o->in_wm[in] = wm_op_input_wm(op, in, &idle);
+      o->in_wm[in] = wm_op_input_wm(op, in, &o->in_idle[in]);
     }
-    o->side0 = s->nsides;
-    for (int p = 1; p < op->nports; p++) {
-      if (!op->ports[p].side) continue;
-      if (grow((void **)&s->sides, &s->capsides, s->nsides + 1, sizeof *s->sides) != 0) return -1;
-      s->sides[s->nsides++] = (snap_side){add_name(s, op->ports[p].tag), op->ports[p].records};
-      o->nside++;
-    }
+    if (snap_lists(s, o, op) != 0) return -1;
   }
   return s->names.oom ? -1 : 0;
 }
@@ -139,9 +162,11 @@ wm_mboard *wm_mboard_new(int n) {
   b->n = n;
   b->front = calloc((size_t)n, sizeof *b->front);
   b->back = calloc((size_t)n, sizeof *b->back);
-  if (!b->front || !b->back || uv_mutex_init(&b->mu) != 0) {
+  b->exec = calloc((size_t)n, sizeof *b->exec);
+  if (!b->front || !b->back || !b->exec || uv_mutex_init(&b->mu) != 0) {
     free(b->front);
     free(b->back);
+    free(b->exec);
     free(b);
     return NULL;
   }
@@ -160,6 +185,7 @@ void wm_mboard_free(wm_mboard *b) {
   }
   free(b->front);
   free(b->back);
+  free(b->exec);
   uv_mutex_destroy(&b->mu);
   free(b);
 }
@@ -170,6 +196,11 @@ int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx) {
   if (thread < 0 || thread >= b->n) return WM_ERR;
   snap *mine = &b->back[thread];
   if (snap_take(mine, ctx) != 0) return WM_ERR;
+  wm_exec *e = b->exec[thread];
+  mine->bp = e != NULL;
+  mine->bp_paused = e && wm_exec_paused(e);
+  mine->bp_paused_ms = e ? wm_exec_paused_ms(e) : 0;
+  mine->bp_queued = e ? wm_exec_pressure_bytes(e) : 0;
   mine->valid = 1;
   uv_mutex_lock(&b->mu);
   snap t = b->front[thread];
@@ -177,6 +208,16 @@ int wm_mboard_publish(wm_mboard *b, int thread, const wm_ctx *ctx) {
   *mine = t; /* the old one: filled again next time */
   uv_mutex_unlock(&b->mu);
   return WM_OK;
+}
+
+void wm_mboard_set_exec(wm_mboard *b, int thread, wm_exec *e) {
+  if (thread >= 0 && thread < b->n) b->exec[thread] = e;
+}
+
+void wm_mboard_read(wm_mboard *b, void (*fn)(void *ud, const wm_msnap *s, int n), void *ud) {
+  uv_mutex_lock(&b->mu);
+  fn(ud, b->front, b->n);
+  uv_mutex_unlock(&b->mu);
 }
 
 void wm_mboard_set_checkpoints(wm_mboard *b, void (*get)(void *ud, wm_mboard_ckpt *out),
@@ -389,6 +430,19 @@ static void format_view(wm_buf *b, const view *v, const wm_mboard_ckpt *ck, int6
              "Keys whose state a keyed operator's state_ttl dropped.");
   add_held(b, v, "wmrun_keys_expired_total", 2);
   add_inputs(b, v);
+  add_header(b, "wmrun_source_lag_records", "gauge",
+             "Records a partition of a Kafka or NATS source holds past the source's position "
+             "(Kafka: the high watermark of the last fetch minus the next offset to read; NATS: "
+             "the pending count of the last message read); no sample until known.");
+  EACH_OP(v, t, o) {
+    for (size_t i = o->lag0; i < o->lag0 + o->nlag; i++) {
+      const wm_msnap_lag *lg = &v->s[t].lags[i];
+      if (lg->records < 0) continue;
+      add_series(b, v, t, o, "wmrun_source_lag_records", "partition", v->s[t].names.data + lg->part);
+      wm_buf_add_int(b, lg->records);
+      wm_buf_addc(b, '\n');
+    }
+  }
   if (ck) add_checkpoints(b, ck);
 }
 

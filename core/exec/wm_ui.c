@@ -1,4 +1,4 @@
-/* The live view's JSON (see wm_ui.h). */
+/* The live view's JSON (see wm_ui.h), from the metrics board's snapshots. */
 #include "exec/wm_ui.h"
 
 #include <string.h>
@@ -33,126 +33,262 @@ static void add_wm(wm_buf *b, int64_t w) {
 }
 
 /* A port's tag as shown: wmrun's own ports ("\1..."): the text after the marker. */
-static void add_tag(wm_buf *b, const char *tag) {
-  if (!tag) wm_buf_adds(b, "null");
-  else str(b, tag[0] == '\1' ? tag + 1 : tag);
+static void add_tag(wm_buf *b, const wm_msnap *s, size_t tag) {
+  if (tag == SIZE_MAX) wm_buf_adds(b, "null");
+  else {
+    const char *t = s->names.data + tag;
+    str(b, t[0] == '\1' ? t + 1 : t);
+  }
 }
 
-static size_t op_index(const wm_ctx *ctx, const wm_op *op) {
-  for (size_t i = 0; i < ctx->nops; i++)
-    if (ctx->ops[i] == op) return i;
-  return SIZE_MAX;
+typedef struct job_view {
+  wm_buf *b;
+  const wm_ui_job *job;
+  int64_t now;
+} job_view;
+
+/* The id of the operator whose identity is `id`: its index over every thread's operators
+ * in thread order; -1: none. */
+static int64_t op_index(const wm_msnap *s, int n, uintptr_t id) {
+  int64_t base = 0;
+  for (int t = 0; t < n; t++) {
+    for (size_t i = 0; i < s[t].nops; i++)
+      if (s[t].ops[i].id == id) return base + (int64_t)i;
+    base += (int64_t)s[t].nops;
+  }
+  return -1;
 }
 
-static void add_op(wm_buf *b, const wm_ctx *ctx, size_t i, int64_t now) {
-  const wm_op *op = ctx->ops[i];
+static void add_op(wm_buf *b, const wm_msnap *s, int t, const wm_msnap_op *o, int64_t id,
+                   int64_t now) {
+  const char *name = s->names.data + o->name;
   wm_buf_addc(b, '{');
-  kv_int(b, "id", (int64_t)i, 1);
+  kv_int(b, "id", id, 1);
   key(b, "name");
-  str(b, op->name);
+  str(b, name);
+  wm_buf_adds(b, ",\"operator\":");
+  wm_buf_add_json_string(b, name, o->base_len);
   wm_buf_addc(b, ',');
+  kv_int(b, "subtask", o->subtask, 1);
+  kv_int(b, "thread", t + 1, 1);
   key(b, "kind");
-  str(b, op->vt->kind);
+  str(b, o->kind);
   wm_buf_addc(b, ',');
-  kv_int(b, "records_in", (int64_t)op->m.records_in, 1);
-  kv_int(b, "records_out", (int64_t)op->m.records_out, 1);
-  kv_int(b, "late_dropped", (int64_t)op->m.late_dropped, 1);
-  kv_int(b, "late_side", (int64_t)op->m.late_side, 1);
+  kv_int(b, "records_in", (int64_t)o->c[WM_MS_IN], 1);
+  kv_int(b, "records_out", (int64_t)o->c[WM_MS_OUT], 1);
+  kv_int(b, "late_dropped", (int64_t)o->c[WM_MS_LATE_DROPPED], 1);
+  kv_int(b, "late_side", (int64_t)o->c[WM_MS_LATE_SIDE], 1);
   key(b, "watermark");
-  add_wm(b, op->wm);
+  add_wm(b, o->wm);
   wm_buf_addc(b, ',');
   key(b, "lag_ms");
-  if (op->wm == WM_TIME_MIN) wm_buf_adds(b, "null");
-  else wm_buf_add_int(b, op->wm == WM_TIME_MAX ? 0 : wm_time_sub_sat(now, op->wm));
+  if (o->wm == WM_TIME_MIN) wm_buf_adds(b, "null");
+  else wm_buf_add_int(b, o->wm == WM_TIME_MAX ? 0 : wm_time_sub_sat(now, o->wm));
   wm_buf_adds(b, ",\"channels\":[");
-  for (int c = 0; c < op->comb.n; c++) {
+  for (size_t c = 0; c < o->nchan; c++) {
+    const wm_msnap_chan *ch = &s->chans[o->chan0 + c];
     wm_buf_adds(b, c ? ",{\"watermark\":" : "{\"watermark\":");
-    add_wm(b, op->comb.ch[c].wm);
-    wm_buf_adds(b, op->comb.ch[c].idle ? ",\"idle\":true}" : ",\"idle\":false}");
+    add_wm(b, ch->wm);
+    wm_buf_adds(b, ch->idle ? ",\"idle\":true}" : ",\"idle\":false}");
   }
   wm_buf_addc(b, ']');
-  wm_op_gauges g;
-  wm_op_gauges_get(op, &g);
-  if (g.has_keys) {
+  if (o->keyed) {
     wm_buf_addc(b, ',');
-    kv_int(b, "keys", (int64_t)g.keys, 1);
-    kv_int(b, "keys_expired", (int64_t)g.keys_expired, 0);
+    kv_int(b, "keys", (int64_t)o->keys, 1);
+    kv_int(b, "keys_expired", (int64_t)o->expired, 0);
   }
-  if (g.has_windows) {
+  if (o->window) {
     wm_buf_addc(b, ',');
-    kv_int(b, "windows", (int64_t)g.windows, 0);
+    kv_int(b, "windows", (int64_t)o->windows, 0);
   }
-  if (op->in2 != INT_MAX) {
+  if (o->two) {
     wm_buf_adds(b, ",\"inputs\":[");
     for (int k = 0; k < 2; k++) {
-      const wm_input_metrics *in = &op->m.in[k];
-      bool idle;
-      int64_t w = wm_op_input_wm(op, k, &idle);
+      const wm_input_metrics *in = &o->in[k];
       wm_buf_adds(b, k ? ",{" : "{");
       kv_int(b, "records", (int64_t)in->records, 1);
       kv_int(b, "late_dropped", (int64_t)in->late_dropped, 1);
       kv_int(b, "late_side", (int64_t)in->late_side, 1);
       key(b, "watermark");
-      add_wm(b, w);
-      wm_buf_adds(b, idle ? ",\"idle\":true}" : ",\"idle\":false}");
+      add_wm(b, o->in_wm[k]);
+      wm_buf_adds(b, o->in_idle[k] ? ",\"idle\":true}" : ",\"idle\":false}");
     }
     wm_buf_addc(b, ']');
   }
   wm_buf_adds(b, ",\"side_outputs\":[");
-  int first = 1;
-  for (int p = 1; p < op->nports; p++) {
-    if (!op->ports[p].side) continue;
-    wm_buf_adds(b, first ? "{\"tag\":" : ",{\"tag\":");
-    first = 0;
-    add_tag(b, op->ports[p].tag);
+  for (size_t i = 0; i < o->nside; i++) {
+    const wm_msnap_side *sd = &s->sides[o->side0 + i];
+    wm_buf_adds(b, i ? ",{\"tag\":" : "{\"tag\":");
+    add_tag(b, s, sd->tag);
     wm_buf_addc(b, ',');
-    kv_int(b, "records", (int64_t)op->ports[p].records, 0);
+    kv_int(b, "records", (int64_t)sd->records, 0);
     wm_buf_addc(b, '}');
   }
-  wm_buf_adds(b, "]}");
+  wm_buf_addc(b, ']');
+  if (o->nlag) {
+    wm_buf_adds(b, ",\"source_lag\":[");
+    for (size_t i = 0; i < o->nlag; i++) {
+      const wm_msnap_lag *lg = &s->lags[o->lag0 + i];
+      wm_buf_adds(b, i ? ",{\"partition\":" : "{\"partition\":");
+      str(b, s->names.data + lg->part);
+      wm_buf_adds(b, ",\"records\":");
+      if (lg->records < 0) wm_buf_adds(b, "null");
+      else wm_buf_add_int(b, lg->records);
+      wm_buf_addc(b, '}');
+    }
+    wm_buf_addc(b, ']');
+  }
+  wm_buf_addc(b, '}');
 }
 
-static void add_edges(wm_buf *b, const wm_ctx *ctx) {
+static void add_edges(wm_buf *b, const wm_msnap *s, int n) {
   int first = 1;
+  int64_t from = 0;
   wm_buf_adds(b, "\"edges\":[");
-  for (size_t i = 0; i < ctx->nops; i++) {
-    const wm_op *op = ctx->ops[i];
-    for (int p = 0; p < op->nports; p++) {
-      for (int e = 0; e < op->ports[p].n; e++) {
-        size_t to = op_index(ctx, op->ports[p].edges[e].to);
-        if (to == SIZE_MAX) continue; /* another thread's operator: not in ctx */
+  for (int t = 0; t < n; t++) {
+    for (size_t i = 0; i < s[t].nops; i++, from++) {
+      const wm_msnap_op *o = &s[t].ops[i];
+      for (size_t e = 0; e < o->nedge; e++) {
+        const wm_msnap_edge *ed = &s[t].edges[o->edge0 + e];
+        int64_t to = op_index(s, n, ed->to);
+        if (to < 0) continue;
         wm_buf_adds(b, first ? "{" : ",{");
         first = 0;
-        kv_int(b, "from", (int64_t)i, 1);
-        kv_int(b, "to", (int64_t)to, 1);
-        kv_int(b, "chan", op->ports[p].edges[e].chan, 1);
+        kv_int(b, "from", from, 1);
+        kv_int(b, "to", to, 1);
+        kv_int(b, "chan", ed->chan, 1);
         key(b, "port");
-        add_tag(b, op->ports[p].tag);
-        wm_buf_adds(b, op->ports[p].side ? ",\"side\":true}" : ",\"side\":false}");
+        add_tag(b, &s[t], ed->tag);
+        wm_buf_adds(b, ed->side ? ",\"side\":true}" : ",\"side\":false}");
       }
     }
   }
   wm_buf_addc(b, ']');
 }
 
-void wm_ui_json(wm_buf *b, const wm_ctx *ctx, const wm_ui_job *job) {
-  int64_t now = ctx->now(ctx->now_ud);
+static int same_operator(const wm_msnap *s1, const wm_msnap_op *a, const wm_msnap *s2,
+                         const wm_msnap_op *b) {
+  return a->base_len == b->base_len &&
+         memcmp(s1->names.data + a->name, s2->names.data + b->name, a->base_len) == 0;
+}
+
+/* Per operator (its instances by name without " k/n"), in the order of their first: the
+ * instances, the counters and gauges summed, the slowest watermark, the lag summed. */
+static void add_totals(wm_buf *b, const wm_msnap *s, int n) {
+  int first = 1;
+  wm_buf_adds(b, "\"totals\":[");
+  for (int t = 0; t < n; t++) {
+    for (size_t i = 0; i < s[t].nops; i++) {
+      const wm_msnap_op *o = &s[t].ops[i];
+      int seen = 0; /* an instance before it: its operator is done */
+      for (int t2 = 0; t2 <= t && !seen; t2++)
+        for (size_t j = 0; j < (t2 == t ? i : s[t2].nops) && !seen; j++)
+          seen = same_operator(&s[t], o, &s[t2], &s[t2].ops[j]);
+      if (seen) continue;
+      uint64_t c[WM_MS_NCOUNT] = {0}, keys = 0, windows = 0;
+      int64_t wm = WM_TIME_MAX, lag = 0, subtasks = 0;
+      int known = 0;
+      for (int t2 = t; t2 < n; t2++) {
+        for (size_t j = t2 == t ? i : 0; j < s[t2].nops; j++) {
+          const wm_msnap_op *x = &s[t2].ops[j];
+          if (!same_operator(&s[t], o, &s[t2], x)) continue;
+          subtasks++;
+          for (int k = 0; k < WM_MS_NCOUNT; k++) c[k] += x->c[k];
+          keys += x->keys;
+          windows += x->windows;
+          if (x->wm < wm) wm = x->wm;
+          for (size_t l = 0; l < x->nlag; l++) {
+            int64_t r = s[t2].lags[x->lag0 + l].records;
+            if (r >= 0) lag += r, known = 1;
+          }
+        }
+      }
+      wm_buf_adds(b, first ? "{\"operator\":" : ",{\"operator\":");
+      first = 0;
+      wm_buf_add_json_string(b, s[t].names.data + o->name, o->base_len);
+      wm_buf_addc(b, ',');
+      kv_int(b, "subtasks", subtasks, 1);
+      kv_int(b, "records_in", (int64_t)c[WM_MS_IN], 1);
+      kv_int(b, "records_out", (int64_t)c[WM_MS_OUT], 1);
+      kv_int(b, "late_dropped", (int64_t)c[WM_MS_LATE_DROPPED], 1);
+      kv_int(b, "late_side", (int64_t)c[WM_MS_LATE_SIDE], 1);
+      if (o->keyed) kv_int(b, "keys", (int64_t)keys, 1);
+      if (o->window) kv_int(b, "windows", (int64_t)windows, 1);
+      if (o->nlag) {
+        key(b, "source_lag");
+        if (known) wm_buf_add_int(b, lag);
+        else wm_buf_adds(b, "null");
+        wm_buf_addc(b, ',');
+      }
+      key(b, "watermark");
+      add_wm(b, wm);
+      wm_buf_addc(b, '}');
+    }
+  }
+  wm_buf_addc(b, ']');
+}
+
+/* The sources' backpressure: over the threads (paused on any, the longest paused time, the
+ * bytes queued summed) and, with several threads, per thread. Nothing when no thread's is
+ * known. */
+static void add_backpressure(wm_buf *b, const wm_msnap *s, int n) {
+  int known = 0, paused = 0;
+  uint64_t ms = 0;
+  int64_t queued = 0;
+  for (int t = 0; t < n; t++) {
+    if (!s[t].valid || !s[t].bp) continue;
+    known = 1;
+    paused |= s[t].bp_paused;
+    if (s[t].bp_paused_ms > ms) ms = s[t].bp_paused_ms;
+    queued += s[t].bp_queued;
+  }
+  if (!known) return;
+  wm_buf_adds(b, paused ? ",\"backpressure\":{\"paused\":true," : ",\"backpressure\":{\"paused\":false,");
+  kv_int(b, "paused_ms", (int64_t)ms, 1);
+  kv_int(b, "queued_bytes", queued, 0);
+  wm_buf_addc(b, '}');
+  if (n < 2) return;
+  wm_buf_adds(b, ",\"threads_backpressure\":[");
+  int first = 1;
+  for (int t = 0; t < n; t++) {
+    if (!s[t].valid || !s[t].bp) continue;
+    wm_buf_adds(b, first ? "{" : ",{");
+    first = 0;
+    kv_int(b, "thread", t + 1, 1);
+    wm_buf_adds(b, s[t].bp_paused ? "\"paused\":true," : "\"paused\":false,");
+    kv_int(b, "paused_ms", (int64_t)s[t].bp_paused_ms, 1);
+    kv_int(b, "queued_bytes", s[t].bp_queued, 0);
+    wm_buf_addc(b, '}');
+  }
+  wm_buf_addc(b, ']');
+}
+
+static void add_snapshots(void *ud, const wm_msnap *s, int n) {
+  const job_view *v = ud;
+  wm_buf *b = v->b;
+  int64_t id = 0;
+  add_backpressure(b, s, n);
+  wm_buf_adds(b, ",\"operators\":[");
+  for (int t = 0; t < n; t++) {
+    for (size_t i = 0; i < s[t].nops; i++, id++) {
+      if (id) wm_buf_addc(b, ',');
+      add_op(b, &s[t], t, &s[t].ops[i], id, v->now);
+    }
+  }
+  wm_buf_adds(b, "],");
+  add_edges(b, s, n);
+  wm_buf_addc(b, ',');
+  add_totals(b, s, n);
+}
+
+void wm_ui_json(wm_buf *b, wm_mboard *board, int64_t now, const wm_ui_job *job) {
   wm_buf_adds(b, "{\"name\":");
   str(b, job->name ? job->name : "wmrun job");
   wm_buf_addc(b, ',');
   kv_int(b, "parallelism", job->parallelism, 1);
   kv_int(b, "threads", job->threads, 1);
-  kv_int(b, "thread", job->thread, 1);
   kv_int(b, "now", now, 1);
-  if (job->exec) {
-    wm_exec *e = job->exec;
-    kv_int(b, "uptime_ms", (int64_t)(uv_now(wm_exec_loop(e)) - job->start_ms), 1);
-    wm_buf_adds(b, wm_exec_paused(e) ? "\"backpressure\":{\"paused\":true,"
-                                     : "\"backpressure\":{\"paused\":false,");
-    kv_int(b, "paused_ms", (int64_t)wm_exec_paused_ms(e), 1);
-    kv_int(b, "queued_bytes", wm_exec_pressure_bytes(e), 0);
-    wm_buf_adds(b, "},");
-  }
+  if (job->exec) kv_int(b, "uptime_ms", (int64_t)(uv_now(wm_exec_loop(job->exec)) - job->start_ms), 1);
   key(b, "checkpoints");
   if (job->ckpt) {
     wm_ckptrun_stats st;
@@ -169,12 +305,7 @@ void wm_ui_json(wm_buf *b, const wm_ctx *ctx, const wm_ui_job *job) {
   } else {
     wm_buf_adds(b, "null");
   }
-  wm_buf_adds(b, ",\"operators\":[");
-  for (size_t i = 0; i < ctx->nops; i++) {
-    if (i) wm_buf_addc(b, ',');
-    add_op(b, ctx, i, now);
-  }
-  wm_buf_adds(b, "],");
-  add_edges(b, ctx);
+  job_view v = {b, job, now};
+  wm_mboard_read(board, add_snapshots, &v);
   wm_buf_addc(b, '}');
 }

@@ -90,6 +90,12 @@ typedef struct wm_partsrc_config {
  * partitioned source or i out of range. */
 int wm_partsrc_count(const wm_op *op);
 int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos);
+/* Partition i's lag: the records the server holds past its position (Kafka: the high
+ * watermark librdkafka last had from a fetch minus the offset of the next record; NATS: the
+ * pending count the last message read carried), read without asking the server. 1 with
+ * *records set, 0 when not known (yet), -1 if op is not a partitioned source or i out of
+ * range. From op's own thread. */
+int wm_partsrc_lag(const wm_op *op, int i, int64_t *records);
 /* Commits every partition's position to the server (Kafka: the offsets of the group, as
  * Flink does after each completed checkpoint, for monitoring; NATS: nothing, its positions
  * live in checkpoints only). For the checkpoint coordinator, once a checkpoint holding

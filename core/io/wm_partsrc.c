@@ -33,6 +33,13 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
   return 0;
 }
 
+int wm_partsrc_lag(const wm_op *op, int i, int64_t *records) {
+  if (!wm_op_is_partsrc(op)) return -1;
+  const wm_partsrc *s = op->impl;
+  if (i < 0 || i >= s->n) return -1;
+  return s->hooks && s->hooks->lag ? s->hooks->lag(s, i, records) : 0;
+}
+
 int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen) {
   if (!wm_op_is_partsrc(op)) {
     snprintf(err, errlen, "operator '%s' is not a partitioned source", op->name);

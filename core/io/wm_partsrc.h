@@ -48,6 +48,9 @@ typedef struct wm_partsrc_hooks {
    * more, since the run that wrote it may have been killed before the server had them.
    * NULL: nothing to commit. */
   int (*commit_detached)(wm_partsrc *s, char *err, size_t errlen);
+  /* Partition i's lag (wm_partsrc_lag): 1 with *records set, 0 when not known. Must not
+   * wait for the server. NULL: never known. */
+  int (*lag)(const wm_partsrc *s, int i, int64_t *records);
   /* Releases the client (stop or the end). May be called more than once. */
   void (*close)(wm_partsrc *s);
   /* Frees the connector's own state (not the wm_partsrc). */

@@ -452,7 +452,22 @@ static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
   return WM_ERR;
 }
 
-static const wm_partsrc_hooks ksrc_hooks = {.peek = ksrc_peek, .emit = ksrc_emit,
+/* The lag from librdkafka's cache: the high watermark of the last fetch response (the
+ * consumer fetches on while the partition is assigned, also past a bounded end), without
+ * a request. Unknown before the first fetch answered. */
+static int ksrc_lag(const wm_partsrc *s, int i, int64_t *records) {
+  const ksrc *k = (const ksrc *)s;
+  int64_t lo, hi, pos = s->parts[i].pos;
+  if (!k->rk || pos < 0) return 0;
+  if (rd_kafka_get_watermark_offsets(k->rk, k->topics[i], k->partition[i], &lo, &hi) !=
+          RD_KAFKA_RESP_ERR_NO_ERROR ||
+      hi < 0)
+    return 0;
+  *records = hi > pos ? hi - pos : 0;
+  return 1;
+}
+
+static const wm_partsrc_hooks ksrc_hooks = {.peek = ksrc_peek, .emit = ksrc_emit, .lag = ksrc_lag,
                                             .serve = ksrc_serve, .seek = ksrc_seek,
                                             .commit = ksrc_commit,
                                             .commit_detached = ksrc_commit_detached,

@@ -182,6 +182,9 @@ typedef struct npart {
   natsMsg *ready;          /* the next message, peeked */
   uint64_t seq;            /* its stream sequence */
   int64_t mts;             /* its time (ms) */
+  uint64_t ready_pending;  /* the pending count the server gave with it */
+  uint64_t pending;        /* the same of the last message emitted */
+  int pending_known;       /* a message was emitted */
 } npart;
 
 typedef struct nsrc {
@@ -434,6 +437,7 @@ static int nsrc_peek(wm_partsrc *s, int i) {
     }
     uint64_t seq = md->Sequence.Stream;
     q->mts = md->Timestamp / 1000000;
+    q->ready_pending = md->NumPending;
     jsMsgMetaData_Destroy(md);
     if (p->pos > 0 && (int64_t)seq < p->pos) { /* again, after a consumer was made again */
       natsMsg_Destroy(m);
@@ -458,6 +462,8 @@ static int nsrc_emit(wm_partsrc *s, int i) {
   q->ready = NULL;
   int64_t ts = q->mts;
   p->pos = (int64_t)q->seq + 1;
+  q->pending = q->ready_pending;
+  q->pending_known = 1;
   const char *data = natsMsg_GetData(m);
   wm_value val = wm_cstr(data ? data : "", data ? (size_t)natsMsg_GetDataLength(m) : 0);
   int rc;
@@ -573,7 +579,21 @@ static int nsrc_seek(wm_partsrc *s) {
   return WM_OK;
 }
 
+/* The lag from the messages' metadata (no request): the server's count of the messages of
+ * the consumer's subject after a message, as it delivered it; a message peeked and not yet
+ * emitted counts too. Fresh while the source reads (pulls are answered as messages come);
+ * a partition that no longer reads (a bounded one at its end, or one paused) keeps the
+ * count of its last message. Unknown before the first message. */
+static int nsrc_lag(const wm_partsrc *s, int i, int64_t *records) {
+  const npart *q = &((const nsrc *)s)->np[i];
+  if (q->ready) *records = (int64_t)q->ready_pending + 1;
+  else if (q->pending_known) *records = (int64_t)q->pending;
+  else return 0;
+  return 1;
+}
+
 static const wm_partsrc_hooks nsrc_hooks = {.peek = nsrc_peek, .emit = nsrc_emit, .seek = nsrc_seek,
+                                            .lag = nsrc_lag,
                                             .close = nsrc_close, .free = nsrc_free};
 
 wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_source_config *cfg) {

@@ -1,9 +1,12 @@
 --- The live view's page (wmrun --ui; docs/metrics.md "Live view"): one self-contained HTML
 -- page, no external script, style or font. It polls /api/job (core/exec/wm_ui.c) twice a
--- second and draws the job graph, a table of the operators and the job's backpressure and
--- checkpoints. Rates (records per second) are the difference of two polls over their
--- interval. Each operator's row is `tr[data-op=NAME]`, each figure `td[data-f=FIELD]` (a
--- watermark's ms in `data-ms`): the spec (spec/ui_spec.lua) reads them.
+-- second and draws the job graph, a table of every thread's operator instances, a table of
+-- the totals per operator (when an operator has several instances) and the job's
+-- backpressure and checkpoints. Rates (records per second) are the difference of two polls
+-- over their interval. Each instance's row is `tr[data-op=NAME][data-thread=T]`, each
+-- operator's total `tr[data-total=OPERATOR]`, each figure `td[data-f=FIELD]` (a
+-- watermark's ms in `data-ms`; a source's lag per partition `small[data-f="lag:PARTITION"]`):
+-- the spec (spec/ui_spec.lua) reads them.
 -- Loaded only when the view is asked for (base.lua: env.ui_http.page).
 -- @module wm.uipage
 -- @local
@@ -27,7 +30,7 @@ th,td{text-align:right;padding:4px 8px;border-bottom:1px solid #eef0f3;white-spa
 th{font-size:12px;color:#4a5568}
 td.name,th.name{text-align:left;white-space:normal}
 td small{color:#6b7280;display:block}
-svg text{font:12px system-ui,sans-serif}
+svg text{font:12px system-ui,sans-serif}svg text.band{fill:#6b7280;font-weight:600}
 .node rect{fill:#e8f0fe;stroke:#4a6fa5}.node.src rect{fill:#e6f4ea;stroke:#2e7d32}
 .node.hot rect{fill:#fdecea;stroke:#b71c1c}
 .edge{stroke:#8a94a6;fill:none;marker-end:url(#arrow)}.edge.side{stroke-dasharray:4 3}
@@ -43,8 +46,12 @@ svg text{font:12px system-ui,sans-serif}
 <div>bytes queued <b id="bp-bytes">-</b></div><div>checkpoints <b id="ck-taken">-</b></div>
 <div>last checkpoint <b id="ck-last">-</b></div><div>last size <b id="ck-bytes">-</b></div>
 <div>longest <b id="ck-max">-</b></div></div></section>
-<section><h2>Operators</h2><table><thead><tr><th class="name">operator</th>
-<th>watermark</th><th>lag</th><th>in</th><th>in/s</th><th>out</th><th>out/s</th>
+<section id="totals-section" hidden><h2>Operators, totals over their subtasks</h2><table><thead><tr>
+<th class="name">operator</th><th>subtasks</th><th>slowest watermark</th><th>in</th><th>out</th>
+<th>late dropped</th><th>late to side output</th><th>keys</th><th>windows</th><th>source lag</th></tr></thead>
+<tbody id="totals"></tbody></table></section>
+<section><h2>Operator instances</h2><table><thead><tr><th class="name">operator</th>
+<th>subtask</th><th>thread</th><th>watermark</th><th>lag</th><th>in</th><th>in/s</th><th>out</th><th>out/s</th>
 <th>late dropped</th><th>late to side output</th><th>keys</th><th>windows</th></tr></thead>
 <tbody id="ops"></tbody></table></section>
 </main>
@@ -81,9 +88,10 @@ function bytes(v) {
   if (v < 1048576) return (v / 1024).toFixed(1) + " KiB";
   return (v / 1048576).toFixed(1) + " MiB";
 }
+function opKey(op) { return op.thread + "|" + op.name; }
 function rate(op, field, dt) {
   if (!prev || dt <= 0) return "-";
-  var p = prev.byName[op.name];
+  var p = prev.byName[opKey(op)];
   if (!p) return "-";
   return (Math.max(0, op[field] - p[field]) * 1000 / dt).toFixed(0);
 }
@@ -100,19 +108,42 @@ function drawGraph(job) {
     job.edges.forEach(function (e) {
       if (depth[e.to] < depth[e.from] + 1 && depth[e.from] + 1 < ops.length) depth[e.to] = depth[e.from] + 1;
     });
-  var rows = [], pos = [], W = 190, H = 46, gx = 40, gy = 14;
-  for (i = 0; i < ops.length; i++) {
-    var d = depth[i];
-    rows[d] = (rows[d] || 0) + 1;
-    pos[i] = {x: 10 + d * (W + gx), y: 10 + (rows[d] - 1) * (H + gy)};
-  }
-  var maxRows = Math.max.apply(null, rows.map(function (r) { return r || 0; }).concat([1]));
-  svg.setAttribute("height", 20 + maxRows * (H + gy));
-  svg.setAttribute("viewBox", "0 0 " + Math.max(400, 20 + rows.length * (W + gx)) + " " + (20 + maxRows * (H + gy)));
+  /* a band per thread (its operators' edges stay inside it), columns by depth */
+  var pos = [], W = 190, H = 46, gx = 40, gy = 14, lab = job.threads > 1 ? 18 : 0, top = 10, cols = 1;
+  var threads = [], bands = [];
+  ops.forEach(function (op) { if (threads.indexOf(op.thread) < 0) threads.push(op.thread); });
+  threads.forEach(function (t) {
+    var rows = [], n = 0;
+    for (i = 0; i < ops.length; i++) {
+      if (ops[i].thread !== t) continue;
+      var d = depth[i];
+      rows[d] = (rows[d] || 0) + 1;
+      pos[i] = {x: 10 + d * (W + gx), y: top + lab + (rows[d] - 1) * (H + gy)};
+      if (rows[d] > n) n = rows[d];
+      if (d + 1 > cols) cols = d + 1;
+    }
+    bands.push({thread: t, y: top});
+    top += lab + n * (H + gy) + (lab ? 8 : 0);
+  });
+  svg.setAttribute("height", top + 10);
+  svg.setAttribute("viewBox", "0 0 " + Math.max(400, 20 + cols * (W + gx)) + " " + (top + 10));
   svg.innerHTML = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" ' +
     'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="#8a94a6"/></marker></defs>';
-  var NS = "http://www.w3.org/2000/svg";
-  job.edges.forEach(function (e) {
+  var NS = "http://www.w3.org/2000/svg", links = job.edges.slice();
+  /* records crossing threads: from "to thread k: ..." to "from other threads (thread k)" */
+  ops.forEach(function (op, i) {
+    var m = /^to thread (\d+): /.exec(op.name);
+    if (m) ops.forEach(function (o, j) {
+      if (o.name === "from other threads (thread " + m[1] + ")") links.push({from: i, to: j, side: true});
+    });
+  });
+  if (lab) bands.forEach(function (b) {
+    var t = document.createElementNS(NS, "text");
+    t.setAttribute("x", 10); t.setAttribute("y", b.y + 12); t.setAttribute("class", "band");
+    t.textContent = "thread " + b.thread;
+    svg.appendChild(t);
+  });
+  links.forEach(function (e) {
     var a = pos[e.from], b = pos[e.to], p = document.createElementNS(NS, "path");
     var x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
     if (x2 <= x1) { x2 = b.x + W / 2; y2 = b.y; }
@@ -126,6 +157,7 @@ function drawGraph(job) {
     var hot = op.late_dropped > 0;
     g.setAttribute("class", "node" + (op.channels.length === 0 ? " src" : "") + (hot ? " hot" : ""));
     g.setAttribute("data-node", op.name);
+    g.setAttribute("data-thread", op.thread);
     g.setAttribute("transform", "translate(" + pos[i].x + "," + pos[i].y + ")");
     r.setAttribute("width", W); r.setAttribute("height", H); r.setAttribute("rx", 5);
     g.appendChild(r);
@@ -136,7 +168,7 @@ function drawGraph(job) {
     t2.textContent = "in " + op.records_in + " · out " + op.records_out +
       (op.late_dropped ? " · late " + op.late_dropped : "");
     var tip = document.createElementNS(NS, "title");
-    tip.textContent = op.name + "\nwatermark " + wmText(op.watermark);
+    tip.textContent = op.name + " (thread " + op.thread + ")\nwatermark " + wmText(op.watermark);
     g.appendChild(tip); g.appendChild(t1); g.appendChild(t2);
     svg.appendChild(g);
   });
@@ -149,12 +181,14 @@ function render(job, t) {
   var note = $("threadnote");
   if (job.threads > 1) {
     note.hidden = false;
-    note.textContent = "This job runs on " + job.threads + " threads: shown are thread " + job.thread +
-      "'s operators (the others' counters are not read while they run; --metrics prints every thread's at the end).";
+    note.textContent = "This job runs on " + job.threads + " threads: every thread's operators are shown, " +
+      "each thread's figures as it last published them (at most 0.1 s old).";
   }
   var bp = job.backpressure;
   if (bp) {
-    $("bp-paused").textContent = bp.paused ? "paused" : "running";
+    var tb = job.threads_backpressure;
+    $("bp-paused").textContent = (bp.paused ? "paused" : "running") + (tb && bp.paused ? " (thread " +
+      tb.filter(function (x) { return x.paused; }).map(function (x) { return x.thread; }).join(", ") + ")" : "");
     $("bp-time").textContent = ms(bp.paused_ms);
     $("bp-bytes").textContent = bytes(bp.queued_bytes);
   }
@@ -166,7 +200,7 @@ function render(job, t) {
   drawGraph(job);
   var body = $("ops"), rows = document.createDocumentFragment();
   job.operators.forEach(function (op) {
-    var tr = el("tr", {"data-op": op.name});
+    var tr = el("tr", {"data-op": op.name, "data-thread": op.thread});
     var name = el("td", {"class": "name", "data-f": "name"}, op.name);
     name.appendChild(el("small", {}, op.kind));
     if (op.inputs) op.inputs.forEach(function (inp, k) {
@@ -177,7 +211,13 @@ function render(job, t) {
     op.side_outputs.forEach(function (s) {
       name.appendChild(el("small", {"data-f": "side:" + s.tag}, "side output " + s.tag + ": " + s.records));
     });
+    if (op.source_lag) op.source_lag.forEach(function (l) {
+      name.appendChild(el("small", {"data-f": "lag:" + l.partition}, "partition " + l.partition + ": lag " +
+        (l.records === null ? "not known yet" : l.records + " records")));
+    });
     tr.appendChild(name);
+    cell(tr, "subtask", op.subtask);
+    cell(tr, "thread", op.thread);
     var w = cell(tr, "watermark", wmText(op.watermark), {"data-ms": op.watermark === null ? "" : op.watermark});
     if (op.channels.length > 1) op.channels.forEach(function (c, k) {
       w.appendChild(el("small", {"data-f": "channel" + k, "data-ms": c.watermark === null ? "" : c.watermark},
@@ -195,8 +235,25 @@ function render(job, t) {
     rows.appendChild(tr);
   });
   body.replaceChildren(rows);
+  var several = job.totals.some(function (t) { return t.subtasks > 1; }), trows = document.createDocumentFragment();
+  $("totals-section").hidden = !several;
+  job.totals.forEach(function (t) {
+    var tr = el("tr", {"data-total": t.operator});
+    tr.appendChild(el("td", {"class": "name", "data-f": "name"}, t.operator));
+    cell(tr, "subtasks", t.subtasks);
+    cell(tr, "watermark", wmText(t.watermark), {"data-ms": t.watermark === null ? "" : t.watermark});
+    cell(tr, "records_in", t.records_in);
+    cell(tr, "records_out", t.records_out);
+    cell(tr, "late_dropped", t.late_dropped);
+    cell(tr, "late_side", t.late_side);
+    cell(tr, "keys", t.keys === undefined ? "" : t.keys);
+    cell(tr, "windows", t.windows === undefined ? "" : t.windows);
+    cell(tr, "source_lag", t.source_lag === undefined ? "" : t.source_lag === null ? "-" : t.source_lag);
+    trows.appendChild(tr);
+  });
+  $("totals").replaceChildren(trows);
   var byName = {};
-  job.operators.forEach(function (op) { byName[op.name] = op; });
+  job.operators.forEach(function (op) { byName[opKey(op)] = op; });
   prev = {t: t, byName: byName};
 }
 function poll() {
