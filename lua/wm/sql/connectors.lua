@@ -263,6 +263,7 @@ end
 local function computed_fn(p, t, skip_aliases)
   if #t.computed == 0 then return nil end
   local scope = p:row_scope(t.cols)
+  scope.proctime_ok = true -- `pt AS PROCTIME()`: the wall clock (values.runtime.proctime)
   local lines = {}
   for _, c in ipairs(t.computed) do
     if not (skip_aliases and c.field) then
@@ -339,6 +340,7 @@ local function post_fn(p, t)
   end
   local lines = {}
   local scope = p:row_scope(t.cols)
+  scope.proctime_ok = true -- `pt AS PROCTIME()`: the wall clock (values.runtime.proctime)
   for _, c in ipairs(t.computed) do
     if not c.field then
       lines[#lines + 1] = string.format("r[%q] = %s", c.name, (expr.compile(c.expr, scope)))

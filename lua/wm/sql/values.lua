@@ -459,8 +459,14 @@ function R.truth(v) return v == true end
 -- before the first watermark) right before it calls the compiled function.
 R.wm = {now = nil}
 function R.cur_wm() return R.wm.now end
--- PROCTIME(): the operator that evaluates it sets `R.wm.proc` (wm.sql.plan.proctime)
-function R.proctime() return R.wm.proc end
+-- PROCTIME(): the operator that evaluates it sets `R.wm.proc` (wm.sql.plan.proctime); elsewhere
+-- (a computed column of a table, a lookup join's probe) it is `R.proc_clock()`, the wall clock
+-- that wm.sql.plan.temporal_join installs (a spec may replace it)
+function R.proctime()
+  local p = R.wm.proc
+  if p == nil and R.proc_clock then p = R.proc_clock() end
+  return p
+end
 
 -- Functions written in Lua are called through R.hoisted (wm.sql.functions, scalar_entry).
 

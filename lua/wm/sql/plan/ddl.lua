@@ -63,7 +63,9 @@ function Planner:create_table(st)
   end
   -- type the computed columns (they see the physical ones and earlier computed ones)
   for _, c in ipairs(t.computed) do
-    local _, ty = expr.compile(c.expr, self:row_scope(t.cols, c.expr))
+    local scope = self:row_scope(t.cols, c.expr)
+    scope.proctime_ok = true -- `pt AS PROCTIME()` (a lookup join's AS OF)
+    local _, ty = expr.compile(c.expr, scope)
     c.type = ty
   end
   if t.watermark then

@@ -31,9 +31,7 @@ local M = {}
 -- lookup join calls it with "lookup", once per probe row.
 M.clock = core.wall_ms
 
-values.runtime.proctime = function() return M.clock() end
--- PROCTIME(): (R is the run-time helpers' table in the generated code, wm.sql.expr)
-expr.FUNCS.PROCTIME = expr.FUNCS.PROCTIME or {0, 0, function() return "R.proctime()", "TIMESTAMP_LTZ" end}
+values.runtime.proc_clock = function() return M.clock() end
 
 local DEFAULT_TTL = 60 * 60 * 1000 -- Flink's 'lookup.join.cache.ttl' default: 60 min
 
