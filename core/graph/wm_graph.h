@@ -244,11 +244,11 @@ struct wm_op {
   int64_t wm;        /* current input watermark (comb.out) */
   bool ended;
   char *uid;         /* a stable id for checkpoints (:uid("name")), owned; NULL: none */
+  char *where;       /* the job script's line that made it ("job.lua:12"), owned; NULL: none */
   int in2;           /* a two-input operator (wm_op_set_two_inputs): its first input channel
                       * of input 2, channels below it being input 1's; INT_MAX otherwise */
   int cur_in;        /* a two-input operator, during a record call: the record's input (1 or
                       * 2; observers read it, e.g. a late record's input); 0 otherwise */
-  char *where;       /* the job script's line that made it ("job.lua:12"), owned; NULL: none */
 };
 
 /* Creates an operator owned by ctx; name is copied. NULL on allocation failure. */
