@@ -559,7 +559,8 @@ int lwm_op_error(lwm_opinfo *oi, const wm_value *rec, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   wm_ctx_error(&B->ctx, "%s: %s", oi->where, msg);
-  wm_error_set_op(&B->ctx.error, oi->op ? oi->op->name : "?");
+  if (oi->op) wm_op_error_parts(oi->op);
+  else wm_error_set_op(&B->ctx.error, "?");
   if (rec) add_record(B, rec);
   return WM_ERR;
 }
@@ -587,7 +588,8 @@ int lwm_call(lwm_opinfo *oi, int nargs, int nres, const wm_value *rec) {
     int head = tb ? (int)(tb - m) : (int)strlen(m);
     /* the host splits Lua's text: the message, and the traceback as an opaque part */
     wm_ctx_error(&B->ctx, "%.*s", head, m);
-    wm_error_set_op(&B->ctx.error, oi->op ? oi->op->name : "?");
+    if (oi->op) wm_op_error_parts(oi->op);
+    else wm_error_set_op(&B->ctx.error, "?");
     if (rec) add_record(B, rec);
     if (tb) wm_error_set_trace(&B->ctx.error, tb, strlen(tb));
   }

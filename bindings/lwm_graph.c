@@ -469,6 +469,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       if (!me->ops[k]) rc = WM_ERR;
       else if (B->mt && wm_mt_set_target(B->mt, me->gid0 + (uint32_t)k, me->ops[k]) != 0)
         rc = wm_ctx_error(&B->ctx, "out of memory");
+      if (rc == WM_OK && strcmp(where, "?") != 0) rc = wm_op_set_where(me->ops[k], where);
     }
     const char *uid = lwm_get_str(L, node, "uid"); /* :uid("name"), checked by stream.lua */
     for (int k = 0; uid && k < p && rc == WM_OK; k++) {

@@ -44,6 +44,7 @@ static int has(const wm_error *e, int kind) {
 
 void wm_error_add(wm_error *e, int kind, const char *text) {
   if ((kind == WM_EPART_OP && has(e, WM_EPART_OP)) ||
+      (kind == WM_EPART_WHERE && has(e, WM_EPART_WHERE)) ||
       ((kind == WM_EPART_POS || kind == WM_EPART_POS_SHOWN) &&
        (has(e, WM_EPART_POS) || has(e, WM_EPART_POS_SHOWN))))
     return;
@@ -62,6 +63,7 @@ void wm_error_set_op(wm_error *e, const char *name) { wm_error_add(e, WM_EPART_O
 void wm_error_set_record(wm_error *e, const char *text) { wm_error_add(e, WM_EPART_RECORD, text); }
 void wm_error_set_pos(wm_error *e, const char *pos) { wm_error_add(e, WM_EPART_POS, pos); }
 void wm_error_pos_shown(wm_error *e) { wm_error_add(e, WM_EPART_POS_SHOWN, NULL); }
+void wm_error_set_where(wm_error *e, const char *where) { wm_error_add(e, WM_EPART_WHERE, where); }
 
 void wm_error_vcontext(wm_error *e, const char *fmt, va_list ap) {
   char line[1024];
@@ -137,7 +139,8 @@ const char *wm_error_format(wm_error *e) {
     case WM_EPART_CONTEXT:
       put(&o, t, n);
       break;
-    default: /* WM_EPART_POS_SHOWN: in the message already */
+    default: /* WM_EPART_POS_SHOWN: in the message already; WM_EPART_WHERE: in the operator's
+              * name */
       break;
     }
   }

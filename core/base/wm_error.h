@@ -10,6 +10,10 @@
  *
  *   <message>                        msg
  *     in operator '<name>'           WM_EPART_OP       (the innermost failing operator, once)
+ *                                    WM_EPART_WHERE    (its job script line, once; no text of
+ *                                                       its own: the operator's name, made
+ *                                                       from it when the job was built, shows
+ *                                                       it, as "map (job.lua:12)")
  *     on record <record>             WM_EPART_RECORD
  *     while reading <position>       WM_EPART_POS      (once; none when the message starts
  *                                                       with it: WM_EPART_POS_SHOWN)
@@ -37,7 +41,8 @@ enum {
   WM_EPART_RECORD,    /* text: the record as print shows it (already cut by the host) */
   WM_EPART_POS,       /* text: the position ("data.csv:17") */
   WM_EPART_POS_SHOWN, /* the message itself starts with the position: no line */
-  WM_EPART_CONTEXT    /* text: a whole line, starting with "\n" */
+  WM_EPART_CONTEXT,   /* text: a whole line, starting with "\n" */
+  WM_EPART_WHERE      /* text: the job script's line that made the operator ("job.lua:12") */
 };
 
 #define WM_ERROR_MSG 4096 /* the message, and the formatted text, are cut to this size */
@@ -76,6 +81,7 @@ void wm_error_set_op(wm_error *e, const char *name);
 void wm_error_set_record(wm_error *e, const char *text);
 void wm_error_set_pos(wm_error *e, const char *pos);
 void wm_error_pos_shown(wm_error *e);
+void wm_error_set_where(wm_error *e, const char *where);
 /* A line of context ("\n  while ..."), after the parts so far, before the traceback. */
 void wm_error_vcontext(wm_error *e, const char *fmt, va_list ap);
 /* The host's traceback (starting with "\n"), kept as it is. */

@@ -31,6 +31,7 @@ void wm_ctx_free(wm_ctx *ctx) {
     wm_combiner_free(&op->comb);
     free(op->name);
     free(op->uid);
+    free(op->where);
     free(op);
   }
   free(ctx->ops);
@@ -97,6 +98,14 @@ wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name) 
   return op;
 }
 
+int wm_op_set_where(wm_op *op, const char *where) {
+  char *w = strdup(where);
+  if (!w) return wm_ctx_error(op->ctx, "out of memory");
+  free(op->where);
+  op->where = w;
+  return WM_OK;
+}
+
 int wm_op_set_uid(wm_op *op, const char *uid) {
   size_t n = strlen(uid);
   if (n == 0 || n > 120 || strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -155,8 +164,13 @@ int wm_ctx_prepare(wm_ctx *ctx) {
 /* Names the operator whose record or watermark failed, once: the innermost failing operator
  * is the first to return, so it is the one named (wm_error keeps the first operator part;
  * errors from Lua functions set theirs already). */
+void wm_op_error_parts(const wm_op *op) {
+  wm_error_set_op(&op->ctx->error, op->name);
+  if (op->where) wm_error_set_where(&op->ctx->error, op->where);
+}
+
 static int name_failure(wm_op *op, int rc) {
-  if (rc == WM_ERR) wm_error_set_op(&op->ctx->error, op->name);
+  if (rc == WM_ERR) wm_op_error_parts(op);
   return rc;
 }
 

@@ -244,6 +244,7 @@ struct wm_op {
   int64_t wm;        /* current input watermark (comb.out) */
   bool ended;
   char *uid;         /* a stable id for checkpoints (:uid("name")), owned; NULL: none */
+  char *where;       /* the job script's line that made it ("job.lua:12"), owned; NULL: none */
   int in2;           /* a two-input operator (wm_op_set_two_inputs): its first input channel
                       * of input 2, channels below it being input 1's; INT_MAX otherwise */
   int cur_in;        /* a two-input operator, during a record call: the record's input (1 or
@@ -256,6 +257,11 @@ wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);
  * the plan (graph/wm_snapshot.h). Letters, digits, '.', '_' and '-', at most 120 bytes,
  * unique in the context. WM_OK, or WM_ERR with the reason in ctx->error. */
 int wm_op_set_uid(wm_op *op, const char *uid);
+/* Records the job script's line that made op (copied): a failure of op carries it as a part
+ * of its own (WM_EPART_WHERE). WM_OK, or WM_ERR (out of memory) in ctx->error. */
+int wm_op_set_where(wm_op *op, const char *where);
+/* Names op as the failure's operator (its name and script line, once: the innermost). */
+void wm_op_error_parts(const wm_op *op);
 /* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
 int wm_op_port(wm_op *op, const char *tag);
 /* Connects port `port` of from to a new input channel of to. Returns the channel or -1. */

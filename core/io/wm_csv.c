@@ -99,7 +99,7 @@ static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_format_value(&b, rec, 0, ctx->host.format, ctx->host.ud);
     wm_ctx_error(ctx, "%s expects lines (strings), got the record %s", p->what,
                  b.data ? b.data : "");
-    wm_error_set_op(&ctx->error, op->name);
+    wm_op_error_parts(op);
     wm_buf_free(&b);
     return WM_ERR;
   }

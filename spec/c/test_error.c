@@ -102,4 +102,28 @@ void test_error(void) {
   CHECK_STR(wm_error_part(&ctx.error, WM_EPART_OP, NULL), "inner");
   CHECK_STR(wm_error_part(&ctx.error, WM_EPART_POS, NULL), "data.csv:17");
   wm_ctx_free(&ctx);
+
+  /* 3. the job script's line of the failing operator is a part of its own, set where the
+   * operator is built (wm_op_set_where), kept once (the innermost); the text is the same, as
+   * the operator's name shows the line */
+  wm_ctx_init(&ctx);
+  wm_op *s3 = wm_op_new(&ctx, &pass_vt, NULL, "source");
+  wm_op *o3 = wm_op_new(&ctx, &pass_vt, NULL, "filter (job.lua:6)");
+  wm_op *f3 = wm_op_new(&ctx, &fail_vt, (void *)"boom", "map (job.lua:7)");
+  CHECK_I64(wm_op_set_where(o3, "job.lua:6"), WM_OK);
+  CHECK_I64(wm_op_set_where(f3, "job.lua:7"), WM_OK);
+  wm_op_connect(s3, 0, o3);
+  wm_op_connect(o3, 0, f3);
+  wm_ctx_prepare(&ctx);
+  wm_pos pos3 = {.origin = "data.csv", .line = 17};
+  wm_value v3 = wm_int(5);
+  CHECK_I64(wm_source_emit(s3, &pos3, &v3, 1), WM_ERR);
+  CHECK_STR(wm_error_part(&ctx.error, WM_EPART_WHERE, NULL), "job.lua:7");
+  CHECK_STR(wm_error_part(&ctx.error, WM_EPART_OP, NULL), "map (job.lua:7)");
+  CHECK_STR(wm_ctx_errtext(&ctx), "boom\n  in operator 'map (job.lua:7)'\n  while reading data.csv:17");
+  /* an operator made by no job line (the source) has none */
+  wm_ctx_error(&ctx, "again");
+  wm_op_error_parts(s3);
+  CHECK(wm_error_part(&ctx.error, WM_EPART_WHERE, NULL) == NULL);
+  wm_ctx_free(&ctx);
 }
