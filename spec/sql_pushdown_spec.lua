@@ -4,6 +4,11 @@
 -- rejects is no error (as in Flink, whose CSV format deserializes only the projected
 -- fields); a used one is still checked, and `*` uses every column.
 local sql_run = require("sql_run")
+local h = require("helper")
+
+local function job(body)
+  return 'local wm = require("wm")\nlocal env = wm.env()\n' .. body .. '\nenv:execute()\n'
+end
 
 local T = [[
 CREATE TABLE t (a BIGINT, b STRING, c BIGINT, d STRING, e BIGINT)
@@ -46,5 +51,15 @@ CREATE TABLE w (k STRING, junk BIGINT, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
       {["in.csv"] = "a,x,1000\nb,y,2000\na,z,3000\na,1,7000\n"})
     assert.are.equal(0, code, err)
     assert.are.equal("+I[a, 2]\n+I[b, 1]\n+I[a, 1]\n", out)
+  end)
+
+  it("parse_csv's skip: skipped columns are absent from the rows; a name that is no column is an error", function()
+    local out, err, code = h.run_job(job('env:from_elements("1,zz,3", "4,5,6")'
+      .. ':parse_csv{"a:integer", "b:integer", "c:integer", skip = {"b"}}:print()'))
+    assert.are.equal(0, code, err)
+    assert.are.equal('{"a":1,"c":3}\n{"a":4,"c":6}\n', out)
+    _, err, code = h.run_job(job('env:from_elements("1"):parse_csv{"a:integer", skip = {"x"}}:print()'))
+    assert.are.equal(1, code)
+    assert.truthy(err:find("parse_csv: skip names 'x', which is no column", 1, true), err)
   end)
 end)
