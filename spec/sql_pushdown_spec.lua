@@ -58,6 +58,7 @@ CREATE TABLE w (k STRING, junk BIGINT, ts BIGINT, rt AS TO_TIMESTAMP_LTZ(ts, 3),
       .. ':parse_csv{"a:integer", "b:integer", "c:integer", skip = {"b"}}:print()'))
     assert.are.equal(0, code, err)
     assert.are.equal('{"a":1,"c":3}\n{"a":4,"c":6}\n', out)
+    local _
     _, err, code = h.run_job(job('env:from_elements("1"):parse_csv{"a:integer", skip = {"x"}}:print()'))
     assert.are.equal(1, code)
     assert.truthy(err:find("parse_csv: skip names 'x', which is no column", 1, true), err)
