@@ -186,7 +186,9 @@ static wm_op *build_parse_csv(lwm_bridge *B, int node, const char *name, const c
                                                     : WM_FT_BOOLEAN;
     lua_getfield(L, f, "optional");
     fields[i].optional = (uint8_t)lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    lua_getfield(L, f, "skip");
+    fields[i].skip = (uint8_t)lua_toboolean(L, -1);
+    lua_pop(L, 3);
   }
   const char *sep = lwm_get_str(L, node, "sep");
   wm_parse_config pc;

@@ -171,6 +171,7 @@ oom:
 typedef struct csvdec {
   wm_schema *schema;
   uint8_t *optional;
+  uint8_t *skip;   /* per field: not decoded, left nil (wm_csv_field.skip) */
   uint32_t *cap;   /* bytes each string field of `row` can hold without reallocating */
   char sep;
   bool plain_ok;   /* every field a string or an integer: csv_plain first */
@@ -185,6 +186,7 @@ static void csvdec_free(void *ud) {
   if (d->row) wm_row_release(NULL, d->row); /* only immediates and WM_STR: no host needed */
   wm_schema_release(d->schema);
   free(d->optional);
+  free(d->skip);
   free(d->cap);
   wm_buf_free(&d->unq);
   free(d);
@@ -406,7 +408,10 @@ static int csv_plain(csvdec *d, const char *s, const char *end) {
   for (uint32_t i = 0;;) {
     wm_value *f = &fields[i];
     const char *c = p;
-    if (types[i] == WM_FT_INTEGER) {
+    if (d->skip[i]) {
+      if (c < end && *c == '"') return 1;
+      c = find_sep(c, end, sep);
+    } else if (types[i] == WM_FT_INTEGER) {
       uint64_t v;
       c = scan_digits(c, end, &v);
       if (c == p || c - p > 18 || (c < end && *c != sep) || f->type == WM_STR) return 1;
@@ -456,7 +461,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
       }
       p++; /* the separator */
     }
-    if (sc->types[i] == WM_FT_INTEGER && p < end) {
+    if (sc->types[i] == WM_FT_INTEGER && p < end && !d->skip[i]) {
       /* the common case of an integer field: plain digits up to the separator, parsed
        * while scanning (one pass instead of a scan, a trim and a parse). Anything else
        * (a sign, blanks, quotes, 19 digits or more, bad text) takes the general path
@@ -515,6 +520,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
       fl = (size_t)(c - p);
       p = c;
     }
+    if (d->skip[i]) continue; /* a field no one reads: bounds found, left nil */
     wm_value *f = &d->row->fields[i];
     uint8_t t = sc->types[i];
     if (t == WM_FT_STRING) {
@@ -572,13 +578,15 @@ int wm_decoder_csv(wm_decoder *dec, const wm_csv_field *fields, uint32_t n, char
   wm_buf_init(&d->unq);
   d->sep = sep;
   d->optional = calloc(n ? n : 1, 1);
+  d->skip = calloc(n ? n : 1, 1);
   d->cap = calloc(n ? n : 1, sizeof *d->cap);
-  if (!d->optional || !d->cap) goto fail;
+  if (!d->optional || !d->skip || !d->cap) goto fail;
   d->plain_ok = true;
   for (uint32_t i = 0; i < n; i++) {
     names[i] = fields[i].name;
     types[i] = fields[i].type;
     d->optional[i] = fields[i].optional;
+    d->skip[i] = fields[i].skip;
     if (types[i] != WM_FT_STRING && types[i] != WM_FT_INTEGER) d->plain_ok = false;
   }
   d->schema = wm_schema_new(n, names, types);

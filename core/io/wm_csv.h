@@ -48,6 +48,9 @@ typedef struct wm_csv_field {
   const char *name;   /* copied */
   uint8_t type;       /* WM_FT_STRING, WM_FT_INTEGER, WM_FT_NUMBER or WM_FT_BOOLEAN */
   uint8_t optional;   /* an empty field is nil instead of an error (strings: "" unless set) */
+  uint8_t skip;       /* not decoded (a column no one reads: projection pushdown): the field
+                         is always nil in the row and its text is not checked; the line must
+                         still have the column (the field count is checked) */
 } wm_csv_field;
 
 /* A CSV decoder (RFC 4180 quoting, separator sep) producing rows of the given columns.

@@ -81,7 +81,9 @@ end
 -- Columns are named in order as "name" or "name:type" with type `string` (default),
 -- `integer`, `number` or `boolean`; a trailing "?" ("vc:integer?") makes an empty field
 -- nil instead of an error. Fields may be quoted as in RFC 4180 (`"a,b"`, `""` for a quote).
--- @tparam table spec the columns, and `sep` (one character, default ","), `header`
+-- @tparam table spec the columns, and `skip` (names of columns that are not decoded: always
+--   nil in the rows, their text unchecked; SQL passes the columns a query does not use),
+--   `sep` (one character, default ","), `header`
 --   (true: skip the first line of each source), `on_error` ("fail" (default) stops the
 --   job naming the source, line and field; "skip" counts the line in the parse_errors
 --   metric; "side_output" sends `{line = n, text = "...", error = "..."}` to the
@@ -92,8 +94,8 @@ function Stream:parse_csv(spec)
   if type(spec) ~= "table" then error("parse_csv: expected a table of columns, got " .. type(spec), 2) end
   local fields, seen = {}, {}
   for k in pairs(spec) do
-    if math.type(k) ~= "integer" and k ~= "sep" and k ~= "header" and k ~= "on_error" then
-      error("parse_csv: unknown option '" .. tostring(k) .. "' (sep, header, on_error)", 2)
+    if math.type(k) ~= "integer" and k ~= "sep" and k ~= "header" and k ~= "on_error" and k ~= "skip" then
+      error("parse_csv: unknown option '" .. tostring(k) .. "' (sep, header, on_error, skip)", 2)
     end
   end
   for i, f in ipairs(spec) do
@@ -113,6 +115,15 @@ function Stream:parse_csv(spec)
     fields[i] = {name = name, type = ty, optional = optional}
   end
   if #fields == 0 then error("parse_csv: name at least one column", 2) end
+  if spec.skip ~= nil then
+    if type(spec.skip) ~= "table" then error("parse_csv: skip must be a list of column names", 2) end
+    local at = {}
+    for i, f in ipairs(fields) do at[f.name] = i end
+    for _, name in ipairs(spec.skip) do
+      if not at[name] then error("parse_csv: skip names '" .. tostring(name) .. "', which is no column", 2) end
+      fields[at[name]].skip = true
+    end
+  end
   local sep = spec.sep or ","
   if type(sep) ~= "string" or #sep ~= 1 or sep == '"' or sep == "\n" or sep == "\r" then
     error("parse_csv: sep must be one character (not a quote or a line break), got " .. tostring(sep), 2)

@@ -142,6 +142,58 @@ function M.fast_path(t)
   t.csv_spec = spec
 end
 
+--- Projection pushdown: the physical columns of table t that the statement being planned
+-- (p.current_query) cannot use, for the CSV decoder to skip (parse_csv's `skip`); nil when
+-- every column may be used or no statement is being planned. Conservative: a column counts
+-- as used when its name (any case) is any identifier or string anywhere in the statement,
+-- in a view whose name is such a string (and the views that one names), in the table's
+-- WATERMARK, or in a computed column that counts as used; a `*` anywhere keeps every column.
+function M.unused(p, t)
+  local q = p.current_query
+  if not q then return nil end
+  local views = {}
+  for name, v in pairs(p.views or {}) do views[name:lower()] = v end
+  local words, seen, star = {}, {}, false
+  local function walk(x)
+    if type(x) == "string" then
+      local w = x:lower()
+      words[w] = true
+      local v = views[w]
+      if v and not seen[v] then
+        seen[v] = true
+        walk(v.query)
+      end
+    elseif type(x) == "table" and not seen[x] then
+      seen[x] = true
+      if x.tag == "star" then star = true end
+      for k, v in pairs(x) do
+        walk(k)
+        walk(v)
+      end
+    end
+  end
+  walk(q)
+  if star then return nil end
+  if t.watermark then walk(t.watermark) end
+  local grew = true
+  while grew do -- computed columns that are used bring the columns they read
+    grew = false
+    for _, c in ipairs(t.computed) do
+      if words[c.name:lower()] and not seen[c] then
+        seen[c] = true
+        walk(c.expr)
+        grew = true
+      end
+    end
+  end
+  local skip = {}
+  for _, c in ipairs(t.physical) do
+    if not words[c.name:lower()] then skip[#skip + 1] = c.name end
+  end
+  if #skip == 0 then return nil end
+  return skip
+end
+
 local function resolve_path(p, path)
   if path == "-" or path:sub(1, 1) == "/" then return path end
   local dir = p.src.dir
@@ -387,6 +439,7 @@ function M.source(p, t, env)
     local spec = {table.unpack(t.csv_spec)}
     spec.sep = t.delimiter or ","
     spec.on_error = t.ignore_errors and "skip" or "fail"
+    spec.skip = M.unused(p, t)
     rows = lines:parse_csv(spec):name("parse csv (" .. t.name .. ")")
     if t.post then rows = rows:map(post_fn(p, t)):name("computed columns (" .. t.name .. ")") end
     if t.watermark then

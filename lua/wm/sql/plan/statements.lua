@@ -8,7 +8,9 @@ local Planner = require("wm.sql.plan.base").Planner
 function Planner:select_stmt(st)
   local env = self:get_env(st.pos)
   local mark = #env.nodes
+  self.current_query = st.query -- its sources decode only what it uses (connectors.unused)
   local rel = self:plan_query(st.query)
+  self.current_query = nil
   lower.print_changelog(rel, nil)
   self:tag_nodes(mark, st.pos)
   self.queries = self.queries + 1
@@ -23,7 +25,9 @@ function Planner:insert(st)
   end
   local env = self:get_env(st.pos)
   local mark = #env.nodes
+  self.current_query = st.query -- its sources decode only what it uses (connectors.unused)
   local rel = self:plan_query(st.query)
+  self.current_query = nil
   local targets = {}
   if st.columns then
     for i, n in ipairs(st.columns) do
