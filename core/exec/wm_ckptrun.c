@@ -12,6 +12,7 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_obs.h"
+#include "base/wm_keygroup.h"
 #include "io/wm_conn.h"
 #include "graph/wm_snapshot.h"
 #include "state/wm_ckpt.h"
@@ -44,6 +45,7 @@ typedef struct ck_shared {
   int why_whole;        /* why is a thread's whole failure (it names the checkpoint), not a
                            reason of the store's to prefix with the folder */
   wm_buf meta;
+  uint32_t groups;      /* the job's key groups (its max parallelism), for the MANIFEST */
   uint64_t bytes, t0;
   /* the sync rendezvous (before the first record, at the end); ready: threads past their
    * restore (nothing is written before every thread has read the store) */
@@ -208,6 +210,25 @@ static size_t op_place(const wm_ctx *ctx, const wm_op *op) {
   return i;
 }
 
+/* "part NAME NODE ROLE SUBTASK NSUB": where the part's operator is in the job's plan
+ * (wm_op.node), so that a run at another parallelism or thread count finds its state. */
+static void meta_part_line(wm_buf *m, const char *prefix, const wm_op *op, size_t place, int thread) {
+  char name[300];
+  if (wm_op_part_name(op, place, thread, name, sizeof name) != 0) return;
+  wm_buf_adds(m, "part ");
+  wm_buf_adds(m, prefix);
+  wm_buf_adds(m, name);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->node);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->role);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->subtask);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->nsub);
+  wm_buf_addc(m, '\n');
+}
+
 static void meta_op_line(wm_buf *m, const wm_op *op, size_t place) {
   wm_buf_adds(m, "op ");
   wm_buf_add_int(m, (int64_t)place);
@@ -251,8 +272,12 @@ static int write_part_locked(wm_ckptrun *c) {
   wm_buf *m = &sh->meta, pos;
   wm_buf_init(&pos);
   int rc = wm_ctx_snapshot(ctx, c->cfg.instance, c->cfg.codec, put_part, ud);
+  if (c->cfg.instance == 0) /* every thread builds the same plan (and key groups) */
+    sh->groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
   if (c->cfg.instance == 0) /* the shape: every thread builds the same plan */
     for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) meta_op_line(m, ctx->ops[i], i);
+  for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++)
+    if (ctx->ops[i]->node) meta_part_line(m, "", ctx->ops[i], i, c->cfg.instance);
   for (int i = 0; i < wm_exec_nsources(c->exec) && rc == WM_OK; i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";
@@ -266,6 +291,7 @@ static int write_part_locked(wm_ckptrun *c) {
                                 ctx->error.msg, sizeof ctx->error.msg) != 0)
       rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
+    if (src->node) meta_part_line(m, "src-", src, op_place(ctx, src), c->cfg.instance);
     wm_buf_adds(m, "source ");
     wm_buf_adds(m, name + 4);
     wm_buf_addc(m, ' ');
@@ -324,6 +350,8 @@ static int commit_locked(ck_shared *sh) {
   wm_buf_adds(&head, sh->final ? "1" : "0");
   wm_buf_adds(&head, "\nthreads ");
   wm_buf_add_int(&head, sh->n);
+  wm_buf_adds(&head, "\nmax_parallelism ");
+  wm_buf_add_int(&head, sh->groups);
   wm_buf_addc(&head, '\n');
   wm_buf_add(&head, sh->meta.data ? sh->meta.data : "", sh->meta.len);
   wm_ckpt_writer *w = sh->w;
@@ -599,6 +627,24 @@ static int restore(wm_ckptrun *c) {
     char why[200];
     snprintf(why, sizeof why, "it was taken with --threads %d, this run has %d",
              th ? atoi(th) : 0, c->cfg.threads);
+    refuse(c, id, why);
+    goto out;
+  }
+  uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
+  const char *mp = meta_field(meta, mlen, "max_parallelism", &n);
+  if (!mp || (uint32_t)atol(mp) != groups) {
+    char why[600];
+    if (!mp)
+      snprintf(why, sizeof why, "it was written by a wmrun from before key groups (its MANIFEST "
+                                "has no max_parallelism): its keyed state was divided among the "
+                                "instances by another rule than this wmrun's key_by, so keys "
+                                "would meet state that is not theirs");
+    else
+      snprintf(why, sizeof why, "it was taken with max_parallelism %ld and this run has %u: the "
+                                "max parallelism is the number of key groups that keyed state "
+                                "is stored by, and cannot change for a job's state (give this "
+                                "run --max-parallelism %ld, or wm.env{max_parallelism = %ld})",
+               atol(mp), groups, atol(mp), atol(mp));
     refuse(c, id, why);
     goto out;
   }

@@ -37,6 +37,7 @@ static const struct {
     {"nexmark", test_nexmark},
     {"ui", test_ui},
     {"error", test_error},
+    {"keygroup", test_keygroup},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
