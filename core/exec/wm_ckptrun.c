@@ -13,6 +13,7 @@
 #include "base/wm_buf.h"
 #include "graph/wm_obs.h"
 #include "base/wm_keygroup.h"
+#include "exec/wm_rescale.h"
 #include "io/wm_conn.h"
 #include "graph/wm_snapshot.h"
 #include "state/wm_ckpt.h"
@@ -614,7 +615,8 @@ static int restore(wm_ckptrun *c) {
   size_t mlen;
   const char *meta = wm_ckpt_reader_meta(r, &mlen);
   size_t hl = strlen(META_HEAD), n;
-  int ret = -1;
+  int ret = -1, rescaled = 0;
+  wm_rescale *rs = NULL;
   wm_part *parts = NULL;
   size_t np = wm_ckpt_reader_nparts(r);
   if (mlen < hl || memcmp(meta, META_HEAD, hl) != 0) {
@@ -623,11 +625,9 @@ static int restore(wm_ckptrun *c) {
     goto out;
   }
   const char *th = meta_field(meta, mlen, "threads", &n);
-  if (!th || atoi(th) != c->cfg.threads) {
-    char why[200];
-    snprintf(why, sizeof why, "it was taken with --threads %d, this run has %d",
-             th ? atoi(th) : 0, c->cfg.threads);
-    refuse(c, id, why);
+  int threads_then = th ? atoi(th) : 0;
+  if (threads_then < 1) {
+    refuse(c, id, "its MANIFEST does not say how many threads took it");
     goto out;
   }
   uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
@@ -666,7 +666,24 @@ static int restore(wm_ckptrun *c) {
   }
   ctx->allow_state_change = c->cfg.allow_state_change;
   ctx->state_changes = 0;
-  if (wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np) != WM_OK) {
+  if (!(rs = wm_rescale_new(meta, mlen, parts, np, err, sizeof err))) {
+    refuse(c, id, err);
+    goto out;
+  }
+  /* the checkpoint's operators are this run's, part for part; else it is restored key group
+   * by key group (another parallelism or thread count: exec/wm_rescale.h) */
+  rescaled = !wm_rescale_same(rs, ctx, c->cfg.instance, threads_then, c->cfg.threads);
+  if (rescaled && c->cfg.threads > 1 && wm_rescale_has_channels(rs)) {
+    char why[400];
+    snprintf(why, sizeof why, "it was taken with --threads %d and holds records in flight "
+                              "between threads, which a run at another parallelism or thread "
+                              "count takes only on one thread (run it with --threads 1 until its "
+                              "next checkpoint)", threads_then);
+    refuse(c, id, why);
+    goto out;
+  }
+  if (rescaled ? wm_rescale_restore(rs, ctx, c->cfg.codec, groups)
+               : wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np)) {
     refuse(c, id, wm_ctx_errtext(ctx));
     goto out;
   }
@@ -678,6 +695,15 @@ static int restore(wm_ckptrun *c) {
   for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";
+    if (rescaled) {
+      if (!src->node) continue; /* the receiver between threads: anew */
+      const wm_part *sp = wm_rescale_source(rs, ctx, src);
+      if (!sp || wm_exec_restore_source(c->exec, src, (const char *)sp->data, sp->len) != WM_OK) {
+        refuse(c, id, wm_ctx_errtext(ctx));
+        goto out;
+      }
+      continue;
+    }
     if (wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0) {
       wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
       goto out;
@@ -696,13 +722,19 @@ static int restore(wm_ckptrun *c) {
       goto out;
     }
   }
+  /* what was in flight between the threads at the cut: rescaled, all of it (one thread) */
+  if (rescaled && wm_rescale_replay(rs, ctx, c->cfg.codec) != WM_OK) {
+    refuse(c, id, wm_ctx_errtext(ctx));
+    goto out;
+  }
   /* what was in flight to this thread at the cut (several threads) */
   char cpre[32];
   int cl = snprintf(cpre, sizeof cpre, "-%d", c->cfg.instance);
   for (size_t k = 0; k < np; k++) {
     const char *pn = parts[k].name;
     size_t pl = strlen(pn);
-    if (strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl || strcmp(pn + pl - cl, cpre) != 0)
+    if (rescaled || strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl ||
+        strcmp(pn + pl - cl, cpre) != 0)
       continue;
     if (!c->mt) {
       refuse(c, id, "it holds the state of a channel between threads");
@@ -727,6 +759,10 @@ static int restore(wm_ckptrun *c) {
   } else {
     fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s, taken %.1f s ago\n",
             id, c->dir, age);
+    if (rescaled)
+      fprintf(c->cfg.log, "  taken at another parallelism or thread count (--threads %d then): "
+                          "keyed state restored by key group (max_parallelism %u)\n",
+              threads_then, groups);
     /* the sources' positions, as the MANIFEST lists them */
     const char *p = meta, *end = meta + mlen;
     while (p < end) {
@@ -756,6 +792,7 @@ static int restore(wm_ckptrun *c) {
   uv_mutex_unlock(&c->sh->mu);
   ret = final ? 2 : 1;
 out:
+  wm_rescale_free(rs);
   if (parts)
     for (size_t i = 0; i < np; i++) free((void *)parts[i].data);
   free(parts);

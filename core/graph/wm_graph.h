@@ -132,6 +132,10 @@ typedef struct wm_op_vt {
    * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->error. */
   int (*snapshot)(wm_op *op, wm_state_io *io);
   int (*restore)(wm_op *op, wm_state_io *io);
+  /* 1: the operator's state is keyed (a window, a keyed process function): its restore
+   * takes io->groups, kg_first, kg_last and merge (graph/wm_state.h), so a checkpoint of
+   * another parallelism restores into it, key group by key group. */
+  int keyed_state;
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
    * op takes hints now of records on their way to it, and what they must carry, in *a
    * (zeroed by the caller); an operator before it asks once per batch of records, with
