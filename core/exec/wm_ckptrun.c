@@ -211,25 +211,6 @@ static size_t op_place(const wm_ctx *ctx, const wm_op *op) {
   return i;
 }
 
-/* "part NAME NODE ROLE SUBTASK NSUB": where the part's operator is in the job's plan
- * (wm_op.node), so that a run at another parallelism or thread count finds its state. */
-static void meta_part_line(wm_buf *m, const char *prefix, const wm_op *op, size_t place, int thread) {
-  char name[300];
-  if (wm_op_part_name(op, place, thread, name, sizeof name) != 0) return;
-  wm_buf_adds(m, "part ");
-  wm_buf_adds(m, prefix);
-  wm_buf_adds(m, name);
-  wm_buf_addc(m, ' ');
-  wm_buf_add_int(m, op->node);
-  wm_buf_addc(m, ' ');
-  wm_buf_add_int(m, op->role);
-  wm_buf_addc(m, ' ');
-  wm_buf_add_int(m, op->subtask);
-  wm_buf_addc(m, ' ');
-  wm_buf_add_int(m, op->nsub);
-  wm_buf_addc(m, '\n');
-}
-
 static void meta_op_line(wm_buf *m, const wm_op *op, size_t place) {
   wm_buf_adds(m, "op ");
   wm_buf_add_int(m, (int64_t)place);
@@ -278,7 +259,7 @@ static int write_part_locked(wm_ckptrun *c) {
   if (c->cfg.instance == 0) /* the shape: every thread builds the same plan */
     for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) meta_op_line(m, ctx->ops[i], i);
   for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++)
-    if (ctx->ops[i]->node) meta_part_line(m, "", ctx->ops[i], i, c->cfg.instance);
+    if (ctx->ops[i]->node) wm_rescale_meta_line(m, "", ctx->ops[i], i, c->cfg.instance);
   for (int i = 0; i < wm_exec_nsources(c->exec) && rc == WM_OK; i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";
@@ -292,7 +273,7 @@ static int write_part_locked(wm_ckptrun *c) {
                                 ctx->error.msg, sizeof ctx->error.msg) != 0)
       rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
-    if (src->node) meta_part_line(m, "src-", src, op_place(ctx, src), c->cfg.instance);
+    if (src->node) wm_rescale_meta_line(m, "src-", src, op_place(ctx, src), c->cfg.instance);
     wm_buf_adds(m, "source ");
     wm_buf_adds(m, name + 4);
     wm_buf_addc(m, ' ');

@@ -24,6 +24,24 @@ struct wm_rescale {
   size_t np;
 };
 
+void wm_rescale_meta_line(wm_buf *m, const char *prefix, const wm_op *op, size_t place,
+                          int thread) {
+  char name[300];
+  if (wm_op_part_name(op, place, thread, name, sizeof name) != 0) return;
+  wm_buf_adds(m, "part ");
+  wm_buf_adds(m, prefix);
+  wm_buf_adds(m, name);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->node);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->role);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->subtask);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->nsub);
+  wm_buf_addc(m, '\n');
+}
+
 void wm_rescale_free(wm_rescale *r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++) free(r->l[i].name);
@@ -165,9 +183,10 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
   } else if (!op->vt->snapshot) { /* no state of its own: the watermarks of one instance */
     rc = wm_op_restore_parts(op, codec, &c[0]->part, 1, NULL, 0, 0, 0);
   } else {
-    rc = wm_ctx_error(ctx, "'%s' keeps state that is not keyed, and it ran as %d instance%s at "
-                           "the checkpoint and %d now: such state is not split or merged (give "
-                           "it the checkpoint's parallelism with set_parallelism(%d))",
+    rc = wm_ctx_error(ctx, "'%s' ran as %d instance%s at the checkpoint and %d now, and its "
+                           "state is not split or merged (only windows and keyed process "
+                           "functions are, by key group): give it the checkpoint's parallelism "
+                           "with set_parallelism(%d)",
                       op->name, p0, p0 == 1 ? "" : "s", op->nsub, p0);
   }
   free(use);

@@ -22,11 +22,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_buf.h"
 #include "base/wm_codec.h"
 #include "graph/wm_graph.h"
 #include "graph/wm_snapshot.h"
 
 typedef struct wm_rescale wm_rescale;
+
+/* Appends the MANIFEST line "part <prefix><name> NODE ROLE SUBTASK NSUB" of op (at place
+ * `place` of thread `thread`'s plan): where the part's operator is in the job's plan. */
+void wm_rescale_meta_line(wm_buf *m, const char *prefix, const wm_op *op, size_t place,
+                          int thread);
 
 /* The "part" lines of a checkpoint's MANIFEST text (meta), over its parts (borrowed: they
  * must outlive the result). NULL with a message in err. */

@@ -350,7 +350,8 @@ function M.env(opts)
     ck.fresh = o.fresh
     ck.allow_state_change = o.allow_state_change
   end
-  return setmetatable({nodes = {}, parallelism = p, max_parallelism = maxp, watermark_interval = wi, time = time, threads = threads,
+  return setmetatable({nodes = {}, parallelism = p, max_parallelism = maxp, watermark_interval = wi,
+                       time = time, threads = threads,
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh, ui_http = ui,
