@@ -128,21 +128,47 @@ int wm_rescale_same(const wm_rescale *r, const wm_ctx *ctx, int thread, int thre
     if (wm_op_part_name(op, i, thread, name, sizeof name) != 0) return 0;
     size_t k = 0;
     while (k < r->n && strcmp(r->l[k].name, name) != 0) k++;
-    if (k == r->n || r->l[k].node != op->node || r->l[k].role != op->role ||
-        r->l[k].sub != op->subtask || r->l[k].nsub != op->nsub)
+    /* (the node may differ: a job upgraded with uids has its operators elsewhere in the
+     * plan, which the part's name, after the uid, does not depend on) */
+    if (k == r->n || r->l[k].role != op->role || r->l[k].sub != op->subtask ||
+        r->l[k].nsub != op->nsub)
       return 0;
   }
   return 1;
 }
 
-/* The lines of op's node and role (sources' or operators'), in *out (malloc'ed), *n. */
+/* Whether the part line l is of the operator with uid base `base` (its instances' uids are
+ * base.1 ... base.n at n > 1): "uid-<base>.<thread>" or "uid-<base>.<k>.<thread>". */
+static int uid_line(const pline *l, const char *base) {
+  const char *nm = l->name + (l->src ? 4 : 0);
+  size_t bl = strlen(base);
+  if (strncmp(nm, "uid-", 4) != 0 || strncmp(nm + 4, base, bl) != 0 || nm[4 + bl] != '.') return 0;
+  const char *p = nm + 5 + bl;
+  for (int parts = l->nsub > 1 ? 2 : 1; parts > 0; parts--) {
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    if (parts > 1 && *p++ != '.') return 0;
+  }
+  return *p == '\0';
+}
+
+/* The lines of op (sources' or operators'), in *out (malloc'ed), *n: an operator with a uid
+ * by its uid (its node may have moved), any other by its node; and its role. */
 static int lines_of(const wm_rescale *r, const wm_op *op, int src, const pline ***out, size_t *n) {
   *n = 0;
   *out = malloc((r->n ? r->n : 1) * sizeof **out);
   if (!*out) return -1;
-  for (size_t k = 0; k < r->n; k++)
-    if (r->l[k].node == op->node && r->l[k].role == op->role && r->l[k].src == src)
-      (*out)[(*n)++] = &r->l[k];
+  char base[200] = "";
+  if (op->uid && op->role == WM_ROLE_MAIN) {
+    snprintf(base, sizeof base, "%s", op->uid);
+    char *dot = strrchr(base, '.');
+    if (op->nsub > 1 && dot) *dot = '\0'; /* id.k: the instance's */
+  }
+  for (size_t k = 0; k < r->n; k++) {
+    const pline *l = &r->l[k];
+    if (l->src != src || l->role != op->role) continue;
+    if (base[0] ? uid_line(l, base) : l->node == op->node) (*out)[(*n)++] = l;
+  }
   return 0;
 }
 
