@@ -207,7 +207,10 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
     }
     rc = wm_op_restore_parts(op, codec, use, m, NULL, groups, a, b);
   } else if (!op->vt->snapshot) { /* no state of its own: the watermarks of one instance */
-    rc = wm_op_restore_parts(op, codec, &c[0]->part, 1, NULL, 0, 0, 0);
+    const wm_part *one = c[0]->part;
+    for (size_t k = 0; k < n; k++)
+      if (c[k]->sub == op->subtask) one = c[k]->part;
+    rc = wm_op_restore_parts(op, codec, &one, 1, NULL, 0, 0, 0);
   } else {
     rc = wm_ctx_error(ctx, "'%s' ran as %d instance%s at the checkpoint and %d now, and its "
                            "state is not split or merged (only windows and keyed process "
