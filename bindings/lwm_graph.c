@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/wm_keygroup.h"
 #include "exec/wm_exchange.h"
 #include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
@@ -254,7 +255,7 @@ static int preagg_ok(lwm_bridge *B, int nodes, int node, const built *b, lua_Int
 /* Connects every instance of `in` to the instances of `to` (n of them); pre: through a local
  * pre-aggregation per instance of `in` (preagg_ok). */
 static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, int node, int keyed,
-                   const char *name, const char *where, int pre) {
+                   const char *name, const char *where, int pre, lua_Integer node_id) {
   int mode = in->bc ? WM_XCH_BROADCAST : keyed ? WM_XCH_HASH
              : (in->rr || in->n != to->n) ? WM_XCH_ROUND_ROBIN : 0;
   if (to->n == 1) mode = 0; /* one instance: every upstream instance feeds it directly */
@@ -287,6 +288,10 @@ static int connect_node(lwm_bridge *B, chans *cs, const built *in, built *to, in
         int late = 0;
         wm_op *pa = lwm_build_preagg(B, node, pre, pname, where, &late);
         if (!pa) return WM_ERR;
+        pa->node = (uint32_t)node_id;
+        pa->subtask = j;
+        pa->nsub = in->n;
+        pa->role = WM_ROLE_PREAGG;
         if (wm_op_connect(src, in->ports[j], pa) < 0 || wm_op_connect(pa, 0, x) < 0 ||
             (late > 0 && wm_op_connect(pa, late, x) < 0))
           return wm_ctx_error(&B->ctx, "out of memory");
@@ -336,6 +341,44 @@ typedef struct graph_build {
   lua_Integer *np;
 } graph_build;
 
+/* The job's number of key groups (base/wm_keygroup.h) into B->ctx.key_groups: the env's
+ * max_parallelism, else 128, or Flink's default for a larger parallelism (1.5 times the
+ * largest, rounded up to a power of two, at most 32768). A node asking for more instances
+ * than there are key groups is refused: key groups are what a parallelism divides. */
+static int set_key_groups(lwm_bridge *B, int env, int nodes, lua_Integer n, int envp) {
+  lua_State *L = B->L;
+  lua_Integer given = lwm_get_int(L, env, "max_parallelism", 0);
+  lua_Integer top = envp;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, nodes, i);
+    lua_Integer p = lwm_get_int(L, -1, "parallelism", 0);
+    if (p > top) top = p;
+    if (given > 0 && p > given) {
+      const char *where = lwm_get_str(L, -1, "where");
+      wm_ctx_error(&B->ctx, "%s: parallelism %lld is more than the job's max_parallelism %lld "
+                            "(its number of key groups, which no parallelism can exceed: raise "
+                            "it with wm.env{max_parallelism = ...} or --max-parallelism)",
+                   where ? where : "?", (long long)p, (long long)given);
+      lua_pop(L, 1);
+      return WM_ERR;
+    }
+    lua_pop(L, 1);
+  }
+  if (given > 0 && envp > given)
+    return wm_ctx_error(&B->ctx, "the job's parallelism %d is more than its max_parallelism %lld "
+                                 "(its number of key groups, which no parallelism can exceed: "
+                                 "raise it with wm.env{max_parallelism = ...} or "
+                                 "--max-parallelism)", envp, (long long)given);
+  uint32_t g = WM_KEYGROUPS_DEFAULT;
+  if (given > 0) g = (uint32_t)given;
+  else if (top > WM_KEYGROUPS_DEFAULT) {
+    uint64_t want = (uint64_t)top + (uint64_t)top / 2;
+    while (g < want && g < WM_KEYGROUPS_MAX) g *= 2;
+  }
+  B->ctx.key_groups = g;
+  return WM_OK;
+}
+
 static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
   lua_State *L = B->L;
   wm_op ***outopp = gb->outopp;
@@ -348,6 +391,10 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
   lua_getfield(L, env, "nodes");
   int nodes = lua_gettop(L);
   lua_Integer n = (lua_Integer)lua_rawlen(L, nodes);
+  if (set_key_groups(B, env, nodes, n, envp) != WM_OK) {
+    lua_pop(L, 1);
+    return WM_ERR;
+  }
   built *b = gb->b = calloc((size_t)n + 1, sizeof *b);
   if (!b) {
     lua_pop(L, 1);
@@ -466,6 +513,11 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       B->instance = k + 1;
       B->parallelism = p;
       me->ops[k] = build_one(B, node, kind, iname, where);
+      if (me->ops[k]) {
+        me->ops[k]->node = (uint32_t)i;
+        me->ops[k]->subtask = k;
+        me->ops[k]->nsub = p;
+      }
       if (!me->ops[k]) rc = WM_ERR;
       else if (B->mt && wm_mt_set_target(B->mt, me->gid0 + (uint32_t)k, me->ops[k]) != 0)
         rc = wm_ctx_error(&B->ctx, "out of memory");
@@ -491,6 +543,12 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         char tname[600];
         snprintf(tname, sizeof tname, "ingestion time (%s)%s", where, p > 1 ? " *" : "");
         wm_op *ts = wm_tsop_new(&B->ctx, tname, &tc);
+        if (ts) {
+          ts->node = (uint32_t)i;
+          ts->subtask = k;
+          ts->nsub = p;
+          ts->role = WM_ROLE_CLOCK;
+        }
         if (!ts || wm_op_connect(me->ops[k], me->ports[k], ts) < 0) rc = WM_ERR;
         else if (uid) { /* the clock's operator of a source with a uid: <uid>.ingestion */
           char id[180];
@@ -532,7 +590,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         lua_getfield(L, node, "key2");
         lua_setfield(L, node, "key"); /* (connect_node reads the key of the node) */
       }
-      rc = connect_node(B, cs, &b[in], me, node, keyed, name, where, pre);
+      rc = connect_node(B, cs, &b[in], me, node, keyed, name, where, pre, i);
       if (two && k == 2) lua_setfield(L, node, "key"); /* back to the first input's */
     }
     lua_settop(L, nodes);

@@ -41,6 +41,8 @@ static void usage(FILE *f) {
           "  -h, --help                  show this help and exit\n"
           "  -v, --version               show the versions of wmrun, Lua and libuv and exit\n"
           "  -p, --parallelism N         run N instances of each operator\n"
+          "  --max-parallelism N         the job's number of key groups (default 128): the\n"
+          "                              largest parallelism its checkpoints restore at\n"
           "  -t, --threads N             run the instances on N threads (0 = one per core;\n"
           "                              default 1: one thread, a deterministic schedule)\n"
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
@@ -93,6 +95,7 @@ typedef struct options {
   int64_t wm_interval; /* -1 = not given */
   lua_Integer parallelism;
   lua_Integer threads; /* -1 = not given */
+  lua_Integer max_parallelism; /* 0 = not given */
   int trace, metrics, no_drain;
   int metrics_port; /* --metrics-port; -1 = not given */
   int ui_port;      /* --ui; -1 = not given */
@@ -282,6 +285,10 @@ static int pmain(lua_State *L) {
   if (o->threads >= 0) {
     lua_pushinteger(L, o->threads);
     lua_setfield(L, -2, "threads");
+  }
+  if (o->max_parallelism > 0) {
+    lua_pushinteger(L, o->max_parallelism);
+    lua_setfield(L, -2, "max_parallelism");
   }
   lua_pushboolean(L, o->trace);
   lua_setfield(L, -2, "trace_watermarks");
@@ -579,6 +586,17 @@ int main(int argc, char **argv) {
         return 2;
       }
       o.parallelism = p;
+    } else if (strcmp(a, "--max-parallelism") == 0 || strncmp(a, "--max-parallelism=", 18) == 0) {
+      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];
+      char *end;
+      long m = v ? strtol(v, &end, 10) : 0;
+      if (!v || *end || m < 1 || m > 32768) {
+        fprintf(stderr, "%s: bad max parallelism '%s' (expected 1 to 32768: the number of key "
+                        "groups)\n", progname, v ? v : "");
+        usage(stderr);
+        return 2;
+      }
+      o.max_parallelism = m;
     } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threads") == 0 ||
                strncmp(a, "--threads=", 10) == 0) {
       const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++i];

@@ -30,7 +30,7 @@ describe("wm.env", function()
   it("rejects unknown options and bad values with clear messages", function()
     assert.has_error(function() wm.env{paralelism = 2} end,
       "env: unknown option 'paralelism' (parallelism, watermark_interval, time, threads, metrics, ui, checkpoint, "
-        .. "pre_aggregate, stall_timeout, backpressure)")
+        .. "pre_aggregate, stall_timeout, backpressure, max_parallelism)")
     assert.has_error(function() wm.env{stall_timeout = -1} end, "env: stall_timeout must not be negative")
     assert.has_error(function() wm.env{backpressure = "1MiB"} end,
       "env: backpressure must be a table {high = BYTES, low = BYTES}, got string")

@@ -9,6 +9,8 @@ local function example(name) return h.root .. "/examples/" .. name .. ".lua" end
 
 describe("threads", function()
   it("scenario jobs give the same results on 2 threads as on one, at parallelism 1, 2 and 4", function()
+    local first_ts = {a_tumbling_in_order = true, b_tumbling_out_of_order = true, d_sliding = true,
+                      io_parse_csv = true}
     for _, name in ipairs{"i_parallel_min_watermark", "a_tumbling_in_order", "b_tumbling_out_of_order",
                           "d_sliding", "e_session", "io_parse_csv", "keyed_process_timers"} do
       local one, err1, c1 = h.wmrun("-p 1 " .. example(name))
@@ -19,8 +21,20 @@ describe("threads", function()
         local multi, e2, code2 = h.wmrun("-p " .. p .. " --threads 2 " .. example(name))
         assert.are.equal(0, code1, e1)
         assert.are.equal(0, code2, e2)
-        -- the same instance prints a key on any number of threads: compare with prefixes
-        assert.are.same(lines(single), lines(multi), name .. " at parallelism " .. p)
+        -- the same instance prints a key on any number of threads: compare with prefixes.
+        -- In these scenarios the source deals its lines round robin to p maps, so a window
+        -- gets a key's records from several upstream instances, in an order that depends on
+        -- the threads (docs/parallelism.md): the reduce's `ts` is its first record's, so it
+        -- is compared without it (which instance holds a key follows its key group: a key on
+        -- thread 1 gets its own thread's records first)
+        local a, b = lines(single), lines(multi)
+        if first_ts[name] then
+          for i = 1, #a do a[i] = a[i]:gsub('"ts":%d+,', "") end
+          for i = 1, #b do b[i] = b[i]:gsub('"ts":%d+,', "") end
+          table.sort(a)
+          table.sort(b)
+        end
+        assert.are.same(a, b, name .. " at parallelism " .. p)
       end
     end
     -- scenario i's lines (ignoring the k> prefix) on two threads

@@ -12,6 +12,8 @@
 
 #include "base/wm_buf.h"
 #include "graph/wm_obs.h"
+#include "base/wm_keygroup.h"
+#include "exec/wm_rescale.h"
 #include "io/wm_conn.h"
 #include "graph/wm_snapshot.h"
 #include "exec/wm_savepoint.h"
@@ -45,6 +47,7 @@ typedef struct ck_shared {
   int why_whole;        /* why is a thread's whole failure (it names the checkpoint), not a
                            reason of the store's to prefix with the folder */
   wm_buf meta;
+  uint32_t groups;      /* the job's key groups (its max parallelism), for the MANIFEST */
   uint64_t bytes, t0;
   /* the sync rendezvous (before the first record, at the end); ready: threads past their
    * restore (nothing is written before every thread has read the store) */
@@ -278,8 +281,12 @@ static int write_part_locked(wm_ckptrun *c) {
   wm_buf *m = &sh->meta, pos;
   wm_buf_init(&pos);
   int rc = wm_ctx_snapshot(ctx, c->cfg.instance, c->cfg.codec, put_part, ud);
+  if (c->cfg.instance == 0) /* every thread builds the same plan (and key groups) */
+    sh->groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
   if (c->cfg.instance == 0) /* the shape: every thread builds the same plan */
     for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++) meta_op_line(m, ctx->ops[i], i);
+  for (size_t i = 0; i < ctx->nops && rc == WM_OK; i++)
+    if (ctx->ops[i]->node) wm_rescale_meta_line(m, "", ctx->ops[i], i, c->cfg.instance);
   for (int i = 0; i < wm_exec_nsources(c->exec) && rc == WM_OK; i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";
@@ -293,6 +300,7 @@ static int write_part_locked(wm_ckptrun *c) {
                                 ctx->error.msg, sizeof ctx->error.msg) != 0)
       rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
+    if (src->node) wm_rescale_meta_line(m, "src-", src, op_place(ctx, src), c->cfg.instance);
     wm_buf_adds(m, "source ");
     wm_buf_adds(m, name + 4);
     wm_buf_addc(m, ' ');
@@ -351,6 +359,8 @@ static int commit_locked(ck_shared *sh) {
   wm_buf_adds(&head, sh->final ? "1" : "0");
   wm_buf_adds(&head, "\nthreads ");
   wm_buf_add_int(&head, sh->n);
+  wm_buf_adds(&head, "\nmax_parallelism ");
+  wm_buf_add_int(&head, sh->groups);
   wm_buf_addc(&head, '\n');
   if (sh->origin) {
     wm_buf_adds(&head, "from-savepoint ");
@@ -669,7 +679,8 @@ static int restore(wm_ckptrun *c) {
   size_t mlen;
   const char *meta = wm_ckpt_reader_meta(r, &mlen);
   size_t hl = strlen(META_HEAD), n;
-  int ret = -1;
+  int ret = -1, rescaled = 0;
+  wm_rescale *rs = NULL;
   wm_part *parts = NULL;
   size_t np = wm_ckpt_reader_nparts(r);
   if (mlen < hl || memcmp(meta, META_HEAD, hl) != 0) {
@@ -678,10 +689,26 @@ static int restore(wm_ckptrun *c) {
     goto out;
   }
   const char *th = meta_field(meta, mlen, "threads", &n);
-  if (!th || atoi(th) != c->cfg.threads) {
-    char why[200];
-    snprintf(why, sizeof why, "it was taken with --threads %d, this run has %d",
-             th ? atoi(th) : 0, c->cfg.threads);
+  int threads_then = th ? atoi(th) : 0;
+  if (threads_then < 1) {
+    refuse(c, id, "its MANIFEST does not say how many threads took it");
+    goto out;
+  }
+  uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
+  const char *mp = meta_field(meta, mlen, "max_parallelism", &n);
+  if (!mp || (uint32_t)atol(mp) != groups) {
+    char why[600];
+    if (!mp)
+      snprintf(why, sizeof why, "it was written by a wmrun from before key groups (its MANIFEST "
+                                "has no max_parallelism): its keyed state was divided among the "
+                                "instances by another rule than this wmrun's key_by, so keys "
+                                "would meet state that is not theirs");
+    else
+      snprintf(why, sizeof why, "it was taken with max_parallelism %ld and this run has %u: the "
+                                "max parallelism is the number of key groups that keyed state "
+                                "is stored by, and cannot change for a job's state (give this "
+                                "run --max-parallelism %ld, or wm.env{max_parallelism = %ld})",
+               atol(mp), groups, atol(mp), atol(mp));
     refuse(c, id, why);
     goto out;
   }
@@ -721,7 +748,26 @@ static int restore(wm_ckptrun *c) {
   }
   ctx->allow_state_change = c->cfg.allow_state_change;
   ctx->state_changes = 0;
-  if (wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np) != WM_OK) {
+  /* the checkpoint's operators are this run's, part for part; else it is restored key group
+   * by key group (another parallelism or thread count: exec/wm_rescale.h). A savepoint's parts
+   * were fitted to this job's operators by uid above: they are restored as they are. */
+  char rerr[600];
+  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, rerr, sizeof rerr))) {
+    refuse(c, id, rerr);
+    goto out;
+  }
+  rescaled = rs && !wm_rescale_same(rs, ctx, c->cfg.instance, threads_then, c->cfg.threads);
+  if (rescaled && c->cfg.threads > 1 && wm_rescale_has_channels(rs)) {
+    char why[400];
+    snprintf(why, sizeof why, "it was taken with --threads %d and holds records in flight "
+                              "between threads, which a run at another parallelism or thread "
+                              "count takes only on one thread (run it with --threads 1 until its "
+                              "next checkpoint)", threads_then);
+    refuse(c, id, why);
+    goto out;
+  }
+  if (rescaled ? wm_rescale_restore(rs, ctx, c->cfg.codec, groups)
+               : wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np)) {
     refuse(c, id, wm_ctx_errtext(ctx));
     goto out;
   }
@@ -733,6 +779,15 @@ static int restore(wm_ckptrun *c) {
   for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
     wm_op *src = wm_exec_source_op(c->exec, i);
     char name[260] = "src-";
+    if (rescaled) {
+      if (!src->node) continue; /* the receiver between threads: anew */
+      const wm_part *sp = wm_rescale_source(rs, ctx, src);
+      if (!sp || wm_exec_restore_source(c->exec, src, (const char *)sp->data, sp->len) != WM_OK) {
+        refuse(c, id, wm_ctx_errtext(ctx));
+        goto out;
+      }
+      continue;
+    }
     if (wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0) {
       wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
       goto out;
@@ -751,13 +806,19 @@ static int restore(wm_ckptrun *c) {
       goto out;
     }
   }
+  /* what was in flight between the threads at the cut: rescaled, all of it (one thread) */
+  if (rescaled && wm_rescale_replay(rs, ctx, c->cfg.codec) != WM_OK) {
+    refuse(c, id, wm_ctx_errtext(ctx));
+    goto out;
+  }
   /* what was in flight to this thread at the cut (several threads) */
   char cpre[32];
   int cl = snprintf(cpre, sizeof cpre, "-%d", c->cfg.instance);
   for (size_t k = 0; k < np; k++) {
     const char *pn = parts[k].name;
     size_t pl = strlen(pn);
-    if (strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl || strcmp(pn + pl - cl, cpre) != 0)
+    if (rescaled || strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl ||
+        strcmp(pn + pl - cl, cpre) != 0)
       continue;
     if (!c->mt) {
       refuse(c, id, "it holds the state of a channel between threads");
@@ -782,6 +843,10 @@ static int restore(wm_ckptrun *c) {
   } else {
     fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s%s, taken %.1f s ago\n",
             id, c->rsp ? "savepoint " : "", c->rname, age);
+    if (rescaled)
+      fprintf(c->cfg.log, "  taken at another parallelism or thread count (--threads %d then): "
+                          "keyed state restored by key group (max_parallelism %u)\n",
+              threads_then, groups);
     /* the sources' positions, as the MANIFEST lists them */
     const char *p = meta, *end = meta + mlen;
     while (p < end) {
@@ -811,6 +876,7 @@ static int restore(wm_ckptrun *c) {
   uv_mutex_unlock(&c->sh->mu);
   ret = final ? 2 : 1;
 out:
+  wm_rescale_free(rs);
   if (c->rsp == 2) {
     wm_savepoint_parts_free(parts, np);
   } else {

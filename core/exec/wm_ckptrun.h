@@ -9,10 +9,14 @@
  *   src-<part>            every source's position (wm_exec_snapshot_source), named after
  *                         its operator's part
  *   MANIFEST meta         text: "wmrun checkpoint 1", the job, whether it is final (the job
- *                         had ended), the threads, one "op" line per operator (place, kind,
- *                         uid, name) and one "source" line per source (its position)
+ *                         had ended), the threads, max_parallelism (the key groups), one
+ *                         "op" line per operator (place, kind, uid, name), one "part" line
+ *                         per part of a plan operator (its node, role, instance and count:
+ *                         exec/wm_rescale.h) and one "source" line per source (its position)
  *   chan-F-T              several threads: the messages from thread F that thread T
  *                         received after its cut (wm_mt.h, "checkpoints")
+ * A checkpoint of another parallelism or thread count is restored key group by key group
+ * (exec/wm_rescale.h); one of another max_parallelism, or without it, is refused.
  * A checkpoint of a job that ended is final: resuming from it runs nothing (the input was
  * read to its end) and says so.
  *

@@ -3,16 +3,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/wm_keygroup.h"
 #include "graph/wm_statefmt.h"
 
 typedef struct exchange {
   int mode, n, next;
+  uint32_t groups; /* key groups (the job's maximum parallelism) */
   int *ports;
   wm_keysel keysel;
 } exchange;
 
-int wm_exchange_route(const wm_value *key, int n) {
-  return (int)(wm_key_hash(key) % (uint64_t)n);
+int wm_exchange_route(const wm_value *key, int n, uint32_t groups) {
+  if (groups < (uint32_t)n) groups = (uint32_t)n; /* refused at build (lwm_graph.c) */
+  return wm_keygroup_instance(wm_keygroup_of(key, groups), n, groups);
 }
 
 static int xch_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
@@ -31,7 +34,7 @@ static int xch_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     if (x->keysel.fn(x->keysel.ud, op, rec, &key) != WM_OK) return WM_ERR;
     if (!wm_key_valid(&key))
       return wm_ctx_error(op->ctx, "key_by: the key is not a string, number or boolean");
-    target = wm_exchange_route(&key, x->n);
+    target = wm_exchange_route(&key, x->n, x->groups);
   } else {
     target = x->next;
     x->next = (x->next + 1) % x->n;
@@ -96,6 +99,7 @@ wm_op *wm_exchange_new(wm_ctx *ctx, const char *name, int mode, int n, wm_keysel
   }
   x->mode = mode;
   x->n = n;
+  x->groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
   if (keysel) x->keysel = *keysel;
   for (int i = 0; i < n; i++) {
     char tag[16];

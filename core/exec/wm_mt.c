@@ -1,5 +1,6 @@
 #include "exec/wm_mt.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,6 +431,37 @@ int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len)
   wm_decoder_free(&dec);
   wm_buf_free(&ip.origin);
   wm_buf_free(&ip.unit);
+  return rc;
+}
+
+int wm_mt_decode_channel(wm_ctx *ctx, const wm_codec_host *ch, const void *data, size_t len,
+                         wm_mt_msg_fn fn, void *ud) {
+  const uint8_t *p = data, *end = p + len;
+  wm_decoder dec;
+  wm_decoder_init(&dec);
+  int rc = WM_OK;
+  char err[512];
+  while (p < end && rc == WM_OK) {
+    int kind = *p++;
+    uint64_t gid, chan;
+    int64_t t = 0;
+    wm_value v = wm_nil();
+    if (kind < MSG_RECORD || kind > MSG_ACTIVE || wm_codec_get_uvar(&p, end, &gid) != 0 ||
+        wm_codec_get_uvar(&p, end, &chan) != 0 || gid > UINT32_MAX || chan > INT_MAX ||
+        (kind != MSG_IDLE && kind != MSG_ACTIVE && wm_codec_get_ivar(&p, end, &t) != 0)) {
+      rc = wm_ctx_error(ctx, "damaged checkpoint: a record in flight between threads");
+      break;
+    }
+    if (kind == MSG_RECORD &&
+        wm_decode_value(&dec, &ctx->host, ch, &p, end, &v, err, sizeof err) != 0) {
+      rc = wm_ctx_error(ctx, "damaged checkpoint: a record in flight between threads: %s", err);
+      break;
+    }
+    static const int kinds[] = {0, WM_MT_RECORD, WM_MT_WATERMARK, WM_MT_IDLE, WM_MT_ACTIVE};
+    rc = fn(ud, kinds[kind], (uint32_t)gid, (int)chan, t, kind == MSG_RECORD ? &v : NULL);
+    wm_value_release(&ctx->host, &v);
+  }
+  wm_decoder_free(&dec);
   return rc;
 }
 

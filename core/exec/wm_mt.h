@@ -85,6 +85,15 @@ void wm_mt_set_checkpoints(wm_mt_local *l, const wm_mt_ckpt_hooks *h);
 /* Replays a channel state (put_channel's bytes) into this thread's operators: after the
  * restore, before the run. WM_OK or WM_ERR (ctx->error). */
 int wm_mt_replay_channel(wm_mt_local *l, int from, const void *data, size_t len);
+/* The messages of a channel state (put_channel's bytes), one by one, without a job: for a
+ * restore at another thread count or parallelism (exec/wm_rescale.h). fn gets each message
+ * (rec: the record of a WM_MT_RECORD, NULL otherwise; borrowed for the call). WM_OK, or
+ * WM_ERR (ctx->error: damaged bytes, or fn's failure). */
+enum { WM_MT_RECORD = 1, WM_MT_WATERMARK, WM_MT_IDLE, WM_MT_ACTIVE };
+typedef int (*wm_mt_msg_fn)(void *ud, int kind, uint32_t gid, int chan, int64_t t,
+                            const wm_value *rec);
+int wm_mt_decode_channel(wm_ctx *ctx, const wm_codec_host *ch, const void *data, size_t len,
+                         wm_mt_msg_fn fn, void *ud);
 /* The receiver of thread l (a registered source: its position is how many remote channels
  * have ended). */
 wm_op *wm_mt_receiver(wm_mt_local *l);

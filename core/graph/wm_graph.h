@@ -69,6 +69,9 @@ struct wm_ctx {
    * checkpoint's (wmrun --allow-state-change); state_changes counts those accepted. */
   int allow_state_change;
   int state_changes;
+  /* The job's maximum parallelism: its number of key groups (base/wm_keygroup.h), by which
+   * key_by routes and keyed state is checkpointed. 0: WM_KEYGROUPS_DEFAULT. */
+  uint32_t key_groups;
   wm_error error; /* the last failure (base/wm_error.h); last: the hot fields stay together */
 };
 
@@ -130,6 +133,10 @@ typedef struct wm_op_vt {
    * wm_op_snapshot / wm_op_restore. WM_OK, or WM_ERR with the reason in op->ctx->error. */
   int (*snapshot)(wm_op *op, wm_state_io *io);
   int (*restore)(wm_op *op, wm_state_io *io);
+  /* 1: the operator's state is keyed (a window, a keyed process function): its restore
+   * takes io->groups, kg_first, kg_last and merge (graph/wm_state.h), so a checkpoint of
+   * another parallelism restores into it, key group by key group. */
+  int keyed_state;
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
    * op takes hints now of records on their way to it, and what they must carry, in *a
    * (zeroed by the caller); an operator before it asks once per batch of records, with
@@ -249,7 +256,16 @@ struct wm_op {
                       * of input 2, channels below it being input 1's; INT_MAX otherwise */
   int cur_in;        /* a two-input operator, during a record call: the record's input (1 or
                       * 2; observers read it, e.g. a late record's input); 0 otherwise */
+  /* Its place in the job's plan, set by the builder, for restores at another parallelism
+   * or thread count (exec/wm_ckptrun.c, "rescaling"): the plan's node (1-based; 0 an
+   * operator of the executor's own: an exchange, a sender, a receiver), the instance
+   * (0-based) of nsub, and its role (WM_ROLE_*: the node's operator, or one the builder
+   * adds around it). */
+  uint32_t node;
+  int subtask, nsub, role;
 };
+
+enum { WM_ROLE_MAIN = 0, WM_ROLE_CLOCK = 1, WM_ROLE_PREAGG = 2 };
 
 /* Creates an operator owned by ctx; name is copied. NULL on allocation failure. */
 wm_op *wm_op_new(wm_ctx *ctx, const wm_op_vt *vt, void *impl, const char *name);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/wm_statefmt.h"
+#include "time/wm_time.h"
 
 int wm_op_part_name(const wm_op *op, size_t pos, int instance, char *out, size_t n) {
   int k = op->uid ? snprintf(out, n, "uid-%s.%d", op->uid, instance)
@@ -46,7 +47,25 @@ int wm_op_snapshot_graph(wm_op *op, wm_buf *b) {
   return wm_state_put_done(op, &io);
 }
 
-int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
+/* A graph section as read (graph_parse), before it is applied to an operator. */
+typedef struct graph_sec {
+  uint64_t n;       /* input channels */
+  wm_channel *ch;   /* n of them (owned) */
+  int64_t out, wm;
+  bool out_idle, ended;
+  wm_op_metrics m;
+  uint64_t np, *pv; /* the side ports' counts (owned) */
+} graph_sec;
+
+static void graph_sec_free(graph_sec *g) {
+  free(g->ch);
+  free(g->pv);
+  memset(g, 0, sizeof *g);
+}
+
+/* Reads a graph section written for op's kind; with same_n, of op's number of channels. */
+static int graph_parse(wm_op *op, const uint8_t *data, size_t len, graph_sec *g, bool same_n) {
+  memset(g, 0, sizeof *g);
   wm_state_io io = {.data = data, .len = len};
   wm_state_rd r;
   wm_state_rd_init(&r, op, &io);
@@ -61,60 +80,65 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
                         "'%s' (the job changed since the checkpoint?)",
                         (int)kl, (const char *)r.p, op->name, op->vt->kind);
   r.p += kl;
-  if (wm_state_get_u(&r, &n, "the number of input channels") != WM_OK) return WM_ERR;
-  if (n != (uint64_t)op->comb.n)
+  if (wm_state_get_count(&r, &n, 2, "the number of input channels") != WM_OK) return WM_ERR;
+  if (same_n && n != (uint64_t)op->comb.n)
     return wm_ctx_error(op->ctx,
                         "the checkpoint's operator had %llu input(s), this job's '%s' has %d "
                         "(the job changed since the checkpoint?)",
                         (unsigned long long)n, op->name, op->comb.n);
-  wm_combiner c = op->comb; /* written only once every byte checked out */
-  wm_channel *ch = calloc((size_t)(n ? n : 1), sizeof *ch);
-  if (!ch) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-  int64_t wm = 0;
-  wm_op_metrics m = {0}; /* each field is read below (zeroed: cppcheck cannot see through mv) */
+  g->n = n;
+  if (!(g->ch = calloc((size_t)(n ? n : 1), sizeof *g->ch)))
+    return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
   int rc = WM_OK;
   for (uint64_t i = 0; i < n && rc == WM_OK; i++) {
-    rc = wm_state_get_i(&r, &ch[i].wm, "a channel's watermark");
+    rc = wm_state_get_i(&r, &g->ch[i].wm, "a channel's watermark");
     if (rc == WM_OK) rc = wm_state_get_u(&r, &f, "a channel's status");
     if (rc == WM_OK && f > 3) rc = wm_state_bad(&r, "a channel's status is %llu", (unsigned long long)f);
-    ch[i].idle = f & 1;
-    ch[i].aligned = (f >> 1) & 1;
+    g->ch[i].idle = f & 1;
+    g->ch[i].aligned = (f >> 1) & 1;
   }
-  if (rc == WM_OK) rc = wm_state_get_i(&r, &c.out, "the combined watermark");
+  if (rc == WM_OK) rc = wm_state_get_i(&r, &g->out, "the combined watermark");
   if (rc == WM_OK) rc = wm_state_get_u(&r, &f, "the combined status");
   if (rc == WM_OK && f > 3) rc = wm_state_bad(&r, "the combined status is %llu", (unsigned long long)f);
-  c.out_idle = f & 1;
-  bool ended = (f >> 1) & 1;
-  if (rc == WM_OK) rc = wm_state_get_i(&r, &wm, "the operator's watermark");
-  uint64_t *mv[] = {&m.records_in, &m.records_out, &m.late_dropped, &m.parse_errors};
+  g->out_idle = f & 1;
+  g->ended = (f >> 1) & 1;
+  if (rc == WM_OK) rc = wm_state_get_i(&r, &g->wm, "the operator's watermark");
+  wm_op_metrics *m = &g->m;
+  uint64_t *mv[] = {&m->records_in, &m->records_out, &m->late_dropped, &m->parse_errors};
   for (size_t i = 0; i < 4 && rc == WM_OK; i++) rc = wm_state_get_u(&r, mv[i], "the metrics");
-  uint64_t np = 0, *pv = NULL; /* the counts of the ports after the main one */
   if (rc == WM_OK && r.p != r.end) {
-    rc = wm_state_get_u(&r, &m.late_side, "the metrics");
-    if (rc == WM_OK) rc = wm_state_get_count(&r, &np, 1, "the number of side ports");
-    if (rc == WM_OK && np > 0 && !(pv = calloc((size_t)np, sizeof *pv)))
+    rc = wm_state_get_u(&r, &m->late_side, "the metrics");
+    if (rc == WM_OK) rc = wm_state_get_count(&r, &g->np, 1, "the number of side ports");
+    if (rc == WM_OK && g->np > 0 && !(g->pv = calloc((size_t)g->np, sizeof *g->pv)))
       rc = wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    for (uint64_t i = 0; i < np && rc == WM_OK; i++) rc = wm_state_get_u(&r, &pv[i], "an output's count");
+    for (uint64_t i = 0; i < g->np && rc == WM_OK; i++)
+      rc = wm_state_get_u(&r, &g->pv[i], "an output's count");
   }
   for (int k = 0; k < 2 && rc == WM_OK && r.p != r.end; k++) {
-    uint64_t *iv[] = {&m.in[k].records, &m.in[k].late_dropped, &m.in[k].late_side};
+    uint64_t *iv[] = {&m->in[k].records, &m->in[k].late_dropped, &m->in[k].late_side};
     for (size_t i = 0; i < 3 && rc == WM_OK; i++) rc = wm_state_get_u(&r, iv[i], "an input's metrics");
   }
   if (rc == WM_OK) rc = wm_state_get_end(&r);
-  if (rc != WM_OK) {
-    free(ch);
-    free(pv);
-    return WM_ERR;
-  }
-  memcpy(op->comb.ch, ch, (size_t)n * sizeof *ch);
-  free(ch);
-  op->comb.out = c.out;
-  op->comb.out_idle = c.out_idle;
-  op->wm = wm;
-  op->ended = ended;
-  op->m = m;
-  for (int i = 1; i < op->nports; i++) op->ports[i].records = (uint64_t)(i - 1) < np ? pv[i - 1] : 0;
-  free(pv);
+  if (rc != WM_OK) graph_sec_free(g);
+  return rc;
+}
+
+/* Sets op's graph state from g (its channels: g's, which has op's number of them). */
+static void graph_apply(wm_op *op, const graph_sec *g) {
+  if (g->ch != op->comb.ch) memcpy(op->comb.ch, g->ch, (size_t)g->n * sizeof *g->ch);
+  op->comb.out = g->out;
+  op->comb.out_idle = g->out_idle;
+  op->wm = g->wm;
+  op->ended = g->ended;
+  op->m = g->m;
+  for (int i = 1; i < op->nports; i++) op->ports[i].records = (uint64_t)(i - 1) < g->np ? g->pv[i - 1] : 0;
+}
+
+int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len) {
+  graph_sec g;
+  if (graph_parse(op, data, len, &g, true) != WM_OK) return WM_ERR;
+  graph_apply(op, &g);
+  graph_sec_free(&g);
   return WM_OK;
 }
 
@@ -158,19 +182,111 @@ static bool own_part(const char *name, const char *suffix) {
   return n > k && strcmp(name + n - k, suffix) == 0;
 }
 
-static int restore_part(wm_op *op, const wm_codec_host *codec, const wm_part *pt) {
+/* The graph section of part pt (*g, *glen) and where the operator's own bytes start. */
+static int part_split(wm_op *op, const wm_part *pt, const uint8_t **g, size_t *glen,
+                      const uint8_t **own) {
   const uint8_t *p = pt->data, *end = pt->data + pt->len;
-  uint64_t glen;
-  if (wm_codec_get_uvar(&p, end, &glen) != 0 || glen > (uint64_t)(end - p))
+  uint64_t gl;
+  if (wm_codec_get_uvar(&p, end, &gl) != 0 || gl > (uint64_t)(end - p))
     return wm_ctx_error(op->ctx, "damaged checkpoint state: part '%s' is truncated (%zu bytes)",
                         pt->name, pt->len);
-  if (wm_op_restore_graph(op, p, (size_t)glen) != WM_OK) return WM_ERR;
-  p += glen;
+  *g = p;
+  *glen = (size_t)gl;
+  *own = p + gl;
+  return WM_OK;
+}
+
+/* The operator's own bytes of part pt (after its graph section) into op. */
+static int restore_own(wm_op *op, const wm_codec_host *codec, const wm_part *pt, const uint8_t *own,
+                       uint32_t groups, uint32_t first, uint32_t last, int merge) {
   wm_decoder dec;
   wm_decoder_init(&dec);
-  wm_state_io io = {.data = p, .len = (size_t)(end - p), .dec = &dec, .codec = codec};
+  wm_state_io io = {.data = own, .len = (size_t)(pt->data + pt->len - own), .dec = &dec,
+                    .codec = codec, .groups = groups, .kg_first = first, .kg_last = last,
+                    .merge = merge};
   int rc = wm_op_restore(op, &io);
   wm_decoder_free(&dec);
+  return rc;
+}
+
+static int restore_part(wm_op *op, const wm_codec_host *codec, const wm_part *pt) {
+  const uint8_t *g, *own;
+  size_t glen;
+  if (part_split(op, pt, &g, &glen, &own) != WM_OK ||
+      wm_op_restore_graph(op, g, glen) != WM_OK)
+    return WM_ERR;
+  return restore_own(op, codec, pt, own, 0, 0, 0, 0);
+}
+
+int wm_op_restore_parts(wm_op *op, const wm_codec_host *codec, const wm_part *const *parts,
+                        size_t n, const wm_part *same, uint32_t groups, uint32_t first,
+                        uint32_t last) {
+  if (n == 0) return wm_ctx_error(op->ctx, "no part to restore '%s' from", op->name);
+  if (n > 1 && !op->vt->keyed_state)
+    return wm_ctx_error(op->ctx, "'%s' keeps state that is not keyed: it is restored from one "
+                                 "instance's part, not from %zu", op->name, n);
+  graph_sec *gs = calloc(n, sizeof *gs);
+  const uint8_t **own = calloc(n, sizeof *own);
+  int rc = gs && own ? WM_OK : wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+  for (size_t k = 0; k < n && rc == WM_OK; k++) {
+    const uint8_t *g;
+    size_t glen;
+    rc = part_split(op, parts[k], &g, &glen, &own[k]);
+    if (rc == WM_OK) rc = graph_parse(op, g, glen, &gs[k], false);
+    if (rc != WM_OK) wm_ctx_error_context(op->ctx, "\n  restoring part %s of the checkpoint", parts[k]->name);
+  }
+  if (rc == WM_OK) {
+    /* each input channel: the lowest watermark of the parts' (every instance of a keyed
+     * operator is sent the same watermarks), idle only when idle in all; the operator's
+     * watermark likewise; its metrics those of the instance of its own number, if any */
+    bool same_n = true;
+    int64_t low = WM_TIME_MAX;
+    for (size_t k = 0; k < n; k++) {
+      same_n = same_n && gs[k].n == (uint64_t)op->comb.n;
+      for (uint64_t c = 0; c < gs[k].n; c++)
+        if (gs[k].ch[c].wm < low) low = gs[k].ch[c].wm;
+    }
+    graph_sec m = {0};
+    m.n = (uint64_t)op->comb.n;
+    m.ch = op->comb.ch; /* written in place below: graph_apply copies onto itself */
+    m.out = WM_TIME_MAX;
+    m.wm = WM_TIME_MAX;
+    m.out_idle = m.ended = true;
+    for (int c = 0; c < op->comb.n; c++) {
+      wm_channel ch = {.wm = same_n ? WM_TIME_MAX : low, .idle = true, .aligned = true};
+      for (size_t k = 0; k < n; k++) {
+        const wm_channel *o = NULL;
+        if (same_n) o = &gs[k].ch[c];
+        else if (gs[k].n) o = &gs[k].ch[0];
+        if (!o) continue;
+        if (same_n && o->wm < ch.wm) ch.wm = o->wm;
+        ch.idle = ch.idle && o->idle;
+        ch.aligned = ch.aligned && o->aligned;
+      }
+      if (!same_n) ch.idle = false, ch.aligned = true;
+      op->comb.ch[c] = ch;
+    }
+    for (size_t k = 0; k < n; k++) {
+      if (gs[k].out < m.out) m.out = gs[k].out;
+      if (gs[k].wm < m.wm) m.wm = gs[k].wm;
+      m.out_idle = m.out_idle && gs[k].out_idle;
+      m.ended = m.ended && gs[k].ended;
+      if (parts[k] == same) {
+        m.m = gs[k].m;
+        m.np = gs[k].np;
+        m.pv = gs[k].pv;
+      }
+    }
+    graph_apply(op, &m);
+  }
+  for (size_t k = 0; k < n && rc == WM_OK; k++) {
+    rc = restore_own(op, codec, parts[k], own[k], op->vt->keyed_state ? groups : 0, first, last,
+                     k > 0);
+    if (rc != WM_OK) wm_ctx_error_context(op->ctx, "\n  restoring part %s of the checkpoint", parts[k]->name);
+  }
+  for (size_t k = 0; gs && k < n; k++) graph_sec_free(&gs[k]);
+  free(gs);
+  free(own);
   return rc;
 }
 

@@ -46,6 +46,18 @@ int wm_op_part_name(const wm_op *op, size_t pos, int instance, char *out, size_t
 int wm_op_snapshot_graph(wm_op *op, wm_buf *b);
 int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len);
 
+/* Restores op (prepared, freshly built) from the parts of n instances of another
+ * parallelism or thread count (docs/checkpoints.md, "Key groups and rescaling"): the graph's
+ * state merged (each input channel's watermark the lowest of the parts'; when the number of
+ * channels changed, every channel at the lowest of all; idle only when idle in every part;
+ * the metrics those of `same`, the part of the instance of op's own number, or zero), then
+ * the operator's own state from each part in turn: an operator with keyed state keeps the
+ * keys of key groups [first, last] of `groups` from every part; any other takes exactly one
+ * part (n > 1 is refused). WM_OK, or WM_ERR with ctx->error naming the part. */
+int wm_op_restore_parts(wm_op *op, const wm_codec_host *codec, const wm_part *const *parts,
+                        size_t n, const wm_part *same, uint32_t groups, uint32_t first,
+                        uint32_t last);
+
 /* Snapshots every operator of ctx (prepared, between two records) and hands each part to
  * put, in plan order. codec: how host (Lua) values are written (NULL: none). Taking one
  * before the first record checks that every operator can be snapshot (e.g. a custom

@@ -40,6 +40,14 @@ struct wm_state_io {
   wm_encoder *enc;            /* snapshot: schemas of rows written so far */
   wm_decoder *dec;            /* restore */
   const wm_codec_host *codec; /* how host (Lua) values are written and read; NULL: none */
+  /* Restoring at another parallelism (docs/checkpoints.md, "Key groups and rescaling"),
+   * into an operator whose vtable says keyed_state: keep only the keys whose key group of
+   * `groups` (base/wm_keygroup.h) is in [kg_first, kg_last] (groups 0: every key), and with
+   * merge set add them to what earlier parts of the same restore gave the operator (the
+   * parts of several old instances; what is not keyed, e.g. a function's own state, is
+   * taken from the first part only). */
+  uint32_t groups, kg_first, kg_last;
+  int merge;
 };
 
 /* Helpers for writing and reading the operators' formats: graph/wm_statefmt.h. */

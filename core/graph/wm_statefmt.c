@@ -1,5 +1,7 @@
 #include "graph/wm_statefmt.h"
 
+#include "base/wm_keygroup.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,6 +148,36 @@ int wm_state_get_timers(wm_state_rd *r, wm_timers *q,
     }
   }
   return WM_OK;
+}
+
+int wm_state_get_timers_map(wm_state_rd *r, wm_timers *q,
+                            int (*map)(void *ud, wm_state_rd *r, int64_t t, uint64_t *payload),
+                            void *ud) {
+  uint64_t ng, n, pl, ord;
+  int64_t t;
+  if (wm_state_get_count(r, &ng, 2, "the number of timer groups") != WM_OK) return WM_ERR;
+  for (uint64_t g = 0; g < ng; g++) {
+    if (wm_state_get_i(r, &t, "a timer's time") != WM_OK ||
+        wm_state_get_count(r, &n, 2, "the number of timers") != WM_OK)
+      return WM_ERR;
+    for (uint64_t i = 0; i < n; i++) {
+      if (wm_state_get_u(r, &pl, "a timer") != WM_OK ||
+          wm_state_get_u(r, &ord, "a timer's order") != WM_OK)
+        return WM_ERR;
+      int m = map(ud, r, t, &pl);
+      if (m == WM_ERR) return WM_ERR;
+      if (m == 1) continue;
+      if (wm_timers_push(q, t, pl, ord) != 0)
+        return wm_ctx_error(r->op->ctx, "out of memory restoring a checkpoint");
+    }
+  }
+  return WM_OK;
+}
+
+int wm_state_key_kept(const wm_state_io *io, const wm_value *key) {
+  if (!io->groups) return 1;
+  uint32_t g = wm_keygroup_of(key, io->groups);
+  return g >= io->kg_first && g <= io->kg_last;
 }
 
 static int rearm_group(void *ud, int64_t t, const wm_timer_entry *e, size_t n) {

@@ -56,6 +56,14 @@ int wm_state_get_value(wm_state_rd *r, wm_value *out, const char *what);
 int wm_state_get_timers(wm_state_rd *r, struct wm_timers *q,
                         int (*valid)(void *ud, wm_state_rd *r, int64_t t, uint64_t payload),
                         void *ud);
+/* As wm_state_get_timers, with each entry's payload given to map(ud, r, t, &payload),
+ * which may change it: 0 push it, 1 leave the entry out (its key is not this instance's),
+ * WM_ERR refuse (message set). */
+int wm_state_get_timers_map(wm_state_rd *r, struct wm_timers *q,
+                            int (*map)(void *ud, wm_state_rd *r, int64_t t, uint64_t *payload),
+                            void *ud);
+/* Whether key belongs to the key groups a restore keeps (wm_state_io.groups): 1 keep. */
+int wm_state_key_kept(const wm_state_io *io, const wm_value *key);
 /* Every byte was read. */
 int wm_state_get_end(wm_state_rd *r);
 /* "damaged checkpoint state: <message> (at byte N of M)"; WM_ERR. */

@@ -549,18 +549,53 @@ static int keyed_snapshot(wm_op *op, wm_state_io *io) {
   return wm_state_put_done(op, io);
 }
 
-static int keyed_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t payload) {
+/* The keys of the part being restored: where each took its place (KEY_LEFT: not here). */
+#define KEY_LEFT UINT32_MAX
+typedef struct kplaces {
+  const keyedop *s;
+  const uint32_t *place;
+  uint64_t n;
+} kplaces;
+
+/* A timer of the part names its key by its number in the part: renumbered to the key's
+ * place here, or left out with a key of another instance. */
+static int keyed_timer_map(void *ud, wm_state_rd *r, int64_t t, uint64_t *payload) {
   (void)t;
-  const keyedop *s = ud;
-  if (payload >= s->ne) return wm_state_bad(r, "a timer names key %llu of %u",
-                                            (unsigned long long)payload, s->ne);
-  /* (restored keys have places 0..ne-1 and generation 0: the payload is the place) */
+  const kplaces *kp = ud;
+  if (*payload >= kp->n) return wm_state_bad(r, "a timer names key %llu of %llu",
+                                             (unsigned long long)*payload,
+                                             (unsigned long long)kp->n);
+  uint32_t at = kp->place[*payload];
+  if (at == KEY_LEFT) return 1;
+  *payload = (uint64_t)at | ((uint64_t)kp->s->e[at].gen << 32);
   return WM_OK;
 }
 
+/* Reads past a key's state (a key of another instance's key group). */
+static int skip_key(wm_state_rd *r, uint64_t mode) {
+  const wm_host *h = &r->op->ctx->host;
+  static const char *const what[] = {"a key's state", "a rolling aggregate", "a rolling aggregate"};
+  for (int k = 0; k < 3; k++) {
+    wm_value v;
+    if (wm_state_get_value(r, &v, what[k]) != WM_OK) return WM_ERR;
+    wm_value_release(h, &v);
+  }
+  uint64_t n;
+  int64_t t;
+  for (int d = 0; d < 2; d++) {
+    if (wm_state_get_count(r, &n, 1, "the number of a key's timers") != WM_OK) return WM_ERR;
+    for (uint64_t k = 0; k < n; k++)
+      if (wm_state_get_i(r, &t, "a key's timer") != WM_OK) return WM_ERR;
+  }
+  if (mode == 3 && wm_state_get_i(r, &t, "a key's last access") != WM_OK) return WM_ERR;
+  return WM_OK;
+}
+
+static int restore_tail(wm_op *op, keyedop *s, wm_state_rd *r, kplaces *kp, uint64_t seq);
+
 static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
   const wm_host *h = &op->ctx->host;
-  uint64_t mode, seq, ne, n, has;
+  uint64_t mode, seq, ne, n;
   if (wm_state_get_header(r, 'K', "a keyed process operator") != WM_OK ||
       wm_state_get_u(r, &mode, "the mode") != WM_OK)
     return WM_ERR;
@@ -610,37 +645,66 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
   if (wm_state_get_u(r, &seq, "the timer sequence") != WM_OK ||
       wm_state_get_count(r, &ne, 6, "the number of keys") != WM_OK)
     return WM_ERR;
+  /* the place each key of the part takes here (KEY_LEFT: another instance's key group) */
+  uint32_t *place = malloc((size_t)(ne ? ne : 1) * sizeof *place);
+  if (!place) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+  kplaces kp = {s, place, ne};
   for (uint64_t i = 0; i < ne; i++) {
     wm_value key;
-    if (wm_state_get_value(r, &key, "a key") != WM_OK) return WM_ERR;
+    if (wm_state_get_value(r, &key, "a key") != WM_OK) goto bad;
     if (!wm_key_valid(&key)) {
       wm_value_release(h, &key);
-      return wm_state_bad(r, "a key that is not a scalar");
+      wm_state_bad(r, "a key that is not a scalar");
+      goto bad;
+    }
+    if (!wm_state_key_kept(r->io, &key)) { /* read past it: another instance's */
+      wm_value_release(h, &key);
+      place[i] = KEY_LEFT;
+      if (skip_key(r, mode) != WM_OK) goto bad;
+      continue;
     }
     uint32_t at;
     uint32_t before = s->ne;
     int rc = entry_get(op, s, &key, &at);
     wm_value_release(h, &key);
-    if (rc != WM_OK) return WM_ERR;
-    if (s->ne == before) return wm_state_bad(r, "a key appears twice");
+    if (rc != WM_OK) goto bad;
+    if (s->ne == before) {
+      wm_state_bad(r, "a key appears twice");
+      goto bad;
+    }
+    place[i] = at;
     kentry *e = &s->e[at];
     if (wm_state_get_value(r, &e->state, "a key's state") != WM_OK ||
         wm_state_get_value(r, &e->acc, "a rolling aggregate") != WM_OK ||
         wm_state_get_value(r, &e->aux, "a rolling aggregate") != WM_OK)
-      return WM_ERR;
+      goto bad;
     for (int d = 0; d < 2; d++) {
       tset *ts = &e->timers[d];
-      if (wm_state_get_count(r, &n, 1, "the number of a key's timers") != WM_OK) return WM_ERR;
-      if (n && !(ts->t = malloc(n * sizeof *ts->t)))
-        return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+      if (wm_state_get_count(r, &n, 1, "the number of a key's timers") != WM_OK) goto bad;
+      if (n && !(ts->t = malloc(n * sizeof *ts->t))) {
+        wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+        goto bad;
+      }
       ts->cap = (uint32_t)n;
       for (uint64_t k = 0; k < n; k++) {
-        if (wm_state_get_i(r, &ts->t[k], "a key's timer") != WM_OK) return WM_ERR;
+        if (wm_state_get_i(r, &ts->t[k], "a key's timer") != WM_OK) goto bad;
         ts->n++;
       }
     }
-    if (mode == 3 && wm_state_get_i(r, &e->last, "a key's last access") != WM_OK) return WM_ERR;
+    if (mode == 3 && wm_state_get_i(r, &e->last, "a key's last access") != WM_OK) goto bad;
   }
+  if (restore_tail(op, s, r, &kp, seq) != WM_OK) goto bad;
+  free(place);
+  return WM_OK;
+bad:
+  free(place);
+  return WM_ERR;
+}
+
+/* The function's own state and the queues, after the keys. */
+static int restore_tail(wm_op *op, keyedop *s, wm_state_rd *r, kplaces *kp, uint64_t seq) {
+  const wm_host *h = &op->ctx->host;
+  uint64_t has;
   if (wm_state_get_u(r, &has, "the function's state flag") != WM_OK) return WM_ERR;
   if (has > 1 || (has && !s->cfg.fn.restore))
     return has > 1 ? wm_state_bad(r, "the function's state flag is %llu", (unsigned long long)has)
@@ -650,22 +714,23 @@ static int keyed_restore_body(wm_op *op, keyedop *s, wm_state_rd *r) {
   if (has) {
     wm_value v;
     if (wm_state_get_value(r, &v, "the process function's state") != WM_OK) return WM_ERR;
-    int rc = s->cfg.fn.restore(s->cfg.fn.ud, op, &v);
+    /* not keyed (the table's own fields, a broadcast state): the first part's */
+    int rc = r->io->merge ? WM_OK : s->cfg.fn.restore(s->cfg.fn.ud, op, &v);
     wm_value_release(h, &v);
     if (rc != WM_OK) return WM_ERR;
   }
-  if (wm_state_get_timers(r, s->q[0], keyed_timer_valid, s) != WM_OK ||
-      wm_state_get_timers(r, s->q[1], keyed_timer_valid, s) != WM_OK ||
+  if (wm_state_get_timers_map(r, s->q[0], keyed_timer_map, kp) != WM_OK ||
+      wm_state_get_timers_map(r, s->q[1], keyed_timer_map, kp) != WM_OK ||
       wm_state_get_end(r) != WM_OK)
     return WM_ERR;
-  s->seq = seq;
+  if (seq > s->seq) s->seq = seq;
   if (wm_state_rearm(op, s->q[1]) != WM_OK) return WM_ERR;
   return WM_OK;
 }
 
 static int keyed_restore(wm_op *op, wm_state_io *io) {
   keyedop *s = op->impl;
-  if (s->ne || wm_timers_size(s->q[0]) || wm_timers_size(s->q[1]))
+  if (!io->merge && (s->ne || wm_timers_size(s->q[0]) || wm_timers_size(s->q[1])))
     return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
@@ -702,6 +767,7 @@ static const wm_op_vt keyed_vt = {
     .free = keyed_free,
     .snapshot = keyed_snapshot,
     .restore = keyed_restore,
+    .keyed_state = 1,
 };
 
 bool wm_op_is_keyedop(const wm_op *op) { return op->vt == &keyed_vt; }

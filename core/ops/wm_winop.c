@@ -61,6 +61,7 @@ static const wm_op_vt winop_vt = {
     .free = winop_free,
     .snapshot = wm_wo_snapshot,
     .restore = wm_wo_restore,
+    .keyed_state = 1,
     .ahead_wants = wm_wo_ahead_wants,
     .ahead = wm_wo_ahead,
 };

@@ -304,12 +304,50 @@ static int index_entries(wm_state_rd *r, winop *s) {
   return rc;
 }
 
-static int winop_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t payload) {
+/* The slots of the part being restored: at base.. here; left[k]: slot k's key is another
+ * instance's (restoring at another parallelism), NULL: every key stays. */
+typedef struct slotmap {
+  const winop *s;
+  uint32_t base, n;
+  uint8_t *left;
+} slotmap;
+
+/* A timer names (slot, generation) of the part: moved by base, or left out with its key. */
+static int winop_timer_map(void *ud, wm_state_rd *r, int64_t t, uint64_t *payload) {
   (void)t;
-  const winop *s = ud;
-  if ((uint32_t)payload >= s->ne || (payload >> 32) > 0x7fffffffu)
-    return wm_state_bad(r, "a timer names window %u of %u", (uint32_t)payload, s->ne);
+  const slotmap *m = ud;
+  uint32_t k = (uint32_t)*payload;
+  if (k >= m->n || (*payload >> 32) > 0x7fffffffu)
+    return wm_state_bad(r, "a timer names window %u of %u", k, m->n);
+  if (m->left && m->left[k]) return 1;
+  *payload += m->base;
   return WM_OK;
+}
+
+/* Room for cap slots (the restored ones and those before them), the new ones zeroed. */
+static int grow_slots(winop *s, uint32_t cap) {
+  if (cap <= s->cape) return 0;
+  uint32_t old = s->cape;
+  wcold *c = realloc(s->c, cap * sizeof *c);
+  if (!c) return -1;
+  s->c = c;
+  memset(c + old, 0, (cap - old) * sizeof *c);
+  if (s->need_ext) {
+    wext *x = realloc(s->x, cap * sizeof *x);
+    if (!x) return -1;
+    s->x = x;
+    memset(x + old, 0, (cap - old) * sizeof *x);
+  }
+  if (s->by_chan) {
+    uint8_t *f = realloc(s->fch, cap);
+    if (!f) return -1;
+    s->fch = f;
+    memset(f + old, 0, cap - old);
+  }
+  if (wm_wo_hot_grow(s, cap) != 0) return -1;
+  memset(s->e + old, 0, (cap - old) * sizeof *s->e);
+  s->cape = cap;
+  return 0;
 }
 
 static int restore_body(wm_state_rd *r, winop *s) {
@@ -364,46 +402,61 @@ static int restore_body(wm_state_rd *r, winop *s) {
                                    "trigger has no restore method to take it", t->vt->name);
     wm_value v;
     if (wm_state_get_value(r, &v, "the trigger's state") != WM_OK) return WM_ERR;
-    int rc = t->restore(t->ud, op, &v);
+    int rc = r->io->merge ? WM_OK : t->restore(t->ud, op, &v); /* not keyed: the first's */
     wm_value_release(&op->ctx->host, &v);
     if (rc != WM_OK) return WM_ERR;
   }
   if (wm_state_get_count(r, &n, 1, "the number of window slots") != WM_OK) return WM_ERR;
-  if (n >= NONE / 2) return wm_state_bad(r, "%llu window slots", (unsigned long long)n);
-  if (n) {
-    uint32_t cap = (uint32_t)n;
-    s->c = calloc(cap, sizeof *s->c);
-    if (s->need_ext) s->x = calloc(cap, sizeof *s->x);
-    if (s->by_chan) s->fch = calloc(cap, 1);
-    if (wm_wo_hot_grow(s, cap) != 0 || !s->c || (s->need_ext && !s->x) || (s->by_chan && !s->fch))
-      return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    memset(s->e, 0, cap * sizeof *s->e);
-    s->cape = cap;
-  }
+  /* with merge, this part's slots go after those of the parts restored before */
+  uint32_t sbase = r->io->merge ? s->ne : 0;
+  if (n >= NONE / 2 - sbase) return wm_state_bad(r, "%llu window slots", (unsigned long long)n);
+  if (n && grow_slots(s, sbase + (uint32_t)n) != 0)
+    return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
   uint64_t prev_seq = 0, max_seq = 0;
-  for (uint32_t i = 0; i < n; i++) {
+  slotmap sm = {s, sbase, (uint32_t)n, NULL};
+  if (r->io->groups && n && !(sm.left = calloc((size_t)n, 1)))
+    return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = sbase + k;
     uint64_t g;
-    if (wm_state_get_u(r, &g, "a window slot") != WM_OK) return WM_ERR;
-    if ((g >> 1) > 0x7fffffffu) return wm_state_bad(r, "a window slot's generation is too big");
+    if (wm_state_get_u(r, &g, "a window slot") != WM_OK) goto bad;
+    if ((g >> 1) > 0x7fffffffu) {
+      wm_state_bad(r, "a window slot's generation is too big");
+      goto bad;
+    }
     s->ne = i + 1;
     s->e[i].gen = (uint32_t)(g >> 1);
     if (s->x) s->x[i].wake_t = WM_TIME_MIN;
     if (!(g & 1)) continue;
     s->e[i].live = 1; /* from here on wm_wo_free releases what the entry holds */
     s->nlive++;
-    if (get_entry(r, s, i, &prev_seq) != WM_OK) return WM_ERR;
+    if (get_entry(r, s, i, &prev_seq) != WM_OK) goto bad;
     if (s->e[i].seq >= max_seq) max_seq = s->e[i].seq + 1;
+    keybuf kb;
+    if (sm.left && !wm_state_key_kept(r->io, key_of(s, i, &kb))) {
+      wm_wo_entry_delete(op, s, i); /* another instance's key group (not indexed yet) */
+      sm.left[k] = 1;
+    }
   }
-  if (index_entries(r, s) != WM_OK) return WM_ERR;
+  if (index_entries(r, s) != WM_OK) goto bad;
+  s->free_head = NONE;
   for (uint32_t i = s->ne; i-- > 0;) {
     if (s->e[i].live) continue;
     s->e[i].kpre = s->free_head;
     s->free_head = i;
   }
-  if (wm_state_get_timers(r, s->timers, winop_timer_valid, s) != WM_OK ||
-      wm_state_get_timers(r, s->ptimers, winop_timer_valid, s) != WM_OK ||
+  if (wm_state_get_timers_map(r, s->timers, winop_timer_map, &sm) != WM_OK ||
+      wm_state_get_timers_map(r, s->ptimers, winop_timer_map, &sm) != WM_OK ||
       wm_state_get_end(r) != WM_OK)
-    return WM_ERR;
+    goto bad;
+  free(sm.left);
+  if (r->io->merge) { /* the flags of the first part; the latest trigger pass */
+    if (u[1] > s->epoch) s->epoch = (uint32_t)u[1];
+    u[1] = s->epoch;
+    u[0] = (u[0] & ~1u) | (uint64_t)s->pt_flushing;
+    u[2] = s->compact_at[0];
+    u[3] = s->compact_at[1];
+  }
   s->pt_flushing = u[0] & 1;
   s->npane = 0;
   for (uint32_t i = 0; i < s->ne; i++) s->npane += s->e[i].live && is_pane(s, &s->e[i]);
@@ -414,6 +467,9 @@ static int restore_body(wm_state_rd *r, winop *s) {
   if (op->ctx->seq < max_seq) op->ctx->seq = max_seq;
   if (wm_state_rearm(op, s->ptimers) != WM_OK) return WM_ERR;
   return WM_OK;
+bad:
+  free(sm.left);
+  return WM_ERR;
 }
 
 /* Back to the empty state the operator was built with. */
@@ -446,7 +502,7 @@ static int reset_state(wm_op *op, winop *s) {
 
 int wm_wo_restore(wm_op *op, wm_state_io *io) {
   winop *s = op->impl;
-  if (s->ne || wm_timers_size(s->timers) || wm_timers_size(s->ptimers))
+  if (!io->merge && (s->ne || wm_timers_size(s->timers) || wm_timers_size(s->ptimers)))
     return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);

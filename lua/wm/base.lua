@@ -20,6 +20,8 @@ local M = {
   --- The largest parallelism of an env or an operator (as `wmrun -p`): every instance is
   -- built up front, so an absurd number would only end in "out of memory".
   MAX_PARALLELISM = 1024,
+  --- The largest `max_parallelism` (number of key groups) of an env, Flink's 2^15.
+  MAX_KEY_GROUPS = 32768,
   --- The largest `threads` of an env (as `wmrun --threads`).
   MAX_THREADS = 256,
   --- The largest read size of a line source (`chunk`): the buffer is allocated at the start.
@@ -255,9 +257,9 @@ function M.env(opts)
   for k in pairs(opts) do
     if k ~= "parallelism" and k ~= "watermark_interval" and k ~= "time" and k ~= "name"
       and k ~= "threads" and k ~= "metrics" and k ~= "checkpoint" and k ~= "pre_aggregate"
-      and k ~= "stall_timeout" and k ~= "backpressure" and k ~= "ui" then
+      and k ~= "stall_timeout" and k ~= "backpressure" and k ~= "ui" and k ~= "max_parallelism" then
       error("env: unknown option '" .. tostring(k) .. "' (parallelism, watermark_interval, time, "
-        .. "threads, metrics, ui, checkpoint, pre_aggregate, stall_timeout, backpressure)", 2)
+        .. "threads, metrics, ui, checkpoint, pre_aggregate, stall_timeout, backpressure, max_parallelism)", 2)
     end
   end
   local function endpoint(name, e)
@@ -293,6 +295,11 @@ function M.env(opts)
       M.MAX_THREADS, tostring(threads)), 2)
   end
   local p = M.parallelism(opts.parallelism or 1, "env", "parallelism", 2)
+  local maxp = opts.max_parallelism
+  if maxp ~= nil and (math.type(maxp) ~= "integer" or maxp < 1 or maxp > M.MAX_KEY_GROUPS) then
+    error(string.format("env: max_parallelism (the number of key groups) must be an integer from 1 "
+      .. "to %d, got %s", M.MAX_KEY_GROUPS, tostring(maxp)), 2)
+  end
   local wi = opts.watermark_interval
   wi = wi == nil and 200 or duration.ms(wi, "env watermark_interval", 2)
   if wi < 0 then error("env: watermark_interval must not be negative", 2) end
@@ -328,6 +335,7 @@ function M.env(opts)
   local o = M._overrides
   if o.watermark_interval then wi = o.watermark_interval end
   if o.parallelism then p = o.parallelism end
+  if o.max_parallelism then maxp = o.max_parallelism end
   if o.threads then threads = o.threads end
   if o.stall_timeout then stall = o.stall_timeout end
   if o.metrics_port then mh = {port = o.metrics_port, host = mh and mh.host or "127.0.0.1"} end
@@ -347,7 +355,8 @@ function M.env(opts)
     error((o.from_savepoint and "--from-savepoint" or "--stop-with-savepoint")
       .. " needs checkpoints: give --checkpoint-dir (the resumed job's checkpoints go there)", 2)
   end
-  return setmetatable({nodes = {}, parallelism = p, watermark_interval = wi, time = time, threads = threads,
+  return setmetatable({nodes = {}, parallelism = p, max_parallelism = maxp, watermark_interval = wi,
+                       time = time, threads = threads,
                        checkpoint = ck, no_pre_aggregate = opts.pre_aggregate == false and 1 or nil,
                        metrics = o.metrics, trace_watermarks = o.trace_watermarks,
                        no_drain = o.no_drain, timeline = o.timeline, metrics_http = mh, ui_http = ui,

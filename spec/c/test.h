@@ -86,5 +86,6 @@ void test_jsonw(void);
 void test_twoin(void);
 void test_nexmark(void);
 void test_error(void);
+void test_keygroup(void);
 
 #endif

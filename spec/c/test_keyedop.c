@@ -601,7 +601,150 @@ static void key_kinds_case(void) {
   wm_ctx_free(&ctx);
 }
 
+/* ---- key groups: a checkpoint split among instances and merged back ----------------
+ * One operator holds keys 1..300 (even keys written twice, every key a timer at its own
+ * ts + 10); its bytes restored into three operators, each keeping the key groups of its
+ * instance of 3 (of 128), then the three merged back into one. The key group of integer k is
+ * splitmix64's finalizer of k, mod 128 (written out here), its owner group * 3 / 128. */
+static uint64_t kg_mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+static int kg_owner(int64_t key, int p) { return (int)(kg_mix((uint64_t)key) % 128u) * p / 128; }
+
+static void snap_bytes(kfix *f, wm_buf *b) {
+  wm_encoder enc;
+  wm_encoder_init(&enc);
+  wm_state_io io = {.out = b, .enc = &enc};
+  CHECK_I64(f->k->vt->snapshot(f->k, &io), WM_OK);
+  wm_encoder_free(&enc);
+}
+
+static int restore_groups(kfix *g, const wm_buf *b, uint32_t first, uint32_t last, int merge) {
+  wm_decoder dec;
+  wm_decoder_init(&dec);
+  wm_state_io io = {.data = (const uint8_t *)b->data, .len = b->len, .dec = &dec,
+                    .groups = 128, .kg_first = first, .kg_last = last, .merge = merge};
+  int rc = g->k->vt->restore(g->k, &io);
+  wm_decoder_free(&dec);
+  return rc;
+}
+
+/* The lines of out, sorted, as one string. */
+static void sort_lines(const char *text, char *out, size_t n) {
+  char lines[400][32];
+  int m = 0;
+  for (const char *p = text; *p && m < 400;) {
+    const char *nl = strchr(p, '\n');
+    size_t l = nl ? (size_t)(nl - p) : strlen(p);
+    snprintf(lines[m++], sizeof lines[0], "%.*s", (int)l, p);
+    p += l + (nl != NULL);
+  }
+  for (int i = 1; i < m; i++)
+    for (int j = i; j > 0 && strcmp(lines[j - 1], lines[j]) > 0; j--) {
+      char t[32];
+      memcpy(t, lines[j], sizeof t);
+      memcpy(lines[j], lines[j - 1], sizeof t);
+      memcpy(lines[j - 1], t, sizeof t);
+    }
+  size_t k = 0;
+  out[0] = '\0';
+  for (int i = 0; i < m && k + 33 < n; i++) k += (size_t)snprintf(out + k, n - k, "%s\n", lines[i]);
+}
+
+static void rescale_case(void) {
+  kfix f;
+  kfix_open(&f, NULL);
+  for (int64_t key = 1; key <= 300; key++) {
+    CHECK_I64(push(&f, key * 100, key), WM_OK);
+    if (key % 2 == 0) CHECK_I64(push(&f, key * 100, key), WM_OK);
+    CHECK_I64(push(&f, key * 100 + 3, key), WM_OK);
+  }
+  wm_buf whole;
+  wm_buf_init(&whole);
+  snap_bytes(&f, &whole);
+  /* split: instance i of 3 keeps exactly its keys, with their state and timers */
+  kfix g[3];
+  wm_buf part[3];
+  int total = 0;
+  for (int i = 0; i < 3; i++) {
+    uint32_t a = (uint32_t)(i * 128 + 2) / 3, b = (uint32_t)((i + 1) * 128 - 1) / 3;
+    kfix_open(&g[i], NULL);
+    CHECK_I64(restore_groups(&g[i], &whole, a, b, 0), WM_OK);
+    int want = 0;
+    for (int64_t key = 1; key <= 300; key++) want += kg_owner(key, 3) == i;
+    CHECK_I64(wm_keyedop_keys(g[i].k), want);
+    CHECK(want > 50); /* (300 keys over 3: no instance is nearly empty) */
+    total += want;
+    wm_buf_init(&part[i]);
+    snap_bytes(&g[i], &part[i]);
+  }
+  CHECK_I64(total, 300);
+  /* merged back into one: every key again */
+  kfix m;
+  kfix_open(&m, NULL);
+  for (int i = 0; i < 3; i++) CHECK_I64(restore_groups(&m, &part[i], 0, 127, i > 0), WM_OK);
+  CHECK_I64(wm_keyedop_keys(m.k), 300);
+  /* a key twice (the same part merged again) is damage */
+  kfix d;
+  kfix_open(&d, NULL);
+  CHECK_I64(restore_groups(&d, &part[0], 0, 127, 0), WM_OK);
+  CHECK_I64(restore_groups(&d, &part[0], 0, 127, 1), WM_ERR);
+  CHECK(strstr(wm_ctx_errtext(&d.ctx), "a key appears twice") != NULL);
+  kfix_close(&d);
+  /* every timer fires where its key went: the split's lines are the whole's, each of its own
+   * instance's keys (key * 1000 + count: 1 for odd keys, 2 for even ones) */
+  CHECK_I64(wm_op_input_watermark(f.k, 0, 1000), WM_OK);
+  CHECK_I64(wm_op_input_watermark(m.k, 0, 1000), WM_OK);
+  static char a[12000], b[12000];
+  wm_buf all;
+  wm_buf_init(&all);
+  int bad = 0;
+  for (int i = 0; i < 3; i++) {
+    CHECK_I64(wm_op_input_watermark(g[i].k, 0, 1000), WM_OK);
+    for (const char *p = g[i].out.data; p && *p;) {
+      long long ts, v;
+      if (*p != 'W' && sscanf(p, "%lld %lld", &ts, &v) == 2) {
+        long long key = v / 1000, count = key % 2 == 0 ? 2 : 1;
+        bad += kg_owner(key, 3) != i || ts != key + 10 || v % 1000 != count;
+        wm_buf_add(&all, p, strcspn(p, "\n") + 1);
+      }
+      p = strchr(p, '\n');
+      p = p ? p + 1 : NULL;
+    }
+  }
+  CHECK_I64(bad, 0);
+  wm_buf_addc(&all, '\0');
+  sort_lines(all.data, a, sizeof a);
+  wm_buf fo;
+  wm_buf_init(&fo);
+  for (const char *p = f.out.data; p && *p;) { /* the whole's, without its watermark line */
+    if (*p != 'W') wm_buf_add(&fo, p, strcspn(p, "\n") + 1);
+    p = strchr(p, '\n');
+    p = p ? p + 1 : NULL;
+  }
+  wm_buf_addc(&fo, '\0');
+  sort_lines(fo.data, b, sizeof b);
+  CHECK(strlen(a) > 300 * 6);
+  CHECK_STR(a, b);
+  CHECK_STR(m.out.data, f.out.data); /* merged: the whole's lines in the whole's order */
+  wm_buf_free(&all);
+  wm_buf_free(&fo);
+  wm_buf_free(&whole);
+  for (int i = 0; i < 3; i++) {
+    wm_buf_free(&part[i]);
+    kfix_close(&g[i]);
+  }
+  kfix_close(&m);
+  kfix_close(&f);
+}
+
 void test_keyedop(void) {
+  rescale_case();
   timers_case();
   two_inputs_case();
   broadcast_input_case();

@@ -38,6 +38,7 @@ static const struct {
     {"ui", test_ui},
     {"error", test_error},
     {"savepoint", test_savepoint},
+    {"keygroup", test_keygroup},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

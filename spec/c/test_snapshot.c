@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_keygroup.h"
 #include "exec/wm_exchange.h"
 #include "graph/wm_snapshot.h"
 #include "graph/wm_statefmt.h"
@@ -475,6 +476,107 @@ static void same_bytes(build_fn build, const ev *evs, size_t n) {
   }
 }
 
+/* ---- key groups: a window's state split between instances ---------------------------
+ * At every cut, the plan's parts restored into two plans, the window keeping the key groups
+ * of instance i of 2 (of 128): given every later event, each gives for the keys it owns the
+ * very lines (records and late records, in their order) the uninterrupted run gives for
+ * them; and ended right after the restore, it fires windows of its own keys only. */
+static int line_owner(const char *line, size_t n) {
+  const char *k = NULL;
+  for (size_t j = 0; j + 6 <= n && !k; j++)
+    if (!memcmp(line + j, "\"id\":\"", 6)) k = line + j;
+  if (!k) return -1; /* a watermark's line */
+  k += 6;
+  const char *e = memchr(k, '"', n - (size_t)(k - line));
+  if (!e) return -1;
+  wm_value key = wm_cstr(k, (size_t)(e - k));
+  return wm_keygroup_instance(wm_keygroup_of(&key, 128), 2, 128);
+}
+
+/* The lines of text whose key instance i owns. */
+static void owned_lines(const char *text, size_t len, int i, wm_buf *out) {
+  const char *p = text, *end = text + len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+    if (line_owner(p, n) == i) wm_buf_add(out, p, n);
+    p += n;
+  }
+}
+
+static int restore_instance(plan *b, const parts *ps, int i) {
+  uint32_t first, last;
+  wm_keygroup_range(i, 2, 128, &first, &last);
+  for (size_t j = 0; j < b->ctx.nops; j++) {
+    char name[64];
+    snprintf(name, sizeof name, "op-%zu.0", j);
+    const wm_part *pt = NULL;
+    for (size_t k = 0; k < ps->n; k++)
+      if (!strcmp(ps->p[k].name, name)) pt = &ps->p[k];
+    if (!pt || wm_op_restore_parts(b->ctx.ops[j], cur_codec, &pt, 1, pt, 128, first, last) != WM_OK)
+      return WM_ERR;
+  }
+  return WM_OK;
+}
+
+static void split_roundtrip(build_fn build, const ev *evs, size_t n) {
+  plan full;
+  plan_init(&full, build);
+  run(&full, evs, 0, n);
+  int bad = 0, owned[2] = {0, 0};
+  for (size_t cut = 0; cut <= n && !bad; cut++) {
+    plan a;
+    plan_init(&a, build);
+    parts ps = {0};
+    run(&a, evs, 0, cut);
+    CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, cur_codec, put_part, &ps), WM_OK);
+    for (int i = 0; i < 2; i++) {
+      plan b, c;
+      plan_init(&b, build);
+      plan_init(&c, build);
+      b.now = c.now = a.now;
+      if (restore_instance(&b, &ps, i) != WM_OK || restore_instance(&c, &ps, i) != WM_OK) {
+        fprintf(stderr, "FAIL %s: split restore at %zu: %s\n", T.current, cut, wm_ctx_errtext(&b.ctx));
+        bad++;
+      } else {
+        run(&b, evs, cut, n);
+        wm_buf got, want;
+        wm_buf_init(&got);
+        wm_buf_init(&want);
+        owned_lines(a.out.data ? a.out.data : "", a.out.len, i, &got);
+        owned_lines(b.out.data ? b.out.data : "", b.out.len, i, &got);
+        owned_lines(full.out.data ? full.out.data : "", full.out.len, i, &want);
+        wm_buf_addc(&got, '\0');
+        wm_buf_addc(&want, '\0');
+        if (strcmp(got.data, want.data) != 0) {
+          fprintf(stderr, "FAIL %s: instance %d cut at %zu gives\n%s\nexpected\n%s\n", T.current,
+                  i, cut, got.data, want.data);
+          bad++;
+        }
+        owned[i] += want.len > 1;
+        wm_buf_free(&got);
+        wm_buf_free(&want);
+        /* ended at once: only its own keys' windows come out */
+        static const ev end[] = {E};
+        run(&c, end, 0, 1);
+        const char *q = c.out.data ? c.out.data : "";
+        for (const char *l = q; *l;) {
+          size_t ln = strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0);
+          if (line_owner(l, ln) == 1 - i) bad++;
+          l += ln;
+        }
+      }
+      plan_free(&b);
+      plan_free(&c);
+    }
+    parts_free(&ps);
+    plan_free(&a);
+  }
+  CHECK_I64(bad, 0);
+  CHECK(owned[0] > 0 && owned[1] > 0); /* both instances own keys with output */
+  plan_free(&full);
+}
+
 static void windows(void) {
   static const struct {
     const char *name;
@@ -524,6 +626,26 @@ static void windows(void) {
     T.current = cases[c].name;
     cur_w = &cases[c].w;
     roundtrip(build_window, cases[c].evs, cases[c].n, NULL);
+  }
+  static const struct {
+    const char *name;
+    wspec w;
+    const ev *evs;
+    size_t n;
+  } split_cases[] = {
+      {"split by key group: tumbling sum, lateness", {{.kind = WM_WA_TUMBLING, .size = 5000}, .lateness = 2000},
+       longkey_evs, sizeof longkey_evs / sizeof *longkey_evs},
+      {"split by key group: sliding sum in panes", {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .delay = 1000},
+       longkey_evs, sizeof longkey_evs / sizeof *longkey_evs},
+      {"split by key group: tumbling max", {{.kind = WM_WA_TUMBLING, .size = 5000}, .agg = WM_AGG_MAX, .delay = 1000},
+       longkey_evs, sizeof longkey_evs / sizeof *longkey_evs},
+      {"split by key group: sessions, lateness", {{.kind = WM_WA_SESSION, .gap = 3000}, .lateness = 4000, .delay = 500},
+       longkey_evs, sizeof longkey_evs / sizeof *longkey_evs},
+  };
+  for (size_t c = 0; c < sizeof split_cases / sizeof *split_cases; c++) {
+    T.current = split_cases[c].name;
+    cur_w = &split_cases[c].w;
+    split_roundtrip(build_window, split_cases[c].evs, split_cases[c].n);
   }
   static const wspec bytes_w[] = {{{.kind = WM_WA_TUMBLING, .size = 5000}, .delay = 1000},
                                   {{.kind = WM_WA_SLIDING, .size = 6000, .slide = 2000}, .delay = 1000}};

@@ -1,0 +1,357 @@
+/* Restoring at another parallelism or thread count (exec/wm_rescale.h). */
+#include "exec/wm_rescale.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_keygroup.h"
+#include "exec/wm_mt.h"
+
+/* One "part NAME NODE ROLE SUBTASK NSUB" line of the MANIFEST. */
+typedef struct pline {
+  char *name;
+  uint32_t node;
+  int role, sub, nsub;
+  int src; /* a source's position (src-...) */
+  const wm_part *part;
+} pline;
+
+struct wm_rescale {
+  pline *l;
+  size_t n;
+  const wm_part *parts;
+  size_t np;
+};
+
+void wm_rescale_meta_line(wm_buf *m, const char *prefix, const wm_op *op, size_t place,
+                          int thread) {
+  char name[300];
+  if (wm_op_part_name(op, place, thread, name, sizeof name) != 0) return;
+  wm_buf_adds(m, "part ");
+  wm_buf_adds(m, prefix);
+  wm_buf_adds(m, name);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->node);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->role);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->subtask);
+  wm_buf_addc(m, ' ');
+  wm_buf_add_int(m, op->nsub);
+  wm_buf_addc(m, '\n');
+}
+
+void wm_rescale_free(wm_rescale *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++) free(r->l[i].name);
+  free(r->l);
+  free(r);
+}
+
+static const wm_part *find_part(const wm_part *parts, size_t np, const char *name) {
+  for (size_t k = 0; k < np; k++)
+    if (!strcmp(parts[k].name, name)) return &parts[k];
+  return NULL;
+}
+
+wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, size_t np,
+                           char *err, size_t errlen) {
+  wm_rescale *r = calloc(1, sizeof *r);
+  if (!r) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  r->parts = parts;
+  r->np = np;
+  size_t cap = 0;
+  const char *p = meta, *end = meta + mlen;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    size_t ll = (size_t)(le - p);
+    if (ll > 5 && !memcmp(p, "part ", 5)) {
+      char line[600], name[400];
+      unsigned long node;
+      int role, sub, nsub, used = 0;
+      snprintf(line, sizeof line, "%.*s", (int)(ll < sizeof line - 1 ? ll : sizeof line - 1), p);
+      if (sscanf(line, "part %399s %lu %d %d %d%n", name, &node, &role, &sub, &nsub, &used) != 5 ||
+          line[used] != '\0' || node == 0 || node > UINT32_MAX || role < 0 || role > 2 ||
+          nsub < 1 || sub < 0 || sub >= nsub) {
+        snprintf(err, errlen, "its MANIFEST has a damaged part line ('%.80s')", line);
+        wm_rescale_free(r);
+        return NULL;
+      }
+      const wm_part *pt = find_part(parts, np, name);
+      if (!pt) {
+        snprintf(err, errlen, "its MANIFEST places part %s, which it does not hold", name);
+        wm_rescale_free(r);
+        return NULL;
+      }
+      if (r->n == cap) {
+        size_t nc = cap ? cap * 2 : 32;
+        pline *g = realloc(r->l, nc * sizeof *g);
+        if (!g) {
+          snprintf(err, errlen, "out of memory");
+          wm_rescale_free(r);
+          return NULL;
+        }
+        r->l = g;
+        cap = nc;
+      }
+      pline *l = &r->l[r->n];
+      if (!(l->name = strdup(name))) {
+        snprintf(err, errlen, "out of memory");
+        wm_rescale_free(r);
+        return NULL;
+      }
+      l->node = (uint32_t)node;
+      l->role = role;
+      l->sub = sub;
+      l->nsub = nsub;
+      l->src = !strncmp(name, "src-", 4);
+      l->part = pt;
+      r->n++;
+    }
+    p = le + 1;
+  }
+  return r;
+}
+
+int wm_rescale_same(const wm_rescale *r, const wm_ctx *ctx, int thread, int threads_then,
+                    int threads_now) {
+  if (threads_then != threads_now) return 0;
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (!op->node) continue;
+    char name[300];
+    if (wm_op_part_name(op, i, thread, name, sizeof name) != 0) return 0;
+    size_t k = 0;
+    while (k < r->n && strcmp(r->l[k].name, name) != 0) k++;
+    /* (the node may differ: a job upgraded with uids has its operators elsewhere in the
+     * plan, which the part's name, after the uid, does not depend on) */
+    if (k == r->n || r->l[k].role != op->role || r->l[k].sub != op->subtask ||
+        r->l[k].nsub != op->nsub)
+      return 0;
+  }
+  return 1;
+}
+
+/* Whether the part line l is of the operator with uid base `base` (its instances' uids are
+ * base.1 ... base.n at n > 1): "uid-<base>.<thread>" or "uid-<base>.<k>.<thread>". */
+static int uid_line(const pline *l, const char *base) {
+  const char *nm = l->name + (l->src ? 4 : 0);
+  size_t bl = strlen(base);
+  if (strncmp(nm, "uid-", 4) != 0 || strncmp(nm + 4, base, bl) != 0 || nm[4 + bl] != '.') return 0;
+  const char *p = nm + 5 + bl;
+  for (int parts = l->nsub > 1 ? 2 : 1; parts > 0; parts--) {
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    if (parts > 1 && *p++ != '.') return 0;
+  }
+  return *p == '\0';
+}
+
+/* The lines of op (sources' or operators'), in *out (malloc'ed), *n: an operator with a uid
+ * by its uid (its node may have moved), any other by its node; and its role. */
+static int lines_of(const wm_rescale *r, const wm_op *op, int src, const pline ***out, size_t *n) {
+  *n = 0;
+  *out = malloc((r->n ? r->n : 1) * sizeof **out);
+  if (!*out) return -1;
+  char base[200] = "";
+  if (op->uid && op->role == WM_ROLE_MAIN) {
+    snprintf(base, sizeof base, "%s", op->uid);
+    char *dot = strrchr(base, '.');
+    if (op->nsub > 1 && dot) *dot = '\0'; /* id.k: the instance's */
+  }
+  for (size_t k = 0; k < r->n; k++) {
+    const pline *l = &r->l[k];
+    if (l->src != src || l->role != op->role) continue;
+    if (base[0] ? uid_line(l, base) : l->node == op->node) (*out)[(*n)++] = l;
+  }
+  return 0;
+}
+
+static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host *codec,
+                      uint32_t groups) {
+  const pline **c;
+  size_t n;
+  if (lines_of(r, op, 0, &c, &n) != 0) return wm_ctx_error(ctx, "out of memory");
+  int rc = WM_OK;
+  const wm_part **use = calloc(n ? n : 1, sizeof *use);
+  if (!use) rc = wm_ctx_error(ctx, "out of memory");
+  else if (n == 0)
+    rc = wm_ctx_error(ctx, "the checkpoint holds no state for operator '%s': the job changed "
+                           "since the checkpoint (give operators a stable id with uid, "
+                           "docs/checkpoints.md)", op->name);
+  int p0 = n ? c[0]->nsub : 0;
+  for (size_t k = 0; k < n && rc == WM_OK; k++)
+    if (c[k]->nsub != p0)
+      rc = wm_ctx_error(ctx, "damaged checkpoint: the parts of '%s' say %d and %d instances",
+                        op->name, p0, c[k]->nsub);
+  const wm_part *same = NULL;
+  for (size_t k = 0; k < n && rc == WM_OK; k++)
+    if (c[k]->sub == op->subtask && p0 == op->nsub) same = c[k]->part;
+  if (rc != WM_OK) {
+    /* said */
+  } else if (same) { /* the same instance: all of its state (its input channels may differ) */
+    rc = wm_op_restore_parts(op, codec, &same, 1, same, 0, 0, 0);
+  } else if (op->vt->keyed_state) {
+    uint32_t a, b;
+    size_t m = 0;
+    wm_keygroup_range(op->subtask, op->nsub, groups, &a, &b);
+    for (size_t k = 0; k < n; k++) {
+      uint32_t x, y;
+      wm_keygroup_range(c[k]->sub, p0, groups, &x, &y);
+      if (x <= b && y >= a) use[m++] = c[k]->part;
+    }
+    rc = wm_op_restore_parts(op, codec, use, m, NULL, groups, a, b);
+  } else if (!op->vt->snapshot) { /* no state of its own: the watermarks of one instance */
+    const wm_part *one = c[0]->part;
+    for (size_t k = 0; k < n; k++)
+      if (c[k]->sub == op->subtask) one = c[k]->part;
+    rc = wm_op_restore_parts(op, codec, &one, 1, NULL, 0, 0, 0);
+  } else {
+    rc = wm_ctx_error(ctx, "'%s' ran as %d instance%s at the checkpoint and %d now, and its "
+                           "state is not split or merged (only windows and keyed process "
+                           "functions are, by key group): give it the checkpoint's parallelism "
+                           "with set_parallelism(%d)",
+                      op->name, p0, p0 == 1 ? "" : "s", op->nsub, p0);
+  }
+  free(use);
+  free(c);
+  return rc;
+}
+
+int wm_rescale_restore(wm_rescale *r, wm_ctx *ctx, const wm_codec_host *codec, uint32_t groups) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    wm_op *op = ctx->ops[i];
+    if (!op->node) continue; /* the executor's own: starts anew */
+    if (restore_op(r, ctx, op, codec, groups) != WM_OK) return WM_ERR;
+  }
+  return WM_OK;
+}
+
+const wm_part *wm_rescale_source(wm_rescale *r, wm_ctx *ctx, const wm_op *src) {
+  const pline **c;
+  size_t n;
+  if (lines_of(r, src, 1, &c, &n) != 0) {
+    wm_ctx_error(ctx, "out of memory");
+    return NULL;
+  }
+  const wm_part *got = NULL;
+  for (size_t k = 0; k < n; k++)
+    if (c[k]->nsub == src->nsub && c[k]->sub == src->subtask) got = c[k]->part;
+  if (!got && n == 0)
+    wm_ctx_error(ctx, "it holds no position of source '%s' (the job changed since the "
+                      "checkpoint)", src->name);
+  else if (!got)
+    wm_ctx_error(ctx, "source '%s' ran as %d instance%s at the checkpoint and %d now: its "
+                      "positions are not redistributed (give it the checkpoint's parallelism "
+                      "with set_parallelism(%d))",
+                 src->name, c[0]->nsub, c[0]->nsub == 1 ? "" : "s", src->nsub, c[0]->nsub);
+  free(c);
+  return got;
+}
+
+int wm_rescale_has_channels(const wm_rescale *r) {
+  for (size_t k = 0; k < r->np; k++)
+    if (!strncmp(r->parts[k].name, "chan-", 5)) return 1;
+  return 0;
+}
+
+/* ---- the records in flight ------------------------------------------------------------ */
+
+typedef struct replay {
+  wm_rescale *r;
+  wm_ctx *ctx;
+  uint32_t *gid0; /* the first global instance id of each node (by node), at the checkpoint */
+  int *nsub;
+  uint32_t nodes;
+} replay;
+
+/* The node and old instance of a global instance id (the builder's numbering: the nodes'
+ * instances in node order). */
+static int gid_node(const replay *rp, uint32_t gid, uint32_t *node, int *sub) {
+  for (uint32_t n = 1; n <= rp->nodes; n++)
+    if (rp->nsub[n] && gid >= rp->gid0[n] && gid < rp->gid0[n] + (uint32_t)rp->nsub[n]) {
+      *node = n;
+      *sub = (int)(gid - rp->gid0[n]);
+      return 0;
+    }
+  return -1;
+}
+
+static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const wm_value *rec) {
+  replay *rp = ud;
+  wm_ctx *ctx = rp->ctx;
+  uint32_t node;
+  int sub;
+  if (gid_node(rp, gid, &node, &sub) != 0)
+    return wm_ctx_error(ctx, "damaged checkpoint: a record in flight to instance %u, which the "
+                             "plan does not have", gid);
+  if (kind != WM_MT_RECORD) { /* to every instance's channel (watermarks only go up) */
+    for (size_t i = 0; i < ctx->nops; i++) {
+      wm_op *op = ctx->ops[i];
+      if (op->node != node || op->role != WM_ROLE_MAIN || chan >= op->nin) continue;
+      int rc = kind == WM_MT_WATERMARK ? wm_op_input_watermark(op, chan, t)
+                                       : wm_op_input_status(op, chan, kind == WM_MT_IDLE);
+      if (rc != WM_OK) return rc;
+    }
+    return WM_OK;
+  }
+  /* a record: to what feeds the channel now (an exchange routes it by its key); else to
+   * any edge into the node */
+  wm_op *via = NULL, *to = NULL;
+  int at = 0, best = 0;
+  for (size_t i = 0; i < ctx->nops && best < 3; i++) {
+    wm_op *f = ctx->ops[i];
+    int xch = !strcmp(f->vt->kind, "exchange");
+    for (int p = 0; p < f->nports && best < 3; p++)
+      for (int e = 0; e < f->ports[p].n; e++) {
+        const wm_edge *ed = &f->ports[p].edges[e];
+        if (ed->to->node != node || ed->to->role != WM_ROLE_MAIN) continue;
+        int score = (ed->chan == chan) * 2 + (xch || ed->to->subtask == sub || ed->to->nsub == 1);
+        if (score <= best) continue;
+        best = score;
+        via = xch ? f : NULL;
+        to = ed->to;
+        at = ed->chan;
+      }
+  }
+  if (!to) return wm_ctx_error(ctx, "a record in flight at the checkpoint went to an operator "
+                                    "this job does not feed (the job changed since the "
+                                    "checkpoint)");
+  const wm_pos *outer = ctx->pos;
+  ctx->pos = NULL;
+  int rc = via ? wm_op_deliver(via, 0, rec, t) : wm_op_input_record(to, at, rec, t);
+  ctx->pos = outer;
+  return rc == WM_ERR ? wm_op_failed(via ? via : to, rc) : WM_OK;
+}
+
+int wm_rescale_replay(wm_rescale *r, wm_ctx *ctx, const wm_codec_host *codec) {
+  replay rp = {r, ctx, NULL, NULL, 0};
+  for (size_t k = 0; k < r->n; k++)
+    if (r->l[k].node > rp.nodes) rp.nodes = r->l[k].node;
+  rp.gid0 = calloc((size_t)rp.nodes + 1, sizeof *rp.gid0);
+  rp.nsub = calloc((size_t)rp.nodes + 1, sizeof *rp.nsub);
+  if (!rp.gid0 || !rp.nsub) {
+    free(rp.gid0);
+    free(rp.nsub);
+    return wm_ctx_error(ctx, "out of memory");
+  }
+  for (size_t k = 0; k < r->n; k++)
+    if (!r->l[k].src && r->l[k].role == WM_ROLE_MAIN) rp.nsub[r->l[k].node] = r->l[k].nsub;
+  uint32_t g = 0;
+  for (uint32_t n = 1; n <= rp.nodes; n++) {
+    rp.gid0[n] = g;
+    g += (uint32_t)rp.nsub[n];
+  }
+  int rc = WM_OK;
+  for (size_t k = 0; k < r->np && rc == WM_OK; k++)
+    if (!strncmp(r->parts[k].name, "chan-", 5))
+      rc = wm_mt_decode_channel(ctx, codec, r->parts[k].data, r->parts[k].len, on_msg, &rp);
+  free(rp.gid0);
+  free(rp.nsub);
+  return rc;
+}

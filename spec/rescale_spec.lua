@@ -1,0 +1,277 @@
+-- Rescaling from a checkpoint (docs/checkpoints.md, "Key groups and rescaling"): a job's
+-- checkpoint taken at one setting restores at another (-p 2 --threads 2 -> -p 3, -p 3 ->
+-- -p 1, -p 2 --threads 2 -> --threads 1) and the job goes on with exactly the output an
+-- uninterrupted run at the new setting gives.
+--
+-- "The same input position": the first run stops right after its 2nd checkpoint is
+-- committed (WM_CKPT_CRASH=after-manifest:2, a test switch: _exit(99) there; the first
+-- checkpoint is taken before the first record, so the 2nd is the first periodic one, asked
+-- for 2 ms after the start and taken while windows, timers and, on two threads, records in
+-- flight between the threads are open; the spec checks that it is not the final one). Its file then holds what
+-- that checkpoint committed (write_lines is exactly-once: a resumed run cuts it back to the
+-- checkpoint's length), and the run at the new setting resumes from the checkpoint's source
+-- position and writes the rest. The union of both must equal an uninterrupted run at the new
+-- setting, from the start, compared as sorted lines: these jobs' results do not depend on
+-- the parallelism (every keyed instance has one input, the timestamps are assigned at
+-- parallelism 1), so the uninterrupted run's lines before the position are the first run's.
+-- Then the job is killed with SIGKILL at random moments, alternating the two settings, so
+-- that state goes back and forth between them, and the comparison holds again.
+local h = require("helper")
+local K = require("ckpt_kill")
+local q, gen_csv, sorted, csv_job = K.q, K.gen_csv, K.sorted, K.csv_job
+
+local shapes = {
+  {name = "a declarative job (parse_csv, a tumbling sum)", lines = 60000, seed = 1, outs = {".txt"},
+   text = csv_job("2s") .. [[
+  :key_by("id")
+  :window(wm.windows.tumbling("5s"))
+  :sum("vc")
+  :write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
+env:execute()
+]]},
+  {name = "a session-window job", lines = 40000, seed = 2, keys = 400, outs = {".txt"},
+   text = csv_job("1s") .. [[
+  :key_by("id")
+  :window(wm.windows.session("700ms"))
+  :max("vc")
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]]},
+  {name = "a Lua job (map, reduce, a custom generator, lateness, a late side output)", lines = 30000,
+   seed = 6, outs = {".txt", ".late"}, text = [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{ watermark_interval = 0 }
+local function bounded()
+  return {
+    max_ts = math.mininteger + 801,
+    on_event = function(self, record, ts, out)
+      if ts > self.max_ts then self.max_ts = ts end
+    end,
+    on_periodic_emit = function(self, out) out:emit_watermark(self.max_ts - 800 - 1) end,
+    snapshot = function(self) return {max_ts = self.max_ts} end,
+    restore = function(self, t) self.max_ts = t.max_ts end,
+  }
+end
+local w = env:read_lines(dir .. "/in.csv")
+  :map(function(line)
+    local id, ts, vc = line:match("^([^,]+),(%d+),(%d+)$")
+    return {id = id, ts = tonumber(ts), vc = tonumber(vc), tags = {id, "x"}}
+  end):set_parallelism(1)
+  :assign_timestamps_and_watermarks(wm.watermarks.for_generator(bounded):with_timestamp_field("ts", 1))
+  :set_parallelism(1)
+  :key_by("id")
+  :window(wm.windows.tumbling("2s"))
+  :allowed_lateness("300ms")
+  :side_output_late_data("late")
+  :reduce(function(a, b) return {id = a.id, ts = a.ts, vc = a.vc + b.vc, tags = {a.tags[1], #a.tags + 1}} end)
+w:write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
+w:get_side_output("late"):write_lines(dir .. "/" .. arg[1] .. ".late"):set_parallelism(1)
+env:execute()
+]]},
+  {name = "a keyed process function with event-time timers", lines = 30000, seed = 7, keys = 200,
+   outs = {".txt"}, text = csv_job("1s") .. [[
+  :key_by("id")
+  :process{
+    process_element = function(r, ctx, out)
+      local st = ctx.state
+      st.sum = (st.sum or 0) + r.vc
+      st.n = (st.n or 0) + 1
+      if st.timer then ctx.timer_service:delete_event_time_timer(st.timer) end
+      st.timer = ctx.timestamp + 400
+      ctx.timer_service:register_event_time_timer(st.timer)
+    end,
+    on_timer = function(t, ctx, out)
+      out(string.format("%s %d sum=%d n=%d", ctx.key, t, ctx.state.sum, ctx.state.n))
+      ctx.state.timer = nil
+    end,
+  }
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]]},
+  -- keyed state and a broadcast state (copied to every instance, Flink's rule), timers
+  {name = "a keyed connect with broadcast state and event-time timers", lines = 20000, seed = 9,
+   keys = 100, rates = true, outs = {".txt"}, text = csv_job("1s") .. [[
+  :key_by("id")
+  :connect(env:read_lines(dir .. "/rates.csv"):parse_csv{"rts:integer", "rate:integer"}:set_parallelism(1)
+    :assign_timestamps_and_watermarks(wm.watermarks.monotonous():with_timestamp_field("rts", 1))
+    :set_parallelism(1):broadcast())
+  :process{
+    process_element = function(r, ctx, out)
+      local st = ctx.state
+      st.n = (st.n or 0) + 1
+      st.pending = st.pending or {}
+      st.pending[#st.pending + 1] = {ts = ctx.timestamp, vc = r.vc, n = st.n}
+      ctx.timer_service:register_event_time_timer(ctx.timestamp)
+    end,
+    process_broadcast_element = function(r, ctx)
+      ctx.broadcast_state[r.rts] = r.rate
+    end,
+    on_timer = function(t, ctx, out)
+      local keep = {}
+      for _, p in ipairs(ctx.state.pending) do
+        if p.ts <= t then
+          local best, rate = -1, 0
+          for rts, v in pairs(ctx.broadcast_state) do
+            if rts <= p.ts and rts > best then best, rate = rts, v end
+          end
+          out(string.format("%s #%d ts=%d %d", ctx.key, p.n, p.ts, p.vc * rate))
+        else
+          keep[#keep + 1] = p
+        end
+      end
+      ctx.state.pending = keep
+    end,
+  }
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]]},
+}
+
+local moves = {
+  {from = "-p 2 --threads 2", to = "-p 3"},
+  {from = "-p 3", to = "-p 1"},
+  {from = "-p 2 --threads 2", to = "-p 2 --threads 1"},
+}
+
+describe("rescaling from a checkpoint", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  it("a checkpoint of another max_parallelism is refused, naming both; the same one resumes", function()
+    gen_csv(dir .. "/in.csv", 40000, 3)
+    local jp = K.job(dir, shapes[1].text)
+    local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
+    local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:2 " .. h.wmrun_bin .. " -p 2 --max-parallelism 64"
+      .. ck .. q(jp) .. " run")
+    assert.are.equal(99, c1, e1)
+    local _, e2, c2 = h.wmrun("-p 2" .. ck .. q(jp) .. " run")
+    assert.are.equal(1, c2)
+    assert.matches("cannot resume from checkpoint 2 in [^\n]*: it was taken with max_parallelism 64 and "
+      .. "this run has 128: the max parallelism is the number of key groups that keyed state is "
+      .. "stored by, and cannot change for a job's state %(give this run %-%-max%-parallelism 64, or "
+      .. "wm.env{max_parallelism = 64}%)", e2)
+    -- at -p 3 with the checkpoint's 64 groups it resumes, and the file is whole
+    local _, e3, c3 = h.wmrun("-p 3 --max-parallelism 64" .. ck .. q(jp) .. " run")
+    assert.are.equal(0, c3, e3)
+    local _, e4, c4 = h.wmrun(q(jp) .. " ref")
+    assert.are.equal(0, c4, e4)
+    assert.are.equal(sorted(h.read(dir .. "/ref.txt")), sorted(h.read(dir .. "/run.txt")))
+  end)
+
+  it("a parallelism above max_parallelism is refused at its line", function()
+    local jp = K.job(dir, [[
+local wm = require("wm")
+local env = wm.env{max_parallelism = 4}
+env:from_elements(1, 2, 3):key_by(function(x) return x end)
+  :process(function(x, ctx, out) out(x) end):set_parallelism(8)
+  :print()
+env:execute()
+]])
+    local _, err, code = h.wmrun(q(jp))
+    assert.are.equal(1, code)
+    assert.matches("job.lua:4: parallelism 8 is more than the job's max_parallelism 4 %(its number "
+      .. "of key groups, which no parallelism can exceed: raise it with wm.env{max_parallelism = ...} "
+      .. "or %-%-max%-parallelism%)", err)
+    jp = K.job(dir, [[
+local wm = require("wm")
+local env = wm.env{max_parallelism = 4}
+env:from_elements(1, 2, 3):key_by(function(x) return x end)
+  :process(function(x, ctx, out) out(x) end)
+  :print()
+env:execute()
+]])
+    local _, err2, code2 = h.wmrun("-p 5 " .. q(jp))
+    assert.are.equal(1, code2)
+    assert.matches("parallelism 5 is more than its max_parallelism 4", err2, 1, true)
+    local _, err3, code3 = h.wmrun("--max-parallelism 0 " .. q(jp))
+    assert.are.equal(2, code3)
+    assert.matches("bad max parallelism '0' %(expected 1 to 32768", err3)
+  end)
+
+  it("an interval join at another parallelism is refused, naming it (its state is not split yet)", function()
+    gen_csv(dir .. "/in.csv", 40000, 9)
+    local jp = K.job(dir, csv_job("2s"):gsub("env:read_lines", "local src = env:read_lines", 1) .. [[
+local l = src:filter(function(r) return r.vc % 2 == 0 end):set_parallelism(1)
+local r = src:filter(function(r) return r.vc % 2 == 1 end):set_parallelism(1)
+l:key_by("id"):interval_join(r:key_by("id")):between(-300, 200)
+  :process(function(a, b, ctx, out) out(a.id .. " " .. a.ts .. " " .. b.ts) end)
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]])
+    local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
+    local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:2 " .. h.wmrun_bin .. " -p 2" .. ck .. q(jp) .. " run")
+    assert.are.equal(99, c1, e1)
+    local _, e2, c2 = h.wmrun("-p 3" .. ck .. q(jp) .. " run")
+    assert.are.equal(1, c2)
+    assert.matches("cannot resume from checkpoint 2 in [^\n]*: 'interval join[^']*job.lua:%d+%) 1/3' ran "
+      .. "as 2 instances at the checkpoint and 3 now, and its state is not split or merged %(only "
+      .. "windows and keyed process functions are, by key group%): give it the checkpoint's "
+      .. "parallelism with set_parallelism%(2%)", e2)
+    -- at its own parallelism it resumes
+    local _, e3, c3 = h.wmrun("-p 2" .. ck .. q(jp) .. " run")
+    assert.are.equal(0, c3, e3)
+  end)
+
+  local function outputs(prefix, outs)
+    local t = {}
+    for i, o in ipairs(outs) do t[i] = sorted(h.read(dir .. "/" .. prefix .. o)) end
+    return t
+  end
+
+  for _, shape in ipairs(shapes) do
+    for _, mv in ipairs(moves) do
+      it(shape.name .. ": checkpoint at " .. mv.from .. ", resumed at " .. mv.to, function()
+        gen_csv(dir .. "/in.csv", shape.lines, shape.seed, shape.keys)
+        if shape.rates then
+          local f = assert(io.open(dir .. "/rates.csv", "w"))
+          for i = 0, 59 do f:write(string.format("%d,%d\n", i * 1000, i % 7 + 1)) end
+          f:close()
+        end
+        local jp = K.job(dir, shape.text)
+        -- the uninterrupted run at the new setting
+        local t0 = K.now_ms()
+        local _, err, code = h.wmrun(mv.to .. " " .. q(jp) .. " ref")
+        local took = math.max(K.now_ms() - t0, 20)
+        assert.are.equal(0, code, err)
+        local ref = outputs("ref", shape.outs)
+        for i, o in ipairs(shape.outs) do
+          if o == ".txt" then assert.is_true(#ref[i] > 0, "the reference is empty") end
+        end
+        local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
+        -- stopped right after its 2nd checkpoint, at the old setting
+        local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:2 " .. h.wmrun_bin .. " " .. mv.from .. ck
+          .. q(jp) .. " run")
+        assert.are.equal(99, c1, e1)
+        local before = h.read(dir .. "/run.txt")
+        assert.is_true(#before < #h.read(dir .. "/ref.txt"), "the cut is not inside the run")
+        -- resumed at the new setting, to the end
+        local _, e2, c2 = h.wmrun(mv.to .. ck .. q(jp) .. " run")
+        assert.are.equal(0, c2, e2)
+        assert.matches("resuming from checkpoint 2 in [^\n]*\n  taken at another parallelism or "
+          .. "thread count", e2)
+        local got = outputs("run", shape.outs)
+        for i, o in ipairs(shape.outs) do
+          assert.is_true(got[i] == ref[i], string.format("%s differs from the uninterrupted run's at "
+            .. "%s (%d bytes, expected %d)", o, mv.to, #got[i], #ref[i]))
+        end
+        -- again, with SIGKILLs at random moments, the setting changing at every restart
+        h.rmdir(dir .. "/ck")
+        math.randomseed(shape.seed)
+        for k = 1, 6 do
+          local c = K.run_killed((k % 2 == 1 and mv.from or mv.to) .. ck .. q(jp) .. " run",
+            math.random() * took / 1000)
+          assert.is_true(c == 137 or c == 0, "exit status " .. tostring(c))
+        end
+        local _, e3, c3 = h.wmrun(mv.to .. ck .. q(jp) .. " run")
+        assert.are.equal(0, c3, e3)
+        got = outputs("run", shape.outs)
+        for i, o in ipairs(shape.outs) do
+          assert.is_true(got[i] == ref[i], string.format("after the kills, %s differs from the "
+            .. "uninterrupted run's (%d bytes, expected %d)", o, #got[i], #ref[i]))
+        end
+      end)
+    end
+  end
+end)
