@@ -43,6 +43,7 @@ build = {
         "core/base/wm_value.c",
         "core/exec/wm_ckptrun.c",
         "core/exec/wm_savepoint.c",
+        "core/exec/wm_rescale.c",
         "core/exec/wm_exchange.c",
         "core/exec/wm_exec.c",
         "core/exec/wm_mboard.c",
