@@ -2,6 +2,7 @@
 -- PROCTIME() in SQL (issue 29). Every expected output is worked out by hand in the comments.
 local h = require("helper")
 local sql_run = require("sql_run")
+local wm = require("wm")
 
 local DDL = [[
 SET 'pipeline.auto-watermark-interval' = '0';
@@ -320,6 +321,25 @@ describe("SQL OVER over an updating input", function()
     assert.are.same({"+I[1, 5, 1, 1]", "+I[2, 5, 3, 2]", "+I[3, 1, 3, 1]", "-U[1, 5, 1, 1]", "+U[1, 5, 4, 2]",
       "-D[3, 1, 3, 1]", "-U[1, 5, 4, 2]", "+U[1, 5, 1, 1]", "+I[3, 5, 5, 2]", "-D[1, 5, 1, 1]",
       "-U[2, 5, 3, 2]", "+U[2, 5, 2, 1]", "+I[1, 6, 4, 2]"}, out)
+  end)
+
+  it("table.exec.state.ttl: a partition not written for the TTL (processing time) is forgotten", function()
+    local hs = wm.testing.harness(function(input)
+      local env = input.env
+      env:create_temporary_view("T", input, {"k:STRING"})
+      env:execute_sql("SET 'table.exec.state.ttl' = '10 s'")
+      return env:sql_query("SELECT k, n, SUM(n) OVER (ORDER BY n ROWS 1 PRECEDING) AS s FROM (SELECT k, COUNT(*) "
+        .. "AS n FROM T GROUP BY k)"):to_retract_stream()
+        :map(function(e) return (e[1] and "+" or "-") .. "[" .. e[2].k .. ", " .. e[2].n .. ", " .. e[2].s .. "]" end)
+    end)
+    local function at(t, rec)
+      hs:advance_processing_time(t - hs:processing_time())
+      hs:push(rec, t)
+    end
+    at(0, {k = "a"})     -- [(a,1)]: +[a, 1, 1]; the one partition written at 0 s
+    at(5000, {k = "b"})  -- [(a,1), (b,1)]: +[b, 1, 2]; written at 5 s
+    at(16000, {k = "c"}) -- the partition is gone (5 s + 10 s <= 16 s): [(c,1)]: +[c, 1, 1], not 2
+    assert.are.same({"+[a, 1, 1]", "+[b, 1, 2]", "+[c, 1, 1]"}, hs:output())
   end)
 
   it("takes ROWS BETWEEN n PRECEDING AND CURRENT ROW only", function()

@@ -213,7 +213,8 @@ function Planner:plan_over(q, rank_idx)
   local fields = {}
   for i, c in ipairs(inner.cols) do fields[i] = c.name end
   local stream = (updating and M.over_changelog or M.over_aggregate)(inner.stream, {parts = parts, time = "$o",
-    rows = frame.rows, n = frame.n, aggs = made, argfns = argfns, conds = conds, fields = fields})
+    rows = frame.rows, n = frame.n, aggs = made, argfns = argfns, conds = conds, fields = fields,
+    ttl = updating and self:state_ttl() or nil})
   self:tag_nodes(mark, w.pos)
   -- the SELECT list over the rows with the aggregates ($w1, ...)
   local cols = {}
@@ -402,8 +403,9 @@ end
 -- aggregates change. A retraction of a row that is not there changes nothing (as the GROUP
 -- BY). The ORDER BY value need not be a time attribute; no watermark is involved. The rows,
 -- their arguments and their last results are the keyed process function's `ctx.state`
--- (checkpointed). ROWS BETWEEN n PRECEDING AND CURRENT ROW only (spec.n a number).
--- spec: as over_aggregate, plus fields (the names of the input's columns)
+-- (checkpointed), with `table.exec.state.ttl` (spec.ttl, ms) the key's state_ttl as for GROUP BY.
+-- ROWS BETWEEN n PRECEDING AND CURRENT ROW only (spec.n a number).
+-- spec: as over_aggregate, plus fields (the names of the input's columns), ttl
 function M.over_changelog(stream, spec)
   local tf, n, fields = spec.time, spec.n, spec.fields
   local list, argfns, conds = spec.aggs, spec.argfns, spec.conds
@@ -459,7 +461,7 @@ function M.over_changelog(stream, spec)
     end
   end
   local key = partition_key(spec.parts)
-  return stream:key_by(function(c) return key(c.r) end):process(function(c, ctx, emit)
+  local function fn(c, ctx, emit)
     local r = c.r
     local o = r[tf]
     local st = ctx.state
@@ -507,7 +509,16 @@ function M.over_changelog(stream, spec)
     emit({k = "-D", r = shape(x, x.w)})
     refresh(rows, at, at + n - 1, emit)
     st.rows = rows[1] and rows or nil
-  end):name("over (rows, changelog)")
+  end
+  local keyed = stream:key_by(function(c) return key(c.r) end)
+  local op
+  if spec.ttl then
+    op = keyed:process{process_element = fn,
+                       state_ttl = {ttl = spec.ttl, update = "on_create_and_write", time = "processing"}}
+  else
+    op = keyed:process(fn)
+  end
+  return op:name("over (rows, changelog)")
 end
 
 return M
