@@ -12,6 +12,10 @@
 -- `--metrics`). Without a frame the window is RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT
 -- ROW, as in Flink. The rows waiting for the watermark, the aggregates' states and the rows
 -- of a bounded frame are the keyed process function's `ctx.state` (checkpointed).
+--
+-- Over an updating input (a changelog), `ROWS BETWEEN n PRECEDING AND CURRENT ROW` is a
+-- materialized view instead (M.over_changelog): ordered by any column, no watermark, each
+-- row's aggregates kept exact as rows are inserted and retracted.
 -- @module wm.sql.plan.over
 local expr = require("wm.sql.expr")
 local aggs = require("wm.sql.aggs")
