@@ -823,6 +823,41 @@ describe("Nexmark join queries (examples/nexmark) against results computed in Lu
     check("q9", want)
   end)
 
+  it("q6 average selling price by seller (OVER ROWS 10 PRECEDING over the winning bids' changelog)", function()
+    -- per auction the highest bid between its start and its end (both included); of equal
+    -- prices the first to arrive (Top-N keeps the first of equal sort keys)
+    local per, auctions = bids_in_auction()
+    local at = {} -- a bid's place in the events: the order the winning rows arrive in
+    for i, e in ipairs(events()) do if e.event_type == 2 then at[e.bid] = i end end
+    local by_seller = {}
+    for id, list in pairs(per) do
+      local best = list[1]
+      for _, b in ipairs(list) do if b.price > best.price then best = b end end
+      local s = auctions[id].seller
+      by_seller[s] = by_seller[s] or {}
+      table.insert(by_seller[s], best)
+    end
+    -- per seller, the winning bids by their dateTime (equal times: in the order they became
+    -- winners, which is the order of their bids); each row's AVG over itself and the 10 before
+    -- (a BIGINT: Java's long division, the prices are positive)
+    local want, longest = {}, 0
+    for s, list in pairs(by_seller) do
+      longest = math.max(longest, #list)
+      table.sort(list, function(a, b)
+        if a.dateTime ~= b.dateTime then return a.dateTime < b.dateTime end
+        return at[a] < at[b]
+      end)
+      for i = 1, #list do
+        local sum, cnt = 0, 0
+        for k = math.max(1, i - 10), i do sum, cnt = sum + list[k].price, cnt + 1 end
+        want[#want + 1] = string.format("[%d, %d]", s, sum // cnt)
+      end
+    end
+    assert.is_true(#want > 500)
+    assert.is_true(longest > 11, "a seller with more winning bids than the frame") -- (the hot sellers)
+    check("q6", want)
+  end)
+
   it("q5 hot items (per 10 s window sliding by 2 s, the auctions with the most bids)", function()
     local size, slide = 10000, 2000
     local counts = {} -- window start -> auction -> bids

@@ -12,11 +12,16 @@
 -- `--metrics`). Without a frame the window is RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT
 -- ROW, as in Flink. The rows waiting for the watermark, the aggregates' states and the rows
 -- of a bounded frame are the keyed process function's `ctx.state` (checkpointed).
+--
+-- Over an updating input (a changelog), `ROWS BETWEEN n PRECEDING AND CURRENT ROW` is a
+-- materialized view instead (M.over_changelog): ordered by any column, no watermark, each
+-- row's aggregates kept exact as rows are inserted and retracted.
 -- @module wm.sql.plan.over
 local expr = require("wm.sql.expr")
 local aggs = require("wm.sql.aggs")
 local errors = require("wm.sql.errors")
 local base = require("wm.sql.plan.base")
+local lower = require("wm.sql.plan.lower")
 
 local M = {}
 local Planner, rel_of, compile_fn = base.Planner, base.rel_of, base.compile_fn
@@ -157,13 +162,15 @@ function Planner:plan_over(q, rank_idx)
   hidden("$o", w.order[1].expr)
   local inner = self:plan_select(copy_query(q, {items = items}))
   self:check_no_rank(inner)
-  if inner.updating then
-    self:err(first.pos, "not supported yet: OVER aggregates over an updating input (the result of a GROUP BY, "
-      .. "a Top-N or a regular join); Flink does not have them either")
+  local updating = inner.updating
+  if updating and (not frame.rows or frame.n == nil) then
+    self:err(w.frame and w.frame.start_pos or w.pos, "not supported yet: OVER aggregates over an updating input "
+      .. "(the result of a GROUP BY, a Top-N or a regular join) take ROWS BETWEEN n PRECEDING AND CURRENT ROW "
+      .. "only")
   end
   local by = {}
   for _, c in ipairs(inner.cols) do by[c.name] = c end
-  if not by["$o"].rowtime then
+  if not updating and not by["$o"].rowtime then
     self:err(w.order[1].expr.pos, "OVER windows are ordered by a time attribute (a rowtime column declared with "
       .. "WATERMARK, or one passed through from it); this is not one")
   end
@@ -207,8 +214,11 @@ function Planner:plan_over(q, rank_idx)
     end
   end
   local mark = self.env and #self.env.nodes or 0
-  local stream = M.over_aggregate(inner.stream, {parts = parts, time = "$o", rows = frame.rows, n = frame.n,
-    aggs = made, argfns = argfns, conds = conds})
+  local fields = {}
+  for i, c in ipairs(inner.cols) do fields[i] = c.name end
+  local stream = (updating and M.over_changelog or M.over_aggregate)(inner.stream, {parts = parts, time = "$o",
+    rows = frame.rows, n = frame.n, aggs = made, argfns = argfns, conds = conds, fields = fields,
+    ttl = updating and self:state_ttl() or nil})
   self:tag_nodes(mark, w.pos)
   -- the SELECT list over the rows with the aggregates ($w1, ...)
   local cols = {}
@@ -228,10 +238,12 @@ function Planner:plan_over(q, rank_idx)
   end
   local body, out_cols = self:projection(shown, out_scope)
   for i, it in ipairs(shown) do
-    if it.expr.tag == "col" and by[it.expr.name] and by[it.expr.name].rowtime then out_cols[i].rowtime = true end
+    if not updating and it.expr.tag == "col" and by[it.expr.name] and by[it.expr.name].rowtime then
+      out_cols[i].rowtime = true
+    end
   end
   local fn = expr.load("function(r) return " .. body .. " end", base.lineof(self, q.pos))
-  return rel_of(stream:map(fn), out_cols, false)
+  return rel_of(lower.map_rows(stream, updating, fn), out_cols, updating)
 end
 
 -- The key of the partition fields: one string (type and value of each, NULL a key of its
@@ -373,6 +385,144 @@ function M.over_aggregate(stream, spec)
     end,
   }:name(n and (rows and "over (rows)" or "over (range)") or (rows and "over (rows, unbounded)"
     or "over (range, unbounded)"))
+end
+
+-- a < b for ORDER BY values, ascending, NULL first (Flink's default for ASC)
+local function order_lt(a, b)
+  if a == b then return false end
+  if a == nil then return true end
+  if b == nil then return false end
+  if type(a) == "boolean" then return (not a) and b end
+  return a < b
+end
+
+--- The OVER operator over an updating input (a changelog of `{k = "+I"|"-U"|"+U"|"-D", r = row}`):
+-- a materialized view. Per partition key, the rows now in the table sorted by the ORDER BY
+-- value, rows of equal value in the order they were inserted (a row's -U/-D then +U/+I is a new
+-- insertion: it goes after its peers); each row's aggregates are those of its frame, the row
+-- and the n rows before it in that order. An insertion (+I/+U) emits +I of the row with its
+-- aggregates, then -U/+U for each of the n rows after it whose aggregates change; a retraction
+-- (-U/-D) takes out the first inserted of the rows equal to it in every field, emits -D of it
+-- with the aggregates it had, then -U/+U for each of the n rows after its place whose
+-- aggregates change. A retraction of a row that is not there changes nothing (as the GROUP
+-- BY). The ORDER BY value need not be a time attribute; no watermark is involved. The rows,
+-- their arguments and their last results are the keyed process function's `ctx.state`
+-- (checkpointed), with `table.exec.state.ttl` (spec.ttl, ms) the key's state_ttl as for GROUP BY.
+-- ROWS BETWEEN n PRECEDING AND CURRENT ROW only (spec.n a number).
+-- spec: as over_aggregate, plus fields (the names of the input's columns), ttl
+function M.over_changelog(stream, spec)
+  local tf, n, fields = spec.time, spec.n, spec.fields
+  local list, argfns, conds = spec.aggs, spec.argfns, spec.conds
+  local na = #list
+  local outs = {}
+  for j = 1, na do outs[j] = "$w" .. j end
+  local function entry(r)
+    local v, s = {}, nil
+    for j = 1, na do
+      local c = conds[j]
+      if c and c(r) ~= true then
+        s = s or {}
+        s[j] = true
+      else
+        v[j] = argfns[j](r)
+      end
+    end
+    return {v = v, s = s}
+  end
+  -- the aggregates of the frame of rows[i]: rows[i - n .. i]
+  local function compute(rows, i)
+    local acc = {}
+    for j = 1, na do acc[j] = list[j].init() end
+    for k = math.max(1, i - n), i do
+      local e = rows[k].e
+      local s = e.s
+      for j = 1, na do if not (s and s[j]) then acc[j] = list[j].add(acc[j], e.v[j]) end end
+    end
+    local w = {}
+    for j = 1, na do w[j] = list[j].result(acc[j]) end
+    return w
+  end
+  local function shape(x, w)
+    local o = {}
+    for _, f in ipairs(fields) do o[f] = x.r[f] end
+    for j = 1, na do o[outs[j]] = w[j] end
+    return o
+  end
+  local function same(a, b)
+    for j = 1, na do if a[j] ~= b[j] then return false end end
+    return true
+  end
+  -- the rows from..to get their new aggregates: -U/+U for those that change
+  local function refresh(rows, from, to, emit)
+    for i = from, math.min(#rows, to) do
+      local x = rows[i]
+      local w = compute(rows, i)
+      if not same(x.w, w) then
+        emit({k = "-U", r = shape(x, x.w)})
+        emit({k = "+U", r = shape(x, w)})
+        x.w = w
+      end
+    end
+  end
+  local key = partition_key(spec.parts)
+  local function fn(c, ctx, emit)
+    local r = c.r
+    local o = r[tf]
+    local st = ctx.state
+    local rows = st.rows or {}
+    if c.k == "+I" or c.k == "+U" then
+      -- its place: after every row whose value is not above its own (binary search)
+      local lo, hi = 1, #rows + 1
+      while lo < hi do
+        local mid = (lo + hi) // 2
+        if order_lt(o, rows[mid].o) then hi = mid else lo = mid + 1 end
+      end
+      local x = {o = o, r = {}, e = entry(r)}
+      for _, f in ipairs(fields) do x.r[f] = r[f] end
+      table.insert(rows, lo, x)
+      x.w = compute(rows, lo)
+      st.rows = rows
+      emit({k = "+I", r = shape(x, x.w)})
+      refresh(rows, lo + 1, lo + n, emit)
+      return
+    end
+    -- a retraction: the first of the rows equal to it (the first place of its value, then on)
+    local lo, hi = 1, #rows + 1
+    while lo < hi do
+      local mid = (lo + hi) // 2
+      if order_lt(rows[mid].o, o) then lo = mid + 1 else hi = mid end
+    end
+    local at
+    for i = lo, #rows do
+      local x = rows[i]
+      if order_lt(o, x.o) then break end
+      local eq = true
+      for _, f in ipairs(fields) do
+        if x.r[f] ~= r[f] then
+          eq = false
+          break
+        end
+      end
+      if eq then
+        at = i
+        break
+      end
+    end
+    if not at then return end
+    local x = table.remove(rows, at)
+    emit({k = "-D", r = shape(x, x.w)})
+    refresh(rows, at, at + n - 1, emit)
+    st.rows = rows[1] and rows or nil
+  end
+  local keyed = stream:key_by(function(c) return key(c.r) end)
+  local op
+  if spec.ttl then
+    op = keyed:process{process_element = fn,
+                       state_ttl = {ttl = spec.ttl, update = "on_create_and_write", time = "processing"}}
+  else
+    op = keyed:process(fn)
+  end
+  return op:name("over (rows, changelog)")
 end
 
 return M
