@@ -380,10 +380,10 @@ int lwm_parse_partitions(lua_State *L) {
   lua_Integer count = luaL_checkinteger(L, 2);
   luaL_argcheck(L, count >= 1 && count <= INT32_MAX, 2, "a partition count");
   int *list, n;
-  char err[512];
-  if (wm_parse_partitions(spec, (int)count, &list, &n, err, sizeof err) != 0) {
+  wm_error err;
+  if (wm_parse_partitions(spec, (int)count, &list, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_createtable(L, n, 0);

@@ -495,9 +495,9 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     src->is_static = 1;
     if (!(src->share = calloc(n, 1))) goto oom;
     int *list, k;
-    char why[300];
-    if (wm_parse_partitions(share, src->count, &list, &k, why, sizeof why) != 0) {
-      snprintf(err, errlen, "group '%s': stream '%s': %s", group, src->stream, why);
+    wm_error why;
+    if (wm_parse_partitions(share, src->count, &list, &k, &why) != 0) {
+      snprintf(err, errlen, "group '%s': stream '%s': %s", group, src->stream, why.msg);
       mn_free(&m->base);
       return NULL;
     }
