@@ -414,10 +414,10 @@ static lmember *check_member(lua_State *L) {
 static int member_poll(lua_State *L) {
   lmember *u = check_member(L);
   lua_newtable(L);
-  char err[600];
+  wm_error err;
   wm_member_event ev;
   int rc, k = 0;
-  while ((rc = wm_member_poll(u->m, &ev, err, sizeof err)) == 1) {
+  while ((rc = wm_member_poll(u->m, &ev, &err)) == 1) {
     lua_createtable(L, 0, 4);
     lua_pushstring(L, ev.kind == WM_MEMBER_ASSIGN ? "assign" : ev.kind == WM_MEMBER_REVOKE ? "revoke" : "lost");
     lua_setfield(L, -2, "kind");
@@ -429,16 +429,16 @@ static int member_poll(lua_State *L) {
     lua_setfield(L, -2, "name");
     lua_rawseti(L, -2, ++k);
   }
-  if (rc < 0) return luaL_error(L, "%s", err);
+  if (rc < 0) return luaL_error(L, "%s", err.msg);
   return 1;
 }
 
 /* m:release(source (1..), partition) */
 static int member_release(lua_State *L) {
   lmember *u = check_member(L);
-  char err[600];
-  if (wm_member_release(u->m, (int)luaL_checkinteger(L, 2) - 1, (int)luaL_checkinteger(L, 3), err, sizeof err) != 0)
-    return luaL_error(L, "%s", err);
+  wm_error err;
+  if (wm_member_release(u->m, (int)luaL_checkinteger(L, 2) - 1, (int)luaL_checkinteger(L, 3), &err) != 0)
+    return luaL_error(L, "%s", err.msg);
   return 0;
 }
 
@@ -500,14 +500,14 @@ int lwm_member_nats(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
-  char err[800];
-  u->m = wm_member_nats_new(&c, err, sizeof err);
+  wm_error err;
+  u->m = wm_member_nats_new(&c, &err);
   free(sources);
   free(counts);
   free(shares);
   if (!u->m) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   return 1;
