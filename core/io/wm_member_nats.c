@@ -517,9 +517,9 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, wm_error *err) {
     return NULL;
   }
   if (cfg->url) {
-    char e[600];
-    if (wm_nats_connect(m->url, m->who, &m->nc, &m->js, e, sizeof e) != 0) {
-      wm_error_set(err, "group '%s': %s", group, e);
+    wm_error e;
+    if (wm_nats_connect(m->url, m->who, &m->nc, &m->js, &e) != 0) {
+      wm_error_set(err, "group '%s': %s", group, e.msg);
       mn_free(&m->base);
       return NULL;
     }

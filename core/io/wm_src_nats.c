@@ -38,8 +38,7 @@ const char *wm_nats_why(natsStatus s, jsErrCode jerr, char *buf, size_t n) {
   return buf;
 }
 
-int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, char *err,
-                    size_t errlen) {
+int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, wm_error *err) {
   natsOptions *o = NULL;
   *nc = NULL;
   *js = NULL;
@@ -54,14 +53,14 @@ int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx
   natsOptions_Destroy(o);
   if (s != NATS_OK) {
     char why[300];
-    snprintf(err, errlen, "cannot connect to %s: %s", url, wm_nats_why(s, 0, why, sizeof why));
+    wm_error_set(err, "cannot connect to %s: %s", url, wm_nats_why(s, 0, why, sizeof why));
     natsConnection_Destroy(*nc);
     *nc = NULL;
     return -1;
   }
   s = natsConnection_JetStream(js, *nc, NULL);
   if (s != NATS_OK) {
-    snprintf(err, errlen, "no JetStream at %s: %s", url, natsStatus_GetText(s));
+    wm_error_set(err, "no JetStream at %s: %s", url, natsStatus_GetText(s));
     wm_nats_close(*nc, NULL);
     *nc = NULL;
     return -1;
@@ -100,7 +99,11 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
   jsCtx *js;
   *list = NULL;
   *n = 0;
-  if (wm_nats_connect(url, NULL, &nc, &js, err, errlen) != 0) return -1;
+  wm_error ce;
+  if (wm_nats_connect(url, NULL, &nc, &js, &ce) != 0) {
+    snprintf(err, errlen, "%s", ce.msg);
+    return -1;
+  }
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Info.SubjectsFilter = filter;
@@ -601,13 +604,12 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
     return NULL;
   }
   if (s->n == 0) return s->op;
-  char e[600];
   if (!(k->who = wm_nats_who(s->op->name, cfg->url))) {
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
-  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, e, sizeof e) != 0) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, &ctx->error) != 0) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   if (nsrc_subscribe(k, cfg) != WM_OK) return NULL;
