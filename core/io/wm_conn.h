@@ -96,17 +96,17 @@ int wm_partsrc_position(const wm_op *op, int i, const char **name, int64_t *pos)
  * these positions is complete: it commits the positions of the last snapshot (never
  * one read after it). WM_OK or WM_ERR (message in ctx->error). */
 int wm_partsrc_commit(wm_op *op);
-/* The same with the message in err, and nothing of op's context touched: what the
+/* The same with the failure in *err, and nothing of op's context touched: what the
  * coordinator calls, from whichever thread completed the checkpoint (under its lock, which
  * also covers the snapshots), while op's own thread runs on. Kafka's commit is handed to
  * librdkafka (WM_OK then); its result comes back on op's own thread, a refusal as a warning
  * on stderr, once per source. */
-int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen);
+int wm_partsrc_commit_to(wm_op *op, wm_error *err);
 /* A start that finds the final checkpoint (nothing left to read): commits the restored
  * positions once more through a client of the source's own, and waits for the answer (at
  * most the source's timeout); the run that wrote the checkpoint may have been killed before
- * the server had its asynchronous commit. WM_OK or WM_ERR (message in err). */
-int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen);
+ * the server had its asynchronous commit. WM_OK or WM_ERR (the failure in *err). */
+int wm_partsrc_commit_final(wm_op *op, wm_error *err);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);

@@ -363,12 +363,12 @@ static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
 }
 
 /* The last snapshot's positions as a list of offsets to commit (partitions no checkpoint
- * covers a record of are left out). NULL when out of memory (message in err). */
-static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, char *err, size_t errlen) {
+ * covers a record of are left out). NULL when out of memory (the failure in *err). */
+static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, wm_error *err) {
   wm_partsrc *s = &k->ps;
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
   if (!l) {
-    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
+    wm_error_set(err, "%s: out of memory committing the group's offsets", s->op->name);
     return NULL;
   }
   for (int i = 0; i < s->n; i++) {
@@ -384,17 +384,17 @@ static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, char *err, size_t 
  * order; the result comes back on the source's own thread (on_kafka_commit), so a broker
  * that is down does not hold the coordinator, and no thread writes another's context.
  * rd_kafka_consumer_close waits for the commits under way (the final checkpoint's).
- * WM_ERR (message in err) only when librdkafka refuses at once. */
-static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
+ * WM_ERR (the failure in *err) only when librdkafka refuses at once. */
+static int ksrc_commit(wm_partsrc *s, wm_error *err) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err);
   if (!l) return WM_ERR;
   rd_kafka_resp_err_t e =
       l->cnt ? rd_kafka_commit_queue(k->rk, l, k->cq, on_kafka_commit, k) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
   if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
+    wm_error_set(err, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
              rd_kafka_err2str(e));
     return WM_ERR;
   }
@@ -405,10 +405,10 @@ static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
  * never assigned (a copy of the source's configuration: the same brokers, group and
  * properties), waiting for the answer for at most close_ms. For a start that finds the final
  * checkpoint: the source's own consumer is closed without reading, untouched. */
-static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
+static int ksrc_commit_detached(wm_partsrc *s, wm_error *err) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err);
   if (!l) return WM_ERR;
   if (l->cnt == 0) {
     rd_kafka_topic_partition_list_destroy(l);
@@ -448,7 +448,7 @@ static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
   if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) snprintf(e, sizeof e, "%s", rd_kafka_err2str(re));
   else if (answered) e[0] = '\0';
   if (!e[0]) return WM_OK;
-  snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers, e);
+  wm_error_set(err, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers, e);
   return WM_ERR;
 }
 
