@@ -326,11 +326,11 @@ int lwm_kafka_partitions(lua_State *L) {
   }
   lua_Integer timeout = luaL_optinteger(L, 4, DISCOVERY_TIMEOUT_MS);
   luaL_argcheck(L, timeout > 0 && timeout <= INT32_MAX, 4, "a timeout in ms");
-  char err[1024];
+  wm_error err;
   int n;
-  if (wm_kafka_partitions(brokers, topic, props, nprops, (int)timeout, &n, err, sizeof err) != 0) {
+  if (wm_kafka_partitions(brokers, topic, props, nprops, (int)timeout, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_pushinteger(L, n);
@@ -343,12 +343,12 @@ int lwm_nats_subjects(lua_State *L) {
   const char *url = luaL_checkstring(L, 1);
   const char *stream = luaL_checkstring(L, 2);
   const char *filter = luaL_optstring(L, 3, NULL);
-  char err[1024];
+  wm_error err;
   char **list;
   int n;
-  if (wm_nats_subjects(url, stream, filter, DISCOVERY_TIMEOUT_MS, &list, &n, err, sizeof err) != 0) {
+  if (wm_nats_subjects(url, stream, filter, DISCOVERY_TIMEOUT_MS, &list, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_createtable(L, n, 0);

@@ -116,11 +116,11 @@ int wm_op_is_partsrc(const wm_op *op);
 /* ---- Kafka --------------------------------------------------------------------------- */
 
 /* The partitions of a topic, asked of the brokers before the job starts. *n set; returns 0,
- * or -1 with err: "topic 'x' does not exist on 127.0.0.1:9092", or "cannot
+ * or -1 with the failure in *err: "topic 'x' does not exist on 127.0.0.1:9092", or "cannot
  * reach the Kafka brokers at ...". props: extra librdkafka properties (name, value, name,
  * value, ...), nprops strings. */
 int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
-                        int nprops, int timeout_ms, int *n, char *err, size_t errlen);
+                        int nprops, int timeout_ms, int *n, wm_error *err);
 
 typedef struct wm_kafka_source_config {
   const char *brokers;   /* bootstrap.servers */
@@ -159,10 +159,10 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
 /* The subjects of stream `stream` that match `filter` and hold messages now (the source's
  * partitions), sorted; *list is an array of owned strings (free with wm_nats_free_list). A
  * stream without such messages gives the filter itself as the only partition. filter NULL:
- * only checks that the stream exists (*n = 0). 0, or -1 with err ("read_nats: stream 'X'
- * does not exist on nats://...", "cannot connect to ..."). */
+ * only checks that the stream exists (*n = 0). 0, or -1 with the failure in *err
+ * ("read_nats: stream 'X' does not exist on nats://...", "cannot connect to ..."). */
 int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
-                     char ***list, int *n, char *err, size_t errlen);
+                     char ***list, int *n, wm_error *err);
 void wm_nats_free_list(char **list, int n);
 
 typedef struct wm_nats_source_config {

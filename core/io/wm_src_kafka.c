@@ -111,18 +111,18 @@ rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int
 }
 
 int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
-                        int nprops, int timeout_ms, int *n, char *err, size_t errlen) {
+                        int nprops, int timeout_ms, int *n, wm_error *err) {
   char e[512];
   static const char *const sets[] = {"allow.auto.create.topics", "false"};
   rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, e, sizeof e);
   if (!conf) {
-    snprintf(err, errlen, "%s", e);
+    wm_error_set(err, "%s", e);
     return -1;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka client for %s: %s", brokers, e);
+    wm_error_set(err, "cannot create a Kafka client for %s: %s", brokers, e);
     return -1;
   }
   rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
@@ -130,14 +130,12 @@ int wm_kafka_partitions(const char *brokers, const char *topic, const char *cons
   rd_kafka_resp_err_t r = t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms) : rd_kafka_last_error();
   int rc = -1;
   if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    snprintf(err, errlen, "cannot reach the Kafka brokers at %s: %s", brokers,
-             rd_kafka_err2str(r));
+    wm_error_set(err, "cannot reach the Kafka brokers at %s: %s", brokers, rd_kafka_err2str(r));
   } else if (md->topic_cnt < 1 || md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
              md->topics[0].partition_cnt == 0) {
-    snprintf(err, errlen, "topic '%s' does not exist on %s", topic, brokers);
+    wm_error_set(err, "topic '%s' does not exist on %s", topic, brokers);
   } else if (md->topics[0].err) {
-    snprintf(err, errlen, "topic '%s' on %s: %s", topic, brokers,
-             rd_kafka_err2str(md->topics[0].err));
+    wm_error_set(err, "topic '%s' on %s: %s", topic, brokers, rd_kafka_err2str(md->topics[0].err));
   } else {
     *n = md->topics[0].partition_cnt;
     rc = 0;

@@ -93,17 +93,13 @@ void wm_nats_free_list(char **list, int n) {
 }
 
 int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
-                     char ***list, int *n, char *err, size_t errlen) {
+                     char ***list, int *n, wm_error *err) {
   (void)timeout_ms;
   natsConnection *nc;
   jsCtx *js;
   *list = NULL;
   *n = 0;
-  wm_error ce;
-  if (wm_nats_connect(url, NULL, &nc, &js, &ce) != 0) {
-    snprintf(err, errlen, "%s", ce.msg);
-    return -1;
-  }
+  if (wm_nats_connect(url, NULL, &nc, &js, err) != 0) return -1;
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Info.SubjectsFilter = filter;
@@ -112,10 +108,10 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
   natsStatus s = js_GetStreamInfo(&si, js, stream, &o, &jerr);
   int rc = -1;
   if (s == NATS_NOT_FOUND) {
-    snprintf(err, errlen, "stream '%s' does not exist on %s", stream, url);
+    wm_error_set(err, "stream '%s' does not exist on %s", stream, url);
   } else if (s != NATS_OK) {
     char why[300];
-    snprintf(err, errlen, "stream '%s' on %s: %s", stream, url, wm_nats_why(s, jerr, why, sizeof why));
+    wm_error_set(err, "stream '%s' on %s: %s", stream, url, wm_nats_why(s, jerr, why, sizeof why));
   } else if (!filter) {
     rc = 0; /* the stream is there */
   } else {
@@ -127,7 +123,7 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
     if (!oom && cnt == 0) oom = !(l[cnt++] = strdup(filter)); /* nothing yet: one partition */
     if (oom) {
       wm_nats_free_list(l, cnt);
-      snprintf(err, errlen, "out of memory");
+      wm_error_set(err, "out of memory");
     } else {
       qsort(l, (size_t)cnt, sizeof *l, cmp_str);
       *list = l;

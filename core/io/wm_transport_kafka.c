@@ -265,11 +265,8 @@ int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, wm_err
   if (kafka_count(t, timeout_ms, &n, err) != 0) return -1;
   if (n == 0) {
     if (kafka_create(t, timeout_ms, err) != 0) return -1;
-    char e[1024]; /* now asked by name: the brokers know it */
-    if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, e, sizeof e) != 0) {
-      wm_error_set(err, "%s", e);
-      return -1;
-    }
+    /* now asked by name: the brokers know it */
+    if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, err) != 0) return -1;
   }
   if (n == t->partitions) return 0;
   wm_error_set(err, "topic '%s' on %s has %d partitions, not %d", t->topic, t->brokers, n, t->partitions);
