@@ -305,15 +305,16 @@ wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, wm_error *err)
   const char *s[sizeof sets / sizeof sets[0]];
   memcpy(s, sets, sizeof s);
   s[1] = k->group;
-  char e[512];
+  wm_error ce;
   rd_kafka_conf_t *conf = wm_kafka_conf(k->brokers, s, (int)(sizeof s / sizeof s[0]), cfg->props,
-                                        cfg->nprops, e, sizeof e);
+                                        cfg->nprops, &ce);
   if (!conf) {
-    wm_error_set(err, "group '%s': %s", k->group, e);
+    wm_error_set(err, "group '%s': %s", k->group, ce.msg);
     km_free(&k->m);
     return NULL;
   }
   /* the group's own settings win over the job's properties */
+  char e[512];
   for (size_t i = 0; i + 1 < sizeof s / sizeof s[0]; i += 2)
     rd_kafka_conf_set(conf, s[i], s[i + 1], e, sizeof e);
   rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);

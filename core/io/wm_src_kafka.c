@@ -88,10 +88,10 @@ static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const
 }
 
 rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int nsets,
-                               const char *const *props, int nprops, char *err, size_t errlen) {
+                               const char *const *props, int nprops, wm_error *err) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (!conf) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   rd_kafka_conf_set_log_cb(conf, on_kafka_log);
@@ -103,7 +103,7 @@ rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int
   for (int i = 0; !bad && i + 1 < nprops; i += 2)
     bad = rd_kafka_conf_set(conf, (what = props[i]), props[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK;
   if (bad) {
-    snprintf(err, errlen, "property '%s': %.400s", what, e);
+    wm_error_set(err, "property '%s': %.400s", what, e);
     rd_kafka_conf_destroy(conf);
     return NULL;
   }
@@ -114,11 +114,8 @@ int wm_kafka_partitions(const char *brokers, const char *topic, const char *cons
                         int nprops, int timeout_ms, int *n, wm_error *err) {
   char e[512];
   static const char *const sets[] = {"allow.auto.create.topics", "false"};
-  rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, e, sizeof e);
-  if (!conf) {
-    wm_error_set(err, "%s", e);
-    return -1;
-  }
+  rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, err);
+  if (!conf) return -1;
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
@@ -548,9 +545,9 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
   char e[512];
   const char *const sets[] = {"group.id", cfg->group ? cfg->group : "wmrun", "enable.auto.commit", "false",
                               "enable.auto.offset.store", "false", "enable.partition.eof", "true"};
-  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 8, cfg->props, cfg->nprops, e, sizeof e);
+  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 8, cfg->props, cfg->nprops, &ctx->error);
   if (!conf) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   rd_kafka_conf_set_error_cb(conf, on_kafka_error);
