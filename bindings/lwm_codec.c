@@ -17,7 +17,7 @@ static void path_add(char *path, size_t cap, lua_State *L, int k) {
 }
 
 static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth, const char *root,
-                   char *path, size_t pcap, char *err, size_t errlen) {
+                   char *path, size_t pcap, wm_error *err) {
   switch (lua_type(L, idx)) {
   case LUA_TNIL: wm_buf_addc(b, WM_C_NIL); return 0;
   case LUA_TBOOLEAN: wm_buf_addc(b, lua_toboolean(L, idx) ? WM_C_TRUE : WM_C_FALSE); return 0;
@@ -45,16 +45,16 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
     const void *t = lua_topointer(L, idx);
     for (int i = 0; i < depth; i++)
       if (anc[i] == t) {
-        snprintf(err, errlen, "it holds a cycle (%s%s contains itself)", root, path);
+        wm_error_set(err, "it holds a cycle (%s%s contains itself)", root, path);
         return -1;
       }
     if (depth >= MAX_DEPTH) {
-      snprintf(err, errlen, "its tables are nested more than %d levels deep (at %s%s)",
+      wm_error_set(err, "its tables are nested more than %d levels deep (at %s%s)",
                MAX_DEPTH, root, path);
       return -1;
     }
     if (!lua_checkstack(L, 4)) {
-      snprintf(err, errlen, "out of Lua stack space");
+      wm_error_set(err, "out of Lua stack space");
       return -1;
     }
     anc[depth] = t;
@@ -66,13 +66,13 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
       int kt = lua_type(L, k);
       path_add(path, pcap, L, k);
       if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
-        snprintf(err, errlen, "it holds a %s used as a key (in %s%.*s)", lua_typename(L, kt),
+        wm_error_set(err, "it holds a %s used as a key (in %s%.*s)", lua_typename(L, kt),
                  root, (int)plen, path);
         lua_pop(L, 2);
         return -1;
       }
-      if (enc_lua(L, b, k, anc, depth + 1, root, path, pcap, err, errlen) != 0 ||
-          enc_lua(L, b, v, anc, depth + 1, root, path, pcap, err, errlen) != 0) {
+      if (enc_lua(L, b, k, anc, depth + 1, root, path, pcap, err) != 0 ||
+          enc_lua(L, b, v, anc, depth + 1, root, path, pcap, err) != 0) {
         lua_pop(L, 2);
         return -1;
       }
@@ -83,40 +83,37 @@ static int enc_lua(lua_State *L, wm_buf *b, int idx, const void **anc, int depth
     return 0;
   }
   default:
-    if (depth == 0) snprintf(err, errlen, "it is a %s", luaL_typename(L, idx));
-    else snprintf(err, errlen, "it holds a %s (at %s%s)", luaL_typename(L, idx), root, path);
+    if (depth == 0) wm_error_set(err, "it is a %s", luaL_typename(L, idx));
+    else wm_error_set(err, "it holds a %s (at %s%s)", luaL_typename(L, idx), root, path);
     return -1;
   }
 }
 
-int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, char *err,
-                   size_t errlen) {
+int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, wm_error *err) {
   const void *anc[MAX_DEPTH];
   char path[256] = "";
-  return enc_lua(L, b, lua_absindex(L, idx), anc, 0, root, path, sizeof path, err, errlen);
+  return enc_lua(L, b, lua_absindex(L, idx), anc, 0, root, path, sizeof path, err);
 }
 
-static int codec_encode_as(void *ud, wm_buf *b, const wm_value *v, const char *root, char *err,
-                           size_t errlen) {
+static int codec_encode_as(void *ud, wm_buf *b, const wm_value *v, const char *root, wm_error *err) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   lua_rawgeti(L, B->slots, v->u.slot);
-  int rc = lwm_encode_lua(L, b, -1, root, err, errlen);
+  int rc = lwm_encode_lua(L, b, -1, root, err);
   lua_pop(L, 1);
   return rc;
 }
 
-static int codec_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
-  return codec_encode_as(ud, b, v, "record", err, errlen);
+static int codec_encode(void *ud, wm_buf *b, const wm_value *v, wm_error *err) {
+  return codec_encode_as(ud, b, v, "record", err);
 }
 
-static int codec_encode_state(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
-  return codec_encode_as(ud, b, v, "value", err, errlen);
+static int codec_encode_state(void *ud, wm_buf *b, const wm_value *v, wm_error *err) {
+  return codec_encode_as(ud, b, v, "value", err);
 }
 
 /* Pushes the value encoded at *p. */
-static int dec_lua(lua_State *L, const uint8_t **p, const uint8_t *end, int depth, char *err,
-                   size_t errlen) {
+static int dec_lua(lua_State *L, const uint8_t **p, const uint8_t *end, int depth, wm_error *err) {
   if (*p >= end) goto bad;
   int tag = *(*p)++;
   switch (tag) {
@@ -153,39 +150,37 @@ static int dec_lua(lua_State *L, const uint8_t **p, const uint8_t *end, int dept
         (*p)++;
         return 0;
       }
-      if (dec_lua(L, p, end, depth + 1, err, errlen) != 0) return -1;
+      if (dec_lua(L, p, end, depth + 1, err) != 0) return -1;
       if (lua_isnil(L, -1) || (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) != lua_tonumber(L, -1)))
         goto bad;
-      if (dec_lua(L, p, end, depth + 1, err, errlen) != 0) return -1;
+      if (dec_lua(L, p, end, depth + 1, err) != 0) return -1;
       lua_rawset(L, -3);
     }
   default: break;
   }
 bad:
-  snprintf(err, errlen, "corrupt record encoding");
+  wm_error_set(err, "corrupt record encoding");
   return -1;
 }
 
-int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, char *err,
-                   size_t errlen) {
+int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, wm_error *err) {
   int top = lua_gettop(L);
-  if (!lua_checkstack(L, 8) || dec_lua(L, p, end, 0, err, errlen) != 0) {
+  if (!lua_checkstack(L, 8)) return wm_error_set(err, "corrupt record encoding");
+  if (dec_lua(L, p, end, 0, err) != 0) {
     lua_settop(L, top);
-    if (!err[0]) snprintf(err, errlen, "corrupt record encoding");
     return -1;
   }
   return 0;
 }
 
-static int codec_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
-                        size_t errlen) {
+static int codec_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, wm_error *err) {
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   int top = lua_gettop(L);
-  if (lwm_decode_lua(L, p, end, err, errlen) != 0) return -1;
+  if (lwm_decode_lua(L, p, end, err) != 0) return -1;
   int rc = lwm_to_value(B, -1, out); /* a table: a new slot */
   lua_settop(L, top);
-  if (rc != 0) snprintf(err, errlen, "out of memory");
+  if (rc != 0) wm_error_set(err, "out of memory");
   return rc;
 }
 
@@ -203,18 +198,19 @@ int lwm_codec_roundtrip(lua_State *L) {
   luaL_checkany(L, 1);
   wm_buf b;
   wm_buf_init(&b);
-  char err[512] = "";
-  if (lwm_encode_lua(L, &b, 1, "record", err, sizeof err) != 0) {
+  wm_error err;
+  if (lwm_encode_lua(L, &b, 1, "record", &err) != 0) {
     wm_buf_free(&b);
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   const uint8_t *p = (const uint8_t *)b.data, *end = p + b.len;
   lua_Integer len = (lua_Integer)b.len;
-  if (lwm_decode_lua(L, &p, end, err, sizeof err) != 0 || p != end) {
+  wm_error_clear(&err);
+  if (lwm_decode_lua(L, &p, end, &err) != 0 || p != end) {
     wm_buf_free(&b);
-    return luaL_error(L, "decoding failed: %s", err);
+    return luaL_error(L, "decoding failed: %s", err.msg);
   }
   wm_buf_free(&b);
   lua_pushinteger(L, len);

@@ -16,13 +16,11 @@ void lwm_codec_host(lwm_bridge *B, struct wm_codec_host *ch);
 /* The same for records crossing threads (errors name the value "record", not "value"). */
 void lwm_codec_host_records(lwm_bridge *B, struct wm_codec_host *ch);
 /* Appends the Lua value at idx (any type) to b; root names it in errors ("state"). 0, or
- * -1 with the message in err. */
-int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, char *err,
-                   size_t errlen);
+ * -1 with the failure in *err (NULL: none wanted). */
+int lwm_encode_lua(lua_State *L, wm_buf *b, int idx, const char *root, wm_error *err);
 /* Pushes the value encoded at *p (advanced past it). 0, or -1 (nothing pushed) with the
- * message in err (truncated or corrupt bytes). */
-int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, char *err,
-                   size_t errlen);
+ * failure in *err (truncated or corrupt bytes). */
+int lwm_decode_lua(lua_State *L, const uint8_t **p, const uint8_t *end, wm_error *err);
 /* wm.core._codec_roundtrip(v) -> copy, bytes | fail, message: the encoding through Lua,
  * for the specs. */
 int lwm_codec_roundtrip(lua_State *L);

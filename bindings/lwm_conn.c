@@ -326,11 +326,11 @@ int lwm_kafka_partitions(lua_State *L) {
   }
   lua_Integer timeout = luaL_optinteger(L, 4, DISCOVERY_TIMEOUT_MS);
   luaL_argcheck(L, timeout > 0 && timeout <= INT32_MAX, 4, "a timeout in ms");
-  char err[1024];
+  wm_error err;
   int n;
-  if (wm_kafka_partitions(brokers, topic, props, nprops, (int)timeout, &n, err, sizeof err) != 0) {
+  if (wm_kafka_partitions(brokers, topic, props, nprops, (int)timeout, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_pushinteger(L, n);
@@ -343,12 +343,12 @@ int lwm_nats_subjects(lua_State *L) {
   const char *url = luaL_checkstring(L, 1);
   const char *stream = luaL_checkstring(L, 2);
   const char *filter = luaL_optstring(L, 3, NULL);
-  char err[1024];
+  wm_error err;
   char **list;
   int n;
-  if (wm_nats_subjects(url, stream, filter, DISCOVERY_TIMEOUT_MS, &list, &n, err, sizeof err) != 0) {
+  if (wm_nats_subjects(url, stream, filter, DISCOVERY_TIMEOUT_MS, &list, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_createtable(L, n, 0);
@@ -380,10 +380,10 @@ int lwm_parse_partitions(lua_State *L) {
   lua_Integer count = luaL_checkinteger(L, 2);
   luaL_argcheck(L, count >= 1 && count <= INT32_MAX, 2, "a partition count");
   int *list, n;
-  char err[512];
-  if (wm_parse_partitions(spec, (int)count, &list, &n, err, sizeof err) != 0) {
+  wm_error err;
+  if (wm_parse_partitions(spec, (int)count, &list, &n, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_createtable(L, n, 0);
@@ -414,10 +414,10 @@ static lmember *check_member(lua_State *L) {
 static int member_poll(lua_State *L) {
   lmember *u = check_member(L);
   lua_newtable(L);
-  char err[600];
+  wm_error err;
   wm_member_event ev;
   int rc, k = 0;
-  while ((rc = wm_member_poll(u->m, &ev, err, sizeof err)) == 1) {
+  while ((rc = wm_member_poll(u->m, &ev, &err)) == 1) {
     lua_createtable(L, 0, 4);
     lua_pushstring(L, ev.kind == WM_MEMBER_ASSIGN ? "assign" : ev.kind == WM_MEMBER_REVOKE ? "revoke" : "lost");
     lua_setfield(L, -2, "kind");
@@ -429,16 +429,16 @@ static int member_poll(lua_State *L) {
     lua_setfield(L, -2, "name");
     lua_rawseti(L, -2, ++k);
   }
-  if (rc < 0) return luaL_error(L, "%s", err);
+  if (rc < 0) return luaL_error(L, "%s", err.msg);
   return 1;
 }
 
 /* m:release(source (1..), partition) */
 static int member_release(lua_State *L) {
   lmember *u = check_member(L);
-  char err[600];
-  if (wm_member_release(u->m, (int)luaL_checkinteger(L, 2) - 1, (int)luaL_checkinteger(L, 3), err, sizeof err) != 0)
-    return luaL_error(L, "%s", err);
+  wm_error err;
+  if (wm_member_release(u->m, (int)luaL_checkinteger(L, 2) - 1, (int)luaL_checkinteger(L, 3), &err) != 0)
+    return luaL_error(L, "%s", err.msg);
   return 0;
 }
 
@@ -500,14 +500,14 @@ int lwm_member_nats(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
-  char err[800];
-  u->m = wm_member_nats_new(&c, err, sizeof err);
+  wm_error err;
+  u->m = wm_member_nats_new(&c, &err);
   free(sources);
   free(counts);
   free(shares);
   if (!u->m) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   return 1;

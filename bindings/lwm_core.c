@@ -412,10 +412,10 @@ static int l_execute(lua_State *L) {
 static int l_duration(lua_State *L) {
   const char *s = luaL_checkstring(L, 1);
   int64_t ms;
-  char err[256];
-  if (wm_duration_parse(s, &ms, err, sizeof err) != 0) {
+  wm_error err;
+  if (wm_duration_parse(s, &ms, &err) != 0) {
     luaL_pushfail(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_pushinteger(L, (lua_Integer)ms);

@@ -560,12 +560,11 @@ static int luasrc_snapshot(wm_op *op, wm_buf *out) {
   }
   wm_buf_addc(out, 1);
   wm_buf_addc(out, 'L');
-  char err[512] = "";
-  int rc = lwm_encode_lua(L, out, -1, "state", err, sizeof err);
+  int rc = lwm_encode_lua(L, out, -1, "state", &op->ctx->error);
   lua_pop(L, 1);
   if (rc != 0)
     return wm_ctx_error(op->ctx, "%s: cannot checkpoint the custom source's state: %s",
-                        s->oi.where, err);
+                        s->oi.where, op->ctx->error.msg);
   return out->oom ? wm_ctx_error(op->ctx, "out of memory writing a checkpoint") : WM_OK;
 }
 
@@ -584,14 +583,13 @@ static int luasrc_restore(wm_op *op, const char *data, size_t n) {
   lwm_bridge *B = s->oi.B;
   lua_State *L = B->L;
   const uint8_t *p = (const uint8_t *)data, *end = p + n;
-  char err[512] = "";
   if (n < 2 || p[0] != 1 || p[1] != 'L')
     return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s' (%zu bytes)",
                         op->name, n);
   p += 2;
-  if (lwm_decode_lua(L, &p, end, err, sizeof err) != 0)
+  if (lwm_decode_lua(L, &p, end, &op->ctx->error) != 0)
     return wm_ctx_error(op->ctx, "damaged checkpoint state: the position of '%s': %s", op->name,
-                        err);
+                        op->ctx->error.msg);
   lua_Integer next = 0, line = 0, wm = 0;
   int bad = p != end || !lua_istable(L, -1);
   if (!bad && !s->custom) bad = get_pos_int(L, "next", 1, LUA_MAXINTEGER, &next) != 0;

@@ -32,17 +32,10 @@ typedef struct kafka_ud {
   int nprops;
 } kafka_ud;
 
-/* The membership backends still write a buffer: their message into the supervisor's wm_error. */
-static wm_member *member_made(wm_member *m, const char *why, wm_error *err) {
-  if (!m) wm_error_set(err, "%s", why);
-  return m;
-}
-
 static wm_member *kafka_member(const wm_member_common *c, void *ud, wm_error *err) {
   kafka_ud *k = ud;
   wm_member_kafka_config kc = {.c = *c, .brokers = k->brokers, .props = k->props, .nprops = k->nprops};
-  char why[1024];
-  return member_made(wm_member_kafka_new(&kc, why, sizeof why), why, err);
+  return wm_member_kafka_new(&kc, err);
 }
 
 typedef struct nats_ud {
@@ -56,8 +49,7 @@ static wm_member *nats_member(const wm_member_common *c, void *ud, wm_error *err
   nats_ud *n = ud;
   wm_member_nats_config nc = {.c = *c, .url = n->url, .partitions = n->partitions, .subjects = n->subjects,
                               .lease_ms = n->lease_ms};
-  char why[1024];
-  return member_made(wm_member_nats_new(&nc, why, sizeof why), why, err);
+  return wm_member_nats_new(&nc, err);
 }
 
 /* The strings of the list field k of the table at idx (borrowed from it); *n set. NULL

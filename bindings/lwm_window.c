@@ -445,9 +445,8 @@ static int build_assigner(lwm_bridge *B, int node, const char *where, wm_winop_c
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  char err[512];
-  if (wm_assigner_check(as, err, sizeof err) != 0)
-    return wm_ctx_error(&B->ctx, "%s: %s", where, err);
+  if (wm_assigner_check(as, &B->ctx.error) != 0)
+    return wm_ctx_error(&B->ctx, "%s: %s", where, B->ctx.error.msg);
   return WM_OK;
 }
 

@@ -415,14 +415,14 @@ static int run_worker(lua_State *L, void *ud) {
 /* A duration option (--name D or --name=D) into *out; 0, or -1 after saying what is wrong. */
 static int duration_opt(const char *name, const char *a, char **argv, int *i, int64_t *out) {
   const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : argv[++*i];
-  char err[256];
+  wm_error err;
   if (!v) {
     fprintf(stderr, "%s: %s needs a duration\n", progname, name);
     usage(stderr);
     return -1;
   }
-  if (wm_duration_parse(v, out, err, sizeof err) != 0) {
-    fprintf(stderr, "%s: %s: %s\n", progname, name, err);
+  if (wm_duration_parse(v, out, &err) != 0) {
+    fprintf(stderr, "%s: %s: %s\n", progname, name, err.msg);
     return -1;
   }
   return 0;

@@ -78,7 +78,7 @@ static int schema_id(wm_encoder *e, wm_schema *s, int *fresh) {
 }
 
 int wm_encode_value(wm_encoder *e, const wm_codec_host *ch, wm_buf *b, const wm_value *v,
-                    char *err, size_t errlen) {
+                    wm_error *err) {
   switch (v->type) {
   case WM_NIL: wm_buf_addc(b, WM_C_NIL); break;
   case WM_BOOL: wm_buf_addc(b, v->u.b ? WM_C_TRUE : WM_C_FALSE); break;
@@ -116,29 +116,29 @@ int wm_encode_value(wm_encoder *e, const wm_codec_host *ch, wm_buf *b, const wm_
       }
     }
     for (uint32_t i = 0; i < s->nfields; i++)
-      if (wm_encode_value(e, ch, b, &r->fields[i], err, errlen) != 0) return -1;
+      if (wm_encode_value(e, ch, b, &r->fields[i], err) != 0) return -1;
     break;
   }
   case WM_SLOT:
     if (!ch || !ch->encode) {
-      snprintf(err, errlen, "a host value cannot be encoded here");
+      wm_error_set(err, "a host value cannot be encoded here");
       return -1;
     }
-    if (ch->encode(ch->ud, b, v, err, errlen) != 0) return -1;
+    if (ch->encode(ch->ud, b, v, err) != 0) return -1;
     break;
   default:
-    snprintf(err, errlen, "a value of unknown type %d cannot be encoded", v->type);
+    wm_error_set(err, "a value of unknown type %d cannot be encoded", v->type);
     return -1;
   }
   if (b->oom) {
-    snprintf(err, errlen, "out of memory encoding a record");
+    wm_error_set(err, "out of memory encoding a record");
     return -1;
   }
   return 0;
 }
 
-static int truncated(char *err, size_t errlen) {
-  snprintf(err, errlen, "corrupt record encoding (truncated)");
+static int truncated(wm_error *err) {
+  wm_error_set(err, "corrupt record encoding (truncated)");
   return -1;
 }
 
@@ -166,20 +166,20 @@ static int key_well_formed(const uint8_t *p, size_t n) {
 }
 
 static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
-                      const uint8_t *end, wm_value *out, int top, char *err, size_t errlen);
+                      const uint8_t *end, wm_value *out, int top, wm_error *err);
 
 /* A string field of a kept row decoded in place (its string held only by that row and at
  * least n bytes large). 1 done, 0 not possible here, -1 corrupt. */
 static int str_in_place(const wm_decoder *d, int id, uint32_t i, wm_value *f, const uint8_t **p,
-                        const uint8_t *end, char *err, size_t errlen) {
+                        const uint8_t *end, wm_error *err) {
   uint8_t tag = **p;
   if ((tag != WM_C_STR && tag != WM_C_KEY) || f->type != WM_STR || f->u.s->refs != 1) return 0;
   const uint8_t *q = *p + 1;
   uint64_t n;
-  if (wm_codec_get_uvar(&q, end, &n) != 0 || (uint64_t)(end - q) < n) return truncated(err, errlen);
+  if (wm_codec_get_uvar(&q, end, &n) != 0 || (uint64_t)(end - q) < n) return truncated(err);
   if (n > d->cap[id][i]) return 0;
   if (tag == WM_C_KEY && !key_well_formed(q, (size_t)n)) {
-    snprintf(err, errlen, "corrupt record encoding (composite key)");
+    wm_error_set(err, "corrupt record encoding (composite key)");
     return -1;
   }
   memcpy(f->u.s->data, q, (size_t)n);
@@ -195,26 +195,26 @@ static int str_in_place(const wm_decoder *d, int id, uint32_t i, wm_value *f, co
  * strings). */
 static int decode_top_row(wm_decoder *d, const wm_host *h, const wm_codec_host *ch,
                           const uint8_t **p, const uint8_t *end, int id, wm_schema *s,
-                          wm_value *out, char *err, size_t errlen) {
+                          wm_value *out, wm_error *err) {
   wm_row *r = d->keep[id];
   int reuse = r && r->refs == 1 && r->schema == s;
   if (!reuse) {
     if (r) drop_kept(d, id);
     if (!(r = wm_row_new(s))) {
-      snprintf(err, errlen, "out of memory decoding a record");
+      wm_error_set(err, "out of memory decoding a record");
       return -1;
     }
   }
   int scalar = 1;
   for (uint32_t i = 0; i < s->nfields; i++) {
     wm_value *f = &r->fields[i];
-    int rc = reuse && *p < end ? str_in_place(d, id, i, f, p, end, err, errlen) : 0;
+    int rc = reuse && *p < end ? str_in_place(d, id, i, f, p, end, err) : 0;
     if (rc == 0) {
       if (reuse) {
         wm_value_release(NULL, f); /* a kept row holds scalars only */
         d->cap[id][i] = 0;
       }
-      rc = decode_rec(d, h, ch, p, end, f, 0, err, errlen) == 0 ? 1 : -1;
+      rc = decode_rec(d, h, ch, p, end, f, 0, err) == 0 ? 1 : -1;
       if (rc == 1 && reuse && f->type == WM_STR) d->cap[id][i] = f->u.s->len;
     }
     if (rc < 0) {
@@ -246,9 +246,9 @@ static int decode_top_row(wm_decoder *d, const wm_host *h, const wm_codec_host *
 }
 
 static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
-                      const uint8_t *end, wm_value *out, int top, char *err, size_t errlen) {
+                      const uint8_t *end, wm_value *out, int top, wm_error *err) {
   *out = wm_nil();
-  if (*p >= end) return truncated(err, errlen);
+  if (*p >= end) return truncated(err);
   uint8_t tag = **p;
   switch (tag) {
   case WM_C_NIL: (*p)++; return 0;
@@ -257,14 +257,14 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
   case WM_C_INT: {
     int64_t i;
     (*p)++;
-    if (wm_codec_get_ivar(p, end, &i) != 0) return truncated(err, errlen);
+    if (wm_codec_get_ivar(p, end, &i) != 0) return truncated(err);
     *out = wm_int(i);
     return 0;
   }
   case WM_C_FLOAT: {
     double f;
     (*p)++;
-    if (end - *p < 8) return truncated(err, errlen);
+    if (end - *p < 8) return truncated(err);
     memcpy(&f, *p, 8);
     *p += 8;
     *out = wm_float(f);
@@ -274,9 +274,9 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
   case WM_C_KEY: {
     uint64_t n;
     (*p)++;
-    if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) return truncated(err, errlen);
+    if (wm_codec_get_uvar(p, end, &n) != 0 || (uint64_t)(end - *p) < n) return truncated(err);
     if (tag == WM_C_KEY && !key_well_formed(*p, (size_t)n)) {
-      snprintf(err, errlen, "corrupt record encoding (composite key)");
+      wm_error_set(err, "corrupt record encoding (composite key)");
       return -1;
     }
     if (top && tag == WM_C_STR) {
@@ -284,7 +284,7 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
     } else {
       wm_str *s = wm_str_new((const char *)*p, (size_t)n);
       if (!s) {
-        snprintf(err, errlen, "out of memory decoding a record");
+        wm_error_set(err, "out of memory decoding a record");
         return -1;
       }
       out->type = WM_STR;
@@ -296,21 +296,21 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
   }
   case WM_C_TABLE:
     if (!ch || !ch->decode) {
-      snprintf(err, errlen, "a host value cannot be decoded here");
+      wm_error_set(err, "a host value cannot be decoded here");
       return -1;
     }
-    return ch->decode(ch->ud, p, end, out, err, errlen);
+    return ch->decode(ch->ud, p, end, out, err);
   case WM_C_ROWDEF:
   case WM_C_ROW: {
     uint64_t id, nf;
     (*p)++;
-    if (wm_codec_get_uvar(p, end, &id) != 0) return truncated(err, errlen);
+    if (wm_codec_get_uvar(p, end, &id) != 0) return truncated(err);
     if (id >= WM_CODEC_SCHEMAS) {
-      snprintf(err, errlen, "corrupt record encoding (schema %llu)", (unsigned long long)id);
+      wm_error_set(err, "corrupt record encoding (schema %llu)", (unsigned long long)id);
       return -1;
     }
     if (tag == WM_C_ROWDEF) {
-      if (wm_codec_get_uvar(p, end, &nf) != 0 || nf > 4096) return truncated(err, errlen);
+      if (wm_codec_get_uvar(p, end, &nf) != 0 || nf > 4096) return truncated(err);
       char **names = calloc(nf ? nf : 1, sizeof *names);
       uint8_t *types = calloc(nf ? nf : 1, 1);
       int bad = !names || !types;
@@ -329,9 +329,9 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
       for (uint64_t i = 0; names && i < nf; i++) free(names[i]);
       free(names);
       free(types);
-      if (bad == 2) return truncated(err, errlen);
+      if (bad == 2) return truncated(err);
       if (!s) {
-        snprintf(err, errlen, "out of memory decoding a record");
+        wm_error_set(err, "out of memory decoding a record");
         return -1;
       }
       if (d->schemas[id]) wm_schema_release(d->schemas[id]);
@@ -339,17 +339,17 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
     }
     wm_schema *s = d->schemas[id];
     if (!s) {
-      snprintf(err, errlen, "corrupt record encoding (undefined schema %llu)", (unsigned long long)id);
+      wm_error_set(err, "corrupt record encoding (undefined schema %llu)", (unsigned long long)id);
       return -1;
     }
-    if (top) return decode_top_row(d, h, ch, p, end, (int)id, s, out, err, errlen);
+    if (top) return decode_top_row(d, h, ch, p, end, (int)id, s, out, err);
     wm_row *r = wm_row_new(s);
     if (!r) {
-      snprintf(err, errlen, "out of memory decoding a record");
+      wm_error_set(err, "out of memory decoding a record");
       return -1;
     }
     for (uint32_t i = 0; i < s->nfields; i++) {
-      if (decode_rec(d, h, ch, p, end, &r->fields[i], 0, err, errlen) != 0) {
+      if (decode_rec(d, h, ch, p, end, &r->fields[i], 0, err) != 0) {
         wm_row_release(h, r);
         return -1;
       }
@@ -358,12 +358,12 @@ static int decode_rec(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, 
     return 0;
   }
   default:
-    snprintf(err, errlen, "corrupt record encoding (tag %d)", tag);
+    wm_error_set(err, "corrupt record encoding (tag %d)", tag);
     return -1;
   }
 }
 
 int wm_decode_value(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
-                    const uint8_t *end, wm_value *out, char *err, size_t errlen) {
-  return decode_rec(d, h, ch, p, end, out, 1, err, errlen);
+                    const uint8_t *end, wm_value *out, wm_error *err) {
+  return decode_rec(d, h, ch, p, end, out, 1, err);
 }

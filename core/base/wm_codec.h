@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/wm_buf.h"
+#include "base/wm_error.h"
 #include "base/wm_value.h"
 
 enum {
@@ -38,13 +39,12 @@ enum {
 /* Host hooks for WM_SLOT values (Lua tables). */
 typedef struct wm_codec_host {
   void *ud;
-  /* Appends slot value v (a WM_SLOT) to b. 0, or -1 with a message in err (e.g. the
+  /* Appends slot value v (a WM_SLOT) to b. 0, or -1 with the failure in *err (e.g. the
    * record holds a function). */
-  int (*encode)(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen);
+  int (*encode)(void *ud, wm_buf *b, const wm_value *v, wm_error *err);
   /* Decodes the host value whose tag is at **p (WM_C_TABLE), advancing *p, into an owned
-   * value *out. 0, or -1 with a message in err. */
-  int (*decode)(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
-                size_t errlen);
+   * value *out. 0, or -1 with the failure in *err. */
+  int (*decode)(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, wm_error *err);
 } wm_codec_host;
 
 typedef struct wm_encoder {
@@ -66,14 +66,14 @@ void wm_encoder_free(wm_encoder *e);
 void wm_decoder_init(wm_decoder *d);
 void wm_decoder_free(wm_decoder *d);
 
-/* Appends v (borrowed) to b. 0, or -1 with a message in err. */
+/* Appends v (borrowed) to b. 0, or -1 with the failure in *err (NULL: none wanted). */
 int wm_encode_value(wm_encoder *e, const wm_codec_host *ch, wm_buf *b, const wm_value *v,
-                    char *err, size_t errlen);
+                    wm_error *err);
 /* Decodes one value at *p (advanced past it). *out is owned (release it), except a
  * top-level string, which is a WM_CSTR borrowed from the input bytes. 0, or -1 with a
- * message in err (truncated or corrupt input). */
+ * failure in *err (truncated or corrupt input). */
 int wm_decode_value(wm_decoder *d, const wm_host *h, const wm_codec_host *ch, const uint8_t **p,
-                    const uint8_t *end, wm_value *out, char *err, size_t errlen);
+                    const uint8_t *end, wm_value *out, wm_error *err);
 
 /* Varints (LEB128), for the message framing of the executor and the host hooks. Inline:
  * a one-byte varint (most lengths, ids and small numbers) is a compare and a store. */

@@ -27,12 +27,12 @@ static long long number(const char **p, const char **digits, int *ndigits) {
   return v;
 }
 
-int wm_parse_partitions(const char *spec, int count, int **list, int *n, char *err, size_t errlen) {
+int wm_parse_partitions(const char *spec, int count, int **list, int *n, wm_error *err) {
   *list = NULL;
   *n = 0;
   unsigned char *set = calloc((size_t)(count > 0 ? count : 1), 1);
   if (!set) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return -1;
   }
   const char *p = spec;
@@ -47,17 +47,17 @@ int wm_parse_partitions(const char *spec, int count, int **list, int *n, char *e
       b = number(&p, &db, &nb);
     }
     if (a < 0 || b < 0 || (*p != ',' && *p != '\0')) {
-      snprintf(err, errlen, "partitions must be like \"0-3\" or \"0,2,5\", got \"%s\"", spec);
+      wm_error_set(err, "partitions must be like \"0-3\" or \"0,2,5\", got \"%s\"", spec);
       free(set);
       return -1;
     }
     if (b < a) {
-      snprintf(err, errlen, "partitions: bad range '%.*s' in \"%s\"", (int)(p - item), item, spec);
+      wm_error_set(err, "partitions: bad range '%.*s' in \"%s\"", (int)(p - item), item, spec);
       free(set);
       return -1;
     }
     if (b >= count) {
-      snprintf(err, errlen, "partitions: %.*s is not a partition of 0 .. %d (partition_count = %d)",
+      wm_error_set(err, "partitions: %.*s is not a partition of 0 .. %d (partition_count = %d)",
                a >= count ? na : nb, a >= count ? da : db, count - 1, count);
       free(set);
       return -1;
@@ -70,7 +70,7 @@ int wm_parse_partitions(const char *spec, int count, int **list, int *n, char *e
   for (int k = 0; k < count; k++) m += set[k];
   int *l = malloc((size_t)(m > 0 ? m : 1) * sizeof *l);
   if (!l) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     free(set);
     return -1;
   }

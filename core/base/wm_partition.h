@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_error.h"
 #include "base/wm_hash.h" /* wm_fnv1a32 */
 
 /* The partition of a key among count (>= 1) partitions: wm_fnv1a32(key) % count. */
@@ -15,9 +16,9 @@ uint32_t wm_partition(const void *key, size_t n, uint32_t count);
 
 /* A list of partitions, "0-3", "0,2,5", "0-2, 7" (a static share of a partitioned
  * source), parsed into *list (sorted, each once, each in 0 .. count-1; malloc'd, the
- * caller frees) of *n. 0, or -1 with err: `partitions: 6 is not a partition of 0 .. 5
+ * caller frees) of *n. 0, or -1 with the failure in *err: `partitions: 6 is not a partition of 0 .. 5
  * (partition_count = 6)`, `partitions: bad range '3-1' in "3-1"`, `partitions must be like
  * "0-3" or "0,2,5", got "x"`, "out of memory". */
-int wm_parse_partitions(const char *spec, int count, int **list, int *n, char *err, size_t errlen);
+int wm_parse_partitions(const char *spec, int count, int **list, int *n, wm_error *err);
 
 #endif

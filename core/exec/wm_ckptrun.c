@@ -332,17 +332,17 @@ static int write_part_locked(wm_ckptrun *c) {
  * The sources of the other threads are committed from this one, so the message goes into
  * a buffer of the coordinator's: their contexts belong to their own running threads. */
 static void commit_sources_locked(ck_shared *sh) {
-  char err[WM_ERROR_MSG];
+  wm_error err;
   for (int t = 0; t < sh->n; t++) {
     struct wm_ckptrun *m = sh->members[t];
     if (!m) continue;
     for (int i = 0; i < wm_exec_nsources(m->exec); i++) {
       wm_op *src = wm_exec_source_op(m->exec, i);
-      if (!wm_op_is_partsrc(src) || wm_partsrc_commit_to(src, err, sizeof err) == WM_OK || sh->commit_warned)
+      if (!wm_op_is_partsrc(src) || wm_partsrc_commit_to(src, &err) == WM_OK || sh->commit_warned)
         continue;
       sh->commit_warned = 1;
       fprintf(sh->log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
-                       "checkpoint; only monitoring misses them)\n", sh->id, err);
+                       "checkpoint; only monitoring misses them)\n", sh->id, err.msg);
     }
   }
 }
@@ -862,12 +862,12 @@ static int restore(wm_ckptrun *c) {
   if (final) {
     /* the run that wrote it may have been killed before the group's offsets had its
      * positions (Kafka's commits are asynchronous): commit them again, for monitoring */
-    char cerr[WM_ERROR_MSG];
+    wm_error cerr;
     for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
       wm_op *src = wm_exec_source_op(c->exec, i);
-      if (wm_op_is_partsrc(src) && wm_partsrc_commit_final(src, cerr, sizeof cerr) != WM_OK)
+      if (wm_op_is_partsrc(src) && wm_partsrc_commit_final(src, &cerr) != WM_OK)
         fprintf(c->cfg.log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
-                            "checkpoint; only monitoring misses them)\n", id, cerr);
+                            "checkpoint; only monitoring misses them)\n", id, cerr.msg);
     }
   }
   uv_mutex_lock(&c->sh->mu);

@@ -193,8 +193,7 @@ static int send_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_codec_put_uvar(&o->cur, pos->line);
     wm_codec_put_uvar(&o->cur, pos->offset);
   }
-  char err[512];
-  if (wm_encode_value(&o->enc, &s->l->ch, &o->cur, rec, err, sizeof err) != 0) {
+  if (wm_encode_value(&o->enc, &s->l->ch, &o->cur, rec, &op->ctx->error) != 0) {
     o->cur.len = mark;
     wm_buf text;
     wm_buf_init(&text);
@@ -203,7 +202,7 @@ static int send_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
                           "%s: cannot send a record to another thread (%s): %s; a record that "
                           "crosses threads may hold only nil, booleans, numbers, strings and "
                           "tables\n  record: %.600s",
-                          s->from, op->name, err, text.data ? text.data : "");
+                          s->from, op->name, op->ctx->error.msg, text.data ? text.data : "");
     wm_buf_free(&text);
     return rc;
   }
@@ -271,17 +270,15 @@ static int record_msg(wm_mt_local *l, int from, int kind, uint64_t gid, uint64_t
   wm_codec_put_uvar(b, gid);
   wm_codec_put_uvar(b, chan);
   if (kind != MSG_IDLE && kind != MSG_ACTIVE) wm_codec_put_ivar(b, t);
-  char err[512];
-  if (v && wm_encode_value(&l->chan_enc[from], &l->ch, b, v, err, sizeof err) != 0)
+  if (v && wm_encode_value(&l->chan_enc[from], &l->ch, b, v, &l->ctx->error) != 0)
     return wm_ctx_error(l->ctx, "cannot checkpoint a record in flight from thread %d: %s",
-                        from + 1, err);
+                        from + 1, l->ctx->error.msg);
   return b->oom ? wm_ctx_error(l->ctx, "out of memory recording a checkpoint") : WM_OK;
 }
 
 static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, const char *data,
                           size_t len) {
   const uint8_t *p = (const uint8_t *)data, *end = p + len;
-  char err[512];
   while (p < end) {
     int kind = *p++;
     uint64_t gid, chan;
@@ -326,9 +323,9 @@ static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, 
       if (kind == MSG_RECORD_POS && (wm_codec_get_uvar(&p, end, &ip->pos.line) != 0 ||
                                      wm_codec_get_uvar(&p, end, &ip->pos.offset) != 0))
         return corrupt(l, from);
-      if (wm_decode_value(dec, &l->ctx->host, &l->ch, &p, end, &v, err, sizeof err) != 0)
+      if (wm_decode_value(dec, &l->ctx->host, &l->ch, &p, end, &v, &l->ctx->error) != 0)
         return wm_ctx_error(l->ctx, "thread %d: a record from thread %d: %s", l->self + 1, from + 1,
-                            err);
+                            l->ctx->error.msg);
       if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, t, &v) != WM_OK) {
         wm_value_release(&l->ctx->host, &v);
         return WM_ERR;
@@ -440,7 +437,6 @@ int wm_mt_decode_channel(wm_ctx *ctx, const wm_codec_host *ch, const void *data,
   wm_decoder dec;
   wm_decoder_init(&dec);
   int rc = WM_OK;
-  char err[512];
   while (p < end && rc == WM_OK) {
     int kind = *p++;
     uint64_t gid, chan;
@@ -453,8 +449,8 @@ int wm_mt_decode_channel(wm_ctx *ctx, const wm_codec_host *ch, const void *data,
       break;
     }
     if (kind == MSG_RECORD &&
-        wm_decode_value(&dec, &ctx->host, ch, &p, end, &v, err, sizeof err) != 0) {
-      rc = wm_ctx_error(ctx, "damaged checkpoint: a record in flight between threads: %s", err);
+        wm_decode_value(&dec, &ctx->host, ch, &p, end, &v, &ctx->error) != 0) {
+      rc = wm_ctx_error(ctx, "damaged checkpoint: a record in flight between threads: %s", ctx->error.msg);
       break;
     }
     static const int kinds[] = {0, WM_MT_RECORD, WM_MT_WATERMARK, WM_MT_IDLE, WM_MT_ACTIVE};

@@ -220,10 +220,10 @@ static void on_child_handle_closed(uv_handle_t *h) {
 
 static void release(task *t) {
   wm_super *S = t->S;
-  char e[512];
+  wm_error e;
   t->revoked = 0;
-  if (S->m && wm_member_release(S->m, t->source, t->partition, e, sizeof e) != 0)
-    fail(S, "%s", e);
+  if (S->m && wm_member_release(S->m, t->source, t->partition, &e) != 0)
+    fail(S, "%s", e.msg);
 }
 
 static void on_backoff(uv_timer_t *h) {
@@ -448,10 +448,10 @@ static void terminate(task *t) {
 static void poll_member(wm_super *S) {
   if (!S->m) return;
   wm_member_event ev;
-  char e[512];
+  wm_error e;
   int r = 0;
   /* (a task started here may find every partition ended: check_done then frees S->m) */
-  while (S->m && (r = wm_member_poll(S->m, &ev, e, sizeof e)) == 1) {
+  while (S->m && (r = wm_member_poll(S->m, &ev, &e)) == 1) {
     if (ev.source < 0 || ev.source >= S->cfg->member.nsources || ev.partition < 0 ||
         ev.partition >= S->cfg->member.counts[ev.source])
       continue;
@@ -483,7 +483,7 @@ static void poll_member(wm_super *S) {
     }
   }
   flush_rebalance(S);
-  if (r < 0) fail(S, "%s", e);
+  if (r < 0) fail(S, "%s", e.msg);
 }
 
 static void print_table(wm_super *S) {

@@ -15,9 +15,8 @@ void wm_state_put_header(wm_state_io *io, char tag) {
 }
 
 int wm_state_put_value(wm_op *op, wm_state_io *io, const wm_value *v, const char *what) {
-  char err[512];
-  if (wm_encode_value(io->enc, io->codec, io->out, v, err, sizeof err) != 0)
-    return wm_ctx_error(op->ctx, "cannot checkpoint %s: %s", what, err);
+  if (wm_encode_value(io->enc, io->codec, io->out, v, &op->ctx->error) != 0)
+    return wm_ctx_error(op->ctx, "cannot checkpoint %s: %s", what, op->ctx->error.msg);
   return WM_OK;
 }
 
@@ -95,12 +94,10 @@ int wm_state_get_count(wm_state_rd *r, uint64_t *n, size_t unit, const char *wha
 }
 
 int wm_state_get_value(wm_state_rd *r, wm_value *out, const char *what) {
-  char err[512];
   wm_ctx *ctx = r->op->ctx;
   if (r->p == r->end) return wm_state_bad(r, "truncated in %s", what);
-  if (wm_decode_value(r->io->dec, &ctx->host, r->io->codec, &r->p, r->end, out, err,
-                      sizeof err) != 0)
-    return wm_state_bad(r, "%s: %s", what, err);
+  if (wm_decode_value(r->io->dec, &ctx->host, r->io->codec, &r->p, r->end, out, &ctx->error) != 0)
+    return wm_state_bad(r, "%s: %s", what, ctx->error.msg);
   /* a top-level string borrows the bytes: copy it */
   if (out->type == WM_CSTR && wm_value_retain(&ctx->host, out) != 0)
     return wm_ctx_error(ctx, "out of memory restoring a checkpoint");

@@ -102,17 +102,17 @@ int wm_partsrc_lag(const wm_op *op, int i, int64_t *records);
  * these positions is complete: it commits the positions of the last snapshot (never
  * one read after it). WM_OK or WM_ERR (message in ctx->error). */
 int wm_partsrc_commit(wm_op *op);
-/* The same with the message in err, and nothing of op's context touched: what the
+/* The same with the failure in *err, and nothing of op's context touched: what the
  * coordinator calls, from whichever thread completed the checkpoint (under its lock, which
  * also covers the snapshots), while op's own thread runs on. Kafka's commit is handed to
  * librdkafka (WM_OK then); its result comes back on op's own thread, a refusal as a warning
  * on stderr, once per source. */
-int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen);
+int wm_partsrc_commit_to(wm_op *op, wm_error *err);
 /* A start that finds the final checkpoint (nothing left to read): commits the restored
  * positions once more through a client of the source's own, and waits for the answer (at
  * most the source's timeout); the run that wrote the checkpoint may have been killed before
- * the server had its asynchronous commit. WM_OK or WM_ERR (message in err). */
-int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen);
+ * the server had its asynchronous commit. WM_OK or WM_ERR (the failure in *err). */
+int wm_partsrc_commit_final(wm_op *op, wm_error *err);
 /* Appends alignment counters ("alignment: ... paused N times") of every partitioned
  * source of ctx, one line each (for --metrics); nothing when no source aligns. */
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);
@@ -122,11 +122,11 @@ int wm_op_is_partsrc(const wm_op *op);
 /* ---- Kafka --------------------------------------------------------------------------- */
 
 /* The partitions of a topic, asked of the brokers before the job starts. *n set; returns 0,
- * or -1 with err: "topic 'x' does not exist on 127.0.0.1:9092", or "cannot
+ * or -1 with the failure in *err: "topic 'x' does not exist on 127.0.0.1:9092", or "cannot
  * reach the Kafka brokers at ...". props: extra librdkafka properties (name, value, name,
  * value, ...), nprops strings. */
 int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
-                        int nprops, int timeout_ms, int *n, char *err, size_t errlen);
+                        int nprops, int timeout_ms, int *n, wm_error *err);
 
 typedef struct wm_kafka_source_config {
   const char *brokers;   /* bootstrap.servers */
@@ -165,10 +165,10 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
 /* The subjects of stream `stream` that match `filter` and hold messages now (the source's
  * partitions), sorted; *list is an array of owned strings (free with wm_nats_free_list). A
  * stream without such messages gives the filter itself as the only partition. filter NULL:
- * only checks that the stream exists (*n = 0). 0, or -1 with err ("read_nats: stream 'X'
- * does not exist on nats://...", "cannot connect to ..."). */
+ * only checks that the stream exists (*n = 0). 0, or -1 with the failure in *err
+ * ("read_nats: stream 'X' does not exist on nats://...", "cannot connect to ..."). */
 int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
-                     char ***list, int *n, char *err, size_t errlen);
+                     char ***list, int *n, wm_error *err);
 void wm_nats_free_list(char **list, int n);
 
 typedef struct wm_nats_source_config {

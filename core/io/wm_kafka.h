@@ -6,10 +6,13 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "base/wm_error.h"
+
 /* A configuration with bootstrap.servers, quiet logging (errors come through the error
  * and delivery callbacks), the settings name=value given in sets (nsets strings, set
- * before props) and the user's props (name, value, ...). NULL with err. */
+ * before props) and the user's props (name, value, ...). NULL with the failure in *err
+ * (NULL: none wanted). */
 rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int nsets,
-                               const char *const *props, int nprops, char *err, size_t errlen);
+                               const char *const *props, int nprops, wm_error *err);
 
 #endif

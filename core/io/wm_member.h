@@ -25,6 +25,8 @@
 
 #include <stddef.h>
 
+#include "base/wm_error.h"
+
 enum {
   WM_MEMBER_ASSIGN = 1, /* partition is ours: start its task */
   WM_MEMBER_REVOKE = 2, /* give it back: stop its task (final checkpoint), then release */
@@ -56,12 +58,12 @@ typedef struct wm_member wm_member;
 
 typedef struct wm_member_ops {
   const char *kind; /* "kafka", "nats" */
-  /* The next event into *ev: 1, 0 when none waits, -1 on a fatal failure (message in err:
+  /* The next event into *ev: 1, 0 when none waits, -1 on a fatal failure (in *err:
      "group 'job1': cannot reach the Kafka brokers at ..."). */
-  int (*poll)(wm_member *m, wm_member_event *ev, char *err, size_t errlen);
+  int (*poll)(wm_member *m, wm_member_event *ev, wm_error *err);
   /* Gives back a partition after its REVOKE (or at the end, any owned partition): 0 or -1
-     with err. The backend may then hand it to another process. */
-  int (*release)(wm_member *m, int source, int partition, char *err, size_t errlen);
+     with the failure in *err. The backend may then hand it to another process. */
+  int (*release)(wm_member *m, int source, int partition, wm_error *err);
   /* Leaves the group and frees m. The supervisor has stopped every task first; whatever is
      still owned is released without further events (no REVOKE is reported any more). */
   void (*free)(wm_member *m);
@@ -81,12 +83,11 @@ struct wm_member {
   int poll_ms;                /* call poll at least this often (ms); 0: only after notify */
 };
 
-static inline int wm_member_poll(wm_member *m, wm_member_event *ev, char *err, size_t errlen) {
-  return m->ops->poll(m, ev, err, errlen);
+static inline int wm_member_poll(wm_member *m, wm_member_event *ev, wm_error *err) {
+  return m->ops->poll(m, ev, err);
 }
-static inline int wm_member_release(wm_member *m, int source, int partition, char *err,
-                                    size_t errlen) {
-  return m->ops->release(m, source, partition, err, errlen);
+static inline int wm_member_release(wm_member *m, int source, int partition, wm_error *err) {
+  return m->ops->release(m, source, partition, err);
 }
 static inline void wm_member_free(wm_member *m) {
   if (m) m->ops->free(m);
@@ -103,8 +104,8 @@ typedef struct wm_member_kafka_config {
 
 /* Joins group c.group on the topics c.sources (subscribe, cooperative-sticky); the
  * consumer never fetches records (its partitions stay paused) and never commits. NULL with
- * err on failure. */
-wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, size_t errlen);
+ * the failure in *err. */
+wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, wm_error *err);
 
 /* ---- NATS (wm_member_nats.c, helper s2) ---------------------------------------------- */
 
@@ -136,8 +137,8 @@ typedef struct wm_member_nats_config {
  * be renewed (taken by another, or expired while the server was unreachable) is reported
  * LOST. Everything runs in wm_member_poll (poll_ms: a tenth of the heartbeat), on the
  * caller's thread: no thread of its own. With a url it connects (also for static shares,
- * for the end op). NULL with err ("group 'job1': cannot connect to nats://...: ...") on
- * failure. */
-wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_t errlen);
+ * for the end op). NULL with the failure in *err ("group 'job1': cannot connect to
+ * nats://...: ...") on failure. */
+wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, wm_error *err);
 
 #endif

@@ -185,7 +185,7 @@ static void run(void *arg) {
   rd_kafka_consumer_close(k->rk);
 }
 
-static int km_poll(wm_member *m, wm_member_event *ev, char *err, size_t errlen) {
+static int km_poll(wm_member *m, wm_member_event *ev, wm_error *err) {
   kmember *k = (kmember *)m;
   uv_mutex_lock(&k->mu);
   int rc = 0;
@@ -193,17 +193,17 @@ static int km_poll(wm_member *m, wm_member_event *ev, char *err, size_t errlen) 
     *ev = k->q.v[k->q.head++];
     rc = 1;
   } else if (k->fatal) {
-    snprintf(err, errlen, "%s", k->fatal_msg);
+    wm_error_set(err, "%s", k->fatal_msg);
     rc = -1;
   }
   uv_mutex_unlock(&k->mu);
   return rc;
 }
 
-static int km_release(wm_member *m, int source, int partition, char *err, size_t errlen) {
+static int km_release(wm_member *m, int source, int partition, wm_error *err) {
   kmember *k = (kmember *)m;
   if (source < 0 || source >= k->c.nsources || partition < 0 || partition >= k->counts[source]) {
-    snprintf(err, errlen, "group '%s': no partition %d of source %d", k->group, partition, source);
+    wm_error_set(err, "group '%s': no partition %d of source %d", k->group, partition, source);
     return -1;
   }
   uv_mutex_lock(&k->mu);
@@ -258,21 +258,21 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, size_t errlen) {
+wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, wm_error *err) {
   kmember *k = calloc(1, sizeof *k);
   if (!k) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   if (uv_mutex_init(&k->mu) != 0) {
     free(k);
-    snprintf(err, errlen, "cannot create a mutex");
+    wm_error_set(err, "cannot create a mutex");
     return NULL;
   }
   if (uv_cond_init(&k->cond) != 0) {
     uv_mutex_destroy(&k->mu);
     free(k);
-    snprintf(err, errlen, "cannot create a condition variable");
+    wm_error_set(err, "cannot create a condition variable");
     return NULL;
   }
   k->m.ops = &kafka_ops;
@@ -294,7 +294,7 @@ wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, siz
   if (oom) {
     k->c.nsources = k->sources ? n : 0;
     km_free(&k->m);
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   static const char *const sets[] = {"group.id", NULL,
@@ -305,15 +305,16 @@ wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, siz
   const char *s[sizeof sets / sizeof sets[0]];
   memcpy(s, sets, sizeof s);
   s[1] = k->group;
-  char e[512];
+  wm_error ce;
   rd_kafka_conf_t *conf = wm_kafka_conf(k->brokers, s, (int)(sizeof s / sizeof s[0]), cfg->props,
-                                        cfg->nprops, e, sizeof e);
+                                        cfg->nprops, &ce);
   if (!conf) {
-    snprintf(err, errlen, "group '%s': %s", k->group, e);
+    wm_error_set(err, "group '%s': %s", k->group, ce.msg);
     km_free(&k->m);
     return NULL;
   }
   /* the group's own settings win over the job's properties */
+  char e[512];
   for (size_t i = 0; i + 1 < sizeof s / sizeof s[0]; i += 2)
     rd_kafka_conf_set(conf, s[i], s[i + 1], e, sizeof e);
   rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
@@ -321,13 +322,13 @@ wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, siz
   k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
   if (!k->rk) {
     rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "group '%s': cannot create a Kafka consumer for %s: %s", k->group, k->brokers, e);
+    wm_error_set(err, "group '%s': cannot create a Kafka consumer for %s: %s", k->group, k->brokers, e);
     km_free(&k->m);
     return NULL;
   }
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n > 0 ? n : 1);
   if (!l) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     km_free(&k->m);
     return NULL;
   }
@@ -335,12 +336,12 @@ wm_member *wm_member_kafka_new(const wm_member_kafka_config *cfg, char *err, siz
   rd_kafka_resp_err_t re = rd_kafka_subscribe(k->rk, l);
   rd_kafka_topic_partition_list_destroy(l);
   if (re) {
-    snprintf(err, errlen, "group '%s': cannot subscribe at %s: %s", k->group, k->brokers, rd_kafka_err2str(re));
+    wm_error_set(err, "group '%s': cannot subscribe at %s: %s", k->group, k->brokers, rd_kafka_err2str(re));
     km_free(&k->m);
     return NULL;
   }
   if (uv_thread_create(&k->thread, run, k) != 0) {
-    snprintf(err, errlen, "group '%s': cannot start the membership thread", k->group);
+    wm_error_set(err, "group '%s': cannot start the membership thread", k->group);
     km_free(&k->m);
     return NULL;
   }

@@ -251,7 +251,7 @@ done:
   return rc;
 }
 
-static int tick(member_nats *m, char *err, size_t errlen) {
+static int tick(member_nats *m, wm_error *err) {
   int64_t now = now_ms();
   m->next_tick = now + m->heartbeat_ms;
   if (!m->kv) return 0;
@@ -267,22 +267,22 @@ static int tick(member_nats *m, char *err, size_t errlen) {
   if (rebalance(m, now) != 0) goto oom;
   return 0;
 oom:
-  snprintf(err, errlen, "group '%s': out of memory", m->group);
+  wm_error_set(err, "group '%s': out of memory", m->group);
   return -1;
 }
 
-static int mn_poll(wm_member *base, wm_member_event *ev, char *err, size_t errlen) {
+static int mn_poll(wm_member *base, wm_member_event *ev, wm_error *err) {
   member_nats *m = (member_nats *)base;
-  if (m->qhead == m->qn && now_ms() >= m->next_tick && tick(m, err, errlen) != 0) return -1;
+  if (m->qhead == m->qn && now_ms() >= m->next_tick && tick(m, err) != 0) return -1;
   if (m->qhead == m->qn) return 0;
   *ev = m->q[m->qhead++];
   return 1;
 }
 
-static int mn_release(wm_member *base, int source, int partition, char *err, size_t errlen) {
+static int mn_release(wm_member *base, int source, int partition, wm_error *err) {
   member_nats *m = (member_nats *)base;
   if (source < 0 || source >= m->nsources || partition < 0 || partition >= m->src[source].count) {
-    snprintf(err, errlen, "group '%s': no partition %d of source %d to release", m->group, partition, source);
+    wm_error_set(err, "group '%s': no partition %d of source %d to release", m->group, partition, source);
     return -1;
   }
   drop_lease(m, source, partition);
@@ -384,7 +384,7 @@ static char *default_name(void) {
 
 /* The lease bucket: bound when it exists, else created with TTL = the lease time; the
  * lease time is then the bucket's own TTL. */
-static int open_bucket(member_nats *m, char *err, size_t errlen) {
+static int open_bucket(member_nats *m, wm_error *err) {
   char why[300];
   natsStatus st = js_KeyValue(&m->kv, m->js, m->bucket);
   if (st == NATS_NOT_FOUND) {
@@ -397,7 +397,7 @@ static int open_bucket(member_nats *m, char *err, size_t errlen) {
     if (st != NATS_OK) st = js_KeyValue(&m->kv, m->js, m->bucket); /* made by another at once */
   }
   if (st != NATS_OK) {
-    snprintf(err, errlen, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
+    wm_error_set(err, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
              wm_nats_why(st, 0, why, sizeof why));
     return -1;
   }
@@ -412,7 +412,7 @@ static int open_bucket(member_nats *m, char *err, size_t errlen) {
 
 /* The bucket's requests (kvStore's own: create, put, keys) wait at most wait_ms: a JetStream
  * context of that wait, the bucket bound again on it. */
-static int set_wait(member_nats *m, char *err, size_t errlen) {
+static int set_wait(member_nats *m, wm_error *err) {
   jsOptions o;
   jsOptions_Init(&o);
   o.Wait = m->wait_ms;
@@ -429,7 +429,7 @@ static int set_wait(member_nats *m, char *err, size_t errlen) {
   }
   if (st != NATS_OK) {
     char why[300];
-    snprintf(err, errlen, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
+    wm_error_set(err, "group '%s': cannot open the lease bucket %s at %s: %s", m->group, m->bucket, m->url,
              wm_nats_why(st, 0, why, sizeof why));
     if (js) jsCtx_Destroy(js);
     return -1;
@@ -441,16 +441,16 @@ static int set_wait(member_nats *m, char *err, size_t errlen) {
   return 0;
 }
 
-wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_t errlen) {
+wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, wm_error *err) {
   const char *group = cfg->c.group ? cfg->c.group : "";
   if (!*group) {
-    snprintf(err, errlen, "a NATS group needs a name");
+    wm_error_set(err, "a NATS group needs a name");
     return NULL;
   }
   for (const char *c = group; *c; c++) {
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
           *c == '_')) {
-      snprintf(err, errlen, "group '%s': a NATS group name may hold only letters, digits, '-' and '_' "
+      wm_error_set(err, "group '%s': a NATS group name may hold only letters, digits, '-' and '_' "
                "(its lease bucket is wm_<group>)", group);
       return NULL;
     }
@@ -495,9 +495,9 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     src->is_static = 1;
     if (!(src->share = calloc(n, 1))) goto oom;
     int *list, k;
-    char why[300];
-    if (wm_parse_partitions(share, src->count, &list, &k, why, sizeof why) != 0) {
-      snprintf(err, errlen, "group '%s': stream '%s': %s", group, src->stream, why);
+    wm_error why;
+    if (wm_parse_partitions(share, src->count, &list, &k, &why) != 0) {
+      wm_error_set(err, "group '%s': stream '%s': %s", group, src->stream, why.msg);
       mn_free(&m->base);
       return NULL;
     }
@@ -512,20 +512,20 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
     free(list);
   }
   if (leased && !cfg->url) {
-    snprintf(err, errlen, "group '%s': leases need the url of a NATS server", group);
+    wm_error_set(err, "group '%s': leases need the url of a NATS server", group);
     mn_free(&m->base);
     return NULL;
   }
   if (cfg->url) {
-    char e[600];
-    if (wm_nats_connect(m->url, m->who, &m->nc, &m->js, e, sizeof e) != 0) {
-      snprintf(err, errlen, "group '%s': %s", group, e);
+    wm_error e;
+    if (wm_nats_connect(m->url, m->who, &m->nc, &m->js, &e) != 0) {
+      wm_error_set(err, "group '%s': %s", group, e.msg);
       mn_free(&m->base);
       return NULL;
     }
   }
   if (leased) {
-    if (open_bucket(m, err, errlen) != 0) {
+    if (open_bucket(m, err) != 0) {
       mn_free(&m->base);
       return NULL;
     }
@@ -533,7 +533,7 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
   m->heartbeat_ms = cfg->heartbeat_ms > 0 ? cfg->heartbeat_ms : m->lease_ms / 4; /* (the bucket's) */
   if (m->heartbeat_ms < 1) m->heartbeat_ms = 1;
   m->wait_ms = m->heartbeat_ms / 2 > 50 ? m->heartbeat_ms / 2 : 50;
-  if (leased && set_wait(m, err, errlen) != 0) {
+  if (leased && set_wait(m, err) != 0) {
     mn_free(&m->base);
     return NULL;
   }
@@ -541,7 +541,7 @@ wm_member *wm_member_nats_new(const wm_member_nats_config *cfg, char *err, size_
   if (!leased) m->base.poll_ms = 1000;
   return &m->base;
 oom:
-  snprintf(err, errlen, "group '%s': out of memory", group);
+  wm_error_set(err, "group '%s': out of memory", group);
   mn_free(m ? &m->base : NULL);
   return NULL;
 }

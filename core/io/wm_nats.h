@@ -6,13 +6,14 @@
 
 #include <nats/nats.h>
 
+#include "base/wm_error.h"
+
 /* Connects to url (reconnecting forever with backoff once connected; a lost connection and
  * its return are reported on stderr naming `who` and the address, which must outlive the
  * connection: "wmrun: <who>: lost the connection (reconnecting)") and makes a JetStream
- * context. 0, or -1 with err: "cannot connect to
+ * context. 0, or -1 with the failure in *err (NULL: none wanted): "cannot connect to
  * nats://...: ...". */
-int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, char *err,
-                    size_t errlen);
+int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, wm_error *err);
 /* "<name>: the NATS server at <url>" (caller frees; NULL when out of memory): the `who`
  * of wm_nats_connect. */
 char *wm_nats_who(const char *name, const char *url);

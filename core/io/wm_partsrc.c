@@ -40,28 +40,26 @@ int wm_partsrc_lag(const wm_op *op, int i, int64_t *records) {
   return s->hooks && s->hooks->lag ? s->hooks->lag(s, i, records) : 0;
 }
 
-int wm_partsrc_commit_to(wm_op *op, char *err, size_t errlen) {
+int wm_partsrc_commit_to(wm_op *op, wm_error *err) {
   if (!wm_op_is_partsrc(op)) {
-    snprintf(err, errlen, "operator '%s' is not a partitioned source", op->name);
+    wm_error_set(err, "operator '%s' is not a partitioned source", op->name);
     return WM_ERR;
   }
   wm_partsrc *s = op->impl;
-  return s->hooks && s->hooks->commit ? s->hooks->commit(s, err, errlen) : WM_OK;
+  return s->hooks && s->hooks->commit ? s->hooks->commit(s, err) : WM_OK;
 }
 
-int wm_partsrc_commit_final(wm_op *op, char *err, size_t errlen) {
+int wm_partsrc_commit_final(wm_op *op, wm_error *err) {
   if (!wm_op_is_partsrc(op)) {
-    snprintf(err, errlen, "operator '%s' is not a partitioned source", op->name);
+    wm_error_set(err, "operator '%s' is not a partitioned source", op->name);
     return WM_ERR;
   }
   wm_partsrc *s = op->impl;
-  return s->hooks && s->hooks->commit_detached ? s->hooks->commit_detached(s, err, errlen) : WM_OK;
+  return s->hooks && s->hooks->commit_detached ? s->hooks->commit_detached(s, err) : WM_OK;
 }
 
 int wm_partsrc_commit(wm_op *op) {
-  char err[WM_ERROR_MSG];
-  if (wm_partsrc_commit_to(op, err, sizeof err) == WM_OK) return WM_OK;
-  return wm_ctx_error(op->ctx, "%s", err);
+  return wm_partsrc_commit_to(op, &op->ctx->error) == WM_OK ? WM_OK : WM_ERR;
 }
 
 /* The watermark of partition i as its own assigner made it: MIN without one. */

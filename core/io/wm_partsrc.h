@@ -39,15 +39,15 @@ typedef struct wm_partsrc_hooks {
   int (*seek)(wm_partsrc *s);
   /* Commits the positions of the last snapshot (parts[i].snap - 1) to the server for
    * monitoring (Kafka: the group's offsets). NULL: nothing to commit. WM_OK, or WM_ERR
-   * with the message in err (never in the source's context: the checkpoint coordinator
+   * with the failure in *err (never the source's context's: the checkpoint coordinator
    * calls it from whichever thread completed the checkpoint, while the source's own thread
    * runs on). It must not wait for the server (Kafka: asynchronous). */
-  int (*commit)(wm_partsrc *s, char *err, size_t errlen);
+  int (*commit)(wm_partsrc *s, wm_error *err);
   /* As commit, but through a client of its own, waiting for the answer (for at most the
    * source's timeout): a start that finds the final checkpoint commits its positions once
    * more, since the run that wrote it may have been killed before the server had them.
    * NULL: nothing to commit. */
-  int (*commit_detached)(wm_partsrc *s, char *err, size_t errlen);
+  int (*commit_detached)(wm_partsrc *s, wm_error *err);
   /* Partition i's lag (wm_partsrc_lag): 1 with *records set, 0 when not known. Must not
    * wait for the server. NULL: never known. */
   int (*lag)(const wm_partsrc *s, int i, int64_t *records);

@@ -182,10 +182,9 @@ wm_op *wm_kafka_sink_new(wm_ctx *ctx, const char *name, wm_kafka_sink_config *cf
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
-  char e[512];
   int n;
-  if (wm_kafka_partitions(cfg->brokers, cfg->topic, cfg->props, cfg->nprops, 10000, &n, e, sizeof e) != 0) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (wm_kafka_partitions(cfg->brokers, cfg->topic, cfg->props, cfg->nprops, 10000, &n, &ctx->error) != 0) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   k->npart = n;

@@ -88,10 +88,10 @@ static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const
 }
 
 rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int nsets,
-                               const char *const *props, int nprops, char *err, size_t errlen) {
+                               const char *const *props, int nprops, wm_error *err) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (!conf) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   rd_kafka_conf_set_log_cb(conf, on_kafka_log);
@@ -103,7 +103,7 @@ rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int
   for (int i = 0; !bad && i + 1 < nprops; i += 2)
     bad = rd_kafka_conf_set(conf, (what = props[i]), props[i + 1], e, sizeof e) != RD_KAFKA_CONF_OK;
   if (bad) {
-    snprintf(err, errlen, "property '%s': %.400s", what, e);
+    wm_error_set(err, "property '%s': %.400s", what, e);
     rd_kafka_conf_destroy(conf);
     return NULL;
   }
@@ -111,18 +111,15 @@ rd_kafka_conf_t *wm_kafka_conf(const char *brokers, const char *const *sets, int
 }
 
 int wm_kafka_partitions(const char *brokers, const char *topic, const char *const *props,
-                        int nprops, int timeout_ms, int *n, char *err, size_t errlen) {
+                        int nprops, int timeout_ms, int *n, wm_error *err) {
   char e[512];
   static const char *const sets[] = {"allow.auto.create.topics", "false"};
-  rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, e, sizeof e);
-  if (!conf) {
-    snprintf(err, errlen, "%s", e);
-    return -1;
-  }
+  rd_kafka_conf_t *conf = wm_kafka_conf(brokers, sets, 2, props, nprops, err);
+  if (!conf) return -1;
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
-    snprintf(err, errlen, "cannot create a Kafka client for %s: %s", brokers, e);
+    wm_error_set(err, "cannot create a Kafka client for %s: %s", brokers, e);
     return -1;
   }
   rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
@@ -130,14 +127,12 @@ int wm_kafka_partitions(const char *brokers, const char *topic, const char *cons
   rd_kafka_resp_err_t r = t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms) : rd_kafka_last_error();
   int rc = -1;
   if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    snprintf(err, errlen, "cannot reach the Kafka brokers at %s: %s", brokers,
-             rd_kafka_err2str(r));
+    wm_error_set(err, "cannot reach the Kafka brokers at %s: %s", brokers, rd_kafka_err2str(r));
   } else if (md->topic_cnt < 1 || md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
              md->topics[0].partition_cnt == 0) {
-    snprintf(err, errlen, "topic '%s' does not exist on %s", topic, brokers);
+    wm_error_set(err, "topic '%s' does not exist on %s", topic, brokers);
   } else if (md->topics[0].err) {
-    snprintf(err, errlen, "topic '%s' on %s: %s", topic, brokers,
-             rd_kafka_err2str(md->topics[0].err));
+    wm_error_set(err, "topic '%s' on %s: %s", topic, brokers, rd_kafka_err2str(md->topics[0].err));
   } else {
     *n = md->topics[0].partition_cnt;
     rc = 0;
@@ -363,12 +358,12 @@ static void on_kafka_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
 }
 
 /* The last snapshot's positions as a list of offsets to commit (partitions no checkpoint
- * covers a record of are left out). NULL when out of memory (message in err). */
-static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, char *err, size_t errlen) {
+ * covers a record of are left out). NULL when out of memory (the failure in *err). */
+static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, wm_error *err) {
   wm_partsrc *s = &k->ps;
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n);
   if (!l) {
-    snprintf(err, errlen, "%s: out of memory committing the group's offsets", s->op->name);
+    wm_error_set(err, "%s: out of memory committing the group's offsets", s->op->name);
     return NULL;
   }
   for (int i = 0; i < s->n; i++) {
@@ -384,17 +379,17 @@ static rd_kafka_topic_partition_list_t *snap_offsets(ksrc *k, char *err, size_t 
  * order; the result comes back on the source's own thread (on_kafka_commit), so a broker
  * that is down does not hold the coordinator, and no thread writes another's context.
  * rd_kafka_consumer_close waits for the commits under way (the final checkpoint's).
- * WM_ERR (message in err) only when librdkafka refuses at once. */
-static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
+ * WM_ERR (the failure in *err) only when librdkafka refuses at once. */
+static int ksrc_commit(wm_partsrc *s, wm_error *err) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err);
   if (!l) return WM_ERR;
   rd_kafka_resp_err_t e =
       l->cnt ? rd_kafka_commit_queue(k->rk, l, k->cq, on_kafka_commit, k) : RD_KAFKA_RESP_ERR_NO_ERROR;
   rd_kafka_topic_partition_list_destroy(l);
   if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
+    wm_error_set(err, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers,
              rd_kafka_err2str(e));
     return WM_ERR;
   }
@@ -405,10 +400,10 @@ static int ksrc_commit(wm_partsrc *s, char *err, size_t errlen) {
  * never assigned (a copy of the source's configuration: the same brokers, group and
  * properties), waiting for the answer for at most close_ms. For a start that finds the final
  * checkpoint: the source's own consumer is closed without reading, untouched. */
-static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
+static int ksrc_commit_detached(wm_partsrc *s, wm_error *err) {
   ksrc *k = (ksrc *)s;
   if (!k->rk || s->n == 0) return WM_OK;
-  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err, errlen);
+  rd_kafka_topic_partition_list_t *l = snap_offsets(k, err);
   if (!l) return WM_ERR;
   if (l->cnt == 0) {
     rd_kafka_topic_partition_list_destroy(l);
@@ -448,7 +443,7 @@ static int ksrc_commit_detached(wm_partsrc *s, char *err, size_t errlen) {
   if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) snprintf(e, sizeof e, "%s", rd_kafka_err2str(re));
   else if (answered) e[0] = '\0';
   if (!e[0]) return WM_OK;
-  snprintf(err, errlen, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers, e);
+  wm_error_set(err, "%s: cannot commit the offsets of the group at %s: %s", s->op->name, k->brokers, e);
   return WM_ERR;
 }
 
@@ -565,9 +560,9 @@ wm_op *wm_kafka_source_new(wm_io_host *host, const char *name, const wm_kafka_so
   char e[512];
   const char *const sets[] = {"group.id", cfg->group ? cfg->group : "wmrun", "enable.auto.commit", "false",
                               "enable.auto.offset.store", "false", "enable.partition.eof", "true"};
-  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 8, cfg->props, cfg->nprops, e, sizeof e);
+  rd_kafka_conf_t *conf = wm_kafka_conf(cfg->brokers, sets, 8, cfg->props, cfg->nprops, &ctx->error);
   if (!conf) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   rd_kafka_conf_set_error_cb(conf, on_kafka_error);

@@ -38,8 +38,7 @@ const char *wm_nats_why(natsStatus s, jsErrCode jerr, char *buf, size_t n) {
   return buf;
 }
 
-int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, char *err,
-                    size_t errlen) {
+int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, wm_error *err) {
   natsOptions *o = NULL;
   *nc = NULL;
   *js = NULL;
@@ -54,14 +53,14 @@ int wm_nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx
   natsOptions_Destroy(o);
   if (s != NATS_OK) {
     char why[300];
-    snprintf(err, errlen, "cannot connect to %s: %s", url, wm_nats_why(s, 0, why, sizeof why));
+    wm_error_set(err, "cannot connect to %s: %s", url, wm_nats_why(s, 0, why, sizeof why));
     natsConnection_Destroy(*nc);
     *nc = NULL;
     return -1;
   }
   s = natsConnection_JetStream(js, *nc, NULL);
   if (s != NATS_OK) {
-    snprintf(err, errlen, "no JetStream at %s: %s", url, natsStatus_GetText(s));
+    wm_error_set(err, "no JetStream at %s: %s", url, natsStatus_GetText(s));
     wm_nats_close(*nc, NULL);
     *nc = NULL;
     return -1;
@@ -94,13 +93,13 @@ void wm_nats_free_list(char **list, int n) {
 }
 
 int wm_nats_subjects(const char *url, const char *stream, const char *filter, int timeout_ms,
-                     char ***list, int *n, char *err, size_t errlen) {
+                     char ***list, int *n, wm_error *err) {
   (void)timeout_ms;
   natsConnection *nc;
   jsCtx *js;
   *list = NULL;
   *n = 0;
-  if (wm_nats_connect(url, NULL, &nc, &js, err, errlen) != 0) return -1;
+  if (wm_nats_connect(url, NULL, &nc, &js, err) != 0) return -1;
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Info.SubjectsFilter = filter;
@@ -109,10 +108,10 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
   natsStatus s = js_GetStreamInfo(&si, js, stream, &o, &jerr);
   int rc = -1;
   if (s == NATS_NOT_FOUND) {
-    snprintf(err, errlen, "stream '%s' does not exist on %s", stream, url);
+    wm_error_set(err, "stream '%s' does not exist on %s", stream, url);
   } else if (s != NATS_OK) {
     char why[300];
-    snprintf(err, errlen, "stream '%s' on %s: %s", stream, url, wm_nats_why(s, jerr, why, sizeof why));
+    wm_error_set(err, "stream '%s' on %s: %s", stream, url, wm_nats_why(s, jerr, why, sizeof why));
   } else if (!filter) {
     rc = 0; /* the stream is there */
   } else {
@@ -124,7 +123,7 @@ int wm_nats_subjects(const char *url, const char *stream, const char *filter, in
     if (!oom && cnt == 0) oom = !(l[cnt++] = strdup(filter)); /* nothing yet: one partition */
     if (oom) {
       wm_nats_free_list(l, cnt);
-      snprintf(err, errlen, "out of memory");
+      wm_error_set(err, "out of memory");
     } else {
       qsort(l, (size_t)cnt, sizeof *l, cmp_str);
       *list = l;
@@ -621,13 +620,12 @@ wm_op *wm_nats_source_new(wm_io_host *host, const char *name, const wm_nats_sour
     return NULL;
   }
   if (s->n == 0) return s->op;
-  char e[600];
   if (!(k->who = wm_nats_who(s->op->name, cfg->url))) {
     wm_ctx_error(ctx, "out of memory creating '%s'", name);
     return NULL;
   }
-  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, e, sizeof e) != 0) {
-    wm_ctx_error(ctx, "%s: %s", name, e);
+  if (wm_nats_connect(cfg->url, k->who, &k->nc, &k->js, &ctx->error) != 0) {
+    wm_ctx_error(ctx, "%s: %s", name, ctx->error.msg);
     return NULL;
   }
   if (nsrc_subscribe(k, cfg) != WM_OK) return NULL;

@@ -81,14 +81,14 @@ static int tw_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   tw_head(w, K_RECORD, seq, ts);
   wm_encoder enc; /* a schema per message: every message is read on its own (replays, restores) */
   wm_encoder_init(&enc);
-  char err[512];
-  int rc = wm_encode_value(&enc, w->codec.encode ? &w->codec : NULL, &w->msg, rec, err, sizeof err);
+  int rc = wm_encode_value(&enc, w->codec.encode ? &w->codec : NULL, &w->msg, rec, &op->ctx->error);
   wm_encoder_free(&enc);
   if (rc != 0) {
     wm_buf b;
     wm_buf_init(&b);
     wm_op_format_record(op, rec, &b);
-    rc = wm_ctx_error(op->ctx, "%s: cannot write record %s: %s", op->name, b.data ? b.data : "", err);
+    rc = wm_ctx_error(op->ctx, "%s: cannot write record %s: %s", op->name, b.data ? b.data : "",
+                      op->ctx->error.msg);
     wm_buf_free(&b);
     return rc;
   }
@@ -218,9 +218,8 @@ typedef struct ttap {
  * schema (it is read on its own: replays, restores); when the definition is the one
  * decoded last, its schema is used again (no schema, and with the decoder's reuse of its
  * last row no row, made per record): the fields are read as a row of it. 0, or -1 with
- * err. */
-static int tap_decode(ttap *t, wm_partsrc *s, const uint8_t *b, const uint8_t *end, wm_value *v, char *err,
-                      size_t n) {
+ * the failure in *err. */
+static int tap_decode(ttap *t, wm_partsrc *s, const uint8_t *b, const uint8_t *end, wm_value *v, wm_error *err) {
   const wm_codec_host *ch = t->codec.decode ? &t->codec : NULL;
   const wm_host *h = &s->op->ctx->host;
   const uint8_t *q = b + 1;
@@ -239,14 +238,13 @@ static int tap_decode(ttap *t, wm_partsrc *s, const uint8_t *b, const uint8_t *e
     wm_codec_put_uvar(&t->row, id);
     wm_buf_add(&t->row, (const char *)q, (size_t)(end - q));
     if (t->row.oom) {
-      snprintf(err, n, "out of memory");
-      return -1;
+      return wm_error_set(err, "out of memory");
     }
     const uint8_t *r = (const uint8_t *)t->row.data;
-    return wm_decode_value(&t->dec, h, ch, &r, r + t->row.len, v, err, n);
+    return wm_decode_value(&t->dec, h, ch, &r, r + t->row.len, v, err);
   }
   const uint8_t *start = b;
-  if (wm_decode_value(&t->dec, h, ch, &b, end, v, err, n) != 0) return -1;
+  if (wm_decode_value(&t->dec, h, ch, &b, end, v, err) != 0) return -1;
   if (def) { /* known from now on (only once decoded: its schema is the decoder's now) */
     wm_buf_clear(&t->def);
     wm_buf_add(&t->def, (const char *)start, (size_t)(q - start));
@@ -379,8 +377,8 @@ static int tap_message(wm_partsrc_tap *tp, wm_partsrc *s, int i, const wm_value 
     }
     w->last = seq;
     wm_value v;
-    char err[300];
-    if (tap_decode(t, s, b, end, &v, err, sizeof err) != 0) return tap_bad(s, i, at, err);
+    if (tap_decode(t, s, b, end, &v, &s->op->ctx->error) != 0)
+      return tap_bad(s, i, at, s->op->ctx->error.msg);
     int rc = wm_partsrc_emit_record(s, i, &v, time, at);
     wm_value_release(&s->op->ctx->host, &v);
     if (rc != WM_OK || !first) return rc;

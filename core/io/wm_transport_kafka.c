@@ -141,12 +141,9 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, wm_error *
   /* the idempotent producer keeps the order of a partition's messages through retries */
   static const char *const sets[] = {"message.timeout.ms", "30000", "linger.ms", "5", "enable.idempotence",
                                      "true"};
-  char e[512];
-  rd_kafka_conf_t *conf = wm_kafka_conf(tg->brokers, sets, cfg->ordered ? 6 : 4, tg->props, tg->nprops, e,
-                                        sizeof e);
+  rd_kafka_conf_t *conf = wm_kafka_conf(tg->brokers, sets, cfg->ordered ? 6 : 4, tg->props, tg->nprops, err);
   if (!conf) {
     kt_free(&k->base);
-    wm_error_set(err, "%s", e);
     return NULL;
   }
   char mt[32];
@@ -156,6 +153,7 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, wm_error *
   k->drain_ms = mto + KT_DRAIN_SLACK_MS > KT_FLUSH_MS ? mto + KT_DRAIN_SLACK_MS : KT_FLUSH_MS;
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   rd_kafka_conf_set_opaque(conf, k);
+  char e[512];
   k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
   if (!k->rk) {
     rd_kafka_conf_destroy(conf);
@@ -182,12 +180,9 @@ wm_transport *wm_transport_kafka_open(const wm_transport_config *cfg, wm_error *
 
 /* A client of the brokers for the admin and metadata requests (destroy it); NULL with err. */
 static rd_kafka_t *kafka_client(const wm_transport_target *t, wm_error *err) {
+  rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, err);
+  if (!conf) return NULL;
   char e[512];
-  rd_kafka_conf_t *conf = wm_kafka_conf(t->brokers, NULL, 0, t->props, t->nprops, e, sizeof e);
-  if (!conf) {
-    wm_error_set(err, "%s", e);
-    return NULL;
-  }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
@@ -265,11 +260,8 @@ int wm_transport_kafka_make(const wm_transport_target *t, int timeout_ms, wm_err
   if (kafka_count(t, timeout_ms, &n, err) != 0) return -1;
   if (n == 0) {
     if (kafka_create(t, timeout_ms, err) != 0) return -1;
-    char e[1024]; /* now asked by name: the brokers know it */
-    if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, e, sizeof e) != 0) {
-      wm_error_set(err, "%s", e);
-      return -1;
-    }
+    /* now asked by name: the brokers know it */
+    if (wm_kafka_partitions(t->brokers, t->topic, t->props, t->nprops, timeout_ms, &n, err) != 0) return -1;
   }
   if (n == t->partitions) return 0;
   wm_error_set(err, "topic '%s' on %s has %d partitions, not %d", t->topic, t->brokers, n, t->partitions);

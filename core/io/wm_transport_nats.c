@@ -344,14 +344,6 @@ static char *dup_or_null(const char *s, int *oom) {
   return d;
 }
 
-/* wm_nats_connect (shared with the NATS source, which still writes a buffer) into a wm_error. */
-static int nats_connect(const char *url, const char *who, natsConnection **nc, jsCtx **js, wm_error *err) {
-  char why[1024];
-  if (wm_nats_connect(url, who, nc, js, why, sizeof why) == 0) return 0;
-  wm_error_set(err, "%s", why);
-  return -1;
-}
-
 wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, wm_error *err) {
   const wm_transport_target *tg = &cfg->target;
   ntrans *k = calloc(1, sizeof *k);
@@ -392,7 +384,7 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, wm_error *e
     nt_free(&k->base);
     return NULL;
   }
-  if (nats_connect(tg->url, k->who, &k->nc, &k->js, err) != 0) {
+  if (wm_nats_connect(tg->url, k->who, &k->nc, &k->js, err) != 0) {
     nt_free(&k->base);
     return NULL;
   }
@@ -419,7 +411,7 @@ wm_transport *wm_transport_nats_open(const wm_transport_config *cfg, wm_error *e
 int wm_transport_nats_make(const wm_transport_target *t, int64_t *last, wm_error *err) {
   natsConnection *nc;
   jsCtx *js;
-  if (nats_connect(t->url, NULL, &nc, &js, err) != 0) return -1;
+  if (wm_nats_connect(t->url, NULL, &nc, &js, err) != 0) return -1;
   jsStreamInfo *si = NULL;
   jsErrCode jerr = 0;
   char why[300];

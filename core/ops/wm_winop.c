@@ -107,9 +107,8 @@ void wm_winop_config_free(wm_winop_config *cfg) {
 }
 
 wm_op *wm_winop_new(wm_ctx *ctx, const char *name, wm_winop_config *cfg) {
-  char err[256];
-  if (wm_assigner_check(&cfg->assigner, err, sizeof err) != 0) {
-    wm_ctx_error(ctx, "window operator '%s': %s", name, err);
+  if (wm_assigner_check(&cfg->assigner, &ctx->error) != 0) {
+    wm_ctx_error(ctx, "window operator '%s': %s", name, ctx->error.msg);
     wm_winop_config_free(cfg);
     return NULL;
   }

@@ -650,9 +650,9 @@ wm_ckpt_backend *wm_ckpt_nats_open(const char *url, wm_error *err) {
     wm_error_set(err, "out of memory");
     goto bad;
   }
-  char sub[400];
-  if (wm_nats_connect(s->server, s->who, &s->nc, &s->js, sub, sizeof sub) != 0) {
-    wm_error_set(err, "checkpoint store %s: %s", url, sub);
+  wm_error sub;
+  if (wm_nats_connect(s->server, s->who, &s->nc, &s->js, &sub) != 0) {
+    wm_error_set(err, "checkpoint store %s: %s", url, sub.msg);
     goto bad;
   }
   if (open_stream(s, err) != 0 || claim(s, err) != 0) goto bad;

@@ -35,36 +35,36 @@ static const struct {
     {"d", 86400000}, {"day", 86400000}, {"days", 86400000},
 };
 
-static int bad(const char *text, const char *why, char *err, size_t errlen) {
-  if (err) snprintf(err, errlen, "bad duration '%s': %s", text, why);
+static int bad(const char *text, const char *why, wm_error *err) {
+  wm_error_set(err, "bad duration '%s': %s", text, why);
   return -1;
 }
 
-int wm_duration_parse(const char *text, int64_t *out, char *err, size_t errlen) {
+int wm_duration_parse(const char *text, int64_t *out, wm_error *err) {
   const char *p = text;
   while (isspace((unsigned char)*p)) p++;
   if (!isdigit((unsigned char)*p))
-    return bad(text, "expected a number followed by a unit (ms, s, min, h, d)", err, errlen);
+    return bad(text, "expected a number followed by a unit (ms, s, min, h, d)", err);
   errno = 0;
   char *end;
   long long n = strtoll(p, &end, 10);
-  if (errno == ERANGE) return bad(text, "number out of range", err, errlen);
+  if (errno == ERANGE) return bad(text, "number out of range", err);
   p = end;
   while (isspace((unsigned char)*p)) p++;
   const char *u = p;
   while (isalpha((unsigned char)*p)) p++;
   size_t ulen = (size_t)(p - u);
   while (isspace((unsigned char)*p)) p++;
-  if (*p) return bad(text, "unexpected text after the unit", err, errlen);
+  if (*p) return bad(text, "unexpected text after the unit", err);
   int64_t mult = 1;
   if (ulen) {
     size_t i, nunits = sizeof units / sizeof units[0];
     for (i = 0; i < nunits; i++)
       if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, u, ulen) == 0) break;
-    if (i == nunits) return bad(text, "unknown unit (use ms, s, min, h or d)", err, errlen);
+    if (i == nunits) return bad(text, "unknown unit (use ms, s, min, h or d)", err);
     mult = units[i].ms;
   }
-  if (n > INT64_MAX / mult) return bad(text, "duration out of range", err, errlen);
+  if (n > INT64_MAX / mult) return bad(text, "duration out of range", err);
   *out = (int64_t)n * mult;
   return 0;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_error.h"
+
 #define WM_TIME_MIN INT64_MIN /* no watermark yet */
 #define WM_TIME_MAX INT64_MAX /* end of input */
 
@@ -19,8 +21,8 @@ int64_t wm_time_floor_mod(int64_t a, int64_t m);
 
 /* Parses a duration such as "250ms", "2s", "5 s", "1min", "1h", "1d" or "1500" (ms)
  * into milliseconds. Returns 0 on success; on failure returns -1 and writes a message
- * naming the bad text into err (err may be NULL). */
-int wm_duration_parse(const char *text, int64_t *out, char *err, size_t errlen);
+ * naming the bad text in *err (NULL: none wanted). */
+int wm_duration_parse(const char *text, int64_t *out, wm_error *err);
 
 /* Current wall-clock time in ms since the Unix epoch. */
 int64_t wm_time_wall_ms(void);

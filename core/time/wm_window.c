@@ -17,44 +17,44 @@ size_t wm_assigner_max_windows(const wm_assigner *a) {
   return 1;
 }
 
-int wm_assigner_check(const wm_assigner *a, char *err, size_t errlen) {
+int wm_assigner_check(const wm_assigner *a, wm_error *err) {
   switch (a->kind) {
   case WM_WA_TUMBLING:
     if (a->size <= 0) {
-      snprintf(err, errlen, "window size must be positive (got %lld ms)", (long long)a->size);
+      wm_error_set(err, "window size must be positive (got %lld ms)", (long long)a->size);
       return -1;
     }
     return 0;
   case WM_WA_SLIDING:
     if (a->size <= 0) {
-      snprintf(err, errlen, "window size must be positive (got %lld ms)", (long long)a->size);
+      wm_error_set(err, "window size must be positive (got %lld ms)", (long long)a->size);
       return -1;
     }
     if (a->slide <= 0) {
-      snprintf(err, errlen, "window slide must be positive (got %lld ms)", (long long)a->slide);
+      wm_error_set(err, "window slide must be positive (got %lld ms)", (long long)a->slide);
       return -1;
     }
     if (a->slide > a->size) {
-      snprintf(err, errlen,
+      wm_error_set(err,
                "window slide (%lld ms) is larger than the size (%lld ms): records between "
                "windows would belong to none",
                (long long)a->slide, (long long)a->size);
       return -1;
     }
     if (a->size / a->slide > 100000) {
-      snprintf(err, errlen, "window size / slide is %lld: too many windows per record",
+      wm_error_set(err, "window size / slide is %lld: too many windows per record",
                (long long)(a->size / a->slide));
       return -1;
     }
     return 0;
   case WM_WA_SESSION:
     if (a->gap <= 0 && a->gap != -1) {
-      snprintf(err, errlen, "session gap must be positive (got %lld ms)", (long long)a->gap);
+      wm_error_set(err, "session gap must be positive (got %lld ms)", (long long)a->gap);
       return -1;
     }
     return 0;
   case WM_WA_GLOBAL: return 0;
-  default: snprintf(err, errlen, "unknown window assigner"); return -1;
+  default: wm_error_set(err, "unknown window assigner"); return -1;
   }
 }
 

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wm_error.h"
+
 typedef struct wm_window {
   int64_t start, stop;
 } wm_window;
@@ -29,8 +31,8 @@ typedef struct wm_assigner {
 /* The most windows one record can belong to (sliding: ceil(size / slide)). */
 size_t wm_assigner_max_windows(const wm_assigner *a);
 
-/* Validates the parameters: 0, or -1 with a message in err naming the bad one. */
-int wm_assigner_check(const wm_assigner *a, char *err, size_t errlen);
+/* Validates the parameters: 0, or -1 with the failure in *err naming the bad one. */
+int wm_assigner_check(const wm_assigner *a, wm_error *err);
 
 /* The windows of a record at ts, written to out (at most wm_assigner_max_windows), in
  * the order semantics.md §4 gives (sliding: latest start first). Returns the count.

@@ -62,9 +62,10 @@ static int k_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     rd_kafka_mock_push_request_errors(ks->mc, 8 /* OffsetCommit */, 1,
                                       RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
     snprintf(op->ctx->error.msg, sizeof op->ctx->error.msg, "untouched");
-    char err[600] = "";
-    CHECK(wm_partsrc_commit_to(ks->src, err, sizeof err) == WM_OK);
-    CHECK_STR(err, "");
+    wm_error err;
+    wm_error_clear(&err);
+    CHECK(wm_partsrc_commit_to(ks->src, &err) == WM_OK);
+    CHECK_STR(err.msg, "");
     CHECK_STR(wm_ctx_errtext(op->ctx), "untouched");
     op->ctx->error.msg[0] = 0;
   }

@@ -30,9 +30,9 @@ typedef struct member_state {
  * CHECK here made the number of passed checks vary from run to run). */
 static void drain(member_state *s) {
   wm_member_event ev;
-  char err[512];
+  wm_error err;
   int r;
-  while ((r = wm_member_poll(s->m, &ev, err, sizeof err)) == 1) {
+  while ((r = wm_member_poll(s->m, &ev, &err)) == 1) {
     if (ev.source != 0 || ev.partition < 0 || ev.partition >= NPART) {
       fprintf(stderr, "member: an event of source %d, partition %d\n", ev.source, ev.partition);
       s->bad++;
@@ -48,7 +48,7 @@ static void drain(member_state *s) {
     }
   }
   if (r != 0) {
-    fprintf(stderr, "member: poll: %s\n", err);
+    fprintf(stderr, "member: poll: %s\n", err.msg);
     s->bad++;
   }
 }
@@ -94,9 +94,9 @@ static wm_member *join(const char *brokers) {
                                .brokers = brokers,
                                .props = props,
                                .nprops = 6};
-  char err[512];
-  wm_member *m = wm_member_kafka_new(&kc, err, sizeof err);
-  if (!m) fprintf(stderr, "member: %s\n", err);
+  wm_error err;
+  wm_member *m = wm_member_kafka_new(&kc, &err);
+  if (!m) fprintf(stderr, "member: %s\n", err.msg);
   return m;
 }
 
@@ -114,7 +114,7 @@ static void test_task_names(void) {
 
 void test_member(void) {
   test_task_names();
-  char err[512];
+  wm_error err;
   rd_kafka_t *p;
   rd_kafka_mock_cluster_t *mc = test_kafka_mock(&p);
   if (!mc) return;
@@ -140,15 +140,15 @@ void test_member(void) {
     int moving = count(a.revoked);
     CHECK(moving > 0 && moving < NPART);
     for (int i = 0; i < NPART; i++)
-      if (a.revoked[i]) CHECK(wm_member_release(a.m, 0, i, err, sizeof err) == 0);
+      if (a.revoked[i]) CHECK(wm_member_release(a.m, 0, i, &err) == 0);
     CHECK(wait_for(&a, &b, b_took_them));
     /* cooperative: the second gets what the first gave back, and only that */
     for (int i = 0; i < NPART; i++) {
       CHECK(a.owned[i] + b.owned[i] == 1);
       CHECK_I64(b.owned[i], a.revoked[i]);
     }
-    CHECK(wm_member_release(a.m, 0, NPART, err, sizeof err) == -1);
-    CHECK(strstr(err, "no partition 4") != NULL);
+    CHECK(wm_member_release(a.m, 0, NPART, &err) == -1);
+    CHECK(strstr(err.msg, "no partition 4") != NULL);
     CHECK(a.m->ops->end && a.m->ops->end(a.m, 0, 0) == 0); /* an empty partition ends at 0 */
   }
   /* every event named a partition of the topic, and no poll failed */

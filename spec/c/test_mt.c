@@ -98,12 +98,12 @@ static int same(const wm_value *a, const wm_value *b) {
 static long roundtrip(wm_encoder *e, wm_decoder *d, const wm_value *v) {
   wm_buf b;
   wm_buf_init(&b);
-  char err[256];
+  wm_error err;
   long n = -1;
-  if (wm_encode_value(e, NULL, &b, v, err, sizeof err) == 0) {
+  if (wm_encode_value(e, NULL, &b, v, &err) == 0) {
     const uint8_t *p = (const uint8_t *)b.data, *end = p + b.len;
     wm_value out;
-    if (wm_decode_value(d, NULL, NULL, &p, end, &out, err, sizeof err) == 0) {
+    if (wm_decode_value(d, NULL, NULL, &p, end, &out, &err) == 0) {
       if (p == end && same(v, &out)) n = (long)b.len;
       wm_value_release(NULL, &out);
     }
@@ -157,8 +157,8 @@ static void test_codec(void) {
   wm_encoder_init(&e2);
   wm_buf b;
   wm_buf_init(&b);
-  char err[256];
-  CHECK_I64(wm_encode_value(&e2, NULL, &b, &row2, err, sizeof err), 0);
+  wm_error err;
+  CHECK_I64(wm_encode_value(&e2, NULL, &b, &row2, &err), 0);
   int bad = 0;
   for (size_t cut = 0; cut < b.len; cut++) {
     wm_decoder_init(&d2);
@@ -167,7 +167,7 @@ static void test_codec(void) {
     uint8_t *copy = malloc(cut ? cut : 1);
     memcpy(copy, b.data, cut);
     p = copy;
-    if (wm_decode_value(&d2, NULL, NULL, &p, copy + cut, &out, err, sizeof err) == 0) {
+    if (wm_decode_value(&d2, NULL, NULL, &p, copy + cut, &out, &err) == 0) {
       bad++;
       wm_value_release(NULL, &out);
     }
@@ -180,21 +180,21 @@ static void test_codec(void) {
   const uint8_t undefined[] = {WM_C_ROW, 5}, unknown[] = {200};
   const uint8_t *p = undefined;
   wm_value out;
-  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, undefined + 2, &out, err, sizeof err), -1);
-  CHECK(strstr(err, "undefined schema") != NULL);
+  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, undefined + 2, &out, &err), -1);
+  CHECK(strstr(err.msg, "undefined schema") != NULL);
   p = unknown;
-  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, unknown + 1, &out, err, sizeof err), -1);
-  CHECK(strstr(err, "tag 200") != NULL);
+  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, unknown + 1, &out, &err), -1);
+  CHECK(strstr(err.msg, "tag 200") != NULL);
   /* a composite key whose part runs past its bytes (found by fuzz_codec: wm_key_part read
    * past the end when the key was printed) */
   const uint8_t badkey[] = {WM_C_KEY, 3, 's', 9, 0};
   p = badkey;
-  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, badkey + sizeof badkey, &out, err, sizeof err), -1);
-  CHECK(strstr(err, "composite key") != NULL);
+  CHECK_I64(wm_decode_value(&d2, NULL, NULL, &p, badkey + sizeof badkey, &out, &err), -1);
+  CHECK(strstr(err.msg, "composite key") != NULL);
   /* a host value without host hooks is an error, not a crash */
   wm_value slot = {.type = WM_SLOT};
   wm_buf_clear(&b);
-  CHECK_I64(wm_encode_value(&e2, NULL, &b, &slot, err, sizeof err), -1);
+  CHECK_I64(wm_encode_value(&e2, NULL, &b, &slot, &err), -1);
   wm_decoder_free(&d2);
   wm_buf_free(&b);
   wm_encoder_free(&e2);
@@ -211,16 +211,16 @@ static void enc_row(wm_encoder *e, wm_schema *s, wm_buf *b, const char *str, int
   wm_value_retain(NULL, &r->fields[0]);
   r->fields[1] = wm_int(i);
   wm_value v = wm_row_value(r);
-  char err[128];
+  wm_error err;
   wm_buf_clear(b);
-  CHECK_I64(wm_encode_value(e, NULL, b, &v, err, sizeof err), 0);
+  CHECK_I64(wm_encode_value(e, NULL, b, &v, &err), 0);
   wm_value_release(NULL, &v);
 }
 
 static int dec(wm_decoder *d, const wm_buf *b, wm_value *out) {
   const uint8_t *p = (const uint8_t *)b->data;
-  char err[128];
-  return wm_decode_value(d, NULL, NULL, &p, p + b->len, out, err, sizeof err);
+  wm_error err;
+  return wm_decode_value(d, NULL, NULL, &p, p + b->len, out, &err);
 }
 
 /* The decoder decodes a row into the last one of its schema when nobody holds that one any

@@ -1098,23 +1098,22 @@ static int fh_new(int64_t x, wm_value *out) {
   }
   return -1;
 }
-static int fh_encode(void *ud, wm_buf *b, const wm_value *v, char *err, size_t errlen) {
+static int fh_encode(void *ud, wm_buf *b, const wm_value *v, wm_error *err) {
   (void)ud;
   if (FH.v[v->u.slot] == 666) {
-    snprintf(err, errlen, "a function cannot be checkpointed");
+    wm_error_set(err, "a function cannot be checkpointed");
     return -1;
   }
   wm_buf_addc(b, WM_C_TABLE);
   wm_codec_put_ivar(b, FH.v[v->u.slot]);
   return 0;
 }
-static int fh_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, char *err,
-                     size_t errlen) {
+static int fh_decode(void *ud, const uint8_t **p, const uint8_t *end, wm_value *out, wm_error *err) {
   (void)ud;
   int64_t x;
   (*p)++;
   if (wm_codec_get_ivar(p, end, &x) != 0 || fh_new(x, out) != 0) {
-    snprintf(err, errlen, "truncated host value");
+    wm_error_set(err, "truncated host value");
     return -1;
   }
   return 0;

@@ -75,8 +75,8 @@ static void produce_value(rd_kafka_t *p, const char *topic, char kind, int write
   if (value) {
     wm_encoder enc; /* a fresh one: every message defines its row's schema */
     wm_encoder_init(&enc);
-    char err[100];
-    CHECK(wm_encode_value(&enc, NULL, &b, value, err, sizeof err) == 0);
+    wm_error err;
+    CHECK(wm_encode_value(&enc, NULL, &b, value, &err) == 0);
     wm_encoder_free(&enc);
   } else {
     wm_codec_put_uvar(&b, mark); /* a marker's number since the writer's last record */

@@ -15,11 +15,12 @@ void test_time(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int64_t ms = -1;
-    char err[256] = "";
-    int rc = wm_duration_parse(cases[i].text, &ms, err, sizeof err);
+    wm_error err;
+    wm_error_clear(&err);
+    int rc = wm_duration_parse(cases[i].text, &ms, &err);
     CHECK_I64(rc == 0, cases[i].ok);
     if (cases[i].ok) CHECK_I64(ms, cases[i].ms);
-    else CHECK(strstr(err, cases[i].text) != NULL); /* the error names the bad text */
+    else CHECK(strstr(err.msg, cases[i].text) != NULL); /* the error names the bad text */
   }
   CHECK_I64(wm_time_add_sat(WM_TIME_MAX - 5, 10), WM_TIME_MAX);
   CHECK_I64(wm_time_add_sat(WM_TIME_MIN + 5, -10), WM_TIME_MIN);
@@ -122,12 +123,12 @@ void test_window(void) {
   }
   /* bad parameters are named */
   {
-    char err[256];
+    wm_error err;
     wm_assigner a = {.kind = WM_WA_TUMBLING, .size = 0};
-    CHECK(wm_assigner_check(&a, err, sizeof err) != 0 && strstr(err, "size"));
+    CHECK(wm_assigner_check(&a, &err) != 0 && strstr(err.msg, "size"));
     wm_assigner b = {.kind = WM_WA_SLIDING, .size = 1000, .slide = 2000};
-    CHECK(wm_assigner_check(&b, err, sizeof err) != 0 && strstr(err, "slide"));
+    CHECK(wm_assigner_check(&b, &err) != 0 && strstr(err.msg, "slide"));
     wm_assigner c = {.kind = WM_WA_SLIDING, .size = 1000, .slide = 0};
-    CHECK(wm_assigner_check(&c, err, sizeof err) != 0 && strstr(err, "slide"));
+    CHECK(wm_assigner_check(&c, &err) != 0 && strstr(err.msg, "slide"));
   }
 }

@@ -27,17 +27,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   wm_decoder d;
   wm_decoder_init(&d);
   const uint8_t *p = copy, *end = copy + size;
-  char err[256];
+  wm_error err;
   wm_buf a, b, enc;
   wm_buf_init(&a);
   wm_buf_init(&b);
   wm_buf_init(&enc);
   while (p < end) {
     wm_value v;
-    err[0] = '\0';
+    wm_error_clear(&err);
     const uint8_t *before = p;
-    if (wm_decode_value(&d, NULL, NULL, &p, end, &v, err, sizeof err) != 0) {
-      ASSERT(err[0] != '\0');
+    if (wm_decode_value(&d, NULL, NULL, &p, end, &v, &err) != 0) {
+      ASSERT(err.msg[0] != '\0');
       break;
     }
     ASSERT(p > before && p <= end);
@@ -45,12 +45,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wm_encoder e;
     wm_encoder_init(&e);
     wm_buf_clear(&enc);
-    ASSERT(wm_encode_value(&e, NULL, &enc, &v, err, sizeof err) == 0);
+    ASSERT(wm_encode_value(&e, NULL, &enc, &v, &err) == 0);
     wm_decoder d2;
     wm_decoder_init(&d2);
     const uint8_t *q = (const uint8_t *)enc.data, *qend = q + enc.len;
     wm_value w;
-    ASSERT(wm_decode_value(&d2, NULL, NULL, &q, qend, &w, err, sizeof err) == 0);
+    ASSERT(wm_decode_value(&d2, NULL, NULL, &q, qend, &w, &err) == 0);
     ASSERT(q == qend);
     show(&a, &v);
     show(&b, &w);

@@ -12,18 +12,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 256) return 0;
-  char text[257], err[512], back[64];
+  char text[257], back[64];
+  wm_error err;
   memcpy(text, data, size);
   text[size] = '\0';
   int64_t ms = -1;
-  err[0] = '\0';
-  if (wm_duration_parse(text, &ms, err, sizeof err) == 0) {
+  wm_error_clear(&err);
+  if (wm_duration_parse(text, &ms, &err) == 0) {
     ASSERT(ms >= 0);
     int64_t again = -1;
     snprintf(back, sizeof back, "%" PRId64 "ms", ms);
-    ASSERT(wm_duration_parse(back, &again, NULL, 0) == 0 && again == ms);
+    ASSERT(wm_duration_parse(back, &again, NULL) == 0 && again == ms);
   } else {
-    ASSERT(strncmp(err, "bad duration '", 14) == 0 && strstr(err, "': ") != NULL);
+    ASSERT(strncmp(err.msg, "bad duration '", 14) == 0 && strstr(err.msg, "': ") != NULL);
   }
   return 0;
 }
