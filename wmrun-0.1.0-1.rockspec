@@ -42,6 +42,7 @@ build = {
         "core/base/wm_spsc.c",
         "core/base/wm_value.c",
         "core/exec/wm_ckptrun.c",
+        "core/exec/wm_ckptrun_restore.c",
         "core/exec/wm_savepoint.c",
         "core/exec/wm_rescale.c",
         "core/exec/wm_exchange.c",

@@ -1,5 +1,6 @@
 /* The checkpoint coordinator of one executor (wm_ckptrun.h). */
 #include "exec/wm_ckptrun.h"
+#include "exec/wm_ckptrun_int.h"
 
 #include "exec/wm_mt.h"
 
@@ -19,76 +20,14 @@
 #include "exec/wm_savepoint.h"
 #include "state/wm_ckpt.h"
 
-#define META_HEAD "wmrun checkpoint 1\n"
 
-enum { CRASH_NONE, CRASH_AFTER_PARTS, CRASH_BEFORE_MANIFEST, CRASH_AFTER_MANIFEST };
-
-/* What the coordinators of a job's threads share (one thread: a private one). Everything
- * in it is under mu. A checkpoint is written by every thread into one writer; the thread
- * that completes it commits it. */
-typedef struct ck_shared {
-  uv_mutex_t mu;
-  uv_cond_t cond;
-  int n;                /* threads */
-  wm_mt_job *job;       /* NULL with one thread */
-  wm_ckpt_store *store;
-  wm_error err;         /* opening the store failed (every thread reports it) */
-  uint64_t next_id;
-  int crash;
-  long crash_at, attempts;
-  /* the checkpoint being written */
-  wm_ckpt_writer *w;
-  uint64_t id;
-  int async;            /* taken with barriers (several threads, while running) */
-  int final, savepoint;
-  int arrived;          /* with barriers: threads whose part is complete */
-  int sync_arrived, bad; /* at the rendezvous of take_sync; one could not write its part */
-  char why[WM_ERROR_MSG];
-  int why_whole;        /* why is a thread's whole failure (it names the checkpoint), not a
-                           reason of the store's to prefix with the folder */
-  wm_buf meta;
-  uint32_t groups;      /* the job's key groups (its max parallelism), for the MANIFEST */
-  uint64_t bytes, t0;
-  /* the sync rendezvous (before the first record, at the end); ready: threads past their
-   * restore (nothing is written before every thread has read the store) */
-  uint64_t gen;
-  int ready;
-  int last_rc;
-  wm_ckptrun_stats st;
-  wm_obs_ckpt recent[16]; /* the last ones committed, at st.taken % 16, for report_locked */
-  FILE *log;
-  int trace;
-  char *dir, *jobname;
-  /* every thread's coordinator (by instance), for the commits after a checkpoint */
-  struct wm_ckptrun **members;
-  int commit_warned;    /* a failed group commit was reported */
-  /* savepoints: a request of wmrun savepoint (served by the next commit), the target of
-   * --stop-with-savepoint, and the savepoint this run's history started from */
-  char *sp_target, *sp_nonce, *stop_sp, *origin;
-} ck_shared;
-
-struct wm_ckptrun {
-  wm_exec *exec;
-  wm_ctx *ctx;
-  wm_ckptrun_config cfg;
-  char *dir, *job;
-  ck_shared *sh;
-  int own_sh;
-  wm_mt_local *mt;
-  uint64_t reported; /* checkpoints taken that this thread's observer has been told of */
-  uv_signal_t usr2;  /* thread 1 with a local dir: wmrun savepoint's requests */
-  int usr2_open;
-  const char *rname; /* what is restored: dir, or the savepoint (messages) */
-  int rsp;           /* restoring a savepoint */
-};
-
-static uint64_t wall_ms(void) {
+uint64_t wm_ckptrun_wall_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static int set_err(wm_ckptrun *c, const char *msg) {
+int wm_ckptrun_set_err(wm_ckptrun *c, const char *msg) {
   return wm_ctx_error(c->ctx, "checkpoints in %s: %s", c->dir, msg);
 }
 
@@ -225,7 +164,7 @@ static int put_part(void *ud, const char *name, const void *data, size_t len, ch
 }
 
 /* The place of op in its context (the "P" of part names). */
-static size_t op_place(const wm_ctx *ctx, const wm_op *op) {
+size_t wm_ckptrun_op_place(const wm_ctx *ctx, const wm_op *op) {
   size_t i = 0;
   while (i < ctx->nops && ctx->ops[i] != op) i++;
   return i;
@@ -294,13 +233,13 @@ static int write_part_locked(wm_ckptrun *c) {
     rc = wm_exec_snapshot_source(c->exec, src, &pos);
     if (rc == WM_OK && pos.oom) rc = wm_ctx_error(ctx, "out of memory writing a checkpoint");
     if (rc == WM_OK &&
-        wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
+        wm_op_part_name(src, wm_ckptrun_op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
       rc = wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
     if (rc == WM_OK && put_part(ud, name, pos.data, pos.len,
                                 ctx->error.msg, sizeof ctx->error.msg) != 0)
       rc = wm_ctx_error_took(ctx);
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
-    if (src->node) wm_rescale_meta_line(m, "src-", src, op_place(ctx, src), c->cfg.instance);
+    if (src->node) wm_rescale_meta_line(m, "src-", src, wm_ckptrun_op_place(ctx, src), c->cfg.instance);
     wm_buf_adds(m, "source ");
     wm_buf_adds(m, name + 4);
     wm_buf_addc(m, ' ');
@@ -382,7 +321,7 @@ static int commit_locked(ck_shared *sh) {
   sh->bytes += head.len;
   sh->why_whole = 0;
   wm_error e;
-  int rc = wm_ckpt_commit(w, head.data, head.len, wall_ms(), &e);
+  int rc = wm_ckpt_commit(w, head.data, head.len, wm_ckptrun_wall_ms(), &e);
   wm_buf_free(&head);
   if (rc != 0) return why_from(sh, &e);
   if (crash == CRASH_AFTER_MANIFEST) _exit(99);
@@ -477,7 +416,7 @@ static int take_sync(wm_ckptrun *c, int final, int ok) {
   int rc = ok ? sh->last_rc : WM_OK;
   if (rc != WM_OK && strcmp(wm_ctx_errtext(c->ctx), sh->why) != 0) {
     if (sh->why_whole) wm_ctx_error(c->ctx, "%s", sh->why);
-    else set_err(c, sh->why);
+    else wm_ckptrun_set_err(c, sh->why);
   }
   report_locked(c);
   uv_mutex_unlock(&sh->mu);
@@ -503,7 +442,7 @@ int wm_ckptrun_savepoint(void *ud) {
   while (sh->ready < sh->n && wait_locked(sh) == 0) {
   }
   if (!sh->w && sh->ready == sh->n && begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
-  int rc = sh->w ? WM_STOP : set_err(c, sh->why);
+  int rc = sh->w ? WM_STOP : wm_ckptrun_set_err(c, sh->why);
   uv_mutex_unlock(&sh->mu);
   if (id) wm_mt_request_checkpoint(sh->job, id);
   return rc;
@@ -520,7 +459,7 @@ static int take_periodic(void *ud) {
   int rc = WM_OK;
   if (!sh->w && sh->ready == sh->n) { /* else the last one is still under way */
     if (begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
-    else rc = set_err(c, sh->why);
+    else rc = wm_ckptrun_set_err(c, sh->why);
   }
   report_locked(c);
   uv_mutex_unlock(&sh->mu);
@@ -560,7 +499,7 @@ static int hook_done(void *ud, uint64_t id) {
   if (sh->w && sh->async && sh->id == id && ++sh->arrived == sh->n) {
     sh->st.align_ms += (double)(uv_hrtime() - sh->t0) / 1e6;
     sh->arrived = 0;
-    if (commit_locked(sh) != WM_OK) rc = set_err(c, sh->why);
+    if (commit_locked(sh) != WM_OK) rc = wm_ckptrun_set_err(c, sh->why);
   }
   report_locked(c);
   uv_mutex_unlock(&sh->mu);
@@ -599,301 +538,6 @@ int wm_ckptrun_start(wm_ckptrun *c) {
   wm_exec_set_checkpoints(c->exec, iv, take_periodic, wm_ckptrun_savepoint, c);
   return WM_OK;
 }
-
-/* ---- restoring ------------------------------------------------------------------------- */
-
-static void on_warn(void *ud, const char *message) {
-  wm_ckptrun *c = ud;
-  if (c->cfg.instance == 0) fprintf(c->cfg.log, "wmrun: warning: %s\n", message);
-}
-
-/* The value of "key " at the start of a line of meta, or NULL; *n its length. */
-static const char *meta_field(const char *meta, size_t len, const char *key, size_t *n) {
-  size_t kl = strlen(key);
-  const char *p = meta, *end = meta + len;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    if ((size_t)(le - p) > kl && !memcmp(p, key, kl) && p[kl] == ' ') {
-      *n = (size_t)(le - p - (ptrdiff_t)kl - 1);
-      return p + kl + 1;
-    }
-    p = le + 1;
-  }
-  return NULL;
-}
-
-static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
-  char msg[WM_ERROR_MSG];
-  snprintf(msg, sizeof msg, "%s", why);
-  wm_ctx_error(c->ctx, "cannot resume from checkpoint %" PRIu64 " in %s%s: %s\n  (%s)", id,
-               c->rsp ? "savepoint " : "", c->rname, msg,
-               !c->rsp ? "run with --fresh to start over and replace the checkpoints; docs/checkpoints.md"
-               : c->cfg.threads > 1 ? "with --threads above 1 a savepoint restores only the job it was "
-                                      "taken of: change a job from one taken at --threads 1; "
-                                      "docs/checkpoints.md, \"Savepoints\""
-                                    : "docs/checkpoints.md, \"Savepoints\"");
-  return -1;
-}
-
-static int restore(wm_ckptrun *c);
-
-int wm_ckptrun_restore(wm_ckptrun *c) {
-  int rc = restore(c);
-  ck_shared *sh = c->sh;
-  uv_mutex_lock(&sh->mu);
-  sh->ready++;
-  uv_cond_broadcast(&sh->cond);
-  uv_mutex_unlock(&sh->mu);
-  return rc;
-}
-
-static int restore(wm_ckptrun *c) {
-  wm_ctx *ctx = c->ctx;
-  wm_error err;
-  wm_ckpt_reader *r = NULL;
-  wm_ckpt_store *sps = NULL; /* --from-savepoint: the savepoint's store */
-  int locked = 0;
-  char sperr[600];
-  c->rname = c->dir;
-  int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, &err);
-  if (got < 0) return set_err(c, err.msg), -1;
-  if (c->cfg.from_savepoint) {
-    uv_mutex_lock(&c->sh->mu); /* one store open at a time: its lock is the process's */
-    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, sperr, sizeof sperr);
-    if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint)))
-      sp = -1, snprintf(sperr, sizeof sperr, "out of memory");
-    if (sp < 0) {
-      wm_ckpt_reader_free(r);
-      wm_ckpt_store_free(sps);
-      uv_mutex_unlock(&c->sh->mu);
-      return wm_ctx_error(ctx, "%s", sperr), -1;
-    }
-    locked = 1; /* until the parts are read */
-    c->rsp = sp;
-    c->rname = sp ? c->cfg.from_savepoint : c->dir;
-    got = 1;
-  }
-  if (got == 0) return 0;
-  uint64_t id = wm_ckpt_reader_id(r);
-  size_t mlen;
-  const char *meta = wm_ckpt_reader_meta(r, &mlen);
-  size_t hl = strlen(META_HEAD), n;
-  int ret = -1, rescaled = 0;
-  wm_rescale *rs = NULL;
-  wm_part *parts = NULL;
-  size_t np = wm_ckpt_reader_nparts(r);
-  if (mlen < hl || memcmp(meta, META_HEAD, hl) != 0) {
-    refuse(c, id, "it was not written by wmrun's job runner (no 'wmrun checkpoint 1' in its "
-                  "MANIFEST)");
-    goto out;
-  }
-  const char *th = meta_field(meta, mlen, "threads", &n);
-  int threads_then = th ? atoi(th) : 0;
-  if (threads_then < 1) {
-    refuse(c, id, "its MANIFEST does not say how many threads took it");
-    goto out;
-  }
-  uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
-  const char *mp = meta_field(meta, mlen, "max_parallelism", &n);
-  if (!mp || (uint32_t)atol(mp) != groups) {
-    char why[600];
-    if (!mp)
-      snprintf(why, sizeof why, "it was written by a wmrun from before key groups (its MANIFEST "
-                                "has no max_parallelism): its keyed state was divided among the "
-                                "instances by another rule than this wmrun's key_by, so keys "
-                                "would meet state that is not theirs");
-    else
-      snprintf(why, sizeof why, "it was taken with max_parallelism %ld and this run has %u: the "
-                                "max parallelism is the number of key groups that keyed state "
-                                "is stored by, and cannot change for a job's state (give this "
-                                "run --max-parallelism %ld, or wm.env{max_parallelism = %ld})",
-               atol(mp), groups, atol(mp), atol(mp));
-    refuse(c, id, why);
-    goto out;
-  }
-  if (!(parts = calloc(np ? np : 1, sizeof *parts))) {
-    wm_ctx_error(ctx, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < np; i++) {
-    uint8_t *data;
-    size_t len;
-    parts[i].name = wm_ckpt_reader_part_name(r, i);
-    int g = wm_ckpt_get(r, parts[i].name, &data, &len, &err);
-    if (g != 1) {
-      refuse(c, id, g == 0 ? "a part listed in its MANIFEST is missing" : err.msg);
-      goto out;
-    }
-    parts[i].data = data;
-    parts[i].len = len;
-  }
-  if (locked) {
-    wm_ckpt_store_free(sps);
-    sps = NULL;
-    uv_mutex_unlock(&c->sh->mu);
-    locked = 0;
-  }
-  const char *origin = meta_field(meta, mlen, "from-savepoint", &n);
-  uv_mutex_lock(&c->sh->mu); /* a history that started from a savepoint: later ones say so */
-  if (origin && !c->rsp && !c->sh->origin) c->sh->origin = strndup(origin, n);
-  uv_mutex_unlock(&c->sh->mu);
-  if (c->rsp && c->cfg.threads <= 1) { /* a savepoint: its parts fitted to this job by uid */
-    if (wm_savepoint_refit(ctx, c->exec, c->cfg.codec, meta, mlen, &parts, &np,
-                           c->cfg.allow_non_restored, c->rname, c->cfg.log) != WM_OK) {
-      refuse(c, id, wm_ctx_errtext(ctx));
-      goto out;
-    }
-    c->rsp = 2; /* the names are owned too */
-  }
-  ctx->allow_state_change = c->cfg.allow_state_change;
-  ctx->state_changes = 0;
-  /* the checkpoint's operators are this run's, part for part; else it is restored key group
-   * by key group (another parallelism or thread count: exec/wm_rescale.h). A savepoint's parts
-   * were fitted to this job's operators by uid above: they are restored as they are. */
-  char rerr[600];
-  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, rerr, sizeof rerr))) {
-    refuse(c, id, rerr);
-    goto out;
-  }
-  rescaled = rs && !wm_rescale_same(rs, ctx, c->cfg.instance, threads_then, c->cfg.threads);
-  if (rescaled && c->cfg.threads > 1 && wm_rescale_has_channels(rs)) {
-    char why[400];
-    snprintf(why, sizeof why, "it was taken with --threads %d and holds records in flight "
-                              "between threads, which a run at another parallelism or thread "
-                              "count takes only on one thread (run it with --threads 1 until its "
-                              "next checkpoint)", threads_then);
-    refuse(c, id, why);
-    goto out;
-  }
-  if (rescaled ? wm_rescale_restore(rs, ctx, c->cfg.codec, groups)
-               : wm_ctx_restore(ctx, c->cfg.instance, c->cfg.codec, parts, np)) {
-    refuse(c, id, wm_ctx_errtext(ctx));
-    goto out;
-  }
-  if (ctx->state_changes && c->cfg.instance == 0) /* thread 1 says it for every thread */
-    fprintf(c->cfg.log, "wmrun: warning: --allow-state-change: the function of %d window "
-                        "operator%s changed since checkpoint %" PRIu64 "; the windows open "
-                        "then go on from the state the old function made\n",
-            ctx->state_changes, ctx->state_changes > 1 ? "s" : "", id);
-  for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
-    wm_op *src = wm_exec_source_op(c->exec, i);
-    char name[260] = "src-";
-    if (rescaled) {
-      if (!src->node) continue; /* the receiver between threads: anew */
-      const wm_part *sp = wm_rescale_source(rs, ctx, src);
-      if (!sp || wm_exec_restore_source(c->exec, src, (const char *)sp->data, sp->len) != WM_OK) {
-        refuse(c, id, wm_ctx_errtext(ctx));
-        goto out;
-      }
-      continue;
-    }
-    if (wm_op_part_name(src, op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0) {
-      wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
-      goto out;
-    }
-    size_t k = 0;
-    while (k < np && strcmp(parts[k].name, name) != 0) k++;
-    if (k == np) {
-      char why[400];
-      snprintf(why, sizeof why, "it holds no position of source '%s' (the job changed since "
-                                "the checkpoint)", src->name);
-      refuse(c, id, why);
-      goto out;
-    }
-    if (wm_exec_restore_source(c->exec, src, (const char *)parts[k].data, parts[k].len) != WM_OK) {
-      refuse(c, id, wm_ctx_errtext(ctx));
-      goto out;
-    }
-  }
-  /* what was in flight between the threads at the cut: rescaled, all of it (one thread) */
-  if (rescaled && wm_rescale_replay(rs, ctx, c->cfg.codec) != WM_OK) {
-    refuse(c, id, wm_ctx_errtext(ctx));
-    goto out;
-  }
-  /* what was in flight to this thread at the cut (several threads) */
-  char cpre[32];
-  int cl = snprintf(cpre, sizeof cpre, "-%d", c->cfg.instance);
-  for (size_t k = 0; k < np; k++) {
-    const char *pn = parts[k].name;
-    size_t pl = strlen(pn);
-    if (rescaled || strncmp(pn, "chan-", 5) != 0 || pl < 5 + (size_t)cl ||
-        strcmp(pn + pl - cl, cpre) != 0)
-      continue;
-    if (!c->mt) {
-      refuse(c, id, "it holds the state of a channel between threads");
-      goto out;
-    }
-    int from = atoi(pn + 5);
-    if (wm_mt_replay_channel(c->mt, from, parts[k].data, parts[k].len) != WM_OK) {
-      refuse(c, id, wm_ctx_errtext(ctx));
-      goto out;
-    }
-  }
-  const char *fin = meta_field(meta, mlen, "final", &n);
-  int final = fin && n == 1 && fin[0] == '1';
-  uint64_t now = wall_ms(), created = wm_ckpt_reader_created_ms(r);
-  double age = now > created ? (double)(now - created) / 1000.0 : 0.0;
-  if (c->cfg.instance != 0) {
-    /* thread 1 says it */
-  } else if (final) {
-    fprintf(c->cfg.log, "wmrun: checkpoint %" PRIu64 " in %s (%.1f s old) is of a run that "
-                        "ended: its input was read to the end, so there is nothing new to do "
-                        "(--fresh starts over)\n", id, c->dir, age);
-  } else {
-    fprintf(c->cfg.log, "wmrun: resuming from checkpoint %" PRIu64 " in %s%s, taken %.1f s ago\n",
-            id, c->rsp ? "savepoint " : "", c->rname, age);
-    if (rescaled)
-      fprintf(c->cfg.log, "  taken at another parallelism or thread count (--threads %d then): "
-                          "keyed state restored by key group (max_parallelism %u)\n",
-              threads_then, groups);
-    /* the sources' positions, as the MANIFEST lists them */
-    const char *p = meta, *end = meta + mlen;
-    while (p < end) {
-      const char *nl = memchr(p, '\n', (size_t)(end - p));
-      const char *le = nl ? nl : end;
-      if (le - p > 7 && !memcmp(p, "source ", 7)) {
-        const char *sp = memchr(p + 7, ' ', (size_t)(le - p - 7));
-        if (sp) fprintf(c->cfg.log, "  source at %.*s\n", (int)(le - sp - 1), sp + 1);
-      }
-      p = le + 1;
-    }
-  }
-  if (final) {
-    /* the run that wrote it may have been killed before the group's offsets had its
-     * positions (Kafka's commits are asynchronous): commit them again, for monitoring */
-    wm_error cerr;
-    for (int i = 0; i < wm_exec_nsources(c->exec); i++) {
-      wm_op *src = wm_exec_source_op(c->exec, i);
-      if (wm_op_is_partsrc(src) && wm_partsrc_commit_final(src, &cerr) != WM_OK)
-        fprintf(c->cfg.log, "wmrun: warning: checkpoint %" PRIu64 ": %s (the positions are in the "
-                            "checkpoint; only monitoring misses them)\n", id, cerr.msg);
-    }
-  }
-  uv_mutex_lock(&c->sh->mu);
-  c->sh->st.restored_id = id;
-  if (!c->sh->st.taken) c->sh->st.last_id = id;
-  uv_mutex_unlock(&c->sh->mu);
-  ret = final ? 2 : 1;
-out:
-  wm_rescale_free(rs);
-  if (c->rsp == 2) {
-    wm_savepoint_parts_free(parts, np);
-  } else {
-    if (parts)
-      for (size_t i = 0; i < np; i++) free((void *)parts[i].data);
-    free(parts);
-  }
-  wm_ckpt_reader_free(r);
-  if (locked) {
-    wm_ckpt_store_free(sps);
-    uv_mutex_unlock(&c->sh->mu);
-  }
-  c->rsp = 0;
-  return ret;
-}
-
-/* ---- stats ----------------------------------------------------------------------------- */
 
 void wm_ckptrun_stats_get(const wm_ckptrun *c, wm_ckptrun_stats *st) {
   uv_mutex_lock(&c->sh->mu);
