@@ -84,7 +84,7 @@ local page = require("wm.timeline").render({{title = "t", arrivals = 0, keys = {
   lates = {}, marks = {}, windows = {}, series = {}, stats = {records = 0, late_dropped = 0,
   late_side = 0, firings = 0, late_firings = 0, cleanups = 0, records_shown = 0,
   mean_firing_delay = 0, delay_samples = 0}}}, {html = true})
-assert(page:find("<script>(function(){", 1, true), "no page script")
+assert(page:find("<script>window.onerror=", 1, true) and page:find("(function(){", 1, true), "no page script")
 print(wm.version, table.concat(out, ","))
 ]], tree, tree, tree, tree)
     local f = assert(io.open(dir .. "/check.lua", "w"))
