@@ -336,8 +336,8 @@ static int commit_locked(ck_shared *sh) {
   if (sh->sp_target) /* wmrun savepoint's request */
     wm_savepoint_serve(sh->store, sh->dir, sh->jobname, &sh->sp_target, &sh->sp_nonce, sh->log);
   if (sh->savepoint && !sh->final && sh->stop_sp) { /* --stop-with-savepoint */
-    if (wm_savepoint_stop(sh->store, sh->dir, sh->stop_sp, sh->id, sh->log, sh->why, sizeof sh->why) != 0)
-      return WM_ERR;
+    if (wm_savepoint_stop(sh->store, sh->dir, sh->stop_sp, sh->id, sh->log, &e) != 0)
+      return why_from(sh, &e);
     if (sh->job) wm_mt_job_saved(sh->job);
   } else if (sh->savepoint && !sh->final) {
     fprintf(sh->log, "wmrun: stopped by SIGTERM with checkpoint %" PRIu64 " in %s (run again "
