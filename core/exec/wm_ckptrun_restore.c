@@ -164,9 +164,8 @@ static int restore(wm_ckptrun *c) {
   /* the checkpoint's operators are this run's, part for part; else it is restored key group
    * by key group (another parallelism or thread count: exec/wm_rescale.h). A savepoint's parts
    * were fitted to this job's operators by uid above: they are restored as they are. */
-  char rerr[600];
-  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, rerr, sizeof rerr))) {
-    refuse(c, id, rerr);
+  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, &ctx->error))) {
+    refuse(c, id, ctx->error.msg); /* refuse copies the message before it sets a new one */
     goto out;
   }
   rescaled = rs && !wm_rescale_same(rs, ctx, c->cfg.instance, threads_then, c->cfg.threads);
