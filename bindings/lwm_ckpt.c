@@ -13,10 +13,8 @@
 #include "lwm_graph.h"
 #include "lwm_plan.h"
 
-static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
-                    size_t errlen) {
+static int put_part(void *ud, const char *name, const void *data, size_t len, wm_error *err) {
   (void)err;
-  (void)errlen;
   lwm_bridge *B = ud;
   lua_State *L = B->L;
   lua_pushlstring(L, (const char *)data, len);

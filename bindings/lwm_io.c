@@ -57,8 +57,8 @@ static void json_integers(lua_State *L, int idx, int depth) {
   }
 }
 
-static int json_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
-                       size_t errlen) {
+static int json_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out,
+                       wm_error *err) {
   jsondec *j = ud;
   lwm_bridge *B = j->oi.B;
   lua_State *L = B->L;
@@ -67,14 +67,14 @@ static int json_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *o
   lua_pushlstring(L, s, n);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) { /* a decoding error: no traceback wanted */
     const char *m = lua_tostring(L, -1);
-    snprintf(err, errlen, "invalid JSON: %s", m ? m : "?");
+    wm_error_set(err, "invalid JSON: %s", m ? m : "?");
     lua_pop(L, 1);
     return 1;
   }
   int t = lua_type(L, -1);
   if (t == LUA_TLIGHTUSERDATA || t == LUA_TNIL) {
     lua_pop(L, 1);
-    snprintf(err, errlen, "the line is JSON null, not a record");
+    wm_error_set(err, "the line is JSON null, not a record");
     return 1;
   }
   if (t == LUA_TTABLE) json_integers(L, -1, 0);

@@ -150,10 +150,10 @@ static int replay_data_load(replay_data *D, const char *path, const wm_csv_field
     int64_t t = WM_TIME_MIN, a = 0;
     if (fields) {
       wm_value row;
-      char derr[512];
-      int d = dec.decode(dec.ud, &dummy, line, ll, &row, derr, sizeof derr);
+      wm_error derr;
+      int d = dec.decode(dec.ud, &dummy, line, ll, &row, &derr);
       if (d == 1 && !lenient) {
-        snprintf(err, errlen, "%s:%u: %s", path, lineno, derr);
+        snprintf(err, errlen, "%s:%u: %.511s", path, lineno, derr.msg);
         goto done_ctx;
       }
       if (d != 0 && d != 1) {

@@ -152,15 +152,11 @@ void wm_ckptrun_free(wm_ckptrun *c) {
 
 /* ---- taking one ------------------------------------------------------------------------ */
 
-static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
-                    size_t errlen) {
+static int put_part(void *ud, const char *name, const void *data, size_t len, wm_error *err) {
   wm_ckptrun *c = ((void **)ud)[0];
   wm_ckpt_writer *w = ((void **)ud)[1];
   c->sh->bytes += len;
-  wm_error e;
-  if (wm_ckpt_put(w, name, data, len, &e) == 0) return 0;
-  snprintf(err, errlen, "%s", e.msg); /* the snapshot's callback still takes a buffer */
-  return -1;
+  return wm_ckpt_put(w, name, data, len, err);
 }
 
 /* The place of op in its context (the "P" of part names). */
@@ -235,9 +231,7 @@ static int write_part_locked(wm_ckptrun *c) {
     if (rc == WM_OK &&
         wm_op_part_name(src, wm_ckptrun_op_place(ctx, src), c->cfg.instance, name + 4, sizeof name - 4) != 0)
       rc = wm_ctx_error(ctx, "the part name of source '%s' is too long", src->name);
-    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len,
-                                ctx->error.msg, sizeof ctx->error.msg) != 0)
-      rc = wm_ctx_error_took(ctx);
+    if (rc == WM_OK && put_part(ud, name, pos.data, pos.len, &ctx->error) != 0) rc = WM_ERR;
     if (rc != WM_OK || (c->mt && src == wm_mt_receiver(c->mt))) continue;
     if (src->node) wm_rescale_meta_line(m, "src-", src, wm_ckptrun_op_place(ctx, src), c->cfg.instance);
     wm_buf_adds(m, "source ");
@@ -342,8 +336,8 @@ static int commit_locked(ck_shared *sh) {
   if (sh->sp_target) /* wmrun savepoint's request */
     wm_savepoint_serve(sh->store, sh->dir, sh->jobname, &sh->sp_target, &sh->sp_nonce, sh->log);
   if (sh->savepoint && !sh->final && sh->stop_sp) { /* --stop-with-savepoint */
-    if (wm_savepoint_stop(sh->store, sh->dir, sh->stop_sp, sh->id, sh->log, sh->why, sizeof sh->why) != 0)
-      return WM_ERR;
+    if (wm_savepoint_stop(sh->store, sh->dir, sh->stop_sp, sh->id, sh->log, &e) != 0)
+      return why_from(sh, &e);
     if (sh->job) wm_mt_job_saved(sh->job);
   } else if (sh->savepoint && !sh->final) {
     fprintf(sh->log, "wmrun: stopped by SIGTERM with checkpoint %" PRIu64 " in %s (run again "

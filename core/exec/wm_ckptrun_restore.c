@@ -68,20 +68,19 @@ static int restore(wm_ckptrun *c) {
   wm_ckpt_reader *r = NULL;
   wm_ckpt_store *sps = NULL; /* --from-savepoint: the savepoint's store */
   int locked = 0;
-  char sperr[600];
   c->rname = c->dir;
   int got = wm_ckpt_open_latest(c->sh->store, on_warn, c, &r, &err);
   if (got < 0) return wm_ckptrun_set_err(c, err.msg), -1;
   if (c->cfg.from_savepoint) {
     uv_mutex_lock(&c->sh->mu); /* one store open at a time: its lock is the process's */
-    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, sperr, sizeof sperr);
+    int sp = wm_savepoint_pick(c->cfg.from_savepoint, c->dir, got, &r, &sps, &ctx->error);
     if (sp == 1 && !c->sh->origin && !(c->sh->origin = strdup(c->cfg.from_savepoint)))
-      sp = -1, snprintf(sperr, sizeof sperr, "out of memory");
+      sp = -1, wm_ctx_error(ctx, "out of memory");
     if (sp < 0) {
       wm_ckpt_reader_free(r);
       wm_ckpt_store_free(sps);
       uv_mutex_unlock(&c->sh->mu);
-      return wm_ctx_error(ctx, "%s", sperr), -1;
+      return -1;
     }
     locked = 1; /* until the parts are read */
     c->rsp = sp;
@@ -165,9 +164,8 @@ static int restore(wm_ckptrun *c) {
   /* the checkpoint's operators are this run's, part for part; else it is restored key group
    * by key group (another parallelism or thread count: exec/wm_rescale.h). A savepoint's parts
    * were fitted to this job's operators by uid above: they are restored as they are. */
-  char rerr[600];
-  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, rerr, sizeof rerr))) {
-    refuse(c, id, rerr);
+  if (c->rsp != 2 && !(rs = wm_rescale_new(meta, mlen, parts, np, &ctx->error))) {
+    refuse(c, id, ctx->error.msg); /* refuse copies the message before it sets a new one */
     goto out;
   }
   rescaled = rs && !wm_rescale_same(rs, ctx, c->cfg.instance, threads_then, c->cfg.threads);

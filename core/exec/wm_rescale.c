@@ -56,10 +56,10 @@ static const wm_part *find_part(const wm_part *parts, size_t np, const char *nam
 }
 
 wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, size_t np,
-                           char *err, size_t errlen) {
+                           wm_error *err) {
   wm_rescale *r = calloc(1, sizeof *r);
   if (!r) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     return NULL;
   }
   r->parts = parts;
@@ -78,13 +78,13 @@ wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, 
       if (sscanf(line, "part %399s %lu %d %d %d%n", name, &node, &role, &sub, &nsub, &used) != 5 ||
           line[used] != '\0' || node == 0 || node > UINT32_MAX || role < 0 || role > 2 ||
           nsub < 1 || sub < 0 || sub >= nsub) {
-        snprintf(err, errlen, "its MANIFEST has a damaged part line ('%.80s')", line);
+        wm_error_set(err, "its MANIFEST has a damaged part line ('%.80s')", line);
         wm_rescale_free(r);
         return NULL;
       }
       const wm_part *pt = find_part(parts, np, name);
       if (!pt) {
-        snprintf(err, errlen, "its MANIFEST places part %s, which it does not hold", name);
+        wm_error_set(err, "its MANIFEST places part %s, which it does not hold", name);
         wm_rescale_free(r);
         return NULL;
       }
@@ -92,7 +92,7 @@ wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, 
         size_t nc = cap ? cap * 2 : 32;
         pline *g = realloc(r->l, nc * sizeof *g);
         if (!g) {
-          snprintf(err, errlen, "out of memory");
+          wm_error_set(err, "out of memory");
           wm_rescale_free(r);
           return NULL;
         }
@@ -101,7 +101,7 @@ wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, 
       }
       pline *l = &r->l[r->n];
       if (!(l->name = strdup(name))) {
-        snprintf(err, errlen, "out of memory");
+        wm_error_set(err, "out of memory");
         wm_rescale_free(r);
         return NULL;
       }

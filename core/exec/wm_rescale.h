@@ -35,9 +35,9 @@ void wm_rescale_meta_line(wm_buf *m, const char *prefix, const wm_op *op, size_t
                           int thread);
 
 /* The "part" lines of a checkpoint's MANIFEST text (meta), over its parts (borrowed: they
- * must outlive the result). NULL with a message in err. */
+ * must outlive the result). NULL with err filled (base/wm_error.h; NULL: no message wanted). */
 wm_rescale *wm_rescale_new(const char *meta, size_t mlen, const wm_part *parts, size_t np,
-                           char *err, size_t errlen);
+                           wm_error *err);
 void wm_rescale_free(wm_rescale *r);
 
 /* 1 when the ordinary restore (wm_ctx_restore: parts by name) fits: the same number of

@@ -19,19 +19,18 @@ static int is_url(const char *p) { return strstr(p, "://") != NULL; }
 /* ---- writing one ----------------------------------------------------------------------- */
 
 int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *target,
-                       uint64_t *id, char *err, size_t errlen) {
+                       uint64_t *id, wm_error *err) {
   wm_ckpt_reader *r = NULL;
   wm_error we;
   wm_error_clear(&we);
   int got = wm_ckpt_open_latest(from, NULL, NULL, &r, &we);
   if (got <= 0) {
-    snprintf(err, errlen, "%s", got < 0 ? we.msg : "there is no complete checkpoint to copy");
-    return -1;
+    return wm_error_set(err, "%s", got < 0 ? we.msg : "there is no complete checkpoint to copy");
   }
   *id = wm_ckpt_reader_id(r);
   wm_ckpt_store *to = wm_ckpt_store_open(target, 1, &we);
   if (!to) {
-    snprintf(err, errlen, "%s", we.msg);
+    wm_error_set(err, "%s", we.msg);
     wm_ckpt_reader_free(r);
     return -1;
   }
@@ -40,12 +39,12 @@ int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *t
   wm_buf meta;
   wm_buf_init(&meta);
   if (wm_ckpt_next_id(to) != 1) {
-    snprintf(err, errlen, "%s already holds a checkpoint or a savepoint: give the savepoint a "
-                          "place of its own", target);
+    wm_error_set(err, "%s already holds a checkpoint or a savepoint: give the savepoint a "
+                      "place of its own", target);
     goto out;
   }
   if (!(w = wm_ckpt_begin(to, *id, &we))) {
-    snprintf(err, errlen, "%s", we.msg);
+    wm_error_set(err, "%s", we.msg);
     goto out;
   }
   for (size_t i = 0; i < wm_ckpt_reader_nparts(r); i++) {
@@ -54,14 +53,14 @@ int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *t
     size_t len = 0;
     int g = wm_ckpt_get(r, name, &data, &len, &we);
     if (g != 1) {
-      snprintf(err, errlen, "checkpoint %" PRIu64 ": %s", *id, g == 0 ? "a part is missing" : we.msg);
+      wm_error_set(err, "checkpoint %" PRIu64 ": %s", *id, g == 0 ? "a part is missing" : we.msg);
       free(data);
       goto out;
     }
     int p = wm_ckpt_put(w, name, data, len, &we);
     free(data);
     if (p != 0) {
-      snprintf(err, errlen, "%s", we.msg);
+      wm_error_set(err, "%s", we.msg);
       goto out;
     }
   }
@@ -74,11 +73,11 @@ int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *t
   for (const char *p = from_name; *p; p++) wm_buf_addc(&meta, *p == '\n' ? ' ' : *p);
   wm_buf_addc(&meta, '\n');
   if (meta.oom) {
-    snprintf(err, errlen, "out of memory");
+    wm_error_set(err, "out of memory");
     goto out;
   }
   rc = wm_ckpt_commit(w, meta.data, meta.len, wm_ckpt_reader_created_ms(r), &we);
-  if (rc != 0) snprintf(err, errlen, "%s", we.msg);
+  if (rc != 0) wm_error_set(err, "%s", we.msg);
   w = NULL; /* commit frees it */
 out:
   if (w) wm_ckpt_abort(w);
@@ -100,28 +99,27 @@ static void on_warn(void *ud, const char *message) {
   snprintf(w->text + n, sizeof w->text - n, "%s%s", n ? "; " : "", message);
 }
 
-int wm_savepoint_open(const char *path, wm_ckpt_store **store, wm_ckpt_reader **out, char *err,
-                      size_t errlen) {
+int wm_savepoint_open(const char *path, wm_ckpt_store **store, wm_ckpt_reader **out,
+                      wm_error *err) {
   *store = NULL;
   *out = NULL;
   struct stat st;
   if (!is_url(path) && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
-    snprintf(err, errlen, "savepoint %s: %s", path,
-             errno == ENOENT || !S_ISDIR(st.st_mode) ? "no such directory" : strerror(errno));
-    return -1;
+    return wm_error_set(err, "savepoint %s: %s", path,
+                        errno == ENOENT || !S_ISDIR(st.st_mode) ? "no such directory"
+                                                                : strerror(errno));
   }
   wm_error we;
   wm_error_clear(&we);
   wm_ckpt_store *s = wm_ckpt_store_open(path, 1, &we);
   if (!s) {
-    snprintf(err, errlen, "savepoint %s: %s", path, we.msg);
-    return -1;
+    return wm_error_set(err, "savepoint %s: %s", path, we.msg);
   }
   warns w = {{0}};
   int got = wm_ckpt_open_latest(s, on_warn, &w, out, &we);
   if (got != 1) {
-    snprintf(err, errlen, "savepoint %s cannot be used: %s", path,
-             got < 0 ? we.msg : w.text[0] ? w.text : "it holds no savepoint (no complete checkpoint)");
+    wm_error_set(err, "savepoint %s cannot be used: %s", path,
+                 got < 0 ? we.msg : w.text[0] ? w.text : "it holds no savepoint (no complete checkpoint)");
     wm_ckpt_store_free(s);
     return -1;
   }
@@ -411,8 +409,7 @@ static char *field(const char *s, const char *key) {
   return NULL;
 }
 
-static int take_request(const char *dir, char **target, char **nonce, char *err,
-                              size_t errlen) {
+static int take_request(const char *dir, char **target, char **nonce, wm_error *err) {
   *target = *nonce = NULL;
   char *p = path_in(dir, WM_SAVEPOINT_REQUEST);
   char *s = p ? slurp(p) : NULL;
@@ -422,7 +419,7 @@ static int take_request(const char *dir, char **target, char **nonce, char *err,
   int rc = 1;
   if (strncmp(s, "wmrun savepoint request 1\n", 26) != 0 || !(*target = field(s, "target")) ||
       !(*nonce = field(s, "nonce")) || !**target) {
-    snprintf(err, errlen, "%s/%s is not a savepoint request of this wmrun", dir, WM_SAVEPOINT_REQUEST);
+    wm_error_set(err, "%s/%s is not a savepoint request of this wmrun", dir, WM_SAVEPOINT_REQUEST);
     free(*target);
     free(*nonce);
     *target = *nonce = NULL;
@@ -545,9 +542,10 @@ int wm_savepoint_request(const char *dir, const char *target, int64_t timeout_ms
 /* ---- the coordinator's side (exec/wm_ckptrun.c) ------------------------------------------ */
 
 int wm_savepoint_next_request(const char *dir, char **target, char **nonce, FILE *log) {
-  char *t, *n, err[600];
-  int got = take_request(dir, &t, &n, err, sizeof err);
-  if (got < 0) fprintf(log, "wmrun: warning: %s\n", err);
+  char *t, *n;
+  wm_error err;
+  int got = take_request(dir, &t, &n, &err);
+  if (got < 0) fprintf(log, "wmrun: warning: %s\n", err.msg);
   if (got <= 0) return 0;
   if (*target && answer(dir, *nonce, 0, "another request came first") != 0)
     fprintf(log, "wmrun: warning: cannot write the answer to wmrun savepoint in %s\n", dir);
@@ -561,13 +559,14 @@ int wm_savepoint_next_request(const char *dir, char **target, char **nonce, FILE
 void wm_savepoint_serve(wm_ckpt_store *store, const char *dir, const char *job, char **target,
                         char **nonce, FILE *log) {
   uint64_t id;
-  char err[WM_ERROR_MSG - 100], msg[WM_ERROR_MSG];
-  int ok = wm_savepoint_write(store, dir, *target, &id, err, sizeof err) == 0;
+  char msg[WM_ERROR_MSG];
+  wm_error err;
+  int ok = wm_savepoint_write(store, dir, *target, &id, &err) == 0;
   if (ok)
     snprintf(msg, sizeof msg, "savepoint of checkpoint %" PRIu64 " of %s written to %s", id,
              job ? job : "the job", *target);
   else
-    snprintf(msg, sizeof msg, "savepoint to %s failed: %s", *target, err);
+    snprintf(msg, sizeof msg, "savepoint to %s failed: %.*s", *target, WM_ERROR_MSG - 100, err.msg);
   fprintf(log, "wmrun: %s%s\n", ok ? "" : "warning: ", msg);
   if (answer(dir, *nonce, ok, msg) != 0)
     fprintf(log, "wmrun: warning: cannot write the answer to wmrun savepoint in %s\n", dir);
@@ -577,21 +576,19 @@ void wm_savepoint_serve(wm_ckpt_store *store, const char *dir, const char *job, 
 }
 
 int wm_savepoint_stop(wm_ckpt_store *store, const char *dir, const char *target, uint64_t ckid,
-                      FILE *log, char *err, size_t errlen) {
+                      FILE *log, wm_error *err) {
   uint64_t id;
-  char why[WM_ERROR_MSG - 100];
-  if (wm_savepoint_write(store, dir, target, &id, why, sizeof why) != 0) {
-    snprintf(err, errlen, "stopped by SIGTERM with checkpoint %" PRIu64 ", but its savepoint "
-                          "could not be written: %s", ckid, why);
-    return -1;
-  }
+  wm_error why;
+  if (wm_savepoint_write(store, dir, target, &id, &why) != 0)
+    return wm_error_set(err, "stopped by SIGTERM with checkpoint %" PRIu64 ", but its savepoint "
+                             "could not be written: %s", ckid, why.msg);
   fprintf(log, "wmrun: stopped by SIGTERM with checkpoint %" PRIu64 " in %s and savepoint %s "
                "(wmrun --from-savepoint %s resumes a changed job from it)\n", ckid, dir, target, target);
   return 0;
 }
 
 int wm_savepoint_pick(const char *from, const char *dir, int got, wm_ckpt_reader **r,
-                      wm_ckpt_store **sps, char *err, size_t errlen) {
+                      wm_ckpt_store **sps, wm_error *err) {
   if (got == 1) { /* a restart of a run that started from a savepoint goes on from its own */
     size_t mlen;
     const char *meta = wm_ckpt_reader_meta(*r, &mlen);
@@ -600,13 +597,12 @@ int wm_savepoint_pick(const char *from, const char *dir, int got, wm_ckpt_reader
       if ((size_t)(end - p) > 15 && !memcmp(p, "from-savepoint ", 15)) return 0;
       p = nl ? nl + 1 : end;
     }
-    snprintf(err, errlen, "cannot resume from savepoint %s: %s holds checkpoint %" PRIu64 " of a "
-                          "run that did not start from a savepoint: run with --fresh to drop its "
-                          "checkpoints, or give another --checkpoint-dir", from, dir,
-             wm_ckpt_reader_id(*r));
-    return -1;
+    return wm_error_set(err, "cannot resume from savepoint %s: %s holds checkpoint %" PRIu64
+                             " of a run that did not start from a savepoint: run with --fresh "
+                             "to drop its checkpoints, or give another --checkpoint-dir",
+                        from, dir, wm_ckpt_reader_id(*r));
   }
-  return wm_savepoint_open(from, sps, r, err, errlen) == 0 ? 1 : -1;
+  return wm_savepoint_open(from, sps, r, err) == 0 ? 1 : -1;
 }
 
 int wm_savepoint_refit(wm_ctx *ctx, wm_exec *exec, const wm_codec_host *codec, const char *meta,

@@ -41,16 +41,17 @@
 #define WM_SAVEPOINT_RESULT "SAVEPOINT-RESULT"
 
 /* Copies the newest complete checkpoint of `from` (named from_name in the MANIFEST line) into
- * a new store at target, which must hold no checkpoint yet. *id gets the checkpoint's id. */
+ * a new store at target, which must hold no checkpoint yet. *id gets the checkpoint's id.
+ * 0, or -1 with err filled (base/wm_error.h; NULL: no message wanted). */
 int wm_savepoint_write(wm_ckpt_store *from, const char *from_name, const char *target,
-                       uint64_t *id, char *err, size_t errlen);
+                       uint64_t *id, wm_error *err);
 
 /* Opens the savepoint at path (a directory that must exist, or a nats:// URL) and reads its
  * checkpoint: *out (free with wm_ckpt_reader_free) and *store (free after the reader). A
  * savepoint with no complete checkpoint (damaged, empty) is an error that says what was
- * wrong. */
-int wm_savepoint_open(const char *path, wm_ckpt_store **store, wm_ckpt_reader **out, char *err,
-                      size_t errlen);
+ * wrong. 0, or -1 with err filled. */
+int wm_savepoint_open(const char *path, wm_ckpt_store **store, wm_ckpt_reader **out,
+                      wm_error *err);
 
 /* The parts of a savepoint fitted to the job of ctx (its one thread's exec, after the build,
  * before the first record), as above: *out (n parts, names and data owned: free with
@@ -71,16 +72,16 @@ int wm_savepoint_next_request(const char *dir, char **target, char **nonce, FILE
  * clears *target and *nonce. */
 void wm_savepoint_serve(wm_ckpt_store *store, const char *dir, const char *job, char **target,
                         char **nonce, FILE *log);
-/* --stop-with-savepoint after checkpoint ckid: writes it and says so on log. 0, or -1
- * (message). */
+/* --stop-with-savepoint after checkpoint ckid: writes it and says so on log. 0, or -1 with
+ * err filled. */
 int wm_savepoint_stop(wm_ckpt_store *store, const char *dir, const char *target, uint64_t ckid,
-                      FILE *log, char *err, size_t errlen);
+                      FILE *log, wm_error *err);
 /* --from-savepoint `from` and what the checkpoint directory dir holds (got: 1 with its newest
  * complete checkpoint in *r): 1 the savepoint is read (*r, *sps: wm_savepoint_open), 0 dir's
  * checkpoint is used (one of a run that started from a savepoint: a restart after a crash),
- * -1 refused (message). */
+ * -1 refused (err filled). */
 int wm_savepoint_pick(const char *from, const char *dir, int got, wm_ckpt_reader **r,
-                      wm_ckpt_store **sps, char *err, size_t errlen);
+                      wm_ckpt_store **sps, wm_error *err);
 /* wm_savepoint_fit on one thread, replacing *parts (their data freed) by the fitted ones
  * (free with wm_savepoint_parts_free), and saying on log which operators start empty. */
 int wm_savepoint_refit(wm_ctx *ctx, wm_exec *exec, const wm_codec_host *codec, const char *meta,

@@ -98,14 +98,6 @@ int wm_ctx_error_context(wm_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* The message was just written into ctx->error.msg by a function that still takes a
- * (char *err, size_t errlen) buffer (the snapshot's put callback, wm_snapshot.h): a new
- * failure, the parts of an old one dropped; returns WM_ERR. Functions that take a wm_error *
- * are given &ctx->error and need nothing more. */
-static inline int wm_ctx_error_took(wm_ctx *ctx) {
-  wm_error_took(&ctx->error);
-  return WM_ERR;
-}
 /* The failure as text, formatted from its parts (for the top: bindings, wmrun, tests). */
 static inline const char *wm_ctx_errtext(wm_ctx *ctx) { return wm_error_format(&ctx->error); }
 static inline int64_t wm_ctx_now(wm_ctx *ctx) { return ctx->now(ctx->now_ud); }

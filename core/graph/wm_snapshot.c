@@ -167,8 +167,7 @@ int wm_ctx_snapshot(wm_ctx *ctx, int instance, const wm_codec_host *codec, wm_pa
     rc = wm_op_snapshot(op, &io);
     wm_encoder_free(&enc);
     if (rc == WM_OK && b.oom) rc = wm_ctx_error(ctx, "out of memory writing a checkpoint");
-    if (rc == WM_OK && put(ud, name, b.data, b.len, ctx->error.msg, sizeof ctx->error.msg) != 0)
-      rc = wm_ctx_error_took(ctx);
+    if (rc == WM_OK && put(ud, name, b.data, b.len, &ctx->error) != 0) rc = WM_ERR;
   }
   wm_buf_free(&g);
   wm_buf_free(&b);

@@ -27,9 +27,10 @@
 #include "base/wm_codec.h"
 #include "graph/wm_graph.h"
 
-/* Receives one part; the bytes are borrowed for the call. 0, or -1 with a message in err. */
+/* Receives one part; the bytes are borrowed for the call. 0, or -1 with err filled
+ * (base/wm_error.h; wm_ctx_snapshot passes its context's). */
 typedef int (*wm_part_put_fn)(void *ud, const char *name, const void *data, size_t len,
-                              char *err, size_t errlen);
+                              wm_error *err);
 
 typedef struct wm_part {
   const char *name;

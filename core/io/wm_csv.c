@@ -24,6 +24,7 @@ typedef struct parser {
   wm_op *ahead_to;
   uint32_t kcol, tcol;    /* the key's and the timestamp's columns */
   uint64_t hints;         /* lines hinted that the operator after used */
+  wm_error bad;           /* the decoder's message for a malformed line */
 } parser;
 
 static void parser_free(wm_op *op) {
@@ -115,10 +116,8 @@ static int parser_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     }
   }
   wm_value out = wm_nil();
-  char err[256];
-  err[0] = '\0';
-  int rc = p->cfg.dec.decode(p->cfg.dec.ud, op, s, n, &out, err, sizeof err);
-  if (rc == 1) return parse_error(op, p, s, n, err);
+  int rc = p->cfg.dec.decode(p->cfg.dec.ud, op, s, n, &out, &p->bad);
+  if (rc == 1) return parse_error(op, p, s, n, p->bad.msg);
   if (rc != 0) return WM_ERR;
   rc = wm_op_emit(op, 0, &out, ts);
   if (out.type == WM_ROW && out.u.row->refs > 1)
@@ -338,12 +337,12 @@ static int set_str(csvdec *d, uint32_t i, const char *s, size_t n, size_t avail)
   return 0;
 }
 
-/* Formats "field 'name': 'text' is not an integer" into err. */
-static int bad_field(char *err, size_t errlen, const char *name, const char *s, size_t n,
+/* Fills err with "field 'name': 'text' is not an integer"; returns 1 (a malformed line). */
+static int bad_field(wm_error *err, const char *name, const char *s, size_t n,
                      const char *what) {
   int cut = n > 40;
-  snprintf(err, errlen, "field '%s': '%.*s%s' is not %s", name, cut ? 40 : (int)n, s,
-           cut ? "..." : "", what);
+  wm_error_set(err, "field '%s': '%.*s%s' is not %s", name, cut ? 40 : (int)n, s,
+               cut ? "..." : "", what);
   return 1;
 }
 
@@ -437,8 +436,8 @@ static int csv_plain(csvdec *d, const char *s, const char *end) {
   }
 }
 
-static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
-                      size_t errlen) {
+static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *out,
+                      wm_error *err) {
   csvdec *d = ud;
   const wm_schema *sc = d->schema;
   const char *p = s, *end = s + n;
@@ -456,7 +455,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
     int quoted = 0;
     if (i > 0) {
       if (p >= end) {
-        snprintf(err, errlen, "expected %u fields, got %u", sc->nfields, i);
+        wm_error_set(err, "expected %u fields, got %u", sc->nfields, i);
         return 1;
       }
       p++; /* the separator */
@@ -485,7 +484,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
       for (;;) {
         const char *c = memchr(q, '"', (size_t)(end - q));
         if (!c) {
-          snprintf(err, errlen, "field '%s': unterminated quoted field", name);
+          wm_error_set(err, "field '%s': unterminated quoted field", name);
           return 1;
         }
         if (c + 1 < end && c[1] == '"') {
@@ -511,7 +510,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
       }
       p = q + 1;
       if (p < end && *p != d->sep) {
-        snprintf(err, errlen, "field '%s': unexpected text after the closing quote", name);
+        wm_error_set(err, "field '%s': unexpected text after the closing quote", name);
         return 1;
       }
     } else {
@@ -537,23 +536,23 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
         wm_value_release(NULL, f);
         continue;
       }
-      snprintf(err, errlen, "field '%s' is empty", name);
+      wm_error_set(err, "field '%s' is empty", name);
       return 1;
     }
     wm_value v;
     if (t == WM_FT_INTEGER) {
       int64_t iv;
-      if (parse_int(fs, fl, &iv) != 0) return bad_field(err, errlen, name, fs, fl, "an integer");
+      if (parse_int(fs, fl, &iv) != 0) return bad_field(err, name, fs, fl, "an integer");
       v = wm_int(iv);
     } else if (t == WM_FT_NUMBER) {
       int nrc = parse_num(d, fs, fl, &v);
       if (nrc != 0)
-        return bad_field(err, errlen, name, fs, fl,
+        return bad_field(err, name, fs, fl,
                          nrc == -2 ? "a finite number (out of range)" : "a number");
     } else {
       if (ieq(fs, fl, "true") || (fl == 1 && fs[0] == '1')) v = wm_bool(true);
       else if (ieq(fs, fl, "false") || (fl == 1 && fs[0] == '0')) v = wm_bool(false);
-      else return bad_field(err, errlen, name, fs, fl, "a boolean (true or false)");
+      else return bad_field(err, name, fs, fl, "a boolean (true or false)");
     }
     if (f->type == WM_STR) wm_value_release(NULL, f);
     *f = v;
@@ -561,7 +560,7 @@ static int csv_decode(void *ud, wm_op *op, const char *s, size_t n, wm_value *ou
   if (p < end) {
     uint32_t more = 0;
     for (const char *c = p; c < end; c++) more += *c == d->sep;
-    snprintf(err, errlen, "expected %u fields, got %u", sc->nfields, sc->nfields + more);
+    wm_error_set(err, "expected %u fields, got %u", sc->nfields, sc->nfields + more);
     return 1;
   }
 decoded:

@@ -23,10 +23,11 @@ enum { WM_PARSE_FAIL = 0, WM_PARSE_SKIP = 1, WM_PARSE_SIDE = 2 };
 /* A decoder: turns one line into a record. */
 typedef struct wm_decoder {
   /* Decodes line s (n bytes, borrowed for the call) into *out, which the caller releases.
-   * Returns 0; 1 when the line is malformed (a message in err, without position, e.g.
-   * "field 'ts': 'abc' is not an integer"); WM_ERR for any other failure (ctx->error). */
-  int (*decode)(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, char *err,
-                size_t errlen);
+   * Returns 0; 1 when the line is malformed (err filled, base/wm_error.h: a message without
+   * position, e.g. "field 'ts': 'abc' is not an integer"; not the context's, since a
+   * malformed line may be skipped or sent to a side output and the job go on); WM_ERR for
+   * any other failure (ctx->error). */
+  int (*decode)(void *ud, wm_op *op, const char *s, size_t n, wm_value *out, wm_error *err);
   void (*free)(void *ud);
   void *ud;
 } wm_decoder;

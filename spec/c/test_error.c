@@ -70,10 +70,10 @@ void test_error(void) {
   CHECK_STR(ctx.error.msg, "field 'v' is missing (key_by on record 7)");
   CHECK(wm_error_part(&ctx.error, WM_EPART_OP, NULL) == NULL);
   CHECK_STR(wm_ctx_errtext(&ctx), "field 'v' is missing (key_by on record 7)");
-  /* a message written by a (char *err, size_t errlen) function drops the old parts too */
+  /* a message written into msg directly drops the old parts too */
   wm_error_set_op(&ctx.error, "x");
   snprintf(ctx.error.msg, sizeof ctx.error.msg, "disk full");
-  wm_ctx_error_took(&ctx);
+  wm_error_took(&ctx.error);
   CHECK_STR(wm_ctx_errtext(&ctx), "disk full");
   wm_ctx_free(&ctx);
 

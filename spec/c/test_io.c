@@ -406,11 +406,12 @@ static void test_chunk_range(void) {
  * reused row held elsewhere is never written over; a longer string than the row's room. */
 static void decode_line(wm_decoder *dec, wm_op *op, const char *line, wm_buf *got) {
   wm_value out = wm_nil();
-  char err[256] = "";
-  int rc = dec->decode(dec->ud, op, line, strlen(line), &out, err, sizeof err);
+  wm_error err;
+  wm_error_clear(&err);
+  int rc = dec->decode(dec->ud, op, line, strlen(line), &out, &err);
   if (rc != 0) {
     wm_buf_adds(got, "error: ");
-    wm_buf_adds(got, err);
+    wm_buf_adds(got, err.msg);
   } else {
     const wm_row *r = out.u.row;
     for (uint32_t i = 0; i < r->schema->nfields; i++) {
@@ -486,9 +487,9 @@ static void test_csv_plain(void) {
 
   /* the row's string held elsewhere: the next line gets a new string */
   wm_value out = wm_nil();
-  char err[256];
+  wm_error err;
   const char *l1 = "abc,1,2", *l2 = "xyz,3,4";
-  CHECK_I64(dec.decode(dec.ud, op, l1, strlen(l1), &out, err, sizeof err), 0);
+  CHECK_I64(dec.decode(dec.ud, op, l1, strlen(l1), &out, &err), 0);
   wm_str *held = out.u.row->fields[0].u.s;
   held->refs++;
   wm_row_release(NULL, out.u.row);

@@ -38,7 +38,8 @@ void test_savepoint(void) {
   char *dir = sp_tmpdir();
   CHECK(dir != NULL);
   if (!dir) return;
-  char ck[600], sp[600], err[1200];
+  char ck[600], sp[600];
+  wm_error err;
   snprintf(ck, sizeof ck, "%s/ck", dir);
   snprintf(sp, sizeof sp, "%s/sp", dir);
   wm_error we;
@@ -51,11 +52,11 @@ void test_savepoint(void) {
 
   /* the newest checkpoint, copied whole, with the savepoint line */
   uint64_t id = 0;
-  CHECK_I64(wm_savepoint_write(s, "ck-name", sp, &id, err, sizeof err), 0);
+  CHECK_I64(wm_savepoint_write(s, "ck-name", sp, &id, &err), 0);
   CHECK_I64(id, 2);
   wm_ckpt_store *ps = NULL;
   wm_ckpt_reader *r = NULL;
-  CHECK_I64(wm_savepoint_open(sp, &ps, &r, err, sizeof err), 0);
+  CHECK_I64(wm_savepoint_open(sp, &ps, &r, &err), 0);
   if (r) {
     CHECK_I64(wm_ckpt_reader_id(r), 2);
     CHECK_I64(wm_ckpt_reader_created_ms(r), 5002);
@@ -73,8 +74,8 @@ void test_savepoint(void) {
   wm_ckpt_reader_free(r);
   wm_ckpt_store_free(ps);
   /* a second one into the same place is refused; the first stays */
-  CHECK_I64(wm_savepoint_write(s, "ck-name", sp, &id, err, sizeof err), -1);
-  CHECK(strstr(err, "already holds a checkpoint or a savepoint") != NULL);
+  CHECK_I64(wm_savepoint_write(s, "ck-name", sp, &id, &err), -1);
+  CHECK(strstr(err.msg, "already holds a checkpoint or a savepoint") != NULL);
   wm_ckpt_store_free(s);
 
   /* a damaged part: the savepoint is refused, saying which part */
@@ -89,16 +90,16 @@ void test_savepoint(void) {
     fputc(c ^ 0x40, f);
     fclose(f);
   }
-  CHECK_I64(wm_savepoint_open(sp, &ps, &r, err, sizeof err), -1);
-  CHECK(strstr(err, "cannot be used: checkpoint 2 in") != NULL);
-  CHECK(strstr(err, "uid-a.0") != NULL);
+  CHECK_I64(wm_savepoint_open(sp, &ps, &r, &err), -1);
+  CHECK(strstr(err.msg, "cannot be used: checkpoint 2 in") != NULL);
+  CHECK(strstr(err.msg, "uid-a.0") != NULL);
   CHECK(r == NULL && ps == NULL);
   /* missing, empty */
   snprintf(cmd, sizeof cmd, "%s/none", dir);
-  CHECK_I64(wm_savepoint_open(cmd, &ps, &r, err, sizeof err), -1);
-  CHECK(strstr(err, "/none: no such directory") != NULL);
-  CHECK_I64(wm_savepoint_open(dir, &ps, &r, err, sizeof err), -1);
-  CHECK(strstr(err, "it holds no savepoint") != NULL);
+  CHECK_I64(wm_savepoint_open(cmd, &ps, &r, &err), -1);
+  CHECK(strstr(err.msg, "/none: no such directory") != NULL);
+  CHECK_I64(wm_savepoint_open(dir, &ps, &r, &err), -1);
+  CHECK(strstr(err.msg, "it holds no savepoint") != NULL);
 
   /* the client: no LOCK; a LOCK of a process that has ended (never this one: the request's
    * signal would end it) */

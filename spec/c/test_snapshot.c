@@ -220,20 +220,15 @@ typedef struct parts {
   size_t n;
 } parts;
 
-static int put_part(void *ud, const char *name, const void *data, size_t len, char *err,
-                    size_t errlen) {
+static int put_part(void *ud, const char *name, const void *data, size_t len, wm_error *err) {
   parts *ps = ud;
-  if (ps->n == 32) {
-    snprintf(err, errlen, "too many parts");
-    return -1;
-  }
+  if (ps->n == 32) return wm_error_set(err, "too many parts");
   uint8_t *d = malloc(len ? len : 1);
   char *nm = strdup(name);
   if (!d || !nm) {
     free(d);
     free(nm);
-    snprintf(err, errlen, "out of memory");
-    return -1;
+    return wm_error_set(err, "out of memory");
   }
   memcpy(d, data, len);
   ps->p[ps->n++] = (wm_part){nm, d, len};

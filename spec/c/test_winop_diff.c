@@ -147,9 +147,8 @@ static void side_free(side *sd) {
 }
 
 /* every part of a snapshot, name and bytes, into one buffer */
-static int put_all(void *ud, const char *name, const void *data, size_t len, char *err,
-                   size_t errlen) {
-  (void)err, (void)errlen;
+static int put_all(void *ud, const char *name, const void *data, size_t len, wm_error *err) {
+  (void)err;
   wm_buf *b = ud;
   wm_buf_adds(b, name);
   wm_buf_addc(b, '\0');
