@@ -124,4 +124,36 @@ function M.compile_fn(self, e, scope, pos)
   return expr.load("function(r) return " .. s .. " end", lineof(self, pos or e.pos)), t
 end
 
+-- Helpers of the join planners (wm.sql.plan.join, .semi_join, .temporal_join).
+
+--- The conjuncts of an AND tree, in order (appended to `out`).
+function M.conjuncts(e, out)
+  if e == nil then return out end
+  if e.tag == "bin" and e.op == "AND" then
+    M.conjuncts(e[1], out)
+    M.conjuncts(e[2], out)
+  else
+    out[#out + 1] = e
+  end
+  return out
+end
+
+--- The AND of a list of conditions (nil for an empty list).
+function M.and_of(list)
+  local e = list[1]
+  for i = 2, #list do e = {tag = "bin", op = "AND", pos = list[i].pos, e, list[i]} end
+  return e
+end
+
+--- Where an expression starts in the script (a binary node's own position is its operator's).
+function M.start_pos(e)
+  while type(e[1]) == "table" and e[1].pos do e = e[1] end
+  return e.pos
+end
+
+--- The column `name` of a relation, or nil.
+function M.find_col(rel, name)
+  for _, c in ipairs(rel.cols) do if c.name == name then return c end end
+end
+
 return M

@@ -15,39 +15,12 @@ local windows = require("wm.windows")
 require("wm.sql.plan.temporal_join") -- (FOR SYSTEM_TIME AS OF: Planner:plan_system_time_join)
 
 local Planner, rel_of = base.Planner, base.rel_of
+local conjuncts, and_of, start_pos, find_col = base.conjuncts, base.and_of, base.start_pos, base.find_col
 
 local M = {}
 
--- The conjuncts of an AND tree, in order.
-local function conjuncts(e, out)
-  if e == nil then return out end
-  if e.tag == "bin" and e.op == "AND" then
-    conjuncts(e[1], out)
-    conjuncts(e[2], out)
-  else
-    out[#out + 1] = e
-  end
-  return out
-end
-
-local function and_of(list)
-  local e = list[1]
-  for i = 2, #list do e = {tag = "bin", op = "AND", pos = list[i].pos, e, list[i]} end
-  return e
-end
-
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<="}
 local WBOUND = {window_start = "start", window_end = "end"}
-
--- Where an expression starts in the script (a binary node's own position is its operator's).
-local function start_pos(e)
-  while type(e[1]) == "table" and e[1].pos do e = e[1] end
-  return e.pos
-end
-
-local function find_col(rel, name)
-  for _, c in ipairs(rel.cols) do if c.name == name then return c end end
-end
 
 -- The side of the join: not updating, its window TVF made into rows, not ranked.
 function Planner:join_input(f, what)

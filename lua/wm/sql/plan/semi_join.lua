@@ -11,29 +11,9 @@ local base = require("wm.sql.plan.base")
 local windows = require("wm.windows")
 
 local Planner, rel_of = base.Planner, base.rel_of
+local conjuncts, and_of, find_col = base.conjuncts, base.and_of, base.find_col
 
 local M = {}
-
-local function conjuncts(e, out)
-  if e == nil then return out end
-  if e.tag == "bin" and e.op == "AND" then
-    conjuncts(e[1], out)
-    conjuncts(e[2], out)
-  else
-    out[#out + 1] = e
-  end
-  return out
-end
-
-local function and_of(list)
-  local e = list[1]
-  for i = 2, #list do e = {tag = "bin", op = "AND", pos = list[i].pos, e, list[i]} end
-  return e
-end
-
-local function find_col(rel, name)
-  for _, c in ipairs(rel.cols) do if c.name == name then return c end end
-end
 
 -- The subquery conjunct of a WHERE: the node, whether it is negated.
 local function subquery_of(c)

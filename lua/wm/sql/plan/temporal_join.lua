@@ -23,6 +23,7 @@ local connectors = require("wm.sql.connectors")
 local base = require("wm.sql.plan.base")
 
 local Planner, rel_of = base.Planner, base.rel_of
+local conjuncts, find_col, start_pos = base.conjuncts, base.find_col, base.start_pos
 
 local M = {}
 
@@ -34,27 +35,6 @@ M.clock = core.wall_ms
 values.runtime.proc_clock = function() return M.clock() end
 
 local DEFAULT_TTL = 60 * 60 * 1000 -- Flink's 'lookup.join.cache.ttl' default: 60 min
-
-local function conjuncts(e, out)
-  if e == nil then return out end
-  if e.tag == "bin" and e.op == "AND" then
-    conjuncts(e[1], out)
-    conjuncts(e[2], out)
-  else
-    out[#out + 1] = e
-  end
-  return out
-end
-
-local function find_col(rel, name)
-  for _, c in ipairs(rel.cols) do if c.name == name then return c end end
-end
-
--- Where an expression starts in the script (a binary node's own position is its operator's).
-local function start_pos(e)
-  while type(e[1]) == "table" and e[1].pos do e = e[1] end
-  return e.pos
-end
 
 -- The column references of an expression.
 local function each_col(e, fn)
