@@ -47,6 +47,7 @@ static void usage(FILE *f) {
           "                              default 1: one thread, a deterministic schedule)\n"
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
+          "  --trace-watermarks=json     the same, one JSON object a line\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
           "  --metrics-port PORT         serve Prometheus metrics at http://127.0.0.1:PORT/metrics\n"
           "                              while the job runs (0 = any free port, printed on stderr)\n"
@@ -290,7 +291,8 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, o->max_parallelism);
     lua_setfield(L, -2, "max_parallelism");
   }
-  lua_pushboolean(L, o->trace);
+  if (o->trace == 2) lua_pushstring(L, "json");
+  else lua_pushboolean(L, o->trace);
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
   lua_setfield(L, -2, "metrics");
@@ -505,6 +507,13 @@ int main(int argc, char **argv) {
       print_path = 1;
     } else if (strcmp(a, "--trace-watermarks") == 0) {
       o.trace = 1;
+    } else if (strncmp(a, "--trace-watermarks=", 19) == 0) {
+      if (strcmp(a + 19, "json") != 0 && strcmp(a + 19, "text") != 0) {
+        fprintf(stderr, "%s: --trace-watermarks: expected 'text' or 'json', got '%s'\n", progname,
+                a + 19);
+        return 2;
+      }
+      o.trace = a[19] == 'j' ? 2 : 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
     } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {

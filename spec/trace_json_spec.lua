@@ -1,0 +1,149 @@
+-- --trace-watermarks=json (issue 31): the watermark trace as JSON lines, one object a
+-- line, with the same events as the text trace. Counts worked out by hand from the jobs.
+local h = require("helper")
+local cjson = require("cjson")
+
+-- three records at 1000, 2000, 3000, monotonous watermarks (ts - 1) after every record
+local JOB = [[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:from_elements({k = "a", t = 1000}, {k = "b", t = 2000}, {k = "a", t = 3000})
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps()
+    :with_timestamp_assigner(function(r) return r.t end))
+  :key_by(function(r) return r.k end)
+  :window(wm.windows.tumbling(2000))
+  :reduce(function(a, b) return {k = a.k, t = a.t + b.t} end)
+  :print()
+env:execute()
+]]
+
+local function text_lines(err)
+  local t = {}
+  for l in err:gmatch("[^\n]+") do
+    if l:find("^%[watermark%]") or l:find("^%[checkpoint%]") then t[#t + 1] = l end
+  end
+  return t
+end
+
+local function json_events(err)
+  local t = {}
+  for l in err:gmatch("[^\n]+") do
+    if l:sub(1, 1) == "{" then t[#t + 1] = cjson.decode(l) end
+  end
+  return t
+end
+
+-- cjson decodes every number as a float: 999 -> 999.0
+local function tm(v)
+  if v == cjson.null then return "-" end
+  return tostring(type(v) == "number" and math.tointeger(v) or v)
+end
+
+-- the text line of a JSON event, as docs/watermarks.md documents the text trace
+local function as_text(e)
+  local where = e.source == "generated" and "generated" or ("channel " .. tm(e.channel))
+  if e.input then where = where .. " (input " .. tm(e.input) .. ")" end
+  local both = ""
+  if e.inputs then
+    local function one(k)
+      local i = e.inputs[k]
+      return tm(i.watermark) .. (i.idle and " idle" or "")
+    end
+    both = " [input 1: " .. one(1) .. ", input 2: " .. one(2) .. "]"
+  end
+  local head = "[watermark] " .. e.operator .. ": " .. where .. ": "
+  if e.kind == "watermark" then
+    return head .. tm(e.from) .. " -> " .. tm(e.to) .. both
+  elseif e.kind == "input_watermark" then
+    return head .. "input " .. tm(e.input) .. " " .. tm(e.from) .. " -> " .. tm(e.to) .. ", held at "
+      .. tm(e.held_at) .. both
+  elseif e.kind == "input_idle" or e.kind == "input_active" then
+    return head .. "input " .. tm(e.input) .. " " .. e.kind:sub(7) .. " (watermark " .. tm(e.watermark)
+      .. ")" .. both
+  end
+  return head .. e.kind .. " (watermark " .. tm(e.watermark) .. ")" .. both
+end
+
+local function run_both(job, args)
+  local path = h.write_tmp(job, ".lua")
+  local out1, err1, c1 = h.wmrun((args or "") .. " --trace-watermarks " .. h.shell_quote(path))
+  local out2, err2, c2 = h.wmrun((args or "") .. " --trace-watermarks=json " .. h.shell_quote(path))
+  assert.are.equal(0, c1, err1)
+  assert.are.equal(0, c2, err2)
+  assert.are.equal(out1, out2)
+  return text_lines(err1), json_events(err2), err2
+end
+
+describe("--trace-watermarks=json", function()
+  it("has the events of the text trace, counted by hand", function()
+    local text, ev, err = run_both(JOB)
+    -- the assigner generates MIN->999, ->1999, ->2999, ->MAX (end of input) and its own
+    -- input goes MIN -> MAX at the end: 5; the window and print each see the 4 advances
+    local per = {}
+    for _, e in ipairs(ev) do
+      local op = e.operator:match("^(.-) %(")
+      per[op] = (per[op] or 0) + 1
+      assert.are.equal("watermark", e.kind)
+      assert.are.equal(1, e.subtask)
+      assert.are.equal(1, e.parallelism)
+      assert.is_number(e.processing_time)
+    end
+    assert.are.same({["timestamps/watermarks"] = 5, ["tumbling window reduce"] = 4, print = 4}, per)
+    assert.are.equal(13, #ev)
+    local gen = {}
+    for _, e in ipairs(ev) do
+      if e.source == "generated" then gen[#gen + 1] = tm(e.from) .. ">" .. tm(e.to) end
+    end
+    assert.are.same({"MIN>999", "999>1999", "1999>2999", "2999>MAX"}, gen)
+    -- every non-event line of stderr is absent: the trace is JSON only
+    for l in err:gmatch("[^\n]+") do assert.are.equal("{", l:sub(1, 1)) end
+    local mine = {}
+    for i, e in ipairs(ev) do mine[i] = as_text(e) end
+    assert.are.same(text, mine)
+  end)
+
+  it("traces idle and active status changes as kinds", function()
+    local job = [[
+      local wm = require("wm")
+      local env = wm.env{watermark_interval = 0}
+      env:from_elements(1, 2)
+        :assign_timestamps_and_watermarks(wm.watermarks.for_generator(function()
+          return {on_event = function(self, r, ts, out)
+            if r == 1 then out:mark_idle() else out:emit_watermark(5) end
+          end}
+        end):with_timestamp_assigner(function(r) return r end))
+        :print()
+      env:execute()
+    ]]
+    local text, ev = run_both(job)
+    local kinds = {}
+    for _, e in ipairs(ev) do kinds[e.kind] = (kinds[e.kind] or 0) + 1 end
+    -- record 1: the generator turns idle (generated and print's channel 1); record 2:
+    -- active again on both, then 5 and MAX on both
+    assert.are.same({idle = 2, active = 2, watermark = 5}, kinds)
+    local mine = {}
+    for i, e in ipairs(ev) do mine[i] = as_text(e) end
+    assert.are.same(text, mine)
+  end)
+
+  it("a two-input operator's events carry its input and both inputs' watermarks", function()
+    local text, ev = run_both(require("two_inputs_jobs").fast_slow)
+    local two = 0
+    for _, e in ipairs(ev) do
+      if e.inputs then
+        two = two + 1
+        assert.is_true(e.input == 1 or e.input == 2)
+      end
+    end
+    assert.is_true(two > 0)
+    local mine = {}
+    for i, e in ipairs(ev) do mine[i] = as_text(e) end
+    assert.are.same(text, mine)
+  end)
+
+  it("rejects an unknown format", function()
+    local _, err, code = h.wmrun("--trace-watermarks=xml " .. h.shell_quote(h.write_tmp(JOB, ".lua")))
+    assert.are.equal(2, code)
+    assert.matches("%-%-trace%-watermarks: expected 'text' or 'json', got 'xml'", err)
+  end)
+end)
