@@ -141,6 +141,60 @@ describe("--trace-watermarks=json", function()
     assert.are.same(text, mine)
   end)
 
+  it("reports checkpoints as kind checkpoint, as the text trace does", function()
+    local dir = h.tmpdir()
+    local f = assert(io.open(dir .. "/in.txt", "w"))
+    f:write("1000\n2000\n3000\n")
+    f:close()
+    local job = h.write_tmp([[
+local wm = require("wm")
+local env = wm.env{watermark_interval = 0}
+env:read_lines(arg[1]):map(tonumber)
+  :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps()
+    :with_timestamp_assigner(function(r) return r end))
+  :print()
+env:execute()
+]], ".lua")
+    local args = " --checkpoint-dir " .. h.shell_quote(dir .. "/ck") .. " " .. h.shell_quote(job) .. " "
+      .. h.shell_quote(dir .. "/in.txt")
+    local _, terr, tcode = h.wmrun("--trace-watermarks --no-progress" .. args)
+    assert.are.equal(0, tcode, terr)
+    h.rmdir(dir .. "/ck")
+    local _, err, code = h.wmrun("--trace-watermarks=json --no-progress" .. args)
+    assert.are.equal(0, code, err)
+    -- one checkpoint before the first record, one final at the end
+    local ck = {}
+    for _, e in ipairs(json_events(err)) do
+      if e.kind == "checkpoint" then
+        ck[#ck + 1] = tm(e.id) .. (e.final and " (final)" or "")
+        assert.is_true(e.bytes > 0 and e.ms >= 0 and e.alignment_ms >= 0)
+      end
+    end
+    assert.are.same({"1", "2 (final)"}, ck)
+    local tck = {}
+    for _, l in ipairs(text_lines(terr)) do tck[#tck + 1] = l:match("^%[checkpoint%] (.-):") end
+    assert.are.same(ck, tck)
+  end)
+
+  it("wm.testing's trace = \"json\" stamps events with the virtual clock", function()
+    local job = [[
+local wm = require("wm")
+local h = wm.testing.harness(function(input)
+  return input:key_by("id"):window(wm.windows.tumbling("5s")):sum("vc")
+end, {trace = "json", processing_time = 7000})
+h:push({id = "a", vc = 1}, 1000)
+h:watermark(4999)
+]]
+    local _, err, code = h.run_job(job, "")
+    assert.are.equal(0, code, err)
+    local ev = json_events(err)
+    -- the input, the window and the harness output each see MIN -> 4999, at 7000
+    assert.are.equal(3, #ev)
+    for _, e in ipairs(ev) do
+      assert.are.equal("MIN>4999@7000", tm(e.from) .. ">" .. tm(e.to) .. "@" .. tm(e.processing_time))
+    end
+  end)
+
   it("rejects an unknown format", function()
     local _, err, code = h.wmrun("--trace-watermarks=xml " .. h.shell_quote(h.write_tmp(JOB, ".lua")))
     assert.are.equal(2, code)
