@@ -81,6 +81,8 @@ static void usage(FILE *f) {
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
           "                              processing time\n"
+          "  --from-trace TRACE.jsonl    with --timeline OUT.html: draw a --trace-watermarks=json\n"
+          "                              trace (filter by operator on the page); runs no job\n"
           "  --compare OTHER.lua         with --timeline: also run OTHER.lua (same arguments)\n"
           "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
@@ -112,6 +114,7 @@ typedef struct options {
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
+  const char *from_trace;         /* --from-trace TRACE.jsonl: draw it, run no job */
   int timeline_x;                 /* 1: --timeline-x time */
   wm_timeline *tl;                /* the recorder of the run in progress */
   int load_error;
@@ -568,6 +571,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: --restart-backoff must be at least 1ms\n", progname);
         return 2;
       }
+    } else if (strcmp(a, "--from-trace") == 0) {
+      if (!(o.from_trace = argv[++i])) {
+        fprintf(stderr, "%s: --from-trace needs a file (the JSON lines of --trace-watermarks=json)\n",
+                progname);
+        return 2;
+      }
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
                strcmp(a, "--timeline-x") == 0) {
       const char *v = argv[++i];
@@ -648,6 +657,18 @@ int main(int argc, char **argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (o.from_trace) { /* wmrun --timeline OUT.html --from-trace TRACE.jsonl: no job */
+    char err[600];
+    if (!o.timeline) {
+      fprintf(stderr, "%s: --from-trace needs --timeline OUT.html\n", progname);
+      return 2;
+    }
+    if (lwm_timeline_from_trace(o.luadir, o.from_trace, o.timeline, err, sizeof err) != 0) {
+      fprintf(stderr, "%s: --from-trace %s: %s\n", progname, o.from_trace, err);
+      return 1;
+    }
+    return 0;
   }
   if (i >= argc) {
     fprintf(stderr, "%s: no job script given\n", progname);

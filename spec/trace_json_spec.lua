@@ -201,3 +201,85 @@ h:watermark(4999)
     assert.matches("%-%-trace%-watermarks: expected 'text' or 'json', got 'xml'", err)
   end)
 end)
+
+-- The page as headless Chromium has run it; tried up to 3 times until its script has run
+-- (data-ready), never a fixed wait.
+local function dom(url)
+  local last
+  for _ = 1, 3 do
+    local out, err, code = h.sh_plain("timeout 60 chromium --headless --no-sandbox --disable-gpu "
+      .. "--virtual-time-budget=3000 --dump-dom " .. h.shell_quote(url) .. " 2>/dev/null")
+    assert.are.equal(0, code, err)
+    last = out
+    if out:find('data-ready="1"', 1, true) then return out end
+  end
+  error("the page never became ready:\n" .. tostring(last):sub(1, 2000))
+end
+
+-- the marks of the page: {op = name, off = hidden by the filter}
+local function marks(d)
+  local t = {}
+  for attrs in d:gmatch("<circle([^>]*)>") do
+    t[#t + 1] = {op = attrs:match('data%-op="([^"]*)"'), off = attrs:find("data-off", 1, true) ~= nil}
+  end
+  return t
+end
+
+describe("wmrun --timeline OUT.html --from-trace TRACE", function()
+  it("draws every event, and only the chosen operator's with ?op=", function()
+    local dir = h.tmpdir()
+    local job = h.write_tmp(JOB, ".lua")
+    local _, err, code = h.wmrun("--trace-watermarks=json " .. h.shell_quote(job))
+    assert.are.equal(0, code, err)
+    local f = assert(io.open(dir .. "/trace.jsonl", "w"))
+    f:write(err)
+    f:close()
+    local page = dir .. "/trace.html"
+    local _, perr, pcode = h.wmrun("--timeline " .. h.shell_quote(page) .. " --from-trace "
+      .. h.shell_quote(dir .. "/trace.jsonl"))
+    assert.are.equal(0, pcode, perr)
+    -- by hand (first test): 13 events, 5 of the assigner, 4 of the window, 4 of print
+    local function count(d)
+      local shown, per = 0, {}
+      for _, m in ipairs(marks(d)) do
+        if not m.off then
+          shown = shown + 1
+          local op = m.op:match("^(.-) %(")
+          per[op] = (per[op] or 0) + 1
+        end
+      end
+      return shown, per
+    end
+    local all = dom("file://" .. page)
+    assert.is_nil(all:match('data%-errors="([^"]*)"'))
+    assert.are.equal(13, #marks(all))
+    assert.are.same({13, {["timestamps/watermarks"] = 5, ["tumbling window reduce"] = 4, print = 4}},
+      {count(all)})
+    local p = dom("file://" .. page .. "?op=print")
+    assert.is_nil(p:match('data%-errors="([^"]*)"'))
+    assert.are.same({4, {print = 4}}, {count(p)})
+    assert.matches('data%-shown="4"', p)
+    -- the full name, as the select holds it
+    local wname
+    for _, e in ipairs(json_events(err)) do
+      if e.operator:find("^tumbling window reduce %(") then wname = e.operator end
+    end
+    local w = dom("file://" .. page .. "?op=" .. wname:gsub("[^%w]", function(c)
+      return string.format("%%%02X", c:byte()) end))
+    assert.are.same({4, {["tumbling window reduce"] = 4}}, {count(w)})
+  end)
+
+  it("needs --timeline, and names a line that is not JSON", function()
+    local dir = h.tmpdir()
+    local f = assert(io.open(dir .. "/bad.jsonl", "w"))
+    f:write('{"kind":"watermark"}\n{"kind": oops\n')
+    f:close()
+    local _, err, code = h.wmrun("--from-trace " .. h.shell_quote(dir .. "/bad.jsonl"))
+    assert.are.equal(2, code)
+    assert.matches("%-%-from%-trace needs %-%-timeline OUT%.html", err)
+    local _, err2, code2 = h.wmrun("--timeline " .. h.shell_quote(dir .. "/t.html") .. " --from-trace "
+      .. h.shell_quote(dir .. "/bad.jsonl"))
+    assert.are.equal(1, code2)
+    assert.matches("bad%.jsonl:2: not a JSON object", err2)
+  end)
+end)
