@@ -194,6 +194,7 @@ build = {
     ["wm.timeline.legend"] = "lua/wm/timeline/legend.lua",
     ["wm.timeline.panel"] = "lua/wm/timeline/panel.lua",
     ["wm.timeline.scales"] = "lua/wm/timeline/scales.lua",
+    ["wm.timeline.trace"] = "lua/wm/timeline/trace.lua",
     ["wm.timeline.text"] = "lua/wm/timeline/text.lua",
     ["wm.triggers"] = "lua/wm/triggers.lua",
     ["wm.watermarks"] = "lua/wm/watermarks.lua",

@@ -246,8 +246,9 @@ static int build_and_run(lwm_bridge *B, int env) {
   w.start = wm_ctx_now(&B->ctx);
   lua_getfield(L, env, "metrics");
   w.metrics = lua_toboolean(L, -1);
-  lua_getfield(L, env, "trace_watermarks");
-  if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
+  lua_getfield(L, env, "trace_watermarks"); /* true, or "json" (--trace-watermarks=json) */
+  int trace_json = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "json") == 0;
+  if (lua_toboolean(L, -1)) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
   lua_getfield(L, env, "no_drain");
   int no_drain = lua_toboolean(L, -1);
   lua_getfield(L, env, "timeline"); /* wmrun --timeline: a recorder (light userdata) */
@@ -282,7 +283,8 @@ static int build_and_run(lwm_bridge *B, int env) {
    * every part that cannot be checkpointed at start) */
   int resumed = 0;
   wm_codec_host codec;
-  wm_ckptrun *ck = rc == WM_OK ? checkpoint_open(B, env, B->ctx.trace != NULL, &codec, &rc) : NULL;
+  int ck_trace = B->ctx.trace == NULL ? 0 : trace_json ? 2 : 1;
+  wm_ckptrun *ck = rc == WM_OK ? checkpoint_open(B, env, ck_trace, &codec, &rc) : NULL;
   if (ck) {
     resumed = wm_ckptrun_restore(ck);
     if (resumed < 0) rc = WM_ERR;

@@ -590,8 +590,11 @@ int lwm_harness_new(lua_State *L) {
   B->ctx.now_ud = H;
   B->ctx.pt_register = h_pt_register;
   B->ctx.pt_ud = H;
-  lua_getfield(L, 2, "trace");
-  if (lua_toboolean(L, -1)) B->ctx.trace = lwm_trace_fn;
+  lua_getfield(L, 2, "trace"); /* true, or "json" (--trace-watermarks=json) */
+  if (lua_toboolean(L, -1))
+    B->ctx.trace = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "json") == 0
+                       ? lwm_trace_json_fn
+                       : lwm_trace_fn;
   lua_pop(L, 1);
   /* the run is always recorded (bounded memory) so that h:timeline can draw it; into
    * wmrun's recorder when it gives one (--timeline of a replayed job) */

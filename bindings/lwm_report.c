@@ -150,3 +150,75 @@ void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t n
     fprintf(stderr, "[watermark] %s: %s: %s -> %s%s\n", op->name, where, a, b, both);
   }
 }
+
+/* A time of the JSON trace: a number, or "MIN" / "MAX" for the extremes. */
+static void json_time(wm_buf *b, int64_t t) {
+  if (t == WM_TIME_MIN) wm_buf_adds(b, "\"MIN\"");
+  else if (t == WM_TIME_MAX) wm_buf_adds(b, "\"MAX\"");
+  else wm_buf_add_int(b, t);
+}
+
+/* --trace-watermarks=json: the events of lwm_trace_fn, one JSON object a line on stderr
+ * (docs/watermarks.md lists the fields). kind: "watermark" (OLD -> NEW), "idle", "active",
+ * "input_watermark" (an input moved, held at W), "input_idle", "input_active". */
+void lwm_trace_json_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
+                       const char *status) {
+  (void)ud;
+  int two = op->in2 != INT_MAX && chan >= 0, in = wm_op_input_of(op, chan) + 1;
+  const char *kind = "watermark";
+  if (status && strcmp(status, "input") == 0) kind = two ? "input_watermark" : "watermark";
+  else if (status && strcmp(status, "input idle") == 0) kind = "input_idle";
+  else if (status && strcmp(status, "input active") == 0) kind = "input_active";
+  else if (status) kind = status;
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_buf_adds(&b, "{\"kind\":");
+  wm_buf_add_json_string(&b, kind, strlen(kind));
+  wm_buf_adds(&b, ",\"operator\":");
+  wm_buf_add_json_string(&b, op->name, strlen(op->name));
+  wm_buf_adds(&b, ",\"subtask\":");
+  wm_buf_add_int(&b, op->subtask + 1);
+  wm_buf_adds(&b, ",\"parallelism\":");
+  wm_buf_add_int(&b, op->nsub > 0 ? op->nsub : 1);
+  if (chan < 0) {
+    wm_buf_adds(&b, ",\"source\":\"generated\"");
+  } else {
+    wm_buf_adds(&b, ",\"source\":\"channel\",\"channel\":");
+    wm_buf_add_int(&b, chan + 1);
+  }
+  if (two) {
+    wm_buf_adds(&b, ",\"input\":");
+    wm_buf_add_int(&b, in);
+  }
+  if (status && strcmp(kind, "watermark") != 0 && strcmp(kind, "input_watermark") != 0) {
+    wm_buf_adds(&b, ",\"watermark\":");
+    json_time(&b, old_wm);
+  } else {
+    wm_buf_adds(&b, ",\"from\":");
+    json_time(&b, old_wm);
+    wm_buf_adds(&b, ",\"to\":");
+    json_time(&b, new_wm);
+  }
+  if (strcmp(kind, "input_watermark") == 0) {
+    wm_buf_adds(&b, ",\"held_at\":");
+    json_time(&b, op->wm);
+  }
+  if (two) {
+    wm_buf_adds(&b, ",\"inputs\":[");
+    for (int k = 0; k < 2; k++) {
+      bool idle;
+      int64_t v = wm_op_input_wm(op, k, &idle);
+      wm_buf_adds(&b, k ? ",{\"watermark\":" : "{\"watermark\":");
+      if (v == WM_TIME_MIN) wm_buf_adds(&b, "null");
+      else json_time(&b, v);
+      wm_buf_adds(&b, idle ? ",\"idle\":true}" : ",\"idle\":false}");
+    }
+    wm_buf_adds(&b, "]");
+  }
+  wm_buf_adds(&b, ",\"processing_time\":");
+  wm_buf_add_int(&b, wm_ctx_now(op->ctx));
+  wm_buf_adds(&b, "}\n");
+  if (b.oom) fprintf(stderr, "[watermark] (trace line lost: out of memory)\n");
+  else fwrite(b.data, 1, b.len, stderr);
+  wm_buf_free(&b);
+}

@@ -7,6 +7,9 @@
 /* Trace and metrics output of wmrun (lwm_report.c, reads only the core). */
 void lwm_trace_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
                   const char *status);
+/* The same events as JSON lines (--trace-watermarks=json). */
+void lwm_trace_json_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int64_t new_wm,
+                       const char *status);
 void lwm_print_metrics(lwm_bridge *B, FILE *f);
 /* What an operator holds: open windows of a window operator, keys of a keyed one; -1 for
  * an operator that holds neither. */

@@ -237,6 +237,9 @@ static int pcall_timeline(lua_State *L) {
     lua_pushstring(L, c->x);
     lua_setfield(L, -2, "x");
     lua_call(L, 3, 0);
+  } else if (c->x) { /* from_trace(path, trace) */
+    lua_pushstring(L, c->x);
+    lua_call(L, 2, 0);
   } else {
     lua_call(L, 1, 0);
   }
@@ -264,6 +267,12 @@ static int run_call(const call *c, char *err, size_t errlen) {
 
 int lwm_timeline_check(const char *luadir, const char *path, char *err, size_t errlen) {
   call c = {luadir, "check_output", path, NULL, NULL, 0};
+  return run_call(&c, err, errlen);
+}
+
+int lwm_timeline_from_trace(const char *luadir, const char *trace, const char *path, char *err,
+                            size_t errlen) {
+  call c = {luadir, "from_trace", path, trace, NULL, 0};
   return run_call(&c, err, errlen);
 }
 

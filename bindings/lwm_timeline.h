@@ -17,6 +17,10 @@ void lwm_timeline_push(lua_State *L, const wm_timeline *tl);
 int lwm_timeline_check(const char *luadir, const char *path, char *err, size_t errlen);
 /* Draws the n recordings (one above the other) into path; x is "order" or "time".
  * 0, or -1 with the reason in err. */
+/* Draws the JSON lines of --trace-watermarks=json in the file trace into path (a page with a
+ * filter by operator: wm.timeline.from_trace); 0, or -1 with err. */
+int lwm_timeline_from_trace(const char *luadir, const char *trace, const char *path, char *err,
+                            size_t errlen);
 int lwm_timeline_save(const char *luadir, wm_timeline *const *tls, int n, const char *x,
                       const char *path, char *err, size_t errlen);
 

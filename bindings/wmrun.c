@@ -47,6 +47,7 @@ static void usage(FILE *f) {
           "                              default 1: one thread, a deterministic schedule)\n"
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
+          "  --trace-watermarks=json     the same, one JSON object a line\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
           "  --metrics-port PORT         serve Prometheus metrics at http://127.0.0.1:PORT/metrics\n"
           "                              while the job runs (0 = any free port, printed on stderr)\n"
@@ -80,6 +81,8 @@ static void usage(FILE *f) {
           "                              into FILE: .html (a page) or .svg\n"
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
           "                              processing time\n"
+          "  --from-trace TRACE.jsonl    with --timeline OUT.html: draw a --trace-watermarks=json\n"
+          "                              trace (filter by operator on the page); runs no job\n"
           "  --compare OTHER.lua         with --timeline: also run OTHER.lua (same arguments)\n"
           "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
@@ -111,6 +114,7 @@ typedef struct options {
   int sql; /* --sql: the script is SQL, run by wm.sql */
   int lab; /* wmrun lab LAB.lua: the script returns a wm.lab, run by wm.lab.main */
   const char *timeline, *compare; /* --timeline FILE, --compare OTHER.lua */
+  const char *from_trace;         /* --from-trace TRACE.jsonl: draw it, run no job */
   int timeline_x;                 /* 1: --timeline-x time */
   wm_timeline *tl;                /* the recorder of the run in progress */
   int load_error;
@@ -290,7 +294,8 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, o->max_parallelism);
     lua_setfield(L, -2, "max_parallelism");
   }
-  lua_pushboolean(L, o->trace);
+  if (o->trace == 2) lua_pushstring(L, "json");
+  else lua_pushboolean(L, o->trace);
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
   lua_setfield(L, -2, "metrics");
@@ -505,6 +510,13 @@ int main(int argc, char **argv) {
       print_path = 1;
     } else if (strcmp(a, "--trace-watermarks") == 0) {
       o.trace = 1;
+    } else if (strncmp(a, "--trace-watermarks=", 19) == 0) {
+      if (strcmp(a + 19, "json") != 0 && strcmp(a + 19, "text") != 0) {
+        fprintf(stderr, "%s: --trace-watermarks: expected 'text' or 'json', got '%s'\n", progname,
+                a + 19);
+        return 2;
+      }
+      o.trace = a[19] == 'j' ? 2 : 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
     } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
@@ -557,6 +569,12 @@ int main(int argc, char **argv) {
       if (duration_opt("--restart-backoff", a, argv, &i, &o.backoff) != 0) return 2;
       if (o.backoff < 1) {
         fprintf(stderr, "%s: --restart-backoff must be at least 1ms\n", progname);
+        return 2;
+      }
+    } else if (strcmp(a, "--from-trace") == 0) {
+      if (!(o.from_trace = argv[++i])) {
+        fprintf(stderr, "%s: --from-trace needs a file (the JSON lines of --trace-watermarks=json)\n",
+                progname);
         return 2;
       }
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--compare") == 0 ||
@@ -639,6 +657,18 @@ int main(int argc, char **argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (o.from_trace) { /* wmrun --timeline OUT.html --from-trace TRACE.jsonl: no job */
+    char err[600];
+    if (!o.timeline) {
+      fprintf(stderr, "%s: --from-trace needs --timeline OUT.html\n", progname);
+      return 2;
+    }
+    if (lwm_timeline_from_trace(o.luadir, o.from_trace, o.timeline, err, sizeof err) != 0) {
+      fprintf(stderr, "%s: --from-trace %s: %s\n", progname, o.from_trace, err);
+      return 1;
+    }
+    return 0;
   }
   if (i >= argc) {
     fprintf(stderr, "%s: no job script given\n", progname);

@@ -330,7 +330,12 @@ static int commit_locked(ck_shared *sh) {
   if (ms > st->max_ms) st->max_ms = ms;
   st->last_bytes = sh->bytes;
   sh->recent[st->taken % 16] = (wm_obs_ckpt){sh->id, sh->bytes, ms, sh->final};
-  if (sh->trace)
+  if (sh->trace == 2) /* --trace-watermarks=json */
+    fprintf(sh->log,
+            "{\"kind\":\"checkpoint\",\"id\":%" PRIu64 ",\"final\":%s,\"bytes\":%llu,"
+            "\"ms\":%.1f,\"alignment_ms\":%.1f}\n",
+            sh->id, sh->final ? "true" : "false", (unsigned long long)sh->bytes, ms, st->align_ms);
+  else if (sh->trace)
     fprintf(sh->log, "[checkpoint] %" PRIu64 "%s: %llu bytes in %.1f ms, alignment %.1f ms\n",
             sh->id, sh->final ? " (final)" : "", (unsigned long long)sh->bytes, ms, st->align_ms);
   if (sh->sp_target) /* wmrun savepoint's request */

@@ -51,7 +51,8 @@ typedef struct wm_ckptrun_config {
   int threads;                /* the job's thread count */
   const wm_codec_host *codec; /* how host (Lua) values are written (NULL: none) */
   FILE *log;                  /* stderr */
-  int trace;                  /* a line per checkpoint taken (--trace-watermarks) */
+  int trace;                  /* a line per checkpoint taken (--trace-watermarks);
+                               * 2: as JSON (--trace-watermarks=json) */
   struct wm_mt_local *mt;     /* several threads: this thread's part (exec/wm_mt.h) */
   struct wm_mt_job *mtjob;
   /* for the crash spec only (docs/checkpoints.md): "after-parts", "before-manifest" or

@@ -180,4 +180,10 @@ function M.save(path, recs, opts)
   if not ok or not cok then error("write error: " .. tostring(werr or cerr), 0) end
 end
 
+--- Draws the JSON lines of `--trace-watermarks=json` in trace into path, a page with a
+-- filter by operator (wm.timeline.trace; `wmrun --timeline OUT.html --from-trace TRACE`).
+-- @tparam string path
+-- @tparam string trace
+function M.from_trace(path, trace) require("wm.timeline.trace").save(path, trace) end
+
 return M
