@@ -1,10 +1,11 @@
 /* libFuzzer target: the parse operator with the CSV decoder (core/io/wm_csv.c), every column
- * type, optional columns, the separators, header and the three on_error modes.
+ * type, optional and skipped (projection pushdown) columns, the separators, header and the three
+ * on_error modes.
  *
  * Input: byte 0 the number of columns (1..8) and the on_error mode, byte 1 the separator and
- * the header flag, then one byte per column (type, optional), then lines separated by '\n'.
+ * the header flag, then one byte per column (type, optional, skipped), then lines separated by '\n'.
  * Invariants: a decoded row has the declared number of fields and each field has its
- * column's type (or nil when optional); every line is a row, a parse error or the header;
+ * column's type (or nil when optional or skipped); every line is a row, a parse error or the header;
  * a failing line gives a message with "line N:". */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 
 typedef struct sink {
   uint32_t n;
-  const uint8_t *types, *optional;
+  const uint8_t *types, *optional, *skip;
   uint64_t rows, errors;
 } sink;
 
@@ -37,7 +38,7 @@ static int sink_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   for (uint32_t i = 0; i < s->n; i++) {
     const wm_value *f = &r->fields[i];
     if (f->type == WM_NIL) {
-      ASSERT(s->optional[i]);
+      ASSERT(s->optional[i] || s->skip[i]);
       continue;
     }
     switch (s->types[i]) {
@@ -63,13 +64,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int header = (data[1] >> 3) & 1;
   if (size < 2 + n) return 0;
   wm_csv_field fields[8];
-  uint8_t types[8], optional[8];
+  uint8_t types[8], optional[8], skip[8];
   for (uint32_t i = 0; i < n; i++) {
     types[i] = (uint8_t)(data[2 + i] & 3);
     optional[i] = (uint8_t)((data[2 + i] >> 2) & 1);
+    skip[i] = (uint8_t)((data[2 + i] >> 3) & 1);
     fields[i].name = names[i];
     fields[i].type = types[i];
     fields[i].optional = optional[i];
+    fields[i].skip = skip[i];
   }
   const uint8_t *p = data + 2 + n, *end = data + size;
 
@@ -82,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.what = "parse_csv";
   wm_op *parse = wm_parse_new(&ctx, "parse_csv", &cfg);
   ASSERT(parse);
-  sink main = {.n = n, .types = types, .optional = optional}, side = {0};
+  sink main = {.n = n, .types = types, .optional = optional, .skip = skip}, side = {0};
   wm_op *out = wm_op_new(&ctx, &sink_vt, &main, "out");
   ASSERT(out && wm_op_connect(parse, 0, out) >= 0);
   if (on_error == WM_PARSE_SIDE) {
