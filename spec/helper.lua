@@ -287,4 +287,27 @@ function M.stop_and_resume(dir, job, stop_at)
   return M.read(part)
 end
 
+--- A changelog applied to a table (the `N> ` of a parallel run's print taken off): +I/+U add a
+-- row, -U/-D take one away, which must be there (else an error fails the test). Returns the
+-- rows left,
+-- sorted, and the count of each kind.
+function M.apply_changelog(lines)
+  local rows, kinds = {}, {}
+  for _, l in ipairs(lines) do
+    local kind, row = l:gsub("^%d+> ", ""):match("^([+-][IUD])(%[.*%])$")
+    if not kind then error("not a changelog line: " .. l, 2) end
+    kinds[kind] = (kinds[kind] or 0) + 1
+    if kind == "+I" or kind == "+U" then
+      rows[row] = (rows[row] or 0) + 1
+    else
+      if (rows[row] or 0) <= 0 then error("retracts a row that is not there: " .. l, 2) end
+      rows[row] = rows[row] - 1
+    end
+  end
+  local out = {}
+  for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
+  table.sort(out)
+  return out, kinds
+end
+
 return M

@@ -345,25 +345,8 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.same(want, lines_of((run_sql(EX .. "q22.sql"))))
   end)
 
-  -- A changelog applied to a table: +I/+U add a row, -U/-D take one away (which must be
-  -- there); the rows left, sorted.
-  local function apply_changelog(lines)
-    local rows = {}
-    for _, l in ipairs(lines) do
-      local kind, row = l:match("^([+-][IUD])(%[.*%])$")
-      assert.is_not_nil(kind, l)
-      if kind == "+I" or kind == "+U" then
-        rows[row] = (rows[row] or 0) + 1
-      else
-        assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
-        rows[row] = rows[row] - 1
-      end
-    end
-    local out = {}
-    for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
-    table.sort(out)
-    return out
-  end
+  -- the rows left (a retraction must find its row)
+  local function apply_changelog(lines) return (h.apply_changelog(lines)) end
 
   local function bid_row(b)
     return string.format("[%d, %d, %d, %s, %s, %s, %s", b.auction, b.bidder, b.price, b.channel,
@@ -742,24 +725,7 @@ describe("Nexmark join queries (examples/nexmark) against results computed in Lu
 
   -- A changelog applied to a table (the `N> ` of a parallel run taken off): +I/+U add a row,
   -- -U/-D take one away (which must be there); the rows left, sorted, and the count of each kind.
-  local function apply_log(text)
-    local rows, kinds = {}, {}
-    for _, l in ipairs(lines_of(text)) do
-      local kind, row = l:gsub("^%d+> ", ""):match("^([+-][IUD])(%[.*%])$")
-      assert.is_not_nil(kind, l)
-      kinds[kind] = (kinds[kind] or 0) + 1
-      if kind == "+I" or kind == "+U" then
-        rows[row] = (rows[row] or 0) + 1
-      else
-        assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
-        rows[row] = rows[row] - 1
-      end
-    end
-    local out = {}
-    for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
-    table.sort(out)
-    return out, kinds
-  end
+  local function apply_log(text) return h.apply_changelog(lines_of(text)) end
 
   -- Runs qN at -p 1 and at -p 2 --threads 2; both must give `want` (sorted rows `[...]`).
   local function check(q, want, append_only)

@@ -259,24 +259,8 @@ describe("SQL OVER over an updating input", function()
     assert.are.equal(0, code, err)
     return lines(out)
   end
-  -- +I/+U add a row, -U/-D take one away (which must be there); the rows left, sorted
-  local function apply(log)
-    local rows = {}
-    for _, l in ipairs(log) do
-      local kind, row = l:gsub("^%d+> ", ""):match("^([+-][IUD])(%[.*%])$")
-      assert.is_not_nil(kind, l)
-      if kind == "+I" or kind == "+U" then
-        rows[row] = (rows[row] or 0) + 1
-      else
-        assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
-        rows[row] = rows[row] - 1
-      end
-    end
-    local out = {}
-    for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
-    table.sort(out)
-    return out
-  end
+  -- the rows left (a retraction must find its row)
+  local function apply(log) return (h.apply_changelog(log)) end
 
   it("ROWS 1 PRECEDING ordered by a column that is no time attribute: inserts and retractions in the middle "
     .. "of a partition update the rows after them", function()
@@ -392,23 +376,7 @@ env:execute_sql([[SELECT k, n, SUM(k) OVER (ORDER BY n ROWS 2 PRECEDING) FROM (S
   GROUP BY k)]])
 env:execute()
 ]=])
-    local function apply(text)
-      local rows = {}
-      for _, l in ipairs(lines(text)) do
-        local kind, row = l:match("^([+-][IUD])(%[.*%])$")
-        assert.is_not_nil(kind, l)
-        if kind == "+I" or kind == "+U" then
-          rows[row] = (rows[row] or 0) + 1
-        else
-          assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
-          rows[row] = rows[row] - 1
-        end
-      end
-      local out = {}
-      for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
-      table.sort(out)
-      return out
-    end
+    local function apply(text) return (h.apply_changelog(lines(text))) end
     -- by hand: every group ends at 75; the last updates (i = 2961..3000) insert k = 1, ..., 39, 0
     -- in that order: k = 1 -> 1, k = 2 -> 1 + 2, k = j -> (j - 2) + (j - 1) + j = 3j - 3,
     -- k = 0 -> 38 + 39 + 0

@@ -31,25 +31,8 @@ local function run(query, args)
   return t
 end
 
--- A changelog applied (the `N> ` of a parallel run taken off): the rows left, sorted; a
--- retraction must take away a row that is there.
-local function final_rows(lines)
-  local rows = {}
-  for _, l in ipairs(lines) do
-    local kind, row = l:gsub("^%d+> ", ""):match("^([+-][IUD])(%[.*%])$")
-    assert.is_not_nil(kind, l)
-    if kind == "+I" or kind == "+U" then
-      rows[row] = (rows[row] or 0) + 1
-    else
-      assert.is_true((rows[row] or 0) > 0, "retracts a row that is not there: " .. l)
-      rows[row] = rows[row] - 1
-    end
-  end
-  local out = {}
-  for row, n in pairs(rows) do for _ = 1, n do out[#out + 1] = row end end
-  table.sort(out)
-  return out
-end
+-- the rows left (a retraction must find its row)
+local function final_rows(lines) return (h.apply_changelog(lines)) end
 
 describe("SQL regular joins", function()
   it("INNER JOIN of append-only inputs: each pair once, +I only; NULL keys meet nothing", function()
