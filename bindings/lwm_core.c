@@ -246,9 +246,17 @@ static int build_and_run(lwm_bridge *B, int env) {
   w.start = wm_ctx_now(&B->ctx);
   lua_getfield(L, env, "metrics");
   w.metrics = lua_toboolean(L, -1);
-  lua_getfield(L, env, "trace_watermarks"); /* true, or "json" (--trace-watermarks=json) */
-  int trace_json = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "json") == 0;
-  if (lua_toboolean(L, -1)) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
+  /* true, "json" or "json,records" (--trace-watermarks=json[,records]) */
+  lua_getfield(L, env, "trace_watermarks");
+  int tmode = lwm_trace_mode(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL,
+                             lua_toboolean(L, -1));
+  int trace_json = tmode >= 2;
+  if (tmode > 0) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
+  lwm_rectrace *rt = tmode == 3 ? lwm_rectrace_new() : NULL; /* the keyed events */
+  if (rt) {
+    B->ctx.observe = lwm_trace_records_fn;
+    B->ctx.observe_ud = rt;
+  }
   lua_getfield(L, env, "no_drain");
   int no_drain = lua_toboolean(L, -1);
   lua_getfield(L, env, "timeline"); /* wmrun --timeline: a recorder (light userdata) */
@@ -268,6 +276,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   int rc = B->exec ? WM_OK : WM_ERR;
+  if (tmode == 3 && !rt) rc = wm_ctx_error(&B->ctx, "out of memory starting the trace");
   if (rc == WM_OK && B->mtjob) rc = lwm_mt_attach(B); /* several threads (lwm_mt.c) */
   /* the recorder is not shared between threads: with --threads it sees thread 1's operators */
   if (tl && B->thread != 0) tl = NULL;
@@ -323,6 +332,11 @@ static int build_and_run(lwm_bridge *B, int env) {
   }
   wm_ckptrun_free(ck);
   if (tl) wm_timeline_detach(tl, &B->ctx);
+  if (rt) {
+    B->ctx.observe = NULL;
+    B->ctx.observe_ud = NULL;
+    lwm_rectrace_free(rt);
+  }
   lua_sethook(L, NULL, 0, 0); /* a signal's hook that did not fire */
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
