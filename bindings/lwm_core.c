@@ -39,6 +39,7 @@ typedef struct watch {
   uv_timer_t timer;
   uv_signal_t usr1;
   int timer_open, usr1_open;
+  lwm_rectrace *rt; /* --trace-watermarks=json,records: flushed after each batch */
 } watch;
 
 static void check_watermarks(watch *w) {
@@ -110,6 +111,7 @@ static void warn_few_periodic(lwm_bridge *B) {
 
 static void on_batch(void *ud) {
   watch *w = ud;
+  lwm_rectrace_flush(w->rt); /* the batch's keyed events, before whatever comes next */
   if (w->B->gc_step > 0) lua_gc(w->B->L, LUA_GCSTEP, w->B->gc_step);
   check_watermarks(w);
 }
@@ -252,10 +254,12 @@ static int build_and_run(lwm_bridge *B, int env) {
                              lua_toboolean(L, -1));
   int trace_json = tmode >= 2;
   if (tmode > 0) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
-  lwm_rectrace *rt = tmode == 3 ? lwm_rectrace_new() : NULL; /* the keyed events */
-  if (rt) {
+  lwm_rectrace *rt = tmode == 3 ? lwm_rectrace_new(1) : NULL; /* the keyed events */
+  if (rt) { /* held, written after each batch of records and with each watermark line */
     B->ctx.observe = lwm_trace_records_fn;
     B->ctx.observe_ud = rt;
+    B->ctx.trace_ud = rt;
+    w.rt = rt;
   }
   lua_getfield(L, env, "no_drain");
   int no_drain = lua_toboolean(L, -1);
@@ -335,6 +339,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   if (rt) {
     B->ctx.observe = NULL;
     B->ctx.observe_ud = NULL;
+    B->ctx.trace_ud = NULL;
     lwm_rectrace_free(rt);
   }
   lua_sethook(L, NULL, 0, 0); /* a signal's hook that did not fire */

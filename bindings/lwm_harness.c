@@ -604,7 +604,7 @@ int lwm_harness_new(lua_State *L) {
   }
   if (tmode > 0) B->ctx.trace = tmode >= 2 ? lwm_trace_json_fn : lwm_trace_fn;
   if (tmode == 3) { /* the keyed events, before the recorder that chains them */
-    if (!(H->rt = lwm_rectrace_new())) {
+    if (!(H->rt = lwm_rectrace_new(0))) { /* unbuffered: in step with the calls */
       h_free(L, H);
       return luaL_error(L, "out of memory");
     }

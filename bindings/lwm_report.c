@@ -221,6 +221,7 @@ void lwm_trace_json_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int6
   wm_buf_add_int(&b, wm_ctx_now(op->ctx));
   wm_buf_adds(&b, "}\n");
   if (b.oom) fprintf(stderr, "[watermark] (trace line lost: out of memory)\n");
+  else if (ud) lwm_rectrace_write(ud, b.data, b.len, 1); /* after the keyed events before it */
   else fwrite(b.data, 1, b.len, stderr);
   wm_buf_free(&b);
 }
@@ -242,6 +243,8 @@ void lwm_trace_json_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int6
 
 #define RUN_OPS 16
 
+#define OUT_FLUSH 32768 /* bytes of lines held before they are written */
+
 struct lwm_rectrace {
   struct {
     const wm_op *op;
@@ -249,20 +252,49 @@ struct lwm_rectrace {
     uint64_t khash;
   } run[RUN_OPS];
   wm_buf key, line;
+  wm_buf out; /* lines not written yet */
+  int buffered;
 };
 
-lwm_rectrace *lwm_rectrace_new(void) {
+lwm_rectrace *lwm_rectrace_new(int buffered) {
   lwm_rectrace *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   wm_buf_init(&r->key);
   wm_buf_init(&r->line);
+  wm_buf_init(&r->out);
+  r->buffered = buffered;
   return r;
+}
+
+void lwm_rectrace_flush(lwm_rectrace *r) {
+  if (!r || r->out.len == 0) return;
+  fwrite(r->out.data, 1, r->out.len, stderr);
+  fflush(stderr);
+  wm_buf_clear(&r->out);
+}
+
+void lwm_rectrace_write(lwm_rectrace *r, const char *s, size_t n, int flush) {
+  if (!r->buffered) {
+    fwrite(s, 1, n, stderr);
+    return;
+  }
+  wm_buf_add(&r->out, s, n);
+  if (r->out.oom) { /* write what is held, then this line on its own */
+    wm_buf_clear(&r->out);
+    r->out.oom = 0;
+    fprintf(stderr, "[watermark] (trace lines lost: out of memory)\n");
+    fwrite(s, 1, n, stderr);
+    return;
+  }
+  if (flush || r->out.len >= OUT_FLUSH) lwm_rectrace_flush(r);
 }
 
 void lwm_rectrace_free(lwm_rectrace *r) {
   if (!r) return;
+  lwm_rectrace_flush(r);
   wm_buf_free(&r->key);
   wm_buf_free(&r->line);
+  wm_buf_free(&r->out);
   free(r);
 }
 
@@ -360,7 +392,7 @@ void lwm_trace_records_fn(void *ud, const wm_op *op, const wm_obs *ev) {
   wm_buf_add_int(b, wm_ctx_now(op->ctx));
   wm_buf_adds(b, "}\n");
   if (b->oom || r->key.oom) fprintf(stderr, "[watermark] (trace line lost: out of memory)\n");
-  else fwrite(b->data, 1, b->len, stderr);
+  else lwm_rectrace_write(r, b->data, b->len, 0);
 }
 
 /* The trace mode of a `trace_watermarks` / `trace` option: 0 off, 1 text, 2 JSON, 3 JSON

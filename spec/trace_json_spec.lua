@@ -281,6 +281,17 @@ describe("--trace-watermarks=json,records", function()
     end
     for _, e in ipairs(plain) do e.processing_time = nil end
     assert.are.same(plain, wm_only)
+    -- in the order they happen at the window: each firing after the advance that caused it
+    local seq = {}
+    for _, e in ipairs(ev) do
+      if e.operator and e.operator:find("^tumbling window reduce") then
+        seq[#seq + 1] = e.kind == "watermark" and ("W " .. tm(e.to))
+          or ((e.late and "late " or "") .. e.kind .. " " .. e.key)
+      end
+    end
+    assert.are.same({"record a", "W 999", "record b", "W 2499", "firing a", "record a", "W 4199",
+      "firing b", "late b", "record a", "late firing a", "record a", "W 5999", "firing a", "W MAX",
+      "firing a"}, seq)
     for _, e in ipairs(ev) do
       if e.kind == "late" then
         assert.are.same({500, false}, {e.allowed_lateness, e.dropped})
