@@ -472,9 +472,9 @@ describe("wmrun --timeline OUT.html --from-trace TRACE", function()
       end
       return t
     end
-    local function count(marks)
+    local function count(list)
       local c = {}
-      for _, m in ipairs(marks) do
+      for _, m in ipairs(list) do
         local k = (m.key or "-") .. " " .. m.kind
         c[k] = (c[k] or 0) + 1
       end
