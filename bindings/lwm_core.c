@@ -39,6 +39,7 @@ typedef struct watch {
   uv_timer_t timer;
   uv_signal_t usr1;
   int timer_open, usr1_open;
+  lwm_rectrace *rt; /* --trace-watermarks=json,records: flushed after each batch */
 } watch;
 
 static void check_watermarks(watch *w) {
@@ -110,6 +111,7 @@ static void warn_few_periodic(lwm_bridge *B) {
 
 static void on_batch(void *ud) {
   watch *w = ud;
+  lwm_rectrace_flush(w->rt); /* the batch's keyed events, before whatever comes next */
   if (w->B->gc_step > 0) lua_gc(w->B->L, LUA_GCSTEP, w->B->gc_step);
   check_watermarks(w);
 }
@@ -246,9 +248,19 @@ static int build_and_run(lwm_bridge *B, int env) {
   w.start = wm_ctx_now(&B->ctx);
   lua_getfield(L, env, "metrics");
   w.metrics = lua_toboolean(L, -1);
-  lua_getfield(L, env, "trace_watermarks"); /* true, or "json" (--trace-watermarks=json) */
-  int trace_json = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "json") == 0;
-  if (lua_toboolean(L, -1)) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
+  /* true, "json" or "json,records" (--trace-watermarks=json[,records]) */
+  lua_getfield(L, env, "trace_watermarks");
+  int tmode = lwm_trace_mode(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL,
+                             lua_toboolean(L, -1));
+  int trace_json = tmode >= 2;
+  if (tmode > 0) B->ctx.trace = trace_json ? lwm_trace_json_fn : lwm_trace_fn;
+  lwm_rectrace *rt = tmode == 3 ? lwm_rectrace_new(1) : NULL; /* the keyed events */
+  if (rt) { /* held, written after each batch of records and with each watermark line */
+    B->ctx.observe = lwm_trace_records_fn;
+    B->ctx.observe_ud = rt;
+    B->ctx.trace_ud = rt;
+    w.rt = rt;
+  }
   lua_getfield(L, env, "no_drain");
   int no_drain = lua_toboolean(L, -1);
   lua_getfield(L, env, "timeline"); /* wmrun --timeline: a recorder (light userdata) */
@@ -268,6 +280,7 @@ static int build_and_run(lwm_bridge *B, int env) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);
   B->exec = wm_exec_new(&B->ctx, &ecfg);
   int rc = B->exec ? WM_OK : WM_ERR;
+  if (tmode == 3 && !rt) rc = wm_ctx_error(&B->ctx, "out of memory starting the trace");
   if (rc == WM_OK && B->mtjob) rc = lwm_mt_attach(B); /* several threads (lwm_mt.c) */
   /* the recorder is not shared between threads: with --threads it sees thread 1's operators */
   if (tl && B->thread != 0) tl = NULL;
@@ -323,6 +336,12 @@ static int build_and_run(lwm_bridge *B, int env) {
   }
   wm_ckptrun_free(ck);
   if (tl) wm_timeline_detach(tl, &B->ctx);
+  if (rt) {
+    B->ctx.observe = NULL;
+    B->ctx.observe_ud = NULL;
+    B->ctx.trace_ud = NULL;
+    lwm_rectrace_free(rt);
+  }
   lua_sethook(L, NULL, 0, 0); /* a signal's hook that did not fire */
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_key);

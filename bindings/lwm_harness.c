@@ -473,6 +473,7 @@ static void h_free(lua_State *L, harness *H) {
   lwm_frame fr;
   lwm_enter(&H->B, L, &fr);
   if (H->tl) wm_timeline_detach(H->tl, &H->B.ctx);
+  H->B.ctx.observe = NULL; /* the keyed events' observer (H->rt), freed below */
   /* the sinks' handles are closed (and their callbacks run) while the sinks still exist */
   wm_exec_free(H->B.exec);
   H->B.exec = NULL;
@@ -484,6 +485,8 @@ static void h_free(lua_State *L, harness *H) {
   H->pt = NULL;
   if (!H->tl_borrowed) wm_timeline_free(H->tl);
   H->tl = NULL;
+  lwm_rectrace_free(H->rt); /* after the context: nothing observes any more */
+  H->rt = NULL;
   free(H->inputs);
   H->inputs = NULL;
   free(H->tsops);
@@ -590,12 +593,24 @@ int lwm_harness_new(lua_State *L) {
   B->ctx.now_ud = H;
   B->ctx.pt_register = h_pt_register;
   B->ctx.pt_ud = H;
-  lua_getfield(L, 2, "trace"); /* true, or "json" (--trace-watermarks=json) */
-  if (lua_toboolean(L, -1))
-    B->ctx.trace = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "json") == 0
-                       ? lwm_trace_json_fn
-                       : lwm_trace_fn;
+  /* true, "text", "json" or "json,records" (--trace-watermarks=...) */
+  lua_getfield(L, 2, "trace");
+  int tmode = lwm_trace_mode(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL,
+                             lua_toboolean(L, -1));
   lua_pop(L, 1);
+  if (tmode < 0) {
+    h_free(L, H);
+    return luaL_error(L, "trace: expected true, \"text\", \"json\" or \"json,records\"");
+  }
+  if (tmode > 0) B->ctx.trace = tmode >= 2 ? lwm_trace_json_fn : lwm_trace_fn;
+  if (tmode == 3) { /* the keyed events, before the recorder that chains them */
+    if (!(H->rt = lwm_rectrace_new(0))) { /* unbuffered: in step with the calls */
+      h_free(L, H);
+      return luaL_error(L, "out of memory");
+    }
+    B->ctx.observe = lwm_trace_records_fn;
+    B->ctx.observe_ud = H->rt;
+  }
   /* the run is always recorded (bounded memory) so that h:timeline can draw it; into
    * wmrun's recorder when it gives one (--timeline of a replayed job) */
   lua_getfield(L, 2, "timeline");

@@ -31,6 +31,7 @@ typedef struct harness {
   int ntsops;
   wm_timeline *tl; /* records the run for h:timeline(path) */
   int tl_borrowed; /* tl is wmrun's --timeline recorder (opts.timeline), not the harness's */
+  struct lwm_rectrace *rt; /* trace = "json,records": the keyed events' observer */
   /* SIGINT/SIGTERM/SIGHUP during h:replay_inputs (lwm_h_replay_signalled) */
   int signals, no_drain, draining, aborted;
   const wm_exec *watch; /* h:replay's opts.watch (core.signal_watch): a signal aborts it */

@@ -1,8 +1,10 @@
 /* What wmrun prints about a running job: the --metrics table and the --trace-watermarks
  * lines. Reads the core only, so that every binding file may call it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "graph/wm_obs.h"
 #include "io/wm_conn.h"
 #include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
@@ -219,6 +221,186 @@ void lwm_trace_json_fn(void *ud, const wm_op *op, int chan, int64_t old_wm, int6
   wm_buf_add_int(&b, wm_ctx_now(op->ctx));
   wm_buf_adds(&b, "}\n");
   if (b.oom) fprintf(stderr, "[watermark] (trace line lost: out of memory)\n");
+  else if (ud) lwm_rectrace_write(ud, b.data, b.len, 1); /* after the keyed events before it */
   else fwrite(b.data, 1, b.len, stderr);
   wm_buf_free(&b);
+}
+
+/* ---- --trace-watermarks=json,records: the keyed events ----------------------------------
+ *
+ * An observer (ctx->observe) that writes a JSON line per record at a keyed operator ("record":
+ * at a window operator the first window it went into, at a process function its call), per
+ * late record ("late"), per window firing ("firing") and per process-function timer
+ * ("timer"). Installed only with the option: without it the operators' observe branches
+ * stay untaken.
+ *
+ * A window operator reports a record once per window it goes into (sliding windows: several,
+ * in the assigner's order, newest start first). One record's windows come one after the
+ * other at its operator with its timestamp, key and strictly decreasing starts, and the next
+ * record's first window never starts before the previous record's last (windows turn late
+ * from the oldest up): a window event of the same (operator, timestamp, key) whose start is
+ * below the run's last start is the same record, any other a new one. */
+
+#define RUN_OPS 16
+
+#define OUT_FLUSH 32768 /* bytes of lines held before they are written */
+
+struct lwm_rectrace {
+  struct {
+    const wm_op *op;
+    int64_t ts, start;
+    uint64_t khash;
+  } run[RUN_OPS];
+  wm_buf key, line;
+  wm_buf out; /* lines not written yet */
+  int buffered;
+};
+
+lwm_rectrace *lwm_rectrace_new(int buffered) {
+  lwm_rectrace *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  wm_buf_init(&r->key);
+  wm_buf_init(&r->line);
+  wm_buf_init(&r->out);
+  r->buffered = buffered;
+  return r;
+}
+
+void lwm_rectrace_flush(lwm_rectrace *r) {
+  if (!r || r->out.len == 0) return;
+  fwrite(r->out.data, 1, r->out.len, stderr);
+  fflush(stderr);
+  wm_buf_clear(&r->out);
+}
+
+void lwm_rectrace_write(lwm_rectrace *r, const char *s, size_t n, int flush) {
+  if (!r->buffered) {
+    fwrite(s, 1, n, stderr);
+    return;
+  }
+  wm_buf_add(&r->out, s, n);
+  if (r->out.oom) { /* write what is held, then this line on its own */
+    wm_buf_clear(&r->out);
+    r->out.oom = 0;
+    fprintf(stderr, "[watermark] (trace lines lost: out of memory)\n");
+    fwrite(s, 1, n, stderr);
+    return;
+  }
+  if (flush || r->out.len >= OUT_FLUSH) lwm_rectrace_flush(r);
+}
+
+void lwm_rectrace_free(lwm_rectrace *r) {
+  if (!r) return;
+  lwm_rectrace_flush(r);
+  wm_buf_free(&r->key);
+  wm_buf_free(&r->line);
+  wm_buf_free(&r->out);
+  free(r);
+}
+
+/* {"kind":K,"operator":..,"subtask":..,"parallelism":.. (as the watermark lines) */
+static void json_head(wm_buf *b, const char *kind, const wm_op *op) {
+  wm_buf_adds(b, "{\"kind\":");
+  wm_buf_add_json_string(b, kind, strlen(kind));
+  wm_buf_adds(b, ",\"operator\":");
+  wm_buf_add_json_string(b, op->name, strlen(op->name));
+  wm_buf_adds(b, ",\"subtask\":");
+  wm_buf_add_int(b, op->subtask + 1);
+  wm_buf_adds(b, ",\"parallelism\":");
+  wm_buf_add_int(b, op->nsub > 0 ? op->nsub : 1);
+}
+
+/* The key as `print` shows it (r->key), and a hash of that text. */
+static uint64_t key_text(lwm_rectrace *r, const wm_op *op, const wm_value *key) {
+  wm_buf_clear(&r->key);
+  if (key) wm_format_value(&r->key, key, 0, op->ctx->host.format, op->ctx->host.ud);
+  uint64_t h = UINT64_C(1469598103934665603);
+  for (size_t i = 0; i < r->key.len; i++) h = (h ^ (unsigned char)r->key.data[i]) * UINT64_C(1099511628211);
+  return key ? h : 0;
+}
+
+/* Whether this window event starts a new record (see above), noting it in the run. */
+static int new_record(lwm_rectrace *r, const wm_op *op, int64_t ts, uint64_t kh, int64_t start) {
+  int k = 0;
+  while (k < RUN_OPS && r->run[k].op && r->run[k].op != op) k++;
+  if (k == RUN_OPS) k = (int)(((uintptr_t)op >> 4) % RUN_OPS); /* more operators: shared */
+  int same = r->run[k].op == op && r->run[k].ts == ts && r->run[k].khash == kh &&
+             start < r->run[k].start;
+  r->run[k].op = op;
+  r->run[k].ts = ts;
+  r->run[k].khash = kh;
+  r->run[k].start = start;
+  return !same;
+}
+
+void lwm_trace_records_fn(void *ud, const wm_op *op, const wm_obs *ev) {
+  lwm_rectrace *r = ud;
+  const char *kind;
+  switch (ev->kind) {
+  case WM_OBS_WINDOW:
+  case WM_OBS_ARRIVE: kind = "record"; break;
+  case WM_OBS_LATE: kind = "late"; break;
+  case WM_OBS_FIRE: kind = "firing"; break;
+  case WM_OBS_TIMER: kind = "timer"; break;
+  default: return;
+  }
+  uint64_t kh = key_text(r, op, ev->key);
+  if (ev->kind == WM_OBS_WINDOW && !new_record(r, op, ev->ts, kh, ev->window.start)) return;
+  wm_buf *b = &r->line;
+  wm_buf_clear(b);
+  json_head(b, kind, op);
+  wm_buf_adds(b, ",\"key\":");
+  if (ev->key) wm_buf_add_json_string(b, r->key.data ? r->key.data : "", r->key.len);
+  else wm_buf_adds(b, "null");
+  if (op->in2 != INT_MAX && op->cur_in) {
+    wm_buf_adds(b, ",\"input\":");
+    wm_buf_add_int(b, op->cur_in);
+  }
+  switch (ev->kind) {
+  case WM_OBS_FIRE:
+    wm_buf_adds(b, ",\"start\":");
+    json_time(b, ev->window.start);
+    wm_buf_adds(b, ",\"end\":");
+    json_time(b, ev->window.stop);
+    wm_buf_adds(b, ev->flag ? ",\"late\":true" : ",\"late\":false");
+    break;
+  case WM_OBS_TIMER:
+    wm_buf_adds(b, ",\"time\":");
+    json_time(b, ev->ts);
+    wm_buf_adds(b, ev->flag == WM_TIME_PROCESSING ? ",\"domain\":\"processing\""
+                                                  : ",\"domain\":\"event\"");
+    break;
+  default:
+    wm_buf_adds(b, ",\"timestamp\":");
+    json_time(b, ev->ts);
+  }
+  if (ev->kind == WM_OBS_LATE) {
+    wm_buf_adds(b, ",\"late_by\":");
+    wm_buf_add_int(b, (int64_t)((uint64_t)ev->watermark - (uint64_t)ev->ts));
+    wm_buf_adds(b, ",\"allowed_lateness\":");
+    wm_buf_add_int(b, ev->lateness);
+    if (ev->flag) {
+      wm_buf_adds(b, ",\"dropped\":false,\"side_output\":");
+      wm_buf_add_json_string(b, ev->tag ? ev->tag : "", ev->tag ? strlen(ev->tag) : 0);
+    } else {
+      wm_buf_adds(b, ",\"dropped\":true");
+    }
+  }
+  wm_buf_adds(b, ",\"watermark\":");
+  json_time(b, ev->watermark);
+  wm_buf_adds(b, ",\"processing_time\":");
+  wm_buf_add_int(b, wm_ctx_now(op->ctx));
+  wm_buf_adds(b, "}\n");
+  if (b->oom || r->key.oom) fprintf(stderr, "[watermark] (trace line lost: out of memory)\n");
+  else lwm_rectrace_write(r, b->data, b->len, 0);
+}
+
+/* The trace mode of a `trace_watermarks` / `trace` option: 0 off, 1 text, 2 JSON, 3 JSON
+ * with the keyed events; -1 an unknown string. */
+int lwm_trace_mode(const char *s, int truthy) {
+  if (!s) return truthy ? 1 : 0;
+  if (strcmp(s, "text") == 0) return 1;
+  if (strcmp(s, "json") == 0) return 2;
+  if (strcmp(s, "json,records") == 0) return 3;
+  return -1;
 }

@@ -15,6 +15,7 @@
 #include "lwm.h"
 #include "lwm_mt.h"
 #include "lwm_alloc.h"
+#include "lwm_report.h"
 #include "lwm_timeline.h"
 
 #include <lualib.h>
@@ -48,6 +49,9 @@ static void usage(FILE *f) {
           "  --watermark-interval D      periodic watermark interval (e.g. 200ms, 0 = every record)\n"
           "  --trace-watermarks          print every watermark advance on stderr\n"
           "  --trace-watermarks=json     the same, one JSON object a line\n"
+          "  --trace-watermarks=json,records\n"
+          "                              also a line per record at a keyed operator, late\n"
+          "                              record, window firing and timer (with its key)\n"
           "  --metrics                   print per-operator counts on stderr at the end\n"
           "  --metrics-port PORT         serve Prometheus metrics at http://127.0.0.1:PORT/metrics\n"
           "                              while the job runs (0 = any free port, printed on stderr)\n"
@@ -82,7 +86,8 @@ static void usage(FILE *f) {
           "  --timeline-x order|time     x axis of the timeline: arrival order (default) or\n"
           "                              processing time\n"
           "  --from-trace TRACE.jsonl    with --timeline OUT.html: draw a --trace-watermarks=json\n"
-          "                              trace (filter by operator on the page); runs no job\n"
+          "                              trace (filter by operator and key on the page);\n"
+          "                              runs no job\n"
           "  --compare OTHER.lua         with --timeline: also run OTHER.lua (same arguments)\n"
           "                              and draw both runs one above the other\n"
           "  --lua-path                  print shell exports that let lua5.4 require(\"wm\")\n\n"
@@ -294,7 +299,7 @@ static int pmain(lua_State *L) {
     lua_pushinteger(L, o->max_parallelism);
     lua_setfield(L, -2, "max_parallelism");
   }
-  if (o->trace == 2) lua_pushstring(L, "json");
+  if (o->trace >= 2) lua_pushstring(L, o->trace == 3 ? "json,records" : "json");
   else lua_pushboolean(L, o->trace);
   lua_setfield(L, -2, "trace_watermarks");
   lua_pushboolean(L, o->metrics);
@@ -511,12 +516,11 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--trace-watermarks") == 0) {
       o.trace = 1;
     } else if (strncmp(a, "--trace-watermarks=", 19) == 0) {
-      if (strcmp(a + 19, "json") != 0 && strcmp(a + 19, "text") != 0) {
-        fprintf(stderr, "%s: --trace-watermarks: expected 'text' or 'json', got '%s'\n", progname,
-                a + 19);
+      if ((o.trace = lwm_trace_mode(a + 19, 1)) < 0) {
+        fprintf(stderr, "%s: --trace-watermarks: expected 'text', 'json' or 'json,records', "
+                "got '%s'\n", progname, a + 19);
         return 2;
       }
-      o.trace = a[19] == 'j' ? 2 : 1;
     } else if (strcmp(a, "--metrics") == 0) {
       o.metrics = 1;
     } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {

@@ -19,6 +19,10 @@ typedef enum {
   WM_OBS_EMIT,       /* an operator emitted value (ts) on port flag: a firing's result when
                       * the operator is a window operator */
   WM_OBS_CHECKPOINT, /* a checkpoint completed: ckpt (op is NULL: it is the job's) */
+  WM_OBS_ARRIVE,     /* a keyed process function (or rolling aggregate) got a record: key, ts
+                      * (a window operator's records are its WINDOW and LATE events) */
+  WM_OBS_TIMER,      /* a keyed process function's timer fired: key, ts = its time, flag =
+                      * its domain (WM_TIME_EVENT or WM_TIME_PROCESSING) */
 } wm_obs_kind;
 
 /* CHECKPOINT: the checkpoint just committed. */
@@ -31,11 +35,14 @@ typedef struct wm_obs_ckpt {
 /* One event. Every pointer is borrowed for the duration of the call. */
 struct wm_obs {
   int kind;
-  int64_t ts;            /* RECORD, WINDOW, LATE: the record's timestamp */
+  int64_t ts;            /* RECORD, WINDOW, LATE, ARRIVE: the record's timestamp; TIMER:
+                          * the timer's time */
   int64_t watermark;     /* the operator's current watermark */
   wm_window window;      /* WINDOW, FIRE, CLEANUP */
-  const wm_value *key;   /* WINDOW, FIRE, CLEANUP, LATE: the key; NULL when unknown */
-  int flag;              /* WINDOW: created; FIRE: late firing; LATE: to a side output */
+  const wm_value *key;   /* WINDOW, FIRE, CLEANUP, LATE, ARRIVE, TIMER: the key; NULL when
+                          * unknown */
+  int flag;              /* WINDOW: created; FIRE: late firing; LATE: to a side output;
+                          * TIMER: the domain */
   int64_t lateness;      /* LATE: the allowed lateness */
   const char *tag;       /* LATE: the side-output tag (NULL when dropped) */
   const wm_value *value; /* EMIT: the record emitted */

@@ -58,6 +58,19 @@ static inline void wm_observe_late(wm_op *op, const wm_value *key, int64_t ts,
                 tag);
 }
 
+/* A keyed process function (or rolling aggregate) got a record (ts) of key. */
+static inline void wm_observe_arrive(wm_op *op, const wm_value *key, int64_t ts) {
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    wm_observe_(op, WM_OBS_ARRIVE, ts, op->wm, (wm_window){0, 0}, key, 0, 0, NULL);
+}
+
+/* A keyed process function's timer of key at t fired (domain: WM_TIME_EVENT or
+ * WM_TIME_PROCESSING). */
+static inline void wm_observe_timer(wm_op *op, const wm_value *key, int64_t t, int domain) {
+  if (WM_OBS_UNLIKELY(op->ctx->observe != NULL))
+    wm_observe_(op, WM_OBS_TIMER, t, op->wm, (wm_window){0, 0}, key, domain, 0, NULL);
+}
+
 /* op emits rec (ts) on port (graph/wm_graph.c's wm_op_emit, for every operator). */
 static inline void wm_observe_emit(wm_op *op, int port, const wm_value *rec, int64_t ts) {
   if (WM_OBS_UNLIKELY(op->ctx->observe != NULL)) {

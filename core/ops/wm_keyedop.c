@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "graph/wm_observe.h"
 #include "graph/wm_statefmt.h"
 #include "ops/wm_keyidx.h"
 #include "time/wm_time.h"
@@ -352,6 +353,7 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     wm_buf_free(&b);
     return WM_ERR;
   }
+  wm_observe_arrive(op, &key, ts);
   uint32_t i = 0;
   if (entry_get(op, s, &key, &i) != WM_OK) return WM_ERR;
   int rc;
@@ -397,6 +399,7 @@ static int fire_due(wm_op *op, keyedop *s, int domain, int64_t upto) {
       if (at < 0) continue; /* deleted, or a duplicate of a timer re-registered */
       ts->t[at] = ts->t[--ts->n];
       kcall c = {2, NULL, t, domain};
+      wm_observe_timer(op, &s->e[i].key, t, domain);
       if (run_call(op, s, i, &c) != WM_OK) return WM_ERR;
     }
   }

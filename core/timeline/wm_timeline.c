@@ -53,6 +53,8 @@ struct wm_timeline {
   wm_ctx *ctx;
   wm_trace_fn prev_trace;
   void *prev_trace_ud;
+  wm_observe_fn prev_observe; /* an observer installed before (the JSON trace's records) */
+  void *prev_observe_ud;
   uint64_t nrec;        /* records seen at assigners */
   uint64_t cur_x;       /* x of the latest record */
   int64_t cur_t;
@@ -503,6 +505,7 @@ static void tl_observe(void *ud, const wm_op *op, const wm_obs *ev) {
   case WM_OBS_CHECKPOINT: on_ckpt(tl, ev); break;
   default: break;
   }
+  if (tl->prev_observe) tl->prev_observe(tl->prev_observe_ud, op, ev);
 }
 
 wm_timeline *wm_timeline_new(const char *title) {
@@ -556,14 +559,16 @@ void wm_timeline_attach(wm_timeline *tl, wm_ctx *ctx) {
   tl->prev_trace_ud = ctx->trace_ud;
   ctx->trace = tl_trace;
   ctx->trace_ud = tl;
+  tl->prev_observe = ctx->observe;
+  tl->prev_observe_ud = ctx->observe_ud;
   ctx->observe = tl_observe;
   ctx->observe_ud = tl;
 }
 
 void wm_timeline_detach(wm_timeline *tl, wm_ctx *ctx) {
   if (ctx->observe_ud == tl) {
-    ctx->observe = NULL;
-    ctx->observe_ud = NULL;
+    ctx->observe = tl->prev_observe;
+    ctx->observe_ud = tl->prev_observe_ud;
   }
   if (ctx->trace_ud == tl) {
     ctx->trace = tl->prev_trace;

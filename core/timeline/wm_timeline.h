@@ -41,8 +41,8 @@ typedef struct wm_timeline_limits {
 } wm_timeline_limits;
 void wm_timeline_set_limits(wm_timeline *tl, const wm_timeline_limits *lim);
 
-/* Starts observing ctx: installs ctx->observe and chains ctx->trace (the previous trace
- * function keeps being called). Detach before ctx is freed or reused. */
+/* Starts observing ctx: chains ctx->observe and ctx->trace (the previous observer and trace
+ * function keep being called). Detach before ctx is freed or reused. */
 void wm_timeline_attach(wm_timeline *tl, wm_ctx *ctx);
 void wm_timeline_detach(wm_timeline *tl, wm_ctx *ctx);
 

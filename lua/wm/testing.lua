@@ -69,7 +69,8 @@ end
 --   virtual clock's start, ms, default 0), `watermark_interval` (periodic watermarks, default
 --   200 ms as in env; 0 = after every record), `side_outputs` (tags the result stream may
 --   send to with `ctx:output`; late-data tags are known already), `trace` (print the
---   watermark trace on stderr), `title` (the title of `h:timeline`'s picture), `inputs`
+--   watermark trace on stderr: true, "json", or "json,records" with the keyed events),
+--   `title` (the title of `h:timeline`'s picture), `inputs`
 --   (2: the pipeline has two inputs, `build(left, right)`, and every call that feeds it says
 --   which, `h:push(record, ts, "left"|"right")`; or the two inputs' names, `{"orders",
 --   "rates"}`; `channels` may then be per input, `{left = 2}`)

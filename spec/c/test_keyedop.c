@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "graph/wm_observe.h"
 #include "graph/wm_state.h"
 #include "ops/wm_keyedop.h"
 #include "time/wm_time.h"
 #include "ops/wm_tsop.h"
 #include "exec/wm_exchange.h"
 #include "exec/wm_metrics_http.h"
+#include "timeline/wm_timeline.h"
 #include "test.h"
 
 /* A sink that writes "ts value" lines, and "W t" for each watermark. */
@@ -743,7 +745,66 @@ static void rescale_case(void) {
   kfix_close(&f);
 }
 
+/* An observer that logs "A key ts W" per record and "T key t domain W" per timer. */
+static void obs_log(void *ud, const wm_op *op, const wm_obs *ev) {
+  (void)op;
+  wm_buf *b = ud;
+  if (ev->kind != WM_OBS_ARRIVE && ev->kind != WM_OBS_TIMER) return;
+  wm_buf_adds(b, ev->kind == WM_OBS_ARRIVE ? "A " : "T ");
+  wm_format_value(b, ev->key, 0, NULL, NULL);
+  wm_buf_addc(b, ' ');
+  wm_buf_add_int(b, ev->ts);
+  if (ev->kind == WM_OBS_TIMER) wm_buf_adds(b, ev->flag == WM_TIME_EVENT ? " event" : " processing");
+  wm_buf_adds(b, ev->watermark == WM_TIME_MIN ? " W MIN\n" : " W ");
+  if (ev->watermark != WM_TIME_MIN) {
+    wm_buf_add_int(b, ev->watermark);
+    wm_buf_addc(b, '\n');
+  }
+}
+
+/* The observed events of a process function (--trace-watermarks=json,records): a record's
+ * key and timestamp, a timer's key, time and domain; through a timeline recorder attached
+ * after the observer (it chains it). By hand: records 110 and 120 of key 1 at 100 (timers
+ * at 110, 120), a watermark of 115 fires the first, 200 the second. */
+static void observe_case(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_buf log;
+  wm_buf_init(&log);
+  ctx.observe = obs_log;
+  ctx.observe_ud = &log;
+  wm_timeline *tl = wm_timeline_new("observe");
+  CHECK(tl != NULL);
+  wm_timeline_attach(tl, &ctx);
+  wm_keyedop_config cfg = {0};
+  cfg.keysel.fn = key_fn;
+  cfg.fn.element = element;
+  cfg.fn.timer = timer;
+  wm_op *k = wm_keyedop_new(&ctx, "keyed", &cfg);
+  wm_buf out;
+  wm_buf_init(&out);
+  wm_op *cap = wm_op_new(&ctx, &cap_vt, &out, "capture");
+  CHECK(k && cap);
+  wm_op_connect(k, 0, cap);
+  k->nin = 1;
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_value r = wm_int(110);
+  CHECK_I64(wm_op_input_record(k, 0, &r, 100), WM_OK);
+  r = wm_int(120);
+  CHECK_I64(wm_op_input_record(k, 0, &r, 100), WM_OK);
+  CHECK_I64(wm_op_input_watermark(k, 0, 115), WM_OK);
+  CHECK_I64(wm_op_input_watermark(k, 0, 200), WM_OK);
+  CHECK_STR(log.data, "A 1 100 W MIN\nA 1 100 W MIN\nT 1 110 event W 115\nT 1 120 event W 200\n");
+  wm_timeline_detach(tl, &ctx);
+  CHECK(ctx.observe == obs_log && ctx.observe_ud == &log); /* given back */
+  wm_timeline_free(tl);
+  wm_ctx_free(&ctx);
+  wm_buf_free(&out);
+  wm_buf_free(&log);
+}
+
 void test_keyedop(void) {
+  observe_case();
   rescale_case();
   timers_case();
   two_inputs_case();
