@@ -313,20 +313,57 @@ INSERT INTO out SELECT id, vc FROM src WHERE vc > 1;
       nothing_local(dir)
     end)
 
-    it("is refused with scale_out, which keeps its tasks in a folder", function()
+    it("is taken by scale_out (wm.env{checkpoint = {url = ...}}): the tasks' checkpoints and ENDED marks in the "
+      .. "store, nothing in the working directory", function()
       publish(nats.url, "EV", "ev.0.x", "a", "ev.>")
+      publish(nats.url, "EV", "ev.4.y", "b", "ev.>")
       local jp = dir .. "/job.lua"
       K.write(jp, string.format([[
 local wm = require("wm")
-local env = wm.env{}
-env:read_nats{url = %q, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g", scale_out = true}
-  :print()
+local env = wm.env{checkpoint = {url = %q, interval = "10ms"}}
+env:read_nats{url = %q, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g", scale_out = true,
+  bounded = "latest"}:print()
 env:execute()
-]], nats.url))
-      local _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. q(jp))
-      assert.are_not.equal(0, code)
-      assert.is_truthy(err:find("job.lua:3: read_nats: scale_out keeps each partition's task in a folder of its "
-        .. "checkpoint folder (task-<name>), and " .. store .. " is a checkpoint store, not a folder", 1, true), err)
+]], store, nats.url))
+      local out, err, code = wmrun_in(dir, "job.lua")
+      assert.are.equal(0, code, err)
+      assert.are.same({"a", "b"}, h.sorted_lines(out))
+      nothing_local(dir)
+      -- every task has its ENDED mark in the store: a second run has nothing to do
+      out, err, code = wmrun_in(dir, "job.lua")
+      assert.are.equal(0, code, err)
+      assert.are.equal("", out)
+      assert.is_nil(err:find("resuming", 1, true), err)
+      -- the marks are keys of the bucket beside the tasks' keys
+      local p = h.write_tmp(string.format([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = %q, stream = "KV_ck", bounded = "latest", metadata = true}
+  :map(function(m) return m.subject end):print()
+env:execute()
+]], nats.url), ".lua")
+      local keys
+      keys, err, code = h.sh(h.wmrun_path() .. " " .. q(p))
+      os.remove(p)
+      assert.are.equal(0, code, err)
+      local want = {}
+      for pn = 0, 5 do
+        want[#want + 1] = "$KV.ck.task-EV-" .. pn
+        want[#want + 1] = "$KV.ck.task-EV-" .. pn .. "=ENDED"
+      end
+      table.sort(want)
+      assert.are.same(want, h.sorted_lines(keys))
+    end)
+
+    it("checkpoint = {url = ...} takes a store's URL only, and not with dir", function()
+      for opt, msg in pairs{['{url = "ck"}'] = 'url must be a checkpoint store\'s URL like nats://HOST:PORT/BUCKET, got "ck"',
+                            ['{url = 3}'] = "url must be a checkpoint store's URL like nats://HOST:PORT/BUCKET, got number",
+                            ['{url = "nats://h:1/b", dir = "ck"}'] = "give dir or url, not both"} do
+        local jp = K.write(dir .. "/job.lua", "local wm = require('wm')\nlocal env = wm.env{checkpoint = " .. opt .. "}\n")
+        local _, err, code = h.sh(h.wmrun_path() .. " " .. q(jp))
+        assert.are_not.equal(0, code)
+        assert.is_truthy(err:find("job.lua:2: env checkpoint: " .. msg, 1, true), err)
+      end
     end)
   end)
 end)

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "exec/wm_super.h"
+#include "state/wm_ckpt_store.h"
 
 extern char **environ;
 
@@ -48,7 +49,7 @@ struct task {
   char pname[256];           /* "events/2" */
   char name[300];            /* "events-2" */
   int owned;                 /* assigned to us */
-  int ended;                 /* task-<name>/ENDED seen */
+  int ended;                 /* its mark ENDED seen (task-<name>/ENDED) */
   int revoked;               /* give back once the child has stopped */
   int lost;
   int crashes;
@@ -67,6 +68,8 @@ struct wm_super {
   uv_timer_t tick;
   int open;                  /* supervisor handles not closed yet */
   wm_member *m;
+  wm_ckpt_marks *marks;      /* of the checkpoint folder or store: the tasks' ENDED */
+  char markerr[512];         /* the last failure to read a mark, said once */
   task *tasks;
   int ntasks;
   int *first;                /* per source: index of its partition 0 in tasks */
@@ -106,11 +109,21 @@ static void list_add(char *list, size_t n, const char *name) {
   snprintf(list + len, n - len, "%s%s", len ? ", " : "", name);
 }
 
-static int ended_file(const wm_super *S, const task *t) {
-  char path[4096];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/task-%s/ENDED", S->cfg->ckdir, t->name);
-  return stat(path, &st) == 0;
+/* Whether the task's mark ENDED is set (in the checkpoint folder, or the store). A store that
+ * cannot be read counts as not ended (asked again at the next tick), said once per message. */
+static int ended_file(wm_super *S, const task *t) {
+  if (!S->marks) return 0;
+  char path[320];
+  snprintf(path, sizeof path, "task-%s", t->name);
+  wm_error e;
+  int r = wm_ckpt_mark_get(S->marks, path, "ENDED", &e);
+  if (r < 0 && strncmp(S->markerr, e.msg, 500) != 0) {
+    snprintf(S->markerr, sizeof S->markerr, "%.500s", e.msg);
+    fprintf(S->cfg->log, "wmrun: group '%s': cannot tell whether task %s has ended (asking again): %s\n",
+            S->cfg->member.group, t->name, e.msg);
+    fflush(S->cfg->log);
+  }
+  return r == 1;
 }
 
 static void fail(wm_super *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -517,6 +530,8 @@ static void shutdown_handles(wm_super *S) {
   /* the membership thread may still notify: it is joined before the async is closed */
   wm_member_free(S->m);
   S->m = NULL;
+  wm_ckpt_marks_free(S->marks);
+  S->marks = NULL;
   uv_close((uv_handle_t *)&S->async, on_handle_closed);
   uv_close((uv_handle_t *)&S->sterm, on_handle_closed);
   uv_close((uv_handle_t *)&S->sint, on_handle_closed);
@@ -650,6 +665,10 @@ int wm_super_run(const wm_super_config *cfg, wm_error *err) {
   wm_member_common mc = cfg->member;
   mc.notify = notify;
   mc.notify_arg = &S->async;
+  if (!S->failed && cfg->ckdir) {
+    wm_error e;
+    if (!(S->marks = wm_ckpt_marks_open(cfg->ckdir, &e))) fail(S, "%s", e.msg);
+  }
   if (!S->failed) {
     wm_error e;
     S->m = cfg->member_new(&mc, cfg->member_ud, &e);
