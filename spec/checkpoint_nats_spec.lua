@@ -356,10 +356,11 @@ env:execute()
     end)
 
     it("checkpoint = {url = ...} takes a store's URL only, and not with dir", function()
-      for opt, msg in pairs{['{url = "ck"}'] = 'url must be a checkpoint store\'s URL like nats://HOST:PORT/BUCKET, got "ck"',
-                            ['{url = 3}'] = "url must be a checkpoint store's URL like nats://HOST:PORT/BUCKET, got number",
+      local like = "url must be a checkpoint store's URL like nats://HOST:PORT/BUCKET, got "
+      for opt, msg in pairs{['{url = "ck"}'] = like .. '"ck"', ['{url = 3}'] = like .. "number",
                             ['{url = "nats://h:1/b", dir = "ck"}'] = "give dir or url, not both"} do
-        local jp = K.write(dir .. "/job.lua", "local wm = require('wm')\nlocal env = wm.env{checkpoint = " .. opt .. "}\n")
+        local jp = K.write(dir .. "/job.lua", "local wm = require('wm')\nlocal env = wm.env{checkpoint = " .. opt
+          .. "}\n")
         local _, err, code = h.sh(h.wmrun_path() .. " " .. q(jp))
         assert.are_not.equal(0, code)
         assert.is_truthy(err:find("job.lua:2: env checkpoint: " .. msg, 1, true), err)

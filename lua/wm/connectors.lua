@@ -397,7 +397,7 @@ end
 --   is the subject filter with its first '*' token made p, e.g. "ev.*.>" gives ev.p.>; records
 --   are put there with wm.partition), `partitions` (only these: "0-3", "0,2,5"), `scale_out`
 --   (true: the processes of `group` share the partitions, static share or leases; needs
---   `partition_count` and a checkpoint folder, docs/scaleout.md), `group`, `lease` (default
+--   `partition_count` and a checkpoint folder or store, docs/scaleout.md), `group`, `lease` (default
 --   "10s": the leases' time in the KV bucket wm_<group>)
 -- @usage env:read_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS", subject = "events.>",
 --   bounded = "latest"}:parse_csv{"id", "ts:integer"}
