@@ -199,6 +199,34 @@ env:execute()
     return ids
   end
 
+  it("takes a path with '.' inside its names (a task's name): its key as given, '~' in its subjects", function()
+    local jp = K.write(dir .. "/job.lua", gen())
+    local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store .. "/x2.jobs/task-x2.events-3") .. " " .. q(jp)
+    local ref, err, code = h.sh(run)
+    assert.are.equal(0, code, err)
+    assert.is_true(#ref > 0)
+    local _, err2, code2 = h.sh(run)
+    assert.are.equal(0, code2, err2)
+    assert.is_truthy(err2:find(" in " .. store .. "/x2.jobs/task-x2.events-3 (", 1, true), err2)
+    assert.matches("is of a run that ended", err2)
+    local p = h.write_tmp(string.format([[
+local wm = require("wm")
+local env = wm.env{}
+for _, s in ipairs{"KV_ck", "WMCK_ck"} do
+  env:read_nats{url = %q, stream = s, bounded = "latest", metadata = true}
+    :map(function(m) return (m.subject:gsub("%%.%%d+%%.%%d+%%..*$", "")) end):print()
+end
+env:execute()
+]], nats.url), ".lua")
+    local out, err3, code3 = h.sh(h.wmrun_path() .. " " .. q(p))
+    os.remove(p)
+    assert.are.equal(0, code3, err3)
+    local seen = {}
+    for l in out:gmatch("[^\n]+") do seen[l] = true end
+    assert.is_true(seen["$KV.ck.x2.jobs/task-x2.events-3"], out)
+    assert.is_true(seen["wmck.ck.x2~jobs=task-x2~events-3"], out)
+  end)
+
   it("keeps the newest 3 complete checkpoints and purges the messages of the others", function()
     local jp = K.write(dir .. "/job.lua", gen())
     local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " "
@@ -279,6 +307,14 @@ env:execute()
       _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(nats.url .. "/a.b") .. " " .. q(jp))
       assert.are.equal(1, code, err)
       assert.is_truthy(err:find("the bucket name may hold only letters, digits", 1, true), err)
+      -- a path's names may hold '.' inside (a scale-out task's name, task-x2.events-3), never at an
+      -- end of a name or twice in a row (a KV key's tokens)
+      for _, path in ipairs{"/ck/.a", "/ck/a.", "/ck/a..b", "/ck/a/.b", "/ck/a./b", "/ck/a//b", "/ck/a/"} do
+        _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(nats.url .. path) .. " " .. q(jp))
+        assert.are.equal(1, code, path .. ": " .. err)
+        assert.is_truthy(err:find("the path after the bucket may hold only letters, digits, '_', '-', '.' inside "
+          .. "names and single '/' between names", 1, true), path .. ": " .. err)
+      end
     end)
   end)
 
