@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <uv.h>
 
 #include "exec/wm_super.h"
@@ -111,7 +110,7 @@ static void list_add(char *list, size_t n, const char *name) {
 
 /* Whether the task's mark ENDED is set (in the checkpoint folder, or the store). A store that
  * cannot be read counts as not ended (asked again at the next tick), said once per message. */
-static int ended_file(wm_super *S, const task *t) {
+static int ended_mark(wm_super *S, const task *t) {
   if (!S->marks) return 0;
   char path[320];
   snprintf(path, sizeof path, "task-%s", t->name);
@@ -259,7 +258,7 @@ static void child_maybe_finish(child *c) {
   uv_close((uv_handle_t *)&c->st, on_child_handle_closed);
   uv_close((uv_handle_t *)&c->parent, on_child_handle_closed);
   int clean = c->exited && c->status == 0 && c->sig == 0;
-  if (clean && ended_file(S, t)) {
+  if (clean && ended_mark(S, t)) {
     t->ended = 1;
     t->crashes = 0;
     if (t->revoked) release(t);
@@ -330,7 +329,7 @@ static void start_task(task *t) {
   wm_super *S = t->S;
   const wm_super_config *cfg = S->cfg;
   if (t->c || t->ended) return;
-  if (ended_file(S, t)) {
+  if (ended_mark(S, t)) {
     t->ended = 1;
     check_done(S);
     return;
@@ -546,7 +545,7 @@ static int all_ended(wm_super *S) {
     /* (a partition that is never ours, outside a static share: its end is not our end) */
     if (!t->ended && S->m && S->m->ops->foreign && S->m->ops->foreign(S->m, t->source, t->partition))
       continue;
-    if (!t->ended && !ended_file(S, t)) return 0;
+    if (!t->ended && !ended_mark(S, t)) return 0;
     t->ended = 1;
   }
   return 1;
