@@ -21,6 +21,7 @@
 #include "lwm_plan.h"
 #include "lwm_task.h"
 #include "ops/wm_tsop.h"
+#include "state/wm_ckpt_store.h"
 
 #define STATUS_EVERY_MS 500
 
@@ -134,7 +135,7 @@ static int l_supervise(lua_State *L) {
   cfg.backoff_ms = lwm_get_int(L, 1, "backoff_ms", 0);
   wm_error err;
   int rc = 0;
-  if (cfg.ckdir && mkdir(cfg.ckdir, 0777) != 0 && errno != EEXIST)
+  if (cfg.ckdir && !strstr(cfg.ckdir, "://") && mkdir(cfg.ckdir, 0777) != 0 && errno != EEXIST)
     rc = wm_error_set(&err, "cannot create the checkpoint folder %s: %s", cfg.ckdir, strerror(errno));
   if (rc == 0) rc = wm_super_run(&cfg, &err);
   free(shares);
@@ -146,6 +147,27 @@ static int l_supervise(lua_State *L) {
   if (rc != 0) {
     luaL_pushfail(L);
     lua_pushfstring(L, "scale_out: %s", wm_error_format(&err));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- core.task_mark ---------------------------------------------------------------------- */
+
+/* core.task_mark(where, path, name) -> true | nil, message: sets the mark `name` of the
+ * sub-path `path` of the checkpoint folder or store `where` (wm_ckpt_store.h: a task's ENDED,
+ * which its supervisor reads) */
+static int l_task_mark(lua_State *L) {
+  const char *where = luaL_checkstring(L, 1), *path = luaL_checkstring(L, 2),
+             *name = luaL_checkstring(L, 3);
+  wm_error err;
+  wm_ckpt_marks *m = wm_ckpt_marks_open(where, &err);
+  int rc = m ? wm_ckpt_mark_set(m, path, name, &err) : -1;
+  wm_ckpt_marks_free(m);
+  if (rc != 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err.msg);
     return 2;
   }
   lua_pushboolean(L, 1);
@@ -190,7 +212,8 @@ static int l_task_guard(lua_State *L) {
 }
 
 void lwm_task_open(lua_State *L) {
-  static const luaL_Reg fns[] = {{"supervise", l_supervise}, {"task_guard", l_task_guard}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"supervise", l_supervise}, {"task_guard", l_task_guard},
+                                 {"task_mark", l_task_mark}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0); /* into the core table on the stack */
 }
 

@@ -199,6 +199,34 @@ env:execute()
     return ids
   end
 
+  it("takes a path with '.' inside its names (a task's name): its key as given, '~' in its subjects", function()
+    local jp = K.write(dir .. "/job.lua", gen())
+    local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store .. "/x2.jobs/task-x2.events-3") .. " " .. q(jp)
+    local ref, err, code = h.sh(run)
+    assert.are.equal(0, code, err)
+    assert.is_true(#ref > 0)
+    local _, err2, code2 = h.sh(run)
+    assert.are.equal(0, code2, err2)
+    assert.is_truthy(err2:find(" in " .. store .. "/x2.jobs/task-x2.events-3 (", 1, true), err2)
+    assert.matches("is of a run that ended", err2)
+    local p = h.write_tmp(string.format([[
+local wm = require("wm")
+local env = wm.env{}
+for _, s in ipairs{"KV_ck", "WMCK_ck"} do
+  env:read_nats{url = %q, stream = s, bounded = "latest", metadata = true}
+    :map(function(m) return (m.subject:gsub("%%.%%d+%%.%%d+%%..*$", "")) end):print()
+end
+env:execute()
+]], nats.url), ".lua")
+    local out, err3, code3 = h.sh(h.wmrun_path() .. " " .. q(p))
+    os.remove(p)
+    assert.are.equal(0, code3, err3)
+    local seen = {}
+    for l in out:gmatch("[^\n]+") do seen[l] = true end
+    assert.is_true(seen["$KV.ck.x2.jobs/task-x2.events-3"], out)
+    assert.is_true(seen["wmck.ck.x2~jobs=task-x2~events-3"], out)
+  end)
+
   it("keeps the newest 3 complete checkpoints and purges the messages of the others", function()
     local jp = K.write(dir .. "/job.lua", gen())
     local run = h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " "
@@ -279,6 +307,14 @@ env:execute()
       _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(nats.url .. "/a.b") .. " " .. q(jp))
       assert.are.equal(1, code, err)
       assert.is_truthy(err:find("the bucket name may hold only letters, digits", 1, true), err)
+      -- a path's names may hold '.' inside (a scale-out task's name, task-x2.events-3), never at an
+      -- end of a name or twice in a row (a KV key's tokens)
+      for _, path in ipairs{"/ck/.a", "/ck/a.", "/ck/a..b", "/ck/a/.b", "/ck/a./b", "/ck/a//b", "/ck/a/"} do
+        _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(nats.url .. path) .. " " .. q(jp))
+        assert.are.equal(1, code, path .. ": " .. err)
+        assert.is_truthy(err:find("the path after the bucket may hold only letters, digits, '_', '-', '.' inside "
+          .. "names and single '/' between names", 1, true), path .. ": " .. err)
+      end
     end)
   end)
 
@@ -313,20 +349,58 @@ INSERT INTO out SELECT id, vc FROM src WHERE vc > 1;
       nothing_local(dir)
     end)
 
-    it("is refused with scale_out, which keeps its tasks in a folder", function()
+    it("is taken by scale_out (wm.env{checkpoint = {url = ...}}): the tasks' checkpoints and ENDED marks in the "
+      .. "store, nothing in the working directory", function()
       publish(nats.url, "EV", "ev.0.x", "a", "ev.>")
+      publish(nats.url, "EV", "ev.4.y", "b", "ev.>")
       local jp = dir .. "/job.lua"
       K.write(jp, string.format([[
 local wm = require("wm")
-local env = wm.env{}
-env:read_nats{url = %q, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g", scale_out = true}
-  :print()
+local env = wm.env{checkpoint = {url = %q, interval = "10ms"}}
+env:read_nats{url = %q, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g", scale_out = true,
+  bounded = "latest"}:print()
 env:execute()
-]], nats.url))
-      local _, err, code = h.sh(h.wmrun_path() .. " --checkpoint-dir " .. q(store) .. " " .. q(jp))
-      assert.are_not.equal(0, code)
-      assert.is_truthy(err:find("job.lua:3: read_nats: scale_out keeps each partition's task in a folder of its "
-        .. "checkpoint folder (task-<name>), and " .. store .. " is a checkpoint store, not a folder", 1, true), err)
+]], store, nats.url))
+      local out, err, code = wmrun_in(dir, "job.lua")
+      assert.are.equal(0, code, err)
+      assert.are.same({"a", "b"}, h.sorted_lines(out))
+      nothing_local(dir)
+      -- every task has its ENDED mark in the store: a second run has nothing to do
+      out, err, code = wmrun_in(dir, "job.lua")
+      assert.are.equal(0, code, err)
+      assert.are.equal("", out)
+      assert.is_nil(err:find("resuming", 1, true), err)
+      -- the marks are keys of the bucket beside the tasks' keys
+      local p = h.write_tmp(string.format([[
+local wm = require("wm")
+local env = wm.env{}
+env:read_nats{url = %q, stream = "KV_ck", bounded = "latest", metadata = true}
+  :map(function(m) return m.subject end):print()
+env:execute()
+]], nats.url), ".lua")
+      local keys
+      keys, err, code = h.sh(h.wmrun_path() .. " " .. q(p))
+      os.remove(p)
+      assert.are.equal(0, code, err)
+      local want = {}
+      for pn = 0, 5 do
+        want[#want + 1] = "$KV.ck.task-EV-" .. pn
+        want[#want + 1] = "$KV.ck.task-EV-" .. pn .. "=ENDED"
+      end
+      table.sort(want)
+      assert.are.same(want, h.sorted_lines(keys))
+    end)
+
+    it("checkpoint = {url = ...} takes a store's URL only, and not with dir", function()
+      local like = "url must be a checkpoint store's URL like nats://HOST:PORT/BUCKET, got "
+      for opt, msg in pairs{['{url = "ck"}'] = like .. '"ck"', ['{url = 3}'] = like .. "number",
+                            ['{url = "nats://h:1/b", dir = "ck"}'] = "give dir or url, not both"} do
+        local jp = K.write(dir .. "/job.lua", "local wm = require('wm')\nlocal env = wm.env{checkpoint = " .. opt
+          .. "}\n")
+        local _, err, code = h.sh(h.wmrun_path() .. " " .. q(jp))
+        assert.are_not.equal(0, code)
+        assert.is_truthy(err:find("job.lua:2: env checkpoint: " .. msg, 1, true), err)
+      end
     end)
   end)
 end)

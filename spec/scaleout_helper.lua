@@ -27,16 +27,19 @@ function M.union(dir, prefix)
 end
 
 --- Starts `n` supervisors in the background, process i (first, default 1, .. first + n - 1)
--- as `wmrun <args(i)>`, its files in dir/pI (out, err, pid, rc). Each handle has pid, done()
--- (the exit status, or nil while it runs), err() (its stderr so far) and kill().
-function M.start(dir, n, args, first)
+-- as `wmrun <args(i)>`, its files in dir/pI (out, err, pid, rc), in the working directory
+-- cwd(i) when given (else the spec's). Each handle has pid, done() (the exit status, or nil
+-- while it runs), err() (its stderr so far) and kill().
+function M.start(dir, n, args, first, cwd)
   local procs = {}
   first = first or 1
   for i = first, first + n - 1 do
     local pdir = dir .. "/p" .. i
     os.execute("mkdir -p " .. q(pdir))
-    os.execute(string.format("sh -c '%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s' >/dev/null 2>&1 </dev/null &",
-      helper.wmrun_path(), args(i), q(pdir .. "/out"), q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))
+    local cd = cwd and ("cd " .. q(cwd(i)) .. " || exit 1; ") or ""
+    os.execute(string.format("sh -c %s >/dev/null 2>&1 </dev/null &", q(string.format(
+      "%s%s %s >%s 2>%s & echo $! >%s; wait $!; echo $? >%s", cd, helper.wmrun_path(), args(i), q(pdir .. "/out"),
+      q(pdir .. "/err"), q(pdir .. "/pid"), q(pdir .. "/rc")))))
     local p = {dir = pdir}
     p.pid = helper.wait_for(function() return tonumber(helper.read_or_empty(pdir .. "/pid"):match("%d+")) end,
       "wmrun to start", 60)

@@ -563,13 +563,13 @@ end)
 
 -- ---- scale-out: read_nats{scale_out = true, group = ...} (docs/scaleout.md) -----------------
 
--- 1200 JSON records of 12 keys (event time rising by 100 ms) into stream EV on
+-- `count` (default 1200) JSON records of 12 keys (event time rising by 100 ms) into stream EV on
 -- ev.<wm.partition(id, 6)>.<id>; with `cue`, between the halves, {pause = true} on ev.0.pause
 -- (partition 0), which the job drops: the kill spec's cue (scaleout_helper.CUE).
-local function load_json(url, cue)
+local function load_json(url, cue, count)
   local _, err, code = job([[
 local wm = require("wm")
-local url, cue = arg[1], arg[2] == "cue"
+local url, cue, count = arg[1], arg[2] == "cue", tonumber(arg[3])
 local function half(from, to, tag)
   local rows = {}
   for i = from, to do rows[#rows + 1] = {id = "id" .. (i % 12 + 1), ts = i * 100, v = i} end
@@ -578,13 +578,13 @@ local function half(from, to, tag)
     subject = function(r) return "ev." .. wm.partition(r.id, 6) .. "." .. r.id end}
   env:execute("load")
 end
-half(1, 600, "first")
+half(1, count // 2, "first")
 if cue then
   local env = wm.env{}
   env:from_elements({pause = true}):write_nats{url = url, stream = "EV", subject = "ev.0.pause", id_prefix = "cue"}
   env:execute("cue")
 end
-half(601, 1200, "second")]], q(url) .. (cue and " cue" or ""))
+half(count // 2 + 1, count, "second")]], q(url) .. (cue and " cue" or " -") .. " " .. (count or 1200))
   assert.are.equal(0, code, err)
 end
 
@@ -737,5 +737,171 @@ describe("scale-out on NATS", function()
     end
     assert.is_true(took, "a survivor took EV/0 over from its checkpoint")
     t.same("THREE") -- (the replayed records carried their Nats-Msg-Ids)
+  end)
+end)
+
+-- ---- scale-out with its checkpoints in NATS (--checkpoint-dir nats://HOST:PORT/BUCKET) ------
+
+-- The windowed job of the store specs: arg[1] url, arg[2] the output stream, arg[3] "scale" or
+-- "plain", arg[4] a folder for the cue's flag or "-". Its sums go to the output stream only
+-- (a file would stay in the working directory of the process that wrote it). A task paces
+-- itself (40 ms asleep every 100 records, which costs no CPU) and says so on stderr
+-- ("tick <task> <records>"): a partition of 1000 records takes several rounds of the source
+-- (256 records each), with a checkpoint (every 20 ms) between them, while its windows are open.
+local STORE_JOB = [[
+local wm = require("wm")
+local url, ostream, mode, flags = arg[1], arg[2], arg[3], arg[4]
+if flags == "-" then flags = nil end
+local task = (os.getenv("WM_TASK") or ""):match("(%S+)$")
+local n = 0
+local env = wm.env{watermark_interval = 0}
+env:read_nats{url = url, stream = "EV", subject = "ev.*.>", partition_count = 6, group = "g1",
+    bounded = "latest", scale_out = mode == "scale", lease = "2s"}
+  :parse_json()
+]] .. sh.CUE .. [[
+  :map(function(r)
+    n = n + 1
+    if task and n % 100 == 0 then
+      io.stderr:write("tick ", task, " ", n, "\n")
+      os.execute("sleep 0.04")
+    end
+    return r
+  end)
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("1s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("5s")):sum("v")
+  :write_nats{url = url, stream = ostream, subject = ostream:lower(), id_prefix = "sums"}
+env:execute("scale-out on nats, checkpoints in nats")
+]]
+
+-- The resumes a process's stderr reports: {task, id, records} (records: its partition's records
+-- read before the checkpoint).
+local function resumes(err)
+  local t = {}
+  for id, task, recs in err:gmatch("wmrun: resuming from checkpoint (%d+) in nats://[^\n]-/task%-(EV%-%d), "
+    .. "taken [^\n]*\n  source at (%d+) records") do
+    t[#t + 1] = {task = task, id = tonumber(id), records = tonumber(recs)}
+  end
+  return t
+end
+
+describe("scale-out on NATS with the checkpoints in NATS", function()
+  -- a server with stream EV (6000 records, the cue or not), the plain run's sums, and
+  -- start(flags): a process in a working directory of its own that holds only the job
+  local function store_test(cue)
+    local t = {n = services.nats(), root = helper.tmpdir(), procs = {}, k = 0}
+    helper.finally(function()
+      for _, p in ipairs(t.procs) do p.kill() end
+      t.n:stop()
+      helper.rmdir(t.root)
+    end)
+    load_json(t.n.url, cue, 6000)
+    t.store = t.n.url .. "/ck"
+    local jp = helper.write_tmp(STORE_JOB, ".lua")
+    local _, err, code = helper.sh("timeout 120 " .. helper.wmrun_path() .. " " .. q(jp) .. " " .. q(t.n.url)
+      .. " PLAIN plain -")
+    os.remove(jp)
+    assert.are.equal(0, code, err)
+    t.plain = stream_messages(t.n.url, "PLAIN")
+    assert.is_true(#t.plain >= 120 * 12) -- 12 keys in every 5 s window of 600 s
+    function t.start(flags)
+      t.k = t.k + 1
+      local wd = t.root .. "/w" .. t.k
+      os.execute("mkdir -p " .. q(wd))
+      local f = assert(io.open(wd .. "/job.lua", "w"))
+      f:write(STORE_JOB)
+      f:close()
+      local p = sh.start(t.root, 1, function()
+        return "--checkpoint-dir " .. q(t.store) .. " --checkpoint-interval 20ms job.lua " .. q(t.n.url)
+          .. " OUT scale " .. q(flags or "-")
+      end, t.k, function() return wd end)[1]
+      p.wd = wd
+      t.procs[#t.procs + 1] = p
+      return p
+    end
+    -- nothing but the job in a working directory: the checkpoints, and the marks of the
+    -- tasks that ended, are in the server
+    function t.nothing_local(p)
+      assert.are.same({"job.lua"}, helper.lines("ls -A " .. q(p.wd)))
+    end
+    return t
+  end
+
+  it("3 processes in 3 working directories, nothing shared but the server, SIGKILLed at random moments and "
+    .. "started again, give together one process's output; the kills landed on open windows", function()
+    local t = store_test(false)
+    local live = {t.start(), t.start(), t.start()}
+    -- the largest number of records a task of p has read ("tick" lines)
+    local function read_by(p)
+      local most = 0
+      for k in p.err():gmatch("\ntick EV%-%d (%d+)") do most = math.max(most, tonumber(k)) end
+      return most
+    end
+    math.randomseed(30)
+    for round = 1, 3 do
+      local victim, at
+      if round == 1 then
+        -- the first kill once a task has read past two rounds of its source (512 records):
+        -- its newest checkpoints hold open windows
+        victim = helper.wait_for(function()
+          for _, p in ipairs(live) do if read_by(p) >= 520 then return p end end
+        end, "a task to read 520 records", 60)
+        at = math.random() * 0.1
+      else
+        victim = live[math.random(#live)]
+        at = math.random() * 0.6
+      end
+      os.execute(string.format("sleep %.3f", at))
+      victim.kill()
+      helper.wait_for(victim.done, "the killed process to end", 30)
+      for i, p in ipairs(live) do if p == victim then live[i] = t.start() end end
+    end
+    helper.wait_for(function() return sh.all_done(live) end, "the processes to end", 120)
+    local resumed = {}
+    for _, p in ipairs(t.procs) do
+      local e = p.err()
+      if p.done() ~= 137 then assert.are.equal(0, p.done(), e) end
+      for _, r in ipairs(resumes(e)) do resumed[#resumed + 1] = r end
+      t.nothing_local(p)
+    end
+    assert.are.same(t.plain, stream_messages(t.n.url, "OUT")) -- nothing lost, nothing doubled
+    -- a task resumed after several checkpoints, in the middle of its partition (windows open)
+    local deep = 0
+    for _, r in ipairs(resumed) do
+      if r.id >= 3 and r.records >= 256 then deep = deep + 1 end
+    end
+    assert.is_true(deep >= 1, "no resume from a checkpoint after the first ones: " .. #resumed .. " resumes")
+  end)
+
+  it("a task whose process lost its partition cannot complete a checkpoint once another process has taken the "
+    .. "partition over (the fence of the task's store)", function()
+    local t = store_test(true)
+    local flags = t.root .. "/flags"
+    os.execute("mkdir -p " .. q(flags))
+    local a = t.start(flags)
+    -- A's task of EV-0 stops itself at the cue, half way through its partition (500 records)
+    local _, child = sh.victim(flags, "EV-0", {a})
+    -- A frozen: it renews no lease, its tasks of EV-0 stays stopped
+    os.execute("kill -STOP " .. a.pid)
+    helper.finally(function() os.execute("kill -CONT " .. a.pid .. " 2>/dev/null") end)
+    local b = t.start()
+    helper.wait_for(b.done, "B to run every partition to its end", 120)
+    assert.are.equal(0, b.done(), b.err())
+    local took
+    for _, r in ipairs(resumes(b.err())) do
+      if r.task == "EV-0" then took = r end
+    end
+    assert.is_not_nil(took, "B resumed EV-0 from A's checkpoint: " .. b.err())
+    assert.is_true(took.records >= 256, "EV-0's checkpoint was taken after its first rounds: " .. took.records)
+    -- A's task goes on: its next checkpoint is refused, and it fails
+    os.execute("kill -CONT " .. child)
+    sh.wait_gone(child, "A's task of EV-0 to end")
+    os.execute("kill -CONT " .. a.pid)
+    helper.wait_for(a.done, "A to end", 60)
+    assert.is_truthy(a.err():find("checkpoint store " .. t.store .. "/task-EV-0 was taken over by another process "
+      .. "(pid ", 1, true), a.err())
+    assert.matches("epoch 2; this process holds epoch 1%): this process lost its claim and does not complete "
+      .. "checkpoint %d+", a.err())
+    assert.are.same(t.plain, stream_messages(t.n.url, "OUT"))
+    t.nothing_local(b)
   end)
 end)

@@ -217,6 +217,46 @@ describe("scale-out on Kafka", function()
     assert.are.same(plain, union(dir .. "/out", "o.txt."))
   end)
 
+  it("with the checkpoints in NATS: a supervisor killed mid-run, another started in an empty working directory "
+    .. "resumes its tasks from the store, and a third finds them ENDED there", function()
+    local s = setup("kn", true)
+    local n = services.nats()
+    helper.finally(function() n:stop() end)
+    local store = n.url .. "/ck"
+    local jp = write_job(s.dir)
+    local function proc(i, wd)
+      os.execute("mkdir -p " .. q(wd))
+      local p = sh.start(s.dir, 1, function()
+        return "--checkpoint-dir " .. q(store) .. " --checkpoint-interval 50ms " .. q(jp) .. " " .. q(s.k.bootstrap)
+          .. " kn " .. q(s.dir .. "/out/o.txt") .. " scale " .. q(s.dir .. "/flags")
+      end, i, function() return wd end)[1]
+      s.procs[#s.procs + 1] = p
+      return p
+    end
+    local a = proc(1, s.dir .. "/wa")
+    local victim, child = sh.victim(s.dir .. "/flags", "kn-0", {a})
+    assert.are.equal(a, victim)
+    os.execute("kill -KILL " .. a.pid)
+    sh.wait_gone(child, "the supervisor's task to die with it")
+    helper.wait_for(a.done, "the killed supervisor's exit status", 30)
+    local b = proc(2, s.dir .. "/wb")
+    helper.wait_for(b.done, "the second supervisor to end", 120)
+    assert.are.equal(0, b.done(), b.err())
+    assert.is_truthy(b.err():find("resuming from checkpoint %d+ in " .. store:gsub("%p", "%%%0") .. "/task%-kn%-0, "),
+      b.err())
+    assert.are.same(s.plain, union(s.dir .. "/out", "o.txt."))
+    -- every task ENDED in the store: a third process has nothing to do
+    local c = proc(3, s.dir .. "/wc")
+    helper.wait_for(c.done, "the third supervisor to end", 60)
+    assert.are.equal(0, c.done(), c.err())
+    assert.is_nil(c.err():find("resuming", 1, true), c.err())
+    assert.are.same(s.plain, union(s.dir .. "/out", "o.txt."))
+    for _, wd in ipairs{"wa", "wb", "wc"} do
+      assert.are.same({}, helper.lines("ls -A " .. q(s.dir .. "/" .. wd)), wd .. " holds nothing")
+    end
+    assert.is_nil(io.open(s.dir .. "/ck"), "no checkpoint folder")
+  end)
+
   it("a supervisor killed with SIGKILL and started again resumes every task from its checkpoints", function() -- luacheck: ignore 631
     -- (librdkafka 2.0.2, Debian's, once aborted a supervisor in its sticky assignor: what such
     -- a crash leaves must be resumable by a new supervisor; docs/scaleout.md)

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <uv.h>
 
 #include "exec/wm_super.h"
+#include "state/wm_ckpt_store.h"
 
 extern char **environ;
 
@@ -48,7 +48,7 @@ struct task {
   char pname[256];           /* "events/2" */
   char name[300];            /* "events-2" */
   int owned;                 /* assigned to us */
-  int ended;                 /* task-<name>/ENDED seen */
+  int ended;                 /* its mark ENDED seen (task-<name>/ENDED) */
   int revoked;               /* give back once the child has stopped */
   int lost;
   int crashes;
@@ -67,6 +67,8 @@ struct wm_super {
   uv_timer_t tick;
   int open;                  /* supervisor handles not closed yet */
   wm_member *m;
+  wm_ckpt_marks *marks;      /* of the checkpoint folder or store: the tasks' ENDED */
+  char markerr[512];         /* the last failure to read a mark, said once */
   task *tasks;
   int ntasks;
   int *first;                /* per source: index of its partition 0 in tasks */
@@ -106,11 +108,21 @@ static void list_add(char *list, size_t n, const char *name) {
   snprintf(list + len, n - len, "%s%s", len ? ", " : "", name);
 }
 
-static int ended_file(const wm_super *S, const task *t) {
-  char path[4096];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/task-%s/ENDED", S->cfg->ckdir, t->name);
-  return stat(path, &st) == 0;
+/* Whether the task's mark ENDED is set (in the checkpoint folder, or the store). A store that
+ * cannot be read counts as not ended (asked again at the next tick), said once per message. */
+static int ended_mark(wm_super *S, const task *t) {
+  if (!S->marks) return 0;
+  char path[320];
+  snprintf(path, sizeof path, "task-%s", t->name);
+  wm_error e;
+  int r = wm_ckpt_mark_get(S->marks, path, "ENDED", &e);
+  if (r < 0 && strncmp(S->markerr, e.msg, 500) != 0) {
+    snprintf(S->markerr, sizeof S->markerr, "%.500s", e.msg);
+    fprintf(S->cfg->log, "wmrun: group '%s': cannot tell whether task %s has ended (asking again): %s\n",
+            S->cfg->member.group, t->name, e.msg);
+    fflush(S->cfg->log);
+  }
+  return r == 1;
 }
 
 static void fail(wm_super *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -246,7 +258,7 @@ static void child_maybe_finish(child *c) {
   uv_close((uv_handle_t *)&c->st, on_child_handle_closed);
   uv_close((uv_handle_t *)&c->parent, on_child_handle_closed);
   int clean = c->exited && c->status == 0 && c->sig == 0;
-  if (clean && ended_file(S, t)) {
+  if (clean && ended_mark(S, t)) {
     t->ended = 1;
     t->crashes = 0;
     if (t->revoked) release(t);
@@ -317,7 +329,7 @@ static void start_task(task *t) {
   wm_super *S = t->S;
   const wm_super_config *cfg = S->cfg;
   if (t->c || t->ended) return;
-  if (ended_file(S, t)) {
+  if (ended_mark(S, t)) {
     t->ended = 1;
     check_done(S);
     return;
@@ -517,6 +529,8 @@ static void shutdown_handles(wm_super *S) {
   /* the membership thread may still notify: it is joined before the async is closed */
   wm_member_free(S->m);
   S->m = NULL;
+  wm_ckpt_marks_free(S->marks);
+  S->marks = NULL;
   uv_close((uv_handle_t *)&S->async, on_handle_closed);
   uv_close((uv_handle_t *)&S->sterm, on_handle_closed);
   uv_close((uv_handle_t *)&S->sint, on_handle_closed);
@@ -531,7 +545,7 @@ static int all_ended(wm_super *S) {
     /* (a partition that is never ours, outside a static share: its end is not our end) */
     if (!t->ended && S->m && S->m->ops->foreign && S->m->ops->foreign(S->m, t->source, t->partition))
       continue;
-    if (!t->ended && !ended_file(S, t)) return 0;
+    if (!t->ended && !ended_mark(S, t)) return 0;
     t->ended = 1;
   }
   return 1;
@@ -650,6 +664,10 @@ int wm_super_run(const wm_super_config *cfg, wm_error *err) {
   wm_member_common mc = cfg->member;
   mc.notify = notify;
   mc.notify_arg = &S->async;
+  if (!S->failed && cfg->ckdir) {
+    wm_error e;
+    if (!(S->marks = wm_ckpt_marks_open(cfg->ckdir, &e))) fail(S, "%s", e.msg);
+  }
   if (!S->failed) {
     wm_error e;
     S->m = cfg->member_new(&mc, cfg->member_ud, &e);

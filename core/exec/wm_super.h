@@ -14,7 +14,9 @@
  * The task name is the partition's name ("events/2") with every character other than
  * letters, digits, '.', '_' and '-' made '-', prefixed by "x<index>." for a scale-out
  * execute() other than the script's first. Its checkpoints are in
- * <checkpoint dir>/task-<name>/, and `task-<name>/ENDED` marks a task whose input ended.
+ * <checkpoint dir>/task-<name>/ (a folder, or the path of a store's URL), and the mark ENDED
+ * of task-<name> (wm_ckpt_store.h: the file task-<name>/ENDED of a folder, the key
+ * task-<name>=ENDED of a NATS store) says that its input ended.
  *
  * Revoke: SIGTERM to the child (final checkpoint, exit 0), then wm_member_release. Lost:
  * SIGKILL. A child that fails is started again after a backoff (cfg->backoff_ms, doubling;
@@ -38,7 +40,7 @@ typedef struct wm_super_config {
   const char *exe;             /* the wmrun binary */
   const char *const *args;     /* the child's argv[1..]: wmrun's own arguments */
   int nargs;
-  const char *ckdir;           /* the checkpoint folder every process shares */
+  const char *ckdir;           /* the checkpoint folder or store URL every process shares */
   int index;                   /* the execute() call (1-based) */
   int node;                    /* the source's plan node */
   wm_member_common member;     /* group, sources, counts (notify is the supervisor's) */

@@ -94,6 +94,48 @@ wm_ckpt_store *wm_ckpt_store_open(const char *dir, int keep, wm_error *err) {
   return wm_ckpt_store_new(wm_ckpt_local_open(dir, err), keep, err);
 }
 
+wm_ckpt_marks *wm_ckpt_marks_open(const char *where, wm_error *err) {
+  const char *colon = where ? strstr(where, "://") : NULL;
+  if (colon && !strncmp(where, "nats://", 7)) return wm_ckpt_nats_marks(where, err);
+  if (colon) {
+    wm_error_set(err, "checkpoint store %s: no store of the kind '%.*s://' in this wmrun "
+                      "(a checkpoint directory is a path, a NATS store nats://HOST:PORT/BUCKET)",
+                 where, (int)(colon - where), where);
+    return NULL;
+  }
+  return wm_ckpt_local_marks(where, err);
+}
+
+/* a mark's path and name: names of the store's paths ('/' between them), never "." or ".." */
+static int valid_mark(const char *path, const char *name, wm_error *err) {
+  for (const char *p = path; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '_' || *p == '-' || (*p == '/' && p > path && p[-1] != '/' && p[1])))
+      return wm_error_set(err, "mark %s of %s: the path may hold only letters, digits, '.', '_', "
+                               "'-' and single '/' between names", name, path);
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+      return wm_error_set(err, "mark '%s': a mark's name is letters and '_'", name);
+  if (!*path || !*name || path[0] == '.' || strstr(path, "/.") || strstr(path, ".."))
+    return wm_error_set(err, "mark '%s' of '%s': an empty name, or a name that starts with '.'",
+                        name, path);
+  return 0;
+}
+
+int wm_ckpt_mark_get(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err) {
+  if (valid_mark(path, name, err) != 0) return -1;
+  return m->vt->get(m, path, name, err);
+}
+
+int wm_ckpt_mark_set(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err) {
+  if (valid_mark(path, name, err) != 0) return -1;
+  return m->vt->set(m, path, name, err);
+}
+
+void wm_ckpt_marks_free(wm_ckpt_marks *m) {
+  if (m) m->vt->free(m);
+}
+
 void wm_ckpt_store_free(wm_ckpt_store *s) {
   if (!s) return;
   s->b->vt->free(s->b);

@@ -439,3 +439,68 @@ wm_ckpt_backend *wm_ckpt_local_open(const char *dir, wm_error *err) {
   }
   return &s->base;
 }
+
+/* ---- marks: the file DIR/<path>/<name>, holding "ended\n" for ENDED (any bytes count) -------- */
+
+typedef struct local_marks {
+  wm_ckpt_marks base;
+  char *dir;
+} local_marks;
+
+static char *mark_path(const local_marks *m, const char *path, const char *name) {
+  char *d = join(m->dir, path), *f = d ? join(d, name) : NULL;
+  free(d);
+  return f;
+}
+
+static int local_mark_get(wm_ckpt_marks *b, const char *path, const char *name, wm_error *err) {
+  char *f = mark_path((local_marks *)b, path, name);
+  if (!f) return wm_error_set(err, "out of memory");
+  struct stat st;
+  int rc = stat(f, &st) == 0 ? 1 : errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+  if (rc < 0) wm_error_set(err, "%s: %s", f, strerror(errno));
+  free(f);
+  return rc;
+}
+
+static int local_mark_set(wm_ckpt_marks *b, const char *path, const char *name, wm_error *err) {
+  local_marks *m = (local_marks *)b;
+  char *d = join(m->dir, path);
+  if (!d) return wm_error_set(err, "out of memory");
+  int rc = 0;
+  if (mkdirs(d) != 0) rc = wm_error_set(err, "%s: %s", d, strerror(errno));
+  if (rc == 0) {
+    char body[64];
+    int n = snprintf(body, sizeof body, "%.50s\n", name);
+    for (int i = 0; i < n; i++) body[i] = (char)(body[i] >= 'A' && body[i] <= 'Z' ? body[i] + 32 : body[i]);
+    rc = write_file(d, name, body, (size_t)n, NULL, 0, 0, err);
+  }
+  if (rc == 0 && fsync_dir(d) != 0) rc = wm_error_set(err, "%s: %s", d, strerror(errno));
+  free(d);
+  return rc;
+}
+
+static void local_marks_free(wm_ckpt_marks *b) {
+  local_marks *m = (local_marks *)b;
+  if (!m) return;
+  free(m->dir);
+  free(m);
+}
+
+static const wm_ckpt_marks_vt local_marks_vt = {
+    .get = local_mark_get, .set = local_mark_set, .free = local_marks_free};
+
+wm_ckpt_marks *wm_ckpt_local_marks(const char *dir, wm_error *err) {
+  if (!dir || !*dir) {
+    wm_error_set(err, "checkpoint directory is empty");
+    return NULL;
+  }
+  local_marks *m = calloc(1, sizeof *m);
+  if (!m || !(m->dir = strdup(dir))) {
+    free(m);
+    wm_error_set(err, "out of memory");
+    return NULL;
+  }
+  m->base.vt = &local_marks_vt;
+  return &m->base;
+}

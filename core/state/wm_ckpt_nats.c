@@ -4,7 +4,8 @@
  * WMCK_<BUCKET> (subjects wmck.<BUCKET>.>, file storage): chunks of at most 256 KiB on
  *   wmck.<BUCKET>.<scope>.<id>.<epoch>.<name>.<k>     k = 0, 1, ...
  * then an end marker on ....<name>.end: "WMCKOBJ1", the length (8), the chunk count (4) and
- * the CRC-32 of the whole (4), little-endian ('.' in a name is written '=').
+ * the CRC-32 of the whole (4), little-endian ('.' in a name is written '='; in the scope, the
+ * PATH, '/' is written '=' and '.' '~').
  *
  * The claim, the fence and the list of complete checkpoints are one key of the KV bucket
  * <BUCKET> (the scope's PATH, "default" without one), changed only by compare-and-set:
@@ -15,7 +16,10 @@
  * appends its line with a compare-and-set on the revision it read, and only while the key's
  * epoch is still its own: a process that another one took over from can write objects
  * (under its own epoch, where nobody reads them) but never complete a checkpoint. A
- * checkpoint id's objects are those of the epoch its line names. */
+ * checkpoint id's objects are those of the epoch its line names.
+ *
+ * Marks (wm_ckpt_store.h) are keys of the same bucket, "[PATH/]<path>=<name>", put without a
+ * claim: scale-out's task-<name>=ENDED. */
 #include "io/wm_nats.h"
 #include "state/wm_crc.h"
 #include "state/wm_ckpt_util.h"
@@ -47,6 +51,7 @@ typedef struct nats_store {
   natsConnection *nc;
   jsCtx *js;
   kvStore *kv;
+  int has_path;   /* a PATH was given (else the key is "default") */
   uint64_t epoch; /* this process's claim */
   rec seen;       /* the key as last read (for the epochs of complete ids) */
 } nats_store;
@@ -530,13 +535,21 @@ static int parse_url(nats_store *s, const char *url, wm_error *err) {
     return -1;
   }
   const char *path = *bend ? bend + 1 : "";
-  for (const char *p = path; *p; p++)
-    if (!name_char(*p) && !(*p == '/' && p > path && p[-1] != '/' && p[1])) {
+  /* names of letters, digits, '_', '-' and '.' (not first or last, never two in a row: a
+   * KV key's tokens), single '/' between them */
+  for (const char *p = path; *p; p++) {
+    int first = p == path || p[-1] == '/', last = !p[1] || p[1] == '/';
+    int ok = name_char(*p) || (*p == '.' && !first && !last && p[1] != '.') ||
+             (*p == '/' && !first && p[1]);
+    if (!ok) {
       wm_error_set(err, "checkpoint store %s: the path after the bucket may hold only "
-                          "letters, digits, '_', '-' and single '/' between names", url);
+                          "letters, digits, '_', '-', '.' inside names and single '/' between "
+                          "names", url);
       return -1;
     }
+  }
   size_t pl = strlen(path) ? strlen(path) : 7;
+  s->has_path = *path != '\0';
   s->server = strndup(url, (size_t)(slash - url));
   s->bucket = strndup(bk, (size_t)(bend - bk));
   s->key = strdup(*path ? path : "default");
@@ -547,11 +560,14 @@ static int parse_url(nats_store *s, const char *url, wm_error *err) {
     return -1;
   }
   sprintf(s->stream, "WMCK_%s", s->bucket);
+  /* the key as one subject token: '/' written '=', '.' written '~' (neither is in a path) */
   int k = sprintf(s->prefix, "wmck.%s.", s->bucket);
-  for (const char *p = s->key; *p; p++) s->prefix[k++] = *p == '/' ? '=' : *p;
+  for (const char *p = s->key; *p; p++) s->prefix[k++] = *p == '/' ? '=' : *p == '.' ? '~' : *p;
   s->prefix[k] = '\0';
   return 0;
 }
+
+static int open_kv(nats_store *s, wm_error *err);
 
 /* The stream WMCK_<BUCKET> (made when missing; one of that name but not wmrun's is refused)
  * and the KV bucket. */
@@ -592,6 +608,12 @@ static int open_stream(nats_store *s, wm_error *err) {
       return -1;
     }
   }
+  return open_kv(s, err);
+}
+
+/* The KV bucket <BUCKET> (made when missing). */
+static int open_kv(nats_store *s, wm_error *err) {
+  char why[300];
   natsStatus st = js_KeyValue(&s->kv, s->js, s->bucket);
   if (st == NATS_NOT_FOUND) {
     kvConfig kc;
@@ -659,5 +681,92 @@ wm_ckpt_backend *wm_ckpt_nats_open(const char *url, wm_error *err) {
   return &s->base;
 bad:
   nats_free(&s->base);
+  return NULL;
+}
+
+/* ---- marks: the key "[PATH/]<path>=<name>" of the bucket (wm_ckpt_store.h) ------------------ */
+
+typedef struct nats_marks {
+  wm_ckpt_marks base;
+  nats_store *s; /* connected, its KV bucket open, never claimed */
+} nats_marks;
+
+/* The mark's key (malloc'ed), NULL when out of memory. */
+static char *mark_key(const nats_store *s, const char *path, const char *name) {
+  size_t n = strlen(s->key) + strlen(path) + strlen(name) + 4;
+  char *k = malloc(n);
+  if (k) snprintf(k, n, "%s%s%s=%s", s->has_path ? s->key : "", s->has_path ? "/" : "", path, name);
+  return k;
+}
+
+static int nats_mark_get(wm_ckpt_marks *b, const char *path, const char *name, wm_error *err) {
+  nats_store *s = ((nats_marks *)b)->s;
+  char *key = mark_key(s, path, name);
+  if (!key) return wm_error_set(err, "out of memory");
+  kvEntry *e = NULL;
+  natsStatus st = kvStore_Get(&e, s->kv, key);
+  int rc = st == NATS_OK ? 1 : st == NATS_NOT_FOUND ? 0 : -1;
+  if (rc < 0) {
+    char why[300];
+    wm_error_set(err, "checkpoint store %s: cannot read key '%s' of bucket '%s': %s", s->url, key,
+                 s->bucket, last_error(st, why, sizeof why));
+  }
+  kvEntry_Destroy(e);
+  free(key);
+  return rc;
+}
+
+static int nats_mark_set(wm_ckpt_marks *b, const char *path, const char *name, wm_error *err) {
+  nats_store *s = ((nats_marks *)b)->s;
+  char *key = mark_key(s, path, name);
+  if (!key) return wm_error_set(err, "out of memory");
+  uint64_t rev = 0;
+  natsStatus st = kvStore_PutString(&rev, s->kv, key, "set");
+  int rc = 0;
+  if (st != NATS_OK) {
+    char why[300];
+    rc = wm_error_set(err, "checkpoint store %s: cannot write key '%s' of bucket '%s': %s", s->url,
+                      key, s->bucket, last_error(st, why, sizeof why));
+  }
+  free(key);
+  return rc;
+}
+
+static void nats_marks_free(wm_ckpt_marks *b) {
+  nats_marks *m = (nats_marks *)b;
+  if (!m) return;
+  nats_free(&m->s->base);
+  free(m);
+}
+
+static const wm_ckpt_marks_vt nats_marks_vt = {
+    .get = nats_mark_get, .set = nats_mark_set, .free = nats_marks_free};
+
+wm_ckpt_marks *wm_ckpt_nats_marks(const char *url, wm_error *err) {
+  nats_marks *m = calloc(1, sizeof *m);
+  nats_store *s = calloc(1, sizeof *s);
+  if (!m || !s || !(s->url = strdup(url))) {
+    free(m);
+    free(s);
+    wm_error_set(err, "out of memory");
+    return NULL;
+  }
+  s->base.vt = &nats_vt;
+  s->base.name = s->url;
+  m->base.vt = &nats_marks_vt;
+  m->s = s;
+  wm_error sub;
+  if (parse_url(s, url, err) != 0) goto bad;
+  if (!(s->who = wm_nats_who("checkpoint store", s->server))) {
+    wm_error_set(err, "out of memory");
+    goto bad;
+  }
+  if (wm_nats_connect(s->server, s->who, &s->nc, &s->js, &sub) != 0) {
+    wm_error_set(err, "checkpoint store %s: %s", url, sub.msg);
+    goto bad;
+  }
+  if (open_kv(s, err) == 0) return &m->base;
+bad:
+  nats_marks_free(&m->base);
   return NULL;
 }

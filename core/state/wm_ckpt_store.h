@@ -68,4 +68,31 @@ wm_ckpt_backend *wm_ckpt_local_open(const char *dir, wm_error *err);
  * from any earlier holder, whose next `complete` is then refused). NULL with a message. */
 wm_ckpt_backend *wm_ckpt_nats_open(const char *url, wm_error *err);
 
+/* Marks: small named flags kept beside the checkpoints of a sub-path of a store, read and set
+ * without claiming it (scale-out's supervisor reads a task's ENDED while the task's child
+ * holds the task's store). `where` is a checkpoint directory or a store URL; the mark (path,
+ * name) is the file <where>/<path>/<name> of a directory (today's task-<name>/ENDED), and the
+ * key "[PATH/]<path>=<name>" of a NATS store's KV bucket, beside the key "[PATH/]<path>" of the
+ * checkpoints at <where>/<path> ('=' is in no path, so the two never meet). A mark, once set,
+ * stays (a put of one small value: all or nothing). */
+typedef struct wm_ckpt_marks wm_ckpt_marks;
+typedef struct wm_ckpt_marks_vt {
+  /* 1 set, 0 not set, -1 with a message. */
+  int (*get)(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err);
+  int (*set)(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err);
+  void (*free)(wm_ckpt_marks *m);
+} wm_ckpt_marks_vt;
+struct wm_ckpt_marks {
+  const wm_ckpt_marks_vt *vt;
+};
+
+/* The marks of `where` (a directory, or nats://HOST:PORT/BUCKET[/PATH]: connects, makes the
+ * KV bucket when missing). NULL with a message in err. */
+wm_ckpt_marks *wm_ckpt_marks_open(const char *where, wm_error *err);
+wm_ckpt_marks *wm_ckpt_local_marks(const char *dir, wm_error *err);
+wm_ckpt_marks *wm_ckpt_nats_marks(const char *url, wm_error *err);
+int wm_ckpt_mark_get(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err);
+int wm_ckpt_mark_set(wm_ckpt_marks *m, const char *path, const char *name, wm_error *err);
+void wm_ckpt_marks_free(wm_ckpt_marks *m);
+
 #endif

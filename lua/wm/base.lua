@@ -239,7 +239,8 @@ end
 --   `ui` ({port = PORT, host = "127.0.0.1"}: a live view of the job at / and its JSON at
 --   /api/job while the job runs; wmrun's --ui overrides the port; see docs/metrics.md "Live view"),
 --   `checkpoint` (`{dir = DIR, interval = "10s"}`: checkpoints in DIR, resumed from at the next
---   start; see docs/checkpoints.md; wmrun's --checkpoint-dir overrides it),
+--   start; `url = "nats://HOST:PORT/BUCKET"` instead of dir: in a NATS store; see
+--   docs/checkpoints.md; wmrun's --checkpoint-dir overrides it),
 --   `pre_aggregate` (default true: built-in sum/min/max windows over a file read in parts
 --   aggregate each part locally before the key exchange; false: every record crosses, see
 --   docs/performance.md "Pre-aggregation"),
@@ -278,16 +279,25 @@ function M.env(opts)
       error("env: checkpoint must be a table {dir = DIR, interval = D}, got " .. type(ck), 2)
     end
     for k in pairs(ck) do
-      if k ~= "dir" and k ~= "interval" then
-        error("env checkpoint: unknown option '" .. tostring(k) .. "' (dir, interval)", 2)
+      if k ~= "dir" and k ~= "url" and k ~= "interval" then
+        error("env checkpoint: unknown option '" .. tostring(k) .. "' (dir, url, interval)", 2)
       end
     end
-    if type(ck.dir) ~= "string" or ck.dir == "" then
-      error("env checkpoint: dir must be a folder name or a store's URL (a string), got " .. type(ck.dir), 2)
+    local dir = ck.dir
+    if ck.url ~= nil then -- a store's URL (nats://HOST:PORT/BUCKET[/PATH]), the same as dir = URL
+      if dir ~= nil then error("env checkpoint: give dir or url, not both", 2) end
+      if type(ck.url) ~= "string" or not ck.url:match("^%a[%w+.-]*://.") then
+        error("env checkpoint: url must be a checkpoint store's URL like nats://HOST:PORT/BUCKET, got "
+          .. (type(ck.url) == "string" and string.format("%q", ck.url) or type(ck.url)), 2)
+      end
+      dir = ck.url
+    end
+    if type(dir) ~= "string" or dir == "" then
+      error("env checkpoint: dir must be a folder name or a store's URL (a string), got " .. type(dir), 2)
     end
     local iv = ck.interval == nil and 10000 or duration.ms(ck.interval, "env checkpoint interval", 2)
     if iv < 0 then error("env checkpoint: interval must not be negative", 2) end
-    ck = {dir = ck.dir, interval = iv}
+    ck = {dir = dir, interval = iv}
   end
   local threads = opts.threads or 1
   if math.type(threads) ~= "integer" or threads < 0 or threads > M.MAX_THREADS then

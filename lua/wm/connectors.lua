@@ -243,12 +243,8 @@ local function check_scale_out(env, call, opts, level)
   end
   if not env.checkpoint then
     error(call .. ": scale_out needs --checkpoint-dir (or wm.env{checkpoint = {dir = ...}}): a folder "
-      .. "that every process of the group reaches, where each partition's task keeps its state", level + 1)
-  end
-  if env.checkpoint.dir:match("^%a[%w+.-]*://") then
-    error(call .. ": scale_out keeps each partition's task in a folder of its checkpoint folder "
-      .. "(task-<name>), and " .. env.checkpoint.dir .. " is a checkpoint store, not a folder: scale_out "
-      .. "with a NATS store is not supported yet (docs/scaleout.md); give --checkpoint-dir a folder", level + 1)
+      .. "that every process of the group reaches, or a NATS store nats://HOST:PORT/BUCKET, where each "
+      .. "partition's task keeps its state", level + 1)
   end
   for _, n in ipairs(env.nodes) do
     if n.scale_out then
@@ -269,7 +265,7 @@ end
 --   settings, e.g. `{["fetch.wait.max.ms"] = 10}`), `timeout` (how long to wait for the brokers
 --   when the job is built, and at its end for the last commits to the group; default "10s"),
 --   `scale_out` (true: the processes of `group` share the partitions, one task per partition
---   with its own state; needs `group` and a checkpoint folder, docs/scaleout.md)
+--   with its own state; needs `group` and a checkpoint folder or store, docs/scaleout.md)
 -- @usage env:read_kafka{brokers = "127.0.0.1:9092", topic = "events", bounded = "latest"}
 function Env:read_kafka(opts)
   if type(opts) ~= "table" then error("read_kafka: expected a table of options, got " .. type(opts), 2) end
@@ -401,7 +397,7 @@ end
 --   is the subject filter with its first '*' token made p, e.g. "ev.*.>" gives ev.p.>; records
 --   are put there with wm.partition), `partitions` (only these: "0-3", "0,2,5"), `scale_out`
 --   (true: the processes of `group` share the partitions, static share or leases; needs
---   `partition_count` and a checkpoint folder, docs/scaleout.md), `group`, `lease` (default
+--   `partition_count` and a checkpoint folder or store, docs/scaleout.md), `group`, `lease` (default
 --   "10s": the leases' time in the KV bucket wm_<group>)
 -- @usage env:read_nats{url = "nats://127.0.0.1:4222", stream = "EVENTS", subject = "events.>",
 --   bounded = "latest"}:parse_csv{"id", "ts:integer"}

@@ -2,7 +2,8 @@
 -- runs as a supervisor that joins the source's group and runs one child process per
 -- partition it owns (core/exec/wm_super.c); the child, told its task by `WM_TASK`, runs the
 -- plan restricted to that one partition, with its checkpoints in
--- `<checkpoint dir>/task-<name>/`.
+-- `<checkpoint dir>/task-<name>/` (a folder of the folder, or the path of a store's URL:
+-- `nats://HOST:PORT/BUCKET/task-<name>`).
 --
 -- `WM_TASK="<execute index> <source node> <source> <partition> <task name>"`: in the child,
 -- the script's execute() calls before the index return at once without running, the one at
@@ -128,9 +129,9 @@ local function run_task(env, name, task)
   core.task_guard()
   core.execute(env, name)
   if not env.stopped then -- the input ended: the task is done, whoever runs it next
-    local f = assert(io.open(dir .. "/ENDED", "w"))
-    f:write("ended\n")
-    f:close()
+    -- (its mark ENDED: the file task-<name>/ENDED of a folder, a key of a store)
+    local ok, err = core.task_mark(ck.dir, "task-" .. task.name, "ENDED")
+    if not ok then error("wmrun: task " .. task.name .. ": " .. err, 0) end
   end
   io.stdout:flush()
   os.exit(0)
@@ -148,11 +149,16 @@ end
 local function supervise(env, name, index, src)
   local where = src.name .. " (" .. src.where .. ")"
   if not env.checkpoint then
-    error("scale_out: " .. where .. " needs --checkpoint-dir (or wm.env{checkpoint = {dir = ...}})", 0)
+    error("scale_out: " .. where .. " needs --checkpoint-dir (or wm.env{checkpoint = {dir = ...}}): a folder "
+      .. "every process reaches, or a NATS store nats://HOST:PORT/BUCKET", 0)
   end
   if env.checkpoint.fresh then
-    error("scale_out: --fresh cannot be used with scale_out (the folder is shared by every process of the "
-      .. "group): remove " .. env.checkpoint.dir .. " before starting them", 0)
+    local dir = env.checkpoint.dir
+    local bucket = dir:match("^nats://[^/]+/([%w_-]+)")
+    error("scale_out: --fresh cannot be used with scale_out (the checkpoints are shared by every process of "
+      .. "the group): " .. (bucket and ("remove the task-* keys of KV bucket '" .. bucket .. "' (or the bucket and "
+      .. "its stream WMCK_" .. bucket .. ") before starting them") or ("remove " .. dir .. " before starting them")),
+      0)
   end
   if arg == nil or arg[0] == nil or arg[0] == "-" then
     error("scale_out: the job must be a script file (each partition runs it again in a process of its own)", 0)

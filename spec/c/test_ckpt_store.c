@@ -348,7 +348,56 @@ static void test_local_bytes(mem_world *world) {
   if (system(path) != 0) CHECK(0);
 }
 
+/* Marks of a directory (scale-out's ENDED): the file <dir>/<path>/<name> holding its name in
+ * lower case, as task-<name>/ENDED always held "ended\n"; set without any claim, read back,
+ * and paths or names that would leave the folder refused. */
+static void test_local_marks(void) {
+  const char *base = getenv("TMPDIR");
+  char dir[512], path[700];
+  wm_error err;
+  snprintf(dir, sizeof dir, "%s/wm-ckmarks-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(dir)) {
+    CHECK(0);
+    return;
+  }
+  /* a task's store claimed (its lock held) does not keep its supervisor from its marks */
+  snprintf(path, sizeof path, "%s/task-EV-3", dir);
+  wm_ckpt_store *st = wm_ckpt_store_open(path, 3, &err);
+  CHECK(st != NULL);
+  wm_ckpt_marks *m = wm_ckpt_marks_open(dir, &err);
+  CHECK(m != NULL);
+  if (m) {
+    CHECK_I64(wm_ckpt_mark_get(m, "task-EV-3", "ENDED", &err), 0);
+    CHECK_I64(wm_ckpt_mark_get(m, "task-x2.events-1", "ENDED", &err), 0); /* no folder yet */
+    CHECK_I64(wm_ckpt_mark_set(m, "task-EV-3", "ENDED", &err), 0);
+    CHECK_I64(wm_ckpt_mark_get(m, "task-EV-3", "ENDED", &err), 1);
+    CHECK_I64(wm_ckpt_mark_get(m, "task-EV-4", "ENDED", &err), 0);
+    CHECK_I64(wm_ckpt_mark_set(m, "task-x2.events-1", "ENDED", &err), 0); /* makes its folder */
+    CHECK_I64(wm_ckpt_mark_get(m, "task-x2.events-1", "ENDED", &err), 1);
+    snprintf(path, sizeof path, "%s/task-EV-3/ENDED", dir);
+    size_t n = 0;
+    char *got = read_all(path, &n);
+    CHECK(got && n == 6 && !memcmp(got, "ended\n", 6));
+    free(got);
+    const char *bad[][2] = {{"../x", "ENDED"}, {"a/../b", "ENDED"}, {"/abs", "ENDED"}, {"a//b", "ENDED"},
+                            {"a/", "ENDED"}, {"", "ENDED"}, {".hidden", "ENDED"}, {"a b", "ENDED"},
+                            {"task-EV-3", "../LOCK"}, {"task-EV-3", ""}, {"task-EV-3", "END.ED"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      CHECK_I64(wm_ckpt_mark_set(m, bad[i][0], bad[i][1], &err), -1);
+      CHECK(strstr(err.msg, "mark") != NULL);
+      CHECK_I64(wm_ckpt_mark_get(m, bad[i][0], bad[i][1], &err), -1);
+    }
+  }
+  wm_ckpt_marks_free(m);
+  wm_ckpt_store_free(st);
+  CHECK(wm_ckpt_marks_open("s3://bucket/ck", &err) == NULL);
+  CHECK(strstr(err.msg, "'s3://'") != NULL);
+  snprintf(path, sizeof path, "rm -rf '%s'", dir);
+  if (system(path) != 0) CHECK(0);
+}
+
 void test_ckpt_store(void) {
+  test_local_marks();
   mem_world world = {0};
   test_format_and_fence(&world);
   mem_clear(&world);
