@@ -277,10 +277,14 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.equal(#bs, #got)
     for i, b in ipairs(bs) do
       local a, bidder, price, rest = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*)%]$")
-      assert.are.equal(b.auction, tonumber(a))
-      assert.are.equal(b.bidder, tonumber(bidder))
-      assert.are.equal(0.908 * b.price, tonumber(price), got[i])
-      assert.are.equal(ts(b.dateTime) .. ", " .. b.extra, rest)
+      -- (luassert only for a row that differs: 36,800 calls of it take a second of CPU)
+      if not (b.auction == tonumber(a) and b.bidder == tonumber(bidder) and 0.908 * b.price == tonumber(price)
+          and ts(b.dateTime) .. ", " .. b.extra == rest) then
+        assert.are.equal(b.auction, tonumber(a))
+        assert.are.equal(b.bidder, tonumber(bidder))
+        assert.are.equal(0.908 * b.price, tonumber(price), got[i])
+        assert.are.equal(ts(b.dateTime) .. ", " .. b.extra, rest)
+      end
     end
   end)
 
@@ -339,7 +343,10 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.equal(#want, #got)
     for i, w in ipairs(want) do
       local a, bidder, price, rest, c = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*), (%d+)%]$")
-      assert.are.same(w, {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}, got[i])
+      local row = {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}
+      if not (w[1] == row[1] and w[2] == row[2] and w[3] == row[3] and w[4] == row[4] and w[5] == row[5]) then
+        assert.are.same(w, row, got[i])
+      end
     end
   end)
 
