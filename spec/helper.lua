@@ -189,7 +189,8 @@ function M.rmdir(dir)
 end
 
 --- Starts wmrun on a job (text) in the background, its files in dir: returns a handle with
--- pid() (wmrun's), signal(name), done() (the exit status, or nil while it runs), wait(),
+-- pid() (wmrun's), signal(name), ask(name, complete) (a signal and the answer it prints),
+-- done() (the exit status, or nil while it runs), wait(),
 -- kill(), and the paths out and err of its standard output and error. Its waits allow 60 s
 -- (valgrind runs are slow).
 function M.bg_job(dir, text, args)
@@ -215,6 +216,16 @@ function M.bg_job(dir, text, args)
       local pending = st:match("ShdPnd:%s*(%x+)")
       return not pending or tonumber(pending, 16) == 0
     end, "wmrun to take the signal", 60)
+  end
+  -- sends the signal and waits for wmrun's answer on stderr (wmrun --metrics prints a table on
+  -- SIGUSR1): returns what it wrote after the signal once `complete(text)` holds for that text
+  function p.ask(name, complete)
+    local before = #read_or_empty(err)
+    p.signal(name)
+    return M.wait_for(function()
+      local s = read_or_empty(err):sub(before + 1)
+      return complete(s) and s
+    end, "wmrun's answer to SIG" .. name, 60)
   end
   -- ends wmrun if it still runs (a failed test must not leave it spinning)
   function p.kill()

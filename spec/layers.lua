@@ -131,18 +131,28 @@ end
 -- the dependencies that a header does not show (a declaration repeated, an extern).
 local function link_graph(root, build)
   local defs, uses = {}, {}
+  local objects, node_of = {}, {}
   for _, o in ipairs(list(root, build .. "/core " .. build .. "/bindings -name '*.o'")) do
     local node = o:gsub("^" .. build:gsub("%p", "%%%0") .. "/", ""):gsub("%.o$", "")
-    if not read(root .. "/" .. node .. ".c") then goto continue end -- stale: its source is gone
-    uses[node] = {}
-    local p = io.popen("nm '" .. root .. "/" .. o .. "' 2>/dev/null")
+    if read(root .. "/" .. node .. ".c") then -- (else stale: its source is gone)
+      uses[node] = {}
+      objects[#objects + 1] = "'" .. o .. "'"
+      node_of[o] = node
+    end
+  end
+  -- one nm for all of them (a process per object costs some 40 ms of CPU each); -A starts
+  -- each line with the object's name, in the order given
+  if #objects > 0 then
+    local p = io.popen("cd '" .. root .. "' && nm -A " .. table.concat(objects, " ") .. " 2>/dev/null")
     for line in p:lines() do
-      local kind, sym = line:match("^%s*%x*%s+(%a)%s+(%S+)$")
+      local o, rest = line:match("^(.-%.o):(.*)$")
+      local node = o and node_of[o]
+      local kind, sym
+      if node then kind, sym = rest:match("^%s*%x*%s+(%a)%s+(%S+)$") end
       if kind == "U" then uses[node][sym] = true
       elseif kind and kind:match("[TDBR]") then defs[sym] = node end
     end
     p:close()
-    ::continue::
   end
   local edges = {}
   for node, syms in pairs(uses) do

@@ -36,6 +36,17 @@ local function run_sql(path, args)
   return out, err
 end
 
+-- The -p 1 run of examples/nexmark/<q>.sql that its test below checks against the Lua model,
+-- run once per busted process: the tests at -p 2 --threads 2 compare with this same output
+-- (their reference is then the output the model checked). q11's windows fire at every
+-- watermark: it runs with --watermark-interval 0 (the others' rows do not depend on it).
+local example_args = {q11 = "--watermark-interval 0"}
+local example_runs = {}
+local function run_example(q)
+  if not example_runs[q] then example_runs[q] = run_sql(EX .. q .. ".sql", example_args[q]) end
+  return example_runs[q]
+end
+
 local function lines_of(s)
   local t = {}
   for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
@@ -257,19 +268,23 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
       want[#want + 1] = string.format("+I[%d, %d, %d, %s, %s]", b.auction, b.bidder, b.price, ts(b.dateTime), b.extra)
     end
     assert.are.equal(9200, #want) -- 46 of every 50 events
-    assert.are.same(want, lines_of((run_sql(EX .. "q0.sql"))))
+    assert.are.same(want, lines_of((run_example("q0"))))
   end)
 
   it("q1 currency conversion (0.908 * price, a DOUBLE)", function()
-    local got = lines_of((run_sql(EX .. "q1.sql")))
+    local got = lines_of((run_example("q1")))
     local bs = bids()
     assert.are.equal(#bs, #got)
     for i, b in ipairs(bs) do
       local a, bidder, price, rest = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*)%]$")
-      assert.are.equal(b.auction, tonumber(a))
-      assert.are.equal(b.bidder, tonumber(bidder))
-      assert.are.equal(0.908 * b.price, tonumber(price), got[i])
-      assert.are.equal(ts(b.dateTime) .. ", " .. b.extra, rest)
+      -- (luassert only for a row that differs: 36,800 calls of it take a second of CPU)
+      if not (b.auction == tonumber(a) and b.bidder == tonumber(bidder) and 0.908 * b.price == tonumber(price)
+          and ts(b.dateTime) .. ", " .. b.extra == rest) then
+        assert.are.equal(b.auction, tonumber(a))
+        assert.are.equal(b.bidder, tonumber(bidder))
+        assert.are.equal(0.908 * b.price, tonumber(price), got[i])
+        assert.are.equal(ts(b.dateTime) .. ", " .. b.extra, rest)
+      end
     end
   end)
 
@@ -279,7 +294,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
       if b.auction % 123 == 0 then want[#want + 1] = string.format("+I[%d, %d]", b.auction, b.price) end
     end
     assert.is_true(#want > 10)
-    assert.are.same(want, lines_of((run_sql(EX .. "q2.sql"))))
+    assert.are.same(want, lines_of((run_example("q2"))))
   end)
 
   it("q11 user sessions (bids per bidder in session windows of 10 s gap)", function()
@@ -305,7 +320,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
       want[#want + 1] = string.format("+I[%d, %d, %s, %s]", bidder, n, ts(start), ts(last + gap))
     end
     table.sort(want)
-    local got = lines_of((run_sql(EX .. "q11.sql", "--watermark-interval 0")))
+    local got = lines_of((run_example("q11")))
     table.sort(got)
     assert.is_true(#want > 100)
     assert.are.same(want, got)
@@ -323,12 +338,15 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
         want[#want + 1] = {b.auction, b.bidder, p, kind .. ", " .. ts(b.dateTime) .. ", " .. b.extra, c}
       end
     end
-    local got = lines_of((run_sql(EX .. "q14.sql")))
+    local got = lines_of((run_example("q14")))
     assert.is_true(#want > 1000 and #want < #bids())
     assert.are.equal(#want, #got)
     for i, w in ipairs(want) do
       local a, bidder, price, rest, c = got[i]:match("^%+I%[(%d+), (%d+), ([^,]+), (.*), (%d+)%]$")
-      assert.are.same(w, {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}, got[i])
+      local row = {tonumber(a), tonumber(bidder), tonumber(price), rest, tonumber(c)}
+      if not (w[1] == row[1] and w[2] == row[2] and w[3] == row[3] and w[4] == row[4] and w[5] == row[5]) then
+        assert.are.same(w, row, got[i])
+      end
     end
   end)
 
@@ -342,7 +360,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
         b.channel, pieces[4] or "<NULL>", pieces[5] or "<NULL>", pieces[6] or "<NULL>")
     end
     assert.are.equal(9200, #want)
-    assert.are.same(want, lines_of((run_sql(EX .. "q22.sql"))))
+    assert.are.same(want, lines_of((run_example("q22"))))
   end)
 
   -- the rows left (a retraction must find its row)
@@ -365,7 +383,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     local want = {}
     for _, b in pairs(last) do want[#want + 1] = bid_row(b) .. "]" end
     table.sort(want)
-    local got = lines_of((run_sql(EX .. "q18.sql")))
+    local got = lines_of((run_example("q18")))
     assert.is_true(keys > 1000 and keys < #bids()) -- some pairs bid more than once
     assert.are.same(want, apply_changelog(got))
   end)
@@ -387,7 +405,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
       for rank, b in ipairs(per[a]) do want[#want + 1] = bid_row(b) .. ", " .. rank .. "]" end
     end
     table.sort(want)
-    local got = lines_of((run_sql(EX .. "q19.sql")))
+    local got = lines_of((run_example("q19")))
     assert.is_true(#want > 1000)
     assert.are.same(want, apply_changelog(got))
   end)
@@ -471,7 +489,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     local want = bid_statistics(function(b) return day_of(b.dateTime) end,
       function(b) return day_of(b.dateTime) end)
     assert.are.equal(1, #want) -- 100 s of one day
-    local got = lines_of((run_sql(EX .. "q15.sql")))
+    local got = lines_of((run_example("q15")))
     assert.are.same(want, apply_changelog(got))
   end)
 
@@ -479,7 +497,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     local want = bid_statistics(function(b) return b.channel .. "/" .. day_of(b.dateTime) end,
       function(b, g) return b.channel .. ", " .. day_of(b.dateTime) .. ", " .. g.minute end)
     assert.is_true(#want > 4)
-    local got = lines_of((run_sql(EX .. "q16.sql")))
+    local got = lines_of((run_example("q16")))
     assert.are.same(want, apply_changelog(got))
   end)
 
@@ -508,7 +526,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     end
     table.sort(want)
     assert.is_true(#want > 500) -- 601 auctions get bids
-    local got = lines_of((run_sql(EX .. "q17.sql")))
+    local got = lines_of((run_example("q17")))
     assert.are.same(want, apply_changelog(got))
   end)
 
@@ -526,7 +544,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
       end
     end
     assert.is_true(#want > 1000 and #want < #bids())
-    assert.are.same(want, lines_of((run_sql(EX .. "q21.sql"))))
+    assert.are.same(want, lines_of((run_example("q21"))))
   end)
 
   it("q10 log to file system (PARTITIONED BY (dt, hm): a folder per day and minute, committed)", function()
@@ -599,7 +617,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
 
   it("q15, q16 and q17 end with the same rows at -p 2 --threads 2", function()
     for _, q in ipairs({"q15", "q16", "q17"}) do
-      local one = apply_changelog(lines_of((run_sql(EX .. q .. ".sql"))))
+      local one = apply_changelog(lines_of((run_example(q))))
       local two = run_sql(EX .. q .. ".sql", "-p 2 --threads 2"):gsub("%f[^\n%z]%d+> ", "")
       assert.are.same(one, apply_changelog(lines_of(two)))
     end
@@ -667,11 +685,11 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
     assert.are.same(q13_model(), sorted_rows(run_sql(EX .. "q13.sql", args)))
   end)
 
-  -- (each of these is checked against its model at -p 1 above: the same rows at -p 2 is the
-  -- same check; q18 and q19 print changelogs, compared once applied)
+  -- (each of these is checked against its model at -p 1 above: the same rows at -p 2 as that
+  -- run is the same check; q18 and q19 print changelogs, compared once applied)
   it("q0, q1, q14, q22 give the same rows, q18, q19 the same final rows, at -p 2 --threads 2", function()
     for _, q in ipairs({"q0", "q1", "q14", "q22", "q18", "q19"}) do
-      local one = lines_of((run_sql(EX .. q .. ".sql", "--watermark-interval 0")))
+      local one = lines_of((run_example(q)))
       local two = lines_of((run_sql(EX .. q .. ".sql", "--watermark-interval 0 -p 2 --threads 2")
         :gsub("%f[^\n%z]%d+> ", "")))
       if q == "q18" then
@@ -704,7 +722,7 @@ describe("Nexmark queries (examples/nexmark) against results computed in Lua", f
 
   it("q2, q11 and q21 give the same rows at -p 2 --threads 2", function()
     for _, q in ipairs({"q2", "q11", "q21"}) do
-      local one = run_sql(EX .. q .. ".sql", "--watermark-interval 0")
+      local one = run_example(q)
       local two = run_sql(EX .. q .. ".sql", "--watermark-interval 0 -p 2 --threads 2"):gsub("%f[^\n%z]%d+> ", "")
       local a, b = lines_of(one), lines_of(two)
       table.sort(a)

@@ -21,7 +21,7 @@ local K = require("ckpt_kill")
 local q, gen_csv, sorted, csv_job = K.q, K.gen_csv, K.sorted, K.csv_job
 
 local shapes = {
-  {name = "a declarative job (parse_csv, a tumbling sum)", lines = 60000, seed = 1, outs = {".txt"},
+  {name = "a declarative job (parse_csv, a tumbling sum)", lines = 30000, seed = 1, outs = {".txt"},
    text = csv_job("2s") .. [[
   :key_by("id")
   :window(wm.windows.tumbling("5s"))
@@ -29,7 +29,7 @@ local shapes = {
   :write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
 env:execute()
 ]]},
-  {name = "a session-window job", lines = 40000, seed = 2, keys = 400, outs = {".txt"},
+  {name = "a session-window job", lines = 20000, seed = 2, keys = 400, outs = {".txt"},
    text = csv_job("1s") .. [[
   :key_by("id")
   :window(wm.windows.session("700ms"))
@@ -37,7 +37,7 @@ env:execute()
   :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
 env:execute()
 ]]},
-  {name = "a Lua job (map, reduce, a custom generator, lateness, a late side output)", lines = 30000,
+  {name = "a Lua job (map, reduce, a custom generator, lateness, a late side output)", lines = 15000,
    seed = 6, outs = {".txt", ".late"}, text = [[
 local wm = require("wm")
 local dir = arg[0]:match("^(.*)/")
@@ -69,7 +69,7 @@ w:write_lines(dir .. "/" .. arg[1] .. ".txt"):set_parallelism(1)
 w:get_side_output("late"):write_lines(dir .. "/" .. arg[1] .. ".late"):set_parallelism(1)
 env:execute()
 ]]},
-  {name = "a keyed process function with event-time timers", lines = 30000, seed = 7, keys = 200,
+  {name = "a keyed process function with event-time timers", lines = 15000, seed = 7, keys = 200,
    outs = {".txt"}, text = csv_job("1s") .. [[
   :key_by("id")
   :process{
@@ -90,7 +90,7 @@ env:execute()
 env:execute()
 ]]},
   -- keyed state and a broadcast state (copied to every instance, Flink's rule), timers
-  {name = "a keyed connect with broadcast state and event-time timers", lines = 20000, seed = 9,
+  {name = "a keyed connect with broadcast state and event-time timers", lines = 8000, seed = 9,
    keys = 100, rates = true, outs = {".txt"}, text = csv_job("1s") .. [[
   :key_by("id")
   :connect(env:read_lines(dir .. "/rates.csv"):parse_csv{"rts:integer", "rate:integer"}:set_parallelism(1)

@@ -150,6 +150,18 @@ end
 -- Waits until the supervisor p has joined `group` (its first "assigned" line): only then is
 -- its SIGUSR1 handler sure to be in place (a signal sent between the shell's fork and
 -- wmrun's start would end it).
+-- The table a scale-out supervisor prints on SIGUSR1 (with --metrics), complete: its first
+-- line says how many partitions it owns, and a row for each follows the header
+local function usr1_table(p)
+  return p.ask("USR1", function(s)
+    local owned, rest = s:match("scale%-out: group '[^'\n]*', (%d+) partitions? owned by this process\n(.*)$")
+    if not owned then return false end
+    local rows = 0
+    for _ in rest:gmatch("%S+ +%S+ +%S+ +%S+ +%S+  %a+\n") do rows = rows + 1 end
+    return rows >= tonumber(owned) + 1 -- (the header row has six columns too)
+  end)
+end
+
 local function joined(p, group)
   helper.wait_for(function()
     return helper.read_or_empty(p.err):match("wmrun: group '" .. group .. "': assigned")
@@ -309,13 +321,10 @@ env:read_kafka{brokers = %q, topic = "un", group = "gu", scale_out = true,
   :assign_timestamps_and_watermarks(wm.watermarks.for_monotonous_timestamps():with_timestamp_field("ts"))
   :key_by("p"):window(wm.windows.tumbling("1h")):count():print()
 env:execute()]], k.bootstrap), "--metrics --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 50ms")
-    local pid = p.pid()
     joined(p, "gu")
     -- every record read: the table that SIGUSR1 prints says so
     helper.wait_for(function()
-      os.execute("kill -USR1 " .. pid)
-      os.execute("sleep 0.1")
-      local e = helper.read_or_empty(p.err)
+      local e = usr1_table(p)
       return e:match("un%-0%s+un/0%s+6%s+0%s+5999%s+running") and e:match("un%-1%s+un/1%s+4%s+0%s+9999%s+running")
     end, "both tasks to have read their partition", 60)
     p.signal("TERM")
@@ -377,9 +386,7 @@ env:execute()]], k.bootstrap)
     local function read_all(p)
       joined(p, "gj")
       return helper.wait_for(function()
-        os.execute("kill -USR1 " .. p.pid())
-        os.execute("sleep 0.1")
-        local e = helper.read_or_empty(p.err)
+        local e = usr1_table(p)
         local n = 0
         for _ in e:gmatch("rj%-%d%s+rj/%d%s+3%s+0%s+%d+%s+running") do n = n + 1 end
         return n > 0 and e
