@@ -362,8 +362,11 @@ function Planner:plan_aggregate(q, rel, items, aliases)
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
-    spec.csql, spec.csql_shape = c_window_agg(base_cols, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
-                                              items, window, q.having ~= nil, rel.tvf ~= nil)
+    -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
+    if not spec.builtin then
+      spec.csql, spec.csql_shape = c_window_agg(base_cols, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
+                                                items, window, q.having ~= nil, rel.tvf ~= nil)
+    end
     local res = rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
     local has = {}
     for _, c in ipairs(cols) do if c.wbound then has[c.wbound] = true end end
