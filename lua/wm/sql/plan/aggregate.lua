@@ -41,7 +41,9 @@ local function fast_window_agg(cols, keys, agg_list, window)
     key_fields[i] = f
   end
   if key_fields and #key_fields == 0 then key_fields = nil end
-  if #agg_list ~= 1 or window.kind == "cumulate" then return key_fields, nil end
+  if #agg_list ~= 1 or window.kind == "cumulate" or os.getenv("WMRUN_SQL_AGG") == "lua" then
+    return key_fields, nil
+  end
   local a = agg_list[1]
   if a.distinct or a.filter then return key_fields, nil end
   local arg = not a.star and a.arg or nil
@@ -57,7 +59,8 @@ local function fast_window_agg(cols, keys, agg_list, window)
 end
 
 -- SQL aggregates in C (core/ops/wm_sqlagg.h, docs/sql.md "Aggregates in C"). The
--- environment variable WMRUN_SQL_AGG=lua forces the Lua aggregates (specs compare both).
+-- environment variable WMRUN_SQL_AGG=lua forces the Lua aggregates, these and the single
+-- built-ins of fast_window_agg (specs compare both).
 local C_KINDS = {COUNT = true, SUM = true, MIN = true, MAX = true, AVG = true}
 local INTEGER = {INT = true, BIGINT = true}
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<=", ["="] = "=", ["<>"] = "<>"}
