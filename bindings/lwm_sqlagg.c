@@ -1,7 +1,8 @@
 /* The window function of a SQL windowed GROUP BY computed in C (core/ops/wm_sqlagg.h): read
  * from the plan node's `sqlagg` table, which lua/wm/sql/plan/lower.lua writes:
  *   {nkeys = n, meaning = "...",
- *    aggs = {{kind = "COUNT(*)"|"COUNT"|"SUM"|"MIN"|"MAX"|"AVG", field = "f", integer = bool,
+ *    aggs = {{kind = "COUNT(*)"|"COUNT"|"COUNT(DISTINCT)"|"SUM"|"MIN"|"MAX"|"AVG", field = "f",
+ *             integer = bool,
  *             filter = {{field = "f", op = "<"|"<="|">"|">="|"="|"<>", value = number}, ...}}},
  *    out = {{name = "n", src = "key"|"agg"|"start"|"end"|"time", index = i (1-based)}}} */
 #include "lwm_sqlagg.h"
@@ -22,7 +23,7 @@ int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, c
                      size_t mn) {
   lua_State *L = B->L;
   int top = lua_gettop(L), rc = WM_ERR;
-  static const char *const kinds[] = {"COUNT(*)", "COUNT", "SUM", "MIN", "MAX", "AVG"};
+  static const char *const kinds[] = {"COUNT(*)", "COUNT", "SUM", "MIN", "MAX", "AVG", "COUNT(DISTINCT)"};
   static const char *const ops[] = {"<", "<=", ">", ">=", "=", "<>"};
   static const char *const srcs[] = {"key", "agg", "start", "end", "time"};
   wm_sqlagg_def *defs = NULL;
@@ -60,7 +61,7 @@ int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, c
     lua_rawgeti(L, ta, (lua_Integer)i);
     int ti = lua_gettop(L);
     wm_sqlagg_def *d = &defs[i - 1];
-    d->kind = find(lwm_get_str(L, ti, "kind"), kinds, 6);
+    d->kind = find(lwm_get_str(L, ti, "kind"), kinds, 7);
     d->field = lwm_get_str(L, ti, "field"); /* borrowed: the node outlives the call */
     lua_getfield(L, ti, "integer");
     d->integer = lua_toboolean(L, -1);

@@ -23,7 +23,7 @@ end
 -- id, ms, vc (NULL-able), d (NULL-able)
 local DATA = table.concat({
   "a,1000,5,1.5", "a,2000,,2.5", "b,3000,7,", "a,4000,-4,0.5", "c,4500,-7,", "b,6000,10,4.0", "c,6500,-2,-1.5",
-  "a,7000,12,1.0", "b,9000,,", "a,12000,8,3.0", "b,12500,2,2.0", "a,16000,1,", "c,30000,3,0.25",
+  "a,7000,12,1.0", "b,9000,,", "a,12000,8,3.0", "a,13000,8,3.0", "b,7000,7,4", "b,12500,2,2.0", "a,16000,1,", "c,30000,3,0.25",
 }, "\n") .. "\n"
 local DDL = [[
 CREATE TABLE s (id STRING NOT NULL, ms BIGINT, vc BIGINT, d DOUBLE, rt AS TO_TIMESTAMP_LTZ(ms, 3),
@@ -48,9 +48,14 @@ local QUERIES = {
   -- a Lua step shapes the C row: expressions of aggregates, HAVING
   {"SELECT id, COUNT(*) * 10 AS n10, SUM(vc) + 1 AS s1, AVG(d) AS ad FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), "
     .. "INTERVAL '5' SECOND)) GROUP BY id, window_start, window_end HAVING COUNT(vc) >= 2;", true},
-  -- Lua: COUNT(DISTINCT), an expression argument, a NULL-able key, CUMULATE
-  {"SELECT id, COUNT(DISTINCT vc) AS dv, SUM(vc) AS s FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
-    .. " GROUP BY id, window_start, window_end;", false},
+  -- COUNT(DISTINCT) of numbers: NULLs left out, an integral float is its integer
+  {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(DISTINCT d) AS dd, COUNT(DISTINCT vc) FILTER (WHERE vc > 0) AS dp,"
+    .. " SUM(vc) AS s FROM TABLE(HOP(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '20' SECOND))"
+    .. " GROUP BY id, window_start, window_end;", true},
+  {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(*) AS n FROM s GROUP BY SESSION(rt, INTERVAL '3' SECOND), id;", true},
+  -- Lua: COUNT(DISTINCT) of strings, SUM(DISTINCT), an expression argument, a NULL-able key, CUMULATE
+  {"SELECT window_start, COUNT(DISTINCT id) AS di, SUM(DISTINCT vc) AS sv FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt),"
+    .. " INTERVAL '5' SECOND)) GROUP BY window_start, window_end;", false},
   {"SELECT id, SUM(vc * 2) AS s FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
     .. " GROUP BY id, window_start, window_end;", false},
   {"SELECT vc, COUNT(*) AS n, MAX(d) AS m FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
@@ -78,6 +83,7 @@ describe("SQL aggregates in C", function()
     local rows = {}
     for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l end
     table.sort(rows)
+    -- (a in [10 s, 15 s) and b in [5 s, 10 s) have a duplicate value each, for DISTINCT)
     -- a in [0, 5 s): vc 5, NULL, -4; d 1.5, 2.5, 0.5. n 3, nv 2, sum 1, min -4, max 5,
     -- min d 0.5, max d 2.5, avg 1 / 2 = 0 (toward zero), avg d 4.5 / 3 = 1.5, sum d 4.5,
     -- vc > 4: 1, vc < 0 and d <= 0.5: -4, 3 >= vc: max d of (-4, 0.5) = 0.5

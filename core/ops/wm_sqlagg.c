@@ -34,7 +34,8 @@ typedef struct sqlagg {
   wm_schema *schema; /* the result row's */
 } sqlagg;
 
-static const char *const kind_names[] = {"?", "COUNT(*)", "COUNT", "SUM", "MIN", "MAX", "AVG"};
+static const char *const kind_names[] = {"?",   "COUNT(*)", "COUNT", "SUM",
+                                         "MIN", "MAX",      "AVG",   "COUNT(DISTINCT)"};
 
 static int num_cmp(const wm_value *a, const wm_value *b) {
   if (a->type == WM_INT && b->type == WM_INT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
@@ -85,20 +86,23 @@ static int passes(wm_op *op, agg *a, const wm_value *rec) {
   return 1;
 }
 
-/* The state of a window as writable slots: acc made (nil), or copied when shared. */
+/* The state of a window as writable slots: acc made (nil), or copied when shared. A state
+ * is the slots, then the tables of the COUNT(DISTINCT) sets (slot.i: the table's offset in
+ * the state, slot.t: its capacity, slot.n: its values). */
 static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
   size_t n = s->naggs * sizeof(slot);
-  if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len == n) return (slot *)acc->u.s->data;
-  wm_str *str = malloc(sizeof(wm_str) + n + 1); /* as wm_str_new: freed by wm_value_release */
+  if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n) return (slot *)acc->u.s->data;
+  size_t len = acc->type == WM_STR && acc->u.s->len >= n ? acc->u.s->len : n;
+  wm_str *str = malloc(sizeof(wm_str) + len + 1); /* as wm_str_new: freed by wm_value_release */
   if (!str) {
     wm_ctx_error(op->ctx, "out of memory");
     return NULL;
   }
   str->refs = 1;
-  str->len = (uint32_t)n;
-  str->data[n] = '\0';
-  if (acc->type == WM_STR && acc->u.s->len == n) {
-    memcpy(str->data, acc->u.s->data, n);
+  str->len = (uint32_t)len;
+  str->data[len] = '\0';
+  if (acc->type == WM_STR && acc->u.s->len >= n) {
+    memcpy(str->data, acc->u.s->data, len);
   } else {
     slot *sl = (slot *)str->data;
     for (size_t i = 0; i < s->naggs; i++) sl[i] = (slot){0, 0, 0.0, WM_NIL};
@@ -108,6 +112,91 @@ static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
   acc->flags = 0;
   acc->u.s = str;
   return (slot *)str->data;
+}
+
+/* ---- COUNT(DISTINCT x) of numbers: an open-addressing set in the state ---------------- */
+
+typedef struct dent {
+  uint64_t bits; /* the integer, or the float's bits */
+  uint64_t tag;  /* 0 empty, 1 integer, 2 float (an integral float is its integer, as Lua keys) */
+} dent;
+
+static uint64_t dent_hash(const dent *d) {
+  uint64_t h = (d->bits ^ (d->tag << 62)) * UINT64_C(0x9E3779B97F4A7C15);
+  return h ^ (h >> 29);
+}
+
+static dent *table_of(wm_value *acc, const slot *sl) {
+  return (dent *)(void *)(acc->u.s->data + sl->i);
+}
+
+/* Inserts d into a table of capacity cap (a power of 2, never full); 1 when it was new. */
+static int dent_put(dent *tab, int64_t cap, const dent *d) {
+  uint64_t mask = (uint64_t)cap - 1, k = dent_hash(d) & mask;
+  while (tab[k].tag) {
+    if (tab[k].tag == d->tag && tab[k].bits == d->bits) return 0;
+    k = (k + 1) & mask;
+  }
+  tab[k] = *d;
+  return 1;
+}
+
+/* The state rebuilt with the table of aggregate `grow` at capacity `cap` (the others as they
+ * are): WM_OK, or WM_ERR. */
+static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
+  size_t len = s->naggs * sizeof(slot);
+  const slot *old = (const slot *)acc->u.s->data;
+  for (size_t j = 0; j < s->naggs; j++)
+    if (s->aggs[j].d.kind == WM_SA_COUNT_DISTINCT)
+      len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
+  if (len > UINT32_MAX - 1) return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
+  wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
+  if (!str) return wm_ctx_error(op->ctx, "out of memory");
+  str->refs = 1;
+  str->len = (uint32_t)len;
+  slot *nw = (slot *)str->data;
+  memcpy(nw, old, s->naggs * sizeof(slot));
+  size_t off = s->naggs * sizeof(slot);
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
+    int64_t c = j == grow ? cap : old[j].t;
+    dent *tab = (dent *)(void *)(str->data + off);
+    const dent *ot = (const dent *)(const void *)(acc->u.s->data + old[j].i);
+    for (int64_t e = 0; e < old[j].t; e++)
+      if (ot[e].tag) dent_put(tab, c, &ot[e]);
+    nw[j].i = (int64_t)off;
+    nw[j].t = c;
+    off += (size_t)c * sizeof(dent);
+  }
+  wm_value_release(&op->ctx->host, acc);
+  acc->type = WM_STR;
+  acc->flags = 0;
+  acc->u.s = str;
+  return WM_OK;
+}
+
+/* Adds v (a number, not NULL) to the set of aggregate k. */
+static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, const wm_value *v) {
+  dent d = {0, 1};
+  if (v->type == WM_INT) {
+    d.bits = (uint64_t)v->u.i;
+  } else if (v->u.f != v->u.f) {
+    return wm_ctx_error(op->ctx, "COUNT(DISTINCT %s): NaN is not a value it can count",
+                        s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+  } else if (v->u.f >= -9223372036854775808.0 && v->u.f < 9223372036854775808.0 &&
+             (double)(int64_t)v->u.f == v->u.f) {
+    d.bits = (uint64_t)(int64_t)v->u.f;
+  } else {
+    memcpy(&d.bits, &v->u.f, sizeof d.bits);
+    d.tag = 2;
+  }
+  slot *sl = &((slot *)acc->u.s->data)[k];
+  if ((sl->n + 1) * 2 > sl->t) {
+    if (regrow(op, s, acc, k, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
+    sl = &((slot *)acc->u.s->data)[k];
+  }
+  sl->n += dent_put(table_of(acc, sl), sl->t, &d);
+  return WM_OK;
 }
 
 static void add_value(const agg *a, slot *sl, const wm_value *v) {
@@ -166,6 +255,11 @@ static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_va
         return WM_ERR;
       }
     }
+    if (a->d.kind == WM_SA_COUNT_DISTINCT) {
+      if (v.type != WM_NIL && distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
+      st = (slot *)acc->u.s->data; /* (the state may have moved) */
+      continue;
+    }
     add_value(a, &st[i], &v);
   }
   if (aux->type != WM_INT) *aux = wm_int(0);
@@ -177,7 +271,7 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
                     const wm_value *baux) {
   sqlagg *s = ud;
   size_t n = s->naggs * sizeof(slot);
-  if (bacc->type != WM_STR || bacc->u.s->len != n) return WM_OK; /* b holds nothing */
+  if (bacc->type != WM_STR || bacc->u.s->len < n) return WM_OK; /* b holds nothing */
   slot *a = own_state(op, s, acc);
   if (!a) return WM_ERR;
   const slot *b = (const slot *)bacc->u.s->data;
@@ -185,6 +279,17 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
     slot *x = &a[i];
     const slot *y = &b[i];
     int kind = s->aggs[i].d.kind;
+    if (kind == WM_SA_COUNT_DISTINCT) { /* b's values into a's set */
+      const dent *bt = (const dent *)(const void *)(bacc->u.s->data + y->i);
+      for (int64_t e = 0; e < y->t; e++) {
+        if (!bt[e].tag) continue;
+        wm_value v = bt[e].tag == 1 ? wm_int((int64_t)bt[e].bits) : wm_float(0.0);
+        if (bt[e].tag == 2) memcpy(&v.u.f, &bt[e].bits, sizeof v.u.f);
+        if (distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
+      }
+      a = (slot *)acc->u.s->data;
+      continue;
+    }
     if (kind == WM_SA_COUNT_STAR || kind == WM_SA_COUNT) {
       x->n += y->n;
     } else if (y->t == WM_NIL) {
@@ -220,7 +325,8 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
 static wm_value slot_result(const agg *a, const slot *sl) {
   switch (a->d.kind) {
   case WM_SA_COUNT_STAR:
-  case WM_SA_COUNT: return wm_int(sl->n);
+  case WM_SA_COUNT:
+  case WM_SA_COUNT_DISTINCT: return wm_int(sl->n);
   case WM_SA_AVG:
     if (sl->n == 0 || sl->t == WM_NIL) return wm_nil();
     if (sl->t == WM_INT) return wm_int(sl->i / sl->n); /* C truncates toward zero, as Java */
@@ -235,7 +341,7 @@ void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_valu
   const sqlagg *s = fn->ud;
   *out = wm_nil();
   if (i >= s->naggs) return;
-  if (acc->type != WM_STR || acc->u.s->len != s->naggs * sizeof(slot)) {
+  if (acc->type != WM_STR || acc->u.s->len < s->naggs * sizeof(slot)) {
     slot zero = {0, 0, 0.0, WM_NIL};
     *out = slot_result(&s->aggs[i], &zero);
     return;
@@ -311,7 +417,7 @@ int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
     a->d = spec->aggs[i];
     a->d.field = NULL;
     a->d.cond = NULL;
-    if (a->d.kind < WM_SA_COUNT_STAR || a->d.kind > WM_SA_AVG) {
+    if (a->d.kind < WM_SA_COUNT_STAR || a->d.kind > WM_SA_COUNT_DISTINCT) {
       wm_error_set(err, "SQL aggregate %zu: unknown kind %d", i + 1, a->d.kind);
       goto fail;
     }

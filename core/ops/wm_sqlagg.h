@@ -1,6 +1,6 @@
 /* SQL group aggregates in C (docs/sql.md, "Aggregates in C"): a window function computing
- * several of COUNT(*), COUNT(x), SUM, MIN, MAX, AVG, each optionally with FILTER (WHERE ...),
- * over the columns of a row, and building the result row in C. Used by the window operator
+ * several of COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, MIN, MAX, AVG, each optionally with
+ * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by the window operator
  * for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
  * (lua/wm/sql/plan/aggregate.lua) falls back to the Lua aggregates otherwise.
  *
@@ -9,9 +9,10 @@
  * anything else, it plugs in through wm_sqlagg_def.eval (the hook: an argument computed by
  * a function of the row); nothing sets it yet.
  *
- * A window's state (the window operator's acc) is one owned WM_STR of fixed-size slots,
- * one per aggregate, position independent: the operator's checkpoint writes it as bytes and
- * restores it as it was. */
+ * A window's state (the window operator's acc) is one owned WM_STR: fixed-size slots, one
+ * per aggregate, then the hash tables of the COUNT(DISTINCT) sets (an incremental distinct
+ * count: a value is looked up once), position independent (offsets, no pointers): the
+ * operator's checkpoint writes it as bytes and restores it as it was. */
 #ifndef WM_SQLAGG_H
 #define WM_SQLAGG_H
 
@@ -20,7 +21,8 @@
 #include "base/wm_value.h"
 #include "ops/wm_agg.h"
 
-enum { WM_SA_COUNT_STAR = 1, WM_SA_COUNT, WM_SA_SUM, WM_SA_MIN, WM_SA_MAX, WM_SA_AVG };
+/* COUNT(DISTINCT x): of numbers (an integral float counts as its integer, as Lua's keys) */
+enum { WM_SA_COUNT_STAR = 1, WM_SA_COUNT, WM_SA_SUM, WM_SA_MIN, WM_SA_MAX, WM_SA_AVG, WM_SA_COUNT_DISTINCT };
 enum { WM_SA_LT = 1, WM_SA_LE, WM_SA_GT, WM_SA_GE, WM_SA_EQ, WM_SA_NE };
 /* Where a result field comes from */
 enum { WM_SA_OUT_KEY = 1, WM_SA_OUT_AGG, WM_SA_OUT_START, WM_SA_OUT_END, WM_SA_OUT_TIME };

@@ -42,12 +42,14 @@ static const wm_sqlagg_def defs[] = {
     {.kind = WM_SA_AVG, .field = "d"},
     {.kind = WM_SA_COUNT_STAR, .ncond = 2, .cond = filt},
     {.kind = WM_SA_SUM, .field = "d"},
+    {.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1},
 };
 static const wm_sqlagg_out outs[] = {
     {"a_id", WM_SA_OUT_KEY, 0},   {"b_start", WM_SA_OUT_START, 0}, {"c_end", WM_SA_OUT_END, 0},
     {"d_n", WM_SA_OUT_AGG, 0},    {"e_nvc", WM_SA_OUT_AGG, 1},     {"f_sum", WM_SA_OUT_AGG, 2},
     {"g_min", WM_SA_OUT_AGG, 3},  {"h_maxd", WM_SA_OUT_AGG, 4},    {"i_avg", WM_SA_OUT_AGG, 5},
     {"j_avgd", WM_SA_OUT_AGG, 6}, {"k_filt", WM_SA_OUT_AGG, 7},    {"l_sumd", WM_SA_OUT_AGG, 8},
+    {"m_dv", WM_SA_OUT_AGG, 9},
 };
 
 typedef struct rig {
@@ -101,23 +103,23 @@ static void feed(rig *g, const rec *rs, size_t from, size_t to) {
   }
 }
 
-/* a: vc 5, NULL, -4, 12 and d 1.5, 2.5, NULL, 0.5; b: one row of NULLs; c: vc -7, -2 */
+/* a: vc 5, NULL, -4, 12, 5 and d 1.5, 2.5, NULL, 0.5, NULL; b: one row of NULLs; c: vc -7, -2 */
 static const rec tumble_rs[] = {
     {"a", 1000, V(5), V(1.5)}, {"b", 1500, NUL, NUL},     {"a", 2000, NUL, V(2.5)},
     {"c", 2500, V(-7), NUL},   {"a", 3000, V(-4), NUL},   {"c", 3500, V(-2), NUL},
-    {"a", 4000, V(12), V(0.5)},
+    {"a", 4000, V(12), V(0.5)}, {"a", 4500, V(5), NUL},
 };
 
-/* By hand. a: 4 rows, 3 vc, sum 13, min -4, max d 2.5, avg 13 / 3 = 4, avg d 4.5 / 3 = 1.5,
- * 2 < vc <= 10: only 5, sum d 4.5. b: COUNTs 0 and 1, every other aggregate NULL (absent).
- * c: sum -9, avg -9 / 2 = -4 (toward zero, not -5). Fired at the end, in key order of
+/* By hand. a: 5 rows, 4 vc, sum 18, min -4, max d 2.5, avg 18 / 4 = 4, avg d 4.5 / 3 = 1.5,
+ * 2 < vc <= 10: 5 twice, sum d 4.5, 3 distinct vc. b: COUNTs 0 and 1, every other aggregate
+ * NULL (absent). c: sum -9, avg -9 / 2 = -4 (toward zero, not -5), 2 distinct. Fired at the end, in key order of
  * creation; the results' time is the window's last millisecond. */
 static const char *const tumble_expect =
-    "9999 {\"a_id\":\"a\",\"b_start\":0,\"c_end\":10000,\"d_n\":4,\"e_nvc\":3,\"f_sum\":13,"
-    "\"g_min\":-4,\"h_maxd\":2.5,\"i_avg\":4,\"j_avgd\":1.5,\"k_filt\":1,\"l_sumd\":4.5}\n"
-    "9999 {\"a_id\":\"b\",\"b_start\":0,\"c_end\":10000,\"d_n\":1,\"e_nvc\":0,\"k_filt\":0}\n"
+    "9999 {\"a_id\":\"a\",\"b_start\":0,\"c_end\":10000,\"d_n\":5,\"e_nvc\":4,\"f_sum\":18,"
+    "\"g_min\":-4,\"h_maxd\":2.5,\"i_avg\":4,\"j_avgd\":1.5,\"k_filt\":2,\"l_sumd\":4.5,\"m_dv\":3}\n"
+    "9999 {\"a_id\":\"b\",\"b_start\":0,\"c_end\":10000,\"d_n\":1,\"e_nvc\":0,\"k_filt\":0,\"m_dv\":0}\n"
     "9999 {\"a_id\":\"c\",\"b_start\":0,\"c_end\":10000,\"d_n\":2,\"e_nvc\":2,\"f_sum\":-9,"
-    "\"g_min\":-7,\"i_avg\":-4,\"k_filt\":0}\n";
+    "\"g_min\":-7,\"i_avg\":-4,\"k_filt\":0,\"m_dv\":2}\n";
 
 static void hand_worked(void) {
   T.current = "sqlagg: hand-worked tumbling window";
@@ -140,7 +142,8 @@ static void session_merge(void) {
   wm_op_input_watermark(g.w, 0, WM_TIME_MAX);
   CHECK_STR(g.out.out.data,
             "3999 {\"a_id\":\"a\",\"b_start\":1000,\"c_end\":4000,\"d_n\":3,\"e_nvc\":3,\"f_sum\":6,"
-            "\"g_min\":1,\"h_maxd\":4.0,\"i_avg\":2,\"j_avgd\":2.125,\"k_filt\":1,\"l_sumd\":4.25}\n");
+            "\"g_min\":1,\"h_maxd\":4.0,\"i_avg\":2,\"j_avgd\":2.125,\"k_filt\":1,\"l_sumd\":4.25,"
+            "\"m_dv\":3}\n");
   rig_free(&g);
 }
 
@@ -191,6 +194,81 @@ static void snapshot_restore(void) {
   }
 }
 
+/* COUNT(DISTINCT vc), COUNT(DISTINCT d) over 100 rows of key a: vc = i % 37 (37 values; the
+ * set grows from 8 slots past 64), d = (i % 5) / 2 (0, 0.5, 1, 1.5, 2: 5 values; the integral
+ * ones given as floats count as the integers they equal), then a NULL vc and an integer d 2
+ * (equal to the float 2.0: no new value): 37 and 5. With a checkpoint every 10 rows. */
+static void distinct(void) {
+  T.current = "sqlagg: COUNT(DISTINCT) and its sets in checkpoints";
+  static const wm_sqlagg_def dd[] = {{.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1},
+                                     {.kind = WM_SA_COUNT_DISTINCT, .field = "d"},
+                                     {.kind = WM_SA_COUNT_STAR}};
+  static const wm_sqlagg_out dout[] = {{"dv", WM_SA_OUT_AGG, 0}, {"dd", WM_SA_OUT_AGG, 1}, {"n", WM_SA_OUT_AGG, 2}};
+  wm_sqlagg_spec spec = {.nkeys = 1, .naggs = 3, .aggs = dd, .nout = 3, .out = dout};
+  enum { N = 102 };
+  static const char *const names[] = {"id", "vc", "d"};
+  static const uint8_t types[] = {WM_FT_STRING, WM_FT_ANY, WM_FT_ANY};
+  for (int cut = 0; cut <= N; cut += 10) {
+    wm_value state = wm_nil(), aux = wm_nil();
+    wm_ctx ctx;
+    wm_ctx_init(&ctx);
+    wm_op *op = wm_op_new(&ctx, &capture_vt, NULL, "op");
+    wm_winfn fn;
+    wm_error err;
+    wm_error_clear(&err);
+    CHECK_I64(wm_winfn_sqlagg(&fn, &spec, &err), 0);
+    wm_schema *sc = wm_schema_new(3, names, types);
+    for (int i = 0; i < N; i++) {
+      if (i == cut) { /* the state as its bytes, into a new value: what a checkpoint does */
+        wm_str *copy = wm_str_new(state.u.s ? state.u.s->data : "", state.u.s ? state.u.s->len : 0);
+        wm_value_release(NULL, &state);
+        state.type = WM_STR;
+        state.u.s = copy;
+      }
+      wm_row *r = wm_row_new(sc);
+      r->fields[0] = wm_cstr("a", 1);
+      if (i < 100) {
+        r->fields[1] = wm_int(i % 37);
+        r->fields[2] = wm_float((double)(i % 5) / 2);
+      } else if (i == 101) {
+        r->fields[2] = wm_int(2);
+      }
+      wm_value v = wm_row_value(r);
+      CHECK_I64(fn.add(fn.ud, op, &state, &aux, &v), WM_OK);
+      wm_value_release(NULL, &v);
+    }
+    wm_value got;
+    wm_sqlagg_result(&fn, &state, 0, &got);
+    CHECK_I64(got.u.i, 37);
+    wm_sqlagg_result(&fn, &state, 1, &got);
+    CHECK_I64(got.u.i, 5);
+    wm_sqlagg_result(&fn, &state, 2, &got);
+    CHECK_I64(got.u.i, N);
+    /* merged into a state of 3 rows: vc 36 (known), 40, 41 (new); d 7.5 (new) */
+    wm_value b = wm_nil(), baux = wm_nil();
+    for (int i = 0; i < 3; i++) {
+      wm_row *r = wm_row_new(sc);
+      r->fields[1] = wm_int(i == 0 ? 36 : 39 + i);
+      r->fields[2] = wm_float(i == 0 ? 7.5 : 1.0);
+      wm_value v = wm_row_value(r);
+      CHECK_I64(fn.add(fn.ud, op, &b, &baux, &v), WM_OK);
+      wm_value_release(NULL, &v);
+    }
+    CHECK_I64(fn.merge(fn.ud, op, &state, &aux, &b, &baux), WM_OK);
+    wm_sqlagg_result(&fn, &state, 0, &got);
+    CHECK_I64(got.u.i, 39);
+    wm_sqlagg_result(&fn, &state, 1, &got);
+    CHECK_I64(got.u.i, 6);
+    wm_sqlagg_result(&fn, &state, 2, &got);
+    CHECK_I64(got.u.i, N + 3);
+    wm_value_release(NULL, &b);
+    wm_value_release(NULL, &state);
+    wm_schema_release(sc);
+    fn.free(fn.ud);
+    wm_ctx_free(&ctx);
+  }
+}
+
 static void bad_specs(void) {
   T.current = "sqlagg: a spec that names nothing is refused";
   wm_winfn fn;
@@ -213,5 +291,6 @@ void test_sqlagg(void) {
   hand_worked();
   session_merge();
   snapshot_restore();
+  distinct();
   bad_specs();
 }

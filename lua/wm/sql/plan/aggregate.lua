@@ -102,7 +102,8 @@ end
 
 -- The C form of a windowed aggregation (wm_sqlagg), or nil when something needs Lua: the keys
 -- plain never-NULL columns (the key_by key gives them back), every aggregate a built-in
--- one over a column (or *) without DISTINCT, its FILTER c_filter's, the window not
+-- one over a column (or *), DISTINCT only in COUNT(DISTINCT) of a numeric column, its FILTER
+-- c_filter's, the window not
 -- CUMULATE. The result row is built in C when every SELECT item is a key, an aggregate or a
 -- bound of the window and there is no HAVING; else C gives {$k1.., $a1.., $ws, $we} and a
 -- Lua step shapes it (csql_shape).
@@ -112,12 +113,13 @@ local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs
   if window.kind == "cumulate" then return nil end
   local aggs, meaning = {}, {}
   for i, a in ipairs(agg_list) do
-    if a.udaf or a.distinct or not C_KINDS[a.name] then return nil end
-    local d = {kind = a.star and "COUNT(*)" or a.name}
+    if a.udaf or not C_KINDS[a.name] or (a.distinct and a.name ~= "COUNT") then return nil end
+    local d = {kind = a.star and "COUNT(*)" or a.distinct and "COUNT(DISTINCT)" or a.name}
     if not a.star then
       local field, t = c_arg(cols, a.arg)
       if not field then return nil end
-      if a.name ~= "COUNT" and not expr.NUMERIC[t] then return nil end
+      -- (COUNT(DISTINCT x) of numbers: C's set holds numbers)
+      if (a.name ~= "COUNT" or a.distinct) and not expr.NUMERIC[t] then return nil end
       d.field, d.integer = field, INTEGER[t] or false
     end
     if a.filter then
