@@ -22,8 +22,10 @@ end
 
 -- id, ms, vc (NULL-able), d (NULL-able)
 local DATA = table.concat({
-  "a,1000,5,1.5", "a,2000,,2.5", "b,3000,7,", "a,4000,-4,0.5", "c,4500,-7,", "b,6000,10,4.0", "c,6500,-2,-1.5",
-  "a,7000,12,1.0", "b,9000,,", "a,12000,8,3.0", "a,13000,8,3.0", "b,7000,7,4", "b,12500,2,2.0", "a,16000,1,", "c,30000,3,0.25",
+  "a,1000,5,1.5", "a,2000,,2.5", "b,3000,7,", "a,4000,-4,0.5", "c,4500,-7,", "b,6000,10,4.0",
+  "c,6500,-2,-1.5",
+  "a,7000,12,1.0", "b,9000,,", "a,12000,8,3.0", "a,13000,8,3.0", "b,7000,7,4", "b,12500,2,2.0",
+  "a,16000,1,", "c,30000,3,0.25",
 }, "\n") .. "\n"
 local DDL = [[
 CREATE TABLE s (id STRING NOT NULL, ms BIGINT, vc BIGINT, d DOUBLE, rt AS TO_TIMESTAMP_LTZ(ms, 3),
@@ -37,30 +39,33 @@ local ALL = "COUNT(*) AS n, COUNT(vc) AS nv, SUM(vc) AS s, MIN(vc) AS mi, MAX(vc
 -- query, whether it runs in C
 local QUERIES = {
   {"SELECT id, window_start, window_end, " .. ALL
-    .. " FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND)) GROUP BY id, window_start, window_end;", true},
+    .. " FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
+    .. " GROUP BY id, window_start, window_end;", true},
   {"SELECT window_start, window_end, window_time, id, " .. ALL
     .. " FROM TABLE(HOP(TABLE s, DESCRIPTOR(rt), INTERVAL '2' SECOND, INTERVAL '6' SECOND))"
     .. " GROUP BY window_start, window_end, id;", true},
   {"SELECT id, SESSION_START(rt, INTERVAL '2' SECOND) AS s0, SESSION_END(rt, INTERVAL '2' SECOND) AS s1, " .. ALL
     .. " FROM s GROUP BY SESSION(rt, INTERVAL '2' SECOND), id;", true},
-  {"SELECT TUMBLE_START(rt, INTERVAL '10' SECOND) AS w, " .. ALL .. " FROM s GROUP BY TUMBLE(rt, INTERVAL '10' SECOND);",
-   true},
+  {"SELECT TUMBLE_START(rt, INTERVAL '10' SECOND) AS w, " .. ALL
+    .. " FROM s GROUP BY TUMBLE(rt, INTERVAL '10' SECOND);", true},
   -- a Lua step shapes the C row: expressions of aggregates, HAVING
   {"SELECT id, COUNT(*) * 10 AS n10, SUM(vc) + 1 AS s1, AVG(d) AS ad FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), "
     .. "INTERVAL '5' SECOND)) GROUP BY id, window_start, window_end HAVING COUNT(vc) >= 2;", true},
   -- COUNT(DISTINCT) of numbers: NULLs left out, an integral float is its integer
-  {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(DISTINCT d) AS dd, COUNT(DISTINCT vc) FILTER (WHERE vc > 0) AS dp,"
-    .. " SUM(vc) AS s FROM TABLE(HOP(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '20' SECOND))"
+  {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(DISTINCT d) AS dd,"
+    .. " COUNT(DISTINCT vc) FILTER (WHERE vc > 0) AS dp, SUM(vc) AS s"
+    .. " FROM TABLE(HOP(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '20' SECOND))"
     .. " GROUP BY id, window_start, window_end;", true},
   {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(*) AS n FROM s GROUP BY SESSION(rt, INTERVAL '3' SECOND), id;", true},
   -- Lua: COUNT(DISTINCT) of strings, SUM(DISTINCT), an expression argument, a NULL-able key, CUMULATE
-  {"SELECT window_start, COUNT(DISTINCT id) AS di, SUM(DISTINCT vc) AS sv FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt),"
-    .. " INTERVAL '5' SECOND)) GROUP BY window_start, window_end;", false},
+  {"SELECT window_start, COUNT(DISTINCT id) AS di, SUM(DISTINCT vc) AS sv"
+    .. " FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND)) GROUP BY window_start, window_end;", false},
   {"SELECT id, SUM(vc * 2) AS s FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
     .. " GROUP BY id, window_start, window_end;", false},
   {"SELECT vc, COUNT(*) AS n, MAX(d) AS m FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
     .. " GROUP BY vc, window_start, window_end;", false},
-  {"SELECT id, window_end, COUNT(*) AS n, SUM(vc) AS s FROM TABLE(CUMULATE(TABLE s, DESCRIPTOR(rt), INTERVAL '2' SECOND,"
+  {"SELECT id, window_end, COUNT(*) AS n, SUM(vc) AS s"
+    .. " FROM TABLE(CUMULATE(TABLE s, DESCRIPTOR(rt), INTERVAL '2' SECOND,"
     .. " INTERVAL '6' SECOND)) GROUP BY id, window_start, window_end;", false},
 }
 

@@ -91,7 +91,8 @@ static int passes(wm_op *op, agg *a, const wm_value *rec) {
  * the state, slot.t: its capacity, slot.n: its values). */
 static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
   size_t n = s->naggs * sizeof(slot);
-  if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n) return (slot *)acc->u.s->data;
+  if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n)
+    return (slot *)acc->u.s->data;
   size_t len = acc->type == WM_STR && acc->u.s->len >= n ? acc->u.s->len : n;
   wm_str *str = malloc(sizeof(wm_str) + len + 1); /* as wm_str_new: freed by wm_value_release */
   if (!str) {
@@ -149,7 +150,8 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
   for (size_t j = 0; j < s->naggs; j++)
     if (s->aggs[j].d.kind == WM_SA_COUNT_DISTINCT)
       len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
-  if (len > UINT32_MAX - 1) return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
+  if (len > UINT32_MAX - 1)
+    return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
   wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
   if (!str) return wm_ctx_error(op->ctx, "out of memory");
   str->refs = 1;
@@ -250,7 +252,8 @@ static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_va
       if (a->d.kind == WM_SA_COUNT) {
         const wm_value *p = wm_field_peek(&a->field, rec);
         if (p) v = *p;
-        else if (wm_field_get(&op->ctx->host, &a->field, rec, &v, &op->ctx->error) != 0) return WM_ERR;
+        else if (wm_field_get(&op->ctx->host, &a->field, rec, &v, &op->ctx->error) != 0)
+          return WM_ERR;
       } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, &v) != WM_OK) {
         return WM_ERR;
       }

@@ -1,7 +1,7 @@
 /* SQL group aggregates in C (docs/sql.md, "Aggregates in C"): a window function computing
  * several of COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, MIN, MAX, AVG, each optionally with
- * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by the window operator
- * for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
+ * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by
+ * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
  * (lua/wm/sql/plan/aggregate.lua) falls back to the Lua aggregates otherwise.
  *
  * An argument or a filter is a plain column, or a conjunction of `column op number`
@@ -22,7 +22,15 @@
 #include "ops/wm_agg.h"
 
 /* COUNT(DISTINCT x): of numbers (an integral float counts as its integer, as Lua's keys) */
-enum { WM_SA_COUNT_STAR = 1, WM_SA_COUNT, WM_SA_SUM, WM_SA_MIN, WM_SA_MAX, WM_SA_AVG, WM_SA_COUNT_DISTINCT };
+enum {
+  WM_SA_COUNT_STAR = 1,
+  WM_SA_COUNT,
+  WM_SA_SUM,
+  WM_SA_MIN,
+  WM_SA_MAX,
+  WM_SA_AVG,
+  WM_SA_COUNT_DISTINCT
+};
 enum { WM_SA_LT = 1, WM_SA_LE, WM_SA_GT, WM_SA_GE, WM_SA_EQ, WM_SA_NE };
 /* Where a result field comes from */
 enum { WM_SA_OUT_KEY = 1, WM_SA_OUT_AGG, WM_SA_OUT_START, WM_SA_OUT_END, WM_SA_OUT_TIME };

@@ -111,7 +111,7 @@ local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs
   if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
   if not key_fields and #keys > 0 then return nil end
   if window.kind == "cumulate" then return nil end
-  local aggs, meaning = {}, {}
+  local defs, meaning = {}, {}
   for i, a in ipairs(agg_list) do
     if a.udaf or not C_KINDS[a.name] or (a.distinct and a.name ~= "COUNT") then return nil end
     local d = {kind = a.star and "COUNT(*)" or a.distinct and "COUNT(DISTINCT)" or a.name}
@@ -126,11 +126,11 @@ local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs
       d.filter = c_filter(cols, a.filter)
       if not d.filter then return nil end
     end
-    aggs[i] = d
+    defs[i] = d
     meaning[i] = d.kind .. (d.field and "(" .. d.field .. ")" or "") .. (d.filter and " FILTER" or "")
     for _, c in ipairs(d.filter or {}) do meaning[i] = meaning[i] .. " " .. c.field .. c.op .. tostring(c.value) end
   end
-  local spec = {nkeys = #keys, aggs = aggs, meaning = ("SQL " .. table.concat(meaning, ", ")):sub(1, 190)}
+  local spec = {nkeys = #keys, aggs = defs, meaning = ("SQL " .. table.concat(meaning, ", ")):sub(1, 190)}
   local out, direct = {}, not having
   for j, it in ipairs(items) do
     local e, o = it.expr, nil
