@@ -142,14 +142,19 @@ static int dent_put(dent *tab, int64_t cap, const dent *d) {
   return 1;
 }
 
+static int table_ok(const sqlagg *s, const slot *sl, size_t len);
+static int bad_state(wm_op *op, const sqlagg *s, size_t k);
+
 /* The state rebuilt with the table of aggregate `grow` at capacity `cap` (the others as they
  * are): WM_OK, or WM_ERR. */
 static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
   size_t len = s->naggs * sizeof(slot);
   const slot *old = (const slot *)acc->u.s->data;
-  for (size_t j = 0; j < s->naggs; j++)
-    if (s->aggs[j].d.kind == WM_SA_COUNT_DISTINCT)
-      len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
+    if (!table_ok(s, &old[j], acc->u.s->len)) return bad_state(op, s, j);
+    len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
+  }
   if (len > UINT32_MAX - 1)
     return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
   wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
@@ -177,6 +182,23 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
   return WM_OK;
 }
 
+/* Whether slot sl's table lies inside a state of len bytes (a state restored with
+ * --allow-state-change for other aggregates may hold anything): its capacity 0 or a power of
+ * 2 with room for its values, its bytes after the slots. */
+static int table_ok(const sqlagg *s, const slot *sl, size_t len) {
+  if (sl->t == 0) return sl->n == 0;
+  if (sl->t < 0 || (sl->t & (sl->t - 1)) || sl->n < 0 || sl->n >= sl->t) return 0;
+  size_t base = s->naggs * sizeof(slot);
+  return sl->i >= (int64_t)base && (uint64_t)sl->t <= (len - base) / sizeof(dent) &&
+         (uint64_t)sl->i - base <= len - base - (uint64_t)sl->t * sizeof(dent);
+}
+
+static int bad_state(wm_op *op, const sqlagg *s, size_t k) {
+  return wm_ctx_error(op->ctx, "COUNT(DISTINCT %s): the window's state does not hold this "
+                      "aggregate's set (restored with --allow-state-change from other aggregates?)",
+                      s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+}
+
 /* Adds v (a number, not NULL) to the set of aggregate k. */
 static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, const wm_value *v) {
   dent d = {0, 1};
@@ -193,6 +215,7 @@ static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, con
     d.tag = 2;
   }
   slot *sl = &((slot *)acc->u.s->data)[k];
+  if (!table_ok(s, sl, acc->u.s->len)) return bad_state(op, s, k);
   if ((sl->n + 1) * 2 > sl->t) {
     if (regrow(op, s, acc, k, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
     sl = &((slot *)acc->u.s->data)[k];
@@ -283,6 +306,7 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
     const slot *y = &b[i];
     int kind = s->aggs[i].d.kind;
     if (kind == WM_SA_COUNT_DISTINCT) { /* b's values into a's set */
+      if (!table_ok(s, y, bacc->u.s->len)) return bad_state(op, s, i);
       const dent *bt = (const dent *)(const void *)(bacc->u.s->data + y->i);
       for (int64_t e = 0; e < y->t; e++) {
         if (!bt[e].tag) continue;

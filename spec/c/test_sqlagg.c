@@ -198,6 +198,13 @@ static void snapshot_restore(void) {
  * set grows from 8 slots past 64), d = (i % 5) / 2 (0, 0.5, 1, 1.5, 2: 5 values; the integral
  * ones given as floats count as the integers they equal), then a NULL vc and an integer d 2
  * (equal to the float 2.0: no new value): 37 and 5. With a checkpoint every 10 rows. */
+/* a state's slots as wm_sqlagg.c lays them out: n, i, f, t */
+typedef struct {
+  int64_t n, i;
+  double f;
+  int64_t t;
+} slot_bytes[3];
+
 static void distinct(void) {
   T.current = "sqlagg: COUNT(DISTINCT) and its sets in checkpoints";
   static const wm_sqlagg_def dd[] = {{.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1},
@@ -263,6 +270,19 @@ static void distinct(void) {
     CHECK_I64(got.u.i, N + 3);
     wm_value_release(NULL, &b);
     wm_value_release(NULL, &state);
+    if (cut == 0) { /* a state of other aggregates (--allow-state-change): refused, not read */
+      slot_bytes bad = {{0, 0, 0.0, 0}, {3, 1 << 20, 0.0, 8}, {0, 0, 0.0, 0}};
+      state.type = WM_STR;
+      state.u.s = wm_str_new((const char *)bad, sizeof bad);
+      wm_row *r = wm_row_new(sc);
+      r->fields[1] = wm_int(1);
+      r->fields[2] = wm_int(1);
+      wm_value v = wm_row_value(r);
+      CHECK_I64(fn.add(fn.ud, op, &state, &aux, &v), WM_ERR);
+      CHECK(strstr(ctx.error.msg, "does not hold this aggregate's set") != NULL);
+      wm_value_release(NULL, &v);
+      wm_value_release(NULL, &state);
+    }
     wm_schema_release(sc);
     fn.free(fn.ud);
     wm_ctx_free(&ctx);
