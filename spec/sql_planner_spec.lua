@@ -54,14 +54,20 @@ describe("SQL planner", function()
   end)
 
   it("aggregates the C built-ins cannot compute run as a Lua aggregate; NULL-able keys as a Lua key", function()
-    local _, p = kinds("SELECT id, COUNT(*), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
+    local _, p = kinds("SELECT id, COUNT(DISTINCT id), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("aggregate", p.env.nodes[4].fn_kind)
     assert.are.same({fields = {"id"}}, p.env.nodes[4].key)
+    _, p = kinds("SELECT id, SUM(vc + 1) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
+    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- an expression: Lua (until wm_rexpr)
+    _, p = kinds("SELECT id, COUNT(*), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
+    assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- several built-ins: the C SQL aggregate
     _, p = kinds("SELECT vc, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
     assert.are.same({"builtin", "count"}, {p.env.nodes[4].fn_kind, p.env.nodes[4].agg})
     assert.is_function(p.env.nodes[4].key.fn)
     _, p = kinds("SELECT id, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
-    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- vc may be NULL
+    assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- vc may be NULL: not the C sum()
+    _, p = kinds("SELECT vc, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
+    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- a NULL-able key: Lua
   end)
 
   it("a CSV table with a computed column that is not an alias adds a Lua map after parse_csv", function()
@@ -84,7 +90,7 @@ describe("SQL planner", function()
     w = p.env.nodes[4]
     assert.are.same({"session", 2000}, {w.assigner.kind, w.assigner.gap})
     assert.are.equal("count", w.agg)
-    _, p = kinds("SELECT id, MAX(vc) FROM s GROUP BY SESSION(rt, INTERVAL '2' SECOND), id;")
+    _, p = kinds("SELECT id, MAX(vc + 0) FROM s GROUP BY SESSION(rt, INTERVAL '2' SECOND), id;")
     w = p.env.nodes[4]
     assert.is_function(w.agg.merge)
   end)

@@ -200,6 +200,12 @@ for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do
   end
 end
 
+-- (The SQL planner's, not a public method) A SQL GROUP BY's built-in aggregates computed in
+-- C (core/ops/wm_sqlagg.h), the result row built in C: `spec` as bindings/lwm_sqlagg.c reads it.
+function WindowedStream:_sql_aggregate(spec)
+  return window_node(self, {fn_kind = "sqlagg", sqlagg = spec}, wname(self, "SQL aggregate"))
+end
+
 --- Counts the records of each window: `{key = k, count = n, start = s, stop = e}`.
 -- @treturn Stream
 -- @usage s:key_by("id"):window(wm.windows.tumbling("1min")):count():print()

@@ -55,6 +55,7 @@ extern test_stats T;
   } while (0)
 
 void test_time(void);
+void test_sqlagg(void);
 void test_io(void);
 void test_exec(void);
 void test_conn(void);

@@ -25,6 +25,7 @@ static const struct {
     {"snapshot", test_snapshot}, {"pool", test_pool},
     {"panes", test_panes},
     {"winop_diff", test_winop_diff},
+    {"sqlagg", test_sqlagg},
     {"conn", test_conn},
     {"member", test_member},
     {"jsonw", test_jsonw},

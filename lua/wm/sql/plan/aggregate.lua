@@ -41,7 +41,9 @@ local function fast_window_agg(cols, keys, agg_list, window)
     key_fields[i] = f
   end
   if key_fields and #key_fields == 0 then key_fields = nil end
-  if #agg_list ~= 1 or window.kind == "cumulate" then return key_fields, nil end
+  if #agg_list ~= 1 or window.kind == "cumulate" or os.getenv("WMRUN_SQL_AGG") == "lua" then
+    return key_fields, nil
+  end
   local a = agg_list[1]
   if a.distinct or a.filter then return key_fields, nil end
   local arg = not a.star and a.arg or nil
@@ -54,6 +56,107 @@ local function fast_window_agg(cols, keys, agg_list, window)
     return key_fields, {agg = a.name:lower(), field = field}
   end
   return key_fields, nil
+end
+
+-- SQL aggregates in C (core/ops/wm_sqlagg.h, docs/sql.md "Aggregates in C"). The
+-- environment variable WMRUN_SQL_AGG=lua forces the Lua aggregates, these and the single
+-- built-ins of fast_window_agg (specs compare both).
+local C_KINDS = {COUNT = true, SUM = true, MIN = true, MAX = true, AVG = true}
+local INTEGER = {INT = true, BIGINT = true}
+local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<=", ["="] = "=", ["<>"] = "<>"}
+
+-- The column a plain column reference reads: field, type (nil when e is not one).
+local function column_of(cols, e)
+  if e.tag ~= "col" or e.qual then return nil end
+  for _, c in ipairs(cols) do
+    if c.name == e.name then return c.field or c.name, c.type end
+  end
+  return nil
+end
+
+-- An aggregate's argument as C reads it: a column's field. The hook for row expressions:
+-- when core/ops/wm_rexpr (h33expr) compiles other expressions, they plug in here (and as
+-- wm_sqlagg_def.eval in C); today anything but a column keeps the query on the Lua path.
+local function c_arg(cols, e)
+  return column_of(cols, e)
+end
+
+-- FILTER (WHERE c1 AND c2 ...) with every ci `column op number` (or `number op column`) over
+-- a numeric column, as {{field, op, value}}; nil otherwise.
+local function c_filter(cols, e, out)
+  out = out or {}
+  if e.tag == "bin" and e.op == "AND" then
+    if not c_filter(cols, e[1], out) or not c_filter(cols, e[2], out) then return nil end
+    return out
+  end
+  if e.tag ~= "bin" or not FLIP[e.op] then return nil end
+  local col, lit, op = e[1], e[2], e.op
+  if col.tag == "lit" then col, lit, op = e[2], e[1], FLIP[e.op] end
+  local field, t = column_of(cols, col)
+  if not field or not expr.NUMERIC[t] or lit.tag ~= "lit" or not expr.NUMERIC[lit.type] then return nil end
+  -- an integer column against a fractional literal: C would compare as doubles; Lua exactly
+  if INTEGER[t] and math.type(lit.value) ~= "integer" then return nil end
+  out[#out + 1] = {field = field, op = op, value = lit.value}
+  return out
+end
+
+-- The C form of a windowed aggregation (wm_sqlagg), or nil when something needs Lua: the keys
+-- plain never-NULL columns (the key_by key gives them back), every aggregate a built-in
+-- one over a column (or *), DISTINCT only in COUNT(DISTINCT) of a numeric column, its FILTER
+-- c_filter's, the window not
+-- CUMULATE. The result row is built in C when every SELECT item is a key, an aggregate or a
+-- bound of the window and there is no HAVING; else C gives {$k1.., $a1.., $ws, $we} and a
+-- Lua step shapes it (csql_shape).
+local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf)
+  if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
+  if not key_fields and #keys > 0 then return nil end
+  if window.kind == "cumulate" then return nil end
+  local defs, meaning = {}, {}
+  for i, a in ipairs(agg_list) do
+    if a.udaf or not C_KINDS[a.name] or (a.distinct and a.name ~= "COUNT") then return nil end
+    local d = {kind = a.star and "COUNT(*)" or a.distinct and "COUNT(DISTINCT)" or a.name}
+    if not a.star then
+      local field, t = c_arg(cols, a.arg)
+      if not field then return nil end
+      -- (COUNT(DISTINCT x) of numbers: C's set holds numbers)
+      if (a.name ~= "COUNT" or a.distinct) and not expr.NUMERIC[t] then return nil end
+      d.field, d.integer = field, INTEGER[t] or false
+    end
+    if a.filter then
+      d.filter = c_filter(cols, a.filter)
+      if not d.filter then return nil end
+    end
+    defs[i] = d
+    meaning[i] = d.kind .. (d.field and "(" .. d.field .. ")" or "") .. (d.filter and " FILTER" or "")
+    for _, c in ipairs(d.filter or {}) do meaning[i] = meaning[i] .. " " .. c.field .. c.op .. tostring(c.value) end
+  end
+  local spec = {nkeys = #keys, aggs = defs, meaning = ("SQL " .. table.concat(meaning, ", ")):sub(1, 190)}
+  local out, direct = {}, not having
+  for j, it in ipairs(items) do
+    local e, o = it.expr, nil
+    local ks, as = key_sigs[expr.sig(e)], expr.is_agg_call(e) and agg_sigs[expr.sig(e)]
+    if ks then o = {src = "key", index = ks}
+    elseif as then o = {src = "agg", index = as}
+    elseif tvf and e.tag == "col" and e.name == "window_start" then o = {src = "start"}
+    elseif tvf and e.tag == "col" and e.name == "window_end" then o = {src = "end"}
+    elseif tvf and e.tag == "col" and e.name == "window_time" then o = {src = "time"}
+    elseif e.tag == "call" and expr.WINDOW_PROPS[e.name] then
+      local prop = e.name:match("_(%u+)$")
+      o = ({START = {src = "start"}, END = {src = "end"}, ROWTIME = {src = "time"}})[prop]
+    end
+    if not o then direct = false break end
+    o.name = it.name
+    out[j] = o
+  end
+  if not direct then
+    out = {}
+    for i = 1, #keys do out[#out + 1] = {name = "$k" .. i, src = "key", index = i} end
+    for i = 1, #agg_list do out[#out + 1] = {name = "$a" .. i, src = "agg", index = i} end
+    out[#out + 1] = {name = "$ws", src = "start"}
+    out[#out + 1] = {name = "$we", src = "end"}
+  end
+  spec.out = out
+  return spec, not direct
 end
 
 -- The arguments of a call of a user aggregate function: checked against its declaration,
@@ -177,7 +280,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
         if ct ~= "BOOLEAN" and ct ~= "NULL" then
           self:err(a.filter_pos, "FILTER needs a BOOLEAN condition, got %s", expr.show(ct))
         end
-        agg_list[i].filter = true
+        agg_list[i].filter = a.filter
         argfns[i] = aggs.filter_arg(argfns[i], cond)
       end
     end)
@@ -264,6 +367,11 @@ function Planner:plan_aggregate(q, rel, items, aliases)
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
+    -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
+    if not spec.builtin then
+      spec.csql, spec.csql_shape = c_window_agg(base_cols, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
+                                                items, window, q.having ~= nil, rel.tvf ~= nil)
+    end
     local res = rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
     local has = {}
     for _, c in ipairs(cols) do if c.wbound then has[c.wbound] = true end end

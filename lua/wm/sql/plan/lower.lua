@@ -138,7 +138,34 @@ local function builtin_window_aggregate(stream, spec)
   return shaped
 end
 
+-- A windowed aggregation whose aggregates all run in C (spec.csql, wm.sql.plan.aggregate's
+-- c_window_agg): the result row built in C, or (spec.csql_shape) a C row of the keys, the
+-- aggregates and the window's bounds that a Lua step shapes (HAVING, expressions).
+local function c_window_aggregate(stream, spec)
+  local res = keyed_of(stream, spec):window(assigner_of(spec)):_sql_aggregate(spec.csql)
+  if not spec.csql_shape then return res end
+  local out, nk, na = spec.out, #spec.keyfns, #spec.aggs
+  local function shape(r)
+    local k, a = {}, {}
+    for i = 1, nk do k[i] = r["$k" .. i] end
+    for i = 1, na do a[i] = r["$a" .. i] end
+    return out(k, a, r["$ws"], r["$we"])
+  end
+  local shaped
+  if spec.having then
+    shaped = res:flat_map(function(r, emit)
+      local row = shape(r)
+      if row then emit(row) end
+    end):name("shape rows, HAVING")
+  else
+    shaped = res:map(shape):name("shape rows")
+  end
+  shaped.sql_shape = {input = res, fn = shape, having = spec.having}
+  return shaped
+end
+
 function lower.window_aggregate(stream, spec)
+  if spec.csql then return c_window_aggregate(stream, spec) end
   if spec.builtin then return builtin_window_aggregate(stream, spec) end
   local keyed = keyed_of(stream, spec)
   local create, add, merge, results = window_acc(spec)

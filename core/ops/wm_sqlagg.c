@@ -1,0 +1,514 @@
+/* SQL group aggregates in C over a window (wm_sqlagg.h). */
+#include "ops/wm_sqlagg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/wm_buf.h"
+
+/* One aggregate's state: n (rows counted / values added), the running value (t: WM_NIL none
+ * yet, WM_INT in i, WM_FLOAT in f). 24 bytes, no pointers: the state is its bytes. */
+typedef struct slot {
+  int64_t n;
+  int64_t i;
+  double f;
+  int64_t t;
+} slot;
+
+typedef struct cond {
+  wm_field field;
+  int op;
+  wm_value value;
+} cond;
+
+typedef struct agg {
+  wm_sqlagg_def d;
+  wm_field field;
+  cond *cond;
+} agg;
+
+typedef struct sqlagg {
+  size_t nkeys, naggs, nout;
+  agg *aggs;
+  wm_sqlagg_out *out;
+  wm_schema *schema; /* the result row's */
+} sqlagg;
+
+static const char *const kind_names[] = {"?",   "COUNT(*)", "COUNT", "SUM",
+                                         "MIN", "MAX",      "AVG",   "COUNT(DISTINCT)"};
+
+static int num_cmp(const wm_value *a, const wm_value *b) {
+  if (a->type == WM_INT && b->type == WM_INT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
+  double x = a->type == WM_INT ? (double)a->u.i : a->u.f;
+  double y = b->type == WM_INT ? (double)b->u.i : b->u.f;
+  return (x > y) - (x < y);
+}
+
+static int is_num(const wm_value *v) { return v->type == WM_INT || v->type == WM_FLOAT; }
+
+/* A field of rec, with the record in the message when it cannot be read or is not a number. */
+static int read_num(wm_op *op, wm_field *f, const char *what, const wm_value *rec, wm_value *out) {
+  wm_ctx *ctx = op->ctx;
+  const wm_value *p = wm_field_peek(f, rec);
+  if (p) *out = *p;
+  else if (wm_field_get(&ctx->host, f, rec, out, &ctx->error) != 0) goto bad;
+  if (out->type == WM_NIL || is_num(out)) return WM_OK;
+  wm_ctx_error(ctx, "%s: column '%s' is not a number", what, f->name);
+bad:;
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  wm_ctx_error_append(ctx, " in record %s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
+/* Whether the FILTER of a lets rec in: 1, 0, or WM_ERR. */
+static int passes(wm_op *op, agg *a, const wm_value *rec) {
+  for (size_t k = 0; k < a->d.ncond; k++) {
+    cond *c = &a->cond[k];
+    wm_value v;
+    if (read_num(op, &c->field, "FILTER (WHERE ...)", rec, &v) != WM_OK) return WM_ERR;
+    if (v.type == WM_NIL) return 0;
+    int r = num_cmp(&v, &c->value), ok;
+    switch (c->op) {
+    case WM_SA_LT: ok = r < 0; break;
+    case WM_SA_LE: ok = r <= 0; break;
+    case WM_SA_GT: ok = r > 0; break;
+    case WM_SA_GE: ok = r >= 0; break;
+    case WM_SA_EQ: ok = r == 0; break;
+    default: ok = r != 0; break;
+    }
+    /* NaN compares false every way: num_cmp gives 0 for it, so = and <= would pass it */
+    if (v.type == WM_FLOAT && v.u.f != v.u.f) ok = 0;
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+/* The state of a window as writable slots: acc made (nil), or copied when shared. A state
+ * is the slots, then the tables of the COUNT(DISTINCT) sets (slot.i: the table's offset in
+ * the state, slot.t: its capacity, slot.n: its values). */
+static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
+  size_t n = s->naggs * sizeof(slot);
+  if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n)
+    return (slot *)acc->u.s->data;
+  size_t len = acc->type == WM_STR && acc->u.s->len >= n ? acc->u.s->len : n;
+  wm_str *str = malloc(sizeof(wm_str) + len + 1); /* as wm_str_new: freed by wm_value_release */
+  if (!str) {
+    wm_ctx_error(op->ctx, "out of memory");
+    return NULL;
+  }
+  str->refs = 1;
+  str->len = (uint32_t)len;
+  str->data[len] = '\0';
+  if (acc->type == WM_STR && acc->u.s->len >= n) {
+    memcpy(str->data, acc->u.s->data, len);
+  } else {
+    slot *sl = (slot *)str->data;
+    for (size_t i = 0; i < s->naggs; i++) sl[i] = (slot){0, 0, 0.0, WM_NIL};
+  }
+  wm_value_release(&op->ctx->host, acc);
+  acc->type = WM_STR;
+  acc->flags = 0;
+  acc->u.s = str;
+  return (slot *)str->data;
+}
+
+/* ---- COUNT(DISTINCT x) of numbers: an open-addressing set in the state ---------------- */
+
+typedef struct dent {
+  uint64_t bits; /* the integer, or the float's bits */
+  uint64_t tag;  /* 0 empty, 1 integer, 2 float (an integral float is its integer, as Lua keys) */
+} dent;
+
+static uint64_t dent_hash(const dent *d) {
+  uint64_t h = (d->bits ^ (d->tag << 62)) * UINT64_C(0x9E3779B97F4A7C15);
+  return h ^ (h >> 29);
+}
+
+static dent *table_of(wm_value *acc, const slot *sl) {
+  return (dent *)(void *)(acc->u.s->data + sl->i);
+}
+
+/* Inserts d into a table of capacity cap (a power of 2, never full); 1 when it was new. */
+static int dent_put(dent *tab, int64_t cap, const dent *d) {
+  uint64_t mask = (uint64_t)cap - 1, k = dent_hash(d) & mask;
+  while (tab[k].tag) {
+    if (tab[k].tag == d->tag && tab[k].bits == d->bits) return 0;
+    k = (k + 1) & mask;
+  }
+  tab[k] = *d;
+  return 1;
+}
+
+static int table_ok(const sqlagg *s, const slot *sl, size_t len);
+static int bad_state(wm_op *op, const sqlagg *s, size_t k);
+
+/* The state rebuilt with the table of aggregate `grow` at capacity `cap` (the others as they
+ * are): WM_OK, or WM_ERR. */
+static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
+  size_t len = s->naggs * sizeof(slot);
+  const slot *old = (const slot *)acc->u.s->data;
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
+    if (!table_ok(s, &old[j], acc->u.s->len)) return bad_state(op, s, j);
+    len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
+  }
+  if (len > UINT32_MAX - 1)
+    return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
+  wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
+  if (!str) return wm_ctx_error(op->ctx, "out of memory");
+  str->refs = 1;
+  str->len = (uint32_t)len;
+  slot *nw = (slot *)str->data;
+  memcpy(nw, old, s->naggs * sizeof(slot));
+  size_t off = s->naggs * sizeof(slot);
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
+    int64_t c = j == grow ? cap : old[j].t;
+    dent *tab = (dent *)(void *)(str->data + off);
+    const dent *ot = (const dent *)(const void *)(acc->u.s->data + old[j].i);
+    for (int64_t e = 0; e < old[j].t; e++)
+      if (ot[e].tag) dent_put(tab, c, &ot[e]);
+    nw[j].i = (int64_t)off;
+    nw[j].t = c;
+    off += (size_t)c * sizeof(dent);
+  }
+  wm_value_release(&op->ctx->host, acc);
+  acc->type = WM_STR;
+  acc->flags = 0;
+  acc->u.s = str;
+  return WM_OK;
+}
+
+/* Whether slot sl's table lies inside a state of len bytes (a state restored with
+ * --allow-state-change for other aggregates may hold anything): its capacity 0 or a power of
+ * 2 with room for its values, its bytes after the slots. */
+static int table_ok(const sqlagg *s, const slot *sl, size_t len) {
+  if (sl->t == 0) return sl->n == 0;
+  if (sl->t < 0 || (sl->t & (sl->t - 1)) || sl->n < 0 || sl->n >= sl->t) return 0;
+  size_t base = s->naggs * sizeof(slot);
+  return sl->i >= (int64_t)base && (uint64_t)sl->t <= (len - base) / sizeof(dent) &&
+         (uint64_t)sl->i - base <= len - base - (uint64_t)sl->t * sizeof(dent);
+}
+
+static int bad_state(wm_op *op, const sqlagg *s, size_t k) {
+  return wm_ctx_error(op->ctx, "COUNT(DISTINCT %s): the window's state does not hold this "
+                      "aggregate's set (restored with --allow-state-change from other aggregates?)",
+                      s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+}
+
+/* Adds v (a number, not NULL) to the set of aggregate k. */
+static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, const wm_value *v) {
+  dent d = {0, 1};
+  if (v->type == WM_INT) {
+    d.bits = (uint64_t)v->u.i;
+  } else if (v->u.f != v->u.f) {
+    return wm_ctx_error(op->ctx, "COUNT(DISTINCT %s): NaN is not a value it can count",
+                        s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+  } else if (v->u.f >= -9223372036854775808.0 && v->u.f < 9223372036854775808.0 &&
+             (double)(int64_t)v->u.f == v->u.f) {
+    d.bits = (uint64_t)(int64_t)v->u.f;
+  } else {
+    memcpy(&d.bits, &v->u.f, sizeof d.bits);
+    d.tag = 2;
+  }
+  slot *sl = &((slot *)acc->u.s->data)[k];
+  if (!table_ok(s, sl, acc->u.s->len)) return bad_state(op, s, k);
+  if ((sl->n + 1) * 2 > sl->t) {
+    if (regrow(op, s, acc, k, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
+    sl = &((slot *)acc->u.s->data)[k];
+  }
+  sl->n += dent_put(table_of(acc, sl), sl->t, &d);
+  return WM_OK;
+}
+
+static void add_value(const agg *a, slot *sl, const wm_value *v) {
+  switch (a->d.kind) {
+  case WM_SA_COUNT_STAR: sl->n++; return;
+  case WM_SA_COUNT: if (v->type != WM_NIL) sl->n++; return;
+  case WM_SA_SUM:
+  case WM_SA_AVG:
+    if (v->type == WM_NIL) return;
+    sl->n++;
+    if (a->d.integer && v->type == WM_INT && sl->t != WM_FLOAT) {
+      sl->i = (int64_t)((uint64_t)sl->i + (uint64_t)v->u.i); /* wraps, as Lua's integers */
+      sl->t = WM_INT;
+    } else { /* a float column (or a float in an integer one): float, as 0.0 + v */
+      if (sl->t == WM_INT) sl->f = (double)sl->i;
+      sl->f += v->type == WM_INT ? (double)v->u.i : v->u.f;
+      sl->t = WM_FLOAT;
+    }
+    return;
+  default: { /* MIN, MAX */
+    if (v->type == WM_NIL) return;
+    sl->n++;
+    if (sl->t != WM_NIL) {
+      wm_value cur = sl->t == WM_INT ? wm_int(sl->i) : wm_float(sl->f);
+      int c = num_cmp(v, &cur);
+      if (a->d.kind == WM_SA_MIN ? c >= 0 : c <= 0) return;
+    }
+    if (v->type == WM_INT) sl->i = v->u.i, sl->t = WM_INT;
+    else sl->f = v->u.f, sl->t = WM_FLOAT;
+  }
+  }
+}
+
+static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
+  sqlagg *s = ud;
+  slot *st = own_state(op, s, acc);
+  if (!st) return WM_ERR;
+  for (size_t i = 0; i < s->naggs; i++) {
+    agg *a = &s->aggs[i];
+    if (a->d.ncond) {
+      int p = passes(op, a, rec);
+      if (p == WM_ERR) return WM_ERR;
+      if (!p) continue;
+    }
+    wm_value v = wm_nil();
+    if (a->d.eval) {
+      if (a->d.eval(a->d.eval_ud, rec, &v, &op->ctx->error) != 0) return WM_ERR;
+      if (v.type != WM_NIL && !is_num(&v) && a->d.kind != WM_SA_COUNT)
+        return wm_ctx_error(op->ctx, "%s: its argument is not a number", kind_names[a->d.kind]);
+    } else if (a->d.kind != WM_SA_COUNT_STAR) {
+      if (a->d.kind == WM_SA_COUNT) {
+        const wm_value *p = wm_field_peek(&a->field, rec);
+        if (p) v = *p;
+        else if (wm_field_get(&op->ctx->host, &a->field, rec, &v, &op->ctx->error) != 0)
+          return WM_ERR;
+      } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, &v) != WM_OK) {
+        return WM_ERR;
+      }
+    }
+    if (a->d.kind == WM_SA_COUNT_DISTINCT) {
+      if (v.type != WM_NIL && distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
+      st = (slot *)acc->u.s->data; /* (the state may have moved) */
+      continue;
+    }
+    add_value(a, &st[i], &v);
+  }
+  if (aux->type != WM_INT) *aux = wm_int(0);
+  aux->u.i++; /* the window's rows */
+  return WM_OK;
+}
+
+static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *bacc,
+                    const wm_value *baux) {
+  sqlagg *s = ud;
+  size_t n = s->naggs * sizeof(slot);
+  if (bacc->type != WM_STR || bacc->u.s->len < n) return WM_OK; /* b holds nothing */
+  slot *a = own_state(op, s, acc);
+  if (!a) return WM_ERR;
+  const slot *b = (const slot *)bacc->u.s->data;
+  for (size_t i = 0; i < s->naggs; i++) {
+    slot *x = &a[i];
+    const slot *y = &b[i];
+    int kind = s->aggs[i].d.kind;
+    if (kind == WM_SA_COUNT_DISTINCT) { /* b's values into a's set */
+      if (!table_ok(s, y, bacc->u.s->len)) return bad_state(op, s, i);
+      const dent *bt = (const dent *)(const void *)(bacc->u.s->data + y->i);
+      for (int64_t e = 0; e < y->t; e++) {
+        if (!bt[e].tag) continue;
+        wm_value v = bt[e].tag == 1 ? wm_int((int64_t)bt[e].bits) : wm_float(0.0);
+        if (bt[e].tag == 2) memcpy(&v.u.f, &bt[e].bits, sizeof v.u.f);
+        if (distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
+      }
+      a = (slot *)acc->u.s->data;
+      continue;
+    }
+    if (kind == WM_SA_COUNT_STAR || kind == WM_SA_COUNT) {
+      x->n += y->n;
+    } else if (y->t == WM_NIL) {
+      continue;
+    } else if (x->t == WM_NIL) {
+      *x = *y;
+    } else if (kind == WM_SA_SUM || kind == WM_SA_AVG) {
+      x->n += y->n;
+      if (x->t == WM_INT && y->t == WM_INT) {
+        x->i = (int64_t)((uint64_t)x->i + (uint64_t)y->i);
+      } else {
+        double xf = x->t == WM_INT ? (double)x->i : x->f, yf = y->t == WM_INT ? (double)y->i : y->f;
+        x->f = xf + yf;
+        x->t = WM_FLOAT;
+      }
+    } else {
+      x->n += y->n;
+      wm_value xv = x->t == WM_INT ? wm_int(x->i) : wm_float(x->f);
+      wm_value yv = y->t == WM_INT ? wm_int(y->i) : wm_float(y->f);
+      int c = num_cmp(&yv, &xv);
+      if (kind == WM_SA_MIN ? c < 0 : c > 0) {
+        x->t = y->t;
+        x->i = y->i;
+        x->f = y->f;
+      }
+    }
+  }
+  int64_t rows = (aux->type == WM_INT ? aux->u.i : 0) + (baux->type == WM_INT ? baux->u.i : 0);
+  *aux = wm_int(rows);
+  return WM_OK;
+}
+
+static wm_value slot_result(const agg *a, const slot *sl) {
+  switch (a->d.kind) {
+  case WM_SA_COUNT_STAR:
+  case WM_SA_COUNT:
+  case WM_SA_COUNT_DISTINCT: return wm_int(sl->n);
+  case WM_SA_AVG:
+    if (sl->n == 0 || sl->t == WM_NIL) return wm_nil();
+    if (sl->t == WM_INT) return wm_int(sl->i / sl->n); /* C truncates toward zero, as Java */
+    return wm_float(sl->f / (double)sl->n);
+  default:
+    if (sl->t == WM_NIL) return wm_nil();
+    return sl->t == WM_INT ? wm_int(sl->i) : wm_float(sl->f);
+  }
+}
+
+void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_value *out) {
+  const sqlagg *s = fn->ud;
+  *out = wm_nil();
+  if (i >= s->naggs) return;
+  if (acc->type != WM_STR || acc->u.s->len < s->naggs * sizeof(slot)) {
+    slot zero = {0, 0, 0.0, WM_NIL};
+    *out = slot_result(&s->aggs[i], &zero);
+    return;
+  }
+  *out = slot_result(&s->aggs[i], &((const slot *)acc->u.s->data)[i]);
+}
+
+static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
+  sqlagg *s = ud;
+  wm_ctx *ctx = op->ctx;
+  const wm_host *h = &ctx->host;
+  wm_row *r = wm_row_new(s->schema);
+  if (!r) return wm_ctx_error(ctx, "out of memory");
+  for (size_t j = 0; j < s->nout; j++) {
+    const wm_sqlagg_out *o = &s->out[j];
+    wm_value v = wm_nil();
+    switch (o->src) {
+    case WM_SA_OUT_KEY:
+      if (s->nkeys == 1) {
+        v = *f->key;
+      } else if (wm_key_part(f->key, (size_t)o->index, &v) < 0) {
+        wm_row_release(h, r);
+        return wm_ctx_error(ctx, "SQL aggregate: key part %d missing", o->index + 1);
+      }
+      if (wm_value_copy(h, &r->fields[j], &v) != 0) {
+        wm_row_release(h, r);
+        return wm_ctx_error(ctx, "out of memory");
+      }
+      continue;
+    case WM_SA_OUT_AGG: {
+      wm_winfn fn = {.ud = s};
+      wm_sqlagg_result(&fn, f->acc, (size_t)o->index, &v);
+      break;
+    }
+    case WM_SA_OUT_START: v = wm_int(f->window.start); break;
+    case WM_SA_OUT_END: v = wm_int(f->window.stop); break;
+    default: v = wm_int(f->window.stop - 1); break;
+    }
+    r->fields[j] = v;
+  }
+  wm_value out = wm_row_value(r);
+  int rc = wm_op_emit(op, 0, &out, f->max_ts);
+  wm_value_release(h, &out);
+  return rc;
+}
+
+static void sa_free(void *ud) {
+  sqlagg *s = ud;
+  if (!s) return;
+  for (size_t i = 0; s->aggs && i < s->naggs; i++) {
+    agg *a = &s->aggs[i];
+    free((char *)a->d.field);
+    for (size_t k = 0; a->cond && k < a->d.ncond; k++) free((char *)a->cond[k].field.name);
+    free(a->cond);
+  }
+  free(s->aggs);
+  for (size_t j = 0; s->out && j < s->nout; j++) free((char *)s->out[j].name);
+  free(s->out);
+  wm_schema_release(s->schema);
+  free(s);
+}
+
+static char *dup(const char *x) { return x ? strdup(x) : NULL; }
+
+int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
+  sqlagg *s = calloc(1, sizeof *s);
+  if (!s) goto oom;
+  s->nkeys = spec->nkeys;
+  s->naggs = spec->naggs;
+  if (!(s->aggs = calloc(spec->naggs ? spec->naggs : 1, sizeof *s->aggs))) goto oom;
+  for (size_t i = 0; i < spec->naggs; i++) {
+    agg *a = &s->aggs[i];
+    a->d = spec->aggs[i];
+    a->d.field = NULL;
+    a->d.cond = NULL;
+    if (a->d.kind < WM_SA_COUNT_STAR || a->d.kind > WM_SA_COUNT_DISTINCT) {
+      wm_error_set(err, "SQL aggregate %zu: unknown kind %d", i + 1, a->d.kind);
+      goto fail;
+    }
+    if (a->d.kind != WM_SA_COUNT_STAR && !spec->aggs[i].field && !a->d.eval) {
+      wm_error_set(err, "SQL aggregate %zu (%s): no argument", i + 1, kind_names[a->d.kind]);
+      goto fail;
+    }
+    if (spec->aggs[i].field && !(a->d.field = dup(spec->aggs[i].field))) goto oom;
+    a->field = (wm_field){.name = a->d.field, .index = -1};
+    if (a->d.ncond) {
+      a->d.ncond = 0;
+      if (!(a->cond = calloc(spec->aggs[i].ncond, sizeof *a->cond))) goto oom;
+      for (size_t k = 0; k < spec->aggs[i].ncond; k++) {
+        const wm_sqlagg_cond *c = &spec->aggs[i].cond[k];
+        char *name = dup(c->field);
+        if (!name) goto oom;
+        a->cond[k] = (cond){.field = {.name = name, .index = -1}, .op = c->op, .value = c->value};
+        a->d.ncond++;
+        if (!is_num(&c->value) || c->op < WM_SA_LT || c->op > WM_SA_NE) {
+          wm_error_set(err, "SQL aggregate %zu: FILTER on '%s' needs a comparison with a number", i + 1,
+                       name);
+          goto fail;
+        }
+      }
+    }
+  }
+  s->nout = spec->nout;
+  if (!(s->out = calloc(spec->nout ? spec->nout : 1, sizeof *s->out))) goto oom;
+  const char **names = calloc(spec->nout ? spec->nout : 1, sizeof *names);
+  uint8_t *types = calloc(spec->nout ? spec->nout : 1, 1);
+  if (!names || !types) {
+    free(names);
+    free(types);
+    goto oom;
+  }
+  for (size_t j = 0; j < spec->nout; j++) {
+    s->out[j] = spec->out[j];
+    s->out[j].name = dup(spec->out[j].name);
+    names[j] = s->out[j].name ? s->out[j].name : "";
+    types[j] = WM_FT_ANY;
+    int src = spec->out[j].src, idx = spec->out[j].index;
+    if ((src == WM_SA_OUT_KEY && (idx < 0 || (size_t)idx >= spec->nkeys)) ||
+        (src == WM_SA_OUT_AGG && (idx < 0 || (size_t)idx >= spec->naggs)) || src < WM_SA_OUT_KEY ||
+        src > WM_SA_OUT_TIME) {
+      wm_error_set(err, "SQL aggregate: result field %zu names nothing", j + 1);
+      free(names);
+      free(types);
+      goto fail;
+    }
+  }
+  s->schema = wm_schema_new((uint32_t)spec->nout, names, types);
+  free(names);
+  free(types);
+  if (!s->schema) goto oom;
+  memset(fn, 0, sizeof *fn);
+  fn->add = sa_add;
+  fn->merge = sa_merge;
+  fn->fire = sa_fire;
+  fn->free = sa_free;
+  fn->ud = s;
+  return 0;
+oom:
+  wm_error_set(err, "out of memory");
+fail:
+  sa_free(s);
+  return -1;
+}

@@ -1,0 +1,83 @@
+/* SQL group aggregates in C (docs/sql.md, "Aggregates in C"): a window function computing
+ * several of COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, MIN, MAX, AVG, each optionally with
+ * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by
+ * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
+ * (lua/wm/sql/plan/aggregate.lua) falls back to the Lua aggregates otherwise.
+ *
+ * An argument or a filter is a plain column, or a conjunction of `column op number`
+ * comparisons for a filter. Where a row expression module (core/ops/wm_rexpr) compiles
+ * anything else, it plugs in through wm_sqlagg_def.eval (the hook: an argument computed by
+ * a function of the row); nothing sets it yet.
+ *
+ * A window's state (the window operator's acc) is one owned WM_STR: fixed-size slots, one
+ * per aggregate, then the hash tables of the COUNT(DISTINCT) sets (an incremental distinct
+ * count: a value is looked up once), position independent (offsets, no pointers): the
+ * operator's checkpoint writes it as bytes and restores it as it was. */
+#ifndef WM_SQLAGG_H
+#define WM_SQLAGG_H
+
+#include <stddef.h>
+
+#include "base/wm_value.h"
+#include "ops/wm_agg.h"
+
+/* COUNT(DISTINCT x): of numbers (an integral float counts as its integer, as Lua's keys) */
+enum {
+  WM_SA_COUNT_STAR = 1,
+  WM_SA_COUNT,
+  WM_SA_SUM,
+  WM_SA_MIN,
+  WM_SA_MAX,
+  WM_SA_AVG,
+  WM_SA_COUNT_DISTINCT
+};
+enum { WM_SA_LT = 1, WM_SA_LE, WM_SA_GT, WM_SA_GE, WM_SA_EQ, WM_SA_NE };
+/* Where a result field comes from */
+enum { WM_SA_OUT_KEY = 1, WM_SA_OUT_AGG, WM_SA_OUT_START, WM_SA_OUT_END, WM_SA_OUT_TIME };
+
+/* One comparison of a FILTER: `field op value` (value an integer or a float); a NULL field
+ * makes it false, as SQL's comparison with NULL is not TRUE. */
+typedef struct wm_sqlagg_cond {
+  const char *field;
+  int op;
+  wm_value value;
+} wm_sqlagg_cond;
+
+/* The hook for arguments that are expressions: *out = the argument's value for rec
+ * (borrowed while rec is alive, or an immediate); 0, or -1 with a message in *err. */
+typedef int (*wm_sqlagg_eval)(void *ud, const wm_value *rec, wm_value *out, wm_error *err);
+
+typedef struct wm_sqlagg_def {
+  int kind;           /* WM_SA_* */
+  const char *field;  /* the argument column (not COUNT(*)) */
+  int integer;        /* the argument's SQL type is an integer: SUM and AVG stay integers
+                       * (AVG truncates toward zero, as Flink's long division); else they are
+                       * floats */
+  size_t ncond;       /* FILTER (WHERE c1 AND c2 ...): 0 = none */
+  const wm_sqlagg_cond *cond;
+  wm_sqlagg_eval eval; /* when set: the argument is eval(eval_ud, rec) instead of field */
+  void *eval_ud;
+} wm_sqlagg_def;
+
+typedef struct wm_sqlagg_out {
+  const char *name;
+  int src;   /* WM_SA_OUT_* */
+  int index; /* the key (0-based, of nkeys) or the aggregate */
+} wm_sqlagg_out;
+
+typedef struct wm_sqlagg_spec {
+  size_t nkeys; /* the key_by key: the one field's value, or a composite of nkeys parts */
+  size_t naggs;
+  const wm_sqlagg_def *aggs;
+  size_t nout;
+  const wm_sqlagg_out *out;
+} wm_sqlagg_spec;
+
+/* Makes fn the window function of spec (strings copied); 0, or -1 with a message in *err. */
+int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
+
+/* The value of aggregate i of a state (an acc the function made), into *out (an immediate):
+ * for tests and the result row. */
+void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_value *out);
+
+#endif
