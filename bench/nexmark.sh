@@ -33,7 +33,7 @@ WMRUN=${WMRUN:-build/wmrun}
 [ -x "$WMRUN" ] || { echo "nexmark.sh: $WMRUN not found: run make first" >&2; exit 2; }
 cp examples/nexmark/nexmark_udfs.lua "$D/" # q14's functions, found beside the script
 gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Icore -o "$D/nexmark_gen" \
-  bench/nexmark_gen.c core/io/wm_nexmark.c core/base/wm_value.c core/base/wm_buf.c -lm
+  bench/nexmark_gen.c core/io/wm_nexmark.c core/base/wm_value.c core/base/wm_buf.c core/base/wm_error.c -lm
 
 # Flink 2.0's per-core throughput, thousand events/s (GUIDE_V2.md: Throughput / Cores)
 flink() {
@@ -129,7 +129,8 @@ med() {
   awk -v j="$1" -v c="$2" '$1 == j { print (c == 3 ? $3 + $4 : $c) }' "$RES" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-printf '\n%-16s %12s %12s %8s %8s %9s %9s\n' job "events/s/core" "events/s wall" "CPU s" "RSS MB" "Flink/core" "ratio"
+printf '\n%-16s %12s %12s %8s %8s %9s %9s %6s\n' job "events/s/core" "events/s wall" "CPU s" "RSS MB" "Flink/core" "ratio" \
+  "t2/t1"
 while IFS='|' read -r name cmd; do
   cpu=$(med "$name" 3) wall=$(med "$name" 2) rss=$(med "$name" 5)
   [ -n "$cpu" ] || continue
@@ -138,8 +139,11 @@ while IFS='|' read -r name cmd; do
   case $name in floor-*) f="" ;; esac
   per=$(echo "$N / $cpu" | bc -l)
   if [ -n "$f" ]; then ratio=$(printf '%.2f' "$(echo "$per / ($f * 1000)" | bc -l)"); fk=${f}k; else ratio="" fk=""; fi
-  printf '%-16s %12.0f %12.0f %8.2f %8.0f %9s %9s\n' "$name" "$per" "$(echo "$N / $wall" | bc -l)" "$cpu" \
-    "$(echo "$rss / 1024" | bc -l)" "$fk" "$ratio"
+  # two threads against one: wall-clock events/s of qN-gen-t2 over qN-gen's
+  t21=""
+  case $name in *-t2) w1=$(med "${name%-t2}" 2); [ -z "$w1" ] || t21=$(printf '%.2f' "$(echo "$w1 / $wall" | bc -l)") ;; esac
+  printf '%-16s %12.0f %12.0f %8.2f %8.0f %9s %9s %6s\n' "$name" "$per" "$(echo "$N / $wall" | bc -l)" "$cpu" \
+    "$(echo "$rss / 1024" | bc -l)" "$fk" "$ratio" "$t21"
 done < "$JOBS"
 
 # wmrun / floor on the generator, by CPU time: q0 and q1 against generate + their text, q2
