@@ -31,7 +31,7 @@ D=${BENCH_DIR:-/tmp/wmrun-bench}
 mkdir -p "$D"
 WMRUN=${WMRUN:-build/wmrun}
 [ -x "$WMRUN" ] || { echo "nexmark.sh: $WMRUN not found: run make first" >&2; exit 2; }
-cp examples/nexmark/nexmark_udfs.lua "$D/" # q14's functions, found beside the script
+cp examples/nexmark/nexmark_udfs.lua examples/nexmark/side_input.txt "$D/" # q14's functions, q13's file, found beside the script
 gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Icore -o "$D/nexmark_gen" \
   bench/nexmark_gen.c core/io/wm_nexmark.c core/base/wm_value.c core/base/wm_buf.c core/base/wm_error.c -lm
 
