@@ -151,7 +151,8 @@ SELECT word, ts FROM t;
     local _, err, code = sql_run.run("CREATE TABLE s (line STRING) WITH ('connector' = 'stdin', 'format' = 'csv', "
       .. "'source.split-by-bytes' = 'true');\nSELECT * FROM s;\n", {})
     assert.are.equal(1, code)
-    assert.matches("'source.split-by-bytes' is an option of a filesystem source, not of connector 'stdin'", err, 1, true)
+    assert.matches("'source.split-by-bytes' is an option of a filesystem source, not of connector 'stdin'",
+      err, 1, true)
     _, err, code = sql_run.run((TS:gsub("'source.split%-by%-bytes' = 'true'", "'source.split-by-bytes' = 'yes'")),
       {["in.csv"] = "a,1\n"})
     assert.are.equal(1, code)
