@@ -121,6 +121,7 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
                           .out = stdout};
     return wm_print_new(&B->ctx, name, &pc);
   }
+  if (strcmp(kind, "discard") == 0) return wm_discard_new(&B->ctx, name);
   if (strcmp(kind, "collect") == 0 || strcmp(kind, "sink") == 0) {
     int fn = lwm_get_fn(B, node, kind[0] == 'c' ? "target" : "fn");
     lwm_opinfo *oi = lwm_opinfo_new(B, where);

@@ -110,3 +110,52 @@ env:execute()
     run(k, dir, "", ", 'scan.watermark.idle-timeout' = '500 ms'")
   end)
 end)
+
+describe("SQL 'source.split-by-bytes' (a filesystem table read in byte ranges)", function()
+  -- 3000 lines "wN,ts": every line read once, by 3 readers at -p 3 (docs/parallelism.md)
+  local lines = {}
+  for i = 1, 3000 do lines[i] = string.format("w%d,%d", i % 7, i * 10) end
+  local FILE = {["in.csv"] = table.concat(lines, "\n") .. "\n"}
+  local TS = [[
+CREATE TABLE t (word STRING, ts BIGINT) WITH ('connector' = 'filesystem', 'path' = 'in.csv', 'format' = 'csv',
+  'source.split-by-bytes' = 'true');
+SELECT word, ts FROM t;
+]]
+  it("at -p 1, 2, 3 gives every line once; at -p 3 each of 3 readers reads a part", function()
+    for _, p in ipairs({1, 2, 3}) do
+      local out, err, code = sql_run.run(TS, {["in.csv"] = FILE["in.csv"]}, {args = "--metrics -p " .. p})
+      assert.are.equal(0, code, err)
+      local rows = {}
+      for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l:gsub("^%d+> ", "") end
+      assert.are.equal(3000, #rows)
+      local seen = {}
+      for _, r in ipairs(rows) do
+        local w, ts = r:match("^%+I%[(w%d), (%d+)%]$")
+        assert.is_truthy(w, r)
+        assert.is_nil(seen[ts], "read twice: " .. r)
+        seen[ts] = true
+        assert.are.equal("w" .. (tonumber(ts) // 10 % 7), w)
+      end
+      local readers, total = 0, 0
+      for n in err:gmatch("read_lines%([^)]*%)[^\n]-%s+0%s+(%d+)") do
+        readers = readers + 1
+        total = total + tonumber(n)
+        assert.is_true(tonumber(n) > 3000 / p / 2, err) -- a part of about a p-th
+      end
+      assert.are.equal(p, readers, err)
+      assert.are.equal(3000, total)
+    end
+  end)
+
+  it("is refused on another connector, and a bad value is an error", function()
+    local _, err, code = sql_run.run("CREATE TABLE s (line STRING) WITH ('connector' = 'stdin', 'format' = 'csv', "
+      .. "'source.split-by-bytes' = 'true');\nSELECT * FROM s;\n", {})
+    assert.are.equal(1, code)
+    assert.matches("'source.split-by-bytes' is an option of a filesystem source, not of connector 'stdin'",
+      err, 1, true)
+    _, err, code = sql_run.run((TS:gsub("'source.split%-by%-bytes' = 'true'", "'source.split-by-bytes' = 'yes'")),
+      {["in.csv"] = "a,1\n"})
+    assert.are.equal(1, code)
+    assert.matches("option 'source.split-by-bytes' must be 'true' or 'false', got 'yes'", err, 1, true)
+  end)
+end)

@@ -102,6 +102,23 @@ oom:
   return NULL;
 }
 
+/* discard(): every record dropped where it arrives (the graph counts it in records_in) */
+static int discard_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)op;
+  (void)chan;
+  (void)rec;
+  (void)ts;
+  return WM_OK;
+}
+
+static const wm_op_vt discard_vt = {.kind = "discard", .record = discard_record};
+
+wm_op *wm_discard_new(wm_ctx *ctx, const char *name) {
+  wm_op *op = wm_op_new(ctx, &discard_vt, NULL, name);
+  if (!op) wm_ctx_error(ctx, "out of memory creating a discarding sink");
+  return op;
+}
+
 int wm_print_flush_all(wm_ctx *ctx) {
   int rc = WM_OK;
   for (size_t i = 0; i < ctx->nops; i++) {

@@ -18,6 +18,9 @@ typedef struct wm_print_config {
  * when the output is a terminal, and at the end of input (a failed flush is an error:
  * "cannot write to standard output: No space left on device"). NULL on failure. */
 wm_op *wm_print_new(wm_ctx *ctx, const char *name, const wm_print_config *cfg);
+/* discard(): a sink that drops every record (Flink's DiscardingSink, SQL's 'blackhole'),
+ * in C, on the thread of its instance. NULL on failure (message in ctx->error). */
+wm_op *wm_discard_new(wm_ctx *ctx, const char *name);
 /* Flushes every print sink of the context. WM_OK, or WM_ERR (message in ctx->error) when a
  * flush failed. */
 int wm_print_flush_all(wm_ctx *ctx);

@@ -316,6 +316,15 @@ function Stream:collect()
   return t
 end
 
+--- Drops every record (Flink's `DiscardingSink`; SQL's 'blackhole' connector), in C: each
+-- instance on its own thread, with no Lua call per record. The records still count in
+-- `--metrics` ("records in").
+-- @treturn Sink
+-- @usage s:discard()
+function Stream:discard()
+  return sink(self, "discard", {name = "discard"})
+end
+
 --- A sink written in Lua: calls `fn(record, ctx)` for every record.
 -- @tparam function fn `fn(record, ctx)`
 -- @treturn Sink

@@ -28,6 +28,7 @@ local KNOWN = {
   ["csv.allow-comments"] = true, ["json.ignore-parse-errors"] = true, ["print-identifier"] = true,
   ["source.monitor-interval"] = true, ["scan.watermark.idle-timeout"] = true,
   ["lookup.join.cache.ttl"] = true, -- (a lookup join's table: wm.sql.plan.temporal_join)
+  ["source.split-by-bytes"] = true, -- wmrun's: the filesystem source read in byte ranges
 }
 local SOURCES = {filesystem = true, stdin = true, socket = true}
 local SINKS = {filesystem = true, print = true, blackhole = true, stdout = true}
@@ -88,6 +89,11 @@ function M.check(p, t)
   end
   t.ignore_errors = bool_opt(p, t, "csv.ignore-parse-errors") or bool_opt(p, t, "json.ignore-parse-errors")
   t.allow_comments = bool_opt(p, t, "csv.allow-comments")
+  t.split_bytes = bool_opt(p, t, "source.split-by-bytes")
+  if t.split_bytes and c ~= "filesystem" then
+    p:err(pos["source.split-by-bytes"], "'source.split-by-bytes' is an option of a filesystem source, not of "
+      .. "connector '%s'", c)
+  end
   if SOURCES[c] or ext then M.fast_path(t) end
 end
 
@@ -423,7 +429,11 @@ function M.source(p, t, env)
     local f = io.open(path, "r")
     if not f then p:err(t.props_pos.path, "cannot open '%s' (table '%s')", path, t.name) end
     f:close()
-    lines = env:read_lines(path)
+    -- 'source.split-by-bytes': at parallelism n, n readers of the file's byte ranges, every
+    -- line read once, each part parsed on its own thread (docs/parallelism.md "A file read in
+    -- parts"); the parts' rows arrive in any interleaving. Without it one reader, in file
+    -- order (as Flink's CSV format, which does not split a file)
+    lines = env:read_lines(path, t.split_bytes and {parallel = true} or nil)
   elseif c == "stdin" then
     lines = env:read_lines("-")
   elseif c == "socket" then
@@ -547,7 +557,7 @@ function M.sink(p, t, rel, st, print_changelog)
     return
   end
   if c == "blackhole" then
-    rel.stream:sink(function() end)
+    rel.stream:discard() -- in C, one per instance: nothing crosses threads to a sink
     return
   end
   if rel.updating then
