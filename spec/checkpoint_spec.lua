@@ -520,7 +520,7 @@ wm.env{ checkpoint = {dir = "x", every = "1s"} }
 ]])
       local _, err3, code3 = h.wmrun(q(bad))
       assert.are.equal(1, code3)
-      assert.matches("job%.lua:2: env checkpoint: unknown option 'every' %(dir, interval%)", err3)
+      assert.matches("job%.lua:2: env checkpoint: unknown option 'every' %(dir, url, interval%)", err3)
     end)
   end)
 end)
