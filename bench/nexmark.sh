@@ -33,7 +33,7 @@ WMRUN=${WMRUN:-build/wmrun}
 [ -x "$WMRUN" ] || { echo "nexmark.sh: $WMRUN not found: run make first" >&2; exit 2; }
 cp examples/nexmark/nexmark_udfs.lua "$D/" # q14's functions, found beside the script
 gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Icore -o "$D/nexmark_gen" \
-  bench/nexmark_gen.c core/io/wm_nexmark.c core/base/wm_value.c core/base/wm_buf.c -lm
+  bench/nexmark_gen.c core/io/wm_nexmark.c core/base/wm_value.c core/base/wm_buf.c core/base/wm_error.c -lm
 
 # Flink 2.0's per-core throughput, thousand events/s (GUIDE_V2.md: Throughput / Cores)
 flink() {

@@ -12,6 +12,7 @@ local wm = require("wm.datastream") -- not the facade `wm`, which loads the Tabl
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
+local base = require("wm.base")
 -- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
 -- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
@@ -547,7 +548,8 @@ function M.sink(p, t, rel, st, print_changelog)
     return
   end
   if c == "blackhole" then
-    rel.stream:sink(function() end)
+    -- in C: the rows are dropped without being made Lua tables
+    base.sink(rel.stream, "blackhole", {name = "blackhole"})
     return
   end
   if rel.updating then
