@@ -22,9 +22,12 @@ local ORDERED = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, TIMEST
 -- wm_ftype of base/wm_value.h
 local FTYPE = {STRING = 0, INT = 1, BIGINT = 1, TIMESTAMP = 1, TIMESTAMP_LTZ = 1, DOUBLE = 2, BOOLEAN = 3}
 
---- Whether the C path may be used (WMRUN_SQL_EXPR=lua forces the Lua closures).
+--- Set to true to force the Lua closures in this process (the specs compare both paths).
+M.force_lua = false
+
+--- Whether the C path may be used (WMRUN_SQL_EXPR=lua, or `force_lua`, forces the Lua closures).
 function M.enabled()
-  return os.getenv("WMRUN_SQL_EXPR") ~= "lua"
+  return not M.force_lua and os.getenv("WMRUN_SQL_EXPR") ~= "lua"
 end
 
 local function numeric_result(a, b)
