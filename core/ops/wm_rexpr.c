@@ -46,7 +46,7 @@ static const char *const OP_NAMES[WM_RX_NOPS] = {
   "col", "subcol", "lit", "add", "sub", "mul", "fdiv", "idiv", "mod", "neg", "abs",
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
-  "to_double", "bool_to_int", "hour"};
+  "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -107,7 +107,8 @@ static int arity(wm_rx_op op) {
   switch (op) {
   case WM_RX_NEG: case WM_RX_ABS: case WM_RX_NOT: case WM_RX_ISNULL: case WM_RX_NOTNULL:
   case WM_RX_IS_TRUE: case WM_RX_IS_FALSE: case WM_RX_NOT_TRUE: case WM_RX_NOT_FALSE:
-  case WM_RX_TO_DOUBLE: case WM_RX_BOOL_TO_INT: case WM_RX_HOUR:
+  case WM_RX_TO_DOUBLE: case WM_RX_BOOL_TO_INT: case WM_RX_HOUR: case WM_RX_TO_TS3:
+  case WM_RX_TO_TS0:
     return 1;
   case WM_RX_BETWEEN: case WM_RX_IF: return 3;
   case WM_RX_IN: return -2;
@@ -433,6 +434,22 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
       int64_t r = q % 24;
       if (r < 0) r += 24;
       *out = wm_int(r);
+    }
+    return 0;
+  case WM_RX_TO_TS3: case WM_RX_TO_TS0:
+    /* R.to_ts_ltz: (v or v * 1000) as math.tointeger(x) or math.floor(x) */
+    if (eval(x, n->args[0], h, rec, &v[0], err) != 0) return -1;
+    if (v[0].type == WM_NIL) { *out = wm_nil(); return 0; }
+    if (!is_num(&v[0])) return bad(n, err, "attempt to perform arithmetic on a non-number value");
+    if (n->op == WM_RX_TO_TS0) {
+      if (v[0].type == WM_INT) v[0].u.i = (int64_t)((uint64_t)v[0].u.i * 1000u);
+      else v[0].u.f *= 1000.0;
+    }
+    if (v[0].type == WM_INT) { *out = v[0]; return 0; }
+    {
+      int64_t k;
+      if (f2i(v[0].u.f, -1, &k)) *out = wm_int(k); /* floor of an integral value is itself */
+      else *out = wm_float(floor(v[0].u.f));       /* out of range, NaN: a float, as Lua's */
     }
     return 0;
   default: break;

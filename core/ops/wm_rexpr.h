@@ -48,6 +48,7 @@ typedef enum {
   WM_RX_TO_DOUBLE,/* CAST(numeric or BOOLEAN AS DOUBLE) */
   WM_RX_BOOL_TO_INT, /* CAST(BOOLEAN AS INT/BIGINT) */
   WM_RX_HOUR,     /* HOUR(ts): floor(ts / 3600000) mod 24 */
+  WM_RX_TO_TS3, WM_RX_TO_TS0, /* TO_TIMESTAMP_LTZ(v, 3) and (v, 0): ms, an integer when it fits */
   WM_RX_NOPS
 } wm_rx_op;
 

@@ -83,6 +83,12 @@ static void test_arith(wm_value *rec) {
   /* HOUR: -1 ms is 23:59:59.999 of the day before; 3600000 * 25 is 1 o'clock */
   CHECK_STR(ev(x, op1(x, WM_RX_HOUR, lit_i(x, -1)), rec), "23");
   CHECK_STR(ev(x, op1(x, WM_RX_HOUR, lit_i(x, 90000000)), rec), "1");
+  /* TO_TIMESTAMP_LTZ: milliseconds kept; seconds * 1000; a float floored to an integer */
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, lit_i(x, 1500)), rec), "1500");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS0, lit_i(x, 2)), rec), "2000");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, lit_f(x, -1.5)), rec), "-2");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS0, d), rec), "2500");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, n), rec), "nil");
   /* 0.908 * 100 (q1's currency conversion) is 90.8 as a double */
   CHECK_STR(ev(x, op2(x, WM_RX_MUL, lit_f(x, 0.908), lit_i(x, 100)), rec), "90.799999999999997 f");
   wm_rexpr_free(x);

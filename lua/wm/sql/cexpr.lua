@@ -109,11 +109,15 @@ local CASTS = {DOUBLE = true, INT = true, BIGINT = true, TIMESTAMP = true, TIMES
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
-  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true}
+  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true}
   if not F[name] or (P.functions and P.functions[name]) then return nil end
   local idx, types = compile_list(P, e.args)
   if not idx then return nil end
-  if name == "MOD" then
+  if name == "TO_TIMESTAMP_LTZ" then
+    local p = e.args[2] and e.args[2].tag == "lit" and e.args[2].value or (e.args[2] and -1 or 3)
+    if p ~= 0 and p ~= 3 then return nil end
+    return add(P, {op = p == 3 and "to_ts3" or "to_ts0", args = {idx[1]}}), "TIMESTAMP_LTZ"
+  elseif name == "MOD" then
     local rt = numeric_result(types[1], types[2])
     return add(P, {op = "mod", args = idx, where = where(P, e)}), rt
   elseif name == "ABS" then
@@ -151,7 +155,7 @@ compile = function(P, e)
     return add(P, {op = "lit", value = v}), "TIMESTAMP"
   elseif tag == "col" then
     local _, t, path = P.scope.column(e)
-    if not path then return nil end
+    if not path or (P.forbid and P.forbid[path[1]]) then return nil end
     if path[2] then
       if not P.nested then return nil end
       return add(P, {op = "subcol", name = path[1], sub = path[2]}), t
@@ -274,6 +278,38 @@ function M.try_project(stream, items, cols, scope, src)
     names[i], types[i] = it.name, FTYPE[cols[i].type] or 4
   end
   return base.one_input(stream, "sql_rows", {prog = P.prog, out = out, names = names, types = types}, "map")
+end
+
+--- The step after a CSV table's parse_csv (wm.sql.connectors), in C: its DOUBLE columns
+-- values as floats and its computed columns that are not aliases (the columns in `skip`
+-- were not decoded). nil when a computed column is not for C (or reads another one).
+function M.try_post(rows, p, t, skip)
+  if not M.enabled() then return nil end
+  local skipped, computed = {}, {}
+  for _, n in ipairs(skip or {}) do skipped[n] = true end
+  for _, c in ipairs(t.computed) do if not c.field then computed[c.name] = true end end
+  local scope = p:row_scope(t.cols)
+  local P = {prog = {}, scope = scope, src = p.src, functions = scope.functions, nested = false, forbid = computed}
+  local out, names, types = {}, {}, {}
+  local function put(i, c)
+    out[#out + 1], names[#names + 1], types[#types + 1] = i, c.name, FTYPE[c.type] or 4
+  end
+  for _, c in ipairs(t.physical) do
+    if not skipped[c.name] then
+      local i = add(P, {op = "col", name = c.name})
+      if c.type == "DOUBLE" then i = add(P, {op = "to_double", args = {i}}) end
+      put(i, c)
+    end
+  end
+  for _, c in ipairs(t.computed) do
+    if not c.field then
+      local i = compile(P, c.expr)
+      if not i then return nil end
+      put(i, c)
+    end
+  end
+  return base.one_input(rows, "sql_rows", {prog = P.prog, out = out, names = names, types = types},
+    "computed columns (" .. t.name .. ")")
 end
 
 --- The rows of `stream` with their columns renamed (`ren`: {from, to} per column of the
