@@ -7,6 +7,7 @@
 #include "lwm_plan.h"
 #include "lwm_rexpr.h"
 #include "ops/wm_rexpr.h"
+#include "ops/wm_sqlfmt.h"
 
 /* node i of the program table at prog: added to x; its index, or -1 with the message in buf */
 static int read_node(lua_State *L, int prog, lua_Integer i, wm_rexpr *x, const int *map, char *buf,
@@ -142,8 +143,37 @@ done:
   return 1;
 }
 
+/* "sql_format": node.names (the columns) and node.kinds (wm_sqlf_kind each) */
+static int build_format(lwm_bridge *B, int node, const char *name, const char *where, wm_op **op) {
+  lua_State *L = B->L;
+  lua_getfield(L, node, "names");
+  lua_getfield(L, node, "kinds");
+  int n = lua_istable(L, -2) ? (int)lua_rawlen(L, -2) : 0;
+  const char **names = calloc((size_t)n + 1, sizeof *names);
+  uint8_t *kinds = malloc((size_t)n + 1);
+  int bad = !names || !kinds;
+  for (int i = 0; !bad && i < n; i++) {
+    lua_rawgeti(L, -2, i + 1);
+    names[i] = lua_tostring(L, -1); /* the plan keeps the string */
+    lua_pop(L, 1);
+    lua_rawgeti(L, -1, i + 1);
+    lua_Integer k = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (!names[i] || k < 0 || k > WM_SQLF_TIMESTAMP) bad = 2;
+    else kinds[i] = (uint8_t)k;
+  }
+  *op = bad ? NULL : wm_sqlfmt_new(&B->ctx, name, n, names, kinds);
+  lua_pop(L, 2);
+  free(names);
+  free(kinds);
+  if (bad == 1) wm_ctx_error(&B->ctx, "out of memory");
+  if (bad == 2) wm_ctx_error(&B->ctx, "%s: building '%s': a bad column name or kind", where ? where : "?", name);
+  return 1;
+}
+
 int lwm_build_rexpr(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                     wm_op **op) {
+  if (strcmp(kind, "sql_format") == 0) return build_format(B, node, name, where, op);
   if (strcmp(kind, "blackhole") == 0) {
     *op = wm_blackhole_new(&B->ctx, name);
     return 1;

@@ -17,8 +17,8 @@ end
 describe("SQL planner", function()
   it("a filter query: read_lines, parse_csv, watermarks, filter, map, print", function()
     local k, p = kinds("SELECT id FROM s WHERE vc > 1;")
-    -- the WHERE and the SELECT list in C (wm.sql.cexpr), the print formatting in Lua
-    assert.are.same({"read_lines", "parse_csv", "assign", "sql_rows", "sql_rows", "map", "print"}, k)
+    -- the WHERE, the SELECT list and print's formatting in C (wm.sql.cexpr)
+    assert.are.same({"read_lines", "parse_csv", "assign", "sql_rows", "sql_rows", "sql_format", "print"}, k)
     -- the CSV is parsed in C with the schema's types; NULL-able columns are optional
     local parse = p.env.nodes[2]
     assert.are.same({{name = "id", type = "string", optional = false}, {name = "ms", type = "integer", optional = true},
@@ -120,14 +120,14 @@ describe("SQL planner", function()
     -- n + 1 CREATE VIEWs, then the query reads v_n, which reads v_(n-1), ... v0: once each
     assert.are.equal(2 * (n + 1), p.view_plans)
     -- the query is the whole chain: one projection per view (SELECT *), a filter, its
-    -- projection (all in C), and print's formatting map
+    -- projection, and print's formatting (all in C)
     local c, maps = 0, 0
     for _, node in ipairs(p.env.nodes) do
       if node.kind == "sql_rows" then c = c + 1 end
       if node.kind == "map" then maps = maps + 1 end
     end
     assert.are.equal(n + 1 + 2, c)
-    assert.are.equal(1, maps)
+    assert.are.equal(0, maps)
     -- the rowtime stays a time attribute through the chain
     p = sql.plan(chain(3) .. "SELECT COUNT(*) FROM v3 GROUP BY TUMBLE(rt, INTERVAL '1' SECOND);", {name = "job.sql"})
     assert.are.equal(2 * 4, p.view_plans)

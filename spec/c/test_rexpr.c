@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "ops/wm_rexpr.h"
+#include "ops/wm_sqlfmt.h"
 
 /* a row {a = 7, b = -2, d = 2.5, s = "abc", n = nil, t = true} */
 static wm_schema *schema6(void) {
@@ -212,7 +213,48 @@ static void test_operator(wm_schema *s6) {
   wm_ctx_free(&ctx);
 }
 
+static const char *dbl(double x) {
+  static char out[64];
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_sqlfmt_double(&b, x);
+  snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return out;
+}
+static const char *tsf(int64_t ms) {
+  static char out[64];
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_sqlfmt_timestamp(&b, ms);
+  snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return out;
+}
+
+/* Java's Double.toString: plain from 10^-3 to 10^7, else with an exponent; the fewest digits
+ * that read back; and timestamps in UTC (1461756862 s is 2016-04-27 11:34:22) */
+static void test_format(void) {
+  CHECK_STR(dbl(1.5), "1.5");
+  CHECK_STR(dbl(2.0), "2.0");
+  CHECK_STR(dbl(1e10), "1.0E10");
+  CHECK_STR(dbl(1e-5), "1.0E-5");
+  CHECK_STR(dbl(0.001), "0.001");
+  CHECK_STR(dbl(1234567.0), "1234567.0");
+  CHECK_STR(dbl(12345678.9), "1.23456789E7");
+  CHECK_STR(dbl(-0.0), "-0.0");
+  CHECK_STR(dbl(0.1 + 0.2), "0.30000000000000004");
+  CHECK_STR(dbl(0.908 * 100), "90.8");
+  CHECK_STR(dbl(-250.0), "-250.0");
+  CHECK_STR(dbl(1.0 / 0.0), "Infinity");
+  CHECK_STR(tsf(1461756862000), "2016-04-27 11:34:22.000");
+  CHECK_STR(tsf(0), "1970-01-01 00:00:00.000");
+  CHECK_STR(tsf(-1), "1969-12-31 23:59:59.999");
+  CHECK_STR(tsf(951825600123), "2000-02-29 12:00:00.123");
+}
+
 void test_rexpr(void) {
+  test_format();
   wm_schema *s = schema6();
   wm_row *r = row6(s);
   wm_value rec = wm_row_value(r);

@@ -104,7 +104,6 @@ local function compile_bin(P, e)
   return add(P, {op = name, args = {a, b}, where = w}), rt
 end
 
-local CASTS = {DOUBLE = true, INT = true, BIGINT = true, TIMESTAMP = true, TIMESTAMP_LTZ = true, BOOLEAN = false}
 
 local function compile_call(P, e)
   local name = e.name
@@ -326,6 +325,18 @@ function M.try_rename(stream, ren, cols)
     out[i], names[i], types[i] = i, x.to, FTYPE[cols[i].type] or 4
   end
   return base.one_input(stream, "sql_rows", {prog = prog, out = out, names = names, types = types}, "map")
+end
+
+--- The rows of `stream` (of the columns `cols`) as Flink's print sink shows them, `+I[...]`,
+-- made in C (core/ops/wm_sqlfmt.h); nil when the C path is off.
+function M.try_format(stream, cols)
+  if not M.enabled() then return nil end
+  local names, kinds = {}, {}
+  for i, c in ipairs(cols) do
+    names[i] = c.name
+    kinds[i] = c.type == "BOOLEAN" and 1 or (c.type == "TIMESTAMP" or c.type == "TIMESTAMP_LTZ") and 2 or 0
+  end
+  return base.one_input(stream, "sql_format", {names = names, kinds = kinds}, "map")
 end
 
 --- Whether `stream` was made by a `sql_rows` operator (tests, and the sinks' choice).
