@@ -62,25 +62,44 @@ static int read_node(lua_State *L, int prog, lua_Integer i, wm_rexpr *x, const i
   return r;
 }
 
+wm_rexpr *lwm_rexpr_read(lwm_bridge *B, int node, const char *field, int **map, int *count, char *msg,
+                         size_t msgsz) {
+  lua_State *L = B->L;
+  snprintf(msg, msgsz, "out of memory");
+  *map = NULL;
+  *count = 0;
+  lua_getfield(L, node, field);
+  int prog = lua_gettop(L);
+  lua_Integer n = lua_istable(L, prog) ? (lua_Integer)lua_rawlen(L, prog) : 0;
+  wm_rexpr *x = wm_rexpr_new();
+  int *m = malloc((size_t)n * sizeof(int) + 1);
+  if (!x || !m) goto fail;
+  for (lua_Integer i = 1; i <= n; i++) {
+    m[i - 1] = read_node(L, prog, i, x, m, msg, msgsz);
+    if (m[i - 1] < 0) goto fail;
+  }
+  lua_pop(L, 1);
+  *map = m;
+  *count = (int)n;
+  return x;
+fail:
+  lua_pop(L, 1);
+  wm_rexpr_free(x);
+  free(m);
+  return NULL;
+}
+
 static int build(lwm_bridge *B, int node, const char *name, const char *where, wm_op **op) {
   lua_State *L = B->L;
   char msg[300] = "out of memory";
-  wm_rexpr *x = wm_rexpr_new();
   int *map = NULL, *out = NULL;
   wm_schema *schema = NULL;
   char **names = NULL;
   uint8_t *types = NULL;
-  int nout = 0, filter = -1, ok = 0;
-  lua_getfield(L, node, "prog");
-  int prog = lua_gettop(L);
-  lua_Integer n = lua_istable(L, prog) ? (lua_Integer)lua_rawlen(L, prog) : 0;
+  int nout = 0, filter = -1, ok = 0, n = 0;
+  lua_pushnil(L); /* (in place of the program table the code below pops) */
+  wm_rexpr *x = lwm_rexpr_read(B, node, "prog", &map, &n, msg, sizeof msg);
   if (!x) goto done;
-  map = malloc((size_t)n * sizeof(int) + 1);
-  if (!map) goto done;
-  for (lua_Integer i = 1; i <= n; i++) {
-    map[i - 1] = read_node(L, prog, i, x, map, msg, sizeof msg);
-    if (map[i - 1] < 0) goto done;
-  }
   lua_Integer f = lwm_get_int(L, node, "filter", 0);
   if (f < 0 || f > n) {
     snprintf(msg, sizeof msg, "filter node %lld out of range", (long long)f);
@@ -125,7 +144,7 @@ static int build(lwm_bridge *B, int node, const char *name, const char *where, w
   lua_pop(L, 1);
   ok = 1;
 done:
-  lua_pop(L, 1); /* prog */
+  lua_pop(L, 1); /* the placeholder */
   free(map);
   free(names);
   free(types);

@@ -255,6 +255,14 @@ local function program(stream, scope, src)
   return {prog = {}, scope = scope, src = src, functions = scope.functions, nested = c_rows(stream.node)}
 end
 
+--- For other operators' expressions (e.g. aggregate arguments): a program over the rows of
+-- `stream` in `scope` (nil when the C path is off or the scope is not a row scope), to which
+-- `M.compile(P, e)` adds expression `e`, giving the 1-based index of its node (or nil: not for
+-- C) and its SQL type. `P.prog` is the node list that `lwm_rexpr_read` (bindings/lwm_rexpr.h)
+-- reads from a plan node's field.
+M.program = program
+function M.compile(P, e) return compile(P, e) end
+
 --- The stream of the rows of `stream` for which `cond` is TRUE, filtered in C; nil when the
 -- condition has a part the C module does not do.
 function M.try_filter(stream, cond, scope, src)
