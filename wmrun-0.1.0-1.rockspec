@@ -164,6 +164,7 @@ build = {
     ["wm.sql.connector_fs_partitioned"] = "lua/wm/sql/connector_fs_partitioned.lua",
     ["wm.sql.connector_logs"] = "lua/wm/sql/connector_logs.lua",
     ["wm.sql.connector_nexmark"] = "lua/wm/sql/connector_nexmark.lua",
+    ["wm.sql.cexpr"] = "lua/wm/sql/cexpr.lua",
     ["wm.sql.connectors"] = "lua/wm/sql/connectors.lua",
     ["wm.sql.errors"] = "lua/wm/sql/errors.lua",
     ["wm.sql.expr"] = "lua/wm/sql/expr.lua",

@@ -146,7 +146,7 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
     snprintf(x->err, sizeof x->err, "out of memory");
     return -1;
   }
-  memcpy(n->args, args, (size_t)nargs * sizeof(int));
+  if (nargs > 0) memcpy(n->args, args, (size_t)nargs * sizeof(int));
   return x->len++;
 }
 
@@ -544,7 +544,7 @@ wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, c
   p->nout = nout;
   if (schema) schema->refs++;
   p->schema = schema;
-  memcpy(p->out, out, (size_t)nout * sizeof(int));
+  if (nout > 0) memcpy(p->out, out, (size_t)nout * sizeof(int));
   bool ok = filter < x->len && (!schema || (uint32_t)nout == schema->nfields);
   for (int i = 0; i < nout; i++) ok = ok && out[i] >= 0 && out[i] < x->len;
   if (!ok) {

@@ -320,13 +320,14 @@ function M.try_post(rows, p, t, skip)
 end
 
 --- The rows of `stream` with their columns renamed (`ren`: {from, to} per column of the
--- result `cols`), in C: the stream itself when no name changes, else a projection; nil when
--- the C path is off.
+-- result `cols`), in C: a projection, or when no name changes an operator that passes the
+-- records on unchanged (an operator all the same, so that the job's operators are those of
+-- the Lua path, which checkpoints match by their place); nil when the C path is off.
 function M.try_rename(stream, ren, cols)
   if not M.enabled() then return nil end
   local same = true
   for _, x in ipairs(ren) do if x.from ~= x.to then same = false end end
-  if same then return stream end
+  if same then return base.one_input(stream, "sql_rows", {prog = {}}, "map") end
   local prog, out, names, types = {}, {}, {}, {}
   for i, x in ipairs(ren) do
     prog[i] = {op = "col", name = x.from}
