@@ -17,7 +17,8 @@ end
 describe("SQL planner", function()
   it("a filter query: read_lines, parse_csv, watermarks, filter, map, print", function()
     local k, p = kinds("SELECT id FROM s WHERE vc > 1;")
-    assert.are.same({"read_lines", "parse_csv", "assign", "filter", "map", "map", "print"}, k)
+    -- the WHERE, the SELECT list and print's formatting in C (wm.sql.cexpr)
+    assert.are.same({"read_lines", "parse_csv", "assign", "sql_rows", "sql_rows", "sql_format", "print"}, k)
     -- the CSV is parsed in C with the schema's types; NULL-able columns are optional
     local parse = p.env.nodes[2]
     assert.are.same({{name = "id", type = "string", optional = false}, {name = "ms", type = "integer", optional = true},
@@ -70,10 +71,15 @@ describe("SQL planner", function()
     assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- a NULL-able key: Lua
   end)
 
-  it("a CSV table with a computed column that is not an alias adds a Lua map after parse_csv", function()
+  it("a CSV table with a computed column that is not an alias adds a step after parse_csv", function()
     local p = sql.plan([[CREATE TABLE c (a INT, d DOUBLE, b AS a * 2)
       WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
       SELECT b FROM c;]])
+    -- in C (wm.sql.cexpr); a computed column that reads another, or a string function, in Lua
+    assert.are.same({"parse_csv", "sql_rows"}, {p.env.nodes[2].kind, p.env.nodes[3].kind})
+    p = sql.plan([[CREATE TABLE c (a INT, d DOUBLE, b AS a * 2, e AS b + 1)
+      WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
+      SELECT e FROM c;]])
     assert.are.same({"parse_csv", "map"}, {p.env.nodes[2].kind, p.env.nodes[3].kind})
     p = sql.plan([[CREATE TABLE c (a INT, t TIMESTAMP(3))
       WITH ('connector' = 'filesystem', 'path' = 'spec/sql_planner_spec.lua', 'format' = 'csv');
@@ -119,10 +125,15 @@ describe("SQL planner", function()
     local p = sql.plan(chain(n) .. "SELECT id FROM v" .. n .. " WHERE vc > 1;", {name = "job.sql"})
     -- n + 1 CREATE VIEWs, then the query reads v_n, which reads v_(n-1), ... v0: once each
     assert.are.equal(2 * (n + 1), p.view_plans)
-    -- the query is the whole chain: one map per view (SELECT *), a filter, its map, print
-    local maps = 0
-    for _, node in ipairs(p.env.nodes) do if node.kind == "map" then maps = maps + 1 end end
-    assert.are.equal(n + 1 + 2, maps)
+    -- the query is the whole chain: one projection per view (SELECT *), a filter, its
+    -- projection, and print's formatting (all in C)
+    local c, maps = 0, 0
+    for _, node in ipairs(p.env.nodes) do
+      if node.kind == "sql_rows" then c = c + 1 end
+      if node.kind == "map" then maps = maps + 1 end
+    end
+    assert.are.equal(n + 1 + 2, c)
+    assert.are.equal(0, maps)
     -- the rowtime stays a time attribute through the chain
     p = sql.plan(chain(3) .. "SELECT COUNT(*) FROM v3 GROUP BY TUMBLE(rt, INTERVAL '1' SECOND);", {name = "job.sql"})
     assert.are.equal(2 * 4, p.view_plans)

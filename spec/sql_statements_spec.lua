@@ -231,7 +231,7 @@ describe("SQL statements", function()
     os.remove(dir)
     assert.are.equal("", err)
     assert.are.equal(0, code)
-    assert.are.equal("read_lines read_lines(-)\nparse_csv parse csv (i)\nfilter filter\nmap map\n"
+    assert.are.equal("read_lines read_lines(-)\nparse_csv parse csv (i)\nsql_rows filter\nsql_rows map\n"
       .. "+I[b, 20]\n+I[c, 30]\n", out)
   end)
 

@@ -87,6 +87,7 @@ void test_jsonw(void);
 void test_twoin(void);
 void test_nexmark(void);
 void test_error(void);
+void test_rexpr(void);
 void test_keygroup(void);
 
 #endif

@@ -40,6 +40,7 @@ static const struct {
     {"error", test_error},
     {"savepoint", test_savepoint},
     {"keygroup", test_keygroup},
+    {"rexpr", test_rexpr},
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 

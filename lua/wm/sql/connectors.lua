@@ -12,6 +12,8 @@ local wm = require("wm.datastream") -- not the facade `wm`, which loads the Tabl
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
+local base = require("wm.base")
+local cexpr = require("wm.sql.cexpr")
 -- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
 -- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
@@ -451,7 +453,10 @@ function M.source(p, t, env)
     spec.on_error = t.ignore_errors and "skip" or "fail"
     spec.skip = M.unused(p, t)
     rows = lines:parse_csv(spec):name("parse csv (" .. t.name .. ")")
-    if t.post then rows = rows:map(post_fn(p, t)):name("computed columns (" .. t.name .. ")") end
+    if t.post then
+      rows = cexpr.try_post(rows, p, t, spec.skip)
+        or rows:map(post_fn(p, t)):name("computed columns (" .. t.name .. ")")
+    end
     if t.watermark then
       rows = rows:assign_timestamps_and_watermarks(watermark_strategy(p, t)):name("watermarks (" .. t.name .. ")")
     end

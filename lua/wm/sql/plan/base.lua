@@ -82,7 +82,8 @@ function Planner:row_scope(cols, _, alias_names)
             M.field_list(rc.fields))
         end
         -- a row of another event type has the column nil: its fields are NULL
-        return string.format("(r[%q] or R_NOROW)[%q]", rc.field or rc.name, n.name), f.type
+        return string.format("(r[%q] or R_NOROW)[%q]", rc.field or rc.name, n.name), f.type,
+          {rc.field or rc.name, n.name}
       end
       if n.qual and alias_names and not alias_names[n.qual] then
         raise(src, n.pos, "unknown table '%s' (in %s.%s)", n.qual, n.qual, n.name)
@@ -104,7 +105,7 @@ function Planner:row_scope(cols, _, alias_names)
         raise(src, n.pos, "not supported yet: the ROW column '%s' as a value (use its fields, e.g. %s.%s)",
           n.name, n.name, c.fields[1].name)
       end
-      return string.format("r[%q]", c.field or c.name), c.type
+      return string.format("r[%q]", c.field or c.name), c.type, {c.field or c.name} -- (and the path, wm.sql.cexpr)
     end,
   }
   return scope

@@ -3,6 +3,7 @@
 local connectors = require("wm.sql.connectors")
 local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
+local cexpr = require("wm.sql.cexpr")
 
 local M = {}
 local Planner, rel_of = base.Planner, base.rel_of
@@ -63,6 +64,8 @@ function Planner.rename(_self, rel, ren)
     for _, x in ipairs(ren) do o[x.to] = r[x.from] end
     return o
   end
+  local c = not rel.updating and cexpr.try_rename(rel.stream, ren, cols)
+  if c then return rel_of(c, cols, false) end
   return rel_of(lower.map_rows(rel.stream, rel.updating, f), cols, rel.updating)
 end
 

@@ -4,6 +4,7 @@
 -- @module wm.sql.plan.lower
 local windows = require("wm.windows")
 local values = require("wm.sql.values")
+local cexpr = require("wm.sql.cexpr")
 
 local NULL_KEY = "\0<NULL>"   -- stands for a NULL group key (keys must be scalars)
 
@@ -486,7 +487,7 @@ function lower.print_changelog(rel, prefix)
   if rel.updating then
     s = rel.stream:map(function(e) return fmt(e.k, e.r) end)
   else
-    s = rel.stream:map(function(r) return fmt("+I", r) end)
+    s = cexpr.try_format(rel.stream, rel.cols) or rel.stream:map(function(r) return fmt("+I", r) end)
   end
   return s:print(prefix)
 end

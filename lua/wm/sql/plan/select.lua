@@ -9,6 +9,7 @@ require("wm.sql.plan.lateral")
 require("wm.sql.plan.join")
 local over = require("wm.sql.plan.over")
 local semi_join = require("wm.sql.plan.semi_join")
+local cexpr = require("wm.sql.cexpr")
 
 local Planner, rel_of, lineof, has_agg = base.Planner, base.rel_of, base.lineof, base.has_agg
 local materialize_tvf = from.materialize_tvf
@@ -94,7 +95,7 @@ function Planner:plan_select(q)
     elseif rel.updating then
       rel.stream = rel.stream:filter(function(e) return f(e.r) end)
     else
-      rel.stream = rel.stream:filter(f)
+      rel.stream = cexpr.try_filter(rel.stream, q.where, scope, self.src) or rel.stream:filter(f)
     end
   end
   local items = self:expand_items(q, rel.cols, rel.join and rel.join.quals or rel.alias)
@@ -128,7 +129,8 @@ function Planner:plan_select(q)
     if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
     stream = lower.with_watermark(rel.stream, f, false)
   else
-    stream = lower.map_rows(rel.stream, rel.updating, f)
+    stream = not rel.updating and cexpr.try_project(rel.stream, items, cols, scope, self.src)
+      or lower.map_rows(rel.stream, rel.updating, f)
   end
   local out = rel_of(stream, cols, rel.updating)
   -- the rows of a window TVF passed through with their window_start and window_end: a window

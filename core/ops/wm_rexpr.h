@@ -1,0 +1,86 @@
+/* SQL row expressions in C: the WHERE conditions and SELECT items of the SQL planner
+ * (lua/wm/sql/expr.lua) evaluated over records without a Lua call (docs/sql.md, "Expressions
+ * in C").
+ *
+ * A program is a list of nodes; a node reads its arguments by index (they come before it).
+ * It is built once (the planner's expression tree walked by bindings/lwm_rexpr.c, or a test)
+ * and evaluated per record by wm_rexpr_eval. Values follow the Lua path exactly, as
+ * lua/wm/sql/values.lua's runtime (R.add, R.eq, ...) computes them:
+ *   - SQL NULL is nil; every operator but AND, OR, IS [NOT] NULL, IS TRUE/FALSE, CASE,
+ *     COALESCE and IF gives NULL for a NULL operand; AND/OR use three-valued logic;
+ *   - INT, BIGINT, TIMESTAMP are integers (int64; + - * wrap as Lua's do), DOUBLE floats; an
+ *     integer meeting a float becomes a float; integers and floats compare exactly (Lua 5.4);
+ *   - `/` of integers truncates toward zero, `%`/MOD of integers has the dividend's sign,
+ *     and both raise "<where>: division by zero" for a zero divisor (where: the script's
+ *     file:line:col of the operator, given when the node is made);
+ *   - strings compare by bytes (the C locale's order, as Lua's) and are never made: a
+ *     result string is borrowed from the record or from a literal of the program.
+ * A program belongs to one operator instance (its column nodes cache field positions).
+ *
+ * The operator wm_rproject_new filters (a BOOLEAN node: a record passes when it is TRUE) and/or
+ * projects (one node per output column) WM_ROW or host records into new WM_ROW records of
+ * a fixed schema, keeping each record's timestamp. */
+#ifndef WM_REXPR_H
+#define WM_REXPR_H
+
+#include "base/wm_value.h"
+#include "graph/wm_graph.h"
+
+typedef enum {
+  WM_RX_COL,      /* field `name` of the record (nil when missing) */
+  WM_RX_SUBCOL,   /* field `sub` of the row in field `name` (nil when that is nil) */
+  WM_RX_LIT,      /* a constant */
+  WM_RX_ADD, WM_RX_SUB, WM_RX_MUL, /* 2 args */
+  WM_RX_FDIV,     /* a / b as floats (DOUBLE /) */
+  WM_RX_IDIV,     /* integer division truncated toward zero; error on a zero divisor */
+  WM_RX_MOD,      /* % and MOD(a, b) */
+  WM_RX_NEG, WM_RX_ABS,            /* 1 arg */
+  WM_RX_EQ, WM_RX_NE, WM_RX_LT, WM_RX_LE, WM_RX_GT, WM_RX_GE, /* 2 args */
+  WM_RX_AND, WM_RX_OR,             /* 2 args, three-valued */
+  WM_RX_NOT,
+  WM_RX_ISNULL, WM_RX_NOTNULL,     /* 1 arg */
+  WM_RX_IS_TRUE, WM_RX_IS_FALSE, WM_RX_NOT_TRUE, WM_RX_NOT_FALSE, /* IS [NOT] TRUE/FALSE */
+  WM_RX_BETWEEN,  /* v, lo, hi: lo <= v AND v <= hi */
+  WM_RX_IN,       /* v, x1, x2, ...: TRUE on an equal x, else NULL if v or an x is NULL, else FALSE */
+  WM_RX_CASE,     /* c1, r1, c2, r2, ..., else: the r of the first c that is TRUE */
+  WM_RX_COALESCE, /* the first argument that is not NULL */
+  WM_RX_IF,       /* c, a, b: a when c is TRUE, else b */
+  WM_RX_TO_DOUBLE,/* CAST(numeric or BOOLEAN AS DOUBLE) */
+  WM_RX_BOOL_TO_INT, /* CAST(BOOLEAN AS INT/BIGINT) */
+  WM_RX_HOUR,     /* HOUR(ts): floor(ts / 3600000) mod 24 */
+  WM_RX_TO_TS3, WM_RX_TO_TS0, /* TO_TIMESTAMP_LTZ(v, 3) and (v, 0): ms, an integer when it fits */
+  WM_RX_NOPS
+} wm_rx_op;
+
+typedef struct wm_rexpr wm_rexpr;
+
+/* An empty program; NULL on allocation failure. */
+wm_rexpr *wm_rexpr_new(void);
+void wm_rexpr_free(wm_rexpr *x);
+
+/* Builders: each returns the new node's index (>= 0), or -1 on allocation failure or a bad
+ * argument (an index not below the new node's, a wrong count; message in wm_rexpr_error). */
+int wm_rexpr_col(wm_rexpr *x, const char *name, const char *sub); /* sub NULL: WM_RX_COL */
+int wm_rexpr_lit(wm_rexpr *x, const wm_value *v);                 /* v is copied */
+/* where: "file:line:col" for run-time errors (copied; NULL for none). */
+int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char *where);
+const char *wm_rexpr_error(const wm_rexpr *x);
+/* The operator called `name` ("add", "eq", ...: the WM_RX_ names in lower case), or -1. */
+int wm_rexpr_op_of(const char *name);
+int wm_rexpr_count(const wm_rexpr *x);
+
+/* Evaluates node `node` on record rec: *out is a scalar, nil, or a string borrowed from rec
+ * or from the program (copy it to keep it). Returns 0, or -1 with the message in *err
+ * (e.g. "q.sql:3:24: division by zero", or a field that cannot be read). */
+int wm_rexpr_eval(wm_rexpr *x, int node, const wm_host *h, const wm_value *rec, wm_value *out,
+                  wm_error *err);
+
+/* The filter/projection operator. filter: a node index or -1 (no WHERE); out: nout node
+ * indexes, one per field of schema (nout == schema->nfields), or schema NULL (no SELECT:
+ * records pass unchanged). Takes the program and a reference to the schema (even on
+ * failure). NULL on failure with the message in ctx. */
+wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, const int *out, int nout,
+                       wm_schema *schema);
+
+
+#endif

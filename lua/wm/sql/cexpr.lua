@@ -1,0 +1,354 @@
+--- SQL expressions in C: WHERE conditions and SELECT lists compiled to a program of the C
+-- row-expression module (core/ops/wm_rexpr.h) and run by one `sql_rows` operator, with no Lua
+-- call per row (docs/sql.md, "Expressions in C").
+--
+-- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
+-- succeeded (so every type error has been raised already); they return nil for anything the
+-- C module does not do (LIKE, string functions, CAST to or from STRING, user functions,
+-- scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
+-- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
+-- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
+-- @module wm.sql.cexpr
+local base = require("wm.base")
+local errors = require("wm.sql.errors")
+local values = require("wm.sql.values")
+
+local M = {}
+
+local NUMERIC = {INT = 1, BIGINT = 2, DOUBLE = 3}
+local TEMPORAL = {TIMESTAMP = true, TIMESTAMP_LTZ = true}
+local ORDERED = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, TIMESTAMP = true, TIMESTAMP_LTZ = true,
+                 INTERVAL = true, NULL = true}
+-- wm_ftype of base/wm_value.h
+local FTYPE = {STRING = 0, INT = 1, BIGINT = 1, TIMESTAMP = 1, TIMESTAMP_LTZ = 1, DOUBLE = 2, BOOLEAN = 3}
+
+--- Set to true to force the Lua closures in this process (the specs compare both paths).
+M.force_lua = false
+
+--- Whether the C path may be used (WMRUN_SQL_EXPR=lua, or `force_lua`, forces the Lua closures).
+function M.enabled()
+  return not M.force_lua and os.getenv("WMRUN_SQL_EXPR") ~= "lua"
+end
+
+local function numeric_result(a, b)
+  if a == "NULL" then return b end
+  if b == "NULL" then return a end
+  return (NUMERIC[a] >= NUMERIC[b]) and a or b
+end
+
+local function common_type(types)
+  local t = "NULL"
+  for _, x in ipairs(types) do
+    if t == "NULL" then t = x
+    elseif x ~= "NULL" and x ~= t then
+      if NUMERIC[t] and NUMERIC[x] then t = numeric_result(t, x)
+      elseif TEMPORAL[t] and TEMPORAL[x] then t = "TIMESTAMP"
+      else return nil end
+    end
+  end
+  return t
+end
+
+-- A program being built: prog (the node list), src (for positions), nested (sub-columns allowed).
+local function add(P, node)
+  local prog = P.prog
+  prog[#prog + 1] = node
+  return #prog
+end
+
+local function where(P, n)
+  local src = P.src
+  if not (n and n.pos and src and src.text) then return src and src.name or "sql" end
+  local l, c = errors.line_col(src.text, n.pos)
+  return src.name .. ":" .. l .. ":" .. c
+end
+
+local compile
+
+local function compile_list(P, list)
+  local idx, types = {}, {}
+  for i, x in ipairs(list) do
+    idx[i], types[i] = compile(P, x)
+    if not idx[i] then return nil end
+  end
+  return idx, types
+end
+
+local CMP = {["="] = "eq", ["<>"] = "ne", ["<"] = "lt", ["<="] = "le", [">"] = "gt", [">="] = "ge"}
+
+local function compile_bin(P, e)
+  local op = e.op
+  local a, ta = compile(P, e[1])
+  if not a then return nil end
+  local b, tb = compile(P, e[2])
+  if not b then return nil end
+  if op == "AND" or op == "OR" then return add(P, {op = op:lower(), args = {a, b}}), "BOOLEAN" end
+  if CMP[op] then
+    if CMP[op] ~= "eq" and CMP[op] ~= "ne" and not (ORDERED[ta] and ORDERED[tb]) then return nil end
+    return add(P, {op = CMP[op], args = {a, b}}), "BOOLEAN"
+  end
+  if op == "||" then return nil end
+  local rt
+  if (op == "+" or op == "-") and TEMPORAL[ta] and tb == "INTERVAL" then rt = ta
+  elseif op == "+" and ta == "INTERVAL" and TEMPORAL[tb] then rt = tb
+  elseif ta == "INTERVAL" and tb == "INTERVAL" and (op == "+" or op == "-") then rt = "INTERVAL"
+  else
+    if not (NUMERIC[ta] or ta == "NULL") or not (NUMERIC[tb] or tb == "NULL") then return nil end
+    rt = numeric_result(ta, tb)
+    if rt == "NULL" then rt = "INT" end
+  end
+  local name = ({["+"] = "add", ["-"] = "sub", ["*"] = "mul", ["%"] = "mod"})[op]
+  if op == "/" then name = rt == "DOUBLE" and "fdiv" or "idiv" end
+  if not name then return nil end
+  local w = (name == "idiv" or name == "mod") and where(P, e) or nil
+  return add(P, {op = name, args = {a, b}, where = w}), rt
+end
+
+
+local function compile_call(P, e)
+  local name = e.name
+  if e.over or e.filter or e.star or e.distinct then return nil end
+  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true}
+  if not F[name] or (P.functions and P.functions[name]) then return nil end
+  local idx, types = compile_list(P, e.args)
+  if not idx then return nil end
+  if name == "TO_TIMESTAMP_LTZ" then
+    local p = e.args[2] and e.args[2].tag == "lit" and e.args[2].value or (e.args[2] and -1 or 3)
+    if p ~= 0 and p ~= 3 then return nil end
+    return add(P, {op = p == 3 and "to_ts3" or "to_ts0", args = {idx[1]}}), "TIMESTAMP_LTZ"
+  elseif name == "MOD" then
+    local rt = numeric_result(types[1], types[2])
+    return add(P, {op = "mod", args = idx, where = where(P, e)}), rt
+  elseif name == "ABS" then
+    return add(P, {op = "abs", args = idx}), types[1]
+  elseif name == "COALESCE" then
+    local rt = common_type(types)
+    if not rt then return nil end
+    return add(P, {op = "coalesce", args = idx}), rt
+  elseif name == "IF" then
+    local rt = common_type({types[2], types[3]})
+    if not rt then return nil end
+    return add(P, {op = "if", args = idx}), rt
+  end
+  return add(P, {op = "hour", args = idx}), "BIGINT"
+end
+
+compile = function(P, e)
+  local tag = e.tag
+  if tag == "lit" then
+    if e.type == "NULL" then return add(P, {op = "lit"}), "NULL" end
+    if e.type == "DOUBLE" then return add(P, {op = "lit", value = e.value + 0.0}), "DOUBLE" end
+    if e.type == "INT" or e.type == "BIGINT" then
+      local v = math.tointeger(e.value)
+      if not v then return nil end
+      return add(P, {op = "lit", value = v}), e.type
+    end
+    if e.type == "STRING" or e.type == "BOOLEAN" then return add(P, {op = "lit", value = e.value}), e.type end
+    return nil
+  elseif tag == "interval" then
+    if not e.ms then return nil end
+    return add(P, {op = "lit", value = e.ms}), "INTERVAL"
+  elseif tag == "tslit" then
+    local v = values.parse_timestamp(e.text)
+    if not v then return nil end
+    return add(P, {op = "lit", value = v}), "TIMESTAMP"
+  elseif tag == "col" then
+    local _, t, path = P.scope.column(e)
+    if not path or (P.forbid and P.forbid[path[1]]) then return nil end
+    if path[2] then
+      if not P.nested then return nil end
+      return add(P, {op = "subcol", name = path[1], sub = path[2]}), t
+    end
+    return add(P, {op = "col", name = path[1]}), t
+  elseif tag == "bin" then
+    return compile_bin(P, e)
+  elseif tag == "un" then
+    local a, t = compile(P, e[1])
+    if not a then return nil end
+    if e.op == "NOT" then return add(P, {op = "not", args = {a}}), "BOOLEAN" end
+    return add(P, {op = "neg", args = {a}}), t
+  elseif tag == "isnull" then
+    local a = compile(P, e[1])
+    if not a then return nil end
+    return add(P, {op = e.neg and "notnull" or "isnull", args = {a}}), "BOOLEAN"
+  elseif tag == "isbool" then
+    local a = compile(P, e[1])
+    if not a then return nil end
+    local op = (e.neg and "not_" or "is_") .. (e.value and "true" or "false")
+    return add(P, {op = op, args = {a}}), "BOOLEAN"
+  elseif tag == "between" then
+    local idx, types = compile_list(P, {e[1], e[2], e[3]})
+    if not idx then return nil end
+    for _, t in ipairs(types) do if not ORDERED[t] then return nil end end
+    local s = add(P, {op = "between", args = idx})
+    if e.neg then s = add(P, {op = "not", args = {s}}) end
+    return s, "BOOLEAN"
+  elseif tag == "in" then
+    local idx = compile_list(P, {e[1], table.unpack(e.list)})
+    if not idx then return nil end
+    local s = add(P, {op = "in", args = idx})
+    if e.neg then s = add(P, {op = "not", args = {s}}) end
+    return s, "BOOLEAN"
+  elseif tag == "case" then
+    local args, types = {}, {}
+    local opnd
+    if e.operand then
+      opnd = compile(P, e.operand)
+      if not opnd then return nil end
+    end
+    for _, w in ipairs(e.whens) do
+      local c = compile(P, w[1])
+      if not c then return nil end
+      if opnd then c = add(P, {op = "eq", args = {opnd, c}}) end
+      local r, t = compile(P, w[2])
+      if not r then return nil end
+      args[#args + 1], args[#args + 2] = c, r
+      types[#types + 1] = t
+    end
+    local el
+    if e.else_ then
+      local t
+      el, t = compile(P, e.else_)
+      if not el then return nil end
+      types[#types + 1] = t
+    else
+      el = add(P, {op = "lit"})
+    end
+    args[#args + 1] = el
+    local rt = common_type(types)
+    if not rt then return nil end
+    return add(P, {op = "case", args = args}), rt
+  elseif tag == "cast" then
+    local a, t = compile(P, e[1])
+    if not a then return nil end
+    local ok, to = pcall(require("wm.sql.expr").type_name, e.type, P.src)
+    if not ok then return nil end
+    if t == "NULL" then return add(P, {op = "lit"}), to end
+    if t == to then return a, to end
+    if to == "DOUBLE" and (NUMERIC[t] or t == "BOOLEAN") then return add(P, {op = "to_double", args = {a}}), to end
+    if (to == "INT" or to == "BIGINT") and (t == "INT" or t == "BIGINT") then return a, to end
+    if (to == "INT" or to == "BIGINT") and t == "BOOLEAN" then return add(P, {op = "bool_to_int", args = {a}}), to end
+    if TEMPORAL[to] and TEMPORAL[t] then return a, to end
+    return nil
+  elseif tag == "call" then
+    return compile_call(P, e)
+  end
+  return nil
+end
+
+-- Whether the records of plan node `node` are C rows (the nexmark source's, possibly
+-- filtered or projected in C): a sub-column (bid.price) is read in C only from those.
+local function c_rows(node, depth)
+  depth = depth or 0
+  if depth > 50 then return false end
+  if node.kind == "nexmark" then return true end
+  if node.kind == "assign" or node.kind == "sql_rows" or node.kind == "filter" or node.kind == "union"
+      or node.kind == "rebalance" then
+    for _, i in ipairs(node.inputs) do if not c_rows(i, depth + 1) then return false end end
+    return #node.inputs > 0
+  end
+  return false
+end
+
+local function program(stream, scope, src)
+  if scope.match or not M.enabled() then return nil end
+  return {prog = {}, scope = scope, src = src, functions = scope.functions, nested = c_rows(stream.node)}
+end
+
+--- For other operators' expressions (e.g. aggregate arguments): a program over the rows of
+-- `stream` in `scope` (nil when the C path is off or the scope is not a row scope), to which
+-- `M.compile(P, e)` adds expression `e`, giving the 1-based index of its node (or nil: not for
+-- C) and its SQL type. `P.prog` is the node list that `lwm_rexpr_read` (bindings/lwm_rexpr.h)
+-- reads from a plan node's field.
+M.program = program
+function M.compile(P, e) return compile(P, e) end
+
+--- The stream of the rows of `stream` for which `cond` is TRUE, filtered in C; nil when the
+-- condition has a part the C module does not do.
+function M.try_filter(stream, cond, scope, src)
+  local P = program(stream, scope, src)
+  if not P then return nil end
+  local f = compile(P, cond)
+  if not f then return nil end
+  return base.one_input(stream, "sql_rows", {prog = P.prog, filter = f}, "filter")
+end
+
+--- The stream of `items` ({expr, name}) over the rows of `stream`, computed in C into rows of
+-- the columns `cols` ({name, type}); nil when an item has a part the C module does not do.
+function M.try_project(stream, items, cols, scope, src)
+  local P = program(stream, scope, src)
+  if not P then return nil end
+  local out, names, types = {}, {}, {}
+  for i, it in ipairs(items) do
+    out[i] = compile(P, it.expr)
+    if not out[i] then return nil end
+    names[i], types[i] = it.name, FTYPE[cols[i].type] or 4
+  end
+  return base.one_input(stream, "sql_rows", {prog = P.prog, out = out, names = names, types = types}, "map")
+end
+
+--- The step after a CSV table's parse_csv (wm.sql.connectors), in C: its DOUBLE columns
+-- values as floats and its computed columns that are not aliases (the columns in `skip`
+-- were not decoded). nil when a computed column is not for C (or reads another one).
+function M.try_post(rows, p, t, skip)
+  if not M.enabled() then return nil end
+  local skipped, computed = {}, {}
+  for _, n in ipairs(skip or {}) do skipped[n] = true end
+  for _, c in ipairs(t.computed) do if not c.field then computed[c.name] = true end end
+  local scope = p:row_scope(t.cols)
+  local P = {prog = {}, scope = scope, src = p.src, functions = scope.functions, nested = false, forbid = computed}
+  local out, names, types = {}, {}, {}
+  local function put(i, c)
+    out[#out + 1], names[#names + 1], types[#types + 1] = i, c.name, FTYPE[c.type] or 4
+  end
+  for _, c in ipairs(t.physical) do
+    if not skipped[c.name] then
+      local i = add(P, {op = "col", name = c.name})
+      if c.type == "DOUBLE" then i = add(P, {op = "to_double", args = {i}}) end
+      put(i, c)
+    end
+  end
+  for _, c in ipairs(t.computed) do
+    if not c.field then
+      local i = compile(P, c.expr)
+      if not i then return nil end
+      put(i, c)
+    end
+  end
+  return base.one_input(rows, "sql_rows", {prog = P.prog, out = out, names = names, types = types},
+    "computed columns (" .. t.name .. ")")
+end
+
+--- The rows of `stream` with their columns renamed (`ren`: {from, to} per column of the
+-- result `cols`), in C: a projection, or when no name changes an operator that passes the
+-- records on unchanged (an operator all the same, so that the job's operators are those of
+-- the Lua path, which checkpoints match by their place); nil when the C path is off.
+function M.try_rename(stream, ren, cols)
+  if not M.enabled() then return nil end
+  local same = true
+  for _, x in ipairs(ren) do if x.from ~= x.to then same = false end end
+  if same then return base.one_input(stream, "sql_rows", {prog = {}}, "map") end
+  local prog, out, names, types = {}, {}, {}, {}
+  for i, x in ipairs(ren) do
+    prog[i] = {op = "col", name = x.from}
+    out[i], names[i], types[i] = i, x.to, FTYPE[cols[i].type] or 4
+  end
+  return base.one_input(stream, "sql_rows", {prog = prog, out = out, names = names, types = types}, "map")
+end
+
+--- The rows of `stream` (of the columns `cols`) as Flink's print sink shows them, `+I[...]`,
+-- made in C (core/ops/wm_sqlfmt.h); nil when the C path is off.
+function M.try_format(stream, cols)
+  if not M.enabled() then return nil end
+  local names, kinds = {}, {}
+  for i, c in ipairs(cols) do
+    names[i] = c.name
+    kinds[i] = c.type == "BOOLEAN" and 1 or (c.type == "TIMESTAMP" or c.type == "TIMESTAMP_LTZ") and 2 or 0
+  end
+  return base.one_input(stream, "sql_format", {names = names, kinds = kinds}, "map")
+end
+
+--- Whether `stream` was made by a `sql_rows` operator (tests, and the sinks' choice).
+function M.is_c(stream) return stream.node.kind == "sql_rows" end
+
+return M

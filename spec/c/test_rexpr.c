@@ -1,0 +1,267 @@
+/* SQL row expressions in C (ops/wm_rexpr.h): values worked out by hand from SQL's rules and
+ * Lua 5.4's arithmetic (the Lua path's), NULLs included, and the filter/projection operator. */
+#include <math.h>
+
+#include "test.h"
+
+#include "ops/wm_rexpr.h"
+#include "ops/wm_sqlfmt.h"
+
+/* a row {a = 7, b = -2, d = 2.5, s = "abc", n = nil, t = true} */
+static wm_schema *schema6(void) {
+  static const char *const names[] = {"a", "b", "d", "s", "n", "t"};
+  static const uint8_t types[] = {WM_FT_INTEGER, WM_FT_INTEGER, WM_FT_NUMBER, WM_FT_STRING, WM_FT_ANY,
+                                  WM_FT_BOOLEAN};
+  return wm_schema_new(6, names, types);
+}
+
+static wm_row *row6(wm_schema *s) {
+  wm_row *r = wm_row_new(s);
+  r->fields[0] = wm_int(7);
+  r->fields[1] = wm_int(-2);
+  r->fields[2] = wm_float(2.5);
+  r->fields[3].type = WM_STR;
+  r->fields[3].u.s = wm_str_new("abc", 3);
+  r->fields[5] = wm_bool(true);
+  return r;
+}
+
+static int col(wm_rexpr *x, const char *n) { return wm_rexpr_col(x, n, NULL); }
+static int lit_i(wm_rexpr *x, int64_t i) { wm_value v = wm_int(i); return wm_rexpr_lit(x, &v); }
+static int lit_f(wm_rexpr *x, double f) { wm_value v = wm_float(f); return wm_rexpr_lit(x, &v); }
+static int lit_nil(wm_rexpr *x) { wm_value v = wm_nil(); return wm_rexpr_lit(x, &v); }
+static int lit_b(wm_rexpr *x, bool b) { wm_value v = wm_bool(b); return wm_rexpr_lit(x, &v); }
+static int op2(wm_rexpr *x, wm_rx_op op, int a, int b) { int g[2] = {a, b}; return wm_rexpr_op(x, op, g, 2, "q.sql:1:9"); }
+static int op1(wm_rexpr *x, wm_rx_op op, int a) { return wm_rexpr_op(x, op, &a, 1, NULL); }
+
+static wm_error E;
+
+/* evaluates node i on rec: its value formatted as print shows it ("nil", "3", "2.5", ...) */
+static const char *ev(wm_rexpr *x, int i, const wm_value *rec) {
+  static char out[4200];
+  wm_value v;
+  if (wm_rexpr_eval(x, i, NULL, rec, &v, &E) != 0) {
+    snprintf(out, sizeof out, "error: %s", E.msg);
+    return out;
+  }
+  wm_buf b;
+  wm_buf_init(&b);
+  if (v.type == WM_NIL) wm_buf_adds(&b, "nil");
+  else if (v.type == WM_FLOAT) { char t[40]; snprintf(t, sizeof t, "%.17g f", v.u.f); wm_buf_adds(&b, t); }
+  else wm_format_value(&b, &v, 0, NULL, NULL);
+  snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return out;
+}
+
+static void test_arith(wm_value *rec) {
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), b = col(x, "b"), d = col(x, "d"), n = col(x, "n"), m = col(x, "missing");
+  CHECK_STR(ev(x, a, rec), "7");
+  CHECK_STR(ev(x, m, rec), "nil"); /* a missing field is NULL */
+  CHECK_STR(ev(x, op2(x, WM_RX_ADD, a, b), rec), "5");
+  CHECK_STR(ev(x, op2(x, WM_RX_MUL, a, d), rec), "17.5 f");     /* integer * float: float */
+  CHECK_STR(ev(x, op2(x, WM_RX_SUB, a, n), rec), "nil");        /* NULL operand: NULL */
+  CHECK_STR(ev(x, op2(x, WM_RX_IDIV, a, b), rec), "-3");        /* 7 / -2 = -3.5, truncated */
+  CHECK_STR(ev(x, op2(x, WM_RX_IDIV, op1(x, WM_RX_NEG, a), b), rec), "3");
+  CHECK_STR(ev(x, op2(x, WM_RX_FDIV, a, b), rec), "-3.5 f");
+  CHECK_STR(ev(x, op2(x, WM_RX_MOD, a, b), rec), "1");          /* sign of the dividend */
+  CHECK_STR(ev(x, op2(x, WM_RX_MOD, op1(x, WM_RX_NEG, a), lit_i(x, 3)), rec), "-1");
+  CHECK_STR(ev(x, op2(x, WM_RX_MOD, d, lit_i(x, 2)), rec), "0.5 f");
+  CHECK_STR(ev(x, op2(x, WM_RX_IDIV, a, lit_i(x, 0)), rec), "error: q.sql:1:9: division by zero");
+  CHECK_STR(ev(x, op2(x, WM_RX_MOD, a, lit_i(x, 0)), rec), "error: q.sql:1:9: division by zero");
+  CHECK_STR(ev(x, op2(x, WM_RX_IDIV, n, lit_i(x, 0)), rec), "nil"); /* NULL first: no error */
+  CHECK_STR(ev(x, op2(x, WM_RX_FDIV, d, lit_f(x, 0)), rec), "inf f");
+  /* BIGINT wraps as Lua's integers do; MIN / -1 and MIN % -1 are defined */
+  int big = lit_i(x, INT64_MAX), min = lit_i(x, INT64_MIN), m1 = lit_i(x, -1);
+  CHECK_STR(ev(x, op2(x, WM_RX_ADD, big, lit_i(x, 1)), rec), "-9223372036854775808");
+  CHECK_STR(ev(x, op2(x, WM_RX_IDIV, min, m1), rec), "-9223372036854775808");
+  CHECK_STR(ev(x, op2(x, WM_RX_MOD, min, m1), rec), "0");
+  CHECK_STR(ev(x, op1(x, WM_RX_ABS, b), rec), "2");
+  CHECK_STR(ev(x, op1(x, WM_RX_NEG, d), rec), "-2.5 f");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_DOUBLE, a), rec), "7 f");
+  CHECK_STR(ev(x, op1(x, WM_RX_BOOL_TO_INT, col(x, "t")), rec), "1");
+  /* HOUR: -1 ms is 23:59:59.999 of the day before; 3600000 * 25 is 1 o'clock */
+  CHECK_STR(ev(x, op1(x, WM_RX_HOUR, lit_i(x, -1)), rec), "23");
+  CHECK_STR(ev(x, op1(x, WM_RX_HOUR, lit_i(x, 90000000)), rec), "1");
+  /* TO_TIMESTAMP_LTZ: milliseconds kept; seconds * 1000; a float floored to an integer */
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, lit_i(x, 1500)), rec), "1500");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS0, lit_i(x, 2)), rec), "2000");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, lit_f(x, -1.5)), rec), "-2");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS0, d), rec), "2500");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_TS3, n), rec), "nil");
+  /* 0.908 * 100 (q1's currency conversion) is 90.8 as a double */
+  CHECK_STR(ev(x, op2(x, WM_RX_MUL, lit_f(x, 0.908), lit_i(x, 100)), rec), "90.799999999999997 f");
+  wm_rexpr_free(x);
+}
+
+static void test_logic(wm_value *rec) {
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), s = col(x, "s"), n = col(x, "n");
+  int T_ = lit_b(x, true), F_ = lit_b(x, false), N_ = lit_nil(x);
+  CHECK_STR(ev(x, op2(x, WM_RX_EQ, a, lit_f(x, 7.0)), rec), "true");   /* 7 = 7.0 */
+  CHECK_STR(ev(x, op2(x, WM_RX_LT, a, lit_f(x, 7.5)), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_GE, a, n), rec), "nil");
+  CHECK_STR(ev(x, op2(x, WM_RX_NE, s, n), rec), "nil");
+  {
+    wm_value ab = wm_cstr("ab", 2), abd = wm_cstr("abd", 3);
+    CHECK_STR(ev(x, op2(x, WM_RX_GT, s, wm_rexpr_lit(x, &ab)), rec), "true");  /* prefix sorts first */
+    CHECK_STR(ev(x, op2(x, WM_RX_LT, s, wm_rexpr_lit(x, &abd)), rec), "true");
+    CHECK_STR(ev(x, op2(x, WM_RX_EQ, s, wm_rexpr_lit(x, &ab)), rec), "false");
+  }
+  /* 2^53 + 1 is not equal to the float 2^53 (exact comparison) */
+  CHECK_STR(ev(x, op2(x, WM_RX_EQ, lit_i(x, 9007199254740993), lit_f(x, 9007199254740992.0)), rec), "false");
+  CHECK_STR(ev(x, op2(x, WM_RX_GT, lit_i(x, 9007199254740993), lit_f(x, 9007199254740992.0)), rec), "true");
+  /* three-valued AND / OR / NOT */
+  CHECK_STR(ev(x, op2(x, WM_RX_AND, N_, F_), rec), "false");
+  CHECK_STR(ev(x, op2(x, WM_RX_AND, N_, T_), rec), "nil");
+  CHECK_STR(ev(x, op2(x, WM_RX_AND, T_, T_), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_OR, N_, T_), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_OR, N_, F_), rec), "nil");
+  CHECK_STR(ev(x, op2(x, WM_RX_OR, F_, F_), rec), "false");
+  CHECK_STR(ev(x, op1(x, WM_RX_NOT, N_), rec), "nil");
+  CHECK_STR(ev(x, op1(x, WM_RX_NOT, F_), rec), "true");
+  CHECK_STR(ev(x, op1(x, WM_RX_ISNULL, n), rec), "true");
+  CHECK_STR(ev(x, op1(x, WM_RX_NOTNULL, n), rec), "false");
+  CHECK_STR(ev(x, op1(x, WM_RX_IS_TRUE, N_), rec), "false");
+  CHECK_STR(ev(x, op1(x, WM_RX_NOT_TRUE, N_), rec), "true");
+  CHECK_STR(ev(x, op1(x, WM_RX_IS_FALSE, F_), rec), "true");
+  CHECK_STR(ev(x, op1(x, WM_RX_NOT_FALSE, F_), rec), "false");
+  /* BETWEEN 5 AND NULL: 7 >= 5 is TRUE, 7 <= NULL is NULL: NULL; BETWEEN 8 AND NULL: FALSE */
+  { int g[3] = {a, lit_i(x, 5), N_}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_BETWEEN, g, 3, NULL), rec), "nil"); }
+  { int g[3] = {a, lit_i(x, 8), N_}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_BETWEEN, g, 3, NULL), rec), "false"); }
+  { int g[3] = {a, lit_i(x, 1), lit_f(x, 7.0)};
+    CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_BETWEEN, g, 3, NULL), rec), "true"); }
+  /* IN: found; not found with a NULL in the list is NULL; NULL IN (...) is NULL */
+  { int g[3] = {a, lit_i(x, 1), lit_f(x, 7.0)}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_IN, g, 3, NULL), rec), "true"); }
+  { int g[3] = {a, lit_i(x, 1), N_}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_IN, g, 3, NULL), rec), "nil"); }
+  { int g[3] = {a, lit_i(x, 1), lit_i(x, 2)}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_IN, g, 3, NULL), rec), "false"); }
+  { int g[2] = {n, lit_i(x, 1)}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_IN, g, 2, NULL), rec), "nil"); }
+  /* CASE WHEN NULL THEN 1 WHEN a > 5 THEN s ELSE 0 END: a NULL condition is not TRUE */
+  { int g[5] = {N_, lit_i(x, 1), op2(x, WM_RX_GT, a, lit_i(x, 5)), s, lit_i(x, 0)};
+    CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_CASE, g, 5, NULL), rec), "abc"); }
+  { int g[3] = {F_, lit_i(x, 1), N_}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_CASE, g, 3, NULL), rec), "nil"); }
+  { int g[3] = {n, N_, a}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_COALESCE, g, 3, NULL), rec), "7"); }
+  { int g[3] = {N_, a, s}; CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_IF, g, 3, NULL), rec), "abc"); }
+  /* a CASE takes an odd count (pairs and the ELSE); an argument must be an earlier node */
+  { int g[2] = {T_, a}; CHECK_I64(wm_rexpr_op(x, WM_RX_CASE, g, 2, NULL), -1); }
+  { int g[2] = {a, 10000}; CHECK_I64(wm_rexpr_op(x, WM_RX_ADD, g, 2, NULL), -1); }
+  CHECK(strstr(wm_rexpr_error(x), "not an earlier one") != NULL);
+  CHECK_I64(wm_rexpr_op_of("idiv"), WM_RX_IDIV);
+  CHECK_I64(wm_rexpr_op_of("nope"), -1);
+  wm_rexpr_free(x);
+}
+
+/* a nested row: {kind = 2, bid = {price = 100}} and one without its bid row */
+static void test_subcol(void) {
+  static const char *const in[] = {"price"}, *const outer[] = {"kind", "bid"};
+  wm_schema *si = wm_schema_new(1, in, NULL), *so = wm_schema_new(2, outer, NULL);
+  wm_row *bid = wm_row_new(si), *r1 = wm_row_new(so), *r2 = wm_row_new(so);
+  bid->fields[0] = wm_int(100);
+  r1->fields[0] = wm_int(2);
+  r1->fields[1] = wm_row_value(bid);
+  r2->fields[0] = wm_int(0);
+  wm_value v1 = wm_row_value(r1), v2 = wm_row_value(r2);
+  wm_rexpr *x = wm_rexpr_new();
+  int p = wm_rexpr_col(x, "bid", "price");
+  CHECK_STR(ev(x, p, &v1), "100");
+  CHECK_STR(ev(x, p, &v2), "nil");
+  CHECK_STR(ev(x, wm_rexpr_col(x, "kind", "price"), &v1), "error: field 'kind' is not a row");
+  wm_rexpr_free(x);
+  wm_row_release(NULL, r1);
+  wm_row_release(NULL, r2);
+  wm_schema_release(si);
+  wm_schema_release(so);
+}
+
+/* The operator: WHERE a > b AND s IS NOT NULL, SELECT a * 2 AS x, s AS y; then a record that
+ * divides by zero fails naming the position, the operator and the record. */
+static void test_operator(wm_schema *s6) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), b = col(x, "b"), s = col(x, "s");
+  int f = op2(x, WM_RX_AND, op2(x, WM_RX_GT, a, b), op1(x, WM_RX_NOTNULL, s));
+  int out[2] = {op2(x, WM_RX_IDIV, op2(x, WM_RX_MUL, a, lit_i(x, 2)), b), s};
+  static const char *const names[] = {"x", "y"};
+  wm_schema *so = wm_schema_new(2, names, NULL);
+  wm_op *op = wm_rproject_new(&ctx, "map (q.sql:1)", x, f, out, 2, so);
+  wm_schema_release(so);
+  capture cap = {.label = NULL};
+  wm_buf_init(&cap.out);
+  wm_op *sink = wm_op_new(&ctx, &capture_vt, &cap, "capture");
+  CHECK(op && sink);
+  wm_op_connect(op, 0, sink);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_row *r = row6(s6);
+  wm_value v = wm_row_value(r);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 5), WM_OK);           /* 7 > -2: (7 * 2) / -2 = -7 */
+  r->fields[1] = wm_int(9);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 6), WM_OK);           /* 7 > 9 is FALSE: dropped */
+  r->fields[1] = wm_nil();
+  CHECK_I64(wm_op_input_record(op, 0, &v, 7), WM_OK);           /* 7 > NULL is NULL: dropped */
+  CHECK_STR(cap.out.data, "5 {\"x\":-7,\"y\":\"abc\"}\n");
+  r->fields[1] = wm_int(0);
+  r->fields[0] = wm_int(1);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 8), WM_ERR);           /* 1 > 0, then 2 / 0 */
+  const char *msg = wm_ctx_errtext(&ctx);
+  CHECK(strstr(msg, "q.sql:1:9: division by zero") != NULL);
+  CHECK(strstr(msg, "in operator 'map (q.sql:1)'") != NULL);
+  CHECK(strstr(msg, "on record {\"a\":1,\"b\":0,\"d\":2.5,\"s\":\"abc\",\"t\":true}") != NULL);
+  wm_row_release(NULL, r);
+  wm_buf_free(&cap.out);
+  wm_ctx_free(&ctx);
+}
+
+static const char *dbl(double x) {
+  static char out[64];
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_sqlfmt_double(&b, x);
+  snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return out;
+}
+static const char *tsf(int64_t ms) {
+  static char out[64];
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_sqlfmt_timestamp(&b, ms);
+  snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return out;
+}
+
+/* Java's Double.toString: plain from 10^-3 to 10^7, else with an exponent; the fewest digits
+ * that read back; and timestamps in UTC (1461756862 s is 2016-04-27 11:34:22) */
+static void test_format(void) {
+  CHECK_STR(dbl(1.5), "1.5");
+  CHECK_STR(dbl(2.0), "2.0");
+  CHECK_STR(dbl(1e10), "1.0E10");
+  CHECK_STR(dbl(1e-5), "1.0E-5");
+  CHECK_STR(dbl(0.001), "0.001");
+  CHECK_STR(dbl(1234567.0), "1234567.0");
+  CHECK_STR(dbl(12345678.9), "1.23456789E7");
+  CHECK_STR(dbl(-0.0), "-0.0");
+  CHECK_STR(dbl(0.1 + 0.2), "0.30000000000000004");
+  CHECK_STR(dbl(0.908 * 100), "90.8");
+  CHECK_STR(dbl(-250.0), "-250.0");
+  CHECK_STR(dbl(1.0 / 0.0), "Infinity");
+  CHECK_STR(tsf(1461756862000), "2016-04-27 11:34:22.000");
+  CHECK_STR(tsf(0), "1970-01-01 00:00:00.000");
+  CHECK_STR(tsf(-1), "1969-12-31 23:59:59.999");
+  CHECK_STR(tsf(951825600123), "2000-02-29 12:00:00.123");
+}
+
+void test_rexpr(void) {
+  test_format();
+  wm_schema *s = schema6();
+  wm_row *r = row6(s);
+  wm_value rec = wm_row_value(r);
+  test_arith(&rec);
+  test_logic(&rec);
+  test_subcol();
+  test_operator(s);
+  wm_row_release(NULL, r);
+  wm_schema_release(s);
+}

@@ -1,0 +1,171 @@
+-- SQL WHERE and SELECT in C (wm.sql.cexpr, core/ops/wm_rexpr.h): which queries get the C
+-- path, and the same rows both ways (the C path, and the Lua closures forced with
+-- WMRUN_SQL_EXPR=lua), on values worked out by hand and on the Nexmark examples.
+local sql = require("wm.sql")
+local cexpr = require("wm.sql.cexpr")
+local sql_run = require("sql_run")
+local h = require("helper")
+
+-- the node kinds of a plan, without the source's
+local function kinds(text, name)
+  local p = sql.plan(text, {name = name or "job.sql"})
+  local t = {}
+  for _, n in ipairs(p.env.nodes) do t[#t + 1] = n.kind end
+  return t
+end
+local function count(list, kind)
+  local n = 0
+  for _, k in ipairs(list) do if k == kind then n = n + 1 end end
+  return n
+end
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function table_at(path)
+  return "CREATE TABLE t (a BIGINT, b INT, d DOUBLE, s STRING) WITH ('connector' = 'filesystem', "
+    .. "'path' = '" .. path .. "', 'format' = 'csv');\n"
+end
+-- (planning checks that the file exists: a plan-only test reads this spec file)
+local P = table_at("spec/sql_cexpr_spec.lua")
+local T = "CREATE TABLE t (a BIGINT, b INT, d DOUBLE, s STRING) WITH ('connector' = 'filesystem', "
+  .. "'path' = 'n.csv', 'format' = 'csv');\n"
+local IN = {["n.csv"] = "1,10,2.5,abc\n,3,,\n-7,2,0.5,x\n4,,1.0,yy\n3,1,1,z\n"}
+local Q = [[
+SELECT a + b AS s1, a / b AS q, MOD(a, b) AS m, a * d AS p, d / 2 AS h, -a AS neg,
+  CASE WHEN a > 0 THEN 'pos' WHEN a < 0 THEN 'neg' END AS sign,
+  a IN (1, 4) AS i1, b BETWEEN 2 AND 10 AS bt, COALESCE(b, a, 0) AS co, s IS NULL AS sn,
+  a > 0 AND b > 2 AS an, a > 0 OR b > 2 AS o, NOT (a > 0) AS nt, CAST(a AS DOUBLE) AS c,
+  IF(a > 0, s, 'none') AS f
+FROM t WHERE a IS NULL OR a <> 3;
+]]
+-- worked out by hand: row 2 has a and d NULL (s is '', not NULL), row 4 has b NULL; the row
+-- with a = 3 is filtered out
+local WANT = table.concat({
+  "+I[11, 0, 1, 2.5, 1.25, -1, pos, TRUE, TRUE, 10, FALSE, TRUE, TRUE, FALSE, 1.0, abc]",
+  "+I[<NULL>, <NULL>, <NULL>, <NULL>, <NULL>, <NULL>, <NULL>, <NULL>, TRUE, 3, FALSE, <NULL>, TRUE, <NULL>, "
+    .. "<NULL>, none]",
+  "+I[-5, -3, -1, -3.5, 0.25, 7, neg, FALSE, TRUE, 2, FALSE, FALSE, FALSE, TRUE, -7.0, none]",
+  "+I[<NULL>, <NULL>, <NULL>, 4.0, 0.5, -4, pos, TRUE, <NULL>, 4, FALSE, <NULL>, TRUE, FALSE, 4.0, yy]",
+  ""}, "\n")
+
+-- sql_run.run with the Lua closures forced: stdout, stderr (as sql_run.run gives it), exit code
+local function run_lua(text, files)
+  local dir = h.tmpdir()
+  files["job.sql"] = text
+  for name, body in pairs(files) do
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(body)
+    f:close()
+  end
+  files["job.sql"] = nil
+  local out, err, code = h.sh("cd '" .. dir .. "' && WMRUN_SQL_EXPR=lua " .. h.wmrun_path() .. " --sql job.sql")
+  h.rmdir(dir)
+  return out, (err:gsub("^wmrun: ", "")), code
+end
+
+describe("SQL expressions in C", function()
+  after_each(function() cexpr.force_lua = false end)
+
+  it("a WHERE and a SELECT of arithmetic, CASE, IN, BETWEEN, COALESCE, IF, CAST run in C", function()
+    -- (the step after parse_csv makes the DOUBLE column's values floats: in C too)
+    local k = kinds(P .. Q)
+    assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "sql_rows", "sql_format", "print"}, k)
+    cexpr.force_lua = true
+    assert.are.same({"read_lines", "parse_csv", "map", "filter", "map", "map", "print"}, kinds(P .. Q))
+  end)
+
+  it("gives the hand-worked rows, with NULLs, both ways", function()
+    local out, err, code = sql_run.run(T .. Q, IN)
+    assert.are.equal(0, code, err)
+    assert.are.equal(WANT, out)
+    out, err, code = run_lua(T .. Q, IN)
+    assert.are.equal(0, code, err)
+    assert.are.equal(WANT, out)
+  end)
+
+  it("a division by zero fails the same way on both paths: position, operator, record", function()
+    local q = T .. "SELECT a / (b - 10) AS x FROM t;\n"
+    local want = "job.sql:2:10: division by zero\n  in operator 'map (job.sql:2)'\n  on record "
+      .. '{"a":1,"b":10}\n  while reading n.csv:1\n'
+    local _, err, code = sql_run.run(q, IN)
+    assert.are.equal(1, code)
+    assert.are.equal(want, err)
+    _, err, code = run_lua(q, IN)
+    assert.are.equal(1, code)
+    assert.are.equal(want, err)
+  end)
+
+  it("what the C module does not do stays a Lua closure, per operator", function()
+    -- LIKE in the WHERE: a Lua filter; the SELECT still in C
+    local k = kinds(P .. "SELECT a + 1 AS x FROM t WHERE s LIKE 'a%';\n")
+    assert.are.same({"read_lines", "parse_csv", "sql_rows", "filter", "sql_rows", "sql_format", "print"}, k)
+    -- a string function in the SELECT: a Lua map; the WHERE in C
+    k = kinds(P .. "SELECT UPPER(s) AS u FROM t WHERE a > 0;\n")
+    assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "map", "sql_format", "print"}, k)
+    -- a user function
+    sql.register_function("twice", function(x) return x * 2 end, {args = {"BIGINT"}, returns = "BIGINT"})
+    k = kinds(P .. "SELECT twice(a) AS u FROM t;\n")
+    sql.unregister_function("twice")
+    assert.are.same({"read_lines", "parse_csv", "sql_rows", "map", "sql_format", "print"}, k)
+  end)
+end)
+
+-- The Nexmark examples that run without the processing-time clock or files of their own.
+local QUERIES = {"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q11", "q14", "q15", "q16", "q17", "q18",
+                 "q19", "q20", "q21", "q22"}
+
+describe("Nexmark queries with SQL expressions in C", function()
+  after_each(function() cexpr.force_lua = false end)
+
+  it("q0, q1 and q2 are all C from the source to the print sink", function()
+    for _, q in ipairs({"q0", "q1", "q2"}) do
+      local k = kinds(read("examples/nexmark/" .. q .. ".sql"), q .. ".sql")
+      assert.are.equal(0, count(k, "filter"), q)
+      assert.are.equal(0, count(k, "map"), q)
+      assert.are.equal(1, count(k, "sql_format"), q) -- print's formatting
+      -- the bid view's WHERE and SELECT, the query's (and q2's WHERE), INSERT INTO's rename
+      assert.are.equal(q == "q2" and 5 or 4, count(k, "sql_rows"), q)
+    end
+    -- q14: its WHERE in C, its SELECT (a user function) in Lua
+    local saved = package.path
+    package.path = "examples/nexmark/?.lua;" .. package.path -- (wmrun finds it beside the script)
+    local k = kinds(read("examples/nexmark/q14.sql"), "examples/nexmark/q14.sql")
+    assert.are.equal(4, count(k, "sql_rows"))
+    assert.are.equal(1, count(k, "map"))
+    -- both paths make as many operators, in the same places (checkpoints match them by place)
+    cexpr.force_lua = true
+    local kl = kinds(read("examples/nexmark/q14.sql"), "examples/nexmark/q14.sql")
+    package.path = saved
+    assert.are.equal(#kl, #k)
+    for _, q in ipairs({"q0", "q1", "q2", "q5", "q8", "q18", "q22"}) do
+      cexpr.force_lua = false
+      local kc = kinds(read("examples/nexmark/" .. q .. ".sql"), q .. ".sql")
+      cexpr.force_lua = true
+      assert.are.equal(#kinds(read("examples/nexmark/" .. q .. ".sql"), q .. ".sql"), #kc, q)
+    end
+  end)
+
+  it("every example gives the same rows on the C path and on the Lua path", function()
+    local dir = h.tmpdir()
+    os.execute("cp examples/nexmark/nexmark_udfs.lua '" .. dir .. "/'")
+    for _, q in ipairs(QUERIES) do
+      local text = read("examples/nexmark/" .. q .. ".sql"):gsub("'events.num' = '%d+'", "'events.num' = '3000'")
+      local f = assert(io.open(dir .. "/" .. q .. ".sql", "w"))
+      f:write(text)
+      f:close()
+      local run = "cd '" .. dir .. "' && " .. h.wmrun_path() .. " --sql " .. q .. ".sql"
+      local cout, cerr, ccode = h.sh(run)
+      local lout, lerr, lcode = h.sh("cd '" .. dir .. "' && WMRUN_SQL_EXPR=lua " .. h.wmrun_path() .. " --sql "
+        .. q .. ".sql")
+      assert.are.equal(0, ccode, q .. ": " .. cerr)
+      assert.are.equal(0, lcode, q .. ": " .. lerr)
+      assert.is_true(#cout > 0, q)
+      assert.are.equal(lout, cout, q)
+    end
+    h.rmdir(dir)
+  end)
+end)
