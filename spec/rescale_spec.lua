@@ -234,6 +234,92 @@ env:execute()
     assert.are.equal(0, c3, e3)
   end)
 
+  -- Source positions redistributed by partition: a read_kafka of 4 partitions (each key's
+  -- records in one partition, in the file's order), its per-partition timestamp assigners
+  -- (each partition's copy at every instance, the partition's instance reading it) and a
+  -- window. The mock cluster holds the input; the cut is the 2nd checkpoint, as above.
+  it("read_kafka: each partition's position and assigner go to the instance that reads it now", function()
+    local services = require("services")
+    local k = services.kafka{"in:4"}
+    h.finally(function() k:stop() end)
+    gen_csv(dir .. "/in.csv", 8000, 13, 40)
+    local lp = K.write(dir .. "/load.lua", [[
+local wm = require("wm")
+local env = wm.env{}
+env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
+  partition = function(line) return tonumber(line:match("^k(%d+)")) % 4 end}
+env:execute()
+]])
+    local _, el, cl = h.wmrun(q(lp) .. " " .. q(dir .. "/in.csv") .. " " .. q(k.bootstrap))
+    assert.are.equal(0, cl, el)
+    local jp = K.job(dir, [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{watermark_interval = 0}
+env:read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+  :write_lines(dir .. "/" .. arg[2] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]])
+    local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
+    for _, mv in ipairs{{from = "-p 2", to = "-p 3"}, {from = "-p 3", to = "-p 1"},
+                        {from = "-p 2 --threads 2", to = "-p 3"}} do
+      h.rmdir(dir .. "/ck")
+      local _, err, code = h.wmrun(mv.to .. " " .. q(jp) .. " " .. q(k.bootstrap) .. " ref")
+      assert.are.equal(0, code, err)
+      local ref = sorted(h.read(dir .. "/ref.txt"))
+      assert.is_true(#ref > 0, "the reference is empty")
+      -- stopped right after its checkpoint N, the first N (2, 4, ...) whose sources had read
+      -- some records and not all (the consumers' start takes a while: the cut is waited for,
+      -- not timed)
+      local read, n = 0, 0
+      repeat
+        n = n + 2
+        h.rmdir(dir .. "/ck")
+        local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:" .. n .. " " .. h.wmrun_bin .. " " .. mv.from
+          .. ck .. q(jp) .. " " .. q(k.bootstrap) .. " run")
+        assert.are.equal(99, c1, e1)
+        local man = h.read(string.format("%s/ck/chk-%020d/MANIFEST", dir, n))
+        read = 0
+        for nrec in man:gmatch("\nsource [^ ]+ (%d+) records") do read = read + tonumber(nrec) end
+      until (read > 0 and read < 8000) or n >= 40
+      assert.is_true(read > 0 and read < 8000, "no cut inside the input (" .. read .. " records)")
+      local _, e2, c2 = h.wmrun(mv.to .. ck .. q(jp) .. " " .. q(k.bootstrap) .. " run")
+      assert.are.equal(0, c2, e2)
+      assert.matches("taken at another parallelism or thread count", e2)
+      assert.is_true(sorted(h.read(dir .. "/run.txt")) == ref, string.format("%s -> %s: the output "
+        .. "differs from the uninterrupted run's", mv.from, mv.to))
+    end
+  end)
+
+  it("a file read in parts at another parallelism is refused, naming it", function()
+    gen_csv(dir .. "/in.csv", 20000, 14)
+    local jp = K.job(dir, [[
+local wm = require("wm")
+local dir = arg[0]:match("^(.*)/")
+local env = wm.env{watermark_interval = 0}
+env:read_lines(dir .. "/in.csv", {parallel = true})
+  :parse_csv{"id", "ts:integer", "vc:integer"}
+  :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"))
+  :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
+  :write_lines(dir .. "/" .. arg[1] .. ".txt", "text"):set_parallelism(1)
+env:execute()
+]])
+    local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
+    local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:2 " .. h.wmrun_bin .. " -p 2" .. ck .. q(jp) .. " run")
+    assert.are.equal(99, c1, e1)
+    local _, e2, c2 = h.wmrun("-p 3" .. ck .. q(jp) .. " run")
+    assert.are.equal(1, c2)
+    assert.matches("cannot resume from checkpoint 2 in [^\n]*: source 'read_lines%([^']*job.lua:4%) 1/3' "
+      .. "ran as 2 instances at the checkpoint and 3 now: its positions are not redistributed %(only "
+      .. "read_kafka's and read_nats's are, by partition; give it the checkpoint's parallelism with "
+      .. "set_parallelism%(2%)%)", e2)
+    local _, e3, c3 = h.wmrun("-p 2" .. ck .. q(jp) .. " run")
+    assert.are.equal(0, c3, e3)
+  end)
+
   local function outputs(prefix, outs)
     local t = {}
     for i, o in ipairs(outs) do t[i] = sorted(h.read(dir .. "/" .. prefix .. o)) end
