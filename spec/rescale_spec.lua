@@ -15,7 +15,11 @@
 -- the parallelism (every keyed instance has one input, the timestamps are assigned at
 -- parallelism 1), so the uninterrupted run's lines before the position are the first run's.
 -- Then the job is killed with SIGKILL at random moments, alternating the two settings, so
--- that state goes back and forth between them, and the comparison holds again.
+-- that state goes back and forth between them, and the comparison holds again. The shapes
+-- cover keyed state of one input (windows, process functions), of two (a keyed connect with
+-- broadcast state, an interval join, a window join); a read_kafka job covers positions and
+-- per-partition watermarks redistributed by partition; what is still refused is tested with
+-- its message.
 local h = require("helper")
 local K = require("ckpt_kill")
 local q, gen_csv, sorted, csv_job = K.q, K.gen_csv, K.sorted, K.csv_job
@@ -274,7 +278,8 @@ env:execute()
       -- stopped right after its checkpoint N, the first N (2, 4, ...) whose sources had read
       -- some records and not all (the consumers' start takes a while: the cut is waited for,
       -- not timed)
-      local read, n = 0, 0
+      local n = 0
+      local read
       repeat
         n = n + 2
         h.rmdir(dir .. "/ck")

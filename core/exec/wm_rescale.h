@@ -1,15 +1,17 @@
 /* Restoring a checkpoint at another parallelism or thread count (docs/checkpoints.md, "Key
  * groups and rescaling"), Flink's rules:
- *   - keyed state (an operator whose vtable says keyed_state: windows, keyed process
- *     functions) by key group: instance i of p takes, from every old instance whose range
+ *   - keyed state (an operator whose vtable says keyed_state: windows, window joins,
+ *     keyed process functions, interval joins) by key group: instance i of p takes, from every old instance whose range
  *     of key groups meets its own, the keys of its range (graph/wm_snapshot.h,
  *     wm_op_restore_parts);
  *   - any other operator keeps its instance's state when its parallelism did not change;
  *     when it did, an operator without state of its own (map, filter, print, ...) starts
- *     with the watermarks of the old instances, and one with state is refused, naming it;
+ *     with the watermarks of the old instances, and one with state is refused, naming it
+ *     (a pre-aggregation before a window too: its partials are of any key);
  *   - a source keeps its instance's position when its parallelism did not change; at
  *     another, a partitioned source (read_kafka, read_nats) takes each partition's position
- *     from the old part that names it, and any other source is refused;
+ *     from the old part that names it, and any other source is refused (the sources are
+ *     checked before any operator is restored);
  *   - the operators on one partition's path (its forward operators and its timestamp
  *     assigner, wm_op.part_path) take, in every new instance, the state of the old
  *     instance that read the partition, and the channels those assigners feed start at
