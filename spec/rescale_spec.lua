@@ -238,29 +238,32 @@ env:execute()
     assert.are.equal(0, c3, e3)
   end)
 
-  -- Source positions redistributed by partition: a read_kafka of 4 partitions (each key's
+  -- Source positions redistributed by partition: a broker source of 4 partitions (each key's
   -- records in one partition, in the file's order), its per-partition timestamp assigners
   -- (each partition's copy at every instance, the partition's instance reading it) and a
-  -- window. The mock cluster holds the input; the cut is the 2nd checkpoint, as above.
-  it("read_kafka: each partition's position and assigner go to the instance that reads it now", function()
-    local services = require("services")
-    local k = services.kafka{"in:4"}
-    h.finally(function() k:stop() end)
+  -- window. The broker holds the input (written by `load`, a sink on arg[2]); `read` is the
+  -- source on arg[1]. The cut is a checkpoint whose positions are inside the input.
+  -- Partition 1 holds one key of 40 (k40; the others go to 0, 2 and 3): at -p 3 its
+  -- instance, which reads it alone, has mostly read it to its end at the cut, so that an
+  -- instance restored from an old one that had ended must go on forwarding what its
+  -- partitions give (-p 3 -> -p 2).
+  local function by_partition(addr, load, read)
     gen_csv(dir .. "/in.csv", 8000, 13, 40)
     local lp = K.write(dir .. "/load.lua", [[
 local wm = require("wm")
 local env = wm.env{}
-env:read_lines(arg[1]):write_kafka{brokers = arg[2], topic = "in", format = "text",
-  partition = function(line) return tonumber(line:match("^k(%d+)")) % 4 end}
+env:read_lines(arg[1]):]] .. load .. [[
+
 env:execute()
 ]])
-    local _, el, cl = h.wmrun(q(lp) .. " " .. q(dir .. "/in.csv") .. " " .. q(k.bootstrap))
+    local _, el, cl = h.wmrun(q(lp) .. " " .. q(dir .. "/in.csv") .. " " .. q(addr))
     assert.are.equal(0, cl, el)
     local jp = K.job(dir, [[
 local wm = require("wm")
 local dir = arg[0]:match("^(.*)/")
 local env = wm.env{watermark_interval = 0}
-env:read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}
+env:]] .. read .. [[
+
   :parse_csv{"id", "ts:integer", "vc:integer"}
   :assign_timestamps_and_watermarks(wm.watermarks.bounded_out_of_orderness("2s"):with_timestamp_field("ts"))
   :key_by("id"):window(wm.windows.tumbling("1s")):sum("vc")
@@ -268,10 +271,10 @@ env:read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}
 env:execute()
 ]])
     local ck = " --checkpoint-dir " .. q(dir .. "/ck") .. " --checkpoint-interval 2ms "
-    for _, mv in ipairs{{from = "-p 2", to = "-p 3"}, {from = "-p 3", to = "-p 1"},
-                        {from = "-p 2 --threads 2", to = "-p 3"}} do
+    for _, mv in ipairs{{from = "-p 2 --threads 2", to = "-p 3"}, {from = "-p 3", to = "-p 2 --threads 2"},
+                        {from = "-p 3", to = "-p 1"}} do
       h.rmdir(dir .. "/ck")
-      local _, err, code = h.wmrun(mv.to .. " " .. q(jp) .. " " .. q(k.bootstrap) .. " ref")
+      local _, err, code = h.wmrun(mv.to .. " " .. q(jp) .. " " .. q(addr) .. " ref")
       assert.are.equal(0, code, err)
       local ref = sorted(h.read(dir .. "/ref.txt"))
       assert.is_true(#ref > 0, "the reference is empty")
@@ -279,24 +282,44 @@ env:execute()
       -- some records and not all (the consumers' start takes a while: the cut is waited for,
       -- not timed)
       local n = 0
-      local read
+      local got
       repeat
         n = n + 2
         h.rmdir(dir .. "/ck")
         local _, e1, c1 = h.sh("WM_CKPT_CRASH=after-manifest:" .. n .. " " .. h.wmrun_bin .. " " .. mv.from
-          .. ck .. q(jp) .. " " .. q(k.bootstrap) .. " run")
+          .. ck .. q(jp) .. " " .. q(addr) .. " run")
         assert.are.equal(99, c1, e1)
         local man = h.read(string.format("%s/ck/chk-%020d/MANIFEST", dir, n))
-        read = 0
-        for nrec in man:gmatch("\nsource [^ ]+ (%d+) records") do read = read + tonumber(nrec) end
-      until (read > 0 and read < 8000) or n >= 40
-      assert.is_true(read > 0 and read < 8000, "no cut inside the input (" .. read .. " records)")
-      local _, e2, c2 = h.wmrun(mv.to .. ck .. q(jp) .. " " .. q(k.bootstrap) .. " run")
+        got = 0
+        for nrec in man:gmatch("\nsource [^ ]+ (%d+) records") do got = got + tonumber(nrec) end
+      until (got > 0 and got < 8000) or n >= 40
+      assert.is_true(got > 0 and got < 8000, "no cut inside the input (" .. got .. " records)")
+      local _, e2, c2 = h.wmrun(mv.to .. ck .. q(jp) .. " " .. q(addr) .. " run")
       assert.are.equal(0, c2, e2)
       assert.matches("taken at another parallelism or thread count", e2)
       assert.is_true(sorted(h.read(dir .. "/run.txt")) == ref, string.format("%s -> %s: the output "
         .. "differs from the uninterrupted run's", mv.from, mv.to))
     end
+  end
+
+  it("read_kafka: each partition's position and assigner go to the instance that reads it now", function()
+    local k = require("services").kafka{"in:4"}
+    h.finally(function() k:stop() end)
+    by_partition(k.bootstrap, [[write_kafka{brokers = arg[2], topic = "in", format = "text",
+  partition = function(line) local k = tonumber(line:match("^k(%d+)")); return k == 40 and 1 or ({0, 2, 3})[k % 3 + 1] end}]],
+      [[read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}]])
+  end)
+
+  it("read_nats: each subject partition's position and assigner go to the instance that reads it now", function()
+    local n = require("services").nats()
+    h.finally(function() n:stop() end)
+    by_partition(n.url, [[write_nats{url = arg[2], stream = "EV", subjects = {"ev.>"}, format = "text",
+  subject = function(line)
+    local id = line:match("^[^,]+")
+    local k = tonumber(id:sub(2))
+    return "ev." .. (k == 40 and 1 or ({0, 2, 3})[k % 3 + 1]) .. "." .. id
+  end}]],
+      [[read_nats{url = arg[1], stream = "EV", subject = "ev.*.>", partition_count = 4, bounded = "latest"}]])
   end)
 
   it("a file read in parts at another parallelism is refused, naming it", function()

@@ -8,6 +8,7 @@
 #include "base/wm_keygroup.h"
 #include "exec/wm_mt.h"
 #include "io/wm_conn.h"
+#include "time/wm_time.h"
 
 /* One "part NAME NODE ROLE SUBTASK NSUB" line of the MANIFEST. */
 typedef struct pline {
@@ -231,6 +232,15 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
     for (size_t k = 0; k < n; k++)
       if (c[k]->sub == op->subtask) one = c[k]->part;
     rc = wm_op_restore_parts(op, codec, &one, 1, NULL, 0, 0, 0);
+    /* what that old instance forwarded is not what this one did: its inputs (e.g. the
+     * partitions a union of partitions reads) changed with the parallelism, and one that had
+     * ended (its partitions read to their end) would send nothing more, leaving the channels
+     * downstream, which start at their lowest, there for good. It forwards anew what its
+     * inputs give (downstream, watermarks only go up). */
+    op->comb.out = WM_TIME_MIN;
+    op->comb.out_idle = false;
+    op->wm = WM_TIME_MIN;
+    op->ended = false;
   } else {
     rc = wm_ctx_error(ctx, "'%s' ran as %d instance%s at the checkpoint and %d now, and its "
                            "state is not split or merged (only keyed state is, by key group: "

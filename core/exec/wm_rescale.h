@@ -6,7 +6,9 @@
  *     wm_op_restore_parts);
  *   - any other operator keeps its instance's state when its parallelism did not change;
  *     when it did, an operator without state of its own (map, filter, print, ...) starts
- *     with the watermarks of the old instances, and one with state is refused, naming it
+ *     with the input watermarks of the old instance of its number (or the first) and
+ *     forwards anew from them (nothing forwarded yet, not ended), and one with state is
+ *     refused, naming it
  *     (a pre-aggregation before a window too: its partials are of any key);
  *   - a source keeps its instance's position when its parallelism did not change; at
  *     another, a partitioned source (read_kafka, read_nats) takes each partition's position
