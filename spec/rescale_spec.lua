@@ -306,7 +306,10 @@ env:execute()
     local k = require("services").kafka{"in:4"}
     h.finally(function() k:stop() end)
     by_partition(k.bootstrap, [[write_kafka{brokers = arg[2], topic = "in", format = "text",
-  partition = function(line) local k = tonumber(line:match("^k(%d+)")); return k == 40 and 1 or ({0, 2, 3})[k % 3 + 1] end}]],
+  partition = function(line)
+    local k = tonumber(line:match("^k(%d+)"))
+    return k == 40 and 1 or ({0, 2, 3})[k % 3 + 1]
+  end}]],
       [[read_kafka{brokers = arg[1], topic = "in", bounded = "latest"}]])
   end)
 
