@@ -520,6 +520,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
         me->ops[k]->node = (uint32_t)i;
         me->ops[k]->subtask = k;
         me->ops[k]->nsub = p;
+        me->ops[k]->part_path = (int)lwm_get_int(L, node, "partition", 0);
       }
       if (!me->ops[k]) rc = WM_ERR;
       else if (B->mt && wm_mt_set_target(B->mt, me->gid0 + (uint32_t)k, me->ops[k]) != 0)

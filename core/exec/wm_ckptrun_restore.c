@@ -193,8 +193,13 @@ static int restore(wm_ckptrun *c) {
     char name[260] = "src-";
     if (rescaled) {
       if (!src->node) continue; /* the receiver between threads: anew */
-      const wm_part *sp = wm_rescale_source(rs, ctx, src);
-      if (!sp || wm_exec_restore_source(c->exec, src, (const char *)sp->data, sp->len) != WM_OK) {
+      const wm_part **sp;
+      size_t nsp;
+      int src_rc = wm_rescale_source(rs, ctx, src, &sp, &nsp);
+      for (size_t k = 0; k < nsp && src_rc == WM_OK; k++)
+        src_rc = wm_exec_restore_source(c->exec, src, (const char *)sp[k]->data, sp[k]->len);
+      free(sp);
+      if (src_rc != WM_OK) {
         refuse(c, id, wm_ctx_errtext(ctx));
         goto out;
       }

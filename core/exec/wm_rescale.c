@@ -7,6 +7,8 @@
 
 #include "base/wm_keygroup.h"
 #include "exec/wm_mt.h"
+#include "io/wm_conn.h"
+#include "time/wm_time.h"
 
 /* One "part NAME NODE ROLE SUBTASK NSUB" line of the MANIFEST. */
 typedef struct pline {
@@ -196,6 +198,25 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
     /* said */
   } else if (same) { /* the same instance: all of its state (its input channels may differ) */
     rc = wm_op_restore_parts(op, codec, &same, 1, same, 0, 0, 0);
+  } else if (op->role == WM_ROLE_PREAGG) {
+    /* (its partials are of any key: not split by key group; and two instances' partials
+     * of one key and window would meet in one; a pre-aggregation runs at the parallelism
+     * of its file read in parts, which is refused before) */
+    rc = wm_ctx_error(ctx, "the pre-aggregation of '%s' ran as %d instances at the checkpoint "
+                           "and %d now: its partial aggregates are not redistributed (give its "
+                           "input the checkpoint's parallelism with set_parallelism(%d), or "
+                           "turn it off with wm.env{pre_aggregate = false})",
+                      op->name, p0, op->nsub, p0);
+  } else if (op->part_path) {
+    /* on one partition's path: the state of the old instance that read the partition, in
+     * every new instance (those that do not read it now mark it idle as they start) */
+    int owner = (op->part_path - 1) % p0, mine = (op->part_path - 1) % op->nsub == op->subtask;
+    const wm_part *one = NULL;
+    for (size_t k = 0; k < n; k++)
+      if (c[k]->sub == owner) one = c[k]->part;
+    rc = one ? wm_op_restore_parts(op, codec, &one, 1, mine ? one : NULL, 0, 0, 0)
+             : wm_ctx_error(ctx, "damaged checkpoint: it holds no part of instance %d of '%s'",
+                            owner + 1, op->name);
   } else if (op->vt->keyed_state) {
     uint32_t a, b;
     size_t m = 0;
@@ -211,11 +232,20 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
     for (size_t k = 0; k < n; k++)
       if (c[k]->sub == op->subtask) one = c[k]->part;
     rc = wm_op_restore_parts(op, codec, &one, 1, NULL, 0, 0, 0);
+    /* what that old instance forwarded is not what this one did: its inputs (e.g. the
+     * partitions a union of partitions reads) changed with the parallelism, and one that had
+     * ended (its partitions read to their end) would send nothing more, leaving the channels
+     * downstream, which start at their lowest, there for good. It forwards anew what its
+     * inputs give (downstream, watermarks only go up). */
+    op->comb.out = WM_TIME_MIN;
+    op->comb.out_idle = false;
+    op->wm = WM_TIME_MIN;
+    op->ended = false;
   } else {
     rc = wm_ctx_error(ctx, "'%s' ran as %d instance%s at the checkpoint and %d now, and its "
-                           "state is not split or merged (only windows and keyed process "
-                           "functions are, by key group): give it the checkpoint's parallelism "
-                           "with set_parallelism(%d)",
+                           "state is not split or merged (only keyed state is, by key group: "
+                           "windows, keyed process functions, joins): give it the checkpoint's "
+                           "parallelism with set_parallelism(%d)",
                       op->name, p0, p0 == 1 ? "" : "s", op->nsub, p0);
   }
   free(use);
@@ -223,35 +253,89 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
   return rc;
 }
 
+/* The parallelism of op at the checkpoint (0: not known). */
+static int nsub_then(const wm_rescale *r, const wm_op *op) {
+  for (size_t k = 0; k < r->n; k++)
+    if (!r->l[k].src && r->l[k].node == op->node && r->l[k].role == op->role) return r->l[k].nsub;
+  return 0;
+}
+
 int wm_rescale_restore(wm_rescale *r, wm_ctx *ctx, const wm_codec_host *codec, uint32_t groups) {
+  /* the sources first: one that cannot go on at this parallelism is the reason to name
+   * (its operators downstream, e.g. a timestamp assigner per instance, would be refused too) */
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    const pline **c;
+    size_t n;
+    if (!op->node || op->role != WM_ROLE_MAIN) continue;
+    if (lines_of(r, op, 1, &c, &n) != 0) return wm_ctx_error(ctx, "out of memory");
+    free(c);
+    if (n == 0) continue; /* not a source */
+    const wm_part **sp;
+    size_t nsp;
+    if (wm_rescale_source(r, ctx, op, &sp, &nsp) != WM_OK) return WM_ERR;
+    free(sp);
+  }
   for (size_t i = 0; i < ctx->nops; i++) {
     wm_op *op = ctx->ops[i];
     if (!op->node) continue; /* the executor's own: starts anew */
     if (restore_op(r, ctx, op, codec, groups) != WM_OK) return WM_ERR;
   }
+  /* the channels that a partition's assigner feeds (the union of the partitions) at the
+   * watermark and status that assigner restored with, rather than the old instance's of
+   * their number (which read other partitions) */
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *f = ctx->ops[i];
+    if (!f->part_path || !f->vt->wmsource || nsub_then(r, f) == f->nsub) continue;
+    int64_t w = f->vt->wmsource->last_watermark(f);
+    bool idle = f->vt->wmsource->idle(f);
+    for (int pt = 0; pt < f->nports; pt++)
+      for (int e = 0; e < f->ports[pt].n; e++) {
+        const wm_edge *ed = &f->ports[pt].edges[e];
+        if (ed->chan < 0 || ed->chan >= ed->to->comb.n) continue;
+        ed->to->comb.ch[ed->chan] = (wm_channel){.wm = w, .idle = idle, .aligned = true};
+      }
+  }
   return WM_OK;
 }
 
-const wm_part *wm_rescale_source(wm_rescale *r, wm_ctx *ctx, const wm_op *src) {
+int wm_rescale_source(wm_rescale *r, wm_ctx *ctx, const wm_op *src, const wm_part ***out,
+                      size_t *nout) {
   const pline **c;
   size_t n;
-  if (lines_of(r, src, 1, &c, &n) != 0) {
-    wm_ctx_error(ctx, "out of memory");
-    return NULL;
+  *out = NULL;
+  *nout = 0;
+  if (lines_of(r, src, 1, &c, &n) != 0) return wm_ctx_error(ctx, "out of memory");
+  const wm_part **got = malloc((n ? n : 1) * sizeof *got);
+  if (!got) {
+    free(c);
+    return wm_ctx_error(ctx, "out of memory");
   }
-  const wm_part *got = NULL;
+  size_t m = 0;
   for (size_t k = 0; k < n; k++)
-    if (c[k]->nsub == src->nsub && c[k]->sub == src->subtask) got = c[k]->part;
-  if (!got && n == 0)
-    wm_ctx_error(ctx, "it holds no position of source '%s' (the job changed since the "
-                      "checkpoint)", src->name);
-  else if (!got)
-    wm_ctx_error(ctx, "source '%s' ran as %d instance%s at the checkpoint and %d now: its "
-                      "positions are not redistributed (give it the checkpoint's parallelism "
-                      "with set_parallelism(%d))",
-                 src->name, c[0]->nsub, c[0]->nsub == 1 ? "" : "s", src->nsub, c[0]->nsub);
+    if (c[k]->nsub == src->nsub && c[k]->sub == src->subtask) got[m++] = c[k]->part;
+  /* a partitioned source at another parallelism: every old instance's positions, of which
+   * each instance restores those of the partitions it reads now */
+  if (m == 0 && n > 0 && wm_partsrc_rescalable(src))
+    for (size_t k = 0; k < n; k++) got[m++] = c[k]->part;
+  int rc = WM_OK;
+  if (m == 0 && n == 0)
+    rc = wm_ctx_error(ctx, "it holds no position of source '%s' (the job changed since the "
+                           "checkpoint)", src->name);
+  else if (m == 0)
+    rc = wm_ctx_error(ctx, "source '%s' ran as %d instance%s at the checkpoint and %d now: its "
+                           "positions are not redistributed (only read_kafka's and read_nats's "
+                           "are, by partition; give it the checkpoint's parallelism with "
+                           "set_parallelism(%d))",
+                      src->name, c[0]->nsub, c[0]->nsub == 1 ? "" : "s", src->nsub, c[0]->nsub);
   free(c);
-  return got;
+  if (rc != WM_OK) {
+    free(got);
+    return rc;
+  }
+  *out = got;
+  *nout = m;
+  return WM_OK;
 }
 
 int wm_rescale_has_channels(const wm_rescale *r) {

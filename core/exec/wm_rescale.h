@@ -1,14 +1,23 @@
 /* Restoring a checkpoint at another parallelism or thread count (docs/checkpoints.md, "Key
  * groups and rescaling"), Flink's rules:
- *   - keyed state (an operator whose vtable says keyed_state: windows, keyed process
- *     functions) by key group: instance i of p takes, from every old instance whose range
+ *   - keyed state (an operator whose vtable says keyed_state: windows, window joins,
+ *     keyed process functions, interval joins) by key group: instance i of p takes, from every old instance whose range
  *     of key groups meets its own, the keys of its range (graph/wm_snapshot.h,
  *     wm_op_restore_parts);
  *   - any other operator keeps its instance's state when its parallelism did not change;
  *     when it did, an operator without state of its own (map, filter, print, ...) starts
- *     with the watermarks of the old instances, and one with state is refused, naming it;
- *   - a source keeps its instance's position when its parallelism did not change, and is
- *     refused otherwise;
+ *     with the input watermarks of the old instance of its number (or the first) and
+ *     forwards anew from them (nothing forwarded yet, not ended), and one with state is
+ *     refused, naming it
+ *     (a pre-aggregation before a window too: its partials are of any key);
+ *   - a source keeps its instance's position when its parallelism did not change; at
+ *     another, a partitioned source (read_kafka, read_nats) takes each partition's position
+ *     from the old part that names it, and any other source is refused (the sources are
+ *     checked before any operator is restored);
+ *   - the operators on one partition's path (its forward operators and its timestamp
+ *     assigner, wm_op.part_path) take, in every new instance, the state of the old
+ *     instance that read the partition, and the channels those assigners feed start at
+ *     the watermark and status the assigner restored with;
  *   - the executor's own operators (exchanges, senders and receivers between threads)
  *     start anew;
  *   - the records in flight between threads at the cut (chan-F-T parts) go, on one thread,
@@ -50,9 +59,13 @@ int wm_rescale_same(const wm_rescale *r, const wm_ctx *ctx, int thread, int thre
  * job's key groups. WM_OK, or WM_ERR with ctx->error. */
 int wm_rescale_restore(wm_rescale *r, wm_ctx *ctx, const wm_codec_host *codec, uint32_t groups);
 
-/* The part that holds source src's position (src-<name> of the same instance at the same
- * parallelism), or NULL with ctx->error saying why. */
-const wm_part *wm_rescale_source(wm_rescale *r, wm_ctx *ctx, const wm_op *src);
+/* The parts that hold source src's position, *n of them in *out (malloc'ed: free it):
+ * src-<name> of the same instance at the same parallelism; at another, for a partitioned
+ * source (wm_partsrc_rescalable), the parts of every old instance, each naming its
+ * partitions' positions, of which src restores those of the partitions it reads now.
+ * WM_OK, or WM_ERR with ctx->error saying why (any other source at another parallelism). */
+int wm_rescale_source(wm_rescale *r, wm_ctx *ctx, const wm_op *src, const wm_part ***out,
+                      size_t *n);
 
 /* Whether the checkpoint holds records in flight between threads (chan-* parts). */
 int wm_rescale_has_channels(const wm_rescale *r);

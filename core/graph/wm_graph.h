@@ -255,6 +255,10 @@ struct wm_op {
    * adds around it). */
   uint32_t node;
   int subtask, nsub, role;
+  /* On the path of one partition of a partitioned source (its copy of the forward
+   * operators and its timestamp assigner, wm.connectors): that partition's index + 1 (the
+   * instance that reads it is index mod nsub); 0 otherwise. Set by the builder. */
+  int part_path;
 };
 
 enum { WM_ROLE_MAIN = 0, WM_ROLE_CLOCK = 1, WM_ROLE_PREAGG = 2 };

@@ -118,6 +118,10 @@ int wm_partsrc_commit_final(wm_op *op, wm_error *err);
 void wm_partsrc_metrics(wm_ctx *ctx, wm_buf *out);
 /* Whether op is a partitioned source (read_kafka, read_nats). */
 int wm_op_is_partsrc(const wm_op *op);
+/* Whether op is a partitioned source whose positions a restore at another parallelism may
+ * gather from the parts of several old instances (each of its partitions from the part that
+ * names it): every one but a tap's (the key_by through a broker of wm.through). */
+int wm_partsrc_rescalable(const wm_op *op);
 
 /* ---- Kafka --------------------------------------------------------------------------- */
 

@@ -20,6 +20,10 @@ static const wm_op_vt nats_vt = {.kind = "read_nats", .record = wm_source_record
 
 int wm_op_is_partsrc(const wm_op *op) { return op->vt == &kafka_vt || op->vt == &nats_vt; }
 
+int wm_partsrc_rescalable(const wm_op *op) {
+  return wm_op_is_partsrc(op) && !((const wm_partsrc *)op->impl)->cfg.tap;
+}
+
 int wm_partsrc_count(const wm_op *op) {
   return wm_op_is_partsrc(op) ? ((const wm_partsrc *)op->impl)->n : -1;
 }
@@ -326,6 +330,11 @@ static void on_idle(uv_idle_t *h) {
 static int partsrc_start(wm_op *op, wm_io_host *host) {
   wm_partsrc *s = op->impl;
   (void)host;
+  if (s->seek_pending) {
+    s->seek_pending = 0;
+    int rc = s->hooks->seek(s);
+    if (rc != WM_OK) return rc;
+  }
   for (int i = 0; i < s->n; i++) {
     s->parts[i].assigner = find_assigner(op, s->parts[i].port);
     if (s->cfg.tap && s->cfg.tap->vt->ended(s->cfg.tap, i)) s->parts[i].done = 1; /* restored */
@@ -405,7 +414,9 @@ static int partsrc_snapshot(wm_op *op, wm_buf *out) {
 }
 
 /* Before start: every partition named in the checkpoint goes on at its position (the
- * others start as configured). The bytes are checked (a checkpoint is untrusted input). */
+ * others start as configured), sought as the source starts. A restore at another
+ * parallelism calls it once per old instance's part: each names its own partitions. The
+ * bytes are checked (a checkpoint is untrusted input). */
 static int partsrc_restore(wm_op *op, const char *data, size_t n) {
   wm_partsrc *s = op->impl;
   const uint8_t *p = (const uint8_t *)data, *end = p + n;
@@ -428,7 +439,7 @@ static int partsrc_restore(wm_op *op, const char *data, size_t n) {
   }
   if (s->cfg.tap && s->cfg.tap->vt->restore(s->cfg.tap, s, &p, end) != WM_OK) return WM_ERR;
   if (p != end) goto damaged;
-  if (s->hooks->seek) return s->hooks->seek(s);
+  s->seek_pending = s->hooks->seek != NULL;
   return WM_OK;
 damaged:
   return wm_ctx_error(op->ctx, "cannot restore '%s': the checkpoint's position is damaged", op->name);

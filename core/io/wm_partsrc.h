@@ -69,6 +69,8 @@ struct wm_partsrc {
   wm_part *parts;        /* owned */
   int n;
   int started, stopped, finished, paused, timer_open, timer_on, idle_open;
+  int seek_pending; /* restored: hooks->seek is called as it starts (once, however many
+                     * parts a restore at another parallelism gave it) */
   int64_t poll_ms;       /* wait when nothing is ready (default 5) */
   uv_timer_t timer;      /* the next round after a wait */
   uv_idle_t idle;        /* the next round at once (records ready): once per turn of the loop */

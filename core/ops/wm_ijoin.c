@@ -349,8 +349,9 @@ static void ij_free(wm_op *op) {
  * late counts (left, right), the number of key slots, then per slot whether it is live and,
  * if so, its key and per side (left, right) the count of its records and each record's
  * timestamp and value (and, for an outer join, whether it met one) in (ts, arrival) order; then the cleanup timers (time/wm_timer.h
- * order, payload = slot * 2 + side). Slots keep their numbers, so the timers need none
- * rewritten. */
+ * order, payload = slot * 2 + side). A restore gives each key read a slot of its own and
+ * rewrites the timers' slots (a rescale reads the parts of several old instances, each
+ * key of the new instance's key groups from the part that held it). */
 
 static int ij_snapshot(wm_op *op, wm_state_io *io) {
   ijoin *s = op->impl;
@@ -381,19 +382,62 @@ static int ij_snapshot(wm_op *op, wm_state_io *io) {
   return wm_state_put_done(op, io);
 }
 
-static int ij_timer_valid(void *ud, wm_state_rd *r, int64_t t, uint64_t payload) {
-  const ijoin *s = ud;
-  uint64_t slot = payload / 2;
-  if (slot >= s->nk || !s->k[slot].live)
+/* Where each key slot of the part being read went (IJ_LEFT: it was read past, a key of
+ * another instance's key group); what the cleanup timers' payloads are rewritten by. */
+#define IJ_LEFT UINT32_MAX
+typedef struct ijplaces {
+  const ijoin *s;
+  const uint32_t *place;
+  uint64_t n;
+} ijplaces;
+
+static int ij_timer_map(void *ud, wm_state_rd *r, int64_t t, uint64_t *payload) {
+  const ijplaces *kp = ud;
+  const ijoin *s = kp->s;
+  uint64_t slot = *payload / 2;
+  int side = (int)(*payload % 2);
+  if (slot >= kp->n)
     return wm_state_bad(r, "a cleanup timer names key slot %llu, which holds no key",
                         (unsigned long long)slot);
-  const jbuf *b = &s->k[slot].b[payload % 2];
+  uint32_t at = kp->place[slot];
+  if (at == IJ_LEFT) return 1;
+  if (at == IJ_LEFT - 1)
+    return wm_state_bad(r, "a cleanup timer names key slot %llu, which holds no key",
+                        (unsigned long long)slot);
+  const jbuf *b = &s->k[at].b[side];
   for (uint32_t j = b->lo; j < b->hi; j++)
-    if (cleanup_at(s, (int)(payload % 2), b->r[j].ts) == t) return WM_OK;
+    if (cleanup_at(s, side, b->r[j].ts) == t) {
+      *payload = (uint64_t)at * 2 + (uint64_t)side;
+      return WM_OK;
+    }
   return wm_state_bad(r, "a cleanup timer at %lld for no record", (long long)t);
 }
 
-static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r) {
+/* Reads past a live key's records (a key of another instance's key group). */
+static int ij_skip_key(ijoin *s, wm_state_rd *r) {
+  const wm_host *h = &r->op->ctx->host;
+  for (int d = 0; d < 2; d++) {
+    uint64_t n, m;
+    int64_t ts;
+    if (wm_state_get_count(r, &n, 2, "the number of a key's records") != WM_OK) return WM_ERR;
+    for (uint64_t j = 0; j < n; j++) {
+      wm_value v;
+      if (wm_state_get_i(r, &ts, "a record's timestamp") != WM_OK ||
+          wm_state_get_value(r, &v, "a kept record") != WM_OK)
+        return WM_ERR;
+      wm_value_release(h, &v);
+      if ((s->cfg.outer[0] || s->cfg.outer[1]) &&
+          wm_state_get_u(r, &m, "whether a kept record met one") != WM_OK)
+        return WM_ERR;
+    }
+  }
+  return WM_OK;
+}
+
+/* One part. Each live key of the kept key groups (every key outside a rescale) takes a
+ * slot of its own here (key_slot), so that the parts of several old instances can be read
+ * one after the other (io->merge); the timers are rewritten to the new slots. */
+static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r, uint32_t **placep) {
   const wm_host *h = &op->ctx->host;
   int64_t lo, hi;
   uint64_t seq, late0, late1, nk;
@@ -411,33 +455,36 @@ static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r) {
                                  "(inclusive; to go on with that state anyway, run with "
                                  "--allow-state-change)",
                         (long long)lo, (long long)hi, (long long)s->lo, (long long)s->hi);
-  if (lo != s->lo || hi != s->hi) op->ctx->state_changes++;
+  if ((lo != s->lo || hi != s->hi) && !r->io->merge) op->ctx->state_changes++;
   if (nk > UINT32_MAX / 2) return wm_state_bad(r, "%llu key slots", (unsigned long long)nk);
-  if (nk) {
-    s->k = calloc(nk, sizeof *s->k);
-    if (!s->k) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    s->capk = (uint32_t)nk;
-  }
+  uint32_t *place = malloc((size_t)(nk ? nk : 1) * sizeof *place);
+  if (!place) return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+  *placep = place;
   for (uint64_t i = 0; i < nk; i++) {
     uint64_t live;
+    place[i] = IJ_LEFT - 1; /* (a free slot: no timer may name it) */
     if (wm_state_get_u(r, &live, "a key slot's flag") != WM_OK) return WM_ERR;
     if (live > 1) return wm_state_bad(r, "a key slot's flag is %llu", (unsigned long long)live);
-    s->nk = (uint32_t)i + 1;
-    jkey *e = &s->k[i];
-    if (!live) {
-      e->next_free = s->free_head;
-      s->free_head = (uint32_t)i + 1;
+    if (!live) continue;
+    wm_value key;
+    if (wm_state_get_value(r, &key, "a key") != WM_OK) return WM_ERR;
+    if (!wm_key_valid(&key)) {
+      wm_value_release(h, &key);
+      return wm_state_bad(r, "a key that is not a scalar");
+    }
+    if (!wm_state_key_kept(r->io, &key)) { /* another instance's key group */
+      wm_value_release(h, &key);
+      place[i] = IJ_LEFT;
+      if (ij_skip_key(s, r) != WM_OK) return WM_ERR;
       continue;
     }
-    if (wm_state_get_value(r, &e->key, "a key") != WM_OK) return WM_ERR;
-    e->live = 1; /* (from here on release_keys frees what it holds) */
-    if (!wm_key_valid(&e->key)) return wm_state_bad(r, "a key that is not a scalar");
-    e->hash = wm_key_hash(&e->key);
-    if (wm_keyidx_find(&s->ix, &e->key, e->hash) != WM_KEYIDX_NONE)
-      return wm_state_bad(r, "a key appears twice");
-    if (wm_keyidx_add(&s->ix, (uint32_t)i) != 0)
-      return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
-    s->nlive++;
+    uint32_t before = s->nlive, at;
+    int rc = key_slot(op, s, &key, &at);
+    wm_value_release(h, &key);
+    if (rc != WM_OK) return WM_ERR;
+    if (s->nlive == before) return wm_state_bad(r, "a key appears twice");
+    place[i] = at;
+    jkey *e = &s->k[at];
     for (int d = 0; d < 2; d++) {
       uint64_t n;
       jbuf *b = &e->b[d];
@@ -470,22 +517,30 @@ static int ij_restore_body(wm_op *op, ijoin *s, wm_state_rd *r) {
     }
     if (e->b[0].hi == 0 && e->b[1].hi == 0) return wm_state_bad(r, "a key without records");
   }
-  if (wm_state_get_timers(r, s->q, ij_timer_valid, s) != WM_OK || wm_state_get_end(r) != WM_OK)
+  ijplaces kp = {s, place, nk};
+  if (wm_state_get_timers_map(r, s->q, ij_timer_map, &kp) != WM_OK ||
+      wm_state_get_end(r) != WM_OK)
     return WM_ERR;
-  (void)h;
-  s->seq = seq;
-  s->late[0] = late0;
-  s->late[1] = late1;
+  if (seq > s->seq) s->seq = seq;
+  /* the late counts are the instance's metrics: kept by a restore of the same instance,
+   * started anew (as the graph's metrics are) when the key groups are divided anew */
+  if (!r->io->groups) {
+    s->late[0] = late0;
+    s->late[1] = late1;
+  }
   return WM_OK;
 }
 
 static int ij_restore(wm_op *op, wm_state_io *io) {
   ijoin *s = op->impl;
-  if (s->nk || wm_timers_size(s->q))
+  if (!io->merge && (s->nk || wm_timers_size(s->q)))
     return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
-  if (ij_restore_body(op, s, &r) == WM_OK) return WM_OK;
+  uint32_t *place = NULL;
+  int rc = ij_restore_body(op, s, &r, &place);
+  free(place);
+  if (rc == WM_OK) return WM_OK;
   /* back to the empty operator it was built as */
   release_keys(op, s);
   free(s->k);
@@ -508,6 +563,7 @@ static const wm_op_vt ijoin_vt = {
     .free = ij_free,
     .snapshot = ij_snapshot,
     .restore = ij_restore,
+    .keyed_state = 1,
 };
 
 bool wm_op_is_ijoin(const wm_op *op) { return op->vt == &ijoin_vt; }

@@ -163,6 +163,9 @@ local function split(env, src, chain, strategy, where, level)
     -- order of one key's records between two paths on several threads); the source marks
     -- the copies of the partitions other instances own idle (wm_partsrc.c)
     a.node.parallelism = src.parallelism
+    -- (a restore at another parallelism gives every instance of these nodes the state of
+    -- the instance that read the partition: exec/wm_rescale.c)
+    for _, pn in ipairs(p.nodes) do pn.partition = j end
     outs[j] = a
   end
   for _, n in ipairs(chain) do retire(n) end

@@ -1650,11 +1650,49 @@ static void build_ijoin_outer(plan *p) {
   wm_op_connect(j, 0, add_sink(p));
 }
 
+/* The same join emitting its key first ("id":"a" 1+2), so that split_roundtrip can tell
+ * which instance owns each line. */
+static int ij_key_fn(void *ud, wm_op *op, const wm_value *key, const wm_value *l, int64_t lts,
+                     const wm_value *r, int64_t rts) {
+  (void)ud;
+  char b[96];
+  size_t kl;
+  const char *k = wm_value_str(key, &kl);
+  int n = snprintf(b, sizeof b, "\"id\":\"%.*s\" %lld+%lld", (int)kl, k,
+                   l ? (long long)l->u.row->fields[1].u.i : -1LL,
+                   r ? (long long)r->u.row->fields[1].u.i : -1LL);
+  wm_value v = wm_cstr(b, (size_t)n);
+  return wm_op_emit(op, 0, &v, lts > rts ? lts : rts);
+}
+
+static void build_ijoin_key(plan *p) {
+  wm_ijoin_config cfg = {0};
+  const char *key = "id";
+  wm_keysel_fields(&cfg.keysel, &key, 1);
+  wm_keysel_fields(&cfg.keysel2, &key, 1);
+  cfg.lower = -300;
+  cfg.upper = 500;
+  cfg.outer[0] = true; /* (which kept records met one goes with each key) */
+  cfg.fn.join = ij_key_fn;
+  wm_op *j = wm_ijoin_new(&p->ctx, "interval join", &cfg);
+  wm_op_connect(add_tsop(p, 0, 100, 0, 0), 0, j);
+  wm_ijoin_set_second_input(j, 1);
+  wm_op_connect(add_tsop(p, 1, 100, 0, 0), 0, j);
+  wm_op_connect(j, 0, add_sink(p));
+}
+
 static const ev ijoin_evs[] = {
     R("a", 1000, 1), R2("a", 900, 2), R2("b", 1200, 3), R("b", 1000, 4), R2("a", 1499, 5),
     R2("a", 1500, 6), R("a", 1000, 7), R("b", 1700, 8), R2("b", 1800, 9), R("a", 700, 10),
     R2("c", 2000, 11), R("c", 2200, 12), R2("a", 600, 13), R("a", 2600, 14), R2("a", 2400, 15),
     R("c", 3000, 16), R2("c", 2800, 17), E};
+
+/* keys "a" and "b" fall in the first half of 128 key groups, "e" and "f" in the second */
+static const ev ijoin_split_evs[] = {
+    R("a", 1000, 1), R2("e", 900, 2), R2("b", 1200, 3), R("e", 1000, 4), R2("a", 1499, 5),
+    R("f", 1100, 6), R("a", 1000, 7), R("b", 1700, 8), R2("b", 1800, 9), R2("f", 1300, 10),
+    R2("e", 2000, 11), R("f", 2200, 12), R2("a", 600, 13), R("e", 2600, 14), R2("f", 2400, 15),
+    R("b", 3000, 16), R2("e", 2800, 17), E};
 
 static wm_op *find_ijoin(plan *p) {
   for (size_t i = 0; i < p->ctx.nops; i++)
@@ -1672,6 +1710,9 @@ static void ijoin_state(void) {
   T.current = "outer interval join: which kept records met one";
   roundtrip(build_ijoin_outer, ijoin_evs, n, NULL);
   damage(build_ijoin_outer, ijoin_evs, n, 9);
+  /* split by key group (a rescale): each instance's keys' records and cleanup timers */
+  T.current = "interval join split between instances by key group";
+  split_roundtrip(build_ijoin_key, ijoin_split_evs, sizeof ijoin_split_evs / sizeof *ijoin_split_evs);
   /* what --metrics shows goes on too: records kept and late counts per side */
   T.current = "interval join: restored counts";
   for (size_t cut = 0; cut < n; cut++) {
