@@ -15,7 +15,10 @@
  * the savepoint's operator at that place had no uid and the same kind; an operator with no
  * part starts empty (its part is a snapshot of the freshly built operator). A part of the
  * savepoint that no operator takes and that holds state of its own is refused, naming its
- * uid, unless allow_non_restored (Flink's --allowNonRestoredState).
+ * uid, unless allow_non_restored (Flink's --allowNonRestoredState). That is done at the
+ * parallelism and thread count the savepoint was taken at; the same job (wm_savepoint_same_plan)
+ * at another is restored as a checkpoint is (exec/wm_rescale.h), and a changed job at another
+ * is refused (exec/wm_ckptrun_restore.c).
  *
  * Taking one from a running job (wmrun savepoint CKDIR TARGET): the client writes
  * CKDIR/SAVEPOINT-REQUEST (a nonce and the target) and sends SIGUSR2 to the process that
