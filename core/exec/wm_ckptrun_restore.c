@@ -50,6 +50,32 @@ static int refuse(wm_ckptrun *c, uint64_t id, const char *why) {
   return -1;
 }
 
+/* Whether the savepoint (meta) is of this job: 1 the same plan, 0 a changed job at the
+ * parallelism and thread count it was taken at (its parts fitted by uid), -1 refused (a
+ * changed job at another parallelism or thread count: its uid-less operators have no place to
+ * be matched by). */
+static int savepoint_plan(wm_ckptrun *c, uint64_t id, const char *meta, size_t mlen,
+                          int threads_then) {
+  char diff[500];
+  int same = wm_savepoint_same_plan(c->ctx, meta, mlen, diff, sizeof diff);
+  if (same < 0) return wm_ctx_error(c->ctx, "out of memory"), -1;
+  int p_then = wm_savepoint_parallelism(meta, mlen), p_now = 1;
+  for (size_t i = 0; i < c->ctx->nops; i++)
+    if (c->ctx->ops[i]->node && c->ctx->ops[i]->nsub > p_now) p_now = c->ctx->ops[i]->nsub;
+  if (same || (p_then == p_now && threads_then == c->cfg.threads)) return same;
+  char then[64], now[64], why[WM_ERROR_MSG];
+  int th = threads_then > 1 || c->cfg.threads > 1;
+  snprintf(then, sizeof then, "-p %d%s%.0d", p_then, th ? " --threads " : "", th ? threads_then : 0);
+  snprintf(now, sizeof now, "-p %d%s%.0d", p_now, th ? " --threads " : "", th ? c->cfg.threads : 0);
+  snprintf(why, sizeof why, "it was taken at %s and this run is at %s, and the job changed (%s): "
+                            "a savepoint restores a changed job only at the parallelism it was "
+                            "taken at, and at another parallelism only the job it was taken of. "
+                            "Resume the changed job at %s, then restore its next checkpoint at "
+                            "%s (checkpoints rescale)", then, now, diff, then, now);
+  refuse(c, id, why);
+  return -1;
+}
+
 static int restore(wm_ckptrun *c);
 
 int wm_ckptrun_restore(wm_ckptrun *c) {
@@ -151,7 +177,12 @@ static int restore(wm_ckptrun *c) {
   uv_mutex_lock(&c->sh->mu); /* a history that started from a savepoint: later ones say so */
   if (origin && !c->rsp && !c->sh->origin) c->sh->origin = strndup(origin, n);
   uv_mutex_unlock(&c->sh->mu);
-  if (c->rsp && c->cfg.threads <= 1) { /* a savepoint: its parts fitted to this job by uid */
+  /* a savepoint on one thread: the same job is restored as a checkpoint is (at another
+   * parallelism or thread count, key group by key group); a changed job has its parts fitted
+   * by uid, at the parallelism and thread count the savepoint was taken at only */
+  int same = c->rsp && c->cfg.threads <= 1 ? savepoint_plan(c, id, meta, mlen, threads_then) : 0;
+  if (same < 0) goto out;
+  if (c->rsp && c->cfg.threads <= 1 && !same) {
     if (wm_savepoint_refit(ctx, c->exec, c->cfg.codec, meta, mlen, &parts, &np,
                            c->cfg.allow_non_restored, c->rname, c->cfg.log) != WM_OK) {
       refuse(c, id, wm_ctx_errtext(ctx));

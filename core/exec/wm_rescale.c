@@ -227,6 +227,10 @@ static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host
       if (x <= b && y >= a) use[m++] = c[k]->part;
     }
     rc = wm_op_restore_parts(op, codec, use, m, NULL, groups, a, b);
+  } else if (op->vt->merge_parts) { /* one state from every old instance's (a timestamp
+                                     * assigner: the lowest watermark of them all) */
+    for (size_t k = 0; k < n; k++) use[k] = c[k]->part;
+    rc = wm_op_restore_parts(op, codec, use, n, NULL, 0, 0, 0);
   } else if (!op->vt->snapshot) { /* no state of its own: the watermarks of one instance */
     const wm_part *one = c[0]->part;
     for (size_t k = 0; k < n; k++)

@@ -4,6 +4,8 @@
  *     keyed process functions, interval joins) by key group: instance i of p takes, from every old instance whose range
  *     of key groups meets its own, the keys of its range (graph/wm_snapshot.h,
  *     wm_op_restore_parts);
+ *   - an operator whose vtable says merge_parts (a timestamp assigner) restores, at another
+ *     parallelism, from the parts of every old instance (the lowest watermark of them all);
  *   - any other operator keeps its instance's state when its parallelism did not change;
  *     when it did, an operator without state of its own (map, filter, print, ...) starts
  *     with the input watermarks of the old instance of its number (or the first) and

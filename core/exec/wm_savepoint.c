@@ -2,6 +2,7 @@
 #include "exec/wm_savepoint.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -627,6 +628,161 @@ int wm_savepoint_refit(wm_ctx *ctx, wm_exec *exec, const wm_codec_host *codec, c
             name, (int)news.len, news.data);
   wm_buf_free(&news);
   return WM_OK;
+}
+
+/* ---- the same job at another parallelism ------------------------------------------------ */
+
+/* One plan operator of a signature: its kind and uid (an instance's ".k" dropped), "-"
+ * without one, and its name (for messages). */
+typedef struct sigop {
+  char kind[64], uid[200], name[200];
+} sigop;
+
+/* The role of the savepoint's operator with part name `pname` (its "part" line; 0 when it has
+ * none: the executor's own operators). */
+static int part_role(const char *meta, size_t mlen, const char *pname) {
+  size_t pl = strlen(pname);
+  for (const char *p = meta, *end = meta + mlen; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    if ((size_t)(le - p) > 5 + pl && !memcmp(p, "part ", 5) && !memcmp(p + 5, pname, pl) &&
+        p[5 + pl] == ' ') {
+      unsigned long node;
+      int role = 0;
+      char line[128];
+      snprintf(line, sizeof line, "%.*s", (int)(le - p - 5 - (ptrdiff_t)pl) < 127
+                                               ? (int)(le - p - 5 - (ptrdiff_t)pl) : 127,
+               p + 5 + pl);
+      return sscanf(line, " %lu %d", &node, &role) == 2 ? role : 0;
+    }
+    p = le + 1;
+  }
+  return 0;
+}
+
+/* The " k/n" an instance's name ends with: k (1-based) and n; 0 when there is none. */
+static int inst_of(const char *name, size_t len, int *n) {
+  const char *p = name + len;
+  while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+  if (p == name + len || p == name || p[-1] != '/') return 0;
+  *n = atoi(p);
+  const char *q = --p;
+  while (q > name && q[-1] >= '0' && q[-1] <= '9') q--;
+  if (q == p || q == name || q[-1] != ' ') return 0;
+  return atoi(q);
+}
+
+static void sig_add(sigop *v, size_t *n, size_t cap, const char *kind, int kl, const char *uid,
+                    int ul, const char *name, int nl) {
+  if (*n >= cap) {
+    (*n)++; /* counted: more than cap differs from any plan of cap */
+    return;
+  }
+  snprintf(v[*n].kind, sizeof v[*n].kind, "%.*s", kl, kind);
+  snprintf(v[*n].uid, sizeof v[*n].uid, "%.*s", ul, uid);
+  int of, inst = inst_of(name, (size_t)nl, &of);
+  if (inst) /* " k/n": the instance's, not the operator's */
+    while (nl > 0 && name[--nl] != ' ') {
+    }
+  snprintf(v[*n].name, sizeof v[*n].name, "%.*s", nl, name);
+  (*n)++;
+}
+
+/* The savepoint's plan: its "op" lines (thread 1's), the executor's own operators and every
+ * instance after the first left out. */
+static size_t sig_meta(const char *meta, size_t mlen, sigop *v, size_t cap) {
+  size_t n = 0;
+  for (const char *p = meta, *end = meta + mlen; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    if (le - p > 3 && !memcmp(p, "op ", 3)) {
+      char *q;
+      long place = strtol(p + 3, &q, 10);
+      const char *k = q + 1, *ke = k < le ? memchr(k, ' ', (size_t)(le - k)) : NULL;
+      const char *u = ke ? ke + 1 : NULL, *ue = u && u < le ? memchr(u, ' ', (size_t)(le - u)) : NULL;
+      int inst = 0, of = 1;
+      if (ue) inst = inst_of(ue + 1, (size_t)(le - ue - 1), &of);
+      if (ue && !routing(k, (int)(ke - k)) && inst <= 1) {
+        char pname[260];
+        int ul = (int)(ue - u);
+        int plain = ul == 1 && u[0] == '-';
+        if (plain)
+          snprintf(pname, sizeof pname, "op-%ld.0", place);
+        else
+          snprintf(pname, sizeof pname, "uid-%.*s.0", ul < 200 ? ul : 200, u);
+        if (!plain && inst == 1 && of > 1) { /* "id.1": the first instance's */
+          int d = ul;
+          while (d > 0 && u[d - 1] != '.') d--;
+          if (d > 0) ul = d - 1;
+        }
+        if (part_role(meta, mlen, pname) == WM_ROLE_MAIN)
+          sig_add(v, &n, cap, k, (int)(ke - k), u, ul, ue + 1, (int)(le - ue - 1));
+      }
+    }
+    p = le + 1;
+  }
+  return n;
+}
+
+/* This job's plan, as sig_meta reads the savepoint's. */
+static size_t sig_ctx(const wm_ctx *ctx, sigop *v, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *op = ctx->ops[i];
+    const char *kind = op->vt->kind ? op->vt->kind : "?";
+    if (routing(kind, (int)strlen(kind)) || op->subtask != 0 || op->role != WM_ROLE_MAIN) continue;
+    const char *uid = op->uid ? op->uid : "-";
+    int ul = (int)strlen(uid);
+    const char *dot = strrchr(uid, '.');
+    if (op->uid && op->nsub > 1 && dot) ul = (int)(dot - uid);
+    const char *name = op->name ? op->name : "";
+    sig_add(v, &n, cap, kind, (int)strlen(kind), uid, ul, name, (int)strlen(name));
+  }
+  return n;
+}
+
+int wm_savepoint_same_plan(const wm_ctx *ctx, const char *meta, size_t mlen, char *diff,
+                           size_t dlen) {
+  enum { CAP = 256 };
+  sigop *a = calloc(2 * CAP, sizeof *a);
+  if (!a) return -1;
+  sigop *b = a + CAP;
+  size_t na = sig_meta(meta, mlen, a, CAP), nb = sig_ctx(ctx, b, CAP);
+  int same = na == nb && na <= CAP;
+  for (size_t i = 0; same && i < na; i++)
+    same = !strcmp(a[i].kind, b[i].kind) && !strcmp(a[i].uid, b[i].uid);
+  if (!same) {
+    size_t i;
+    for (i = 0; i < na && i < nb && i < CAP; i++)
+      if (strcmp(a[i].kind, b[i].kind) || strcmp(a[i].uid, b[i].uid)) break;
+    if (i < na && i < nb && i < CAP)
+      snprintf(diff, dlen, "operator %zu of the savepoint's job is %s, of this job %s", i + 1,
+               a[i].name, b[i].name);
+    else if (i < nb && i < CAP)
+      snprintf(diff, dlen, "this job has %s, which the savepoint's job has not", b[i].name);
+    else if (i < na && i < CAP)
+      snprintf(diff, dlen, "the savepoint's job has %s, which this job has not", a[i].name);
+    else
+      snprintf(diff, dlen, "it has %zu operators, this job %zu", na, nb);
+  }
+  free(a);
+  return same;
+}
+
+int wm_savepoint_parallelism(const char *meta, size_t mlen) {
+  int p = 1;
+  for (const char *q = meta, *end = meta + mlen; q < end;) {
+    const char *nl = memchr(q, '\n', (size_t)(end - q));
+    const char *le = nl ? nl : end;
+    if (le - q > 5 && !memcmp(q, "part ", 5)) {
+      const char *s = le; /* NSUB: the last field */
+      while (s > q && s[-1] != ' ') s--;
+      int n = atoi(s);
+      if (n > p) p = n;
+    }
+    q = le + 1;
+  }
+  return p;
 }
 
 int wm_savepoint_watch(uv_loop_t *loop, uv_signal_t *h, int *open, uv_signal_cb cb, void *ud) {

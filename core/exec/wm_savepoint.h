@@ -15,7 +15,10 @@
  * the savepoint's operator at that place had no uid and the same kind; an operator with no
  * part starts empty (its part is a snapshot of the freshly built operator). A part of the
  * savepoint that no operator takes and that holds state of its own is refused, naming its
- * uid, unless allow_non_restored (Flink's --allowNonRestoredState).
+ * uid, unless allow_non_restored (Flink's --allowNonRestoredState). That is done at the
+ * parallelism and thread count the savepoint was taken at; the same job (wm_savepoint_same_plan)
+ * at another is restored as a checkpoint is (exec/wm_rescale.h), and a changed job at another
+ * is refused (exec/wm_ckptrun_restore.c).
  *
  * Taking one from a running job (wmrun savepoint CKDIR TARGET): the client writes
  * CKDIR/SAVEPOINT-REQUEST (a nonce and the target) and sends SIGUSR2 to the process that
@@ -87,6 +90,16 @@ int wm_savepoint_pick(const char *from, const char *dir, int got, wm_ckpt_reader
 int wm_savepoint_refit(wm_ctx *ctx, wm_exec *exec, const wm_codec_host *codec, const char *meta,
                        size_t mlen, wm_part **parts, size_t *np, int allow_non_restored,
                        const char *name, FILE *log);
+/* Whether the savepoint's job (its MANIFEST's "op" lines, meta) is ctx's: the same plan
+ * operators, in order, of the same kinds and uids (the executor's own operators, exchanges and
+ * channels between threads, and every instance after the first left out, so that the plan
+ * at any parallelism or thread count compares; names, which hold the script's file name, are
+ * not compared). 1 the same, 0 not (diff says how, in dlen bytes), -1 out of memory. */
+int wm_savepoint_same_plan(const wm_ctx *ctx, const char *meta, size_t mlen, char *diff,
+                           size_t dlen);
+/* The parallelism a checkpoint was taken at: the most instances of one operator in its
+ * MANIFEST's "part" lines (1 when it has none). */
+int wm_savepoint_parallelism(const char *meta, size_t mlen);
 /* Watches SIGUSR2 on loop with h (unreferenced; *open set once initialised: the loop's end
  * closes it). WM_OK or WM_ERR. */
 int wm_savepoint_watch(uv_loop_t *loop, uv_signal_t *h, int *open, uv_signal_cb cb, void *ud);

@@ -129,6 +129,11 @@ typedef struct wm_op_vt {
    * takes io->groups, kg_first, kg_last and merge (graph/wm_state.h), so a checkpoint of
    * another parallelism restores into it, key group by key group. */
   int keyed_state;
+  /* 1: the operator's state is not keyed but restores from the parts of several old
+   * instances, the second and later with io->merge set, into one that holds no more than
+   * any of them claimed (the timestamp assigner: the lowest watermark of its instances), so
+   * that a checkpoint of another parallelism restores into it. */
+  int merge_parts;
   /* Lookahead (optional, a hint that changes nothing: see wm_ahead). ahead_wants: whether
    * op takes hints now of records on their way to it, and what they must carry, in *a
    * (zeroed by the caller); an operator before it asks once per batch of records, with

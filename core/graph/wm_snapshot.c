@@ -221,7 +221,7 @@ int wm_op_restore_parts(wm_op *op, const wm_codec_host *codec, const wm_part *co
                         size_t n, const wm_part *same, uint32_t groups, uint32_t first,
                         uint32_t last) {
   if (n == 0) return wm_ctx_error(op->ctx, "no part to restore '%s' from", op->name);
-  if (n > 1 && !op->vt->keyed_state)
+  if (n > 1 && !op->vt->keyed_state && !op->vt->merge_parts)
     return wm_ctx_error(op->ctx, "'%s' keeps state that is not keyed: it is restored from one "
                                  "instance's part, not from %zu", op->name, n);
   graph_sec *gs = calloc(n, sizeof *gs);

@@ -54,7 +54,8 @@ int wm_op_restore_graph(wm_op *op, const uint8_t *data, size_t len);
  * the metrics those of `same`, the part of the instance of op's own number, or zero), then
  * the operator's own state from each part in turn: an operator with keyed state keeps the
  * keys of key groups [first, last] of `groups` from every part; any other takes exactly one
- * part (n > 1 is refused). WM_OK, or WM_ERR with ctx->error naming the part. */
+ * part (n > 1 is refused) unless its vtable says merge_parts. WM_OK, or WM_ERR with
+ * ctx->error naming the part. */
 int wm_op_restore_parts(wm_op *op, const wm_codec_host *codec, const wm_part *const *parts,
                         size_t n, const wm_part *same, uint32_t groups, uint32_t first,
                         uint32_t last);

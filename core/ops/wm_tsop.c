@@ -264,6 +264,24 @@ static int tsop_restore(wm_op *op, wm_state_io *io) {
       wm_state_get_u(&r, &periodics, "the periodic emit count") != WM_OK)
     return WM_ERR;
   if (idle > 1) return wm_state_bad(&r, "the idle flag is %llu", (unsigned long long)idle);
+  if (io->merge) {
+    /* another old instance's (a restore at another parallelism, exec/wm_rescale.h): the
+     * lowest of the instances' timestamps and watermarks, which every record any of them
+     * would have taken is above; idle only when all were */
+    if (s->cfg.custom.on_event)
+      return wm_ctx_error(op->ctx, "the custom watermark generator of '%s' ran as several "
+                                   "instances at the checkpoint: its states are not merged into "
+                                   "one (give the assigner the checkpoint's parallelism with "
+                                   "set_parallelism)", op->name);
+    if (wm_state_get_end(&r) != WM_OK) return WM_ERR;
+    if (max_ts < s->gen.max_ts) s->gen.max_ts = max_ts;
+    if (last < s->last) s->last = last;
+    if (last_seen > s->last_seen) s->last_seen = last_seen; /* (idleness: the latest) */
+    if (last_ts < s->last_ts) s->last_ts = last_ts;
+    if (periodics < s->periodics) s->periodics = periodics;
+    s->idle = s->idle && idle;
+    return WM_OK;
+  }
   if (s->cfg.custom.on_event) {
     if (!s->cfg.custom.restore)
       return wm_ctx_error(op->ctx, "the custom watermark generator has no restore method, so "
@@ -335,6 +353,7 @@ static const wm_op_vt tsop_vt = {
     .free = tsop_free,
     .snapshot = tsop_snapshot,
     .restore = tsop_restore,
+    .merge_parts = 1,
     .ahead_wants = tsop_ahead_wants,
     .period = tsop_period,
     .on_period = tsop_on_period,
