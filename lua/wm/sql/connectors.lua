@@ -12,7 +12,6 @@ local wm = require("wm.datastream") -- not the facade `wm`, which loads the Tabl
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
-local base = require("wm.base")
 local cexpr = require("wm.sql.cexpr")
 -- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
 -- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
