@@ -76,6 +76,15 @@ typedef struct wm_sqlagg_spec {
 /* Makes fn the window function of spec (strings copied); 0, or -1 with a message in *err. */
 int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
 
+/* Makes fn the rolling function of an unwindowed GROUP BY (a keyed operator's rolling mode,
+ * wm_keyedop_config.rolling): after each row it emits the changelog of the key's result row,
+ * as {k = "+I", r = row} the first time, then {k = "-U", r = old} and {k = "+U", r = new}
+ * only when an aggregate's value changed (Flink's GroupAggFunction emits no unchanged row).
+ * The key's acc is the aggregates' state, as a window's; its aux the last result emitted.
+ * spec->out names keys and aggregates only. A key part that is lower.lua's NULL_KEY string
+ * ("\0<NULL>", a Lua key function's NULL) is a NULL field. 0, or -1 with a message. */
+int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
+
 /* The value of aggregate i of a state (an acc the function made), into *out (an immediate):
  * for tests and the result row. */
 void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_value *out);
