@@ -243,8 +243,8 @@ env:execute()
   end)
 
   it("a job stopped by SIGTERM resumes an unwindowed GROUP BY where it stopped", function()
-    local gjob = job:gsub('env:execute_sql%b()', [[env:execute_sql("SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS mi, "
-  .. "MAX(v) AS ma, AVG(v) AS av, COUNT(DISTINCT v) AS dv FROM t GROUP BY k")]])
+    local gjob = job:gsub('env:execute_sql%b()', [[env:execute_sql("SELECT k, COUNT(*) AS n, SUM(v) AS s, "
+  .. "MIN(v) AS mi, MAX(v) AS ma, AVG(v) AS av, COUNT(DISTINCT v) AS dv FROM t GROUP BY k")]])
     local ref, part, rest = sql_run.stop_and_resume(dir, gjob)
     -- (GROUP BY k over these columns runs in C: as the first query of GROUP_QUERIES)
     -- hand-worked, the last row of k0 (i = 0, 3, ..., 1497: 500 rows): v = 37 i mod 101 takes every

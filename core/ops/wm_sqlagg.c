@@ -486,8 +486,10 @@ static int emit_change(sqlagg *s, wm_op *op, const wm_fire *f, const char *kind,
 static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
   sqlagg *s = ud;
   size_t n = s->naggs ? s->naggs : 1, bytes = s->naggs * sizeof(last);
-  wm_value *cur = calloc(2 * n, sizeof *cur), *prev = cur + n;
+  wm_value small[32]; /* (no allocation per row for up to 16 aggregates) */
+  wm_value *cur = 2 * n <= 32 ? small : calloc(2 * n, sizeof *cur);
   if (!cur) return wm_ctx_error(op->ctx, "out of memory");
+  wm_value *prev = cur + n;
   wm_winfn fn = {.ud = s};
   for (size_t i = 0; i < s->naggs; i++) wm_sqlagg_result(&fn, f->acc, i, &cur[i]);
   wm_value *aux = (wm_value *)f->aux; /* the key's own (the keyed operator's rolling mode) */
@@ -525,7 +527,7 @@ static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
     else if (cur[i].type == WM_FLOAT) memcpy(&l[i].bits, &cur[i].u.f, sizeof l[i].bits);
   }
 done:
-  free(cur);
+  if (cur != small) free(cur);
   return rc;
 }
 

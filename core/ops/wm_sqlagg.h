@@ -1,7 +1,8 @@
 /* SQL group aggregates in C (docs/sql.md, "Aggregates in C"): a window function computing
  * several of COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, MIN, MAX, AVG, each optionally with
  * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by
- * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
+ * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify,
+ * and (wm_keyedfn_sqlagg) by a keyed operator for one without a window; the planner
  * (lua/wm/sql/plan/aggregate.lua) falls back to the Lua aggregates otherwise.
  *
  * An argument or a filter is a plain column, or a conjunction of `column op number`
