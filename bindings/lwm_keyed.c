@@ -6,6 +6,7 @@
 #include "ops/wm_keyedop.h"
 #include "lwm.h"
 #include "lwm_keyed.h"
+#include "lwm_sqlagg.h"
 #include "lwm_ops.h"
 #include "lwm_plan.h"
 #include "lwm_window.h"
@@ -561,6 +562,15 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
   for (int i = 0; i < 5; i++)
     if (agg && strcmp(agg, aggs[i]) == 0) kindi = i + 1;
   int rc;
+  if (agg && strcmp(agg, "sqlagg") == 0) { /* an unwindowed SQL GROUP BY in C */
+    if (lwm_winfn_sqlagg(B, node, where, &cfg.rolling, cfg.meaning, sizeof cfg.meaning, 1) != WM_OK)
+      return NULL;
+    if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) {
+      cfg.rolling.free(cfg.rolling.ud);
+      return NULL;
+    }
+    return wm_keyedop_new(&B->ctx, name, &cfg);
+  }
   if (kindi) {
     rc = wm_winfn_builtin(&cfg.rolling, kindi, lwm_get_str(L, node, "field"));
   } else {

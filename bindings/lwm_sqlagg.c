@@ -4,7 +4,9 @@
  *    aggs = {{kind = "COUNT(*)"|"COUNT"|"COUNT(DISTINCT)"|"SUM"|"MIN"|"MAX"|"AVG", field = "f",
  *             integer = bool,
  *             filter = {{field = "f", op = "<"|"<="|">"|">="|"="|"<>", value = number}, ...}}},
- *    out = {{name = "n", src = "key"|"agg"|"start"|"end"|"time", index = i (1-based)}}} */
+ *    out = {{name = "n", src = "key"|"agg"|"start"|"end"|"time", index = i (1-based)}}}
+ * and the rolling function of an unwindowed GROUP BY (changelog: wm_keyedfn_sqlagg) from the
+ * same table (keyed_rolling node, agg = "sqlagg"). */
 #include "lwm_sqlagg.h"
 
 #include <stdio.h>
@@ -20,7 +22,7 @@ static int find(const char *s, const char *const *names, int n) {
 }
 
 int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, char *meaning,
-                     size_t mn) {
+                     size_t mn, int changelog) {
   lua_State *L = B->L;
   int top = lua_gettop(L), rc = WM_ERR;
   static const char *const kinds[] = {"COUNT(*)", "COUNT", "SUM", "MIN", "MAX", "AVG", "COUNT(DISTINCT)"};
@@ -99,7 +101,8 @@ int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, c
   spec.out = outs;
   wm_error err;
   wm_error_clear(&err);
-  if (wm_winfn_sqlagg(fn, &spec, &err) != 0) { /* (copies every string) */
+  int made = changelog ? wm_keyedfn_sqlagg(fn, &spec, &err) : wm_winfn_sqlagg(fn, &spec, &err);
+  if (made != 0) { /* (copies every string) */
     wm_ctx_error(&B->ctx, "%s: %s", where, err.msg);
     goto done;
   }

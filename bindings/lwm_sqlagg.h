@@ -5,9 +5,10 @@
 #include "lwm.h"
 #include "ops/wm_sqlagg.h"
 
-/* Makes fn from node's `sqlagg` table, and meaning (n bytes) what its state means (the
- * checkpoint's check on resume); WM_OK, or WM_ERR with ctx.error set. */
+/* Makes fn from node's `sqlagg` table (changelog: an unwindowed GROUP BY's rolling function,
+ * wm_keyedfn_sqlagg), and meaning (n bytes) what its state means (the checkpoint's check on
+ * resume); WM_OK, or WM_ERR with ctx.error set. */
 int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, char *meaning,
-                     size_t n);
+                     size_t n, int changelog);
 
 #endif

@@ -631,7 +631,7 @@ static wm_op *build_window(lwm_bridge *B, int node, const char *name, const char
       if (agg && strcmp(agg, aggs[i]) == 0) kindi = i + 1;
     rc = wm_winfn_builtin(&cfg->fn, kindi, lwm_get_str(L, node, "field"));
   } else if (fk && strcmp(fk, "sqlagg") == 0) { /* a SQL GROUP BY's aggregates in C */
-    if (lwm_winfn_sqlagg(B, node, where, &cfg->fn, cfg->meaning, sizeof cfg->meaning) != WM_OK) goto fail;
+    if (lwm_winfn_sqlagg(B, node, where, &cfg->fn, cfg->meaning, sizeof cfg->meaning, 0) != WM_OK) goto fail;
   } else {
     int fns[5] = {lwm_get_fn(B, node, "fn"), 0, 0, 0, 0};
     lua_getfield(L, node, "agg");

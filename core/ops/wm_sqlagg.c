@@ -32,6 +32,8 @@ typedef struct sqlagg {
   agg *aggs;
   wm_sqlagg_out *out;
   wm_schema *schema; /* the result row's */
+  int changelog;      /* an unwindowed GROUP BY's (wm_keyedfn_sqlagg): aux is the last result */
+  wm_schema *cl;      /* its changelog rows: {k = "+I"|"-U"|"+U", r = row} */
 } sqlagg;
 
 static const char *const kind_names[] = {"?",   "COUNT(*)", "COUNT", "SUM",
@@ -288,6 +290,7 @@ static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_va
     }
     add_value(a, &st[i], &v);
   }
+  if (s->changelog) return WM_OK; /* (aux: the last result, fire's) */
   if (aux->type != WM_INT) *aux = wm_int(0);
   aux->u.i++; /* the window's rows */
   return WM_OK;
@@ -376,8 +379,17 @@ void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_valu
   *out = slot_result(&s->aggs[i], &((const slot *)acc->u.s->data)[i]);
 }
 
-static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
-  sqlagg *s = ud;
+/* The key a Lua key function gives for a NULL group key (lua/wm/sql/plan/lower.lua's
+ * NULL_KEY): the result row's key field is NULL. */
+static int is_null_key(const wm_value *v) {
+  size_t n;
+  const char *p = wm_value_is_string(v) ? wm_value_str(v, &n) : NULL;
+  return p && n == 7 && memcmp(p, "\0<NULL>", 7) == 0;
+}
+
+/* The result row of a window, or (vals not NULL: a changelog row) of those aggregates'
+ * values, into *out (owned): WM_OK, or WM_ERR. */
+static int result_row(sqlagg *s, wm_op *op, const wm_fire *f, const wm_value *vals, wm_value *out) {
   wm_ctx *ctx = op->ctx;
   const wm_host *h = &ctx->host;
   wm_row *r = wm_row_new(s->schema);
@@ -393,6 +405,7 @@ static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
         wm_row_release(h, r);
         return wm_ctx_error(ctx, "SQL aggregate: key part %d missing", o->index + 1);
       }
+      if (s->changelog && is_null_key(&v)) continue;
       if (wm_value_copy(h, &r->fields[j], &v) != 0) {
         wm_row_release(h, r);
         return wm_ctx_error(ctx, "out of memory");
@@ -400,7 +413,8 @@ static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
       continue;
     case WM_SA_OUT_AGG: {
       wm_winfn fn = {.ud = s};
-      wm_sqlagg_result(&fn, f->acc, (size_t)o->index, &v);
+      if (vals) v = vals[o->index];
+      else wm_sqlagg_result(&fn, f->acc, (size_t)o->index, &v);
       break;
     }
     case WM_SA_OUT_START: v = wm_int(f->window.start); break;
@@ -409,9 +423,111 @@ static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
     }
     r->fields[j] = v;
   }
-  wm_value out = wm_row_value(r);
+  *out = wm_row_value(r);
+  return WM_OK;
+}
+
+static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
+  sqlagg *s = ud;
+  wm_value out;
+  if (result_row(s, op, f, NULL, &out) != WM_OK) return WM_ERR;
+  int rc = wm_op_emit(op, 0, &out, f->max_ts);
+  wm_value_release(&op->ctx->host, &out);
+  return rc;
+}
+
+/* ---- an unwindowed GROUP BY: a changelog row when the result changed ------------------- */
+
+/* One aggregate's last emitted value in aux (a WM_STR of naggs of them): t WM_NIL, WM_INT or
+ * WM_FLOAT, the value's bits. */
+typedef struct last {
+  int64_t t;
+  uint64_t bits;
+} last;
+
+static wm_value last_value(const last *l) {
+  if (l->t == WM_INT) return wm_int((int64_t)l->bits);
+  if (l->t != WM_FLOAT) return wm_nil();
+  double d;
+  memcpy(&d, &l->bits, sizeof d);
+  return wm_float(d);
+}
+
+/* As Lua's ==, which the Lua path compares with: NULL equals NULL, 1 equals 1.0, NaN nothing. */
+static int same_value(const wm_value *a, const wm_value *b) {
+  if (a->type == WM_NIL || b->type == WM_NIL) return a->type == b->type;
+  if (a->type == WM_FLOAT && a->u.f != a->u.f) return 0;
+  if (b->type == WM_FLOAT && b->u.f != b->u.f) return 0;
+  return num_cmp(a, b) == 0;
+}
+
+/* Emits {k = kind, r = the row of vals}. */
+static int emit_change(sqlagg *s, wm_op *op, const wm_fire *f, const char *kind, const wm_value *vals) {
+  const wm_host *h = &op->ctx->host;
+  wm_row *c = wm_row_new(s->cl);
+  wm_str *k = wm_str_new(kind, 2);
+  if (!c || !k) {
+    if (c) wm_row_release(h, c);
+    free(k);
+    return wm_ctx_error(op->ctx, "out of memory");
+  }
+  c->fields[0].type = WM_STR;
+  c->fields[0].u.s = k;
+  if (result_row(s, op, f, vals, &c->fields[1]) != WM_OK) {
+    wm_row_release(h, c);
+    return WM_ERR;
+  }
+  wm_value out = wm_row_value(c);
   int rc = wm_op_emit(op, 0, &out, f->max_ts);
   wm_value_release(h, &out);
+  return rc;
+}
+
+static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
+  sqlagg *s = ud;
+  size_t n = s->naggs ? s->naggs : 1, bytes = s->naggs * sizeof(last);
+  wm_value small[32]; /* (no allocation per row for up to 16 aggregates) */
+  wm_value *cur = 2 * n <= 32 ? small : calloc(2 * n, sizeof *cur);
+  if (!cur) return wm_ctx_error(op->ctx, "out of memory");
+  wm_value *prev = cur + n;
+  wm_winfn fn = {.ud = s};
+  for (size_t i = 0; i < s->naggs; i++) wm_sqlagg_result(&fn, f->acc, i, &cur[i]);
+  wm_value *aux = (wm_value *)f->aux; /* the key's own (the keyed operator's rolling mode) */
+  int first = aux->type != WM_STR || aux->u.s->len != bytes, rc = WM_OK;
+  if (!first) {
+    const last *l = (const last *)(const void *)aux->u.s->data;
+    int same = 1;
+    for (size_t i = 0; i < s->naggs; i++) {
+      prev[i] = last_value(&l[i]);
+      if (!same_value(&prev[i], &cur[i])) same = 0;
+    }
+    if (same) goto done; /* as Flink's GroupAggFunction: an unchanged row is not emitted */
+    if ((rc = emit_change(s, op, f, "-U", prev)) != WM_OK) goto done;
+  }
+  if ((rc = emit_change(s, op, f, first ? "+I" : "+U", cur)) != WM_OK) goto done;
+  if (first || aux->u.s->refs != 1) {
+    wm_str *big = malloc(sizeof(wm_str) + bytes + 1); /* as wm_str_new */
+    if (!big) {
+      rc = wm_ctx_error(op->ctx, "out of memory");
+      goto done;
+    }
+    big->refs = 1;
+    big->len = (uint32_t)bytes;
+    big->data[bytes] = '\0';
+    wm_value_release(&op->ctx->host, aux);
+    aux->type = WM_STR;
+    aux->flags = 0;
+    aux->u.s = big;
+  }
+  last *l = (last *)(void *)aux->u.s->data;
+  for (size_t i = 0; i < s->naggs; i++) {
+    l[i].t = cur[i].type;
+    l[i].bits = 0;
+    if (cur[i].type == WM_INT) l[i].bits = (uint64_t)cur[i].u.i;
+    else if (cur[i].type == WM_FLOAT) memcpy(&l[i].bits, &cur[i].u.f, sizeof l[i].bits);
+  }
+done:
+  if (cur != small) free(cur);
   return rc;
 }
 
@@ -428,6 +544,7 @@ static void sa_free(void *ud) {
   for (size_t j = 0; s->out && j < s->nout; j++) free((char *)s->out[j].name);
   free(s->out);
   wm_schema_release(s->schema);
+  if (s->cl) wm_schema_release(s->cl);
   free(s);
 }
 
@@ -511,4 +628,25 @@ oom:
 fail:
   sa_free(s);
   return -1;
+}
+
+int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
+  for (size_t j = 0; j < spec->nout; j++)
+    if (spec->out[j].src != WM_SA_OUT_KEY && spec->out[j].src != WM_SA_OUT_AGG) {
+      wm_error_set(err, "SQL GROUP BY without a window: result field %zu is a window's bound", j + 1);
+      return -1;
+    }
+  if (wm_winfn_sqlagg(fn, spec, err) != 0) return -1;
+  sqlagg *s = fn->ud;
+  static const char *const names[2] = {"k", "r"};
+  static const uint8_t types[2] = {WM_FT_STRING, WM_FT_ANY};
+  if (!(s->cl = wm_schema_new(2, names, types))) {
+    sa_free(s);
+    wm_error_set(err, "out of memory");
+    return -1;
+  }
+  s->changelog = 1;
+  fn->fire = sa_fire_changelog;
+  fn->merge = NULL;
+  return 0;
 }

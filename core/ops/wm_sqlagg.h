@@ -1,7 +1,8 @@
 /* SQL group aggregates in C (docs/sql.md, "Aggregates in C"): a window function computing
  * several of COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, MIN, MAX, AVG, each optionally with
  * FILTER (WHERE ...), over the columns of a row, and building the result row in C. Used by
- * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify; the planner
+ * the window operator for a windowed GROUP BY (TUMBLE, HOP, SESSION) whose aggregates all qualify,
+ * and (wm_keyedfn_sqlagg) by a keyed operator for one without a window; the planner
  * (lua/wm/sql/plan/aggregate.lua) falls back to the Lua aggregates otherwise.
  *
  * An argument or a filter is a plain column, or a conjunction of `column op number`
@@ -75,6 +76,15 @@ typedef struct wm_sqlagg_spec {
 
 /* Makes fn the window function of spec (strings copied); 0, or -1 with a message in *err. */
 int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
+
+/* Makes fn the rolling function of an unwindowed GROUP BY (a keyed operator's rolling mode,
+ * wm_keyedop_config.rolling): after each row it emits the changelog of the key's result row,
+ * as {k = "+I", r = row} the first time, then {k = "-U", r = old} and {k = "+U", r = new}
+ * only when an aggregate's value changed (Flink's GroupAggFunction emits no unchanged row).
+ * The key's acc is the aggregates' state, as a window's; its aux the last result emitted.
+ * spec->out names keys and aggregates only. A key part that is lower.lua's NULL_KEY string
+ * ("\0<NULL>", a Lua key function's NULL) is a NULL field. 0, or -1 with a message. */
+int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
 
 /* The value of aggregate i of a state (an acc the function made), into *out (an immediate):
  * for tests and the result row. */

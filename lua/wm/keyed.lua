@@ -119,6 +119,13 @@ end
 -- @treturn Stream
 -- @usage s:key_by("id"):max_by("vc")
 
+-- (The SQL planner's, not a public method) An unwindowed SQL GROUP BY's aggregates computed in
+-- C (core/ops/wm_sqlagg.h, wm_keyedfn_sqlagg): a rolling aggregation whose results are the
+-- changelog rows {k = "+I"|"-U"|"+U", r = row}, emitted only when the row changed.
+function KeyedStream:_sql_group_aggregate(spec)
+  return keyed_node(self, "keyed_rolling", {agg = "sqlagg", sqlagg = spec}, "SQL group aggregate")
+end
+
 -- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
 -- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.
 for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do

@@ -107,10 +107,13 @@ end
 -- CUMULATE. The result row is built in C when every SELECT item is a key, an aggregate or a
 -- bound of the window and there is no HAVING; else C gives {$k1.., $a1.., $ws, $we} and a
 -- Lua step shapes it (csql_shape).
-local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf)
+-- Without a window (window nil: an unwindowed GROUP BY, lua_keys true) the keys may be any
+-- expressions (a Lua key function gives them to C); the caller takes only a direct result row.
+local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf,
+                            lua_keys)
   if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
-  if not key_fields and #keys > 0 then return nil end
-  if window.kind == "cumulate" then return nil end
+  if not key_fields and #keys > 0 and not lua_keys then return nil end
+  if window and window.kind == "cumulate" then return nil end
   local defs, meaning = {}, {}
   for i, a in ipairs(agg_list) do
     if a.udaf or not C_KINDS[a.name] or (a.distinct and a.name ~= "COUNT") then return nil end
@@ -385,5 +388,16 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
                 out = function(k, a) return out(k, a, nil, nil) end, ttl = self:state_ttl()}
+  -- in C (core/ops/wm_sqlagg.h, wm_keyedfn_sqlagg) over an appending input without a state TTL
+  -- (the keyed operator's rolling mode keeps no TTL) when the result row is built in C
+  if not rel.updating and not spec.ttl then
+    local csql, shape = c_window_agg(base_cols, nil, keys, key_sigs, agg_list, agg_sigs, items, nil,
+                                     q.having ~= nil, false, true)
+    if csql and not shape then
+      local key_fields = fast_window_agg(base_cols, keys, {}, {kind = "group"})
+      csql.meaning = ("SQL GROUP BY " .. csql.meaning:sub(5)):sub(1, 190)
+      spec.csql, spec.key_fields = csql, key_fields
+    end
+  end
   return rel_of(lower.group_aggregate(rel.stream, spec), cols, true)
 end

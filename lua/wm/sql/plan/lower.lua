@@ -263,6 +263,9 @@ end
 -- checkpoints (docs/checkpoints.md).
 -- spec: keyfns, aggs, argfns, updating_input, out(keys, aggs) -> row or false, ttl (ms or nil)
 function lower.group_aggregate(stream, spec)
+  if spec.csql then -- in C: the changelog rows {k, r} made in C (wm.sql.plan.aggregate)
+    return keyed_of(stream, spec):_sql_group_aggregate(spec.csql)
+  end
   local keyfns, list, argfns, out = spec.keyfns, spec.aggs, spec.argfns, spec.out
   local nk, na = #keyfns, #list
   local updating = spec.updating_input
