@@ -39,6 +39,25 @@ end
 
 M.q, M.now_ms = q, now_ms
 
+-- What lines of text b (one record a line) a lacks and has more of, the first `max` (10) of
+-- each: which windows a restore lost (late, dropped) or counted twice.
+function M.line_diff(a, b, max)
+  max = max or 10
+  local n = {}
+  for l in a:gmatch("[^\n]+") do n[l] = (n[l] or 0) + 1 end
+  for l in b:gmatch("[^\n]+") do n[l] = (n[l] or 0) - 1 end
+  local missing, extra = {}, {}
+  for l, c in pairs(n) do
+    if c > 0 then missing[#missing + 1] = l elseif c < 0 then extra[#extra + 1] = l end
+  end
+  table.sort(missing)
+  table.sort(extra)
+  local out = {string.format("%d line(s) missing, %d more than the reference", #missing, #extra)}
+  for i = 1, math.min(max, #missing) do out[#out + 1] = "  - " .. missing[i] end
+  for i = 1, math.min(max, #extra) do out[#out + 1] = "  + " .. extra[i] end
+  return table.concat(out, "\n")
+end
+
 -- Writes text to the file path; path.
 function M.write(path, text)
   local f = assert(io.open(path, "w"))

@@ -301,8 +301,9 @@ env:execute()
       local _, e2, c2 = h.wmrun(mv.to .. ck .. q(jp) .. " " .. q(addr) .. " run")
       assert.are.equal(0, c2, e2)
       assert.matches("taken at another parallelism or thread count", e2)
-      assert.is_true(sorted(h.read(dir .. "/run.txt")) == ref, string.format("%s -> %s: the output "
-        .. "differs from the uninterrupted run's", mv.from, mv.to))
+      local run = sorted(h.read(dir .. "/run.txt"))
+      assert.is_true(run == ref, string.format("%s -> %s: the output differs from the "
+        .. "uninterrupted run's\n%s", mv.from, mv.to, K.line_diff(ref, run)))
     end
   end
 

@@ -370,6 +370,28 @@ static int gid_node(const replay *rp, uint32_t gid, uint32_t *node, int *sub) {
   return -1;
 }
 
+/* 1 when an operator that feeds node (directly, or through an exchange) runs as another
+ * number of instances than at the checkpoint: node's input channel i is then fed by another
+ * instance i (e.g. a union of other partitions) than the one that sent on it. */
+static int feeders_rescaled(const replay *rp, const wm_ctx *ctx, uint32_t node) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *g = ctx->ops[i];
+    if (!g->node || g->node > rp->nodes || g->role != WM_ROLE_MAIN) continue;
+    int feeds = 0;
+    for (int p = 0; p < g->nports && !feeds; p++)
+      for (int e = 0; e < g->ports[p].n && !feeds; e++) {
+        const wm_op *to = g->ports[p].edges[e].to;
+        if (to->node == node && to->role == WM_ROLE_MAIN) feeds = 1;
+        else if (!to->node && !strcmp(to->vt->kind, "exchange"))
+          for (int q = 0; q < to->nports && !feeds; q++)
+            for (int x = 0; x < to->ports[q].n && !feeds; x++)
+              feeds = to->ports[q].edges[x].to->node == node;
+      }
+    if (feeds && rp->nsub[g->node] != g->nsub) return 1;
+  }
+  return 0;
+}
+
 static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const wm_value *rec) {
   replay *rp = ud;
   wm_ctx *ctx = rp->ctx;
@@ -379,6 +401,13 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
     return wm_ctx_error(ctx, "damaged checkpoint: a record in flight to instance %u, which the "
                              "plan does not have", gid);
   if (kind != WM_MT_RECORD) { /* to every instance's channel (watermarks only go up) */
+    /* unless the instances that feed the channels are others now: a watermark that old
+     * instance `chan` sent (say of partitions 0 and 2) is not one of the new instance
+     * `chan` (say of partitions 0 and 3, one of which is behind it): raising the channel to
+     * it would make that partition's records late. The channels were restored at the
+     * lowest watermark of them all (wm_op_restore_parts) and the new instances forward
+     * what their own restored inputs give (restore_op, wm_rescale_restore). */
+    if (feeders_rescaled(rp, ctx, node)) return WM_OK;
     for (size_t i = 0; i < ctx->nops; i++) {
       wm_op *op = ctx->ops[i];
       if (op->node != node || op->role != WM_ROLE_MAIN || chan >= op->nin) continue;

@@ -24,7 +24,9 @@
  *     start anew;
  *   - the records in flight between threads at the cut (chan-F-T parts) go, on one thread,
  *     to the operator that feeds the channel they were sent on: a key_by exchange routes
- *     each record to the instance that owns its key group now.
+ *     each record to the instance that owns its key group now; a watermark or status in
+ *     flight goes to its channel only when what feeds the channel kept its parallelism
+ *     (else another instance feeds channel N now: dropped, the new one forwards its own).
  * The MANIFEST's "part" lines say where each part's operator is in the plan (wm_op.node,
  * role, subtask, nsub). Nothing here is global; errors go to ctx->error. */
 #ifndef WM_RESCALE_H
