@@ -12,11 +12,11 @@
 local base = require("wm.base")
 local errors = require("wm.sql.errors")
 local values = require("wm.sql.values")
+local sqlexpr = require("wm.sql.expr")
 
 local M = {}
 
-local NUMERIC = {INT = 1, BIGINT = 2, DOUBLE = 3}
-local TEMPORAL = {TIMESTAMP = true, TIMESTAMP_LTZ = true}
+local NUMERIC, TEMPORAL = sqlexpr.NUMERIC, sqlexpr.TEMPORAL
 local ORDERED = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, TIMESTAMP = true, TIMESTAMP_LTZ = true,
                  INTERVAL = true, NULL = true}
 -- wm_ftype of base/wm_value.h
@@ -30,11 +30,7 @@ function M.enabled()
   return not M.force_lua and os.getenv("WMRUN_SQL_EXPR") ~= "lua"
 end
 
-local function numeric_result(a, b)
-  if a == "NULL" then return b end
-  if b == "NULL" then return a end
-  return (NUMERIC[a] >= NUMERIC[b]) and a or b
-end
+local numeric_result = sqlexpr.numeric_result
 
 local function common_type(types)
   local t = "NULL"

@@ -113,11 +113,14 @@ function M.each_agg(e, fn)
   if e.else_ then M.each_agg(e.else_, fn) end
 end
 
+--- The type of arithmetic over two numeric types (or NULL): the wider one.
 local function numeric_result(a, b)
   if a == "NULL" then return b end
   if b == "NULL" then return a end
   return (NUMERIC[a] >= NUMERIC[b]) and a or b
 end
+M.numeric_result = numeric_result
+M.TEMPORAL = TEMPORAL
 
 local function comparable(a, b)
   if a == "NULL" or b == "NULL" or a == b then return true end

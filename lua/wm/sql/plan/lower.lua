@@ -90,6 +90,22 @@ local function keyed_of(stream, spec)
   return stream:key_by(lower.key_fn(spec.keyfns))
 end
 
+-- The Lua step that turns a window's result into the output row (`shape` returns nil for a
+-- row that HAVING drops). print_changelog may fuse it with the formatting into one Lua step.
+local function shape_rows(stream, shape, having)
+  local shaped
+  if having then
+    shaped = stream:flat_map(function(r, emit)
+      local row = shape(r)
+      if row then emit(row) end
+    end):name("shape rows, HAVING")
+  else
+    shaped = stream:map(shape):name("shape rows")
+  end
+  shaped.sql_shape = {input = stream, fn = shape, having = having}
+  return shaped
+end
+
 -- A windowed aggregation computed by a C built-in (`count()`, `sum/min/max(field)`), with a
 -- Lua step per result to shape the row (and apply HAVING).
 local function builtin_window_aggregate(stream, spec)
@@ -125,18 +141,7 @@ local function builtin_window_aggregate(stream, spec)
     end
     stream = res
   end
-  local shaped
-  if spec.having then
-    shaped = stream:flat_map(function(r, emit)
-      local row = shape(r)
-      if row then emit(row) end
-    end):name("shape rows, HAVING")
-  else
-    shaped = stream:map(shape):name("shape rows")
-  end
-  -- print_changelog may fuse the shaping and the formatting into one Lua step
-  shaped.sql_shape = {input = stream, fn = shape, having = spec.having}
-  return shaped
+  return shape_rows(stream, shape, spec.having)
 end
 
 -- A windowed aggregation whose aggregates all run in C (spec.csql, wm.sql.plan.aggregate's
@@ -152,17 +157,7 @@ local function c_window_aggregate(stream, spec)
     for i = 1, na do a[i] = r["$a" .. i] end
     return out(k, a, r["$ws"], r["$we"])
   end
-  local shaped
-  if spec.having then
-    shaped = res:flat_map(function(r, emit)
-      local row = shape(r)
-      if row then emit(row) end
-    end):name("shape rows, HAVING")
-  else
-    shaped = res:map(shape):name("shape rows")
-  end
-  shaped.sql_shape = {input = res, fn = shape, having = spec.having}
-  return shaped
+  return shape_rows(res, shape, spec.having)
 end
 
 function lower.window_aggregate(stream, spec)
