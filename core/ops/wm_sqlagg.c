@@ -94,7 +94,7 @@ static int passes(wm_op *op, agg *a, const wm_value *rec) {
 static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
   size_t n = s->naggs * sizeof(slot);
   if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n)
-    return (slot *)acc->u.s->data;
+    return (slot *)(void *)acc->u.s->data;
   size_t len = acc->type == WM_STR && acc->u.s->len >= n ? acc->u.s->len : n;
   wm_str *str = malloc(sizeof(wm_str) + len + 1); /* as wm_str_new: freed by wm_value_release */
   if (!str) {
@@ -107,14 +107,14 @@ static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
   if (acc->type == WM_STR && acc->u.s->len >= n) {
     memcpy(str->data, acc->u.s->data, len);
   } else {
-    slot *sl = (slot *)str->data;
+    slot *sl = (slot *)(void *)str->data;
     for (size_t i = 0; i < s->naggs; i++) sl[i] = (slot){0, 0, 0.0, WM_NIL};
   }
   wm_value_release(&op->ctx->host, acc);
   acc->type = WM_STR;
   acc->flags = 0;
   acc->u.s = str;
-  return (slot *)str->data;
+  return (slot *)(void *)str->data;
 }
 
 /* ---- COUNT(DISTINCT x) of numbers: an open-addressing set in the state ---------------- */
@@ -151,7 +151,7 @@ static int bad_state(wm_op *op, const sqlagg *s, size_t k);
  * are): WM_OK, or WM_ERR. */
 static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
   size_t len = s->naggs * sizeof(slot);
-  const slot *old = (const slot *)acc->u.s->data;
+  const slot *old = (const slot *)(const void *)acc->u.s->data;
   for (size_t j = 0; j < s->naggs; j++) {
     if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
     if (!table_ok(s, &old[j], acc->u.s->len)) return bad_state(op, s, j);
@@ -163,7 +163,7 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
   if (!str) return wm_ctx_error(op->ctx, "out of memory");
   str->refs = 1;
   str->len = (uint32_t)len;
-  slot *nw = (slot *)str->data;
+  slot *nw = (slot *)(void *)str->data;
   memcpy(nw, old, s->naggs * sizeof(slot));
   size_t off = s->naggs * sizeof(slot);
   for (size_t j = 0; j < s->naggs; j++) {
@@ -216,11 +216,11 @@ static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, con
     memcpy(&d.bits, &v->u.f, sizeof d.bits);
     d.tag = 2;
   }
-  slot *sl = &((slot *)acc->u.s->data)[k];
+  slot *sl = &((slot *)(void *)acc->u.s->data)[k];
   if (!table_ok(s, sl, acc->u.s->len)) return bad_state(op, s, k);
   if ((sl->n + 1) * 2 > sl->t) {
     if (regrow(op, s, acc, k, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
-    sl = &((slot *)acc->u.s->data)[k];
+    sl = &((slot *)(void *)acc->u.s->data)[k];
   }
   sl->n += dent_put(table_of(acc, sl), sl->t, &d);
   return WM_OK;
@@ -285,7 +285,7 @@ static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_va
     }
     if (a->d.kind == WM_SA_COUNT_DISTINCT) {
       if (v.type != WM_NIL && distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
-      st = (slot *)acc->u.s->data; /* (the state may have moved) */
+      st = (slot *)(void *)acc->u.s->data; /* (the state may have moved) */
       continue;
     }
     add_value(a, &st[i], &v);
@@ -303,7 +303,7 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
   if (bacc->type != WM_STR || bacc->u.s->len < n) return WM_OK; /* b holds nothing */
   slot *a = own_state(op, s, acc);
   if (!a) return WM_ERR;
-  const slot *b = (const slot *)bacc->u.s->data;
+  const slot *b = (const slot *)(const void *)bacc->u.s->data;
   for (size_t i = 0; i < s->naggs; i++) {
     slot *x = &a[i];
     const slot *y = &b[i];
@@ -317,7 +317,7 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
         if (bt[e].tag == 2) memcpy(&v.u.f, &bt[e].bits, sizeof v.u.f);
         if (distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
       }
-      a = (slot *)acc->u.s->data;
+      a = (slot *)(void *)acc->u.s->data;
       continue;
     }
     if (kind == WM_SA_COUNT_STAR || kind == WM_SA_COUNT) {
@@ -376,7 +376,7 @@ void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_valu
     *out = slot_result(&s->aggs[i], &zero);
     return;
   }
-  *out = slot_result(&s->aggs[i], &((const slot *)acc->u.s->data)[i]);
+  *out = slot_result(&s->aggs[i], &((const slot *)(const void *)acc->u.s->data)[i]);
 }
 
 /* The key a Lua key function gives for a NULL group key (lua/wm/sql/plan/lower.lua's
