@@ -101,11 +101,13 @@ describe("Prometheus for real", function()
       function()
     local job, port, append = start_job()
     append("a,1\nb,2\nc,3\nd,7\n")
-    -- 4 lines: the window's instances have seen 4 records between them
+    -- 4 lines: the window's instances have seen 4 records between them, and the parse
+    -- instances' counts are published (each thread publishes its own, at its own moment)
     local body = h.wait_for(function()
       local b = scrape(port)
-      if sum(b, "wmrun_records_in_total", '^operator="win %(') == 4 then return b end
-    end, "the window's instances to see 4 records", 60)
+      if sum(b, "wmrun_records_in_total", '^operator="win %(') == 4
+        and sum(b, "wmrun_records_out_total", '^operator="parse %(') == 4 then return b end
+    end, "the window's instances to see 4 records and parse's to publish 4", 60)
     job.signal("TERM")
     job.wait()
     local out, err, code = h.sh_plain("promtool check metrics", body)
