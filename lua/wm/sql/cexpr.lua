@@ -33,16 +33,7 @@ end
 local numeric_result = sqlexpr.numeric_result
 
 local function common_type(types)
-  local t = "NULL"
-  for _, x in ipairs(types) do
-    if t == "NULL" then t = x
-    elseif x ~= "NULL" and x ~= t then
-      if NUMERIC[t] and NUMERIC[x] then t = numeric_result(t, x)
-      elseif TEMPORAL[t] and TEMPORAL[x] then t = "TIMESTAMP"
-      else return nil end
-    end
-  end
-  return t
+  return (sqlexpr.common_type(types))
 end
 
 -- A program being built: prog (the node list), src (for positions), nested (sub-columns allowed).

@@ -129,16 +129,24 @@ local function comparable(a, b)
   return false
 end
 
-local function common_type(src, pos, types, what)
+--- The type that values of `types` share (CASE branches, IN lists, COALESCE): the type, or
+-- nil and the first two types that have none.
+function M.common_type(types)
   local t = "NULL"
   for _, x in ipairs(types) do
     if t == "NULL" then t = x
     elseif x ~= "NULL" and x ~= t then
       if NUMERIC[t] and NUMERIC[x] then t = numeric_result(t, x)
       elseif TEMPORAL[t] and TEMPORAL[x] then t = "TIMESTAMP"
-      else errors.raise(src, pos, "%s mixes %s and %s", what, M.show(t), M.show(x)) end
+      else return nil, t, x end
     end
   end
+  return t
+end
+
+local function common_type(src, pos, types, what)
+  local t, a, b = M.common_type(types)
+  if not t then errors.raise(src, pos, "%s mixes %s and %s", what, M.show(a), M.show(b)) end
   return t
 end
 
