@@ -891,10 +891,10 @@ describe("scale-out on NATS with the checkpoints in NATS", function()
       if r.task == "EV-0" then took = r end
     end
     assert.is_not_nil(took, "B resumed EV-0 from A's checkpoint: " .. b.err())
-    -- (from a checkpoint A completed after reading: how far in depends on how fast A's checkpoints
-    -- completed before its cue, which a loaded machine slows; the resume deep in a partition is
-    -- the kill test's assertion above)
-    assert.is_true(took.records >= 1, "EV-0's checkpoint was taken after A read some records: " .. took.records)
+    -- (how far into the partition that checkpoint is depends on how fast A's checkpoints completed
+    -- before its cue, which a loaded machine slows: it may be the one taken before A's first record.
+    -- A resume deep in a partition, with open windows, is the kill test's assertion above; this
+    -- test is about the fence)
     -- A's task goes on: its next checkpoint is refused, and it fails
     os.execute("kill -CONT " .. child)
     sh.wait_gone(child, "A's task of EV-0 to end")
