@@ -263,8 +263,9 @@ end
 M.split_csv = split_csv
 
 -- The function that parses one line into a row: returns the row, or nil and a message.
--- `skip`: the names of columns not to decode (connectors.unused): absent from the rows, and
--- whatever their text, no error (a CSV line must still have every column).
+-- `skip`: the names of columns no one reads (connectors.unused): absent from the rows, so
+-- that what keeps rows (a join's state) keeps less; they are still checked (a value of the
+-- wrong type is an error, as without pruning; the C CSV decoder, parse_csv, does not decode them).
 local function line_parser(t, skip)
   local phys = t.physical
   local n = #phys
@@ -281,7 +282,6 @@ local function line_parser(t, skip)
       for i = 1, n do
         local c = phys[i]
         local v = obj[c.name]
-        if skipped[c.name] then v = jnull end -- (not decoded)
         if v ~= nil and v ~= jnull then
           local ty = c.type
           if ty == "STRING" then
@@ -303,8 +303,8 @@ local function line_parser(t, skip)
           elseif type(v) ~= "number" then
             return nil, string.format("field '%s' (%s) has the wrong type", c.name, expr.show(ty))
           end
-          r[c.name] = v
-        elseif c.not_null and not skipped[c.name] then
+          if not skipped[c.name] then r[c.name] = v end
+        elseif c.not_null then
           return nil, string.format("field '%s' is NOT NULL but missing", c.name)
         end
       end
@@ -320,19 +320,14 @@ local function line_parser(t, skip)
     local r = {}
     for i = 1, n do
       local c, text = phys[i], f[i]
-      if skipped[c.name] then
-        text = null_literal -- (not decoded)
-      end
       if text == null_literal or (text == "" and c.type ~= "STRING") then
-        if c.not_null and not skipped[c.name] then
-          return nil, string.format("column '%s' is NOT NULL but empty", c.name)
-        end
+        if c.not_null then return nil, string.format("column '%s' is NOT NULL but empty", c.name) end
       else
         local v, err = parse(text, c.type)
         if v == nil then
           return nil, string.format("column '%s' (%s): '%s' is %s", c.name, expr.show(c.type), text, err)
         end
-        r[c.name] = v
+        if not skipped[c.name] then r[c.name] = v end
       end
     end
     return r
