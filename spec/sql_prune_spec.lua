@@ -126,7 +126,7 @@ SELECT k FROM (SELECT k, b FROM v) s WHERE b <> 'p';
       -- the UNION's two reads of v
       "prune: project k, a, rt (not b, c)", "prune: scan t skips b, c",
       "prune: project b, c, rt (not k, a)", "prune: scan t skips k, a",
-      -- the subquery (a statement's own subquery keeps its items; the view under it prunes)
+      -- the subquery (it uses k and b: nothing to drop), the view under it
       "prune: project k, b, rt (not a, c)", "prune: scan t skips a, c",
     }, lines_of(err, "^prune: "))
   end)
@@ -180,10 +180,17 @@ SELECT k FROM (SELECT k, b FROM v) s WHERE b <> 'p';
     end)
   end
 
-  it("an unknown column of a statement's subquery is still an error", function()
-    local _, err, code = run("on", T .. "SELECT k FROM (SELECT k, nope FROM v) s;\n", IN)
+  it("a statement's subquery is pruned once the statement plans; an unknown column in it is still an error",
+    function()
+    local out, err, code = run("log", T .. "SELECT k FROM (SELECT k, a, c FROM v) s WHERE k = 'y';\n", IN)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[y]\n+I[y]\n", out)
+    assert.are.same({"prune: project k (not a, c)", "prune: project k, rt (not a, b, c)", "prune: scan t skips a, b, c"},
+      lines_of(err, "^prune: "))
+    _, err, code = run("log", T .. "SELECT k FROM (SELECT k, nope FROM v) s;\n", IN)
     assert.are.equal(1, code)
     assert.matches("unknown column 'nope'", err, 1, true)
+    assert.are.same({}, lines_of(err, "^prune: project k "))
   end)
 
   it("Nexmark q4: the bid view gives the join only the 3 columns q4 reads", function()

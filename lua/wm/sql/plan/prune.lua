@@ -16,8 +16,9 @@
 -- every column of its relations, a block with GROUP BY, DISTINCT, HAVING, an aggregate, OVER
 -- or ROW_NUMBER, a UNION ALL branch, a view with a column list, the time attributes
 -- (rowtime and proctime columns of any table or view, window_start/_end/_time) and any item
--- that computes something are never pruned, and a relation planned by any other way (a
--- temporal join's table, the Table API) is not pruned at all. WMRUN_SQL_PRUNE=off turns it
+-- that computes something are never pruned, a statement's subquery only once the statement
+-- planned whole without error (M.query's `check`), and a relation planned by any other way
+-- (a temporal join's table, the Table API) is not pruned at all. WMRUN_SQL_PRUNE=off turns it
 -- off (to compare results), WMRUN_SQL_PRUNE=log shows it (M.log).
 -- @module wm.sql.plan.prune
 local base = require("wm.sql.plan.base")
@@ -145,8 +146,7 @@ local function prune_select(p, q, needed, checked, time, log)
         end
         for _, i in ipairs(dropped) do dnames[#dnames + 1] = names[i] end
         q.items = items
-        if log then log[#log + 1] = "project " .. table.concat(knames, ", ") .. " (not " .. table.concat(dnames, ", ")
-          .. ")" end
+        log[#log + 1] = "project " .. table.concat(knames, ", ") .. " (not " .. table.concat(dnames, ", ") .. ")"
       end
     end
   end
@@ -186,13 +186,22 @@ end
 
 --- A copy of the query `q` pruned for a reader that uses the output names in `needed` (a set
 -- of lowercase names; nil: every column), its FROM relations annotated with their `needed`.
--- `checked`: q was planned whole before (a view's query); only then are items dropped (a
--- statement's own subqueries keep theirs, so that their errors still show).
-function M.query(p, q, needed, checked)
+-- `checked`: q was planned whole before (a view's query, at its CREATE VIEW), so items may be
+-- dropped. Otherwise (a statement's query) `check(q)`, when given, is called when the
+-- pruning would drop items of its subqueries: it plans q whole and says whether that went
+-- without error; if not, the subqueries keep their items (so that the error shows where the
+-- statement is planned, as without pruning).
+function M.query(p, q, needed, checked, check)
+  local time = time_names(p)
+  local log = {}
   local c = copy(q, {})
-  local log = os.getenv("WMRUN_SQL_PRUNE") == "log" and {} or nil
-  prune_query(p, c, needed, checked, time_names(p), log)
-  for _, l in ipairs(log or {}) do M.log(l) end
+  prune_query(p, c, needed, checked or check ~= nil, time, log)
+  if not checked and #log > 0 and not (check and check(q)) then
+    log = {}
+    c = copy(q, {})
+    prune_query(p, c, needed, false, time, log)
+  end
+  for _, l in ipairs(log) do M.log(l) end
   return c
 end
 
