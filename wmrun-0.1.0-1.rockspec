@@ -182,6 +182,7 @@ build = {
     ["wm.sql.plan.lower"] = "lua/wm/sql/plan/lower.lua",
     ["wm.sql.plan.over"] = "lua/wm/sql/plan/over.lua",
     ["wm.sql.plan.proctime"] = "lua/wm/sql/plan/proctime.lua",
+    ["wm.sql.plan.prune"] = "lua/wm/sql/plan/prune.lua",
     ["wm.sql.plan.rank"] = "lua/wm/sql/plan/rank.lua",
     ["wm.sql.plan.regular_join"] = "lua/wm/sql/plan/regular_join.lua",
     ["wm.sql.plan.select"] = "lua/wm/sql/plan/select.lua",

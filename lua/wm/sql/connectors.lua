@@ -13,6 +13,7 @@ local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local errors = require("wm.sql.errors")
 local cexpr = require("wm.sql.cexpr")
+local prune = require("wm.sql.plan.prune")
 -- Connectors defined in other modules: name -> {options = fn(key) -> bool, check = fn(p, t),
 -- source = fn(p, t, env) -> lines, label, sink = fn(p, t, lines)} (the formats stay here).
 local EXTRA = {kafka = require("wm.sql.connector_logs").kafka, nats = require("wm.sql.connector_logs").nats}
@@ -151,13 +152,17 @@ end
 
 --- Projection pushdown: the physical columns of table t that the statement being planned
 -- (p.current_query) cannot use, for the CSV decoder to skip (parse_csv's `skip`); nil when
--- every column may be used or no statement is being planned. Conservative: a column counts
--- as used when its name (any case) is any identifier or string anywhere in the statement,
--- in a view whose name is such a string (and the views that one names), in the table's
--- WATERMARK, or in a computed column that counts as used; a `*` anywhere keeps every column.
-function M.unused(p, t)
+-- every column may be used or no statement is being planned. `needed`, when the scan's
+-- reader was pruned (wm.sql.plan.prune), is the set of names (lowercase) that reader uses,
+-- false for all; without it, conservative: a column counts as used when its name (any case)
+-- is any identifier or string anywhere in the statement, in a view whose name is such a
+-- string (and the views that one names); a `*` anywhere keeps every column. Either way the
+-- table's WATERMARK, its primary key, and the computed columns that count as used bring the
+-- columns they read.
+function M.unused(p, t, needed)
+  if needed == false then return nil end
   local q = p.current_query
-  if not q then return nil end
+  if not q and not needed then return nil end
   local views = {}
   for name, v in pairs(p.views or {}) do views[name:lower()] = v end
   local words, seen, star = {}, {}, false
@@ -179,9 +184,15 @@ function M.unused(p, t)
       end
     end
   end
-  walk(q)
-  if star then return nil end
+  if needed then
+    for w in pairs(needed) do words[w] = true end
+    views = {} -- (the reader's names are columns: its views were pruned on their own)
+  else
+    walk(q)
+    if star then return nil end
+  end
   if t.watermark then walk(t.watermark) end
+  for _, k in ipairs(t.pkey or {}) do walk(k) end
   local grew = true
   while grew do -- computed columns that are used bring the columns they read
     grew = false
@@ -252,9 +263,14 @@ end
 M.split_csv = split_csv
 
 -- The function that parses one line into a row: returns the row, or nil and a message.
-local function line_parser(t)
+-- `skip`: the names of columns no one reads (connectors.unused): absent from the rows, so
+-- that what keeps rows (a join's state) keeps less; they are still checked (a value of the
+-- wrong type is an error, as without pruning; the C CSV decoder, parse_csv, does not decode them).
+local function line_parser(t, skip)
   local phys = t.physical
   local n = #phys
+  local skipped = {}
+  for _, name in ipairs(skip or {}) do skipped[name] = true end
   local null_literal = t.props["csv.null-literal"]
   if t.props.format == "json" then
     local cjson = require("cjson")
@@ -287,7 +303,7 @@ local function line_parser(t)
           elseif type(v) ~= "number" then
             return nil, string.format("field '%s' (%s) has the wrong type", c.name, expr.show(ty))
           end
-          r[c.name] = v
+          if not skipped[c.name] then r[c.name] = v end
         elseif c.not_null then
           return nil, string.format("field '%s' is NOT NULL but missing", c.name)
         end
@@ -311,7 +327,7 @@ local function line_parser(t)
         if v == nil then
           return nil, string.format("column '%s' (%s): '%s' is %s", c.name, expr.show(c.type), text, err)
         end
-        r[c.name] = v
+        if not skipped[c.name] then r[c.name] = v end
       end
     end
     return r
@@ -411,7 +427,7 @@ local function post_fn(p, t)
 end
 
 --- The stream of rows of a source table.
-function M.source(p, t, env)
+function M.source(p, t, env, needed)
   local props = t.props
   local c = props.connector
   local lines
@@ -450,7 +466,10 @@ function M.source(p, t, env)
     local spec = {table.unpack(t.csv_spec)}
     spec.sep = t.delimiter or ","
     spec.on_error = t.ignore_errors and "skip" or "fail"
-    spec.skip = M.unused(p, t)
+    spec.skip = M.unused(p, t, needed)
+    if needed ~= nil then
+      prune.log("scan " .. t.name .. " skips " .. table.concat(spec.skip or {}, ", "))
+    end
     rows = lines:parse_csv(spec):name("parse csv (" .. t.name .. ")")
     if t.post then
       rows = cexpr.try_post(rows, p, t, spec.skip)
@@ -461,7 +480,10 @@ function M.source(p, t, env)
     end
     return rows
   end
-  local parse = line_parser(t)
+  -- (a scan whose reader was pruned decodes only what it uses, wm.sql.plan.prune)
+  local skip = needed ~= nil and M.unused(p, t, needed) or nil
+  if needed ~= nil then prune.log("scan " .. t.name .. " skips " .. table.concat(skip or {}, ", ")) end
+  local parse = line_parser(t, skip)
   local computed = computed_fn(p, t)
   local ignore, comments = t.ignore_errors, t.allow_comments
   -- the line's position (file and line, a Kafka partition and offset) is the engine's: it

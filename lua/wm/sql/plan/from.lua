@@ -4,11 +4,14 @@ local connectors = require("wm.sql.connectors")
 local lower = require("wm.sql.plan.lower")
 local base = require("wm.sql.plan.base")
 local cexpr = require("wm.sql.cexpr")
+local prune = require("wm.sql.plan.prune")
 
 local M = {}
 local Planner, rel_of = base.Planner, base.rel_of
 
-function Planner:scan(name, pos)
+-- `needed`: the columns its reader uses (wm.sql.plan.prune: a set of lowercase names, false
+-- for all); nil when the reader is not pruned (the relation is then read whole).
+function Planner:scan(name, pos, needed)
   local t = self.tables[name]
   if t and t.from_stream then
     -- a stream registered from Lua (env:from_data_stream); while a view is checked in a
@@ -21,7 +24,7 @@ function Planner:scan(name, pos)
   end
   if t then
     if t.sink_only then self:err(pos, "table '%s' (connector '%s') can only be written to", name, t.props.connector) end
-    local stream = connectors.source(self, t, self:get_env(pos))
+    local stream = connectors.source(self, t, self:get_env(pos), needed)
     local cols = {}
     for i, c in ipairs(t.cols) do
       cols[i] = {name = c.name, type = c.type, rowtime = c.rowtime, field = c.field, nonnull = c.nonnull,
@@ -41,7 +44,9 @@ function Planner:scan(name, pos)
   end
   if v then
     self.view_plans = self.view_plans + 1
-    local rel = self:plan_query(v.query, true)
+    local q = v.query
+    if needed ~= nil and prune.enabled() then q = prune.query(self, q, not v.columns and needed or nil, true) end
+    local rel = self:plan_query(q, true)
     if v.columns then
       if rel.rank then self:err(pos, "not supported yet: a column list on a view of a ROW_NUMBER() query") end
       local ren = {}
@@ -180,11 +185,11 @@ function Planner:plan_from(f)
       .. "JOIN t FOR SYSTEM_TIME AS OF x.ts)")
   end
   if f.tag == "table" then
-    rel = self:scan(f.name, f.pos)
+    rel = self:scan(f.name, f.pos, f.needed)
   elseif f.tag == "subquery" then
     rel = self:plan_query(f.query, true)
   elseif f.tag == "tvf" then
-    local scanned = self:scan(f.table, f.table_pos)
+    local scanned = self:scan(f.table, f.table_pos, f.needed)
     local rc = check_rowtime(self, scanned, f.column, f.column_pos)
     if f.fn == "SESSION" then
       self:err(f.fn_pos, "the SESSION window table function is not supported: use GROUP BY SESSION(...)")

@@ -3,13 +3,28 @@
 local expr = require("wm.sql.expr")
 local connectors = require("wm.sql.connectors")
 local lower = require("wm.sql.plan.lower")
+local prune = require("wm.sql.plan.prune")
 local Planner = require("wm.sql.plan.base").Planner
+
+-- The statement's query, pruned (wm.sql.plan.prune) unless WMRUN_SQL_PRUNE=off. Before items
+-- of its subqueries are dropped, it is planned whole once in a scratch environment (as CREATE
+-- VIEW plans a view's query), so that pruning hides no error.
+local function pruned(self, q)
+  if not prune.enabled() then return q end
+  return prune.query(self, q, nil, false, function(orig)
+    local saved, saved_checking = self.env, self.checking
+    self.env, self.checking = self:scratch_env(), true
+    local ok = pcall(self.plan_query, self, orig)
+    self.env, self.checking = saved, saved_checking
+    return ok
+  end)
+end
 
 function Planner:select_stmt(st)
   local env = self:get_env(st.pos)
   local mark = #env.nodes
   self.current_query = st.query -- its sources decode only what it uses (connectors.unused)
-  local rel = self:plan_query(st.query)
+  local rel = self:plan_query(pruned(self, st.query))
   self.current_query = nil
   lower.print_changelog(rel, nil)
   self:tag_nodes(mark, st.pos)
@@ -26,7 +41,7 @@ function Planner:insert(st)
   local env = self:get_env(st.pos)
   local mark = #env.nodes
   self.current_query = st.query -- its sources decode only what it uses (connectors.unused)
-  local rel = self:plan_query(st.query)
+  local rel = self:plan_query(pruned(self, st.query))
   self.current_query = nil
   local targets = {}
   if st.columns then
@@ -74,7 +89,7 @@ function Planner:statement(st)
   if tag == "explain" then
     local env = self:get_env(st.pos)
     local mark = #env.nodes
-    self:plan_query(st.query)
+    self:plan_query(pruned(self, st.query))
     local lines = {}
     for i = mark + 1, #env.nodes do lines[#lines + 1] = env.nodes[i].kind .. " " .. (env.nodes[i].name or "") end
     self.explained = table.concat(lines, "\n")
