@@ -96,10 +96,13 @@ describe("SQL regular joins in C", function()
       '{side = "R", a = 2, b = "y", n = 0}', -- another key: nothing
       '{side = "L", a = 1, b = "a", n = 1}', -- another row (n differs): meets x twice
     }, ", ")
-    local out, err, code = run(rows, "SELECT L.b, R.b AS rb, L.n FROM L JOIN R ON L.a = R.a", false)
+    local out, err, code = run(rows, "SELECT L.b, R.b AS rb, L.n FROM L JOIN R ON L.a = R.a", false, "--metrics")
     assert.are.equal(0, code, err)
     assert.are.equal(table.concat({"+I[a, x, 0]", "+I[a, x, 0]", "+I[b, x, 0]", "+I[a, x, 0]", "+I[a, x, 0]",
       "+I[b, x, 0]", "+I[a, x, 0]", "+I[a, x, 0]", "+I[a, x, 1]", "+I[a, x, 1]"}, "\n") .. "\n", out)
+    -- kept: left a (3 times), b, a with n 1 (key 1); right x (twice) of key 1, y of key 2
+    assert.matches("SQL join 'regular join [^\n]*': keys 2; rows kept left 5 %(3 distinct%), right 3 %(2 distinct%)\n",
+      err)
   end)
 
   it("ends in the same rows at -p 2 --threads 2 (the key exchange routes by the key columns)", function()
