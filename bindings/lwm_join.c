@@ -153,7 +153,7 @@ static wm_op *build_interval_join(lwm_bridge *B, int node, const char *name, con
 }
 
 /* ---- the SQL regular join -------------------------------------------------------------------
- * The node's `sqljoin` table: {nkeys = n, key_float = {bool, ...},
+ * The node's `sqljoin` table: {nkeys = n, key_float = {bool, ...}, ttl = ms or nil,
  *   left = {fields = {"a", ...}, key = {i, ...}}, right = {...} (key: 1-based indexes into fields),
  *   out = {{name = "x", side = 0|1, field = i (1-based)}, ...}}. Read with raw accesses (no
  * metamethod, nothing raises); the strings are borrowed from the node for the call. */
@@ -211,6 +211,7 @@ static int read_sqljoin(lua_State *L, int t, wm_sqljoin_spec *spec, sjread *r) {
   lua_Integer nk = lwm_get_int(L, t, "nkeys", 0);
   if (nk < 1 || nk > 64) return -1;
   spec->nkeys = (size_t)nk;
+  spec->ttl = (int64_t)lwm_get_int(L, t, "ttl", 0);
   static const char *const sides[2] = {"left", "right"};
   for (int d = 0; d < 2; d++) {
     lua_getfield(L, t, sides[d]);

@@ -123,7 +123,7 @@ describe("SQL regular joins in C", function()
     end
   end)
 
-  it("leaves outer joins, updating inputs, a state TTL and joins without keys to the Lua path", function()
+  it("leaves outer joins, updating inputs and joins without keys to the Lua path", function()
     local rows = '{side = "L", a = 1, b = "a", n = 0}, {side = "R", a = 1, b = "x", n = 0}'
     for _, q in ipairs({
       "SELECT * FROM L LEFT JOIN R ON L.a = R.a",
@@ -138,13 +138,19 @@ describe("SQL regular joins in C", function()
     end
     local e = run(rows, "EXPLAIN SELECT * FROM L JOIN R ON L.a = R.a", false)
     assert.matches("sql_join regular join", e, 1, true)
+    -- (a TTL: in C too, as an INNER join; an outer join with a TTL in Lua)
     local ttl = JOB:gsub("env:execute_sql%(QUERY%)", function()
       return "env:execute_sql(\"SET 'table.exec.state.ttl' = '1 h'\")\nenv:execute_sql(QUERY)" end)
     local p = h.write_tmp((ttl:gsub("ROWS", function() return rows end)
       :gsub("QUERY", function() return '"EXPLAIN SELECT * FROM L JOIN R ON L.a = R.a"' end)), ".lua")
     e = h.sh(h.wmrun_path() .. " " .. h.shell_quote(p))
     os.remove(p)
-    assert.matches("keyed_process regular join (state ttl 3600000 ms)", e, 1, true)
+    assert.matches("\nsql_join regular join (state ttl 3600000 ms)\n", e, 1, true)
+    p = h.write_tmp((ttl:gsub("ROWS", function() return rows end)
+      :gsub("QUERY", function() return '"EXPLAIN SELECT * FROM L LEFT JOIN R ON L.a = R.a"' end)), ".lua")
+    e = h.sh(h.wmrun_path() .. " " .. h.shell_quote(p))
+    os.remove(p)
+    assert.matches("\nkeyed_process LEFT regular join (state ttl 3600000 ms)\n", e, 1, true)
   end)
 end)
 
@@ -181,5 +187,96 @@ env:execute()
     local lua_out, err, code = h.sh("WMRUN_SQL_JOIN=lua " .. h.wmrun_path() .. " " .. h.shell_quote(p))
     assert.are.equal(0, code, err)
     assert.are.equal(lua_out, ref)
+  end)
+end)
+
+describe("SQL regular joins in C with table.exec.state.ttl", function()
+  local wm = require("wm")
+  local rj = require("wm.sql.plan.regular_join")
+  local QUERY = "SELECT L.a, L.b, L.n, R.b AS rb, R.n AS rn FROM L JOIN R ON L.a = R.a"
+
+  -- A harness over L and R (filters of its one input) joined with a TTL of 10 s, in C or
+  -- (lua) on the Lua path; its rows as strings.
+  local function harness(lua)
+    rj.force_lua = lua
+    local ok, hs = pcall(wm.testing.harness, function(input)
+      local env = input.env
+      local cols = {"a:INT", "b:STRING", "n:BIGINT"}
+      env:create_temporary_view("L", input:filter(function(r) return r.side == "L" end), cols)
+      env:create_temporary_view("R", input:filter(function(r) return r.side == "R" end), cols)
+      env:execute_sql("SET 'table.exec.state.ttl' = '10 s'")
+      return env:sql_query(QUERY):to_append_stream()
+        :map(function(r) return table.concat({r.a, r.b, r.n, r.rb, r.rn}, " ") end)
+    end)
+    rj.force_lua = false
+    assert(ok, hs)
+    return hs
+  end
+
+  -- Random rows at random processing times (0 to 1.5 s apart: rows expire all the time, and
+  -- identical rows come again before and after theirs expired).
+  local function events(seed, n)
+    math.randomseed(seed)
+    local t, ev = 0, {}
+    for i = 1, n do
+      t = t + math.random(0, 1500)
+      ev[i] = {t = t, r = {side = math.random(2) == 1 and "L" or "R", a = math.random(0, 3),
+                           b = ({"p", "q"})[math.random(2)], n = math.random(0, 1)}}
+    end
+    return ev
+  end
+  local function feed(hs, ev, from, to)
+    for i = from, to do
+      hs:advance_processing_time(ev[i].t - hs:processing_time())
+      hs:push(ev[i].r, ev[i].t)
+    end
+  end
+  local function kinds(hs)
+    local t = {}
+    for _, m in ipairs(hs:metrics()) do t[m.kind] = m end
+    return t
+  end
+
+  it("expires kept rows as the Lua path does, row for row", function()
+    for seed = 1, 3 do
+      local ev = events(seed, 400)
+      local c, l = harness(false), harness(true)
+      feed(c, ev, 1, #ev)
+      feed(l, ev, 1, #ev)
+      local co, lo = c:output(), l:output()
+      assert.is_true(#co > 100)
+      assert.are.same(lo, co)
+      -- (the C operator ran)
+      assert.is_table(kinds(c)["sql join"])
+      assert.is_nil(kinds(l)["sql join"])
+      -- 20 s later rows of a new key only: the sweep (two keys a row) frees the old keys, whose
+      -- rows all expired, though no row of theirs comes again
+      local t = c:processing_time() + 20000
+      for i = 1, 3 do
+        c:advance_processing_time(t + i - c:processing_time())
+        c:push({side = "L", a = 99, b = "p", n = i}, t + i)
+      end
+      local m = kinds(c)["sql join"]
+      assert.are.equal(1, m.keys)
+      assert.are.equal(3, m.rows_left)
+      assert.are.equal(0, m.rows_right)
+    end
+  end)
+
+  it("a snapshot taken mid-way and restored goes on as the uninterrupted run", function()
+    local ev = events(7, 300)
+    local whole = harness(false)
+    feed(whole, ev, 1, #ev)
+    local want = whole:output()
+    local first = harness(false)
+    feed(first, ev, 1, 150)
+    local got = first:output()
+    local cp = first:snapshot()
+    local second = harness(false)
+    second:restore(cp)
+    feed(second, ev, 151, #ev)
+    for _, x in ipairs(second:output()) do got[#got + 1] = x end
+    assert.is_true(#want > 100)
+    assert.are.same(want, got)
   end)
 end)

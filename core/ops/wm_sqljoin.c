@@ -10,11 +10,13 @@
 #include "base/wm_hash.h"
 #include "graph/wm_statefmt.h"
 #include "ops/wm_keyidx.h"
+#include "time/wm_time.h"
 
-/* A kept row and how many times it came. */
+/* A kept row, how many times it came, and (with a TTL) when it was last written. */
 typedef struct jent {
   wm_row *r; /* owned */
   uint32_t n;
+  int64_t t;
 } jent;
 
 /* A side's kept rows of one key, in the order they first came. */
@@ -24,9 +26,11 @@ typedef struct jside {
 } jside;
 
 typedef struct jkey {
-  wm_value key; /* owned WM_STR: the key's bytes (key_bytes) */
+  wm_value key; /* owned WM_STR: the key's bytes (key_bytes); nil in a free slot */
   uint64_t hash;
   jside s[2];
+  uint32_t next_free; /* free slots: the next free slot + 1 (0: none) */
+  uint8_t live;
 } jkey;
 
 /* The row index: a kept row of (slot, side), found by its columns' hash. slot1 = slot + 1
@@ -53,7 +57,12 @@ typedef struct sqljoin {
   size_t *ofield;
   wm_keysel ks[2];
   jkey *k;
-  uint32_t nk, capk;
+  uint32_t nk, capk;  /* slots used (live or free), allocated */
+  uint32_t free_head; /* first free slot + 1 (0: none) */
+  uint32_t nlive;
+  uint32_t sweep;     /* the next slot the TTL's sweep looks at */
+  int64_t ttl;        /* ms; 0: none */
+  int64_t now;        /* the processing time of the record at hand (with a TTL) */
   wm_keyidx ix;
   rref *rx;
   size_t rcap, rn;
@@ -182,27 +191,53 @@ static int key_slot(wm_op *op, sqljoin *s, size_t len, uint32_t *out, int *made)
     *out = found;
     return WM_OK;
   }
-  if (s->nk == s->capk) {
-    uint32_t cap = s->capk ? s->capk * 2 : 64;
-    jkey *n = realloc(s->k, cap * sizeof *n);
-    if (!n) return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
-    s->k = n;
-    s->capk = cap;
+  uint32_t slot;
+  if (s->free_head) {
+    slot = s->free_head - 1;
+  } else {
+    if (s->nk == s->capk) {
+      uint32_t cap = s->capk ? s->capk * 2 : 64;
+      jkey *n = realloc(s->k, cap * sizeof *n);
+      if (!n) return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
+      s->k = n;
+      s->capk = cap;
+    }
+    slot = s->nk;
+    memset(&s->k[slot], 0, sizeof s->k[slot]);
   }
-  jkey *e = &s->k[s->nk];
-  memset(e, 0, sizeof *e);
+  jkey *e = &s->k[slot];
   wm_str *str = wm_str_new(s->kb, len);
   if (!str) return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
+  uint32_t next_free = e->next_free;
+  memset(e, 0, sizeof *e);
   e->key.type = WM_STR;
   e->key.u.s = str;
   e->hash = h;
-  if (wm_keyidx_add(&s->ix, s->nk) != 0) {
+  if (wm_keyidx_add(&s->ix, slot) != 0) {
     wm_value_release(NULL, &e->key);
+    e->next_free = next_free;
     return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
   }
-  *out = s->nk++;
+  if (slot == s->nk) s->nk++;
+  else s->free_head = next_free;
+  e->live = 1;
+  s->nlive++;
+  *out = slot;
   *made = 1;
   return WM_OK;
+}
+
+/* Frees the slot of a key whose sides are both empty. */
+static void key_drop(sqljoin *s, uint32_t slot) {
+  jkey *e = &s->k[slot];
+  wm_keyidx_remove(&s->ix, slot);
+  wm_value_release(NULL, &e->key); /* (a WM_STR) */
+  free(e->s[0].e);
+  free(e->s[1].e);
+  memset(e, 0, sizeof *e);
+  e->next_free = s->free_head;
+  s->free_head = slot + 1;
+  s->nlive--;
 }
 
 /* ---- the row index ------------------------------------------------------------------------- */
@@ -265,7 +300,61 @@ static int rx_grow(sqljoin *s) {
   return 0;
 }
 
-static int jside_push(jside *b, wm_row *r, uint32_t n) {
+/* Takes the entry at place p out of the row index (backward shift: the entries after it in
+ * its run move back to where a probe finds them). */
+static void rx_delete(sqljoin *s, size_t p) {
+  size_t mask = s->rcap - 1, i = p, j = p;
+  for (;;) {
+    s->rx[i].slot1 = 0;
+    for (;;) {
+      j = (j + 1) & mask;
+      if (!s->rx[j].slot1) {
+        s->rn--;
+        return;
+      }
+      size_t home = s->rx[j].h & mask;
+      /* j stays when its home is cyclically in (i, j] */
+      if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
+      s->rx[i] = s->rx[j];
+      i = j;
+      break;
+    }
+  }
+}
+
+/* The place in the row index of entry `at` of (slot, side). */
+static size_t rx_of(const sqljoin *s, uint32_t slot, int side, uint32_t at) {
+  const wm_row *r = s->k[slot].s[side].e[at].r;
+  int found;
+  size_t p = rx_place(s, ref_hash(row_hash(s, side, r->fields), slot), slot, side, r->fields, &found);
+  return p; /* (found: every kept row is in the index) */
+}
+
+/* With a TTL: drops the rows of (slot, side) not written for ttl ms at s->now, as the Lua
+ * path's expire (Flink's OnCreateAndWrite, NeverReturnExpired): the others keep their order. */
+static void expire_side(const wm_host *h, sqljoin *s, uint32_t slot, int side) {
+  jside *b = &s->k[slot].s[side];
+  uint32_t w = 0;
+  for (uint32_t r = 0; r < b->len; r++) {
+    if (wm_time_add_sat(b->e[r].t, s->ttl) <= s->now) {
+      rx_delete(s, rx_of(s, slot, side, r));
+      s->ndistinct[side]--;
+      s->nrows[side] -= b->e[r].n;
+      wm_row_release(h, b->e[r].r);
+      b->e[r].r = NULL;
+      continue;
+    }
+    if (w != r) {
+      size_t p = rx_of(s, slot, side, r); /* (found through entry r: not moved yet) */
+      b->e[w] = b->e[r];
+      s->rx[p].at = (side ? AT_SIDE : 0) | w;
+    }
+    w++;
+  }
+  b->len = w;
+}
+
+static int jside_push(jside *b, wm_row *r, uint32_t n, int64_t t) {
   if (b->len == b->cap) {
     uint32_t cap = b->cap ? b->cap * 2 : 2;
     jent *e = realloc(b->e, cap * sizeof *e);
@@ -275,6 +364,7 @@ static int jside_push(jside *b, wm_row *r, uint32_t n) {
   }
   b->e[b->len].r = r;
   b->e[b->len].n = n;
+  b->e[b->len].t = t;
   b->len++;
   return 0;
 }
@@ -310,6 +400,7 @@ static int keep_row(wm_op *op, sqljoin *s, uint32_t slot, int side, const wm_val
   if (found) {
     *at = s->rx[p].at & ~AT_SIDE;
     b->e[*at].n++;
+    b->e[*at].t = s->now; /* (a write: with a TTL, it renews the row) */
     return WM_OK;
   }
   if (b->len >= AT_SIDE - 1) {
@@ -317,7 +408,7 @@ static int keep_row(wm_op *op, sqljoin *s, uint32_t slot, int side, const wm_val
     return wm_ctx_error(op->ctx, "the SQL regular join keeps more than 2^31 rows of one key");
   }
   wm_row *r = row_of(host, s, side, vals);
-  if (!r || jside_push(b, r, 1) != 0) {
+  if (!r || jside_push(b, r, 1, s->now) != 0) {
     if (r) wm_row_release(host, r);
     s->nrows[side]--;
     return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
@@ -369,6 +460,20 @@ static int emit_pair(wm_op *op, sqljoin *s, const wm_row *l, const wm_row *r, ui
   return rc;
 }
 
+/* With a TTL, after each record: two more slots looked at in turn, their expired rows
+ * dropped and a key left with none freed, so that keys no record comes to any more free their
+ * memory (what a key shows is the same: its expired rows go before it is read anyway). */
+static void sweep(const wm_host *h, sqljoin *s) {
+  for (int i = 0; i < 2 && s->nk > 0; i++) {
+    if (s->sweep >= s->nk) s->sweep = 0;
+    uint32_t slot = s->sweep++;
+    if (!s->k[slot].live) continue;
+    expire_side(h, s, slot, 0);
+    expire_side(h, s, slot, 1);
+    if (!s->k[slot].s[0].len && !s->k[slot].s[1].len) key_drop(s, slot);
+  }
+}
+
 static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   sqljoin *s = op->impl;
   wm_ctx *ctx = op->ctx;
@@ -394,8 +499,13 @@ static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (kr < 0) return wm_ctx_error(ctx, "out of memory in the SQL regular join");
   uint32_t slot = 0, at = 0;
   int made;
-  if (key_slot(op, s, klen, &slot, &made) != WM_OK || keep_row(op, s, slot, side, vals, &at) != WM_OK)
-    return WM_ERR;
+  if (s->ttl > 0) s->now = wm_ctx_now(ctx);
+  if (key_slot(op, s, klen, &slot, &made) != WM_OK) return WM_ERR;
+  if (s->ttl > 0 && !made) { /* the key's expired rows go before it is read (both sides) */
+    expire_side(&ctx->host, s, slot, side);
+    expire_side(&ctx->host, s, slot, !side);
+  }
+  if (keep_row(op, s, slot, side, vals, &at) != WM_OK) return WM_ERR;
   /* the other side's rows of the key, in the order they first came, each count times (the
    * keyed state does not move while they go out: nothing downstream adds to it) */
   const jkey *e = &s->k[slot];
@@ -406,6 +516,7 @@ static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     int rc = side ? emit_pair(op, s, x->r, mine, x->n, ts) : emit_pair(op, s, mine, x->r, x->n, ts);
     if (rc != WM_OK) return rc;
   }
+  if (s->ttl > 0) sweep(&ctx->host, s);
   return WM_OK;
 }
 
@@ -413,7 +524,7 @@ static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
 
 static void release_keys(const wm_host *h, sqljoin *s) {
   for (uint32_t i = 0; i < s->nk; i++) {
-    jkey *e = &s->k[i];
+    jkey *e = &s->k[i]; /* (a free slot is zeroed: nothing to release) */
     jside_free(h, &e->s[0]);
     jside_free(h, &e->s[1]);
     wm_value_release(h, &e->key);
@@ -423,7 +534,7 @@ static void release_keys(const wm_host *h, sqljoin *s) {
 /* Back to no key (the memory of the tables kept). */
 static void clear_keys(const wm_host *h, sqljoin *s) {
   release_keys(h, s);
-  s->nk = 0;
+  s->nk = s->free_head = s->nlive = s->sweep = 0;
   wm_keyidx_clear(&s->ix);
   if (s->rx) memset(s->rx, 0, s->rcap * sizeof *s->rx);
   s->rn = 0;
@@ -470,15 +581,16 @@ static int sj_snapshot(wm_op *op, wm_state_io *io) {
   wm_value m = wm_cstr(s->meaning, strlen(s->meaning));
   if (wm_state_put_value(op, io, &m, "the join's meaning") != WM_OK) return WM_ERR;
   uint32_t live = 0;
-  for (uint32_t i = 0; i < s->nk; i++) live += s->k[i].s[0].len || s->k[i].s[1].len;
+  for (uint32_t i = 0; i < s->nk; i++) live += s->k[i].live && (s->k[i].s[0].len || s->k[i].s[1].len);
   wm_state_put_u(io, live);
   for (uint32_t i = 0; i < s->nk; i++) {
     const jkey *e = &s->k[i];
-    if (!e->s[0].len && !e->s[1].len) continue; /* (a key whose first row failed to be kept) */
+    if (!e->live || (!e->s[0].len && !e->s[1].len)) continue; /* (free, or all its rows expired) */
     for (int d = 0; d < 2; d++) {
       wm_state_put_u(io, e->s[d].len);
       for (uint32_t j = 0; j < e->s[d].len; j++) {
         wm_state_put_u(io, e->s[d].e[j].n);
+        if (s->ttl > 0) wm_state_put_i(io, e->s[d].e[j].t);
         for (size_t c = 0; c < s->nf[d]; c++)
           if (wm_state_put_value(op, io, &e->s[d].e[j].r->fields[c], "a kept row's column") != WM_OK)
             return WM_ERR;
@@ -499,8 +611,10 @@ static int read_key_rows(wm_op *op, sqljoin *s, wm_state_rd *r, jside b[2]) {
       uint64_t cnt;
       if (wm_state_get_u(r, &cnt, "a kept row's count") != WM_OK) return WM_ERR;
       if (cnt < 1 || cnt > UINT32_MAX) return wm_state_bad(r, "a kept row's count is %llu", (unsigned long long)cnt);
+      int64_t t = 0;
+      if (s->ttl > 0 && wm_state_get_i(r, &t, "a kept row's write time") != WM_OK) return WM_ERR;
       wm_row *row = wm_row_new(s->schema[d]);
-      if (!row || jside_push(&b[d], row, (uint32_t)cnt) != 0) {
+      if (!row || jside_push(&b[d], row, (uint32_t)cnt, t) != 0) {
         if (row) wm_row_release(h, row);
         return wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
       }
@@ -609,7 +723,7 @@ static int sj_restore_body(wm_op *op, sqljoin *s, wm_state_rd *r) {
 
 static int sj_restore(wm_op *op, wm_state_io *io) {
   sqljoin *s = op->impl;
-  if (!io->merge && s->nk)
+  if (!io->merge && s->nlive)
     return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
@@ -629,7 +743,7 @@ static const wm_op_vt sqljoin_vt = {
 
 bool wm_op_is_sqljoin(const wm_op *op) { return op->vt == &sqljoin_vt; }
 
-size_t wm_sqljoin_keys(const wm_op *op) { return ((const sqljoin *)op->impl)->nk; }
+size_t wm_sqljoin_keys(const wm_op *op) { return ((const sqljoin *)op->impl)->nlive; }
 size_t wm_sqljoin_distinct(const wm_op *op, int side) {
   return ((const sqljoin *)op->impl)->ndistinct[side != 0];
 }
@@ -655,6 +769,7 @@ static char *meaning_of(const wm_sqljoin_spec *spec) {
     wm_buf_adds(&b, t);
   }
   wm_buf_adds(&b, ")");
+  if (spec->ttl > 0) wm_buf_adds(&b, " ttl"); /* (the rows' write times are in the state) */
   if (b.oom) {
     wm_buf_free(&b);
     return NULL;
@@ -703,6 +818,7 @@ wm_op *wm_sqljoin_new(wm_ctx *ctx, const char *name, const wm_sqljoin_spec *spec
   s->ks[1] = ks2;
   s->nkeys = spec->nkeys;
   s->nout = spec->nout;
+  s->ttl = spec->ttl > 0 ? spec->ttl : 0;
   int ok = wm_keyidx_init(&s->ix, slot_key, s) == 0;
   size_t maxf = 1;
   for (int d = 0; d < 2 && ok; d++) {

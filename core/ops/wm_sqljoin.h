@@ -14,8 +14,10 @@
  * also makes -0.0 0.0; without it -0.0 and 0.0 are two keys, as two Lua keys are).
  *
  * State: per key and side, the kept rows (C rows of the side's columns, owned values) with
- * their counts, and an index from (key, side, row) to the row for the counts. No TTL: it
- * grows with the input. Checkpointed (snapshot/restore), key group by key group (the key
+ * their counts, and an index from (key, side, row) to the row for the counts. Without a TTL it
+ * grows with the input; with one (spec.ttl) a key's expired rows go when a record of the key
+ * comes (before it meets them), and a sweep of two keys per record frees the keys whose rows
+ * all expired. Checkpointed (snapshot/restore), key group by key group (the key
  * groups of the key selectors given, which the job's key exchange uses).
  *
  * The joined row: a C row (WM_ROW) of the output columns, column i being column
@@ -43,6 +45,9 @@ typedef struct wm_sqljoin_spec {
   const char *const *out_names;
   const uint8_t *out_side;  /* 0 left, 1 right */
   const size_t *out_field;  /* an index into that side's fields */
+  int64_t ttl; /* table.exec.state.ttl in ms (0: none): a kept row not written (added, or its
+                * count changed) for that long on the processing-time clock (wm_ctx_now) is
+                * gone, as the Lua path's (Flink's OnCreateAndWrite, NeverReturnExpired) */
 } wm_sqljoin_spec;
 
 /* The operator (names copied). ks, ks2: the left and right input's key selectors as the key

@@ -16,8 +16,8 @@
 -- StateTtlConfig with OnCreateAndWrite and NeverReturnExpired: an expired row meets nothing
 -- any more. docs/sql.md, "Regular joins".
 --
--- The INNER join of two append-only inputs on equality keys of plain columns, without a TTL,
--- runs in C instead (core/ops/wm_sqljoin.h, `c_join` below): the same rows in the same order,
+-- The INNER join of two append-only inputs on equality keys of plain columns (with or without
+-- a TTL) runs in C instead (core/ops/wm_sqljoin.h, `c_join` below): the same rows in the same order,
 -- with the rows kept as C rows; WMRUN_SQL_JOIN=lua forces the Lua path.
 -- @module wm.sql.plan.regular_join
 local wmbase = require("wm.base")
@@ -269,7 +269,8 @@ end
 
 -- The join in C (core/ops/wm_sqljoin.h, docs/sql.md "Regular joins"), or nil when the Lua path
 -- runs it: an INNER join of two append-only inputs on at least one equality key, every column
--- of both inputs a plain scalar column, no `table.exec.state.ttl`. The C operator keeps the
+-- of both inputs a plain scalar column (`ttl`: table.exec.state.ttl, ms or nil: the C
+-- operator expires rows as M.lower does). The C operator keeps the
 -- Lua path's order and identity of rows (M.lower: a side's rows of a key in the order they
 -- first came, an identical row counted) and builds the joined row from the columns that
 -- `ctx.merge` copies (`ctx.lcopy`, `ctx.rcopy`: {from = a side's field, to = the joined row's
@@ -277,7 +278,7 @@ end
 local function c_join(ctx, ttl)
   local L, R, kfields = ctx.L, ctx.R, ctx.kfields
   if M.force_lua or os.getenv("WMRUN_SQL_JOIN") == "lua" then return nil end
-  if ctx.outer or L.updating or R.updating or #kfields == 0 or ttl or not (ctx.lcopy and ctx.rcopy) then
+  if ctx.outer or L.updating or R.updating or #kfields == 0 or not (ctx.lcopy and ctx.rcopy) then
     return nil
   end
   local sides = {}
@@ -309,9 +310,9 @@ local function c_join(ctx, ttl)
   local ls = keys_not_null(L.stream, lkf, "left")
   local rs = keys_not_null(R.stream, rkf, "right")
   return ls:key_by(lkf):connect(rs:key_by(rkf)):_sql_join({
-    nkeys = #lkf, key_float = kfloat, out = out,
+    nkeys = #lkf, key_float = kfloat, out = out, ttl = ttl,
     left = {fields = sides[1].fields, key = lkey}, right = {fields = sides[2].fields, key = rkey},
-  }, "regular join")
+  }, "regular join" .. (ttl and " (state ttl " .. ttl .. " ms)" or ""))
 end
 
 --- Plans the operator of a regular join (called by Planner:plan_join): `ctx` has L, R (the
