@@ -656,6 +656,15 @@ static int adopt_key(wm_op *op, sqljoin *s, wm_state_rd *r, jside b[2], size_t k
   return WM_OK;
 }
 
+/* Whether a key part of a side's row is a float NaN. */
+static bool nan_key(const sqljoin *s, int side, const wm_value *vals) {
+  for (size_t i = 0; i < s->nkeys; i++) {
+    const wm_value *v = &vals[s->key[side][i]];
+    if (v->type == WM_FLOAT && isnan(v->u.f)) return true;
+  }
+  return false;
+}
+
 /* key_bytes' result as a restore sees it: WM_OK for a key. */
 static int key_check(wm_op *op, wm_state_rd *r, int kr) {
   if (kr > 0) return WM_OK;
@@ -704,10 +713,17 @@ static int sj_restore_body(wm_op *op, sqljoin *s, wm_state_rd *r) {
         if (rc == WM_OK && (l2 != klen || memcmp(s->kb, first, klen) != 0))
           rc = wm_state_bad(r, "the rows of a key have two keys");
       }
-    if (rc == WM_OK) {
+    if (rc == WM_OK && r->io->groups) { /* (groups 0: every key stays) */
       wm_value rv = wm_row_value(b[d].e[0].r), fk;
-      if (wm_keysel_key(&s->ks[d], op, &rv, &fk) != WM_OK) rc = WM_ERR;
-      else if (!wm_state_key_kept(r->io, &fk)) rc = 1; /* another instance's key group */
+      if (nan_key(s, d, b[d].e[0].r->fields)) {
+        /* a NaN key part, which the key exchange does not take (wm_key_valid): such a key
+         * stays with the instance of the first key groups, so that it is restored once */
+        if (r->io->kg_first != 0) rc = 1;
+      } else if (wm_keysel_key(&s->ks[d], op, &rv, &fk) != WM_OK) {
+        rc = WM_ERR;
+      } else if (!wm_state_key_kept(r->io, &fk)) {
+        rc = 1; /* another instance's key group */
+      }
     }
     if (rc == WM_OK) {
       memcpy(s->kb, first, klen); /* (key_slot reads the key from s->kb) */

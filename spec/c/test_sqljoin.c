@@ -2,6 +2,7 @@
  * {k, v}, right rows {k, w}, joined rows {k, v, k0, w}. Every expected output is worked out
  * by hand next to each case from the rules in the header (the Lua path's: first-arrival
  * order, identical rows counted, NULL keys meet nothing). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "graph/wm_statefmt.h"
@@ -254,6 +255,28 @@ static void checkpoints(void) {
   CHECK_I64(wm_sqljoin_rows(g.j, 1) + wm_sqljoin_rows(h2.j, 1), 1);
   teardown(&g);
   teardown(&h2);
+
+  T.current = "sqljoin: a NaN key (NaN meets NaN, as Lua's key strings) is restored once";
+  {
+    jfix n, n1, n2;
+    setup(&n, 1, 0);
+    push_f(&n, 0, NAN, "a", 1);
+    push_f(&n, 1, NAN, "x", 2);
+    CHECK_STR(out(&n), "2 {\"k\":null,\"k0\":null,\"v\":\"a\",\"w\":\"x\"}\n"); /* (JSON: NaN is null) */
+    wm_buf nb;
+    wm_buf_init(&nb);
+    snap(&n, &nb);
+    setup(&n1, 1, 0);
+    setup(&n2, 1, 0);
+    CHECK_I64(restore(&n1, &nb, 128, 0, 63), WM_OK);
+    CHECK_I64(restore(&n2, &nb, 128, 64, 127), WM_OK);
+    CHECK_I64(wm_sqljoin_keys(n1.j), 1);
+    CHECK_I64(wm_sqljoin_keys(n2.j), 0);
+    wm_buf_free(&nb);
+    teardown(&n2);
+    teardown(&n1);
+    teardown(&n);
+  }
 
   T.current = "sqljoin: damaged or foreign state is refused by name";
   setup(&g, 2, 0); /* another key: another meaning */
