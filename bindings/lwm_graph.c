@@ -8,6 +8,7 @@
 #include "base/wm_keygroup.h"
 #include "exec/wm_exchange.h"
 #include "ops/wm_ijoin.h"
+#include "ops/wm_sqljoin.h"
 #include "ops/wm_keyedop.h"
 #include "exec/wm_mt.h"
 #include "lwm.h"
@@ -582,7 +583,8 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
           if (me->ops[j]) {
             int first2 = cs->nin[me->gid0 + (uint32_t)j];
             if (wm_op_is_ijoin(me->ops[j])) wm_ijoin_set_second_input(me->ops[j], first2);
-            else wm_keyedop_set_second_input(me->ops[j], first2);
+            else if (!wm_op_is_sqljoin(me->ops[j])) /* (it reads wm_op_set_two_inputs') */
+              wm_keyedop_set_second_input(me->ops[j], first2);
           }
       /* any operator of two inputs (but a union, whose inputs are alike) is a two-input
        * operator: the graph counts and traces its inputs apart (wm_op_set_two_inputs) */

@@ -1,10 +1,13 @@
 /* The interval join from the plan (a:key_by(k1):interval_join(b:key_by(k2)):between(...)
  * :process(fn); lua/wm/interval_join.lua): the core operator (ops/wm_ijoin.h) keeps both
- * sides' records as values in C; the user's fn(left, right, ctx, out) runs per pair. */
+ * sides' records as values in C; the user's fn(left, right, ctx, out) runs per pair.
+ * And the SQL regular join in C (node kind "sql_join", ops/wm_sqljoin.h; lua/wm/connect.lua's
+ * ConnectedStreams:_sql_join, planned by lua/wm/sql/plan/regular_join.lua). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/wm_ijoin.h"
+#include "ops/wm_sqljoin.h"
 #include "lwm_join.h"
 #include "lwm_ops.h"
 #include "lwm_plan.h"
@@ -149,8 +152,154 @@ static wm_op *build_interval_join(lwm_bridge *B, int node, const char *name, con
   return op;
 }
 
+/* ---- the SQL regular join -------------------------------------------------------------------
+ * The node's `sqljoin` table: {nkeys = n, key_float = {bool, ...}, ttl = ms or nil,
+ *   left = {fields = {"a", ...}, key = {i, ...}}, right = {...} (key: 1-based indexes into fields),
+ *   out = {{name = "x", side = 0|1, field = i (1-based)}, ...}}. Read with raw accesses (no
+ * metamethod, nothing raises); the strings are borrowed from the node for the call. */
+
+typedef struct sjread {
+  const char **names[2], **onames;
+  size_t *key[2], *ofield;
+  uint8_t *kfloat, *oside;
+} sjread;
+
+static void sjread_free(sjread *r) {
+  for (int d = 0; d < 2; d++) {
+    free(r->names[d]);
+    free(r->key[d]);
+  }
+  free(r->onames);
+  free(r->ofield);
+  free(r->kfloat);
+  free(r->oside);
+}
+
+/* t[k] as a list of n strings into *out (allocated); -1 when not. */
+static int read_names(lua_State *L, int t, const char *k, size_t *n, const char ***out) {
+  lua_getfield(L, t, k);
+  int l = lua_gettop(L), rc = 0;
+  *n = lua_istable(L, l) ? (size_t)lua_rawlen(L, l) : 0;
+  *out = calloc(*n ? *n : 1, sizeof **out);
+  if (!*out) rc = -1;
+  for (size_t i = 0; rc == 0 && i < *n; i++) {
+    lua_rawgeti(L, l, (lua_Integer)i + 1);
+    if (lua_type(L, -1) == LUA_TSTRING) (*out)[i] = lua_tostring(L, -1); /* (in the node) */
+    else rc = -1;
+    lua_pop(L, 1);
+  }
+  lua_settop(L, l - 1);
+  return rc;
+}
+
+/* t[k] as a list of n integers in [1, max], made 0-based, into out (n allocated). */
+static int read_indexes(lua_State *L, int t, const char *k, size_t n, size_t max, size_t *out) {
+  lua_getfield(L, t, k);
+  int l = lua_gettop(L), rc = lua_istable(L, l) && lua_rawlen(L, l) == n ? 0 : -1;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    lua_rawgeti(L, l, (lua_Integer)i + 1);
+    lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    if (v < 1 || (size_t)v > max) rc = -1;
+    else out[i] = (size_t)v - 1;
+    lua_pop(L, 1);
+  }
+  lua_settop(L, l - 1);
+  return rc;
+}
+
+static int read_sqljoin(lua_State *L, int t, wm_sqljoin_spec *spec, sjread *r) {
+  lua_Integer nk = lwm_get_int(L, t, "nkeys", 0);
+  if (nk < 1 || nk > 64) return -1;
+  spec->nkeys = (size_t)nk;
+  spec->ttl = (int64_t)lwm_get_int(L, t, "ttl", 0);
+  static const char *const sides[2] = {"left", "right"};
+  for (int d = 0; d < 2; d++) {
+    lua_getfield(L, t, sides[d]);
+    int st = lua_gettop(L);
+    int ok = lua_istable(L, st) && read_names(L, st, "fields", &spec->side[d].nfields, &r->names[d]) == 0;
+    if (ok) ok = (r->key[d] = calloc(spec->nkeys, sizeof *r->key[d])) != NULL;
+    if (ok) ok = read_indexes(L, st, "key", spec->nkeys, spec->side[d].nfields, r->key[d]) == 0;
+    lua_settop(L, st - 1);
+    if (!ok) return -1;
+    spec->side[d].fields = r->names[d];
+    spec->side[d].key = r->key[d];
+  }
+  if (!(r->kfloat = calloc(spec->nkeys, 1))) return -1;
+  lua_getfield(L, t, "key_float");
+  for (size_t i = 0; lua_istable(L, -1) && i < spec->nkeys; i++) {
+    lua_rawgeti(L, -1, (lua_Integer)i + 1);
+    r->kfloat[i] = lua_toboolean(L, -1) ? 1 : 0;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  spec->key_float = r->kfloat;
+  lua_getfield(L, t, "out");
+  int ot = lua_gettop(L);
+  size_t no = lua_istable(L, ot) ? (size_t)lua_rawlen(L, ot) : 0;
+  r->onames = calloc(no ? no : 1, sizeof *r->onames);
+  r->ofield = calloc(no ? no : 1, sizeof *r->ofield);
+  r->oside = calloc(no ? no : 1, 1);
+  int ok = r->onames && r->ofield && r->oside && no > 0;
+  for (size_t i = 0; ok && i < no; i++) {
+    lua_rawgeti(L, ot, (lua_Integer)i + 1);
+    int e = lua_gettop(L);
+    const char *nm = lua_istable(L, e) ? lwm_get_str(L, e, "name") : NULL;
+    lua_Integer sd = lua_istable(L, e) ? lwm_get_int(L, e, "side", -1) : -1;
+    lua_Integer f = lua_istable(L, e) ? lwm_get_int(L, e, "field", 0) : 0;
+    ok = nm && (sd == 0 || sd == 1) && f >= 1 && (size_t)f <= spec->side[sd].nfields;
+    if (ok) {
+      r->onames[i] = nm;
+      r->oside[i] = (uint8_t)sd;
+      r->ofield[i] = (size_t)f - 1;
+    }
+    lua_settop(L, e - 1);
+  }
+  lua_settop(L, ot - 1);
+  spec->nout = no;
+  spec->out_names = r->onames;
+  spec->out_side = r->oside;
+  spec->out_field = r->ofield;
+  return ok ? 0 : -1;
+}
+
+static wm_op *build_sql_join(lwm_bridge *B, int node, const char *name, const char *where) {
+  lua_State *L = B->L;
+  int top = lua_gettop(L);
+  wm_sqljoin_spec spec;
+  sjread r;
+  memset(&spec, 0, sizeof spec);
+  memset(&r, 0, sizeof r);
+  lua_getfield(L, node, "sqljoin");
+  int ok = lua_istable(L, -1) && read_sqljoin(L, lua_gettop(L), &spec, &r) == 0;
+  lua_settop(L, top);
+  if (!ok) {
+    sjread_free(&r);
+    wm_ctx_error(&B->ctx, "%s: a SQL regular join without a valid description (or out of memory)", where);
+    return NULL;
+  }
+  wm_keysel ks, ks2;
+  memset(&ks, 0, sizeof ks);
+  memset(&ks2, 0, sizeof ks2);
+  if (lwm_build_keysel(B, node, where, &ks) != 0) {
+    sjread_free(&r);
+    return NULL;
+  }
+  if (lwm_build_keysel_of(B, node, "key2", where, &ks2) != 0) {
+    if (ks.free) ks.free(ks.ud);
+    sjread_free(&r);
+    return NULL;
+  }
+  wm_op *op = wm_sqljoin_new(&B->ctx, name, &spec, ks, ks2);
+  sjread_free(&r);
+  return op;
+}
+
 int lwm_build_join(lwm_bridge *B, int node, const char *kind, const char *name,
                    const char *where, wm_op **op) {
+  if (strcmp(kind, "sql_join") == 0) {
+    *op = build_sql_join(B, node, name, where);
+    return 1;
+  }
   if (strcmp(kind, "interval_join") != 0) return 0;
   B->event_time = 1; /* it waits for watermarks to free what it keeps */
   *op = build_interval_join(B, node, name, where);
@@ -158,6 +307,14 @@ int lwm_build_join(lwm_bridge *B, int node, const char *kind, const char *name,
 }
 
 void lwm_join_metrics(lua_State *L, const wm_op *op) {
+  if (wm_op_is_sqljoin(op)) {
+    set_int(L, "keys", (int64_t)wm_sqljoin_keys(op));
+    set_int(L, "rows_left", (int64_t)wm_sqljoin_rows(op, 0));
+    set_int(L, "rows_right", (int64_t)wm_sqljoin_rows(op, 1));
+    set_int(L, "distinct_left", (int64_t)wm_sqljoin_distinct(op, 0));
+    set_int(L, "distinct_right", (int64_t)wm_sqljoin_distinct(op, 1));
+    return;
+  }
   if (!wm_op_is_ijoin(op)) return;
   set_int(L, "keys", (int64_t)wm_ijoin_keys(op));
   set_int(L, "buffered_left", (int64_t)wm_ijoin_buffered(op, 0));

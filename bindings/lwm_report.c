@@ -8,6 +8,7 @@
 #include "io/wm_conn.h"
 #include "ops/wm_ijoin.h"
 #include "ops/wm_keyedop.h"
+#include "ops/wm_sqljoin.h"
 #include "lwm.h"
 #include "lwm_report.h"
 
@@ -29,6 +30,12 @@ void lwm_input_wm_text(const wm_op *op, int k, char *buf, size_t n) {
 
 /* The --metrics line of an interval join ("interval join '...': late left N, ..."). */
 static void join_report(const wm_op *op, FILE *f) {
+  if (wm_op_is_sqljoin(op)) {
+    fprintf(f, "SQL join '%s': keys %zu; rows kept left %llu (%zu distinct), right %llu (%zu distinct)\n",
+            op->name, wm_sqljoin_keys(op), (unsigned long long)wm_sqljoin_rows(op, 0),
+            wm_sqljoin_distinct(op, 0), (unsigned long long)wm_sqljoin_rows(op, 1), wm_sqljoin_distinct(op, 1));
+    return;
+  }
   if (!wm_op_is_ijoin(op)) return;
   fprintf(f, "interval join '%s': late left %llu, late right %llu; buffered left %zu, right "
              "%zu, keys %zu\n",
@@ -42,6 +49,7 @@ long long lwm_op_state(const wm_op *op) {
   if (strcmp(op->vt->kind, "window") == 0) return (long long)wm_winop_open_windows(op);
   if (wm_op_is_keyedop(op)) return (long long)wm_keyedop_keys(op);
   if (wm_op_is_ijoin(op)) return (long long)wm_ijoin_keys(op);
+  if (wm_op_is_sqljoin(op)) return (long long)wm_sqljoin_keys(op);
   return -1;
 }
 

@@ -226,4 +226,14 @@ function ConnectedStreams:process(t)
   return base.stream(env, node)
 end
 
+-- (The SQL planner's, not a public method) A SQL regular join in C (core/ops/wm_sqljoin.h,
+-- docs/sql.md "Regular joins"): the inner join of these keyed streams (keyed by fields, so that
+-- the key exchange routes in C) with `spec` as bindings/lwm_join.c reads it; the joined rows
+-- are C rows.
+function ConnectedStreams:_sql_join(spec, name)
+  local node = self.env:_node("sql_join", {self.a.node, self.b.node},
+    {key = self.ka, key2 = self.kb, sqljoin = spec, name = name})
+  return base.stream(self.env, node)
+end
+
 return M

@@ -311,7 +311,8 @@ function Planner:plan_join(q)
   local updating = false
   if regular then
     joined, updating = self:regular_join{L = L, R = R, lfns = lfns, rfns = rfns, kfields = kfields, merge = merge,
-                                         outer = outer, on_rest = on_rest, cols = cols, aliases = aliases}
+                                         outer = outer, on_rest = on_rest, cols = cols, aliases = aliases,
+                                         lcopy = lcopy, rcopy = rcopy}
     for _, c in ipairs(cols) do c.rowtime = nil end -- (as in Flink: a regular join's result has no time attribute)
   elseif wjoin then
     joined = self:window_join(L, R, {lfns = lfns, rfns = rfns, kfields = kfields, merge = merge, outer = outer})

@@ -15,13 +15,21 @@
 -- or its number of matches changed) for that long, on the processing-time clock, as Flink's
 -- StateTtlConfig with OnCreateAndWrite and NeverReturnExpired: an expired row meets nothing
 -- any more. docs/sql.md, "Regular joins".
+--
+-- The INNER join of two append-only inputs on equality keys of plain columns (with or without
+-- a TTL) runs in C instead (core/ops/wm_sqljoin.h, `c_join` below): the same rows in the same order,
+-- with the rows kept as C rows; WMRUN_SQL_JOIN=lua forces the Lua path.
 -- @module wm.sql.plan.regular_join
+local wmbase = require("wm.base")
 local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
 
 local Planner = base.Planner
 
 local M = {}
+
+--- Set to true to force the Lua path in this process (the specs compare both paths).
+M.force_lua = false
 
 --- Sorts the conjuncts of a regular join: the equalities of one table's column with the
 -- other's are the keys; for an inner join every other condition (of ON or WHERE) filters the
@@ -240,16 +248,86 @@ function M.lower(ls, rs, spec)
     :process(opts):name(spec.name or "regular join")
 end
 
+-- The column types the C join keeps (a ROW column, a Lua table, stays on the Lua path).
+local SCALAR = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, BOOLEAN = true, TIMESTAMP = true,
+                TIMESTAMP_LTZ = true}
+
+-- The rows of `s` whose key `fields` are all not NULL, filtered in C (a `sql_rows` program):
+-- a NULL key meets nothing, and the key exchange needs a key.
+local function keys_not_null(s, fields, what)
+  local prog, conj = {}, nil
+  for _, f in ipairs(fields) do
+    prog[#prog + 1] = {op = "col", name = f}
+    prog[#prog + 1] = {op = "notnull", args = {#prog}}
+    if conj then
+      prog[#prog + 1] = {op = "and", args = {conj, #prog}}
+    end
+    conj = #prog
+  end
+  return wmbase.one_input(s, "sql_rows", {prog = prog, filter = conj}, "join keys not NULL (" .. what .. ")")
+end
+
+-- The join in C (core/ops/wm_sqljoin.h, docs/sql.md "Regular joins"), or nil when the Lua path
+-- runs it: an INNER join of two append-only inputs on at least one equality key, every column
+-- of both inputs a plain scalar column (`ttl`: table.exec.state.ttl, ms or nil: the C
+-- operator expires rows as M.lower does). The C operator keeps the
+-- Lua path's order and identity of rows (M.lower: a side's rows of a key in the order they
+-- first came, an identical row counted) and builds the joined row from the columns that
+-- `ctx.merge` copies (`ctx.lcopy`, `ctx.rcopy`: {from = a side's field, to = the joined row's
+-- column}). A key of two numeric types is compared as a float, as the Lua key is.
+local function c_join(ctx, ttl)
+  local L, R, kfields = ctx.L, ctx.R, ctx.kfields
+  if M.force_lua or os.getenv("WMRUN_SQL_JOIN") == "lua" then return nil end
+  if ctx.outer or L.updating or R.updating or #kfields == 0 or not (ctx.lcopy and ctx.rcopy) then
+    return nil
+  end
+  local sides = {}
+  for d, rel in ipairs({L, R}) do
+    local fields, index, types = {}, {}, {}
+    for i, c in ipairs(rel.cols) do
+      local f = c.field or c.name
+      if not SCALAR[c.type] or index[f] then return nil end
+      fields[i], index[f], types[f] = f, i, c.type
+    end
+    sides[d] = {fields = fields, index = index, types = types}
+  end
+  local lkey, rkey, kfloat, lkf, rkf = {}, {}, {}, {}, {}
+  for i, kf in ipairs(kfields) do
+    local li, ri = sides[1].index[kf[1]], sides[2].index[kf[2]]
+    if not li or not ri then return nil end
+    local lt, rt = sides[1].types[kf[1]], sides[2].types[kf[2]]
+    lkey[i], rkey[i], lkf[i], rkf[i] = li, ri, kf[1], kf[2]
+    kfloat[i] = (expr.NUMERIC[lt] and expr.NUMERIC[rt] and lt ~= rt) and true or false
+  end
+  local out = {}
+  for d, copy in ipairs({ctx.lcopy, ctx.rcopy}) do
+    for _, x in ipairs(copy) do
+      local i = sides[d].index[x.from]
+      if not i then return nil end
+      out[#out + 1] = {name = x.to, side = d - 1, field = i}
+    end
+  end
+  local ls = keys_not_null(L.stream, lkf, "left")
+  local rs = keys_not_null(R.stream, rkf, "right")
+  return ls:key_by(lkf):connect(rs:key_by(rkf)):_sql_join({
+    nkeys = #lkf, key_float = kfloat, out = out, ttl = ttl,
+    left = {fields = sides[1].fields, key = lkey}, right = {fields = sides[2].fields, key = rkey},
+  }, "regular join" .. (ttl and " (state ttl " .. ttl .. " ms)" or ""))
+end
+
 --- Plans the operator of a regular join (called by Planner:plan_join): `ctx` has L, R (the
 -- inputs), lfns, rfns, kfields (the keys: functions of a row and the fields they read),
 -- merge, outer ("LEFT", "RIGHT", "FULL" or false), on_rest (the outer join's ON conditions
 -- beyond the keys), cols (the joined row's columns), aliases (the scope's names of the join's
--- tables), pos. Returns the joined stream and whether it is updating.
+-- tables), lcopy, rcopy (what merge copies), pos. Returns the joined stream and whether it is
+-- updating.
 function Planner:regular_join(ctx)
   local L, R, kfields, outer = ctx.L, ctx.R, ctx.kfields, ctx.outer
   local keep_left = outer == "LEFT" or outer == "FULL"
   local keep_right = outer == "RIGHT" or outer == "FULL"
   local updating = (L.updating or R.updating or outer) and true or false
+  local cstream = c_join(ctx, self:state_ttl())
+  if cstream then return cstream, false end
   local nk = #kfields
   local function null_of(k)
     return function(r)
