@@ -797,6 +797,9 @@ static wm_op *build_nexmark(lwm_bridge *B, int node, const char *name) {
   c.out_of_order_group = (int64_t)lwm_get_int(L, node, "out_of_order_group", c.out_of_order_group);
   c.base_time = (int64_t)lwm_get_int(L, node, "base_time", c.base_time);
   c.seed = (uint64_t)lwm_get_int(L, node, "seed", 0);
+  c.omit[WM_NEXMARK_PERSON] = (uint32_t)lwm_get_int(L, node, "omit_person", 0);
+  c.omit[WM_NEXMARK_AUCTION] = (uint32_t)lwm_get_int(L, node, "omit_auction", 0);
+  c.omit[WM_NEXMARK_BID] = (uint32_t)lwm_get_int(L, node, "omit_bid", 0);
   lua_getfield(L, node, "rate");
   double rate = lua_isnumber(L, -1) ? (double)lua_tonumber(L, -1) : 0;
   lua_pop(L, 1);

@@ -144,6 +144,46 @@ describe("env:nexmark", function()
     assert.matches("rate must be a number of events per second", err, 1, true)
   end)
 
+  it("omit leaves fields out (nil), a kind's whole row with true; every other field is the same", function()
+    local full = collect("{events = 3000, seed = 4}")
+    local part = collect("{events = 3000, seed = 4, omit = {person = true, auction = {'itemName', 'extra'}, "
+      .. "bid = {'channel', 'url', 'extra'}}}")
+    assert.are.equal(#full, #part)
+    local gone = {person = "all", auction = {itemName = true, extra = true},
+      bid = {channel = true, url = true, extra = true}}
+    local seen = {}
+    for i, e in ipairs(full) do
+      local x = part[i]
+      local kind = ({"person", "auction", "bid"})[e.event_type + 1]
+      seen[kind] = true
+      assert.are.equal(e.event_type, x.event_type)
+      assert.are.equal(e.dateTime, x.dateTime)
+      if gone[kind] == "all" then
+        assert.is_table(e[kind])
+        assert.is_nil(x[kind])
+      else
+        for f, v in pairs(e[kind]) do
+          if gone[kind][f] then assert.is_nil(x[kind][f], f) else assert.are.equal(v, x[kind][f], f) end
+        end
+      end
+    end
+    assert.are.same({person = true, auction = true, bid = true}, seen)
+  end)
+
+  it("names a bad omit: the kind, the field and the fields it has", function()
+    local function bad(omit)
+      local _, err, code = h.run_job("local wm = require('wm')\nlocal env = wm.env()\n"
+        .. "env:nexmark{events = 1, omit = " .. omit .. "}\n")
+      assert.are.equal(1, code)
+      return err
+    end
+    assert.matches(".lua:3: nexmark: omit: a bid has no field 'URL' (it has auction, bidder, price, channel, url, "
+      .. "dateTime, extra)", bad("{bid = {'URL'}}"), 1, true)
+    assert.matches(".lua:3: nexmark: omit: no kind 'bids' (person, auction, bid)", bad("{bids = true}"), 1, true)
+    assert.matches("nexmark: omit.person must be true or a list of field names, got string", bad("{person = 'x'}"),
+      1, true)
+  end)
+
   it("is one instance unless parallel; parallel instances share out the same events", function()
     local _, err, code = h.run_job("local wm = require('wm')\nlocal env = wm.env()\n"
       .. "env:nexmark{events = 1}:set_parallelism(2):print()\nenv:execute()\n")
@@ -304,6 +344,28 @@ CREATE TABLE datagen (
       "SELECT person.id, person.name IS NOT NULL, bid.price IS NULL FROM datagen WHERE event_type = 0;")
     assert.are.equal(0, code, err)
     assert.are.same({"+I[1001, TRUE, TRUE]", "+I[1002, TRUE, TRUE]"}, lines_of(out))
+  end)
+
+  it("makes only the fields a pruned query reads (the generator's omit); the rows are the same", function()
+    local function run(prune)
+      local path = h.write_tmp(string.format(DDL, "'connector' = 'nexmark', 'events.num' = '3000', 'seed' = '2'")
+        .. "CREATE VIEW b AS SELECT bid.auction, bid.price, `dateTime` FROM datagen WHERE event_type = 2;\n"
+        .. "SELECT auction, price FROM b WHERE auction % 7 = 0;\n", ".sql")
+      local out, err, code = h.sh("WMRUN_SQL_PRUNE=" .. prune .. " " .. h.wmrun_path() .. " --sql "
+        .. h.shell_quote(path))
+      os.remove(path)
+      assert.are.equal(0, code, err)
+      return out, err
+    end
+    local out, err = run("log")
+    -- no person row is made; an auction row is (`auction` is also a bid's column: a name read
+    -- counts) without its fields but its dateTime; a bid's auction, price and dateTime only
+    assert.matches("prune: scan datagen omits person, auction.id/itemName/description/initialBid/reserve/expires/"
+      .. "seller/category/extra, bid.bidder/channel/url/extra\n", err, 1, true)
+    local off, off_err = run("off")
+    assert.not_matches("omits", off_err)
+    assert.are.equal(off, out)
+    assert.is_true(#lines_of(out) > 20)
   end)
 
   it("rejects unknown and unimplemented options, naming them", function()

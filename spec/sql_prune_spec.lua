@@ -199,7 +199,11 @@ SELECT k FROM (SELECT k, b FROM v) s WHERE b <> 'p';
     assert.are.equal(0, code, err)
     assert.are.same({
       "prune: project id, dateTime, expires, category (not itemName, description, initialBid, reserve, seller, extra)",
+      -- (the generator makes only what each scan reads: no person rows, no bid rows here)
+      "prune: scan datagen omits person, auction.itemName/description/initialBid/reserve/seller/extra, bid",
       "prune: project auction, price, dateTime (not bidder, channel, url, extra)",
+      "prune: scan datagen omits person, auction.id/itemName/description/initialBid/reserve/expires/seller/category/"
+        .. "extra, bid.bidder/channel/url/extra",
     }, lines_of(err, "^prune: "))
     local off, eoff, coff = h.sh("WMRUN_SQL_PRUNE=off " .. h.wmrun_path() .. " --sql examples/nexmark/q4.sql")
     assert.are.equal(0, coff, eoff)

@@ -60,6 +60,15 @@ struct wm_nexmark {
   char *pool;                    /* EXTRA_POOL letters that `extra` strings are cut from */
 };
 
+int wm_nexmark_nfields(int kind) {
+  return kind == WM_NEXMARK_PERSON ? 8 : kind == WM_NEXMARK_AUCTION ? 10 : kind == WM_NEXMARK_BID ? 7 : 0;
+}
+
+const char *wm_nexmark_field(int kind, int i) {
+  if (i < 0 || i >= wm_nexmark_nfields(kind)) return NULL;
+  return kind == WM_NEXMARK_PERSON ? PERSON_NAMES[i] : kind == WM_NEXMARK_AUCTION ? AUCTION_NAMES[i] : BID_NAMES[i];
+}
+
 void wm_nexmark_config_default(wm_nexmark_config *c) {
   memset(c, 0, sizeof *c);
   c->event_rate = 10000;
@@ -94,6 +103,8 @@ const char *wm_nexmark_config_check(const wm_nexmark_config *c) {
   if (c->active_people < 1 || c->active_people > 100000000) return "the active people must be from 1 to 1e8";
   if (c->out_of_order_group < 1 || c->out_of_order_group > 1000000000) return "the out-of-order group size must be from 1 to 1e9";
   if (c->base_time < 0 || c->base_time > INT64_C(253402300799999)) return "the base time must be from 0 to year 9999 in ms";
+  for (int k = 0; k < 3; k++)
+    if (c->omit[k] >> wm_nexmark_nfields(k)) return "omit names a field that a row of its kind does not have";
   return NULL;
 }
 
@@ -217,6 +228,16 @@ static wm_value shared(wm_str *s) {
   return sv(s);
 }
 
+/* whether field i of a row of kind k is left out (wm_nexmark_config.omit) */
+#define OMIT(g, k, i) ((((g)->c.omit[k]) >> (i)) & 1u)
+/* a string drawn into buf and kept unless omitted (NULL then, and `ok` stays) */
+static wm_str *kept(const wm_nexmark *g, int k, int i, const char *buf, size_t n, int *ok) {
+  if (OMIT(g, k, i)) return NULL;
+  wm_str *s = str_of(buf, n);
+  if (!s) *ok = 0;
+  return s;
+}
+
 /* ---- the three kinds ---------------------------------------------------------------- */
 
 static int make_person(wm_nexmark *g, int64_t id, rng *r, int64_t ts, wm_row *p) {
@@ -232,16 +253,20 @@ static int make_person(wm_nexmark *g, int64_t id, rng *r, int64_t ts, wm_row *p)
   for (int i = 0; i < 4; i++) snprintf(card + i * 5, 6, "%04d ", (int)rng_int(r, 10000));
   wm_str *city = g->cities[rng_int(r, NCITIES)], *state = g->states[rng_int(r, NSTATES)];
   int64_t size = 8 + (int64_t)name->len + (int64_t)elen + 19 + (int64_t)city->len + (int64_t)state->len;
-  wm_str *e = str_of(email, elen), *cc = str_of(card, 19), *extra = next_extra(g, r, size, c->avg_person_size);
+  int ok = 1, P = WM_NEXMARK_PERSON;
+  wm_str *e = kept(g, P, 2, email, elen, &ok), *cc = kept(g, P, 3, card, 19, &ok), *extra = NULL;
+  if (!OMIT(g, P, 7) && !(extra = next_extra(g, r, size, c->avg_person_size))) ok = 0;
   p->fields[0] = wm_int(last_person(c, g->total, id) + FIRST_PERSON_ID);
-  p->fields[1] = shared(name);
+  if (!OMIT(g, P, 1)) p->fields[1] = shared(name);
   if (e) p->fields[2] = sv(e);
   if (cc) p->fields[3] = sv(cc);
-  p->fields[4] = shared(city);
-  p->fields[5] = shared(state);
+  if (!OMIT(g, P, 4)) p->fields[4] = shared(city);
+  if (!OMIT(g, P, 5)) p->fields[5] = shared(state);
   p->fields[6] = wm_int(ts);
   if (extra) p->fields[7] = sv(extra);
-  return e && cc && extra ? 0 : -1;
+  for (int i = 0; i < 8; i++)
+    if (OMIT(g, P, i)) p->fields[i] = wm_nil();
+  return ok ? 0 : -1;
 }
 
 static int make_auction(wm_nexmark *g, int64_t count, int64_t id, rng *r, int64_t ts, wm_row *a) {
@@ -259,7 +284,9 @@ static int make_auction(wm_nexmark *g, int64_t count, int64_t id, rng *r, int64_
   size_t nn = next_string(r, 20, ' ', name), dn = next_string(r, 100, ' ', desc);
   int64_t reserve = initial + next_price(r);
   int64_t size = 8 + (int64_t)nn + (int64_t)dn + 40;
-  wm_str *ns = str_of(name, nn), *ds = str_of(desc, dn), *extra = next_extra(g, r, size, c->avg_auction_size);
+  int ok = 1, A = WM_NEXMARK_AUCTION;
+  wm_str *ns = kept(g, A, 1, name, nn, &ok), *ds = kept(g, A, 2, desc, dn, &ok), *extra = NULL;
+  if (!OMIT(g, A, 9) && !(extra = next_extra(g, r, size, c->avg_auction_size))) ok = 0;
   a->fields[0] = wm_int(last_auction(c, g->total, id) + FIRST_AUCTION_ID);
   if (ns) a->fields[1] = sv(ns);
   if (ds) a->fields[2] = sv(ds);
@@ -270,7 +297,9 @@ static int make_auction(wm_nexmark *g, int64_t count, int64_t id, rng *r, int64_
   a->fields[7] = wm_int(seller + FIRST_PERSON_ID);
   a->fields[8] = wm_int(category);
   if (extra) a->fields[9] = sv(extra);
-  return ns && ds && extra ? 0 : -1;
+  for (int i = 0; i < 10; i++)
+    if (OMIT(g, A, i)) a->fields[i] = wm_nil();
+  return ok ? 0 : -1;
 }
 
 static int make_bid(wm_nexmark *g, int64_t id, rng *r, int64_t ts, wm_row *b) {
@@ -292,15 +321,18 @@ static int make_bid(wm_nexmark *g, int64_t id, rng *r, int64_t ts, wm_row *b) {
     channel = g->channels[i];
     url = g->urls[i];
   }
-  wm_str *extra = next_extra(g, r, 32, c->avg_bid_size);
+  int B = WM_NEXMARK_BID;
+  wm_str *extra = OMIT(g, B, 6) ? NULL : next_extra(g, r, 32, c->avg_bid_size);
   b->fields[0] = wm_int(auction + FIRST_AUCTION_ID);
   b->fields[1] = wm_int(bidder + 2 * FIRST_PERSON_ID); /* Flink adds it twice */
   b->fields[2] = wm_int(price);
-  b->fields[3] = shared(channel);
-  b->fields[4] = shared(url);
+  if (!OMIT(g, B, 3)) b->fields[3] = shared(channel);
+  if (!OMIT(g, B, 4)) b->fields[4] = shared(url);
   b->fields[5] = wm_int(ts);
   if (extra) b->fields[6] = sv(extra);
-  return extra ? 0 : -1;
+  for (int i = 0; i < 7; i++)
+    if (OMIT(g, B, i)) b->fields[i] = wm_nil();
+  return extra || OMIT(g, B, 6) ? 0 : -1;
 }
 
 int wm_nexmark_event(wm_nexmark *g, int64_t count, wm_value *out, int64_t *ts_out, int64_t *wm_out) {
@@ -313,18 +345,20 @@ int wm_nexmark_event(wm_nexmark *g, int64_t count, wm_value *out, int64_t *ts_ou
   int kind = wm_nexmark_kind(c, id);
   rng r = {mix64(c->seed ^ mix64((uint64_t)id))};
   wm_row *top = wm_row_new(g->top);
-  wm_row *sub = top ? wm_row_new(kind == WM_NEXMARK_PERSON    ? g->person
-                                 : kind == WM_NEXMARK_AUCTION ? g->auction
-                                                              : g->bid)
-                    : NULL;
-  if (!sub) {
-    if (top) wm_row_release(NULL, top);
-    return -1;
-  }
+  if (!top) return -1;
   top->fields[0] = wm_int(kind);
-  top->fields[1 + kind] = wm_row_value(sub);
   top->fields[4] = wm_int(ts);
   *out = wm_row_value(top);
+  /* a kind none of whose fields is used has no sub-row (its draws are its own) */
+  if (c->omit[kind] == (UINT32_C(1) << wm_nexmark_nfields(kind)) - 1) return 0;
+  wm_row *sub = wm_row_new(kind == WM_NEXMARK_PERSON    ? g->person
+                           : kind == WM_NEXMARK_AUCTION ? g->auction
+                                                        : g->bid);
+  if (!sub) {
+    wm_value_release(NULL, out);
+    return -1;
+  }
+  top->fields[1 + kind] = wm_row_value(sub);
   int rc = kind == WM_NEXMARK_PERSON    ? make_person(g, id, &r, ts, sub)
            : kind == WM_NEXMARK_AUCTION ? make_auction(g, count, id, &r, ts, sub)
                                         : make_bid(g, id, &r, ts, sub);
@@ -427,6 +461,7 @@ wm_nexmark *wm_nexmark_new(const wm_nexmark_config *c) {
 
 const wm_nexmark_config *wm_nexmark_cfg(const wm_nexmark *g) { return &g->c; }
 
+/* (omit is not in it: it changes no event, only which fields a row carries) */
 uint64_t wm_nexmark_config_hash(const wm_nexmark_config *c) {
   int64_t f[] = {c->events, c->event_rate, c->person_proportion, c->auction_proportion, c->bid_proportion,
                  c->hot_auction_ratio, c->hot_bidders_ratio, c->hot_sellers_ratio, c->avg_person_size,

@@ -57,7 +57,18 @@ typedef struct wm_nexmark_config {
   int64_t base_time;         /* ms of event number 0 (1436918400000, 2015-07-15 00:00 UTC,
                                 Beam's nexmark base time; Flink's uses the wall clock) */
   uint64_t seed;             /* 0 */
+  /* Fields a reader never uses (projection pushdown, docs/io.md "Nexmark"): bit i of omit[k]
+   * leaves field i of a row of kind k (WM_NEXMARK_*, fields in the order of Flink's DDL) out
+   * of the row (nil), and a kind whose every field is omitted has no sub-row at all. The
+   * other fields, and every other event, are what they are without it (each event draws
+   * from its own generator: an omitted string is drawn and not copied, or not drawn when
+   * nothing after it in its event is). 0: every field (the default). */
+  uint32_t omit[3];
 } wm_nexmark_config;
+
+/* The number of fields of a row of kind k (8, 10, 7), and field i's name (Flink's DDL). */
+int wm_nexmark_nfields(int kind);
+const char *wm_nexmark_field(int kind, int i);
 
 enum { WM_NEXMARK_PERSON = 0, WM_NEXMARK_AUCTION = 1, WM_NEXMARK_BID = 2 };
 

@@ -29,7 +29,17 @@ M.INT_OPTIONS = {
   seed = {0, math.mininteger, math.maxinteger},
 }
 
-local KNOWN = {rate = true, max_emit_speed = true, name = true, parallel = true}
+--- The fields of a person, an auction and a bid, in the order of Flink's nexmark DDL (and of
+-- the generator's rows, core/io/wm_nexmark.h).
+M.FIELDS = {
+  person = {"id", "name", "emailAddress", "creditCard", "city", "state", "dateTime", "extra"},
+  auction = {"id", "itemName", "description", "initialBid", "reserve", "dateTime", "expires", "seller",
+    "category", "extra"},
+  bid = {"auction", "bidder", "price", "channel", "url", "dateTime", "extra"},
+}
+local KINDS = {"person", "auction", "bid"}
+
+local KNOWN = {rate = true, max_emit_speed = true, name = true, parallel = true, omit = true}
 for k in pairs(M.INT_OPTIONS) do KNOWN[k] = true end
 
 --- Checks the options of env:nexmark (errors at `level` name the option); a table of them
@@ -71,6 +81,38 @@ function M.options(opts, level)
     error("nexmark: parallel must be a boolean, got " .. tostring(opts.parallel), level + 1)
   end
   o.parallel = opts.parallel or nil
+  -- omit = {bid = {"url", "extra"}, person = true, ...}: fields left out of the rows (nil), a
+  -- kind's whole row with true; as bit masks for the generator (omit_person, ...)
+  if opts.omit ~= nil then
+    if type(opts.omit) ~= "table" then
+      error("nexmark: omit must be a table {person = ..., auction = ..., bid = ...}, got " .. type(opts.omit),
+        level + 1)
+    end
+    for k in pairs(opts.omit) do
+      if not M.FIELDS[k] then
+        error("nexmark: omit: no kind '" .. tostring(k) .. "' (person, auction, bid)", level + 1)
+      end
+    end
+    for _, kind in ipairs(KINDS) do
+      local v, fields, mask = opts.omit[kind], M.FIELDS[kind], 0
+      if v == true then
+        mask = (1 << #fields) - 1
+      elseif type(v) == "table" then
+        for _, name in ipairs(v) do
+          local bit
+          for i, f in ipairs(fields) do if f == name then bit = i - 1 end end
+          if not bit then
+            error(string.format("nexmark: omit: a %s has no field '%s' (it has %s)", kind, tostring(name),
+              table.concat(fields, ", ")), level + 1)
+          end
+          mask = mask | (1 << bit)
+        end
+      elseif v ~= nil and v ~= false then
+        error("nexmark: omit." .. kind .. " must be true or a list of field names, got " .. type(v), level + 1)
+      end
+      if mask ~= 0 then o["omit_" .. kind] = mask end
+    end
+  end
   return o
 end
 
@@ -89,7 +131,9 @@ end
 --   `hot_auction_ratio`, `hot_bidder_ratio`, `hot_seller_ratio` (2, 4, 4), `person_avg_size`,
 --   `auction_avg_size`, `bid_avg_size` (bytes: 200, 500, 100), `in_flight_auctions` (100),
 --   `active_people` (1000), `out_of_order_group` (1: in order), `parallel` (true: one share
---   of the events per instance, at `rate / n` each), `name`
+--   of the events per instance, at `rate / n` each), `name`, `omit` (fields no reader uses,
+--   left out of the rows: `{bid = {"url", "extra"}, person = true}`, a list of a kind's field
+--   names or true for its whole row; every other field and event is the same without it)
 -- @treturn Stream
 -- @usage env:nexmark{events = 1000, seed = 7}:filter(function(e) return e.event_type == 2 end)
 function Env:nexmark(opts)

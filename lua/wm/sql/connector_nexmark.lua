@@ -168,10 +168,15 @@ function M.check(p, t)
   end
 end
 
---- The stream of a nexmark table's rows (before its computed columns and watermarks).
-function M.source(_p, t, env)
+--- The fields of the person, auction and bid rows, in the generator's order.
+M.FIELDS = nexmark.FIELDS
+
+--- The stream of a nexmark table's rows (before its computed columns and watermarks);
+-- `omit`: env:nexmark's option (fields no reader uses, wm.sql.connectors.nexmark_omit).
+function M.source(_p, t, env, omit)
   local o = {}
   for k, v in pairs(t.nexmark) do o[k] = v end
+  o.omit = omit
   return env:nexmark(o)
 end
 

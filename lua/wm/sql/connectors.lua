@@ -159,7 +159,10 @@ end
 -- string (and the views that one names); a `*` anywhere keeps every column. Either way the
 -- table's WATERMARK, its primary key, and the computed columns that count as used bring the
 -- columns they read.
-function M.unused(p, t, needed)
+-- The names (lowercase) a scan's reader can use, as M.unused finds them; nil for all.
+-- `read_fields`: a computed column read as a field of the rows (`c.field`, the nexmark
+-- connector's dateTime) brings nothing else.
+local function used_names(p, t, needed, read_fields)
   if needed == false then return nil end
   local q = p.current_query
   if not q and not needed then return nil end
@@ -197,19 +200,48 @@ function M.unused(p, t, needed)
   while grew do -- computed columns that are used bring the columns they read
     grew = false
     for _, c in ipairs(t.computed) do
-      if words[c.name:lower()] and not seen[c] then
+      if words[c.name:lower()] and not seen[c] and not (read_fields and c.field) then
         seen[c] = true
         walk(c.expr)
         grew = true
       end
     end
   end
+  return words
+end
+
+function M.unused(p, t, needed)
+  local words = used_names(p, t, needed)
+  if not words then return nil end
   local skip = {}
   for _, c in ipairs(t.physical) do
     if not words[c.name:lower()] then skip[#skip + 1] = c.name end
   end
   if #skip == 0 then return nil end
   return skip
+end
+
+--- Projection pushdown into the nexmark generator: env:nexmark's `omit` (the fields of the
+-- person, auction and bid rows that the reader of a scan cannot use, by the same rule as
+-- M.unused, a field counting as used when its name is), or nil. Only a scan whose reader
+-- was pruned (`needed`) omits anything.
+function M.nexmark_omit(p, t, needed)
+  if needed == nil then return nil end
+  local words = used_names(p, t, needed, true)
+  if not words then return nil end
+  local omit, any = {}, false
+  for _, kind in ipairs({"person", "auction", "bid"}) do
+    if not words[kind] then
+      omit[kind], any = true, true
+    else
+      local list = {}
+      for _, f in ipairs(NEXMARK.FIELDS[kind]) do
+        if not words[f:lower()] then list[#list + 1] = f end
+      end
+      if #list > 0 then omit[kind], any = list, true end
+    end
+  end
+  return any and omit or nil
 end
 
 local function resolve_path(p, path)
@@ -432,7 +464,16 @@ function M.source(p, t, env, needed)
   local c = props.connector
   local lines
   if c == "nexmark" then
-    local rows = NEXMARK.source(p, t, env)
+    local omit = M.nexmark_omit(p, t, needed)
+    if needed ~= nil then
+      local said = {}
+      for _, kind in ipairs({"person", "auction", "bid"}) do
+        local o = omit and omit[kind]
+        if o then said[#said + 1] = kind .. (o == true and "" or "." .. table.concat(o, "/")) end
+      end
+      prune.log("scan " .. t.name .. " omits " .. table.concat(said, ", "))
+    end
+    local rows = NEXMARK.source(p, t, env, omit)
     -- the computed columns that are not aliases of a field of the rows (Flink's dateTime is one)
     local computed = computed_fn(p, t, true)
     if computed then rows = rows:map(computed):name("computed columns (" .. t.name .. ")") end
