@@ -6,7 +6,8 @@
  *             filter = {{field = "f", op = "<"|"<="|">"|">="|"="|"<>", value = number}, ...}}},
  *    out = {{name = "n", src = "key"|"agg"|"start"|"end"|"time", index = i (1-based)}}}
  * and the rolling function of an unwindowed GROUP BY (changelog: wm_keyedfn_sqlagg) from the
- * same table (keyed_rolling node, agg = "sqlagg"). */
+ * same table (keyed_rolling node, agg = "sqlagg"), with `updating = true` over an updating
+ * input (its records changes {k, r}: Lua tables ones read by unwrap_lua). */
 #include "lwm_sqlagg.h"
 
 #include <stdio.h>
@@ -14,6 +15,45 @@
 #include <string.h>
 
 #include "lwm_plan.h"
+
+/* A change of an updating input that is a Lua table {k = "+I"|"+U"|"-U"|"-D", r = row} (a Lua
+ * operator's: the Lua group aggregate, a regular join, ...): its sign, and its row as a slot
+ * (wm_sqlagg_unwrap). Raw reads: no metamethod runs, nothing raises. */
+static int unwrap_lua(void *ud, const wm_value *rec, int *sign, wm_value *row, wm_error *err) {
+  lwm_bridge *B = ud;
+  lua_State *L = B->L;
+  *row = wm_nil();
+  if (rec->type != WM_SLOT || lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
+    if (rec->type == WM_SLOT) lua_pop(L, 1);
+    return wm_error_set(err, "SQL GROUP BY over an updating input: a record is not a change "
+                             "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}");
+  }
+  lua_pushliteral(L, "k");
+  lua_rawget(L, -2);
+  size_t n = 0;
+  const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+  *sign = 0;
+  if (k && n == 2 && k[0] == '+' && (k[1] == 'I' || k[1] == 'U')) *sign = 1;
+  if (k && n == 2 && k[0] == '-' && (k[1] == 'U' || k[1] == 'D')) *sign = -1;
+  lua_pop(L, 1);
+  lua_pushliteral(L, "r");
+  lua_rawget(L, -2);
+  int rc = 0;
+  if (!*sign || lua_type(L, -1) != LUA_TTABLE) {
+    rc = wm_error_set(err, "SQL GROUP BY over an updating input: a record is not a change "
+                           "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} (k = %s, r a %s)",
+                      k ? k : "not a string", luaL_typename(L, -1));
+  } else {
+    uint32_t slot = lwm_slot_new(B, -1);
+    if (!slot) rc = wm_error_set(err, "out of memory");
+    else {
+      row->type = WM_SLOT;
+      row->u.slot = slot;
+    }
+  }
+  lua_pop(L, 2);
+  return rc;
+}
 
 static int find(const char *s, const char *const *names, int n) {
   for (int i = 0; s && i < n; i++)
@@ -39,6 +79,13 @@ int lwm_winfn_sqlagg(lwm_bridge *B, int node, const char *where, wm_winfn *fn, c
   }
   snprintf(meaning, mn, "%s", lwm_get_str(L, t, "meaning") ? lwm_get_str(L, t, "meaning") : "");
   wm_sqlagg_spec spec = {.nkeys = (size_t)lwm_get_int(L, t, "nkeys", 0)};
+  lua_getfield(L, t, "updating");
+  if (lua_toboolean(L, -1)) { /* an unwindowed GROUP BY over an updating input */
+    spec.updating = 1;
+    spec.unwrap = unwrap_lua;
+    spec.unwrap_ud = B;
+  }
+  lua_pop(L, 1);
   lua_getfield(L, t, "aggs");
   int ta = lua_gettop(L);
   size_t na = lua_istable(L, ta) ? (size_t)luaL_len(L, ta) : 0, nc = 0;

@@ -376,6 +376,9 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
       rc = s->cfg.rolling.fire(s->cfg.rolling.ud, op, &f);
     }
     s->cur = saved;
+    /* a key whose aggregation holds nothing goes (a SQL GROUP BY's group whose rows were all
+     * retracted, wm_sqlagg.h): its place is reused */
+    if (rc == WM_OK && s->e[i].acc.type == WM_NIL && s->e[i].aux.type == WM_NIL) entry_remove(op, s, i);
     return rc;
   }
   kcall c = {second, rec, ts, 0};

@@ -13,7 +13,8 @@
  * that has no timers is removed: its memory is freed and its place reused by a later key.
  * (The host tells "empty" by setting *state to nil: the Lua binding does so for an empty
  * table.) Timers carry the place and a generation of the key, so a queue entry of a removed
- * key never fires for the key that reuses its place.
+ * key never fires for the key that reuses its place. In rolling mode a key goes when the
+ * function left its acc and aux nil (a SQL GROUP BY's group whose rows were all retracted).
  *
  * State TTL (wm_state_ttl, semantics.md §10): a key's state not written (or, with
  * WM_TTL_ON_READ_AND_WRITE, read) for ttl ms is dropped: before any call for the key when

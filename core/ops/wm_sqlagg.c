@@ -7,11 +7,16 @@
 #include "base/wm_buf.h"
 
 /* One aggregate's state: n (rows counted / values added), the running value (t: WM_NIL none
- * yet, WM_INT in i, WM_FLOAT in f). 24 bytes, no pointers: the state is its bytes. */
+ * yet, WM_INT in i, WM_FLOAT in f). 32 bytes, no pointers: the state is its bytes. A
+ * multiset's (an updating input's MIN, MAX, COUNT(DISTINCT)): n its values, i its array's
+ * offset, used the array's entries (values and tombstones), t its capacity. */
 typedef struct slot {
   int64_t n;
   int64_t i;
-  double f;
+  union {
+    double f;
+    int64_t used;
+  };
   int64_t t;
 } slot;
 
@@ -33,8 +38,16 @@ typedef struct sqlagg {
   wm_sqlagg_out *out;
   wm_schema *schema; /* the result row's */
   int changelog;      /* an unwindowed GROUP BY's (wm_keyedfn_sqlagg): aux is the last result */
-  wm_schema *cl;      /* its changelog rows: {k = "+I"|"-U"|"+U", r = row} */
+  wm_schema *cl;      /* its changelog rows: {k = "+I"|"-U"|"+U"|"-D", r = row} */
+  int retract;        /* its input is updating: records {k, r}; a row counter after the slots,
+                       * MIN, MAX and COUNT(DISTINCT) multisets (ment arrays) */
+  wm_field fk, fr;    /* the fields k and r of a WM_ROW changelog record */
+  wm_sqlagg_unwrap unwrap; /* (other records) */
+  void *unwrap_ud;
 } sqlagg;
+
+/* The bytes of a state's slots: one per aggregate, and the row counter (retract). */
+static size_t slots_bytes(const sqlagg *s) { return (s->naggs + (s->retract ? 1 : 0)) * sizeof(slot); }
 
 static const char *const kind_names[] = {"?",   "COUNT(*)", "COUNT", "SUM",
                                          "MIN", "MAX",      "AVG",   "COUNT(DISTINCT)"};
@@ -92,7 +105,7 @@ static int passes(wm_op *op, agg *a, const wm_value *rec) {
  * is the slots, then the tables of the COUNT(DISTINCT) sets (slot.i: the table's offset in
  * the state, slot.t: its capacity, slot.n: its values). */
 static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
-  size_t n = s->naggs * sizeof(slot);
+  size_t n = slots_bytes(s);
   if (acc->type == WM_STR && acc->u.s->refs == 1 && acc->u.s->len >= n)
     return (slot *)(void *)acc->u.s->data;
   size_t len = acc->type == WM_STR && acc->u.s->len >= n ? acc->u.s->len : n;
@@ -108,7 +121,7 @@ static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
     memcpy(str->data, acc->u.s->data, len);
   } else {
     slot *sl = (slot *)(void *)str->data;
-    for (size_t i = 0; i < s->naggs; i++) sl[i] = (slot){0, 0, 0.0, WM_NIL};
+    for (size_t i = 0; i < n / sizeof(slot); i++) sl[i] = (slot){.n = 0, .i = 0, .f = 0.0, .t = WM_NIL};
   }
   wm_value_release(&op->ctx->host, acc);
   acc->type = WM_STR;
@@ -190,7 +203,7 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
 static int table_ok(const sqlagg *s, const slot *sl, size_t len) {
   if (sl->t == 0) return sl->n == 0;
   if (sl->t < 0 || (sl->t & (sl->t - 1)) || sl->n < 0 || sl->n >= sl->t) return 0;
-  size_t base = s->naggs * sizeof(slot);
+  size_t base = slots_bytes(s);
   return sl->i >= (int64_t)base && (uint64_t)sl->t <= (len - base) / sizeof(dent) &&
          (uint64_t)sl->i - base <= len - base - (uint64_t)sl->t * sizeof(dent);
 }
@@ -226,6 +239,232 @@ static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, con
   return WM_OK;
 }
 
+/* ---- an updating input: multisets of MIN, MAX and COUNT(DISTINCT) --------------------- */
+
+/* One value of a multiset and how many times it is held. The value as Lua's table key: an
+ * integer (tag 1), or a float that is not integral (tag 2, its bits); sorted by value. A value
+ * retracted to count 0 stays as a tombstone (a change -U v, +U v, the common one when a row's
+ * other columns changed, moves nothing), dropped at the top at once and all together when
+ * they outnumber the values (ms_compact). */
+typedef struct ment {
+  uint64_t bits;
+  int64_t tag;
+  int64_t count;
+} ment;
+
+static int is_multiset(int kind) {
+  return kind == WM_SA_MIN || kind == WM_SA_MAX || kind == WM_SA_COUNT_DISTINCT;
+}
+
+static double ment_float(const ment *m) {
+  double d;
+  memcpy(&d, &m->bits, sizeof d);
+  return d;
+}
+
+/* i against f exactly (as Lua's comparison of an integer and a float; f not NaN). */
+static int cmp_int_float(int64_t i, double f) {
+  if (f >= 9223372036854775808.0) return -1;
+  if (f < -9223372036854775808.0) return 1;
+  int64_t t = (int64_t)f; /* toward zero */
+  if (i != t) return i < t ? -1 : 1;
+  double frac = f - (double)t;
+  return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+
+static int ment_cmp(const ment *a, const ment *b) {
+  if (a->tag == 1 && b->tag == 1) {
+    int64_t x = (int64_t)a->bits, y = (int64_t)b->bits;
+    return (x > y) - (x < y);
+  }
+  if (a->tag == 2 && b->tag == 2) {
+    double x = ment_float(a), y = ment_float(b);
+    return (x > y) - (x < y);
+  }
+  if (a->tag == 1) return cmp_int_float((int64_t)a->bits, ment_float(b));
+  return -cmp_int_float((int64_t)b->bits, ment_float(a));
+}
+
+/* Whether slot sl's array lies inside a state of len bytes (slot.i its offset, slot.t its
+ * capacity, slot.used its entries, slot.n its values; a state restored with
+ * --allow-state-change may hold anything). */
+static int ms_ok(const sqlagg *s, const slot *sl, size_t len) {
+  if (sl->t == 0) return sl->n == 0 && sl->used == 0;
+  size_t base = slots_bytes(s);
+  if (sl->t < 0 || sl->n < 0 || sl->n > sl->used || sl->used > sl->t || len < base) return 0;
+  return sl->i >= (int64_t)base && (uint64_t)sl->t <= (len - base) / sizeof(ment) &&
+         (uint64_t)sl->i - base <= len - base - (uint64_t)sl->t * sizeof(ment);
+}
+
+static wm_value ms_result(const sqlagg *s, const agg *a, const slot *sl, const char *data, size_t len) {
+  if (a->d.kind == WM_SA_COUNT_DISTINCT) return wm_int(sl->n);
+  if (sl->n <= 0 || !ms_ok(s, sl, len)) return wm_nil();
+  const ment *tab = (const ment *)(const void *)(data + sl->i), *m = &tab[sl->used - 1];
+  if (a->d.kind == WM_SA_MIN)
+    for (m = tab; m->count <= 0 && m < &tab[sl->used - 1]; m++) continue; /* (tombstones) */
+  if (m->tag == 2) return wm_float(ment_float(m));
+  /* an integer; of a DOUBLE column a float (the integral value it was) */
+  return a->d.integer ? wm_int((int64_t)m->bits) : wm_float((double)(int64_t)m->bits);
+}
+
+/* The state rebuilt with the array of aggregate `grow` at capacity `cap`: WM_OK or WM_ERR. */
+static int ms_regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
+  size_t base = slots_bytes(s), len = base;
+  const slot *old = (const slot *)(const void *)acc->u.s->data;
+  for (size_t j = 0; j < s->naggs; j++)
+    if (is_multiset(s->aggs[j].d.kind)) len += (size_t)(j == grow ? cap : old[j].t) * sizeof(ment);
+  if (len > UINT32_MAX - 1)
+    return wm_ctx_error(op->ctx, "%s(%s): too many values in one group", kind_names[s->aggs[grow].d.kind],
+                        s->aggs[grow].d.field ? s->aggs[grow].d.field : "?");
+  wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
+  if (!str) return wm_ctx_error(op->ctx, "out of memory");
+  str->refs = 1;
+  str->len = (uint32_t)len;
+  slot *nw = (slot *)(void *)str->data;
+  memcpy(nw, old, base);
+  size_t off = base;
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (!is_multiset(s->aggs[j].d.kind)) continue;
+    int64_t c = j == grow ? cap : old[j].t;
+    if (old[j].used) memcpy(str->data + off, acc->u.s->data + old[j].i, (size_t)old[j].used * sizeof(ment));
+    nw[j].i = c ? (int64_t)off : 0;
+    nw[j].t = c;
+    off += (size_t)c * sizeof(ment);
+  }
+  wm_value_release(&op->ctx->host, acc);
+  acc->type = WM_STR;
+  acc->flags = 0;
+  acc->u.s = str;
+  return WM_OK;
+}
+
+static int ms_bad_state(wm_op *op, const sqlagg *s, size_t k) {
+  return wm_ctx_error(op->ctx, "%s(%s): the group's state does not hold this aggregate's values "
+                      "(restored with --allow-state-change from other aggregates?)",
+                      kind_names[s->aggs[k].d.kind], s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+}
+
+/* Drops the tombstones of a multiset's array. */
+static void ms_compact(slot *sl, ment *tab) {
+  int64_t w = 0;
+  for (int64_t r = 0; r < sl->used; r++)
+    if (tab[r].count > 0) tab[w++] = tab[r];
+  sl->used = w;
+}
+
+/* Adds (delta 1) or retracts (-1) v (a number, not NULL) in the multiset of aggregate k, as
+ * Lua's m[v] = (m[v] or 0) + delta, the value gone at 0 (a retraction of a value not held
+ * does nothing). */
+static int ms_update(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, const wm_value *v, int delta) {
+  ment key = {0, 1, 0};
+  if (v->type == WM_INT) {
+    key.bits = (uint64_t)v->u.i;
+  } else if (v->u.f != v->u.f) {
+    return wm_ctx_error(op->ctx, "%s(%s): NaN is not a value it can hold (over an updating input)",
+                        kind_names[s->aggs[k].d.kind], s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+  } else if (v->u.f >= -9223372036854775808.0 && v->u.f < 9223372036854775808.0 &&
+             (double)(int64_t)v->u.f == v->u.f) {
+    key.bits = (uint64_t)(int64_t)v->u.f; /* (-0.0 too: the integer 0) */
+  } else {
+    memcpy(&key.bits, &v->u.f, sizeof key.bits);
+    key.tag = 2;
+  }
+  slot *sl = &((slot *)(void *)acc->u.s->data)[k];
+  if (!ms_ok(s, sl, acc->u.s->len)) return ms_bad_state(op, s, k);
+  ment *tab = (ment *)(void *)(acc->u.s->data + sl->i);
+  int64_t lo = 0, hi = sl->used; /* the first entry >= key */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (ment_cmp(&tab[mid], &key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < sl->used && ment_cmp(&tab[lo], &key) == 0) {
+    if (tab[lo].count <= 0) { /* a tombstone */
+      if (delta > 0) tab[lo].count = delta, sl->n++;
+      return WM_OK;
+    }
+    tab[lo].count += delta;
+    if (tab[lo].count > 0) return WM_OK;
+    tab[lo].count = 0;
+    sl->n--;
+    while (sl->used > 0 && tab[sl->used - 1].count <= 0) sl->used--; /* (MAX: the last entry) */
+    if (sl->used - sl->n > sl->n + 8) ms_compact(sl, tab);
+    return WM_OK;
+  }
+  if (delta < 0) return WM_OK;
+  if (sl->used == sl->t) {
+    if (sl->used - sl->n > sl->n / 4) { /* room made by the tombstones */
+      ms_compact(sl, tab);
+      return ms_update(op, s, acc, k, v, delta);
+    }
+    if (ms_regrow(op, s, acc, k, sl->t ? sl->t * 2 : 4) != WM_OK) return WM_ERR;
+    sl = &((slot *)(void *)acc->u.s->data)[k];
+    tab = (ment *)(void *)(acc->u.s->data + sl->i);
+  }
+  memmove(&tab[lo + 1], &tab[lo], (size_t)(sl->used - lo) * sizeof(ment));
+  key.count = delta;
+  tab[lo] = key;
+  sl->n++;
+  sl->used++;
+  return WM_OK;
+}
+
+/* Retracts v from a COUNT, SUM or AVG, as Lua's aggregates: the count less one, the sum
+ * less v (kept when no value is left: the result is then NULL). */
+static void retract_value(const agg *a, slot *sl, const wm_value *v) {
+  if (a->d.kind == WM_SA_COUNT_STAR) {
+    sl->n--;
+    return;
+  }
+  if (v->type == WM_NIL) return;
+  sl->n--;
+  if (a->d.kind == WM_SA_COUNT) return;
+  if (a->d.integer && v->type == WM_INT && sl->t != WM_FLOAT) {
+    sl->i = (int64_t)((uint64_t)sl->i - (uint64_t)v->u.i); /* wraps, as Lua's integers */
+    sl->t = WM_INT;
+  } else {
+    if (sl->t == WM_INT) sl->f = (double)sl->i;
+    sl->f -= v->type == WM_INT ? (double)v->u.i : v->u.f;
+    sl->t = WM_FLOAT;
+  }
+}
+
+/* The sign of a changelog kind: +1 (+I, +U), -1 (-U, -D), 0 (something else). */
+static int kind_sign(const char *p, size_t n) {
+  if (!p || n != 2 || (p[0] != '+' && p[0] != '-')) return 0;
+  if (p[0] == '+' && (p[1] == 'I' || p[1] == 'U')) return 1;
+  if (p[0] == '-' && (p[1] == 'U' || p[1] == 'D')) return -1;
+  return 0;
+}
+
+/* The sign and the row (owned) of a changelog record: WM_OK or WM_ERR. */
+static int unwrap(wm_op *op, sqlagg *s, const wm_value *rec, int *sign, wm_value *row) {
+  wm_ctx *ctx = op->ctx;
+  *row = wm_nil();
+  if (rec->type != WM_ROW) {
+    if (!s->unwrap) goto bad;
+    if (s->unwrap(s->unwrap_ud, rec, sign, row, &ctx->error) != 0) return WM_ERR;
+    return WM_OK;
+  }
+  wm_value k = wm_nil(), r = wm_nil();
+  if (wm_field_get(&ctx->host, &s->fk, rec, &k, &ctx->error) != 0 ||
+      wm_field_get(&ctx->host, &s->fr, rec, &r, &ctx->error) != 0)
+    return WM_ERR;
+  size_t n = 0;
+  const char *p = wm_value_is_string(&k) ? wm_value_str(&k, &n) : NULL;
+  if (!(*sign = kind_sign(p, n)) || (r.type != WM_ROW && r.type != WM_SLOT)) goto bad;
+  if (wm_value_copy(&ctx->host, row, &r) != 0) return wm_ctx_error(ctx, "out of memory");
+  return WM_OK;
+bad:;
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  wm_ctx_error(ctx, "SQL GROUP BY over an updating input: a record is not a change "
+               "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}: %s", b.data ? b.data : "");
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
 static void add_value(const agg *a, slot *sl, const wm_value *v) {
   switch (a->d.kind) {
   case WM_SA_COUNT_STAR: sl->n++; return;
@@ -257,32 +496,79 @@ static void add_value(const agg *a, slot *sl, const wm_value *v) {
   }
 }
 
+/* The argument of aggregate a in rec, into *v (borrowed while rec is alive): 1, 0 when its
+ * FILTER leaves rec out, or WM_ERR. */
+static int arg_of(wm_op *op, agg *a, const wm_value *rec, wm_value *v) {
+  if (a->d.ncond) {
+    int p = passes(op, a, rec);
+    if (p != 1) return p;
+  }
+  *v = wm_nil();
+  if (a->d.eval) {
+    if (a->d.eval(a->d.eval_ud, rec, v, &op->ctx->error) != 0) return WM_ERR;
+    if (v->type != WM_NIL && !is_num(v) && a->d.kind != WM_SA_COUNT)
+      return wm_ctx_error(op->ctx, "%s: its argument is not a number", kind_names[a->d.kind]);
+  } else if (a->d.kind != WM_SA_COUNT_STAR) {
+    if (a->d.kind == WM_SA_COUNT) {
+      const wm_value *p = wm_field_peek(&a->field, rec);
+      if (p) *v = *p;
+      else if (wm_field_get(&op->ctx->host, &a->field, rec, v, &op->ctx->error) != 0)
+        return WM_ERR;
+    } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, v) != WM_OK) {
+      return WM_ERR;
+    }
+  }
+  return 1;
+}
+
+/* A change of an updating input: its row's values added or retracted, the rows counted. */
+static int sa_add_change(sqlagg *s, wm_op *op, wm_value *acc, const wm_value *rec) {
+  int sign = 0, rc = WM_OK;
+  wm_value row;
+  if (unwrap(op, s, rec, &sign, &row) != WM_OK) return WM_ERR;
+  if (sign < 0 && acc->type != WM_STR) goto done; /* a retraction of a group never seen */
+  slot *st = own_state(op, s, acc);
+  if (!st) {
+    rc = WM_ERR;
+    goto done;
+  }
+  st[s->naggs].n += sign; /* the group's rows */
+  for (size_t i = 0; i < s->naggs; i++) {
+    agg *a = &s->aggs[i];
+    wm_value v;
+    int p = arg_of(op, a, &row, &v);
+    if (p == WM_ERR) {
+      rc = WM_ERR;
+      goto done;
+    }
+    if (!p) continue;
+    if (is_multiset(a->d.kind)) {
+      if (v.type != WM_NIL && ms_update(op, s, acc, i, &v, sign) != WM_OK) {
+        rc = WM_ERR;
+        goto done;
+      }
+      st = (slot *)(void *)acc->u.s->data; /* (the state may have moved) */
+      continue;
+    }
+    if (sign > 0) add_value(a, &st[i], &v);
+    else retract_value(a, &st[i], &v);
+  }
+done:
+  wm_value_release(&op->ctx->host, &row);
+  return rc;
+}
+
 static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_value *rec) {
   sqlagg *s = ud;
+  if (s->retract) return sa_add_change(s, op, acc, rec);
   slot *st = own_state(op, s, acc);
   if (!st) return WM_ERR;
   for (size_t i = 0; i < s->naggs; i++) {
     agg *a = &s->aggs[i];
-    if (a->d.ncond) {
-      int p = passes(op, a, rec);
-      if (p == WM_ERR) return WM_ERR;
-      if (!p) continue;
-    }
-    wm_value v = wm_nil();
-    if (a->d.eval) {
-      if (a->d.eval(a->d.eval_ud, rec, &v, &op->ctx->error) != 0) return WM_ERR;
-      if (v.type != WM_NIL && !is_num(&v) && a->d.kind != WM_SA_COUNT)
-        return wm_ctx_error(op->ctx, "%s: its argument is not a number", kind_names[a->d.kind]);
-    } else if (a->d.kind != WM_SA_COUNT_STAR) {
-      if (a->d.kind == WM_SA_COUNT) {
-        const wm_value *p = wm_field_peek(&a->field, rec);
-        if (p) v = *p;
-        else if (wm_field_get(&op->ctx->host, &a->field, rec, &v, &op->ctx->error) != 0)
-          return WM_ERR;
-      } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, &v) != WM_OK) {
-        return WM_ERR;
-      }
-    }
+    wm_value v;
+    int p = arg_of(op, a, rec, &v);
+    if (p == WM_ERR) return WM_ERR;
+    if (!p) continue;
     if (a->d.kind == WM_SA_COUNT_DISTINCT) {
       if (v.type != WM_NIL && distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
       st = (slot *)(void *)acc->u.s->data; /* (the state may have moved) */
@@ -361,6 +647,9 @@ static wm_value slot_result(const agg *a, const slot *sl) {
     if (sl->n == 0 || sl->t == WM_NIL) return wm_nil();
     if (sl->t == WM_INT) return wm_int(sl->i / sl->n); /* C truncates toward zero, as Java */
     return wm_float(sl->f / (double)sl->n);
+  case WM_SA_SUM: /* (no value left after retractions: NULL, its running sum kept, as Lua's) */
+    if (sl->n == 0 || sl->t == WM_NIL) return wm_nil();
+    return sl->t == WM_INT ? wm_int(sl->i) : wm_float(sl->f);
   default:
     if (sl->t == WM_NIL) return wm_nil();
     return sl->t == WM_INT ? wm_int(sl->i) : wm_float(sl->f);
@@ -371,12 +660,17 @@ void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_valu
   const sqlagg *s = fn->ud;
   *out = wm_nil();
   if (i >= s->naggs) return;
-  if (acc->type != WM_STR || acc->u.s->len < s->naggs * sizeof(slot)) {
-    slot zero = {0, 0, 0.0, WM_NIL};
+  if (acc->type != WM_STR || acc->u.s->len < slots_bytes(s)) {
+    slot zero = {.n = 0, .i = 0, .f = 0.0, .t = WM_NIL};
     *out = slot_result(&s->aggs[i], &zero);
     return;
   }
-  *out = slot_result(&s->aggs[i], &((const slot *)(const void *)acc->u.s->data)[i]);
+  const slot *sl = &((const slot *)(const void *)acc->u.s->data)[i];
+  if (s->retract && is_multiset(s->aggs[i].d.kind)) {
+    *out = ms_result(s, &s->aggs[i], sl, acc->u.s->data, acc->u.s->len);
+    return;
+  }
+  *out = slot_result(&s->aggs[i], sl);
 }
 
 /* The key a Lua key function gives for a NULL group key (lua/wm/sql/plan/lower.lua's
@@ -494,6 +788,23 @@ static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
   for (size_t i = 0; i < s->naggs; i++) wm_sqlagg_result(&fn, f->acc, i, &cur[i]);
   wm_value *aux = (wm_value *)f->aux; /* the key's own (the keyed operator's rolling mode) */
   int first = aux->type != WM_STR || aux->u.s->len != bytes, rc = WM_OK;
+  if (s->retract) { /* an updating input's: a group of no row goes, its last row as -D */
+    wm_value *acc = (wm_value *)f->acc;
+    if (acc->type != WM_STR) goto done; /* (a retraction of a group never seen) */
+    if (acc->u.s->len >= slots_bytes(s) && ((const slot *)(const void *)acc->u.s->data)[s->naggs].n > 0)
+      goto change;
+    if (!first) {
+      const last *l = (const last *)(const void *)aux->u.s->data;
+      for (size_t i = 0; i < s->naggs; i++) prev[i] = last_value(&l[i]);
+      rc = emit_change(s, op, f, "-D", prev);
+    }
+    wm_value_release(&op->ctx->host, acc);
+    wm_value_release(&op->ctx->host, aux);
+    *acc = wm_nil();
+    *aux = wm_nil();
+    goto done;
+  }
+change:
   if (!first) {
     const last *l = (const last *)(const void *)aux->u.s->data;
     int same = 1;
@@ -646,6 +957,13 @@ int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
     return -1;
   }
   s->changelog = 1;
+  if (spec->updating) {
+    s->retract = 1;
+    s->fk = (wm_field){.name = "k", .index = -1};
+    s->fr = (wm_field){.name = "r", .index = -1};
+    s->unwrap = spec->unwrap;
+    s->unwrap_ud = spec->unwrap_ud;
+  }
   fn->fire = sa_fire_changelog;
   fn->merge = NULL;
   return 0;

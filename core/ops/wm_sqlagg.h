@@ -66,12 +66,22 @@ typedef struct wm_sqlagg_out {
   int index; /* the key (0-based, of nkeys) or the aggregate */
 } wm_sqlagg_out;
 
+/* The hook of an updating input whose records the core cannot read (a host's table
+ * {k = "+I"|"+U"|"-U"|"-D", r = row}): *sign = +1 (+I, +U) or -1 (-U, -D), *row = the row, an
+ * owned value (the caller releases it). 0, or -1 with a message in *err. */
+typedef int (*wm_sqlagg_unwrap)(void *ud, const wm_value *rec, int *sign, wm_value *row, wm_error *err);
+
 typedef struct wm_sqlagg_spec {
   size_t nkeys; /* the key_by key: the one field's value, or a composite of nkeys parts */
   size_t naggs;
   const wm_sqlagg_def *aggs;
   size_t nout;
   const wm_sqlagg_out *out;
+  /* wm_keyedfn_sqlagg only: the input is updating (a changelog: records {k, r}, WM_ROW ones
+   * read in C, others through unwrap when set) */
+  int updating;
+  wm_sqlagg_unwrap unwrap;
+  void *unwrap_ud;
 } wm_sqlagg_spec;
 
 /* Makes fn the window function of spec (strings copied); 0, or -1 with a message in *err. */
@@ -85,6 +95,17 @@ int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
  * spec->out names keys and aggregates only. A key part that is lower.lua's NULL_KEY string
  * ("\0<NULL>", a Lua key function's NULL) is a NULL field. 0, or -1 with a message. */
 int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
+
+/* Over an updating input (spec->updating), as Flink's GroupAggFunction with retraction: a
+ * record is {k = "+I"|"+U"|"-U"|"-D", r = row}; +I and +U add r's values, -U and -D retract
+ * them (COUNT, SUM, AVG arithmetically; MIN, MAX and COUNT(DISTINCT) keep the multiset of their
+ * values, a value -> count, as MinWithRetract/MaxWithRetract: retracting the current MAX gives
+ * the next one). The state counts the key's rows: a retraction of a key never seen does
+ * nothing, and a key whose rows drop to 0 emits {k = "-D", r = its last row} and its acc and
+ * aux become nil (the keyed operator then drops the key). A multiset is a sorted array of
+ * (value, count) in the state string, after the slots and the row counter: position
+ * independent, as the rest. MIN/MAX of a DOUBLE column give a float (an integral one is
+ * kept as its integer, as Lua's table keys, then given back as a float). */
 
 /* The value of aggregate i of a state (an acc the function made), into *out (an immediate):
  * for tests and the result row. */

@@ -99,6 +99,7 @@ function M.make(name, opts)
   if name == "MIN" or name == "MAX" then
     local better = name == "MIN" and function(a, b) return a < b end or function(a, b) return a > b end
     if opts.retract then
+      local float = opts.type == "DOUBLE"
       return {
         init = function() return {} end,
         add = function(s, v) if v ~= nil then multiset_add(s, v, 1) end return s end,
@@ -107,6 +108,8 @@ function M.make(name, opts)
         result = function(s)
           local best
           for v in pairs(s) do if best == nil or better(v, best) then best = v end end
+          -- (a table key that was an integral float is an integer: a DOUBLE's value is a float)
+          if float and math.type(best) == "integer" then best = best + 0.0 end
           return best
         end,
       }

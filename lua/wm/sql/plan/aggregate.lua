@@ -65,34 +65,35 @@ local C_KINDS = {COUNT = true, SUM = true, MIN = true, MAX = true, AVG = true}
 local INTEGER = {INT = true, BIGINT = true}
 local FLIP = {["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<=", ["="] = "=", ["<>"] = "<>"}
 
--- The column a plain column reference reads: field, type (nil when e is not one).
-local function column_of(cols, e)
-  if e.tag ~= "col" or e.qual then return nil end
-  for _, c in ipairs(cols) do
-    if c.name == e.name then return c.field or c.name, c.type end
-  end
+-- The column a column reference reads (qualified or not: `B.price` of a join's table, not
+-- a field of a ROW column): field, type (nil when e is not one). scope: the row scope the
+-- aggregates' arguments were compiled in (it resolved e then: it raises nothing now).
+local function column_of(scope, e)
+  if e.tag ~= "col" then return nil end
+  local _, t, path = scope.column(e)
+  if path and #path == 1 then return path[1], t end
   return nil
 end
 
 -- An aggregate's argument as C reads it: a column's field. The hook for row expressions:
 -- when core/ops/wm_rexpr (h33expr) compiles other expressions, they plug in here (and as
 -- wm_sqlagg_def.eval in C); today anything but a column keeps the query on the Lua path.
-local function c_arg(cols, e)
-  return column_of(cols, e)
+local function c_arg(scope, e)
+  return column_of(scope, e)
 end
 
 -- FILTER (WHERE c1 AND c2 ...) with every ci `column op number` (or `number op column`) over
 -- a numeric column, as {{field, op, value}}; nil otherwise.
-local function c_filter(cols, e, out)
+local function c_filter(scope, e, out)
   out = out or {}
   if e.tag == "bin" and e.op == "AND" then
-    if not c_filter(cols, e[1], out) or not c_filter(cols, e[2], out) then return nil end
+    if not c_filter(scope, e[1], out) or not c_filter(scope, e[2], out) then return nil end
     return out
   end
   if e.tag ~= "bin" or not FLIP[e.op] then return nil end
   local col, lit, op = e[1], e[2], e.op
   if col.tag == "lit" then col, lit, op = e[2], e[1], FLIP[e.op] end
-  local field, t = column_of(cols, col)
+  local field, t = column_of(scope, col)
   if not field or not expr.NUMERIC[t] or lit.tag ~= "lit" or not expr.NUMERIC[lit.type] then return nil end
   -- an integer column against a fractional literal: C would compare as doubles; Lua exactly
   if INTEGER[t] and math.type(lit.value) ~= "integer" then return nil end
@@ -109,7 +110,8 @@ end
 -- Lua step shapes it (csql_shape).
 -- Without a window (window nil: an unwindowed GROUP BY, lua_keys true) the keys may be any
 -- expressions (a Lua key function gives them to C); the caller takes only a direct result row.
-local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf,
+-- scope: the row scope of the aggregates' arguments (their columns).
+local function c_window_agg(scope, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf,
                             lua_keys)
   if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
   if not key_fields and #keys > 0 and not lua_keys then return nil end
@@ -119,14 +121,14 @@ local function c_window_agg(cols, key_fields, keys, key_sigs, agg_list, agg_sigs
     if a.udaf or not C_KINDS[a.name] or (a.distinct and a.name ~= "COUNT") then return nil end
     local d = {kind = a.star and "COUNT(*)" or a.distinct and "COUNT(DISTINCT)" or a.name}
     if not a.star then
-      local field, t = c_arg(cols, a.arg)
+      local field, t = c_arg(scope, a.arg)
       if not field then return nil end
       -- (COUNT(DISTINCT x) of numbers: C's set holds numbers)
       if (a.name ~= "COUNT" or a.distinct) and not expr.NUMERIC[t] then return nil end
       d.field, d.integer = field, INTEGER[t] or false
     end
     if a.filter then
-      d.filter = c_filter(cols, a.filter)
+      d.filter = c_filter(scope, a.filter)
       if not d.filter then return nil end
     end
     defs[i] = d
@@ -372,7 +374,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
     -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
     if not spec.builtin then
-      spec.csql, spec.csql_shape = c_window_agg(base_cols, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
+      spec.csql, spec.csql_shape = c_window_agg(row_scope, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
                                                 items, window, q.having ~= nil, rel.tvf ~= nil)
     end
     local res = rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
@@ -388,15 +390,24 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   end
   local spec = {keyfns = keyfns, aggs = made, argfns = argfns, updating_input = rel.updating,
                 out = function(k, a) return out(k, a, nil, nil) end, ttl = self:state_ttl()}
-  -- in C (core/ops/wm_sqlagg.h, wm_keyedfn_sqlagg) over an appending input without a state TTL
-  -- (the keyed operator's rolling mode keeps no TTL) when the result row is built in C
-  if not rel.updating and not spec.ttl then
-    local csql, shape = c_window_agg(base_cols, nil, keys, key_sigs, agg_list, agg_sigs, items, nil,
+  -- in C (core/ops/wm_sqlagg.h, wm_keyedfn_sqlagg) without a state TTL (the keyed operator's
+  -- rolling mode keeps no TTL) when the result row is built in C; over an updating input too
+  -- (csql.updating: the changes {k, r} retract, as Flink's GroupAggFunction), keyed by a Lua
+  -- key function of the change's row
+  if not spec.ttl then
+    local csql, shape = c_window_agg(row_scope, nil, keys, key_sigs, agg_list, agg_sigs, items, nil,
                                      q.having ~= nil, false, true)
     if csql and not shape then
-      local key_fields = fast_window_agg(base_cols, keys, {}, {kind = "group"})
-      csql.meaning = ("SQL GROUP BY " .. csql.meaning:sub(5)):sub(1, 190)
-      spec.csql, spec.key_fields = csql, key_fields
+      csql.meaning = ("SQL GROUP BY " .. (rel.updating and "(retract) " or "") .. csql.meaning:sub(5)):sub(1, 190)
+      spec.csql = csql
+      if rel.updating then
+        csql.updating = true
+        local kfs = {}
+        for i, f in ipairs(keyfns) do kfs[i] = function(e) return f(e.r) end end
+        spec.keyfns = kfs
+      else
+        spec.key_fields = fast_window_agg(base_cols, keys, {}, {kind = "group"})
+      end
     end
   end
   return rel_of(lower.group_aggregate(rel.stream, spec), cols, true)
