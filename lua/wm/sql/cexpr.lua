@@ -4,8 +4,8 @@
 --
 -- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
 -- succeeded (so every type error has been raised already); they return nil for anything the
--- C module does not do (LIKE, string functions, CAST to or from STRING, user functions,
--- scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
+-- C module does not do (REGEXP_EXTRACT, CAST to or from STRING, user functions, scopes after
+-- GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
 -- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
 -- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
 -- @module wm.sql.cexpr
@@ -63,8 +63,23 @@ end
 
 local CMP = {["="] = "eq", ["<>"] = "ne", ["<"] = "lt", ["<="] = "le", [">"] = "gt", [">="] = "ge"}
 
+-- `a || b || ...`: one concat node over the chain's operands (the parser makes it left-deep)
+local function compile_concat(P, e)
+  local operands, x = {}, e
+  while x.tag == "bin" and x.op == "||" do
+    table.insert(operands, 1, x[2])
+    x = x[1]
+  end
+  table.insert(operands, 1, x)
+  local idx, types = compile_list(P, operands)
+  if not idx then return nil end
+  for _, t in ipairs(types) do if t ~= "STRING" and t ~= "NULL" then return nil end end
+  return add(P, {op = "concat", args = idx}), "STRING"
+end
+
 local function compile_bin(P, e)
   local op = e.op
+  if op == "||" then return compile_concat(P, e) end
   local a, ta = compile(P, e[1])
   if not a then return nil end
   local b, tb = compile(P, e[2])
@@ -74,7 +89,6 @@ local function compile_bin(P, e)
     if CMP[op] ~= "eq" and CMP[op] ~= "ne" and not (ORDERED[ta] and ORDERED[tb]) then return nil end
     return add(P, {op = CMP[op], args = {a, b}}), "BOOLEAN"
   end
-  if op == "||" then return nil end
   local rt
   if (op == "+" or op == "-") and TEMPORAL[ta] and tb == "INTERVAL" then rt = ta
   elseif op == "+" and ta == "INTERVAL" and TEMPORAL[tb] then rt = tb
@@ -92,14 +106,32 @@ local function compile_bin(P, e)
 end
 
 
+-- string functions: name -> the C operator, its result type
+local STRING_FNS = {UPPER = {"upper", "STRING"}, LOWER = {"lower", "STRING"}, TRIM = {"trim", "STRING"},
+  CHAR_LENGTH = {"char_length", "INT"}, CHARACTER_LENGTH = {"char_length", "INT"}, CONCAT = {"concat", "STRING"},
+  SUBSTRING = {"substring", "STRING"}, SUBSTR = {"substring", "STRING"}, SPLIT_INDEX = {"split_index", "STRING"}}
+
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
-  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true}
-  if not F[name] or (P.functions and P.functions[name]) then return nil end
+  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
+    DATE_FORMAT = true}
+  if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end
+  if name == "DATE_FORMAT" then
+    -- a TIMESTAMP and a literal pattern (the Lua compilation checked it); a STRING time stays Lua
+    local p = e.args[2]
+    if not (p.tag == "lit" and p.type == "STRING") then return nil end
+  end
   local idx, types = compile_list(P, e.args)
   if not idx then return nil end
-  if name == "TO_TIMESTAMP_LTZ" then
+  local sf = STRING_FNS[name]
+  if sf then
+    local w = sf[1] == "substring" and where(P, e) or nil
+    return add(P, {op = sf[1], args = idx, where = w}), sf[2]
+  elseif name == "DATE_FORMAT" then
+    if not (TEMPORAL[types[1]] or types[1] == "NULL") then return nil end
+    return add(P, {op = "date_format", args = idx, where = where(P, e)}), "STRING"
+  elseif name == "TO_TIMESTAMP_LTZ" then
     local p = e.args[2] and e.args[2].tag == "lit" and e.args[2].value or (e.args[2] and -1 or 3)
     if p ~= 0 and p ~= 3 then return nil end
     return add(P, {op = p == 3 and "to_ts3" or "to_ts0", args = {idx[1]}}), "TIMESTAMP_LTZ"
@@ -163,6 +195,12 @@ compile = function(P, e)
     if not a then return nil end
     local op = (e.neg and "not_" or "is_") .. (e.value and "true" or "false")
     return add(P, {op = op, args = {a}}), "BOOLEAN"
+  elseif tag == "like" then
+    local idx = compile_list(P, {e[1], e[2]})
+    if not idx then return nil end
+    local s = add(P, {op = "like", args = idx})
+    if e.neg then s = add(P, {op = "not", args = {s}}) end
+    return s, "BOOLEAN"
   elseif tag == "between" then
     local idx, types = compile_list(P, {e[1], e[2], e[3]})
     if not idx then return nil end
