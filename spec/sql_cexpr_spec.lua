@@ -100,11 +100,11 @@ describe("SQL expressions in C", function()
   end)
 
   it("what the C module does not do stays a Lua closure, per operator", function()
-    -- LIKE in the WHERE: a Lua filter; the SELECT still in C
-    local k = kinds(P .. "SELECT a + 1 AS x FROM t WHERE s LIKE 'a%';\n")
+    -- REGEXP_EXTRACT in the WHERE: a Lua filter; the SELECT still in C
+    local k = kinds(P .. "SELECT a + 1 AS x FROM t WHERE REGEXP_EXTRACT(s, 'a(b)', 1) IS NOT NULL;\n")
     assert.are.same({"read_lines", "parse_csv", "sql_rows", "filter", "sql_rows", "sql_format", "print"}, k)
-    -- a string function in the SELECT: a Lua map; the WHERE in C
-    k = kinds(P .. "SELECT UPPER(s) AS u FROM t WHERE a > 0;\n")
+    -- REGEXP_EXTRACT in the SELECT: a Lua map; the WHERE in C
+    k = kinds(P .. "SELECT REGEXP_EXTRACT(s, 'a+') AS u FROM t WHERE a > 0;\n")
     assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "map", "sql_format", "print"}, k)
     -- a user function
     sql.register_function("twice", function(x) return x * 2 end, {args = {"BIGINT"}, returns = "BIGINT"})
@@ -167,5 +167,135 @@ describe("Nexmark queries with SQL expressions in C", function()
       assert.are.equal(lout, cout, q)
     end
     h.rmdir(dir)
+  end)
+end)
+
+-- String and time functions (issue 33): the same values in C as in values.lua's runtime, on
+-- random rows and on edge cases (NULLs, '', multibyte and invalid UTF-8, white space,
+-- negative and zero positions, times before 1970 and at millisecond boundaries).
+local SCHEMA = "CREATE TABLE t (id BIGINT, ts BIGINT, i INT, k INT, s STRING, p STRING, sep STRING) WITH "
+  .. "('connector' = 'filesystem', 'path' = 'r.csv', 'format' = 'csv');\n"
+  -- every seventh row's strings NULL (an empty CSV field is '')
+  .. "CREATE VIEW v AS SELECT id, TO_TIMESTAMP_LTZ(ts, 3) AS t3, i, k,\n"
+  .. "  CASE WHEN MOD(id, 7) = 0 THEN CAST(NULL AS STRING) ELSE s END AS s,\n"
+  .. "  CASE WHEN MOD(id, 11) = 0 THEN CAST(NULL AS STRING) ELSE p END AS p,\n"
+  .. "  CASE WHEN MOD(id, 13) = 0 THEN CAST(NULL AS STRING) ELSE sep END AS sep FROM t;\n"
+local STRQ = [[
+SELECT id, s || '|' || p AS c1, CONCAT(s, sep, p) AS c2, UPPER(s) AS u, LOWER(s) AS l, '[' || TRIM(s) || ']' AS tr,
+  CHAR_LENGTH(s) AS n, CHARACTER_LENGTH(p) AS np, SUBSTRING(s, i) AS s1, SUBSTRING(s, i, ABS(k)) AS s2,
+  SUBSTR(s, k, ABS(i)) AS s3, SUBSTRING(s, i, CAST(NULL AS INT)) AS s4, s LIKE p AS lk, s NOT LIKE 'a%' AS nlk,
+  s LIKE '%_\%' AS lk2, SPLIT_INDEX(s, sep, i) AS sp, SPLIT_INDEX(s, '/', k) AS sp2, SPLIT_INDEX(s, '', i) AS sp3,
+  UPPER(LOWER(s)) || SUBSTRING(p, 2, 3) AS mix, CASE WHEN LOWER(s) IN ('ab', 'x/y') THEN 'in' ELSE SPLIT_INDEX(p, 'a', 0) END AS cw
+FROM v WHERE s IS NULL OR s <> 'zz' OR UPPER(p) LIKE '%A%';
+]]
+local PATTERNS = {"yyyy-MM-dd", "HH:mm", "yyyy-MM-dd HH:mm:ss.SSS", "yy/M/d h:m:s a", "S SS SSS", "'T'HH''mm'x'",
+  "yyyyy ddd HHH mmm sss", "y", "dd.MM.yyyy'Z'", "hh a", ""}
+
+-- deterministic random rows
+local function random_rows(n)
+  local rnd = 0x33
+  local function r(m) -- 0 .. m - 1 (a linear congruential generator: the same rows on every run)
+    rnd = (rnd * 1103515245 + 12345) % 2147483648
+    return rnd % m
+  end
+  local pieces = {"a", "b", "A", "Z", "x/y", "/", "//", " ", "\t", "%", "_", "\\", "é", "日本", "\xff", "\xc3",
+    "\xe6\x97", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a%b", "zz", "", "-", "ab"}
+  local function str(m)
+    local t = {}
+    for j = 1, r(m) do t[j] = pieces[r(#pieces) + 1] end
+    return table.concat(t)
+  end
+  local edges = {0, -1, 1, 999, 1000, -999, -1000, -1001, 86399999, 86400000, -86400000, 951782400000,
+    -62135596800000, -62135596800001, -62198755200000, -62167219200000, 253402300799999, 253402300800000,
+    4102444800000, -30610224000000, 1000000000000000, -1000000000000000}
+  local lines = {}
+  for id = 1, n do
+    local ts
+    if id <= #edges then ts = edges[id]
+    elseif r(10) == 0 then ts = ""
+    else ts = (r(2) == 0 and -1 or 1) * (r(2147483647) * 65536 + r(65536)) // (r(3) == 0 and 1 or 1000) end
+    local i = r(8) == 0 and "" or tostring(r(9) - 2)
+    local k = r(8) == 0 and "" or tostring(r(8) - 1)
+    local s = str(6)
+    if r(5) == 0 then s = " " .. s .. "\t " end
+    local p
+    if r(3) == 0 then p = s:gsub("[^%%]", function(c) return r(3) == 0 and (r(2) == 0 and "%" or "_") or c end)
+    else p = str(4) end
+    local sep = ({"/", "a", "", "//", "日", "%", "ab"})[r(7) + 1]
+    lines[id] = table.concat({id, tostring(ts), i, k, s, p, sep}, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+local function both(text, files)
+  local cout, cerr, ccode = sql_run.run(text, files)
+  local lout, lerr, lcode = run_lua(text, files)
+  return cout, cerr, ccode, lout, lerr, lcode
+end
+
+describe("string and time functions in C", function()
+  after_each(function() cexpr.force_lua = false end)
+
+  local P2 = SCHEMA:gsub("'r%.csv'", "'spec/sql_cexpr_spec.lua'")
+
+  it("run in sql_rows operators: no Lua map or filter", function()
+    local k = kinds(P2 .. STRQ)
+    assert.are.equal(0, count(k, "map"))
+    assert.are.equal(0, count(k, "filter"))
+    local parts = {}
+    for j, pat in ipairs(PATTERNS) do parts[j] = "DATE_FORMAT(t3, '" .. pat:gsub("'", "''") .. "') AS d" .. j end
+    k = kinds(P2 .. "SELECT id, " .. table.concat(parts, ", ") .. " FROM v;\n")
+    assert.are.equal(0, count(k, "map"))
+    -- Lua closures for what C does not do: a pattern that is not a literal, a STRING time
+    k = kinds(P2 .. "SELECT DATE_FORMAT(t3, s) AS d FROM v;\n")
+    assert.are.equal(1, count(k, "map"))
+    k = kinds(P2 .. "SELECT DATE_FORMAT(s, 'yyyy') AS d FROM v;\n")
+    assert.are.equal(1, count(k, "map"))
+  end)
+
+  it("give the hand-worked values", function()
+    local q = "CREATE TABLE t (id BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = 'h.csv', "
+      .. "'format' = 'csv');\n"
+      .. "SELECT UPPER(s) AS u, CHAR_LENGTH(s) AS n, SUBSTRING(s, 2, 2) AS b, SPLIT_INDEX(s, '/', 1) AS x, "
+      .. "s LIKE '_é%' AS l, DATE_FORMAT(TO_TIMESTAMP_LTZ(id, 3), 'yy-MM-dd hh:mm:ss.SS a') AS d, "
+      .. "'<' || TRIM(s) || '>' AS t FROM t;\n"
+    local files = {["h.csv"] = "-1,aé/日b \n86399999,\n1000, x\n"}
+    local want = "+I[Aé/日B , 6, é/, 日b , TRUE, 69-12-31 11:59:59.99 PM, <aé/日b>]\n"
+      .. "+I[, 0, , <NULL>, FALSE, 70-01-01 11:59:59.99 PM, <>]\n"
+      .. "+I[ X, 2, x, <NULL>, FALSE, 70-01-01 12:00:01.00 AM, <x>]\n"
+    local cout, cerr, ccode, lout, lerr, lcode = both(q, files)
+    assert.are.equal(0, ccode, cerr)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(want, lout)
+    assert.are.equal(want, cout)
+  end)
+
+  it("give the Lua path's rows on random strings, patterns, positions and times", function()
+    local files = {["r.csv"] = random_rows(700)}
+    local cout, cerr, ccode, lout, lerr, lcode = both(SCHEMA .. STRQ, files)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(0, ccode, cerr)
+    assert.is_true(#lout > 10000)
+    assert.are.equal(lout, cout)
+    local parts = {}
+    for j, pat in ipairs(PATTERNS) do parts[j] = "DATE_FORMAT(t3, '" .. pat:gsub("'", "''") .. "') AS d" .. j end
+    local dq = SCHEMA .. "SELECT id, t3, " .. table.concat(parts, ", ") .. " FROM v;\n"
+    cout, cerr, ccode, lout, lerr, lcode = both(dq, files)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(0, ccode, cerr)
+    assert.matches("0000%-12%-31", lout) -- a time before year 1 was in it
+    assert.are.equal(lout, cout)
+  end)
+
+  it("fail the same way as the Lua path: SUBSTRING's negative length", function()
+    local q = "CREATE TABLE t (id BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = 'e.csv', "
+      .. "'format' = 'csv');\nSELECT SUBSTRING(s, 1, CAST(id AS INT)) AS x FROM t;\n"
+    local files = {["e.csv"] = "2,abc\n-3,abc\n"}
+    local cout, cerr, ccode, lout, lerr, lcode = both(q, files)
+    assert.are.equal(1, lcode)
+    assert.are.equal(1, ccode)
+    assert.matches("^job%.sql:2:8: SUBSTRING: negative length %-3\n", lerr)
+    assert.are.equal(lerr, cerr)
+    assert.are.equal(lout, cout)
   end)
 end)
