@@ -100,11 +100,11 @@ describe("SQL expressions in C", function()
   end)
 
   it("what the C module does not do stays a Lua closure, per operator", function()
-    -- REGEXP_EXTRACT in the WHERE: a Lua filter; the SELECT still in C
-    local k = kinds(P .. "SELECT a + 1 AS x FROM t WHERE REGEXP_EXTRACT(s, 'a(b)', 1) IS NOT NULL;\n")
+    -- a pattern that is not a literal in the WHERE: a Lua filter; the SELECT still in C
+    local k = kinds(P .. "SELECT a + 1 AS x FROM t WHERE REGEXP_EXTRACT(s, s) IS NOT NULL;\n")
     assert.are.same({"read_lines", "parse_csv", "sql_rows", "filter", "sql_rows", "sql_format", "print"}, k)
-    -- REGEXP_EXTRACT in the SELECT: a Lua map; the WHERE in C
-    k = kinds(P .. "SELECT REGEXP_EXTRACT(s, 'a+') AS u FROM t WHERE a > 0;\n")
+    -- the same in the SELECT: a Lua map; the WHERE in C
+    k = kinds(P .. "SELECT REGEXP_EXTRACT(s, s, 1) AS u FROM t WHERE a > 0;\n")
     assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "map", "sql_format", "print"}, k)
     -- a user function
     sql.register_function("twice", function(x) return x * 2 end, {args = {"BIGINT"}, returns = "BIGINT"})
@@ -297,5 +297,96 @@ describe("string and time functions in C", function()
     assert.matches("^job%.sql:2:8: SUBSTRING: negative length %-3\n", lerr)
     assert.are.equal(lerr, cerr)
     assert.are.equal(lout, cout)
+  end)
+end)
+
+-- REGEXP_EXTRACT (core/ops/wm_rregex.c, a port of wm.sql.regex): random patterns of the syntax
+-- wm.sql.regex takes over random short strings, every group, both ways.
+local function random_patterns(count)
+  local rnd = 0x21
+  local function r(m)
+    rnd = (rnd * 1103515245 + 12345) % 2147483648
+    return (rnd >> 8) % m
+  end
+  local atoms = {"a", "b", "c", "1", "_", " ", "&", "=", "/", "é", ".", "[a-c]", "[^a&]", "[_1-2]", "[\\d&]",
+    "[^\\w]", "\\d", "\\w", "\\s", "\\S", "\\W", "\\.", "\\&", "^", "$", "\\b", "\\B", "\\t"}
+  local quants = {"*", "+", "?", "{2}", "{1,2}", "{0,}", "*?", "+?", "??", "{1,3}?"}
+  local gen
+  local function item(depth)
+    local a
+    if depth < 2 and r(4) == 0 then
+      local alts = {gen(depth + 1)}
+      if r(2) == 0 then alts[2] = gen(depth + 1) end
+      a = (r(3) == 0 and "(?:" or "(") .. table.concat(alts, "|") .. ")"
+    else
+      a = atoms[r(#atoms) + 1]
+    end
+    -- (a group repeated but by `?` stays in Lua: cexpr's repeats_group)
+    if r(3) == 0 then a = a .. (a:sub(-1) == ")" and (r(2) == 0 and "?" or "??") or quants[r(#quants) + 1]) end
+    return a
+  end
+  gen = function(depth)
+    local t = {}
+    for j = 1, r(3) + 1 do t[j] = item(depth) end
+    return table.concat(t)
+  end
+  local out = {"(&|^)channel_id=([^&]*)", "", "a|", "(a)|b", "(a|ab)(c|bcd)(d*)", "^$", ".*?(\\d+)", "(.*)(\\W)",
+    "(.{1,3})([^a])", "[)]*(a)?", "\\)+", "(a)??b"}
+  while #out < count do out[#out + 1] = gen(0) end
+  return out
+end
+
+local function groups_of(p)
+  local n = 0
+  for i = 1, #p do
+    if p:sub(i, i) == "(" and p:sub(i - 1, i - 1) ~= "\\" and p:sub(i + 1, i + 1) ~= "?" then n = n + 1 end
+  end
+  return n
+end
+
+describe("REGEXP_EXTRACT in C", function()
+  it("gives the Lua path's groups on random patterns and strings", function()
+    local rnd = 0x77
+    local function r(m)
+      rnd = (rnd * 1103515245 + 12345) % 2147483648
+      return (rnd >> 8) % m
+    end
+    local alphabet = {"a", "b", "c", "1", "2", "_", " ", "&", "=", "/", "é", "\t", "channel_id=", "ab", "\xff"}
+    local lines = {}
+    for id = 1, 300 do
+      local t = {}
+      for j = 1, r(9) do t[j] = alphabet[r(#alphabet) + 1] end
+      lines[id] = id .. "," .. table.concat(t)
+    end
+    local files = {["x.csv"] = table.concat(lines, "\n") .. "\n"}
+    local pats = random_patterns(60)
+    local items = {}
+    for j, p in ipairs(pats) do
+      local lit = "'" .. p:gsub("'", "''") .. "'"
+      for g = -1, groups_of(p) + 1 do
+        items[#items + 1] = string.format("REGEXP_EXTRACT(s, %s%s) AS r%d_%d", lit, g == 0 and "" or ", " .. g, j,
+          g + 1)
+      end
+    end
+    local q = "CREATE TABLE x (id BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = 'x.csv', "
+      .. "'format' = 'csv');\nSELECT id, " .. table.concat(items, ", ") .. " FROM x "
+      .. "WHERE REGEXP_EXTRACT(s, '(a|b)?[ab]+', 1) IS NULL OR id > 0;\n"
+    local k = kinds(q:gsub("'x%.csv'", "'spec/sql_cexpr_spec.lua'"))
+    assert.are.equal(0, count(k, "map"))
+    assert.are.equal(0, count(k, "filter"))
+    -- a repeated group stays in Lua (its rounds would nest C calls)
+    for _, p in ipairs({"(?:ab)*", "(a|b)+c", "x(a){2}", "((a)?b){1,3}"}) do
+      k = kinds("CREATE TABLE x (id BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = "
+        .. "'spec/sql_cexpr_spec.lua', 'format' = 'csv');\nSELECT REGEXP_EXTRACT(s, '" .. p .. "') AS r FROM x;\n")
+      assert.are.equal(1, count(k, "map"), p)
+    end
+    local cout, cerr, ccode, lout, lerr, lcode = both(q, files)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(0, ccode, cerr)
+    assert.are.equal(lout, cout)
+    -- (some groups matched: not all NULL)
+    local nonnull = 0
+    for v in lout:gmatch("[%[,] ([^,%]]+)") do if v ~= "<NULL>" then nonnull = nonnull + 1 end end
+    assert.is_true(nonnull > 2000, nonnull)
   end)
 end)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/wm_buf.h"
+#include "ops/wm_rregex.h"
 
 /* A piece of a DATE_FORMAT pattern: text (kind 0: bytes [at, at + width) of the pattern's
  * copy) or a field (kind: the pattern letter, width: how many of it) */
@@ -28,6 +29,7 @@ typedef struct rnode {
   dpiece *pieces; /* WM_RX_DATE_FORMAT: the pattern (owned), npieces of them, text in ptext */
   int npieces;
   char *ptext;
+  wm_rregex *re;  /* WM_RX_REGEXP_EXTRACT: owned */
 } rnode;
 
 struct wm_rexpr {
@@ -65,6 +67,7 @@ void wm_rexpr_free(wm_rexpr *x) {
     free(n->vals);
     free(n->pieces);
     free(n->ptext);
+    wm_rregex_free(n->re);
     wm_value_release(NULL, &n->lit); /* a scalar or a WM_STR: no host */
   }
   free(x->n);
@@ -78,7 +81,7 @@ static const char *const OP_NAMES[WM_RX_NOPS] = {
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
   "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0", "concat", "upper", "lower", "trim", "char_length",
-  "substring", "like", "split_index", "date_format"};
+  "substring", "like", "split_index", "date_format", "regexp_extract"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -143,7 +146,7 @@ static int arity(wm_rx_op op) {
   case WM_RX_TO_TS0: case WM_RX_UPPER: case WM_RX_LOWER: case WM_RX_TRIM: case WM_RX_CHAR_LENGTH:
     return 1;
   case WM_RX_BETWEEN: case WM_RX_IF: case WM_RX_SPLIT_INDEX: return 3;
-  case WM_RX_IN: case WM_RX_SUBSTRING: return -2;
+  case WM_RX_IN: case WM_RX_SUBSTRING: case WM_RX_REGEXP_EXTRACT: return -2;
   case WM_RX_CASE: case WM_RX_COALESCE: case WM_RX_CONCAT: return -1;
   default: return 2;
   }
@@ -211,7 +214,7 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
   }
   int a = arity(op);
   if ((a >= 0 && nargs != a) || (a < 0 && nargs < -a) || (op == WM_RX_CASE && nargs % 2 == 0)
-      || (op == WM_RX_SUBSTRING && nargs > 3)) {
+      || ((op == WM_RX_SUBSTRING || op == WM_RX_REGEXP_EXTRACT) && nargs > 3)) {
     snprintf(x->err, sizeof x->err, "operator %d takes %s%d arguments, got %d", (int)op, a < 0 ? "at least " : "",
              a < 0 ? -a : a, nargs);
     return -1;
@@ -222,10 +225,11 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
       return -1;
     }
   }
-  if (op == WM_RX_DATE_FORMAT) {
+  if (op == WM_RX_DATE_FORMAT || op == WM_RX_REGEXP_EXTRACT) {
     const rnode *p = &x->n[args[1]];
     if (p->op != WM_RX_LIT || !wm_value_is_string(&p->lit)) {
-      snprintf(x->err, sizeof x->err, "DATE_FORMAT: the pattern must be a string literal");
+      snprintf(x->err, sizeof x->err, "%s: the pattern must be a string literal",
+               op == WM_RX_DATE_FORMAT ? "DATE_FORMAT" : "REGEXP_EXTRACT");
       return -1;
     }
   }
@@ -252,6 +256,18 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
       free(n->where);
       free(n->pieces);
       free(n->ptext);
+      return -1;
+    }
+  }
+  if (op == WM_RX_REGEXP_EXTRACT) {
+    size_t len;
+    const char *s = wm_value_str(&x->n[args[1]].lit, &len);
+    char why[160];
+    n->re = wm_rregex_new(s, len, why, sizeof why);
+    if (!n->re) {
+      snprintf(x->err, sizeof x->err, "REGEXP_EXTRACT: %s", why);
+      free(n->args);
+      free(n->where);
       return -1;
     }
   }
@@ -859,6 +875,23 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
     }
     if (!find_sep(s, l, sep, lsep, beg, &at, &end)) at = l;
     *out = wm_cstr(s + beg, at - beg);
+    return 0;
+  }
+  case WM_RX_REGEXP_EXTRACT: {
+    /* regex.extract: NULL for a NULL string, a group out of range, no match, or a group that
+     * took no part; a NULL group is 0 */
+    if (eval_args(x, n, 2, h, rec, v, err) != 0) return -1;
+    if (n->nargs == 3 && eval(x, n->args[2], h, rec, &v[2], err) != 0) return -1;
+    if (v[0].type == WM_NIL) { *out = wm_nil(); return 0; }
+    int64_t g = n->nargs == 3 && v[2].type != WM_NIL ? v[2].u.i : 0;
+    if (!wm_value_is_string(&v[0]) || (n->nargs == 3 && v[2].type != WM_NIL && v[2].type != WM_INT))
+      return bad(n, err, "REGEXP_EXTRACT of a value that is not a string, or a group that is not an integer");
+    if (g < 0 || g > wm_rregex_groups(n->re)) { *out = wm_nil(); return 0; }
+    size_t l, from, to;
+    const char *s = wm_value_str(&v[0], &l);
+    int r = wm_rregex_extract(n->re, s, l, (int)g, &from, &to);
+    if (r < 0) return bad(n, err, WM_RREGEX_DEEP);
+    *out = r ? wm_cstr(s + from, to - from) : wm_nil();
     return 0;
   }
   case WM_RX_DATE_FORMAT:

@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "ops/wm_rexpr.h"
+#include "ops/wm_rregex.h"
 #include "ops/wm_sqlfmt.h"
 
 /* a row {a = 7, b = -2, d = 2.5, s = "abc", n = nil, t = true} */
@@ -372,6 +373,66 @@ static void test_string_operator(wm_schema *s6) {
   wm_ctx_free(&ctx);
 }
 
+/* REGEXP_EXTRACT(s, pattern, g): Java's leftmost backtracking matches, worked out by hand */
+static const char *rx(const char *pat, const char *s, int g) {
+  static char out[256];
+  char err[160];
+  wm_rregex *r = wm_rregex_new(pat, strlen(pat), err, sizeof err);
+  if (!r) {
+    snprintf(out, sizeof out, "error: %s", err);
+    return out;
+  }
+  size_t from, to;
+  int rc = wm_rregex_extract(r, s, strlen(s), g, &from, &to);
+  if (rc < 0) snprintf(out, sizeof out, "deep");
+  else if (rc == 0) snprintf(out, sizeof out, "nil");
+  else snprintf(out, sizeof out, "%.*s", (int)(to - from), s + from);
+  wm_rregex_free(r);
+  return out;
+}
+
+static void test_regex(void) {
+  const char *url = "https://www.nexmark.com/a/item.htm?query=1&channel_id=1934098432";
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", url, 2), "1934098432");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", url, 1), "&");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", "channel_id=7&x=1", 2), "7");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", "xchannel_id=7", 2), "nil");
+  CHECK_STR(rx("a+?", "caaab", 0), "a");           /* lazy */
+  CHECK_STR(rx("a+", "caaab", 0), "aaa");           /* greedy */
+  CHECK_STR(rx("(a|ab)(c|bcd)(d*)", "abcd", 3), ""); /* alternatives left to right: a, bcd, '' */
+  CHECK_STR(rx("(a|ab)(c|bcd)(d*)", "abcd", 2), "bcd");
+  CHECK_STR(rx("(x)?y", "y", 1), "nil");            /* a group that took no part */
+  CHECK_STR(rx("(a*)*b", "aab", 1), "aa");          /* an empty round ends the loop, undone */
+  CHECK_STR(rx("(.*)(\\W)", "a\xc3\xa9", 1), "a");  /* `.` takes a whole UTF-8 character */
+  CHECK_STR(rx("\\bb\\w*", "ab bc", 0), "bc");
+  CHECK_STR(rx("\\Bb", "ab bc", 0), "b");
+  CHECK_STR(rx("x$", "ax\n", 0), "x");
+  CHECK_STR(rx("[\\d-]{2,}", "a1-2b", 0), "1-2");
+  CHECK_STR(rx("[^a-c]+", "abcxyzabc", 0), "xyz");
+  CHECK_STR(rx("a{2}", "aaa", 0), "aa");
+  CHECK_STR(rx("", "abc", 0), "");
+  CHECK(strstr(rx("a(?=b)", "ab", 0), "'(?' group") != NULL);
+  CHECK(strstr(rx("a++", "a", 0), "possessive") != NULL);
+  CHECK(strstr(rx("(a", "a", 0), "unclosed '('") != NULL);
+  CHECK(strstr(rx("a)", "a", 0), "unmatched ')'") != NULL);
+  CHECK(strstr(rx("[a", "a", 0), "unclosed '['") != NULL);
+  CHECK(strstr(rx("*a", "a", 0), "nothing to repeat") != NULL);
+  CHECK(strstr(rx("a{,2}", "a", 0), "'{'") != NULL);
+  CHECK(strstr(rx("\\p{L}", "a", 0), "not supported") != NULL);
+  /* a single character repeated loops (any length); a repeated group nests per round */
+  static char big[40001];
+  for (int i = 0; i < 40000; i++) big[i] = (char)('a' + (i & 1));
+  big[40000] = '\0';
+  wm_rregex *r = wm_rregex_new(".*b", 3, NULL, 0);
+  size_t from = 1, to = 0;
+  CHECK_I64(wm_rregex_extract(r, big, 40000, 0, &from, &to), 1);
+  CHECK_I64((int64_t)from, 0);
+  CHECK_I64((int64_t)to, 40000);
+  wm_rregex_free(r);
+  CHECK_STR(rx("(?:ab)*", big, 0), "deep");
+  CHECK_STR(rx("(?:ab)*c|b", big, 0), "deep");
+}
+
 void test_rexpr(void) {
   test_format();
   wm_schema *s = schema6();
@@ -383,6 +444,7 @@ void test_rexpr(void) {
   test_operator(s);
   test_strings(&rec);
   test_string_operator(s);
+  test_regex();
   wm_row_release(NULL, r);
   wm_schema_release(s);
 }

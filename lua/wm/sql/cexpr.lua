@@ -4,8 +4,8 @@
 --
 -- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
 -- succeeded (so every type error has been raised already); they return nil for anything the
--- C module does not do (REGEXP_EXTRACT, CAST to or from STRING, user functions, scopes after
--- GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
+-- C module does not do (CAST to or from STRING, a pattern that is not a literal, user
+-- functions, scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
 -- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
 -- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
 -- @module wm.sql.cexpr
@@ -111,16 +111,42 @@ local STRING_FNS = {UPPER = {"upper", "STRING"}, LOWER = {"lower", "STRING"}, TR
   CHAR_LENGTH = {"char_length", "INT"}, CHARACTER_LENGTH = {"char_length", "INT"}, CONCAT = {"concat", "STRING"},
   SUBSTRING = {"substring", "STRING"}, SUBSTR = {"substring", "STRING"}, SPLIT_INDEX = {"split_index", "STRING"}}
 
+-- Whether a REGEXP_EXTRACT pattern repeats a group (`(...)*`, `(?:..){2}`: any quantifier but
+-- `?`): the C matcher (core/ops/wm_rregex.c) nests a C call per round of such a repeat, so
+-- that a long input could exhaust its depth where wm.sql.regex goes on; those stay in Lua.
+-- (A repeat of one character or class loops in C.) Conservative: it only looks at what
+-- follows each `)` outside classes and escapes.
+local function repeats_group(p)
+  local i, n = 1, #p
+  while i <= n do
+    local c = p:sub(i, i)
+    if c == "\\" then
+      i = i + 2
+    elseif c == "[" then
+      i = i + 1
+      if p:sub(i, i) == "^" then i = i + 1 end
+      if p:sub(i, i) == "]" then i = i + 1 end
+      while i <= n and p:sub(i, i) ~= "]" do i = i + (p:sub(i, i) == "\\" and 2 or 1) end
+      i = i + 1
+    else
+      if c == ")" and p:sub(i + 1, i + 1):match("^[*+{]") then return true end
+      i = i + 1
+    end
+  end
+  return false
+end
+
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
   local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
-    DATE_FORMAT = true}
+    DATE_FORMAT = true, REGEXP_EXTRACT = true}
   if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end
-  if name == "DATE_FORMAT" then
-    -- a TIMESTAMP and a literal pattern (the Lua compilation checked it); a STRING time stays Lua
+  if name == "DATE_FORMAT" or name == "REGEXP_EXTRACT" then
+    -- a literal pattern (the Lua compilation checked it); DATE_FORMAT of a STRING stays Lua
     local p = e.args[2]
     if not (p.tag == "lit" and p.type == "STRING") then return nil end
+    if name == "REGEXP_EXTRACT" and repeats_group(p.value) then return nil end
   end
   local idx, types = compile_list(P, e.args)
   if not idx then return nil end
@@ -128,6 +154,8 @@ local function compile_call(P, e)
   if sf then
     local w = sf[1] == "substring" and where(P, e) or nil
     return add(P, {op = sf[1], args = idx, where = w}), sf[2]
+  elseif name == "REGEXP_EXTRACT" then
+    return add(P, {op = "regexp_extract", args = idx, where = where(P, e)}), "STRING"
   elseif name == "DATE_FORMAT" then
     if not (TEMPORAL[types[1]] or types[1] == "NULL") then return nil end
     return add(P, {op = "date_format", args = idx, where = where(P, e)}), "STRING"
