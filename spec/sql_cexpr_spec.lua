@@ -185,7 +185,8 @@ SELECT id, s || '|' || p AS c1, CONCAT(s, sep, p) AS c2, UPPER(s) AS u, LOWER(s)
   CHAR_LENGTH(s) AS n, CHARACTER_LENGTH(p) AS np, SUBSTRING(s, i) AS s1, SUBSTRING(s, i, ABS(k)) AS s2,
   SUBSTR(s, k, ABS(i)) AS s3, SUBSTRING(s, i, CAST(NULL AS INT)) AS s4, s LIKE p AS lk, s NOT LIKE 'a%' AS nlk,
   s LIKE '%_\%' AS lk2, SPLIT_INDEX(s, sep, i) AS sp, SPLIT_INDEX(s, '/', k) AS sp2, SPLIT_INDEX(s, '', i) AS sp3,
-  UPPER(LOWER(s)) || SUBSTRING(p, 2, 3) AS mix, CASE WHEN LOWER(s) IN ('ab', 'x/y') THEN 'in' ELSE SPLIT_INDEX(p, 'a', 0) END AS cw
+  UPPER(LOWER(s)) || SUBSTRING(p, 2, 3) AS mix,
+  CASE WHEN LOWER(s) IN ('ab', 'x/y') THEN 'in' ELSE SPLIT_INDEX(p, 'a', 0) END AS cw
 FROM v WHERE s IS NULL OR s <> 'zz' OR UPPER(p) LIKE '%A%';
 ]]
 local PATTERNS = {"yyyy-MM-dd", "HH:mm", "yyyy-MM-dd HH:mm:ss.SSS", "yy/M/d h:m:s a", "S SS SSS", "'T'HH''mm'x'",
@@ -302,7 +303,7 @@ end)
 
 -- REGEXP_EXTRACT (core/ops/wm_rregex.c, a port of wm.sql.regex): random patterns of the syntax
 -- wm.sql.regex takes over random short strings, every group, both ways.
-local function random_patterns(count)
+local function random_patterns(npat)
   local rnd = 0x21
   local function r(m)
     rnd = (rnd * 1103515245 + 12345) % 2147483648
@@ -332,7 +333,7 @@ local function random_patterns(count)
   end
   local out = {"(&|^)channel_id=([^&]*)", "", "a|", "(a)|b", "(a|ab)(c|bcd)(d*)", "^$", ".*?(\\d+)", "(.*)(\\W)",
     "(.{1,3})([^a])", "[)]*(a)?", "\\)+", "(a)??b"}
-  while #out < count do out[#out + 1] = gen(0) end
+  while #out < npat do out[#out + 1] = gen(0) end
   return out
 end
 
