@@ -176,7 +176,7 @@ end)
 local SCHEMA = "CREATE TABLE t (id BIGINT, ts BIGINT, i INT, k INT, s STRING, p STRING, sep STRING) WITH "
   .. "('connector' = 'filesystem', 'path' = 'r.csv', 'format' = 'csv');\n"
   -- every seventh row's strings NULL (an empty CSV field is '')
-  .. "CREATE VIEW v AS SELECT id, TO_TIMESTAMP_LTZ(ts, 3) AS t3, i, k,\n"
+  .. "CREATE VIEW v AS SELECT id, ts, TO_TIMESTAMP_LTZ(ts, 3) AS t3, i, k,\n"
   .. "  CASE WHEN MOD(id, 7) = 0 THEN CAST(NULL AS STRING) ELSE s END AS s,\n"
   .. "  CASE WHEN MOD(id, 11) = 0 THEN CAST(NULL AS STRING) ELSE p END AS p,\n"
   .. "  CASE WHEN MOD(id, 13) = 0 THEN CAST(NULL AS STRING) ELSE sep END AS sep FROM t;\n"
@@ -245,7 +245,8 @@ describe("string and time functions in C", function()
     assert.are.equal(0, count(k, "filter"))
     local parts = {}
     for j, pat in ipairs(PATTERNS) do parts[j] = "DATE_FORMAT(t3, '" .. pat:gsub("'", "''") .. "') AS d" .. j end
-    k = kinds(P2 .. "SELECT id, " .. table.concat(parts, ", ") .. " FROM v;\n")
+    k = kinds(P2 .. "SELECT id, " .. table.concat(parts, ", ") .. ", CAST(t3 AS STRING) AS c, CAST(k AS STRING) "
+      .. "AS c2 FROM v;\n")
     assert.are.equal(0, count(k, "map"))
     -- Lua closures for what C does not do: a pattern that is not a literal, a STRING time
     k = kinds(P2 .. "SELECT DATE_FORMAT(t3, s) AS d FROM v;\n")
@@ -280,11 +281,16 @@ describe("string and time functions in C", function()
     assert.are.equal(lout, cout)
     local parts = {}
     for j, pat in ipairs(PATTERNS) do parts[j] = "DATE_FORMAT(t3, '" .. pat:gsub("'", "''") .. "') AS d" .. j end
-    local dq = SCHEMA .. "SELECT id, t3, " .. table.concat(parts, ", ") .. " FROM v;\n"
+    local dq = SCHEMA .. "SELECT id, t3, " .. table.concat(parts, ", ") .. ", CAST(t3 AS STRING) AS ct, "
+      .. "CAST(id AS STRING) || '/' || CAST(i AS STRING) AS ci, CAST(i > 0 AS STRING) AS cb, "
+      .. "CAST(CAST(i AS DOUBLE) / k AS STRING) AS cd, CAST(ts * 0.001 AS STRING) AS cs, "
+      .. "CAST(ts / 1e-9 AS STRING) AS ce, CAST(CAST(i AS DOUBLE) / 0 AS STRING) AS cz FROM v;\n"
     cout, cerr, ccode, lout, lerr, lcode = both(dq, files)
     assert.are.equal(0, lcode, lerr)
     assert.are.equal(0, ccode, cerr)
     assert.matches("0000%-12%-31", lout) -- a time before year 1 was in it
+    assert.matches("Infinity", lout)     -- CAST of a double: 1 / 0.0
+    assert.matches("NaN", lout)
     assert.are.equal(lout, cout)
   end)
 

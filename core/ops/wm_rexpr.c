@@ -9,6 +9,7 @@
 
 #include "base/wm_buf.h"
 #include "ops/wm_rregex.h"
+#include "ops/wm_sqlfmt.h"
 
 /* A piece of a DATE_FORMAT pattern: text (kind 0: bytes [at, at + width) of the pattern's
  * copy) or a field (kind: the pattern letter, width: how many of it) */
@@ -81,7 +82,7 @@ static const char *const OP_NAMES[WM_RX_NOPS] = {
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
   "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0", "concat", "upper", "lower", "trim", "char_length",
-  "substring", "like", "split_index", "date_format", "regexp_extract"};
+  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -144,6 +145,7 @@ static int arity(wm_rx_op op) {
   case WM_RX_IS_TRUE: case WM_RX_IS_FALSE: case WM_RX_NOT_TRUE: case WM_RX_NOT_FALSE:
   case WM_RX_TO_DOUBLE: case WM_RX_BOOL_TO_INT: case WM_RX_HOUR: case WM_RX_TO_TS3:
   case WM_RX_TO_TS0: case WM_RX_UPPER: case WM_RX_LOWER: case WM_RX_TRIM: case WM_RX_CHAR_LENGTH:
+  case WM_RX_TO_STR: case WM_RX_TS_TO_STR:
     return 1;
   case WM_RX_BETWEEN: case WM_RX_IF: case WM_RX_SPLIT_INDEX: return 3;
   case WM_RX_IN: case WM_RX_SUBSTRING: case WM_RX_REGEXP_EXTRACT: return -2;
@@ -892,6 +894,24 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
     int r = wm_rregex_extract(n->re, s, l, (int)g, &from, &to);
     if (r < 0) return bad(n, err, WM_RREGEX_DEEP);
     *out = r ? wm_cstr(s + from, to - from) : wm_nil();
+    return 0;
+  }
+  case WM_RX_TO_STR: case WM_RX_TS_TO_STR: {
+    /* R.cast(v, from, 'STRING'): values.to_string */
+    if (eval(x, n->args[0], h, rec, &v[0], err) != 0) return -1;
+    if (v[0].type == WM_NIL || wm_value_is_string(&v[0])) { *out = v[0]; return 0; }
+    if (v[0].type == WM_BOOL) { *out = v[0].u.b ? wm_cstr("TRUE", 4) : wm_cstr("FALSE", 5); return 0; }
+    wm_buf *b = &x->buf;
+    wm_buf_clear(b);
+    if (n->op == WM_RX_TS_TO_STR && v[0].type == WM_INT) wm_sqlfmt_timestamp(b, v[0].u.i);
+    else if (n->op == WM_RX_TO_STR && v[0].type == WM_FLOAT) wm_sqlfmt_double(b, v[0].u.f);
+    else if (n->op == WM_RX_TO_STR && v[0].type == WM_INT) wm_buf_add_int(b, v[0].u.i);
+    else return bad(n, err, "CAST AS STRING of a value of another type");
+    if (b->oom) return oom(err);
+    wm_str *s = new_str(x, b->len);
+    if (!s) return oom(err);
+    if (b->len) memcpy(s->data, b->data, b->len);
+    *out = str_value(s);
     return 0;
   }
   case WM_RX_DATE_FORMAT:

@@ -336,6 +336,13 @@ static void test_strings(wm_value *rec) {
   CHECK(op2(x, WM_RX_DATE_FORMAT, a, lit_s(x, "yyyy-MMM")) < 0);
   CHECK(op2(x, WM_RX_DATE_FORMAT, a, lit_s(x, "'open")) < 0);
   CHECK(strstr(wm_rexpr_error(x), "unclosed quote") != NULL);
+  /* CAST(... AS STRING): values.to_string */
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_i(x, -42)), rec), "-42");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_f(x, 1e10)), rec), "1.0E10");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_f(x, 0.5)), rec), "0.5");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_b(x, false)), rec), "FALSE");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, n), rec), "nil");
+  CHECK_STR(ev(x, op1(x, WM_RX_TS_TO_STR, lit_i(x, -1)), rec), "1969-12-31 23:59:59.999");
   wm_rexpr_reset(x);
   wm_rexpr_free(x);
 }

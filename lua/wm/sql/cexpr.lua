@@ -4,7 +4,7 @@
 --
 -- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
 -- succeeded (so every type error has been raised already); they return nil for anything the
--- C module does not do (CAST to or from STRING, a pattern that is not a literal, user
+-- C module does not do (CAST from STRING, a pattern that is not a literal, user
 -- functions, scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
 -- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
 -- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
@@ -282,6 +282,8 @@ compile = function(P, e)
     if (to == "INT" or to == "BIGINT") and (t == "INT" or t == "BIGINT") then return a, to end
     if (to == "INT" or to == "BIGINT") and t == "BOOLEAN" then return add(P, {op = "bool_to_int", args = {a}}), to end
     if TEMPORAL[to] and TEMPORAL[t] then return a, to end
+    if to == "STRING" and TEMPORAL[t] then return add(P, {op = "ts_to_str", args = {a}}), to end
+    if to == "STRING" and (NUMERIC[t] or t == "BOOLEAN") then return add(P, {op = "to_str", args = {a}}), to end
     return nil
   elseif tag == "call" then
     return compile_call(P, e)
