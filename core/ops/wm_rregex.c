@@ -28,6 +28,8 @@ typedef struct xnode {
 struct wm_rregex {
   xnode *n;
   int len, cap, root, ngroups;
+  uint8_t first[32]; /* the bytes a match that takes any can begin with */
+  bool nullable;     /* whether a match can take none (then every start is tried) */
   /* compiling */
   const char *pat;
   size_t plen, pos; /* pos: 0-based (regex.lua's pos - 1) */
@@ -360,6 +362,35 @@ bad:
   return -1;
 }
 
+/* The bytes a match of node i can begin with, added to set; true when it can match taking no
+ * byte (zero-width assertions count as taking none: an over-estimate of the bytes). */
+static bool first_of(const wm_rregex *r, int i, uint8_t *set, int depth) {
+  const xnode *x = &r->n[i];
+  if (depth > 200) { /* (deeper than any parse: give up on skipping) */
+    memset(set, 0xff, 32);
+    return true;
+  }
+  switch (x->kind) {
+  case X_LIT: set_add(set, x->c); return false;
+  case X_SET:
+    for (int k = 0; k < 32; k++) set[k] |= x->set[k];
+    return false;
+  case X_BOL: case X_EOL: case X_WORDB: return true;
+  case X_GROUP: return first_of(r, x->child, set, depth + 1);
+  case X_SEQ:
+    for (int k = 0; k < x->nkids; k++)
+      if (!first_of(r, x->kids[k], set, depth + 1)) return false;
+    return true;
+  case X_ALT: {
+    bool any = false;
+    for (int k = 0; k < x->nkids; k++) any = first_of(r, x->kids[k], set, depth + 1) || any;
+    return any;
+  }
+  default: /* X_REP */
+    return first_of(r, x->child, set, depth + 1) || x->min == 0;
+  }
+}
+
 void wm_rregex_free(wm_rregex *r) {
   if (!r) return;
   for (int i = 0; i < r->len; i++) free(r->n[i].kids);
@@ -381,6 +412,7 @@ wm_rregex *wm_rregex_new(const char *pat, size_t len, char *err, size_t errsz) {
   r->errsz = errsz;
   r->root = parse_alt(r);
   if (r->root >= 0 && r->pos < r->plen) fail(r, "an unmatched ')'");
+  if (!r->failed) r->nullable = first_of(r, r->root, r->first, 0);
   if (!r->failed) {
     r->cs = malloc((size_t)(r->ngroups + 1) * sizeof *r->cs);
     r->ce = malloc((size_t)(r->ngroups + 1) * sizeof *r->ce);
@@ -559,6 +591,8 @@ int wm_rregex_extract(wm_rregex *r, const char *s, size_t n, int g, size_t *from
   r->deep = false;
   kont done = {K_DONE, 0, 0, 0, NULL};
   for (size_t start = 0; start <= n; start++) {
+    /* a start where no match can begin: skipped (it would fail) */
+    if (!r->nullable && (start == n || !set_has(r->first, r->s[start]))) continue;
     for (int i = 0; i <= r->ngroups; i++) r->cs[i] = r->ce[i] = SIZE_MAX;
     if (match(r, r->root, start, &done)) {
       if (g == 0) {
