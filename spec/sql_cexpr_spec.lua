@@ -277,10 +277,10 @@ describe("string and time functions in C", function()
     k = kinds(P2 .. "SELECT id, " .. table.concat(parts, ", ") .. ", CAST(t3 AS STRING) AS c, CAST(k AS STRING) "
       .. "AS c2 FROM v;\n")
     assert.are.equal(0, count(k, "map"))
-    -- Lua closures for what C does not do: a pattern that is not a literal, a STRING time
+    -- Lua closures for what C does not do: a pattern that is not a literal, text to a number
     k = kinds(P2 .. "SELECT DATE_FORMAT(t3, s) AS d FROM v;\n")
     assert.are.equal(1, count(k, "map"))
-    k = kinds(P2 .. "SELECT DATE_FORMAT(s, 'yyyy') AS d FROM v;\n")
+    k = kinds(P2 .. "SELECT CAST(s AS BIGINT) AS d FROM v;\n") -- (text to numbers: Lua)
     assert.are.equal(1, count(k, "map"))
   end)
 
@@ -321,6 +321,38 @@ describe("string and time functions in C", function()
     assert.matches("Infinity", lout)     -- CAST of a double: 1 / 0.0
     assert.matches("NaN", lout)
     assert.are.equal(lout, cout)
+  end)
+
+  it("read text as timestamps and booleans as the Lua path does", function()
+    local texts = {"2020-01-02", " 2020-1-2 3:04 ", "2020-01-02T03:04:05.6789", "2020-02-31 23:59:59.9",
+      "2020-13-01", "2020-01-02 24:00", "2020-01-02 10:0", "2020-01-02 10:00:", "2020-01-02 10:00:00.",
+      "0000-01-01", "0000-03-01 00:00:00.001", "9999-12-31 23:59:59.999", "20201-01-02", "2020-01-123",
+      "2020-01-02\t", "2020-01-02 x", "2020-01-02  10:00", "2020-1-02 1:02:03.04", "202-01-02", "true",
+      " FALSE ", "tRuE", "yes", "", "\ttrue\t", "truex", "1969-12-31 23:59:59.999"}
+    local lines = {}
+    for j, s in ipairs(texts) do lines[j] = j .. "," .. s:gsub("\\t", "\t") end
+    local q = "CREATE TABLE t (id BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = 'p.csv', "
+      .. "'format' = 'csv');\nSELECT id, TRY_CAST(s AS TIMESTAMP) AS a, TRY_CAST(s AS TIMESTAMP_LTZ) AS b, "
+      .. "TRY_CAST(s AS BOOLEAN) AS c, DATE_FORMAT(s, 'yyyy-MM-dd HH:mm:ss.SSS') AS d, "
+      .. "CAST(TRY_CAST(s AS TIMESTAMP) AS STRING) AS e FROM t;\n"
+    local k = kinds(q:gsub("'p%.csv'", "'spec/sql_cexpr_spec.lua'"))
+    assert.are.equal(0, count(k, "map"))
+    local files = {["p.csv"] = table.concat(lines, "\n") .. "\n"}
+    local cout, cerr, ccode, lout, lerr, lcode = both(q, files)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(0, ccode, cerr)
+    assert.matches("%+I%[3, 2020%-01%-02 03:04:05%.678, ", lout)
+    assert.matches("%+I%[21, <NULL>, <NULL>, FALSE, <NULL>, <NULL>%]", lout)
+    assert.are.equal(lout, cout)
+    -- CAST and TO_TIMESTAMP of text that is no timestamp fail the same way
+    for _, e in ipairs({"CAST(s AS TIMESTAMP)", "TO_TIMESTAMP(s)", "CAST(s AS BOOLEAN)"}) do
+      local qe = q:gsub("SELECT .*", "SELECT " .. e .. " AS x FROM t WHERE id = 5;\n")
+      _, cerr, ccode, _, lerr, lcode = both(qe, files)
+      assert.are.equal(1, lcode)
+      assert.are.equal(1, ccode)
+      assert.matches("^job%.sql:2:%d+: CAST%('2020%-13%-01' AS %u+%) failed: not a ", lerr)
+      assert.are.equal(lerr, cerr)
+    end
   end)
 
   it("fail the same way as the Lua path: SUBSTRING's negative length", function()

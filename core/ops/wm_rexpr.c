@@ -82,7 +82,7 @@ static const char *const OP_NAMES[WM_RX_NOPS] = {
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
   "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0", "concat", "upper", "lower", "trim", "char_length",
-  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str"};
+  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str", "from_str"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -147,7 +147,7 @@ static int arity(wm_rx_op op) {
   case WM_RX_TO_TS0: case WM_RX_UPPER: case WM_RX_LOWER: case WM_RX_TRIM: case WM_RX_CHAR_LENGTH:
   case WM_RX_TO_STR: case WM_RX_TS_TO_STR:
     return 1;
-  case WM_RX_BETWEEN: case WM_RX_IF: case WM_RX_SPLIT_INDEX: return 3;
+  case WM_RX_BETWEEN: case WM_RX_IF: case WM_RX_SPLIT_INDEX: case WM_RX_FROM_STR: return 3;
   case WM_RX_IN: case WM_RX_SUBSTRING: case WM_RX_REGEXP_EXTRACT: return -2;
   case WM_RX_CASE: case WM_RX_COALESCE: case WM_RX_CONCAT: return -1;
   default: return 2;
@@ -224,6 +224,13 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
   for (int i = 0; i < nargs; i++) {
     if (args[i] < 0 || args[i] >= x->len) {
       snprintf(x->err, sizeof x->err, "argument %d of node %d is node %d, not an earlier one", i + 1, x->len, args[i]);
+      return -1;
+    }
+  }
+  if (op == WM_RX_FROM_STR) {
+    const rnode *to = &x->n[args[1]], *try_ = &x->n[args[2]];
+    if (to->op != WM_RX_LIT || !wm_value_is_string(&to->lit) || try_->op != WM_RX_LIT || try_->lit.type != WM_BOOL) {
+      snprintf(x->err, sizeof x->err, "from_str: the type and try must be literals");
       return -1;
     }
   }
@@ -562,6 +569,67 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
   *d = (int)(doy - (153 * mp + 2) / 5 + 1);
   *m = (int)(mp < 10 ? mp + 3 : mp - 9);
   *y = yoe + era * 400 + (*m <= 2);
+}
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* values.lua's days_from_civil (its floor divisions) */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y = m <= 2 ? y - 1 : y;
+  int64_t era = floor_div(y >= 0 ? y : y - 399, 400);
+  int64_t yoe = y - era * 400;
+  int64_t doy = floor_div(153 * (m + (m > 2 ? -3 : 9)) + 2, 5) + d - 1;
+  int64_t doe = yoe * 365 + floor_div(yoe, 4) - floor_div(yoe, 100) + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/* `n` digits (1 or 2 when max2: Lua's %d%d?) at s[*i]: their value, -1 when there are none */
+static int64_t digits(const char *s, size_t len, size_t *i, int n, bool max2) {
+  int64_t v = 0;
+  int k = 0;
+  while (*i < len && is_digit(s[*i]) && k < (max2 ? 2 : n)) {
+    v = v * 10 + (s[*i] - '0');
+    (*i)++;
+    k++;
+  }
+  return k >= n ? v : -1;
+}
+
+/* values.parse_timestamp: `yyyy-M[M]-d[d][( |T)H[H]:mm[:ss[.f...]]]` with white space around,
+ * as UTC ms; false when s is none */
+static bool parse_timestamp(const char *s, size_t len, int64_t *out) {
+  size_t i = 0, e = len;
+  while (i < len && is_space((unsigned char)s[i])) i++;
+  while (e > i && is_space((unsigned char)s[e - 1])) e--; /* (.-)%s*$: the rest ends here */
+  int64_t y = digits(s, e, &i, 4, false), mo, d, h = 0, mi = 0, sec = 0, ms = 0;
+  if (y < 0 || i >= e || s[i] != '-') return false;
+  i++;
+  if ((mo = digits(s, e, &i, 1, true)) < 0 || i >= e || s[i] != '-') return false;
+  i++;
+  if ((d = digits(s, e, &i, 1, true)) < 0) return false;
+  if (i < e) {
+    if (s[i] != ' ' && s[i] != 'T') return false;
+    i++;
+    if ((h = digits(s, e, &i, 1, true)) < 0 || i >= e || s[i] != ':') return false;
+    i++;
+    if ((mi = digits(s, e, &i, 2, false)) < 0) return false;
+    if (i < e) {
+      if (s[i] != ':') return false;
+      i++;
+      if ((sec = digits(s, e, &i, 2, false)) < 0) return false;
+      if (i < e) {
+        if (s[i] != '.' || i + 1 >= e) return false;
+        size_t f = ++i;
+        while (i < e && is_digit(s[i])) i++;
+        if (i < e) return false;
+        /* tonumber((frac .. "000"):sub(1, 3)) */
+        for (size_t k = 0; k < 3; k++) ms = ms * 10 + (f + k < e ? s[f + k] - '0' : 0);
+      }
+    }
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59) return false;
+  *out = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms;
+  return true;
 }
 
 /* R.date_format: ts (ms) as n's pattern (UTC) */
@@ -914,9 +982,43 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
     *out = str_value(s);
     return 0;
   }
+  case WM_RX_FROM_STR: {
+    /* R.cast(v, 'STRING', to, try, where): values.parse of the text */
+    if (eval(x, n->args[0], h, rec, &v[0], err) != 0) return -1;
+    if (v[0].type == WM_NIL) { *out = wm_nil(); return 0; }
+    if (!wm_value_is_string(&v[0])) return bad(n, err, "CAST of a value that is not a string");
+    size_t l, lt;
+    const char *s = wm_value_str(&v[0], &l), *to = wm_value_str(&x->n[n->args[1]].lit, &lt);
+    const char *why;
+    if (strcmp(to, "BOOLEAN") == 0) {
+      size_t a = 0, e = l;
+      while (a < e && is_space((unsigned char)s[a])) a++;
+      while (e > a && is_space((unsigned char)s[e - 1])) e--;
+      char w[6] = {0};
+      for (size_t k = 0; k < e - a && k < 5; k++) w[k] = (char)(s[a + k] >= 'A' && s[a + k] <= 'Z' ? s[a + k] + 32 : s[a + k]);
+      if (e - a == 4 && memcmp(w, "true", 4) == 0) { *out = wm_bool(true); return 0; }
+      if (e - a == 5 && memcmp(w, "false", 5) == 0) { *out = wm_bool(false); return 0; }
+      why = "not a boolean";
+    } else {
+      int64_t ts;
+      if (parse_timestamp(s, l, &ts)) { *out = wm_int(ts); return 0; }
+      why = "not a timestamp (yyyy-MM-dd HH:mm:ss.SSS)";
+    }
+    if (x->n[n->args[2]].lit.u.b) { *out = wm_nil(); return 0; }
+    char m[600];
+    snprintf(m, sizeof m, "CAST('%.*s' AS %s) failed: %s", (int)(l > 400 ? 400 : l), s, to, why);
+    return bad(n, err, m);
+  }
   case WM_RX_DATE_FORMAT:
     if (eval(x, n->args[0], h, rec, &v[0], err) != 0) return -1;
     if (v[0].type == WM_NIL) { *out = wm_nil(); return 0; }
+    if (wm_value_is_string(&v[0])) {
+      size_t l;
+      const char *s = wm_value_str(&v[0], &l);
+      int64_t ts;
+      if (!parse_timestamp(s, l, &ts)) { *out = wm_nil(); return 0; }
+      v[0] = wm_int(ts);
+    }
     if (v[0].type != WM_INT) return bad(n, err, "DATE_FORMAT of a non-integer time");
     return date_format(x, n, v[0].u.i, out, err);
   default: break;

@@ -58,10 +58,13 @@ typedef enum {
   WM_RX_SUBSTRING,   /* s, start[, len]: characters when valid UTF-8, else bytes; error on len < 0 */
   WM_RX_LIKE,        /* s, pattern: `%` any bytes, `_` one byte, the rest itself */
   WM_RX_SPLIT_INDEX, /* s, sep, i: the i-th (from 0) piece; NULL past the end, for i < 0 or s '' */
-  WM_RX_DATE_FORMAT, /* ts, pattern: the pattern a string literal node (given when made) */
+  WM_RX_DATE_FORMAT, /* ts, pattern: the pattern a string literal node (given when made); a
+                      * string ts is read as CAST(ts AS TIMESTAMP) (NULL when it is none) */
   WM_RX_REGEXP_EXTRACT, /* s, regex[, group]: ops/wm_rregex.h; the regex a string literal node */
   WM_RX_TO_STR,    /* CAST(number or BOOLEAN AS STRING): 12, 1.5E10 (Java's Double.toString), TRUE */
   WM_RX_TS_TO_STR, /* CAST(TIMESTAMP AS STRING): yyyy-MM-dd HH:mm:ss.SSS */
+  WM_RX_FROM_STR,  /* s, to, try: CAST(STRING AS TIMESTAMP[_LTZ] or BOOLEAN), TO_TIMESTAMP: `to`
+                    * the type's name and `try` (TRY_CAST: NULL for text that is none) literals */
   WM_RX_NOPS
 } wm_rx_op;
 

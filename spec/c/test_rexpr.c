@@ -343,6 +343,20 @@ static void test_strings(wm_value *rec) {
   CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_b(x, false)), rec), "FALSE");
   CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, n), rec), "nil");
   CHECK_STR(ev(x, op1(x, WM_RX_TS_TO_STR, lit_i(x, -1)), rec), "1969-12-31 23:59:59.999");
+  /* CAST(STRING AS TIMESTAMP / BOOLEAN), TO_TIMESTAMP: values.parse */
+  int ts_ = lit_s(x, "TIMESTAMP"), bo_ = lit_s(x, "BOOLEAN"), no_ = lit_b(x, false), yes_ = lit_b(x, true);
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, " 1970-1-2 0:01:02.5 "), ts_, no_), rec), "86462500");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1969-12-31T23:59"), ts_, no_), rec), "-60000");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1970-01-01 1:2"), ts_, yes_), rec), "nil"); /* mm: 2 digits */
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1970-02-30"), ts_, no_), rec), "5184000000"); /* March 2: day 60 */
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "x"), ts_, no_), rec),
+            "error: q.sql:2:5: CAST('x' AS TIMESTAMP) failed: not a timestamp (yyyy-MM-dd HH:mm:ss.SSS)");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "\tFaLsE "), bo_, no_), rec), "false");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "no"), bo_, no_), rec),
+            "error: q.sql:2:5: CAST('no' AS BOOLEAN) failed: not a boolean");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, n, bo_, no_), rec), "nil");
+  CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, lit_s(x, "2000-02-29 12:00"), lit_s(x, "dd HH")), rec), "29 12");
+  CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, lit_s(x, "2000-02"), lit_s(x, "dd HH")), rec), "nil");
   wm_rexpr_reset(x);
   wm_rexpr_free(x);
 }

@@ -4,7 +4,7 @@
 --
 -- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
 -- succeeded (so every type error has been raised already); they return nil for anything the
--- C module does not do (CAST from STRING, a pattern that is not a literal, user
+-- C module does not do (CAST from STRING to a number, a pattern that is not a literal, user
 -- functions, scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
 -- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
 -- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
@@ -140,10 +140,10 @@ local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
   local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
-    DATE_FORMAT = true, REGEXP_EXTRACT = true}
+    DATE_FORMAT = true, REGEXP_EXTRACT = true, TO_TIMESTAMP = true}
   if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end
   if name == "DATE_FORMAT" or name == "REGEXP_EXTRACT" then
-    -- a literal pattern (the Lua compilation checked it); DATE_FORMAT of a STRING stays Lua
+    -- a literal pattern (the Lua compilation checked it)
     local p = e.args[2]
     if not (p.tag == "lit" and p.type == "STRING") then return nil end
     if name == "REGEXP_EXTRACT" and repeats_group(p.value) then return nil end
@@ -156,8 +156,10 @@ local function compile_call(P, e)
     return add(P, {op = sf[1], args = idx, where = w}), sf[2]
   elseif name == "REGEXP_EXTRACT" then
     return add(P, {op = "regexp_extract", args = idx, where = where(P, e)}), "STRING"
+  elseif name == "TO_TIMESTAMP" then
+    local l1, l2 = add(P, {op = "lit", value = "TIMESTAMP"}), add(P, {op = "lit", value = false})
+    return add(P, {op = "from_str", args = {idx[1], l1, l2}, where = where(P, e)}), "TIMESTAMP"
   elseif name == "DATE_FORMAT" then
-    if not (TEMPORAL[types[1]] or types[1] == "NULL") then return nil end
     return add(P, {op = "date_format", args = idx, where = where(P, e)}), "STRING"
   elseif name == "TO_TIMESTAMP_LTZ" then
     local p = e.args[2] and e.args[2].tag == "lit" and e.args[2].value or (e.args[2] and -1 or 3)
@@ -283,6 +285,10 @@ compile = function(P, e)
     if (to == "INT" or to == "BIGINT") and t == "BOOLEAN" then return add(P, {op = "bool_to_int", args = {a}}), to end
     if TEMPORAL[to] and TEMPORAL[t] then return a, to end
     if to == "STRING" and TEMPORAL[t] then return add(P, {op = "ts_to_str", args = {a}}), to end
+    if t == "STRING" and (TEMPORAL[to] or to == "BOOLEAN") then
+      local l1, l2 = add(P, {op = "lit", value = to}), add(P, {op = "lit", value = e.try and true or false})
+      return add(P, {op = "from_str", args = {a, l1, l2}, where = where(P, e)}), to
+    end
     if to == "STRING" and (NUMERIC[t] or t == "BOOLEAN") then return add(P, {op = "to_str", args = {a}}), to end
     return nil
   elseif tag == "call" then
