@@ -634,7 +634,8 @@ static bool parse_timestamp(const char *s, size_t len, int64_t *out) {
 
 /* R.date_format: ts (ms) as n's pattern (UTC) */
 static int date_format(wm_rexpr *x, const rnode *n, int64_t ts, wm_value *out, wm_error *err) {
-  int64_t secs = floor_div(ts, 1000), ms = ts - secs * 1000;
+  int64_t secs = floor_div(ts, 1000), ms = ts % 1000; /* (secs * 1000 overflows at INT64_MIN) */
+  if (ms < 0) ms += 1000;
   int64_t days = floor_div(secs, 86400), rem = secs - days * 86400, year;
   int month, day, hour = (int)(rem / 3600), min = (int)(rem / 60 % 60), sec = (int)(rem % 60);
   civil_from_days(days, &year, &month, &day);

@@ -252,6 +252,7 @@ static void test_format(void) {
   CHECK_STR(tsf(0), "1970-01-01 00:00:00.000");
   CHECK_STR(tsf(-1), "1969-12-31 23:59:59.999");
   CHECK_STR(tsf(951825600123), "2000-02-29 12:00:00.123");
+  CHECK_STR(tsf(INT64_MAX), "292278994-08-17 07:12:55.807"); /* (Lua's os.date of the same) */
 }
 
 static int lit_s(wm_rexpr *x, const char *s) { wm_value v = wm_cstr(s, strlen(s)); return wm_rexpr_lit(x, &v); }
@@ -330,6 +331,9 @@ static void test_strings(wm_value *rec) {
   CHECK_STR(datef(x, -62198755200000, "yyyy yy", rec), "-001 99");
   CHECK_STR(datef(x, 253402300800000, "yyyy y ddd", rec), "10000 10000 001");
   CHECK_STR(datef(x, 1461756862000, "", rec), "");
+  /* the ends of BIGINT (os.date's fields of ts // 1000 and ts % 1000) */
+  CHECK_STR(datef(x, INT64_MIN, "yyyy-MM-dd HH:mm:ss.SSS", rec), "-292275055-05-16 16:47:04.192");
+  CHECK_STR(datef(x, INT64_MAX, "yyyy-MM-dd HH:mm:ss.SSS", rec), "292278994-08-17 07:12:55.807");
   CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, n, lit_s(x, "yyyy")), rec), "nil");
   CHECK(op2(x, WM_RX_DATE_FORMAT, a, s) < 0); /* the pattern must be a literal */
   CHECK(strstr(wm_rexpr_error(x), "literal") != NULL);

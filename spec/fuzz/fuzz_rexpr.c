@@ -5,6 +5,7 @@
  * Invariants: a pattern is compiled or refused with a message; a match, a group, SUBSTRING,
  * TRIM and SPLIT_INDEX lie inside s (groups inside the match); UPPER and LOWER keep the length;
  * CHAR_LENGTH is at most the bytes; || is the bytes of both; nothing leaks (ASan). */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +66,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *s = parts[1], *p = parts[2];
   size_t n = lens[1];
   /* backtracking takes exponential time on nested repeats (as wm.sql.regex and Java do):
-   * short patterns and inputs keep each run well under the fuzzer's timeout */
-  if (lens[0] <= 24) regex(parts[0], lens[0], s, n < 12 ? n : 12);
+   * short patterns and inputs keep each run well under the fuzzer's timeout, and a pattern
+   * that repeats a group is left out (the planner keeps those in Lua, wm.sql.cexpr) */
+  bool group_rep = false;
+  for (size_t k = 0; k + 1 < lens[0]; k++)
+    if (parts[0][k] == ')' && strchr("*+{", parts[0][k + 1])) group_rep = true;
+  if (lens[0] <= 24 && !group_rep) regex(parts[0], lens[0], s, n < 8 ? n : 8);
 
   wm_rexpr *x = wm_rexpr_new();
   ASSERT(x);
@@ -100,6 +105,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 8: ASSERT(v.type == WM_STR && v.u.s->len == sn + lens[2]); break;
     default: ASSERT(inside(&v, sp, sn)); break;
     }
+  }
+  /* CAST AS STRING of the integer, as a timestamp; CAST(s AS TIMESTAMP / BOOLEAN), TRY_CAST */
+  wm_value tsn = wm_cstr("TIMESTAMP", 9), bon = wm_cstr("BOOLEAN", 7), tru = wm_bool(true);
+  int fa[3] = {S, wm_rexpr_lit(x, &tsn), wm_rexpr_lit(x, &tru)}, fb[3] = {S, wm_rexpr_lit(x, &bon), fa[2]};
+  int more[] = {wm_rexpr_op(x, WM_RX_TO_STR, &T, 1, NULL), wm_rexpr_op(x, WM_RX_TS_TO_STR, &T, 1, NULL),
+                wm_rexpr_op(x, WM_RX_FROM_STR, fa, 3, NULL), wm_rexpr_op(x, WM_RX_FROM_STR, fb, 3, NULL)};
+  for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
+    ASSERT(more[k] >= 0);
+    ASSERT(wm_rexpr_eval(x, more[k], NULL, &sv, &v, &err) == 0);
+    if (k < 2) ASSERT(v.type == WM_STR && v.u.s->len > 0);
+    if (k == 2) ASSERT(v.type == WM_NIL || v.type == WM_INT);
+    if (k == 3) ASSERT(v.type == WM_NIL || v.type == WM_BOOL);
   }
   /* DATE_FORMAT of the pattern part (when it is one) */
   int dargs[2] = {T, wm_rexpr_lit(x, &(wm_value){.type = WM_CSTR, .len = (uint32_t)lens[0], .u.cs = parts[0]})};
