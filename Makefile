@@ -191,7 +191,7 @@ bench: all
 # FUZZ_SECONDS from its seed corpus (spec/fuzz/corpus/<name>); finds go to build-fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
-FUZZ_C        = csv duration codec window ckpt
+FUZZ_C        = csv duration codec window ckpt rexpr
 FUZZ_LUA      = sql json
 FUZZ_TARGETS ?= $(FUZZ_C) $(FUZZ_LUA)
 FUZZ_SAN      = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \

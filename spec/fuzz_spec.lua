@@ -36,7 +36,7 @@ describe("fuzz targets", function()
     for list in mk:gmatch("\nFUZZ_[CL][UA]*%s*=%s*([^\n]+)") do
       for n in list:gmatch("%S+") do names[#names + 1] = n end
     end
-    assert.are.same({"csv", "duration", "codec", "window", "ckpt", "sql", "json"}, names)
+    assert.are.same({"csv", "duration", "codec", "window", "ckpt", "rexpr", "sql", "json"}, names)
     for _, n in ipairs(names) do
       local _, _, code = h.sh("test -f " .. h.root .. "/spec/fuzz/fuzz_" .. n .. ".c -o -f "
         .. h.root .. "/spec/fuzz/" .. n .. ".lua")

@@ -13,8 +13,9 @@
  *   - `/` of integers truncates toward zero, `%`/MOD of integers has the dividend's sign,
  *     and both raise "<where>: division by zero" for a zero divisor (where: the script's
  *     file:line:col of the operator, given when the node is made);
- *   - strings compare by bytes (the C locale's order, as Lua's) and are never made: a
- *     result string is borrowed from the record or from a literal of the program.
+ *   - strings compare by bytes (the C locale's order, as Lua's). A result string is borrowed
+ *     from the record or from a literal of the program, or made by a string function
+ *     (UPPER, ||, DATE_FORMAT, ...): the program owns those until wm_rexpr_reset.
  * A program belongs to one operator instance (its column nodes cache field positions).
  *
  * The operator wm_rproject_new filters (a BOOLEAN node: a record passes when it is TRUE) and/or
@@ -49,6 +50,21 @@ typedef enum {
   WM_RX_BOOL_TO_INT, /* CAST(BOOLEAN AS INT/BIGINT) */
   WM_RX_HOUR,     /* HOUR(ts): floor(ts / 3600000) mod 24 */
   WM_RX_TO_TS3, WM_RX_TO_TS0, /* TO_TIMESTAMP_LTZ(v, 3) and (v, 0): ms, an integer when it fits */
+  /* strings (R.concat, R.upper, ... of lua/wm/sql/values.lua): bytes, the C locale's */
+  WM_RX_CONCAT,   /* s1, s2, ...: `||` and CONCAT; NULL when one is NULL */
+  WM_RX_UPPER, WM_RX_LOWER, /* ASCII letters only (Lua's string.upper in the C locale) */
+  WM_RX_TRIM,     /* the ASCII white space (isspace) cut at both ends */
+  WM_RX_CHAR_LENGTH, /* UTF-8 characters (Lua's utf8.len), the bytes when not valid UTF-8: INT */
+  WM_RX_SUBSTRING,   /* s, start[, len]: characters when valid UTF-8, else bytes; error on len < 0 */
+  WM_RX_LIKE,        /* s, pattern: `%` any bytes, `_` one byte, the rest itself */
+  WM_RX_SPLIT_INDEX, /* s, sep, i: the i-th (from 0) piece; NULL past the end, for i < 0 or s '' */
+  WM_RX_DATE_FORMAT, /* ts, pattern: the pattern a string literal node (given when made); a
+                      * string ts is read as CAST(ts AS TIMESTAMP) (NULL when it is none) */
+  WM_RX_REGEXP_EXTRACT, /* s, regex[, group]: ops/wm_rregex.h; the regex a string literal node */
+  WM_RX_TO_STR,    /* CAST(number or BOOLEAN AS STRING): 12, 1.5E10 (Java's Double.toString), TRUE */
+  WM_RX_TS_TO_STR, /* CAST(TIMESTAMP AS STRING): yyyy-MM-dd HH:mm:ss.SSS */
+  WM_RX_FROM_STR,  /* s, to, try: CAST(STRING AS TIMESTAMP[_LTZ] or BOOLEAN), TO_TIMESTAMP: `to`
+                    * the type's name and `try` (TRY_CAST: NULL for text that is none) literals */
   WM_RX_NOPS
 } wm_rx_op;
 
@@ -70,10 +86,14 @@ int wm_rexpr_op_of(const char *name);
 int wm_rexpr_count(const wm_rexpr *x);
 
 /* Evaluates node `node` on record rec: *out is a scalar, nil, or a string borrowed from rec
- * or from the program (copy it to keep it). Returns 0, or -1 with the message in *err
- * (e.g. "q.sql:3:24: division by zero", or a field that cannot be read). */
+ * or from the program (copy it to keep it): valid until wm_rexpr_reset. Returns 0, or -1
+ * with the message in *err (e.g. "q.sql:3:24: division by zero", or a field that cannot be
+ * read). */
 int wm_rexpr_eval(wm_rexpr *x, int node, const wm_host *h, const wm_value *rec, wm_value *out,
                   wm_error *err);
+/* Drops the strings the evaluations since the last reset made (their results are no longer
+ * valid): a caller evaluating per record calls it once it has copied what it keeps. */
+void wm_rexpr_reset(wm_rexpr *x);
 
 /* The filter/projection operator. filter: a node index or -1 (no WHERE); out: nout node
  * indexes, one per field of schema (nout == schema->nfields), or schema NULL (no SELECT:

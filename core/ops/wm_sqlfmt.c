@@ -56,7 +56,10 @@ void wm_sqlfmt_double(wm_buf *b, double x) {
 
 /* floor division and modulo (Lua's // and %) */
 static int64_t fdiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q; }
-static int64_t fmod64(int64_t a, int64_t b) { return a - fdiv(a, b) * b; }
+static int64_t fmod64(int64_t a, int64_t b) { /* (a - fdiv(a, b) * b overflows at INT64_MIN) */
+  int64_t r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
 
 void wm_sqlfmt_timestamp(wm_buf *b, int64_t ms) {
   int64_t days = fdiv(ms, 86400000), rem = fmod64(ms, 86400000);

@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "ops/wm_rexpr.h"
+#include "ops/wm_rregex.h"
 #include "ops/wm_sqlfmt.h"
 
 /* a row {a = 7, b = -2, d = 2.5, s = "abc", n = nil, t = true} */
@@ -251,6 +252,210 @@ static void test_format(void) {
   CHECK_STR(tsf(0), "1970-01-01 00:00:00.000");
   CHECK_STR(tsf(-1), "1969-12-31 23:59:59.999");
   CHECK_STR(tsf(951825600123), "2000-02-29 12:00:00.123");
+  CHECK_STR(tsf(INT64_MAX), "292278994-08-17 07:12:55.807"); /* (Lua's os.date of the same) */
+}
+
+static int lit_s(wm_rexpr *x, const char *s) { wm_value v = wm_cstr(s, strlen(s)); return wm_rexpr_lit(x, &v); }
+static int op3(wm_rexpr *x, wm_rx_op op, int a, int b, int c) {
+  int g[3] = {a, b, c};
+  return wm_rexpr_op(x, op, g, 3, "q.sql:2:5");
+}
+/* DATE_FORMAT(ms, pattern) */
+static const char *datef(wm_rexpr *x, int64_t ms, const char *pattern, const wm_value *rec) {
+  return ev(x, op2(x, WM_RX_DATE_FORMAT, lit_i(x, ms), lit_s(x, pattern)), rec);
+}
+
+/* String functions and DATE_FORMAT: values worked out by hand from values.lua's R.upper, ...
+ * (bytes; UTF-8 characters where R.substring and R.char_length count them) */
+static void test_strings(wm_value *rec) {
+  wm_rexpr *x = wm_rexpr_new();
+  int s = col(x, "s"), n = col(x, "n"), a = col(x, "a");
+  int mb = lit_s(x, "a\xc3\xa9\xe6\x97\xa5z"), bad = lit_s(x, "ab\xff" "cd"), sp = lit_s(x, " \t x y\r\n");
+  int args3[3] = {s, lit_s(x, "-"), s};
+  CHECK_STR(ev(x, wm_rexpr_op(x, WM_RX_CONCAT, args3, 3, NULL), rec), "abc-abc");
+  CHECK_STR(ev(x, op2(x, WM_RX_CONCAT, s, n), rec), "nil");
+  CHECK_STR(ev(x, op1(x, WM_RX_UPPER, mb), rec), "A\xc3\xa9\xe6\x97\xa5Z"); /* ASCII letters only */
+  CHECK_STR(ev(x, op1(x, WM_RX_LOWER, lit_s(x, "AbC\xc3\x89")), rec), "abc\xc3\x89");
+  CHECK_STR(ev(x, op1(x, WM_RX_UPPER, n), rec), "nil");
+  CHECK_STR(ev(x, op1(x, WM_RX_TRIM, sp), rec), "x y");
+  CHECK_STR(ev(x, op1(x, WM_RX_TRIM, lit_s(x, " \t ")), rec), "");
+  CHECK_STR(ev(x, op1(x, WM_RX_CHAR_LENGTH, mb), rec), "4");
+  CHECK_STR(ev(x, op1(x, WM_RX_CHAR_LENGTH, bad), rec), "5");    /* not UTF-8: the bytes */
+  CHECK_STR(ev(x, op1(x, WM_RX_CHAR_LENGTH, lit_s(x, "\xed\xa0\x80")), rec), "3"); /* a surrogate */
+  CHECK_STR(ev(x, op1(x, WM_RX_CHAR_LENGTH, lit_s(x, "\xc0\x80")), rec), "2");     /* overlong */
+  CHECK_STR(ev(x, op1(x, WM_RX_CHAR_LENGTH, lit_s(x, "")), rec), "0");
+  /* SUBSTRING(s, start[, len]): start < 1 is 1, past the end '', a NULL length to the end */
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, 2), lit_i(x, 2)), rec), "\xc3\xa9\xe6\x97\xa5");
+  CHECK_STR(ev(x, op2(x, WM_RX_SUBSTRING, mb, lit_i(x, 3)), rec), "\xe6\x97\xa5z");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, -5), lit_i(x, 1)), rec), "a");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, 9), lit_i(x, 1)), rec), "");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, 2), lit_i(x, 0)), rec), "");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, 2), n), rec), "\xc3\xa9\xe6\x97\xa5z");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, bad, lit_i(x, 3), lit_i(x, 2)), rec), "\xff" "c"); /* bytes */
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, mb, lit_i(x, 1), lit_i(x, INT64_MAX)), rec), "a\xc3\xa9\xe6\x97\xa5z");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, s, lit_i(x, 1), lit_i(x, -1)), rec),
+            "error: q.sql:2:5: SUBSTRING: negative length -1");
+  CHECK_STR(ev(x, op3(x, WM_RX_SUBSTRING, n, lit_i(x, 1), lit_i(x, -1)), rec), "nil");
+  /* LIKE: % any bytes, _ one byte */
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, lit_s(x, "a%")), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, lit_s(x, "_b_")), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, lit_s(x, "%c%c")), rec), "false");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, lit_s(x, "%%")), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, lit_s(x, "ab")), rec), "false");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, mb, lit_s(x, "a__%z")), rec), "true"); /* é is two bytes */
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, lit_s(x, "a.c"), lit_s(x, "a.c")), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, lit_s(x, "abc"), lit_s(x, "a.c")), rec), "false");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, lit_s(x, ""), lit_s(x, "%")), rec), "true");
+  CHECK_STR(ev(x, op2(x, WM_RX_LIKE, s, n), rec), "nil");
+  /* SPLIT_INDEX: empty pieces count; NULL past the end, for a negative index and for '' */
+  int url = lit_s(x, "/a//b/"), slash = lit_s(x, "/");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 0)), rec), "");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 1)), rec), "a");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 2)), rec), "");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 3)), rec), "b");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 4)), rec), "");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, 5)), rec), "nil");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, url, slash, lit_i(x, -1)), rec), "nil");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, lit_s(x, ""), slash, lit_i(x, 0)), rec), "nil");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, lit_s(x, "x//y//"), lit_s(x, "//"), lit_i(x, 1)), rec), "y");
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, sp, lit_s(x, ""), lit_i(x, 3)), rec), "x"); /* at white space */
+  CHECK_STR(ev(x, op3(x, WM_RX_SPLIT_INDEX, s, slash, n), rec), "nil");
+  /* DATE_FORMAT (UTC): before 1970, at millisecond and day boundaries, quotes, 12-hour clock */
+  CHECK_STR(datef(x, 0, "yyyy-MM-dd HH:mm:ss.SSS", rec), "1970-01-01 00:00:00.000");
+  CHECK_STR(datef(x, -1, "yyyy-MM-dd HH:mm:ss.SSS", rec), "1969-12-31 23:59:59.999");
+  CHECK_STR(datef(x, -1000, "ss.SSS S SS", rec), "59.000 0 00");
+  CHECK_STR(datef(x, -1001, "ss.SSS S SS", rec), "58.999 9 99");
+  CHECK_STR(datef(x, 951825600123, "yy/M/d h:m:s a", rec), "00/2/29 12:0:0 PM");
+  CHECK_STR(datef(x, 951782400000, "hh a 'o''clock' ''", rec), "12 AM oclock '"); /* (not Java's o'clock: values.lua's quotes) */
+  CHECK_STR(datef(x, -62135596800001, "yyyy-MM-dd", rec), "0000-12-31"); /* the day before year 1 */
+  CHECK_STR(datef(x, -62198755200000, "yyyy yy", rec), "-001 99");
+  CHECK_STR(datef(x, 253402300800000, "yyyy y ddd", rec), "10000 10000 001");
+  CHECK_STR(datef(x, 1461756862000, "", rec), "");
+  /* the ends of BIGINT (os.date's fields of ts // 1000 and ts % 1000) */
+  CHECK_STR(datef(x, INT64_MIN, "yyyy-MM-dd HH:mm:ss.SSS", rec), "-292275055-05-16 16:47:04.192");
+  CHECK_STR(datef(x, INT64_MAX, "yyyy-MM-dd HH:mm:ss.SSS", rec), "292278994-08-17 07:12:55.807");
+  CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, n, lit_s(x, "yyyy")), rec), "nil");
+  CHECK(op2(x, WM_RX_DATE_FORMAT, a, s) < 0); /* the pattern must be a literal */
+  CHECK(strstr(wm_rexpr_error(x), "literal") != NULL);
+  CHECK(op2(x, WM_RX_DATE_FORMAT, a, lit_s(x, "yyyy-MMM")) < 0);
+  CHECK(op2(x, WM_RX_DATE_FORMAT, a, lit_s(x, "'open")) < 0);
+  CHECK(strstr(wm_rexpr_error(x), "unclosed quote") != NULL);
+  /* CAST(... AS STRING): values.to_string */
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_i(x, -42)), rec), "-42");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_f(x, 1e10)), rec), "1.0E10");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_f(x, 0.5)), rec), "0.5");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, lit_b(x, false)), rec), "FALSE");
+  CHECK_STR(ev(x, op1(x, WM_RX_TO_STR, n), rec), "nil");
+  CHECK_STR(ev(x, op1(x, WM_RX_TS_TO_STR, lit_i(x, -1)), rec), "1969-12-31 23:59:59.999");
+  /* CAST(STRING AS TIMESTAMP / BOOLEAN), TO_TIMESTAMP: values.parse */
+  int ts_ = lit_s(x, "TIMESTAMP"), bo_ = lit_s(x, "BOOLEAN"), no_ = lit_b(x, false), yes_ = lit_b(x, true);
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, " 1970-1-2 0:01:02.5 "), ts_, no_), rec), "86462500");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1969-12-31T23:59"), ts_, no_), rec), "-60000");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1970-01-01 1:2"), ts_, yes_), rec), "nil"); /* mm: 2 digits */
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "1970-02-30"), ts_, no_), rec), "5184000000"); /* March 2: day 60 */
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "x"), ts_, no_), rec),
+            "error: q.sql:2:5: CAST('x' AS TIMESTAMP) failed: not a timestamp (yyyy-MM-dd HH:mm:ss.SSS)");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "\tFaLsE "), bo_, no_), rec), "false");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, lit_s(x, "no"), bo_, no_), rec),
+            "error: q.sql:2:5: CAST('no' AS BOOLEAN) failed: not a boolean");
+  CHECK_STR(ev(x, op3(x, WM_RX_FROM_STR, n, bo_, no_), rec), "nil");
+  CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, lit_s(x, "2000-02-29 12:00"), lit_s(x, "dd HH")), rec), "29 12");
+  CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, lit_s(x, "2000-02"), lit_s(x, "dd HH")), rec), "nil");
+  wm_rexpr_reset(x);
+  wm_rexpr_free(x);
+}
+
+/* A projection of made strings: each output row owns its strings, the program drops its own
+ * at each record (asan: no leak, no use after free) */
+static void test_string_operator(wm_schema *s6) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_rexpr *x = wm_rexpr_new();
+  int s = col(x, "s"), a = col(x, "a");
+  int f = op2(x, WM_RX_LIKE, op1(x, WM_RX_UPPER, s), lit_s(x, "A%"));
+  int out[3] = {op2(x, WM_RX_CONCAT, op1(x, WM_RX_UPPER, s), s), op3(x, WM_RX_SUBSTRING, s, lit_i(x, 2), a),
+                op2(x, WM_RX_DATE_FORMAT, a, lit_s(x, "ss.SSS"))};
+  static const char *const names[] = {"u", "b", "d"};
+  wm_schema *so = wm_schema_new(3, names, NULL);
+  wm_op *op = wm_rproject_new(&ctx, "map (q.sql:1)", x, f, out, 3, so);
+  wm_schema_release(so);
+  capture cap = {.label = NULL};
+  wm_buf_init(&cap.out);
+  wm_op *sink = wm_op_new(&ctx, &capture_vt, &cap, "capture");
+  CHECK(op && sink);
+  wm_op_connect(op, 0, sink);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_row *r = row6(s6);
+  wm_value v = wm_row_value(r);
+  for (int i = 0; i < 3; i++) CHECK_I64(wm_op_input_record(op, 0, &v, i), WM_OK);
+  wm_value_release(NULL, &r->fields[3]);
+  r->fields[3] = wm_cstr("xyz", 3); /* UPPER is not LIKE 'A%': dropped */
+  CHECK_I64(wm_op_input_record(op, 0, &v, 3), WM_OK);
+  CHECK_STR(cap.out.data, "0 {\"b\":\"bc\",\"d\":\"00.007\",\"u\":\"ABCabc\"}\n1 {\"b\":\"bc\",\"d\":\"00.007\",\"u\":"
+                          "\"ABCabc\"}\n2 {\"b\":\"bc\",\"d\":\"00.007\",\"u\":\"ABCabc\"}\n");
+  wm_row_release(NULL, r);
+  wm_buf_free(&cap.out);
+  wm_ctx_free(&ctx);
+}
+
+/* REGEXP_EXTRACT(s, pattern, g): Java's leftmost backtracking matches, worked out by hand */
+static const char *rx(const char *pat, const char *s, int g) {
+  static char out[256];
+  char err[160];
+  wm_rregex *r = wm_rregex_new(pat, strlen(pat), err, sizeof err);
+  if (!r) {
+    snprintf(out, sizeof out, "error: %s", err);
+    return out;
+  }
+  size_t from, to;
+  int rc = wm_rregex_extract(r, s, strlen(s), g, &from, &to);
+  if (rc < 0) snprintf(out, sizeof out, "deep");
+  else if (rc == 0) snprintf(out, sizeof out, "nil");
+  else snprintf(out, sizeof out, "%.*s", (int)(to - from), s + from);
+  wm_rregex_free(r);
+  return out;
+}
+
+static void test_regex(void) {
+  const char *url = "https://www.nexmark.com/a/item.htm?query=1&channel_id=1934098432";
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", url, 2), "1934098432");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", url, 1), "&");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", "channel_id=7&x=1", 2), "7");
+  CHECK_STR(rx("(&|^)channel_id=([^&]*)", "xchannel_id=7", 2), "nil");
+  CHECK_STR(rx("a+?", "caaab", 0), "a");           /* lazy */
+  CHECK_STR(rx("a+", "caaab", 0), "aaa");           /* greedy */
+  CHECK_STR(rx("(a|ab)(c|bcd)(d*)", "abcd", 3), ""); /* alternatives left to right: a, bcd, '' */
+  CHECK_STR(rx("(a|ab)(c|bcd)(d*)", "abcd", 2), "bcd");
+  CHECK_STR(rx("(x)?y", "y", 1), "nil");            /* a group that took no part */
+  CHECK_STR(rx("(a*)*b", "aab", 1), "aa");          /* an empty round ends the loop, undone */
+  CHECK_STR(rx("(.*)(\\W)", "a\xc3\xa9", 1), "a");  /* `.` takes a whole UTF-8 character */
+  CHECK_STR(rx("\\bb\\w*", "ab bc", 0), "bc");
+  CHECK_STR(rx("\\Bb", "ab bc", 0), "b");
+  CHECK_STR(rx("x$", "ax\n", 0), "x");
+  CHECK_STR(rx("[\\d-]{2,}", "a1-2b", 0), "1-2");
+  CHECK_STR(rx("[^a-c]+", "abcxyzabc", 0), "xyz");
+  CHECK_STR(rx("a{2}", "aaa", 0), "aa");
+  CHECK_STR(rx("", "abc", 0), "");
+  CHECK(strstr(rx("a(?=b)", "ab", 0), "'(?' group") != NULL);
+  CHECK(strstr(rx("a++", "a", 0), "possessive") != NULL);
+  CHECK(strstr(rx("(a", "a", 0), "unclosed '('") != NULL);
+  CHECK(strstr(rx("a)", "a", 0), "unmatched ')'") != NULL);
+  CHECK(strstr(rx("[a", "a", 0), "unclosed '['") != NULL);
+  CHECK(strstr(rx("*a", "a", 0), "nothing to repeat") != NULL);
+  CHECK(strstr(rx("a{,2}", "a", 0), "'{'") != NULL);
+  CHECK(strstr(rx("\\p{L}", "a", 0), "not supported") != NULL);
+  /* a single character repeated loops (any length); a repeated group nests per round */
+  static char big[40001];
+  for (int i = 0; i < 40000; i++) big[i] = (char)('a' + (i & 1));
+  big[40000] = '\0';
+  wm_rregex *r = wm_rregex_new(".*b", 3, NULL, 0);
+  size_t from = 1, to = 0;
+  CHECK_I64(wm_rregex_extract(r, big, 40000, 0, &from, &to), 1);
+  CHECK_I64((int64_t)from, 0);
+  CHECK_I64((int64_t)to, 40000);
+  wm_rregex_free(r);
+  CHECK_STR(rx("(?:ab)*", big, 0), "deep");
+  CHECK_STR(rx("(?:ab)*c|b", big, 0), "deep");
 }
 
 void test_rexpr(void) {
@@ -262,6 +467,9 @@ void test_rexpr(void) {
   test_logic(&rec);
   test_subcol();
   test_operator(s);
+  test_strings(&rec);
+  test_string_operator(s);
+  test_regex();
   wm_row_release(NULL, r);
   wm_schema_release(s);
 }

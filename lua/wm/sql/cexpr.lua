@@ -4,8 +4,8 @@
 --
 -- `try_filter` and `try_project` are called after the Lua compilation of the same expressions
 -- succeeded (so every type error has been raised already); they return nil for anything the
--- C module does not do (LIKE, string functions, CAST to or from STRING, user functions,
--- scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
+-- C module does not do (CAST from STRING to a number, a pattern that is not a literal, user
+-- functions, scopes after GROUP BY, ...), and the planner then keeps the Lua closure. The values are the
 -- Lua path's (wm.sql.values' runtime), so both give the same rows, types and errors.
 -- Setting the environment variable WMRUN_SQL_EXPR=lua forces the Lua path everywhere.
 -- @module wm.sql.cexpr
@@ -63,8 +63,23 @@ end
 
 local CMP = {["="] = "eq", ["<>"] = "ne", ["<"] = "lt", ["<="] = "le", [">"] = "gt", [">="] = "ge"}
 
+-- `a || b || ...`: one concat node over the chain's operands (the parser makes it left-deep)
+local function compile_concat(P, e)
+  local operands, x = {}, e
+  while x.tag == "bin" and x.op == "||" do
+    table.insert(operands, 1, x[2])
+    x = x[1]
+  end
+  table.insert(operands, 1, x)
+  local idx, types = compile_list(P, operands)
+  if not idx then return nil end
+  for _, t in ipairs(types) do if t ~= "STRING" and t ~= "NULL" then return nil end end
+  return add(P, {op = "concat", args = idx}), "STRING"
+end
+
 local function compile_bin(P, e)
   local op = e.op
+  if op == "||" then return compile_concat(P, e) end
   local a, ta = compile(P, e[1])
   if not a then return nil end
   local b, tb = compile(P, e[2])
@@ -74,7 +89,6 @@ local function compile_bin(P, e)
     if CMP[op] ~= "eq" and CMP[op] ~= "ne" and not (ORDERED[ta] and ORDERED[tb]) then return nil end
     return add(P, {op = CMP[op], args = {a, b}}), "BOOLEAN"
   end
-  if op == "||" then return nil end
   local rt
   if (op == "+" or op == "-") and TEMPORAL[ta] and tb == "INTERVAL" then rt = ta
   elseif op == "+" and ta == "INTERVAL" and TEMPORAL[tb] then rt = tb
@@ -92,14 +106,62 @@ local function compile_bin(P, e)
 end
 
 
+-- string functions: name -> the C operator, its result type
+local STRING_FNS = {UPPER = {"upper", "STRING"}, LOWER = {"lower", "STRING"}, TRIM = {"trim", "STRING"},
+  CHAR_LENGTH = {"char_length", "INT"}, CHARACTER_LENGTH = {"char_length", "INT"}, CONCAT = {"concat", "STRING"},
+  SUBSTRING = {"substring", "STRING"}, SUBSTR = {"substring", "STRING"}, SPLIT_INDEX = {"split_index", "STRING"}}
+
+-- Whether a REGEXP_EXTRACT pattern repeats a group (`(...)*`, `(?:..){2}`: any quantifier but
+-- `?`): the C matcher (core/ops/wm_rregex.c) nests a C call per round of such a repeat, so
+-- that a long input could exhaust its depth where wm.sql.regex goes on; those stay in Lua.
+-- (A repeat of one character or class loops in C.) Conservative: it only looks at what
+-- follows each `)` outside classes and escapes.
+local function repeats_group(p)
+  local i, n = 1, #p
+  while i <= n do
+    local c = p:sub(i, i)
+    if c == "\\" then
+      i = i + 2
+    elseif c == "[" then
+      i = i + 1
+      if p:sub(i, i) == "^" then i = i + 1 end
+      if p:sub(i, i) == "]" then i = i + 1 end
+      while i <= n and p:sub(i, i) ~= "]" do i = i + (p:sub(i, i) == "\\" and 2 or 1) end
+      i = i + 1
+    else
+      if c == ")" and p:sub(i + 1, i + 1):match("^[*+{]") then return true end
+      i = i + 1
+    end
+  end
+  return false
+end
+
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
-  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true}
-  if not F[name] or (P.functions and P.functions[name]) then return nil end
+  local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
+    DATE_FORMAT = true, REGEXP_EXTRACT = true, TO_TIMESTAMP = true}
+  if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end
+  if name == "DATE_FORMAT" or name == "REGEXP_EXTRACT" then
+    -- a literal pattern (the Lua compilation checked it)
+    local p = e.args[2]
+    if not (p.tag == "lit" and p.type == "STRING") then return nil end
+    if name == "REGEXP_EXTRACT" and repeats_group(p.value) then return nil end
+  end
   local idx, types = compile_list(P, e.args)
   if not idx then return nil end
-  if name == "TO_TIMESTAMP_LTZ" then
+  local sf = STRING_FNS[name]
+  if sf then
+    local w = sf[1] == "substring" and where(P, e) or nil
+    return add(P, {op = sf[1], args = idx, where = w}), sf[2]
+  elseif name == "REGEXP_EXTRACT" then
+    return add(P, {op = "regexp_extract", args = idx, where = where(P, e)}), "STRING"
+  elseif name == "TO_TIMESTAMP" then
+    local l1, l2 = add(P, {op = "lit", value = "TIMESTAMP"}), add(P, {op = "lit", value = false})
+    return add(P, {op = "from_str", args = {idx[1], l1, l2}, where = where(P, e)}), "TIMESTAMP"
+  elseif name == "DATE_FORMAT" then
+    return add(P, {op = "date_format", args = idx, where = where(P, e)}), "STRING"
+  elseif name == "TO_TIMESTAMP_LTZ" then
     local p = e.args[2] and e.args[2].tag == "lit" and e.args[2].value or (e.args[2] and -1 or 3)
     if p ~= 0 and p ~= 3 then return nil end
     return add(P, {op = p == 3 and "to_ts3" or "to_ts0", args = {idx[1]}}), "TIMESTAMP_LTZ"
@@ -163,6 +225,12 @@ compile = function(P, e)
     if not a then return nil end
     local op = (e.neg and "not_" or "is_") .. (e.value and "true" or "false")
     return add(P, {op = op, args = {a}}), "BOOLEAN"
+  elseif tag == "like" then
+    local idx = compile_list(P, {e[1], e[2]})
+    if not idx then return nil end
+    local s = add(P, {op = "like", args = idx})
+    if e.neg then s = add(P, {op = "not", args = {s}}) end
+    return s, "BOOLEAN"
   elseif tag == "between" then
     local idx, types = compile_list(P, {e[1], e[2], e[3]})
     if not idx then return nil end
@@ -216,6 +284,12 @@ compile = function(P, e)
     if (to == "INT" or to == "BIGINT") and (t == "INT" or t == "BIGINT") then return a, to end
     if (to == "INT" or to == "BIGINT") and t == "BOOLEAN" then return add(P, {op = "bool_to_int", args = {a}}), to end
     if TEMPORAL[to] and TEMPORAL[t] then return a, to end
+    if to == "STRING" and TEMPORAL[t] then return add(P, {op = "ts_to_str", args = {a}}), to end
+    if t == "STRING" and (TEMPORAL[to] or to == "BOOLEAN") then
+      local l1, l2 = add(P, {op = "lit", value = to}), add(P, {op = "lit", value = e.try and true or false})
+      return add(P, {op = "from_str", args = {a, l1, l2}, where = where(P, e)}), to
+    end
+    if to == "STRING" and (NUMERIC[t] or t == "BOOLEAN") then return add(P, {op = "to_str", args = {a}}), to end
     return nil
   elseif tag == "call" then
     return compile_call(P, e)
