@@ -85,6 +85,7 @@ build = {
         "core/ops/wm_keyidx.c",
         "core/ops/wm_keys.c",
         "core/ops/wm_rexpr.c",
+        "core/ops/wm_rregex.c",
         "core/ops/wm_sqljoin.c",
         "core/ops/wm_sqlfmt.c",
         "core/ops/wm_trigger.c",
