@@ -95,6 +95,12 @@ int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *
       lua_pop(L, 1);
     }
     rc = wm_keysel_fields(ks, fields, n);
+    /* null_key (the SQL planner's): a nil field is that key, not an error */
+    lua_getfield(L, k, "null_key");
+    size_t nl = 0;
+    const char *nk = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &nl) : NULL;
+    if (rc == 0 && nk && nl > 0) rc = wm_keysel_null_as(ks, nk, nl);
+    lua_pop(L, 1);
   } else {
     int fn = lwm_get_fn(B, k, "fn"); /* first: it may raise, with nothing to leak yet */
     lwm_opinfo *oi = lwm_opinfo_new(B, where);

@@ -149,6 +149,12 @@ local GROUP_QUERIES = {
   {"SELECT UPPER(id) AS u, vc, COUNT(*) AS n, MAX(d) AS m, COUNT(DISTINCT vc) FILTER (WHERE d > 1) AS dv"
     .. " FROM s GROUP BY UPPER(id), vc;", 1},
   {"SELECT DISTINCT id, vc FROM s;", 1},
+  -- keys computed in C (a projection): NULL a key of its own, DATE_FORMAT
+  {"SELECT vc, COUNT(*) AS n, SUM(d) AS sd FROM s GROUP BY vc;", 1},
+  {"SELECT DATE_FORMAT(rt, 'yyyy-MM-dd HH:mm:ss') AS t, COUNT(*) AS n, MAX(vc) AS m FROM s"
+    .. " GROUP BY DATE_FORMAT(rt, 'yyyy-MM-dd HH:mm:ss');", 1},
+  -- Lua: a DOUBLE key (C's key gives an integral double back as an integer)
+  {"SELECT d, COUNT(*) AS n FROM s GROUP BY d;", 0},
   -- Lua: HAVING, an expression of aggregates, an expression argument, a TTL
   {"SELECT id, COUNT(*) AS n FROM s GROUP BY id HAVING SUM(vc) > 0;", 0},
   {"SELECT id, COUNT(*) + 1 AS n FROM s GROUP BY id;", 0},
@@ -172,6 +178,67 @@ describe("SQL aggregates in C without a window", function()
       assert.are.equal(q[2], select(2, cerr:gsub("\nSQL group aggregate %(", "")), q[1])
       assert.is_nil(lerr:find("SQL group aggregate", 1, true))
     end
+  end)
+
+  it("compute keys that are expressions or NULL-able in C, NULL a key of its own; the same operators and rows "
+    .. "with the C expressions off", function()
+    local sqlmod = require("wm.sql")
+    local cexpr = require("wm.sql.cexpr")
+    local q = "SELECT UPPER(id) AS u, vc, COUNT(*) AS n FROM s GROUP BY UPPER(id), vc;"
+    local function plan()
+      local p = sqlmod.plan(DDL:gsub("'d.csv'", "'spec/sql_aggc_spec.lua'") .. q, {name = "job.sql"})
+      local k = {}
+      for _, n in ipairs(p.env.nodes) do k[#k + 1] = n.kind end
+      return k, p.env.nodes
+    end
+    local k, nodes = plan()
+    -- the projection into $gk1, $gk2 in C, then key_by on those fields in C
+    assert.are.same({"sql_rows", "keyed_rolling"}, {k[#k - 3], k[#k - 2]})
+    assert.are.same({fields = {"$gk1", "$gk2"}, null_key = "\0<NULL>"}, nodes[#nodes - 2].key)
+    cexpr.force_lua = true
+    local kl, lnodes = plan()
+    cexpr.force_lua = false
+    -- with the C expressions off: a Lua map in its place, the same operators otherwise
+    assert.are.equal(#k, #kl)
+    assert.are.same({"map", "keyed_rolling"}, {kl[#kl - 3], kl[#kl - 2]})
+    assert.are.same(nodes[#nodes - 2].key, lnodes[#lnodes - 2].key)
+    -- the rows: by hand, the groups of vc NULL (a's 2000 and b's 9000) are keys of their own
+    local dir = h.tmpdir()
+    local f = assert(io.open(dir .. "/d.csv", "w"))
+    f:write(DATA)
+    f:close()
+    local job = dir .. "/job.sql"
+    f = assert(io.open(job, "w"))
+    f:write(DDL .. q)
+    f:close()
+    local out, err, code = h.sh(h.wmrun_path() .. " --sql " .. h.shell_quote(job))
+    assert.are.equal(0, code, err)
+    local lout, lerr, lcode = h.sh("WMRUN_SQL_EXPR=lua " .. h.wmrun_path() .. " --sql " .. h.shell_quote(job))
+    h.rmdir(dir)
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(lout, out)
+    local fin = materialize(out, 2)
+    assert.truthy(fin[1])
+    local has = {}
+    for _, r in ipairs(fin) do has[r] = true end
+    assert.is_true(has["A, <NULL>, 1"], out)
+    assert.is_true(has["B, <NULL>, 1"], out)
+    assert.is_true(has["A, 8, 2"], out)
+  end)
+
+  it("an INSERT of a GROUP BY into a table of its own column names passes the changes on in C", function()
+    local sqlmod = require("wm.sql")
+    local p = sqlmod.plan(DDL:gsub("'d.csv'", "'spec/sql_aggc_spec.lua'")
+      .. "CREATE TABLE o (id STRING, n BIGINT) WITH ('connector' = 'blackhole');\n"
+      .. "INSERT INTO o SELECT id, COUNT(*) AS n FROM s GROUP BY id;", {name = "job.sql"})
+    local k = {}
+    for _, n in ipairs(p.env.nodes) do k[#k + 1] = n.kind end
+    assert.are.same({"keyed_rolling", "sql_rows", "discard"}, {k[#k - 2], k[#k - 1], k[#k]})
+    -- renamed: a Lua map of the changes
+    p = sqlmod.plan(DDL:gsub("'d.csv'", "'spec/sql_aggc_spec.lua'")
+      .. "CREATE TABLE o (id STRING, cnt BIGINT) WITH ('connector' = 'blackhole');\n"
+      .. "INSERT INTO o SELECT id, COUNT(*) AS n FROM s GROUP BY id;", {name = "job.sql"})
+    assert.are.equal("map", p.env.nodes[#p.env.nodes - 1].kind)
   end)
 
   it("computes the hand-worked changelog and final rows", function()

@@ -13,6 +13,8 @@ typedef struct fieldkeys {
   wm_value *parts;
   wm_value composite; /* owned; the last composite key */
   wm_host host;
+  char *null_key; /* with wm_keysel_null_as: what a missing (nil) field stands for */
+  size_t null_len;
 } fieldkeys;
 
 static void fieldkeys_free(void *ud) {
@@ -21,6 +23,7 @@ static void fieldkeys_free(void *ud) {
   free(k->names);
   free(k->f);
   free(k->parts);
+  free(k->null_key);
   wm_value_release(NULL, &k->composite); /* a WM_STR: needs no host */
   free(k);
 }
@@ -37,6 +40,7 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
       wm_buf_free(&b);
       return WM_ERR;
     }
+    if (k->parts[i].type == WM_NIL && k->null_key) k->parts[i] = wm_cstr(k->null_key, k->null_len);
     if (!wm_key_valid(&k->parts[i])) {
       wm_buf b;
       wm_buf_init(&b);
@@ -87,6 +91,18 @@ int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
 fail:
   fieldkeys_free(k);
   return -1;
+}
+
+int wm_keysel_null_as(wm_keysel *ks, const char *s, size_t len) {
+  if (ks->fn != fieldkeys_fn || len == 0) return -1;
+  fieldkeys *k = ks->ud;
+  char *copy = malloc(len);
+  if (!copy) return -1;
+  memcpy(copy, s, len);
+  free(k->null_key);
+  k->null_key = copy;
+  k->null_len = len;
+  return 0;
 }
 
 int wm_keysel_key(const wm_keysel *ks, wm_op *op, const wm_value *rec, wm_value *key) {

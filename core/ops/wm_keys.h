@@ -20,6 +20,12 @@ typedef struct wm_keysel {
  * key_by{"a", "b"}). Field names are copied. 0 or -1. */
 int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n);
 
+/* A key selector made by wm_keysel_fields takes a missing (nil) field as the string s (len
+ * bytes, copied; not empty) instead of failing: SQL's GROUP BY, whose NULL key is a key of
+ * its own (lua/wm/sql/plan/lower.lua's NULL_KEY, which the SQL aggregate in C turns back into
+ * NULL). 0, or -1 (not a field selector, or out of memory). */
+int wm_keysel_null_as(wm_keysel *ks, const char *s, size_t len);
+
 /* The field of a key selector made by wm_keysel_fields with one field, else NULL: a
  * keyed operator may read it inline (wm_field_peek) and take a string or integer value
  * found there as the key, which is what the selector would return; it must call the

@@ -324,6 +324,18 @@ end
 M.program = program
 function M.compile(P, e) return compile(P, e) end
 
+--- Whether every expression of `exprs` would compile to C over the rows of `stream` in
+-- `scope`, whether or not the C path is on (a planner that must make the same operators on
+-- both paths decides by it: wm.sql.plan.aggregate's group keys).
+function M.compiles(stream, scope, src, exprs)
+  if scope.match then return false end
+  local P = {prog = {}, scope = scope, src = src, functions = scope.functions, nested = c_rows(stream.node)}
+  for _, e in ipairs(exprs) do
+    if not compile(P, e) then return false end
+  end
+  return true
+end
+
 --- The stream of the rows of `stream` for which `cond` is TRUE, filtered in C; nil when the
 -- condition has a part the C module does not do.
 function M.try_filter(stream, cond, scope, src)

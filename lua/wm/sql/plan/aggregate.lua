@@ -5,6 +5,7 @@ local expr = require("wm.sql.expr")
 local aggs = require("wm.sql.aggs")
 local functions = require("wm.sql.functions")
 local lower = require("wm.sql.plan.lower")
+local cexpr = require("wm.sql.cexpr")
 local base = require("wm.sql.plan.base")
 local from = require("wm.sql.plan.from")
 
@@ -112,8 +113,10 @@ end
 -- expressions (a Lua key function gives them to C); the caller takes only a direct result row.
 -- scope: the row scope of the aggregates' arguments (their columns).
 local function c_window_agg(scope, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf,
-                            lua_keys)
+                            lua_keys, key_types)
   if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
+  -- (a DOUBLE key that is an integer, 4.0, would come back from C's key as the integer 4)
+  for _, t in ipairs(key_types) do if t == "DOUBLE" then return nil end end
   if not key_fields and #keys > 0 and not lua_keys then return nil end
   if window and window.kind == "cumulate" then return nil end
   local defs, meaning = {}, {}
@@ -196,6 +199,52 @@ function Planner:udaf_make(a, updating, window)
       .. "merge(acc, other)", d.name)
   end
   return functions.make_aggregate(d, a.nargs, a.where)
+end
+
+-- The group keys computed in C (an unwindowed GROUP BY whose aggregates run in C, its keys
+-- not all plain never-NULL columns: DATE_FORMAT(dateTime, ...), a nullable column): a
+-- `sql_rows` projection of the rows into the keys ($gk1, ...) and the columns the aggregates
+-- read, for a C key_by on the $gk fields (a NULL key is NULL_KEY, as the Lua key function
+-- gives it: lower's keyed_of). With the C path off (WMRUN_SQL_EXPR=lua) the same projection
+-- is a Lua map, so that both paths make the same operators (checkpoints match them by place).
+-- nil when a key or a column is not for C (then a Lua key function computes the keys).
+local function c_group_keys(p, stream, scope, keys, key_types, keyfns, agg_list)
+  local items, cols, seen, fields = {}, {}, {}, {}
+  for i, k in ipairs(keys) do
+    items[i], cols[i] = {expr = k, name = "$gk" .. i}, {name = "$gk" .. i, type = key_types[i]}
+  end
+  local function add_col(e)
+    local field, t = column_of(scope, e)
+    if not field then return false end
+    if not seen[field] then
+      seen[field] = true
+      fields[#fields + 1] = field
+      items[#items + 1], cols[#cols + 1] = {expr = e, name = field}, {name = field, type = t}
+    end
+    return true
+  end
+  local function add_cols(e)
+    if type(e) ~= "table" then return true end
+    if e.tag == "col" then return add_col(e) end
+    if e.args then return false end -- (a FILTER for C compares columns with numbers only)
+    for _, v in ipairs(e) do if not add_cols(v) then return false end end
+    return true
+  end
+  for _, a in ipairs(agg_list) do
+    if a.arg and not add_col(a.arg) then return nil end
+    if a.filter and not add_cols(a.filter) then return nil end
+  end
+  if cexpr.enabled() then return cexpr.try_project(stream, items, cols, scope, p.src) end
+  local exprs = {}
+  for i, it in ipairs(items) do exprs[i] = it.expr end
+  if not cexpr.compiles(stream, scope, p.src, exprs) then return nil end
+  local nk = #keys
+  return lower.map_rows(stream, false, function(r)
+    local o = {}
+    for i = 1, nk do o["$gk" .. i] = keyfns[i](r) end
+    for _, f in ipairs(fields) do o[f] = r[f] end
+    return o
+  end)
 end
 
 function Planner:plan_aggregate(q, rel, items, aliases)
@@ -375,7 +424,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
     if not spec.builtin then
       spec.csql, spec.csql_shape = c_window_agg(row_scope, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
-                                                items, window, q.having ~= nil, rel.tvf ~= nil)
+                                                items, window, q.having ~= nil, rel.tvf ~= nil, false, key_types)
     end
     local res = rel_of(lower.window_aggregate(rel.stream, spec), cols, false)
     local has = {}
@@ -396,7 +445,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   -- key function of the change's row
   if not spec.ttl then
     local csql, shape = c_window_agg(row_scope, nil, keys, key_sigs, agg_list, agg_sigs, items, nil,
-                                     q.having ~= nil, false, true)
+                                     q.having ~= nil, false, true, key_types)
     if csql and not shape then
       csql.meaning = ("SQL GROUP BY " .. (rel.updating and "(retract) " or "") .. csql.meaning:sub(5)):sub(1, 190)
       spec.csql = csql
@@ -407,6 +456,13 @@ function Planner:plan_aggregate(q, rel, items, aliases)
         spec.keyfns = kfs
       else
         spec.key_fields = fast_window_agg(base_cols, keys, {}, {kind = "group"})
+        if not spec.key_fields and #keys > 0 then
+          local stream = c_group_keys(self, rel.stream, row_scope, keys, key_types, keyfns, agg_list)
+          if stream then rel = {stream = stream, cols = rel.cols, updating = rel.updating}
+            spec.key_fields, spec.key_null = {}, true
+            for i = 1, #keys do spec.key_fields[i] = "$gk" .. i end
+          end
+        end
       end
     end
   end

@@ -69,8 +69,12 @@ function Planner.rename(_self, rel, ren)
     for _, x in ipairs(ren) do o[x.to] = r[x.from] end
     return o
   end
-  local c = not rel.updating and cexpr.try_rename(rel.stream, ren, cols)
-  if c then return rel_of(c, cols, false) end
+  -- (a changelog whose names stay passes through C unchanged, as rows do: an INSERT into a
+  -- table of the query's own column names)
+  local same = true
+  for _, x in ipairs(ren) do if x.from ~= x.to then same = false end end
+  local c = (not rel.updating or same) and cexpr.try_rename(rel.stream, ren, cols)
+  if c then return rel_of(c, cols, rel.updating) end
   return rel_of(lower.map_rows(rel.stream, rel.updating, f), cols, rel.updating)
 end
 

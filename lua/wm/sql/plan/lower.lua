@@ -86,7 +86,12 @@ end
 -- the keys allow it, else a Lua key function.
 local function keyed_of(stream, spec)
   local kf = spec.key_fields
-  if kf then return stream:key_by(#kf == 1 and kf[1] or kf) end
+  if kf then
+    local keyed = stream:key_by(#kf == 1 and kf[1] or kf)
+    -- (key fields computed in C that may be NULL: NULL is a key of its own, as key_fn's)
+    if spec.key_null then keyed.key.null_key = NULL_KEY end
+    return keyed
+  end
   return stream:key_by(lower.key_fn(spec.keyfns))
 end
 
