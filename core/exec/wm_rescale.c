@@ -1,6 +1,7 @@
 /* Restoring at another parallelism or thread count (exec/wm_rescale.h). */
 #include "exec/wm_rescale.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,7 +419,27 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
     return WM_OK;
   }
   /* a record: to what feeds the channel now (an exchange routes it by its key); else to
-   * any edge into the node */
+   * any edge into the node. A two-input operator's record goes to its input: the channels
+   * are numbered input 1's first, and where input 2's began at the checkpoint depends on
+   * the parallelisms then (old channel 2 at -p 2, input 2's first, is input 1's last at -p 3:
+   * taken for channel 2 now, a join's right row was joined as a left one) */
+  int side = -1, pos = chan;
+  for (size_t i = 0; i < ctx->nops && side < 0; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (op->node != node || op->role != WM_ROLE_MAIN || op->in2 == INT_MAX) continue;
+    int first2 = op->in2; /* not known: as now (right when its feeders kept their parallelism) */
+    if (op->in1_node && op->in1_node <= rp->nodes && rp->nsub[op->in1_node] > 0) {
+      int pf = rp->nsub[op->in1_node], pn = rp->nsub[node];
+      first2 = op->in1_fwd && pn > 1 && pf == pn ? 1 : pf;
+    } else if (feeders_rescaled(rp, ctx, node)) {
+      return wm_ctx_error(ctx, "a record in flight at the checkpoint to '%s', an operator of two "
+                               "inputs whose inputs run at another parallelism now: which input it "
+                               "was of is not known (give the job the checkpoint's parallelism)",
+                          op->name);
+    }
+    side = chan >= first2;
+    pos = side ? chan - first2 : chan;
+  }
   wm_op *via = NULL, *to = NULL;
   int at = 0, best = 0;
   for (size_t i = 0; i < ctx->nops && best < 3; i++) {
@@ -428,7 +449,12 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
       for (int e = 0; e < f->ports[p].n; e++) {
         const wm_edge *ed = &f->ports[p].edges[e];
         if (ed->to->node != node || ed->to->role != WM_ROLE_MAIN) continue;
-        int score = (ed->chan == chan) * 2 + (xch || ed->to->subtask == sub || ed->to->nsub == 1);
+        int now = ed->chan;
+        if (side >= 0) {
+          if (wm_op_input_of(ed->to, ed->chan) != side) continue;
+          if (side) now -= ed->to->in2;
+        }
+        int score = (now == pos) * 2 + (xch || ed->to->subtask == sub || ed->to->nsub == 1);
         if (score <= best) continue;
         best = score;
         via = xch ? f : NULL;
