@@ -109,7 +109,9 @@ env:execute()
       ctx.timer_service:register_event_time_timer(ctx.timestamp)
     end,
     process_broadcast_element = function(r, ctx)
-      ctx.broadcast_state[r.rts] = r.rate
+      -- summed: a rate applied twice at an instance (a broadcast record in flight at the
+      -- checkpoint, replayed) shows in the output
+      ctx.broadcast_state[r.rts] = (ctx.broadcast_state[r.rts] or 0) + r.rate
     end,
     on_timer = function(t, ctx, out)
       local keep = {}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/wm_keygroup.h"
+#include "exec/wm_exchange.h"
 #include "exec/wm_mt.h"
 #include "io/wm_conn.h"
 #include "time/wm_time.h"
@@ -173,6 +174,30 @@ static int lines_of(const wm_rescale *r, const wm_op *op, int src, const pline *
     if (base[0] ? uid_line(l, base) : l->node == op->node) (*out)[(*n)++] = l;
   }
   return 0;
+}
+
+/* The old instance whose part gave op (restored by restore_op) its state that is not keyed
+ * (a broadcast state): the one of its own number at the same parallelism, else, for an
+ * operator with keyed state, the first part whose key groups meet its own (the first of
+ * `use` there); -1 otherwise (none, or out of memory). */
+static int state_from(const wm_rescale *r, const wm_op *op, uint32_t groups) {
+  const pline **c;
+  size_t n;
+  if (lines_of(r, op, 0, &c, &n) != 0) return -1;
+  int from = -1;
+  for (size_t k = 0; k < n && from < 0; k++)
+    if (c[k]->sub == op->subtask && c[k]->nsub == op->nsub) from = op->subtask;
+  if (from < 0 && op->vt->keyed_state && !op->part_path && op->role == WM_ROLE_MAIN) {
+    uint32_t a, b;
+    wm_keygroup_range(op->subtask, op->nsub, groups, &a, &b);
+    for (size_t k = 0; k < n && from < 0; k++) {
+      uint32_t x, y;
+      wm_keygroup_range(c[k]->sub, c[k]->nsub, groups, &x, &y);
+      if (x <= b && y >= a) from = c[k]->sub;
+    }
+  }
+  free(c);
+  return from;
 }
 
 static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host *codec,
@@ -467,7 +492,25 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
                                     "checkpoint)");
   const wm_pos *outer = ctx->pos;
   ctx->pos = NULL;
-  int rc = via ? wm_op_deliver(via, 0, rec, t) : wm_op_input_record(to, at, rec, t);
+  int rc = WM_OK;
+  if (via && wm_exchange_mode(via) == WM_XCH_BROADCAST) {
+    /* a broadcast record that old instance `sub` had not processed yet, while the others
+     * may have (those on the sender's thread had): it goes to the new instances whose
+     * broadcast state is that old instance's, and only to them (through the exchange, to
+     * every instance, the others counted it twice) */
+    uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
+    for (int p = 0; p < via->nports && rc == WM_OK; p++)
+      for (int e = 0; e < via->ports[p].n && rc == WM_OK; e++) {
+        const wm_edge *ed = &via->ports[p].edges[e];
+        int from = state_from(rp->r, ed->to, groups);
+        if (from == sub || (from < 0 && ed->to->subtask == sub))
+          if (wm_op_input_record(ed->to, ed->chan, rec, t) == WM_ERR)
+            rc = wm_op_failed(ed->to, WM_ERR);
+      }
+    ctx->pos = outer;
+    return rc;
+  }
+  rc = via ? wm_op_deliver(via, 0, rec, t) : wm_op_input_record(to, at, rec, t);
   ctx->pos = outer;
   return rc == WM_ERR ? wm_op_failed(via ? via : to, rc) : WM_OK;
 }
