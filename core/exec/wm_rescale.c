@@ -398,24 +398,49 @@ static int gid_node(const replay *rp, uint32_t gid, uint32_t *node, int *sub) {
 
 /* 1 when an operator that feeds node (directly, or through an exchange) runs as another
  * number of instances than at the checkpoint: node's input channel i is then fed by another
- * instance i (e.g. a union of other partitions) than the one that sent on it. */
+ * instance i (e.g. a union of other partitions) than the one that sent on it. Likewise when
+ * the feeder kept its number and node did not, and one of the two settings forwards (one
+ * channel, from the feeder of the instance's number) where the other deals (a channel per
+ * feeder): a forward at -p 2 (old instance 1's channel 0 fed by feeder 1) is a rebalance at
+ * -p 3 (channel 0 fed by feeder 0). A rebalance of as many feeders as node had instances may
+ * have been a forward then: counted as changed (dropping a watermark is safe). */
 static int feeders_rescaled(const replay *rp, const wm_ctx *ctx, uint32_t node) {
   for (size_t i = 0; i < ctx->nops; i++) {
     const wm_op *g = ctx->ops[i];
     if (!g->node || g->node > rp->nodes || g->role != WM_ROLE_MAIN) continue;
-    int feeds = 0;
-    for (int p = 0; p < g->nports && !feeds; p++)
-      for (int e = 0; e < g->ports[p].n && !feeds; e++) {
+    const wm_op *tgt = NULL;
+    int direct = 0, rr = 0;
+    for (int p = 0; p < g->nports && !tgt; p++)
+      for (int e = 0; e < g->ports[p].n && !tgt; e++) {
         const wm_op *to = g->ports[p].edges[e].to;
-        if (to->node == node && to->role == WM_ROLE_MAIN) feeds = 1;
-        else if (!to->node && !strcmp(to->vt->kind, "exchange"))
-          for (int q = 0; q < to->nports && !feeds; q++)
-            for (int x = 0; x < to->ports[q].n && !feeds; x++)
-              feeds = to->ports[q].edges[x].to->node == node;
+        if (to->node == node && to->role == WM_ROLE_MAIN) {
+          tgt = to;
+          direct = 1;
+        } else if (!to->node && !strcmp(to->vt->kind, "exchange")) {
+          for (int q = 0; q < to->nports && !tgt; q++)
+            for (int x = 0; x < to->ports[q].n && !tgt; x++)
+              if (to->ports[q].edges[x].to->node == node) tgt = to->ports[q].edges[x].to;
+          rr = tgt && wm_exchange_mode(to) == WM_XCH_ROUND_ROBIN;
+        }
       }
-    if (feeds && rp->nsub[g->node] != g->nsub) return 1;
+    if (!tgt) continue;
+    int pf = rp->nsub[g->node], pn = rp->nsub[node];
+    if (pf != g->nsub) return 1;
+    if (pn != tgt->nsub && ((direct && tgt->nsub > 1) || (rr && pf == pn && pn > 1))) return 1;
   }
   return 0;
+}
+
+/* The operator whose edge leads to channel chan of op (an exchange, or a feeder itself);
+ * NULL: none here (on another thread). */
+static const wm_op *chan_feeder(const wm_ctx *ctx, const wm_op *op, int chan) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *g = ctx->ops[i];
+    for (int p = 0; p < g->nports; p++)
+      for (int e = 0; e < g->ports[p].n; e++)
+        if (g->ports[p].edges[e].to == op && g->ports[p].edges[e].chan == chan) return g;
+  }
+  return NULL;
 }
 
 static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const wm_value *rec) {
@@ -437,6 +462,10 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
     for (size_t i = 0; i < ctx->nops; i++) {
       wm_op *op = ctx->ops[i];
       if (op->node != node || op->role != WM_ROLE_MAIN || chan >= op->nin) continue;
+      /* a channel forwarded from one feeder (the instance of op's number): the watermark
+       * of old instance `sub`'s feeder is not another instance's */
+      const wm_op *f = op->nsub > 1 ? chan_feeder(ctx, op, chan) : NULL;
+      if (f && strcmp(f->vt->kind, "exchange") != 0 && op->subtask != sub) continue;
       int rc = kind == WM_MT_WATERMARK ? wm_op_input_watermark(op, chan, t)
                                        : wm_op_input_status(op, chan, kind == WM_MT_IDLE);
       if (rc != WM_OK) return rc;

@@ -1828,6 +1828,71 @@ static int64_t inflight_wm(int unions_now) {
   return got;
 }
 
+/* A watermark in flight to old instance 1 (0-based) of a map forwarded from a filter of
+ * set_parallelism(2) at -p 2 (channel 0 of instance k fed by filter k), on one thread now:
+ * at -p 2 it is instance 1's alone (instance 0's channel 0 is filter 0's); at -p 3 the two
+ * filters feed every map through a rebalance, channel 0 being filter 0's: dropped (raised
+ * to filter 1's 66 s, it could pass filter 0's records of below it as late downstream). The
+ * channels' watermarks of instances 0, 1 (and 2) in *wm. */
+static const wm_op_vt fwd_map_vt = {.kind = "map"}; /* (no records here) */
+
+static void inflight_fwd_wm(int p_now, int64_t *wm) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_op *f[2], *m[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    f[i] = wm_op_new(&ctx, &src_vt, NULL, "filter");
+    CHECK(f[i] != NULL);
+    f[i]->node = 1, f[i]->subtask = i, f[i]->nsub = 2;
+  }
+  for (int k = 0; k < p_now; k++) {
+    m[k] = wm_op_new(&ctx, &fwd_map_vt, NULL, "map");
+    CHECK(m[k] != NULL);
+    m[k]->node = 2, m[k]->subtask = k, m[k]->nsub = p_now;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (p_now == 2) {
+      CHECK_I64(wm_op_connect(f[i], 0, m[i]), 0);
+      continue;
+    }
+    wm_op *x = wm_exchange_new(&ctx, "rebalance", WM_XCH_ROUND_ROBIN, p_now, NULL);
+    CHECK(x != NULL);
+    wm_op_connect(f[i], 0, x);
+    for (int k = 0; k < p_now; k++) CHECK_I64(wm_op_connect(x, wm_exchange_port(x, k), m[k]), i);
+  }
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_buf chan;
+  wm_buf_init(&chan);
+  wm_buf_addc(&chan, 2);       /* a watermark */
+  wm_codec_put_uvar(&chan, 3); /* to instance 1 of node 2 (node 1 had 2) */
+  wm_codec_put_uvar(&chan, 0); /* on channel 0 */
+  wm_codec_put_ivar(&chan, 66000);
+  static const char meta[] = "part op-1.0 1 0 0 2\npart op-1.1 1 0 1 2\npart op-2.0 2 0 0 2\n"
+                             "part op-2.1 2 0 1 2\n";
+  static const uint8_t none[1];
+  wm_part pts[] = {{"op-1.0", none, 0}, {"op-1.1", none, 0}, {"op-2.0", none, 0},
+                   {"op-2.1", none, 0}, {"chan-0-1", (const uint8_t *)chan.data, chan.len}};
+  wm_rescale *r = wm_rescale_new(meta, sizeof meta - 1, pts, 5, &ctx.error);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_I64(wm_rescale_replay(r, &ctx, NULL), WM_OK);
+    wm_rescale_free(r);
+  }
+  for (int k = 0; k < p_now; k++) wm[k] = m[k]->comb.ch[0].wm;
+  wm_buf_free(&chan);
+  wm_ctx_free(&ctx);
+}
+
+static void inflight_forwarded(void) {
+  T.current = "a watermark in flight on a forwarded channel";
+  int64_t wm[3];
+  inflight_fwd_wm(2, wm);
+  CHECK(wm[0] < 52000);
+  CHECK_I64(wm[1], 66000);
+  inflight_fwd_wm(3, wm);
+  for (int k = 0; k < 3; k++) CHECK(wm[k] < 52000);
+}
+
 static void inflight_rescaled(void) {
   CHECK(inflight_wm(3) < 52000); /* another instance 0 now: not raised */
   CHECK_I64(inflight_wm(2), 66000); /* the same instance 0: raised */
@@ -2052,6 +2117,7 @@ void test_snapshot(void) {
   inflight_rescaled();
   inflight_two_inputs();
   inflight_broadcast();
+  inflight_forwarded();
   tsop_merge();
   rebalance();
   preagg();
