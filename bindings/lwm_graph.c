@@ -37,6 +37,8 @@ typedef struct built {
   const char *name;
   const char *where; /* the job line (own nodes only) */
   int own;           /* the node has operators of its own (not a side output, a rebalance) */
+  uint32_t node;     /* the plan's node of its operators (a side output's, a rebalance's: its
+                      * input's) */
 } built;
 
 /* Input channels allocated so far per global instance id, counted for every edge on every
@@ -449,6 +451,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       me->bc = kind[0] == 'b';
       me->gid0 = in->gid0;
       me->pin0 = in->pin0;
+      me->node = in->node;
       lua_settop(L, nodes);
       continue;
     }
@@ -456,6 +459,7 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
      * names the second "map (job.lua:3) #2" */
     me->where = where;
     me->own = 1;
+    me->node = (uint32_t)i;
     int same = 1;
     for (lua_Integer j = 1; j < i; j++)
       if (b[j].own && strcmp(b[j].name, me->name) == 0 && strcmp(b[j].where, where) == 0) same++;
@@ -591,6 +595,15 @@ static int build_graph(lwm_bridge *B, int env, graph_build *gb) {
       if (nin == 2 && k == 2 && strcmp(kind, "union") != 0)
         for (int j = 0; j < p; j++)
           if (me->ops[j]) wm_op_set_two_inputs(me->ops[j], cs->nin[me->gid0 + (uint32_t)j]);
+      /* where input 1 comes from, and whether it forwards at equal parallelisms (as
+       * connect_node decides): a restore at another parallelism tells from them which
+       * input an old channel was of */
+      if (nin == 2 && k == 1 && strcmp(kind, "union") != 0)
+        for (int j = 0; j < p; j++)
+          if (me->ops[j]) {
+            me->ops[j]->in1_node = b[in].node;
+            me->ops[j]->in1_fwd = !keyed && !b[in].rr && !b[in].bc;
+          }
       if (two && k == 2) {
         lua_getfield(L, node, "key");
         lua_getfield(L, node, "key2");

@@ -85,6 +85,7 @@ static const wm_op_vt xch_vt = {.kind = "exchange", .record = xch_record, .free 
                                 .snapshot = xch_snapshot, .restore = xch_restore};
 
 int wm_exchange_port(const wm_op *op, int i) { return ((const exchange *)op->impl)->ports[i]; }
+int wm_exchange_mode(const wm_op *op) { return ((const exchange *)op->impl)->mode; }
 
 wm_op *wm_exchange_new(wm_ctx *ctx, const char *name, int mode, int n, wm_keysel *keysel) {
   exchange *x = calloc(1, sizeof *x);

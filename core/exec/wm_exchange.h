@@ -17,6 +17,8 @@ typedef enum { WM_XCH_HASH = 1, WM_XCH_ROUND_ROBIN, WM_XCH_BROADCAST } wm_xch_mo
 wm_op *wm_exchange_new(wm_ctx *ctx, const char *name, int mode, int n, wm_keysel *keysel);
 /* The port that leads to instance i (0-based). */
 int wm_exchange_port(const wm_op *op, int i);
+/* Its mode (WM_XCH_*). */
+int wm_exchange_mode(const wm_op *op);
 /* The instance (0-based) a key goes to among n, with `groups` key groups (the maximum
  * parallelism, >= n): the owner of its key group (base/wm_keygroup.h), stable across runs
  * and machines, and the instance that holds the key group's state after a restore at n. */

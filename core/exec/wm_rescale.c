@@ -1,11 +1,13 @@
 /* Restoring at another parallelism or thread count (exec/wm_rescale.h). */
 #include "exec/wm_rescale.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/wm_keygroup.h"
+#include "exec/wm_exchange.h"
 #include "exec/wm_mt.h"
 #include "io/wm_conn.h"
 #include "time/wm_time.h"
@@ -172,6 +174,30 @@ static int lines_of(const wm_rescale *r, const wm_op *op, int src, const pline *
     if (base[0] ? uid_line(l, base) : l->node == op->node) (*out)[(*n)++] = l;
   }
   return 0;
+}
+
+/* The old instance whose part gave op (restored by restore_op) its state that is not keyed
+ * (a broadcast state): the one of its own number at the same parallelism, else, for an
+ * operator with keyed state, the first part whose key groups meet its own (the first of
+ * `use` there); -1 otherwise (none, or out of memory). */
+static int state_from(const wm_rescale *r, const wm_op *op, uint32_t groups) {
+  const pline **c;
+  size_t n;
+  if (lines_of(r, op, 0, &c, &n) != 0) return -1;
+  int from = -1;
+  for (size_t k = 0; k < n && from < 0; k++)
+    if (c[k]->sub == op->subtask && c[k]->nsub == op->nsub) from = op->subtask;
+  if (from < 0 && op->vt->keyed_state && !op->part_path && op->role == WM_ROLE_MAIN) {
+    uint32_t a, b;
+    wm_keygroup_range(op->subtask, op->nsub, groups, &a, &b);
+    for (size_t k = 0; k < n && from < 0; k++) {
+      uint32_t x, y;
+      wm_keygroup_range(c[k]->sub, c[k]->nsub, groups, &x, &y);
+      if (x <= b && y >= a) from = c[k]->sub;
+    }
+  }
+  free(c);
+  return from;
 }
 
 static int restore_op(wm_rescale *r, wm_ctx *ctx, wm_op *op, const wm_codec_host *codec,
@@ -372,24 +398,49 @@ static int gid_node(const replay *rp, uint32_t gid, uint32_t *node, int *sub) {
 
 /* 1 when an operator that feeds node (directly, or through an exchange) runs as another
  * number of instances than at the checkpoint: node's input channel i is then fed by another
- * instance i (e.g. a union of other partitions) than the one that sent on it. */
+ * instance i (e.g. a union of other partitions) than the one that sent on it. Likewise when
+ * the feeder kept its number and node did not, and one of the two settings forwards (one
+ * channel, from the feeder of the instance's number) where the other deals (a channel per
+ * feeder): a forward at -p 2 (old instance 1's channel 0 fed by feeder 1) is a rebalance at
+ * -p 3 (channel 0 fed by feeder 0). A rebalance of as many feeders as node had instances may
+ * have been a forward then: counted as changed (dropping a watermark is safe). */
 static int feeders_rescaled(const replay *rp, const wm_ctx *ctx, uint32_t node) {
   for (size_t i = 0; i < ctx->nops; i++) {
     const wm_op *g = ctx->ops[i];
     if (!g->node || g->node > rp->nodes || g->role != WM_ROLE_MAIN) continue;
-    int feeds = 0;
-    for (int p = 0; p < g->nports && !feeds; p++)
-      for (int e = 0; e < g->ports[p].n && !feeds; e++) {
+    const wm_op *tgt = NULL;
+    int direct = 0, rr = 0;
+    for (int p = 0; p < g->nports && !tgt; p++)
+      for (int e = 0; e < g->ports[p].n && !tgt; e++) {
         const wm_op *to = g->ports[p].edges[e].to;
-        if (to->node == node && to->role == WM_ROLE_MAIN) feeds = 1;
-        else if (!to->node && !strcmp(to->vt->kind, "exchange"))
-          for (int q = 0; q < to->nports && !feeds; q++)
-            for (int x = 0; x < to->ports[q].n && !feeds; x++)
-              feeds = to->ports[q].edges[x].to->node == node;
+        if (to->node == node && to->role == WM_ROLE_MAIN) {
+          tgt = to;
+          direct = 1;
+        } else if (!to->node && !strcmp(to->vt->kind, "exchange")) {
+          for (int q = 0; q < to->nports && !tgt; q++)
+            for (int x = 0; x < to->ports[q].n && !tgt; x++)
+              if (to->ports[q].edges[x].to->node == node) tgt = to->ports[q].edges[x].to;
+          rr = tgt && wm_exchange_mode(to) == WM_XCH_ROUND_ROBIN;
+        }
       }
-    if (feeds && rp->nsub[g->node] != g->nsub) return 1;
+    if (!tgt) continue;
+    int pf = rp->nsub[g->node], pn = rp->nsub[node];
+    if (pf != g->nsub) return 1;
+    if (pn != tgt->nsub && ((direct && tgt->nsub > 1) || (rr && pf == pn && pn > 1))) return 1;
   }
   return 0;
+}
+
+/* The operator whose edge leads to channel chan of op (an exchange, or a feeder itself);
+ * NULL: none here (on another thread). */
+static const wm_op *chan_feeder(const wm_ctx *ctx, const wm_op *op, int chan) {
+  for (size_t i = 0; i < ctx->nops; i++) {
+    const wm_op *g = ctx->ops[i];
+    for (int p = 0; p < g->nports; p++)
+      for (int e = 0; e < g->ports[p].n; e++)
+        if (g->ports[p].edges[e].to == op && g->ports[p].edges[e].chan == chan) return g;
+  }
+  return NULL;
 }
 
 static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const wm_value *rec) {
@@ -411,6 +462,10 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
     for (size_t i = 0; i < ctx->nops; i++) {
       wm_op *op = ctx->ops[i];
       if (op->node != node || op->role != WM_ROLE_MAIN || chan >= op->nin) continue;
+      /* a channel forwarded from one feeder (the instance of op's number): the watermark
+       * of old instance `sub`'s feeder is not another instance's */
+      const wm_op *f = op->nsub > 1 ? chan_feeder(ctx, op, chan) : NULL;
+      if (f && strcmp(f->vt->kind, "exchange") != 0 && op->subtask != sub) continue;
       int rc = kind == WM_MT_WATERMARK ? wm_op_input_watermark(op, chan, t)
                                        : wm_op_input_status(op, chan, kind == WM_MT_IDLE);
       if (rc != WM_OK) return rc;
@@ -418,7 +473,27 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
     return WM_OK;
   }
   /* a record: to what feeds the channel now (an exchange routes it by its key); else to
-   * any edge into the node */
+   * any edge into the node. A two-input operator's record goes to its input: the channels
+   * are numbered input 1's first, and where input 2's began at the checkpoint depends on
+   * the parallelisms then (old channel 2 at -p 2, input 2's first, is input 1's last at -p 3:
+   * taken for channel 2 now, a join's right row was joined as a left one) */
+  int side = -1, pos = chan;
+  for (size_t i = 0; i < ctx->nops && side < 0; i++) {
+    const wm_op *op = ctx->ops[i];
+    if (op->node != node || op->role != WM_ROLE_MAIN || op->in2 == INT_MAX) continue;
+    int first2 = op->in2; /* not known: as now (right when its feeders kept their parallelism) */
+    if (op->in1_node && op->in1_node <= rp->nodes && rp->nsub[op->in1_node] > 0) {
+      int pf = rp->nsub[op->in1_node], pn = rp->nsub[node];
+      first2 = op->in1_fwd && pn > 1 && pf == pn ? 1 : pf;
+    } else if (feeders_rescaled(rp, ctx, node)) {
+      return wm_ctx_error(ctx, "a record in flight at the checkpoint to '%s', an operator of two "
+                               "inputs whose inputs run at another parallelism now: which input it "
+                               "was of is not known (give the job the checkpoint's parallelism)",
+                          op->name);
+    }
+    side = chan >= first2;
+    pos = side ? chan - first2 : chan;
+  }
   wm_op *via = NULL, *to = NULL;
   int at = 0, best = 0;
   for (size_t i = 0; i < ctx->nops && best < 3; i++) {
@@ -428,7 +503,12 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
       for (int e = 0; e < f->ports[p].n; e++) {
         const wm_edge *ed = &f->ports[p].edges[e];
         if (ed->to->node != node || ed->to->role != WM_ROLE_MAIN) continue;
-        int score = (ed->chan == chan) * 2 + (xch || ed->to->subtask == sub || ed->to->nsub == 1);
+        int now = ed->chan;
+        if (side >= 0) {
+          if (wm_op_input_of(ed->to, ed->chan) != side) continue;
+          if (side) now -= ed->to->in2;
+        }
+        int score = (now == pos) * 2 + (xch || ed->to->subtask == sub || ed->to->nsub == 1);
         if (score <= best) continue;
         best = score;
         via = xch ? f : NULL;
@@ -441,7 +521,25 @@ static int on_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const w
                                     "checkpoint)");
   const wm_pos *outer = ctx->pos;
   ctx->pos = NULL;
-  int rc = via ? wm_op_deliver(via, 0, rec, t) : wm_op_input_record(to, at, rec, t);
+  int rc = WM_OK;
+  if (via && wm_exchange_mode(via) == WM_XCH_BROADCAST) {
+    /* a broadcast record that old instance `sub` had not processed yet, while the others
+     * may have (those on the sender's thread had): it goes to the new instances whose
+     * broadcast state is that old instance's, and only to them (through the exchange, to
+     * every instance, the others counted it twice) */
+    uint32_t groups = ctx->key_groups ? ctx->key_groups : WM_KEYGROUPS_DEFAULT;
+    for (int p = 0; p < via->nports && rc == WM_OK; p++)
+      for (int e = 0; e < via->ports[p].n && rc == WM_OK; e++) {
+        const wm_edge *ed = &via->ports[p].edges[e];
+        int from = state_from(rp->r, ed->to, groups);
+        if (from == sub || (from < 0 && ed->to->subtask == sub))
+          if (wm_op_input_record(ed->to, ed->chan, rec, t) == WM_ERR)
+            rc = wm_op_failed(ed->to, WM_ERR);
+      }
+    ctx->pos = outer;
+    return rc;
+  }
+  rc = via ? wm_op_deliver(via, 0, rec, t) : wm_op_input_record(to, at, rec, t);
   ctx->pos = outer;
   return rc == WM_ERR ? wm_op_failed(via ? via : to, rc) : WM_OK;
 }

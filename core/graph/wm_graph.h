@@ -264,6 +264,13 @@ struct wm_op {
    * operators and its timestamp assigner, wm.connectors): that partition's index + 1 (the
    * instance that reads it is index mod nsub); 0 otherwise. Set by the builder. */
   int part_path;
+  /* A two-input operator (in2): the plan's node whose instances feed its input 1, and
+   * whether that input forwards (one channel, from the instance of its number) when the two
+   * run as the same number of instances (neither keyed, nor after a rebalance or a
+   * broadcast). A restore at another parallelism works out from them where input 2's
+   * channels began at the checkpoint (exec/wm_rescale.c). Set by the builder; 0: not known. */
+  uint32_t in1_node;
+  int in1_fwd;
 };
 
 enum { WM_ROLE_MAIN = 0, WM_ROLE_CLOCK = 1, WM_ROLE_PREAGG = 2 };

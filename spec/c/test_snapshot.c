@@ -1828,13 +1828,296 @@ static int64_t inflight_wm(int unions_now) {
   return got;
 }
 
+/* A watermark in flight to old instance 1 (0-based) of a map forwarded from a filter of
+ * set_parallelism(2) at -p 2 (channel 0 of instance k fed by filter k), on one thread now:
+ * at -p 2 it is instance 1's alone (instance 0's channel 0 is filter 0's); at -p 3 the two
+ * filters feed every map through a rebalance, channel 0 being filter 0's: dropped (raised
+ * to filter 1's 66 s, it could pass filter 0's records of below it as late downstream). The
+ * channels' watermarks of instances 0, 1 (and 2) in *wm. */
+static const wm_op_vt fwd_map_vt = {.kind = "map"}; /* (no records here) */
+
+static void inflight_fwd_wm(int p_now, int64_t *wm) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_op *f[2], *m[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    f[i] = wm_op_new(&ctx, &src_vt, NULL, "filter");
+    CHECK(f[i] != NULL);
+    f[i]->node = 1, f[i]->subtask = i, f[i]->nsub = 2;
+  }
+  for (int k = 0; k < p_now; k++) {
+    m[k] = wm_op_new(&ctx, &fwd_map_vt, NULL, "map");
+    CHECK(m[k] != NULL);
+    m[k]->node = 2, m[k]->subtask = k, m[k]->nsub = p_now;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (p_now == 2) {
+      CHECK_I64(wm_op_connect(f[i], 0, m[i]), 0);
+      continue;
+    }
+    wm_op *x = wm_exchange_new(&ctx, "rebalance", WM_XCH_ROUND_ROBIN, p_now, NULL);
+    CHECK(x != NULL);
+    wm_op_connect(f[i], 0, x);
+    for (int k = 0; k < p_now; k++) CHECK_I64(wm_op_connect(x, wm_exchange_port(x, k), m[k]), i);
+  }
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_buf chan;
+  wm_buf_init(&chan);
+  wm_buf_addc(&chan, 2);       /* a watermark */
+  wm_codec_put_uvar(&chan, 3); /* to instance 1 of node 2 (node 1 had 2) */
+  wm_codec_put_uvar(&chan, 0); /* on channel 0 */
+  wm_codec_put_ivar(&chan, 66000);
+  static const char meta[] = "part op-1.0 1 0 0 2\npart op-1.1 1 0 1 2\npart op-2.0 2 0 0 2\n"
+                             "part op-2.1 2 0 1 2\n";
+  static const uint8_t none[1];
+  wm_part pts[] = {{"op-1.0", none, 0}, {"op-1.1", none, 0}, {"op-2.0", none, 0},
+                   {"op-2.1", none, 0}, {"chan-0-1", (const uint8_t *)chan.data, chan.len}};
+  wm_rescale *r = wm_rescale_new(meta, sizeof meta - 1, pts, 5, &ctx.error);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_I64(wm_rescale_replay(r, &ctx, NULL), WM_OK);
+    wm_rescale_free(r);
+  }
+  for (int k = 0; k < p_now; k++) wm[k] = m[k]->comb.ch[0].wm;
+  wm_buf_free(&chan);
+  wm_ctx_free(&ctx);
+}
+
+static void inflight_forwarded(void) {
+  T.current = "a watermark in flight on a forwarded channel";
+  int64_t wm[3];
+  inflight_fwd_wm(2, wm); /* (a channel starts at WM_TIME_MIN: no part restored here) */
+  CHECK_I64(wm[0], WM_TIME_MIN);
+  CHECK_I64(wm[1], 66000);
+  inflight_fwd_wm(3, wm);
+  for (int k = 0; k < 3; k++) CHECK_I64(wm[k], WM_TIME_MIN);
+}
+
 static void inflight_rescaled(void) {
   CHECK(inflight_wm(3) < 52000); /* another instance 0 now: not raised */
   CHECK_I64(inflight_wm(2), 66000); /* the same instance 0: raised */
 }
 
+/* ---- records in flight to a two-input operator at another parallelism ----------------
+ * An operator of two inputs tells them apart by channel: input 1's channels come first,
+ * one per feeding instance (or one, forwarded). A checkpoint at -p 2 on two threads holds
+ * records in flight to instance 2 of a join, whose channels were then 0-1 (input 1, from
+ * its 2 feeders) and 2-3 (input 2). At -p 3 input 1 has channels 0-2 and input 2 3-5: a
+ * right row in flight on old channel 2, sent to what feeds channel 2 now (input 1's third
+ * exchange), was joined as a left row, and the SQL regular join lost rows and repeated
+ * others after -p 2 --threads 2 -> -p 3 (spec/rescale_spec.lua). Each record must reach
+ * its own input, at the instance that owns its key now. */
+typedef struct side_log {
+  wm_buf b;
+} side_log;
+
+static int side_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  side_log *l = op->impl;
+  (void)ts;
+  wm_buf_add_int(&l->b, op->subtask);
+  wm_buf_adds(&l->b, "/input ");
+  wm_buf_add_int(&l->b, wm_op_input_of(op, chan) + 1);
+  wm_buf_addc(&l->b, ' ');
+  wm_buf_add_int(&l->b, rec->u.i);
+  wm_buf_addc(&l->b, '\n');
+  return WM_OK;
+}
+static const wm_op_vt side_vt = {.kind = "two inputs", .record = side_record};
+
+static int self_key(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
+  (void)ud, (void)op;
+  *key = *rec;
+  return WM_OK;
+}
+
+/* The plan now: nodes 1 and 2 (the inputs) at p_now, node 3 (the two-input operator) at
+ * p_now through key_by exchanges, or at 1 fed directly (keyed = 0: a connect that forwards
+ * at equal parallelisms); the checkpoint's: all three at 2. Replays the records `recs`
+ * (value, old channel) in flight to old instance 2 of node 3 (global id 5); what arrived,
+ * one "instance/input N value" line each (instances 0-based). */
+static void inflight_two(int keyed, int p_now, const int (*recs)[2], int nrecs, wm_buf *out) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  side_log log;
+  wm_buf_init(&log.b);
+  int pj = keyed ? p_now : 1;
+  wm_op *in[2][3] = {{NULL}}, *j[3] = {NULL};
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < p_now; i++) {
+      in[s][i] = wm_op_new(&ctx, &src_vt, NULL, s ? "right" : "left");
+      CHECK(in[s][i] != NULL);
+      in[s][i]->node = (uint32_t)s + 1, in[s][i]->subtask = i, in[s][i]->nsub = p_now;
+    }
+  for (int k = 0; k < pj; k++) {
+    j[k] = wm_op_new(&ctx, &side_vt, &log, "join");
+    CHECK(j[k] != NULL);
+    j[k]->node = 3, j[k]->subtask = k, j[k]->nsub = pj;
+    j[k]->in1_node = 1, j[k]->in1_fwd = !keyed;
+  }
+  for (int s = 0; s < 2; s++) {
+    for (int i = 0; i < p_now; i++) {
+      if (!keyed) { /* one instance now: every feeder's edge straight to it */
+        wm_op_connect(in[s][i], 0, j[0]);
+        continue;
+      }
+      wm_keysel ks = {.fn = self_key};
+      wm_op *x = wm_exchange_new(&ctx, "key_by", WM_XCH_HASH, pj, &ks);
+      CHECK(x != NULL);
+      wm_op_connect(in[s][i], 0, x);
+      for (int k = 0; k < pj; k++) wm_op_connect(x, wm_exchange_port(x, k), j[k]);
+    }
+    if (s == 0)
+      for (int k = 0; k < pj; k++) wm_op_set_two_inputs(j[k], j[k]->nin);
+  }
+  CHECK_I64(j[0]->in2, p_now);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_buf chan;
+  wm_buf_init(&chan);
+  wm_encoder enc;
+  wm_encoder_init(&enc);
+  for (int i = 0; i < nrecs; i++) {
+    wm_buf_addc(&chan, 1);          /* a record (wm_mt.c, MSG_RECORD) */
+    wm_codec_put_uvar(&chan, 5);    /* to instance 2 of node 3 (nodes 1 and 2 had 2 each) */
+    wm_codec_put_uvar(&chan, (uint64_t)recs[i][1]);
+    wm_codec_put_ivar(&chan, 1000); /* its timestamp */
+    wm_value v = wm_int(recs[i][0]);
+    CHECK_I64(wm_encode_value(&enc, NULL, &chan, &v, NULL), 0);
+  }
+  wm_encoder_free(&enc);
+  static const char meta[] = "part op-1.0 1 0 0 2\npart op-1.1 1 0 1 2\npart op-2.0 2 0 0 2\n"
+                             "part op-2.1 2 0 1 2\npart op-3.0 3 0 0 2\npart op-3.1 3 0 1 2\n";
+  static const uint8_t none[1];
+  wm_part pts[] = {{"op-1.0", none, 0}, {"op-1.1", none, 0}, {"op-2.0", none, 0},
+                   {"op-2.1", none, 0}, {"op-3.0", none, 0}, {"op-3.1", none, 0},
+                   {"chan-0-1", (const uint8_t *)chan.data, chan.len}};
+  wm_rescale *r = wm_rescale_new(meta, sizeof meta - 1, pts, 7, &ctx.error);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_I64(wm_rescale_replay(r, &ctx, NULL), WM_OK);
+    wm_rescale_free(r);
+  }
+  wm_buf_adds(out, log.b.data ? log.b.data : "");
+  wm_buf_free(&log.b);
+  wm_buf_free(&chan);
+  wm_ctx_free(&ctx);
+}
+
+static void inflight_two_inputs(void) {
+  T.current = "records in flight to a two-input operator at another parallelism";
+  /* keyed, -p 2 -> -p 3: old channels 0-1 were input 1's, 2-3 input 2's; each key at the
+   * instance that owns its group among 3 (base/wm_keygroup.h) */
+  static const int keyed[][2] = {{11, 2}, {12, 3}, {13, 0}, {14, 1}};
+  wm_buf got, want;
+  wm_buf_init(&got);
+  wm_buf_init(&want);
+  inflight_two(1, 3, keyed, 4, &got);
+  for (int i = 0; i < 4; i++) {
+    wm_value k = wm_int(keyed[i][0]);
+    wm_buf_add_int(&want, wm_exchange_route(&k, 3, WM_KEYGROUPS_DEFAULT));
+    wm_buf_adds(&want, keyed[i][1] >= 2 ? "/input 2 " : "/input 1 ");
+    wm_buf_add_int(&want, keyed[i][0]);
+    wm_buf_addc(&want, '\n');
+  }
+  CHECK_STR(got.data ? got.data : "", want.data);
+  /* forwarded at -p 2 (a connect of two streams of 2 instances: one channel each, input
+   * 2's on old channel 1), one instance now (input 1 on channels 0-2, input 2 on 3-5) */
+  static const int fwd[][2] = {{21, 1}, {22, 0}};
+  wm_buf_free(&got);
+  wm_buf_init(&got);
+  inflight_two(0, 3, fwd, 2, &got);
+  CHECK_STR(got.data ? got.data : "", "0/input 2 21\n0/input 1 22\n");
+  wm_buf_free(&got);
+  wm_buf_free(&want);
+}
+
+/* A broadcast record in flight at the checkpoint to old instance 1 (0-based) of a keyed
+ * broadcast process (-p 2 on two threads): instance 0, on the sender's thread, had processed
+ * it (its broadcast state holds it), instance 1 had not. Each new instance takes its broadcast state
+ * from one old part (restore_op: its own number's at the same parallelism, else the first
+ * whose key groups meet its own), so the record goes to those that took old instance 2's,
+ * and only to them: through the broadcast exchange, to every instance, the others applied it
+ * twice (a rate summed twice; the --threads 2 -> 1 and -p 2 --threads 2 -> -p 3 moves). */
+static const wm_op_vt side_keyed_vt = {.kind = "keyed broadcast process", .record = side_record,
+                                       .keyed_state = 1};
+
+static void inflight_bcast(int p_now, wm_buf *out) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  side_log log;
+  wm_buf_init(&log.b);
+  wm_op *in[3] = {NULL}, *j[3] = {NULL}, *rules = wm_op_new(&ctx, &src_vt, NULL, "rules");
+  CHECK(rules != NULL);
+  rules->node = 2, rules->subtask = 0, rules->nsub = 1;
+  for (int i = 0; i < p_now; i++) {
+    in[i] = wm_op_new(&ctx, &src_vt, NULL, "events");
+    j[i] = wm_op_new(&ctx, &side_keyed_vt, &log, "process");
+    CHECK(in[i] != NULL && j[i] != NULL);
+    in[i]->node = 1, in[i]->subtask = i, in[i]->nsub = p_now;
+    j[i]->node = 3, j[i]->subtask = i, j[i]->nsub = p_now;
+    j[i]->in1_node = 1;
+  }
+  for (int i = 0; i < p_now; i++) {
+    wm_keysel ks = {.fn = self_key};
+    wm_op *x = wm_exchange_new(&ctx, "key_by", WM_XCH_HASH, p_now, &ks);
+    CHECK(x != NULL);
+    wm_op_connect(in[i], 0, x);
+    for (int k = 0; k < p_now; k++) wm_op_connect(x, wm_exchange_port(x, k), j[k]);
+  }
+  for (int k = 0; k < p_now; k++) wm_op_set_two_inputs(j[k], j[k]->nin);
+  wm_op *b = wm_exchange_new(&ctx, "broadcast", WM_XCH_BROADCAST, p_now, NULL);
+  CHECK(b != NULL);
+  wm_op_connect(rules, 0, b);
+  for (int k = 0; k < p_now; k++) wm_op_connect(b, wm_exchange_port(b, k), j[k]);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_buf chan;
+  wm_buf_init(&chan);
+  wm_encoder enc;
+  wm_encoder_init(&enc);
+  wm_buf_addc(&chan, 1);          /* a record */
+  wm_codec_put_uvar(&chan, 4);    /* to instance 2 of node 3 (node 1 had 2, node 2 one) */
+  wm_codec_put_uvar(&chan, 2);    /* on input 2's channel (input 1 had 2) */
+  wm_codec_put_ivar(&chan, 1000);
+  wm_value v = wm_int(7);
+  CHECK_I64(wm_encode_value(&enc, NULL, &chan, &v, NULL), 0);
+  wm_encoder_free(&enc);
+  static const char meta[] = "part op-1.0 1 0 0 2\npart op-1.1 1 0 1 2\npart op-2.0 2 0 0 1\n"
+                             "part op-3.0 3 0 0 2\npart op-3.1 3 0 1 2\n";
+  static const uint8_t none[1];
+  wm_part pts[] = {{"op-1.0", none, 0}, {"op-1.1", none, 0}, {"op-2.0", none, 0},
+                   {"op-3.0", none, 0}, {"op-3.1", none, 0},
+                   {"chan-0-1", (const uint8_t *)chan.data, chan.len}};
+  wm_rescale *r = wm_rescale_new(meta, sizeof meta - 1, pts, 6, &ctx.error);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_I64(wm_rescale_replay(r, &ctx, NULL), WM_OK);
+    wm_rescale_free(r);
+  }
+  wm_buf_adds(out, log.b.data ? log.b.data : "");
+  wm_buf_free(&log.b);
+  wm_buf_free(&chan);
+  wm_ctx_free(&ctx);
+}
+
+static void inflight_broadcast(void) {
+  T.current = "a broadcast record in flight, at another parallelism or thread count";
+  wm_buf got;
+  wm_buf_init(&got);
+  /* new instances 0 (groups 0-42) and 1 (43-85) took old instance 0's state (0-63), 2
+   * (86-127) old 1's */
+  inflight_bcast(3, &got);
+  CHECK_STR(got.data ? got.data : "", "2/input 2 7\n");
+  wm_buf_free(&got);
+  wm_buf_init(&got);
+  inflight_bcast(2, &got); /* one thread now: each instance its own old state */
+  CHECK_STR(got.data ? got.data : "", "1/input 2 7\n");
+  wm_buf_free(&got);
+}
+
 void test_snapshot(void) {
   inflight_rescaled();
+  inflight_two_inputs();
+  inflight_broadcast();
+  inflight_forwarded();
   tsop_merge();
   rebalance();
   preagg();
