@@ -369,9 +369,19 @@ end
 -- last (DESC: when its time is larger or equal). The first row of a key is +I; a replacement
 -- is -U of the kept row, +U of the new one.
 -- spec: parts, orders (one, on the time attribute), visible, keep_last
+-- spec.c (wm.sql.plan.rank): in C (core/ops/wm_sqlrank.h), keyed by the fields spec.c.key_fields
+-- when given (PARTITION BY columns never NULL), else by the Lua partition key.
 function lower.deduplicate(stream, spec)
   local keep, shape = rank_rows(spec)
   local tf, keep_last = spec.orders[1].field, spec.keep_last
+  local name = keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)"
+  if spec.c then
+    local kf = spec.c.key_fields
+    local keyed = stream:key_by(kf and (#kf == 1 and kf[1] or kf) or partition_key(spec.parts))
+    return keyed:_sql_deduplicate({fields = spec.visible, time = tf, keep_last = keep_last or false,
+                                   meaning = ("SQL " .. name .. " of " .. table.concat(spec.visible, ",")):sub(1, 190)},
+                                  "SQL " .. name)
+  end
   return keyed_process(stream:key_by(partition_key(spec.parts)), function(r, ctx, emit)
     local st = ctx.state
     local prev = st.row
@@ -392,7 +402,7 @@ function lower.deduplicate(stream, spec)
       emit({k = "-U", r = shape(prev)})
       emit({k = "+U", r = shape(row)})
     end
-  end, spec.ttl):name(keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)")
+  end, spec.ttl):name(name)
 end
 
 -- a sorts before b under the ORDER BY (NULL first ascending, last descending, unless the

@@ -1,0 +1,13 @@
+/* A SQL deduplication's rolling function in C, from its plan node (lwm_sqlrank.c). */
+#ifndef LWM_SQLRANK_H
+#define LWM_SQLRANK_H
+
+#include "lwm.h"
+#include "ops/wm_sqlrank.h"
+
+/* Makes fn from node's `sqldedup` table, and meaning (n bytes) what its state means (the
+ * checkpoint's check on resume); WM_OK, or WM_ERR with ctx.error set. */
+int lwm_winfn_sqldedup(lwm_bridge *B, int node, const char *where, wm_winfn *fn, char *meaning,
+                       size_t n);
+
+#endif

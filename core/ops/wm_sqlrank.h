@@ -1,0 +1,33 @@
+/* SQL deduplication in C (docs/sql.md, "Deduplication and Top-N"): `ROW_NUMBER() OVER
+ * (PARTITION BY k ORDER BY rt [ASC|DESC])` filtered on `rn = 1`, with rt a time attribute, over
+ * an append-only input, as the Lua path (lua/wm/sql/plan/lower.lua, lower.deduplicate, Flink's
+ * RowTimeDeduplicateFunction) runs it, row for row:
+ *   - keep first (ASC): a row replaces the kept one when its time is strictly smaller;
+ *   - keep last (DESC): when its time is larger or equal (of equal times the later row);
+ *   - the first row of a key is +I; a replacement is -U of the kept row, then +U of the new.
+ *
+ * It is the rolling function of a keyed operator (wm_keyedop_config.rolling, keyed by the
+ * PARTITION BY columns): per key the accumulator is the kept row as emitted (a C row of the
+ * visible columns, values owned) and aux its time (WM_INT); the keyed operator checkpoints
+ * both, key group by key group. Its results are the changelog rows {k = "+I"|"-U"|"+U",
+ * r = row} (C rows), emitted with the record's timestamp. No state TTL (the planner keeps a
+ * query with table.exec.state.ttl on the Lua path). */
+#ifndef WM_SQLRANK_H
+#define WM_SQLRANK_H
+
+#include <stddef.h>
+
+#include "ops/wm_agg.h"
+
+typedef struct wm_sqldedup_spec {
+  size_t nfields;
+  const char *const *fields; /* the visible columns: read from the record, the result row's */
+  const char *time;          /* the ORDER BY column (a time attribute: an integer, ms) */
+  int keep_last;             /* 1: ORDER BY ... DESC */
+} wm_sqldedup_spec;
+
+/* Makes fn the rolling function of a deduplication (strings copied); 0, or -1 with a
+ * message in *err. */
+int wm_keyedfn_sqldedup(wm_winfn *fn, const wm_sqldedup_spec *spec, wm_error *err);
+
+#endif
