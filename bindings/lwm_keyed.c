@@ -572,8 +572,10 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
     }
     return wm_keyedop_new(&B->ctx, name, &cfg);
   }
-  if (agg && strcmp(agg, "sqldedup") == 0) { /* a SQL deduplication in C */
-    if (lwm_winfn_sqldedup(B, node, where, &cfg.rolling, cfg.meaning, sizeof cfg.meaning) != WM_OK)
+  int dedup = agg && strcmp(agg, "sqldedup") == 0, topn = agg && strcmp(agg, "sqltopn") == 0;
+  if (dedup || topn) { /* a SQL deduplication or Top-N in C */
+    if ((dedup ? lwm_winfn_sqldedup : lwm_winfn_sqltopn)(B, node, where, &cfg.rolling, cfg.meaning,
+                                                        sizeof cfg.meaning) != WM_OK)
       return NULL;
     if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) {
       cfg.rolling.free(cfg.rolling.ud);

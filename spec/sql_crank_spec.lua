@@ -1,10 +1,10 @@
--- SQL deduplication in C (core/ops/wm_sqlrank.h, docs/sql.md "Deduplication and Top-N"): a
--- ROW_NUMBER() ... WHERE rn = 1 on a time attribute over an append-only input runs as a C
--- rolling function of a keyed operator, and gives the changelog of the Lua path
+-- SQL deduplication and Top-N in C (core/ops/wm_sqlrank.h, docs/sql.md "Deduplication and
+-- Top-N"): a ROW_NUMBER() ... WHERE rn = 1 on a time attribute (or rn <= N) over an append-only
+-- input runs as a C rolling function of a keyed operator, and gives the changelog of the Lua path
 -- (WMRUN_SQL_RANK=lua forces it), row for row: compared on randomized inputs with repeated keys,
 -- equal and out-of-order times, keys of one and several columns (strings, integers, doubles,
 -- NULLs; keyed by fields in C, or by the Lua key where a column may be NULL or is a double);
--- what stays in Lua (a state TTL, Top-N, the switch); a checkpointed job stopped and resumed.
+-- what stays in Lua (a state TTL, the switch, an ORDER BY on a BOOLEAN); a checkpointed job stopped and resumed.
 local h = require("helper")
 local sql_run = require("sql_run")
 
@@ -72,14 +72,37 @@ local QUERIES = {
   "SELECT k, SUM(j) AS s, COUNT(*) AS n FROM (" .. dedup("k, j, j2", "k, j2", "DESC") .. ") GROUP BY k",
 }
 
-describe("SQL deduplication in C", function()
-  it("gives the Lua path's changelog, row for row, on randomized inputs", function()
+local function top(items, inner, part, order, where)
+  return string.format("SELECT %s FROM (SELECT %s, ROW_NUMBER() OVER (%sORDER BY %s) AS rn FROM t) WHERE %s",
+    items, inner, part and ("PARTITION BY " .. part .. " ") or "", order, where)
+end
+
+local TOP_QUERIES = {
+  -- without rn: +I and -D; NULL j last in DESC
+  top("k, j, d, v", "*", "k", "j DESC", "rn <= 3"),
+  -- reading rn: -U/+U of the ranks that shift; doubles (NULL first ascending), then a time
+  top("*", "k, j, d, ts", "k, j2", "d ASC, ts DESC", "rn < 3"),
+  top("*", "j, v, d", "j", "v DESC NULLS FIRST, d NULLS LAST", "rn <= 2"),
+  -- rn = 1 read: a Top-1 on a time (not a deduplication)
+  top("k, v, rn", "*", "d", "rt ASC", "rn = 1"),
+  -- no PARTITION BY; strings by bytes
+  top("k, v, j2, rn", "*", nil, "v ASC, k DESC, j2", "rn <= 5"),
+  -- into a GROUP BY (its -D and -U retract)
+  "SELECT k, COUNT(*) AS n, SUM(j) AS s FROM (" .. top("k, j", "*", "k", "j DESC, ts", "rn <= 2") .. ") GROUP BY k",
+}
+
+describe("SQL deduplication and Top-N in C", function()
+  it("give the Lua path's changelog, row for row, on randomized inputs", function()
     local data = {}
     for seed = 1, 3 do data[seed] = random_rows(seed, 300) end
-    for _, q in ipairs(QUERIES) do
+    local all = {}
+    for _, q in ipairs(QUERIES) do all[#all + 1] = {q, "keyed_rolling SQL deduplicate"} end
+    for _, q in ipairs(TOP_QUERIES) do all[#all + 1] = {q, "keyed_rolling SQL top-"} end
+    for _, qe in ipairs(all) do
+      local q = qe[1]
       local explain, e1, c1 = run("EXPLAIN " .. q .. ";\n", data[1])
       assert.are.equal(0, c1, e1)
-      assert.matches("keyed_rolling SQL deduplicate", explain, 1, true)
+      assert.matches(qe[2], explain, 1, true)
       for seed = 1, 3 do
         local c_out, err, code = run(q .. ";\n", data[seed])
         assert.are.equal(0, code, err)
@@ -106,34 +129,41 @@ describe("SQL deduplication in C", function()
     assert.are.equal("+I[a, 1]\n+I[b, 2]\n-U[a, 1]\n+U[a, <NULL>]\n", out)
   end)
 
-  it("stays in Lua with a state TTL, with WMRUN_SQL_RANK=lua, and for a Top-N", function()
+  it("stay in Lua with a state TTL, with WMRUN_SQL_RANK=lua, and (Top-N) ordered by a BOOLEAN", function()
     local q = dedup("k, j", "k", "DESC")
-    local out, err, code = run("SET 'table.exec.state.ttl' = '1 h';\nEXPLAIN " .. q .. ";\n", "")
-    assert.are.equal(0, code, err)
-    assert.matches("\nkeyed_process deduplicate (keep last row)\n", out, 1, true)
-    out, err, code = run("EXPLAIN " .. q .. ";\n", "", true)
-    assert.are.equal(0, code, err)
-    assert.matches("\nkeyed_process deduplicate (keep last row)\n", out, 1, true)
-    -- rn read, or a bound above 1, or an order that is not a time: a Top-N (in Lua)
-    for _, tq in ipairs({dedup("k, j, rn", "k", "DESC"), dedup("k, j", "k", "DESC", "rn <= 2"),
-                         "SELECT k, j FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY j DESC) AS rn "
-                           .. "FROM t) WHERE rn = 1"}) do
-      out, err, code = run("EXPLAIN " .. tq .. ";\n", "")
+    local tq = top("k, j", "*", "k", "j DESC", "rn <= 2")
+    for _, c in ipairs({{q, "keyed_process deduplicate (keep last row)"}, {tq, "keyed_process top-2"}}) do
+      local out, err, code = run("SET 'table.exec.state.ttl' = '1 h';\nEXPLAIN " .. c[1] .. ";\n", "")
       assert.are.equal(0, code, err)
-      assert.matches("\nkeyed_process top%-%d+\n", out)
-      assert.is_nil(out:find("SQL deduplicate", 1, true))
+      assert.matches("\n" .. c[2] .. "\n", out, 1, true)
+      out, err, code = run("EXPLAIN " .. c[1] .. ";\n", "", true)
+      assert.are.equal(0, code, err)
+      assert.matches("\n" .. c[2] .. "\n", out, 1, true)
+    end
+    local out, err, code = run("EXPLAIN " .. top("k, j", "*", "k", "j > 1 DESC", "rn <= 2") .. ";\n", "")
+    assert.are.equal(0, code, err)
+    assert.matches("\nkeyed_process top-2\n", out, 1, true)
+    -- rn read, or a bound above 1, or an order that is not a time: a Top-N (in C), not a
+    -- deduplication
+    for _, rq in ipairs({dedup("k, j, rn", "k", "DESC"), dedup("k, j", "k", "DESC", "rn <= 2"),
+                         top("k, j", "*", "k", "j DESC", "rn = 1")}) do
+      out, err, code = run("EXPLAIN " .. rq .. ";\n", "")
+      assert.are.equal(0, code, err)
+      assert.matches("\nkeyed_rolling SQL top%-%d+\n", out)
+      assert.is_nil(out:find("deduplicate", 1, true))
     end
   end)
 end)
 
-describe("SQL deduplication in C: checkpoints", function()
+describe("SQL deduplication and Top-N in C: checkpoints", function()
   local dir
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmdir(dir) end)
 
   it("a job stopped by SIGTERM and resumed from its checkpoint prints what one run (and Lua) prints", function()
-    -- the kept row of every key and its time are in the checkpoint: the resumed run replaces
-    -- them, or not, as the uninterrupted run (times go back by up to 40 ms, and repeat)
+    -- the kept row of every key and its time, and every key's top, are in the checkpoint: the
+    -- resumed run replaces them, or not, as the uninterrupted run (times go back by up to 40 ms,
+    -- and repeat)
     local job = [[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
@@ -147,10 +177,15 @@ env:execute_sql("EXPLAIN_SELECT k, n, v FROM (SELECT *, ROW_NUMBER() OVER (PARTI
   .. "FROM t) WHERE rn = 1")
 env:execute_sql("SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY rt ASC) AS rn "
   .. "FROM t) WHERE rn = 1")
+env:execute_sql("EXPLAIN_SELECT * FROM (SELECT k, v, n, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, n) AS rn "
+  .. "FROM t) WHERE rn <= 3")
+env:execute_sql("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY n ORDER BY v) AS rn "
+  .. "FROM t) WHERE rn <= 2")
 env:execute()
 ]]
     local explain = h.run_job((job:gsub("EXPLAIN_", "EXPLAIN "):gsub("RATE", "nil")))
     assert.matches("keyed_rolling SQL deduplicate (keep last row)", explain, 1, true)
+    assert.matches("keyed_rolling SQL top-3", explain, 1, true)
     job = job:gsub("EXPLAIN_", "")
     local ref, part, rest = sql_run.stop_and_resume(dir, job)
     assert.is_true(#part > 0 and #rest > 0)

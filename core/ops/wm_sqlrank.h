@@ -31,3 +31,35 @@ typedef struct wm_sqldedup_spec {
 int wm_keyedfn_sqldedup(wm_winfn *fn, const wm_sqldedup_spec *spec, wm_error *err);
 
 #endif
+
+/* SQL Top-N in C: `ROW_NUMBER() OVER (PARTITION BY k ORDER BY c1 [DESC], ...)` filtered on
+ * `rn <= N` over an append-only input, as the Lua path (lower.top_n, Flink's
+ * AppendOnlyTopNFunction) runs it, row for row: per key the N first rows in the ORDER BY
+ * (NULL first ascending, last descending, unless NULLS FIRST/LAST says; numbers by value,
+ * strings by bytes; a NaN is neither before nor after anything), rows of equal sort keys in
+ * their order of arrival; a row that does not sort before the last of a full top changes
+ * nothing. Without rn (rn_name NULL): the row that enters is +I, and the row it pushes out
+ * -D before it (nothing when the two are equal in every visible column, as Lua's ==). With rn:
+ * the ranks from the new row's place down shift one, each a -U of the row that was there and a
+ * +U of the row now there (the result row: the visible columns, then rn), and the last rank
+ * +I when the top was not full.
+ *
+ * Per key the accumulator is the top (a C row of N fields, each a kept row: the visible
+ * columns, then the ORDER BY columns), aux how many it holds (WM_INT); the keyed operator
+ * checkpoints both. Results {k, r} as the deduplication's. No state TTL. */
+typedef struct wm_sqltopn_order {
+  const char *field;
+  int desc;
+  int nulls_first;
+} wm_sqltopn_order;
+
+typedef struct wm_sqltopn_spec {
+  size_t nfields;
+  const char *const *fields; /* the visible columns */
+  size_t norders;            /* >= 1 */
+  const wm_sqltopn_order *orders;
+  size_t n;            /* N >= 1 */
+  const char *rn_name; /* the rank column of the result rows, NULL: not read */
+} wm_sqltopn_spec;
+
+int wm_keyedfn_sqltopn(wm_winfn *fn, const wm_sqltopn_spec *spec, wm_error *err);

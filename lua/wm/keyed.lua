@@ -133,6 +133,12 @@ function KeyedStream:_sql_deduplicate(spec, name)
   return keyed_node(self, "keyed_rolling", {agg = "sqldedup", sqldedup = spec}, name)
 end
 
+-- (The SQL planner's, not a public method) A SQL Top-N in C (wm_keyedfn_sqltopn), as
+-- _sql_deduplicate.
+function KeyedStream:_sql_top_n(spec, name)
+  return keyed_node(self, "keyed_rolling", {agg = "sqltopn", sqltopn = spec}, name)
+end
+
 -- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
 -- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.
 for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do

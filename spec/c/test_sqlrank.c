@@ -1,5 +1,5 @@
-/* SQL deduplication in C (ops/wm_sqlrank.h) in a keyed operator's rolling mode: the changelog
- * of keep-last and keep-first worked out by hand (equal times, NULL and mixed-type values), a
+/* SQL deduplication and Top-N in C (ops/wm_sqlrank.h) in a keyed operator's rolling mode: the
+ * changelog of keep-last, keep-first and a Top-2 with and without rn worked out by hand (equal times, NULL and mixed-type values), a
  * checkpoint taken after every record and restored into a fresh operator giving the same
  * changelog, a record without its time refused with a clear message. */
 #include <stdlib.h>
@@ -29,6 +29,7 @@ typedef struct rig {
   wm_schema *s;
 } rig;
 
+/* mode: 0 keep first, 1 keep last, 2 Top-2 by v DESC, 3 the same reading rn */
 static void rig_init(rig *g, int keep_last) {
   wm_ctx_init(&g->ctx);
   static const char *const names[] = {"k", "v", "t"};
@@ -41,10 +42,17 @@ static void rig_init(rig *g, int keep_last) {
   const char *key = "k";
   CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
   static const char *const visible[] = {"k", "v"};
-  wm_sqldedup_spec spec = {.nfields = 2, .fields = visible, .time = "t", .keep_last = keep_last};
   wm_error err;
   wm_error_clear(&err);
-  CHECK_I64(wm_keyedfn_sqldedup(&cfg.rolling, &spec, &err), 0);
+  if (keep_last < 2) {
+    wm_sqldedup_spec spec = {.nfields = 2, .fields = visible, .time = "t", .keep_last = keep_last};
+    CHECK_I64(wm_keyedfn_sqldedup(&cfg.rolling, &spec, &err), 0);
+  } else {
+    static const wm_sqltopn_order by_v = {.field = "v", .desc = 1, .nulls_first = 0};
+    wm_sqltopn_spec spec = {.nfields = 2, .fields = visible, .norders = 1, .orders = &by_v, .n = 2,
+                            .rn_name = keep_last == 3 ? "rn" : NULL};
+    CHECK_I64(wm_keyedfn_sqltopn(&cfg.rolling, &spec, &err), 0);
+  }
   snprintf(cfg.meaning, sizeof cfg.meaning, "SQL dedup test %d", keep_last);
   g->w = wm_keyedop_new(&g->ctx, "dedup", &cfg);
   wm_op *sink = wm_op_new(&g->ctx, &capture_vt, &g->out, "sink");
@@ -110,6 +118,44 @@ static const char *const first_expect =
     "40 {\"k\":\"-U\",\"r\":{\"k\":\"a\",\"v\":1}}\n"
     "40 {\"k\":\"+U\",\"r\":{\"k\":\"a\"}}\n";
 
+/* Top-2 by v DESC (NULL last) of a: 1, 3, 2, 5, then b 7, a 3 again, a NULL, b NULL */
+static const rec ts_rs[] = {
+    {"a", VINT, 1, 0, NULL, 1, 0}, {"a", VINT, 3, 0, NULL, 1, 0}, {"a", VINT, 2, 0, NULL, 1, 0},
+    {"a", VINT, 5, 0, NULL, 1, 0}, {"b", VINT, 7, 0, NULL, 1, 0}, {"a", VINT, 3, 0, NULL, 1, 0},
+    {"a", VNUL, 0, 0, NULL, 1, 0}, {"b", VNUL, 0, 0, NULL, 1, 0},
+};
+
+/* By hand, without rn: a 1 enters: +I; a 3 enters: +I ([3, 1]); a 2 enters [3, 2], 1 goes out:
+ * -D 1 before +I 2; a 5: [5, 3], -D 2, +I 5; b 7: +I; a 3 again: not before the last of the full
+ * [5, 3] (an equal key keeps its place after it): nothing; a NULL (last in DESC): nothing; b
+ * NULL: b's top not full, after 7: +I. */
+static const char *const topn_expect =
+    "10 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"v\":1}}\n"
+    "20 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"v\":3}}\n"
+    "30 {\"k\":\"-D\",\"r\":{\"k\":\"a\",\"v\":1}}\n"
+    "30 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"v\":2}}\n"
+    "40 {\"k\":\"-D\",\"r\":{\"k\":\"a\",\"v\":2}}\n"
+    "40 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"v\":5}}\n"
+    "50 {\"k\":\"+I\",\"r\":{\"k\":\"b\",\"v\":7}}\n"
+    "80 {\"k\":\"+I\",\"r\":{\"k\":\"b\"}}\n";
+
+/* With rn: a 1: +I rank 1; a 3 at rank 1: rank 1 goes from 1 to 3 (-U, +U), rank 2 new (+I 1);
+ * a 2 at rank 2: -U 1, +U 2 at rank 2 (1 drops out); a 5 at rank 1: rank 1 3 -> 5, rank 2
+ * 2 -> 3; b 7: +I rank 1; a 3 again, a NULL: nothing; b NULL: +I rank 2. */
+static const char *const topn_rn_expect =
+    "10 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"rn\":1,\"v\":1}}\n"
+    "20 {\"k\":\"-U\",\"r\":{\"k\":\"a\",\"rn\":1,\"v\":1}}\n"
+    "20 {\"k\":\"+U\",\"r\":{\"k\":\"a\",\"rn\":1,\"v\":3}}\n"
+    "20 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":1}}\n"
+    "30 {\"k\":\"-U\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":1}}\n"
+    "30 {\"k\":\"+U\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":2}}\n"
+    "40 {\"k\":\"-U\",\"r\":{\"k\":\"a\",\"rn\":1,\"v\":3}}\n"
+    "40 {\"k\":\"+U\",\"r\":{\"k\":\"a\",\"rn\":1,\"v\":5}}\n"
+    "40 {\"k\":\"-U\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":2}}\n"
+    "40 {\"k\":\"+U\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":3}}\n"
+    "50 {\"k\":\"+I\",\"r\":{\"k\":\"b\",\"rn\":1,\"v\":7}}\n"
+    "80 {\"k\":\"+I\",\"r\":{\"k\":\"b\",\"rn\":2}}\n";
+
 typedef struct parts {
   wm_part p[8];
   size_t n;
@@ -133,19 +179,18 @@ static int put_part(void *ud, const char *name, const void *data, size_t len, wm
 /* Every cut: the records before it, a checkpoint restored into a fresh operator, the records
  * after it: together the hand-worked changelog (the kept row and its time are in the
  * checkpoint: the resumed operator replaces it, or not, as the uninterrupted one). */
-static void changelog(int keep_last, const char *expect) {
-  size_t n = sizeof rs / sizeof rs[0];
+static void changelog(int keep_last, const rec *in, size_t n, const char *expect) {
   for (size_t cut = 0; cut <= n; cut++) {
     rig a, b;
     parts ps = {0};
     rig_init(&a, keep_last);
-    CHECK_I64(feed(&a, rs, 0, cut), WM_OK);
+    CHECK_I64(feed(&a, in, 0, cut), WM_OK);
     CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
     rig_init(&b, keep_last);
     int rc = wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n);
     CHECK_I64(rc, WM_OK);
     if (rc != WM_OK) fprintf(stderr, "  restore at %zu: %s\n", cut, wm_ctx_errtext(&b.ctx));
-    CHECK_I64(feed(&b, rs, cut, n), WM_OK);
+    CHECK_I64(feed(&b, in, cut, n), WM_OK);
     wm_buf all;
     wm_buf_init(&all);
     wm_buf_adds(&all, a.out.out.data ? a.out.out.data : "");
@@ -191,10 +236,15 @@ static void errors(void) {
 }
 
 void test_sqlrank(void) {
+  size_t n = sizeof rs / sizeof rs[0], tn = sizeof ts_rs / sizeof ts_rs[0];
   T.current = "sqlrank: deduplication keep last, and checkpoints";
-  changelog(1, last_expect);
+  changelog(1, rs, n, last_expect);
   T.current = "sqlrank: deduplication keep first, and checkpoints";
-  changelog(0, first_expect);
+  changelog(0, rs, n, first_expect);
+  T.current = "sqlrank: Top-2 without rn, and checkpoints";
+  changelog(2, ts_rs, tn, topn_expect);
+  T.current = "sqlrank: Top-2 with rn, and checkpoints";
+  changelog(3, ts_rs, tn, topn_rn_expect);
   T.current = "sqlrank: errors";
   errors();
 }

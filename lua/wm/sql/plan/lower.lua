@@ -430,7 +430,23 @@ end
 -- shift one rank, each rank's change a -U of the row that was there and a +U of the row now
 -- there, and the last rank +I when the top was not full.
 -- spec: parts, orders, visible, n, rn (the name of the rank column, when it is read)
+-- spec.c: in C (core/ops/wm_sqlrank.h), as lower.deduplicate's.
 function lower.top_n(stream, spec)
+  if spec.c then
+    local kf = spec.c.key_fields
+    local keyed = stream:key_by(kf and (#kf == 1 and kf[1] or kf) or partition_key(spec.parts))
+    local orders, desc = {}, {}
+    for i, o in ipairs(spec.orders) do
+      local nulls_first = o.nulls == "FIRST" or (o.nulls == nil and not o.desc)
+      orders[i] = {field = o.field, desc = o.desc or false, nulls_first = nulls_first}
+      desc[i] = o.field .. (o.desc and " DESC" or "") .. (orders[i].nulls_first and " NULLS FIRST" or "")
+    end
+    return keyed:_sql_top_n({fields = spec.visible, orders = orders, n = spec.n, rn = spec.rn,
+                             meaning = ("SQL top-" .. spec.n .. (spec.rn and " rn" or "") .. " by "
+                                        .. table.concat(desc, ",") .. " of " .. table.concat(spec.visible, ","))
+                                        :sub(1, 190)},
+                            "SQL top-" .. spec.n)
+  end
   local keep, shape = rank_rows(spec)
   local less, n, with_rn, visible = order_less(spec.orders), spec.n, spec.rn ~= nil, spec.visible
   local function same(a, b)

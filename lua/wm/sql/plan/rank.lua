@@ -91,10 +91,11 @@ function Planner:plan_rank_input(q, idx)
   local rn = it.alias or ("EXPR$" .. (idx - 1))
   cols[#cols + 1] = {name = rn, type = "BIGINT"}
   local out = rel_of(nil, cols, false)
-  local part_cols = {}
+  local part_cols, order_types = {}, {}
   for i, f in ipairs(parts) do part_cols[i] = by[f] end
-  out.rank = {stream = rel.stream, parts = parts, part_cols = part_cols, orders = orders, visible = visible, rn = rn,
-              pos = call.pos,
+  for i, o in ipairs(orders) do order_types[i] = by[o.field].type end
+  out.rank = {stream = rel.stream, parts = parts, part_cols = part_cols, order_types = order_types, orders = orders,
+              visible = visible, rn = rn, pos = call.pos,
               time_order = #orders == 1 and by[orders[1].field].rowtime or false}
   return out
 end
@@ -151,6 +152,14 @@ local function c_dedup(spec, lspec)
   return {key_fields = kf}
 end
 
+-- A Top-N in C (lower.top_n's spec.c), as c_dedup, when every ORDER BY column compares in C as
+-- in Lua (numbers, strings, times: not a BOOLEAN) and N is at most 100000.
+local function c_topn(spec, lspec)
+  if lspec.n > 100000 then return nil end
+  for _, t in ipairs(spec.order_types) do if t == "BOOLEAN" then return nil end end
+  return c_dedup(spec, lspec)
+end
+
 --- Makes the rank that `rel` (from plan_rank_input) carries, for the outer query `q`: its
 -- WHERE gives N (the other conditions stay, applied to the result); returns the query
 -- without that condition and the updating relation of the rank's results.
@@ -196,6 +205,7 @@ function Planner:apply_rank(q, rel)
     lspec.c = c_dedup(spec, lspec)
     stream = lower.deduplicate(spec.stream, lspec)
   else
+    lspec.c = c_topn(spec, lspec)
     stream = lower.top_n(spec.stream, lspec)
   end
   return copy_query(q, {where = rest or false}), rel_of(stream, cols, true)
