@@ -94,7 +94,10 @@ int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *
       fields[i] = lua_tostring(L, -1); /* the strings live in the plan */
       lua_pop(L, 1);
     }
-    rc = wm_keysel_fields(ks, fields, n);
+    lua_getfield(L, k, "nulls"); /* (the SQL planner's: a NULL field is a key) */
+    int nulls = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    rc = nulls ? wm_keysel_fields_nulls(ks, fields, n) : wm_keysel_fields(ks, fields, n);
   } else {
     int fn = lwm_get_fn(B, k, "fn"); /* first: it may raise, with nothing to leak yet */
     lwm_opinfo *oi = lwm_opinfo_new(B, where);

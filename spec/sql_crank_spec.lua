@@ -3,7 +3,7 @@
 -- input runs as a C rolling function of a keyed operator, and gives the changelog of the Lua path
 -- (WMRUN_SQL_RANK=lua forces it), row for row: compared on randomized inputs with repeated keys,
 -- equal and out-of-order times, keys of one and several columns (strings, integers, doubles,
--- NULLs; keyed by fields in C, or by the Lua key where a column may be NULL or is a double);
+-- NULLs; keyed by fields in C, NULL a key of its own, or by the Lua key for a double);
 -- what stays in Lua (a state TTL, the switch, an ORDER BY on a BOOLEAN); a checkpointed job stopped and resumed.
 local h = require("helper")
 local sql_run = require("sql_run")
@@ -61,7 +61,10 @@ local QUERIES = {
   -- two fields (j2 is NOT NULL)
   dedup("v, ts, d, j2", "k, j2", "DESC"),
   dedup("v, ts, d, k", "j2, k", "ASC"),
-  -- by the Lua key: j may be NULL, d is a double (-0.0 and 0.0 two keys)
+  -- by fields that may be NULL (a NULL j a key of its own)
+  dedup("j, v, d", "j", "DESC"),
+  dedup("k, v, d", "j, k", "ASC"),
+  -- by the Lua key: d is a double (-0.0 and 0.0 two keys)
   dedup("j, d, v, ts", "j, d", "DESC"),
   dedup("k, d", "d", "ASC"),
   -- no PARTITION BY: one key

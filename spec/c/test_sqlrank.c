@@ -29,7 +29,8 @@ typedef struct rig {
   wm_schema *s;
 } rig;
 
-/* mode: 0 keep first, 1 keep last, 2 Top-2 by v DESC, 3 the same reading rn */
+/* mode: 0 keep first, 1 keep last, 2 Top-2 by v DESC, 3 the same reading rn, 4 keep last keyed
+ * by wm_keysel_fields_nulls (a NULL k a key of its own) */
 static void rig_init(rig *g, int keep_last) {
   wm_ctx_init(&g->ctx);
   static const char *const names[] = {"k", "v", "t"};
@@ -40,12 +41,13 @@ static void rig_init(rig *g, int keep_last) {
   wm_keyedop_config cfg;
   memset(&cfg, 0, sizeof cfg);
   const char *key = "k";
-  CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
+  if (keep_last == 4) CHECK_I64(wm_keysel_fields_nulls(&cfg.keysel, &key, 1), 0);
+  else CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
   static const char *const visible[] = {"k", "v"};
   wm_error err;
   wm_error_clear(&err);
-  if (keep_last < 2) {
-    wm_sqldedup_spec spec = {.nfields = 2, .fields = visible, .time = "t", .keep_last = keep_last};
+  if (keep_last < 2 || keep_last == 4) {
+    wm_sqldedup_spec spec = {.nfields = 2, .fields = visible, .time = "t", .keep_last = keep_last != 0};
     CHECK_I64(wm_keyedfn_sqldedup(&cfg.rolling, &spec, &err), 0);
   } else {
     static const wm_sqltopn_order by_v = {.field = "v", .desc = 1, .nulls_first = 0};
@@ -73,8 +75,10 @@ static int feed(rig *g, const rec *rs, size_t from, size_t to) {
   int rc = WM_OK;
   for (size_t i = from; i < to && rc == WM_OK; i++) {
     wm_row *r = wm_row_new(g->s);
-    r->fields[0] = wm_cstr(rs[i].k, strlen(rs[i].k));
-    wm_value_retain(NULL, &r->fields[0]);
+    if (rs[i].k) {
+      r->fields[0] = wm_cstr(rs[i].k, strlen(rs[i].k));
+      wm_value_retain(NULL, &r->fields[0]);
+    }
     if (rs[i].vt == VINT) r->fields[1] = wm_int(rs[i].vi);
     if (rs[i].vt == VFLT) r->fields[1] = wm_float(rs[i].vf);
     if (rs[i].vt == VSTR) {
@@ -155,6 +159,40 @@ static const char *const topn_rn_expect =
     "40 {\"k\":\"+U\",\"r\":{\"k\":\"a\",\"rn\":2,\"v\":3}}\n"
     "50 {\"k\":\"+I\",\"r\":{\"k\":\"b\",\"rn\":1,\"v\":7}}\n"
     "80 {\"k\":\"+I\",\"r\":{\"k\":\"b\",\"rn\":2}}\n";
+
+/* Keep last keyed by a k that may be NULL: NULL 1 at 1 s, a 2 at 1 s, NULL 3 at 2 s, a 4 at 0.5 s */
+static const rec null_rs[] = {
+    {NULL, VINT, 1, 0, NULL, 1, 1000}, {"a", VINT, 2, 0, NULL, 1, 1000},
+    {NULL, VINT, 3, 0, NULL, 1, 2000}, {"a", VINT, 4, 0, NULL, 1, 500},
+};
+
+/* By hand: the NULL key's first row +I (k absent); a's +I; NULL 3 (2 s >= 1 s) replaces NULL 1
+ * (one key: not a's, and not an error); a 4 (0.5 s < 1 s): nothing. The checkpoint holds the
+ * NULL key (a composite key with an 'n' part). */
+static const char *const null_expect =
+    "10 {\"k\":\"+I\",\"r\":{\"v\":1}}\n"
+    "20 {\"k\":\"+I\",\"r\":{\"k\":\"a\",\"v\":2}}\n"
+    "30 {\"k\":\"-U\",\"r\":{\"v\":1}}\n"
+    "30 {\"k\":\"+U\",\"r\":{\"v\":3}}\n";
+
+/* wm_key_compose with a nil part: its own part, decoded as nil; not equal to 0 nor "" */
+static void null_parts(void) {
+  wm_value a[2] = {wm_nil(), wm_int(0)}, b[2] = {wm_int(0), wm_int(0)}, c[2] = {wm_nil(), wm_int(0)};
+  wm_value ka, kb, kc, part = wm_int(7);
+  CHECK_I64(wm_key_compose(a, 2, &ka), 0);
+  CHECK_I64(wm_key_compose(b, 2, &kb), 0);
+  CHECK_I64(wm_key_compose(c, 2, &kc), 0);
+  CHECK(!wm_key_equal(&ka, &kb));
+  CHECK(wm_key_equal(&ka, &kc));
+  CHECK(wm_key_hash(&ka) == wm_key_hash(&kc));
+  CHECK_I64(wm_key_part(&ka, 0, &part), 2);
+  CHECK_I64(part.type, WM_NIL);
+  CHECK_I64(wm_key_part(&ka, 1, &part), 2);
+  CHECK_I64(part.type, WM_INT);
+  wm_value_release(NULL, &ka);
+  wm_value_release(NULL, &kb);
+  wm_value_release(NULL, &kc);
+}
 
 typedef struct parts {
   wm_part p[8];
@@ -245,6 +283,9 @@ void test_sqlrank(void) {
   changelog(2, ts_rs, tn, topn_expect);
   T.current = "sqlrank: Top-2 with rn, and checkpoints";
   changelog(3, ts_rs, tn, topn_rn_expect);
+  T.current = "sqlrank: deduplication keyed by a field that may be NULL, and checkpoints";
+  changelog(4, null_rs, sizeof null_rs / sizeof null_rs[0], null_expect);
+  null_parts();
   T.current = "sqlrank: errors";
   errors();
 }

@@ -369,15 +369,23 @@ end
 -- last (DESC: when its time is larger or equal). The first row of a key is +I; a replacement
 -- is -U of the kept row, +U of the new one.
 -- spec: parts, orders (one, on the time attribute), visible, keep_last
--- spec.c (wm.sql.plan.rank): in C (core/ops/wm_sqlrank.h), keyed by the fields spec.c.key_fields
--- when given (PARTITION BY columns never NULL), else by the Lua partition key.
+-- The keyed stream of a rank in C: by the fields c.key_fields, read in C (a NULL one a key of
+-- its own when c.key_nulls), else by the Lua partition key.
+local function rank_keyed(stream, spec)
+  local kf = spec.c.key_fields
+  if not kf then return stream:key_by(partition_key(spec.parts)) end
+  local keyed = stream:key_by(#kf == 1 and kf[1] or kf)
+  if spec.c.key_nulls then keyed.key.nulls = true end -- (read by the bindings' key selector)
+  return keyed
+end
+
+-- spec.c (wm.sql.plan.rank): in C (core/ops/wm_sqlrank.h), keyed by rank_keyed.
 function lower.deduplicate(stream, spec)
   local keep, shape = rank_rows(spec)
   local tf, keep_last = spec.orders[1].field, spec.keep_last
   local name = keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)"
   if spec.c then
-    local kf = spec.c.key_fields
-    local keyed = stream:key_by(kf and (#kf == 1 and kf[1] or kf) or partition_key(spec.parts))
+    local keyed = rank_keyed(stream, spec)
     return keyed:_sql_deduplicate({fields = spec.visible, time = tf, keep_last = keep_last or false,
                                    meaning = ("SQL " .. name .. " of " .. table.concat(spec.visible, ",")):sub(1, 190)},
                                   "SQL " .. name)
@@ -433,8 +441,7 @@ end
 -- spec.c: in C (core/ops/wm_sqlrank.h), as lower.deduplicate's.
 function lower.top_n(stream, spec)
   if spec.c then
-    local kf = spec.c.key_fields
-    local keyed = stream:key_by(kf and (#kf == 1 and kf[1] or kf) or partition_key(spec.parts))
+    local keyed = rank_keyed(stream, spec)
     local orders, desc = {}, {}
     for i, o in ipairs(spec.orders) do
       local nulls_first = o.nulls == "FIRST" or (o.nulls == nil and not o.desc)

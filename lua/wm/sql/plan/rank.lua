@@ -140,16 +140,18 @@ local C_KEY_TYPES = {INT = true, BIGINT = true, SMALLINT = true, TINYINT = true,
 
 -- A deduplication in C (core/ops/wm_sqlrank.h, lower.deduplicate's spec.c) unless a state TTL
 -- is set (the keyed operator's rolling mode keeps no TTL) or WMRUN_SQL_RANK=lua: {key_fields =
--- the PARTITION BY fields when each is a column never NULL of a C_KEY_TYPES type, else nil}.
+-- the PARTITION BY fields when each is a column of a C_KEY_TYPES type, else nil (the Lua key);
+-- key_nulls when one may be NULL (a NULL is a key of its own, as in the Lua key)}.
 local function c_dedup(spec, lspec)
   if lspec.ttl or os.getenv("WMRUN_SQL_RANK") == "lua" then return nil end
-  local kf = {}
+  local kf, nulls = {}, false
   for i, c in ipairs(spec.part_cols) do
-    if not (c.nonnull and C_KEY_TYPES[c.type]) then kf = nil break end
+    if not C_KEY_TYPES[c.type] then kf = nil break end
     kf[i] = c.field or c.name
+    if not c.nonnull then nulls = true end
   end
   if kf and #kf == 0 then kf = nil end
-  return {key_fields = kf}
+  return {key_fields = kf, key_nulls = kf and nulls}
 end
 
 -- A Top-N in C (lower.top_n's spec.c), as c_dedup, when every ORDER BY column compares in C as
