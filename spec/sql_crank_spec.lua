@@ -90,6 +90,8 @@ local TOP_QUERIES = {
   top("k, v, rn", "*", "d", "rt ASC", "rn = 1"),
   -- no PARTITION BY; strings by bytes
   top("k, v, j2, rn", "*", nil, "v ASC, k DESC, j2", "rn <= 5"),
+  -- a top that grows past its first slots (4, 16, then N = 20)
+  top("k, j, ts, rn", "*", "k", "ts DESC, j", "rn <= 20"),
   -- into a GROUP BY (its -D and -U retract)
   "SELECT k, COUNT(*) AS n, SUM(j) AS s FROM (" .. top("k, j", "*", "k", "j DESC, ts", "rn <= 2") .. ") GROUP BY k",
 }
@@ -183,7 +185,7 @@ env:execute_sql("SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k O
 env:execute_sql("EXPLAIN_SELECT * FROM (SELECT k, v, n, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, n) AS rn "
   .. "FROM t) WHERE rn <= 3")
 env:execute_sql("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY n ORDER BY v) AS rn "
-  .. "FROM t) WHERE rn <= 2")
+  .. "FROM t) WHERE rn <= 6")
 env:execute()
 ]]
     local explain = h.run_job((job:gsub("EXPLAIN_", "EXPLAIN "):gsub("RATE", "nil")))

@@ -189,7 +189,11 @@ typedef struct sqltopn {
   uint8_t *desc, *nfirst;
   int with_rn;
   wm_schema *kept; /* of a kept row: nf + no */
-  wm_schema *top;  /* of the top: n kept rows */
+  /* of the top, by capacity: tops[i] holds cap[i] kept rows, cap[0] = min(n, 4), each next
+   * four times larger, the last n (a top grows as its key's rows come: a key of few rows
+   * keeps few slots, whatever N) */
+  wm_schema *tops[12];
+  size_t cap[12], ntops;
   wm_schema *out;  /* of a result row: nf (+ rn) */
   wm_schema *cl;
   wm_value *vals; /* scratch: the record's nf + no columns (borrowed from it) */
@@ -279,7 +283,7 @@ static int tn_fire(void *ud, wm_op *op, const wm_fire *f) {
   for (size_t i = 0; i < nv; i++)
     if (read_field(op, &s->f[i], rec, &s->vals[i]) != WM_OK) return WM_ERR;
   if (acc->type != WM_ROW) {
-    wm_row *t = wm_row_new(s->top);
+    wm_row *t = wm_row_new(s->tops[0]);
     if (!t) return wm_ctx_error(ctx, "out of memory");
     wm_value_release(h, acc);
     *acc = wm_row_value(t);
@@ -288,7 +292,11 @@ static int tn_fire(void *ud, wm_op *op, const wm_fire *f) {
   }
   wm_row *top = acc->u.row;
   size_t size = aux->type == WM_INT && aux->u.i >= 0 ? (size_t)aux->u.i : 0;
-  if (size > s->n || top->schema->nfields != s->n) return wm_ctx_error(ctx, "SQL Top-N: a top of a bad size");
+  size_t capacity = top->schema->nfields;
+  if (size > capacity || capacity > s->n) return wm_ctx_error(ctx, "SQL Top-N: a top of a bad size");
+  for (size_t i = 0; i < size; i++)
+    if (top->fields[i].type != WM_ROW || top->fields[i].u.row->schema->nfields != nv)
+      return wm_ctx_error(ctx, "SQL Top-N: a kept row of a bad shape");
   const wm_value *o = s->vals + s->nf;
   if (size >= s->n) {
     int lt = tn_less(op, s, o, top->fields[size - 1].u.row);
@@ -302,10 +310,17 @@ static int tn_fire(void *ud, wm_op *op, const wm_fire *f) {
     if (!lt) break;
     p--;
   }
-  if (top->refs != 1) { /* shared (a restore's decoder): a copy of our own */
-    wm_row *c = wm_row_new(s->top);
+  /* a top of our own (not a restore decoder's too) with room for the rows kept after this one */
+  size_t need = size + 1 < s->n ? size + 1 : s->n;
+  if (top->refs != 1 || need > capacity) {
+    size_t t = 0;
+    while (t + 1 < s->ntops && s->cap[t] < need) t++;
+    wm_row *c = wm_row_new(s->tops[t]);
     if (!c) return wm_ctx_error(ctx, "out of memory");
-    for (size_t i = 0; i < size; i++) wm_value_copy(h, &c->fields[i], &top->fields[i]); /* (rows: refs) */
+    for (size_t i = 0; i < size; i++) {
+      c->fields[i] = top->fields[i]; /* (rows: a reference each) */
+      c->fields[i].u.row->refs++;
+    }
     wm_value_release(h, acc);
     *acc = wm_row_value(c);
     top = c;
@@ -361,7 +376,7 @@ static void tn_free(void *ud) {
   free(s->vals);
   free(s->nb);
   if (s->kept) wm_schema_release(s->kept);
-  if (s->top) wm_schema_release(s->top);
+  for (size_t i = 0; i < s->ntops; i++) wm_schema_release(s->tops[i]);
   if (s->out) wm_schema_release(s->out);
   if (s->cl) wm_schema_release(s->cl);
   free(s);
@@ -422,7 +437,12 @@ int wm_keyedfn_sqltopn(wm_winfn *fn, const wm_sqltopn_spec *spec, wm_error *err)
     s->desc[j] = spec->orders[j].desc ? 1 : 0;
     s->nfirst[j] = spec->orders[j].nulls_first ? 1 : 0;
   }
-  if (!(s->kept = any_schema(nv, names)) || !(s->top = any_schema(s->n, NULL))) goto oom;
+  if (!(s->kept = any_schema(nv, names))) goto oom;
+  for (size_t c = s->n < 4 ? s->n : 4;; c = c * 4 < s->n ? c * 4 : s->n) {
+    if (!(s->tops[s->ntops] = any_schema(c, NULL))) goto oom;
+    s->cap[s->ntops++] = c;
+    if (c == s->n) break;
+  }
   names[s->nf] = spec->rn_name;
   if (!(s->out = any_schema(s->nf + (s->with_rn ? 1 : 0), names))) goto oom;
   static const char *const clnames[2] = {"k", "r"};

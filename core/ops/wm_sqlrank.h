@@ -44,9 +44,9 @@ int wm_keyedfn_sqldedup(wm_winfn *fn, const wm_sqldedup_spec *spec, wm_error *er
  * +U of the row now there (the result row: the visible columns, then rn), and the last rank
  * +I when the top was not full.
  *
- * Per key the accumulator is the top (a C row of N fields, each a kept row: the visible
- * columns, then the ORDER BY columns), aux how many it holds (WM_INT); the keyed operator
- * checkpoints both. Results {k, r} as the deduplication's. No state TTL. */
+ * Per key the accumulator is the top (a C row of up to N fields, each a kept row: the visible
+ * columns, then the ORDER BY columns; its slots grow fourfold as the key's rows come, from 4 up
+ * to N), aux how many it holds (WM_INT); the keyed operator checkpoints both. Results {k, r} as the deduplication's. No state TTL. */
 typedef struct wm_sqltopn_order {
   const char *field;
   int desc;
