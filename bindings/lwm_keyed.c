@@ -7,6 +7,7 @@
 #include "lwm.h"
 #include "lwm_keyed.h"
 #include "lwm_sqlagg.h"
+#include "lwm_sqlrank.h"
 #include "lwm_ops.h"
 #include "lwm_plan.h"
 #include "lwm_window.h"
@@ -564,6 +565,17 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
   int rc;
   if (agg && strcmp(agg, "sqlagg") == 0) { /* an unwindowed SQL GROUP BY in C */
     if (lwm_winfn_sqlagg(B, node, where, &cfg.rolling, cfg.meaning, sizeof cfg.meaning, 1) != WM_OK)
+      return NULL;
+    if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) {
+      cfg.rolling.free(cfg.rolling.ud);
+      return NULL;
+    }
+    return wm_keyedop_new(&B->ctx, name, &cfg);
+  }
+  int dedup = agg && strcmp(agg, "sqldedup") == 0, topn = agg && strcmp(agg, "sqltopn") == 0;
+  if (dedup || topn) { /* a SQL deduplication or Top-N in C */
+    if ((dedup ? lwm_winfn_sqldedup : lwm_winfn_sqltopn)(B, node, where, &cfg.rolling, cfg.meaning,
+                                                        sizeof cfg.meaning) != WM_OK)
       return NULL;
     if (lwm_build_keysel(B, node, where, &cfg.keysel) != 0) {
       cfg.rolling.free(cfg.rolling.ud);

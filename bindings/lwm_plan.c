@@ -94,8 +94,11 @@ int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *
       fields[i] = lua_tostring(L, -1); /* the strings live in the plan */
       lua_pop(L, 1);
     }
-    rc = wm_keysel_fields(ks, fields, n);
-    /* null_key (the SQL planner's): a nil field is that key, not an error */
+    lua_getfield(L, k, "nulls"); /* (the SQL planner's ranks: a NULL field is a key part) */
+    int nulls = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    rc = nulls ? wm_keysel_fields_nulls(ks, fields, n) : wm_keysel_fields(ks, fields, n);
+    /* null_key (the SQL planner's GROUP BY): a nil field is that key, not an error */
     lua_getfield(L, k, "null_key");
     size_t nl = 0;
     const char *nk = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &nl) : NULL;

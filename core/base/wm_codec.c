@@ -143,7 +143,7 @@ static int truncated(wm_error *err) {
 }
 
 /* A composite key's bytes (wm_key_compose): parts 's' + 4-byte length + bytes, or 'f', 'b',
- * 'i' + 8 bytes. Decoded keys are read by wm_key_part, which trusts this layout. */
+ * 'i', 'n' (NULL) + 8 bytes. Decoded keys are read by wm_key_part, which trusts this layout. */
 static int key_well_formed(const uint8_t *p, size_t n) {
   const uint8_t *end = p + n;
   while (p < end) {
@@ -155,7 +155,7 @@ static int key_well_formed(const uint8_t *p, size_t n) {
       p += 4;
       if ((size_t)(end - p) < l) return 0;
       p += l;
-    } else if (tag == 'f' || tag == 'b' || tag == 'i') {
+    } else if (tag == 'f' || tag == 'b' || tag == 'i' || tag == 'n') {
       if (end - p < 8) return 0;
       p += 8;
     } else {

@@ -276,6 +276,8 @@ int wm_key_compose(const wm_value *parts, size_t n, wm_value *out) {
     } else if (v->type == WM_BOOL) {
       int64_t b = v->u.b;
       *p++ = 'b'; memcpy(p, &b, 8); p += 8;
+    } else if (v->type == WM_NIL) { /* (wm_keysel_fields_nulls) */
+      *p++ = 'n'; memset(p, 0, 8); p += 8;
     } else {
       iv = v->type == WM_INT ? v->u.i : (int64_t)v->u.f;
       *p++ = 'i'; memcpy(p, &iv, 8); p += 8;
@@ -307,6 +309,7 @@ int wm_key_part(const wm_value *key, size_t idx, wm_value *out) {
       memcpy(&raw, p, 8); p += 8;
       if (tag == 'f') { double d; memcpy(&d, &raw, 8); v = wm_float(d); }
       else if (tag == 'b') v = wm_bool(raw != 0);
+      else if (tag == 'n') v = wm_nil();
       else v = wm_int(raw);
     }
     if ((size_t)count == idx) *out = v;

@@ -179,7 +179,8 @@ int wm_field_with(const wm_host *h, wm_field *f, const wm_value *rec, const wm_v
 
 /* ---- Composite keys ---------------------------------------------------------------- */
 
-/* Encodes n scalar values into one owned composite key (an encoded WM_STR). */
+/* Encodes n scalar values into one owned composite key (an encoded WM_STR); a nil value is a
+ * part of its own (wm_keysel_fields_nulls), decoded as nil. */
 int wm_key_compose(const wm_value *parts, size_t n, wm_value *out);
 /* Decodes part i (0-based) of a composite key; returns the number of parts, or -1.
  * String parts are borrowed from the key. */

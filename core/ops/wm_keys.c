@@ -15,6 +15,7 @@ typedef struct fieldkeys {
   wm_host host;
   char *null_key; /* with wm_keysel_null_as: what a missing (nil) field stands for */
   size_t null_len;
+  int nulls; /* wm_keysel_fields_nulls: a NULL part is a key part of its own */
 } fieldkeys;
 
 static void fieldkeys_free(void *ud) {
@@ -41,7 +42,7 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
       return WM_ERR;
     }
     if (k->parts[i].type == WM_NIL && k->null_key) k->parts[i] = wm_cstr(k->null_key, k->null_len);
-    if (!wm_key_valid(&k->parts[i])) {
+    if (!wm_key_valid(&k->parts[i]) && !(k->nulls && k->parts[i].type == WM_NIL)) {
       wm_buf b;
       wm_buf_init(&b);
       wm_op_format_record(op, rec, &b);
@@ -52,7 +53,7 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
       return WM_ERR;
     }
   }
-  if (k->n == 1) {
+  if (k->n == 1 && k->parts[0].type != WM_NIL) {
     *key = k->parts[0];
     return WM_OK;
   }
@@ -68,7 +69,7 @@ static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key)
 const wm_field *wm_keysel_field1(const wm_keysel *ks) {
   if (ks->fn != fieldkeys_fn) return NULL;
   const fieldkeys *k = ks->ud;
-  return k->n == 1 ? &k->f[0] : NULL;
+  return k->n == 1 && !k->nulls ? &k->f[0] : NULL;
 }
 
 int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n) {
@@ -102,6 +103,12 @@ int wm_keysel_null_as(wm_keysel *ks, const char *s, size_t len) {
   free(k->null_key);
   k->null_key = copy;
   k->null_len = len;
+  return 0;
+}
+
+int wm_keysel_fields_nulls(wm_keysel *ks, const char *const *fields, size_t n) {
+  if (wm_keysel_fields(ks, fields, n) != 0) return -1;
+  ((fieldkeys *)ks->ud)->nulls = 1;
   return 0;
 }
 

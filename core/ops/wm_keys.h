@@ -26,6 +26,10 @@ int wm_keysel_fields(wm_keysel *ks, const char *const *fields, size_t n);
  * NULL). 0, or -1 (not a field selector, or out of memory). */
 int wm_keysel_null_as(wm_keysel *ks, const char *s, size_t len);
 
+/* The same, where a NULL (nil) field is a key part of its own (SQL's PARTITION BY, where NULL is
+ * a key): the key is then always composite (wm_key_compose's 'n' part), also with one field. */
+int wm_keysel_fields_nulls(wm_keysel *ks, const char *const *fields, size_t n);
+
 /* The field of a key selector made by wm_keysel_fields with one field, else NULL: a
  * keyed operator may read it inline (wm_field_peek) and take a string or integer value
  * found there as the key, which is what the selector would return; it must call the

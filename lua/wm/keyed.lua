@@ -126,6 +126,19 @@ function KeyedStream:_sql_group_aggregate(spec)
   return keyed_node(self, "keyed_rolling", {agg = "sqlagg", sqlagg = spec}, "SQL group aggregate")
 end
 
+-- (The SQL planner's, not a public method) A SQL deduplication in C (core/ops/wm_sqlrank.h,
+-- wm_keyedfn_sqldedup): a rolling function whose results are the changelog rows
+-- {k = "+I"|"-U"|"+U", r = row} of the row kept per key.
+function KeyedStream:_sql_deduplicate(spec, name)
+  return keyed_node(self, "keyed_rolling", {agg = "sqldedup", sqldedup = spec}, name)
+end
+
+-- (The SQL planner's, not a public method) A SQL Top-N in C (wm_keyedfn_sqltopn), as
+-- _sql_deduplicate.
+function KeyedStream:_sql_top_n(spec, name)
+  return keyed_node(self, "keyed_rolling", {agg = "sqltopn", sqltopn = spec}, name)
+end
+
 -- Rolling built-in aggregations, computed in C: sum/min/max emit the key's first record
 -- with the field replaced (Flink's rule); min_by/max_by the record holding the min/max.
 for _, agg in ipairs({"sum", "min", "max", "min_by", "max_by"}) do

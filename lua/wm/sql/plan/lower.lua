@@ -374,9 +374,27 @@ end
 -- last (DESC: when its time is larger or equal). The first row of a key is +I; a replacement
 -- is -U of the kept row, +U of the new one.
 -- spec: parts, orders (one, on the time attribute), visible, keep_last
+-- The keyed stream of a rank in C: by the fields c.key_fields, read in C (a NULL one a key of
+-- its own when c.key_nulls), else by the Lua partition key.
+local function rank_keyed(stream, spec)
+  local kf = spec.c.key_fields
+  if not kf then return stream:key_by(partition_key(spec.parts)) end
+  local keyed = stream:key_by(#kf == 1 and kf[1] or kf)
+  if spec.c.key_nulls then keyed.key.nulls = true end -- (read by the bindings' key selector)
+  return keyed
+end
+
+-- spec.c (wm.sql.plan.rank): in C (core/ops/wm_sqlrank.h), keyed by rank_keyed.
 function lower.deduplicate(stream, spec)
   local keep, shape = rank_rows(spec)
   local tf, keep_last = spec.orders[1].field, spec.keep_last
+  local name = keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)"
+  if spec.c then
+    local keyed = rank_keyed(stream, spec)
+    return keyed:_sql_deduplicate({fields = spec.visible, time = tf, keep_last = keep_last or false,
+                                   meaning = ("SQL " .. name .. " of " .. table.concat(spec.visible, ",")):sub(1, 190)},
+                                  "SQL " .. name)
+  end
   return keyed_process(stream:key_by(partition_key(spec.parts)), function(r, ctx, emit)
     local st = ctx.state
     local prev = st.row
@@ -397,7 +415,7 @@ function lower.deduplicate(stream, spec)
       emit({k = "-U", r = shape(prev)})
       emit({k = "+U", r = shape(row)})
     end
-  end, spec.ttl):name(keep_last and "deduplicate (keep last row)" or "deduplicate (keep first row)")
+  end, spec.ttl):name(name)
 end
 
 -- a sorts before b under the ORDER BY (NULL first ascending, last descending, unless the
@@ -425,7 +443,22 @@ end
 -- shift one rank, each rank's change a -U of the row that was there and a +U of the row now
 -- there, and the last rank +I when the top was not full.
 -- spec: parts, orders, visible, n, rn (the name of the rank column, when it is read)
+-- spec.c: in C (core/ops/wm_sqlrank.h), as lower.deduplicate's.
 function lower.top_n(stream, spec)
+  if spec.c then
+    local keyed = rank_keyed(stream, spec)
+    local orders, desc = {}, {}
+    for i, o in ipairs(spec.orders) do
+      local nulls_first = o.nulls == "FIRST" or (o.nulls == nil and not o.desc)
+      orders[i] = {field = o.field, desc = o.desc or false, nulls_first = nulls_first}
+      desc[i] = o.field .. (o.desc and " DESC" or "") .. (orders[i].nulls_first and " NULLS FIRST" or "")
+    end
+    return keyed:_sql_top_n({fields = spec.visible, orders = orders, n = spec.n, rn = spec.rn,
+                             meaning = ("SQL top-" .. spec.n .. (spec.rn and " rn" or "") .. " by "
+                                        .. table.concat(desc, ",") .. " of " .. table.concat(spec.visible, ","))
+                                        :sub(1, 190)},
+                            "SQL top-" .. spec.n)
+  end
   local keep, shape = rank_rows(spec)
   local less, n, with_rn, visible = order_less(spec.orders), spec.n, spec.rn ~= nil, spec.visible
   local function same(a, b)

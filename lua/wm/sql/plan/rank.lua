@@ -91,7 +91,11 @@ function Planner:plan_rank_input(q, idx)
   local rn = it.alias or ("EXPR$" .. (idx - 1))
   cols[#cols + 1] = {name = rn, type = "BIGINT"}
   local out = rel_of(nil, cols, false)
-  out.rank = {stream = rel.stream, parts = parts, orders = orders, visible = visible, rn = rn, pos = call.pos,
+  local part_cols, order_types = {}, {}
+  for i, f in ipairs(parts) do part_cols[i] = by[f] end
+  for i, o in ipairs(orders) do order_types[i] = by[o.field].type end
+  out.rank = {stream = rel.stream, parts = parts, part_cols = part_cols, order_types = order_types, orders = orders,
+              visible = visible, rn = rn, pos = call.pos,
               time_order = #orders == 1 and by[orders[1].field].rowtime or false}
   return out
 end
@@ -127,6 +131,35 @@ local function rank_bound(self, c, rn)
   end
   if n < 1 then self:err(start_pos(c), "this condition keeps no row: %s starts at 1", rn) end
   return n
+end
+
+-- Partition columns whose values the C key_by takes as the Lua key does (one type per column,
+-- no -0.0 beside 0.0): integers, strings, booleans.
+local C_KEY_TYPES = {INT = true, BIGINT = true, SMALLINT = true, TINYINT = true, STRING = true, VARCHAR = true,
+                     CHAR = true, BOOLEAN = true}
+
+-- A deduplication in C (core/ops/wm_sqlrank.h, lower.deduplicate's spec.c) unless a state TTL
+-- is set (the keyed operator's rolling mode keeps no TTL) or WMRUN_SQL_RANK=lua: {key_fields =
+-- the PARTITION BY fields when each is a column of a C_KEY_TYPES type, else nil (the Lua key);
+-- key_nulls when one may be NULL (a NULL is a key of its own, as in the Lua key)}.
+local function c_dedup(spec, lspec)
+  if lspec.ttl or os.getenv("WMRUN_SQL_RANK") == "lua" then return nil end
+  local kf, nulls = {}, false
+  for i, c in ipairs(spec.part_cols) do
+    if not C_KEY_TYPES[c.type] then kf = nil break end
+    kf[i] = c.field or c.name
+    if not c.nonnull then nulls = true end
+  end
+  if kf and #kf == 0 then kf = nil end
+  return {key_fields = kf, key_nulls = kf and nulls}
+end
+
+-- A Top-N in C (lower.top_n's spec.c), as c_dedup, when every ORDER BY column compares in C as
+-- in Lua (numbers, strings, times: not a BOOLEAN) and N is at most 100000.
+local function c_topn(spec, lspec)
+  if lspec.n > 100000 then return nil end
+  for _, t in ipairs(spec.order_types) do if t == "BOOLEAN" then return nil end end
+  return c_dedup(spec, lspec)
 end
 
 --- Makes the rank that `rel` (from plan_rank_input) carries, for the outer query `q`: its
@@ -171,8 +204,10 @@ function Planner:apply_rank(q, rel)
                  rn = with_rn and rn or nil, ttl = self:state_ttl()}
   if n == 1 and not with_rn and spec.time_order then
     lspec.keep_last = spec.orders[1].desc
+    lspec.c = c_dedup(spec, lspec)
     stream = lower.deduplicate(spec.stream, lspec)
   else
+    lspec.c = c_topn(spec, lspec)
     stream = lower.top_n(spec.stream, lspec)
   end
   return copy_query(q, {where = rest or false}), rel_of(stream, cols, true)
