@@ -154,9 +154,51 @@ static wm_op *build_interval_join(lwm_bridge *B, int node, const char *name, con
 
 /* ---- the SQL regular join -------------------------------------------------------------------
  * The node's `sqljoin` table: {nkeys = n, key_float = {bool, ...}, ttl = ms or nil,
- *   left = {fields = {"a", ...}, key = {i, ...}}, right = {...} (key: 1-based indexes into fields),
+ *   left = {fields = {"a", ...}, key = {i, ...}, updating = bool}, right = {...} (key: 1-based
+ *   indexes into fields; updating: the side's records are changes {k, r}),
  *   out = {{name = "x", side = 0|1, field = i (1-based)}, ...}}. Read with raw accesses (no
  * metamethod, nothing raises); the strings are borrowed from the node for the call. */
+
+/* A change of an updating side that is a Lua table {k = "+I"|"+U"|"-U"|"-D", r = row} (a Lua
+ * operator's: the Lua group aggregate, ...): its sign, kind letter and row as a slot
+ * (wm_sqljoin_unwrap). Raw reads: no metamethod runs, nothing raises. */
+static int sqljoin_unwrap(void *ud, const wm_value *rec, int *sign, char *letter, wm_value *row, wm_error *err) {
+  lwm_bridge *B = ud;
+  lua_State *L = B->L;
+  *row = wm_nil();
+  *sign = 0;
+  if (rec->type != WM_SLOT || lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
+    if (rec->type == WM_SLOT) lua_pop(L, 1);
+    return wm_error_set(err, "the SQL regular join's updating input: a record is not a change "
+                             "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}");
+  }
+  lua_pushliteral(L, "k");
+  lua_rawget(L, -2);
+  size_t n = 0;
+  const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+  if (k && n == 2 && (k[0] == '+' || k[0] == '-')) {
+    *sign = k[0] == '+' ? 1 : -1;
+    *letter = k[1];
+  }
+  lua_pop(L, 1);
+  lua_pushliteral(L, "r");
+  lua_rawget(L, -2);
+  int rc = 0;
+  if (!*sign || lua_type(L, -1) != LUA_TTABLE) {
+    rc = wm_error_set(err, "the SQL regular join's updating input: a record is not a change "
+                           "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} (k = %s, r a %s)",
+                      k ? k : "not a string", luaL_typename(L, -1));
+  } else {
+    uint32_t slot = lwm_slot_new(B, -1);
+    if (!slot) rc = wm_error_set(err, "out of memory");
+    else {
+      row->type = WM_SLOT;
+      row->u.slot = slot;
+    }
+  }
+  lua_pop(L, 2);
+  return rc;
+}
 
 typedef struct sjread {
   const char **names[2], **onames;
@@ -219,6 +261,11 @@ static int read_sqljoin(lua_State *L, int t, wm_sqljoin_spec *spec, sjread *r) {
     int ok = lua_istable(L, st) && read_names(L, st, "fields", &spec->side[d].nfields, &r->names[d]) == 0;
     if (ok) ok = (r->key[d] = calloc(spec->nkeys, sizeof *r->key[d])) != NULL;
     if (ok) ok = read_indexes(L, st, "key", spec->nkeys, spec->side[d].nfields, r->key[d]) == 0;
+    if (ok) {
+      lua_getfield(L, st, "updating");
+      spec->side[d].updating = lua_toboolean(L, -1);
+      lua_pop(L, 1);
+    }
     lua_settop(L, st - 1);
     if (!ok) return -1;
     spec->side[d].fields = r->names[d];
@@ -289,6 +336,8 @@ static wm_op *build_sql_join(lwm_bridge *B, int node, const char *name, const ch
     sjread_free(&r);
     return NULL;
   }
+  spec.unwrap = sqljoin_unwrap;
+  spec.unwrap_ud = B;
   wm_op *op = wm_sqljoin_new(&B->ctx, name, &spec, ks, ks2);
   sjread_free(&r);
   return op;

@@ -3,7 +3,7 @@
 -- (WMRUN_SQL_JOIN=lua forces it), row for row and in the same order: compared on randomized
 -- inputs with duplicate rows, NULL keys, keys of one and several columns, of strings, integers
 -- and doubles; a hand-worked changelog; the joins that stay in Lua; a checkpointed job stopped
--- and resumed.
+-- and resumed; INNER joins of updating inputs (GROUP BY changelogs) against the Lua path too.
 local h = require("helper")
 local sql_run = require("sql_run")
 
@@ -21,12 +21,12 @@ env:execute_sql(QUERY)
 env:execute()
 ]]
 
-local function run(rows, query, lua, args)
+local function run(rows, query, lua, args, envs)
   local job = JOB:gsub("ROWS", function() return rows end)
     :gsub("QUERY", function() return string.format("%q", query) end)
   local p = h.write_tmp(job, ".lua")
-  local out, err, code = h.sh((lua and "WMRUN_SQL_JOIN=lua " or "") .. h.wmrun_path() .. " " .. (args or "") .. " "
-    .. h.shell_quote(p))
+  local out, err, code = h.sh((envs and envs .. " " or "") .. (lua and "WMRUN_SQL_JOIN=lua " or "") .. h.wmrun_path()
+    .. " " .. (args or "") .. " " .. h.shell_quote(p))
   os.remove(p)
   return out, err, code
 end
@@ -123,12 +123,12 @@ describe("SQL regular joins in C", function()
     end
   end)
 
-  it("leaves outer joins, updating inputs and joins without keys to the Lua path", function()
+  it("leaves outer joins and joins without keys to the Lua path", function()
     local rows = '{side = "L", a = 1, b = "a", n = 0}, {side = "R", a = 1, b = "x", n = 0}'
     for _, q in ipairs({
       "SELECT * FROM L LEFT JOIN R ON L.a = R.a",
       "SELECT * FROM L FULL JOIN R ON L.a = R.a",
-      "SELECT * FROM L JOIN (SELECT a, COUNT(*) AS c FROM R GROUP BY a) G ON L.a = G.a",
+      "SELECT * FROM L LEFT JOIN (SELECT a, COUNT(*) AS c FROM R GROUP BY a) G ON L.a = G.a",
       "SELECT * FROM L, R WHERE L.n < R.n",
     }) do
       local e, err, code = run(rows, "EXPLAIN " .. q, false)
@@ -151,6 +151,103 @@ describe("SQL regular joins in C", function()
     e = h.sh(h.wmrun_path() .. " " .. h.shell_quote(p))
     os.remove(p)
     assert.matches("\nkeyed_process LEFT regular join (state ttl 3600000 ms)\n", e, 1, true)
+  end)
+end)
+
+-- Joins of updating inputs (GROUP BY results: changelogs), in C against WMRUN_SQL_JOIN=lua.
+local UPD_QUERIES = {
+  -- one side updating: a GROUP BY's +I, then -U/+U of rows that matched
+  "SELECT L.b, G.c, G.a FROM L JOIN (SELECT a, COUNT(*) AS c FROM R GROUP BY a) G ON L.a = G.a",
+  -- the updating side on the left, a condition beyond the keys (a filter after the join)
+  "SELECT G.a, G.m, R.b FROM (SELECT a, MAX(n) AS m FROM L GROUP BY a) G JOIN R ON G.a = R.a AND G.m >= R.n",
+  -- both sides updating
+  "SELECT G.a, G.c, H.m FROM (SELECT a, COUNT(*) AS c FROM L GROUP BY a) G "
+    .. "JOIN (SELECT a, MAX(d) AS m FROM R GROUP BY a) H ON G.a = H.a",
+  -- duplicates on the updating side (groups of (a, b, n) shown without n: equal rows counted)
+  "SELECT L.n, G.a, G.b, G.c FROM L JOIN (SELECT a, b, COUNT(*) AS c FROM R GROUP BY a, b, n) G ON L.a = G.a",
+  -- a GROUP BY over a GROUP BY: -D (a count's group of rows emptied), counts to zero
+  "SELECT L.a, L.b, H.c, H.k FROM L JOIN (SELECT c, COUNT(*) AS k FROM "
+    .. "(SELECT a, COUNT(*) AS c FROM R GROUP BY a) X GROUP BY c) H ON L.n = H.c",
+  -- the updating join's changes into a GROUP BY
+  "SELECT G.c, COUNT(*) AS k, SUM(L.n) AS s FROM L JOIN (SELECT a, COUNT(*) AS c FROM R GROUP BY a) G "
+    .. "ON L.a = G.a GROUP BY G.c",
+}
+
+-- A changelog folded: +I/+U add a row, -U/-D take it; what is left is the result (of a run at
+-- -p 2, whose instances' changes interleave).
+local function fold(text)
+  local n, t = {}, {}
+  for l in text:gmatch("[^\n]+") do
+    l = l:gsub("^%d+> ", "")
+    local r = l:sub(3)
+    n[r] = (n[r] or 0) + (l:sub(1, 1) == "+" and 1 or -1)
+  end
+  for r, c in pairs(n) do if c ~= 0 then t[#t + 1] = r .. " x" .. c end end
+  table.sort(t)
+  return t
+end
+
+describe("SQL regular joins in C of updating inputs", function()
+  it("give the Lua path's changes in its order on random inputs, and EXPLAIN shows the C operator", function()
+    for seed = 11, 13 do
+      local rows = random_rows(seed, 200)
+      for qi, q in ipairs(UPD_QUERIES) do
+        local c, cerr, ccode = run(rows, q, false)
+        local l, lerr, lcode = run(rows, q, true)
+        assert.are.equal(0, ccode, cerr)
+        assert.are.equal(0, lcode, lerr)
+        assert.is_true(select(2, c:gsub("\n", "")) >= 10, q)
+        if qi ~= 6 then assert.matches("\n%-U%[", c) end -- (retractions came out)
+        assert.are.equal(l, c, q)
+        if seed == 11 then
+          local ce = run(rows, "EXPLAIN " .. q, false)
+          assert.matches("\nsql_join regular join\n", ce, 1, true)
+          assert.is_nil(ce:find("keyed_process regular join", 1, true))
+        end
+      end
+    end
+    -- a GROUP BY on the Lua path gives changes that are Lua tables (read by the binding's hook)
+    local rows = random_rows(14, 200)
+    for _, q in ipairs({UPD_QUERIES[1], UPD_QUERIES[3], UPD_QUERIES[5]}) do
+      local c, cerr, ccode = run(rows, q, false, nil, "WMRUN_SQL_AGG=lua")
+      local l, lerr, lcode = run(rows, q, true, nil, "WMRUN_SQL_AGG=lua")
+      assert.are.equal(0, ccode, cerr)
+      assert.are.equal(0, lcode, lerr)
+      assert.is_true(#c > 0)
+      assert.are.equal(l, c, q)
+    end
+  end)
+
+  it("ends in the same rows at -p 2 --threads 2 (both sides keyed by the key strings)", function()
+    local rows = random_rows(21, 240)
+    for _, q in ipairs({UPD_QUERIES[1], UPD_QUERIES[3], UPD_QUERIES[4]}) do
+      local one, err1, c1 = run(rows, q, false)
+      local two, err2, c2 = run(rows, q, false, "-p 2 --threads 2")
+      assert.are.equal(0, c1, err1)
+      assert.are.equal(0, c2, err2)
+      assert.is_true(#fold(one) > 0, q)
+      assert.are.same(fold(one), fold(two))
+    end
+  end)
+
+  it("emits the hand-worked changes: a retraction takes one count, the pairs carry its kind", function()
+    -- G: per a, COUNT(*) of R: +I[1, 1], then -U[1, 1] +U[1, 2]
+    local rows = table.concat({
+      '{side = "L", a = 1, b = "x", n = 0}', '{side = "L", a = 1, b = "x", n = 0}', -- x twice
+      '{side = "R", a = 1, b = "r", n = 0}', -- G +I[1, 1]: meets x twice
+      '{side = "L", a = 1, b = "y", n = 0}', -- y meets (1, 1): +I
+      '{side = "R", a = 1, b = "r", n = 0}', -- G -U[1, 1] +U[1, 2]: each meets x, x, y
+      '{side = "R", a = 2, b = "r", n = 0}', -- G +I[2, 1]: meets nothing
+      '{side = "L", a = 2, b = "z", n = 0}', -- z meets (2, 1)
+    }, ", ")
+    local q = "SELECT L.b, G.c FROM L JOIN (SELECT a, COUNT(*) AS c FROM R GROUP BY a) G ON L.a = G.a"
+    local out, err, code = run(rows, q, false, "--metrics")
+    assert.are.equal(0, code, err)
+    assert.are.equal(table.concat({"+I[x, 1]", "+I[x, 1]", "+I[y, 1]", "-U[x, 1]", "-U[x, 1]", "-U[y, 1]",
+      "+U[x, 2]", "+U[x, 2]", "+U[y, 2]", "+I[z, 1]"}, "\n") .. "\n", out)
+    -- kept: left x (twice), y, z; right (1, 2) and (2, 1): (1, 1) went at count 0
+    assert.matches("SQL join 'regular join[^\n]*': keys 2; rows kept left 4 %(3 distinct%), right 2 %(2 distinct%)\n",
+      err)
   end)
 end)
 
@@ -187,6 +284,95 @@ env:execute()
     local lua_out, err, code = h.sh("WMRUN_SQL_JOIN=lua " .. h.wmrun_path() .. " " .. h.shell_quote(p))
     assert.are.equal(0, code, err)
     assert.are.equal(lua_out, ref)
+  end)
+end)
+
+describe("SQL regular joins in C of updating inputs: checkpoints and Nexmark q5", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  it("a job stopped by SIGTERM and resumed from its checkpoint prints what one run (and Lua) prints", function()
+    -- R's side is a GROUP BY's changelog: its kept rows (retracted and added back as the
+    -- counts move) are in the checkpoint; both sides updating in the second join
+    for qi, q in ipairs({
+      "SELECT L.v, G.c FROM L JOIN (SELECT id, COUNT(*) AS c FROM R GROUP BY id, s) G ON L.id = G.id",
+      "SELECT G.c, H.m FROM (SELECT id, COUNT(*) AS c FROM L GROUP BY id) G "
+        .. "JOIN (SELECT id, MAX(v) AS m FROM R GROUP BY id) H ON G.id = H.id",
+    }) do
+      local job = [[
+local wm = require("wm")
+local env = wm.env{}
+local s = env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return {side = i % 3, id = i % 50, v = i % 7, s = "s" .. (i % 5)}
+  end, {count = 2000, rate = RATE}):set_parallelism(1)
+env:create_temporary_view("L", s:filter(function(r) return r.side == 0 end), {"id:INT", "v:INT", "s:STRING"})
+env:create_temporary_view("R", s:filter(function(r) return r.side ~= 0 end), {"id:INT", "v:INT", "s:STRING"})
+env:execute_sql("EXPLAIN_QUERY")
+env:execute()
+]]
+      job = job:gsub("QUERY", function() return q end)
+      local explain = h.run_job((job:gsub("EXPLAIN_", "EXPLAIN "):gsub("RATE", "nil")))
+      assert.matches("sql_join regular join", explain, 1, true)
+      job = job:gsub("EXPLAIN_", "")
+      local sub = dir .. "/q" .. qi -- (each query its own checkpoints)
+      assert(os.execute("mkdir " .. h.shell_quote(sub)))
+      local ref, part, rest = sql_run.stop_and_resume(sub, job)
+      assert.is_true(#rest > 0)
+      assert.matches("%-U%[", ref)
+      assert.are.equal(ref, part .. rest)
+      local p = dir .. "/lua.lua"
+      local f = assert(io.open(p, "w"))
+      f:write((job:gsub("RATE", "nil")))
+      f:close()
+      local lua_out, err, code = h.sh("WMRUN_SQL_JOIN=lua " .. h.wmrun_path() .. " " .. h.shell_quote(p))
+      assert.are.equal(0, code, err)
+      assert.are.equal(lua_out, ref)
+      -- stopped at -p 1, resumed at -p 2: each instance takes its key groups' keys (the key
+      -- function of an updating side reads a change: the kept row is given as {k = "+I", r =
+      -- row}); the changelog folded ends where the uninterrupted run's does
+      local sub2 = dir .. "/p" .. qi
+      assert(os.execute("mkdir " .. h.shell_quote(sub2)))
+      local ck = "--checkpoint-dir " .. h.shell_quote(sub2 .. "/ck") .. " "
+      local bg = h.bg_job(sub2, (job:gsub("RATE", "1000")), ck)
+      h.finally(bg.kill)
+      h.wait_for(function() return h.read_or_empty(bg.err):find("started\n", 1, true) end, "the job to run", 60)
+      bg.signal("TERM")
+      assert.are.equal(0, bg.wait(), h.read_or_empty(bg.err))
+      local part2 = h.read(bg.out)
+      f = assert(io.open(bg.job, "w"))
+      f:write((job:gsub("RATE", "nil")))
+      f:close()
+      local rest2, err2, code2 = h.wmrun("-p 2 --threads 2 " .. ck .. h.shell_quote(bg.job))
+      assert.are.equal(0, code2, err2)
+      assert.matches("restored by key group", err2, 1, true)
+      assert.is_true(#rest2 > 0)
+      assert.is_true(#fold(ref) > 0)
+      assert.are.same(fold(ref), fold(part2 .. rest2))
+    end
+  end)
+
+  it("runs Nexmark q5's join (a window's counts with the MAX per window, a changelog) in C", function()
+    local f = assert(io.open(h.root .. "/examples/nexmark/q5.sql"))
+    local text = f:read("a")
+    f:close()
+    local p = dir .. "/q5x.sql"
+    f = assert(io.open(p, "w"))
+    f:write((text:gsub("INSERT INTO nexmark_q5", "EXPLAIN")))
+    f:close()
+    local e, err, code = h.sh(h.wmrun_path() .. " --sql " .. h.shell_quote(p))
+    assert.are.equal(0, code, err)
+    assert.matches("\nsql_join regular join\n", e, 1, true)
+    assert.is_nil(e:find("keyed_process regular join", 1, true))
+    -- and prints what the Lua path prints
+    local q = h.shell_quote(h.root .. "/examples/nexmark/q5.sql")
+    local c, cerr, ccode = h.sh(h.wmrun_path() .. " --sql " .. q)
+    local l, lerr, lcode = h.sh("WMRUN_SQL_JOIN=lua " .. h.wmrun_path() .. " --sql " .. q)
+    assert.are.equal(0, ccode, cerr)
+    assert.are.equal(0, lcode, lerr)
+    assert.is_true(select(2, c:gsub("\n", "")) >= 20)
+    assert.are.equal(l, c)
   end)
 end)
 

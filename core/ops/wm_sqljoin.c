@@ -72,7 +72,16 @@ typedef struct sqljoin {
   size_t ndistinct[2];
   uint64_t nrows[2];
   char *meaning; /* the columns and keys, checked by a restore */
+  int upd[2];        /* the side is updating: its records are changes {k, r} */
+  int upd_out;       /* the output is changes (a side is updating) */
+  wm_schema *cl;     /* of the changes: {k, r} */
+  wm_value kinds[4]; /* owned WM_STR "+I", "+U", "-U", "-D" */
+  wm_field fk[2], fr[2]; /* the fields k and r of a side's C row changes */
+  wm_sqljoin_unwrap unwrap;
+  void *unwrap_ud;
 } sqljoin;
+
+enum { K_PI, K_PU, K_MU, K_MD };
 
 /* ---- values: the Lua path's identity of a value (its type and value) --------------------- */
 
@@ -440,8 +449,10 @@ static int with_record(wm_op *op, const wm_value *rec) {
   return WM_ERR;
 }
 
-/* One joined row of l and r, emitted `times` times. */
-static int emit_pair(wm_op *op, sqljoin *s, const wm_row *l, const wm_row *r, uint32_t times, int64_t ts) {
+/* One joined row of l and r, emitted `times` times (as a change of kind s->kinds[kind] when
+ * the output is updating). */
+static int emit_pair(wm_op *op, sqljoin *s, const wm_row *l, const wm_row *r, uint32_t times, int64_t ts,
+                     int kind) {
   const wm_host *host = &op->ctx->host;
   wm_row *o = wm_row_new(s->out);
   if (!o) return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
@@ -454,6 +465,18 @@ static int emit_pair(wm_op *op, sqljoin *s, const wm_row *l, const wm_row *r, ui
     }
   }
   wm_value v = wm_row_value(o);
+  if (s->upd_out) { /* {k = kind, r = the joined row} (the change takes o) */
+    wm_row *c = wm_row_new(s->cl);
+    if (!c) {
+      wm_row_release(host, o);
+      return wm_ctx_error(op->ctx, "out of memory in the SQL regular join");
+    }
+    c->fields[0] = s->kinds[kind];
+    wm_value_retain(host, &c->fields[0]); /* (a WM_STR: one more reference, cannot fail) */
+    c->fields[1] = v;
+    v = wm_row_value(c);
+    o = c;
+  }
   int rc = WM_OK;
   for (uint32_t t = 0; t < times && rc == WM_OK; t++) rc = wm_op_emit(op, 0, &v, ts);
   wm_row_release(host, o);
@@ -474,10 +497,70 @@ static void sweep(const wm_host *h, sqljoin *s) {
   }
 }
 
-static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
-  sqljoin *s = op->impl;
+/* Takes one count of the kept row vals of (slot, side) (a retraction): its entry goes at count
+ * 0, the entries after it moving up one (their order kept). Nothing when none is kept. */
+static void unkeep_row(const wm_host *host, sqljoin *s, uint32_t slot, int side, const wm_value *vals) {
+  if (!s->rcap) return;
+  uint32_t h = ref_hash(row_hash(s, side, vals), slot);
+  int found;
+  size_t p = rx_place(s, h, slot, side, vals, &found);
+  if (!found) return;
+  jside *b = &s->k[slot].s[side];
+  uint32_t at = s->rx[p].at & ~AT_SIDE;
+  s->nrows[side]--;
+  if (b->e[at].n > 1) {
+    b->e[at].n--;
+    b->e[at].t = s->now; /* (a write: with a TTL, it renews the row) */
+    return;
+  }
+  rx_delete(s, p);
+  s->ndistinct[side]--;
+  wm_row_release(host, b->e[at].r);
+  for (uint32_t r = at + 1; r < b->len; r++) {
+    size_t q = rx_of(s, slot, side, r); /* (found through entry r: not moved yet) */
+    b->e[r - 1] = b->e[r];
+    s->rx[q].at = (side ? AT_SIDE : 0) | (r - 1);
+  }
+  b->len--;
+}
+
+/* The kind of a change (a C row {k, r}, or through s->unwrap) and its row (*row owned when
+ * *owned). K_* or -1 (not a change: the error set). */
+static int change_of(wm_op *op, sqljoin *s, int side, const wm_value *rec, wm_value *row, int *owned) {
   wm_ctx *ctx = op->ctx;
-  int side = wm_op_input_of(op, chan);
+  *owned = 0;
+  *row = wm_nil();
+  int sign = 0;
+  char letter = 0;
+  if (rec->type == WM_ROW) {
+    wm_value k = wm_nil();
+    if (wm_field_get(&ctx->host, &s->fk[side], rec, &k, &ctx->error) != 0 ||
+        wm_field_get(&ctx->host, &s->fr[side], rec, row, &ctx->error) != 0)
+      return -1;
+    size_t n = 0;
+    const char *p = wm_value_is_string(&k) ? wm_value_str(&k, &n) : NULL;
+    if (p && n == 2) {
+      sign = p[0] == '+' ? 1 : p[0] == '-' ? -1 : 0;
+      letter = p[1];
+    }
+    if (row->type != WM_ROW && row->type != WM_SLOT) sign = 0;
+  } else if (s->unwrap) {
+    if (s->unwrap(s->unwrap_ud, rec, &sign, &letter, row, &ctx->error) != 0) return -1;
+    *owned = 1;
+  }
+  if (sign > 0 && (letter == 'I' || letter == 'U')) return letter == 'I' ? K_PI : K_PU;
+  if (sign < 0 && (letter == 'U' || letter == 'D')) return letter == 'U' ? K_MU : K_MD;
+  if (*owned) wm_value_release(&ctx->host, row);
+  *owned = 0;
+  wm_ctx_error(ctx, "the SQL regular join's %s input is updating: a record is not a change "
+                    "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}",
+               side ? "right" : "left");
+  return -1;
+}
+
+/* A record's row (vals) of a side, the kind of change it is (K_PI for an append-only side). */
+static int join_row(wm_op *op, sqljoin *s, int side, const wm_value *rec, int kind, int64_t ts) {
+  wm_ctx *ctx = op->ctx;
   size_t nf = s->nf[side];
   wm_value *vals = s->vals;
   for (size_t i = 0; i < nf; i++) {
@@ -498,26 +581,62 @@ static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (kr == 0) return WM_OK; /* a NULL key meets nothing and is not kept */
   if (kr < 0) return wm_ctx_error(ctx, "out of memory in the SQL regular join");
   uint32_t slot = 0, at = 0;
-  int made;
+  int made = 0;
   if (s->ttl > 0) s->now = wm_ctx_now(ctx);
-  if (key_slot(op, s, klen, &slot, &made) != WM_OK) return WM_ERR;
+  int add = kind == K_PI || kind == K_PU;
+  if (add) {
+    if (key_slot(op, s, klen, &slot, &made) != WM_OK) return WM_ERR;
+  } else { /* a retraction of a key never seen meets nothing and takes nothing */
+    wm_value kv = wm_cstr(s->kb, klen);
+    slot = wm_keyidx_find(&s->ix, &kv, wm_key_hash(&kv));
+    if (slot == WM_KEYIDX_NONE) {
+      if (s->ttl > 0) sweep(&ctx->host, s);
+      return WM_OK;
+    }
+  }
   if (s->ttl > 0 && !made) { /* the key's expired rows go before it is read (both sides) */
     expire_side(&ctx->host, s, slot, side);
     expire_side(&ctx->host, s, slot, !side);
   }
-  if (keep_row(op, s, slot, side, vals, &at) != WM_OK) return WM_ERR;
+  const wm_row *mine = NULL;
+  wm_row *gone = NULL; /* a retraction's row as a C row (a kept row's may be freed) */
+  if (add) {
+    if (keep_row(op, s, slot, side, vals, &at) != WM_OK) return WM_ERR;
+    mine = s->k[slot].s[side].e[at].r;
+  } else {
+    unkeep_row(&ctx->host, s, slot, side, vals);
+    if (s->k[slot].s[!side].len) {
+      if (!(gone = row_of(&ctx->host, s, side, vals))) return wm_ctx_error(ctx, "out of memory in the SQL regular join");
+      mine = gone;
+    }
+  }
   /* the other side's rows of the key, in the order they first came, each count times (the
    * keyed state does not move while they go out: nothing downstream adds to it) */
   const jkey *e = &s->k[slot];
   const jside *o = &e->s[!side];
-  const wm_row *mine = e->s[side].e[at].r;
-  for (uint32_t j = 0; j < o->len; j++) {
+  int rc = WM_OK;
+  for (uint32_t j = 0; j < o->len && rc == WM_OK; j++) {
     const jent *x = &o->e[j];
-    int rc = side ? emit_pair(op, s, x->r, mine, x->n, ts) : emit_pair(op, s, mine, x->r, x->n, ts);
-    if (rc != WM_OK) return rc;
+    rc = side ? emit_pair(op, s, x->r, mine, x->n, ts, kind) : emit_pair(op, s, mine, x->r, x->n, ts, kind);
   }
+  if (gone) wm_row_release(&ctx->host, gone);
+  if (rc != WM_OK) return rc;
+  if (!add && !e->s[0].len && !e->s[1].len) key_drop(s, slot);
   if (s->ttl > 0) sweep(&ctx->host, s);
   return WM_OK;
+}
+
+static int sj_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  sqljoin *s = op->impl;
+  int side = wm_op_input_of(op, chan);
+  if (!s->upd[side]) return join_row(op, s, side, rec, K_PI, ts);
+  wm_value row;
+  int owned;
+  int kind = change_of(op, s, side, rec, &row, &owned);
+  if (kind < 0) return with_record(op, rec);
+  int rc = join_row(op, s, side, &row, kind, ts);
+  if (owned) wm_value_release(&op->ctx->host, &row);
+  return rc;
 }
 
 /* ---- life --------------------------------------------------------------------------------- */
@@ -557,6 +676,8 @@ static void sj_destroy(const wm_host *h, sqljoin *s) {
     if (s->ks[d].free) s->ks[d].free(s->ks[d].ud);
   }
   if (s->out) wm_schema_release(s->out);
+  if (s->cl) wm_schema_release(s->cl);
+  for (int i = 0; i < 4; i++) wm_value_release(h, &s->kinds[i]);
   free(s->kfloat);
   free(s->oside);
   free(s->ofield);
@@ -715,7 +836,17 @@ static int sj_restore_body(wm_op *op, sqljoin *s, wm_state_rd *r) {
       }
     if (rc == WM_OK && r->io->groups) { /* (groups 0: every key stays) */
       wm_value rv = wm_row_value(b[d].e[0].r), fk;
-      if (nan_key(s, d, b[d].e[0].r->fields)) {
+      wm_row *ch = NULL; /* an updating side's key selector reads a change: {k = "+I", r = row} */
+      if (s->upd[d] && !(ch = wm_row_new(s->cl))) rc = wm_ctx_error(op->ctx, "out of memory restoring a checkpoint");
+      if (ch) {
+        ch->fields[0] = s->kinds[K_PI];
+        wm_value_retain(h, &ch->fields[0]);
+        ch->fields[1] = rv;
+        wm_value_retain(h, &ch->fields[1]);
+        rv = wm_row_value(ch);
+      }
+      if (rc != WM_OK) {
+      } else if (nan_key(s, d, b[d].e[0].r->fields)) {
         /* a NaN key part, which the key exchange does not take (wm_key_valid): such a key
          * stays with the instance of the first key groups, so that it is restored once */
         if (r->io->kg_first != 0) rc = 1;
@@ -724,6 +855,7 @@ static int sj_restore_body(wm_op *op, sqljoin *s, wm_state_rd *r) {
       } else if (!wm_state_key_kept(r->io, &fk)) {
         rc = 1; /* another instance's key group */
       }
+      if (ch) wm_row_release(h, ch);
     }
     if (rc == WM_OK) {
       memcpy(s->kb, first, klen); /* (key_slot reads the key from s->kb) */
@@ -786,6 +918,8 @@ static char *meaning_of(const wm_sqljoin_spec *spec) {
   }
   wm_buf_adds(&b, ")");
   if (spec->ttl > 0) wm_buf_adds(&b, " ttl"); /* (the rows' write times are in the state) */
+  if (spec->side[0].updating || spec->side[1].updating) /* (its keys' key groups: of a change) */
+    wm_buf_adds(&b, spec->side[0].updating ? (spec->side[1].updating ? " upd(L,R)" : " upd(L)") : " upd(R)");
   if (b.oom) {
     wm_buf_free(&b);
     return NULL;
@@ -865,6 +999,26 @@ wm_op *wm_sqljoin_new(wm_ctx *ctx, const char *name, const wm_sqljoin_spec *spec
     s->meaning = meaning_of(spec);
     s->out = schema_of(spec->nout, spec->out_names);
     ok = s->kfloat && s->oside && s->ofield && s->vals && s->meaning && s->out;
+  }
+  if (ok) {
+    static const char *const clnames[2] = {"k", "r"};
+    static const uint8_t cltypes[2] = {WM_FT_STRING, WM_FT_ANY};
+    static const char *const kinds[4] = {"+I", "+U", "-U", "-D"};
+    ok = (s->cl = wm_schema_new(2, clnames, cltypes)) != NULL;
+    for (int i = 0; ok && i < 4; i++) {
+      wm_str *k = wm_str_new(kinds[i], 2);
+      if (!(ok = k != NULL)) break;
+      s->kinds[i].type = WM_STR;
+      s->kinds[i].u.s = k;
+    }
+    for (int d = 0; d < 2; d++) {
+      s->upd[d] = spec->side[d].updating != 0;
+      s->fk[d] = (wm_field){.name = "k", .index = -1};
+      s->fr[d] = (wm_field){.name = "r", .index = -1};
+    }
+    s->upd_out = s->upd[0] || s->upd[1];
+    s->unwrap = spec->unwrap;
+    s->unwrap_ud = spec->unwrap_ud;
   }
   if (ok) {
     if (spec->key_float) memcpy(s->kfloat, spec->key_float, spec->nkeys);

@@ -21,7 +21,18 @@
  * groups of the key selectors given, which the job's key exchange uses).
  *
  * The joined row: a C row (WM_ROW) of the output columns, column i being column
- * out_field[i] of side out_side[i]'s row. */
+ * out_field[i] of side out_side[i]'s row.
+ *
+ * An updating side (spec.side[d].updating: the result of a GROUP BY): its records are changes
+ * {k = "+I"|"+U"|"-U"|"-D", r = row}, C rows read in C or others (Lua tables) through
+ * spec.unwrap. As the Lua path's M.lower for an inner join:
+ *   - +I, +U: the row is added as an append-only side's row is, and meets the other side's
+ *     kept rows (each count times, in their order), the pairs emitted with its kind;
+ *   - -U, -D: one count of the kept row equal to it goes (the entry goes at 0: a later equal
+ *     row comes at the end of the order; none kept: nothing goes), then it meets the other
+ *     side's kept rows as an addition does, the pairs emitted with its kind (-U, -D).
+ * When a side is updating, every output is a change {k, r = the joined row} (an append-only
+ * side's row is +I); else it is the joined row. */
 #ifndef WM_SQLJOIN_H
 #define WM_SQLJOIN_H
 
@@ -35,7 +46,14 @@ typedef struct wm_sqljoin_side {
   size_t nfields;
   const char *const *fields; /* the columns of the side's rows: what a kept row holds */
   const size_t *key;         /* nkeys indexes into fields: the key parts */
+  int updating;              /* its records are changes {k, r} */
 } wm_sqljoin_side;
+
+/* Reads a change that is not a C row (a Lua table): its sign (+1: +I, +U; -1: -U, -D), its
+ * kind's letter ('I', 'U', 'D') and its row (owned: a value wm_field_get reads). 0, or -1
+ * with err set (not a change). (The binding's: lwm_sqljoin_unwrap.) */
+typedef int (*wm_sqljoin_unwrap)(void *ud, const wm_value *rec, int *sign, char *letter, wm_value *row,
+                                 wm_error *err);
 
 typedef struct wm_sqljoin_spec {
   size_t nkeys; /* >= 1 */
@@ -48,6 +66,8 @@ typedef struct wm_sqljoin_spec {
   int64_t ttl; /* table.exec.state.ttl in ms (0: none): a kept row not written (added, or its
                 * count changed) for that long on the processing-time clock (wm_ctx_now) is
                 * gone, as the Lua path's (Flink's OnCreateAndWrite, NeverReturnExpired) */
+  wm_sqljoin_unwrap unwrap; /* for an updating side's changes that are not C rows (NULL: an error) */
+  void *unwrap_ud;
 } wm_sqljoin_spec;
 
 /* The operator (names copied). ks, ks2: the left and right input's key selectors as the key

@@ -16,8 +16,8 @@
 -- StateTtlConfig with OnCreateAndWrite and NeverReturnExpired: an expired row meets nothing
 -- any more. docs/sql.md, "Regular joins".
 --
--- The INNER join of two append-only inputs on equality keys of plain columns (with or without
--- a TTL) runs in C instead (core/ops/wm_sqljoin.h, `c_join` below): the same rows in the same order,
+-- The INNER join on equality keys of plain columns (append-only or updating inputs, with or
+-- without a TTL) runs in C instead (core/ops/wm_sqljoin.h, `c_join` below): the same rows in the same order,
 -- with the rows kept as C rows; WMRUN_SQL_JOIN=lua forces the Lua path.
 -- @module wm.sql.plan.regular_join
 local wmbase = require("wm.base")
@@ -268,7 +268,8 @@ local function keys_not_null(s, fields, what)
 end
 
 -- The join in C (core/ops/wm_sqljoin.h, docs/sql.md "Regular joins"), or nil when the Lua path
--- runs it: an INNER join of two append-only inputs on at least one equality key, every column
+-- runs it: an INNER join on at least one equality key (of append-only or updating inputs:
+-- an updating side's changes {k, r} add or retract its rows as M.lower does), every column
 -- of both inputs a plain scalar column (`ttl`: table.exec.state.ttl, ms or nil: the C
 -- operator expires rows as M.lower does). The C operator keeps the
 -- Lua path's order and identity of rows (M.lower: a side's rows of a key in the order they
@@ -278,7 +279,7 @@ end
 local function c_join(ctx, ttl)
   local L, R, kfields = ctx.L, ctx.R, ctx.kfields
   if M.force_lua or os.getenv("WMRUN_SQL_JOIN") == "lua" then return nil end
-  if ctx.outer or L.updating or R.updating or #kfields == 0 or not (ctx.lcopy and ctx.rcopy) then
+  if ctx.outer or #kfields == 0 or not (ctx.lcopy and ctx.rcopy) then
     return nil
   end
   local sides = {}
@@ -307,12 +308,27 @@ local function c_join(ctx, ttl)
       out[#out + 1] = {name = x.to, side = d - 1, field = i}
     end
   end
-  local ls = keys_not_null(L.stream, lkf, "left")
-  local rs = keys_not_null(R.stream, rkf, "right")
-  return ls:key_by(lkf):connect(rs:key_by(rkf)):_sql_join({
+  local jspec = {
     nkeys = #lkf, key_float = kfloat, out = out, ttl = ttl,
-    left = {fields = sides[1].fields, key = lkey}, right = {fields = sides[2].fields, key = rkey},
-  }, "regular join" .. (ttl and " (state ttl " .. ttl .. " ms)" or ""))
+    left = {fields = sides[1].fields, key = lkey, updating = L.updating or false},
+    right = {fields = sides[2].fields, key = rkey, updating = R.updating or false},
+  }
+  local name = "regular join" .. (ttl and " (state ttl " .. ttl .. " ms)" or "")
+  if not (L.updating or R.updating) then
+    local ls = keys_not_null(L.stream, lkf, "left")
+    local rs = keys_not_null(R.stream, rkf, "right")
+    return ls:key_by(lkf):connect(rs:key_by(rkf)):_sql_join(jspec, name)
+  end
+  -- an updating side (changes {k, r}): both sides keyed by the Lua path's key strings (of the
+  -- change's row), so that the two sides' keys meet in one instance; a NULL key is a key
+  -- there (the C operator drops its rows: they meet nothing, M.lower's drop_null); an
+  -- append-only side's rows with a NULL key still go first, in C
+  local function keyed(rel, fns, kf, what)
+    local f = key_fn(fns)
+    if rel.updating then return rel.stream:key_by(function(e) return f(e.r) end) end
+    return keys_not_null(rel.stream, kf, what):key_by(f)
+  end
+  return keyed(L, ctx.lfns, lkf, "left"):connect(keyed(R, ctx.rfns, rkf, "right")):_sql_join(jspec, name)
 end
 
 --- Plans the operator of a regular join (called by Planner:plan_join): `ctx` has L, R (the
@@ -327,7 +343,7 @@ function Planner:regular_join(ctx)
   local keep_right = outer == "RIGHT" or outer == "FULL"
   local updating = (L.updating or R.updating or outer) and true or false
   local cstream = c_join(ctx, self:state_ttl())
-  if cstream then return cstream, false end
+  if cstream then return cstream, updating end
   local nk = #kfields
   local function null_of(k)
     return function(r)
