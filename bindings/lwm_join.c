@@ -163,41 +163,7 @@ static wm_op *build_interval_join(lwm_bridge *B, int node, const char *name, con
  * operator's: the Lua group aggregate, ...): its sign, kind letter and row as a slot
  * (wm_sqljoin_unwrap). Raw reads: no metamethod runs, nothing raises. */
 static int sqljoin_unwrap(void *ud, const wm_value *rec, int *sign, char *letter, wm_value *row, wm_error *err) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  *row = wm_nil();
-  *sign = 0;
-  if (rec->type != WM_SLOT || lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
-    if (rec->type == WM_SLOT) lua_pop(L, 1);
-    return wm_error_set(err, "the SQL regular join's updating input: a record is not a change "
-                             "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}");
-  }
-  lua_pushliteral(L, "k");
-  lua_rawget(L, -2);
-  size_t n = 0;
-  const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-  if (k && n == 2 && (k[0] == '+' || k[0] == '-')) {
-    *sign = k[0] == '+' ? 1 : -1;
-    *letter = k[1];
-  }
-  lua_pop(L, 1);
-  lua_pushliteral(L, "r");
-  lua_rawget(L, -2);
-  int rc = 0;
-  if (!*sign || lua_type(L, -1) != LUA_TTABLE) {
-    rc = wm_error_set(err, "the SQL regular join's updating input: a record is not a change "
-                           "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} (k = %s, r a %s)",
-                      k ? k : "not a string", luaL_typename(L, -1));
-  } else {
-    uint32_t slot = lwm_slot_new(B, -1);
-    if (!slot) rc = wm_error_set(err, "out of memory");
-    else {
-      row->type = WM_SLOT;
-      row->u.slot = slot;
-    }
-  }
-  lua_pop(L, 2);
-  return rc;
+  return lwm_change_unwrap(ud, rec, "the SQL regular join's updating input", sign, letter, row, err);
 }
 
 typedef struct sjread {

@@ -56,6 +56,41 @@ static int pget(lua_State *L) {
   return n;
 }
 
+int lwm_change_unwrap(lwm_bridge *B, const wm_value *rec, const char *what, int *sign, char *letter,
+                      wm_value *row, wm_error *err) {
+  lua_State *L = B->L;
+  *row = wm_nil();
+  *sign = 0;
+  if (rec->type != WM_SLOT || lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
+    if (rec->type == WM_SLOT) lua_pop(L, 1);
+    return wm_error_set(err, "%s: a record is not a change {k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}", what);
+  }
+  lua_pushliteral(L, "k");
+  lua_rawget(L, -2);
+  size_t n = 0;
+  const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+  if (k && n == 2 && k[0] == '+' && (k[1] == 'I' || k[1] == 'U')) *sign = 1;
+  if (k && n == 2 && k[0] == '-' && (k[1] == 'U' || k[1] == 'D')) *sign = -1;
+  if (*sign && letter) *letter = k[1];
+  lua_pop(L, 1);
+  lua_pushliteral(L, "r");
+  lua_rawget(L, -2);
+  int rc = 0;
+  if (!*sign || lua_type(L, -1) != LUA_TTABLE) {
+    rc = wm_error_set(err, "%s: a record is not a change {k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} (k = %s, r a %s)",
+                      what, k ? k : "not a string", luaL_typename(L, -1));
+  } else {
+    uint32_t slot = lwm_slot_new(B, -1);
+    if (!slot) rc = wm_error_set(err, "out of memory");
+    else {
+      row->type = WM_SLOT;
+      row->u.slot = slot;
+    }
+  }
+  lua_pop(L, 2);
+  return rc;
+}
+
 /* Fields of a user's object read with its metamethods (__index may be a class, or may
  * raise): a protected call, so that an error unwinds nothing of the build. */
 int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n) {

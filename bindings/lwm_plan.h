@@ -16,6 +16,14 @@ int64_t lwm_check_millis(lua_State *L, int arg);
 /* Pushes fields keys[0..n-1] of the user's object at idx, read with its metamethods under a
  * protected call: 0, or -1 with the error message pushed instead (one value). */
 int lwm_pget_fields(lwm_bridge *B, int idx, const char *const *keys, int n);
+
+/* A change of an updating SQL input that is a Lua table {k = "+I"|"+U"|"-U"|"-D", r = row}
+ * (a Lua operator's: the Lua group aggregate, a regular join, ...): its sign (1 for +I/+U,
+ * -1 for -U/-D), the kind's letter (I, U, D) and its row as a slot. Raw reads: no metamethod
+ * runs, nothing raises. `what` names the reader in the error ("SQL GROUP BY over an updating
+ * input"). 0, or -1 with the message in *err. */
+int lwm_change_unwrap(lwm_bridge *B, const wm_value *rec, const char *what, int *sign, char *letter,
+                      wm_value *row, wm_error *err);
 /* The key selector of a keyed node (node.key: {fields = {...}} or {fn = f}); 0 or -1. */
 int lwm_build_keysel(lwm_bridge *B, int node, const char *where, wm_keysel *ks);
 /* The same from another field of the node (keyed connected streams: "key2"). */

@@ -20,39 +20,7 @@
  * operator's: the Lua group aggregate, a regular join, ...): its sign, and its row as a slot
  * (wm_sqlagg_unwrap). Raw reads: no metamethod runs, nothing raises. */
 static int unwrap_lua(void *ud, const wm_value *rec, int *sign, wm_value *row, wm_error *err) {
-  lwm_bridge *B = ud;
-  lua_State *L = B->L;
-  *row = wm_nil();
-  if (rec->type != WM_SLOT || lua_rawgeti(L, B->slots, rec->u.slot) != LUA_TTABLE) {
-    if (rec->type == WM_SLOT) lua_pop(L, 1);
-    return wm_error_set(err, "SQL GROUP BY over an updating input: a record is not a change "
-                             "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}");
-  }
-  lua_pushliteral(L, "k");
-  lua_rawget(L, -2);
-  size_t n = 0;
-  const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-  *sign = 0;
-  if (k && n == 2 && k[0] == '+' && (k[1] == 'I' || k[1] == 'U')) *sign = 1;
-  if (k && n == 2 && k[0] == '-' && (k[1] == 'U' || k[1] == 'D')) *sign = -1;
-  lua_pop(L, 1);
-  lua_pushliteral(L, "r");
-  lua_rawget(L, -2);
-  int rc = 0;
-  if (!*sign || lua_type(L, -1) != LUA_TTABLE) {
-    rc = wm_error_set(err, "SQL GROUP BY over an updating input: a record is not a change "
-                           "{k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} (k = %s, r a %s)",
-                      k ? k : "not a string", luaL_typename(L, -1));
-  } else {
-    uint32_t slot = lwm_slot_new(B, -1);
-    if (!slot) rc = wm_error_set(err, "out of memory");
-    else {
-      row->type = WM_SLOT;
-      row->u.slot = slot;
-    }
-  }
-  lua_pop(L, 2);
-  return rc;
+  return lwm_change_unwrap(ud, rec, "SQL GROUP BY over an updating input", sign, NULL, row, err);
 }
 
 static int find(const char *s, const char *const *names, int n) {
