@@ -169,6 +169,21 @@ void wm_op_error_parts(const wm_op *op) {
   if (op->where) wm_error_set_where(&op->ctx->error, op->where);
 }
 
+int wm_op_fail_record(wm_op *op, const wm_value *rec) {
+  wm_buf b;
+  wm_buf_init(&b);
+  wm_op_format_record(op, rec, &b);
+  if (b.len > 400) {
+    b.len = 400;
+    b.data[b.len] = '\0';
+    wm_buf_adds(&b, "...");
+  }
+  wm_op_error_parts(op);
+  wm_error_set_record(&op->ctx->error, b.data && !b.oom ? b.data : "");
+  wm_buf_free(&b);
+  return WM_ERR;
+}
+
 static int name_failure(wm_op *op, int rc) {
   if (rc == WM_ERR) wm_op_error_parts(op);
   return rc;

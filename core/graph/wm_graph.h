@@ -286,6 +286,9 @@ int wm_op_set_uid(wm_op *op, const char *uid);
 int wm_op_set_where(wm_op *op, const char *where);
 /* Names op as the failure's operator (its name and script line, once: the innermost). */
 void wm_op_error_parts(const wm_op *op);
+/* A failure of op on record rec (its message already in the context's error): names op and
+ * adds the record as print shows it (cut at 400 bytes). Returns WM_ERR. */
+int wm_op_fail_record(wm_op *op, const wm_value *rec);
 /* The port for a side-output tag (created when missing); 0 for tag NULL. -1 on failure. */
 int wm_op_port(wm_op *op, const char *tag);
 /* Connects port `port` of from to a new input channel of to. Returns the channel or -1. */

@@ -1053,20 +1053,7 @@ static void rproject_free(wm_op *op) {
 }
 
 /* An evaluation failed: the message is in the context's error; add the record and operator. */
-static int failed(wm_op *op, const wm_value *rec) {
-  wm_buf b;
-  wm_buf_init(&b);
-  wm_op_format_record(op, rec, &b);
-  if (b.len > 400) {
-    b.len = 400;
-    b.data[b.len] = '\0';
-    wm_buf_adds(&b, "...");
-  }
-  wm_op_error_parts(op);
-  wm_error_set_record(&op->ctx->error, b.data && !b.oom ? b.data : "");
-  wm_buf_free(&b);
-  return WM_ERR;
-}
+static int failed(wm_op *op, const wm_value *rec) { return wm_op_fail_record(op, rec); }
 
 static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;

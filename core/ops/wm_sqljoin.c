@@ -434,20 +434,7 @@ static int keep_row(wm_op *op, sqljoin *s, uint32_t slot, int side, const wm_val
 /* ---- records --------------------------------------------------------------------------------- */
 
 /* An error about a record: the message is in the context's error; add the record. */
-static int with_record(wm_op *op, const wm_value *rec) {
-  wm_buf b;
-  wm_buf_init(&b);
-  wm_op_format_record(op, rec, &b);
-  if (b.len > 400) {
-    b.len = 400;
-    b.data[b.len] = '\0';
-    wm_buf_adds(&b, "...");
-  }
-  wm_op_error_parts(op);
-  wm_error_set_record(&op->ctx->error, b.data && !b.oom ? b.data : "");
-  wm_buf_free(&b);
-  return WM_ERR;
-}
+static int with_record(wm_op *op, const wm_value *rec) { return wm_op_fail_record(op, rec); }
 
 /* One joined row of l and r, emitted `times` times (as a change of kind s->kinds[kind] when
  * the output is updating). */
