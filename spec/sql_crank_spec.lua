@@ -210,8 +210,9 @@ env:execute()
     -- a key's rows come in one order whatever the parallelism (one source instance): the
     -- changelog of each key is the uninterrupted run's; the lines of several instances
     -- interleave, so they are compared sorted, without the instances' "N> " prefixes. (Not
-    -- from -p 2 --threads 2: there a resumed run repeats rows on the Lua path as well, as for
-    -- the regular join in spec/rescale_spec.lua: not the ranks' state)
+    -- stopped at --threads 2: a SIGTERM stop on several threads prints a few rows past its
+    -- cut that the resumed run prints again, whatever the operator: docs/checkpoints.md,
+    -- "--threads", the known defect)
     local job = [[
 local wm = require("wm")
 local env = wm.env{watermark_interval = 0}
