@@ -11,6 +11,24 @@
 
 #include "lwm_plan.h"
 
+/* The list of strings t[key] (t a stack index) as a new array (borrowed strings: the node's
+ * table holds them), its length in *n; NULL with the error set when out of memory. */
+static const char **names_of(lwm_bridge *B, int t, const char *key, size_t *n) {
+  lua_State *L = B->L;
+  lua_getfield(L, t, key);
+  int tf = lua_gettop(L);
+  *n = lua_istable(L, tf) ? (size_t)luaL_len(L, tf) : 0;
+  const char **names = calloc(*n ? *n : 1, sizeof *names);
+  if (!names) wm_ctx_error(&B->ctx, "out of memory");
+  for (size_t i = 1; names && i <= *n; i++) {
+    lua_rawgeti(L, tf, (lua_Integer)i);
+    names[i - 1] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, tf - 1);
+  return names;
+}
+
 int lwm_winfn_sqldedup(lwm_bridge *B, int node, const char *where, wm_winfn *fn, char *meaning,
                        size_t mn) {
   lua_State *L = B->L;
@@ -23,18 +41,8 @@ int lwm_winfn_sqldedup(lwm_bridge *B, int node, const char *where, wm_winfn *fn,
     goto done;
   }
   snprintf(meaning, mn, "%s", lwm_get_str(L, t, "meaning") ? lwm_get_str(L, t, "meaning") : "");
-  lua_getfield(L, t, "fields");
-  int tf = lua_gettop(L);
-  size_t nf = lua_istable(L, tf) ? (size_t)luaL_len(L, tf) : 0;
-  if (!(fields = calloc(nf ? nf : 1, sizeof *fields))) {
-    wm_ctx_error(&B->ctx, "out of memory");
-    goto done;
-  }
-  for (size_t i = 1; i <= nf; i++) {
-    lua_rawgeti(L, tf, (lua_Integer)i);
-    fields[i - 1] = lua_tostring(L, -1); /* borrowed: the node's table holds the string */
-    lua_pop(L, 1);
-  }
+  size_t nf;
+  if (!(fields = names_of(B, t, "fields", &nf))) goto done;
   lua_getfield(L, t, "keep_last");
   int keep_last = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -66,22 +74,14 @@ int lwm_winfn_sqltopn(lwm_bridge *B, int node, const char *where, wm_winfn *fn, 
     goto done;
   }
   snprintf(meaning, mn, "%s", lwm_get_str(L, t, "meaning") ? lwm_get_str(L, t, "meaning") : "");
-  lua_getfield(L, t, "fields");
-  int tf = lua_gettop(L);
-  size_t nf = lua_istable(L, tf) ? (size_t)luaL_len(L, tf) : 0;
+  size_t nf;
+  if (!(fields = names_of(B, t, "fields", &nf))) goto done;
   lua_getfield(L, t, "orders");
   int to = lua_gettop(L);
   size_t no = lua_istable(L, to) ? (size_t)luaL_len(L, to) : 0;
-  fields = calloc(nf ? nf : 1, sizeof *fields);
-  orders = calloc(no ? no : 1, sizeof *orders);
-  if (!fields || !orders) {
+  if (!(orders = calloc(no ? no : 1, sizeof *orders))) {
     wm_ctx_error(&B->ctx, "out of memory");
     goto done;
-  }
-  for (size_t i = 1; i <= nf; i++) {
-    lua_rawgeti(L, tf, (lua_Integer)i);
-    fields[i - 1] = lua_tostring(L, -1); /* borrowed: the node's table holds the string */
-    lua_pop(L, 1);
   }
   for (size_t j = 1; j <= no; j++) {
     lua_rawgeti(L, to, (lua_Integer)j);
