@@ -570,6 +570,13 @@ static wm_op *build_rolling(lwm_bridge *B, int node, const char *name, const cha
       cfg.rolling.free(cfg.rolling.ud);
       return NULL;
     }
+    /* SET 'table.exec.mini-batch.*' (the planner checked them: wm.sql.plan.ddl) */
+    lua_getfield(L, node, "sqlagg");
+    lua_Integer size = lua_istable(L, -1) ? lwm_get_int(L, -1, "minibatch_size", 0) : 0;
+    lua_Integer latency = lua_istable(L, -1) ? lwm_get_int(L, -1, "minibatch_latency", 0) : 0;
+    lua_pop(L, 1);
+    cfg.minibatch_size = size > 0 && size <= UINT32_MAX ? (uint32_t)size : 0;
+    cfg.minibatch_latency = latency > 0 ? (int64_t)latency : 0;
     return wm_keyedop_new(&B->ctx, name, &cfg);
   }
   int dedup = agg && strcmp(agg, "sqldedup") == 0, topn = agg && strcmp(agg, "sqltopn") == 0;

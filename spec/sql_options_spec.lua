@@ -16,11 +16,13 @@ local IN = {["in.csv"] = "a,1000\nb,2000\na,7000\n"}
 
 describe("SQL SET", function()
   it("a key wmrun does not implement is an error naming it and listing the implemented ones", function()
-    local _, err, code = sql_run.run("SET 'table.exec.mini-batch.enabled' = 'true';\n" .. T .. SELECT, IN)
+    local _, err, code = sql_run.run("SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE';\n" .. T .. SELECT, IN)
     assert.are.equal(1, code)
-    assert.are.equal("job.sql:1:5: SET 'table.exec.mini-batch.enabled': wmrun does not implement this option (it "
-      .. "implements 'execution.runtime-mode', 'parallelism.default', 'pipeline.auto-watermark-interval', "
-      .. "'table.exec.source.idle-timeout', 'table.local-time-zone', 'table.exec.state.ttl')\n", err)
+    assert.are.equal("job.sql:1:5: SET 'table.optimizer.agg-phase-strategy': wmrun does not implement this option "
+      .. "(it implements 'execution.runtime-mode', 'parallelism.default', 'pipeline.auto-watermark-interval', "
+      .. "'table.exec.source.idle-timeout', 'table.local-time-zone', 'table.exec.state.ttl', "
+      .. "'table.exec.mini-batch.enabled', 'table.exec.mini-batch.allow-latency', 'table.exec.mini-batch.size')\n",
+      err)
     _, err, code = sql_run.run(T .. "SET 'sql-client.execution.result-mode' = 'tableau';\n" .. SELECT, IN)
     assert.are.equal(1, code)
     assert.matches("^job.sql:3:5: SET 'sql%-client.execution.result%-mode': wmrun does not implement", err)

@@ -21,9 +21,11 @@ typedef struct kentry {
   uint64_t hash;
   wm_value state, acc, aux; /* owned */
   tset timers[2];
-  int64_t last;  /* state TTL: the state's last access (see wm_keyedop.h) */
+  int64_t last;  /* state TTL: the state's last access (see wm_keyedop.h); rolling mode
+                  * with a mini-batch: the timestamp of the key's last record in the batch */
   uint32_t gen;  /* bumped when the key goes: timers of the place carry it */
-  uint32_t live; /* the place holds a key (0: on the free list) */
+  uint8_t live;  /* the place holds a key (0: on the free list) */
+  uint8_t dirty; /* mini-batch: the key is in the batch (keyedop.dirty) */
 } kentry;
 
 typedef struct keyedop {
@@ -42,6 +44,10 @@ typedef struct keyedop {
   uint32_t sweep; /* state TTL: the next place the cleanup pass examines */
   uint64_t expired;
   char ktype[2]; /* keyed connected streams: the kind of key each input gave first */
+  uint32_t *dirty; /* mini-batch: the places of the keys in the batch, in order of arrival */
+  uint32_t ndirty, capdirty;
+  uint32_t batched;   /* records in the batch */
+  int64_t batch_wall; /* wall-clock time the batch last ended (or the first on_period) */
 } keyedop;
 
 static int tset_find(const tset *s, int64_t t) {
@@ -320,6 +326,51 @@ static int run_call(wm_op *op, keyedop *s, uint32_t i, const kcall *c) {
   return rc;
 }
 
+/* ---- mini-batch (rolling mode, wm_keyedop_config.minibatch_size) ---------------------- */
+
+static int batch_add(wm_op *op, keyedop *s, uint32_t i) {
+  if (s->ndirty == s->capdirty) {
+    uint32_t cap = s->capdirty ? s->capdirty * 2 : 64;
+    uint32_t *n = realloc(s->dirty, cap * sizeof *n);
+    if (!n) return wm_ctx_error(op->ctx, "out of memory in a mini-batch");
+    s->dirty = n;
+    s->capdirty = cap;
+  }
+  s->dirty[s->ndirty++] = i;
+  s->e[i].dirty = 1;
+  return WM_OK;
+}
+
+/* Ends the batch: every key in it fires once, in the order the keys came; a key whose
+ * aggregation then holds nothing goes (as after a record without a batch). */
+static int batch_end(wm_op *op, keyedop *s) {
+  int rc = WM_OK;
+  uint32_t k = 0;
+  s->batched = 0;
+  for (; k < s->ndirty && rc == WM_OK; k++) {
+    uint32_t i = s->dirty[k];
+    kentry *e = &s->e[i];
+    e->dirty = 0;
+    if (!e->live) continue;
+    wm_fire f;
+    memset(&f, 0, sizeof f);
+    f.key = &e->key;
+    f.window.start = WM_TIME_MIN;
+    f.window.stop = WM_TIME_MAX;
+    f.max_ts = e->last;
+    f.watermark = op->wm;
+    f.acc = &e->acc;
+    f.aux = &e->aux;
+    s->cur = i;
+    rc = s->cfg.rolling.fire(s->cfg.rolling.ud, op, &f);
+    s->cur = -1;
+    if (rc == WM_OK && s->e[i].acc.type == WM_NIL && s->e[i].aux.type == WM_NIL) entry_remove(op, s, i);
+  }
+  for (; k < s->ndirty; k++) s->e[s->dirty[k]].dirty = 0; /* (the job fails: nothing fires) */
+  s->ndirty = 0;
+  return rc;
+}
+
 static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   keyedop *s = op->impl;
   wm_ctx *ctx = op->ctx;
@@ -363,6 +414,12 @@ static int keyed_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
     /* the entry may not move while the functions run: they add no keys */
     kentry *e = &s->e[i];
     rc = s->cfg.rolling.add(s->cfg.rolling.ud, op, &e->acc, &e->aux, rec);
+    if (rc == WM_OK && s->cfg.minibatch_size) {
+      s->cur = saved;
+      e->last = ts;
+      if (!e->dirty && batch_add(op, s, i) != WM_OK) return WM_ERR;
+      return ++s->batched >= s->cfg.minibatch_size ? batch_end(op, s) : WM_OK;
+    }
     if (rc == WM_OK) {
       wm_fire f;
       memset(&f, 0, sizeof f);
@@ -411,6 +468,7 @@ static int fire_due(wm_op *op, keyedop *s, int domain, int64_t upto) {
 
 static int keyed_watermark(wm_op *op, int64_t W) {
   keyedop *s = op->impl;
+  if (s->ndirty && batch_end(op, s) != WM_OK) return WM_ERR;
   if (s->cfg.fn.timer && fire_due(op, s, WM_TIME_EVENT, W) != WM_OK) return WM_ERR;
   ttl_cleanup(op, s, WM_KEYEDOP_CLEANUP_WATERMARK);
   return wm_op_emit_watermark(op, W);
@@ -430,10 +488,25 @@ static void release_entries(wm_op *op, keyedop *s) {
     if (s->e[i].live) entry_release(&op->ctx->host, &s->e[i]);
 }
 
+static int64_t keyed_period(const wm_op *op) {
+  const keyedop *s = op->impl;
+  return s->cfg.minibatch_size ? s->cfg.minibatch_latency : 0;
+}
+
+/* (called at the shortest period of all operators: the batch ends once its own has passed) */
+static int keyed_on_period(wm_op *op, int64_t now) {
+  keyedop *s = op->impl;
+  if (s->batch_wall == WM_TIME_MIN) s->batch_wall = now;
+  if (now - s->batch_wall < s->cfg.minibatch_latency) return WM_OK;
+  s->batch_wall = now;
+  return s->ndirty ? batch_end(op, s) : WM_OK;
+}
+
 static void keyed_free(wm_op *op) {
   keyedop *s = op->impl;
   if (!s) return;
   release_entries(op, s);
+  free(s->dirty);
   free(s->e);
   free(s->freel);
   wm_keyidx_free(&s->ix);
@@ -740,10 +813,19 @@ static int keyed_restore(wm_op *op, wm_state_io *io) {
     return wm_ctx_error(op->ctx, "a checkpoint is restored only into a new operator");
   wm_state_rd r;
   wm_state_rd_init(&r, op, io);
-  if (keyed_restore_body(op, s, &r) == WM_OK) return WM_OK;
+  if (keyed_restore_body(op, s, &r) == WM_OK) {
+    /* a mini-batch keeps no state of its own: each key fires once, emitting what its last
+     * emission before the checkpoint did not (wm_keyedop_config.minibatch_size) */
+    for (uint32_t i = 0; s->cfg.minibatch_size && i < s->ne; i++)
+      if (s->e[i].live && !s->e[i].dirty) {
+        s->e[i].last = WM_TIME_MIN;
+        if (batch_add(op, s, i) != WM_OK) return WM_ERR;
+      }
+    return WM_OK;
+  }
   /* back to the empty operator it was built as: no half-restored state stays */
   release_entries(op, s);
-  s->ne = s->nlive = s->nfree = 0;
+  s->ne = s->nlive = s->nfree = s->ndirty = 0;
   wm_keyidx_clear(&s->ix);
   wm_timers *q0 = wm_timers_new(), *q1 = wm_timers_new();
   if (q0 && q1) {
@@ -770,6 +852,8 @@ static const wm_op_vt keyed_vt = {
     .record = keyed_record,
     .watermark = keyed_watermark,
     .processing_time = keyed_processing_time,
+    .period = keyed_period,
+    .on_period = keyed_on_period,
     .free = keyed_free,
     .snapshot = keyed_snapshot,
     .restore = keyed_restore,
@@ -784,6 +868,7 @@ wm_op *wm_keyedop_new(wm_ctx *ctx, const char *name, wm_keyedop_config *cfg) {
   if (s) {
     s->cfg = *cfg;
     s->cur = -1;
+    s->batch_wall = WM_TIME_MIN;
     int ix = wm_keyidx_init(&s->ix, place_key, s);
     s->q[0] = wm_timers_new();
     s->q[1] = wm_timers_new();

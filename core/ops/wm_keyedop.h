@@ -80,6 +80,15 @@ typedef struct wm_keyedop_config {
    * (wm_winop_config.meaning); empty: a built-in's aggregation and field, else unchecked */
   char meaning[200];
   wm_state_ttl ttl; /* process mode: the state's time to live (ttl.ttl 0: none) */
+  /* rolling mode, mini-batch (SQL's table.exec.mini-batch.*): 0 fires after every record;
+   * n > 0 adds every record at once but fires a key only when the batch ends: n records
+   * since the last end, a watermark (before it is forwarded), minibatch_latency ms of wall
+   * clock (0: no such limit); every key a restore brings is in the first batch. The rolling fire must then emit what changed since it last emitted, and nothing
+   * for a key that did not change (wm_keyedfn_sqlagg's does), so that a key fires once per
+   * batch however many of its records came, and the batch needs no state of its own in a
+   * checkpoint. A batch's fire carries the timestamp of the key's last record in it. */
+  uint32_t minibatch_size;
+  int64_t minibatch_latency;
 } wm_keyedop_config;
 
 /* NULL on failure (message in ctx->error); takes ownership of cfg's parts even then. */

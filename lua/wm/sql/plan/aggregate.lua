@@ -449,6 +449,8 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     if csql and not shape then
       csql.meaning = ("SQL GROUP BY " .. (rel.updating and "(retract) " or "") .. csql.meaning:sub(5)):sub(1, 190)
       spec.csql = csql
+      local mb = self:minibatch()
+      if mb then csql.minibatch_size, csql.minibatch_latency = mb.size, mb.latency end
       if rel.updating then
         csql.updating = true
         local kfs = {}

@@ -143,7 +143,8 @@ end
 -- a setting never looks applied when it is not.
 local SET_KEYS = {"execution.runtime-mode", "parallelism.default", "pipeline.auto-watermark-interval",
   "table.exec.source.idle-timeout", "table.local-time-zone",
-  "table.exec.state.ttl"}
+  "table.exec.state.ttl", "table.exec.mini-batch.enabled", "table.exec.mini-batch.allow-latency",
+  "table.exec.mini-batch.size"}
 local SET_KNOWN = {}
 for _, k in ipairs(SET_KEYS) do SET_KNOWN[k] = true end
 
@@ -178,6 +179,13 @@ function Planner:set(st)
   end
   if st.key == "table.exec.source.idle-timeout" then self:duration_option(st.key, st.value, st.key_pos) end
   if st.key == "table.exec.state.ttl" then self:duration_option(st.key, st.value, st.key_pos) end
+  if st.key == "table.exec.mini-batch.allow-latency" then self:duration_option(st.key, st.value, st.key_pos) end
+  if st.key == "table.exec.mini-batch.enabled" and not ({["true"] = 1, ["false"] = 1})[st.value:lower()] then
+    self:err(st.key_pos, "'%s' is 'true' or 'false' (got '%s')", st.key, st.value)
+  end
+  if st.key == "table.exec.mini-batch.size" and not st.value:match("^%s*%-?%d+%s*$") then
+    self:err(st.key_pos, "'%s' is a number of rows (got '%s')", st.key, st.value)
+  end
   s[st.key] = st.value
   s._pos[st.key] = st.key_pos
 end
@@ -190,6 +198,30 @@ function Planner:state_ttl()
   local ms = self:duration_option("table.exec.state.ttl", v, self.settings._pos["table.exec.state.ttl"])
   if ms == 0 then return nil end
   return ms
+end
+
+--- The mini-batch as SET so far (`table.exec.mini-batch.*`, Flink's option names and checks):
+-- nil when it is off, else {size = rows, latency = ms}. An unwindowed GROUP BY whose aggregates
+-- run in C then emits a group's change once per batch instead of after every row
+-- (core/ops/wm_keyedop.h, minibatch_size); the other operators are unchanged.
+function Planner:minibatch()
+  local s = self.settings
+  local on = s["table.exec.mini-batch.enabled"]
+  if not on or on:lower() ~= "true" then return nil end
+  local pos = s._pos["table.exec.mini-batch.enabled"]
+  local lat = s["table.exec.mini-batch.allow-latency"]
+  local ms = lat and self:duration_option("table.exec.mini-batch.allow-latency", lat,
+                                          s._pos["table.exec.mini-batch.allow-latency"]) or 0
+  if ms <= 0 then
+    self:err(pos, "MiniBatch Latency must be greater than 0 ms: SET 'table.exec.mini-batch.allow-latency' "
+                  .. "(e.g. '2 s') with 'table.exec.mini-batch.enabled'")
+  end
+  local size = tonumber(s["table.exec.mini-batch.size"] or "-1")
+  if size <= 0 then
+    self:err(pos, "'table.exec.mini-batch.size' must be > 0 with 'table.exec.mini-batch.enabled' "
+                  .. "(got %s; e.g. '5000')", s["table.exec.mini-batch.size"] or "no value")
+  end
+  return {size = math.min(size, 4294967295), latency = ms}
 end
 
 --- RESET 'key' (a key wmrun implements) or RESET (all).
