@@ -119,6 +119,24 @@ describe("SQL deduplication and Top-N in C", function()
     end
   end)
 
+  it("pass their changelog on without a Lua step when the SELECT above takes every column as it is", function()
+    -- SELECT * of the rank (Nexmark q19): the top's rows go on as they are
+    local out, err, code = run("EXPLAIN " .. top("*", "k, j, d, ts", "k", "d ASC", "rn < 3") .. ";\n", "")
+    assert.are.equal(0, code, err)
+    assert.matches("keyed_rolling SQL top%-2\n$", out)
+    -- (Nexmark q18: the columns of the row kept, its time among them, in their order)
+    out, err, code = run("EXPLAIN SELECT k, j, rt FROM (SELECT k, j, rt, ROW_NUMBER() OVER (PARTITION BY k "
+      .. "ORDER BY rt DESC) AS rn FROM t) WHERE rn = 1;\n", "")
+    assert.are.equal(0, code, err)
+    assert.matches("keyed_rolling SQL deduplicate %(keep last row%)\n$", out)
+    -- columns in another order, or renamed: a projection of each change
+    for _, items in ipairs({"rn, k, j, d, ts", "k, j, d, ts, rn AS r"}) do
+      out, err, code = run("EXPLAIN " .. top(items, "k, j, d, ts", "k", "d ASC", "rn < 3") .. ";\n", "")
+      assert.are.equal(0, code, err)
+      assert.matches("keyed_rolling SQL top%-2\nmap map\n$", out)
+    end
+  end)
+
   it("a hand-worked keep-last and keep-first changelog (equal times, a NULL value)", function()
     -- a at 1 s, b at 2 s, a at 3 s, a (j NULL) at 0.5 s, b at 2 s again
     local data = "a,1,,x,1000,0\nb,2,,x,2000,0\na,3,,x,3000,0\na,,,x,500,0\nb,5,,x,2000,0\n"

@@ -48,6 +48,17 @@ function Planner:expand_items(q, cols, alias)
   return out
 end
 
+-- Whether a projection's items are the columns `cols`, each under its own name, in their order
+-- (`SELECT *`, or all columns named): the projection is then the identity.
+local function same_columns(items, cols)
+  if #items ~= #cols then return false end
+  for i, it in ipairs(items) do
+    local e = it.expr
+    if e.tag ~= "col" or e.qual or e.name ~= cols[i].name or it.name ~= cols[i].name then return false end
+  end
+  return true
+end
+
 -- Builds `function(r) return {name = ..., ...} end` for a projection.
 function Planner.projection(_self, items, scope, pos)
   local parts, cols = {}, {}
@@ -128,6 +139,8 @@ function Planner:plan_select(q)
   elseif scope.uses_watermark then
     if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
     stream = lower.with_watermark(rel.stream, f, false)
+  elseif rel.updating and same_columns(items, rel.cols) then
+    stream = rel.stream -- (SELECT * of a changelog: its rows as they are, no Lua step per change)
   else
     stream = not rel.updating and cexpr.try_project(rel.stream, items, cols, scope, self.src)
       or lower.map_rows(rel.stream, rel.updating, f)
