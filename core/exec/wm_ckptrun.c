@@ -384,6 +384,9 @@ static int take_sync(wm_ckptrun *c, int final, int ok) {
     wm_ckpt_abort(sh->w);
     sh->w = NULL;
     sh->async = 0;
+    /* a SIGTERM's: the threads that hold for it go on to the end (this thread's inputs have
+     * ended, so it cannot take its part: the job drains instead of stopping) */
+    if (sh->job) wm_mt_cancel_stop_checkpoint(sh->job, sh->id);
   }
   if (!sh->w && sh->sync_arrived == 0 && begin_locked(sh, final, 0) != WM_OK) sh->bad = 1;
   if (!ok || !sh->w) {
@@ -440,10 +443,19 @@ int wm_ckptrun_savepoint(void *ud) {
   uint64_t id = 0;
   while (sh->ready < sh->n && wait_locked(sh) == 0) {
   }
+  if (sh->w && sh->async) {
+    /* one under way (the interval's) is given up: the threads that have cut for it went on
+     * past their cut, and a stop must emit nothing past its own. A new one, with the next
+     * number: a thread cuts once for an id */
+    wm_ckpt_abort(sh->w);
+    sh->w = NULL;
+    sh->async = 0;
+    sh->next_id = sh->id + 1;
+  }
   if (!sh->w && sh->ready == sh->n && begin_locked(sh, 0, 1) == WM_OK) id = sh->id;
   int rc = sh->w ? WM_STOP : wm_ckptrun_set_err(c, sh->why);
   uv_mutex_unlock(&sh->mu);
-  if (id) wm_mt_request_checkpoint(sh->job, id);
+  if (id) wm_mt_request_stop_checkpoint(sh->job, id); /* the threads hold once they cut */
   return rc;
 }
 

@@ -51,6 +51,8 @@ struct wm_exec {
   /* backpressure: bytes queued by asynchronous sinks */
   int64_t pressure;
   int paused;
+  int held;       /* wm_exec_hold: sources paused and timers held whatever the pressure */
+  int src_paused; /* what the sources were last told (paused || held) */
   int pressure_busy; /* inside wm_exec_pressure (a nested report only counts) */
   uint64_t pressure_moves; /* reports that changed the total: progress while paused */
   uint64_t paused_at, paused_ms; /* uv_now when the sources last paused; ms paused before */
@@ -235,6 +237,7 @@ static int pt_register(void *ud, wm_op *op, int64_t t) {
 
 static void on_pt_timer(uv_timer_t *h) {
   wm_exec *e = h->data;
+  if (e->held) return; /* wm_exec_hold arms it again when the hold ends */
   int64_t t;
   const wm_timer_entry *ents;
   size_t n;
@@ -407,7 +410,7 @@ void wm_exec_batch_done(wm_exec *e) {
 
 static void on_periodic(uv_timer_t *t) {
   wm_exec *e = t->data;
-  if (e->failed) return;
+  if (e->failed || e->held) return;
   int64_t now = wm_ctx_now(e->ctx);
   for (int i = 0; i < e->nperiodic_ops; i++) {
     wm_op *op = e->periodic_ops[i];
@@ -422,7 +425,7 @@ static void on_periodic(uv_timer_t *t) {
 
 static void on_ck_timer(uv_timer_t *t) {
   wm_exec *e = t->data;
-  if (wm_exec_stopping(e) || e->ndone == e->nsrc) return;
+  if (wm_exec_stopping(e) || e->ndone == e->nsrc || e->held) return;
   if (e->ck_take(e->cfg.savepoint_ud) != WM_OK) wm_exec_fail(e);
 }
 
@@ -439,18 +442,32 @@ void wm_exec_pressure(wm_exec *e, int64_t delta) {
   for (;;) {
     int want = e->paused ? e->pressure > (int64_t)e->cfg.pressure_low
                          : e->pressure > (int64_t)e->cfg.pressure_high;
-    if (want == e->paused) break;
-    e->paused = want;
-    uv_update_time(&e->loop);
-    if (want) e->paused_at = uv_now(&e->loop);
-    else e->paused_ms += uv_now(&e->loop) - e->paused_at;
+    if (want != e->paused) {
+      e->paused = want;
+      uv_update_time(&e->loop);
+      if (want) e->paused_at = uv_now(&e->loop);
+      else e->paused_ms += uv_now(&e->loop) - e->paused_at;
+    }
+    int tell = e->paused || e->held; /* a hold keeps them paused whatever the pressure */
+    if (tell == e->src_paused) break;
+    e->src_paused = tell;
     for (int i = 0; i < e->nsrc; i++)
-      if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, want);
+      if (!e->srcs[i].done && e->srcs[i].vt->pause) e->srcs[i].vt->pause(e->srcs[i].op, &e->host, tell);
     /* paused, what the sinks gather is written at once: nothing else would drain it */
-    for (int i = 0; i < e->nflushers; i++) e->flushers[i].fn(e->flushers[i].ud, want);
+    for (int i = 0; i < e->nflushers; i++) e->flushers[i].fn(e->flushers[i].ud, tell);
   }
   e->pressure_busy = 0;
 }
+
+void wm_exec_hold(wm_exec *e, int on) {
+  on = on != 0;
+  if (e->held == on) return;
+  e->held = on;
+  wm_exec_pressure(e, 0); /* tells the sources (a nested call: the outer one does) */
+  if (!on && !e->failed) pt_arm(e); /* the timers that came due meanwhile */
+}
+
+int wm_exec_held(const wm_exec *e) { return e->held; }
 
 int64_t wm_exec_pressure_bytes(const wm_exec *e) { return e->pressure; }
 
@@ -485,7 +502,7 @@ static void describe_open_sources(const wm_exec *e, wm_buf *b) {
 static void on_stall_timer(uv_timer_t *t) {
   wm_exec *e = t->data;
   uint64_t now = uv_now(&e->loop);
-  if (!e->paused || e->writing > 0 || e->pressure_moves != e->stall_moves) {
+  if (!e->paused || e->held || e->writing > 0 || e->pressure_moves != e->stall_moves) {
     e->stall_moves = e->pressure_moves;
     e->stall_since = now;
     return;

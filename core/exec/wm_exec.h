@@ -121,6 +121,13 @@ int wm_exec_pending_sources(const wm_exec *exec);
  * negative). When the total passes the high mark (1 MiB by default) every source is paused
  * (its vt->pause(src, exec, 1)); once it falls under the low mark they resume. */
 void wm_exec_pressure(wm_exec *exec, int64_t delta);
+/* Holds the run (on = 1) or lets it go on (0): a hold pauses every source whatever the
+ * backpressure (vt->pause) and fires no timer (periodic work such as watermarks,
+ * processing-time timers, the checkpoint interval) until it ends; timers that came due
+ * meanwhile fire then. The multi-core executor holds a thread that has taken its part of a
+ * stopping checkpoint: nothing past the cut may be emitted (wm_mt.h). */
+void wm_exec_hold(wm_exec *exec, int on);
+int wm_exec_held(const wm_exec *exec);
 /* Whether the sources are paused by backpressure. */
 int wm_exec_paused(const wm_exec *exec);
 /* The bytes the sinks have reported queued (the sum of every delta so far). */

@@ -62,6 +62,12 @@ struct wm_mt_local {
   wm_buf *chan;
   wm_encoder *chan_enc;
   int ck_open;
+  /* a stopping checkpoint (wm_mt.h): the one this thread has cut for and holds at (0:
+   * none), and per source thread what came after the cut, kept unprocessed in the recorded
+   * channels' format for the case that the checkpoint is given up */
+  uint64_t held;
+  wm_buf *hold;
+  wm_encoder *hold_enc;
 };
 
 typedef struct sender {
@@ -261,19 +267,34 @@ static int corrupt(wm_mt_local *l, int from) {
 
 static int local_snapshot(wm_mt_local *l, uint64_t id);
 static int close_channel(wm_mt_local *l, int from);
+static int thaw(wm_mt_local *l);
 
-/* Records a message of thread `from` that came after this thread's cut (wm_mt.h). */
-static int record_msg(wm_mt_local *l, int from, int kind, uint64_t gid, uint64_t chan, int64_t t,
-                      const wm_value *v) {
-  wm_buf *b = &l->chan[from];
+/* Appends a message of thread `from` to b in the recorded channels' format (enc: b's
+ * encoder). */
+static int encode_msg(wm_mt_local *l, wm_buf *b, wm_encoder *enc, int from, int kind, uint64_t gid,
+                      uint64_t chan, int64_t t, const wm_value *v) {
   wm_buf_addc(b, (char)(kind == MSG_RECORD_POS ? MSG_RECORD : kind));
   wm_codec_put_uvar(b, gid);
   wm_codec_put_uvar(b, chan);
   if (kind != MSG_IDLE && kind != MSG_ACTIVE) wm_codec_put_ivar(b, t);
-  if (v && wm_encode_value(&l->chan_enc[from], &l->ch, b, v, &l->ctx->error) != 0)
+  if (v && wm_encode_value(enc, &l->ch, b, v, &l->ctx->error) != 0)
     return wm_ctx_error(l->ctx, "cannot checkpoint a record in flight from thread %d: %s",
                         from + 1, l->ctx->error.msg);
   return b->oom ? wm_ctx_error(l->ctx, "out of memory recording a checkpoint") : WM_OK;
+}
+
+/* Records a message of thread `from` that came after this thread's cut (wm_mt.h); holding
+ * for a stopping checkpoint, also keeps it for later instead of processing it. 1: the message
+ * is to be processed now; 0: it is kept; WM_ERR. */
+static int record_msg(wm_mt_local *l, int from, int kind, uint64_t gid, uint64_t chan, int64_t t,
+                      const wm_value *v) {
+  if (l->rec && l->rec[from] &&
+      encode_msg(l, &l->chan[from], &l->chan_enc[from], from, kind, gid, chan, t, v) != WM_OK)
+    return WM_ERR;
+  if (!l->held) return 1;
+  return encode_msg(l, &l->hold[from], &l->hold_enc[from], from, kind, gid, chan, t, v) != WM_OK
+             ? WM_ERR
+             : 0;
 }
 
 static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, const char *data,
@@ -286,6 +307,8 @@ static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, 
       uint64_t id;
       if (wm_codec_get_uvar(&p, end, &id) != 0) return corrupt(l, from);
       if (!l->ck_on) continue;
+      if (id > l->ck_id && l->held && thaw(l) != WM_OK) return WM_ERR; /* a newer one: the stop
+                                                                          * was given up */
       if (id > l->ck_id && local_snapshot(l, id) != WM_OK) return WM_ERR;
       if (id == l->ck_id && l->rec[from] && close_channel(l, from) != WM_OK) return WM_ERR;
       continue;
@@ -326,9 +349,11 @@ static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, 
       if (wm_decode_value(dec, &l->ctx->host, &l->ch, &p, end, &v, &l->ctx->error) != 0)
         return wm_ctx_error(l->ctx, "thread %d: a record from thread %d: %s", l->self + 1, from + 1,
                             l->ctx->error.msg);
-      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, t, &v) != WM_OK) {
+      int now = record_msg(l, from, kind, gid, chan, t, &v);
+      if (now != 1) {
         wm_value_release(&l->ctx->host, &v);
-        return WM_ERR;
+        if (now == WM_ERR) return WM_ERR;
+        continue;
       }
       l->recv->m.records_out++;
       const wm_pos *outer = l->ctx->pos;
@@ -342,15 +367,19 @@ static int dispatch_bytes(wm_mt_local *l, int from, wm_decoder *dec, inpos *ip, 
     }
     case MSG_WATERMARK:
       if (wm_codec_get_ivar(&p, end, &t) != 0) return corrupt(l, from);
-      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, t, NULL) != WM_OK)
-        return WM_ERR;
+      if ((rc = record_msg(l, from, kind, gid, chan, t, NULL)) != 1) {
+        if (rc == WM_ERR) return WM_ERR;
+        continue;
+      }
       if (t == WM_TIME_MAX) l->ended++;
       rc = wm_op_input_watermark(op, (int)chan, t);
       break;
     case MSG_IDLE:
     case MSG_ACTIVE:
-      if (l->rec && l->rec[from] && record_msg(l, from, kind, gid, chan, 0, NULL) != WM_OK)
-        return WM_ERR;
+      if ((rc = record_msg(l, from, kind, gid, chan, 0, NULL)) != 1) {
+        if (rc == WM_ERR) return WM_ERR;
+        continue;
+      }
       rc = wm_op_input_status(op, (int)chan, kind == MSG_IDLE);
       break;
     default: return corrupt(l, from);
@@ -381,10 +410,15 @@ static int local_snapshot(wm_mt_local *l, uint64_t id) {
     l->rec = calloc((size_t)n, sizeof *l->rec);
     l->chan = calloc((size_t)n, sizeof *l->chan);
     l->chan_enc = calloc((size_t)n, sizeof *l->chan_enc);
-    if (!l->rec || !l->chan || !l->chan_enc) return wm_ctx_error(l->ctx, "out of memory");
+    l->hold = calloc((size_t)n, sizeof *l->hold);
+    l->hold_enc = calloc((size_t)n, sizeof *l->hold_enc);
+    if (!l->rec || !l->chan || !l->chan_enc || !l->hold || !l->hold_enc)
+      return wm_ctx_error(l->ctx, "out of memory");
     for (int t = 0; t < n; t++) {
       wm_buf_init(&l->chan[t]);
       wm_encoder_init(&l->chan_enc[t]);
+      wm_buf_init(&l->hold[t]);
+      wm_encoder_init(&l->hold_enc[t]);
     }
   }
   l->ck_id = id; /* an older checkpoint not finished here is given up */
@@ -401,7 +435,39 @@ static int local_snapshot(wm_mt_local *l, uint64_t id) {
     wm_encoder_init(&l->chan_enc[t]);
     l->ck_open++;
   }
+  if (id == wm_mt_stop_checkpoint(l->job)) {
+    /* the stop's: nothing past the cut may be emitted (it would be emitted again by the run
+     * that resumes from it): the sources pause, no timer fires, and what the other threads
+     * send is kept, not processed (before their barriers it is recorded as well) */
+    l->held = id;
+    wm_exec_hold(l->exec, 1);
+  }
   return l->ck_open == 0 ? l->ck.done(l->ck.ud, id) : WM_OK;
+}
+
+/* The stopping checkpoint this thread holds at was given up (a thread whose inputs had
+ * ended could not take its part): the run goes on, with what was kept meanwhile first. */
+static int thaw(wm_mt_local *l) {
+  l->held = 0;
+  wm_exec_hold(l->exec, 0);
+  int rc = WM_OK;
+  for (int t = 0; t < l->job->n; t++) {
+    if (t == l->self) continue;
+    l->rec[t] = 0; /* the checkpoint is gone: nothing more is recorded for it */
+    wm_buf_clear(&l->chan[t]);
+    if (rc == WM_OK && l->hold[t].oom) rc = wm_ctx_error(l->ctx, "out of memory holding for a stop");
+    if (rc == WM_OK && l->hold[t].len) rc = wm_mt_replay_channel(l, t, l->hold[t].data, l->hold[t].len);
+    wm_buf_clear(&l->hold[t]);
+    wm_encoder_free(&l->hold_enc[t]);
+    wm_encoder_init(&l->hold_enc[t]);
+  }
+  return rc;
+}
+
+/* On a wake-up of a held thread: whether the stopping checkpoint is still the one asked for. */
+static int check_thaw(wm_mt_local *l) {
+  if (!l->held || wm_mt_stop_checkpoint(l->job) == l->held) return WM_OK;
+  return thaw(l);
 }
 
 static int close_channel(wm_mt_local *l, int from) {
@@ -463,8 +529,13 @@ int wm_mt_decode_channel(wm_ctx *ctx, const wm_codec_host *ch, const void *data,
 
 static void check_ckpt_request(wm_mt_local *l) {
   if (!l->ck_on) return;
+  if (check_thaw(l) != WM_OK) {
+    wm_exec_fail(l->exec);
+    return;
+  }
   uint64_t req = atomic_load(&l->job->ck_req);
-  if (req > l->ck_id && local_snapshot(l, req) != WM_OK) wm_exec_fail(l->exec);
+  if (req > l->ck_id && l->held && thaw(l) != WM_OK) wm_exec_fail(l->exec);
+  else if (req > l->ck_id && local_snapshot(l, req) != WM_OK) wm_exec_fail(l->exec);
 }
 
 static void close_handles(wm_mt_local *l) {
@@ -479,7 +550,7 @@ static void close_handles(wm_mt_local *l) {
 }
 
 static void check_done(wm_mt_local *l) {
-  if (l->done || l->stopping || !l->started || l->ended < l->nremote) return;
+  if (l->done || l->stopping || !l->started || l->held || l->ended < l->nremote) return;
   for (int t = 0; t < l->job->n; t++)
     if (t != l->self && (l->out[t].cur.len || l->out[t].head)) return;
   if (wm_exec_pending_sources(l->exec) > 1) return; /* a local source still runs */
@@ -684,7 +755,11 @@ void wm_mt_local_free(wm_mt_local *l) {
     wm_buf_free(&l->inp[t].unit);
     if (l->chan) wm_buf_free(&l->chan[t]);
     if (l->chan_enc) wm_encoder_free(&l->chan_enc[t]);
+    if (l->hold) wm_buf_free(&l->hold[t]);
+    if (l->hold_enc) wm_encoder_free(&l->hold_enc[t]);
   }
+  free(l->hold);
+  free(l->hold_enc);
   free(l->rec);
   free(l->chan);
   free(l->chan_enc);

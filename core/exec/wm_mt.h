@@ -70,7 +70,13 @@ wm_op *wm_mt_sender_new(wm_mt_local *l, const char *name, const char *from, int 
  * every other thread's barrier has arrived, the thread's part is complete. No input is
  * ever blocked, so the threads' graph may have cycles (two threads exchanging records both
  * ways) without deadlock. A restore replays each recorded channel into its operators
- * before the run. */
+ * before the run.
+ * The checkpoint that stops the job (SIGTERM, wm_mt_request_stop_checkpoint) differs in one
+ * thing: a thread that has cut for it holds (wm_exec_hold: its sources pause, no timer
+ * fires) and processes nothing more: what the other threads send is kept (and, before their
+ * barriers, recorded as usual), so nothing past the cut is emitted, which the resumed run
+ * would emit again. Should the stop be given up (wm_mt_cancel_stop_checkpoint), the thread
+ * processes what it kept and goes on. */
 typedef struct wm_mt_ckpt_hooks {
   /* This thread's snapshot for checkpoint id (between two events): the coordinator writes
    * the thread's parts. WM_OK or WM_ERR (ctx->error; the job fails). */

@@ -45,6 +45,8 @@ wm_mt_job *wm_mt_job_new(int n, size_t queue_batches, wm_error *err) {
   for (int i = 0; i < n; i++)
     if (uv_mutex_init(&j->w[i].mu) != 0) abort();
   atomic_init(&j->state, 0);
+  atomic_init(&j->ck_req, 0);
+  atomic_init(&j->ck_stop, 0);
   return j;
 }
 
@@ -88,6 +90,19 @@ void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id) {
   }
   for (int t = 0; t < j->n; t++) wm_mt_wake(j, t);
 }
+
+void wm_mt_request_stop_checkpoint(wm_mt_job *j, uint64_t id) {
+  atomic_store(&j->ck_stop, id); /* before the request: whoever learns of id sees it */
+  wm_mt_request_checkpoint(j, id);
+}
+
+void wm_mt_cancel_stop_checkpoint(wm_mt_job *j, uint64_t id) {
+  uint64_t cur = id;
+  if (id && atomic_compare_exchange_strong(&j->ck_stop, &cur, 0))
+    for (int t = 0; t < j->n; t++) wm_mt_wake(j, t);
+}
+
+uint64_t wm_mt_stop_checkpoint(wm_mt_job *j) { return atomic_load(&j->ck_stop); }
 
 int wm_mt_job_threads(const wm_mt_job *j) { return j->n; }
 

@@ -40,6 +40,7 @@ struct wm_mt_job {
   wm_error err;      /* the first failure, copied in by wm_mt_job_fail */
   uv_mutex_t out_mu;
   _Atomic uint64_t ck_req; /* the newest checkpoint asked for */
+  _Atomic uint64_t ck_stop; /* the checkpoint that stops the job (SIGTERM); 0: none */
   void *shared;            /* the coordinators' (wm_mt_job_shared) */
   wm_mboard *board;        /* every thread's metrics snapshots (wm_mt_job_board) */
   void (*shared_free)(void *);
@@ -85,6 +86,15 @@ void wm_mt_job_unlock(wm_mt_job *j);
 void *wm_mt_job_shared(wm_mt_job *j, void *(*make)(void *arg), void *arg, void (*free_fn)(void *));
 /* Asks every thread for checkpoint id (ids increase); wakes them. */
 void wm_mt_request_checkpoint(wm_mt_job *j, uint64_t id);
+
+/* Asks every thread for checkpoint id as the one that stops the job (SIGTERM): a thread
+ * that has taken its part of it holds (wm_mt.h, "checkpoints"). */
+void wm_mt_request_stop_checkpoint(wm_mt_job *j, uint64_t id);
+/* Checkpoint id will not complete (it was given up): if it was the stopping one, the
+ * threads holding for it go on (they are woken). */
+void wm_mt_cancel_stop_checkpoint(wm_mt_job *j, uint64_t id);
+/* The stopping checkpoint asked for (0: none, or given up). */
+uint64_t wm_mt_stop_checkpoint(wm_mt_job *j);
 
 /* A stop after a checkpoint (SIGTERM): every thread stops as wm_exec_stop_saved does. */
 void wm_mt_job_saved(wm_mt_job *j);

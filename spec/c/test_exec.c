@@ -422,6 +422,97 @@ static void test_periodic_hook(void) {
   wm_exec_free(e);
 }
 
+/* ---- a hold (a thread that has cut for a stopping checkpoint) -----------------------------
+ * wm_exec_hold pauses every source whatever the backpressure, and no periodic work nor
+ * processing-time timer runs until it ends; then the sources resume (unless backpressure
+ * still pauses them) and a timer that came due meanwhile fires. */
+
+typedef struct ptop {
+  int fired;
+} ptop;
+static int pt_fire(wm_op *op, int64_t t) {
+  (void)t;
+  ((ptop *)op->impl)->fired++;
+  return WM_OK;
+}
+static const wm_op_vt ptop_vt = {.kind = "pt", .processing_time = pt_fire};
+
+typedef struct holdcheck {
+  wm_exec *e;
+  ticker *k;
+  ptop *pt;
+  int checked;
+} holdcheck;
+
+static void on_hold_check(uv_timer_t *t) {
+  holdcheck *h = t->data;
+  /* 40 ms held: the 2 ms ticker never ran, the 5 ms timer never fired */
+  CHECK_I64(h->k->calls, 0);
+  CHECK_I64(h->pt->fired, 0);
+  h->checked = 1;
+  wm_exec_hold(h->e, 0);
+  CHECK(!wm_exec_held(h->e));
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void test_hold(void) {
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_exec_config cfg = {.pressure_high = 1000, .pressure_low = 250};
+  wm_exec *e = wm_exec_new(&ctx, &cfg);
+  fakesrc a = {.e = e}, b = {.e = e};
+  ticker k = {.e = e, .src = &a, .period = 2};
+  ptop pt = {0};
+  wm_op *oa = wm_op_new(&ctx, &fake_vt, &a, "source a");
+  wm_op *ob = wm_op_new(&ctx, &fake_vt, &b, "source b");
+  wm_op *ok = wm_op_new(&ctx, &tick_vt, &k, "ticker");
+  wm_op *op = wm_op_new(&ctx, &ptop_vt, &pt, "timers");
+  a.op = oa;
+  b.op = ob;
+  CHECK(oa && ob && ok && op && wm_ctx_prepare(&ctx) == WM_OK);
+  CHECK(wm_exec_add_source(e, oa, &fake_svt) == 0 && wm_exec_add_source(e, ob, &fake_svt) == 0);
+  /* held: paused once, and backpressure coming and going resumes nothing */
+  wm_exec_hold(e, 1);
+  CHECK(wm_exec_held(e) && a.paused && b.paused);
+  wm_exec_pressure(e, 2000);
+  wm_exec_pressure(e, -2000);
+  CHECK(a.paused && b.paused && !wm_exec_paused(e));
+  CHECK_I64(a.pauses, 1);
+  CHECK_I64(a.resumes, 0);
+  wm_exec_hold(e, 0);
+  CHECK(!a.paused && !b.paused);
+  CHECK_I64(a.resumes, 1);
+  /* paused by backpressure: a hold that ends leaves them paused until the pressure falls */
+  wm_exec_pressure(e, 2000);
+  wm_exec_hold(e, 1);
+  wm_exec_hold(e, 0);
+  CHECK(a.paused && b.paused && wm_exec_paused(e));
+  CHECK_I64(a.pauses, 2);
+  wm_exec_pressure(e, -2000);
+  CHECK(!a.paused && !b.paused);
+  /* a run that starts held: no periodic work, no processing-time timer until the hold ends
+   * (40 ms later); then the ticker ends the run on its third call, the timer has fired */
+  wm_exec_hold(e, 1);
+  CHECK(wm_ctx_register_processing_timer(&ctx, op, wm_ctx_now(&ctx) + 5) == WM_OK);
+  CHECK(uv_async_init(wm_exec_loop(e), &a.keep, NULL) == 0);
+  a.keep_open = 1;
+  holdcheck hc = {.e = e, .k = &k, .pt = &pt};
+  uv_timer_t check;
+  CHECK(uv_timer_init(wm_exec_loop(e), &check) == 0);
+  check.data = &hc;
+  CHECK(uv_timer_start(&check, on_hold_check, 40, 0) == 0);
+  wm_io_source_done(wm_exec_host(e), ob); /* b has ended: a and the ticker end the run */
+  int rc = wm_exec_run(e);
+  if (rc != WM_OK) fprintf(stderr, "  %s\n", wm_ctx_errtext(&ctx));
+  CHECK(rc == WM_OK);
+  CHECK(hc.checked);
+  CHECK_I64(k.calls, 3);
+  CHECK_I64(pt.fired, 1);
+  uv_run(wm_exec_loop(e), UV_RUN_NOWAIT);
+  wm_ctx_free(&ctx);
+  wm_exec_free(e);
+}
+
 void test_exec(void) {
   char dir[] = "/tmp/wm_test_exec.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -436,4 +527,5 @@ void test_exec(void) {
   test_stall(0);
   test_stall(1);
   test_periodic_hook();
+  test_hold();
 }

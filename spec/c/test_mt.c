@@ -7,6 +7,8 @@
 
 #include "base/wm_codec.h"
 #include "base/wm_spsc.h"
+#include "exec/wm_mt.h"
+#include "io/wm_source.h"
 #include "test.h"
 
 static void test_spsc_basic(void) {
@@ -287,7 +289,210 @@ static void test_codec_reuse(void) {
   wm_decoder_free(&d); /* releases the kept row (ASan: nothing leaks) */
 }
 
+/* ---- a stopping checkpoint on two threads --------------------------------------------------
+ * Thread 1 has a source that emits 1, 2, 3, ... (5 every millisecond while not paused) to an
+ * operator on thread 2, which counts them. Checkpoint 1 is asked for as the stop's
+ * (wm_mt_request_stop_checkpoint). Once both threads have taken their parts, each must emit
+ * and process nothing more: the source has emitted exactly what it had at its cut, the
+ * operator has processed exactly what it had at its cut, and what it had plus the records of
+ * the channel state is what the source had emitted at its cut (none lost, none twice).
+ * Without the hold the source goes on, and thread 2 processes what comes after its cut.
+ * Then (stop = 0) the stop is given up instead: the threads go on, thread 2 first processing
+ * what it kept, and sees 1..N in order, each once. */
+
+enum { STOP_N = 3000 };
+
+typedef struct stopjob stopjob;
+
+typedef struct stopthr {
+  stopjob *job;
+  int t;
+  wm_ctx ctx;
+  wm_exec *exec;
+  wm_mt_local *l;
+  /* thread 1: the source */
+  wm_op *src;
+  uv_timer_t tick;
+  int paused, ended;
+  int64_t emitted, emitted_at_cut;
+  /* thread 2: the counter */
+  int64_t seen, seen_at_cut, chan_records, out_of_order;
+  int done;
+  uv_thread_t th;
+} stopthr;
+
+struct stopjob {
+  wm_mt_job *j;
+  stopthr thr[2];
+  int stop;       /* 1: the stop completes (job saved); 0: it is given up */
+  _Atomic int done, ready;
+  _Atomic int64_t seen; /* thread 2's count, for the main thread */
+  _Atomic int ticks;    /* the source's timer, paused or not */
+  int ticks_from;
+};
+
+static void stop_tick(uv_timer_t *h) {
+  stopthr *s = h->data;
+  atomic_fetch_add(&s->job->ticks, 1);
+  for (int k = 0; k < 5 && !s->paused && !s->ended; k++) {
+    wm_value v = wm_int(++s->emitted);
+    CHECK(wm_op_emit(s->src, 0, &v, 0) == WM_OK);
+    if (s->emitted == STOP_N) {
+      s->ended = 1;
+      uv_timer_stop(&s->tick);
+      wm_io_source_done(wm_exec_host(s->exec), s->src);
+    }
+  }
+}
+static int stop_src_start(wm_op *op, wm_io_host *host) {
+  (void)host;
+  stopthr *s = op->impl;
+  return uv_timer_start(&s->tick, stop_tick, 1, 1) == 0 ? WM_OK : WM_ERR;
+}
+static void stop_src_stop(wm_op *op, wm_io_host *host, int finish) {
+  (void)host;
+  (void)finish;
+  stopthr *s = op->impl;
+  uv_timer_stop(&s->tick);
+}
+static void stop_src_pause(wm_op *op, wm_io_host *host, int paused) {
+  (void)host;
+  ((stopthr *)op->impl)->paused = paused;
+}
+static const wm_source_vt stop_src_svt = {.start = stop_src_start, .stop = stop_src_stop,
+                                          .pause = stop_src_pause};
+static const wm_op_vt stop_src_vt = {.kind = "numbers", .record = wm_source_record};
+
+static int stop_count(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
+  (void)chan;
+  (void)ts;
+  stopthr *s = op->impl;
+  if (rec->type != WM_INT || rec->u.i != s->seen + 1) s->out_of_order++;
+  s->seen++;
+  atomic_store(&s->job->seen, s->seen);
+  return WM_OK;
+}
+static const wm_op_vt stop_count_vt = {.kind = "count", .record = stop_count};
+
+static int stop_hook_snapshot(void *ud, uint64_t id) {
+  stopthr *s = ud;
+  CHECK_I64((int64_t)id, 1);
+  s->emitted_at_cut = s->emitted;
+  s->seen_at_cut = s->seen;
+  return WM_OK;
+}
+static int chan_msg(void *ud, int kind, uint32_t gid, int chan, int64_t t, const wm_value *rec) {
+  (void)gid;
+  (void)chan;
+  (void)t;
+  stopthr *s = ud;
+  if (kind == WM_MT_RECORD) {
+    if (rec->type != WM_INT || rec->u.i != s->seen_at_cut + s->chan_records + 1) s->out_of_order++;
+    s->chan_records++;
+  }
+  return WM_OK;
+}
+static int stop_hook_channel(void *ud, uint64_t id, int from, const void *data, size_t len) {
+  stopthr *s = ud;
+  CHECK_I64((int64_t)id, 1);
+  CHECK_I64(from, 0);
+  return wm_mt_decode_channel(&s->ctx, &(wm_codec_host){0}, data, len, chan_msg, s);
+}
+static int stop_hook_done(void *ud, uint64_t id) {
+  stopthr *s = ud;
+  CHECK_I64((int64_t)id, 1);
+  s->done = 1;
+  atomic_fetch_add(&s->job->done, 1);
+  return WM_OK;
+}
+
+static void stop_thread(void *arg) {
+  stopthr *s = arg;
+  stopjob *J = s->job;
+  wm_ctx_init(&s->ctx);
+  wm_exec_config cfg = {.stall_timeout = -1};
+  s->exec = wm_exec_new(&s->ctx, &cfg);
+  wm_codec_host ch = {0};
+  s->l = s->exec ? wm_mt_local_new(J->j, s->t, s->exec, &ch) : NULL;
+  int ok = s->l != NULL;
+  if (ok && s->t == 0) {
+    s->src = wm_op_new(&s->ctx, &stop_src_vt, s, "numbers");
+    wm_op *snd = wm_mt_sender_new(s->l, "to thread 2", "numbers", 1, 0, 0);
+    ok = s->src && snd && wm_op_connect(s->src, 0, snd) >= 0 &&
+         uv_timer_init(wm_exec_loop(s->exec), &s->tick) == 0;
+    s->tick.data = s;
+    if (ok) ok = wm_exec_add_source(s->exec, s->src, &stop_src_svt) == 0;
+  } else if (ok) {
+    wm_op *cnt = wm_op_new(&s->ctx, &stop_count_vt, s, "count");
+    ok = cnt && wm_mt_set_target(s->l, 0, cnt) == 0;
+    if (cnt) cnt->nin++; /* its channel 0 is the remote one */
+    wm_mt_add_remote_input(s->l);
+  }
+  ok = ok && wm_ctx_prepare(&s->ctx) == WM_OK;
+  CHECK(ok);
+  if (ok) {
+    wm_mt_ckpt_hooks h = {.snapshot = stop_hook_snapshot, .put_channel = stop_hook_channel,
+                          .done = stop_hook_done, .ud = s};
+    wm_mt_set_checkpoints(s->l, &h);
+  }
+  CHECK(wm_mt_job_barrier(J->j, s->t, ok, 0) == 0);
+  if (ok) {
+    atomic_fetch_add(&J->ready, 1);
+    int rc = wm_exec_run(s->exec);
+    if (rc != WM_OK) fprintf(stderr, "  thread %d: %s\n", s->t + 1, wm_ctx_errtext(&s->ctx));
+    CHECK(rc == WM_OK);
+  }
+  wm_mt_local_free(s->l);
+  wm_ctx_free(&s->ctx);
+  wm_exec_free(s->exec);
+}
+
+static void wait_until(int (*fn)(stopjob *), stopjob *J) {
+  for (int i = 0; i < 20000 && !fn(J); i++) uv_sleep(1);
+}
+static int seen_some(stopjob *J) { return atomic_load(&J->seen) >= 200; }
+static int both_done(stopjob *J) { return atomic_load(&J->done) == 2; }
+static int ticked(stopjob *J) { return atomic_load(&J->ticks) >= J->ticks_from + 20; }
+
+static void test_stop_hold(int stop) {
+  stopjob J = {.stop = stop};
+  wm_error err;
+  J.j = wm_mt_job_new(2, 64, &err);
+  CHECK(J.j != NULL);
+  if (!J.j) return;
+  for (int t = 0; t < 2; t++) {
+    J.thr[t].job = &J;
+    J.thr[t].t = t;
+    CHECK(uv_thread_create(&J.thr[t].th, stop_thread, &J.thr[t]) == 0);
+  }
+  wait_until(seen_some, &J); /* running, records crossing */
+  wm_mt_request_stop_checkpoint(J.j, 1);
+  wait_until(both_done, &J);
+  CHECK(both_done(&J));
+  /* 20 ticks of the source's timer held: without the hold it would emit 5 records a tick */
+  J.ticks_from = atomic_load(&J.ticks);
+  wait_until(ticked, &J);
+  CHECK(ticked(&J));
+  if (stop) wm_mt_job_saved(J.j);
+  else wm_mt_cancel_stop_checkpoint(J.j, 1);
+  for (int t = 0; t < 2; t++) uv_thread_join(&J.thr[t].th);
+  stopthr *a = &J.thr[0], *b = &J.thr[1];
+  CHECK_I64(b->out_of_order, 0);
+  CHECK(a->emitted_at_cut > 0 && a->emitted_at_cut < STOP_N);
+  if (stop) {
+    CHECK_I64(a->emitted, a->emitted_at_cut); /* nothing past the cut */
+    CHECK_I64(b->seen, b->seen_at_cut);
+    CHECK_I64(b->seen_at_cut + b->chan_records, a->emitted_at_cut); /* none lost */
+  } else {
+    CHECK_I64(a->emitted, STOP_N);
+    CHECK_I64(b->seen, STOP_N); /* what was kept, then the rest: 1..N in order */
+  }
+  wm_mt_job_free(J.j);
+}
+
 void test_mt(void) {
+  test_stop_hold(1);
+  test_stop_hold(0);
   test_spsc_basic();
   test_spsc_threads();
   test_codec();
