@@ -648,7 +648,15 @@ static int date_format(wm_rexpr *x, const rnode *n, int64_t ts, wm_value *out, w
     switch (p->kind) {
     case 0: wm_buf_add(b, n->ptext + p->at, (size_t)p->width); continue;
     case 'a': wm_buf_adds(b, hour < 12 ? "AM" : "PM"); continue;
-    case 'S': snprintf(t, sizeof t, "%03d", (int)ms); wm_buf_add(b, t, (size_t)p->width); continue;
+    case 'S':
+      if (p->width <= 3) { /* (the common case without snprintf: the same bytes) */
+        char d[3] = {(char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10)};
+        wm_buf_add(b, d, (size_t)p->width);
+        continue;
+      }
+      snprintf(t, sizeof t, "%03d", (int)ms);
+      wm_buf_add(b, t, (size_t)p->width);
+      continue;
     case 'y': v = p->width == 2 ? year - floor_div(year, 100) * 100 : year; break;
     case 'M': v = month; break;
     case 'd': v = day; break;
@@ -659,6 +667,14 @@ static int date_format(wm_rexpr *x, const rnode *n, int64_t ts, wm_value *out, w
     }
     /* string.format("%0<w>d", v): Lua takes a width of two digits at most */
     if (p->width > 99) return bad(n, err, "DATE_FORMAT: a field of more than 99 letters");
+    if (v >= 0 && p->width <= 20) { /* (the common case without snprintf: the same bytes) */
+      int at = 20;
+      char d[20];
+      do d[--at] = (char)('0' + v % 10), v /= 10; while (v > 0);
+      while (at > 20 - p->width) d[--at] = '0';
+      wm_buf_add(b, d + at, (size_t)(20 - at));
+      continue;
+    }
     snprintf(t, sizeof t, "%0*lld", p->width, (long long)v);
     wm_buf_adds(b, t);
   }
