@@ -81,6 +81,7 @@ build = {
         "core/ops/wm_agg.c",
         "core/ops/wm_sqlagg.c",
         "core/ops/wm_sqlrank.c",
+        "core/ops/wm_sqlfspart.c",
         "core/ops/wm_keyedop.c",
         "core/ops/wm_ijoin.c",
         "core/ops/wm_keyidx.c",

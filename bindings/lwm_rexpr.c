@@ -8,6 +8,7 @@
 #include "lwm_rexpr.h"
 #include "ops/wm_rexpr.h"
 #include "ops/wm_sqlfmt.h"
+#include "ops/wm_sqlfspart.h"
 
 /* node i of the program table at prog: added to x; its index, or -1 with the message in buf */
 static int read_node(lua_State *L, int prog, lua_Integer i, wm_rexpr *x, const int *map, char *buf,
@@ -190,9 +191,68 @@ static int build_format(lwm_bridge *B, int node, const char *name, const char *w
   return 1;
 }
 
+/* The strings and kinds of node[names_key] and node[kinds_key] (borrowed strings: the plan
+ * keeps them); their count, or -1 (out of memory: -2, a bad entry). */
+static int names_kinds(lua_State *L, int node, const char *names_key, const char *kinds_key, const char ***names,
+                       uint8_t **kinds) {
+  lua_getfield(L, node, names_key);
+  lua_getfield(L, node, kinds_key);
+  int n = lua_istable(L, -2) ? (int)lua_rawlen(L, -2) : 0;
+  *names = calloc((size_t)n + 1, sizeof **names);
+  *kinds = malloc((size_t)n + 1);
+  int rc = !*names || !*kinds ? -1 : n;
+  for (int i = 0; rc >= 0 && i < n; i++) {
+    lua_rawgeti(L, -2, i + 1);
+    (*names)[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, -1, i + 1);
+    lua_Integer k = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (!(*names)[i] || k < 0 || k > WM_FSP_STRING) rc = -2;
+    else (*kinds)[i] = (uint8_t)k;
+  }
+  lua_pop(L, 2);
+  return rc;
+}
+
+/* "sql_fs_partitioned" (lua/wm/sql/connectors.lua): path, cols + col_kinds (the partition
+ * columns), fields + kinds (the lines' columns), delim, null_literal, partition_time,
+ * success, delay, rollover, check (ms), pattern, what */
+static int build_fspart(lwm_bridge *B, int node, const char *name, const char *where, wm_op **op) {
+  lua_State *L = B->L;
+  const char **cols = NULL, **fields = NULL;
+  uint8_t *ck = NULL, *fk = NULL;
+  int nc = names_kinds(L, node, "cols", "col_kinds", &cols, &ck);
+  int nf = nc < 0 ? nc : names_kinds(L, node, "fields", "kinds", &fields, &fk);
+  *op = NULL;
+  if (nc == -1 || nf == -1) wm_ctx_error(&B->ctx, "out of memory");
+  else if (nc < 0 || nf < 0) wm_ctx_error(&B->ctx, "%s: building '%s': a bad column name or kind", where ? where : "?", name);
+  else {
+    const char *delim = lwm_get_str(L, node, "delim");
+    lua_getfield(L, node, "partition_time");
+    int pt = lua_toboolean(L, -1);
+    lua_getfield(L, node, "success");
+    int success = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    wm_fspart_config cfg = {.path = lwm_get_str(L, node, "path"), .ncols = nc, .cols = cols, .col_kinds = ck,
+                            .nfields = nf, .fields = fields, .kinds = fk, .delim = delim && delim[0] ? delim[0] : ',',
+                            .null_literal = lwm_get_str(L, node, "null_literal"), .partition_time = pt,
+                            .success = success, .delay = lwm_get_int(L, node, "delay", 0),
+                            .rollover = lwm_get_int(L, node, "rollover", 0), .check = lwm_get_int(L, node, "check", 60000),
+                            .pattern = lwm_get_str(L, node, "pattern"), .what = lwm_get_str(L, node, "what")};
+    *op = wm_fspart_new(&B->ctx, name, &cfg);
+  }
+  free(cols);
+  free(fields);
+  free(ck);
+  free(fk);
+  return 1;
+}
+
 int lwm_build_rexpr(lwm_bridge *B, int node, const char *kind, const char *name, const char *where,
                     wm_op **op) {
   if (strcmp(kind, "sql_format") == 0) return build_format(B, node, name, where, op);
+  if (strcmp(kind, "sql_fs_partitioned") == 0) return build_fspart(B, node, name, where, op);
   if (strcmp(kind, "sql_rows") != 0) return 0;
   return build(B, node, name, where, op);
 }

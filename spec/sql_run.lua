@@ -7,8 +7,8 @@ local M = {}
 
 --- Writes `files` ({name = text}) and job.sql into a new folder, runs wmrun there.
 -- `opts.prepare(dir)` runs before wmrun, `opts.after(dir)` after it; `opts.args` are more
--- options of wmrun. Returns stdout, stderr with the folder's path taken out of it, and the
--- exit code.
+-- options of wmrun, `opts.env` variables set for it ("WMRUN_SQL_FS_SINK=lua"). Returns
+-- stdout, stderr with the folder's path taken out of it, and the exit code.
 function M.run(sql, files, opts)
   opts = opts or {}
   local dir = h.tmpdir()
@@ -20,7 +20,8 @@ function M.run(sql, files, opts)
     f:close()
   end
   if opts.prepare then opts.prepare(dir) end
-  local out, err, code = h.wmrun((opts.args and opts.args .. " " or "") .. "--sql '" .. dir .. "/job.sql'")
+  local out, err, code = h.sh((opts.env and opts.env .. " " or "") .. h.wmrun_path() .. " "
+    .. (opts.args and opts.args .. " " or "") .. "--sql '" .. dir .. "/job.sql'")
   if opts.after then opts.after(dir) end
   os.execute("rm -rf '" .. dir .. "'")
   local d = dir:gsub("%p", "%%%0")

@@ -56,6 +56,7 @@ extern test_stats T;
 
 void test_time(void);
 void test_sqlagg(void);
+void test_sqlfspart(void);
 void test_io(void);
 void test_exec(void);
 void test_conn(void);

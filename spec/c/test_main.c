@@ -22,6 +22,7 @@ static const struct {
     {"ijoin", test_ijoin},
     {"sqljoin", test_sqljoin},
     {"sqlrank", test_sqlrank},
+    {"sqlfspart", test_sqlfspart},
     {"sessions", test_sessions}, {"mt", test_mt},
     {"ckpt", test_ckpt},       {"ckstore", test_ckpt_store},       {"graph", test_graph},   {"io", test_io},
     {"snapshot", test_snapshot}, {"pool", test_pool},

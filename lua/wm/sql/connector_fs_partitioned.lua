@@ -18,7 +18,13 @@
 -- the same names: no row is lost, none doubled when the rolls fall at the same rows again (the
 -- end of input; commits by a per-row watermark); a roll at another row (a periodic watermark,
 -- the rollover interval) may leave a file of the first run beside them (docs/sql.md).
+--
+-- A 'csv' table whose columns are of the types in C_KIND is written by the C operator
+-- core/ops/wm_sqlfspart.c instead (`M.c_sink`), which writes the same files; `M.sink` below
+-- stays the reference, and writes every table with WMRUN_SQL_FS_SINK=lua.
 -- @module wm.sql.connector_fs_partitioned
+local base = require("wm.base")
+
 local M = {}
 
 --- The options this sink takes, with their checks (called by wm.sql.connectors).
@@ -95,6 +101,31 @@ function M.check(p, t, parse_ms)
   end
   cfg.pattern = pat
   t.fs_partition = cfg
+end
+
+-- how the C sink writes a column of each type (core/ops/wm_sqlfspart.h, wm_fsp_kind): the
+-- types whose values it formats as values.to_string does; a table with others is the Lua sink's
+local C_KIND = {STRING = 3, INT = 0, BIGINT = 0, DOUBLE = 0, BOOLEAN = 1, TIMESTAMP = 2, TIMESTAMP_LTZ = 2}
+
+--- The sink in C (core/ops/wm_sqlfspart.h), writing the files `M.sink` writes: for a 'csv'
+-- table of the types in C_KIND, unless WMRUN_SQL_FS_SINK=lua. `t` is the table, `cols` the
+-- columns of the lines, `types` every column's type by name, `what` the errors' start.
+-- Returns the sink, or nil (then M.sink writes the table).
+function M.c_sink(stream, path, cfg, t, cols, types, what)
+  if os.getenv("WMRUN_SQL_FS_SINK") == "lua" or t.props.format == "json" then return nil end
+  local node = {path = path, cols = {}, col_kinds = {}, fields = {}, kinds = {}, delim = t.delimiter or ",",
+    null_literal = t.props["csv.null-literal"] or "", partition_time = cfg.trigger == "partition-time",
+    success = cfg.success, delay = cfg.delay, rollover = cfg.rollover, check = cfg.check, pattern = cfg.pattern,
+    what = what, name = "write partitions (" .. path .. ")", parallelism = 1}
+  for i, c in ipairs(cfg.cols) do
+    node.cols[i], node.col_kinds[i] = c, C_KIND[types[c]]
+    if not node.col_kinds[i] then return nil end
+  end
+  for i, c in ipairs(cols) do
+    node.fields[i], node.kinds[i] = c.name, C_KIND[c.type]
+    if not node.kinds[i] then return nil end
+  end
+  return base.sink(stream, "sql_fs_partitioned", node)
 end
 
 --- Writes `stream` (rows) into the partitioned folder `path`: `fmt(row)` is a row's line (the

@@ -669,9 +669,11 @@ function M.sink(p, t, rel, st, print_changelog)
     local types = {}
     for _, col in ipairs(rel.cols) do types[col.name] = col.type end
     local where = p.src.name .. ":" .. errors.line_col(p.src.text, st.pos)
-    FS_PARTITIONED.sink(rel.stream, resolve_path(p, (t.props.path:gsub("^file://", ""):gsub("(.)/+$", "%1"))),
-      part, fmt, function(v, name) return values.to_string(v, types[name]) end, values.parse_timestamp,
-      function(msg) error("table '" .. t.name .. "' (INSERT INTO at " .. where .. "): " .. msg, 0) end)
+    local path = resolve_path(p, (t.props.path:gsub("^file://", ""):gsub("(.)/+$", "%1")))
+    local what = "table '" .. t.name .. "' (INSERT INTO at " .. where .. ")"
+    if FS_PARTITIONED.c_sink(rel.stream, path, part, t, cols, types, what) then return end
+    FS_PARTITIONED.sink(rel.stream, path, part, fmt, function(v, name) return values.to_string(v, types[name]) end,
+      values.parse_timestamp, function(msg) error(what .. ": " .. msg, 0) end)
     return
   end
   local path = resolve_path(p, t.props.path)
