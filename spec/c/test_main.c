@@ -21,6 +21,7 @@ static const struct {
     {"keyedop", test_keyedop}, {"winmerge", test_winmerge},
     {"ijoin", test_ijoin},
     {"sqljoin", test_sqljoin},
+    {"sqllookup", test_sqllookup},
     {"sqlrank", test_sqlrank},
     {"sessions", test_sessions}, {"mt", test_mt},
     {"ckpt", test_ckpt},       {"ckstore", test_ckpt_store},       {"graph", test_graph},   {"io", test_io},
