@@ -301,3 +301,41 @@ SELECT s, SUM(x) + 1 AS t1, MAX(x) AS m FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts
     assert.are.equal(lout, out) -- (row for row, in the same order)
   end)
 end)
+
+describe("SQL lookup joins in C: checkpoints", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmdir(dir) end)
+
+  it("a job stopped by SIGTERM and resumed from its checkpoint prints what one run (and Lua) prints", function()
+    -- the operator checkpoints nothing (as the Lua path): the resumed run reads the table again
+    -- at its first probe row and goes on with the same rows
+    write(dir .. "/side.csv", SIDE)
+    local job = ([[
+local wm = require("wm")
+local env = wm.env{}
+local s = env:generate(function(i)
+    if i == 300 and RATE then io.stderr:write("started\n") end
+    return {id = i, k = i % 9 - 1}
+  end, {count = 2000, rate = RATE}):set_parallelism(1)
+env:create_temporary_view("O", s, {"id:INT", "k:BIGINT"})
+env:execute_sql("CREATE TABLE side (k BIGINT, name STRING, v STRING) WITH ('connector' = 'filesystem', "
+  .. "'path' = 'SIDE', 'format' = 'csv')")
+env:execute_sql("EXPLAIN_SELECT o.id, s.v FROM (SELECT *, PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME AS OF "
+  .. "o.p AS s ON MOD(o.k, 7) = s.k")
+env:execute()
+]]):gsub("SIDE", dir .. "/side.csv")
+    local explain = h.run_job((job:gsub("EXPLAIN_", "EXPLAIN "):gsub("RATE", "nil")))
+    assert.matches("sql_lookup lookup join (side)", explain, 1, true)
+    job = job:gsub("EXPLAIN_", "")
+    local ref, part, rest = sql_run.stop_and_resume(dir, job)
+    assert.is_true(#rest > 0)
+    assert.are.equal(ref, part .. rest)
+    local p = dir .. "/lua.lua"
+    write(p, (job:gsub("RATE", "nil")))
+    local lua_out, err, code = h.sh("WMRUN_SQL_LOOKUP=lua WMRUN_SQL_PROCTIME=lua " .. h.wmrun_path() .. " "
+      .. h.shell_quote(p))
+    assert.are.equal(0, code, err)
+    assert.are.equal(lua_out, ref)
+  end)
+end)
