@@ -263,42 +263,47 @@ describe("windowed GROUP BY keys that may be NULL, keyed in C", function()
   it("give the rows worked out by hand, and the Lua path's (WMRUN_SQL_AGG=lua)", function()
     local files = {["t.csv"] = "1,a,10,2020-01-01 00:00:01\n,a,5,2020-01-01 00:00:02\n1,,7,2020-01-01 00:00:03\n"
       .. ",,1,2020-01-01 00:00:04\n1,a,3,2020-01-01 00:00:12\n"}
-    local q = [[
+    local ddl = [[
 SET 'pipeline.auto-watermark-interval' = '0';
 CREATE TABLE T (k INT, s STRING, x BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem',
   'path' = 't.csv', 'format' = 'csv');
 CREATE VIEW V AS SELECT k, CASE WHEN s = '' THEN NULL ELSE s END AS s, x, ts FROM T;
-SELECT k, COUNT(*) AS n, window_start FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-  GROUP BY k, window_start, window_end;
-SELECT k, s, COUNT(*) AS n, SUM(x) AS t, window_end FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-  GROUP BY k, s, window_start, window_end;
-SELECT s, SUM(x) + 1 AS t1, MAX(x) AS m FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-  GROUP BY s, window_start, window_end;
 ]]
+    local queries = {
+      "SELECT k, COUNT(*) AS n, window_start FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10' SECOND))"
+        .. " GROUP BY k, window_start, window_end;",
+      "SELECT k, s, COUNT(*) AS n, SUM(x) AS t, window_end FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10'"
+        .. " SECOND)) GROUP BY k, s, window_start, window_end;",
+      "SELECT s, SUM(x) + 1 AS t1, MAX(x) AS m FROM TABLE(TUMBLE(TABLE V, DESCRIPTOR(ts), INTERVAL '10' SECOND))"
+        .. " GROUP BY s, window_start, window_end;",
+    }
     -- COUNT(*) by k: [0 s, 10 s) k 1 twice, NULL twice; [10 s, 20 s) k 1 once. By k, s with
     -- SUM(x): each row of the first window its own group. By s: a 10 + 5 (+ 1), NULL 7 + 1.
     local want = {
-      "+I[1, 2, 2020-01-01 00:00:00.000]", "+I[<NULL>, 2, 2020-01-01 00:00:00.000]",
-      "+I[1, 1, 2020-01-01 00:00:10.000]",
-      "+I[1, a, 1, 10, 2020-01-01 00:00:10.000]", "+I[<NULL>, a, 1, 5, 2020-01-01 00:00:10.000]",
-      "+I[1, <NULL>, 1, 7, 2020-01-01 00:00:10.000]", "+I[<NULL>, <NULL>, 1, 1, 2020-01-01 00:00:10.000]",
-      "+I[1, a, 1, 3, 2020-01-01 00:00:20.000]",
-      "+I[a, 16, 10]", "+I[<NULL>, 9, 7]", "+I[a, 4, 3]"}
-    table.sort(want)
-    local out, err, code = sql_run.run(q, {["t.csv"] = files["t.csv"]})
-    assert.are.equal(0, code, err)
-    local got = {}
-    for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
-    table.sort(got)
-    assert.are.same(want, got)
-    local d = h.tmpdir()
-    write(d .. "/t.csv", files["t.csv"])
-    write(d .. "/job.sql", q)
-    local lout, lerr, lcode = h.sh("WMRUN_SQL_AGG=lua " .. h.wmrun_path() .. " --sql "
-      .. h.shell_quote(d .. "/job.sql"))
-    h.rmdir(d)
-    assert.are.equal(0, lcode, lerr)
-    assert.are.equal(lout, out) -- (row for row, in the same order)
+      {"+I[1, 2, 2020-01-01 00:00:00.000]", "+I[<NULL>, 2, 2020-01-01 00:00:00.000]",
+       "+I[1, 1, 2020-01-01 00:00:10.000]"},
+      {"+I[1, a, 1, 10, 2020-01-01 00:00:10.000]", "+I[<NULL>, a, 1, 5, 2020-01-01 00:00:10.000]",
+       "+I[1, <NULL>, 1, 7, 2020-01-01 00:00:10.000]", "+I[<NULL>, <NULL>, 1, 1, 2020-01-01 00:00:10.000]",
+       "+I[1, a, 1, 3, 2020-01-01 00:00:20.000]"},
+      {"+I[a, 16, 10]", "+I[<NULL>, 9, 7]", "+I[a, 4, 3]"},
+    }
+    for qi, q in ipairs(queries) do
+      local out, err, code = sql_run.run(ddl .. q, {["t.csv"] = files["t.csv"]})
+      assert.are.equal(0, code, err)
+      local got = {}
+      for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
+      table.sort(got)
+      table.sort(want[qi])
+      assert.are.same(want[qi], got)
+      local d = h.tmpdir()
+      write(d .. "/t.csv", files["t.csv"])
+      write(d .. "/job.sql", ddl .. q)
+      local lout, lerr, lcode = h.sh("WMRUN_SQL_AGG=lua " .. h.wmrun_path() .. " --sql "
+        .. h.shell_quote(d .. "/job.sql"))
+      h.rmdir(d)
+      assert.are.equal(0, lcode, lerr)
+      assert.are.equal(lout, out, q) -- (row for row, in the same order)
+    end
   end)
 end)
 
