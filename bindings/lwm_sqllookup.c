@@ -41,8 +41,9 @@ static int lk_load(void *ud, wm_value **vals, size_t *nrows, wm_error *err) {
   lwm_push_fn(B, r->oi->fn);
   if (lwm_call(r->oi, 0, 1, NULL) != WM_OK) return -1; /* (the message is in B->ctx.error) */
   if (!lua_istable(L, -1)) {
+    const char *what = luaL_typename(L, -1); /* (a static name) */
     lua_settop(L, top);
-    return wm_error_set(err, "the table's reader gave %s, not a list of rows", luaL_typename(L, -1));
+    return wm_error_set(err, "the table's reader gave %s, not a list of rows", what);
   }
   int list = lua_gettop(L);
   size_t n = (size_t)lua_rawlen(L, list), nf = r->nfields;
@@ -185,7 +186,7 @@ static wm_op *build(lwm_bridge *B, int node, const char *name, const char *where
   lua_getfield(L, node, "outer");
   int outer = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  if (!rd->oi->fn || ttl <= 0) goto fail;
+  if (!rd->oi->fn || ttl < 0) goto fail;
   wm_sqllookup_spec spec = {
     .table = lwm_get_str(L, node, "table"), .nkeys = nk, .x = x, .lkey = lkey, .nfields = nf,
     .fields = fields, .rkey = rkey, .nout = no, .out_names = onames, .out_types = otypes,

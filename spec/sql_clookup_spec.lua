@@ -161,6 +161,18 @@ describe("SQL lookup joins in C", function()
     local m = kinds(hs)["sql lookup join"]
     assert.are.equal(2, m.loads)
     assert.are.equal(2, m.rows)
+    -- ttl '0': read at every probe row with a key, the clock standing still; on both paths
+    for _, lua in ipairs({false, true}) do
+      write(path, "1,a,one\n")
+      local h0 = harness("SELECT o.id, s.v FROM (SELECT *, PROCTIME() AS p FROM O) o JOIN side FOR SYSTEM_TIME "
+        .. "AS OF o.p AS s ON o.k = s.k", path, lua, "0")
+      h0:push({id = 1, k = 1}, 1)
+      write(path, "1,a,uno\n")
+      h0:push({id = 2, k = 1}, 2)
+      h0:push({id = 3}, 3)
+      assert.are.same({"1 one", "2 uno"}, h0:output())
+      if not lua then assert.are.equal(2, kinds(h0)["sql lookup join"].loads) end
+    end
   end)
 
   it("stays in Lua with a condition beyond the keys, and with WMRUN_SQL_LOOKUP=lua", function()

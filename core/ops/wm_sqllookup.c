@@ -296,7 +296,7 @@ static const char *bad_spec(const wm_sqllookup_spec *sp) {
   if (!sp->x || !sp->load) return "no key program or no table reader";
   if (sp->nkeys < 1 || !sp->lkey || !sp->rkey) return "no keys";
   if (sp->nout < 1 || !sp->out_names || !sp->out_side) return "no output columns";
-  if (sp->ttl <= 0) return "a cache ttl that is not positive";
+  if (sp->ttl < 0) return "a negative cache ttl";
   int n = wm_rexpr_count(sp->x);
   for (size_t k = 0; k < sp->nkeys; k++) {
     if (sp->lkey[k] < 0 || sp->lkey[k] >= n) return "a key node out of range";

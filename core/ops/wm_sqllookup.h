@@ -45,7 +45,8 @@ typedef struct wm_sqllookup_spec {
   const char *const *out_lfield;
   const size_t *out_rfield;
   int outer;                 /* LEFT JOIN */
-  int64_t ttl;               /* ms > 0: read the table again after that long */
+  int64_t ttl;               /* ms >= 0: read the table again after that long (0: at every
+                              * probe row with a key, as the Lua path) */
   wm_sqllookup_load load;
   void *load_ud;
   void (*load_free)(void *ud); /* frees load_ud with the operator (NULL: nothing) */

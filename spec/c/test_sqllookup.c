@@ -224,6 +224,16 @@ static void refresh(void) {
   CHECK_I64(f.loads, 2);
   CHECK_I64(wm_sqllookup_loads(f.j), 2);
   teardown(&f);
+  /* ttl 0: a read at every probe row with a key (none for a NULL key), the clock standing */
+  side[0].v = "one";
+  setup(&f, side, 1, 0, 0, 0);
+  P(&f, 1, wm_int(1), 1);
+  side[0].v = "uno";
+  P(&f, 2, wm_int(1), 2);
+  P(&f, 3, wm_nil(), 3);
+  CHECK_STR(out(&f), "1 {\"id\":1,\"k\":1,\"v\":\"one\"}\n2 {\"id\":2,\"k\":1,\"v\":\"uno\"}\n");
+  CHECK_I64(f.loads, 2);
+  teardown(&f);
 }
 
 void test_sqllookup(void) {
