@@ -273,13 +273,16 @@ end
 local FTYPE = {STRING = 0, INT = 1, BIGINT = 1, TIMESTAMP = 1, TIMESTAMP_LTZ = 1, DOUBLE = 2, BOOLEAN = 3}
 
 -- The lookup join in C (core/ops/wm_sqllookup.h, docs/sql.md "Lookup joins"), or nil when the
--- Lua flat_map runs it: its ON only equalities (no other condition), every key expression
--- one the C expressions do (wm.sql.cexpr), M.clock the wall clock (a job or spec that
--- replaced it keeps the Lua path: the C operator reads the context's clock, wm_ctx_now).
+-- Lua flat_map runs it: an append-only left input, its ON only equalities (no other
+-- condition), every key expression one the C expressions do (wm.sql.cexpr), M.clock the wall
+-- clock (a job or spec that replaced it keeps the Lua path: the C operator reads the
+-- context's clock, wm_ctx_now).
 -- WMRUN_SQL_LOOKUP=lua forces the Lua path. The C operator reads the table with `load` (one
 -- Lua call per read) and keeps the Lua path's rows, order, keys (key_part) and refreshes.
 local function c_lookup(self, L, R, row, lk, rcols, load, ttl, outer, tname, name)
-  if M.force_lua or os.getenv("WMRUN_SQL_LOOKUP") == "lua" or M.clock ~= core.wall_ms then return nil end
+  if M.force_lua or os.getenv("WMRUN_SQL_LOOKUP") == "lua" or M.clock ~= core.wall_ms or L.updating then
+    return nil
+  end
   local P = cexpr.program(L.stream, lk.scope, self.src)
   if not P then return nil end
   local lkey = {}
