@@ -20,6 +20,7 @@
 #include "lwm_ops.h"
 #include "lwm_plan.h"
 #include "lwm_rexpr.h"
+#include "lwm_sqllookup.h"
 #include "lwm_through.h"
 #include "lwm_time.h"
 #include "lwm_window.h"
@@ -145,7 +146,8 @@ static wm_op *build_one(lwm_bridge *B, int node, const char *kind, const char *n
       lwm_build_conn(B, node, kind, name, where, &op) ||
       lwm_build_wjoin(B, node, kind, name, where, &op) ||
       lwm_build_through(B, node, kind, name, where, &op) ||
-      lwm_build_rexpr(B, node, kind, name, where, &op))
+      lwm_build_rexpr(B, node, kind, name, where, &op) ||
+      lwm_build_sqllookup(B, node, kind, name, where, &op))
     return op;
   wm_ctx_error(&B->ctx, "%s: '%s' is not supported yet", where ? where : "?", kind);
   return NULL;

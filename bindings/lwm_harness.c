@@ -20,6 +20,7 @@
 #include "lwm_graph.h"
 #include "lwm_harness.h"
 #include "lwm_join.h"
+#include "lwm_sqllookup.h"
 #include "lwm_plan.h"
 #include "lwm_report.h"
 #include "lwm_timeline.h"
@@ -437,6 +438,7 @@ static int l_metrics(lua_State *L) {
       lua_setfield(L, -2, "inputs");
     }
     lwm_join_metrics(L, op);
+    lwm_sqllookup_metrics(L, op);
     if (wm_op_is_keyedop(op)) {
       lua_pushinteger(L, (lua_Integer)wm_keyedop_keys(op));
       lua_setfield(L, -2, "keys");

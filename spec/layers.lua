@@ -26,7 +26,7 @@ M.BINDING_LAYERS = {
   {"ops", {"lwm_ops"}},
   {"plan", {"lwm_plan"}},
   {"builders", {"lwm_io", "lwm_window", "lwm_sqlagg", "lwm_sqlrank", "lwm_wjoin", "lwm_join", "lwm_time", "lwm_keyed",
-                "lwm_conn", "lwm_through", "lwm_rexpr"}},
+                "lwm_conn", "lwm_through", "lwm_rexpr", "lwm_sqllookup"}},
   {"graph", {"lwm_graph"}},
   {"runs", {"lwm_ckpt", "lwm_harness", "lwm_replay", "lwm_mt", "lwm_metrics", "lwm_task", "lwm_sigwatch",
             "lwm_replay_data", "lwm_lab_measure"}},

@@ -57,13 +57,14 @@ local QUERIES = {
     .. " FROM TABLE(HOP(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '20' SECOND))"
     .. " GROUP BY id, window_start, window_end;", true},
   {"SELECT id, COUNT(DISTINCT vc) AS dv, COUNT(*) AS n FROM s GROUP BY SESSION(rt, INTERVAL '3' SECOND), id;", true},
-  -- Lua: COUNT(DISTINCT) of strings, SUM(DISTINCT), an expression argument, a NULL-able key, CUMULATE
+  -- a NULL-able key column (keyed in C: its NULL is the Lua key's NULL_KEY, a NULL field in the row)
+  {"SELECT vc, COUNT(*) AS n, MAX(d) AS m FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
+    .. " GROUP BY vc, window_start, window_end;", true},
+  -- Lua: COUNT(DISTINCT) of strings, SUM(DISTINCT), an expression argument, CUMULATE
   {"SELECT window_start, COUNT(DISTINCT id) AS di, SUM(DISTINCT vc) AS sv"
     .. " FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND)) GROUP BY window_start, window_end;", false},
   {"SELECT id, SUM(vc * 2) AS s FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
     .. " GROUP BY id, window_start, window_end;", false},
-  {"SELECT vc, COUNT(*) AS n, MAX(d) AS m FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(rt), INTERVAL '5' SECOND))"
-    .. " GROUP BY vc, window_start, window_end;", false},
   {"SELECT id, window_end, COUNT(*) AS n, SUM(vc) AS s"
     .. " FROM TABLE(CUMULATE(TABLE s, DESCRIPTOR(rt), INTERVAL '2' SECOND,"
     .. " INTERVAL '6' SECOND)) GROUP BY id, window_start, window_end;", false},

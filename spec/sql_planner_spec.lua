@@ -54,7 +54,7 @@ describe("SQL planner", function()
     assert.are.equal("flat_map", p.env.nodes[5].kind)   -- shapes the row and applies HAVING
   end)
 
-  it("aggregates the C built-ins cannot compute run as a Lua aggregate; NULL-able keys as a Lua key", function()
+  it("aggregates the C built-ins cannot compute run as a Lua aggregate; NULL-able key columns keyed in C", function()
     local _, p = kinds("SELECT id, COUNT(DISTINCT id), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("aggregate", p.env.nodes[4].fn_kind)
     assert.are.same({fields = {"id"}}, p.env.nodes[4].key)
@@ -62,13 +62,19 @@ describe("SQL planner", function()
     assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- an expression: Lua (until wm_rexpr)
     _, p = kinds("SELECT id, COUNT(*), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- several built-ins: the C SQL aggregate
+    -- a NULL-able key column: a C key_by field whose NULL is the Lua key's NULL_KEY
     _, p = kinds("SELECT vc, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
     assert.are.same({"builtin", "count"}, {p.env.nodes[4].fn_kind, p.env.nodes[4].agg})
-    assert.is_function(p.env.nodes[4].key.fn)
+    assert.are.same({fields = {"vc"}, null_key = "\0<NULL>"}, p.env.nodes[4].key)
     _, p = kinds("SELECT id, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- vc may be NULL: not the C sum()
     _, p = kinds("SELECT vc, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
-    assert.are.equal("aggregate", p.env.nodes[4].fn_kind)   -- a NULL-able key: Lua
+    assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- a NULL-able key column: in C too
+    -- a NULL-able DOUBLE key stays a Lua key (C's key would give 4.0 back as 4)
+    _, p = kinds("SELECT d, COUNT(*) FROM (SELECT vc * 0.5 AS d, rt FROM s) GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), "
+      .. "d;")
+    assert.are.same({"window", "builtin"}, {p.env.nodes[5].kind, p.env.nodes[5].fn_kind})
+    assert.is_function(p.env.nodes[5].key.fn)
   end)
 
   it("a CSV table with a computed column that is not an alias adds a step after parse_csv", function()

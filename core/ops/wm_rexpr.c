@@ -39,6 +39,8 @@ struct wm_rexpr {
   wm_str **tmp;   /* the strings made since the last wm_rexpr_reset (a reference each) */
   int ntmp, captmp;
   wm_buf buf;     /* DATE_FORMAT's text being made */
+  int64_t (*now)(void *ud); /* PROCTIME()'s clock (wm_rexpr_set_clock), or NULL */
+  void *now_ud;
   char err[200];
 };
 
@@ -77,12 +79,17 @@ void wm_rexpr_free(wm_rexpr *x) {
 
 const char *wm_rexpr_error(const wm_rexpr *x) { return x->err; }
 
+void wm_rexpr_set_clock(wm_rexpr *x, int64_t (*now)(void *ud), void *ud) {
+  x->now = now;
+  x->now_ud = ud;
+}
+
 static const char *const OP_NAMES[WM_RX_NOPS] = {
   "col", "subcol", "lit", "add", "sub", "mul", "fdiv", "idiv", "mod", "neg", "abs",
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
   "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0", "concat", "upper", "lower", "trim", "char_length",
-  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str", "from_str"};
+  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str", "from_str", "proctime"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -150,6 +157,7 @@ static int arity(wm_rx_op op) {
   case WM_RX_BETWEEN: case WM_RX_IF: case WM_RX_SPLIT_INDEX: case WM_RX_FROM_STR: return 3;
   case WM_RX_IN: case WM_RX_SUBSTRING: case WM_RX_REGEXP_EXTRACT: return -2;
   case WM_RX_CASE: case WM_RX_COALESCE: case WM_RX_CONCAT: return -1;
+  case WM_RX_PROCTIME: return 0;
   default: return 2;
   }
 }
@@ -729,6 +737,10 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
     return wm_field_get(h, &n->g, &r, out, err);
   }
   case WM_RX_LIT: *out = n->lit; return 0;
+  case WM_RX_PROCTIME:
+    if (!x->now) return wm_error_set(err, "internal error: PROCTIME() without a clock");
+    *out = wm_int(x->now(x->now_ud));
+    return 0;
   case WM_RX_ADD: case WM_RX_SUB: case WM_RX_MUL: case WM_RX_FDIV: case WM_RX_IDIV: case WM_RX_MOD:
     if (eval_args(x, n, 2, h, rec, v, err) != 0) return -1;
     if (v[0].type == WM_NIL || v[1].type == WM_NIL) { *out = wm_nil(); return 0; }
@@ -1120,6 +1132,10 @@ static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts)
   return rc;
 }
 
+/* PROCTIME()'s clock: the context's (read through ctx->now at each call: the harness may set
+ * its virtual clock after the operator is made) */
+static int64_t ctx_now(void *ud) { return wm_ctx_now(ud); }
+
 static const wm_op_vt rproject_vt = {.kind = "sql_rows", .record = rproject_record, .free = rproject_free};
 
 wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, const int *out, int nout,
@@ -1133,6 +1149,7 @@ wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, c
     return NULL;
   }
   p->x = x;
+  wm_rexpr_set_clock(x, ctx_now, ctx);
   p->filter = filter;
   p->nout = nout;
   if (schema) schema->refs++;

@@ -65,6 +65,8 @@ typedef enum {
   WM_RX_TS_TO_STR, /* CAST(TIMESTAMP AS STRING): yyyy-MM-dd HH:mm:ss.SSS */
   WM_RX_FROM_STR,  /* s, to, try: CAST(STRING AS TIMESTAMP[_LTZ] or BOOLEAN), TO_TIMESTAMP: `to`
                     * the type's name and `try` (TRY_CAST: NULL for text that is none) literals */
+  WM_RX_PROCTIME,  /* PROCTIME(), no args: the program's clock (wm_rexpr_set_clock) now, ms, an
+                    * integer (the Lua path's R_proctime: the operator's processing time) */
   WM_RX_NOPS
 } wm_rx_op;
 
@@ -81,6 +83,10 @@ int wm_rexpr_lit(wm_rexpr *x, const wm_value *v);                 /* v is copied
 /* where: "file:line:col" for run-time errors (copied; NULL for none). */
 int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char *where);
 const char *wm_rexpr_error(const wm_rexpr *x);
+/* The processing-time clock PROCTIME() reads: now(ud) at each evaluation (ms). A program
+ * without one fails on PROCTIME() ("PROCTIME() without a clock"). wm_rproject_new gives its
+ * program the context's clock (wm_ctx_now: the wall clock, or the harness's virtual one). */
+void wm_rexpr_set_clock(wm_rexpr *x, int64_t (*now)(void *ud), void *ud);
 /* The operator called `name` ("add", "eq", ...: the WM_RX_ names in lower case), or -1. */
 int wm_rexpr_op_of(const char *name);
 int wm_rexpr_count(const wm_rexpr *x);

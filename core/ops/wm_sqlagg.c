@@ -712,7 +712,7 @@ static int result_row(sqlagg *s, wm_op *op, const wm_fire *f, const wm_value *va
         wm_row_release(h, r);
         return wm_ctx_error(ctx, "SQL aggregate: key part %d missing", o->index + 1);
       }
-      if (s->changelog && is_null_key(&v)) continue;
+      if (is_null_key(&v)) continue; /* (a window's NULL key part too: key_by's null_key) */
       if (wm_value_copy(h, &r->fields[j], &v) != 0) {
         wm_row_release(h, r);
         return wm_ctx_error(ctx, "out of memory");

@@ -33,7 +33,9 @@ enum {
   WM_SA_COUNT_DISTINCT
 };
 enum { WM_SA_LT = 1, WM_SA_LE, WM_SA_GT, WM_SA_GE, WM_SA_EQ, WM_SA_NE };
-/* Where a result field comes from */
+/* Where a result field comes from (WM_SA_OUT_KEY: a part of the key; lower.lua's NULL_KEY
+ * string, "\0<NULL>", the key of a NULL key column, is a NULL field, in a window's result
+ * row and a changelog's alike) */
 enum { WM_SA_OUT_KEY = 1, WM_SA_OUT_AGG, WM_SA_OUT_START, WM_SA_OUT_END, WM_SA_OUT_TIME };
 
 /* One comparison of a FILTER: `field op value` (value an integer or a float); a NULL field

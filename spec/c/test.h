@@ -75,6 +75,7 @@ void test_value(void);
 void test_keyedop(void);
 void test_ijoin(void);
 void test_sqljoin(void);
+void test_sqllookup(void);
 void test_sqlrank(void);
 void test_winmerge(void);
 void test_sessions(void);

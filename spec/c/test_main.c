@@ -21,6 +21,7 @@ static const struct {
     {"keyedop", test_keyedop}, {"winmerge", test_winmerge},
     {"ijoin", test_ijoin},
     {"sqljoin", test_sqljoin},
+    {"sqllookup", test_sqllookup},
     {"sqlrank", test_sqlrank},
     {"sqlfspart", test_sqlfspart},
     {"sessions", test_sessions}, {"mt", test_mt},

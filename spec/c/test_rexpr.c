@@ -214,6 +214,50 @@ static void test_operator(wm_schema *s6) {
   wm_ctx_free(&ctx);
 }
 
+/* PROCTIME(): the program's clock (none: an error); the operator gives its program the
+ * context's clock, read at each row (a clock set after the operator was made counts) */
+static int64_t fixed_clock(void *ud) { return *(const int64_t *)ud; }
+static void test_proctime(wm_schema *s6) {
+  wm_rexpr *x = wm_rexpr_new();
+  int p = wm_rexpr_op(x, WM_RX_PROCTIME, NULL, 0, NULL);
+  CHECK(p >= 0);
+  CHECK_I64(wm_rexpr_op_of("proctime"), WM_RX_PROCTIME);
+  wm_row *r = row6(s6);
+  wm_value rec = wm_row_value(r), v;
+  wm_error err;
+  CHECK_I64(wm_rexpr_eval(x, p, NULL, &rec, &v, &err), -1); /* no clock yet */
+  int64_t now = 1234;
+  wm_rexpr_set_clock(x, fixed_clock, &now);
+  CHECK_I64(wm_rexpr_eval(x, p, NULL, &rec, &v, &err), 0);
+  CHECK(v.type == WM_INT && v.u.i == 1234);
+  wm_rexpr_free(x);
+
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  x = wm_rexpr_new();
+  int out[2] = {col(x, "a"), wm_rexpr_op(x, WM_RX_PROCTIME, NULL, 0, NULL)};
+  static const char *const names[] = {"a", "p"};
+  wm_schema *so = wm_schema_new(2, names, NULL);
+  wm_op *op = wm_rproject_new(&ctx, "map (PROCTIME)", x, -1, out, 2, so);
+  wm_schema_release(so);
+  capture cap = {.label = NULL};
+  wm_buf_init(&cap.out);
+  wm_op *sink = wm_op_new(&ctx, &capture_vt, &cap, "capture");
+  CHECK(op && sink);
+  wm_op_connect(op, 0, sink);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  ctx.now = fixed_clock;
+  ctx.now_ud = &now;
+  now = 5000;
+  CHECK_I64(wm_op_input_record(op, 0, &rec, 1), WM_OK);
+  now = 5007;
+  CHECK_I64(wm_op_input_record(op, 0, &rec, 2), WM_OK);
+  CHECK_STR(cap.out.data, "1 {\"a\":7,\"p\":5000}\n2 {\"a\":7,\"p\":5007}\n");
+  wm_row_release(NULL, r);
+  wm_buf_free(&cap.out);
+  wm_ctx_free(&ctx);
+}
+
 static const char *dbl(double x) {
   static char out[64];
   wm_buf b;
@@ -470,6 +514,7 @@ void test_rexpr(void) {
   test_strings(&rec);
   test_string_operator(s);
   test_regex();
+  test_proctime(s);
   wm_row_release(NULL, r);
   wm_schema_release(s);
 }

@@ -139,6 +139,12 @@ end
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
+  if name == "PROCTIME" then
+    -- the C operator's clock (the context's: the wall clock, or the harness's virtual one),
+    -- where the planner evaluates PROCTIME() per row in C (wm.sql.plan.select: scope.proctime_c)
+    if #e.args > 0 or not P.scope.proctime_c or (P.functions and P.functions[name]) then return nil end
+    return add(P, {op = "proctime"}), "TIMESTAMP_LTZ"
+  end
   local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
     DATE_FORMAT = true, REGEXP_EXTRACT = true, TO_TIMESTAMP = true}
   if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end

@@ -34,29 +34,39 @@ end
 --   `sum/min/max(field)` for a single SUM/MIN/MAX of a never-NULL numeric column on a
 --   TUMBLE window (the result row is the window's first row: its rowtime gives the window).
 -- A light Lua map then shapes the final row from the C result, once per window and key.
-local function fast_window_agg(cols, keys, agg_list, window)
-  local key_fields = {}
+-- * key_null (with `nullable`: a windowed aggregation): true when key_fields has a plain
+--   column that may be NULL (of a type whose values C's key gives back as they are: INT,
+--   BIGINT, STRING, TIMESTAMP[_LTZ]); the C key_by then makes a NULL the key NULL_KEY, as the
+--   Lua key function does (lower's keyed_of), with no Lua call per row (Nexmark q12's bidder).
+local NULLABLE_KEY = {INT = true, BIGINT = true, STRING = true, TIMESTAMP = true, TIMESTAMP_LTZ = true}
+local function fast_window_agg(cols, keys, agg_list, window, nullable)
+  local key_fields, key_null = {}, nil
   for i, k in ipairs(keys) do
     local f = nonnull_column(cols, k)
-    if not f then key_fields = nil break end
+    if not f and nullable and k.tag == "col" and os.getenv("WMRUN_SQL_AGG") ~= "lua" then
+      for _, c in ipairs(cols) do
+        if c.name == k.name and NULLABLE_KEY[c.type] then f, key_null = c.field or c.name, true end
+      end
+    end
+    if not f then key_fields, key_null = nil, nil break end
     key_fields[i] = f
   end
-  if key_fields and #key_fields == 0 then key_fields = nil end
+  if key_fields and #key_fields == 0 then key_fields, key_null = nil, nil end
   if #agg_list ~= 1 or window.kind == "cumulate" or os.getenv("WMRUN_SQL_AGG") == "lua" then
-    return key_fields, nil
+    return key_fields, nil, key_null
   end
   local a = agg_list[1]
-  if a.distinct or a.filter then return key_fields, nil end
+  if a.distinct or a.filter then return key_fields, nil, key_null end
   local arg = not a.star and a.arg or nil
   local field, ftype
   if arg then field, ftype = nonnull_column(cols, arg) end
-  if a.name == "COUNT" and (a.star or field) then return key_fields, {agg = "count"} end
+  if a.name == "COUNT" and (a.star or field) then return key_fields, {agg = "count"}, key_null end
   if (a.name == "SUM" or a.name == "MIN" or a.name == "MAX") and field and expr.NUMERIC[ftype]
       and window.kind == "tumble" and key_fields then
-    for _, kf in ipairs(key_fields) do if kf == field then return key_fields, nil end end
-    return key_fields, {agg = a.name:lower(), field = field}
+    for _, kf in ipairs(key_fields) do if kf == field then return key_fields, nil, key_null end end
+    return key_fields, {agg = a.name:lower(), field = field}, key_null
   end
-  return key_fields, nil
+  return key_fields, nil, key_null
 end
 
 -- SQL aggregates in C (core/ops/wm_sqlagg.h, docs/sql.md "Aggregates in C"). The
@@ -420,7 +430,7 @@ function Planner:plan_aggregate(q, rel, items, aliases)
     local spec = {kind = window.kind, size = window.size, slide = window.slide, gap = window.gap,
                   rowtime = window.rowtime_field, keyfns = keyfns, aggs = made, argfns = argfns, out = out,
                   having = q.having ~= nil, processing = window.processing}
-    spec.key_fields, spec.builtin = fast_window_agg(base_cols, keys, agg_list, window)
+    spec.key_fields, spec.builtin, spec.key_null = fast_window_agg(base_cols, keys, agg_list, window, true)
     -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
     if not spec.builtin then
       spec.csql, spec.csql_shape = c_window_agg(row_scope, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,

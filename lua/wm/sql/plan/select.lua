@@ -135,7 +135,9 @@ function Planner:plan_select(q)
   local stream
   if scope.uses_proctime then
     if scope.uses_watermark then self:err(q.pos, "not supported yet: PROCTIME() with CURRENT_WATERMARK") end
-    stream = require("wm.sql.plan.proctime").with_proctime(rel.stream, f)
+    local proctime = require("wm.sql.plan.proctime")
+    stream = proctime.c_enabled() and proctime.try_c(rel.stream, items, cols, scope, self.src)
+      or proctime.with_proctime(rel.stream, f)
   elseif scope.uses_watermark then
     if rel.updating then self:err(q.pos, "CURRENT_WATERMARK over an updating input is not supported") end
     stream = lower.with_watermark(rel.stream, f, false)

@@ -11,12 +11,16 @@
 -- - **lookup join** (`JOIN side FOR SYSTEM_TIME AS OF o.p AS s ON ...`, `o.p` a `PROCTIME()`):
 --   `side` is a filesystem table read whole at the first probe and again when
 --   'lookup.join.cache.ttl' (Flink's filesystem option, 60 min by default) has passed since.
---   A flat_map per probe row; the cache is not checkpointed (it is read again).
+--   In C when it can be (core/ops/wm_sqllookup.h: the table in a C hash table, the key
+--   expressions in C, no Lua call per probe row; `c_lookup`), else a flat_map per probe row
+--   (WMRUN_SQL_LOOKUP=lua forces it); the cache is not checkpointed (it is read again).
 --
 -- INNER and LEFT, as Flink. PROCTIME() (minimal: the wall clock when the row is computed, a
 -- processing-time attribute for a lookup join) is defined here too.
 -- @module wm.sql.plan.temporal_join
 local core = require("wm.core")
+local wmbase = require("wm.base")
+local cexpr = require("wm.sql.cexpr")
 local expr = require("wm.sql.expr")
 local values = require("wm.sql.values")
 local connectors = require("wm.sql.connectors")
@@ -120,7 +124,7 @@ local function joined(self, L, R, aL, aR)
   end
   local aliases = {["\0join"] = {resolve = resolve, quals = quals, src = self.src}}
   for a in pairs(quals) do aliases[a] = true end
-  return {cols = cols, merge = merge, aliases = aliases, quals = quals}
+  return {cols = cols, merge = merge, aliases = aliases, quals = quals, lcopy = lcopy, rcopy = rcopy}
 end
 
 -- The dedup view `name` (SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY k, ...
@@ -166,7 +170,7 @@ local function split_on(self, j, L, R, aL, aR, row)
     return s
   end
   local lscope = self:row_scope(L.cols, nil, aL and {[aL] = true} or nil)
-  local lfns, rcols, rest = {}, {}, {}
+  local lfns, rcols, rest, lexprs = {}, {}, {}, {}
   for _, c in ipairs(conjuncts(j.on, {})) do
     local used = false
     if c.tag == "bin" and c.op == "=" then
@@ -184,7 +188,7 @@ local function split_on(self, j, L, R, aL, aR, row)
               self:err(start_pos(c), "the join compares %s with %s (%s): the keys of a join must be of one type",
                 expr.show(lt), col.name, expr.show(col.type))
             end
-            lfns[#lfns + 1], rcols[#rcols + 1] = f, col
+            lfns[#lfns + 1], rcols[#rcols + 1], lexprs[#lexprs + 1] = f, col, le
             used = true
           end
         end
@@ -210,7 +214,7 @@ local function split_on(self, j, L, R, aL, aR, row)
     local f = c.field or c.name
     rfns[i] = function(r) return r[f] end
   end
-  return key_fn(lfns), key_fn(rfns), rcols, cond
+  return key_fn(lfns), key_fn(rfns), rcols, cond, {exprs = lexprs, scope = lscope}
 end
 
 --- Plans `q.from JOIN t FOR SYSTEM_TIME AS OF x ON ...` (from wm.sql.plan.join): the joined
@@ -265,6 +269,53 @@ local function finish(stream, row)
   return rel
 end
 
+-- wm_ftype of base/wm_value.h (as wm.sql.cexpr's)
+local FTYPE = {STRING = 0, INT = 1, BIGINT = 1, TIMESTAMP = 1, TIMESTAMP_LTZ = 1, DOUBLE = 2, BOOLEAN = 3}
+
+-- The lookup join in C (core/ops/wm_sqllookup.h, docs/sql.md "Lookup joins"), or nil when the
+-- Lua flat_map runs it: an append-only left input, its ON only equalities (no other
+-- condition), every key expression one the C expressions do (wm.sql.cexpr), M.clock the wall
+-- clock (a job or spec that replaced it keeps the Lua path: the C operator reads the
+-- context's clock, wm_ctx_now).
+-- WMRUN_SQL_LOOKUP=lua forces the Lua path. The C operator reads the table with `load` (one
+-- Lua call per read) and keeps the Lua path's rows, order, keys (key_part) and refreshes.
+local function c_lookup(self, L, R, row, lk, rcols, load, ttl, outer, tname, name)
+  if M.force_lua or os.getenv("WMRUN_SQL_LOOKUP") == "lua" or M.clock ~= core.wall_ms or L.updating then
+    return nil
+  end
+  local P = cexpr.program(L.stream, lk.scope, self.src)
+  if not P then return nil end
+  local lkey = {}
+  for i, e in ipairs(lk.exprs) do
+    lkey[i] = cexpr.compile(P, e)
+    if not lkey[i] then return nil end
+  end
+  local fields, index = {}, {}
+  for i, c in ipairs(R.cols) do
+    local f = c.field or c.name
+    if index[f] then return nil end
+    fields[i], index[f] = f, i
+  end
+  local rkey = {}
+  for i, c in ipairs(rcols) do rkey[i] = index[c.field or c.name] end
+  local out, types, k = {}, {}, 0
+  for _, x in ipairs(row.lcopy) do
+    k = k + 1
+    out[k] = {name = x.to, side = 0, from = x.from}
+  end
+  for _, x in ipairs(row.rcopy) do
+    k = k + 1
+    out[k] = {name = x.to, side = 1, field = index[x.from]}
+  end
+  for i, c in ipairs(row.cols) do types[i] = FTYPE[c.type] or 4 end
+  if #types ~= k then return nil end
+  return wmbase.one_input(L.stream, "sql_lookup", {prog = P.prog, lkey = lkey, fields = fields, rkey = rkey,
+    out = out, types = types, outer = outer, ttl = ttl, table = tname, load = load}, name)
+end
+
+--- Set to true to force the Lua path of lookup joins in this process (the specs compare both).
+M.force_lua = false
+
 --- A lookup join against a filesystem table (Flink's lookup join; the table read whole, as
 -- Flink's FileSystemLookupFunction does, again after 'lookup.join.cache.ttl').
 function Planner:lookup_join(_q, j, L, aL, aR)
@@ -287,9 +338,14 @@ function Planner:lookup_join(_q, j, L, aL, aR)
   local R = {cols = {}}
   for i, c in ipairs(t.cols) do R.cols[i] = {name = c.name, type = c.type, field = c.field} end
   local row = joined(self, L, R, aL, aR)
-  local lkey, rkey, _, cond = split_on(self, j, L, R, aL, aR, row)
+  local lkey, rkey, rcols, cond, lk = split_on(self, j, L, R, aL, aR, row)
   local load = connectors.read_all(self, t)
   local merge, outer = row.merge, j.kind == "LEFT"
+  local name = (outer and "left " or "") .. "lookup join (" .. item.name .. ")"
+  if not cond then
+    local cs = c_lookup(self, L, R, row, lk, rcols, load, ttl, outer, item.name, name)
+    if cs then return finish(cs, row) end
+  end
   local clock = M -- (M.clock read per probe: a job may replace it)
   local idx, next_load
   local function lookup(k)
@@ -322,7 +378,7 @@ function Planner:lookup_join(_q, j, L, aL, aR)
       end
     end
     if outer and not any then emit(merge(l, nil)) end
-  end):name((outer and "left " or "") .. "lookup join (" .. item.name .. ")")
+  end):name(name)
   return finish(stream, row)
 end
 
