@@ -240,6 +240,19 @@ describe("Lua user functions called from the C expressions", function()
     end
   end)
 
+  it("in a GROUP BY key: called from C in the keys' projection, the Lua key function's groups", function()
+    local files = {["t.csv"] = "a,1\nb,\na,1\n", ["udfs.lua"] = UDFS}
+    local q = UDF_DDL .. "SELECT show(s, n) AS g, COUNT(*) AS c FROM t GROUP BY show(s, n);\n"
+    local out, err, code = run(q, files)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[a/1/integer, 1]\n+I[b/nil/integer, 1]\n-U[a/1/integer, 1]\n+U[a/1/integer, 2]\n", out)
+    local ex = run((q:gsub("\nSELECT", "\nEXPLAIN SELECT")), files)
+    assert.matches("sql_rows map\nkeyed_rolling SQL group aggregate", ex)
+    local l, lerr, lcode = run(q, files, "WMRUN_SQL_UDF=lua")
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(out, l)
+  end)
+
   it("is not called for the rows WHERE drops", function()
     -- half raises for 3: the WHERE drops n = 3 first, in C, so the job runs to its end
     local files = {["t.csv"] = "a,1\nx,3\nc,4\n", ["udfs.lua"] = UDFS}
