@@ -25,17 +25,47 @@ static void rx_udf_free(void *ud) {
   free(u);
 }
 
+/* The call's parts, for rx_udf_protected (a light userdata: nothing allocated to pass it). */
+typedef struct rx_udf_args {
+  rx_udf *u;
+  const wm_value *args;
+  int nargs;
+} rx_udf_args;
+
+/* (under lua_pcall) pushes the function and its arguments and calls it: a Lua string made for
+ * an argument may run out of memory, which must not unwind the C frames of the operators
+ * (their records would leak) */
+static int rx_udf_protected(lua_State *L) {
+  rx_udf_args *a = lua_touserdata(L, 2); /* (1: the function, pushed by the caller) */
+  lwm_bridge *B = a->u->B;
+  luaL_checkstack(L, a->nargs + 2, "calling a user function");
+  lua_pushvalue(L, 1);
+  for (int i = 0; i < a->nargs; i++) {
+    /* scalars only (the planner's check): a row or a Lua value would need the bridge's
+     * tables, which are not in this frame's stack */
+    if (a->args[i].type == WM_ROW || a->args[i].type == WM_SLOT)
+      return luaL_error(L, "argument %d of a user function is not a scalar", i + 1);
+    lwm_push_value(B, &a->args[i]);
+  }
+  lua_call(L, a->nargs, 1);
+  return 1;
+}
+
 static int rx_udf_call(void *ud, const wm_value *args, int nargs, wm_value *out, wm_error *err) {
   rx_udf *u = ud;
   lwm_bridge *B = u->B;
   lua_State *L = B->L;
   int msgh = B->msgh, slots = B->slots, fns = B->fns;
-  if (!lua_checkstack(L, nargs + 4)) return wm_error_set(err, "out of memory (the Lua stack) calling a user function");
+  if (!lua_checkstack(L, 4)) return wm_error_set(err, "out of memory (the Lua stack) calling a user function");
+  rx_udf_args a = {u, args, nargs};
+  /* (a light C function, a value of the fns table, a light userdata: nothing allocated) */
+  lua_pushcfunction(L, rx_udf_protected);
   lwm_push_fn(B, u->fn);
-  for (int i = 0; i < nargs; i++) lwm_push_value(B, &args[i]);
+  lua_pushlightuserdata(L, &a);
   B->depth++;
-  int st = lua_pcall(L, nargs, 1, msgh);
+  int st = lua_pcall(L, 2, 1, msgh);
   if (--B->depth == 0) B->hook_ticks = 0;
+  if (B->gcstress) lua_gc(L, LUA_GCCOLLECT); /* (WM_GCSTRESS, as lwm_call: the result is on the stack) */
   if (st != LUA_OK) {
     B->L = L; /* (as lwm_call: back to this frame) */
     B->msgh = msgh;

@@ -140,10 +140,14 @@ end
 -- the function with their values from C (WM_RX_UDF: no Lua table per row); the function is
 -- wm.sql.functions.call_scalar's, which checks the result and names the call in errors, as
 -- the Lua path's call does. WMRUN_SQL_UDF=lua keeps the whole expression in Lua.
+local UDF_ARG = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, BOOLEAN = true, TIMESTAMP = true,
+                 TIMESTAMP_LTZ = true, NULL = true}
 local function compile_udf(P, e, def)
   if def.kind ~= "scalar" or not def.fn or os.getenv("WMRUN_SQL_UDF") == "lua" then return nil end
-  local idx = compile_list(P, e.args)
+  local idx, types = compile_list(P, e.args)
   if not idx then return nil end
+  -- (the arguments C gives it are scalars: a ROW column stays with the Lua path)
+  for _, t in ipairs(types) do if not UDF_ARG[t] then return nil end end
   local w = where(P, e)
   local call_scalar = require("wm.sql.functions").call_scalar
   return add(P, {op = "udf", args = idx, where = w,
