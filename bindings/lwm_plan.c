@@ -139,6 +139,10 @@ int lwm_build_keysel_of(lwm_bridge *B, int node, const char *field, const char *
     const char *nk = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &nl) : NULL;
     if (rc == 0 && nk && nl > 0) rc = wm_keysel_null_as(ks, nk, nl);
     lua_pop(L, 1);
+    /* change (the SQL planner's regular join over changes {k, r}): the fields of r */
+    lua_getfield(L, k, "change");
+    if (rc == 0 && lua_toboolean(L, -1)) rc = wm_keysel_change(ks);
+    lua_pop(L, 1);
   } else {
     int fn = lwm_get_fn(B, k, "fn"); /* first: it may raise, with nothing to leak yet */
     lwm_opinfo *oi = lwm_opinfo_new(B, where);

@@ -10,9 +10,136 @@
 #include "ops/wm_sqlfmt.h"
 #include "ops/wm_sqlfspart.h"
 
+/* ---- user functions (WM_RX_UDF): the Lua function called with the arguments' values ---- */
+
+typedef struct rx_udf {
+  lwm_bridge *B;
+  int fn;       /* in B's fns table: function(...) -> value (wm.sql.functions.call_scalar) */
+  char *str;    /* the last string result, copied (valid until the next call) */
+  size_t cap;
+} rx_udf;
+
+static void rx_udf_free(void *ud) {
+  rx_udf *u = ud;
+  if (!u) return;
+  free(u->str);
+  free(u);
+}
+
+/* The call's parts, for rx_udf_protected (a light userdata: nothing allocated to pass it). */
+typedef struct rx_udf_args {
+  rx_udf *u;
+  const wm_value *args;
+  int nargs;
+} rx_udf_args;
+
+/* (under lua_pcall) pushes the function and its arguments and calls it: a Lua string made for
+ * an argument may run out of memory, which must not unwind the C frames of the operators
+ * (their records would leak) */
+static int rx_udf_protected(lua_State *L) {
+  rx_udf_args *a = lua_touserdata(L, 2); /* (1: the function, pushed by the caller) */
+  lwm_bridge *B = a->u->B;
+  luaL_checkstack(L, a->nargs + 2, "calling a user function");
+  lua_pushvalue(L, 1);
+  for (int i = 0; i < a->nargs; i++) {
+    /* scalars only (the planner's check): a row or a Lua value would need the bridge's
+     * tables, which are not in this frame's stack */
+    if (a->args[i].type == WM_ROW || a->args[i].type == WM_SLOT)
+      return luaL_error(L, "argument %d of a user function is not a scalar", i + 1);
+    lwm_push_value(B, &a->args[i]);
+  }
+  lua_call(L, a->nargs, 1);
+  return 1;
+}
+
+static int rx_udf_call(void *ud, const wm_value *args, int nargs, wm_value *out, wm_error *err) {
+  rx_udf *u = ud;
+  lwm_bridge *B = u->B;
+  lua_State *L = B->L;
+  int msgh = B->msgh, slots = B->slots, fns = B->fns;
+  if (!lua_checkstack(L, 4)) return wm_error_set(err, "out of memory (the Lua stack) calling a user function");
+  rx_udf_args a = {u, args, nargs};
+  /* (a light C function, a value of the fns table, a light userdata: nothing allocated) */
+  lua_pushcfunction(L, rx_udf_protected);
+  lwm_push_fn(B, u->fn);
+  lua_pushlightuserdata(L, &a);
+  B->depth++;
+  int st = lua_pcall(L, 2, 1, msgh);
+  if (--B->depth == 0) B->hook_ticks = 0;
+  if (B->gcstress) lua_gc(L, LUA_GCCOLLECT); /* (WM_GCSTRESS, as lwm_call: the result is on the stack) */
+  if (st != LUA_OK) {
+    B->L = L; /* (as lwm_call: back to this frame) */
+    B->msgh = msgh;
+    B->slots = slots;
+    B->fns = fns;
+    size_t n;
+    const char *m = lua_tolstring(L, -1, &n);
+    if (!m) m = "(error object is not a string)";
+    const char *tb = strstr(m, "\nstack traceback:");
+    int head = tb ? (int)(tb - m) : (int)strlen(m);
+    wm_error_set(err, "%.*s", head, m);
+    if (tb) wm_error_set_trace(err, tb, strlen(tb));
+    lua_pop(L, 1);
+    return -1;
+  }
+  int t = lua_type(L, -1);
+  int rc = 0;
+  if (t == LUA_TNIL) {
+    *out = wm_nil();
+  } else if (t == LUA_TBOOLEAN) {
+    *out = wm_bool(lua_toboolean(L, -1));
+  } else if (t == LUA_TNUMBER) {
+    *out = lua_isinteger(L, -1) ? wm_int((int64_t)lua_tointeger(L, -1)) : wm_float((double)lua_tonumber(L, -1));
+  } else if (t == LUA_TSTRING) {
+    size_t n;
+    const char *p = lua_tolstring(L, -1, &n);
+    if (n + 1 > u->cap) {
+      char *q = realloc(u->str, n + 1);
+      if (!q) rc = wm_error_set(err, "out of memory");
+      else {
+        u->str = q;
+        u->cap = n + 1;
+      }
+    }
+    if (rc == 0) {
+      if (n) memcpy(u->str, p, n);
+      u->str[n] = '\0';
+      *out = wm_cstr(u->str, n);
+    }
+  } else { /* (call_scalar checked the declared type: a scalar, or nil) */
+    rc = wm_error_set(err, "a user function returned a %s", luaL_typename(L, -1));
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+/* A "udf" node: {op = "udf", fn = function, args = {...}, where = "file:line:col"}. */
+static int read_udf(lwm_bridge *B, int t, wm_rexpr *x, const int *args, int nargs, char *buf, size_t bufsz) {
+  lua_State *L = B->L;
+  lua_getfield(L, t, "fn");
+  int isfn = lua_type(L, -1) == LUA_TFUNCTION;
+  lua_pop(L, 1);
+  if (!isfn) {
+    snprintf(buf, bufsz, "a udf node without its function");
+    return -1;
+  }
+  rx_udf *u = calloc(1, sizeof *u);
+  if (!u) {
+    snprintf(buf, bufsz, "out of memory");
+    return -1;
+  }
+  u->B = B;
+  u->fn = lwm_get_fn(B, t, "fn");
+  wm_rx_udf cb = {rx_udf_call, rx_udf_free, u};
+  /* (the program owns u from here, also on failure) */
+  // cppcheck-suppress memleak
+  return wm_rexpr_udf(x, &cb, args, nargs, lwm_get_str(L, t, "where"));
+}
+
 /* node i of the program table at prog: added to x; its index, or -1 with the message in buf */
-static int read_node(lua_State *L, int prog, lua_Integer i, wm_rexpr *x, const int *map, char *buf,
+static int read_node(lwm_bridge *B, int prog, lua_Integer i, wm_rexpr *x, const int *map, char *buf,
                      size_t bufsz) {
+  lua_State *L = B->L;
   lua_rawgeti(L, prog, i);
   int t = lua_gettop(L);
   int r = -1;
@@ -53,7 +180,13 @@ static int read_node(lua_State *L, int prog, lua_Integer i, wm_rexpr *x, const i
         lua_pop(L, 1);
         args[j] = a >= 1 && a < i ? map[a - 1] : -1;
       }
-      r = wm_rexpr_op(x, (wm_rx_op)op, args, nargs, lwm_get_str(L, t, "where"));
+      if (op == WM_RX_UDF) {
+        buf[0] = '\0';
+        r = read_udf(B, t, x, args, nargs, buf, bufsz);
+        if (r < 0 && buf[0]) op = -1; /* (the message is in buf) */
+      } else {
+        r = wm_rexpr_op(x, (wm_rx_op)op, args, nargs, lwm_get_str(L, t, "where"));
+      }
       free(args);
     }
     lua_pop(L, 1);
@@ -76,7 +209,7 @@ wm_rexpr *lwm_rexpr_read(lwm_bridge *B, int node, const char *field, int **map, 
   int *m = malloc((size_t)n * sizeof(int) + 1);
   if (!x || !m) goto fail;
   for (lua_Integer i = 1; i <= n; i++) {
-    m[i - 1] = read_node(L, prog, i, x, m, msg, msgsz);
+    m[i - 1] = read_node(B, prog, i, x, m, msg, msgsz);
     if (m[i - 1] < 0) goto fail;
   }
   lua_pop(L, 1);
@@ -160,6 +293,14 @@ done:
   *op = wm_rproject_new(&B->ctx, name, x, filter, out, nout, schema);
   if (schema) wm_schema_release(schema); /* the operator holds its own reference */
   free(out);
+  /* node.changes: the records are changes {k, r} (the SQL planner's, over an updating input) */
+  lua_getfield(L, node, "changes");
+  int changes = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (*op && changes && wm_rproject_changes(*op) != 0) {
+    *op = NULL; /* (the context frees the operator it made) */
+    wm_ctx_error(&B->ctx, "out of memory");
+  }
   return 1;
 }
 

@@ -235,11 +235,12 @@ describe("SQL aggregates in C without a window", function()
     local k = {}
     for _, n in ipairs(p.env.nodes) do k[#k + 1] = n.kind end
     assert.are.same({"keyed_rolling", "sql_rows", "discard"}, {k[#k - 2], k[#k - 1], k[#k]})
-    -- renamed: a Lua map of the changes
+    -- renamed: a projection of the changes' rows in C (the changes are C rows)
     p = sqlmod.plan(DDL:gsub("'d.csv'", "'spec/sql_aggc_spec.lua'")
       .. "CREATE TABLE o (id STRING, cnt BIGINT) WITH ('connector' = 'blackhole');\n"
       .. "INSERT INTO o SELECT id, COUNT(*) AS n FROM s GROUP BY id;", {name = "job.sql"})
-    assert.are.equal("map", p.env.nodes[#p.env.nodes - 1].kind)
+    local last = p.env.nodes[#p.env.nodes - 1]
+    assert.are.same({"sql_rows", true, {"id", "cnt"}}, {last.kind, last.changes, last.names})
   end)
 
   it("computes the hand-worked changelog and final rows", function()

@@ -113,11 +113,22 @@ describe("SQL expressions in C", function()
     -- the same in the SELECT: a Lua map; the WHERE in C
     k = kinds(P .. "SELECT REGEXP_EXTRACT(s, s, 1) AS u FROM t WHERE a > 0;\n")
     assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "map", "sql_format", "print"}, k)
-    -- a user function
+    -- a user function: C calls it with its arguments (WM_RX_UDF); the rest of the SELECT in C
     sql.register_function("twice", function(x) return x * 2 end, {args = {"BIGINT"}, returns = "BIGINT"})
-    k = kinds(P .. "SELECT twice(a) AS u FROM t;\n")
+    local p = sql.plan(P .. "SELECT twice(a) + 1 AS u FROM t;\n", {name = "job.sql"})
+    k = {}
+    for _, n in ipairs(p.env.nodes) do k[#k + 1] = n.kind end
+    assert.are.same({"read_lines", "parse_csv", "sql_rows", "sql_rows", "sql_format", "print"}, k)
+    local ops = {}
+    for _, n in ipairs(p.env.nodes[4].prog) do ops[#ops + 1] = n.op end
+    assert.are.same({"col", "udf", "lit", "add"}, ops)
+    assert.is_function(p.env.nodes[4].prog[2].fn)
+    -- (cexpr.force_lua: every step a Lua map, as many operators)
+    cexpr.force_lua = true
+    k = kinds(P .. "SELECT twice(a) + 1 AS u FROM t;\n")
+    cexpr.force_lua = false
     sql.unregister_function("twice")
-    assert.are.same({"read_lines", "parse_csv", "sql_rows", "map", "sql_format", "print"}, k)
+    assert.are.same({"read_lines", "parse_csv", "map", "map", "map", "print"}, k)
   end)
 end)
 
@@ -137,12 +148,13 @@ describe("Nexmark queries with SQL expressions in C", function()
       -- the bid view's WHERE and SELECT, the query's (and q2's WHERE), INSERT INTO's rename
       assert.are.equal(q == "q2" and 5 or 4, count(k, "sql_rows"), q)
     end
-    -- q14: its WHERE in C, its SELECT (a user function) in Lua
+    -- q14: its WHERE in C, its SELECT in C too, which calls the user function with its
+    -- arguments (no Lua map)
     local saved = package.path
     package.path = "examples/nexmark/?.lua;" .. package.path -- (wmrun finds it beside the script)
     local k = kinds(read("examples/nexmark/q14.sql"), "examples/nexmark/q14.sql")
-    assert.are.equal(4, count(k, "sql_rows"))
-    assert.are.equal(1, count(k, "map"))
+    assert.are.equal(5, count(k, "sql_rows"))
+    assert.are.equal(0, count(k, "map"))
     -- both paths make as many operators, in the same places (checkpoints match them by place)
     cexpr.force_lua = true
     local kl = kinds(read("examples/nexmark/q14.sql"), "examples/nexmark/q14.sql")

@@ -36,7 +36,8 @@ describe("SQL planner", function()
 
   it("GROUP BY TUMBLE, k with COUNT(*) is key_by(field) and the C count() of a tumbling window", function()
     local k, p = kinds("SELECT id, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
-    assert.are.same({"read_lines", "parse_csv", "assign", "window", "map", "print"}, k)
+    -- (the result row shaped in C from the count record, formatted in C)
+    assert.are.same({"read_lines", "parse_csv", "assign", "window", "sql_rows", "sql_format", "print"}, k)
     local w = p.env.nodes[4]
     assert.are.equal("tumbling", w.assigner.kind)
     assert.are.equal(5000, w.assigner.size)
@@ -54,7 +55,8 @@ describe("SQL planner", function()
     assert.are.equal("flat_map", p.env.nodes[5].kind)   -- shapes the row and applies HAVING
   end)
 
-  it("aggregates the C built-ins cannot compute run as a Lua aggregate; NULL-able key columns keyed in C", function()
+  it("aggregates the C built-ins cannot compute run as a Lua aggregate; a NULL-able key column is keyed in C",
+    function()
     local _, p = kinds("SELECT id, COUNT(DISTINCT id), SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("aggregate", p.env.nodes[4].fn_kind)
     assert.are.same({fields = {"id"}}, p.env.nodes[4].key)
@@ -65,7 +67,9 @@ describe("SQL planner", function()
     -- a NULL-able key column: a C key_by field whose NULL is the Lua key's NULL_KEY
     _, p = kinds("SELECT vc, COUNT(*) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")
     assert.are.same({"builtin", "count"}, {p.env.nodes[4].fn_kind, p.env.nodes[4].agg})
+    -- vc may be NULL: the C key of the field, NULL a key of its own (as the Lua key function's)
     assert.are.same({fields = {"vc"}, null_key = "\0<NULL>"}, p.env.nodes[4].key)
+    assert.are.equal("sql_rows", p.env.nodes[5].kind)
     _, p = kinds("SELECT id, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), id;")
     assert.are.equal("sqlagg", p.env.nodes[4].fn_kind)   -- vc may be NULL: not the C sum()
     _, p = kinds("SELECT vc, SUM(vc) FROM s GROUP BY TUMBLE(rt, INTERVAL '5' SECOND), vc;")

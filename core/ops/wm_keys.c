@@ -16,6 +16,8 @@ typedef struct fieldkeys {
   char *null_key; /* with wm_keysel_null_as: what a missing (nil) field stands for */
   size_t null_len;
   int nulls; /* wm_keysel_fields_nulls: a NULL part is a key part of its own */
+  int change; /* wm_keysel_change: the fields are read from the record's field r */
+  wm_field rf;
 } fieldkeys;
 
 static void fieldkeys_free(void *ud) {
@@ -32,8 +34,29 @@ static void fieldkeys_free(void *ud) {
 static int fieldkeys_fn(void *ud, wm_op *op, const wm_value *rec, wm_value *key) {
   fieldkeys *k = ud;
   wm_ctx *ctx = op->ctx;
+  const wm_value *from = rec;
+  wm_value row;
+  if (k->change) { /* a change {k, r}: its row's fields (borrowed while rec is alive) */
+    if (wm_field_get(&ctx->host, &k->rf, rec, &row, &ctx->error) != 0) {
+      wm_buf b;
+      wm_buf_init(&b);
+      wm_op_format_record(op, rec, &b);
+      wm_ctx_error_append(ctx, " (key_by on the row r of change %s)", b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+    if (row.type != WM_ROW && row.type != WM_SLOT) {
+      wm_buf b;
+      wm_buf_init(&b);
+      wm_op_format_record(op, rec, &b);
+      wm_ctx_error(ctx, "key_by of changes: record %s is not a change {k = kind, r = row}", b.data ? b.data : "");
+      wm_buf_free(&b);
+      return WM_ERR;
+    }
+    from = &row;
+  }
   for (size_t i = 0; i < k->n; i++) {
-    if (wm_field_get(&ctx->host, &k->f[i], rec, &k->parts[i], &ctx->error) != 0) {
+    if (wm_field_get(&ctx->host, &k->f[i], from, &k->parts[i], &ctx->error) != 0) {
       wm_buf b;
       wm_buf_init(&b);
       wm_op_format_record(op, rec, &b);
@@ -122,4 +145,13 @@ int wm_keysel_key(const wm_keysel *ks, wm_op *op, const wm_value *rec, wm_value 
                key->type == WM_NIL ? "nil" : "not a scalar", b.data ? b.data : "");
   wm_buf_free(&b);
   return WM_ERR;
+}
+
+int wm_keysel_change(wm_keysel *ks) {
+  if (ks->fn != fieldkeys_fn) return -1;
+  fieldkeys *k = ks->ud;
+  k->change = 1;
+  k->rf.name = "r";
+  k->rf.index = -1;
+  return 0;
 }

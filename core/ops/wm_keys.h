@@ -30,6 +30,12 @@ int wm_keysel_null_as(wm_keysel *ks, const char *s, size_t len);
  * a key): the key is then always composite (wm_key_compose's 'n' part), also with one field. */
 int wm_keysel_fields_nulls(wm_keysel *ks, const char *const *fields, size_t n);
 
+/* A key selector made by wm_keysel_fields reads its fields from the row in the record's field
+ * `r` (a SQL change {k = "+I", r = row}: the SQL planner's regular join over an updating
+ * input) instead of the record's own: the key is the one the row alone would give. A record
+ * whose r is not a row is an error naming it. 0, or -1 (not a field selector). */
+int wm_keysel_change(wm_keysel *ks);
+
 /* The field of a key selector made by wm_keysel_fields with one field, else NULL: a
  * keyed operator may read it inline (wm_field_peek) and take a string or integer value
  * found there as the key, which is what the selector would return; it must call the

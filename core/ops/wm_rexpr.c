@@ -31,6 +31,7 @@ typedef struct rnode {
   int npieces;
   char *ptext;
   wm_rregex *re;  /* WM_RX_REGEXP_EXTRACT: owned */
+  wm_rx_udf udf;  /* WM_RX_UDF: the callback (udf.ud owned); its arguments' values in vals */
 } rnode;
 
 struct wm_rexpr {
@@ -71,6 +72,7 @@ void wm_rexpr_free(wm_rexpr *x) {
     free(n->pieces);
     free(n->ptext);
     wm_rregex_free(n->re);
+    if (n->op == WM_RX_UDF && n->udf.free) n->udf.free(n->udf.ud);
     wm_value_release(NULL, &n->lit); /* a scalar or a WM_STR: no host */
   }
   free(x->n);
@@ -89,7 +91,7 @@ static const char *const OP_NAMES[WM_RX_NOPS] = {
   "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "isnull", "notnull",
   "is_true", "is_false", "not_true", "not_false", "between", "in", "case", "coalesce", "if",
   "to_double", "bool_to_int", "hour", "to_ts3", "to_ts0", "concat", "upper", "lower", "trim", "char_length",
-  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str", "from_str", "proctime"};
+  "substring", "like", "split_index", "date_format", "regexp_extract", "to_str", "ts_to_str", "from_str", "proctime", "udf"};
 
 int wm_rexpr_op_of(const char *name) {
   for (int i = 0; i < WM_RX_NOPS; i++)
@@ -217,8 +219,39 @@ static int date_pattern(wm_rexpr *x, rnode *n, const char *s, size_t len) {
   return 0;
 }
 
+int wm_rexpr_udf(wm_rexpr *x, const wm_rx_udf *u, const int *args, int nargs, const char *where) {
+  bool ok = u->call != NULL && nargs >= 0;
+  for (int i = 0; ok && i < nargs; i++) ok = args[i] >= 0 && args[i] < x->len;
+  if (!ok) {
+    if (u->free) u->free(u->ud);
+    snprintf(x->err, sizeof x->err, "udf: no callback, or an argument that is not an earlier node");
+    return -1;
+  }
+  rnode *n = add_node(x);
+  if (n) {
+    n->args = malloc((size_t)nargs * sizeof(int) + 1);
+    n->vals = calloc((size_t)nargs + 1, sizeof(wm_value));
+    n->where = where ? strdup(where) : NULL;
+  }
+  if (!n || !n->args || !n->vals || (where && !n->where)) {
+    if (n) {
+      free(n->args);
+      free(n->vals);
+      free(n->where);
+    }
+    if (u->free) u->free(u->ud);
+    snprintf(x->err, sizeof x->err, "out of memory");
+    return -1;
+  }
+  n->op = (uint8_t)WM_RX_UDF;
+  n->nargs = nargs;
+  if (nargs > 0) memcpy(n->args, args, (size_t)nargs * sizeof(int));
+  n->udf = *u;
+  return x->len++;
+}
+
 int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char *where) {
-  if (op <= WM_RX_LIT || op >= WM_RX_NOPS) {
+  if (op <= WM_RX_LIT || op >= WM_RX_NOPS || op == WM_RX_UDF) {
     snprintf(x->err, sizeof x->err, "bad operator %d", (int)op);
     return -1;
   }
@@ -884,6 +917,25 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
       else *out = wm_float(floor(v[0].u.f));       /* out of range, NaN: a float, as Lua's */
     }
     return 0;
+  case WM_RX_UDF: {
+    /* the user function with its arguments' values (evaluated in order, as the Lua call's) */
+    for (int j = 0; j < n->nargs; j++)
+      if (eval(x, n->args[j], h, rec, &n->vals[j], err) != 0) return -1;
+    wm_value r = wm_nil();
+    if (n->udf.call(n->udf.ud, n->vals, n->nargs, &r, err) != 0) return -1;
+    if (r.type == WM_ROW || r.type == WM_SLOT) return bad(n, err, "a user function gave a value that is not a scalar");
+    if (!wm_value_is_string(&r)) {
+      *out = r;
+      return 0;
+    }
+    size_t len;
+    const char *p = wm_value_str(&r, &len);
+    wm_str *c = new_str(x, len);
+    if (!c) return wm_error_set(err, "out of memory");
+    if (len) memcpy(c->data, p, len);
+    *out = str_value(c);
+    return 0;
+  }
   case WM_RX_CONCAT: {
     /* R.concat(...): every argument evaluated, NULL when one is NULL */
     size_t total = 0;
@@ -1084,6 +1136,9 @@ typedef struct rproject {
   int *out;
   int nout;
   wm_schema *schema; /* referenced; NULL: no projection */
+  int changes;       /* wm_rproject_changes: records are changes {k, r}, the program runs on r */
+  wm_schema *cl;     /* of the changes made: {k, r} */
+  wm_field fk, fr;
 } rproject;
 
 static void rproject_free(wm_op *op) {
@@ -1092,24 +1147,51 @@ static void rproject_free(wm_op *op) {
   wm_rexpr_free(p->x);
   free(p->out);
   if (p->schema) wm_schema_release(p->schema);
+  if (p->cl) wm_schema_release(p->cl);
   free(p);
 }
 
 /* An evaluation failed: the message is in the context's error; add the record and operator. */
 static int failed(wm_op *op, const wm_value *rec) { return wm_op_fail_record(op, rec); }
 
+/* A change {k, r} (a C row, as the SQL operators in C make them): its kind and row, borrowed
+ * from rec. 0, or -1 with the error set (the record is not one). */
+static int change_parts(wm_op *op, rproject *p, const wm_value *rec, wm_value *k, wm_value *r) {
+  wm_ctx *ctx = op->ctx;
+  const wm_value *pk = wm_field_peek(&p->fk, rec), *pr = wm_field_peek(&p->fr, rec);
+  if (pk && pr) {
+    *k = *pk;
+    *r = *pr;
+  } else if (rec->type != WM_ROW || wm_field_get(&ctx->host, &p->fk, rec, k, &ctx->error) != 0 ||
+             wm_field_get(&ctx->host, &p->fr, rec, r, &ctx->error) != 0) {
+    k->type = WM_NIL;
+  }
+  if (wm_value_is_string(k) && (r->type == WM_ROW || r->type == WM_SLOT)) return 0;
+  wm_ctx_error(ctx, "'%s' takes changes {k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row} made in C, "
+                    "and a record is not one",
+               op->name ? op->name : "sql_rows");
+  return -1;
+}
+
 static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   rproject *p = op->impl;
   wm_ctx *ctx = op->ctx;
+  const wm_value *change = NULL; /* changes: the change rec, and rec its row */
+  wm_value ck = wm_nil(), crow;
+  if (p->changes) {
+    if (change_parts(op, p, rec, &ck, &crow) != 0) return failed(op, rec);
+    change = rec;
+    rec = &crow;
+  }
   if (p->filter >= 0) {
     wm_value c;
     int rc = eval(p->x, p->filter, &ctx->host, rec, &c, &ctx->error);
     wm_rexpr_reset(p->x); /* (c is a boolean: the strings made are not needed) */
-    if (rc != 0) return failed(op, rec);
+    if (rc != 0) return failed(op, change ? change : rec);
     if (c.type != WM_BOOL || !c.u.b) return WM_OK;
   }
-  if (!p->schema) return wm_op_emit(op, 0, rec, ts);
+  if (!p->schema) return wm_op_emit(op, 0, change ? change : rec, ts);
   wm_row *r = wm_row_new(p->schema);
   if (!r) return wm_ctx_error(ctx, "out of memory");
   for (int i = 0; i < p->nout; i++) {
@@ -1117,7 +1199,7 @@ static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts)
     if (eval(p->x, p->out[i], &ctx->host, rec, &v, &ctx->error) != 0) {
       wm_rexpr_reset(p->x);
       wm_row_release(&ctx->host, r);
-      return failed(op, rec);
+      return failed(op, change ? change : rec);
     }
     if (wm_value_copy(&ctx->host, &r->fields[i], &v) != 0) {
       wm_rexpr_reset(p->x);
@@ -1127,8 +1209,19 @@ static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts)
   }
   wm_rexpr_reset(p->x); /* the row holds its own references */
   wm_value out = wm_row_value(r);
+  if (change) { /* the change {k, the new row} (it takes the row's reference) */
+    wm_row *c = wm_row_new(p->cl);
+    if (!c) {
+      wm_row_release(&ctx->host, r);
+      return wm_ctx_error(ctx, "out of memory");
+    }
+    c->fields[0] = ck;
+    wm_value_retain(&ctx->host, &c->fields[0]);
+    c->fields[1] = out;
+    out = wm_row_value(c);
+  }
   int rc = wm_op_emit(op, 0, &out, ts);
-  wm_row_release(&ctx->host, r);
+  wm_value_release(&ctx->host, &out);
   return rc;
 }
 
@@ -1137,6 +1230,20 @@ static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts)
 static int64_t ctx_now(void *ud) { return wm_ctx_now(ud); }
 
 static const wm_op_vt rproject_vt = {.kind = "sql_rows", .record = rproject_record, .free = rproject_free};
+
+int wm_rproject_changes(wm_op *op) {
+  if (!op || op->vt != &rproject_vt) return -1;
+  rproject *p = op->impl;
+  static const char *const clnames[2] = {"k", "r"};
+  static const uint8_t cltypes[2] = {WM_FT_STRING, WM_FT_ANY};
+  if (!p->cl && !(p->cl = wm_schema_new(2, clnames, cltypes))) return -1;
+  p->fk.name = "k";
+  p->fk.index = -1;
+  p->fr.name = "r";
+  p->fr.index = -1;
+  p->changes = 1;
+  return 0;
+}
 
 wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, const int *out, int nout,
                        wm_schema *schema) {

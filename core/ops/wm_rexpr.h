@@ -67,6 +67,8 @@ typedef enum {
                     * the type's name and `try` (TRY_CAST: NULL for text that is none) literals */
   WM_RX_PROCTIME,  /* PROCTIME(), no args: the program's clock (wm_rexpr_set_clock) now, ms, an
                     * integer (the Lua path's R_proctime: the operator's processing time) */
+  WM_RX_UDF,       /* a user function: its arguments' values given to the host's callback
+                    * (made by wm_rexpr_udf only) */
   WM_RX_NOPS
 } wm_rx_op;
 
@@ -87,6 +89,21 @@ const char *wm_rexpr_error(const wm_rexpr *x);
  * without one fails on PROCTIME() ("PROCTIME() without a clock"). wm_rproject_new gives its
  * program the context's clock (wm_ctx_now: the wall clock, or the harness's virtual one). */
 void wm_rexpr_set_clock(wm_rexpr *x, int64_t (*now)(void *ud), void *ud);
+
+/* A user function a program calls (SQL's `f(args)` of a function written in Lua: the host,
+ * bindings/lwm_rexpr.c, calls it with just the arguments' values, no table per row).
+ * call(ud, args, nargs, out, err): the arguments are scalars or nil (strings borrowed); it sets
+ * *out to a scalar or nil (a string valid until the next call of call: the program copies it)
+ * and returns 0, or -1 with the message in *err (and the host's traceback in err's trace part).
+ * free(ud) (may be NULL) runs when the program is freed. */
+typedef struct wm_rx_udf {
+  int (*call)(void *ud, const wm_value *args, int nargs, wm_value *out, wm_error *err);
+  void (*free)(void *ud);
+  void *ud;
+} wm_rx_udf;
+/* Adds a WM_RX_UDF node calling u (copied; the program owns u->ud from now on, also on
+ * failure) with the values of nodes args. where: the call's place, for messages (copied). */
+int wm_rexpr_udf(wm_rexpr *x, const wm_rx_udf *u, const int *args, int nargs, const char *where);
 /* The operator called `name` ("add", "eq", ...: the WM_RX_ names in lower case), or -1. */
 int wm_rexpr_op_of(const char *name);
 int wm_rexpr_count(const wm_rexpr *x);
@@ -108,5 +125,12 @@ void wm_rexpr_reset(wm_rexpr *x);
 wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, const int *out, int nout,
                        wm_schema *schema);
 
+/* Makes a wm_rproject_new operator take changes {k = "+I"|"+U"|"-U"|"-D", r = row} (C rows,
+ * as the SQL operators in C emit them: the SQL planner's WHERE and SELECT over an updating
+ * input): the filter and the projection run on the change's row r; a change that passes is
+ * emitted unchanged (filter only) or as the change {k, the projected row}. A record that is not
+ * such a change stops the job with a message naming it. 0, or -1 (not such an operator, or
+ * out of memory). */
+int wm_rproject_changes(wm_op *op);
 
 #endif

@@ -3,14 +3,18 @@
 -- count_char(s, c) is the number of bytes of s equal to the first byte of c; 0 when s is NULL.
 local M = {}
 
+-- (string.find with plain = true finds each occurrence in C: one call per occurrence, not one
+-- per byte of s)
 M.count_char = {args = {"STRING", "STRING"}, returns = "BIGINT", eval = function(s, c)
   if s == nil then return 0 end
-  local chr = c:byte(1)
-  local n = 0
-  for i = 1, #s do
-    if s:byte(i) == chr then n = n + 1 end
+  local chr = c:sub(1, 1)
+  if chr == "" then return 0 end
+  local n, i = 0, 1
+  while true do
+    local j = s:find(chr, i, true)
+    if not j then return n end
+    n, i = n + 1, j + 1
   end
-  return n
 end}
 
 return M

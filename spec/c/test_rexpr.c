@@ -4,6 +4,7 @@
 
 #include "test.h"
 
+#include "ops/wm_keys.h"
 #include "ops/wm_rexpr.h"
 #include "ops/wm_rregex.h"
 #include "ops/wm_sqlfmt.h"
@@ -277,6 +278,230 @@ static const char *tsf(int64_t ms) {
   return out;
 }
 
+/* ---- user functions (WM_RX_UDF) --------------------------------------------------------- */
+
+/* The test's "user function": f(i, s) = i * 10 + #s, or the string "<s>" when i is 0; -1 when
+ * i is NULL; it fails (message and trace) when i is 13. Counts its calls and the arguments'
+ * NULLs. */
+typedef struct tudf {
+  int calls, nulls, freed;
+  char str[64];
+} tudf;
+
+static int tudf_call(void *ud, const wm_value *args, int nargs, wm_value *out, wm_error *err) {
+  tudf *u = ud;
+  u->calls++;
+  for (int i = 0; i < nargs; i++) u->nulls += args[i].type == WM_NIL;
+  if (nargs != 2) return wm_error_set(err, "two arguments expected");
+  size_t n = 0;
+  const char *s = wm_value_is_string(&args[1]) ? wm_value_str(&args[1], &n) : "";
+  if (args[0].type == WM_NIL) {
+    *out = wm_int(-1);
+  } else if (args[0].u.i == 13) {
+    wm_error_set(err, "q.sql:2:5: function 'f' failed: unlucky");
+    static const char tb[] = "\nstack traceback:\n\tudfs.lua:3: in function 'f'";
+    wm_error_set_trace(err, tb, sizeof tb - 1);
+    return -1;
+  } else if (args[0].u.i == 0) {
+    snprintf(u->str, sizeof u->str, "<%.*s>", (int)n, s);
+    *out = wm_cstr(u->str, strlen(u->str));
+  } else {
+    *out = wm_int(args[0].u.i * 10 + (int64_t)n);
+  }
+  return 0;
+}
+
+static void tudf_free(void *ud) { ((tudf *)ud)->freed++; }
+
+static int udf2(wm_rexpr *x, tudf *u, int a, int b) {
+  wm_rx_udf cb = {tudf_call, tudf_free, u};
+  int g[2] = {a, b};
+  return wm_rexpr_udf(x, &cb, g, 2, "q.sql:2:5");
+}
+
+/* values by hand: f(7, "abc") = 73; f(NULL, "abc") = -1 (the NULL reaches the function);
+ * f(0, "abc") = "<abc>", a string the program keeps (the function's buffer is overwritten by
+ * the next call); f(a + 6, s) with a = 7 fails with the function's message */
+static void test_udf(wm_value *rec) {
+  T.current = "rexpr: a user function called with its arguments' values";
+  tudf u = {0};
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), s = col(x, "s"), n = col(x, "n");
+  int f1 = udf2(x, &u, a, s);
+  int f2 = udf2(x, &u, n, s);
+  int f3 = udf2(x, &u, lit_i(x, 0), s);
+  int f4 = udf2(x, &u, op2(x, WM_RX_ADD, a, lit_i(x, 6)), s);
+  wm_value xy = wm_cstr("xy", 2);
+  int f5 = udf2(x, &u, lit_i(x, 0), wm_rexpr_lit(x, &xy));
+  /* two calls: the first one's string must survive the second (the function reuses its buffer) */
+  int cat = wm_rexpr_op(x, WM_RX_CONCAT, (int[]){f3, f5}, 2, NULL);
+  CHECK(f1 >= 0 && f2 >= 0 && f3 >= 0 && f4 >= 0 && f5 >= 0 && cat >= 0);
+  CHECK_STR(ev(x, f1, rec), "73");
+  CHECK_STR(ev(x, f2, rec), "-1");
+  CHECK_I64(u.nulls, 1);
+  CHECK_STR(ev(x, f3, rec), "<abc>");
+  CHECK_STR(ev(x, cat, rec), "<abc><xy>");
+  CHECK_I64(u.calls, 5);
+  CHECK_STR(ev(x, f4, rec), "error: q.sql:2:5: function 'f' failed: unlucky");
+  CHECK(strstr(E.trace, "udfs.lua:3: in function 'f'") != NULL);
+  wm_rexpr_reset(x);
+  /* a node that is not an earlier one: refused, and the function's ud freed */
+  wm_rx_udf cb = {tudf_call, tudf_free, &u};
+  int bad = 99;
+  CHECK_I64(wm_rexpr_udf(x, &cb, &bad, 1, NULL), -1);
+  CHECK_I64(u.freed, 1);
+  /* WM_RX_UDF is not made by wm_rexpr_op (it needs its function) */
+  CHECK_I64(wm_rexpr_op(x, WM_RX_UDF, &a, 1, NULL), -1);
+  CHECK_I64(wm_rexpr_op_of("udf"), WM_RX_UDF);
+  wm_rexpr_free(x);
+  CHECK_I64(u.freed, 6); /* the five nodes' */
+}
+
+/* The operator: a row the filter drops never reaches the function (a > b, then f(a, s)) */
+static void test_udf_operator(wm_schema *s6) {
+  T.current = "rexpr: a user function in a projection, after the filter";
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  tudf u = {0};
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), b = col(x, "b"), s = col(x, "s");
+  int f = op2(x, WM_RX_GT, a, b);
+  int out[1] = {udf2(x, &u, a, s)};
+  static const char *const names[] = {"c"};
+  wm_schema *so = wm_schema_new(1, names, NULL);
+  wm_op *op = wm_rproject_new(&ctx, "map (q.sql:1)", x, f, out, 1, so);
+  wm_schema_release(so);
+  capture cap = {.label = NULL};
+  wm_buf_init(&cap.out);
+  wm_op *sink = wm_op_new(&ctx, &capture_vt, &cap, "capture");
+  CHECK(op && sink);
+  wm_op_connect(op, 0, sink);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  wm_row *r = row6(s6);
+  wm_value v = wm_row_value(r);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 5), WM_OK); /* 7 > -2: f(7, "abc") = 73 */
+  r->fields[1] = wm_int(9);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 6), WM_OK); /* 7 > 9 is FALSE: no call */
+  CHECK_I64(u.calls, 1);
+  CHECK_STR(cap.out.data, "5 {\"c\":73}\n");
+  r->fields[0] = wm_int(13);
+  CHECK_I64(wm_op_input_record(op, 0, &v, 7), WM_ERR); /* 13 > 9: f fails */
+  const char *msg = wm_ctx_errtext(&ctx);
+  CHECK(strstr(msg, "q.sql:2:5: function 'f' failed: unlucky") != NULL);
+  CHECK(strstr(msg, "in operator 'map (q.sql:1)'") != NULL);
+  CHECK(strstr(msg, "stack traceback:\n\tudfs.lua:3: in function 'f'") != NULL);
+  wm_row_release(NULL, r);
+  wm_buf_free(&cap.out);
+  wm_ctx_free(&ctx);
+}
+
+/* ---- changes {k, r}: wm_rproject_changes and wm_keysel_change ------------------------------ */
+
+static wm_row *change_of(wm_schema *cl, const char *k, wm_row *r) {
+  wm_row *c = wm_row_new(cl);
+  c->fields[0].type = WM_STR;
+  c->fields[0].u.s = wm_str_new(k, strlen(k));
+  c->fields[1] = wm_row_value(r); /* (takes r's reference) */
+  return c;
+}
+
+/* WHERE a > b and SELECT a * 2 AS x, s over changes: a change passes or not by its row, and
+ * keeps its kind; a record that is not a change stops the job naming it */
+static void test_changes(wm_schema *s6) {
+  T.current = "rexpr: a filter and a projection over changes {k, r}";
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_rexpr *x = wm_rexpr_new();
+  int a = col(x, "a"), b = col(x, "b"), s = col(x, "s");
+  int f = op2(x, WM_RX_GT, a, b);
+  int out[2] = {op2(x, WM_RX_MUL, a, lit_i(x, 2)), s};
+  static const char *const names[] = {"x", "y"};
+  wm_schema *so = wm_schema_new(2, names, NULL);
+  wm_op *op = wm_rproject_new(&ctx, "map (q.sql:1)", x, f, out, 2, so);
+  wm_schema_release(so);
+  CHECK(op != NULL);
+  CHECK_I64(wm_rproject_changes(op), 0);
+  capture cap = {.label = NULL};
+  wm_buf_init(&cap.out);
+  wm_op *sink = wm_op_new(&ctx, &capture_vt, &cap, "capture");
+  wm_op_connect(op, 0, sink);
+  CHECK_I64(wm_ctx_prepare(&ctx), WM_OK);
+  static const char *const clnames[] = {"k", "r"};
+  wm_schema *cl = wm_schema_new(2, clnames, NULL);
+  wm_row *r1 = row6(s6);                 /* 7 > -2: {x = 14, y = "abc"} */
+  wm_row *r2 = row6(s6);
+  r2->fields[1] = wm_int(8);             /* 7 > 8 is FALSE */
+  wm_row *c1 = change_of(cl, "-U", r1), *c2 = change_of(cl, "+U", r2);
+  wm_value v1 = wm_row_value(c1), v2 = wm_row_value(c2);
+  CHECK_I64(wm_op_input_record(op, 0, &v1, 5), WM_OK);
+  CHECK_I64(wm_op_input_record(op, 0, &v2, 6), WM_OK);
+  CHECK_STR(cap.out.data, "5 {\"k\":\"-U\",\"r\":{\"x\":14,\"y\":\"abc\"}}\n");
+  /* a plain row is not a change */
+  wm_row *plain = row6(s6);
+  wm_value vp = wm_row_value(plain);
+  CHECK_I64(wm_op_input_record(op, 0, &vp, 7), WM_ERR);
+  CHECK(strstr(wm_ctx_errtext(&ctx), "'map (q.sql:1)' takes changes {k = \"+I\"|\"+U\"|\"-U\"|\"-D\", r = row}") != NULL);
+
+  /* filter only: the change itself goes on */
+  T.current = "rexpr: a filter over changes passes the change itself";
+  wm_ctx ctx2;
+  wm_ctx_init(&ctx2);
+  wm_rexpr *x2 = wm_rexpr_new();
+  int f2 = op2(x2, WM_RX_GT, col(x2, "a"), col(x2, "b"));
+  wm_op *op2_ = wm_rproject_new(&ctx2, "filter", x2, f2, NULL, 0, NULL);
+  CHECK_I64(wm_rproject_changes(op2_), 0);
+  capture cap2 = {.label = NULL};
+  wm_buf_init(&cap2.out);
+  wm_op *sink2 = wm_op_new(&ctx2, &capture_vt, &cap2, "capture");
+  wm_op_connect(op2_, 0, sink2);
+  CHECK_I64(wm_ctx_prepare(&ctx2), WM_OK);
+  CHECK_I64(wm_op_input_record(op2_, 0, &v2, 1), WM_OK); /* dropped */
+  CHECK_I64(wm_op_input_record(op2_, 0, &v1, 2), WM_OK);
+  CHECK(cap2.out.data && strstr(cap2.out.data, "2 {\"k\":\"-U\",\"r\":{\"a\":7,\"b\":-2,") == cap2.out.data);
+  CHECK(cap2.out.data && strchr(cap2.out.data, '\n') == cap2.out.data + cap2.out.len - 1); /* one line */
+  /* not a rproject operator */
+  CHECK_I64(wm_rproject_changes(sink2), -1);
+
+  /* the key of a change is its row's: one field (a = 7), several (a, s) composed alike */
+  T.current = "keys: wm_keysel_change gives a change the key of its row";
+  const char *k1[] = {"a"}, *k2[] = {"a", "s"};
+  wm_keysel rs1, cs1, rs2, cs2;
+  CHECK_I64(wm_keysel_fields(&rs1, k1, 1), 0);
+  CHECK_I64(wm_keysel_fields(&cs1, k1, 1), 0);
+  CHECK_I64(wm_keysel_change(&cs1), 0);
+  CHECK_I64(wm_keysel_fields(&rs2, k2, 2), 0);
+  CHECK_I64(wm_keysel_fields(&cs2, k2, 2), 0);
+  CHECK_I64(wm_keysel_change(&cs2), 0);
+  wm_value row1 = wm_row_value(r1), key, key2;
+  CHECK_I64(wm_keysel_key(&cs1, op2_, &v1, &key), WM_OK);
+  CHECK(key.type == WM_INT && key.u.i == 7);
+  CHECK_I64(wm_keysel_key(&rs2, op2_, &row1, &key), WM_OK);
+  CHECK_I64(wm_keysel_key(&cs2, op2_, &v1, &key2), WM_OK);
+  CHECK(wm_key_equal(&key, &key2));
+  /* a change of another row: another key */
+  r2->fields[0] = wm_int(8);
+  CHECK_I64(wm_keysel_key(&cs2, op2_, &v2, &key2), WM_OK);
+  CHECK(!wm_key_equal(&key, &key2));
+  /* a plain row through the change selector: an error naming it */
+  CHECK_I64(wm_keysel_key(&cs1, op2_, &vp, &key), WM_ERR);
+  CHECK(strstr(wm_ctx_errtext(&ctx2), "is not a change {k = kind, r = row}") != NULL);
+  /* only a field selector takes it */
+  wm_keysel none = {0};
+  CHECK_I64(wm_keysel_change(&none), -1);
+  rs1.free(rs1.ud);
+  cs1.free(cs1.ud);
+  rs2.free(rs2.ud);
+  cs2.free(cs2.ud);
+  wm_row_release(NULL, c1);
+  wm_row_release(NULL, c2);
+  wm_row_release(NULL, plain);
+  wm_schema_release(cl);
+  wm_buf_free(&cap.out);
+  wm_buf_free(&cap2.out);
+  wm_ctx_free(&ctx);
+  wm_ctx_free(&ctx2);
+}
+
 /* Java's Double.toString: plain from 10^-3 to 10^7, else with an exponent; the fewest digits
  * that read back; and timestamps in UTC (1461756862 s is 2016-04-27 11:34:22) */
 static void test_format(void) {
@@ -515,6 +740,9 @@ void test_rexpr(void) {
   test_string_operator(s);
   test_regex();
   test_proctime(s);
+  test_udf(&rec);
+  test_udf_operator(s);
+  test_changes(s);
   wm_row_release(NULL, r);
   wm_schema_release(s);
 }

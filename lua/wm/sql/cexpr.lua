@@ -136,6 +136,24 @@ local function repeats_group(p)
   return false
 end
 
+-- A call of a user scalar function (a Lua function): its arguments in C, then one call of
+-- the function with their values from C (WM_RX_UDF: no Lua table per row); the function is
+-- wm.sql.functions.call_scalar's, which checks the result and names the call in errors, as
+-- the Lua path's call does. WMRUN_SQL_UDF=lua keeps the whole expression in Lua.
+local UDF_ARG = {INT = true, BIGINT = true, DOUBLE = true, STRING = true, BOOLEAN = true, TIMESTAMP = true,
+                 TIMESTAMP_LTZ = true, NULL = true}
+local function compile_udf(P, e, def)
+  if def.kind ~= "scalar" or not def.fn or os.getenv("WMRUN_SQL_UDF") == "lua" then return nil end
+  local idx, types = compile_list(P, e.args)
+  if not idx then return nil end
+  -- (the arguments C gives it are scalars: a ROW column stays with the Lua path)
+  for _, t in ipairs(types) do if not UDF_ARG[t] then return nil end end
+  local w = where(P, e)
+  local call_scalar = require("wm.sql.functions").call_scalar
+  return add(P, {op = "udf", args = idx, where = w,
+                 fn = function(...) return call_scalar(def, w, ...) end}), def.returns
+end
+
 local function compile_call(P, e)
   local name = e.name
   if e.over or e.filter or e.star or e.distinct then return nil end
@@ -145,6 +163,8 @@ local function compile_call(P, e)
     if #e.args > 0 or not P.scope.proctime_c or (P.functions and P.functions[name]) then return nil end
     return add(P, {op = "proctime"}), "TIMESTAMP_LTZ"
   end
+  local udf = P.functions and P.functions[name] and not sqlexpr.FUNCS[name] and sqlexpr.user_functions[name]
+  if udf then return compile_udf(P, e, udf) end
   local F = {MOD = true, ABS = true, COALESCE = true, IF = true, HOUR = true, TO_TIMESTAMP_LTZ = true,
     DATE_FORMAT = true, REGEXP_EXTRACT = true, TO_TIMESTAMP = true}
   if not (F[name] or STRING_FNS[name]) or (P.functions and P.functions[name]) then return nil end
@@ -317,9 +337,25 @@ local function c_rows(node, depth)
   return false
 end
 
-local function program(stream, scope, src)
+local function program(stream, scope, src, changes)
   if scope.match or not M.enabled() then return nil end
-  return {prog = {}, scope = scope, src = src, functions = scope.functions, nested = c_rows(stream.node)}
+  return {prog = {}, scope = scope, src = src, functions = scope.functions,
+          nested = not changes and c_rows(stream.node)}
+end
+
+-- The operators whose changes {k, r} are C rows: a C GROUP BY, deduplication, Top-N, regular
+-- join, and a `sql_rows` over changes.
+local C_CHANGES = {sqlagg = true, sqldedup = true, sqltopn = true}
+
+--- Whether the changes {k, r} of the updating `stream` are read in C (a C key selector of
+-- their rows, a `sql_rows` filter or projection of them): when they are C rows (made by
+-- one of the C operators that make changes), unless WMRUN_SQL_EXPR=lua or
+-- WMRUN_SQL_CHANGES=lua (docs/sql.md, "Expressions in C") keeps the Lua functions.
+function M.c_changes(stream)
+  if not M.enabled() or os.getenv("WMRUN_SQL_CHANGES") == "lua" then return false end
+  local node = stream.node
+  if node.kind == "sql_join" or (node.kind == "sql_rows" and node.changes) then return true end
+  return node.kind == "keyed_rolling" and C_CHANGES[node.agg] or false
 end
 
 --- For other operators' expressions (e.g. aggregate arguments): a program over the rows of
@@ -344,18 +380,23 @@ end
 
 --- The stream of the rows of `stream` for which `cond` is TRUE, filtered in C; nil when the
 -- condition has a part the C module does not do.
-function M.try_filter(stream, cond, scope, src)
-  local P = program(stream, scope, src)
+-- changes: the stream is updating, its changes {k, r} C rows (M.c_changes): the changes
+-- whose row passes go on (a `sql_rows` over changes, wm_rproject_changes).
+function M.try_filter(stream, cond, scope, src, changes)
+  if changes and not M.c_changes(stream) then return nil end
+  local P = program(stream, scope, src, changes)
   if not P then return nil end
   local f = compile(P, cond)
   if not f then return nil end
-  return base.one_input(stream, "sql_rows", {prog = P.prog, filter = f}, "filter")
+  return base.one_input(stream, "sql_rows", {prog = P.prog, filter = f, changes = changes or nil}, "filter")
 end
 
 --- The stream of `items` ({expr, name}) over the rows of `stream`, computed in C into rows of
 -- the columns `cols` ({name, type}); nil when an item has a part the C module does not do.
-function M.try_project(stream, items, cols, scope, src)
-  local P = program(stream, scope, src)
+-- changes: as try_filter's; each change {k, r} becomes {k, the projected row}.
+function M.try_project(stream, items, cols, scope, src, changes)
+  if changes and not M.c_changes(stream) then return nil end
+  local P = program(stream, scope, src, changes)
   if not P then return nil end
   local out, names, types = {}, {}, {}
   for i, it in ipairs(items) do
@@ -363,7 +404,8 @@ function M.try_project(stream, items, cols, scope, src)
     if not out[i] then return nil end
     names[i], types[i] = it.name, FTYPE[cols[i].type] or 4
   end
-  return base.one_input(stream, "sql_rows", {prog = P.prog, out = out, names = names, types = types}, "map")
+  return base.one_input(stream, "sql_rows", {prog = P.prog, out = out, names = names, types = types,
+                                              changes = changes or nil}, "map")
 end
 
 --- The step after a CSV table's parse_csv (wm.sql.connectors), in C: its DOUBLE columns
@@ -402,17 +444,21 @@ end
 -- result `cols`), in C: a projection, or when no name changes an operator that passes the
 -- records on unchanged (an operator all the same, so that the job's operators are those of
 -- the Lua path, which checkpoints match by their place); nil when the C path is off.
-function M.try_rename(stream, ren, cols)
+-- (updating: the changes {k, r} of the stream renamed, when they are C rows: M.c_changes)
+function M.try_rename(stream, ren, cols, updating)
   if not M.enabled() then return nil end
   local same = true
   for _, x in ipairs(ren) do if x.from ~= x.to then same = false end end
-  if same then return base.one_input(stream, "sql_rows", {prog = {}}, "map") end
+  local cch = updating and M.c_changes(stream) or nil
+  if same then return base.one_input(stream, "sql_rows", {prog = {}, changes = cch}, "map") end
+  if updating and not cch then return nil end
   local prog, out, names, types = {}, {}, {}, {}
   for i, x in ipairs(ren) do
     prog[i] = {op = "col", name = x.from}
     out[i], names[i], types[i] = i, x.to, FTYPE[cols[i].type] or 4
   end
-  return base.one_input(stream, "sql_rows", {prog = prog, out = out, names = names, types = types}, "map")
+  return base.one_input(stream, "sql_rows", {prog = prog, out = out, names = names, types = types,
+                                              changes = updating or nil}, "map")
 end
 
 --- The rows of `stream` (of the columns `cols`) as Flink's print sink shows them, `+I[...]`,

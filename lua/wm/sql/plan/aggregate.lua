@@ -177,6 +177,62 @@ local function c_window_agg(scope, key_fields, keys, key_sigs, agg_list, agg_sig
   return spec, not direct
 end
 
+-- The C form of the Lua step that shapes a window's `count()` result (fast_window_agg's
+-- builtin count), or nil: a `sql_rows` projection of the count record {count, key, start,
+-- stop} into the result row, when every SELECT item is the key (one never-NULL key column,
+-- not DOUBLE: the key_by value is the column's value), the count or a bound of the window, and
+-- there is no HAVING. WMRUN_SQL_EXPR=lua (cexpr off) keeps the Lua step.
+local FTYPE = {STRING = 0, INT = 1, BIGINT = 1, TIMESTAMP = 1, TIMESTAMP_LTZ = 1, DOUBLE = 2, BOOLEAN = 3}
+-- A key column that may be NULL is keyed in C too (the key_by field with NULL_KEY for a
+-- NULL, spec.key_null, as the Lua key function's), and the projection gives NULL back for it.
+local function count_shape(spec, keys, key_sigs, agg_sigs, items, cols, tvf, key_types, base_cols)
+  if not cexpr.enabled() or spec.having or #keys > 1 or key_types[1] == "DOUBLE" then return nil end
+  local key_null = false
+  if #keys == 1 and not spec.key_fields then
+    local k = keys[1]
+    if k.tag ~= "col" then return nil end
+    for _, c in ipairs(base_cols) do
+      if c.name == k.name and c.type ~= "ROW" then key_null = c.field or c.name end
+    end
+    if not key_null then return nil end
+  end
+  -- (fast_window_agg may have keyed a NULL-able column in C already: spec.key_null)
+  local map_null = key_null or spec.key_null
+  local prog, out, names, types = {}, {}, {}, {}
+  local function node(n) prog[#prog + 1] = n return #prog end
+  local key_node
+  local function key()
+    if key_node then return key_node end
+    key_node = node({op = "col", name = "key"})
+    if map_null then -- (NULL_KEY, lower.lua's, back to NULL)
+      local lk = node({op = "lit", value = "\0<NULL>"})
+      local eq = node({op = "eq", args = {key_node, lk}})
+      key_node = node({op = "if", args = {eq, node({op = "lit"}), key_node}})
+    end
+    return key_node
+  end
+  for j, it in ipairs(items) do
+    local e, i = it.expr, nil
+    local ks, as = key_sigs[expr.sig(e)], expr.is_agg_call(e) and agg_sigs[expr.sig(e)]
+    local prop = e.tag == "call" and expr.WINDOW_PROPS[e.name] and e.name:match("_(%u+)$")
+    if tvf and e.tag == "col" then
+      prop = ({window_start = "START", window_end = "END", window_time = "ROWTIME"})[e.name]
+    end
+    if ks then i = key()
+    elseif as then i = node({op = "col", name = "count"})
+    elseif prop == "START" then i = node({op = "col", name = "start"})
+    elseif prop == "END" then i = node({op = "col", name = "stop"})
+    elseif prop == "ROWTIME" then
+      local a, b = node({op = "col", name = "stop"}), node({op = "lit", value = 1})
+      i = node({op = "sub", args = {a, b}})
+    end
+    if not i or not FTYPE[cols[j].type] then return nil end
+    out[j], names[j], types[j] = i, it.name, FTYPE[cols[j].type]
+  end
+  if key_null then spec.key_fields, spec.key_null = {key_null}, true end
+  return {prog = prog, out = out, names = names, types = types}
+end
+
 -- The arguments of a call of a user aggregate function: checked against its declaration,
 -- compiled into one function of the row giving nothing (no argument), the value (one) or a
 -- list (several).
@@ -432,6 +488,10 @@ function Planner:plan_aggregate(q, rel, items, aliases)
                   having = q.having ~= nil, processing = window.processing}
     spec.key_fields, spec.builtin, spec.key_null = fast_window_agg(base_cols, keys, agg_list, window, true)
     -- (the single C built-ins first: they pre-aggregate before a key exchange, --threads)
+    if spec.builtin and spec.builtin.agg == "count" then
+      spec.count_shape = count_shape(spec, keys, key_sigs, agg_sigs, items, cols, rel.tvf ~= nil, key_types,
+                                       base_cols)
+    end
     if not spec.builtin then
       spec.csql, spec.csql_shape = c_window_agg(row_scope, spec.key_fields, keys, key_sigs, agg_list, agg_sigs,
                                                 items, window, q.having ~= nil, rel.tvf ~= nil, false, key_types)

@@ -70,10 +70,8 @@ function Planner.rename(_self, rel, ren)
     return o
   end
   -- (a changelog whose names stay passes through C unchanged, as rows do: an INSERT into a
-  -- table of the query's own column names)
-  local same = true
-  for _, x in ipairs(ren) do if x.from ~= x.to then same = false end end
-  local c = (not rel.updating or same) and cexpr.try_rename(rel.stream, ren, cols)
+  -- table of the query's own column names; one of C rows is renamed in C, cexpr.c_changes)
+  local c = cexpr.try_rename(rel.stream, ren, cols, rel.updating)
   if c then return rel_of(c, cols, rel.updating) end
   return rel_of(lower.map_rows(rel.stream, rel.updating, f), cols, rel.updating)
 end

@@ -5,6 +5,7 @@
 local windows = require("wm.windows")
 local values = require("wm.sql.values")
 local cexpr = require("wm.sql.cexpr")
+local wmbase = require("wm.base")
 
 local NULL_KEY = "\0<NULL>"   -- stands for a NULL group key (keys must be scalars)
 
@@ -131,6 +132,9 @@ local function builtin_window_aggregate(stream, spec)
         for i = 1, nk do local v = k[i] if v == NULL_KEY then v = nil end t[i] = v end
         return t
       end
+    end
+    if spec.count_shape then -- (the row shaped in C: wm.sql.plan.aggregate's count_shape)
+      return wmbase.one_input(res, "sql_rows", spec.count_shape, "shape rows")
     end
     shape = function(r) return out(keys_of(r.key), {r.count}, r.start, r.stop) end
     stream = res

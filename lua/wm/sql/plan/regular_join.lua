@@ -23,6 +23,7 @@
 local wmbase = require("wm.base")
 local expr = require("wm.sql.expr")
 local base = require("wm.sql.plan.base")
+local cexpr = require("wm.sql.cexpr")
 
 local Planner = base.Planner
 
@@ -267,6 +268,13 @@ local function keys_not_null(s, fields, what)
   return wmbase.one_input(s, "sql_rows", {prog = prog, filter = conj}, "join keys not NULL (" .. what .. ")")
 end
 
+-- Whether a join's input is keyed in C on the C path: an append-only side, or an updating
+-- side whose changes {k, r} are C rows (cexpr.c_changes: a Lua table's row is not read by the
+-- C key selector).
+local function c_changes(rel)
+  return not rel.updating or cexpr.c_changes(rel.stream)
+end
+
 -- The join in C (core/ops/wm_sqljoin.h, docs/sql.md "Regular joins"), or nil when the Lua path
 -- runs it: an INNER join on at least one equality key (of append-only or updating inputs:
 -- an updating side's changes {k, r} add or retract its rows as M.lower does), every column
@@ -319,10 +327,24 @@ local function c_join(ctx, ttl)
     local rs = keys_not_null(R.stream, rkf, "right")
     return ls:key_by(lkf):connect(rs:key_by(rkf)):_sql_join(jspec, name)
   end
-  -- an updating side (changes {k, r}): both sides keyed by the Lua path's key strings (of the
-  -- change's row), so that the two sides' keys meet in one instance; a NULL key is a key
-  -- there (the C operator drops its rows: they meet nothing, M.lower's drop_null); an
-  -- append-only side's rows with a NULL key still go first, in C
+  -- an updating side (changes {k, r}) whose changes are C rows (a C GROUP BY, join or rank):
+  -- keyed in C by the fields of the change's row (wm_keysel_change; a NULL key part is a key
+  -- of its own there: the C operator drops its rows, they meet nothing, as M.lower's
+  -- drop_null), the append-only side by its fields as above; WMRUN_SQL_EXPR=lua or
+  -- WMRUN_SQL_CHANGES=lua keeps the Lua key strings below
+  if c_changes(L) and c_changes(R) then
+    local function ckeyed(rel, kf, what)
+      if not rel.updating then return keys_not_null(rel.stream, kf, what):key_by(kf) end
+      local keyed = rel.stream:key_by(kf)
+      keyed.key.change, keyed.key.null_key = true, "\0<NULL>"
+      return keyed
+    end
+    return ckeyed(L, lkf, "left"):connect(ckeyed(R, rkf, "right")):_sql_join(jspec, name)
+  end
+  -- else both sides keyed by the Lua path's key strings (of the change's row), so that the
+  -- two sides' keys meet in one instance; a NULL key is a key there (the C operator drops its
+  -- rows: they meet nothing, M.lower's drop_null); an append-only side's rows with a NULL
+  -- key still go first, in C
   local function keyed(rel, fns, kf, what)
     local f = key_fn(fns)
     if rel.updating then return rel.stream:key_by(function(e) return f(e.r) end) end

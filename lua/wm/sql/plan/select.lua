@@ -104,7 +104,8 @@ function Planner:plan_select(q)
       if rel.updating then self:err(q.where.pos, "CURRENT_WATERMARK over an updating input is not supported") end
       rel.stream = lower.with_watermark(rel.stream, f, true)
     elseif rel.updating then
-      rel.stream = rel.stream:filter(function(e) return f(e.r) end)
+      rel.stream = cexpr.try_filter(rel.stream, q.where, scope, self.src, true)
+        or rel.stream:filter(function(e) return f(e.r) end)
     else
       rel.stream = cexpr.try_filter(rel.stream, q.where, scope, self.src) or rel.stream:filter(f)
     end
@@ -144,7 +145,7 @@ function Planner:plan_select(q)
   elseif rel.updating and same_columns(items, rel.cols) then
     stream = rel.stream -- (SELECT * of a changelog: its rows as they are, no Lua step per change)
   else
-    stream = not rel.updating and cexpr.try_project(rel.stream, items, cols, scope, self.src)
+    stream = cexpr.try_project(rel.stream, items, cols, scope, self.src, rel.updating)
       or lower.map_rows(rel.stream, rel.updating, f)
   end
   local out = rel_of(stream, cols, rel.updating)
