@@ -129,11 +129,11 @@ describe("SQL deduplication and Top-N in C", function()
       .. "ORDER BY rt DESC) AS rn FROM t) WHERE rn = 1;\n", "")
     assert.are.equal(0, code, err)
     assert.matches("keyed_rolling SQL deduplicate %(keep last row%)\n$", out)
-    -- columns in another order, or renamed: a projection of each change
+    -- columns in another order, or renamed: a projection of each change (in C)
     for _, items in ipairs({"rn, k, j, d, ts", "k, j, d, ts, rn AS r"}) do
       out, err, code = run("EXPLAIN " .. top(items, "k, j, d, ts", "k", "d ASC", "rn < 3") .. ";\n", "")
       assert.are.equal(0, code, err)
-      assert.matches("keyed_rolling SQL top%-2\nmap map\n$", out)
+      assert.matches("keyed_rolling SQL top%-2\nsql_rows map\n$", out)
     end
   end)
 
