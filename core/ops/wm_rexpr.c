@@ -652,7 +652,7 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 /* values.lua's days_from_civil (its floor divisions) */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
   y = m <= 2 ? y - 1 : y;
-  int64_t era = floor_div(y >= 0 ? y : y - 399, 400);
+  int64_t era = floor_div(y, 400); /* (Hinnant's y - 399 is for a truncating /) */
   int64_t yoe = y - era * 400;
   int64_t doy = floor_div(153 * (m + (m > 2 ? -3 : 9)) + 2, 5) + d - 1;
   int64_t doe = yoe * 365 + floor_div(yoe, 4) - floor_div(yoe, 100) + doy;

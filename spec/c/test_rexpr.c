@@ -580,6 +580,71 @@ static void test_memo_operator(wm_schema *s6) {
   wm_ctx_free(&ctx);
 }
 
+/* Timestamps before 0000-03-01 (the proleptic Gregorian calendar, year 0 a leap year, -1 the
+ * year before it: astronomical numbering, printed as %04d prints it): days since 1970-01-01
+ * worked out by hand (0001-01-01 is day -719162, Python's date(1, 1, 1).toordinal() - 719163;
+ * year 0 has 366 days, year -1 365), and every day from -0003-01-01 to 0003-01-01 against a
+ * calendar that walks day by day from 1970-01-01 */
+static bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static void test_old_dates(wm_value *rec) {
+  static const struct { int64_t day; const char *text; } hand[] = {
+    {-719162, "0001-01-01"}, {-719163, "0000-12-31"}, {-719468, "0000-03-01"}, {-719469, "0000-02-29"},
+    {-719497, "0000-02-01"}, {-719498, "0000-01-31"}, {-719528, "0000-01-01"}, {-719529, "-001-12-31"},
+    {-719893, "-001-01-01"}, {-719894, "-002-12-31"}, {-865566, "-400-02-29"}, {-865565, "-400-03-01"}};
+  wm_rexpr *x = wm_rexpr_new();
+  int pat = lit_s(x, "yyyy-MM-dd HH:mm"), tsl = lit_s(x, "TIMESTAMP"), no = lit_b(x, false);
+  for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
+    int64_t ms = hand[i].day * 86400000 + 3600000;
+    char want[64];
+    snprintf(want, sizeof want, "%s 01:00:00.000", hand[i].text);
+    CHECK_STR(ev(x, op1(x, WM_RX_TS_TO_STR, lit_i(x, ms)), rec), want);
+    snprintf(want, sizeof want, "%s 01:00", hand[i].text);
+    CHECK_STR(ev(x, op2(x, WM_RX_DATE_FORMAT, lit_i(x, ms), pat), rec), want);
+    wm_rexpr_reset(x);
+  }
+  /* the walk: y-m-d of day 0 back to -0003-01-01 */
+  static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int64_t y = 1970, day = 0;
+  int m = 1, d = 1, bad = 0, rtbad = 0;
+  wm_buf b;
+  wm_buf_init(&b);
+  for (; y >= -3; day--) {
+    if (day <= -718432 /* 0003-01-01 */) {
+      char want[64];
+      snprintf(want, sizeof want, "%04lld-%02d-%02d 00:00:00.000", (long long)y, m, d);
+      wm_buf_clear(&b);
+      wm_sqlfmt_timestamp(&b, day * 86400000);
+      if (strcmp(b.data, want) != 0 && bad++ < 3) CHECK_STR(b.data, want);
+      /* a round trip through CAST(STRING AS TIMESTAMP) where the text is a yyyy year */
+      if (y >= 0) {
+        wm_value t = wm_cstr(b.data, b.len), o;
+        int src = wm_rexpr_lit(x, &t);
+        int cast = op3(x, WM_RX_FROM_STR, src, tsl, no);
+        if ((wm_rexpr_eval(x, cast, NULL, rec, &o, &E) != 0 || o.type != WM_INT || o.u.i != day * 86400000)
+            && rtbad++ < 3)
+          CHECK_STR(b.data, "(round trip)");
+        wm_rexpr_free(x); /* (a program per day would grow: start again) */
+        x = wm_rexpr_new();
+        tsl = lit_s(x, "TIMESTAMP");
+        no = lit_b(x, false);
+      }
+    }
+    if (--d == 0) {
+      if (--m == 0) {
+        m = 12;
+        y--;
+      }
+      d = mdays[m - 1] + (m == 2 && leap(y));
+    }
+  }
+  CHECK_I64(day, -720624); /* one past -0003-01-01, day -720623 (by hand: -0001-01-01 less two years of 365) */
+  CHECK_I64(bad, 0);
+  CHECK_I64(rtbad, 0);
+  wm_buf_free(&b);
+  wm_rexpr_free(x);
+}
+
 void test_rexpr(void) {
   test_format();
   wm_schema *s = schema6();
@@ -594,6 +659,7 @@ void test_rexpr(void) {
   test_regex();
   test_memo(&rec, s);
   test_memo_operator(s);
+  test_old_dates(&rec);
   wm_row_release(NULL, r);
   wm_schema_release(s);
 }
