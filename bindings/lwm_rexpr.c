@@ -292,6 +292,16 @@ done:
   }
   *op = wm_rproject_new(&B->ctx, name, x, filter, out, nout, schema);
   if (schema) wm_schema_release(schema); /* the operator holds its own reference */
+  /* a filter and projection in one (wm.sql.cexpr's try_project): the projection's errors name
+   * the map after it, "map (job.sql:2)" where this one is "filter (job.sql:2)" (and " 1/2") */
+  const char *pname = lwm_get_str(L, node, "proj_name"), *own = lwm_get_str(L, node, "name");
+  size_t lown = own ? strlen(own) : 0;
+  if (*op && pname && own && strncmp(name, own, lown) == 0) {
+    char full[700];
+    snprintf(full, sizeof full, "%s%s", pname, name + lown);
+    if (wm_rproject_name_projection(*op, full, NULL) != 0)
+      *op = NULL; /* (the context, which holds the operator, frees it; its error is set) */
+  }
   free(out);
   /* node.changes: the records are changes {k, r} (the SQL planner's, over an updating input) */
   lua_getfield(L, node, "changes");

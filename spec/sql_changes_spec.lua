@@ -207,6 +207,10 @@ M.half = {args = {"BIGINT"}, returns = "DOUBLE", eval = function(n)
 end}
 -- wrong(n): a string for a BIGINT
 M.wrong = {args = {"BIGINT"}, returns = "BIGINT", eval = function(n) return "x" .. n end}
+-- twice(n): 2 n; calls(n): how many times it has been called so far (not deterministic)
+M.twice = {args = {"BIGINT"}, returns = "BIGINT", eval = function(n) return n and 2 * n end}
+local ncalls = 0
+M.calls = {args = {"BIGINT"}, returns = "BIGINT", eval = function() ncalls = ncalls + 1 return ncalls end}
 return M
 ]]
 local UDF_DDL = [[
@@ -250,6 +254,22 @@ describe("Lua user functions called from the C expressions", function()
     assert.are.equal("+I[a/1/integer, 1]\n+I[b/nil/integer, 1]\n-U[a/1/integer, 1]\n+U[a/1/integer, 2]\n", out)
     local ex = run((q:gsub("\nSELECT", "\nEXPLAIN SELECT")), files)
     assert.matches("sql_rows map\nkeyed_rolling SQL group aggregate", ex)
+    local l, lerr, lcode = run(q, files, "WMRUN_SQL_UDF=lua")
+    assert.are.equal(0, lcode, lerr)
+    assert.are.equal(out, l)
+  end)
+
+  it("are each called, however alike their calls (never one call's value for another)", function()
+    -- half(n) and twice(n): the same arguments, other functions; calls(n) twice in a row: two
+    -- calls (the C program keeps a repeated subexpression's value, not a user function's)
+    local files = {["t.csv"] = "a,1\nb,4\n", ["udfs.lua"] = UDFS}
+    local q = UDF_DDL .. "CREATE FUNCTION twice AS 'udfs.twice' LANGUAGE LUA;\n"
+      .. "CREATE FUNCTION calls AS 'udfs.calls' LANGUAGE LUA;\n"
+      .. "SELECT half(n) AS h, twice(n) AS t, calls(n) AS c1, calls(n) AS c2, half(n) + 1 AS h1, "
+      .. "twice(n) + 1 AS t1 FROM t;\n"
+    local out, err, code = run(q, files)
+    assert.are.equal(0, code, err)
+    assert.are.equal("+I[0.5, 2, 1, 2, 1.5, 3]\n+I[2.0, 8, 3, 4, 3.0, 9]\n", out)
     local l, lerr, lcode = run(q, files, "WMRUN_SQL_UDF=lua")
     assert.are.equal(0, lcode, lerr)
     assert.are.equal(out, l)

@@ -32,6 +32,17 @@ typedef struct rnode {
   char *ptext;
   wm_rregex *re;  /* WM_RX_REGEXP_EXTRACT: owned */
   wm_rx_udf udf;  /* WM_RX_UDF: the callback (udf.ud owned); its arguments' values in vals */
+  /* Common subexpressions: cls is the first node structurally identical to this one (same
+   * op, same literal or column, arguments of the same classes; `where` aside), itself when
+   * none. A node whose class has another member (memo) keeps its value for the record in the
+   * class's first node (memo_val, valid while memo_gen is the program's gen), so that
+   * LOWER(channel) written four times is computed once per record. Every operator is
+   * deterministic (a non-deterministic one must not get memo); an error is never kept (the
+   * next member evaluates and reports its own position). */
+  int cls;
+  bool memo;
+  uint64_t memo_gen;
+  wm_value memo_val;
 } rnode;
 
 struct wm_rexpr {
@@ -42,12 +53,18 @@ struct wm_rexpr {
   wm_buf buf;     /* DATE_FORMAT's text being made */
   int64_t (*now)(void *ud); /* PROCTIME()'s clock (wm_rexpr_set_clock), or NULL */
   void *now_ud;
+  uint64_t gen;   /* the record being evaluated: the memo_val of another gen are stale */
+  const wm_value *memo_rec; /* the record wm_rexpr_eval evaluated last */
+  int64_t computed; /* nodes computed (not taken from a memo), for wm_rexpr_computed */
   char err[200];
 };
 
 wm_rexpr *wm_rexpr_new(void) {
   wm_rexpr *x = calloc(1, sizeof(wm_rexpr));
-  if (x) wm_buf_init(&x->buf);
+  if (x) {
+    wm_buf_init(&x->buf);
+    x->gen = 1; /* (memo_gen starts at 0: nothing kept) */
+  }
   return x;
 }
 
@@ -55,6 +72,51 @@ void wm_rexpr_reset(wm_rexpr *x) {
   for (int i = 0; i < x->ntmp; i++)
     if (--x->tmp[i]->refs == 0) free(x->tmp[i]);
   x->ntmp = 0;
+  x->gen++; /* the values kept may be strings just freed */
+  x->memo_rec = NULL;
+}
+
+int64_t wm_rexpr_computed(const wm_rexpr *x) { return x->computed; }
+
+static bool str_eq(const wm_value *a, const wm_value *b) {
+  size_t la, lb;
+  const char *sa = wm_value_str(a, &la), *sb = wm_value_str(b, &lb);
+  return la == lb && (la == 0 || memcmp(sa, sb, la) == 0);
+}
+
+static bool same_lit(const wm_value *a, const wm_value *b) {
+  if (a->type != b->type) return wm_value_is_string(a) && wm_value_is_string(b) && str_eq(a, b);
+  switch (a->type) {
+  case WM_NIL: return true;
+  case WM_BOOL: return a->u.b == b->u.b;
+  case WM_INT: return a->u.i == b->u.i;
+  case WM_FLOAT: return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0; /* -0.0 is not 0.0 */
+  default: return wm_value_is_string(a) && wm_value_is_string(b) && str_eq(a, b);
+  }
+}
+
+static bool same_name(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+
+/* node i (just made): its class (the first node like it), marking both for memo when they
+ * compute something (a column or literal is read as fast as a memo) */
+static void join_class(wm_rexpr *x, int i) {
+  rnode *n = &x->n[i];
+  n->cls = i;
+  /* a user function is a class of its own: its node does not say which function it calls,
+   * and each call is made, as on the Lua path (a function need not be deterministic) */
+  if (n->op == WM_RX_UDF) return;
+  for (int j = 0; j < i; j++) {
+    rnode *c = &x->n[j];
+    if (c->cls != j || c->op != n->op || c->nargs != n->nargs) continue;
+    bool same = true;
+    if (n->op == WM_RX_LIT) same = same_lit(&c->lit, &n->lit);
+    else if (n->op == WM_RX_COL || n->op == WM_RX_SUBCOL) same = same_name(c->f.name, n->f.name) && same_name(c->g.name, n->g.name);
+    for (int k = 0; same && k < n->nargs; k++) same = x->n[c->args[k]].cls == x->n[n->args[k]].cls;
+    if (!same) continue;
+    n->cls = j;
+    if (n->op != WM_RX_LIT && n->op != WM_RX_COL && n->op != WM_RX_SUBCOL) c->memo = n->memo = true;
+    return;
+  }
 }
 
 void wm_rexpr_free(wm_rexpr *x) {
@@ -129,6 +191,7 @@ int wm_rexpr_col(wm_rexpr *x, const char *name, const char *sub) {
     snprintf(x->err, sizeof x->err, "out of memory");
     return -1;
   }
+  join_class(x, x->len);
   return x->len++;
 }
 
@@ -144,6 +207,7 @@ int wm_rexpr_lit(wm_rexpr *x, const wm_value *v) {
     snprintf(x->err, sizeof x->err, "out of memory");
     return -1;
   }
+  join_class(x, x->len);
   return x->len++;
 }
 
@@ -247,6 +311,7 @@ int wm_rexpr_udf(wm_rexpr *x, const wm_rx_udf *u, const int *args, int nargs, co
   n->nargs = nargs;
   if (nargs > 0) memcpy(n->args, args, (size_t)nargs * sizeof(int));
   n->udf = *u;
+  join_class(x, x->len); /* (a class of its own: the nodes above it are told apart by it) */
   return x->len++;
 }
 
@@ -321,6 +386,7 @@ int wm_rexpr_op(wm_rexpr *x, wm_rx_op op, const int *args, int nargs, const char
       return -1;
     }
   }
+  join_class(x, x->len);
   return x->len++;
 }
 
@@ -631,7 +697,7 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 /* values.lua's days_from_civil (its floor divisions) */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
   y = m <= 2 ? y - 1 : y;
-  int64_t era = floor_div(y >= 0 ? y : y - 399, 400);
+  int64_t era = floor_div(y, 400); /* (Hinnant's y - 399 is for a truncating /) */
   int64_t yoe = y - era * 400;
   int64_t doy = floor_div(153 * (m + (m > 2 ? -3 : 9)) + 2, 5) + d - 1;
   int64_t doe = yoe * 365 + floor_div(yoe, 4) - floor_div(yoe, 100) + doy;
@@ -749,9 +815,25 @@ static int eval_args(wm_rexpr *x, const rnode *n, int k, const wm_host *h, const
   return 0;
 }
 
+static int compute(wm_rexpr *x, rnode *n, const wm_host *h, const wm_value *rec, wm_value *out, wm_error *err);
+
 static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_value *out, wm_error *err) {
   rnode *n = &x->n[i];
+  if (!n->memo) return compute(x, n, h, rec, out, err);
+  rnode *c = &x->n[n->cls];
+  if (c->memo_gen == x->gen) {
+    *out = c->memo_val;
+    return 0;
+  }
+  if (compute(x, n, h, rec, out, err) != 0) return -1;
+  c->memo_val = *out; /* a string of the record or of the program: valid until the reset */
+  c->memo_gen = x->gen;
+  return 0;
+}
+
+static int compute(wm_rexpr *x, rnode *n, const wm_host *h, const wm_value *rec, wm_value *out, wm_error *err) {
   wm_value v[3];
+  x->computed++;
   switch ((wm_rx_op)n->op) {
   case WM_RX_COL: {
     const wm_value *p = wm_field_peek(&n->f, rec);
@@ -1125,6 +1207,10 @@ static int eval(wm_rexpr *x, int i, const wm_host *h, const wm_value *rec, wm_va
 int wm_rexpr_eval(wm_rexpr *x, int node, const wm_host *h, const wm_value *rec, wm_value *out,
                   wm_error *err) {
   if (node < 0 || node >= x->len) return wm_error_set(err, "internal error: no expression node %d", node);
+  if (rec != x->memo_rec) { /* another record: nothing kept applies */
+    x->gen++;
+    x->memo_rec = rec;
+  }
   return eval(x, node, h, rec, out, err);
 }
 
@@ -1139,6 +1225,7 @@ typedef struct rproject {
   int changes;       /* wm_rproject_changes: records are changes {k, r}, the program runs on r */
   wm_schema *cl;     /* of the changes made: {k, r} */
   wm_field fk, fr;
+  char *pname, *pwhere; /* wm_rproject_name_projection's (owned), or NULL */
 } rproject;
 
 static void rproject_free(wm_op *op) {
@@ -1148,6 +1235,8 @@ static void rproject_free(wm_op *op) {
   free(p->out);
   if (p->schema) wm_schema_release(p->schema);
   if (p->cl) wm_schema_release(p->cl);
+  free(p->pname);
+  free(p->pwhere);
   free(p);
 }
 
@@ -1173,6 +1262,23 @@ static int change_parts(wm_op *op, rproject *p, const wm_value *rec, wm_value *k
   return -1;
 }
 
+/* the same for the projection: named as wm_rproject_name_projection says */
+static int failed_proj(wm_op *op, const rproject *p, const wm_value *rec) {
+  if (p->pname) wm_error_set_op(&op->ctx->error, p->pname); /* (the first name set stays) */
+  if (p->pwhere) wm_error_set_where(&op->ctx->error, p->pwhere);
+  return wm_op_fail_record(op, rec);
+}
+
+int wm_rproject_name_projection(wm_op *op, const char *name, const char *where) {
+  rproject *p = op->impl;
+  free(p->pname);
+  free(p->pwhere);
+  p->pname = name ? strdup(name) : NULL;
+  p->pwhere = where ? strdup(where) : NULL;
+  if ((name && !p->pname) || (where && !p->pwhere)) return wm_ctx_error(op->ctx, "out of memory");
+  return 0;
+}
+
 static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   (void)chan;
   rproject *p = op->impl;
@@ -1187,19 +1293,25 @@ static int rproject_record(wm_op *op, int chan, const wm_value *rec, int64_t ts)
   if (p->filter >= 0) {
     wm_value c;
     int rc = eval(p->x, p->filter, &ctx->host, rec, &c, &ctx->error);
-    wm_rexpr_reset(p->x); /* (c is a boolean: the strings made are not needed) */
+    bool pass = rc == 0 && c.type == WM_BOOL && c.u.b;
+    /* (c is a boolean: the strings made are not needed, but for the projection of a record
+     * that passes: the values computed for the filter serve it too) */
+    if (!pass || !p->schema) wm_rexpr_reset(p->x);
     if (rc != 0) return failed(op, change ? change : rec);
-    if (c.type != WM_BOOL || !c.u.b) return WM_OK;
+    if (!pass) return WM_OK;
   }
   if (!p->schema) return wm_op_emit(op, 0, change ? change : rec, ts);
   wm_row *r = wm_row_new(p->schema);
-  if (!r) return wm_ctx_error(ctx, "out of memory");
+  if (!r) {
+    wm_rexpr_reset(p->x);
+    return wm_ctx_error(ctx, "out of memory");
+  }
   for (int i = 0; i < p->nout; i++) {
     wm_value v;
     if (eval(p->x, p->out[i], &ctx->host, rec, &v, &ctx->error) != 0) {
       wm_rexpr_reset(p->x);
       wm_row_release(&ctx->host, r);
-      return failed(op, change ? change : rec);
+      return failed_proj(op, p, change ? change : rec);
     }
     if (wm_value_copy(&ctx->host, &r->fields[i], &v) != 0) {
       wm_rexpr_reset(p->x);

@@ -111,12 +111,19 @@ int wm_rexpr_count(const wm_rexpr *x);
 /* Evaluates node `node` on record rec: *out is a scalar, nil, or a string borrowed from rec
  * or from the program (copy it to keep it): valid until wm_rexpr_reset. Returns 0, or -1
  * with the message in *err (e.g. "q.sql:3:24: division by zero", or a field that cannot be
- * read). */
+ * read).
+ * Identical subexpressions (same operator, literal or column, and arguments; as the builders
+ * find them) are computed once per record: the evaluations on the same rec since the last
+ * wm_rexpr_reset share their values, so a caller must reset (or pass another rec) before it
+ * evaluates a record whose fields changed in place. */
 int wm_rexpr_eval(wm_rexpr *x, int node, const wm_host *h, const wm_value *rec, wm_value *out,
                   wm_error *err);
 /* Drops the strings the evaluations since the last reset made (their results are no longer
  * valid): a caller evaluating per record calls it once it has copied what it keeps. */
 void wm_rexpr_reset(wm_rexpr *x);
+/* How many nodes the evaluations computed so far (a value taken from another occurrence of
+ * the same subexpression is not counted; columns and literals are): tests and statistics. */
+int64_t wm_rexpr_computed(const wm_rexpr *x);
 
 /* The filter/projection operator. filter: a node index or -1 (no WHERE); out: nout node
  * indexes, one per field of schema (nout == schema->nfields), or schema NULL (no SELECT:
@@ -124,6 +131,11 @@ void wm_rexpr_reset(wm_rexpr *x);
  * failure). NULL on failure with the message in ctx. */
 wm_op *wm_rproject_new(wm_ctx *ctx, const char *name, wm_rexpr *x, int filter, const int *out, int nout,
                        wm_schema *schema);
+/* An operator of wm_rproject_new that filters and projects in one (the SQL planner's WHERE
+ * and SELECT joined, lua/wm/sql/cexpr.lua): an error of its projection names the operator
+ * `name` at `where` (the map the planner keeps after it), as the two operators would (each
+ * copied; NULL: the operator's own). 0, or -1 (out of memory, in the context's error). */
+int wm_rproject_name_projection(wm_op *op, const char *name, const char *where);
 
 /* Makes a wm_rproject_new operator take changes {k = "+I"|"+U"|"-U"|"-D", r = row} (C rows,
  * as the SQL operators in C emit them: the SQL planner's WHERE and SELECT over an updating

@@ -65,7 +65,7 @@ void wm_sqlfmt_timestamp(wm_buf *b, int64_t ms) {
   int64_t days = fdiv(ms, 86400000), rem = fmod64(ms, 86400000);
   /* civil_from_days (Howard Hinnant's), as values.lua */
   int64_t z = days + 719468;
-  int64_t era = fdiv(z >= 0 ? z : z - 146096, 146097);
+  int64_t era = fdiv(z, 146097); /* floored already: Hinnant's z - 146096 is for a truncating / */
   int64_t doe = z - era * 146097;
   int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
   int64_t y = yoe + era * 400;

@@ -337,6 +337,10 @@ local function c_rows(node, depth)
   return false
 end
 
+-- the filter nodes try_filter made (node -> whether its program reads sub-columns), which a
+-- projection right after may join (try_project)
+local filters = setmetatable({}, {__mode = "k"})
+
 local function program(stream, scope, src, changes)
   if scope.match or not M.enabled() then return nil end
   return {prog = {}, scope = scope, src = src, functions = scope.functions,
@@ -388,7 +392,9 @@ function M.try_filter(stream, cond, scope, src, changes)
   if not P then return nil end
   local f = compile(P, cond)
   if not f then return nil end
-  return base.one_input(stream, "sql_rows", {prog = P.prog, filter = f, changes = changes or nil}, "filter")
+  local s = base.one_input(stream, "sql_rows", {prog = P.prog, filter = f, changes = changes or nil}, "filter")
+  filters[s.node] = P.nested
+  return s
 end
 
 --- The stream of `items` ({expr, name}) over the rows of `stream`, computed in C into rows of
@@ -398,11 +404,32 @@ function M.try_project(stream, items, cols, scope, src, changes)
   if changes and not M.c_changes(stream) then return nil end
   local P = program(stream, scope, src, changes)
   if not P then return nil end
+  -- a filter in C just made (try_filter) that nothing reads yet: the projection joins its
+  -- program, so that what the WHERE computed (REGEXP_EXTRACT(url, ...) in Nexmark q21) is
+  -- taken again per record rather than computed again (core/ops/wm_rexpr.c, common
+  -- subexpressions); the map after it passes the rows on, so that the job's operators stay the
+  -- Lua path's (checkpoints match operators by their place)
+  local fnode, env = stream.node, stream.env
+  local fused = filters[fnode] ~= nil and env.nodes[#env.nodes] == fnode and not fnode.out
+    and fnode.changes == (changes or nil) -- (both over rows, or both over changes)
+  if fused then
+    P.nested = filters[fnode]
+    P.prog = table.move(fnode.prog, 1, #fnode.prog, 1, {})
+  end
   local out, names, types = {}, {}, {}
   for i, it in ipairs(items) do
     out[i] = compile(P, it.expr)
     if not out[i] then return nil end
     names[i], types[i] = it.name, FTYPE[cols[i].type] or 4
+  end
+  if fused then
+    filters[fnode] = nil
+    fnode.prog, fnode.out, fnode.names, fnode.types = P.prog, out, names, types
+    local m = base.one_input(stream, "sql_rows", {prog = {}}, "map")
+    -- (an error of the projection names the map, as on the Lua path; both get the
+    -- statement's `where` afterwards, wm.sql.plan.base)
+    fnode.proj_name = m.node.name
+    return m
   end
   return base.one_input(stream, "sql_rows", {prog = P.prog, out = out, names = names, types = types,
                                               changes = changes or nil}, "map")

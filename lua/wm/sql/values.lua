@@ -16,7 +16,7 @@ M.NULL_TEXT = "<NULL>"   -- how Flink's print sink shows a NULL field
 
 local function days_from_civil(y, m, d)
   y = m <= 2 and y - 1 or y
-  local era = (y >= 0 and y or y - 399) // 400
+  local era = y // 400 -- (Lua's // floors: Hinnant's C code, whose / truncates, subtracts 399 first)
   local yoe = y - era * 400
   local doy = (153 * (m + (m > 2 and -3 or 9)) + 2) // 5 + d - 1
   local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -25,7 +25,7 @@ end
 
 local function civil_from_days(z)
   z = z + 719468
-  local era = (z >= 0 and z or z - 146096) // 146097
+  local era = z // 146097 -- (floored: the C code's (z - 146096) / 146097 would floor twice)
   local doe = z - era * 146097
   local yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
   local y = yoe + era * 400
