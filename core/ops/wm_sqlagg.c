@@ -7,7 +7,9 @@
 #include "base/wm_buf.h"
 
 /* One aggregate's state: n (rows counted / values added), the running value (t: WM_NIL none
- * yet, WM_INT in i, WM_FLOAT in f). 32 bytes, no pointers: the state is its bytes. A
+ * yet, WM_INT in i, WM_FLOAT in f). 32 bytes, no pointers: the state is its bytes. A MIN or
+ * MAX of strings (t WM_STR): its bytes at offset i of the state (an area of n bytes, n its
+ * capacity), used of them (the value's length). A
  * multiset's (an updating input's MIN, MAX, COUNT(DISTINCT)): n its values, i its array's
  * offset, used the array's entries (values and tombstones), t its capacity. */
 typedef struct slot {
@@ -30,6 +32,12 @@ typedef struct agg {
   wm_sqlagg_def d;
   wm_field field;
   cond *cond;
+  /* COUNT(DISTINCT) over appending rows: the aggregate whose table holds its values (its
+   * own index, or the first COUNT(DISTINCT) of the same column: one table, one lookup per
+   * row for them all, as Flink's distinct aggregates sharing a MapState); bit: its flag in
+   * the entries of a shared table (0: the table is its alone) */
+  size_t own;
+  uint64_t bit;
 } agg;
 
 typedef struct sqlagg {
@@ -61,14 +69,15 @@ static int num_cmp(const wm_value *a, const wm_value *b) {
 
 static int is_num(const wm_value *v) { return v->type == WM_INT || v->type == WM_FLOAT; }
 
-/* A field of rec, with the record in the message when it cannot be read or is not a number. */
-static int read_num(wm_op *op, wm_field *f, const char *what, const wm_value *rec, wm_value *out) {
+/* A field of rec, with the record in the message when it cannot be read or is not a number
+ * (nor a string, str set: MIN and MAX). */
+static int read_num(wm_op *op, wm_field *f, const char *what, const wm_value *rec, wm_value *out, int str) {
   wm_ctx *ctx = op->ctx;
   const wm_value *p = wm_field_peek(f, rec);
   if (p) *out = *p;
   else if (wm_field_get(&ctx->host, f, rec, out, &ctx->error) != 0) goto bad;
-  if (out->type == WM_NIL || is_num(out)) return WM_OK;
-  wm_ctx_error(ctx, "%s: column '%s' is not a number", what, f->name);
+  if (out->type == WM_NIL || is_num(out) || (str && wm_value_is_string(out))) return WM_OK;
+  wm_ctx_error(ctx, "%s: column '%s' is not a number%s", what, f->name, str ? " nor a string" : "");
 bad:;
   wm_buf b;
   wm_buf_init(&b);
@@ -83,7 +92,7 @@ static int passes(wm_op *op, agg *a, const wm_value *rec) {
   for (size_t k = 0; k < a->d.ncond; k++) {
     cond *c = &a->cond[k];
     wm_value v;
-    if (read_num(op, &c->field, "FILTER (WHERE ...)", rec, &v) != WM_OK) return WM_ERR;
+    if (read_num(op, &c->field, "FILTER (WHERE ...)", rec, &v, 0) != WM_OK) return WM_ERR;
     if (v.type == WM_NIL) return 0;
     int r = num_cmp(&v, &c->value), ok;
     switch (c->op) {
@@ -134,53 +143,86 @@ static slot *own_state(wm_op *op, const sqlagg *s, wm_value *acc) {
 
 typedef struct dent {
   uint64_t bits; /* the integer, or the float's bits */
-  uint64_t tag;  /* 0 empty, 1 integer, 2 float (an integral float is its integer, as Lua keys) */
+  uint64_t tag;  /* low byte: 0 empty, 1 integer, 2 float (an integral float is its integer, as
+                  * Lua keys); a shared table's: the bits (agg.bit) of the aggregates holding it */
 } dent;
 
+#define DENT_KIND(t) ((t) & 0xffu)
+
 static uint64_t dent_hash(const dent *d) {
-  uint64_t h = (d->bits ^ (d->tag << 62)) * UINT64_C(0x9E3779B97F4A7C15);
+  uint64_t h = (d->bits ^ (DENT_KIND(d->tag) << 62)) * UINT64_C(0x9E3779B97F4A7C15);
   return h ^ (h >> 29);
 }
+
+/* Whether aggregate j has a table in the state (a COUNT(DISTINCT) that owns one). */
+static int has_table(const sqlagg *s, size_t j) {
+  return s->aggs[j].d.kind == WM_SA_COUNT_DISTINCT && s->aggs[j].own == j;
+}
+
+/* The entries of j's table: a shared one counts them in slot.used, else they are j's values. */
+static int64_t entries(const sqlagg *s, size_t j, const slot *sl) { return s->aggs[j].bit ? sl->used : sl->n; }
 
 static dent *table_of(wm_value *acc, const slot *sl) {
   return (dent *)(void *)(acc->u.s->data + sl->i);
 }
 
-/* Inserts d into a table of capacity cap (a power of 2, never full); 1 when it was new. */
-static int dent_put(dent *tab, int64_t cap, const dent *d) {
+/* The entry of d's value in a table of capacity cap (a power of 2, never full), d put there
+ * when it was not (*isnew 1); NULL when the table is full after all (a state restored with
+ * --allow-state-change whose counts do not match its table). */
+static dent *dent_find(dent *tab, int64_t cap, const dent *d, int *isnew) {
   uint64_t mask = (uint64_t)cap - 1, k = dent_hash(d) & mask;
-  while (tab[k].tag) {
-    if (tab[k].tag == d->tag && tab[k].bits == d->bits) return 0;
+  for (int64_t probes = 0; tab[k].tag; probes++) {
+    if (DENT_KIND(tab[k].tag) == DENT_KIND(d->tag) && tab[k].bits == d->bits) {
+      *isnew = 0;
+      return &tab[k];
+    }
+    if (probes == cap) return NULL;
     k = (k + 1) & mask;
   }
   tab[k] = *d;
-  return 1;
+  *isnew = 1;
+  return &tab[k];
 }
 
-static int table_ok(const sqlagg *s, const slot *sl, size_t len);
+static void dent_put(dent *tab, int64_t cap, const dent *d) {
+  int isnew;
+  (void)dent_find(tab, cap, d, &isnew);
+}
+
+static int table_ok(const sqlagg *s, size_t k, const slot *sl, size_t len);
 static int bad_state(wm_op *op, const sqlagg *s, size_t k);
 
-/* The capacity table j gets when the state is rebuilt for table `grow` to reach `cap`: the
- * others keep theirs, but one more than a quarter full doubles with it, as it soon would
- * have alone (a rebuild copies every table: the sets of one group, as Nexmark q15's eight,
- * grow in one rebuild instead of one each). */
-static int64_t new_cap(const slot *old, size_t j, size_t grow, int64_t cap) {
-  if (j == grow) return cap;
-  return old[j].t >= 8 && old[j].n * 4 > old[j].t ? old[j].t * 2 : old[j].t;
+/* Whether aggregate k of state sl holds a string (MIN or MAX of strings: an area of the state). */
+static int holds_str(const sqlagg *s, const slot *sl, size_t k) {
+  int kind = s->aggs[k].d.kind;
+  return (kind == WM_SA_MIN || kind == WM_SA_MAX) && sl[k].t == WM_STR;
 }
 
-/* The state rebuilt with the table of aggregate `grow` at capacity `cap` (the others as
- * new_cap says): WM_OK, or WM_ERR. */
+/* The bytes of a string area of capacity cap: rounded up to 8, so that the tables after it
+ * stay aligned. */
+static size_t area_bytes(int64_t cap) { return ((size_t)cap + 7) & ~(size_t)7; }
+
+static int str_ok(const sqlagg *s, const slot *sl, size_t len);
+
+/* The state rebuilt with the table of aggregate `grow` at capacity `cap` (a COUNT(DISTINCT)'s:
+ * entries; a string MIN or MAX's: bytes, its value kept when it fits), the others as they
+ * are (the strings' areas packed: what a longer string left behind goes): WM_OK, or WM_ERR. */
 static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
   size_t len = s->naggs * sizeof(slot);
   const slot *old = (const slot *)(const void *)acc->u.s->data;
   for (size_t j = 0; j < s->naggs; j++) {
-    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
-    if (!table_ok(s, &old[j], acc->u.s->len)) return bad_state(op, s, j);
-    len += (size_t)new_cap(old, j, grow, cap) * sizeof(dent);
+    if (holds_str(s, old, j)) {
+      if (!str_ok(s, &old[j], acc->u.s->len)) return bad_state(op, s, j);
+      len += area_bytes(j == grow ? cap : old[j].n);
+      continue;
+    }
+    if (!has_table(s, j)) continue;
+    if (!table_ok(s, j, &old[j], acc->u.s->len)) return bad_state(op, s, j);
+    len += (size_t)(j == grow ? cap : old[j].t) * sizeof(dent);
   }
   if (len > UINT32_MAX - 1)
-    return wm_ctx_error(op->ctx, "COUNT(DISTINCT): too many values in one window");
+    return wm_ctx_error(op->ctx, "%s(%s): too many values in one window", kind_names[s->aggs[grow].d.kind],
+                        s->aggs[grow].d.field ? s->aggs[grow].d.field : "?");
   wm_str *str = calloc(1, sizeof(wm_str) + len + 1);
   if (!str) return wm_ctx_error(op->ctx, "out of memory");
   str->refs = 1;
@@ -189,11 +231,20 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
   memcpy(nw, old, s->naggs * sizeof(slot));
   size_t off = s->naggs * sizeof(slot);
   for (size_t j = 0; j < s->naggs; j++) {
-    if (s->aggs[j].d.kind != WM_SA_COUNT_DISTINCT) continue;
-    int64_t c = new_cap(old, j, grow, cap);
+    if (holds_str(s, old, j)) {
+      int64_t c = j == grow ? cap : old[j].n, keep = old[j].used <= c ? old[j].used : 0;
+      if (keep) memcpy(str->data + off, acc->u.s->data + old[j].i, (size_t)keep);
+      nw[j].i = (int64_t)off;
+      nw[j].n = c;
+      nw[j].used = keep;
+      off += area_bytes(c);
+      continue;
+    }
+    if (!has_table(s, j)) continue;
+    int64_t c = j == grow ? cap : old[j].t;
     dent *tab = (dent *)(void *)(str->data + off);
     const dent *ot = (const dent *)(const void *)(acc->u.s->data + old[j].i);
-    if (c == old[j].t) { /* a table that keeps its capacity keeps its layout */
+    if (j != grow) { /* (the same capacity: the same places, wherever the table lies) */
       if (c) memcpy(tab, ot, (size_t)c * sizeof(dent));
     } else {
       for (int64_t e = 0; e < old[j].t; e++)
@@ -210,21 +261,106 @@ static int regrow(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_
   return WM_OK;
 }
 
+/* The bytes of a state's slots and areas (COUNT(DISTINCT) tables, strings): what is not
+ * garbage. */
+static size_t live_bytes(const sqlagg *s, const slot *sl) {
+  size_t n = s->naggs * sizeof(slot);
+  for (size_t j = 0; j < s->naggs; j++) {
+    if (holds_str(s, sl, j)) n += area_bytes(sl[j].n > 0 ? sl[j].n : 0);
+    else if (has_table(s, j)) n += (size_t)(sl[j].t > 0 ? sl[j].t : 0) * sizeof(dent);
+  }
+  return n;
+}
+
+/* The area of aggregate `grow` (its table or its string, valid) at capacity cap, a new one at
+ * the end of the state (realloc: the others stay where they are, nothing copied but the
+ * grown one), its old one left as garbage; the state rebuilt (regrow) when garbage would
+ * outweigh the rest. WM_OK, or WM_ERR. */
+static int grow_area(wm_op *op, const sqlagg *s, wm_value *acc, size_t grow, int64_t cap) {
+  const slot *old = (const slot *)(const void *)acc->u.s->data;
+  size_t len = acc->u.s->len, live = live_bytes(s, old), str = holds_str(s, old, grow);
+  size_t add = str ? area_bytes(cap) : (size_t)cap * sizeof(dent);
+  if (acc->u.s->refs != 1 || live > len || len - live > live / 2 || add > UINT32_MAX - 1 - len)
+    return regrow(op, s, acc, grow, cap);
+  wm_str *n = realloc(acc->u.s, sizeof(wm_str) + len + add + 1);
+  if (!n) return wm_ctx_error(op->ctx, "out of memory");
+  acc->u.s = n;
+  n->len = (uint32_t)(len + add);
+  memset(n->data + len, 0, add + 1);
+  slot *x = &((slot *)(void *)n->data)[grow];
+  if (str) {
+    if (x->used <= cap && x->used) memcpy(n->data + len, n->data + x->i, (size_t)x->used);
+    else if (x->used > cap) x->used = 0;
+    x->n = cap;
+  } else {
+    dent *tab = (dent *)(void *)(n->data + len);
+    const dent *ot = (const dent *)(const void *)(n->data + x->i);
+    for (int64_t e = 0; e < x->t; e++)
+      if (ot[e].tag) dent_put(tab, cap, &ot[e]);
+    x->t = cap;
+  }
+  x->i = (int64_t)len;
+  return WM_OK;
+}
+
 /* Whether slot sl's table lies inside a state of len bytes (a state restored with
  * --allow-state-change for other aggregates may hold anything): its capacity 0 or a power of
  * 2 with room for its values, its bytes after the slots. */
-static int table_ok(const sqlagg *s, const slot *sl, size_t len) {
-  if (sl->t == 0) return sl->n == 0;
-  if (sl->t < 0 || (sl->t & (sl->t - 1)) || sl->n < 0 || sl->n >= sl->t) return 0;
+static int table_ok(const sqlagg *s, size_t k, const slot *sl, size_t len) {
+  int64_t e = entries(s, k, sl);
+  if (sl->t == 0) return e == 0;
+  if (sl->t < 0 || (sl->t & (sl->t - 1)) || e < 0 || e >= sl->t) return 0;
   size_t base = slots_bytes(s);
   return sl->i >= (int64_t)base && (uint64_t)sl->t <= (len - base) / sizeof(dent) &&
          (uint64_t)sl->i - base <= len - base - (uint64_t)sl->t * sizeof(dent);
 }
 
 static int bad_state(wm_op *op, const sqlagg *s, size_t k) {
-  return wm_ctx_error(op->ctx, "COUNT(DISTINCT %s): the window's state does not hold this "
-                      "aggregate's set (restored with --allow-state-change from other aggregates?)",
-                      s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+  return wm_ctx_error(op->ctx, "%s(%s): the window's state does not hold this aggregate's "
+                      "values (restored with --allow-state-change from other aggregates?)",
+                      kind_names[s->aggs[k].d.kind], s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+}
+
+/* Whether a string MIN/MAX's area lies inside a state of len bytes (slot.i its offset, slot.n
+ * its capacity, slot.used its length). */
+static int str_ok(const sqlagg *s, const slot *sl, size_t len) {
+  if (sl->n == 0) return sl->used == 0;
+  size_t base = s->naggs * sizeof(slot);
+  if (sl->n < 0 || sl->used < 0 || sl->used > sl->n || len < base) return 0;
+  return sl->i >= (int64_t)base && (uint64_t)sl->n <= len - base && (uint64_t)sl->i - base <= len - base - (uint64_t)sl->n;
+}
+
+/* Strings in SQL's order, as Flink's BinaryStringData.compareTo of two stored strings: by
+ * their UTF-8 bytes, unsigned, a prefix first (which is code point order; Java's
+ * String.compareTo, by UTF-16 code units, differs only between a character above U+FFFF and
+ * one of U+E000..U+FFFF; Lua's < in the C locale is this order too). */
+static int str_cmp(const char *a, size_t na, const char *b, size_t nb) {
+  int c = memcmp(a, b, na < nb ? na : nb);
+  if (c) return c;
+  return (na > nb) - (na < nb);
+}
+
+/* MIN or MAX (aggregate k) of the string p[0..n): kept when better than the state's. */
+static int str_minmax(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, const char *p, size_t n) {
+  slot *sl = &((slot *)(void *)acc->u.s->data)[k];
+  if (sl->t == WM_STR) {
+    if (!str_ok(s, sl, acc->u.s->len)) return bad_state(op, s, k);
+    int c = str_cmp(p, n, acc->u.s->data + sl->i, (size_t)sl->used);
+    if (s->aggs[k].d.kind == WM_SA_MIN ? c >= 0 : c <= 0) return WM_OK;
+  } else if (sl->t != WM_NIL) {
+    return wm_ctx_error(op->ctx, "%s(%s): a string among numbers", kind_names[s->aggs[k].d.kind],
+                        s->aggs[k].d.field ? s->aggs[k].d.field : "?");
+  } else {
+    *sl = (slot){.n = 0, .i = 0, .used = 0, .t = WM_STR};
+  }
+  if ((int64_t)n > sl->n) {
+    int64_t cap = sl->n * 2 > (int64_t)n ? sl->n * 2 : (int64_t)n;
+    if (grow_area(op, s, acc, k, cap) != WM_OK) return WM_ERR;
+    sl = &((slot *)(void *)acc->u.s->data)[k];
+  }
+  if (n) memcpy(acc->u.s->data + sl->i, p, n);
+  sl->used = (int64_t)n;
+  return WM_OK;
 }
 
 /* Adds v (a number, not NULL) to the set of aggregate k. */
@@ -242,13 +378,26 @@ static int distinct_add(wm_op *op, const sqlagg *s, wm_value *acc, size_t k, con
     memcpy(&d.bits, &v->u.f, sizeof d.bits);
     d.tag = 2;
   }
-  slot *sl = &((slot *)(void *)acc->u.s->data)[k];
-  if (!table_ok(s, sl, acc->u.s->len)) return bad_state(op, s, k);
-  if ((sl->n + 1) * 2 > sl->t) {
-    if (regrow(op, s, acc, k, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
-    sl = &((slot *)(void *)acc->u.s->data)[k];
+  size_t o = s->aggs[k].own;
+  slot *sl = &((slot *)(void *)acc->u.s->data)[o];
+  if (!table_ok(s, o, sl, acc->u.s->len)) return bad_state(op, s, k);
+  if ((entries(s, o, sl) + 1) * 2 > sl->t) {
+    if (grow_area(op, s, acc, o, sl->t ? sl->t * 2 : 8) != WM_OK) return WM_ERR;
+    sl = &((slot *)(void *)acc->u.s->data)[o];
   }
-  sl->n += dent_put(table_of(acc, sl), sl->t, &d);
+  int isnew;
+  dent *e = dent_find(table_of(acc, sl), sl->t, &d, &isnew);
+  if (!e) return bad_state(op, s, k);
+  uint64_t bit = s->aggs[k].bit;
+  if (!bit) {
+    sl->n += isnew;
+    return WM_OK;
+  }
+  sl->used += isnew; /* (a shared table's entries) */
+  if (!(e->tag & bit)) {
+    e->tag |= bit;
+    ((slot *)(void *)acc->u.s->data)[k].n++;
+  }
   return WM_OK;
 }
 
@@ -509,6 +658,8 @@ static void add_value(const agg *a, slot *sl, const wm_value *v) {
   }
 }
 
+static int is_minmax(const agg *a) { return a->d.kind == WM_SA_MIN || a->d.kind == WM_SA_MAX; }
+
 /* The argument of aggregate a in rec, into *v (borrowed while rec is alive): 1, 0 when its
  * FILTER leaves rec out, or WM_ERR. */
 static int arg_of(wm_op *op, agg *a, const wm_value *rec, wm_value *v) {
@@ -519,7 +670,7 @@ static int arg_of(wm_op *op, agg *a, const wm_value *rec, wm_value *v) {
   *v = wm_nil();
   if (a->d.eval) {
     if (a->d.eval(a->d.eval_ud, rec, v, &op->ctx->error) != 0) return WM_ERR;
-    if (v->type != WM_NIL && !is_num(v) && a->d.kind != WM_SA_COUNT)
+    if (v->type != WM_NIL && !is_num(v) && a->d.kind != WM_SA_COUNT && !(is_minmax(a) && wm_value_is_string(v)))
       return wm_ctx_error(op->ctx, "%s: its argument is not a number", kind_names[a->d.kind]);
   } else if (a->d.kind != WM_SA_COUNT_STAR) {
     if (a->d.kind == WM_SA_COUNT) {
@@ -527,7 +678,7 @@ static int arg_of(wm_op *op, agg *a, const wm_value *rec, wm_value *v) {
       if (p) *v = *p;
       else if (wm_field_get(&op->ctx->host, &a->field, rec, v, &op->ctx->error) != 0)
         return WM_ERR;
-    } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, v) != WM_OK) {
+    } else if (read_num(op, &a->field, kind_names[a->d.kind], rec, v, is_minmax(a)) != WM_OK) {
       return WM_ERR;
     }
   }
@@ -555,6 +706,11 @@ static int sa_add_change(sqlagg *s, wm_op *op, wm_value *acc, const wm_value *re
       goto done;
     }
     if (!p) continue;
+    if (is_minmax(a) && wm_value_is_string(&v)) {
+      rc = wm_ctx_error(op->ctx, "%s(%s): MIN and MAX of strings over an updating input are not computed in C "
+                        "(the planner keeps them in Lua)", kind_names[a->d.kind], a->d.field ? a->d.field : "?");
+      goto done;
+    }
     if (is_multiset(a->d.kind)) {
       if (v.type != WM_NIL && ms_update(op, s, acc, i, &v, sign) != WM_OK) {
         rc = WM_ERR;
@@ -587,6 +743,16 @@ static int sa_add(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_va
       st = (slot *)(void *)acc->u.s->data; /* (the state may have moved) */
       continue;
     }
+    if (is_minmax(a) && wm_value_is_string(&v)) { /* MIN, MAX of strings: the bytes in the state */
+      size_t sn;
+      const char *sp = wm_value_str(&v, &sn);
+      if (str_minmax(op, s, acc, i, sp, sn) != WM_OK) return WM_ERR;
+      st = (slot *)(void *)acc->u.s->data;
+      continue;
+    }
+    if (is_minmax(a) && st[i].t == WM_STR && v.type != WM_NIL)
+      return wm_ctx_error(op->ctx, "%s(%s): a number among strings", kind_names[a->d.kind],
+                          a->d.field ? a->d.field : "?");
     add_value(a, &st[i], &v);
   }
   if (s->changelog) return WM_OK; /* (aux: the last result, fire's) */
@@ -607,15 +773,24 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
     slot *x = &a[i];
     const slot *y = &b[i];
     int kind = s->aggs[i].d.kind;
-    if (kind == WM_SA_COUNT_DISTINCT) { /* b's values into a's set */
-      if (!table_ok(s, y, bacc->u.s->len)) return bad_state(op, s, i);
-      const dent *bt = (const dent *)(const void *)(bacc->u.s->data + y->i);
-      for (int64_t e = 0; e < y->t; e++) {
-        if (!bt[e].tag) continue;
-        wm_value v = bt[e].tag == 1 ? wm_int((int64_t)bt[e].bits) : wm_float(0.0);
-        if (bt[e].tag == 2) memcpy(&v.u.f, &bt[e].bits, sizeof v.u.f);
+    if (kind == WM_SA_COUNT_DISTINCT) { /* b's values (of this aggregate) into a's set */
+      size_t o = s->aggs[i].own;
+      uint64_t bit = s->aggs[i].bit;
+      const slot *yo = &b[o];
+      if (!table_ok(s, o, yo, bacc->u.s->len)) return bad_state(op, s, i);
+      const dent *bt = (const dent *)(const void *)(bacc->u.s->data + yo->i);
+      for (int64_t e = 0; e < yo->t; e++) {
+        if (!bt[e].tag || (bit && !(bt[e].tag & bit))) continue;
+        wm_value v = DENT_KIND(bt[e].tag) == 1 ? wm_int((int64_t)bt[e].bits) : wm_float(0.0);
+        if (DENT_KIND(bt[e].tag) == 2) memcpy(&v.u.f, &bt[e].bits, sizeof v.u.f);
         if (distinct_add(op, s, acc, i, &v) != WM_OK) return WM_ERR;
       }
+      a = (slot *)(void *)acc->u.s->data;
+      continue;
+    }
+    if ((kind == WM_SA_MIN || kind == WM_SA_MAX) && y->t == WM_STR) { /* b's string, if better */
+      if (!str_ok(s, y, bacc->u.s->len)) return bad_state(op, s, i);
+      if (str_minmax(op, s, acc, i, bacc->u.s->data + y->i, (size_t)y->used) != WM_OK) return WM_ERR;
       a = (slot *)(void *)acc->u.s->data;
       continue;
     }
@@ -634,6 +809,9 @@ static int sa_merge(void *ud, wm_op *op, wm_value *acc, wm_value *aux, const wm_
         x->f = xf + yf;
         x->t = WM_FLOAT;
       }
+    } else if (x->t == WM_STR) {
+      return wm_ctx_error(op->ctx, "%s(%s): a number among strings", kind_names[kind],
+                          s->aggs[i].d.field ? s->aggs[i].d.field : "?");
     } else {
       x->n += y->n;
       wm_value xv = x->t == WM_INT ? wm_int(x->i) : wm_float(x->f);
@@ -683,6 +861,11 @@ void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_valu
     *out = ms_result(s, &s->aggs[i], sl, acc->u.s->data, acc->u.s->len);
     return;
   }
+  if (is_minmax(&s->aggs[i]) && sl->t == WM_STR) { /* (borrowed from the state) */
+    if (str_ok(s, sl, acc->u.s->len))
+      *out = sl->n ? wm_cstr(acc->u.s->data + sl->i, (size_t)sl->used) : wm_cstr("", 0);
+    return;
+  }
   *out = slot_result(&s->aggs[i], sl);
 }
 
@@ -722,6 +905,13 @@ static int result_row(sqlagg *s, wm_op *op, const wm_fire *f, const wm_value *va
       wm_winfn fn = {.ud = s};
       if (vals) v = vals[o->index];
       else wm_sqlagg_result(&fn, f->acc, (size_t)o->index, &v);
+      if (wm_value_is_string(&v)) { /* (a MIN or MAX of strings: borrowed) */
+        if (wm_value_copy(h, &r->fields[j], &v) != 0) {
+          wm_row_release(h, r);
+          return wm_ctx_error(ctx, "out of memory");
+        }
+        continue;
+      }
       break;
     }
     case WM_SA_OUT_START: v = wm_int(f->window.start); break;
@@ -745,24 +935,37 @@ static int sa_fire(void *ud, wm_op *op, const wm_fire *f) {
 
 /* ---- an unwindowed GROUP BY: a changelog row when the result changed ------------------- */
 
-/* One aggregate's last emitted value in aux (a WM_STR of naggs of them): t WM_NIL, WM_INT or
- * WM_FLOAT, the value's bits. */
+/* One aggregate's last emitted value in aux (a WM_STR: naggs of them, then the bytes of the
+ * strings among them): t WM_NIL, WM_INT, WM_FLOAT (the value's bits) or WM_STR (bits: its
+ * offset in aux << 32 | its length). */
 typedef struct last {
   int64_t t;
   uint64_t bits;
 } last;
 
-static wm_value last_value(const last *l) {
+static wm_value last_value(const last *l, const wm_str *aux) {
   if (l->t == WM_INT) return wm_int((int64_t)l->bits);
+  if (l->t == WM_STR) { /* (borrowed from aux) */
+    uint64_t off = l->bits >> 32, n = l->bits & 0xffffffffu;
+    if (off > aux->len || n > aux->len - off) return wm_nil();
+    return wm_cstr(aux->data + off, (size_t)n);
+  }
   if (l->t != WM_FLOAT) return wm_nil();
   double d;
   memcpy(&d, &l->bits, sizeof d);
   return wm_float(d);
 }
 
-/* As Lua's ==, which the Lua path compares with: NULL equals NULL, 1 equals 1.0, NaN nothing. */
+/* As Lua's ==, which the Lua path compares with: NULL equals NULL, 1 equals 1.0, NaN nothing,
+ * strings by their bytes. */
 static int same_value(const wm_value *a, const wm_value *b) {
   if (a->type == WM_NIL || b->type == WM_NIL) return a->type == b->type;
+  if (wm_value_is_string(a) || wm_value_is_string(b)) {
+    if (!wm_value_is_string(a) || !wm_value_is_string(b)) return 0;
+    size_t na, nb;
+    const char *pa = wm_value_str(a, &na), *pb = wm_value_str(b, &nb);
+    return na == nb && (na == 0 || memcmp(pa, pb, na) == 0);
+  }
   if (a->type == WM_FLOAT && a->u.f != a->u.f) return 0;
   if (b->type == WM_FLOAT && b->u.f != b->u.f) return 0;
   return num_cmp(a, b) == 0;
@@ -800,7 +1003,7 @@ static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
   wm_winfn fn = {.ud = s};
   for (size_t i = 0; i < s->naggs; i++) wm_sqlagg_result(&fn, f->acc, i, &cur[i]);
   wm_value *aux = (wm_value *)f->aux; /* the key's own (the keyed operator's rolling mode) */
-  int first = aux->type != WM_STR || aux->u.s->len != bytes, rc = WM_OK;
+  int first = aux->type != WM_STR || aux->u.s->len < bytes, rc = WM_OK;
   if (s->retract) { /* an updating input's: a group of no row goes, its last row as -D */
     wm_value *acc = (wm_value *)f->acc;
     if (acc->type != WM_STR) goto done; /* (a retraction of a group never seen) */
@@ -808,7 +1011,7 @@ static int sa_fire_changelog(void *ud, wm_op *op, const wm_fire *f) {
       goto change;
     if (!first) {
       const last *l = (const last *)(const void *)aux->u.s->data;
-      for (size_t i = 0; i < s->naggs; i++) prev[i] = last_value(&l[i]);
+      for (size_t i = 0; i < s->naggs; i++) prev[i] = last_value(&l[i], aux->u.s);
       rc = emit_change(s, op, f, "-D", prev);
     }
     wm_value_release(&op->ctx->host, acc);
@@ -822,33 +1025,54 @@ change:
     const last *l = (const last *)(const void *)aux->u.s->data;
     int same = 1;
     for (size_t i = 0; i < s->naggs; i++) {
-      prev[i] = last_value(&l[i]);
+      prev[i] = last_value(&l[i], aux->u.s);
       if (!same_value(&prev[i], &cur[i])) same = 0;
     }
     if (same) goto done; /* as Flink's GroupAggFunction: an unchanged row is not emitted */
     if ((rc = emit_change(s, op, f, "-U", prev)) != WM_OK) goto done;
   }
   if ((rc = emit_change(s, op, f, first ? "+I" : "+U", cur)) != WM_OK) goto done;
-  if (first || aux->u.s->refs != 1) {
-    wm_str *big = malloc(sizeof(wm_str) + bytes + 1); /* as wm_str_new */
+  size_t need = bytes; /* the last values, then the strings' bytes */
+  for (size_t i = 0; i < s->naggs; i++) {
+    size_t sn = 0;
+    if (wm_value_is_string(&cur[i])) (void)wm_value_str(&cur[i], &sn);
+    if (sn > UINT32_MAX - 1 - need) {
+      rc = wm_ctx_error(op->ctx, "SQL GROUP BY: a result row's strings are too long");
+      goto done;
+    }
+    need += sn;
+  }
+  if (first || aux->u.s->refs != 1 || aux->u.s->len != need) {
+    wm_str *big = malloc(sizeof(wm_str) + need + 1); /* as wm_str_new */
     if (!big) {
       rc = wm_ctx_error(op->ctx, "out of memory");
       goto done;
     }
     big->refs = 1;
-    big->len = (uint32_t)bytes;
-    big->data[bytes] = '\0';
+    big->len = (uint32_t)need;
+    big->data[need] = '\0';
     wm_value_release(&op->ctx->host, aux);
     aux->type = WM_STR;
     aux->flags = 0;
     aux->u.s = big;
   }
   last *l = (last *)(void *)aux->u.s->data;
+  size_t off = bytes;
   for (size_t i = 0; i < s->naggs; i++) {
     l[i].t = cur[i].type;
     l[i].bits = 0;
-    if (cur[i].type == WM_INT) l[i].bits = (uint64_t)cur[i].u.i;
-    else if (cur[i].type == WM_FLOAT) memcpy(&l[i].bits, &cur[i].u.f, sizeof l[i].bits);
+    if (cur[i].type == WM_INT) {
+      l[i].bits = (uint64_t)cur[i].u.i;
+    } else if (cur[i].type == WM_FLOAT) {
+      memcpy(&l[i].bits, &cur[i].u.f, sizeof l[i].bits);
+    } else if (wm_value_is_string(&cur[i])) { /* (cur's strings are the acc's: not aux's) */
+      size_t sn;
+      const char *sp = wm_value_str(&cur[i], &sn);
+      if (sn) memcpy(aux->u.s->data + off, sp, sn);
+      l[i].t = WM_STR;
+      l[i].bits = (uint64_t)off << 32 | (uint64_t)sn;
+      off += sn;
+    }
   }
 done:
   if (cur != small) free(cur);
@@ -873,6 +1097,30 @@ static void sa_free(void *ud) {
 }
 
 static char *dup(const char *x) { return x ? strdup(x) : NULL; }
+
+/* The COUNT(DISTINCT)s of one column share its first one's table (share; else each has its
+ * own): up to 56 of them, a bit each in the entries' tags. */
+static void share_tables(sqlagg *s, int share) {
+  for (size_t i = 0; i < s->naggs; i++) {
+    agg *a = &s->aggs[i];
+    a->own = i;
+    a->bit = 0;
+    if (!share || a->d.kind != WM_SA_COUNT_DISTINCT || !a->d.field || a->d.eval) continue;
+    for (size_t j = 0; j < i; j++) {
+      agg *b = &s->aggs[j];
+      if (b->own != j || b->d.kind != WM_SA_COUNT_DISTINCT || !b->d.field || b->d.eval ||
+          strcmp(a->d.field, b->d.field) != 0)
+        continue;
+      int used = 0; /* (the bits this table gives out) */
+      for (size_t k = 0; k < i; k++) used += s->aggs[k].own == j;
+      if (used >= 56) continue;
+      if (!b->bit) b->bit = UINT64_C(1) << 8;
+      a->own = j;
+      a->bit = UINT64_C(1) << (8 + used);
+      break;
+    }
+  }
+}
 
 int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
   sqlagg *s = calloc(1, sizeof *s);
@@ -912,6 +1160,7 @@ int wm_winfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
       }
     }
   }
+  share_tables(s, 1);
   s->nout = spec->nout;
   if (!(s->out = calloc(spec->nout ? spec->nout : 1, sizeof *s->out))) goto oom;
   const char **names = calloc(spec->nout ? spec->nout : 1, sizeof *names);
@@ -972,6 +1221,7 @@ int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err) {
   s->changelog = 1;
   if (spec->updating) {
     s->retract = 1;
+    share_tables(s, 0); /* (an updating input's COUNT(DISTINCT)s are multisets of their own) */
     s->fk = (wm_field){.name = "k", .index = -1};
     s->fr = (wm_field){.name = "r", .index = -1};
     s->unwrap = spec->unwrap;

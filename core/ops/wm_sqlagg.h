@@ -10,10 +10,16 @@
  * anything else, it plugs in through wm_sqlagg_def.eval (the hook: an argument computed by
  * a function of the row); nothing sets it yet.
  *
+ * MIN and MAX take strings as well as numbers (over appending rows): compared by their bytes,
+ * unsigned, a prefix first (code point order for UTF-8, as Flink's BinaryStringData.compareTo
+ * of stored strings).
+ *
  * A window's state (the window operator's acc) is one owned WM_STR: fixed-size slots, one
- * per aggregate, then the hash tables of the COUNT(DISTINCT) sets (an incremental distinct
- * count: a value is looked up once), position independent (offsets, no pointers): the
- * operator's checkpoint writes it as bytes and restores it as it was. */
+ * per aggregate, then areas: the hash tables of the COUNT(DISTINCT) sets (an incremental
+ * distinct count: a value is looked up once) and the bytes of MIN/MAX's strings, position
+ * independent (offsets, no pointers): the operator's checkpoint writes it as bytes and
+ * restores it as it was. An area that grows moves to the end of the state (the old one left
+ * as garbage, the state rebuilt without it when garbage passes half of the rest). */
 #ifndef WM_SQLAGG_H
 #define WM_SQLAGG_H
 
@@ -107,10 +113,12 @@ int wm_keyedfn_sqlagg(wm_winfn *fn, const wm_sqlagg_spec *spec, wm_error *err);
  * aux become nil (the keyed operator then drops the key). A multiset is a sorted array of
  * (value, count) in the state string, after the slots and the row counter: position
  * independent, as the rest. MIN/MAX of a DOUBLE column give a float (an integral one is
- * kept as its integer, as Lua's table keys, then given back as a float). */
+ * kept as its integer, as Lua's table keys, then given back as a float). MIN/MAX of strings
+ * are not for an updating input (a string in one is an error; the planner keeps them in Lua). */
 
-/* The value of aggregate i of a state (an acc the function made), into *out (an immediate):
- * for tests and the result row. */
+/* The value of aggregate i of a state (an acc the function made), into *out (an immediate,
+ * or a MIN/MAX string as a WM_CSTR borrowed from acc while it is unchanged): for tests and
+ * the result row. */
 void wm_sqlagg_result(const wm_winfn *fn, const wm_value *acc, size_t i, wm_value *out);
 
 #endif

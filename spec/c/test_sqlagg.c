@@ -282,7 +282,7 @@ static void distinct(void) {
       r->fields[2] = wm_int(1);
       wm_value v = wm_row_value(r);
       CHECK_I64(fn.add(fn.ud, op, &state, &aux, &v), WM_ERR);
-      CHECK(strstr(ctx.error.msg, "does not hold this aggregate's set") != NULL);
+      CHECK(strstr(ctx.error.msg, "does not hold this aggregate's values") != NULL);
       wm_value_release(NULL, &v);
       wm_value_release(NULL, &state);
     }
@@ -803,7 +803,304 @@ static void change_changelog(void) {
   wm_schema_release(rs);
 }
 
+/* A result as text, a string in quotes (borrowed from the state: copied here). */
+static void str_text(const wm_winfn *fn, const wm_value *acc, size_t i, char *out, size_t n) {
+  wm_value v;
+  wm_sqlagg_result(fn, acc, i, &v);
+  if (v.type == WM_NIL) {
+    snprintf(out, n, "NULL");
+  } else if (wm_value_is_string(&v)) {
+    size_t len;
+    const char *p = wm_value_str(&v, &len);
+    snprintf(out, n, "'%.*s'", (int)len, p);
+  } else {
+    snprintf(out, n, "%lld", (long long)v.u.i);
+  }
+}
+
+static wm_value str_rec(wm_schema *sc, const char *s, int64_t vc) {
+  wm_row *r = wm_row_new(sc);
+  r->fields[0] = wm_cstr("k", 1);
+  wm_value_retain(NULL, &r->fields[0]);
+  if (s) {
+    r->fields[1] = wm_cstr(s, strlen(s));
+    wm_value_retain(NULL, &r->fields[1]);
+  }
+  r->fields[2] = wm_int(vc);
+  return wm_row_value(r);
+}
+
+static void str_state(const wm_winfn *fn, const wm_value *acc, char *got, size_t n) {
+  char one[120];
+  got[0] = '\0';
+  for (size_t k = 0; k < 4; k++) {
+    str_text(fn, acc, k, one, sizeof one);
+    snprintf(got + strlen(got), n - strlen(got), "%s%s", k ? " " : "", one);
+  }
+}
+
+/* MIN and MAX of strings in a window's state, worked out by hand: by bytes, unsigned ("é",
+ * C3 A9, after "z"), a prefix first, the empty string a value, NULL none; the strings kept
+ * while the COUNT(DISTINCT) table beside them grows (its area moved to the end, the state
+ * rebuilt) and while a longer string grows theirs; the state's bytes copied into a new value
+ * (a checkpoint); two states merged (a session). */
+static void strings(void) {
+  T.current = "sqlagg: MIN and MAX of strings (bytes' order, growth, checkpoint, merge)";
+  static const char *const names[] = {"id", "s", "vc"};
+  static const uint8_t types[] = {WM_FT_STRING, WM_FT_STRING, WM_FT_INTEGER};
+  wm_schema *sc = wm_schema_new(3, names, types);
+  static const wm_sqlagg_def sd[] = {{.kind = WM_SA_MIN, .field = "s"}, {.kind = WM_SA_MAX, .field = "s"},
+                                     {.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1},
+                                     {.kind = WM_SA_COUNT, .field = "s"}};
+  static const wm_sqlagg_out so[] = {{"m", WM_SA_OUT_AGG, 0}};
+  wm_sqlagg_spec spec = {.nkeys = 1, .naggs = 4, .aggs = sd, .nout = 1, .out = so};
+  static const struct {
+    const char *s;
+    int64_t vc;
+    const char *expect; /* min max dv count */
+  } steps[] = {
+      {NULL, 1, "NULL NULL 1 0"},
+      {"b", 2, "'b' 'b' 2 1"},
+      {"abc", 2, "'abc' 'b' 2 2"},
+      {"ab", 3, "'ab' 'b' 3 3"},       /* a prefix first */
+      {"z", 4, "'ab' 'z' 4 4"},
+      {"\xc3\xa9", 5, "'ab' '\xc3\xa9' 5 5"}, /* é: C3 > 7A */
+      {"", 6, "'' '\xc3\xa9' 6 6"},    /* the empty string: the least */
+      {NULL, 7, "'' '\xc3\xa9' 7 6"},
+      {"\xc3\xa9\xc3\xa9 and a longer string", 8, "'' '\xc3\xa9\xc3\xa9 and a longer string' 8 7"},
+      {"b", 9, "'' '\xc3\xa9\xc3\xa9 and a longer string' 9 8"},
+  };
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_op *op = wm_op_new(&ctx, &capture_vt, NULL, "op");
+  wm_winfn fn;
+  wm_error err;
+  wm_error_clear(&err);
+  CHECK_I64(wm_winfn_sqlagg(&fn, &spec, &err), 0);
+  wm_value state = wm_nil(), aux = wm_nil();
+  char got[400];
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    wm_value r = str_rec(sc, steps[i].s, steps[i].vc);
+    CHECK_I64(fn.add(fn.ud, op, &state, &aux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+    str_state(&fn, &state, got, sizeof got);
+    CHECK_STR(got, steps[i].expect);
+    if (i == 4) { /* the state as its bytes, into a new value: what a checkpoint does */
+      wm_str *copy = wm_str_new(state.u.s->data, state.u.s->len);
+      wm_value_release(NULL, &state);
+      state.type = WM_STR;
+      state.u.s = copy;
+    }
+  }
+  /* 200 more distinct values (the table grows from 16 to 512 entries): the strings stay */
+  for (int64_t x = 100; x < 300; x++) {
+    wm_value r = str_rec(sc, "c", x);
+    CHECK_I64(fn.add(fn.ud, op, &state, &aux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+  }
+  str_state(&fn, &state, got, sizeof got);
+  CHECK_STR(got, "'' '\xc3\xa9\xc3\xa9 and a longer string' 209 208");
+  /* a session's merge: b's strings where they are better */
+  wm_value b = wm_nil(), baux = wm_nil();
+  static const char *const bs[] = {"\xf0\x9d\x84\x9e", "!", NULL};
+  for (size_t i = 0; i < 3; i++) {
+    wm_value r = str_rec(sc, bs[i], 1);
+    CHECK_I64(fn.add(fn.ud, op, &b, &baux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+  }
+  str_state(&fn, &b, got, sizeof got);
+  CHECK_STR(got, "'!' '\xf0\x9d\x84\x9e' 1 2");
+  CHECK_I64(fn.merge(fn.ud, op, &state, &aux, &b, &baux), WM_OK);
+  str_state(&fn, &state, got, sizeof got);
+  /* min: '' stays (before '!'); max: 𝄞 (F0) after é (C3); 1 was counted; 208 + 2 values */
+  CHECK_STR(got, "'' '\xf0\x9d\x84\x9e' 209 210");
+  /* the other way: an empty state takes b's */
+  wm_value e = wm_nil(), eaux = wm_nil();
+  CHECK_I64(fn.merge(fn.ud, op, &e, &eaux, &b, &baux), WM_OK);
+  str_state(&fn, &e, got, sizeof got);
+  CHECK_STR(got, "'!' '\xf0\x9d\x84\x9e' 1 2");
+  /* a number in a column of strings: refused, named */
+  wm_row *nr = wm_row_new(sc);
+  nr->fields[1] = wm_int(3);
+  wm_value nv = wm_row_value(nr);
+  CHECK_I64(fn.add(fn.ud, op, &state, &aux, &nv), WM_ERR);
+  CHECK(strstr(ctx.error.msg, "a number among strings") != NULL);
+  wm_value_release(NULL, &nv);
+  wm_value_release(NULL, &state);
+  wm_value_release(NULL, &b);
+  wm_value_release(NULL, &e);
+  wm_value_release(NULL, &aux);
+  wm_value_release(NULL, &baux);
+  wm_value_release(NULL, &eaux);
+  fn.free(fn.ud);
+  wm_schema_release(sc);
+  wm_ctx_free(&ctx);
+}
+
+/* An unwindowed GROUP BY (key vc) of MIN(id), MAX(id), strings, by hand: b -> +I 1, b, b;
+ * a -> -U, +U 1, a, b; c -> 1, a, c; vc 2's b -> +I 2, b, b; '' -> 1, '', c; NULL id and c
+ * again change nothing: no row. A checkpoint at every cut (the last row, its strings in
+ * aux, restored) gives the same changelog. */
+static const rec str_group_rs[] = {{"b", 1000, V(1), NUL}, {"a", 2000, V(1), NUL}, {"c", 3000, V(1), NUL},
+                                   {"b", 4000, V(2), NUL}, {"", 5000, V(1), NUL},  {NULL, 6000, V(1), NUL},
+                                   {"c", 7000, V(1), NUL}};
+static const char *const str_group_expect =
+    "1000 {\"k\":\"+I\",\"r\":{\"a_vc\":1,\"b_min\":\"b\",\"c_max\":\"b\"}}\n"
+    "2000 {\"k\":\"-U\",\"r\":{\"a_vc\":1,\"b_min\":\"b\",\"c_max\":\"b\"}}\n"
+    "2000 {\"k\":\"+U\",\"r\":{\"a_vc\":1,\"b_min\":\"a\",\"c_max\":\"b\"}}\n"
+    "3000 {\"k\":\"-U\",\"r\":{\"a_vc\":1,\"b_min\":\"a\",\"c_max\":\"b\"}}\n"
+    "3000 {\"k\":\"+U\",\"r\":{\"a_vc\":1,\"b_min\":\"a\",\"c_max\":\"c\"}}\n"
+    "4000 {\"k\":\"+I\",\"r\":{\"a_vc\":2,\"b_min\":\"b\",\"c_max\":\"b\"}}\n"
+    "5000 {\"k\":\"-U\",\"r\":{\"a_vc\":1,\"b_min\":\"a\",\"c_max\":\"c\"}}\n"
+    "5000 {\"k\":\"+U\",\"r\":{\"a_vc\":1,\"b_min\":\"\",\"c_max\":\"c\"}}\n";
+
+static void str_group_init(rig *g) {
+  wm_ctx_init(&g->ctx);
+  g->s = in_schema();
+  g->out = (capture){.label = NULL};
+  wm_buf_init(&g->out.out);
+  wm_keyedop_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  const char *key = "vc";
+  CHECK_I64(wm_keysel_fields(&cfg.keysel, &key, 1), 0);
+  static const wm_sqlagg_def d[] = {{.kind = WM_SA_MIN, .field = "id"}, {.kind = WM_SA_MAX, .field = "id"}};
+  static const wm_sqlagg_out o[] = {{"a_vc", WM_SA_OUT_KEY, 0}, {"b_min", WM_SA_OUT_AGG, 0}, {"c_max", WM_SA_OUT_AGG, 1}};
+  wm_sqlagg_spec spec = {.nkeys = 1, .naggs = 2, .aggs = d, .nout = 3, .out = o};
+  wm_error err;
+  wm_error_clear(&err);
+  CHECK_I64(wm_keyedfn_sqlagg(&cfg.rolling, &spec, &err), 0);
+  snprintf(cfg.meaning, sizeof cfg.meaning, "SQL GROUP BY strings");
+  g->w = wm_keyedop_new(&g->ctx, "group", &cfg);
+  wm_op *sink = wm_op_new(&g->ctx, &capture_vt, &g->out, "sink");
+  wm_op_connect(g->w, 0, sink);
+  wm_op *src = wm_op_new(&g->ctx, &capture_vt, NULL, "src");
+  wm_op_connect(src, 0, g->w);
+  CHECK_I64(wm_ctx_prepare(&g->ctx), WM_OK);
+}
+
+static void str_group(void) {
+  T.current = "sqlagg: an unwindowed GROUP BY of strings' changelog, and checkpoints";
+  size_t n = sizeof str_group_rs / sizeof str_group_rs[0];
+  for (size_t cut = 0; cut <= n; cut++) {
+    rig a, b;
+    parts ps = {0};
+    str_group_init(&a);
+    feed(&a, str_group_rs, 0, cut);
+    CHECK_I64(wm_ctx_snapshot(&a.ctx, 0, NULL, put_part, &ps), WM_OK);
+    str_group_init(&b);
+    CHECK_I64(wm_ctx_restore(&b.ctx, 0, NULL, ps.p, ps.n), WM_OK);
+    feed(&b, str_group_rs, cut, n);
+    wm_buf all;
+    wm_buf_init(&all);
+    wm_buf_adds(&all, a.out.out.data ? a.out.out.data : "");
+    wm_buf_adds(&all, b.out.out.data ? b.out.out.data : "");
+    CHECK_STR(all.data, str_group_expect);
+    wm_buf_free(&all);
+    rig_free(&a);
+    rig_free(&b);
+    for (size_t i = 0; i < ps.n; i++) {
+      free((char *)ps.p[i].name);
+      free((uint8_t *)ps.p[i].data);
+    }
+  }
+}
+
+static wm_value num_rec(wm_schema *sc, int has_vc, int64_t vc, int has_d, double d) {
+  wm_row *r = wm_row_new(sc);
+  r->fields[0] = wm_cstr("k", 1);
+  wm_value_retain(NULL, &r->fields[0]);
+  if (has_vc) r->fields[1] = wm_int(vc);
+  if (has_d) r->fields[2] = wm_float(d);
+  return wm_row_value(r);
+}
+
+static void counts_text(const wm_winfn *fn, const wm_value *acc, size_t n, char *got, size_t len) {
+  char one[40];
+  got[0] = '\0';
+  for (size_t k = 0; k < n; k++) {
+    result_text(fn, acc, k, one, sizeof one);
+    snprintf(got + strlen(got), len - strlen(got), "%s%s", k ? " " : "", one);
+  }
+}
+
+/* COUNT(DISTINCT vc) three times (all, FILTER vc > 2, FILTER vc <= 2: one shared table, a bit
+ * each) and COUNT(DISTINCT d) (a table of its own), by hand: vc 1, 3, 3, 2, 5, NULL, 1, 7 ->
+ * {1, 2, 3, 5, 7} 5, {3, 5, 7} 3, {1, 2} 2; d 1.5, NULL, 2.0, 2.0, 0.5, 1.5, NULL, 3.0 -> 4.
+ * Then 100..199 (the shared table grows from 8 to 256 entries): 105, 103, 2; the state copied
+ * as bytes (a checkpoint) on the way; a session's merge of vc 1, 2, 500: 106, 104, 2. */
+static void shared_distinct(void) {
+  T.current = "sqlagg: COUNT(DISTINCT)s of one column share a table";
+  static const wm_sqlagg_cond gt2[] = {{"vc", WM_SA_GT, {.type = WM_INT, .u.i = 2}}};
+  static const wm_sqlagg_cond le2[] = {{"vc", WM_SA_LE, {.type = WM_INT, .u.i = 2}}};
+  static const wm_sqlagg_def dd[] = {
+      {.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1},
+      {.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1, .ncond = 1, .cond = gt2},
+      {.kind = WM_SA_COUNT_DISTINCT, .field = "d"},
+      {.kind = WM_SA_COUNT_DISTINCT, .field = "vc", .integer = 1, .ncond = 1, .cond = le2}};
+  static const wm_sqlagg_out o[] = {{"m", WM_SA_OUT_AGG, 0}};
+  wm_sqlagg_spec spec = {.nkeys = 1, .naggs = 4, .aggs = dd, .nout = 1, .out = o};
+  static const struct {
+    int has_vc;
+    int64_t vc;
+    int has_d;
+    double d;
+  } rs[] = {{V(1), V(1.5)}, {V(3), NUL}, {V(3), V(2.0)}, {V(2), V(2.0)},
+            {V(5), V(0.5)}, {NUL, V(1.5)}, {V(1), NUL},  {V(7), V(3.0)}};
+  wm_ctx ctx;
+  wm_ctx_init(&ctx);
+  wm_op *op = wm_op_new(&ctx, &capture_vt, NULL, "op");
+  wm_schema *sc = in_schema();
+  wm_winfn fn;
+  wm_error err;
+  wm_error_clear(&err);
+  CHECK_I64(wm_winfn_sqlagg(&fn, &spec, &err), 0);
+  wm_value state = wm_nil(), aux = wm_nil();
+  char got[200];
+  for (size_t i = 0; i < 8; i++) {
+    wm_value r = num_rec(sc, rs[i].has_vc, rs[i].vc, rs[i].has_d, rs[i].d);
+    CHECK_I64(fn.add(fn.ud, op, &state, &aux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+  }
+  counts_text(&fn, &state, 4, got, sizeof got);
+  CHECK_STR(got, "5 3 4 2");
+  for (int64_t x = 100; x < 200; x++) {
+    if (x == 150) { /* the state as its bytes, into a new value: what a checkpoint does */
+      wm_str *copy = wm_str_new(state.u.s->data, state.u.s->len);
+      wm_value_release(NULL, &state);
+      state.type = WM_STR;
+      state.u.s = copy;
+    }
+    wm_value r = num_rec(sc, V(x), NUL);
+    CHECK_I64(fn.add(fn.ud, op, &state, &aux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+  }
+  counts_text(&fn, &state, 4, got, sizeof got);
+  CHECK_STR(got, "105 103 4 2");
+  wm_value b = wm_nil(), baux = wm_nil();
+  static const int64_t bv[] = {1, 2, 500};
+  for (size_t i = 0; i < 3; i++) {
+    wm_value r = num_rec(sc, V(bv[i]), NUL);
+    CHECK_I64(fn.add(fn.ud, op, &b, &baux, &r), WM_OK);
+    wm_value_release(NULL, &r);
+  }
+  counts_text(&fn, &b, 4, got, sizeof got);
+  CHECK_STR(got, "3 1 0 2");
+  CHECK_I64(fn.merge(fn.ud, op, &state, &aux, &b, &baux), WM_OK);
+  counts_text(&fn, &state, 4, got, sizeof got);
+  CHECK_STR(got, "106 104 4 2");
+  wm_value_release(NULL, &state);
+  wm_value_release(NULL, &b);
+  wm_value_release(NULL, &aux);
+  wm_value_release(NULL, &baux);
+  fn.free(fn.ud);
+  wm_schema_release(sc);
+  wm_ctx_free(&ctx);
+}
+
 void test_sqlagg(void) {
+  shared_distinct();
+  strings();
+  str_group();
   retracting();
   change_changelog();
   group_changelog();

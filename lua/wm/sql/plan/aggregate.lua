@@ -114,8 +114,9 @@ end
 
 -- The C form of a windowed aggregation (wm_sqlagg), or nil when something needs Lua: the keys
 -- plain never-NULL columns (the key_by key gives them back), every aggregate a built-in
--- one over a column (or *), DISTINCT only in COUNT(DISTINCT) of a numeric column, its FILTER
--- c_filter's, the window not
+-- one over a column (or *; without a window over appending rows, an expression the caller's
+-- projection computes), numeric but for COUNT and for MIN/MAX of strings over appending rows,
+-- DISTINCT only in COUNT(DISTINCT) of a numeric column, its FILTER c_filter's, the window not
 -- CUMULATE. The result row is built in C when every SELECT item is a key, an aggregate or a
 -- bound of the window and there is no HAVING; else C gives {$k1.., $a1.., $ws, $we} and a
 -- Lua step shapes it (csql_shape).
@@ -123,7 +124,7 @@ end
 -- expressions (a Lua key function gives them to C); the caller takes only a direct result row.
 -- scope: the row scope of the aggregates' arguments (their columns).
 local function c_window_agg(scope, key_fields, keys, key_sigs, agg_list, agg_sigs, items, window, having, tvf,
-                            lua_keys, key_types)
+                            lua_keys, key_types, updating)
   if os.getenv("WMRUN_SQL_AGG") == "lua" then return nil end
   -- (a DOUBLE key that is an integer, 4.0, would come back from C's key as the integer 4)
   for _, t in ipairs(key_types) do if t == "DOUBLE" then return nil end end
@@ -135,20 +136,36 @@ local function c_window_agg(scope, key_fields, keys, key_sigs, agg_list, agg_sig
     local d = {kind = a.star and "COUNT(*)" or a.distinct and "COUNT(DISTINCT)" or a.name}
     if not a.star then
       local field, t = c_arg(scope, a.arg)
+      -- an expression (MAX(DATE_FORMAT(dateTime, 'HH:mm'))): without a window over appending
+      -- rows, computed in C by the projection of c_group_keys into the column $ga<i>
+      if not field and lua_keys and not updating then field, t, d.expr = "$ga" .. i, a.type, a.arg end
       if not field then return nil end
-      -- (COUNT(DISTINCT x) of numbers: C's set holds numbers)
-      if (a.name ~= "COUNT" or a.distinct) and not expr.NUMERIC[t] then return nil end
+      -- (COUNT(DISTINCT x) of numbers: C's set holds numbers; MIN and MAX of strings compare
+      -- their bytes, over appending rows: an updating input's multiset holds numbers)
+      local str_ok = (a.name == "MIN" or a.name == "MAX") and t == "STRING" and not updating
+      if (a.name ~= "COUNT" or a.distinct) and not expr.NUMERIC[t] and not str_ok then return nil end
       d.field, d.integer = field, INTEGER[t] or false
+      if str_ok then d.string = true end
     end
     if a.filter then
       d.filter = c_filter(scope, a.filter)
       if not d.filter then return nil end
     end
     defs[i] = d
-    meaning[i] = d.kind .. (d.field and "(" .. d.field .. ")" or "") .. (d.filter and " FILTER" or "")
+    meaning[i] = d.kind .. (d.field and "(" .. d.field .. ")" or "") .. (d.string and " STRING" or "")
+      .. (d.filter and " FILTER" or "")
     for _, c in ipairs(d.filter or {}) do meaning[i] = meaning[i] .. " " .. c.field .. c.op .. tostring(c.value) end
   end
-  local spec = {nkeys = #keys, aggs = defs, meaning = ("SQL " .. table.concat(meaning, ", ")):sub(1, 190)}
+  -- (over appending rows the COUNT(DISTINCT)s of one column share one table in the state, C's
+  -- share_tables: a state of another layout than separate tables, named in the meaning)
+  local shared, nd = "", {}
+  for _, d in ipairs(defs) do
+    if d.kind == "COUNT(DISTINCT)" and not updating then
+      nd[d.field] = (nd[d.field] or 0) + 1
+      if nd[d.field] == 2 then shared = "shared DISTINCT " end
+    end
+  end
+  local spec = {nkeys = #keys, aggs = defs, meaning = ("SQL " .. shared .. table.concat(meaning, ", ")):sub(1, 190)}
   local out, direct = {}, not having
   for j, it in ipairs(items) do
     local e, o = it.expr, nil
@@ -274,7 +291,7 @@ end
 -- gives it: lower's keyed_of). With the C path off (WMRUN_SQL_EXPR=lua) the same projection
 -- is a Lua map, so that both paths make the same operators (checkpoints match them by place).
 -- nil when a key or a column is not for C (then a Lua key function computes the keys).
-local function c_group_keys(p, stream, scope, keys, key_types, keyfns, agg_list)
+local function c_group_keys(p, stream, scope, keys, key_types, keyfns, agg_list, arg_exprs)
   local items, cols, seen, fields = {}, {}, {}, {}
   for i, k in ipairs(keys) do
     items[i], cols[i] = {expr = k, name = "$gk" .. i}, {name = "$gk" .. i, type = key_types[i]}
@@ -296,8 +313,15 @@ local function c_group_keys(p, stream, scope, keys, key_types, keyfns, agg_list)
     for _, v in ipairs(e) do if not add_cols(v) then return false end end
     return true
   end
-  for _, a in ipairs(agg_list) do
-    if a.arg and not add_col(a.arg) then return nil end
+  local argfns = {}
+  for i, a in ipairs(agg_list) do
+    local e = arg_exprs and arg_exprs[i]
+    if e then -- (an expression: its value as the column $ga<i>)
+      items[#items + 1], cols[#cols + 1] = {expr = e, name = "$ga" .. i}, {name = "$ga" .. i, type = a.type}
+      argfns[#argfns + 1] = {"$ga" .. i, (compile_fn(p, e, scope))}
+    elseif a.arg and not add_col(a.arg) then
+      return nil
+    end
     if a.filter and not add_cols(a.filter) then return nil end
   end
   if cexpr.enabled() then return cexpr.try_project(stream, items, cols, scope, p.src) end
@@ -309,6 +333,7 @@ local function c_group_keys(p, stream, scope, keys, key_types, keyfns, agg_list)
     local o = {}
     for i = 1, nk do o["$gk" .. i] = keyfns[i](r) end
     for _, f in ipairs(fields) do o[f] = r[f] end
+    for _, af in ipairs(argfns) do o[af[1]] = af[2](r) end
     return o
   end)
 end
@@ -515,7 +540,12 @@ function Planner:plan_aggregate(q, rel, items, aliases)
   -- key function of the change's row
   if not spec.ttl then
     local csql, shape = c_window_agg(row_scope, nil, keys, key_sigs, agg_list, agg_sigs, items, nil,
-                                     q.having ~= nil, false, true, key_types)
+                                     q.having ~= nil, false, true, key_types, rel.updating)
+    -- the aggregates' arguments that are expressions, which the projection computes ($ga<i>)
+    local arg_exprs, nexprs = {}, 0
+    for i, d in ipairs(csql and not shape and csql.aggs or {}) do
+      if d.expr then arg_exprs[i], nexprs, d.expr = d.expr, nexprs + 1, nil end
+    end
     if csql and not shape then
       csql.meaning = ("SQL GROUP BY " .. (rel.updating and "(retract) " or "") .. csql.meaning:sub(5)):sub(1, 190)
       spec.csql = csql
@@ -528,11 +558,15 @@ function Planner:plan_aggregate(q, rel, items, aliases)
         spec.keyfns = kfs
       else
         spec.key_fields = fast_window_agg(base_cols, keys, {}, {kind = "group"})
-        if not spec.key_fields and #keys > 0 then
-          local stream = c_group_keys(self, rel.stream, row_scope, keys, key_types, keyfns, agg_list)
+        if (not spec.key_fields and #keys > 0) or nexprs > 0 then
+          local stream = c_group_keys(self, rel.stream, row_scope, keys, key_types, keyfns, agg_list, arg_exprs)
           if stream then rel = {stream = stream, cols = rel.cols, updating = rel.updating}
-            spec.key_fields, spec.key_null = {}, true
-            for i = 1, #keys do spec.key_fields[i] = "$gk" .. i end
+            if #keys > 0 then
+              spec.key_fields, spec.key_null = {}, true
+              for i = 1, #keys do spec.key_fields[i] = "$gk" .. i end
+            end
+          elseif nexprs > 0 then
+            spec.csql = nil -- (the arguments need the projection: the Lua aggregates)
           end
         end
       end
