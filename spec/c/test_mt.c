@@ -329,11 +329,21 @@ struct stopjob {
   _Atomic int64_t seen; /* thread 2's count, for the main thread */
   _Atomic int ticks;    /* the source's timer, paused or not */
   int ticks_from;
+  uv_mutex_t mu; /* with cv: the main thread waits for what the counters above tell */
+  uv_cond_t cv;
 };
+
+/* A counter of J changed: wakes wait_until. */
+static void notify(stopjob *J) {
+  uv_mutex_lock(&J->mu);
+  uv_cond_broadcast(&J->cv);
+  uv_mutex_unlock(&J->mu);
+}
 
 static void stop_tick(uv_timer_t *h) {
   stopthr *s = h->data;
   atomic_fetch_add(&s->job->ticks, 1);
+  notify(s->job);
   for (int k = 0; k < 5 && !s->paused && !s->ended; k++) {
     wm_value v = wm_int(++s->emitted);
     CHECK(wm_op_emit(s->src, 0, &v, 0) == WM_OK);
@@ -370,6 +380,7 @@ static int stop_count(wm_op *op, int chan, const wm_value *rec, int64_t ts) {
   if (rec->type != WM_INT || rec->u.i != s->seen + 1) s->out_of_order++;
   s->seen++;
   atomic_store(&s->job->seen, s->seen);
+  notify(s->job);
   return WM_OK;
 }
 static const wm_op_vt stop_count_vt = {.kind = "count", .record = stop_count};
@@ -403,6 +414,7 @@ static int stop_hook_done(void *ud, uint64_t id) {
   CHECK_I64((int64_t)id, 1);
   s->done = 1;
   atomic_fetch_add(&s->job->done, 1);
+  notify(s->job);
   return WM_OK;
 }
 
@@ -447,8 +459,15 @@ static void stop_thread(void *arg) {
   wm_exec_free(s->exec);
 }
 
+/* Waits until fn(J) holds, woken by notify (at most 20 s: a hung job fails the checks after). */
 static void wait_until(int (*fn)(stopjob *), stopjob *J) {
-  for (int i = 0; i < 20000 && !fn(J); i++) uv_sleep(1);
+  uint64_t end = uv_hrtime() + UINT64_C(20000000000);
+  uv_mutex_lock(&J->mu);
+  while (!fn(J)) {
+    uint64_t now = uv_hrtime();
+    if (now >= end || uv_cond_timedwait(&J->cv, &J->mu, end - now) != 0) break;
+  }
+  uv_mutex_unlock(&J->mu);
 }
 static int seen_some(stopjob *J) { return atomic_load(&J->seen) >= 200; }
 static int both_done(stopjob *J) { return atomic_load(&J->done) == 2; }
@@ -457,9 +476,15 @@ static int ticked(stopjob *J) { return atomic_load(&J->ticks) >= J->ticks_from +
 static void test_stop_hold(int stop) {
   stopjob J = {.stop = stop};
   wm_error err;
+  CHECK(uv_mutex_init(&J.mu) == 0);
+  CHECK(uv_cond_init(&J.cv) == 0);
   J.j = wm_mt_job_new(2, 64, &err);
   CHECK(J.j != NULL);
-  if (!J.j) return;
+  if (!J.j) {
+    uv_cond_destroy(&J.cv);
+    uv_mutex_destroy(&J.mu);
+    return;
+  }
   for (int t = 0; t < 2; t++) {
     J.thr[t].job = &J;
     J.thr[t].t = t;
@@ -488,6 +513,8 @@ static void test_stop_hold(int stop) {
     CHECK_I64(b->seen, STOP_N); /* what was kept, then the rest: 1..N in order */
   }
   wm_mt_job_free(J.j);
+  uv_cond_destroy(&J.cv);
+  uv_mutex_destroy(&J.mu);
 }
 
 void test_mt(void) {
