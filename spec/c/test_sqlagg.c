@@ -155,6 +155,13 @@ typedef struct parts {
   size_t n;
 } parts;
 
+static void free_parts(parts *ps) {
+  for (size_t i = 0; i < ps->n; i++) {
+    free((char *)ps->p[i].name);
+    free((uint8_t *)ps->p[i].data);
+  }
+}
+
 static int put_part(void *ud, const char *name, const void *data, size_t len, wm_error *err) {
   parts *ps = ud;
   if (ps->n == 8) return wm_error_set(err, "too many parts");
@@ -190,10 +197,7 @@ static void snapshot_restore(void) {
     wm_op_input_watermark(b.w, 0, WM_TIME_MAX);
     CHECK_STR(b.out.out.data, tumble_expect);
     rig_free(&b);
-    for (size_t i = 0; i < ps.n; i++) {
-      free((char *)ps.p[i].name);
-      free((uint8_t *)ps.p[i].data);
-    }
+    free_parts(&ps);
   }
 }
 
@@ -410,10 +414,7 @@ static void group_changelog(void) {
     wm_buf_free(&all);
     rig_free(&a);
     rig_free(&b);
-    for (size_t i = 0; i < ps.n; i++) {
-      free((char *)ps.p[i].name);
-      free((uint8_t *)ps.p[i].data);
-    }
+    free_parts(&ps);
   }
   /* a window's bound in the result of a GROUP BY without one: refused */
   wm_winfn fn;
@@ -423,13 +424,6 @@ static void group_changelog(void) {
   wm_sqlagg_spec spec = {.nkeys = 0, .naggs = 3, .aggs = gdefs, .nout = 1, .out = &o};
   CHECK_I64(wm_keyedfn_sqlagg(&fn, &spec, &err), -1);
   CHECK(strstr(err.msg, "window's bound") != NULL);
-}
-
-static void free_parts(parts *ps) {
-  for (size_t i = 0; i < ps->n; i++) {
-    free((char *)ps->p[i].name);
-    free((uint8_t *)ps->p[i].data);
-  }
 }
 
 /* A mini-batch (SET 'table.exec.mini-batch.*'): group_rs's rows, worked out by hand per batch
@@ -795,10 +789,7 @@ static void change_changelog(void) {
     wm_buf_free(&all);
     rig_free(&a);
     rig_free(&b);
-    for (size_t i = 0; i < ps.n; i++) {
-      free((char *)ps.p[i].name);
-      free((uint8_t *)ps.p[i].data);
-    }
+    free_parts(&ps);
   }
   wm_schema_release(rs);
 }
@@ -998,10 +989,7 @@ static void str_group(void) {
     wm_buf_free(&all);
     rig_free(&a);
     rig_free(&b);
-    for (size_t i = 0; i < ps.n; i++) {
-      free((char *)ps.p[i].name);
-      free((uint8_t *)ps.p[i].data);
-    }
+    free_parts(&ps);
   }
 }
 
